@@ -1,0 +1,1 @@
+"""Flows Lab: an interactive course on EchoMQ flows, backed by a real Valkey."""

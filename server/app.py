@@ -1,0 +1,87 @@
+"""Wiring: settings, Valkey, templates, routes and middleware. Nothing else."""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import redis
+import redis.asyncio as aioredis
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from server import partials, views_api, views_pages, views_stream
+from server.content.pages import load_course
+from server.lifecycle import Reaper
+from server.middleware import SandboxMiddleware, SecurityHeaders
+from server.sandbox import SandboxCookie
+from server.settings import Settings
+from server.stream import Hub, enable_notifications
+
+SITE = Path(__file__).resolve().parent.parent / "site"
+
+
+def shared_secret(url: str) -> str:
+    """The cookie-signing secret every worker of this site shares (kept in Valkey)."""
+    try:
+        client = redis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2)
+        client.set("lab:secret", secrets.token_urlsafe(32), nx=True)
+        value = client.get("lab:secret")
+        client.close()
+        if value:
+            return str(value)
+    except redis.RedisError:
+        pass
+    return secrets.token_urlsafe(32)
+
+
+def create_app(url: str, settings: Settings | None = None) -> Starlette:
+    settings = settings or Settings.from_env()
+    cookie = SandboxCookie(settings.secret or shared_secret(url))
+    templates = Jinja2Templates(directory=str(SITE / "templates"))
+    course = load_course(SITE / "content")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        conn = aioredis.Redis.from_url(
+            url, decode_responses=True, socket_connect_timeout=1, socket_timeout=5, health_check_interval=10
+        )
+        app.state.conn = conn
+        with contextlib.suppress(redis.RedisError, OSError):
+            await enable_notifications(conn)
+        hub = Hub(url)
+        app.state.hub = hub
+        reaper = Reaper(conn, settings.sandbox_ttl)
+        await hub.start()
+        await reaper.start()
+        try:
+            yield
+        finally:
+            await reaper.stop()
+            await hub.stop()
+            await conn.aclose()
+
+    routes = [
+        Route("/api/widgets/{widget}/state", views_api.state, methods=["GET"]),
+        Route("/api/widgets/{widget}/{action}", views_api.act, methods=["POST"]),
+        Route("/api/stream", views_stream.stream, methods=["GET"]),
+        Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static"),
+        *views_pages.routes(),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(SecurityHeaders), Middleware(SandboxMiddleware, cookie=cookie)],
+        exception_handlers=views_pages.exception_handlers(),
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.cookie = cookie
+    app.state.templates = templates
+    app.state.course = course
+    app.state.render_widget = partials.renderer(templates)
+    return app

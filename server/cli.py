@@ -1,0 +1,132 @@
+"""The `emqlab` command: `serve` the site, `reset` sandboxes from a shell."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+# `emqlab reset` finds the Valkey of a running `emqlab serve` through this file
+# when EMQLAB_VALKEY_URL is not set.
+URL_FILE = Path(tempfile.gettempdir()) / "emqlab-serve.url"
+
+
+def app_from_env():  # type: ignore[no-untyped-def]
+    """uvicorn factory: each worker builds the app on the URL serve chose."""
+    from server.app import create_app
+
+    return create_app(os.environ["EMQLAB_VALKEY_URL"])
+
+
+def port_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from server.valkey_process import ValkeyProcess
+
+    if not port_free(args.host, args.port):
+        print(f"emqlab: port {args.port} on {args.host} is in use; pick another with --port", file=sys.stderr)
+        return 2
+    managed: ValkeyProcess | None = None
+    url = os.environ.get("EMQLAB_VALKEY_URL")
+    if not url:
+        managed = ValkeyProcess()
+        url = managed.start()
+        print(f"emqlab: started valkey-server on {url} (temporary, no persistence)", flush=True)
+    else:
+        print(f"emqlab: using the Valkey at {url}", flush=True)
+    os.environ["EMQLAB_VALKEY_URL"] = url
+    URL_FILE.write_text(url)
+    print(f"emqlab: Flows Lab is running — open http://{args.host}:{args.port}/", flush=True)
+    try:
+        uvicorn.run(
+            "server.cli:app_from_env",
+            factory=True,
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            log_level=args.log_level,
+            timeout_graceful_shutdown=3,
+        )
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if managed is not None:
+            managed.stop()
+            print("emqlab: stopped valkey-server", flush=True)
+        if URL_FILE.exists() and URL_FILE.read_text() == url:
+            URL_FILE.unlink()
+    return 0
+
+
+def reset(args: argparse.Namespace) -> int:
+    import redis.asyncio as aioredis
+
+    from server import lifecycle, rooms
+
+    url = os.environ.get("EMQLAB_VALKEY_URL") or (URL_FILE.read_text().strip() if URL_FILE.exists() else "")
+    if not url:
+        print("emqlab: no Valkey to reset: set EMQLAB_VALKEY_URL or start `emqlab serve`", file=sys.stderr)
+        return 2
+
+    async def run() -> int:
+        conn = aioredis.Redis.from_url(url, decode_responses=True)
+        try:
+            if args.all:
+                removed = await lifecycle.reset_sandboxes(conn, None, by="emqlab reset")
+                what = "every sandbox"
+            elif args.room:
+                sandbox = await rooms.sandbox_of_room(conn, args.room)
+                if sandbox is None:
+                    print(f"emqlab: no room named {args.room!r}", file=sys.stderr)
+                    return 1
+                removed = await lifecycle.reset_sandboxes(conn, [sandbox], by="emqlab reset")
+                what = f"room {args.room}"
+            else:
+                removed = await lifecycle.reset_sandboxes(conn, [args.sandbox], by="emqlab reset")
+                what = f"sandbox {args.sandbox}"
+            print(f"emqlab: reset {what}: {removed} keys removed")
+            return 0
+        except ValueError as exc:
+            print(f"emqlab: {exc}", file=sys.stderr)
+            return 2
+        finally:
+            await conn.aclose()
+
+    return asyncio.run(run())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="emqlab", description="Flows Lab: EchoMQ flows, live on Valkey")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_serve = sub.add_parser("serve", help="run the site (starts its own valkey-server unless EMQLAB_VALKEY_URL is set)")
+    p_serve.add_argument("--host", default="127.0.0.1")
+    p_serve.add_argument("--port", type=int, default=8000)
+    p_serve.add_argument("--workers", type=int, default=1)
+    p_serve.add_argument("--log-level", default="warning")
+    p_serve.set_defaults(func=serve)
+    p_reset = sub.add_parser("reset", help="the instructor's reset, from a shell")
+    group = p_reset.add_mutually_exclusive_group(required=True)
+    group.add_argument("--sandbox", metavar="ID")
+    group.add_argument("--room", metavar="NAME")
+    group.add_argument("--all", action="store_true")
+    p_reset.set_defaults(func=reset)
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

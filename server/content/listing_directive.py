@@ -1,0 +1,154 @@
+"""The ``{listing}`` directive: show a Lua script exactly as the server runs it.
+
+Markdown (argument forms)::
+
+    ```{listing} enqueue_flow.lua            the whole file
+    ```
+    ```{listing} enqueue_flow.lua#2          one marked move (-- @move 2: ...)
+    ```
+    ```{listing} complete.lua#lines=10-30    a line range, inclusive
+    caption: the fan-in branch
+    ```
+
+Parse (core rule ``listing_directive``): reads the file through a script
+source (see :mod:`server.content.scripts`) and stores the numbered lines, each
+tagged with the move it belongs to, in a ``listing`` token. A missing script,
+move or range is an error at load time.
+
+Render (rule ``listing``)::
+
+    <figure class="listing" data-script="enqueue_flow" data-move="2">
+      <figcaption>…</figcaption>
+      <pre tabindex="0"><code class="language-lua"><span class="line" data-line="12" data-move="2">…</span>
+    …</code></pre></figure>
+
+Every line is escaped; ``data-move`` is left off lines outside any move.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
+from markdown_it.rules_core import StateCore
+
+from .directive import find_directive
+from .errors import DirectiveError
+from .scripts import DISPLAY_DIR, ScriptMissing, ScriptSource, default_scripts
+
+_ARGUMENT = re.compile(
+    r"^(?P<stem>[A-Za-z0-9_]+)\.lua"
+    r"(?:#(?:(?P<move>\d+)|lines=(?P<first>\d+)-(?P<last>\d+)))?$"
+)
+_KNOWN_OPTIONS = {"caption"}
+
+
+@dataclass(frozen=True)
+class ListingLine:
+    number: int
+    text: str
+    move: int | None
+
+
+def listing_plugin(md: MarkdownIt, scripts: ScriptSource | None = None) -> None:
+    source = scripts if scripts is not None else default_scripts()
+
+    def listing_directive(state: StateCore) -> None:
+        for token in state.tokens:
+            directive = find_directive(token, "listing")
+            if directive is None:
+                continue
+            token.type = "listing"
+            token.tag = "figure"
+            token.nesting = 0
+            token.block = True
+            token.info = ""
+            token.content = ""
+            token.meta = _resolve(source, directive.argument, directive.options, directive.line)
+
+    md.core.ruler.after("block", "listing_directive", listing_directive)
+    md.add_render_rule("listing", render_listing)
+
+
+def _resolve(source: ScriptSource, argument: str, options: dict, line: int | None) -> dict:
+    match = _ARGUMENT.match(argument)
+    if not match:
+        raise DirectiveError(
+            "{listing} takes NAME.lua, NAME.lua#MOVE or NAME.lua#lines=A-B, "
+            f"got {argument!r}",
+            line,
+        )
+    unknown = set(options) - _KNOWN_OPTIONS
+    if unknown:
+        raise DirectiveError(f"{{listing}} has no option {sorted(unknown)[0]!r}", line)
+    stem = match.group("stem")
+    try:
+        text = source.script_source(stem)
+    except ScriptMissing as exc:
+        raise DirectiveError(str(exc), line) from None
+    moves = list(source.moves(stem))
+    owner: dict[int, int] = {}
+    for move in moves:
+        for number in range(int(move.first_line), int(move.last_line) + 1):
+            owner[number] = int(move.number)
+    all_lines = [
+        ListingLine(number, raw, owner.get(number))
+        for number, raw in enumerate(text.splitlines(), start=1)
+    ]
+
+    meta: dict = {
+        "script": stem,
+        "file": f"{DISPLAY_DIR}/{stem}.lua",
+        "move": None,
+        "move_title": None,
+        "range": None,
+        "caption": options.get("caption"),
+    }
+    if match.group("move"):
+        wanted = int(match.group("move"))
+        found = next((m for m in moves if int(m.number) == wanted), None)
+        if found is None:
+            raise DirectiveError(f"{stem}.lua has no move {wanted}", line)
+        meta["move"] = wanted
+        meta["move_title"] = found.title
+        meta["lines"] = all_lines[int(found.first_line) - 1 : int(found.last_line)]
+    elif match.group("first"):
+        first, last = int(match.group("first")), int(match.group("last"))
+        if not 1 <= first <= last <= len(all_lines):
+            raise DirectiveError(
+                f"{stem}.lua has {len(all_lines)} lines; range {first}-{last} is outside it",
+                line,
+            )
+        meta["range"] = (first, last)
+        meta["lines"] = all_lines[first - 1 : last]
+    else:
+        meta["lines"] = all_lines
+    return meta
+
+
+def render_listing(self, tokens, idx, options, env) -> str:  # noqa: ANN001
+    meta = tokens[idx].meta
+    attrs = f' data-script="{escapeHtml(meta["script"])}"'
+    detail = ""
+    if meta["move"] is not None:
+        attrs += f' data-move="{meta["move"]}"'
+        detail = f" · move {meta['move']}: {escapeHtml(meta['move_title'])}"
+    elif meta["range"] is not None:
+        first, last = meta["range"]
+        attrs += f' data-lines="{first}-{last}"'
+        detail = f" · lines {first}–{last}"
+    caption = f"<code>{escapeHtml(meta['file'])}</code>{detail}"
+    if meta["caption"]:
+        caption += f' <span class="listing-note">— {escapeHtml(meta["caption"])}</span>'
+    body = "\n".join(_render_line(line) for line in meta["lines"])
+    return (
+        f'<figure class="listing"{attrs}><figcaption>{caption}</figcaption>'
+        f'<pre tabindex="0"><code class="language-lua">{body}\n</code></pre></figure>\n'
+    )
+
+
+def _render_line(line: ListingLine) -> str:
+    move = f' data-move="{line.move}"' if line.move is not None else ""
+    return f'<span class="line" data-line="{line.number}"{move}>{escapeHtml(line.text)}</span>'

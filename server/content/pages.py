@@ -1,0 +1,464 @@
+"""The course: every ``site/content/**/*.md`` loaded once, linked together.
+
+Files and URLs::
+
+    site/content/index.md              ->  /                 (the course index)
+    site/content/<hub>/index.md        ->  /<hub>            (a hub: flows, batches)
+    site/content/<hub>/<slug>.md       ->  /<hub>/<slug>     (a dive)
+
+Each file opens with front matter (grammar in :mod:`.frontmatter`). Fields:
+
+==============  ======  =====================================================
+field           pages   meaning
+==============  ======  =====================================================
+title           all     the page's h1
+lede            all     one paragraph under the title (inline Markdown)
+kicker          all     optional; a dive's default is "<Hub title> · dive NN"
+order           hub,    a hub's place on the index / a dive's number in its
+                dive    hub (an integer; also the "NN" of the kicker)
+summary         dive    optional one line for lists (defaults to the lede)
+pattern         dive    the pattern, one sentence (inline Markdown)
+implementation  dive    the implementation, one sentence (inline Markdown)
+recap           dive    the recap paragraph (inline Markdown)
+next            dive    a link entry: what to read next
+related         dive    list of link entries: "Related in this course"
+sources         dive    list of sources: title, href (http/https), note
+==============  ======  =====================================================
+
+A *link entry* is a mapping with ``note`` and one of:
+
+* ``page: /flows/cross-queue`` — a page of this site; it must exist (loading
+  fails otherwise), and its title is used unless ``title`` is given;
+* ``href: https://…`` with ``title`` — an external page;
+* ``title`` alone — resolved against the site's page titles; when no page
+  matches, it is shown as plain text marked "(not in Flows Lab)", never as a
+  link.
+
+Loading checks every internal link of every body: it must name a page of the
+course (and, with a ``#fragment``, an id on that page). Navigation (hub
+listing, previous/next) comes from ``order``, never from lists kept in
+templates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from markupsafe import Markup
+
+from .errors import ContentError
+from .frontmatter import parse_front_matter
+from .markdown import make_markdown
+from .scripts import ScriptSource
+
+CONTENT_DIR = Path(__file__).resolve().parents[2] / "site" / "content"
+STATIC_DIR = Path(__file__).resolve().parents[2] / "site" / "static"
+
+#: ids the dive template puts on every dive page, after the body sections
+DIVE_PAGE_IDS = ("main", "pattern-and-implementation", "recap", "next", "references")
+
+RenderWidget = Callable[[str, dict], str]
+
+_SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_FIELDS = {
+    "index": ({"title", "lede"}, {"kicker"}),
+    "hub": ({"title", "lede", "order"}, {"kicker"}),
+    "dive": (
+        {"title", "lede", "order", "pattern", "implementation", "recap", "next", "sources"},
+        {"kicker", "summary", "related"},
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Link:
+    """One entry of "next", "related" or "sources"."""
+
+    title: str
+    note: str = ""
+    href: str | None = None  # None: plain text, the page is not in Flows Lab
+    external: bool = False
+    note_html: Markup = Markup("")  # the note as inline Markdown
+
+    @property
+    def in_course(self) -> bool:
+        return self.href is not None and not self.external
+
+
+@dataclass(frozen=True)
+class SectionLink:
+    id: str
+    title: str
+
+    @property
+    def href(self) -> str:
+        return f"#{self.id}"
+
+
+@dataclass(eq=False)
+class Page:
+    path: str  # the URL: "/", "/flows", "/flows/cross-queue"
+    kind: str  # "index" | "hub" | "dive"
+    source: Path
+    meta: dict[str, Any]  # the front matter, as parsed
+    title: str
+    lede: str
+    kicker: str
+    order: int
+    hub_slug: str | None
+    slug: str
+    tokens: list[Token] = field(repr=False, default_factory=list)
+    sections: list[SectionLink] = field(default_factory=list)
+    widgets: list[str] = field(default_factory=list)  # in order, each name once
+    next: Link | None = None
+    related: list[Link] = field(default_factory=list)
+    sources: list[Link] = field(default_factory=list)
+    # set by the Course once every page is loaded
+    hub: Page | None = field(default=None, repr=False)
+    dives: list[Page] = field(default_factory=list, repr=False)  # a hub's dives
+    prev_page: Page | None = field(default=None, repr=False)
+    next_page: Page | None = field(default=None, repr=False)
+    _md: MarkdownIt | None = field(default=None, repr=False)
+    _html: str | None = field(default=None, repr=False)
+
+    # -- front matter fields -------------------------------------------------
+    @property
+    def pattern(self) -> str:
+        return self.meta.get("pattern", "")
+
+    @property
+    def implementation(self) -> str:
+        return self.meta.get("implementation", "")
+
+    @property
+    def recap(self) -> str:
+        return self.meta.get("recap", "")
+
+    @property
+    def summary(self) -> str:
+        return self.meta.get("summary") or self.lede
+
+    def inline(self, name: str) -> Markup:
+        """A front matter text field rendered as inline Markdown (raw HTML
+        stays escaped), ready for a template: ``page.inline("recap")``."""
+        text = self.lede if name == "lede" else str(self.meta.get(name, ""))
+        assert self._md is not None
+        return Markup(self._md.renderInline(text))
+
+    @property
+    def lede_html(self) -> Markup:
+        return self.inline("lede")
+
+    @property
+    def summary_html(self) -> Markup:
+        return self.inline("summary") if self.meta.get("summary") else self.lede_html
+
+    # -- body ----------------------------------------------------------------
+    def render_body(self, render_widget: RenderWidget | None = None) -> Markup:
+        """The body HTML. Widgets are drawn by ``render_widget(name, options)``
+        (the app's partials); without it each widget is an empty slot."""
+        assert self._md is not None
+        env: dict[str, Any] = {}
+        if render_widget is not None:
+            env["render_widget"] = render_widget
+        return Markup(self._md.renderer.render(self.tokens, self._md.options, env))
+
+    @property
+    def html(self) -> Markup:
+        """The body with empty widget slots (cached)."""
+        if self._html is None:
+            self._html = self.render_body(None)
+        return Markup(self._html)
+
+    @property
+    def ids(self) -> set[str]:
+        """Every id the rendered page will carry (sections, headings, page blocks)."""
+        found = {s.id for s in self.sections} | {f"{s.id}-title" for s in self.sections}
+        if self.kind == "dive":
+            found |= set(DIVE_PAGE_IDS)
+        else:
+            found.add("main")
+        return found
+
+    def links(self) -> list[str]:
+        """Every href in the body, in order."""
+        return [href for href, _ in _body_links(self.tokens)]
+
+
+class Course:
+    """Every page of the site, loaded and cross-checked once."""
+
+    def __init__(self, pages: Iterable[Page]) -> None:
+        self.pages: dict[str, Page] = {p.path: p for p in pages}
+        if "/" not in self.pages:
+            raise ContentError("site/content/index.md is missing")
+        self.index: Page = self.pages["/"]
+        self.hubs: list[Page] = sorted(
+            (p for p in self.pages.values() if p.kind == "hub"), key=lambda p: p.order
+        )
+        self._link_hubs()
+        self.dives: list[Page] = [d for hub in self.hubs for d in hub.dives]
+        for page in self.pages.values():
+            self._resolve_entries(page)
+            self._check_links(page)
+
+    # -- public API ----------------------------------------------------------
+    @classmethod
+    def load(
+        cls,
+        content_dir: str | Path = CONTENT_DIR,
+        *,
+        known_widgets: Iterable[str] | None = None,
+        scripts: ScriptSource | None = None,
+    ) -> Course:
+        """Parse every ``*.md`` under ``content_dir``. ``known_widgets`` is the
+        app's set of widget names (``None``: accept any); ``scripts`` is where
+        listings read Lua (default: the host library's registry)."""
+        root = Path(content_dir)
+        md = make_markdown(known_widgets, scripts)
+        files = sorted(root.rglob("*.md"))
+        if not files:
+            raise ContentError(f"no Markdown files under {root}")
+        return cls(_load_page(md, root, path) for path in files)
+
+    def page(self, path: str) -> Page | None:
+        """The page at URL ``path`` ("/flows/" and "/flows" are the same page)."""
+        clean = "/" + path.strip("/")
+        return self.pages.get(clean)
+
+    @property
+    def widget_names(self) -> list[str]:
+        """Every widget any page uses, each once, in course order."""
+        seen: dict[str, None] = {}
+        for page in [self.index, *self.hubs, *self.dives]:
+            for name in page.widgets:
+                seen.setdefault(name)
+        return list(seen)
+
+    # -- building ------------------------------------------------------------
+    def _link_hubs(self) -> None:
+        hubs = {h.slug: h for h in self.hubs}
+        grouped: dict[str, list[Page]] = {slug: [] for slug in hubs}
+        for page in self.pages.values():
+            if page.kind != "dive":
+                continue
+            if page.hub_slug not in hubs:
+                raise ContentError(
+                    f"{page.source}: dive has no hub (site/content/{page.hub_slug}/index.md)"
+                )
+            grouped[page.hub_slug].append(page)
+        for slug, dives in grouped.items():
+            hub = hubs[slug]
+            dives.sort(key=lambda d: d.order)
+            orders = [d.order for d in dives]
+            if len(set(orders)) != len(orders):
+                raise ContentError(f"hub {slug!r}: two dives share one order: {orders}")
+            hub.dives = dives
+            for position, dive in enumerate(dives):
+                dive.hub = hub
+                if "kicker" not in dive.meta:
+                    dive.kicker = f"{hub.title} · dive {dive.order:02d}"
+                dive.prev_page = dives[position - 1] if position > 0 else None
+                dive.next_page = dives[position + 1] if position + 1 < len(dives) else None
+
+    def _find_by_title(self, title: str) -> Page | None:
+        wanted = _normal_title(title)
+        for page in self.pages.values():
+            if _normal_title(page.title) == wanted:
+                return page
+        return None
+
+    def _entry(self, page: Page, raw: Any, where: str) -> Link:
+        link = self._bare_entry(page, raw, where)
+        assert page._md is not None
+        note_html = Markup(page._md.renderInline(link.note)) if link.note else Markup("")
+        return Link(link.title, link.note, link.href, link.external, note_html)
+
+    def _bare_entry(self, page: Page, raw: Any, where: str) -> Link:
+        if not isinstance(raw, dict):
+            raise ContentError(f"{page.source}: {where} entries are mappings, got {raw!r}")
+        unknown = set(raw) - {"page", "href", "title", "note"}
+        if unknown:
+            raise ContentError(f"{page.source}: {where} entry has unknown key {sorted(unknown)}")
+        note = raw.get("note", "")
+        if "page" in raw:
+            if "href" in raw:
+                raise ContentError(f"{page.source}: {where} entry has both page and href")
+            target = self.page(raw["page"])
+            if target is None or raw["page"] != target.path:
+                raise ContentError(
+                    f"{page.source}: {where} names {raw['page']!r}, which is not a page of the course"
+                )
+            return Link(raw.get("title", target.title), note, target.path)
+        if "title" not in raw:
+            raise ContentError(f"{page.source}: {where} entry needs a page, or a title")
+        if "href" in raw:
+            href = raw["href"]
+            if not href.startswith(("https://", "http://")):
+                raise ContentError(f"{page.source}: {where} href must be http(s), got {href!r}")
+            return Link(raw["title"], note, href, external=True)
+        target = self._find_by_title(raw["title"])
+        if target is not None:
+            return Link(raw["title"], note, target.path)
+        return Link(raw["title"], note, None)
+
+    def _resolve_entries(self, page: Page) -> None:
+        meta = page.meta
+        if "next" in meta:
+            page.next = self._entry(page, meta["next"], "next")
+        page.related = [self._entry(page, e, "related") for e in _as_list(page, meta, "related")]
+        page.sources = []
+        for raw in _as_list(page, meta, "sources"):
+            if not isinstance(raw, dict) or set(raw) - {"title", "href", "note"} or "href" not in raw:
+                raise ContentError(f"{page.source}: a source needs title, href and note: {raw!r}")
+            link = self._entry(page, raw, "sources")
+            if not link.external:
+                raise ContentError(f"{page.source}: a source must be an external page: {raw!r}")
+            page.sources.append(link)
+
+    def _check_links(self, page: Page) -> None:
+        for href, line in _body_links(page.tokens):
+            problem = self.broken_link(page, href)
+            if problem:
+                raise ContentError(f"{page.source}:{line}: link {href!r}: {problem}")
+
+    def broken_link(self, page: Page, href: str) -> str | None:
+        """Why ``href`` (found on ``page``) would be a dead link, or ``None``."""
+        if href.startswith(("https://", "http://", "mailto:")):
+            return None
+        if href.startswith("#"):
+            return None if href[1:] in page.ids else "no such id on this page"
+        if not href.startswith("/") or href.startswith("//"):
+            return "internal links are root-relative (start with a single '/')"
+        path, _, fragment = href.partition("#")
+        path = path.split("?", 1)[0]
+        if path.startswith("/static/"):
+            return None if (STATIC_DIR / path[len("/static/") :]).is_file() else "no such file"
+        target = self.page(path)
+        if target is None or target.path != path:
+            return "no such page"
+        if fragment and fragment not in target.ids:
+            return f"no id {fragment!r} on {path}"
+        return None
+
+
+def load_course(
+    content_dir: str | Path = CONTENT_DIR,
+    *,
+    known_widgets: Iterable[str] | None = None,
+    scripts: ScriptSource | None = None,
+) -> Course:
+    """``Course.load`` as a function (what ``server.app`` calls at start-up)."""
+    return Course.load(content_dir, known_widgets=known_widgets, scripts=scripts)
+
+
+# -- loading one file ----------------------------------------------------------
+def _load_page(md: MarkdownIt, root: Path, file: Path) -> Page:
+    rel = file.relative_to(root)
+    parts = rel.with_suffix("").parts
+    if parts == ("index",):
+        kind, path, hub_slug, slug = "index", "/", None, ""
+    elif len(parts) == 2 and parts[1] == "index":
+        kind, path, hub_slug, slug = "hub", f"/{parts[0]}", None, parts[0]
+    elif len(parts) == 2:
+        kind, path, hub_slug, slug = "dive", f"/{parts[0]}/{parts[1]}", parts[0], parts[1]
+    else:
+        raise ContentError(f"{file}: content files live at index.md, <hub>/index.md or <hub>/<slug>.md")
+    for part in parts:
+        if part != "index" and not _SLUG.match(part):
+            raise ContentError(f"{file}: {part!r} is not a URL slug (a-z, 0-9, '-')")
+
+    text = file.read_text(encoding="utf-8")
+    if not text.startswith("---\n"):
+        raise ContentError(f"{file}: a page opens with front matter between '---' lines")
+    try:
+        tokens = md.parse(text, {})
+    except ContentError as exc:
+        raise ContentError(f"{file}: {exc}") from None
+    front = next((t for t in tokens if t.type == "front_matter"), None)
+    if front is None:
+        raise ContentError(f"{file}: front matter is not closed with '---'")
+    try:
+        meta = parse_front_matter(front.content)
+    except ContentError as exc:
+        raise ContentError(f"{file}: {exc}") from None
+    tokens = [t for t in tokens if t.type != "front_matter"]
+
+    required, optional = _FIELDS[kind]
+    missing = required - set(meta)
+    unknown = set(meta) - required - optional
+    if missing:
+        raise ContentError(f"{file}: front matter lacks {sorted(missing)}")
+    if unknown:
+        raise ContentError(f"{file}: front matter has unknown fields {sorted(unknown)}")
+    for name in ("title", "lede", "kicker", "summary", "pattern", "implementation", "recap"):
+        if name in meta and not isinstance(meta[name], str):
+            raise ContentError(f"{file}: {name} must be text")
+    order = 0
+    if "order" in meta:
+        if not str(meta["order"]).isdigit():
+            raise ContentError(f"{file}: order must be a whole number, got {meta['order']!r}")
+        order = int(meta["order"])
+
+    for token in tokens:
+        if token.type == "heading_open" and token.tag == "h1":
+            raise ContentError(f"{file}: the title comes from front matter; use '## ' headings")
+
+    sections = []
+    for token in tokens:
+        if token.type == "dive_section_open":
+            sections.append(SectionLink(token.meta["id"], token.meta["title"]))
+    if kind == "dive":
+        clash = {s.id for s in sections} & set(DIVE_PAGE_IDS)
+        if clash:
+            raise ContentError(f"{file}: section ids {sorted(clash)} clash with the page's own blocks")
+
+    widgets: dict[str, None] = {}
+    for token in tokens:
+        if token.type == "widget":
+            widgets.setdefault(token.meta["name"])
+
+    default_kicker = "Flows Lab" if kind == "index" else "Module" if kind == "hub" else ""
+    return Page(
+        path=path,
+        kind=kind,
+        source=file,
+        meta=meta,
+        title=meta["title"],
+        lede=meta["lede"],
+        kicker=meta.get("kicker", default_kicker),
+        order=order,
+        hub_slug=hub_slug,
+        slug=slug,
+        tokens=tokens,
+        sections=sections,
+        widgets=list(widgets),
+        _md=md,
+    )
+
+
+def _as_list(page: Page, meta: dict, name: str) -> list:
+    value = meta.get(name, [])
+    if not isinstance(value, list):
+        raise ContentError(f"{page.source}: {name} must be a list of entries")
+    return value
+
+
+def _body_links(tokens: list[Token]) -> list[tuple[str, int | None]]:
+    found = []
+    for token in tokens:
+        for child in token.children or []:
+            if child.type == "link_open":
+                found.append((str(child.attrGet("href") or ""), token.map[0] + 1 if token.map else None))
+    return found
+
+
+def _normal_title(title: str) -> str:
+    text = title.lower().replace("&", " and ")
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text).split())

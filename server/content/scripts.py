@@ -1,0 +1,110 @@
+"""Where listings read Lua from: the very files the server runs.
+
+The listing directive asks a *script source* for two things:
+
+* ``script_source(stem) -> str`` — the whole file, ``stem`` without ``.lua``;
+* ``moves(stem) -> list[Move]`` — the stepper's moves, each with ``number``,
+  ``title``, ``first_line`` and ``last_line`` (1-based, inclusive).
+
+In the app this is the host library's registry (``server.emq.registry``),
+which loads ``server/emq/scripts/*.lua`` for Valkey. Tests, or any code that
+wants another folder, pass a :class:`DirScripts` pointed at it; it reads the
+same ``-- @move <n>: <title>`` markers on its own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+SCRIPTS_DIR = Path(__file__).resolve().parents[1] / "emq" / "scripts"
+DISPLAY_DIR = "server/emq/scripts"
+
+MOVE_MARKER = re.compile(r"^\s*--\s*@move\s+(?P<number>\d+)\s*:\s*(?P<title>.*?)\s*$")
+
+
+class ScriptMissing(LookupError):
+    pass
+
+
+@dataclass(frozen=True)
+class Move:
+    number: int
+    title: str
+    first_line: int
+    last_line: int
+    text: str
+
+
+class ScriptSource(Protocol):
+    def script_source(self, stem: str) -> str: ...
+
+    def moves(self, stem: str) -> list[Any]: ...
+
+
+def cut_moves(source: str) -> list[Move]:
+    """Split a script at its ``-- @move`` markers. A move runs from its
+    marker line to the line before the next marker (the last one to the end
+    of the file)."""
+    lines = source.splitlines()
+    starts: list[tuple[int, int, str]] = []
+    for index, line in enumerate(lines, start=1):
+        match = MOVE_MARKER.match(line)
+        if match:
+            starts.append((index, int(match.group("number")), match.group("title")))
+    moves = []
+    for position, (first, number, title) in enumerate(starts):
+        last = starts[position + 1][0] - 1 if position + 1 < len(starts) else len(lines)
+        while last > first and not lines[last - 1].strip():
+            last -= 1  # a blank line between moves belongs to neither
+        text = "\n".join(lines[first - 1 : last]) + "\n"
+        moves.append(Move(number, title, first, last, text))
+    return moves
+
+
+class DirScripts:
+    """Read ``<stem>.lua`` files from one folder."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+
+    def script_source(self, stem: str) -> str:
+        path = self.directory / f"{stem}.lua"
+        try:
+            return path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ScriptMissing(f"no script {path}") from None
+
+    def moves(self, stem: str) -> list[Move]:
+        return cut_moves(self.script_source(stem))
+
+
+class RegistryScripts:
+    """The host library's registry, imported on first use (so the content
+    package can load while ``server.emq`` is still being built)."""
+
+    def _registry(self):  # noqa: ANN202
+        from server.emq import registry
+
+        return registry
+
+    def script_source(self, stem: str) -> str:
+        try:
+            return self._registry().script_source(stem)
+        except (KeyError, FileNotFoundError, LookupError) as exc:
+            raise ScriptMissing(f"no script {stem}.lua in the registry: {exc}") from None
+
+    def moves(self, stem: str) -> list[Any]:
+        return list(self._registry().moves(stem))
+
+
+def default_scripts() -> ScriptSource:
+    """The registry when ``server.emq.registry`` is importable, else the
+    scripts folder read directly: both are the files the server runs."""
+    try:
+        from server.emq import registry  # noqa: F401
+    except ImportError:
+        return DirScripts(SCRIPTS_DIR)
+    return RegistryScripts()

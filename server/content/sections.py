@@ -1,0 +1,120 @@
+"""Group a page body into sections, one per ``## `` heading.
+
+Parse (core rule ``dive_sections``, after the anchors rule has given every h2
+its slug): the top-level tokens from one h2 to the next become::
+
+    <section class="dive-section" id="SLUG" aria-labelledby="SLUG-title">
+      <div class="prose"><h2 id="SLUG-title">…</h2> …prose, listings…</div>
+      <aside class="dive-aside">…the section's widgets…</aside>
+    </section>
+
+Top-level widgets move into the aside in the order they appear; a section
+with no widget has no aside. Anything before the first h2 is wrapped in
+``<div class="prose dive-intro">``. The section list (id, title) is left in
+``env["sections"]`` for the page's navigation row.
+
+Render: one small rule per token type added here.
+"""
+
+from __future__ import annotations
+
+from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
+from markdown_it.rules_core import StateCore
+from markdown_it.token import Token
+
+ASIDE_TYPES = frozenset({"widget"})
+
+
+def heading_text(inline: Token) -> str:
+    parts = []
+    for child in inline.children or []:
+        if child.type in {"text", "code_inline"}:
+            parts.append(child.content)
+    return "".join(parts).strip()
+
+
+def sections_plugin(md: MarkdownIt) -> None:
+    def dive_sections(state: StateCore) -> None:
+        tokens = state.tokens
+        starts = [
+            i
+            for i, t in enumerate(tokens)
+            if t.type == "heading_open" and t.tag == "h2" and t.level == 0
+        ]
+        if not starts:
+            return
+        out: list[Token] = []
+        found: list[dict] = []
+        intro = tokens[: starts[0]]
+        out.extend(t for t in intro if t.type == "front_matter")
+        intro = [t for t in intro if t.type != "front_matter"]
+        if intro:
+            out.append(_marker(state, "dive_intro_open"))
+            out.extend(intro)
+            out.append(_marker(state, "dive_intro_close"))
+        bounds = starts + [len(tokens)]
+        for first, end in zip(bounds, bounds[1:]):
+            heading = tokens[first]
+            title = heading_text(tokens[first + 1])
+            slug = heading.attrGet("id") or f"section-{len(found) + 1}"
+            title_id = f"{slug}-title"
+            heading.attrSet("id", title_id)
+            chunk = tokens[first:end]
+            prose = [t for t in chunk if not (t.level == 0 and t.type in ASIDE_TYPES)]
+            aside = [t for t in chunk if t.level == 0 and t.type in ASIDE_TYPES]
+            meta = {"id": slug, "title_id": title_id, "title": title, "aside": bool(aside)}
+            found.append(meta)
+            out.append(_marker(state, "dive_section_open", meta))
+            out.append(_marker(state, "dive_prose_open"))
+            out.extend(prose)
+            out.append(_marker(state, "dive_prose_close"))
+            if aside:
+                out.append(_marker(state, "dive_aside_open", meta))
+                out.extend(aside)
+                out.append(_marker(state, "dive_aside_close"))
+            out.append(_marker(state, "dive_section_close"))
+        state.tokens = out
+        if isinstance(state.env, dict):
+            state.env["sections"] = [{"id": m["id"], "title": m["title"]} for m in found]
+
+    if "anchor" in md.core.ruler.get_all_rules():
+        md.core.ruler.after("anchor", "dive_sections", dive_sections)
+    else:
+        md.core.ruler.push("dive_sections", dive_sections)
+    for name, fn in _RENDER.items():
+        md.add_render_rule(name, fn)
+
+
+def _marker(state: StateCore, kind: str, meta: dict | None = None) -> Token:
+    token = Token(kind, "", 0)
+    token.block = True
+    token.meta = dict(meta or {})
+    return token
+
+
+def _section_open(self, tokens, idx, options, env) -> str:  # noqa: ANN001
+    meta = tokens[idx].meta
+    extra = " has-aside" if meta["aside"] else ""
+    return (
+        f'<section class="dive-section{extra}" id="{escapeHtml(meta["id"])}" '
+        f'aria-labelledby="{escapeHtml(meta["title_id"])}">\n'
+    )
+
+
+def _aside_open(self, tokens, idx, options, env) -> str:  # noqa: ANN001
+    # No accessible name on purpose: an unnamed aside inside a section is not
+    # a complementary landmark, so it never nests a landmark inside <main>.
+    return '<aside class="dive-aside">\n'
+
+
+_RENDER = {
+    "dive_intro_open": lambda self, *a: '<div class="prose dive-intro">\n',
+    "dive_intro_close": lambda self, *a: "</div>\n",
+    "dive_section_open": _section_open,
+    "dive_section_close": lambda self, *a: "</section>\n",
+    "dive_prose_open": lambda self, *a: '<div class="prose">\n',
+    "dive_prose_close": lambda self, *a: "</div>\n",
+    "dive_aside_open": _aside_open,
+    "dive_aside_close": lambda self, *a: "</aside>\n",
+}

@@ -1,0 +1,60 @@
+"""Typed exceptions for the replies the scripts refuse with.
+
+The scripts answer a refusal with an error reply whose first word is a code
+(``EMQKIND``, ``EMQSTALE``, ``EMQSTATE``). ``translate`` turns redis-py's
+``ResponseError`` into the matching class and keeps the server's whole text as
+the message, so ``str(exc)`` is what Valkey said. ``Gone`` has no error reply:
+the scripts answer 0 for a missing row and the host raises it.
+"""
+
+from __future__ import annotations
+
+from redis.exceptions import ResponseError
+
+
+class EmqError(Exception):
+    """Base of every EchoMQ refusal; ``message`` is the server's text."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    @property
+    def code(self) -> str:
+        """The reply's first word, e.g. ``EMQKIND``."""
+        return self.message.split(" ", 1)[0] if self.message else ""
+
+
+class KindRefused(EmqError):
+    """``EMQKIND``: a well-formed id that is not ``JOB``-namespaced."""
+
+
+class Stale(EmqError):
+    """``EMQSTALE``: the token is not the row's current attempt."""
+
+
+class StateRefused(EmqError):
+    """``EMQSTATE``: the row is in a state the transition may not touch."""
+
+
+class Gone(EmqError):
+    """The job row does not exist (never landed, or already completed)."""
+
+
+_BY_PREFIX: dict[str, type[EmqError]] = {
+    "EMQKIND": KindRefused,
+    "EMQSTALE": Stale,
+    "EMQSTATE": StateRefused,
+}
+
+
+def translate(exc: ResponseError) -> EmqError:
+    """Map an error reply to its typed exception (``EmqError`` if unknown)."""
+    text = str(exc)
+    # Errors raised inside a script may arrive wrapped ("... script: ...");
+    # the code is still the first EMQ word of the text, wherever it sits.
+    for prefix, cls in _BY_PREFIX.items():
+        at = text.find(prefix)
+        if at != -1:
+            return cls(text[at:])
+    return EmqError(text)

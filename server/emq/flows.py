@@ -1,0 +1,233 @@
+"""Adding flows: ``add``, ``add_bulk`` and the three paths ``add`` picks from.
+
+``add`` checks the flow (``shape.parse_flow``: shape and every id, before any
+wire) and then takes the first path that fits:
+
+1. a child with children of its own: a tree, walked host-side, parent first;
+2. a child in another queue: the cross-queue add, parent first, fail-closed;
+3. otherwise: one atomic ``enqueue_flow`` on the queue's slot.
+
+Paths 1 and 2 share one walker: hold a parent (``hold_parent``), then land
+each child on its own slot (``enqueue_flow_child``, or ``hold_parent`` again
+for an inner node). The first refusal stops the walk and is raised; the
+parent stays held, and calling ``add`` again with the same ids resumes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from redis.asyncio import RedisCluster
+
+from server.emq import keyspace, pump, registry
+from server.emq.errors import EmqError, StateRefused
+from server.emq.shape import FlowShapeError, Node, parse_flow, policy_token
+from server.emq.wire import Conn, as_int
+
+__all__ = ["FlowShapeError", "add", "add_bulk", "add_bulk_pipelined", "enqueue_flow_call", "policy_token"]
+
+Landed = tuple[str, list[str]]
+
+
+async def add(conn: Conn, queue: str, flow: Any) -> Landed:
+    """Add one flow; returns ``(parent_id, [child_ids])`` in spec order."""
+    return await _add_node(conn, parse_flow(queue, flow))
+
+
+async def add_bulk(conn: Conn, queue: str, flows: Sequence[Any]) -> list[Landed]:
+    """Add many flows one at a time; returns the landed ones in input order.
+
+    Every flow is checked first, so one ill-formed id anywhere raises before
+    anything lands. A flow the server refuses is dropped (with its error) and
+    the batch goes on; what it leaves behind is what ``add`` leaves.
+    """
+    roots = [parse_flow(queue, flow, f"flows[{i}]") for i, flow in enumerate(flows)]
+    landed: list[Landed] = []
+    for root in roots:
+        try:
+            landed.append(await _add_node(conn, root))
+        except EmqError:
+            continue
+    return landed
+
+
+async def add_bulk_pipelined(conn: Conn, queue: str, flows: Sequence[Any]) -> list[Landed]:
+    """``add_bulk`` with the same-queue flows sent in two pipelined round trips.
+
+    Same contract as ``add_bulk``. Round trip one runs every same-queue
+    ``enqueue_flow``; round trip two writes the policies of the flows that
+    landed (writing them in the first trip would create stray rows for a
+    refused flow). Other flows, and every flow on a cluster client, take the
+    ordinary one-at-a-time path afterwards, so the landing order may differ
+    from the input order; the result is still in input order.
+    """
+    roots = [parse_flow(queue, flow, f"flows[{i}]") for i, flow in enumerate(flows)]
+    if isinstance(conn, RedisCluster):
+        return await _sequential(conn, roots)
+    outcome: dict[int, bool] = {}
+    batched = [i for i, root in enumerate(roots) if _path(root) == "same-queue"]
+    if batched:
+        script = registry.script_for(conn, "enqueue_flow")
+        pipe = conn.pipeline(transaction=False)
+        for i in batched:
+            keys, args = _same_queue_call(roots[i])
+            await script(keys=keys, args=args, client=pipe)
+        replies = await pipe.execute(raise_on_error=False)
+        policies = conn.pipeline(transaction=False)
+        for i, reply in zip(batched, replies):
+            outcome[i] = not isinstance(reply, Exception)
+            if outcome[i]:
+                for child in roots[i].children:
+                    policies.hset(keyspace.job_key(child.queue, child.id), "parent_policy", child.policy)
+        await policies.execute()
+    landed: list[Landed] = []
+    for i, root in enumerate(roots):
+        if i in outcome:
+            if outcome[i]:
+                landed.append(_landed(root))
+            continue
+        try:
+            landed.append(await _add_node(conn, root))
+        except EmqError:
+            continue
+    return landed
+
+
+async def _sequential(conn: Conn, roots: list[Node]) -> list[Landed]:
+    landed: list[Landed] = []
+    for root in roots:
+        try:
+            landed.append(await _add_node(conn, root))
+        except EmqError:
+            continue
+    return landed
+
+
+def _landed(root: Node) -> Landed:
+    return root.id, [child.id for child in root.children]
+
+
+def _path(root: Node) -> str:
+    if any(child.children for child in root.children):
+        return "tree"
+    if any(child.queue != root.queue for child in root.children):
+        return "cross-queue"
+    return "same-queue"
+
+
+async def _add_node(conn: Conn, root: Node) -> Landed:
+    if _path(root) == "same-queue":
+        await _add_same_queue(conn, root)
+    else:
+        # trees and cross-queue flows: parent first, then each child
+        retry = await _hold(conn, root, None)
+        await _land_children(conn, root, retry)
+    return _landed(root)
+
+
+# --- path 3: the atomic same-queue add ---------------------------------------
+
+
+def enqueue_flow_call(queue: str, flow: Any) -> tuple[list[str], list[str]]:
+    """The KEYS and ARGV ``enqueue_flow`` runs with for a same-queue ``flow``.
+
+    The web stepper runs prefixes of the script with exactly these arguments.
+    """
+    return _same_queue_call(parse_flow(queue, flow))
+
+
+def _same_queue_call(root: Node) -> tuple[list[str], list[str]]:
+    queue = root.queue
+    keys = [
+        keyspace.job_key(queue, root.id),
+        keyspace.dependencies_key(queue, root.id),
+        keyspace.queue_key(queue, "pending"),
+    ] + [keyspace.job_key(queue, child.id) for child in root.children]
+    args = [root.id, root.payload, str(len(root.children))]
+    for child in root.children:
+        args += [child.id, child.payload]
+    return keys, args
+
+
+async def _add_same_queue(conn: Conn, root: Node) -> None:
+    keys, args = _same_queue_call(root)
+    await registry.run(conn, "enqueue_flow", keys, args)
+    # The policies are written after the atomic land, as plain HSETs on rows
+    # that now exist; the script itself stays about landing.
+    pipe = conn.pipeline(transaction=False)
+    for child in root.children:
+        pipe.hset(keyspace.job_key(child.queue, child.id), "parent_policy", child.policy)
+    await pipe.execute()
+
+
+# --- paths 1 and 2: the host-side walk ----------------------------------------
+
+
+async def _hold(conn: Conn, node: Node, up: Node | None) -> bool:
+    """Hold ``node`` as a parent; True when it was already held (a retry)."""
+    up_id = up.id if up else ""
+    up_queue = up.queue if up and up.queue != node.queue else ""
+    reply = await registry.run(
+        conn,
+        "hold_parent",
+        [keyspace.job_key(node.queue, node.id), keyspace.dependencies_key(node.queue, node.id)],
+        [node.id, node.payload, str(len(node.children)), up_id, up_queue],
+    )
+    return as_int(reply) == 2
+
+
+async def _land_leaf(conn: Conn, child: Node, parent: Node) -> bool:
+    """Land one leaf on its own slot; False when its row already existed."""
+    reply = await registry.run(
+        conn,
+        "enqueue_flow_child",
+        [keyspace.job_key(child.queue, child.id), keyspace.queue_key(child.queue, "pending")],
+        [child.id, child.payload, parent.id, parent.queue if child.queue != parent.queue else ""],
+    )
+    return as_int(reply) == 1
+
+
+async def _land_children(conn: Conn, parent: Node, retry: bool) -> None:
+    for child in parent.children:
+        # On a retry a child may have run to completion already: its row is
+        # gone, but its parent has counted it (or its note waits in an outbox).
+        # Landing it again would make the counter wait for it a second time.
+        if retry and await _already_counted(conn, child, parent):
+            continue
+        if child.children:
+            try:
+                child_retry = await _hold(conn, child, parent)
+            except StateRefused:
+                if retry:
+                    continue  # landed earlier and since released: leave it be
+                raise
+            if not child_retry:
+                await _write_policy(conn, child)
+            await _land_children(conn, child, child_retry)
+        elif await _land_leaf(conn, child, parent):
+            # right after the child lands, and only then: a row that already
+            # existed may be finishing, and an HSET must not revive it
+            await _write_policy(conn, child)
+
+
+async def _write_policy(conn: Conn, child: Node) -> None:
+    await conn.hset(keyspace.job_key(child.queue, child.id), "parent_policy", child.policy)
+
+
+async def _already_counted(conn: Conn, child: Node, parent: Node) -> bool:
+    """Has ``parent`` counted ``child``, or is the count on its way?"""
+    if await conn.hexists(keyspace.processed_key(parent.queue, parent.id), child.id):
+        return True
+    if await conn.hexists(keyspace.ignored_key(parent.queue, parent.id), child.id):
+        return True
+    if child.queue == parent.queue:
+        return False  # same-queue children count directly, never via the outbox
+    for raw in await pump.read_all(conn, child.queue):
+        try:
+            entry = pump.decode_entry(raw)
+        except pump.PoisonEntry:
+            continue
+        if (entry.child, entry.parent, entry.parent_queue) == (child.id, parent.id, parent.queue):
+            return True
+    return False

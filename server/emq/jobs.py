@@ -1,0 +1,179 @@
+"""The job verbs: ``claim``, ``complete`` and ``fail``.
+
+``complete`` and ``fail`` are where the fan-in starts. Before running the
+script, the host reads the row's ``parent``, ``parent_queue`` and
+``parent_policy`` in one HMGET and passes the parent's keys as KEYS, so the
+script never builds a key out of a hash value. Which arm the script takes
+(flat, same-queue 'sq', cross-queue 'xq') follows from that read.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from redis.exceptions import RedisError
+
+from server.emq import keyspace, registry
+from server.emq.errors import EmqError, Gone, KindRefused, Stale, StateRefused
+from server.emq.wire import Conn, as_int, text
+
+# Re-exported: the public contract names them jobs.Stale and jobs.Gone.
+__all__ = [
+    "EmqError",
+    "Gone",
+    "KindRefused",
+    "Lineage",
+    "Stale",
+    "StateRefused",
+    "claim",
+    "complete",
+    "fail",
+    "lineage",
+    "policy_arm",
+]
+
+Mode = Literal["", "sq", "xq"]
+
+
+def policy_arm(token: str | None) -> str:
+    """'id' only when the row says so; missing or unknown tokens fail the parent."""
+    return "id" if token == "id" else "fp"
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """Where a job's completion or death must be counted."""
+
+    mode: Mode
+    parent: str | None = None
+    parent_queue: str | None = None  # the parent's queue (this one for 'sq')
+    policy: str = "fp"
+
+
+async def lineage(conn: Conn, queue: str, job_id: str) -> Lineage:
+    """One HMGET of the row's parent fields, turned into the script's mode."""
+    found = await conn.hmget(
+        keyspace.job_key(queue, job_id), ["parent", "parent_queue", "parent_policy"]
+    )
+    parent, parent_queue, policy = (text(v) for v in found)
+    if not parent:
+        return Lineage(mode="")
+    # Gate what the row says before it becomes a key: a corrupt field is
+    # refused here rather than turned into a stray key.
+    keyspace.check_id(parent)
+    arm = policy_arm(policy)
+    if parent_queue and parent_queue != queue:
+        keyspace.check_queue(parent_queue)
+        return Lineage(mode="xq", parent=parent, parent_queue=parent_queue, policy=arm)
+    return Lineage(mode="sq", parent=parent, parent_queue=queue, policy=arm)
+
+
+def _as_value(value: Any, default: str) -> str:
+    if value is None:
+        return default
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+async def claim(conn: Conn, queue: str, lease_ms: int = 30000) -> tuple[str, int] | None:
+    """Take the lowest-scored pending job; ``(job_id, token)`` or None."""
+    reply = await registry.run(
+        conn,
+        "claim",
+        [keyspace.queue_key(queue, "pending"), keyspace.queue_key(queue, "active")],
+        [keyspace.base(queue), int(lease_ms)],
+    )
+    if not reply:
+        return None
+    job_id, token = reply
+    return text(job_id) or "", as_int(token)
+
+
+async def complete(
+    conn: Conn, queue: str, job_id: str, token: int | str, result: Any = None
+) -> None:
+    """Complete a claimed job. Raises ``Stale`` (wrong token) or ``Gone`` (no row).
+
+    The recorded result is ``result``, or the job's own id when none is given.
+    """
+    row = keyspace.job_key(queue, job_id)
+    keys = [keyspace.queue_key(queue, "active"), row]
+    args: list[str] = [job_id, str(token), keyspace.base(queue)]
+    line = await lineage(conn, queue, job_id)
+    value = _as_value(result, job_id)
+    if line.mode == "sq":
+        assert line.parent is not None
+        keys += [
+            keyspace.dependencies_key(queue, line.parent),
+            keyspace.processed_key(queue, line.parent),
+            keyspace.job_key(queue, line.parent),
+        ]
+        args += ["sq", line.parent, value]
+    elif line.mode == "xq":
+        assert line.parent is not None and line.parent_queue is not None
+        keys.append(keyspace.outbox_key(queue))
+        args += ["xq", line.parent, value, line.parent_queue, line.policy]
+    else:
+        args.append("")
+    done = as_int(await registry.run(conn, "complete", keys, args))
+    if done == 0:
+        raise Gone(f"gone: no job {job_id} in queue {queue}")
+    # Logs of a finished job are dead weight; losing this DEL only leaves a key.
+    try:
+        await conn.delete(keyspace.logs_key(queue, job_id))
+    except RedisError:
+        pass
+
+
+async def fail(
+    conn: Conn,
+    queue: str,
+    job_id: str,
+    token: int | str,
+    error: str,
+    max_attempts: int,
+    backoff_ms: int = 1000,
+) -> str:
+    """Fail a claimed job: ``"scheduled"`` below the cap, ``"dead"`` at it.
+
+    At the cap a flow child's policy decides what happens to its parent.
+    Raises ``Stale`` or ``Gone`` like ``complete``.
+    """
+    keys = [
+        keyspace.queue_key(queue, "active"),
+        keyspace.job_key(queue, job_id),
+        keyspace.queue_key(queue, "schedule"),
+        keyspace.queue_key(queue, "dead"),
+    ]
+    line = await lineage(conn, queue, job_id)
+    if line.mode == "sq":
+        assert line.parent is not None
+        keys += [
+            keyspace.job_key(queue, line.parent),
+            keyspace.dependencies_key(queue, line.parent),
+            keyspace.ignored_key(queue, line.parent),
+        ]
+    elif line.mode == "xq":
+        keys.append(keyspace.outbox_key(queue))
+    args = [
+        job_id,
+        str(token),
+        _as_value(error, ""),
+        str(int(max_attempts)),
+        str(int(backoff_ms)),
+        keyspace.base(queue),
+        line.mode,
+        line.parent or "",
+        line.policy,
+        line.parent_queue or "",
+    ]
+    reply = await registry.run(conn, "fail", keys, args)
+    outcome = text(reply)
+    if outcome in ("scheduled", "dead"):
+        return outcome
+    raise Gone(f"gone: no job {job_id} in queue {queue}")

@@ -1,0 +1,126 @@
+"""The key grammar ``emq:{<queue>}:<suffix>`` and the host-side id gate.
+
+Every key the library builds goes through this module, so an ill-formed id or
+queue name is refused here (``BadId``) before anything reaches the wire. The
+queue name sits inside ``{...}``: it is the cluster hashtag, which keeps every
+key of one queue on one slot and lets one script touch them all.
+"""
+
+from __future__ import annotations
+
+import re
+from binascii import crc_hqx
+from typing import Final
+
+# 1..128 characters of A-Z a-z 0-9 _ . -  (no braces, colons, globs, spaces).
+ID_RE: Final = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+CLUSTER_SLOTS: Final = 16384
+
+
+class BadId(ValueError):
+    """An id or queue name that is not well-formed; raised before any write."""
+
+
+def _well_formed(value: object) -> bool:
+    # fullmatch, not match + "$": "$" would accept a trailing newline.
+    return isinstance(value, str) and ID_RE.fullmatch(value) is not None
+
+
+def check_id(job_id: object) -> str:
+    """Return ``job_id`` unchanged when well-formed, else raise ``BadId``."""
+    if not _well_formed(job_id):
+        raise BadId(f"ill-formed job id {job_id!r}: want 1-128 chars of [A-Za-z0-9_.-]")
+    assert isinstance(job_id, str)
+    return job_id
+
+
+def check_queue(queue: object) -> str:
+    """Return ``queue`` unchanged when well-formed, else raise ``BadId``."""
+    if not _well_formed(queue):
+        raise BadId(f"ill-formed queue name {queue!r}: want 1-128 chars of [A-Za-z0-9_.-]")
+    assert isinstance(queue, str)
+    return queue
+
+
+def slot_tag(queue: str) -> str:
+    """The hashtag of a queue, ``{queue}``: every key of the queue carries it."""
+    return "{" + check_queue(queue) + "}"
+
+
+def base(queue: str) -> str:
+    """The queue's key prefix ``emq:{q}:``; scripts append suffixes to it."""
+    return f"emq:{slot_tag(queue)}:"
+
+
+def queue_key(queue: str, suffix: str) -> str:
+    """``emq:{q}:<suffix>``, e.g. ``pending``; an empty suffix gives the base."""
+    return base(queue) + suffix
+
+
+def job_key(queue: str, job_id: str) -> str:
+    """The job row ``emq:{q}:job:<id>``; gates both the queue and the id."""
+    return base(queue) + "job:" + check_id(job_id)
+
+
+def dependencies_key(queue: str, job_id: str) -> str:
+    """A held parent's outstanding-child counter."""
+    return job_key(queue, job_id) + ":dependencies"
+
+
+def processed_key(queue: str, job_id: str) -> str:
+    """A parent's child id -> result hash, written by the fan-in."""
+    return job_key(queue, job_id) + ":processed"
+
+
+def ignored_key(queue: str, job_id: str) -> str:
+    """A parent's child id -> error hash, for children ignored on failure."""
+    return job_key(queue, job_id) + ":ignored"
+
+
+def logs_key(queue: str, job_id: str) -> str:
+    """A job's log list; removed (best effort) once the job completes."""
+    return job_key(queue, job_id) + ":logs"
+
+
+def outbox_key(queue: str) -> str:
+    """Cross-queue completions emitted on this queue's slot, for the Pump."""
+    return queue_key(queue, "flow:outbox")
+
+
+def poison_key(queue: str) -> str:
+    """Where the aged Pump sets aside an outbox head that never delivers."""
+    return queue_key(queue, "flow:outbox:poison")
+
+
+def outbox_head_key(queue: str) -> str:
+    """Hash counting how many aged ticks found the same blocked head."""
+    return queue_key(queue, "flow:outbox:head")
+
+
+def metrics_key(queue: str) -> str:
+    """The queue's completion metric hash (field ``count``)."""
+    return queue_key(queue, "metrics:completed")
+
+
+STATE_SETS: Final = ("pending", "active", "schedule", "dead")
+
+
+def hash_slot(key: str | bytes) -> int:
+    """The cluster slot of ``key`` (CRC16/XMODEM mod 16384, honoring ``{tag}``).
+
+    Only the text between the first ``{`` and the next ``}`` is hashed, when it
+    is non-empty; that is why all of one queue's keys share a slot.
+    """
+    raw = key.encode("utf-8") if isinstance(key, str) else key
+    opening = raw.find(b"{")
+    if opening != -1:
+        closing = raw.find(b"}", opening + 1)
+        if closing > opening + 1:
+            raw = raw[opening + 1 : closing]
+    return crc_hqx(raw, 0) % CLUSTER_SLOTS
+
+
+def queue_slot(queue: str) -> int:
+    """The slot every key of ``queue`` lives on (what the web UI shows)."""
+    return hash_slot(base(queue))

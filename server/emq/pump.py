@@ -1,0 +1,209 @@
+"""The outbox Pump: deliver cross-queue completions to their parents' slots.
+
+A cross-queue child cannot touch its parent's keys (another slot), so its
+``complete``/``fail`` appends an entry to its own queue's ``flow:outbox``. The
+Pump reads a page without removing it, applies each entry on the parent's slot
+(``flow_deliver``), stops at the first entry that does not deliver, and then
+trims exactly the delivered prefix (``outbox_trim``, compare-and-trim).
+
+A crash between read and trim delivers the page again; ``flow_deliver``'s
+HSETNX guard turns the repeats into no-ops. An entry that cannot be decoded
+or delivered is a poison entry: it never raises out of the Pump, it blocks
+the outbox at that point. The aged variant counts a blocked head and, past a
+bound, sets it aside on ``flow:outbox:poison`` so the outbox moves again.
+
+Building blocks for the web widget: ``read_page`` + ``deliver_page`` +
+``trim`` is one tick; ``read_page`` + ``deliver_page`` alone is "crash
+before trim".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Final, Literal
+
+from redis.client import NEVER_DECODE
+from redis.exceptions import ResponseError
+
+from server.emq import keyspace, registry
+from server.emq.errors import EmqError
+from server.emq.wire import Conn, as_int, raw, text
+
+KINDS: Final = ("completed", "failed")
+# A bound on one aged call's drain/age rounds, so a flood of poison cannot
+# keep a single tick busy forever.
+_MAX_ROUNDS: Final = 64
+
+
+class PoisonEntry(ValueError):
+    """An outbox entry that cannot be decoded into an ``OutboxEntry``."""
+
+
+@dataclass(frozen=True)
+class OutboxEntry:
+    """One cross-queue signal, self-describing: enough to deliver it alone."""
+
+    kind: Literal["completed", "failed"]
+    child: str
+    child_queue: str
+    value: str  # the result for 'completed', the error for 'failed'
+    parent: str
+    parent_queue: str
+    policy: str  # 'fp' or 'id'; read by flow_deliver for failures only
+
+
+@dataclass(frozen=True)
+class DeliveryReport:
+    """What ``deliver_page`` did with a page.
+
+    ``delivered`` is the length of the delivered prefix (the entries that may
+    be trimmed), duplicates included; ``duplicates`` is how many of those the
+    HSETNX guard refused; ``blocked`` is the raw entry delivery stopped at.
+    """
+
+    delivered: int
+    duplicates: int
+    blocked: str | None
+
+
+def encode_entry(entry: OutboxEntry) -> str:
+    """JSON, as the scripts write it (field order aside)."""
+    return json.dumps(asdict(entry), separators=(",", ":"), sort_keys=True)
+
+
+def decode_entry(entry: str | bytes) -> OutboxEntry:
+    """Parse and check one raw entry; raises ``PoisonEntry`` if it is not one."""
+    try:
+        data = json.loads(entry)
+    except (ValueError, TypeError) as exc:  # JSON or UTF-8 trouble
+        raise PoisonEntry(f"not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise PoisonEntry("not a JSON object")
+    fields = {}
+    for name in ("kind", "child", "child_queue", "value", "parent", "parent_queue", "policy"):
+        value = data.get(name)
+        if not isinstance(value, str):
+            raise PoisonEntry(f"field {name!r} missing or not a string")
+        fields[name] = value
+    if fields["kind"] not in KINDS:
+        raise PoisonEntry(f"unknown kind {fields['kind']!r}")
+    try:
+        keyspace.check_id(fields["child"])
+        keyspace.check_id(fields["parent"])
+        keyspace.check_queue(fields["child_queue"])
+        keyspace.check_queue(fields["parent_queue"])
+    except keyspace.BadId as exc:
+        raise PoisonEntry(str(exc)) from exc
+    return OutboxEntry(**fields)  # type: ignore[arg-type]
+
+
+async def _lrange(conn: Conn, queue: str, stop: int) -> list[str]:
+    # Read undecoded so a non-UTF-8 entry cannot make the client raise; keep
+    # it losslessly as text (surrogateescape) and give back its exact bytes
+    # when it travels to a script again.
+    items = await conn.execute_command(
+        "LRANGE", keyspace.outbox_key(queue), 0, stop, **{NEVER_DECODE: []}
+    )
+    return [text(item) or "" for item in items or []]
+
+
+async def read_page(conn: Conn, queue: str, batch: int) -> list[str]:
+    """The first ``batch`` entries of the queue's outbox, not removed."""
+    if batch < 1:
+        raise ValueError("batch must be at least 1")
+    return await _lrange(conn, queue, batch - 1)
+
+
+async def read_all(conn: Conn, queue: str) -> list[str]:
+    """Every entry waiting in the queue's outbox, not removed."""
+    return await _lrange(conn, queue, -1)
+
+
+async def deliver_one(conn: Conn, entry: OutboxEntry) -> int:
+    """Apply one entry on its parent's slot: 1 applied, 2 duplicate, 0 blocked."""
+    pq, parent = entry.parent_queue, entry.parent
+    reply = await registry.run(
+        conn,
+        "flow_deliver",
+        [
+            keyspace.dependencies_key(pq, parent),
+            keyspace.processed_key(pq, parent),
+            keyspace.job_key(pq, parent),
+            keyspace.ignored_key(pq, parent),
+            keyspace.queue_key(pq, "dead"),
+        ],
+        [entry.child, entry.value, parent, keyspace.base(pq), entry.kind, entry.policy],
+    )
+    return as_int(reply)
+
+
+async def deliver_page(conn: Conn, entries: Sequence[str]) -> DeliveryReport:
+    """Deliver ``entries`` in order, stopping at the first that does not go."""
+    delivered = duplicates = 0
+    for raw_entry in entries:
+        try:
+            outcome = await deliver_one(conn, decode_entry(raw_entry))
+        except (PoisonEntry, EmqError, ResponseError):
+            outcome = 0  # poison: undecodable, or refused by the server
+        if outcome == 0:
+            return DeliveryReport(delivered, duplicates, raw_entry)
+        delivered += 1
+        duplicates += outcome == 2
+    return DeliveryReport(delivered, duplicates, None)
+
+
+async def trim(conn: Conn, queue: str, entries_delivered: Sequence[str]) -> int:
+    """Pop the delivered entries off the head, only while they are still there.
+
+    Returns how many were removed; a concurrent Pump that trimmed them first
+    leaves nothing for this call to remove.
+    """
+    if not entries_delivered:
+        return 0
+    reply = await registry.run(
+        conn, "outbox_trim", [keyspace.outbox_key(queue)], [raw(e) for e in entries_delivered]
+    )
+    return as_int(reply)
+
+
+async def _drain(conn: Conn, queue: str, batch: int) -> DeliveryReport:
+    page = await read_page(conn, queue, batch)
+    if not page:
+        return DeliveryReport(0, 0, None)
+    report = await deliver_page(conn, page)
+    await trim(conn, queue, page[: report.delivered])
+    return report
+
+
+async def deliver_flow_completions(conn: Conn, queue: str, batch: int) -> int:
+    """One Pump tick over ``queue``'s outbox; returns how many were delivered."""
+    return (await _drain(conn, queue, batch)).delivered
+
+
+async def age_head(conn: Conn, queue: str, blocked: str, max_blocked: int) -> int:
+    """Count one more tick against a blocked head: 0 moved on, 1 counted, 2 set aside."""
+    reply = await registry.run(
+        conn,
+        "outbox_age_head",
+        [keyspace.outbox_key(queue), keyspace.outbox_head_key(queue), keyspace.poison_key(queue)],
+        [raw(blocked), int(max_blocked)],
+    )
+    return as_int(reply)
+
+
+async def deliver_flow_completions_aged(
+    conn: Conn, queue: str, batch: int, max_blocked: int
+) -> int:
+    """A tick that also ages a blocked head; past ``max_blocked`` ticks the head
+    moves to the poison list and draining continues behind it in this call."""
+    total = 0
+    for _ in range(_MAX_ROUNDS):
+        report = await _drain(conn, queue, batch)
+        total += report.delivered
+        if report.blocked is None:
+            break
+        if await age_head(conn, queue, report.blocked, max_blocked) != 2:
+            break
+    return total

@@ -1,0 +1,241 @@
+"""Every ``scripts/*.lua`` file: its parsed header, its moves, and running it.
+
+The server runs these very files and the pages list them, so this module is
+the one place that reads them. Each script is registered once per client as a
+redis-py ``AsyncScript`` (EVALSHA, with SCRIPT LOAD on NOSCRIPT), which works
+for ``Redis`` and ``RedisCluster`` alike; nothing here sends raw EVAL text.
+
+Stepper support: a script may mark its body with ``-- @move <n>: <title>``.
+The moves tile the body (each runs from its marker to the next one, the last
+to the end of the file); ``prefix_source(name, n)`` is the script from the
+top through move ``n`` plus a ``return``, so running it leaves exactly the
+state Valkey holds after that move.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Final
+
+from redis.commands.core import AsyncScript
+from redis.exceptions import ResponseError
+
+from server.emq.errors import translate
+from server.emq.wire import Conn
+
+SCRIPTS_DIR: Final = Path(__file__).resolve().parent / "scripts"
+
+_NAME_RE: Final = re.compile(r"[a-z][a-z0-9_]*")
+_MOVE_RE: Final = re.compile(r"^\s*--\s*@move\s+(\d+)\s*:\s*(.*?)\s*$")
+_TITLE_RE: Final = re.compile(r"^--\s*([a-z][a-z0-9_]*)\s*:\s*(.*)$")
+_KEYS_RE: Final = re.compile(r"^--\s*KEYS\[")
+_ARGV_RE: Final = re.compile(r"^--\s*ARGV\[")
+_RETURNS_RE: Final = re.compile(r"^--\s*(Returns|Errors)\b", re.IGNORECASE)
+
+Arg = str | bytes | int | float
+
+
+@dataclass(frozen=True)
+class ScriptDoc:
+    """The header comment block of one script, parsed."""
+
+    name: str
+    summary: str
+    keys: tuple[str, ...]
+    argv: tuple[str, ...]
+    returns: tuple[str, ...]
+    notes: tuple[str, ...]
+    path: Path
+
+
+@dataclass(frozen=True)
+class Move:
+    """One stepper move: marker line through the line before the next marker."""
+
+    number: int
+    title: str
+    first_line: int  # 1-based, the marker line itself
+    last_line: int  # 1-based, inclusive
+    text: str
+
+
+def names() -> list[str]:
+    """Every script name (file stem), sorted."""
+    return sorted(p.stem for p in SCRIPTS_DIR.glob("*.lua"))
+
+
+def script_path(name: str) -> Path:
+    """The file of script ``name``; refuses names that are not plain stems."""
+    if not _NAME_RE.fullmatch(name):
+        raise KeyError(f"not a script name: {name!r}")
+    path = SCRIPTS_DIR / f"{name}.lua"
+    if not path.is_file():
+        raise KeyError(f"no such script: {name!r}")
+    return path
+
+
+@lru_cache(maxsize=None)
+def script_source(name: str) -> str:
+    """The script's text, exactly as the file holds it."""
+    return script_path(name).read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=None)
+def doc(name: str) -> ScriptDoc:
+    """Parse the first comment block: title, KEYS, ARGV, Returns/Errors lines.
+
+    An entry may continue on following comment lines; those are indented
+    (``--   more text``) and are appended to the entry above them.
+    """
+    summary = ""
+    title_name = ""
+    keys: list[str] = []
+    argv: list[str] = []
+    returns: list[str] = []
+    notes: list[str] = []
+    current: list[str] | None = None
+    for line in script_source(name).splitlines():
+        stripped = line.strip()
+        if not stripped.startswith("--"):
+            break  # the header is the leading run of comment lines
+        body = stripped[2:].strip()
+        if not title_name:
+            found = _TITLE_RE.match(stripped)
+            if found:
+                title_name, summary = found.group(1), found.group(2).strip()
+                continue
+        if _KEYS_RE.match(stripped):
+            current = keys
+        elif _ARGV_RE.match(stripped):
+            current = argv
+        elif _RETURNS_RE.match(stripped):
+            current = returns
+        elif stripped.startswith("--  ") and current is not None and current:
+            current[-1] = current[-1] + " " + body
+            continue
+        else:
+            current = notes
+        if body:
+            current.append(body)
+    if title_name != name:
+        raise ValueError(f"{name}.lua: header must open with '-- {name}: <summary>'")
+    return ScriptDoc(
+        name=name,
+        summary=summary,
+        keys=tuple(keys),
+        argv=tuple(argv),
+        returns=tuple(returns),
+        notes=tuple(notes),
+        path=script_path(name),
+    )
+
+
+@lru_cache(maxsize=None)
+def _moves(name: str) -> tuple[Move, ...]:
+    lines = script_source(name).splitlines()
+    marks = [
+        (index, int(found.group(1)), found.group(2))
+        for index, line in enumerate(lines)
+        if (found := _MOVE_RE.match(line))
+    ]
+    numbers = [number for _, number, _ in marks]
+    if numbers != list(range(1, len(marks) + 1)):
+        raise ValueError(f"{name}.lua: moves must be numbered 1..n in order, got {numbers}")
+    result: list[Move] = []
+    for position, (index, number, title) in enumerate(marks):
+        end = marks[position + 1][0] if position + 1 < len(marks) else len(lines)
+        # Trailing blank lines belong to no move; trim them off the text.
+        while end > index + 1 and not lines[end - 1].strip():
+            end -= 1
+        result.append(
+            Move(
+                number=number,
+                title=title,
+                first_line=index + 1,
+                last_line=end,
+                text="\n".join(lines[index:end]) + "\n",
+            )
+        )
+    return tuple(result)
+
+
+def moves(name: str) -> list[Move]:
+    """The script's moves in order (empty when it has no markers)."""
+    return list(_moves(name))
+
+
+@lru_cache(maxsize=None)
+def prefix_source(name: str, n: int) -> str:
+    """The script from the top through move ``n``, then a ``return``.
+
+    Everything before move 1 (header, locals, helpers) is in every prefix.
+    The prefix through the last move is the whole script, unchanged: its own
+    final ``return`` must stay the last statement.
+    """
+    all_moves = _moves(name)
+    if not 1 <= n <= len(all_moves):
+        raise ValueError(f"{name}.lua has {len(all_moves)} moves; no move {n}")
+    source = script_source(name)
+    if n == len(all_moves):
+        return source
+    lines = source.splitlines()[: all_moves[n - 1].last_line]
+    lines.append(f"return nil -- stepper: stop after move {n}")
+    return "\n".join(lines) + "\n"
+
+
+# One AsyncScript per (client, script text). Keyed weakly by the client so a
+# closed, dropped client takes its cache with it; we always call with
+# ``client=conn``, so the Script's own back-reference is made weak too (a
+# strong one would keep the key alive forever).
+_cache: "weakref.WeakKeyDictionary[Any, dict[str, AsyncScript]]" = weakref.WeakKeyDictionary()
+_fallback: dict[int, dict[str, AsyncScript]] = {}
+
+
+def _scripts_of(conn: Conn) -> dict[str, AsyncScript]:
+    try:
+        return _cache.setdefault(conn, {})
+    except TypeError:  # an unhashable / non-weakrefable client object
+        return _fallback.setdefault(id(conn), {})
+
+
+def _script(conn: Conn, cache_name: str, source: str) -> AsyncScript:
+    scripts = _scripts_of(conn)
+    found = scripts.get(cache_name)
+    if found is None:
+        found = conn.register_script(source)
+        try:
+            found.registered_client = weakref.proxy(conn)
+        except TypeError:
+            pass
+        scripts[cache_name] = found
+    return found
+
+
+def script_for(conn: Conn, name: str) -> AsyncScript:
+    """The registered Script object of ``name`` on ``conn`` (for pipelines)."""
+    return _script(conn, name, script_source(name))
+
+
+async def _call(script: AsyncScript, conn: Any, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+    try:
+        return await script(keys=list(keys), args=list(args), client=conn)
+    except ResponseError as exc:
+        raise translate(exc) from exc
+
+
+async def run(conn: Conn, name: str, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+    """Run script ``name`` by SHA; an error reply raises its typed ``EmqError``."""
+    return await _call(script_for(conn, name), conn, keys, args)
+
+
+async def run_prefix(
+    conn: Conn, name: str, n: int, keys: Sequence[str], args: Sequence[Arg]
+) -> Any:
+    """Run ``name`` only through move ``n`` (the stepper's partial state)."""
+    source = prefix_source(name, n)
+    return await _call(_script(conn, f"{name}#{n}", source), conn, keys, args)

@@ -1,0 +1,26 @@
+-- claim: hand the lowest-scored pending job to a worker, under a lease.
+-- KEYS[1] the queue's pending zset
+-- KEYS[2] the queue's active zset (score = lease deadline, ms)
+-- ARGV[1] the queue base, emq:{q}: (the row is base .. 'job:' .. id)
+-- ARGV[2] the lease length in milliseconds
+-- Returns: {id, token} where token is the new attempts count; nil when empty.
+
+local base = ARGV[1]
+local lease_ms = tonumber(ARGV[2])
+
+local head = redis.call('ZPOPMIN', KEYS[1])
+if #head == 0 then
+  return nil
+end
+local job_id = head[1]
+
+-- the server clock, so every worker's lease is measured the same way
+local clock = redis.call('TIME')
+local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+
+redis.call('ZADD', KEYS[2], now_ms + lease_ms, job_id)
+local row = base .. 'job:' .. job_id
+redis.call('HSET', row, 'state', 'active')
+-- the attempt number doubles as the fencing token complete/fail compare
+local token = redis.call('HINCRBY', row, 'attempts', 1)
+return {job_id, token}

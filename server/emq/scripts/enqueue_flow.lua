@@ -1,0 +1,57 @@
+-- enqueue_flow: land a whole same-queue flow in one atomic step on one slot.
+-- KEYS[1] the parent row, emq:{q}:job:<parent>
+-- KEYS[2] the parent's counter, emq:{q}:job:<parent>:dependencies
+-- KEYS[3] the queue's pending zset, emq:{q}:pending
+-- KEYS[4..] one row per child, in the order of the ARGV pairs
+-- ARGV[1] the parent id
+-- ARGV[2] the parent payload
+-- ARGV[3] N, how many children follow
+-- ARGV[4..] N pairs: child id, child payload
+-- Returns: N, the counter the parent is held with.
+-- Errors: EMQKIND job id must be JOB-namespaced (checked before any write).
+-- Stepper: the body is cut into four moves; what precedes move 1 runs in each.
+
+local parent_id = ARGV[1]
+local parent_payload = ARGV[2]
+local n_children = tonumber(ARGV[3])
+local pending_set = KEYS[3]
+
+-- ids that are not JOB-prefixed belong to another kind of record
+local function namespaced(id)
+  return string.sub(id, 1, 3) == 'JOB'
+end
+
+-- @move 1: gate every id
+-- Check the parent and all children first: a refusal here leaves Valkey
+-- exactly as it was, because nothing has been written yet.
+if not namespaced(parent_id) then
+  return redis.error_reply('EMQKIND job id must be JOB-namespaced')
+end
+for i = 1, n_children do
+  if not namespaced(ARGV[2 + 2 * i]) then
+    return redis.error_reply('EMQKIND job id must be JOB-namespaced')
+  end
+end
+
+-- @move 2: land each child, claimable
+-- Every child row names its parent, then joins pending: a worker may claim it
+-- as soon as the script returns.
+for i = 1, n_children do
+  local child_row = KEYS[3 + i]
+  local child_id = ARGV[2 + 2 * i]
+  redis.call('HSET', child_row,
+    'state', 'pending', 'attempts', '0',
+    'payload', ARGV[3 + 2 * i], 'parent', parent_id)
+  redis.call('ZADD', pending_set, 0, child_id)
+end
+
+-- @move 3: hold the parent
+-- The parent row is written but joins no state set, so no claim can see it
+-- until the fan-in moves it into pending.
+redis.call('HSET', KEYS[1],
+  'state', 'awaiting_children', 'attempts', '0', 'payload', parent_payload)
+
+-- @move 4: set the counter
+-- One outstanding child per child; the last completion brings it to zero.
+redis.call('SET', KEYS[2], n_children)
+return n_children

@@ -1,0 +1,33 @@
+-- enqueue_flow_child: land one child of a held parent, on the child's own slot.
+-- KEYS[1] the child row
+-- KEYS[2] the child queue's pending zset
+-- ARGV[1] the child id
+-- ARGV[2] the child payload
+-- ARGV[3] the parent id
+-- ARGV[4] the parent's queue, or '' when the child shares the parent's queue
+-- Returns: 1 landed; 2 the row already exists (left untouched).
+-- Errors: EMQKIND job id must be JOB-namespaced.
+
+local child_id = ARGV[1]
+if string.sub(child_id, 1, 3) ~= 'JOB' then
+  return redis.error_reply('EMQKIND job id must be JOB-namespaced')
+end
+
+-- landed by an earlier attempt of the same add: leave it as it is
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return 2
+end
+
+local parent_queue = ARGV[4]
+if parent_queue ~= '' then
+  -- parent_queue marks the outbox path: this child's completion is delivered
+  -- to the other slot by the Pump
+  redis.call('HSET', KEYS[1], 'state', 'pending', 'attempts', '0',
+    'payload', ARGV[2], 'parent', ARGV[3], 'parent_queue', parent_queue)
+else
+  -- same queue as the parent: completion counts it directly
+  redis.call('HSET', KEYS[1], 'state', 'pending', 'attempts', '0',
+    'payload', ARGV[2], 'parent', ARGV[3])
+end
+redis.call('ZADD', KEYS[2], 0, child_id)
+return 1

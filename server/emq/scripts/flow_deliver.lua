@@ -1,0 +1,61 @@
+-- flow_deliver: apply one outbox entry on the PARENT's slot (the Pump's half).
+-- KEYS[1] the parent's :dependencies counter
+-- KEYS[2] the parent's :processed hash
+-- KEYS[3] the parent row
+-- KEYS[4] the parent's :ignored hash
+-- KEYS[5] the parent queue's dead zset
+-- ARGV[1] the child id
+-- ARGV[2] the value: the child's result, or its error for a failure
+-- ARGV[3] the parent id
+-- ARGV[4] the parent queue's base, emq:{pq}:
+-- ARGV[5] kind: 'completed' or 'failed'
+-- ARGV[6] the child's policy: 'id' ignore the dependency, else fail the parent
+-- Returns: 1 applied; 2 a duplicate the guard refused (nothing changed);
+--   0 the parent row does not exist (undeliverable: the entry blocks).
+
+local child_id = ARGV[1]
+local value = ARGV[2]
+local parent_id = ARGV[3]
+local parent_row = KEYS[3]
+
+local state = redis.call('HGET', parent_row, 'state')
+if not state and redis.call('EXISTS', parent_row) == 0 then
+  return 0
+end
+
+-- one fewer outstanding child; at zero a still-held parent becomes claimable
+local function count_down()
+  local remaining = redis.call('DECR', KEYS[1])
+  if remaining <= 0 and state == 'awaiting_children' then
+    redis.call('ZADD', ARGV[4] .. 'pending', 0, parent_id)
+    redis.call('HSET', parent_row, 'state', 'pending')
+  end
+end
+
+if ARGV[5] == 'completed' then
+  -- HSETNX is the idempotence guard: a re-delivered entry finds its child
+  -- already recorded and changes nothing
+  if redis.call('HSETNX', KEYS[2], child_id, value) == 0 then
+    return 2
+  end
+  count_down()
+  return 1
+end
+
+if ARGV[6] == 'id' then
+  -- ignore the dependency: record the failure, and count it like a success
+  if redis.call('HSETNX', KEYS[4], child_id, value) == 0 then
+    return 2
+  end
+  count_down()
+  return 1
+end
+
+-- fail the parent (fp, and any token we do not know): only a held parent can
+-- be failed, and only once
+if state ~= 'awaiting_children' then
+  return 2
+end
+redis.call('HSET', parent_row, 'state', 'failed', 'failed_child', child_id, 'error', value)
+redis.call('ZADD', KEYS[5], 0, parent_id)
+return 1

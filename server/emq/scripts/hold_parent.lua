@@ -1,0 +1,41 @@
+-- hold_parent: write a flow parent held (awaiting_children) with its counter.
+-- KEYS[1] the parent row
+-- KEYS[2] the parent's :dependencies counter
+-- ARGV[1] the parent id
+-- ARGV[2] the parent payload
+-- ARGV[3] N, how many direct children it waits for
+-- ARGV[4] for a tree's inner node: its own parent's id, else ''
+-- ARGV[5] for a tree's inner node: its parent's queue when different, else ''
+-- Returns: 1 held now; 2 already held (a retry: the counter is kept as it is).
+-- Errors: EMQKIND job id must be JOB-namespaced;
+--   EMQSTATE flow parent exists and is not held.
+
+local parent_id = ARGV[1]
+if string.sub(parent_id, 1, 3) ~= 'JOB' then
+  return redis.error_reply('EMQKIND job id must be JOB-namespaced')
+end
+
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  -- A retry by the same id: children may have been counted since, so the
+  -- counter must not be reset.
+  if redis.call('HGET', KEYS[1], 'state') == 'awaiting_children' then
+    return 2
+  end
+  return redis.error_reply('EMQSTATE flow parent exists and is not held')
+end
+
+local fields = {'state', 'awaiting_children', 'attempts', '0', 'payload', ARGV[2]}
+local up_id = ARGV[4] or ''
+local up_queue = ARGV[5] or ''
+if up_id ~= '' then
+  table.insert(fields, 'parent')
+  table.insert(fields, up_id)
+  if up_queue ~= '' then
+    table.insert(fields, 'parent_queue')
+    table.insert(fields, up_queue)
+  end
+end
+-- held: in no state set, so nothing can claim it before the fan-in releases it
+redis.call('HSET', KEYS[1], unpack(fields))
+redis.call('SET', KEYS[2], ARGV[3])
+return 1

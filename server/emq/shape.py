@@ -1,0 +1,127 @@
+"""What a flow looks like, checked and normalised before anything is written.
+
+``parse_flow`` turns the caller's dict into a tree of ``Node`` values: every
+id and queue gated by ``keyspace`` (``BadId``), every payload a string, every
+child's failure policy resolved to one token. A flow that does not have the
+documented shape raises ``FlowShapeError``; both errors come before any wire.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from server.emq import keyspace
+
+
+class FlowShapeError(ValueError):
+    """The flow is not ``{"parent": {"id", "payload"}, "children": [...]}``."""
+
+
+@dataclass(frozen=True)
+class Node:
+    """One job of a flow: a leaf, or a parent waiting on ``children``."""
+
+    id: str
+    payload: str
+    queue: str
+    policy: str  # 'fp' or 'id'; what this node's death does to its parent
+    children: tuple["Node", ...] = ()
+
+    def walk(self) -> list["Node"]:
+        """This node and every descendant, parent before children."""
+        found = [self]
+        for child in self.children:
+            found.extend(child.walk())
+        return found
+
+
+def policy_token(child: Mapping[str, Any]) -> str:
+    """The child's failure policy: 'id' when it asks to ignore the dependency
+    (even if it also asks to fail the parent: proceeding is the explicit
+    opt-in), else 'fp', the default."""
+    return "id" if child.get("ignore_dependency_on_failure") else "fp"
+
+
+def _payload(value: Any, where: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    raise FlowShapeError(f"{where}: payload must be a string (or a dict/list to JSON-encode)")
+
+
+def _job_id(spec: Mapping[str, Any], where: str, queue: str) -> str:
+    if "id" not in spec:
+        raise FlowShapeError(f"{where}: missing 'id'")
+    job_id = spec["id"]
+    keyspace.job_key(queue, job_id)  # raises BadId for anything ill-formed
+    assert isinstance(job_id, str)
+    return job_id
+
+
+def _child(spec: Any, where: str, default_queue: str) -> Node:
+    if not isinstance(spec, Mapping):
+        raise FlowShapeError(f"{where}: a child must be a dict")
+    # absent (or None) means the enclosing parent's queue; anything else,
+    # the empty string included, must be a well-formed queue name
+    queue = spec.get("queue")
+    if queue is None:
+        queue = default_queue
+    keyspace.check_queue(queue)
+    job_id = _job_id(spec, where, queue)
+    if "payload" not in spec:
+        raise FlowShapeError(f"{where}: missing 'payload'")
+    for flag in ("fail_parent_on_failure", "ignore_dependency_on_failure"):
+        if flag in spec and not isinstance(spec[flag], bool):
+            raise FlowShapeError(f"{where}: {flag} must be true or false")
+    nested = spec.get("children") or []
+    if not isinstance(nested, Sequence) or isinstance(nested, (str, bytes)):
+        raise FlowShapeError(f"{where}: 'children' must be a list")
+    return Node(
+        id=job_id,
+        payload=_payload(spec["payload"], where),
+        queue=queue,
+        policy=policy_token(spec),
+        children=tuple(
+            _child(grand, f"{where}.children[{i}]", queue) for i, grand in enumerate(nested)
+        ),
+    )
+
+
+def parse_flow(queue: str, flow: Any, where: str = "flow") -> Node:
+    """Check ``flow`` and return its root ``Node`` (the parent, in ``queue``)."""
+    keyspace.check_queue(queue)
+    if not isinstance(flow, Mapping):
+        raise FlowShapeError(f"{where}: a flow must be a dict with 'parent' and 'children'")
+    parent = flow.get("parent")
+    if not isinstance(parent, Mapping):
+        raise FlowShapeError(f"{where}: 'parent' must be a dict with 'id' and 'payload'")
+    parent_id = _job_id(parent, f"{where}.parent", queue)
+    if "payload" not in parent:
+        raise FlowShapeError(f"{where}.parent: missing 'payload'")
+    children = flow.get("children")
+    if not isinstance(children, Sequence) or isinstance(children, (str, bytes)):
+        raise FlowShapeError(f"{where}: 'children' must be a list")
+    if not children:
+        # A parent with no children would be held forever: nothing releases it.
+        raise FlowShapeError(f"{where}: a flow needs at least one child")
+    root = Node(
+        id=parent_id,
+        payload=_payload(parent["payload"], f"{where}.parent"),
+        queue=queue,
+        policy="fp",
+        children=tuple(
+            _child(spec, f"{where}.children[{i}]", queue) for i, spec in enumerate(children)
+        ),
+    )
+    # Two jobs of one flow on the same row would share state and the parent's
+    # counter could never reach zero: refuse it up front.
+    seen: set[tuple[str, str]] = set()
+    for node in root.walk():
+        if (node.queue, node.id) in seen:
+            raise FlowShapeError(f"{where}: job {node.id} appears twice in queue {node.queue}")
+        seen.add((node.queue, node.id))
+    return root

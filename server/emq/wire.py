@@ -1,0 +1,45 @@
+"""Reply decoding shared by the modules, and the client type they accept.
+
+A caller may hand us a client made with ``decode_responses`` True or False,
+so every reply that carries text goes through ``text`` before we compare it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeAlias
+
+from redis.asyncio import Redis, RedisCluster
+
+Conn: TypeAlias = Redis | RedisCluster
+
+
+def text(value: Any) -> str | None:
+    """bytes -> str (UTF-8); str and None pass through; ints become str."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    return str(value)
+
+
+def as_int(value: Any, default: int = 0) -> int:
+    """An integer reply (or a numeric string), ``default`` when missing."""
+    if value is None:
+        return default
+    if isinstance(value, int):
+        return value
+    decoded = text(value)
+    return int(decoded) if decoded else default
+
+
+def as_dict(value: Mapping[Any, Any] | None) -> dict[str, str]:
+    """An HGETALL reply with every field and value decoded to str."""
+    if not value:
+        return {}
+    return {text(k) or "": text(v) or "" for k, v in value.items()}
+
+
+def raw(value: str) -> bytes:
+    """The exact bytes of a value ``text`` produced (undoes surrogateescape)."""
+    return value.encode("utf-8", "surrogateescape")

@@ -1,0 +1,54 @@
+"""Render a widget's template partial (`site/templates/widgets/_<name>.html`).
+
+The partial is the widget's markup: its region, its buttons, and for a
+stepper the script listing, read from the file the server runs. It carries no
+state: the live keys arrive from `/api/widgets/<name>/state` and the stream,
+so a rendered page is the same for every visitor and can be cached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from markupsafe import Markup
+from starlette.templating import Jinja2Templates
+
+from server.emq import registry
+from server.widgets import WIDGETS
+
+
+@dataclass
+class ListingLine:
+    number: int
+    text: str
+    move: int | None
+
+
+def listing_lines(script: str) -> list[ListingLine]:
+    """The script's lines, each tagged with the move it belongs to (if any)."""
+    lines = registry.script_source(script).splitlines()
+    owner: dict[int, int] = {}
+    for move in registry.moves(script):
+        for n in range(move.first_line, move.last_line + 1):
+            owner[n] = move.number
+    return [ListingLine(i, text, owner.get(i)) for i, text in enumerate(lines, 1)]
+
+
+def renderer(templates: Jinja2Templates) -> Callable[[str, dict[str, Any]], str]:
+    def render(name: str, options: dict[str, Any] | None = None) -> str:
+        widget = WIDGETS.get(name)
+        if widget is None:
+            return Markup(f'<div class="widget-slot" data-widget-missing="{name}"></div>')
+        template = templates.get_template(f"widgets/_{name}.html")
+        context: dict[str, Any] = {"widget": widget, "options": options or {}}
+        script = getattr(widget, "script", None)
+        if script:
+            context["script"] = script
+            context["script_path"] = registry.script_path(script).relative_to(registry.script_path(script).parents[3]).as_posix()
+            context["lines"] = listing_lines(script)
+            context["moves"] = registry.moves(script)
+        return Markup(template.render(context))
+
+    return render

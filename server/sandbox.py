@@ -1,0 +1,83 @@
+"""Sandboxes: one per visitor, named by a signed cookie.
+
+A sandbox id is carried inside every queue name a widget uses
+(`<sandbox>.<widget>`), and so inside every `{…}` hashtag: two visitors can
+never name the same key, and no request can name a key outside its sandbox
+because queue names are built here, never taken from the request.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+
+from itsdangerous import BadSignature, URLSafeSerializer
+from starlette.requests import Request
+from starlette.responses import Response
+
+COOKIE = "emqlab_sandbox"
+SANDBOX_RE = re.compile(r"^s[a-z0-9]{10}$")
+# Every live sandbox, scored by its last activity (ms). The reaper walks it.
+REGISTRY_KEY = "lab:sandboxes"
+
+
+class NoSandbox(Exception):
+    """The request carries no valid sandbox cookie."""
+
+
+def new_id() -> str:
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    return "s" + "".join(secrets.choice(alphabet) for _ in range(10))
+
+
+def queue_name(sandbox: str, *parts: str) -> str:
+    """The queue a widget uses inside a sandbox, e.g. `s0a1b2c3d4e.fanin`."""
+    if not SANDBOX_RE.match(sandbox):
+        raise NoSandbox(f"not a sandbox id: {sandbox!r}")
+    return ".".join((sandbox, *parts))
+
+
+def key_patterns(sandbox: str) -> list[str]:
+    """SCAN patterns that cover every key of one sandbox (emq rows and lab state)."""
+    # Ids have a fixed length, so one id is never a prefix of another.
+    return [f"emq:{{{sandbox}.*", f"lab:{{{sandbox}*"]
+
+
+class SandboxCookie:
+    """Signs and reads the sandbox cookie."""
+
+    def __init__(self, secret: str, secure: bool = False) -> None:
+        self.serializer = URLSafeSerializer(secret, salt="emqlab-sandbox")
+        self.secure = secure
+
+    def parse(self, raw: str) -> str:
+        """The sandbox id inside a cookie value; NoSandbox when it is not ours."""
+        try:
+            value = self.serializer.loads(raw)
+        except BadSignature as exc:
+            raise NoSandbox("the sandbox cookie is not one this site signed") from exc
+        if not isinstance(value, str) or not SANDBOX_RE.match(value):
+            raise NoSandbox("the sandbox cookie does not name a sandbox")
+        return value
+
+    def read(self, request: Request) -> str:
+        raw = request.cookies.get(COOKIE)
+        if not raw:
+            raise NoSandbox("no sandbox cookie: open a page of the course first")
+        return self.parse(raw)
+
+    def attach(self, response: Response, sandbox: str) -> None:
+        response.set_cookie(
+            COOKIE,
+            self.serializer.dumps(sandbox),
+            max_age=30 * 24 * 3600,
+            httponly=True,
+            samesite="strict",
+            secure=self.secure,
+            path="/",
+        )
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)

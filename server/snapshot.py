@@ -1,0 +1,129 @@
+"""Read the real keys of a widget's queues: name, type and value.
+
+A snapshot is what every key panel draws. It is read from Valkey in two
+pipelined round trips per call (TYPE of every candidate, then the values of
+those that exist), never computed: the candidates are the queue's own keys
+plus the rows and subkeys of every job id the widget knows of or finds in a
+state set, so a job that appears in `pending` shows up even if no widget
+named it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from server.emq import keyspace
+
+QUEUE_SUFFIXES = (
+    "pending",
+    "active",
+    "schedule",
+    "dead",
+    "flow:outbox",
+    "flow:outbox:poison",
+    "flow:outbox:head",
+    "metrics:completed",
+)
+STATE_SETS = ("pending", "active", "schedule", "dead")
+ROW_SUFFIXES = ("", ":dependencies", ":processed", ":ignored", ":logs")
+
+
+def _text(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, list):
+        return [_text(v) for v in value]
+    if isinstance(value, tuple):
+        return [_text(v) for v in value]
+    if isinstance(value, dict):
+        return {_text(k): _text(v) for k, v in value.items()}
+    return value
+
+
+@dataclass
+class KeyView:
+    name: str
+    type: str
+    value: Any
+    queue: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "type": self.type, "value": self.value, "queue": self.queue}
+
+
+@dataclass
+class QueueView:
+    queue: str
+    slot: int
+    keys: list[KeyView] = field(default_factory=list)
+
+    def get(self, suffix: str) -> KeyView | None:
+        name = keyspace.queue_key(self.queue, suffix)
+        return next((k for k in self.keys if k.name == name), None)
+
+    def row(self, job_id: str, sub: str = "") -> KeyView | None:
+        name = keyspace.job_key(self.queue, job_id) + sub
+        return next((k for k in self.keys if k.name == name), None)
+
+    def members(self, suffix: str) -> list[str]:
+        key = self.get(suffix)
+        return [m for m, _ in key.value] if key else []
+
+    def as_json(self) -> dict[str, Any]:
+        return {"queue": self.queue, "slot": self.slot, "keys": [k.as_json() for k in self.keys]}
+
+
+async def read_queue(conn: Any, queue: str, job_ids: list[str]) -> QueueView:
+    """Every existing key of `queue` that a flow on it can hold."""
+    async with conn.pipeline(transaction=False) as pipe:
+        for suffix in STATE_SETS:
+            pipe.zrange(keyspace.queue_key(queue, suffix), 0, -1)
+        members = await pipe.execute()
+    ids = list(dict.fromkeys([*job_ids, *(_text(m) for ms in members for m in ms)]))
+    candidates = [keyspace.queue_key(queue, s) for s in QUEUE_SUFFIXES]
+    for job_id in ids:
+        try:
+            row = keyspace.job_key(queue, job_id)
+        except keyspace.BadId:
+            continue
+        candidates.extend(row + s for s in ROW_SUFFIXES)
+    async with conn.pipeline(transaction=False) as pipe:
+        for name in candidates:
+            pipe.type(name)
+        types = [_text(t) for t in await pipe.execute()]
+    present = [(n, t) for n, t in zip(candidates, types) if t != "none"]
+    async with conn.pipeline(transaction=False) as pipe:
+        for name, kind in present:
+            if kind == "hash":
+                pipe.hgetall(name)
+            elif kind == "zset":
+                pipe.zrange(name, 0, -1, withscores=True)
+            elif kind == "list":
+                pipe.lrange(name, 0, -1)
+            elif kind == "set":
+                pipe.smembers(name)
+            else:
+                pipe.get(name)
+        values = await pipe.execute() if present else []
+    view = QueueView(queue=queue, slot=keyspace.hash_slot(keyspace.queue_key(queue, "")))
+    for (name, kind), value in zip(present, values):
+        value = _text(value)
+        if kind == "zset":
+            value = [[m, int(s) if float(s).is_integer() else s] for m, s in value]
+        elif kind == "set":
+            value = sorted(value)
+        view.keys.append(KeyView(name=name, type=kind, value=value, queue=queue))
+    return view
+
+
+async def delete_queue(conn: Any, queue: str) -> int:
+    """Remove every key of one queue (and its lab state): used by Reset."""
+    removed = 0
+    for pattern in (f"emq:{{{queue}}}:*", f"lab:{{{queue}}}:*"):
+        batch: list[str] = []
+        async for name in conn.scan_iter(match=pattern, count=500):
+            batch.append(_text(name))
+        if batch:
+            removed += int(await conn.delete(*batch))
+    return removed

@@ -1,0 +1,133 @@
+"""A valkey-server child process that Flows Lab starts, owns and stops.
+
+`emqlab serve` uses it when no `EMQLAB_VALKEY_URL` is set, and the test
+fixtures use it for every integration and end-to-end test, so both run on the
+same real server configured the same way.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+# K = keyspace channels (__keyspace@0__:<key>), A = every event class. The live
+# stream listens on keyspace channels only, so keyevent channels stay off.
+NOTIFY_FLAGS = "KA"
+
+
+def free_port() -> int:
+    """Ask the kernel for a loopback port nobody is listening on."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    # PR_SET_PDEATHSIG: if the Python process is killed outright (SIGKILL),
+    # the kernel still stops the valkey-server it started.
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+class ValkeyProcess:
+    """One managed valkey-server: free loopback port, temp dir, no persistence."""
+
+    def __init__(self, port: int | None = None, binary: str = "valkey-server") -> None:
+        self.binary = shutil.which(binary) or binary
+        self.port = port or free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="emqlab-valkey-"))
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def command(self) -> list[str]:
+        return [
+            self.binary,
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--dir", str(self.dir),
+            "--save", "",
+            "--appendonly", "no",
+            "--daemonize", "no",
+            "--notify-keyspace-events", NOTIFY_FLAGS,
+            "--logfile", str(self.dir / "valkey.log"),
+        ]
+
+    def start(self, timeout: float = 10.0) -> str:
+        if not shutil.which(self.binary):
+            raise RuntimeError(
+                f"{self.binary} not found: run `make serve` or `make test`, which install it"
+            )
+        self.proc = subprocess.Popen(
+            self.command(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
+        )
+        self.wait_ready(timeout)
+        return self.url
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                log = (self.dir / "valkey.log")
+                tail = log.read_text()[-800:] if log.exists() else ""
+                raise RuntimeError(f"valkey-server exited early ({self.proc.returncode}): {tail}")
+            if self.ping():
+                return
+            time.sleep(0.02)
+        raise RuntimeError(f"valkey-server did not answer on port {self.port} within {timeout}s")
+
+    def ping(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self, remove_dir: bool = True) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self.proc = None
+        if remove_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def restart(self) -> None:
+        """Stop and start again on the same port (tests of Valkey going away)."""
+        self.stop(remove_dir=False)
+        self.start()
+
+    def __enter__(self) -> "ValkeyProcess":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True

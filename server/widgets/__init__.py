@@ -1,0 +1,18 @@
+"""Every widget a dive can place, by the name its directive uses."""
+
+from __future__ import annotations
+
+from server.widgets.base import Widget
+from server.widgets.enqueue_stepper import EnqueueStepper
+from server.widgets.fanin import FanIn
+
+WIDGETS: dict[str, Widget] = {w.name: w for w in (EnqueueStepper(), FanIn())}
+
+
+def widget_for_queue(queue: str) -> str | None:
+    """The widget that owns a queue name `<sandbox>.<part>[.<part>]`."""
+    _, _, rest = queue.partition(".")
+    for widget in WIDGETS.values():
+        if any(rest == ".".join(parts) for parts in widget.queue_parts):
+            return widget.name
+    return None

@@ -1,0 +1,166 @@
+"""What every widget is: a scenario on its own queues, actions, and a snapshot.
+
+A widget never keeps state in the browser or in this process. Its keys live in
+Valkey under the sandbox's queues; the little it must remember between clicks
+(which move a stepper is on, the token of the last completion) lives in one
+lab hash in the same hashtag. Every snapshot is read back from Valkey, and the
+readout sentence is built from those values.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from server import snapshot
+from server.sandbox import queue_name
+from server.snapshot import QueueView
+
+
+class BadInput(ValueError):
+    """A request body a widget action cannot accept (answered with a 400)."""
+
+
+@dataclass
+class Outcome:
+    """What one action did, in words (announced) and in data."""
+
+    text: str
+    kind: str = "ok"  # ok | refused | info
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"text": self.text, "kind": self.kind, "detail": self.detail}
+
+
+ActionFn = Callable[["Widget", "Context", dict[str, Any]], Awaitable[Outcome]]
+
+
+def action(slug: str) -> Callable[[ActionFn], ActionFn]:
+    """Mark a widget method as the action `POST /api/widgets/<widget>/<slug>`."""
+
+    def mark(fn: ActionFn) -> ActionFn:
+        fn.__widget_action__ = slug  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+@dataclass
+class Context:
+    """One widget acting in one sandbox."""
+
+    conn: Any
+    sandbox: str
+
+    def queue(self, *parts: str) -> str:
+        return queue_name(self.sandbox, *parts)
+
+
+class Widget:
+    name: ClassVar[str]
+    title: ClassVar[str]
+    # Queue parts under the sandbox, e.g. ("fanin",) -> "<sandbox>.fanin".
+    queue_parts: ClassVar[tuple[tuple[str, ...], ...]]
+    actions: ClassVar[dict[str, ActionFn]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        found: dict[str, ActionFn] = {}
+        for klass in reversed(cls.__mro__):
+            for value in vars(klass).values():
+                slug = getattr(value, "__widget_action__", None)
+                if slug:
+                    found[slug] = value
+        cls.actions = found
+
+    # -- what subclasses provide -------------------------------------------
+    def job_ids(self, queue: str) -> list[str]:
+        """Ids the scenario lands on `queue` (rows shown even when off every set)."""
+        return []
+
+    async def land(self, ctx: Context) -> None:
+        """Land the starting scenario through the real scripts."""
+
+    def describe(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
+        """The picture and readout, derived from the keys just read."""
+        return {"readout": ""}
+
+    # -- shared machinery ----------------------------------------------------
+    def queues(self, ctx: Context) -> list[str]:
+        return [ctx.queue(*parts) for parts in self.queue_parts]
+
+    def state_key(self, ctx: Context) -> str:
+        return f"lab:{{{self.queues(ctx)[0]}}}:state"
+
+    async def state(self, ctx: Context) -> dict[str, str]:
+        raw = await ctx.conn.hgetall(self.state_key(ctx))
+        return {snapshot._text(k): snapshot._text(v) for k, v in raw.items()}
+
+    async def remember(self, ctx: Context, **fields: Any) -> None:
+        values = {k: v if isinstance(v, str) else json.dumps(v) for k, v in fields.items()}
+        await ctx.conn.hset(self.state_key(ctx), mapping=values)
+
+    async def forget(self, ctx: Context, *names: str) -> None:
+        await ctx.conn.hdel(self.state_key(ctx), *names)
+
+    async def ensure_landed(self, ctx: Context) -> None:
+        """Land the scenario the first time this widget shows in this sandbox."""
+        key = self.state_key(ctx)
+        # SET NX on the landed flag: two tabs opening at once land it once.
+        if await ctx.conn.hsetnx(key, "landed", "1"):
+            try:
+                await self.land(ctx)
+            except BaseException:
+                # A half-landed scenario would stick; let the next show retry.
+                await ctx.conn.hdel(key, "landed")
+                raise
+
+    async def reset(self, ctx: Context) -> None:
+        for queue in self.queues(ctx):
+            await snapshot.delete_queue(ctx.conn, queue)
+        await ctx.conn.hset(self.state_key(ctx), "landed", "1")
+        await self.land(ctx)
+
+    async def snapshot(self, ctx: Context) -> dict[str, Any]:
+        state = await self.state(ctx)
+        views = [
+            await snapshot.read_queue(ctx.conn, q, self.job_ids(q)) for q in self.queues(ctx)
+        ]
+        return {
+            "widget": self.name,
+            "queues": [v.as_json() for v in views],
+            **self.describe(views, state),
+        }
+
+    async def perform(self, ctx: Context, slug: str, body: dict[str, Any]) -> Outcome:
+        fn = self.actions[slug]
+        return await fn(self, ctx, body)
+
+    @action("reset")
+    async def reset_action(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        await self.reset(ctx)
+        return Outcome("Reset: the starting scenario was landed again through the real scripts.")
+
+
+def flag(body: dict[str, Any], name: str, default: bool = False) -> bool:
+    value = body.get(name, default)
+    if not isinstance(value, bool):
+        raise BadInput(f"'{name}' must be true or false")
+    return value
+
+
+def whole(body: dict[str, Any], name: str, low: int, high: int) -> int:
+    value = body.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise BadInput(f"'{name}' must be a whole number from {low} to {high}")
+    return value
+
+
+def choice(body: dict[str, Any], name: str, options: tuple[str, ...], default: str) -> str:
+    value = body.get(name, default)
+    if value not in options:
+        raise BadInput(f"'{name}' must be one of: {', '.join(options)}")
+    return str(value)

@@ -1,0 +1,141 @@
+"""The @enqueue_flow stepper: the real script, run one move further each click.
+
+The moves are the script's own marker comments (`-- @move N: …`). Move N is
+shown by clearing the stepper's queue and running the script from its top to
+the end of move N (a prefix of the very file the server runs, registered and
+run by SHA), so the keys on the page are what Valkey holds after those lines.
+The stepper has a queue of its own: its partial states exist only here and no
+other widget can claim them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server import snapshot
+from server.emq import flows, registry
+from server.emq.errors import EmqError
+from server.snapshot import QueueView
+from server.widgets.base import BadInput, Context, Outcome, Widget, action, flag, whole
+
+SCRIPT = "enqueue_flow"
+PARENT = "JOBparent"
+CHILDREN = ("JOBchild1", "JOBchild2")
+NON_JOB_CHILD = "child2"  # well-formed, so it passes the host gate; the script's kind law refuses it
+
+
+def flow_spec(non_job: bool) -> dict[str, Any]:
+    ids = (CHILDREN[0], NON_JOB_CHILD) if non_job else CHILDREN
+    return {
+        "parent": {"id": PARENT, "payload": "ship the order"},
+        "children": [{"id": c, "payload": f"step {i}"} for i, c in enumerate(ids, 1)],
+    }
+
+
+class EnqueueStepper(Widget):
+    name = "enqueue-stepper"
+    title = "The @enqueue_flow transition"
+    queue_parts = (("stepper",),)
+    script = SCRIPT
+
+    def job_ids(self, queue: str) -> list[str]:
+        return [PARENT, *CHILDREN, NON_JOB_CHILD]
+
+    def moves(self) -> list[registry.Move]:
+        return registry.moves(SCRIPT)
+
+    async def land(self, ctx: Context) -> None:
+        # The stepper starts before move 1: an empty queue.
+        await self.remember(ctx, move="0", non_job="0", refused="")
+
+    async def run_to(self, ctx: Context, move: int) -> Outcome:
+        """Clear the queue, then run the script's prefix through move `move`."""
+        total = len(self.moves())
+        state = await self.state(ctx)
+        non_job = state.get("non_job") == "1"
+        queue = self.queues(ctx)[0]
+        for q in self.queues(ctx):
+            await snapshot.delete_queue(ctx.conn, q)
+        await self.remember(ctx, landed="1", move=str(move), non_job="1" if non_job else "0", refused="")
+        if move == 0:
+            return Outcome("Back before move 1: the queue is empty.")
+        keys, argv = flows.enqueue_flow_call(queue, flow_spec(non_job))
+        try:
+            if move >= total:
+                await registry.run(ctx.conn, SCRIPT, keys, argv)
+            else:
+                await registry.run_prefix(ctx.conn, SCRIPT, move, keys, argv)
+        except EmqError as exc:
+            await self.remember(ctx, refused=str(exc))
+            count = await self.key_count(ctx)
+            return Outcome(
+                f"Move {move}: the script refused with {exc}; {count} keys were written.",
+                "refused",
+                {"error": str(exc), "keys": count},
+            )
+        title = self.moves()[move - 1].title
+        count = await self.key_count(ctx)
+        return Outcome(f"Move {move} of {total}, {title}: Valkey now holds {count} keys in the stepper's queue.")
+
+    async def key_count(self, ctx: Context) -> int:
+        view = await snapshot.read_queue(ctx.conn, self.queues(ctx)[0], self.job_ids(""))
+        return len(view.keys)
+
+    def describe(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
+        moves = self.moves()
+        move = int(state.get("move") or 0)
+        view = views[0]
+        refused = state.get("refused") or ""
+        if refused:
+            readout = f"Refused: {refused}. Nothing was written: {len(view.keys)} keys in this queue."
+        elif move == 0:
+            readout = f"Before move 1: {len(view.keys)} keys in this queue."
+        else:
+            readout = (
+                f"After move {move} of {len(moves)} ({moves[move - 1].title}): "
+                f"{len(view.keys)} keys in this queue."
+            )
+        return {
+            "readout": readout,
+            "picture": {
+                "move": move,
+                "total": len(moves),
+                "moves": [{"number": m.number, "title": m.title} for m in moves],
+                "non_job": state.get("non_job") == "1",
+                "refused": refused,
+            },
+        }
+
+    @action("next")
+    async def next_move(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        state = await self.state(ctx)
+        move = int(state.get("move") or 0)
+        if state.get("refused"):
+            return Outcome("The script already refused at the gate; nothing further runs. Untick the box or Reset.", "info")
+        if move >= len(self.moves()):
+            return Outcome("The script has run to its end. Press Previous move or Reset.", "info")
+        return await self.run_to(ctx, move + 1)
+
+    @action("previous")
+    async def previous_move(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        state = await self.state(ctx)
+        move = int(state.get("move") or 0)
+        return await self.run_to(ctx, max(0, move - 1))
+
+    @action("goto")
+    async def goto(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        return await self.run_to(ctx, whole(body, "move", 0, len(self.moves())))
+
+    @action("run-atomically")
+    async def run_atomically(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        return await self.run_to(ctx, len(self.moves()))
+
+    @action("non-job")
+    async def non_job(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        if "non_job" not in body:
+            raise BadInput("'non_job' is required: true or false")
+        on = flag(body, "non_job")
+        await self.remember(ctx, non_job="1" if on else "0")
+        outcome = await self.run_to(ctx, 0)
+        which = f"the second child is now {NON_JOB_CHILD!r}, not JOB-prefixed" if on else "every id is JOB-prefixed again"
+        return Outcome(f"{which}; the stepper is back before move 1.", detail=outcome.detail)

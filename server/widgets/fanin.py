@@ -1,0 +1,132 @@
+"""The fan-in counter: a parent held on three children, released at zero.
+
+"Complete child" claims the next child and completes it through the real
+`claim` and `complete` scripts; the fan-in inside `complete` decrements
+`:dependencies` and, at zero, moves the parent into `pending`. "Redeliver last
+completion" sends the last completion again with its old token, and the page
+shows that the counter did not move.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from server.emq import flows, jobs, keyspace, results
+from server.emq.errors import EmqError
+from server.snapshot import QueueView
+from server.widgets.base import Context, Outcome, Widget, action
+
+PARENT = "JOBparent"
+CHILDREN = ("JOBchild1", "JOBchild2", "JOBchild3")
+
+
+def flow_spec() -> dict[str, Any]:
+    return {
+        "parent": {"id": PARENT, "payload": "build the report"},
+        "children": [{"id": c, "payload": f"part {i}"} for i, c in enumerate(CHILDREN, 1)],
+    }
+
+
+def parent_status(view: QueueView) -> dict[str, Any]:
+    """The parent's state as Valkey holds it, and the counter beside it."""
+    row = view.row(PARENT)
+    deps_key = view.row(PARENT, ":dependencies")
+    processed = view.row(PARENT, ":processed")
+    state = row.value.get("state") if row else None
+    return {
+        "state": state,
+        "dependencies": int(deps_key.value) if deps_key else None,
+        "done": len(processed.value) if processed else 0,
+        "in_pending": PARENT in view.members("pending"),
+        "sets": [s for s in ("pending", "active", "schedule", "dead") if PARENT in view.members(s)],
+    }
+
+
+def readout(status: dict[str, Any], total: int) -> str:
+    deps = status["dependencies"]
+    if status["state"] is None:
+        return "No flow in this queue: press Reset to land it again."
+    held = (
+        "the parent stays held (awaiting_children), in no state set"
+        if status["state"] == "awaiting_children"
+        else f"the parent is released: state {status['state']}, in {', '.join(status['sets']) or 'no set'}"
+    )
+    return f"{status['done']} of {total} children complete → :dependencies = {deps}; {held}"
+
+
+class FanIn(Widget):
+    name = "fanin"
+    title = "The fan-in counter"
+    queue_parts = (("fanin",),)
+
+    def job_ids(self, queue: str) -> list[str]:
+        return [PARENT, *CHILDREN]
+
+    async def land(self, ctx: Context) -> None:
+        await flows.add(ctx.conn, self.queues(ctx)[0], flow_spec())
+
+    def describe(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
+        view = views[0]
+        status = parent_status(view)
+        children = []
+        for child in CHILDREN:
+            row = view.row(child)
+            if row is not None:
+                where = next((s for s in ("pending", "active", "schedule", "dead") if child in view.members(s)), None)
+                children.append({"id": child, "state": row.value.get("state"), "set": where})
+            else:
+                processed = view.row(PARENT, ":processed")
+                done = processed is not None and child in processed.value
+                children.append({"id": child, "state": "completed" if done else None, "set": None})
+        last = json.loads(state["last"]) if state.get("last") else None
+        return {
+            "readout": readout(status, len(CHILDREN)),
+            "picture": {"parent": {"id": PARENT, **status}, "children": children, "last": last},
+        }
+
+    @action("complete-child")
+    async def complete_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        queue = self.queues(ctx)[0]
+        if await results.dependencies(ctx.conn, queue, PARENT) <= 0:
+            return Outcome("Every child has completed already; the parent was released. Reset to start again.", "info")
+        claimed = await jobs.claim(ctx.conn, queue)
+        if claimed is None:
+            return Outcome("No child is waiting in pending.", "info")
+        job_id, token = claimed
+        result = f"result of {job_id}"
+        await jobs.complete(ctx.conn, queue, job_id, token, result)
+        await self.remember(ctx, last={"id": job_id, "token": token, "result": result})
+        left_n = await results.dependencies(ctx.conn, queue, PARENT)
+        state = await ctx.conn.hget(keyspace.job_key(queue, PARENT), "state")
+        state_s = state.decode() if isinstance(state, bytes) else state
+        tail = "the parent is released into pending" if state_s == "pending" else "the parent is still held"
+        return Outcome(
+            f"Completed {job_id} with token {token}: dependencies fell to {left_n}; {tail}.",
+            detail={"child": job_id, "token": token, "dependencies": left_n, "parent_state": state_s},
+        )
+
+    @action("redeliver")
+    async def redeliver(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        state = await self.state(ctx)
+        if not state.get("last"):
+            return Outcome("Nothing to redeliver yet: complete a child first.", "info")
+        last = json.loads(state["last"])
+        queue = self.queues(ctx)[0]
+        before = await results.dependencies(ctx.conn, queue, PARENT)
+        try:
+            await jobs.complete(ctx.conn, queue, last["id"], last["token"], last["result"])
+            answer = "accepted"
+        except jobs.Gone:
+            answer = "gone (0): the child's row was already retired"
+        except EmqError as exc:
+            answer = str(exc)
+        after = await results.dependencies(ctx.conn, queue, PARENT)
+        b, a = before, after
+        moved = "did not move" if a == b else f"moved from {b} to {a}"
+        return Outcome(
+            f"Redelivered the completion of {last['id']} with its old token {last['token']}: "
+            f"the script answered {answer}; dependencies {moved} (still {a}).",
+            "refused",
+            {"child": last["id"], "answer": answer, "before": b, "after": a},
+        )

@@ -1,0 +1,293 @@
+"""The real course, served by server.views_pages through the real templates.
+
+A small Starlette app stands in for server/app.py: it sets the three
+``app.state`` attributes views_pages expects and mounts its routes.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+from starlette.testclient import TestClient
+
+from server import views_pages
+from server.content import Course
+
+ROOT = Path(__file__).resolve().parents[2]
+WIDGETS = {"enqueue-stepper", "fanin", "outbox", "failure-policy", "ledger", "results"}
+ALL_PAGES = {
+    "/",
+    "/flows",
+    "/batches",
+    "/flows/parent-and-children",
+    "/flows/reading-the-results",
+    "/flows/cross-queue",
+    "/batches/bulk-flows",
+}
+
+
+class Doc(HTMLParser):
+    """Collects what the tests look at: tags with attributes, ids, text."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.ids: set[str] = set()
+        self.text_parts: list[str] = []
+        self.inline_scripts = 0
+        self._in_script = False
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        self.tags.append((tag, attributes))
+        if "id" in attributes:
+            self.ids.add(attributes["id"])
+        if tag == "script":
+            self._in_script = True
+            if not attributes.get("src"):
+                self.inline_scripts += 1
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._in_script = False
+
+    def handle_data(self, data):
+        self.text_parts.append(data)
+
+    @property
+    def text(self) -> str:
+        return " ".join(" ".join(self.text_parts).split())
+
+    def all(self, tag: str) -> list[dict[str, str | None]]:
+        return [a for t, a in self.tags if t == tag]
+
+
+def _fake_widget(calls):
+    def render_widget(name, options):
+        calls.append(name)
+        return (
+            f'<section class="widget" aria-label="{name} widget" data-widget="{name}">'
+            f"<p>{name} partial</p></section>"
+        )
+
+    return render_widget
+
+
+@pytest.fixture(scope="module")
+def course() -> Course:
+    return Course.load(known_widgets=WIDGETS)
+
+
+@pytest.fixture
+def widget_calls():
+    return []
+
+
+@pytest.fixture
+def client(course, widget_calls):
+    app = Starlette(
+        routes=[
+            Mount("/static", StaticFiles(directory=ROOT / "site" / "static"), name="static"),
+            *views_pages.routes(),
+        ],
+        exception_handlers=views_pages.exception_handlers(),
+    )
+    app.state.course = course
+    app.state.templates = Jinja2Templates(directory=str(ROOT / "site" / "templates"))
+    app.state.render_widget = _fake_widget(widget_calls)
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+def test_every_content_file_loads_as_a_page(course):
+    files = sorted((ROOT / "site" / "content").rglob("*.md"))
+    assert len(files) == len(course.pages) == len(ALL_PAGES)
+    assert set(course.pages) == ALL_PAGES
+
+
+def test_widgets_named_in_the_content_are_exactly_the_six_widgets(course):
+    assert set(course.widget_names) == WIDGETS
+    assert course.page("/flows/parent-and-children").widgets == ["enqueue-stepper", "fanin"]
+    assert course.page("/flows/cross-queue").widgets == ["outbox", "failure-policy"]
+    assert course.page("/flows/reading-the-results").widgets == ["results"]
+    assert course.page("/batches/bulk-flows").widgets == ["ledger"]
+
+
+def test_every_page_is_reachable_from_the_index_and_no_internal_link_is_dead(client):
+    seen: dict[str, Doc] = {}
+    queue = ["/"]
+    fragments: list[tuple[str, str, str]] = []
+    while queue:
+        path = queue.pop()
+        if path in seen:
+            continue
+        response = client.get(path)
+        assert response.status_code == 200, path
+        doc = Doc(response.text)
+        seen[path] = doc
+        for a in doc.all("a"):
+            href = a.get("href") or ""
+            if href.startswith(("http://", "https://")):
+                continue
+            assert href.startswith(("/", "#")) and not href.startswith("//"), (path, href)
+            target, _, fragment = href.partition("#")
+            target = target or path
+            if fragment:
+                fragments.append((path, target, fragment))
+            if target not in seen:
+                queue.append(target)
+    assert set(seen) == ALL_PAGES
+    for source, target, fragment in fragments:
+        assert fragment in seen[target].ids, f"{source} links to {target}#{fragment}"
+
+
+def test_pages_carry_no_inline_script_style_or_handlers(client):
+    for path in ALL_PAGES | {"/missing-page"}:
+        text = client.get(path).text
+        doc = Doc(text)
+        assert doc.inline_scripts == 0, path
+        for tag, attrs in doc.tags:
+            assert tag != "style", path
+            assert "style" not in attrs, (path, tag)
+            assert not any(name.startswith("on") for name in attrs), (path, tag)
+
+
+def test_each_page_has_one_h1_one_main_a_skip_link_and_the_stylesheets(client):
+    for path in ALL_PAGES:
+        doc = Doc(client.get(path).text)
+        assert len(doc.all("h1")) == 1, path
+        assert len(doc.all("main")) == 1, path
+        assert doc.all("a")[0].get("href") == "#main", path
+        hrefs = [link.get("href") for link in doc.all("link")]
+        assert "/static/site.css" in hrefs and "/static/widgets.css" in hrefs
+
+
+def test_dive_page_has_the_full_anatomy(client):
+    doc = Doc(client.get("/flows/parent-and-children").text)
+    text = doc.text
+    assert "Flows · dive 01" in text
+    assert "Parent and children" in text
+    nav = [a.get("href") for a in doc.all("a")]
+    for fragment in ("#the-atomic-add", "#the-fan-in", "#the-native-refusal",
+                     "#pattern-and-implementation", "#recap", "#references"):
+        assert fragment in nav
+    assert {"the-atomic-add", "the-fan-in", "the-native-refusal"} <= doc.ids
+    for words in ("Pattern & implementation", "The pattern", "The implementation", "Recap",
+                  "Sources", "Related in this course", "EMQSTATE complete flow not native",
+                  "EMQSTATE fail flow not native"):
+        assert words in text
+    assert text.index("Sources") < text.index("Related in this course")
+    assert "/flows/reading-the-results" in nav
+    assert "https://valkey.io/commands/set/" in nav
+    assert "https://valkey.io/commands/evalsha/" in nav
+
+
+def test_related_entries_outside_flows_lab_are_plain_text_never_links(client):
+    page = client.get("/flows/parent-and-children").text
+    doc = Doc(page)
+    link_texts = set()
+    for match in re.finditer(r"<a [^>]*>(.*?)</a>", page, re.S):
+        link_texts.add(html.unescape(match.group(1)).strip())
+    for absent in ("The Protocol", "The native module", "redis-patterns · Reliable Queues"):
+        assert f"{absent} (not in Flows Lab)" in doc.text
+        assert absent not in link_texts
+
+
+def test_dive_scripts_block_loads_one_module_per_widget(client):
+    doc = Doc(client.get("/flows/cross-queue").text)
+    scripts = [(s.get("type"), s.get("src")) for s in doc.all("script")]
+    assert scripts == [
+        ("module", "/static/widgets/outbox.js"),
+        ("module", "/static/widgets/failure-policy.js"),
+    ]
+    assert Doc(client.get("/").text).all("script") == []
+
+
+def test_widgets_are_rendered_by_the_app_into_their_sections_aside(client):
+    page = client.get("/flows/parent-and-children").text
+    chunks = page.split('<section class="dive-section')
+    by_id = {re.search(r'id="([^"]+)"', c).group(1): c for c in chunks[1:]}
+    for section, widget in (("the-atomic-add", "enqueue-stepper"), ("the-fan-in", "fanin")):
+        prose, _, aside = by_id[section].partition('<aside class="dive-aside">')
+        assert f'data-widget="{widget}"' in aside
+        assert "data-widget=" not in prose
+    assert '<aside class="dive-aside">' not in by_id["the-native-refusal"]
+
+
+def test_page_bodies_are_rendered_once_and_cached(client, widget_calls):
+    client.get("/flows/parent-and-children")
+    client.get("/flows/parent-and-children")
+    client.get("/flows/cross-queue")
+    assert widget_calls == ["enqueue-stepper", "fanin", "outbox", "failure-policy"]
+
+
+def test_listings_show_the_script_file_the_server_runs(client):
+    page = client.get("/flows/cross-queue").text
+    for name in ("hold_parent", "enqueue_flow_child", "flow_deliver", "fail"):
+        assert f'<figure class="listing" data-script="{name}">' in page
+        source = (ROOT / "server" / "emq" / "scripts" / f"{name}.lua").read_text()
+        for number, line in enumerate(source.splitlines(), start=1):
+            assert f'data-line="{number}"' in page
+            assert html.escape(line, quote=True).replace("&#x27;", "'") in page or not line
+
+
+def test_stepper_listing_tags_lines_with_their_moves(client):
+    page = client.get("/flows/parent-and-children").text
+    assert 'data-script="enqueue_flow"' in page
+    assert re.search(r'<span class="line" data-line="\d+" data-move="2">', page)
+
+
+def test_hub_lists_its_dives_in_order_with_ledes(client):
+    doc = Doc(client.get("/flows").text)
+    dive_links = [a.get("href") for a in doc.all("a") if (a.get("href") or "").startswith("/flows/")]
+    assert dive_links == [
+        "/flows/parent-and-children",
+        "/flows/reading-the-results",
+        "/flows/cross-queue",
+    ]
+    assert "Flows · dive 02" in doc.text
+
+
+def test_batches_hub_names_the_dives_flows_lab_leaves_out_as_plain_text(client):
+    page = client.get("/batches").text
+    doc = Doc(page)
+    assert "Enqueue many" in doc.text and "Batch lease extension" in doc.text
+    hrefs = [a.get("href") for a in doc.all("a")]
+    assert "/batches/bulk-flows" in hrefs
+    assert not any("enqueue-many" in (h or "") or "lease" in (h or "") for h in hrefs)
+
+
+def test_index_lists_every_hub_and_every_dive(client, course):
+    hrefs = {a.get("href") for a in Doc(client.get("/").text).all("a")}
+    assert {h.path for h in course.hubs} <= hrefs
+    assert {d.path for d in course.dives} <= hrefs
+
+
+def test_unknown_paths_get_the_friendly_404_page(client):
+    for path in ("/nowhere", "/flows/nowhere", "/flows/parent-and-children/extra", "/flows/index"):
+        response = client.get(path)
+        assert response.status_code == 404, path
+        doc = Doc(response.text)
+        assert "This page is not in Flows Lab" in doc.text
+        assert "/" in [a.get("href") for a in doc.all("a")]
+
+
+def test_api_paths_get_a_json_404(client):
+    response = client.get("/api/nothing-here")
+    assert response.status_code == 404
+    assert response.json() == {"error": "Not Found"}
+
+
+def test_current_hub_is_marked_in_the_header(client):
+    doc = Doc(client.get("/flows/cross-queue").text)
+    current = [a for a in doc.all("a") if a.get("aria-current")]
+    assert [(a.get("href"), a.get("aria-current")) for a in current] == [("/flows", "true")]
