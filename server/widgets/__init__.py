@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from server.widgets.base import Widget
 from server.widgets.enqueue_stepper import EnqueueStepper
+from server.widgets.failure_policy import FailurePolicy
 from server.widgets.fanin import FanIn
+from server.widgets.ledger import Ledger
+from server.widgets.outbox import Outbox
+from server.widgets.results_reader import ResultsReader
 
-WIDGETS: dict[str, Widget] = {w.name: w for w in (EnqueueStepper(), FanIn())}
+WIDGETS: dict[str, Widget] = {
+    w.name: w for w in (EnqueueStepper(), FanIn(), Outbox(), FailurePolicy(), Ledger(), ResultsReader())
+}
 
 
 def widget_for_queue(queue: str) -> str | None:
