@@ -7,60 +7,16 @@ Playwright's sync API and the asyncio tests do not share one event loop well.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
-import redis
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
-from server.valkey_process import ValkeyProcess, free_port
+from server.valkey_process import ValkeyProcess
+from tests.support import INSTRUCTOR_TOKEN, Site, start_site, stop_site
 
 CHROMIUM = os.environ.get("EMQLAB_CHROMIUM", "/usr/bin/chromium")
-INSTRUCTOR_TOKEN = "e2e-instructor-token"
-
-
-@dataclass
-class Site:
-    url: str
-    valkey: ValkeyProcess
-    proc: subprocess.Popen[bytes]
-
-    def redis(self) -> redis.Redis:
-        return redis.Redis.from_url(self.valkey.url, decode_responses=True)
-
-
-def start_site(valkey_url: str, extra_env: dict[str, str] | None = None) -> tuple[str, subprocess.Popen[bytes]]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "EMQLAB_VALKEY_URL": valkey_url,
-        "EMQLAB_INSTRUCTOR_TOKEN": INSTRUCTOR_TOKEN,
-        "EMQLAB_RATE_LIMIT": "100000",
-        **(extra_env or {}),
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "server.cli:app_from_env", "--factory",
-         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-        env=env,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the site exited early with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url + "/", timeout=1) as response:
-                if response.status == 200:
-                    return url, proc
-        except OSError:
-            time.sleep(0.1)
-    proc.terminate()
-    raise RuntimeError("the site did not answer within 20 s")
+__all__ = ["INSTRUCTOR_TOKEN", "Site"]
 
 
 @pytest.fixture(scope="session")
@@ -70,11 +26,7 @@ def site() -> Iterator[Site]:
         try:
             yield Site(url, valkey, proc)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_site(proc)
 
 
 @pytest.fixture(scope="session")

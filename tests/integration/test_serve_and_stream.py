@@ -1,0 +1,139 @@
+"""`emqlab serve` and the live stream, against real processes (no test client).
+
+TestClient and ASGITransport buffer whole responses, so the endless SSE stream
+is read from the real site under uvicorn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from server.valkey_process import ValkeyProcess, free_port, pid_alive
+from tests.support import Site, start_site, stop_site
+
+DIVE = "/flows/parent-and-children"
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[Site]:
+    with ValkeyProcess() as valkey:
+        url, proc = start_site(valkey.url)
+        try:
+            yield Site(url, valkey, proc)
+        finally:
+            stop_site(proc)
+
+
+def children_of(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
+
+
+def read_events(lines: Iterator[str], want: int, timeout: float = 10.0) -> list[tuple[str, dict]]:
+    """Parse SSE frames until `want` events arrived (or the timeout)."""
+    events: list[tuple[str, dict]] = []
+    name, data = "", ""
+    deadline = time.monotonic() + timeout
+    for line in lines:
+        if line.startswith("event:"):
+            name = line.split(":", 1)[1].strip()
+        elif line.startswith("data:"):
+            data = line.split(":", 1)[1].strip()
+        elif line == "" and name:
+            events.append((name, json.loads(data)))
+            name, data = "", ""
+            if len(events) >= want:
+                break
+        if time.monotonic() > deadline:
+            break
+    return events
+
+
+def test_serve_starts_its_own_valkey_prints_the_url_and_leaves_no_process_on_ctrl_c() -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "EMQLAB_VALKEY_URL"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
+        env=env, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        lines = []
+        while proc.stdout is not None:
+            line = proc.stdout.readline()
+            lines.append(line)
+            if "open http://" in line or not line:
+                break
+        assert f"open http://127.0.0.1:{port}/" in "".join(lines)
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the site never answered"
+            time.sleep(0.1)
+        valkeys = children_of(proc.pid)
+        assert valkeys, "serve started no valkey-server child"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=15) == 0
+        time.sleep(0.2)
+        assert not any(pid_alive(p) for p in valkeys), "a valkey-server outlived serve"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def dependencies_in(snapshot: dict) -> str | None:
+    for key in snapshot["queues"][0]["keys"]:
+        if key["name"].endswith(":job:JOBparent:dependencies"):
+            return str(key["value"])
+    return None
+
+
+def test_an_action_streams_its_effects_and_a_fresh_snapshot_to_the_open_page(site: Site) -> None:
+    with httpx.Client(base_url=site.url, timeout=10) as client:
+        client.get(DIVE)
+        assert client.get("/api/widgets/fanin/state").status_code == 200
+        with client.stream("GET", "/api/stream", params={"widgets": "fanin"}) as stream:
+            lines = stream.iter_lines()
+            first = read_events(lines, 2)
+            assert [name for name, _ in first] == ["status", "snapshot"]
+            assert first[0][1]["valkey"] == "up"
+            assert dependencies_in(first[1][1]) == "3"
+            answer = client.post("/api/widgets/fanin/complete-child")
+            assert answer.status_code == 200
+            events: list[tuple[str, dict]] = []
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                events += read_events(lines, 1, timeout=5)
+                if events and events[-1][0] == "snapshot" and dependencies_in(events[-1][1]) == "2":
+                    break
+        effects = [data for name, data in events if name == "effect"]
+        touched = {e["key"].split("}", 1)[1] for e in effects}
+        assert {":job:JOBparent:dependencies", ":job:JOBparent:processed", ":active"} <= touched
+        assert {"hset", "zrem", "del"} <= {e["event"] for e in effects}
+        assert dependencies_in(events[-1][1]) == "2"
+
+
+def test_a_stream_without_a_sandbox_cookie_is_refused_with_json(site: Site) -> None:
+    answer = httpx.get(site.url + "/api/stream", params={"widgets": "fanin"}, timeout=5)
+    assert answer.status_code == 403
+    assert "sandbox" in answer.json()["error"]
+
+
+def test_a_stream_for_an_unknown_widget_is_refused_with_json(site: Site) -> None:
+    with httpx.Client(base_url=site.url, timeout=5) as client:
+        client.get(DIVE)
+        answer = client.get("/api/stream", params={"widgets": "nope"})
+    assert answer.status_code == 404
+    assert "nope" in answer.json()["error"]
