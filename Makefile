@@ -34,10 +34,12 @@ screenshots: venv valkey chromium
 	$(PY) -m bench.screenshots
 
 venv: $(STAMP)
+	@true
 
 $(STAMP): pyproject.toml
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
-	@$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	@$(PY) -m pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -v '^WARNING: Location' || true
+	@$(PY) -c 'import server, starlette, redis, playwright' 
 	@touch $(STAMP)
 
 # valkey-server 8 comes from bookworm-backports; add that source when missing.

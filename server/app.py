@@ -15,11 +15,14 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from server import partials, views_api, views_pages, views_stream
+from server import partials, views_api, views_instructor, views_pages, views_room, views_stream
+from server import settings as settings_module
 from server.content.pages import load_course
+from server.guard import INSTRUCTOR_COOKIE
 from server.lifecycle import Reaper
-from server.middleware import SandboxMiddleware, SecurityHeaders
-from server.sandbox import SandboxCookie
+from server.middleware import RoomCache, SandboxMiddleware, SecurityHeaders
+from server.rooms import ROOM_COOKIE
+from server.sandbox import SandboxCookie, SignedCookie
 from server.settings import Settings
 from server.stream import Hub, enable_notifications
 
@@ -42,7 +45,16 @@ def shared_secret(url: str) -> str:
 
 def create_app(url: str, settings: Settings | None = None) -> Starlette:
     settings = settings or Settings.from_env()
-    cookie = SandboxCookie(settings.secret or shared_secret(url))
+    settings_module.install(settings)
+    secret = settings.secret or shared_secret(url)
+    secure = settings.secure_cookies
+    cookie = SandboxCookie(secret, secure=secure)
+    room_cookie = SignedCookie(ROOM_COOKIE, secret, "emqlab-room", settings.room_ttl, secure)
+    instructor_cookie = SignedCookie(
+        INSTRUCTOR_COOKIE, secret, "emqlab-instructor", settings.instructor_session, secure
+    )
+    flash_cookie = SignedCookie(views_instructor.FLASH_COOKIE, secret, "emqlab-flash", 60, secure)
+    room_cache = RoomCache()
     templates = Jinja2Templates(directory=str(SITE / "templates"))
     course = load_course(SITE / "content")
 
@@ -56,7 +68,7 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
             await enable_notifications(conn)
         hub = Hub(url)
         app.state.hub = hub
-        reaper = Reaper(conn, settings.sandbox_ttl)
+        reaper = Reaper(conn, settings.sandbox_ttl, every=settings.reap_every)
         await hub.start()
         await reaper.start()
         try:
@@ -71,16 +83,25 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
         Route("/api/widgets/{widget}/{action}", views_api.act, methods=["POST"]),
         Route("/api/stream", views_stream.stream, methods=["GET"]),
         Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static"),
-        *views_pages.routes(),
+        *views_instructor.routes(),
+        *views_room.routes(),
+        *views_pages.routes(),  # catch-all page routes: keep last
     ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(SecurityHeaders), Middleware(SandboxMiddleware, cookie=cookie)],
+        middleware=[
+            Middleware(SecurityHeaders),
+            Middleware(SandboxMiddleware, cookie=cookie, room_cookie=room_cookie, room_cache=room_cache),
+        ],
         exception_handlers=views_pages.exception_handlers(),
         lifespan=lifespan,
     )
     app.state.settings = settings
     app.state.cookie = cookie
+    app.state.room_cookie = room_cookie
+    app.state.instructor_cookie = instructor_cookie
+    app.state.flash_cookie = flash_cookie
+    app.state.room_cache = room_cache
     app.state.templates = templates
     app.state.course = course
     app.state.render_widget = partials.renderer(templates)

@@ -73,9 +73,11 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def reset(args: argparse.Namespace) -> int:
+    import redis
     import redis.asyncio as aioredis
 
     from server import lifecycle, rooms
+    from server.sandbox import SANDBOX_RE
 
     url = os.environ.get("EMQLAB_VALKEY_URL") or (URL_FILE.read_text().strip() if URL_FILE.exists() else "")
     if not url:
@@ -83,19 +85,24 @@ def reset(args: argparse.Namespace) -> int:
         return 2
 
     async def run() -> int:
-        conn = aioredis.Redis.from_url(url, decode_responses=True)
+        conn = aioredis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2)
         try:
             if args.all:
                 removed = await lifecycle.reset_sandboxes(conn, None, by="emqlab reset")
                 what = "every sandbox"
             elif args.room:
-                sandbox = await rooms.sandbox_of_room(conn, args.room)
-                if sandbox is None:
-                    print(f"emqlab: no room named {args.room!r}", file=sys.stderr)
+                room = await rooms.find(conn, args.room)
+                if room is None:
+                    print(f"emqlab: no open room with the code or name {args.room!r}", file=sys.stderr)
                     return 1
-                removed = await lifecycle.reset_sandboxes(conn, [sandbox], by="emqlab reset")
-                what = f"room {args.room}"
+                removed = await lifecycle.reset_sandboxes(conn, [room.sandbox], by="emqlab reset")
+                what = f"room {room.code} ({room.name})"
             else:
+                if not SANDBOX_RE.fullmatch(args.sandbox):
+                    raise ValueError(f"not a sandbox id: {args.sandbox!r} (s and 10 lowercase letters or digits)")
+                if not await lifecycle.is_live(conn, args.sandbox):
+                    print(f"emqlab: no live sandbox {args.sandbox}", file=sys.stderr)
+                    return 1
                 removed = await lifecycle.reset_sandboxes(conn, [args.sandbox], by="emqlab reset")
                 what = f"sandbox {args.sandbox}"
             print(f"emqlab: reset {what}: {removed} keys removed")
@@ -103,6 +110,9 @@ def reset(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"emqlab: {exc}", file=sys.stderr)
             return 2
+        except (redis.RedisError, OSError) as exc:
+            print(f"emqlab: cannot reach Valkey at {url}: {exc}", file=sys.stderr)
+            return 3
         finally:
             await conn.aclose()
 
@@ -121,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     p_reset = sub.add_parser("reset", help="the instructor's reset, from a shell")
     group = p_reset.add_mutually_exclusive_group(required=True)
     group.add_argument("--sandbox", metavar="ID")
-    group.add_argument("--room", metavar="NAME")
+    group.add_argument("--room", metavar="NAME", help="a room's code (or its name)")
     group.add_argument("--all", action="store_true")
     p_reset.set_defaults(func=reset)
     args = parser.parse_args(argv)

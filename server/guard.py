@@ -1,13 +1,23 @@
-"""Request guards for the widget API: sandbox, origin, rate and activity."""
+"""Request guards: sandbox, origin, instructor, demo mode, rates, caps and activity.
+
+Every guard either passes or raises `Refused(status, sentence)`; the views
+turn that into a 4xx JSON answer (or a page) before anything is written.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import time
+from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
 from server.sandbox import REGISTRY_KEY, NoSandbox
+
+DEMO_REFUSAL = "demo mode: only the instructor acts in this room"
+INSTRUCTOR_COOKIE = "emqlab_instructor"
 
 
 class Refused(Exception):
@@ -16,47 +26,220 @@ class Refused(Exception):
         self.status = status
 
 
+# -- who is asking ---------------------------------------------------------------
+
+
 def sandbox_of(request: Request) -> str:
-    """The sandbox named by the request's signed cookie (never by its body)."""
+    """The sandbox the request acts in: the joined room's, else the visitor's own.
+
+    Named by signed cookies only, never by the body or the URL.
+    """
+    error = getattr(request.state, "sandbox_error", None)
+    if error:
+        raise Refused(503, error)
     sandbox = getattr(request.state, "sandbox", None)
     if sandbox:
         return str(sandbox)
     return request.app.state.cookie.read(request)
 
 
+def visitor_of(request: Request) -> str:
+    """The visitor's own sandbox id (their identity, even inside a room)."""
+    visitor = getattr(request.state, "visitor", None)
+    if visitor:
+        return str(visitor)
+    return request.app.state.cookie.read(request)
+
+
+def room_of(request: Request) -> str | None:
+    return getattr(request.state, "room", None)
+
+
+def token_fingerprint(token: str) -> str:
+    """What the instructor cookie carries: changing the token signs everyone out."""
+    return hashlib.sha256(b"emqlab-instructor:" + token.encode()).hexdigest()[:32]
+
+
+def token_matches(given: object, token: str) -> bool:
+    if not isinstance(given, str):
+        return False
+    return hmac.compare_digest(given.encode(), token.encode())
+
+
+def is_instructor(request: Request) -> bool:
+    token = request.app.state.settings.instructor_token
+    if not token:
+        return False
+    auth = request.headers.get("authorization", "")
+    if auth.lower().startswith("bearer ") and token_matches(auth[7:].strip(), token):
+        return True
+    value = request.app.state.instructor_cookie.read(request)
+    return isinstance(value, str) and hmac.compare_digest(value, token_fingerprint(token))
+
+
+def require_instructor(request: Request) -> None:
+    """403 when instructors are off, 403 for a foreign Origin, 401 when not signed in."""
+    if not request.app.state.settings.instructor_token:
+        raise Refused(403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN")
+    check_origin(request)
+    if not is_instructor(request):
+        raise Refused(401, "sign in as the instructor first (POST /instructor/sign-in with the token)")
+
+
+# -- cross-site requests ---------------------------------------------------------
+
+
 def check_origin(request: Request) -> None:
     """Refuse a state change sent from a page of another site."""
     origin = request.headers.get("origin")
     if origin is None:
-        return  # not a browser page (curl, tests); cookies still gate the sandbox
+        # Not a browser page (curl, tests) — unless the browser says it is cross-site.
+        if request.headers.get("sec-fetch-site", "") == "cross-site":
+            raise Refused(403, "cross-site request refused")
+        return
     host = request.headers.get("host", "")
-    if urlsplit(origin).netloc != host:
-        raise Refused(403, f"cross-site request refused: Origin {origin} is not this site")
+    try:
+        netloc = urlsplit(origin).netloc
+    except ValueError:
+        netloc = ""
+    if not netloc or netloc != host:
+        shown = origin if len(origin) <= 100 and origin.isprintable() else "(unreadable)"
+        raise Refused(403, f"cross-site request refused: Origin {shown} is not this site")
+
+
+def check_demo(request: Request) -> None:
+    if getattr(request.state, "demo", False) and not is_instructor(request):
+        raise Refused(403, DEMO_REFUSAL)
+
+
+# -- rates -----------------------------------------------------------------------
 
 
 async def check_rate(request: Request, sandbox: str) -> None:
-    """A fixed window per sandbox, counted in Valkey so every worker shares it."""
+    """A fixed window per visitor, counted in Valkey so every worker shares it.
+
+    Counted against the visitor's own sandbox, so a class in one room does not
+    share one budget.
+    """
     limit = request.app.state.settings.rate_limit
     if limit <= 0:
         return
+    try:
+        who = visitor_of(request)
+    except NoSandbox:
+        who = sandbox
     window = int(time.time() // 10)
-    key = f"lab:{{{sandbox}}}:rate:{window}"
+    key = f"lab:{{{who}}}:rate:{window}"
     conn = request.app.state.conn
     async with conn.pipeline(transaction=False) as pipe:
         pipe.incr(key)
         pipe.expire(key, 20)
         count, _ = await pipe.execute()
     if int(count) > limit:
-        raise Refused(429, f"too many actions: at most {limit} every 10 seconds per sandbox")
+        raise Refused(429, f"too many actions: at most {limit} every 10 seconds per visitor")
+
+
+def client_address(request: Request) -> str:
+    host = request.client.host if request.client else "unknown"
+    return "".join(ch for ch in host if ch.isalnum() or ch in ".:-")[:64] or "unknown"
+
+
+async def check_attempts(request: Request, kind: str) -> None:
+    """Sign-in and join attempts per client address per minute (no guessing)."""
+    limit = request.app.state.settings.attempt_limit
+    if limit <= 0:
+        return
+    key = f"lab:attempts:{kind}:{client_address(request)}:{int(time.time() // 60)}"
+    conn = request.app.state.conn
+    async with conn.pipeline(transaction=False) as pipe:
+        pipe.incr(key)
+        pipe.expire(key, 120)
+        count, _ = await pipe.execute()
+    if int(count) > limit:
+        raise Refused(429, f"too many attempts: at most {limit} a minute; wait a minute and try again")
+
+
+# -- caps and activity -------------------------------------------------------------
+
+# Register a sandbox as live, unless it is new and the site already holds the
+# cap: one script, so two new visitors cannot both take the last place.
+_ADMIT = """
+local known = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not known and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+return 1
+"""
+
+
+async def admit(conn: Any, sandbox: str, cap: int) -> None:
+    """Register the sandbox's activity; Refused(503) when the site is full."""
+    script = conn.register_script(_ADMIT)
+    if not int(await script(keys=[REGISTRY_KEY], args=[sandbox, int(time.time() * 1000), cap])):
+        raise Refused(
+            503,
+            f"Flows Lab is full: {cap} sandboxes are live. Idle ones expire; try again in a few minutes.",
+        )
+
+
+def page_of(request: Request) -> str | None:
+    """The course page the request came from (its Referer), if it is one."""
+    referer = request.headers.get("referer")
+    course = getattr(request.app.state, "course", None)
+    if not referer or course is None:
+        return None
+    try:
+        parts = urlsplit(referer)
+    except ValueError:
+        return None
+    if parts.netloc != request.headers.get("host", ""):
+        return None
+    page = course.page(parts.path)
+    return page.path if page is not None else None
 
 
 async def touch(request: Request, sandbox: str, widget: str) -> None:
     """Record the sandbox's last activity, for expiry and the instructor page."""
+    settings = request.app.state.settings
     conn = request.app.state.conn
+    await admit(conn, sandbox, settings.max_sandboxes)
+    meta = f"lab:{{{sandbox}}}:meta"
+    fields: dict[str, Any] = {"widget": widget, "seen": int(time.time())}
+    page = page_of(request)
+    if page:
+        fields["page"] = page
     async with conn.pipeline(transaction=False) as pipe:
-        pipe.zadd(REGISTRY_KEY, {sandbox: int(time.time() * 1000)})
-        pipe.hset(f"lab:{{{sandbox}}}:meta", mapping={"widget": widget, "seen": int(time.time())})
+        pipe.hset(meta, mapping=fields)
+        # Belt and braces: the reaper removes it with the sandbox, and if the
+        # reaper never runs, it still goes.
+        pipe.expire(meta, settings.sandbox_ttl * 2)
+        room = room_of(request)
+        if room:
+            pipe.expire(f"lab:room:{room}", settings.room_ttl)
         await pipe.execute()
 
 
-__all__ = ["Refused", "NoSandbox", "sandbox_of", "check_origin", "check_rate", "touch"]
+async def check_keys(request: Request, sandbox: str) -> None:
+    """Refuse actions while the sandbox holds more keys than its cap."""
+    cap = request.app.state.settings.max_keys_per_sandbox
+    raw = await request.app.state.conn.hgetall(f"lab:{{{sandbox}}}:meta")
+    held = sum(
+        int(v) for k, v in raw.items()
+        if str(k).startswith("keys:") and str(v).isdigit()
+    )
+    if held > cap:
+        raise Refused(409, f"this sandbox holds {held} keys, more than its cap of {cap}: press Reset")
+
+
+async def record_keys(request: Request, sandbox: str, widget: str, snapshot: dict[str, Any]) -> None:
+    """After an action: how many keys the widget's queues hold now."""
+    count = sum(len(q.get("keys", [])) for q in snapshot.get("queues", []))
+    await request.app.state.conn.hset(f"lab:{{{sandbox}}}:meta", f"keys:{widget}", count)
+
+
+__all__ = [
+    "Refused", "NoSandbox", "sandbox_of", "visitor_of", "room_of", "is_instructor", "require_instructor",
+    "check_origin", "check_demo", "check_rate", "check_attempts", "admit", "touch", "check_keys",
+    "record_keys", "DEMO_REFUSAL",
+]

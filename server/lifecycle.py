@@ -12,11 +12,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from redis.exceptions import RedisError
 
+from server import rooms
 from server.sandbox import REGISTRY_KEY, SANDBOX_RE, key_patterns
 from server.stream import publish_reset
 
@@ -28,19 +29,42 @@ class SandboxInfo:
     id: str
     last_seen: float
     widget: str | None
+    page: str | None = None
+    room: str | None = None
+    keys: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def meta_key(sandbox: str) -> str:
+    return f"lab:{{{sandbox}}}:meta"
+
+
 async def list_sandboxes(conn: Any) -> list[SandboxInfo]:
+    """Every live sandbox, most recent first, with where its visitor last was."""
     rows = await conn.zrange(REGISTRY_KEY, 0, -1, withscores=True, desc=True)
+    ids = [_text(member) for member, _ in rows]
+    metas: list[dict[Any, Any]] = []
+    if ids:
+        async with conn.pipeline(transaction=False) as pipe:
+            for sid in ids:
+                pipe.hgetall(meta_key(sid))
+            metas = await pipe.execute()
+    by_room = await rooms.room_sandboxes(conn)
     infos = []
-    for member, score in rows:
+    for (member, score), raw in zip(rows, metas):
         sid = _text(member)
-        widget = await conn.hget(f"lab:{{{sid}}}:meta", "widget")
-        infos.append(SandboxInfo(sid, score / 1000.0, _text(widget) if widget else None))
+        meta = {_text(k): _text(v) for k, v in raw.items()}
+        counts = [int(v) for k, v in meta.items() if k.startswith("keys:") and v.isdigit()]
+        infos.append(SandboxInfo(
+            sid, score / 1000.0, meta.get("widget"), meta.get("page"), by_room.get(sid),
+            sum(counts) if counts else None,
+        ))
     return infos
 
 
@@ -56,11 +80,50 @@ async def delete_sandbox_keys(conn: Any, sandbox: str) -> int:
     return removed
 
 
+def sandbox_of_key(name: str) -> str | None:
+    """The sandbox a key belongs to (`emq:{<sid>.…}…`, `lab:{<sid>…}…`), if any."""
+    for prefix in ("emq:{", "lab:{"):
+        if name.startswith(prefix):
+            sid = name[len(prefix):len(prefix) + 11]
+            rest = name[len(prefix) + 11:len(prefix) + 12]
+            if SANDBOX_RE.match(sid) and (rest == "." or (prefix == "lab:{" and rest == "}")):
+                return sid
+    return None
+
+
+async def census(conn: Any) -> dict[str, int]:
+    """sandbox id -> number of keys, over the whole keyspace (one SCAN pass)."""
+    counts: dict[str, int] = {}
+    for pattern in ("emq:{s*", "lab:{s*"):
+        async for raw in conn.scan_iter(match=pattern, count=1000):
+            sid = sandbox_of_key(_text(raw))
+            if sid is not None:
+                counts[sid] = counts.get(sid, 0) + 1
+    return counts
+
+
+async def is_live(conn: Any, sandbox: str) -> bool:
+    """A sandbox is live when it is registered or a room's."""
+    if await conn.zscore(REGISTRY_KEY, sandbox) is not None:
+        return True
+    return sandbox in await rooms.room_sandboxes(conn)
+
+
 async def reset_sandboxes(conn: Any, sandboxes: list[str] | None, by: str = "instructor") -> int:
-    """Remove the keys of these sandboxes (None: every sandbox) and tell their pages."""
+    """Remove the keys of these sandboxes (None: every sandbox) and tell their pages.
+
+    The sandboxes stay live (their visitors still hold their cookies): each
+    widget lands its starting scenario again when it next shows.
+    """
     if sandboxes is None:
-        targets = [_text(m) for m in await conn.zrange(REGISTRY_KEY, 0, -1)]
+        found = {_text(m) for m in await conn.zrange(REGISTRY_KEY, 0, -1)}
+        found |= set(await rooms.room_sandboxes(conn))
+        found |= set(await census(conn))
+        targets = sorted(found)
     else:
+        for sandbox in sandboxes:
+            if not SANDBOX_RE.match(sandbox):
+                raise ValueError(f"not a sandbox id: {sandbox!r}")
         targets = sandboxes
     removed = 0
     for sandbox in targets:
@@ -69,13 +132,62 @@ async def reset_sandboxes(conn: Any, sandboxes: list[str] | None, by: str = "ins
     return removed
 
 
+# ZREM a sandbox only if it is still as idle as when it was picked: a visitor
+# who came back in between keeps their sandbox.
+_UNREGISTER_IF_IDLE = """
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if score and tonumber(score) <= tonumber(ARGV[2]) then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  return 1
+end
+return 0
+"""
+
+
 async def expire_idle(conn: Any, ttl_seconds: int) -> list[str]:
     cutoff = int((time.time() - ttl_seconds) * 1000)
     stale = [_text(m) for m in await conn.zrangebyscore(REGISTRY_KEY, "-inf", cutoff)]
+    unregister = conn.register_script(_UNREGISTER_IF_IDLE)
+    gone = []
     for sandbox in stale:
-        await delete_sandbox_keys(conn, sandbox)
-        await conn.zrem(REGISTRY_KEY, sandbox)
-    return stale
+        if not SANDBOX_RE.match(sandbox):
+            await conn.zrem(REGISTRY_KEY, sandbox)
+            continue
+        if int(await unregister(keys=[REGISTRY_KEY], args=[sandbox, cutoff])):
+            await delete_sandbox_keys(conn, sandbox)
+            gone.append(sandbox)
+    return gone
+
+
+async def expire_rooms(conn: Any) -> list[str]:
+    """Rooms whose record expired: forget them and remove their sandboxes."""
+    gone = []
+    for code, sandbox in await rooms.expired(conn):
+        if SANDBOX_RE.match(sandbox):
+            await conn.zrem(REGISTRY_KEY, sandbox)
+            await delete_sandbox_keys(conn, sandbox)
+        gone.append(code)
+    return gone
+
+
+async def remove_orphans(conn: Any) -> list[str]:
+    """Keys of sandboxes that are no longer live (a lost registry entry, a
+    write racing an expiry): removed, so no key lives forever."""
+    orphans = []
+    for sandbox in await census(conn):
+        if not await is_live(conn, sandbox):
+            await delete_sandbox_keys(conn, sandbox)
+            orphans.append(sandbox)
+    return orphans
+
+
+async def reap(conn: Any, ttl_seconds: int) -> dict[str, list[str]]:
+    """One round of the reaper."""
+    return {
+        "sandboxes": await expire_idle(conn, ttl_seconds),
+        "rooms": await expire_rooms(conn),
+        "orphans": await remove_orphans(conn),
+    }
 
 
 class Reaper:
@@ -99,9 +211,14 @@ class Reaper:
     async def run(self) -> None:
         while True:
             try:
-                gone = await expire_idle(self.conn, self.ttl)
-                if gone:
-                    log.info("expired %d idle sandboxes", len(gone))
+                done = await reap(self.conn, self.ttl)
+                if any(done.values()):
+                    log.info(
+                        "reaper: expired %d idle sandboxes, %d rooms; removed %d orphans",
+                        len(done["sandboxes"]), len(done["rooms"]), len(done["orphans"]),
+                    )
             except (RedisError, OSError):
                 pass  # Valkey away: try again next round
+            except Exception:  # noqa: BLE001 - the reaper must outlive a bug of one round
+                log.exception("reaper round failed")
             await asyncio.sleep(self.every)

@@ -6,13 +6,17 @@ unbuffered.
 
 from __future__ import annotations
 
+import time
 from http.cookies import SimpleCookie
 from typing import Any
+
+from redis.exceptions import RedisError
 
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.sandbox import COOKIE, NoSandbox, SandboxCookie, new_id
+from server import rooms
+from server.sandbox import COOKIE, NoSandbox, SandboxCookie, SignedCookie, new_id
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -37,22 +41,58 @@ class SecurityHeaders:
                 headers.setdefault("X-Content-Type-Options", "nosniff")
                 headers.setdefault("Referrer-Policy", "same-origin")
                 headers.setdefault("X-Frame-Options", "DENY")
+                if scope.get("path", "").startswith(("/instructor", "/room", "/api/")):
+                    headers.setdefault("Cache-Control", "no-store")
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
 
 
-def cookie_value(scope: Scope) -> str | None:
-    for name, value in scope.get("headers", []):
-        if name == b"cookie":
+def cookie_value(scope: Scope, name: str = COOKIE) -> str | None:
+    for header, value in scope.get("headers", []):
+        if header == b"cookie":
             jar: SimpleCookie = SimpleCookie()
             try:
                 jar.load(value.decode("latin-1"))
             except Exception:  # noqa: BLE001 - a garbled header is simply no cookie
                 return None
-            if COOKIE in jar:
-                return jar[COOKIE].value
+            if name in jar:
+                return jar[name].value
     return None
+
+
+ROOM_DOWN = "Valkey is unreachable right now, so your room cannot be looked up; the widgets recover when it returns."
+
+
+class RoomCache:
+    """Room lookups, kept a second: one HGETALL per room per second per worker,
+    and a room still resolves while Valkey is briefly away."""
+
+    def __init__(self, ttl: float = 1.0) -> None:
+        self.ttl = ttl
+        self.entries: dict[str, tuple[float, rooms.Room | None]] = {}
+
+    def forget(self, code: str | None = None) -> None:
+        if code is None:
+            self.entries.clear()
+        else:
+            self.entries.pop(code, None)
+
+    async def get(self, conn: Any, code: str) -> rooms.Room | None:
+        now = time.monotonic()
+        hit = self.entries.get(code)
+        if hit is not None and now - hit[0] < self.ttl:
+            return hit[1]
+        try:
+            room = await rooms.get(conn, code)
+        except (RedisError, OSError):
+            if hit is not None:
+                return hit[1]  # stale but better than nothing while Valkey is away
+            raise
+        if len(self.entries) > 10_000:
+            self.entries.clear()
+        self.entries[code] = (now, room)
+        return room
 
 
 class SandboxMiddleware:
@@ -60,12 +100,17 @@ class SandboxMiddleware:
 
     API requests never get a new sandbox here: an action without a valid
     cookie is refused by the API (403), so a forged cookie cannot conjure a
-    sandbox mid-session.
+    sandbox mid-session. A visitor who joined a room (signed room cookie) acts
+    in the room's sandbox while the room exists; `request.state.visitor` stays
+    their own id.
     """
 
-    def __init__(self, app: ASGIApp, cookie: SandboxCookie) -> None:
+    def __init__(self, app: ASGIApp, cookie: SandboxCookie, room_cookie: SignedCookie | None = None,
+                 room_cache: RoomCache | None = None) -> None:
         self.app = app
         self.cookie = cookie
+        self.room_cookie = room_cookie
+        self.room_cache = room_cache or RoomCache()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -80,19 +125,28 @@ class SandboxMiddleware:
             except NoSandbox:
                 sandbox = None  # forged or stale: treated as absent
         path: str = scope.get("path", "")
-        is_page = scope.get("method") == "GET" and not path.startswith(("/api/", "/static/"))
+        if path.startswith("/static/"):
+            await self.app(scope, receive, send)
+            return
+        is_page = scope.get("method") == "GET" and not path.startswith("/api/")
         fresh = None
         if sandbox is None and is_page:
             fresh = sandbox = new_id()
+        stale_room = False
         if sandbox is not None:
-            state["sandbox"] = sandbox
+            state["sandbox"] = state["visitor"] = sandbox
+            if not fresh:
+                stale_room = await self.resolve_room(scope, state)
 
         async def send_with_cookie(message: Message) -> None:
-            if fresh and message["type"] == "http.response.start":
+            if message["type"] == "http.response.start" and (fresh or stale_room):
                 from starlette.responses import Response
 
                 carrier = Response()
-                self.cookie.attach(carrier, fresh)
+                if fresh:
+                    self.cookie.attach(carrier, fresh)
+                if stale_room and self.room_cookie is not None:
+                    self.room_cookie.clear(carrier)
                 headers = MutableHeaders(scope=message)
                 for key, value in carrier.headers.items():
                     if key == "set-cookie":
@@ -101,5 +155,31 @@ class SandboxMiddleware:
 
         await self.app(scope, receive, send_with_cookie)
 
+    async def resolve_room(self, scope: Scope, state: dict[str, Any]) -> bool:
+        """Point the request at its room's sandbox; True when the room is gone."""
+        if self.room_cookie is None:
+            return False
+        raw = cookie_value(scope, self.room_cookie.name)
+        if not raw:
+            return False
+        code = self.room_cookie.value(raw)
+        if not isinstance(code, str):
+            return True  # forged or expired: drop it
+        app = scope.get("app")
+        conn = getattr(getattr(app, "state", None), "conn", None)
+        if conn is None:
+            return False
+        try:
+            room = await self.room_cache.get(conn, code)
+        except (RedisError, OSError):
+            state["sandbox_error"] = ROOM_DOWN
+            return False
+        if room is None:
+            return True
+        state["sandbox"] = room.sandbox
+        state["room"] = room.code
+        state["demo"] = room.demo
+        return False
 
-__all__ = ["SecurityHeaders", "SandboxMiddleware", "NoSandbox"]
+
+__all__ = ["SecurityHeaders", "SandboxMiddleware", "RoomCache", "NoSandbox"]

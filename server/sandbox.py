@@ -12,7 +12,7 @@ import re
 import secrets
 import time
 
-from itsdangerous import BadSignature, URLSafeSerializer
+from itsdangerous import BadSignature, URLSafeSerializer, URLSafeTimedSerializer
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -77,6 +77,43 @@ class SandboxCookie:
             secure=self.secure,
             path="/",
         )
+
+
+class SignedCookie:
+    """A small signed, expiring cookie (the room a visitor joined, the
+    instructor's sign-in). HttpOnly and SameSite=strict like the sandbox's."""
+
+    def __init__(self, name: str, secret: str, salt: str, max_age: int, secure: bool = False) -> None:
+        self.name = name
+        self.serializer = URLSafeTimedSerializer(secret, salt=salt)
+        self.max_age = max_age
+        self.secure = secure
+
+    def value(self, raw: str | None) -> object | None:
+        """The signed value inside a raw cookie; None when absent, forged or expired."""
+        if not raw:
+            return None
+        try:
+            return self.serializer.loads(raw, max_age=self.max_age)
+        except (BadSignature, ValueError, TypeError):
+            return None
+
+    def read(self, request: Request) -> object | None:
+        return self.value(request.cookies.get(self.name))
+
+    def attach(self, response: Response, value: object) -> None:
+        response.set_cookie(
+            self.name,
+            self.serializer.dumps(value),
+            max_age=self.max_age,
+            httponly=True,
+            samesite="strict",
+            secure=self.secure,
+            path="/",
+        )
+
+    def clear(self, response: Response) -> None:
+        response.delete_cookie(self.name, path="/", httponly=True, samesite="strict", secure=self.secure)
 
 
 def now_ms() -> int:

@@ -1,4 +1,9 @@
-"""Settings read from the environment, with the defaults a laptop wants."""
+"""Settings read from the environment, with the defaults a laptop wants.
+
+Every limit of the site is here, one env var each (docs/LIMITS.md lists them).
+A value that is not a whole number, or is out of range, stops the site at
+start with a sentence naming the variable, rather than running unbounded.
+"""
 
 from __future__ import annotations
 
@@ -6,31 +11,72 @@ import os
 from dataclasses import dataclass, field
 
 
-def _int(name: str, default: int) -> int:
+def _int(name: str, default: int, low: int = 0, high: int | None = None) -> int:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError as exc:
         raise SystemExit(f"{name} must be a whole number, got {raw!r}") from exc
+    if value < low or (high is not None and value > high):
+        span = f"from {low} to {high}" if high is not None else f"at least {low}"
+        raise SystemExit(f"{name} must be {span}, got {value}")
+    return value
+
+
+def _flag(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise SystemExit(f"{name} must be 1 or 0 (true/false), got {raw!r}")
 
 
 @dataclass(frozen=True)
 class Settings:
     valkey_url: str | None = None
-    # Signs the sandbox cookie. Unset: a random secret is kept in Valkey, so
-    # every worker of one site shares it and cookies survive a site restart.
+    # Signs the cookies. Unset: a random secret is kept in Valkey, so every
+    # worker of one site shares it and cookies survive a site restart.
     secret: str | None = None
+    # Enables /instructor. Unset: the instructor pages answer 403.
     instructor_token: str | None = None
+    # An instructor sign-in lasts this many seconds.
+    instructor_session: int = 12 * 3600
+    # Mark cookies Secure (set this when the site is served over HTTPS).
+    secure_cookies: bool = False
+
+    # -- lifecycle -------------------------------------------------------------
     # Idle sandboxes expire after this many seconds; their keys go with them.
     sandbox_ttl: int = 3600
+    # The reaper's round: expire idle sandboxes and rooms, remove orphan keys.
+    reap_every: int = 30
+    # At most this many live sandboxes; a new visitor past it gets a clear 503.
     max_sandboxes: int = 5000
+    # Actions are refused (press Reset) while a sandbox holds more keys.
+    max_keys_per_sandbox: int = 2000
+    # A room lives this many seconds after its last activity.
+    room_ttl: int = 8 * 3600
+    max_rooms: int = 200
+
+    # -- request bodies (the ledger's custom batch reads the three max_*) -------
     max_children: int = 16
     max_flows: int = 16
     max_payload_bytes: int = 1024
-    # Actions per sandbox per 10 seconds.
+    # Any action body larger than this is refused with 413 before it is parsed.
+    max_body_bytes: int = 16 * 1024
+
+    # -- rates -----------------------------------------------------------------
+    # Actions per visitor per 10 seconds.
     rate_limit: int = 100
+    # Sign-in and room-join attempts per client address per minute.
+    attempt_limit: int = 20
+
+    # -- the live stream -------------------------------------------------------
     # An SSE stream is closed after this many seconds; the browser reconnects
     # and gets a fresh snapshot, so no stream lives (and leaks) forever.
     stream_lifetime: int = 600
@@ -44,11 +90,35 @@ class Settings:
             valkey_url=os.environ.get("EMQLAB_VALKEY_URL") or None,
             secret=os.environ.get("EMQLAB_SECRET") or None,
             instructor_token=os.environ.get("EMQLAB_INSTRUCTOR_TOKEN") or None,
-            sandbox_ttl=_int("EMQLAB_SANDBOX_TTL", 3600),
-            max_sandboxes=_int("EMQLAB_MAX_SANDBOXES", 5000),
-            max_children=_int("EMQLAB_MAX_CHILDREN", 16),
-            max_flows=_int("EMQLAB_MAX_FLOWS", 16),
-            max_payload_bytes=_int("EMQLAB_MAX_PAYLOAD_BYTES", 1024),
+            instructor_session=_int("EMQLAB_INSTRUCTOR_SESSION", 12 * 3600, low=60),
+            secure_cookies=_flag("EMQLAB_SECURE_COOKIES", False),
+            sandbox_ttl=_int("EMQLAB_SANDBOX_TTL", 3600, low=10),
+            reap_every=_int("EMQLAB_REAP_EVERY", 30, low=1),
+            max_sandboxes=_int("EMQLAB_MAX_SANDBOXES", 5000, low=1),
+            max_keys_per_sandbox=_int("EMQLAB_MAX_KEYS_PER_SANDBOX", 2000, low=50),
+            room_ttl=_int("EMQLAB_ROOM_TTL", 8 * 3600, low=60),
+            max_rooms=_int("EMQLAB_MAX_ROOMS", 200, low=1),
+            max_children=_int("EMQLAB_MAX_CHILDREN", 16, low=1, high=1000),
+            max_flows=_int("EMQLAB_MAX_FLOWS", 16, low=1, high=1000),
+            max_payload_bytes=_int("EMQLAB_MAX_PAYLOAD_BYTES", 1024, low=1, high=1024 * 1024),
+            max_body_bytes=_int("EMQLAB_MAX_BODY_BYTES", 16 * 1024, low=1024, high=1024 * 1024),
             rate_limit=_int("EMQLAB_RATE_LIMIT", 100),
-            stream_lifetime=_int("EMQLAB_STREAM_LIFETIME", 600),
+            attempt_limit=_int("EMQLAB_ATTEMPT_LIMIT", 20),
+            stream_lifetime=_int("EMQLAB_STREAM_LIFETIME", 600, low=5),
+            stream_ping=_int("EMQLAB_STREAM_PING", 15, low=1),
+            stream_send_timeout=_int("EMQLAB_STREAM_SEND_TIMEOUT", 10, low=1),
         )
+
+
+_current: Settings | None = None
+
+
+def install(settings: Settings) -> None:
+    """Make these the settings `current()` answers (create_app calls it)."""
+    global _current
+    _current = settings
+
+
+def current() -> Settings:
+    """The running site's settings, for code that has no request (widgets)."""
+    return _current if _current is not None else Settings.from_env()

@@ -108,6 +108,10 @@ async def read_queue(conn: Any, queue: str, job_ids: list[str]) -> QueueView:
         values = await pipe.execute() if present else []
     view = QueueView(queue=queue, slot=keyspace.hash_slot(keyspace.queue_key(queue, "")))
     for (name, kind), value in zip(present, values):
+        if value is None or (kind != "string" and not value):
+            # Gone between TYPE and the read (a reset or an expiry running
+            # concurrently): Valkey holds no empty containers, so neither do we.
+            continue
         value = _text(value)
         if kind == "zset":
             value = [[m, int(s) if float(s).is_integer() else s] for m, s in value]

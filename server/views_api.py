@@ -17,7 +17,7 @@ from redis.exceptions import BusyLoadingError, ConnectionError as RedisConnectio
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from server import guard
+from server import body, guard
 from server.emq.errors import EmqError
 from server.emq.keyspace import BadId
 from server.sandbox import NoSandbox
@@ -26,7 +26,6 @@ from server.widgets.base import BadInput, Context, Widget
 
 log = logging.getLogger("emqlab.api")
 VALKEY_DOWN = (RedisConnectionError, RedisTimeout, BusyLoadingError, OSError)
-MAX_BODY = 16 * 1024
 
 
 def problem(status: int, message: str, **extra: Any) -> JSONResponse:
@@ -42,18 +41,10 @@ def find_widget(request: Request) -> Widget:
 
 
 async def read_body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if len(raw) > MAX_BODY:
-        raise BadInput(f"the request body is larger than {MAX_BODY} bytes")
-    if not raw.strip():
-        return {}
-    try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadInput(f"the body is not valid JSON: {exc}") from exc
-    if not isinstance(body, dict):
-        raise BadInput("the body must be a JSON object")
-    return body
+    """The action's JSON body, read up to the cap and checked (server/body.py)."""
+    settings = request.app.state.settings
+    parsed = await body.read_json(request, settings.max_body_bytes)
+    return body.check(parsed, settings.max_payload_bytes)
 
 
 async def state(request: Request) -> JSONResponse:
@@ -63,9 +54,19 @@ async def state(request: Request) -> JSONResponse:
         ctx = Context(request.app.state.conn, sandbox)
         await guard.touch(request, sandbox, widget.name)
         await widget.ensure_landed(ctx)
-        return JSONResponse({"snapshot": await widget.snapshot(ctx)})
+        snap = await widget.snapshot(ctx)
+        await guard.record_keys(request, sandbox, widget.name, snap)
+        return JSONResponse({"snapshot": snap, **where(request)})
     except Exception as exc:  # noqa: BLE001 - every failure becomes a clear JSON answer
         return answer_error(exc)
+
+
+def where(request: Request) -> dict[str, Any]:
+    """The room the answer comes from, if any (the page can say so)."""
+    room = guard.room_of(request)
+    if room is None:
+        return {}
+    return {"room": {"code": room, "demo": bool(getattr(request.state, "demo", False))}}
 
 
 async def act(request: Request) -> JSONResponse:
@@ -76,14 +77,18 @@ async def act(request: Request) -> JSONResponse:
             return problem(404, f"widget {widget.name!r} has no action {slug!r}; known: {', '.join(sorted(widget.actions))}")
         guard.check_origin(request)
         sandbox = guard.sandbox_of(request)
-        body = await read_body(request)
+        guard.check_demo(request)
+        payload = await read_body(request)
         await guard.check_rate(request, sandbox)
         ctx = Context(request.app.state.conn, sandbox)
         await guard.touch(request, sandbox, widget.name)
         if slug != "reset":
+            await guard.check_keys(request, sandbox)
             await widget.ensure_landed(ctx)
-        outcome = await widget.perform(ctx, slug, body)
-        return JSONResponse({"outcome": outcome.as_json(), "snapshot": await widget.snapshot(ctx)})
+        outcome = await widget.perform(ctx, slug, payload)
+        snap = await widget.snapshot(ctx)
+        await guard.record_keys(request, sandbox, widget.name, snap)
+        return JSONResponse({"outcome": outcome.as_json(), "snapshot": snap, **where(request)})
     except Exception as exc:  # noqa: BLE001
         return answer_error(exc)
 
@@ -92,6 +97,9 @@ def answer_error(exc: Exception) -> JSONResponse:
     if isinstance(exc, LookupError):
         return problem(404, str(exc).strip("'\""))
     if isinstance(exc, guard.Refused):
+        headers = {"Retry-After": "10"} if exc.status in (429, 503) else None
+        return JSONResponse({"error": str(exc)}, status_code=exc.status, headers=headers)
+    if isinstance(exc, body.BadBody):
         return problem(exc.status, str(exc))
     if isinstance(exc, NoSandbox):
         return problem(403, str(exc))
@@ -100,7 +108,10 @@ def answer_error(exc: Exception) -> JSONResponse:
     if isinstance(exc, EmqError):
         return problem(409, str(exc))
     if isinstance(exc, VALKEY_DOWN):
-        return problem(503, "Valkey is unreachable right now; the widget will recover when it returns.")
+        return JSONResponse(
+            {"error": "Valkey is unreachable right now; the widget will recover when it returns."},
+            status_code=503, headers={"Retry-After": "2"},
+        )
     # A bug of ours: logged with its traceback on the server, never shown.
     log.exception("widget action failed", exc_info=exc)
     return problem(500, "the server failed on this action; it has been logged")

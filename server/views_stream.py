@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -29,6 +30,7 @@ from server.widgets import WIDGETS, widget_for_queue
 from server.widgets.base import Context
 
 COALESCE_SECONDS = 0.015
+log = logging.getLogger("emqlab.stream")
 
 
 def sse(event: str, data: dict[str, Any], counter: list[int]) -> dict[str, Any]:
@@ -37,15 +39,25 @@ def sse(event: str, data: dict[str, Any], counter: list[int]) -> dict[str, Any]:
 
 
 async def stream(request: Request) -> Response:
+    names = [n for n in request.query_params.get("widgets", "").split(",") if n]
+    unknown = [n for n in names if n not in WIDGETS]
+    if unknown or not names or len(names) > len(WIDGETS):
+        shown = ", ".join(n[:40] for n in unknown[:5]) or "(none)"
+        return problem(404, f"unknown or missing widgets: {shown}")
+    settings = request.app.state.settings
     try:
         sandbox = guard.sandbox_of(request)
     except NoSandbox as exc:
         return problem(403, str(exc))
-    names = [n for n in request.query_params.get("widgets", "").split(",") if n]
-    unknown = [n for n in names if n not in WIDGETS]
-    if unknown or not names:
-        return problem(404, f"unknown or missing widgets: {', '.join(unknown) or '(none)'}")
-    settings = request.app.state.settings
+    except guard.Refused as exc:
+        if exc.status != 503:
+            return problem(exc.status, str(exc))
+        # Valkey away before the room could be looked up: say so and end; the
+        # browser's EventSource comes back by itself (a 503 would stop it).
+        return EventSourceResponse(
+            down_then_close(str(exc)), ping=settings.stream_ping, send_timeout=settings.stream_send_timeout,
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
     return EventSourceResponse(
         events(request, sandbox, names),
         ping=settings.stream_ping,
@@ -54,14 +66,24 @@ async def stream(request: Request) -> Response:
     )
 
 
+async def down_then_close(message: str) -> AsyncIterator[dict[str, Any]]:
+    yield {"event": "status", "data": json.dumps({"valkey": "down", "error": message}), "retry": 2000}
+    await asyncio.sleep(0.5)
+
+
 async def events(request: Request, sandbox: str, names: list[str]) -> AsyncIterator[dict[str, Any]]:
+    """The stream's events. Ids count up per connection; a reconnecting browser
+    (Last-Event-ID or not) always starts from a fresh status and snapshot, so
+    it never depends on replaying what it missed."""
     hub = request.app.state.hub
+    settings = request.app.state.settings
     ctx = Context(request.app.state.conn, sandbox)
     counter = [0]
-    deadline = time.monotonic() + request.app.state.settings.stream_lifetime
+    deadline = time.monotonic() + settings.stream_lifetime
     async with hub.listen(sandbox) as sub:
         yield sse("status", {"valkey": "up" if hub.up else "down", "notifications": hub.notifications_on}, counter)
-        async for item in snapshots(ctx, names, counter, land=True):
+        admitted = await register(ctx, settings.max_sandboxes)
+        async for item in snapshots(ctx, names, counter, land=admitted):
             yield item
         while (left := deadline - time.monotonic()) > 0:
             try:
@@ -88,8 +110,23 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
                     yield sse("reset", notice.data, counter)
                     resync = True
             wanted = names if resync else [n for n in names if n in touched]
+            if resync:
+                resync = await register(ctx, settings.max_sandboxes)
             async for item in snapshots(ctx, wanted, counter, land=resync):
                 yield item
+
+
+async def register(ctx: Context, cap: int) -> bool:
+    """A stream lands scenarios, so its sandbox is registered live first (the
+    reaper removes keys of sandboxes that are not). False when the site is
+    full (nothing is landed then); an absent Valkey shows in the snapshots."""
+    try:
+        await guard.admit(ctx.conn, ctx.sandbox, cap)
+    except guard.Refused:
+        return False
+    except Exception:  # noqa: BLE001 - Valkey away: the snapshots say so
+        pass
+    return True
 
 
 async def snapshots(ctx: Context, names: list[str], counter: list[int], land: bool) -> AsyncIterator[dict[str, Any]]:
@@ -102,3 +139,5 @@ async def snapshots(ctx: Context, names: list[str], counter: list[int], land: bo
         except VALKEY_DOWN:
             yield sse("status", {"valkey": "down"}, counter)
             return
+        except Exception:  # noqa: BLE001 - a widget bug must not end every widget's stream
+            log.exception("snapshot of %s failed", name)

@@ -3,7 +3,7 @@
 Parse (core rule ``dive_sections``, after the anchors rule has given every h2
 its slug): the top-level tokens from one h2 to the next become::
 
-    <section class="dive-section" id="SLUG" aria-labelledby="SLUG-title">
+    <section class="dive-section" id="SLUG">
       <div class="prose"><h2 id="SLUG-title">…</h2> …prose, listings…</div>
       <aside class="dive-aside">…the section's widgets…</aside>
     </section>
@@ -96,10 +96,11 @@ def _marker(state: StateCore, kind: str, meta: dict | None = None) -> Token:
 def _section_open(self, tokens, idx, options, env) -> str:  # noqa: ANN001
     meta = tokens[idx].meta
     extra = " has-aside" if meta["aside"] else ""
-    return (
-        f'<section class="dive-section{extra}" id="{escapeHtml(meta["id"])}" '
-        f'aria-labelledby="{escapeHtml(meta["title_id"])}">\n'
-    )
+    # No accessible name on purpose: a named <section> is a region, and the
+    # widgets are the page's regions ("the fan-in counter"); a dive section
+    # named "The fan-in" would make a search for that region ambiguous.
+    return f'<section class="dive-section{extra}" id="{escapeHtml(meta["id"])}">\n'
+
 
 
 def _aside_open(self, tokens, idx, options, env) -> str:  # noqa: ANN001

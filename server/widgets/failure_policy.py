@@ -1,11 +1,204 @@
-"""The failure policy (being built)."""
+"""The failure policy: one child dies at its attempt cap; the token decides.
+
+A same-queue flow (a parent and three children) is landed by `flows.add` with
+every child asking for the chosen policy, so each child row carries
+`parent_policy` `fp` or `id`. "Fail child at the cap" claims the next child and
+runs the real `fail` with `max_attempts=1`: the first failure is final, and
+that is the one moment the script reads the token. Under `fp` the held parent
+gets `state failed` and enters `dead`; under `id` the error goes to the
+parent's `:ignored` hash and the counter falls as if the child had completed.
+"Complete child" finishes the rest, to show that under `fp` nothing releases
+the parent afterwards. Changing the radio lands the flow again with the other
+policy; the choice is kept in the lab hash, the token shown is read from rows.
+"""
 
 from __future__ import annotations
 
-from server.widgets.base import Widget
+from typing import Any
+
+from server import snapshot
+from server.emq import flows, jobs, keyspace, results
+from server.snapshot import QueueView
+from server.widgets.base import BadInput, Context, Outcome, Widget, action, choice, whole
+
+PARENT = "JOBparent"
+CHILDREN = ("JOBchild1", "JOBchild2", "JOBchild3")
+POLICIES = ("fp", "id")
+WORDS = {"fp": "fail the parent", "id": "ignore the dependency"}
+ERROR = "card declined"
+# What `#failure-policy-step=N` replays: one death, then the rest complete.
+TOUR = ("fail-child", "complete-child", "complete-child")
+
+
+def flow_spec(policy: str) -> dict[str, Any]:
+    flag = "ignore_dependency_on_failure" if policy == "id" else "fail_parent_on_failure"
+    return {
+        "parent": {"id": PARENT, "payload": "settle invoice 7"},
+        "children": [{"id": c, "payload": f"charge {i}", flag: True} for i, c in enumerate(CHILDREN, 1)],
+    }
+
+
+def parent_phrase(state: str | None, sets: list[str]) -> str:
+    if state == "failed":
+        return f"the parent is failed (state failed, in {', '.join(sets) or 'no set'}): nothing will release it"
+    if state == "awaiting_children":
+        return "the parent stays held (awaiting_children), in no state set"
+    if state in (None, "gone"):
+        return "no parent row: press Reset to land the flow again"
+    return f"the parent is released: state {state}, in {', '.join(sets) or 'no set'}"
 
 
 class FailurePolicy(Widget):
     name = "failure-policy"
     title = "The failure policy"
     queue_parts = (("failure-policy",),)
+
+    def job_ids(self, queue: str) -> list[str]:
+        return [PARENT, *CHILDREN]
+
+    async def chosen(self, ctx: Context) -> str:
+        policy = (await self.state(ctx)).get("policy")
+        return policy if policy in POLICIES else "fp"
+
+    async def land(self, ctx: Context) -> None:
+        await flows.add(ctx.conn, self.queues(ctx)[0], flow_spec(await self.chosen(ctx)))
+
+    async def reset(self, ctx: Context) -> None:
+        # The base reset deletes the lab hash with the keys; keep the learner's
+        # policy choice across it, so Reset re-lands the flow they picked.
+        policy = await self.chosen(ctx)
+        for queue in self.queues(ctx):
+            await snapshot.delete_queue(ctx.conn, queue)
+        await self.remember(ctx, landed="1", policy=policy)
+        await self.land(ctx)
+
+    # -- the picture ---------------------------------------------------------
+    def describe(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
+        view = views[0]
+        row = view.row(PARENT)
+        deps = view.row(PARENT, ":dependencies")
+        processed = view.row(PARENT, ":processed")
+        ignored = view.row(PARENT, ":ignored")
+        done = dict(processed.value) if processed else {}
+        parent = {
+            "id": PARENT,
+            "state": row.value.get("state") if row else None,
+            "dependencies": int(deps.value) if deps else None,
+            "sets": [s for s in keyspace.STATE_SETS if PARENT in view.members(s)],
+            "failed_child": row.value.get("failed_child") if row else None,
+            "ignored": dict(ignored.value) if ignored else {},
+            "processed": done,
+        }
+        children = []
+        for cid in CHILDREN:
+            crow = view.row(cid)
+            if crow is not None:
+                where = next((s for s in keyspace.STATE_SETS if cid in view.members(s)), None)
+                children.append({"id": cid, "state": crow.value.get("state"), "set": where,
+                                 "policy": crow.value.get("parent_policy"), "error": crow.value.get("last_error")})
+            else:  # complete deletes the row; the parent's :processed remembers it
+                children.append({"id": cid, "state": "completed" if cid in done else None, "set": None,
+                                 "policy": None, "error": None})
+        tokens = sorted({c["policy"] for c in children if c["policy"]})
+        policy = state.get("policy") if state.get("policy") in POLICIES else "fp"
+        return {
+            "readout": self.readout(parent, children, tokens),
+            "picture": {"policy": policy, "tokens": tokens, "parent": parent, "children": children},
+        }
+
+    @staticmethod
+    def readout(parent: dict[str, Any], children: list[dict[str, Any]], tokens: list[str]) -> str:
+        if not tokens:
+            said = "no child row left to read a token from"
+        else:
+            said = "the child rows say parent_policy " + " and ".join(f"{t} ({WORDS.get(t, 'unknown')})" for t in tokens)
+        dead = sum(c["state"] == "dead" for c in children)
+        done = sum(c["state"] == "completed" for c in children)
+        waiting = sum(c["state"] == "pending" for c in children)
+        ignored = len(parent["ignored"])
+        return (
+            f"{said}. {dead} died at the cap, {done} completed, {waiting} waiting → "
+            f":dependencies = {parent['dependencies']}, :ignored holds {ignored}; "
+            f"{parent_phrase(parent['state'], parent['sets'])}"
+        )
+
+    # -- actions -------------------------------------------------------------
+    async def next_child(self, ctx: Context) -> tuple[str, int] | None:
+        """Claim the next pending child; never the parent once it is released."""
+        queue = self.queues(ctx)[0]
+        pending = await ctx.conn.zrange(keyspace.queue_key(queue, "pending"), 0, 0)
+        first = pending[0].decode() if pending and isinstance(pending[0], bytes) else (pending[0] if pending else None)
+        if first not in CHILDREN:
+            return None
+        return await jobs.claim(ctx.conn, queue)
+
+    async def parent_now(self, ctx: Context) -> tuple[int, str, int]:
+        queue = self.queues(ctx)[0]
+        state = await ctx.conn.hget(keyspace.job_key(queue, PARENT), "state")
+        ignored = await results.ignored_failures(ctx.conn, queue, PARENT)
+        deps = await results.dependencies(ctx.conn, queue, PARENT)
+        return deps, state.decode() if isinstance(state, bytes) else (state or "gone"), len(ignored)
+
+    @action("fail-child")
+    async def fail_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        queue = self.queues(ctx)[0]
+        claimed = await self.next_child(ctx)
+        if claimed is None:
+            return Outcome("No child is waiting in pending. Reset to land the flow again.", "info")
+        job_id, token = claimed
+        before, _, _ = await self.parent_now(ctx)
+        row = await ctx.conn.hget(keyspace.job_key(queue, job_id), "parent_policy")
+        token_s = row.decode() if isinstance(row, bytes) else str(row)
+        outcome = await jobs.fail(ctx.conn, queue, job_id, token, ERROR, max_attempts=1)
+        deps, state, ignored = await self.parent_now(ctx)
+        if jobs.policy_arm(token_s) == "id":
+            effect = (f"its error went to the parent's :ignored ({ignored} recorded) and :dependencies fell "
+                      f"from {before} to {deps}")
+        else:
+            effect = f"the parent was failed and :dependencies stayed at {deps}"
+        sets = await self._sets(ctx)
+        return Outcome(
+            f"{job_id} failed on attempt 1 of 1 and is {outcome}. Its row says parent_policy {token_s} "
+            f"({WORDS.get(jobs.policy_arm(token_s))}), so {effect}; {parent_phrase(state, sets)}.",
+            detail={"child": job_id, "outcome": outcome, "policy": token_s, "dependencies": deps,
+                    "parent_state": state, "ignored": ignored},
+        )
+
+    @action("complete-child")
+    async def complete_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        queue = self.queues(ctx)[0]
+        claimed = await self.next_child(ctx)
+        if claimed is None:
+            return Outcome("No child is waiting in pending. Reset to land the flow again.", "info")
+        job_id, token = claimed
+        await jobs.complete(ctx.conn, queue, job_id, token, f"{job_id} charged")
+        deps, state, _ = await self.parent_now(ctx)
+        return Outcome(
+            f"Completed {job_id}: :dependencies = {deps}; {parent_phrase(state, await self._sets(ctx))}.",
+            detail={"child": job_id, "dependencies": deps, "parent_state": state},
+        )
+
+    async def _sets(self, ctx: Context) -> list[str]:
+        queue = self.queues(ctx)[0]
+        return [s for s in keyspace.STATE_SETS
+                if await ctx.conn.zscore(keyspace.queue_key(queue, s), PARENT) is not None]
+
+    @action("policy")
+    async def set_policy(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        if "policy" not in body:
+            raise BadInput("'policy' is required: one of fp, id")
+        policy = choice(body, "policy", POLICIES, "fp")
+        await self.remember(ctx, policy=policy)
+        await self.reset(ctx)
+        return Outcome(f"Landed the flow again with every child on {policy} ({WORDS[policy]}).",
+                       detail={"policy": policy})
+
+    @action("goto")
+    async def goto(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        """`#failure-policy-step=N`: land afresh under the chosen policy, replay N steps."""
+        step = whole(body, "step", 0, len(TOUR))
+        await self.reset(ctx)
+        last = Outcome("Step 0: the flow as it lands.")
+        for slug in TOUR[:step]:
+            last = await self.perform(ctx, slug, {})
+        return Outcome(f"Step {step} of {len(TOUR)}, replayed on Valkey. {last.text}", last.kind, last.detail)

@@ -1,11 +1,201 @@
-"""The results reader (being built)."""
+"""The results reader: three pure reads of what the fan-in wrote on a parent.
+
+A same-queue flow (a parent and three children) whose children carry the
+ignore policy: "Complete child" and "Fail child at the cap" run the real
+`claim`, `complete` and `fail` scripts, so the fan-in fills `:processed`,
+`:ignored` and `:dependencies`. "Read the results" calls the three reads of
+`server.emq.results` and proves they wrote nothing: it takes a fingerprint
+(DUMP of every key of the queue) before and after the reads and compares.
+The answers are kept in the lab hash, outside the queue's keys, so the
+picture can show the last read next to the keys it came from.
+"""
 
 from __future__ import annotations
 
-from server.widgets.base import Widget
+import hashlib
+import json
+from typing import Any
+
+from server.emq import flows, jobs, keyspace, results
+from server.snapshot import QueueView, _text
+from server.widgets.base import Context, Outcome, Widget, action
+
+PARENT = "JOBquote"
+CHILDREN = ("JOBleg1", "JOBleg2", "JOBleg3")
+# What each child completes with: the value the fan-in records in :processed.
+VALUES = {"JOBleg1": "subtotal 40.00", "JOBleg2": "tax 8.00", "JOBleg3": "shipping 5.00"}
+ERROR = "carrier API timed out"
+
+
+def flow_spec() -> dict[str, Any]:
+    return {
+        "parent": {"id": PARENT, "payload": "price the quote"},
+        "children": [
+            # ignore the dependency: a child dead at the cap lands in :ignored
+            # and the parent still proceeds
+            {"id": c, "payload": f"leg {i}", "ignore_dependency_on_failure": True}
+            for i, c in enumerate(CHILDREN, 1)
+        ],
+    }
+
+
+async def fingerprint(conn: Any, queues: list[str]) -> tuple[int, str]:
+    """(key count, digest of every key's name and DUMP) over `queues`.
+
+    DUMP serialises a key's whole value, so two equal digests mean no key of
+    these queues was created, removed or changed in between.
+    """
+    names: list[str] = []
+    for queue in queues:
+        async for name in conn.scan_iter(match=f"emq:{{{queue}}}:*", count=500):
+            names.append(_text(name))
+    names.sort()
+    digest = hashlib.sha256()
+    for name in names:
+        # DUMP's reply is binary; redis-py fetches it undecoded (NEVER_DECODE)
+        # even on a decode_responses connection
+        dumped = await conn.dump(name)
+        digest.update(name.encode() + b"\0" + (dumped or b"") + b"\0")
+    return len(names), digest.hexdigest()
+
+
+def _entries(found: dict[str, str]) -> str:
+    """A read's answer in words: the entries themselves, as the read returned them."""
+    return "{" + ", ".join(f"{k}: {v}" for k, v in found.items()) + "}" if found else "{} (empty)"
+
+
+def counted(view: QueueView) -> dict[str, Any]:
+    """What Valkey holds on the parent right now: the three keys the reads read."""
+    processed = view.row(PARENT, ":processed")
+    ignored = view.row(PARENT, ":ignored")
+    deps = view.row(PARENT, ":dependencies")
+    row = view.row(PARENT)
+    return {
+        "values": processed.value if processed else {},
+        "ignored": ignored.value if ignored else {},
+        "dependencies": int(deps.value) if deps else 0,
+        "state": row.value.get("state") if row else None,
+        "sets": [s for s in keyspace.STATE_SETS if PARENT in view.members(s)],
+    }
+
+
+def child_status(view: QueueView, now: dict[str, Any], child: str) -> dict[str, Any]:
+    row = view.row(child)
+    where = next((s for s in keyspace.STATE_SETS if child in view.members(s)), None)
+    if row is not None:
+        return {"id": child, "state": row.value.get("state"), "set": where}
+    # a completed child's row is retired; the parent's hashes remember it
+    state = "completed" if child in now["values"] else "ignored" if child in now["ignored"] else None
+    return {"id": child, "state": state, "set": where}
 
 
 class ResultsReader(Widget):
     name = "results"
     title = "The results reader"
     queue_parts = (("results",),)
+
+    def job_ids(self, queue: str) -> list[str]:
+        return [PARENT, *CHILDREN]
+
+    async def land(self, ctx: Context) -> None:
+        await flows.add(ctx.conn, self.queues(ctx)[0], flow_spec())
+
+    def describe(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
+        view = views[0]
+        now = counted(view)
+        done, ignored = len(now["values"]), len(now["ignored"])
+        if now["state"] is None:
+            readout = "No flow in this queue: press Reset to land it again."
+        else:
+            held = (
+                "the parent stays held (awaiting_children)"
+                if now["state"] == "awaiting_children"
+                else f"the parent is released: state {now['state']}, in {', '.join(now['sets']) or 'no set'}"
+            )
+            readout = (
+                f"{done} completed, {ignored} ignored of {len(CHILDREN)} children → "
+                f":dependencies = {now['dependencies']}; {held}"
+            )
+        last = json.loads(state["read"]) if state.get("read") else None
+        if last is not None:
+            # the reads describe the moment they ran; say whether Valkey has moved on
+            same = (last["values"], last["dependencies"], last["ignored"]) == (
+                now["values"], now["dependencies"], now["ignored"])
+            last["current"] = same
+        return {
+            "readout": readout,
+            "picture": {
+                "parent": {"id": PARENT, **now},
+                "children": [child_status(view, now, c) for c in CHILDREN],
+                "read": last,
+            },
+        }
+
+    async def _next_child(self, ctx: Context) -> tuple[str, int] | Outcome:
+        """Claim the next child, or say why there is none."""
+        queue = self.queues(ctx)[0]
+        if await results.dependencies(ctx.conn, queue, PARENT) <= 0:
+            return Outcome("Every child has been counted; the parent was released. Reset to start again.", "info")
+        claimed = await jobs.claim(ctx.conn, queue)
+        if claimed is None:
+            return Outcome("No child is waiting in pending.", "info")
+        return claimed
+
+    async def _after(self, ctx: Context) -> str:
+        queue = self.queues(ctx)[0]
+        left = await results.dependencies(ctx.conn, queue, PARENT)
+        state = _text(await ctx.conn.hget(keyspace.job_key(queue, PARENT), "state"))
+        tail = "the parent is released into pending" if state == "pending" else "the parent is still held"
+        return f":dependencies fell to {left}; {tail}"
+
+    @action("complete-child")
+    async def complete_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        claimed = await self._next_child(ctx)
+        if isinstance(claimed, Outcome):
+            return claimed
+        job_id, token = claimed
+        value = VALUES.get(job_id, job_id)
+        await jobs.complete(ctx.conn, self.queues(ctx)[0], job_id, token, value)
+        return Outcome(
+            f"Completed {job_id} with {value!r}: the fan-in recorded it in :processed; {await self._after(ctx)}.",
+            detail={"child": job_id, "result": value},
+        )
+
+    @action("fail-child")
+    async def fail_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        claimed = await self._next_child(ctx)
+        if isinstance(claimed, Outcome):
+            return claimed
+        job_id, token = claimed
+        # max_attempts=1: this first failure is already at the cap
+        outcome = await jobs.fail(ctx.conn, self.queues(ctx)[0], job_id, token, ERROR, max_attempts=1)
+        return Outcome(
+            f"Failed {job_id} at the cap ({outcome}): its policy is ignore the dependency, so the error "
+            f"went to :ignored; {await self._after(ctx)}.",
+            detail={"child": job_id, "outcome": outcome},
+        )
+
+    @action("read")
+    async def read(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        queue = self.queues(ctx)[0]
+        before = await fingerprint(ctx.conn, [queue])
+        values = await results.children_values(ctx.conn, queue, PARENT)
+        deps = await results.dependencies(ctx.conn, queue, PARENT)
+        ignored = await results.ignored_failures(ctx.conn, queue, PARENT)
+        after = await fingerprint(ctx.conn, [queue])
+        unchanged = before == after
+        answers = {"values": values, "dependencies": deps, "ignored": ignored,
+                   "keys": after[0], "unchanged": unchanged}
+        # kept in the lab hash (lab:{…}:state), not among the queue's keys
+        await self.remember(ctx, read=answers)
+        proof = (
+            f"the three reads wrote nothing: {after[0]} keys unchanged"
+            if unchanged
+            else f"the queue's keys changed during the reads ({before[0]} → {after[0]} keys)"
+        )
+        return Outcome(
+            f"children_values → {_entries(values)}; dependencies → {deps}; "
+            f"ignored_failures → {_entries(ignored)}; {proof}.",
+            "ok" if unchanged else "refused",
+            answers,
+        )

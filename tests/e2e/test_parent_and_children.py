@@ -108,3 +108,10 @@ def test_two_browser_contexts_get_separate_sandboxes(browser, site: Site) -> Non
     finally:
         first.close()
         second.close()
+
+
+def test_each_widget_is_the_one_region_its_name_finds(page: Page) -> None:
+    page.goto(DIVE)
+    expect(fanin(page)).to_have_count(1)
+    expect(stepper(page)).to_have_count(1)
+    expect(fanin(page)).to_be_visible()

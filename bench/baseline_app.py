@@ -1,0 +1,56 @@
+"""The baseline of figure 1: a minimal Starlette endpoint running one EVALSHA.
+
+    POST /evalsha   runs one registered script (EVALSHA) on the same Valkey and
+                    answers a small JSON body
+
+Served exactly like the site (one uvicorn worker, same loop, same flags), on
+the same Valkey, in the same run, so the ratio compares the site's work per
+action with the least an HTTP endpoint backed by one script can do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator
+
+import redis.asyncio as aioredis
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.routing import Route
+
+SCRIPT = "return redis.call('INCR', KEYS[1])"
+KEY = "bench:baseline:{evalsha}"
+
+
+def create_app(url: str) -> Starlette:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        conn = aioredis.Redis.from_url(
+            url, decode_responses=True, socket_connect_timeout=1, socket_timeout=5, health_check_interval=10
+        )
+        app.state.conn = conn
+        app.state.script = conn.register_script(SCRIPT)
+        await app.state.script(keys=[KEY])  # loads it once: every request is an EVALSHA
+        try:
+            yield
+        finally:
+            await conn.aclose()
+
+    async def evalsha(request: Request) -> JSONResponse:
+        await request.body()
+        value = await request.app.state.script(keys=[KEY])
+        return JSONResponse({"value": value})
+
+    async def health(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    return Starlette(
+        routes=[Route("/evalsha", evalsha, methods=["GET", "POST"]), Route("/health", health)],
+        lifespan=lifespan,
+    )
+
+
+def app_from_env() -> Starlette:
+    return create_app(os.environ["EMQLAB_VALKEY_URL"])

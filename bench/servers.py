@@ -1,0 +1,192 @@
+"""The processes a benchmark runs against: Valkey, the site, the baseline app.
+
+Both HTTP apps run the same way: one uvicorn worker in its own process, the
+same event loop and HTTP implementation (uvicorn's "auto" choice, recorded in
+the report), ``--log-level warning --no-access-log``. The site runs with
+``EMQLAB_RATE_LIMIT=0`` so the benchmark measures the work, not the limiter.
+"""
+
+from __future__ import annotations
+
+import http.cookies
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import redis
+
+from server.sandbox import COOKIE, SandboxCookie
+from server.valkey_process import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE_FACTORY = "server.cli:app_from_env"
+BASELINE_FACTORY = "bench.baseline_app:app_from_env"
+DIVE = "/flows/parent-and-children"
+STATIC = "/static/site.css"
+
+
+def uvicorn_flavour() -> dict[str, str]:
+    """What uvicorn's "auto" picks in this environment (same for both apps)."""
+    return {
+        "loop": "uvloop" if importlib.util.find_spec("uvloop") else "asyncio",
+        "http": "httptools" if importlib.util.find_spec("httptools") else "h11",
+    }
+
+
+@dataclass
+class Served:
+    """One uvicorn process serving one app on a free port."""
+
+    url: str
+    proc: subprocess.Popen[bytes]
+    name: str
+    env: dict[str, str] = field(default_factory=dict)
+    log: Path | None = None
+
+    def log_tail(self, chars: int = 2000) -> str:
+        return self.log.read_text(errors="replace")[-chars:] if self.log and self.log.exists() else ""
+
+    def tracebacks(self) -> int:
+        """Unhandled errors the server logged so far (reported, never hidden)."""
+        if not self.log or not self.log.exists():
+            return 0
+        return self.log.read_text(errors="replace").count("Traceback (most recent call last)")
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.url).hostname or "127.0.0.1"
+
+    @property
+    def port(self) -> int:
+        return int(urlsplit(self.url).port or 80)
+
+    def status_kb(self, field_name: str) -> int:
+        """VmRSS / VmHWM of the server process, in kB, from /proc."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1])
+        return 0
+
+    def rss_mb(self) -> float:
+        return round(self.status_kb("VmRSS") / 1024, 1)
+
+    def hwm_mb(self) -> float:
+        return round(self.status_kb("VmHWM") / 1024, 1)
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        if self.log is not None:
+            shutil.rmtree(self.log.parent, ignore_errors=True)
+
+    def __enter__(self) -> "Served":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def serve(factory: str, valkey_url: str, ready_path: str, name: str, extra_env: dict[str, str] | None = None) -> Served:
+    """Start ``factory`` under uvicorn (1 worker) and wait until ``ready_path`` answers 200."""
+    port = free_port()
+    log = Path(tempfile.mkdtemp(prefix="emqlab-bench-")) / f"{name}.log"
+    env = {**os.environ, "EMQLAB_VALKEY_URL": valkey_url, **(extra_env or {})}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", factory, "--factory", "--host", "127.0.0.1", "--port", str(port),
+             "--log-level", "warning", "--no-access-log", "--timeout-graceful-shutdown", "3"],
+            env=env, cwd=str(ROOT), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited early with {proc.returncode}: {log.read_text()[-1500:]}")
+        try:
+            with urllib.request.urlopen(url + ready_path, timeout=1) as response:
+                if response.status == 200:
+                    return Served(url, proc, name, extra_env or {}, log)
+        except OSError:
+            time.sleep(0.1)
+    proc.terminate()
+    raise RuntimeError(f"{name} did not answer within 30 s")
+
+
+def serve_site(valkey_url: str, **extra: str) -> Served:
+    env = {"EMQLAB_RATE_LIMIT": "0", "EMQLAB_MAX_SANDBOXES": "100000", **extra}
+    return serve(SITE_FACTORY, valkey_url, DIVE, "site", env)
+
+
+def serve_baseline(valkey_url: str) -> Served:
+    return serve(BASELINE_FACTORY, valkey_url, "/health", "baseline")
+
+
+def new_cookie(site_url: str, path: str = DIVE) -> str:
+    """A sandbox cookie value, as a first visit to a page gets it."""
+    with urllib.request.urlopen(site_url + path, timeout=10) as response:
+        for header in response.headers.get_all("set-cookie") or []:
+            jar: http.cookies.SimpleCookie = http.cookies.SimpleCookie()
+            jar.load(header)
+            if COOKIE in jar:
+                return jar[COOKIE].value
+    raise RuntimeError(f"{path} set no {COOKIE} cookie")
+
+
+def cookies(site_url: str, count: int) -> list[str]:
+    return [new_cookie(site_url) for _ in range(count)]
+
+
+def cookie_header(value: str) -> str:
+    return f"{COOKIE}={value}"
+
+
+def sandbox_of(valkey_url: str, cookie_value: str) -> str:
+    """The sandbox id inside a cookie, read with the site's secret (kept in Valkey)."""
+    client = redis.Redis.from_url(valkey_url, decode_responses=True)
+    try:
+        secret = client.get("lab:secret")
+    finally:
+        client.close()
+    if not secret:
+        raise RuntimeError("no lab:secret in Valkey: was the site started on it?")
+    return SandboxCookie(str(secret)).parse(cookie_value)
+
+
+def post(url: str, path: str, cookie_value: str, body: bytes = b"{}") -> tuple[int, bytes]:
+    request = urllib.request.Request(
+        url + path, data=body, method="POST",
+        headers={"Content-Type": "application/json", "Cookie": cookie_header(cookie_value)},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def get(url: str, path: str, cookie_value: str | None = None) -> tuple[int, bytes]:
+    headers = {"Cookie": cookie_header(cookie_value)} if cookie_value else {}
+    request = urllib.request.Request(url + path, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()

@@ -1,0 +1,6 @@
+-- post.lua: POST "{}" as JSON to the URL's path (the baseline endpoint).
+local here = debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "./"
+dofile(here .. "report.lua")
+wrk.method = "POST"
+wrk.body = "{}"
+wrk.headers["Content-Type"] = "application/json"

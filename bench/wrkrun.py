@@ -1,0 +1,49 @@
+"""Run wrk with one of bench/wrk/*.lua and parse the line its `done` prints."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+WRK_DIR = Path(__file__).resolve().parent / "wrk"
+
+
+def wrk_binary() -> str:
+    found = shutil.which("wrk")
+    if not found:
+        raise RuntimeError("wrk not found: `make bench` installs Debian's wrk")
+    return found
+
+
+def wrk_version() -> str:
+    done = subprocess.run([wrk_binary(), "-v"], capture_output=True, text=True)
+    return (done.stdout or done.stderr).splitlines()[0].split(" Copyright")[0].strip()
+
+
+def run_wrk(url: str, script: str, seconds: float, connections: int = 50, threads: int = 2,
+            args: list[str] | None = None) -> dict[str, Any]:
+    """wrk -t THREADS -c CONNECTIONS -d SECONDS; returns requests/s, latency (ms) and errors."""
+    duration = max(1, round(seconds))
+    command = [wrk_binary(), "-t", str(threads), "-c", str(connections), "-d", f"{duration}s",
+               "--timeout", "10s", "-s", str(WRK_DIR / script), url]
+    if args:
+        command += ["--", *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=duration + 60)
+    line = next((l for l in done.stdout.splitlines() if l.startswith("WRKJSON ")), None)
+    if done.returncode != 0 or line is None:
+        raise RuntimeError(f"wrk failed ({done.returncode}): {done.stdout[-400:]} {done.stderr[-400:]}")
+    raw = json.loads(line[len("WRKJSON "):])
+    seconds_run = raw["duration_us"] / 1e6
+    lat = raw["latency_us"]
+    return {
+        "requests": raw["requests"],
+        "seconds": round(seconds_run, 2),
+        "rps": round(raw["requests"] / seconds_run, 1) if seconds_run else 0.0,
+        "latency_ms": {k: round(lat[k] / 1000, 2) for k in ("mean", "p50", "p90", "p99", "max")},
+        "errors": raw["errors"],
+        "connections": connections,
+        "threads": threads,
+    }

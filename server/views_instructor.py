@@ -1,0 +1,280 @@
+"""The instructor's page and endpoints.
+
+    GET  /instructor                     the page: sign-in form (401) or the live sandboxes and rooms
+    POST /instructor/sign-in             {token} -> signed instructor cookie, 303 to /instructor
+    POST /instructor/sign-out
+    GET  /instructor/overview            JSON: sandboxes and rooms
+    POST /instructor/reset               {sandbox: ID} | {room: CODE} | {all: true}
+    POST /instructor/rooms               {name} -> a new room (the instructor joins it)
+    POST /instructor/rooms/{code}/demo   {demo: true|false}
+    POST /instructor/rooms/{code}/join   the instructor's browser joins the room
+    POST /instructor/rooms/{code}/close  the room is forgotten and its sandbox reset
+
+Without EMQLAB_INSTRUCTOR_TOKEN every one answers 403; without the signed
+instructor cookie (or `Authorization: Bearer <token>`) 401; a state change
+from a foreign Origin 403. Forms work without JavaScript (POST, then 303 back
+to the page, with a one-shot notice in a signed cookie); JSON callers get JSON.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from server import body, forms, guard, lifecycle, rooms
+from server.sandbox import SANDBOX_RE
+from server.views_api import VALKEY_DOWN
+
+FLASH_COOKIE = "emqlab_flash"
+UNAVAILABLE = "Valkey is unreachable right now; try again when it returns."
+
+
+def ago(seconds_since_epoch: float, now: float) -> str:
+    delta = max(0, int(now - seconds_since_epoch))
+    if delta < 60:
+        return f"{delta} s ago"
+    if delta < 3600:
+        return f"{delta // 60} min ago"
+    return f"{delta // 3600} h {delta % 3600 // 60} min ago"
+
+
+async def overview_data(request: Request) -> dict[str, Any]:
+    conn = request.app.state.conn
+    now = time.time()
+    sandboxes = await lifecycle.list_sandboxes(conn)
+    room_list = await rooms.list_rooms(conn)
+    return {
+        "now": now,
+        "sandboxes": [{**s.as_json(), "ago": ago(s.last_seen, now)} for s in sandboxes],
+        "rooms": [{**r.as_json(), "ago": ago(r.created, now)} for r in room_list],
+    }
+
+
+def render(request: Request, status: int = 200, **context: Any) -> Response:
+    settings = request.app.state.settings
+    flash = request.app.state.flash_cookie.read(request)
+    ctx = {
+        "enabled": bool(settings.instructor_token),
+        "signed_in": guard.is_instructor(request),
+        "flash": flash if isinstance(flash, str) else None,
+        "my_room": guard.room_of(request),
+        "error": None,
+        **context,
+    }
+    response = request.app.state.templates.TemplateResponse(request, "instructor.html", ctx, status_code=status)
+    if flash is not None or request.cookies.get(FLASH_COOKIE):
+        request.app.state.flash_cookie.clear(response)
+    if status == 401:
+        response.headers["WWW-Authenticate"] = 'Bearer realm="emqlab-instructor"'
+    return response
+
+
+def done(request: Request, message: str, data: dict[str, Any], status: int = 200) -> Response:
+    """The answer to a successful change: JSON, or a 303 back to the page with a notice."""
+    if forms.wants_json(request):
+        return JSONResponse({"ok": True, "message": message, **data}, status_code=status)
+    response = RedirectResponse("/instructor", status_code=303)
+    request.app.state.flash_cookie.attach(response, message)
+    return response
+
+
+async def refused(request: Request, status: int, message: str) -> Response:
+    if forms.wants_json(request) or request.method == "GET" and request.url.path != "/instructor":
+        headers = {"WWW-Authenticate": 'Bearer realm="emqlab-instructor"'} if status == 401 else None
+        return JSONResponse({"error": message}, status_code=status, headers=headers)
+    context: dict[str, Any] = {"error": message}
+    if guard.is_instructor(request):
+        try:
+            context.update(await overview_data(request))
+        except VALKEY_DOWN:
+            context["error"] = f"{message} ({UNAVAILABLE})"
+    return render(request, status, **context)
+
+
+async def guarded(request: Request, handler: Any) -> Response:
+    """Run an instructor endpoint: every refusal a clear 4xx (or 503)."""
+    try:
+        guard.require_instructor(request)
+        return await handler(request)
+    except guard.Refused as exc:
+        return await refused(request, exc.status, str(exc))
+    except (body.BadBody, rooms.BadRoom) as exc:
+        return await refused(request, getattr(exc, "status", 400), str(exc))
+    except rooms.RoomsFull as exc:
+        return await refused(request, 503, str(exc))
+    except VALKEY_DOWN:
+        return await refused(request, 503, UNAVAILABLE)
+
+
+# -- pages -------------------------------------------------------------------------
+
+
+async def page(request: Request) -> Response:
+    settings = request.app.state.settings
+    if not settings.instructor_token:
+        return render(request, 403, error="Instructor features are off: start the site with EMQLAB_INSTRUCTOR_TOKEN set.")
+    if not guard.is_instructor(request):
+        return render(request, 401)
+    try:
+        return render(request, 200, **await overview_data(request))
+    except VALKEY_DOWN:
+        return render(request, 503, error=UNAVAILABLE, sandboxes=[], rooms=[])
+
+
+async def sign_in(request: Request) -> Response:
+    settings = request.app.state.settings
+    try:
+        if not settings.instructor_token:
+            raise guard.Refused(403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN")
+        guard.check_origin(request)
+        await guard.check_attempts(request, "sign-in")
+        fields = await forms.read_fields(request)
+        if not guard.token_matches(fields.get("token"), settings.instructor_token):
+            raise guard.Refused(401, "that is not the instructor token")
+    except guard.Refused as exc:
+        return await refused(request, exc.status, str(exc))
+    except body.BadBody as exc:
+        return await refused(request, exc.status, str(exc))
+    except VALKEY_DOWN:
+        return await refused(request, 503, UNAVAILABLE)
+    response = done(request, "Signed in as the instructor.", {})
+    request.app.state.instructor_cookie.attach(response, guard.token_fingerprint(settings.instructor_token))
+    return response
+
+
+async def sign_out(request: Request) -> Response:
+    try:
+        guard.check_origin(request)
+    except guard.Refused as exc:
+        return await refused(request, exc.status, str(exc))
+    response = (
+        JSONResponse({"ok": True}) if forms.wants_json(request) else RedirectResponse("/instructor", status_code=303)
+    )
+    request.app.state.instructor_cookie.clear(response)
+    return response
+
+
+async def overview(request: Request) -> Response:
+    async def run(request: Request) -> Response:
+        return JSONResponse(await overview_data(request))
+
+    return await guarded(request, run)
+
+
+# -- resets ------------------------------------------------------------------------
+
+
+async def reset(request: Request) -> Response:
+    return await guarded(request, do_reset)
+
+
+async def do_reset(request: Request) -> Response:
+    fields = await forms.read_fields(request)
+    conn = request.app.state.conn
+    chosen = [name for name in ("sandbox", "room", "all") if fields.get(name) not in (None, "", False)]
+    if len(chosen) != 1:
+        raise body.BadBody("say what to reset: exactly one of sandbox (an id), room (a code) or all (true)")
+    what = chosen[0]
+    if what == "all":
+        if not forms.as_flag(fields["all"], "all"):
+            raise body.BadBody("'all' must be true to reset every sandbox")
+        removed = await lifecycle.reset_sandboxes(conn, None)
+        return done(request, f"Every sandbox was reset: {removed} keys removed.", {"reset": "all", "removed": removed})
+    if what == "sandbox":
+        sandbox = fields["sandbox"]
+        if not isinstance(sandbox, str) or not SANDBOX_RE.fullmatch(sandbox):
+            raise body.BadBody("'sandbox' must be a sandbox id: s and 10 lowercase letters or digits")
+        if not await lifecycle.is_live(conn, sandbox):
+            raise guard.Refused(404, f"no live sandbox {sandbox}")
+        removed = await lifecycle.reset_sandboxes(conn, [sandbox])
+        return done(request, f"Sandbox {sandbox} was reset: {removed} keys removed.",
+                    {"reset": "sandbox", "sandbox": sandbox, "removed": removed})
+    room = await rooms.get(conn, rooms.normalize_code(fields["room"]))
+    if room is None:
+        raise guard.Refused(404, "no open room has that code")
+    removed = await lifecycle.reset_sandboxes(conn, [room.sandbox])
+    return done(request, f"Room {room.code} ({room.name}) was reset: {removed} keys removed.",
+                {"reset": "room", "room": room.code, "sandbox": room.sandbox, "removed": removed})
+
+
+# -- rooms -------------------------------------------------------------------------
+
+
+async def create_room(request: Request) -> Response:
+    async def run(request: Request) -> Response:
+        settings = request.app.state.settings
+        fields = await forms.read_fields(request)
+        room = await rooms.create(request.app.state.conn, fields.get("name"), settings.room_ttl, settings.max_rooms)
+        response = done(
+            request, f"Room {room.code} ({room.name}) is open: learners join at /room with the code {room.code}. "
+            "You are in it too.", {"room": room.as_json()}, status=201,
+        )
+        request.app.state.room_cookie.attach(response, room.code)
+        return response
+
+    return await guarded(request, run)
+
+
+async def room_code(request: Request) -> rooms.Room:
+    code = rooms.normalize_code(request.path_params["code"])
+    room = await rooms.get(request.app.state.conn, code)
+    if room is None:
+        raise guard.Refused(404, "no open room has that code")
+    return room
+
+
+async def room_demo(request: Request) -> Response:
+    async def run(request: Request) -> Response:
+        fields = await forms.read_fields(request)
+        room = await room_code(request)
+        if "demo" not in fields:
+            raise body.BadBody("'demo' is required: true (only the instructor acts) or false (everyone acts)")
+        demo = forms.as_flag(fields["demo"], "demo")
+        await rooms.set_demo(request.app.state.conn, room.code, demo)
+        request.app.state.room_cache.forget(room.code)
+        mode = "demo mode: only the instructor acts" if demo else "everyone acts"
+        return done(request, f"Room {room.code} is now in {mode}.", {"room": room.code, "demo": demo})
+
+    return await guarded(request, run)
+
+
+async def room_join(request: Request) -> Response:
+    async def run(request: Request) -> Response:
+        room = await room_code(request)
+        response = done(request, f"You are in room {room.code} ({room.name}).", {"room": room.code})
+        request.app.state.room_cookie.attach(response, room.code)
+        return response
+
+    return await guarded(request, run)
+
+
+async def room_close(request: Request) -> Response:
+    async def run(request: Request) -> Response:
+        room = await room_code(request)
+        conn = request.app.state.conn
+        await rooms.close(conn, room.code)
+        request.app.state.room_cache.forget(room.code)
+        removed = await lifecycle.reset_sandboxes(conn, [room.sandbox])
+        await conn.zrem("lab:sandboxes", room.sandbox)
+        return done(request, f"Room {room.code} was closed: {removed} keys removed.",
+                    {"room": room.code, "removed": removed})
+
+    return await guarded(request, run)
+
+
+def routes() -> list[Route]:
+    return [
+        Route("/instructor", page, methods=["GET"]),
+        Route("/instructor/sign-in", sign_in, methods=["POST"]),
+        Route("/instructor/sign-out", sign_out, methods=["POST"]),
+        Route("/instructor/overview", overview, methods=["GET"]),
+        Route("/instructor/reset", reset, methods=["POST"]),
+        Route("/instructor/rooms", create_room, methods=["POST"]),
+        Route("/instructor/rooms/{code}/demo", room_demo, methods=["POST"]),
+        Route("/instructor/rooms/{code}/join", room_join, methods=["POST"]),
+        Route("/instructor/rooms/{code}/close", room_close, methods=["POST"]),
+    ]

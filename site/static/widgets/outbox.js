@@ -1,0 +1,80 @@
+// outbox.js — the cross-queue outbox. Draws the parent on its slot and, per
+// child queue (each on its own slot), the children, the outbox entries as the
+// server decoded them, and the poison list. Every value comes from the snapshot.
+import { register, act, $ } from "./lab.js";
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function entryList(entries, role, empty) {
+  const list = el("ol", "entries");
+  list.dataset.role = role;
+  list.start = 0;
+  if (!entries.length) list.append(el("li", "entry empty", empty));
+  for (const entry of entries) list.append(el("li", entry.poison ? "entry poison" : "entry", entry.text));
+  return list;
+}
+
+function lane(q, maxBlocked) {
+  const box = el("div", "lane");
+  box.dataset.queue = q.part;
+  box.append(el("h4", "lane-title", `${q.queue} · hash slot ${q.slot}`));
+  const kids = el("ul", "children");
+  for (const child of q.children) {
+    const item = el("li", `job state-${child.state || "none"}`);
+    item.append(el("span", "job-id", child.id), el("span", "job-state", child.state || "no row"));
+    item.append(el("span", "job-sets", child.where));
+    kids.append(item);
+  }
+  box.append(kids);
+  box.append(el("p", "list-label", "flow:outbox (head first)"));
+  box.append(entryList(q.outbox, `outbox-${q.part}`, "empty"));
+  if (q.head_count) {
+    const blocked = el("p", "head-count", `head blocked for ${q.head_count} of ${maxBlocked} aged ticks`);
+    blocked.dataset.role = `head-${q.part}`;
+    box.append(blocked);
+  }
+  box.append(el("p", "list-label", "flow:outbox:poison"));
+  box.append(entryList(q.poison, `poison-${q.part}`, "empty"));
+  return box;
+}
+
+function render(root, snapshot, previous) {
+  const { parent, queues, max_blocked: maxBlocked } = snapshot.picture;
+  const before = previous && previous.picture ? previous.picture.parent.dependencies : null;
+  const box = el("div", "flow-picture outbox-picture");
+
+  const parentCard = el("div", `job job-parent state-${parent.state || "none"}`);
+  parentCard.append(el("span", "job-id", parent.id));
+  const pstate = el("span", "job-state", parent.state || "no row");
+  pstate.dataset.role = "parent-state";
+  parentCard.append(pstate);
+  parentCard.append(el("span", "job-sets", parent.sets.length ? `in ${parent.sets.join(", ")}` : "in no state set"));
+  parentCard.append(el("span", "job-slot", `${parent.queue} · hash slot ${parent.slot}`));
+  const processed = el("span", "job-sets", `:processed: ${parent.processed.length ? parent.processed.join(", ") : "empty"}`);
+  processed.dataset.role = "processed";
+  parentCard.append(processed);
+
+  const counter = el("div", "counter");
+  counter.append(el("span", "counter-label", ":dependencies"));
+  const value = el("output", "counter-value", parent.dependencies === null ? "—" : String(parent.dependencies));
+  value.dataset.role = "dependencies";
+  if (before !== null && before !== parent.dependencies) value.classList.add("changed");
+  counter.append(value);
+
+  const lanes = el("div", "lanes");
+  for (const q of queues) lanes.append(lane(q, maxBlocked));
+  box.append(parentCard, counter, lanes);
+  $(root, "picture").replaceChildren(box);
+}
+
+const root = register("outbox", render);
+if (root) {
+  // #outbox-step=N replays the first N steps of the dive's story on Valkey.
+  const match = /(?:^|[#&])outbox-step=(\d+)/.exec(location.hash);
+  if (match) act("outbox", "goto", { step: Number(match[1]) });
+}

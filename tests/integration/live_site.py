@@ -1,0 +1,107 @@
+"""The real site under uvicorn (a subprocess on a free port), for tests that
+need the whole stack: middleware, cookies, the stream, a Valkey that goes away.
+
+TestClient/ASGITransport buffer whole responses, so the stream is only
+testable against a real server; and a subprocess keeps sse-starlette's
+process-wide state out of the test process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import redis
+
+from server.valkey_process import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+INSTRUCTOR_TOKEN = "integration-instructor-token"
+DIVE = "/flows/parent-and-children"
+
+
+class LiveSite:
+    def __init__(self, valkey_url: str, env: dict[str, str] | None = None) -> None:
+        self.valkey_url = valkey_url
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "EMQLAB_VALKEY_URL": valkey_url,
+            "EMQLAB_INSTRUCTOR_TOKEN": INSTRUCTOR_TOKEN,
+            "EMQLAB_RATE_LIMIT": "1000000",
+            "EMQLAB_ATTEMPT_LIMIT": "1000000",
+            **(env or {}),
+        }
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 30.0) -> "LiveSite":
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "server.cli:app_from_env", "--factory",
+             "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"],
+            env=self.env, cwd=str(ROOT),
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the site exited early with {self.proc.returncode}")
+            try:
+                if httpx.get(self.url + "/", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"the site did not answer within {timeout} s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self.proc = None
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=10, **kwargs)
+
+    def visitor(self, page: str = DIVE) -> httpx.Client:
+        """A client holding a fresh sandbox cookie (it opened a page)."""
+        client = self.client()
+        assert client.get(page).status_code == 200
+        return client
+
+    def instructor(self) -> httpx.Client:
+        client = self.visitor("/")
+        answer = client.post("/instructor/sign-in", data={"token": INSTRUCTOR_TOKEN})
+        assert answer.status_code == 303, answer.text
+        return client
+
+    def redis(self) -> redis.Redis:
+        return redis.Redis.from_url(self.valkey_url, decode_responses=True)
+
+
+@contextmanager
+def running(valkey_url: str, env: dict[str, str] | None = None) -> Iterator[LiveSite]:
+    site = LiveSite(valkey_url, env).start()
+    try:
+        yield site
+    finally:
+        site.stop()
+
+
+def sandbox_of(client: httpx.Client) -> str:
+    """The visitor's sandbox id, read back through the API (the cookie is signed)."""
+    answer = client.get("/api/widgets/fanin/state")
+    assert answer.status_code == 200, answer.text
+    return answer.json()["snapshot"]["queues"][0]["queue"].split(".")[0]

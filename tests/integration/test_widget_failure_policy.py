@@ -1,0 +1,102 @@
+"""The failure-policy widget driven directly against a real Valkey: the policy
+token is read from the child rows, and each arm leaves its own keys behind."""
+
+from __future__ import annotations
+
+import pytest
+
+from server.emq import keyspace, results
+from server.widgets.base import BadInput, Context
+from server.widgets.failure_policy import CHILDREN, ERROR, PARENT, FailurePolicy
+
+from .conftest import members, row
+
+SANDBOX = "s0123456789"
+Q = f"{SANDBOX}.failure-policy"
+
+
+@pytest.fixture
+async def landed(conn):
+    widget, ctx = FailurePolicy(), Context(conn, SANDBOX)
+    await widget.ensure_landed(ctx)
+    return widget, ctx
+
+
+async def test_the_flow_lands_with_fail_the_parent_by_default(landed, conn) -> None:
+    widget, ctx = landed
+    assert [(await row(conn, Q, c))["parent_policy"] for c in CHILDREN] == ["fp"] * 3
+    snap = await widget.snapshot(ctx)
+    assert snap["picture"]["policy"] == "fp" and snap["picture"]["tokens"] == ["fp"]
+    assert "parent_policy fp (fail the parent)" in snap["readout"]
+
+
+async def test_under_fp_a_death_at_the_cap_fails_the_parent_and_nothing_releases_it(landed, conn) -> None:
+    widget, ctx = landed
+    outcome = await widget.perform(ctx, "fail-child", {})
+    assert outcome.detail["outcome"] == "dead"
+    assert set(await members(conn, Q, "dead")) == {"JOBchild1", PARENT}
+    parent = await row(conn, Q, PARENT)
+    assert parent["state"] == "failed" and parent["failed_child"] == "JOBchild1" and parent["error"] == ERROR
+    assert await results.dependencies(conn, Q, PARENT) == 3
+    assert "the parent was failed" in outcome.text
+    for _ in range(2):
+        await widget.perform(ctx, "complete-child", {})
+    assert (await row(conn, Q, PARENT))["state"] == "failed"
+    assert PARENT not in await members(conn, Q, "pending")
+    assert await results.ignored_failures(conn, Q, PARENT) == {}
+    readout = (await widget.snapshot(ctx))["readout"]
+    assert "nothing will release it" in readout and "2 completed" in readout
+
+
+async def test_under_id_the_error_is_ignored_and_the_parent_is_released_at_zero(landed, conn) -> None:
+    widget, ctx = landed
+    await widget.perform(ctx, "policy", {"policy": "id"})
+    assert [(await row(conn, Q, c))["parent_policy"] for c in CHILDREN] == ["id"] * 3
+    outcome = await widget.perform(ctx, "fail-child", {})
+    assert "fell from 3 to 2" in outcome.text
+    assert await results.ignored_failures(conn, Q, PARENT) == {"JOBchild1": ERROR}
+    assert (await row(conn, Q, PARENT))["state"] == "awaiting_children"
+    await widget.perform(ctx, "complete-child", {})
+    last = await widget.perform(ctx, "fail-child", {})
+    assert await results.dependencies(conn, Q, PARENT) == 0
+    assert (await row(conn, Q, PARENT))["state"] == "pending"
+    assert await members(conn, Q, "pending") == [PARENT]
+    assert await results.ignored_failures(conn, Q, PARENT) == {"JOBchild1": ERROR, "JOBchild3": ERROR}
+    assert "released" in last.text
+    # the released parent is never claimed as if it were a child
+    assert (await widget.perform(ctx, "fail-child", {})).kind == "info"
+    assert await members(conn, Q, "pending") == [PARENT]
+
+
+async def test_the_policy_choice_survives_reset_and_relands_the_flow(landed, conn) -> None:
+    widget, ctx = landed
+    await widget.perform(ctx, "fail-child", {})
+    await widget.perform(ctx, "policy", {"policy": "id"})
+    assert (await row(conn, Q, PARENT))["state"] == "awaiting_children"
+    assert await members(conn, Q, "dead") == []
+    await widget.perform(ctx, "reset", {})
+    assert (await widget.state(ctx))["policy"] == "id"
+    assert (await row(conn, Q, "JOBchild1"))["parent_policy"] == "id"
+    assert (await widget.snapshot(ctx))["picture"]["policy"] == "id"
+
+
+@pytest.mark.parametrize("body", [{}, {"policy": "both"}, {"policy": 1}, {"policy": None}])
+async def test_a_bad_policy_is_refused_and_nothing_is_written(landed, conn, body) -> None:
+    widget, ctx = landed
+    await widget.perform(ctx, "fail-child", {})
+    with pytest.raises(BadInput):
+        await widget.perform(ctx, "policy", body)
+    assert (await row(conn, Q, PARENT))["state"] == "failed"
+    assert (await row(conn, Q, "JOBchild2"))["parent_policy"] == "fp"
+
+
+async def test_the_step_deep_link_replays_the_tour_under_the_chosen_policy(landed, conn) -> None:
+    widget, ctx = landed
+    await widget.perform(ctx, "policy", {"policy": "id"})
+    outcome = await widget.perform(ctx, "goto", {"step": 3})
+    assert outcome.text.startswith("Step 3 of 3")
+    assert (await row(conn, Q, PARENT))["state"] == "pending"
+    with pytest.raises(BadInput):
+        await widget.perform(ctx, "goto", {"step": 4})
+    assert (await row(conn, Q, PARENT))["state"] == "pending"
+    assert await conn.exists(keyspace.ignored_key(Q, PARENT))
