@@ -31,7 +31,7 @@ bench: venv valkey chromium
 	$(PY) -m bench.run
 
 screenshots: venv valkey chromium
-	$(PY) -m bench.screenshots
+	$(PY) -m tools.screenshots
 
 venv: $(STAMP)
 	@true

@@ -37,12 +37,16 @@ async def generate(url: str, cookies: list[str], rate: float, seconds: float | N
     n = len(cookies)
     tasks: list[asyncio.Task[Any]] = []
 
-    def on_event(event: str, data: str, at: float) -> None:
-        counts["events"] += 1
-
     async def watch(cookie: str, opened: asyncio.Event) -> None:
+        # "opened" once the stream's first snapshot arrived: its landing and
+        # first read are done, so the measured window does not include them.
+        def on_event(event: str, data: str, at: float) -> None:
+            counts["events"] += 1
+            if event == "snapshot":
+                opened.set()
+
         try:
-            await sse_stream(host, port, STREAM_PATH, cookie, on_event, opened)
+            await sse_stream(host, port, STREAM_PATH, cookie, on_event)
         except (OSError, asyncio.IncompleteReadError, RuntimeError):
             counts["errors"] += 1
             opened.set()

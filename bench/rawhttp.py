@@ -58,11 +58,19 @@ class HttpConn:
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
     async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+        reused = self.writer is not None
         if self.writer is None:
             await self.open()
         assert self.reader is not None and self.writer is not None
         self.writer.write(self.head(method, path, body))
-        status, headers = await read_head(self.reader)
+        try:
+            status, headers = await read_head(self.reader)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            if not reused:
+                raise
+            # the server closed an idle keep-alive connection: once more, on a new one
+            await self.close()
+            return await self.request(method, path, body)
         if headers.get("transfer-encoding") == "chunked":
             chunks = []
             while (chunk := await read_chunk(self.reader)) is not None:

@@ -44,6 +44,7 @@ def run_wrk(url: str, script: str, seconds: float, connections: int = 50, thread
         "rps": round(raw["requests"] / seconds_run, 1) if seconds_run else 0.0,
         "latency_ms": {k: round(lat[k] / 1000, 2) for k in ("mean", "p50", "p90", "p99", "max")},
         "errors": raw["errors"],
+        "status_codes": raw.get("codes", {}),
         "connections": connections,
         "threads": threads,
     }

@@ -15,7 +15,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from server import partials, views_api, views_instructor, views_pages, views_room, views_stream
+from server import partials, traces, views_api, views_instructor, views_pages, views_room, views_stream
 from server import settings as settings_module
 from server.content.pages import load_course
 from server.guard import INSTRUCTOR_COOKIE
@@ -60,12 +60,17 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        conn = aioredis.Redis.from_url(
-            url, decode_responses=True, socket_connect_timeout=1, socket_timeout=5, health_check_interval=10
-        )
+        # A blocking pool: more concurrent requests and streams than connections
+        # wait their turn (up to 5 s) instead of failing at once: redis-py's
+        # default pool raises MaxConnectionsError past 100, a 503 for the learner.
+        conn = aioredis.Redis.from_pool(aioredis.BlockingConnectionPool.from_url(
+            url, decode_responses=True, socket_connect_timeout=1, socket_timeout=5, health_check_interval=10,
+            max_connections=128, timeout=5,
+        ))
         app.state.conn = conn
         with contextlib.suppress(redis.RedisError, OSError):
             await enable_notifications(conn)
+        await traces.start(app)  # each widget's tour, recorded on Valkey for the no-JS trace
         hub = Hub(url)
         app.state.hub = hub
         reaper = Reaper(conn, settings.sandbox_ttl, every=settings.reap_every)
@@ -74,6 +79,7 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
         try:
             yield
         finally:
+            await traces.stop(app)
             await reaper.stop()
             await hub.stop()
             await conn.aclose()

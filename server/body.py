@@ -10,7 +10,9 @@ them, applied to every body of every action:
   glob characters, spaces or newlines);
 * every value under an id-like key (`id`, `queue`, `parent`, `*_id`,
   `*_queue`, `ids`, `queues`) passes the id gate;
-* no body names a sandbox: the sandbox comes from the signed cookie only;
+* no body names a sandbox (a `sandbox` field, or an id or queue that starts
+  with a sandbox id, like `s0a1b2c3d4e.fanin`): the sandbox comes from the
+  signed cookie only, and queues are named relative to it;
 * every string is at most `max_payload_bytes` long (UTF-8).
 
 A refusal raises `BadBody` (400) or `BodyTooLarge` (413) with a sentence.
@@ -25,6 +27,7 @@ from typing import Any
 from starlette.requests import Request
 
 from server.emq.keyspace import ID_RE
+from server.sandbox import SANDBOX_RE
 
 MAX_DEPTH = 6
 MAX_NODES = 2000
@@ -43,11 +46,10 @@ class BodyTooLarge(BadBody):
 async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
     declared = request.headers.get("content-length")
     if declared is not None:
-        try:
-            if int(declared) > max_bytes:
-                raise BodyTooLarge(f"the request body is larger than {max_bytes} bytes")
-        except ValueError as exc:
-            raise BadBody("the Content-Length header is not a number") from exc
+        if not declared.strip().isdigit():
+            raise BadBody("the Content-Length header is not a number")
+        if int(declared) > max_bytes:
+            raise BodyTooLarge(f"the request body is larger than {max_bytes} bytes")
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
@@ -116,6 +118,11 @@ def check(body: dict[str, Any], max_payload_bytes: int) -> dict[str, Any]:
                 raise BadBody(
                     f"{path} = {_show(value)} is not a well-formed id or queue name: "
                     "1-128 characters of A-Z a-z 0-9 _ . - (no braces, colons, globs, spaces or newlines)"
+                )
+            if id_like and SANDBOX_RE.match(value.split(".", 1)[0]):
+                raise BadBody(
+                    f"{path} = {_show(value)} names a sandbox: your sandbox comes from your cookie, "
+                    "and queues are named relative to it"
                 )
             try:
                 value.encode("utf-8")

@@ -115,11 +115,15 @@ def check_demo(request: Request) -> None:
 # -- rates -----------------------------------------------------------------------
 
 
-async def check_rate(request: Request, sandbox: str) -> None:
-    """A fixed window per visitor, counted in Valkey so every worker shares it.
+ROOM_RATE_FACTOR = 5
 
-    Counted against the visitor's own sandbox, so a class in one room does not
-    share one budget.
+
+async def check_rate(request: Request, sandbox: str) -> None:
+    """A fixed window per sandbox, counted in Valkey so every worker shares it.
+
+    Each visitor is counted against their own sandbox, so a class in one room
+    does not share one visitor's budget; a room's shared sandbox has its own,
+    ROOM_RATE_FACTOR times larger.
     """
     limit = request.app.state.settings.rate_limit
     if limit <= 0:
@@ -129,14 +133,19 @@ async def check_rate(request: Request, sandbox: str) -> None:
     except NoSandbox:
         who = sandbox
     window = int(time.time() // 10)
-    key = f"lab:{{{who}}}:rate:{window}"
+    counted = {who: limit}
+    if sandbox != who:
+        counted[sandbox] = limit * ROOM_RATE_FACTOR
     conn = request.app.state.conn
     async with conn.pipeline(transaction=False) as pipe:
-        pipe.incr(key)
-        pipe.expire(key, 20)
-        count, _ = await pipe.execute()
-    if int(count) > limit:
-        raise Refused(429, f"too many actions: at most {limit} every 10 seconds per visitor")
+        for name in counted:
+            pipe.incr(f"lab:{{{name}}}:rate:{window}")
+            pipe.expire(f"lab:{{{name}}}:rate:{window}", 20)
+        replies = await pipe.execute()
+    for (name, cap), count in zip(counted.items(), replies[::2]):
+        if int(count) > cap:
+            whose = "per visitor" if name == who else "in this room"
+            raise Refused(429, f"too many actions: at most {cap} every 10 seconds {whose}")
 
 
 def client_address(request: Request) -> str:
@@ -144,19 +153,27 @@ def client_address(request: Request) -> str:
     return "".join(ch for ch in host if ch.isalnum() or ch in ".:-")[:64] or "unknown"
 
 
+def _attempts_key(request: Request, kind: str) -> str:
+    return f"lab:attempts:{kind}:{client_address(request)}:{int(time.time() // 60)}"
+
+
 async def check_attempts(request: Request, kind: str) -> None:
-    """Sign-in and join attempts per client address per minute (no guessing)."""
+    """Refuse once a client address has failed `attempt_limit` sign-ins (or
+    joins with an unknown code) this minute: no guessing tokens or codes."""
     limit = request.app.state.settings.attempt_limit
     if limit <= 0:
         return
-    key = f"lab:attempts:{kind}:{client_address(request)}:{int(time.time() // 60)}"
-    conn = request.app.state.conn
-    async with conn.pipeline(transaction=False) as pipe:
+    count = await request.app.state.conn.get(_attempts_key(request, kind))
+    if count is not None and int(count) >= limit:
+        raise Refused(429, f"too many failed attempts: at most {limit} a minute; wait a minute and try again")
+
+
+async def count_failed_attempt(request: Request, kind: str) -> None:
+    key = _attempts_key(request, kind)
+    async with request.app.state.conn.pipeline(transaction=False) as pipe:
         pipe.incr(key)
         pipe.expire(key, 120)
-        count, _ = await pipe.execute()
-    if int(count) > limit:
-        raise Refused(429, f"too many attempts: at most {limit} a minute; wait a minute and try again")
+        await pipe.execute()
 
 
 # -- caps and activity -------------------------------------------------------------
@@ -240,6 +257,6 @@ async def record_keys(request: Request, sandbox: str, widget: str, snapshot: dic
 
 __all__ = [
     "Refused", "NoSandbox", "sandbox_of", "visitor_of", "room_of", "is_instructor", "require_instructor",
-    "check_origin", "check_demo", "check_rate", "check_attempts", "admit", "touch", "check_keys",
+    "check_origin", "check_demo", "check_rate", "check_attempts", "count_failed_attempt", "admit", "touch", "check_keys",
     "record_keys", "DEMO_REFUSAL",
 ]

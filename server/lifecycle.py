@@ -45,9 +45,10 @@ def meta_key(sandbox: str) -> str:
     return f"lab:{{{sandbox}}}:meta"
 
 
-async def list_sandboxes(conn: Any) -> list[SandboxInfo]:
-    """Every live sandbox, most recent first, with where its visitor last was."""
-    rows = await conn.zrange(REGISTRY_KEY, 0, -1, withscores=True, desc=True)
+async def list_sandboxes(conn: Any, limit: int | None = None) -> list[SandboxInfo]:
+    """Live sandboxes, most recent first (the `limit` most recent), with where
+    each visitor last was."""
+    rows = await conn.zrange(REGISTRY_KEY, 0, -1 if limit is None else limit - 1, withscores=True, desc=True)
     ids = [_text(member) for member, _ in rows]
     metas: list[dict[Any, Any]] = []
     if ids:

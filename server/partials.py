@@ -2,8 +2,11 @@
 
 The partial is the widget's markup: its region, its buttons, and for a
 stepper the script listing, read from the file the server runs. It carries no
-state: the live keys arrive from `/api/widgets/<name>/state` and the stream,
-so a rendered page is the same for every visitor and can be cached.
+visitor's state: the live keys arrive from `/api/widgets/<name>/state` and
+the stream, so a rendered page is the same for every visitor and can be
+cached. It does carry the widget's static trace (`server/traces.py`): a
+recorded run of its tour on Valkey, the widget as a table of states for a
+reader without JavaScript.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 from markupsafe import Markup
 from starlette.templating import Jinja2Templates
 
+from server import traces
 from server.emq import registry
 from server.widgets import WIDGETS
 
@@ -42,7 +46,7 @@ def renderer(templates: Jinja2Templates) -> Callable[[str, dict[str, Any]], str]
         if widget is None:
             return Markup(f'<div class="widget-slot" data-widget-missing="{name}"></div>')
         template = templates.get_template(f"widgets/_{name}.html")
-        context: dict[str, Any] = {"widget": widget, "options": options or {}}
+        context: dict[str, Any] = {"widget": widget, "options": options or {}, "trace": traces.current(name)}
         script = getattr(widget, "script", None)
         if script:
             context["script"] = script

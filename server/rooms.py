@@ -35,7 +35,7 @@ class BadRoom(ValueError):
 
 
 class RoomsFull(Exception):
-    """No room can be opened now (answered with a 503)."""
+    """No room can be opened now: the cap is reached (answered with a 409)."""
 
 
 @dataclass

@@ -1,11 +1,12 @@
 """Read the real keys of a widget's queues: name, type and value.
 
 A snapshot is what every key panel draws. It is read from Valkey in two
-pipelined round trips per call (TYPE of every candidate, then the values of
-those that exist), never computed: the candidates are the queue's own keys
-plus the rows and subkeys of every job id the widget knows of or finds in a
-state set, so a job that appears in `pending` shows up even if no widget
-named it.
+pipelined round trips per call (the state sets with the TYPE of every known
+candidate, then the values of those that exist; a third only when a state
+set holds a job the widget did not name), never computed: the candidates are
+the queue's own keys plus the rows and subkeys of every job id the widget
+knows of or finds in a state set, so a job that appears in `pending` shows
+up even if no widget named it.
 """
 
 from __future__ import annotations
@@ -74,24 +75,38 @@ class QueueView:
         return {"queue": self.queue, "slot": self.slot, "keys": [k.as_json() for k in self.keys]}
 
 
-async def read_queue(conn: Any, queue: str, job_ids: list[str]) -> QueueView:
-    """Every existing key of `queue` that a flow on it can hold."""
-    async with conn.pipeline(transaction=False) as pipe:
-        for suffix in STATE_SETS:
-            pipe.zrange(keyspace.queue_key(queue, suffix), 0, -1)
-        members = await pipe.execute()
-    ids = list(dict.fromkeys([*job_ids, *(_text(m) for ms in members for m in ms)]))
-    candidates = [keyspace.queue_key(queue, s) for s in QUEUE_SUFFIXES]
+def _row_candidates(queue: str, ids: list[str]) -> list[str]:
+    names: list[str] = []
     for job_id in ids:
         try:
             row = keyspace.job_key(queue, job_id)
         except keyspace.BadId:
             continue
-        candidates.extend(row + s for s in ROW_SUFFIXES)
+        names.extend(row + s for s in ROW_SUFFIXES)
+    return names
+
+
+async def read_queue(conn: Any, queue: str, job_ids: list[str]) -> QueueView:
+    """Every existing key of `queue` that a flow on it can hold."""
+    known = list(dict.fromkeys(job_ids))
+    candidates = [keyspace.queue_key(queue, s) for s in QUEUE_SUFFIXES] + _row_candidates(queue, known)
+    # Round trip 1: the state sets, and the TYPE of every key known in advance.
     async with conn.pipeline(transaction=False) as pipe:
+        for suffix in STATE_SETS:
+            pipe.zrange(keyspace.queue_key(queue, suffix), 0, -1)
         for name in candidates:
             pipe.type(name)
-        types = [_text(t) for t in await pipe.execute()]
+        replies = await pipe.execute()
+    members, types = replies[: len(STATE_SETS)], [_text(t) for t in replies[len(STATE_SETS):]]
+    # Only when a state set holds a job the widget did not name: its TYPEs too.
+    found = [i for i in dict.fromkeys(_text(m) for ms in members for m in ms) if i not in known]
+    extra = _row_candidates(queue, found)
+    if extra:
+        async with conn.pipeline(transaction=False) as pipe:
+            for name in extra:
+                pipe.type(name)
+            types += [_text(t) for t in await pipe.execute()]
+        candidates += extra
     present = [(n, t) for n, t in zip(candidates, types) if t != "none"]
     async with conn.pipeline(transaction=False) as pipe:
         for name, kind in present:

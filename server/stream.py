@@ -16,7 +16,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,10 @@ class Notice:
 
     kind: str  # effect | status | reset
     data: dict[str, Any] = field(default_factory=dict)
+    # When the hub received it (monotonic): a read that starts later sees it.
+    seen: float = field(default_factory=time.monotonic)
+    # Its encoded event per widget, made once for every stream it goes to.
+    encoded: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
 
 class Subscription:
@@ -91,6 +95,8 @@ class Hub:
         self.notifications_on = False
         self.task: asyncio.Task[None] | None = None
         self.changed = asyncio.Event()
+        # (sandbox, widget) -> (when the read started, the read): see shared_read.
+        self.reads: dict[tuple[str, str], tuple[float, asyncio.Future[Any]]] = {}
 
     async def start(self) -> None:
         self.task = asyncio.create_task(self.run(), name="emqlab-hub")
@@ -113,6 +119,34 @@ class Hub:
                 group.discard(sub)
                 if not group:
                     self.subs.pop(sandbox, None)
+                    for key in [k for k in self.reads if k[0] == sandbox]:
+                        self.reads.pop(key, None)
+
+    async def shared_read(self, key: tuple[str, str], since: float, read: Callable[[], Awaitable[Any]]) -> Any:
+        """One snapshot read for every stream of a sandbox that needs it.
+
+        A stream needs a read of `key` that started after `since` (when the
+        hub received the last notification the stream reacts to): such a read
+        sees every write that notification announced. A read in flight or done
+        that started at or after `since` is shared; otherwise a new one starts.
+        A thousand pages on one sandbox then cost one read per change, not a
+        thousand. A failed read is not kept: the next stream tries afresh.
+        """
+        entry = self.reads.get(key)
+        if entry is None or entry[0] < since:
+            started = time.monotonic()
+            future = asyncio.ensure_future(read())
+
+            def forget(done: asyncio.Future[Any], key: tuple[str, str] = key) -> None:
+                if done.cancelled() or done.exception() is not None:
+                    if self.reads.get(key, (0.0, None))[1] is done:
+                        self.reads.pop(key, None)
+
+            future.add_done_callback(forget)
+            entry = (started, future)
+            if key[0] in self.subs:
+                self.reads[key] = entry
+        return await asyncio.shield(entry[1])
 
     def broadcast(self, notice: Notice, sandbox: str | None = None) -> None:
         groups = [self.subs.get(sandbox, set())] if sandbox else list(self.subs.values())

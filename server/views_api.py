@@ -13,7 +13,8 @@ import json
 import logging
 from typing import Any
 
-from redis.exceptions import BusyLoadingError, ConnectionError as RedisConnectionError, TimeoutError as RedisTimeout
+from redis.exceptions import BusyLoadingError, ConnectionError as RedisConnectionError, ReadOnlyError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeout
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -25,7 +26,8 @@ from server.widgets import WIDGETS
 from server.widgets.base import BadInput, Context, Widget
 
 log = logging.getLogger("emqlab.api")
-VALKEY_DOWN = (RedisConnectionError, RedisTimeout, BusyLoadingError, OSError)
+# Valkey away, loading, or a replica after a failover: the widget retries.
+VALKEY_DOWN = (RedisConnectionError, RedisTimeout, BusyLoadingError, ReadOnlyError, OSError)
 
 
 def problem(status: int, message: str, **extra: Any) -> JSONResponse:
@@ -111,6 +113,11 @@ def answer_error(exc: Exception) -> JSONResponse:
         return JSONResponse(
             {"error": "Valkey is unreachable right now; the widget will recover when it returns."},
             status_code=503, headers={"Retry-After": "2"},
+        )
+    if isinstance(exc, ResponseError) and str(exc).startswith("OOM"):
+        return JSONResponse(
+            {"error": "Valkey is out of memory right now; idle sandboxes expire, try again in a minute."},
+            status_code=503, headers={"Retry-After": "30"},
         )
     # A bug of ours: logged with its traceback on the server, never shown.
     log.exception("widget action failed", exc_info=exc)

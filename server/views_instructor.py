@@ -26,10 +26,11 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from server import body, forms, guard, lifecycle, rooms
-from server.sandbox import SANDBOX_RE
+from server.sandbox import REGISTRY_KEY, SANDBOX_RE
 from server.views_api import VALKEY_DOWN
 
 FLASH_COOKIE = "emqlab_flash"
+LISTED = 500  # sandboxes shown on the page, most recent first
 UNAVAILABLE = "Valkey is unreachable right now; try again when it returns."
 
 
@@ -45,12 +46,25 @@ def ago(seconds_since_epoch: float, now: float) -> str:
 async def overview_data(request: Request) -> dict[str, Any]:
     conn = request.app.state.conn
     now = time.time()
-    sandboxes = await lifecycle.list_sandboxes(conn)
+    sandboxes = await lifecycle.list_sandboxes(conn, limit=LISTED)
+    total = int(await conn.zcard(REGISTRY_KEY))
     room_list = await rooms.list_rooms(conn)
+    by_id = {s.id: s for s in sandboxes}
+
+    def room_row(room: rooms.Room) -> dict[str, Any]:
+        live = by_id.get(room.sandbox)
+        return {
+            **room.as_json(), "opened": ago(room.created, now),
+            "last_seen": live.last_seen if live else None,
+            "ago": ago(live.last_seen, now) if live else None,
+            "page": live.page if live else None, "widget": live.widget if live else None,
+        }
+
     return {
         "now": now,
+        "total_sandboxes": total,
         "sandboxes": [{**s.as_json(), "ago": ago(s.last_seen, now)} for s in sandboxes],
-        "rooms": [{**r.as_json(), "ago": ago(r.created, now)} for r in room_list],
+        "rooms": [room_row(r) for r in room_list],
     }
 
 
@@ -58,6 +72,7 @@ def render(request: Request, status: int = 200, **context: Any) -> Response:
     settings = request.app.state.settings
     flash = request.app.state.flash_cookie.read(request)
     ctx = {
+        "course": request.app.state.course,
         "enabled": bool(settings.instructor_token),
         "signed_in": guard.is_instructor(request),
         "flash": flash if isinstance(flash, str) else None,
@@ -105,7 +120,7 @@ async def guarded(request: Request, handler: Any) -> Response:
     except (body.BadBody, rooms.BadRoom) as exc:
         return await refused(request, getattr(exc, "status", 400), str(exc))
     except rooms.RoomsFull as exc:
-        return await refused(request, 503, str(exc))
+        return await refused(request, 409, str(exc))
     except VALKEY_DOWN:
         return await refused(request, 503, UNAVAILABLE)
 
@@ -122,7 +137,7 @@ async def page(request: Request) -> Response:
     try:
         return render(request, 200, **await overview_data(request))
     except VALKEY_DOWN:
-        return render(request, 503, error=UNAVAILABLE, sandboxes=[], rooms=[])
+        return render(request, 503, error=UNAVAILABLE, sandboxes=[], rooms=[], total_sandboxes=0)
 
 
 async def sign_in(request: Request) -> Response:
@@ -134,6 +149,7 @@ async def sign_in(request: Request) -> Response:
         await guard.check_attempts(request, "sign-in")
         fields = await forms.read_fields(request)
         if not guard.token_matches(fields.get("token"), settings.instructor_token):
+            await guard.count_failed_attempt(request, "sign-in")
             raise guard.Refused(401, "that is not the instructor token")
     except guard.Refused as exc:
         return await refused(request, exc.status, str(exc))
@@ -259,7 +275,7 @@ async def room_close(request: Request) -> Response:
         await rooms.close(conn, room.code)
         request.app.state.room_cache.forget(room.code)
         removed = await lifecycle.reset_sandboxes(conn, [room.sandbox])
-        await conn.zrem("lab:sandboxes", room.sandbox)
+        await conn.zrem(REGISTRY_KEY, room.sandbox)
         return done(request, f"Room {room.code} was closed: {removed} keys removed.",
                     {"room": room.code, "removed": removed})
 

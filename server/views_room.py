@@ -32,6 +32,7 @@ async def current_room(request: Request) -> rooms.Room | None:
 
 def render(request: Request, status: int = 200, **context: Any) -> Response:
     ctx: dict[str, Any] = {
+        "course": request.app.state.course,
         "room": None,
         "error": None,
         "code": "",
@@ -70,12 +71,13 @@ async def join(request: Request) -> Response:
     try:
         guard.check_origin(request)
         guard.visitor_of(request)  # a visitor has a sandbox cookie (they opened a page)
-        await guard.check_attempts(request, "join")
         fields = await forms.read_fields(request)
         typed = fields.get("code") if isinstance(fields.get("code"), str) else ""
         code = rooms.normalize_code(fields.get("code"))
+        await guard.check_attempts(request, "join")
         room = await rooms.get(request.app.state.conn, code)
         if room is None:
+            await guard.count_failed_attempt(request, "join")
             raise guard.Refused(404, f"no open room has the code {code}: check it with your instructor")
         settings = request.app.state.settings
         await rooms.record_join(request.app.state.conn, code, settings.room_ttl)

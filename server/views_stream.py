@@ -38,6 +38,12 @@ def sse(event: str, data: dict[str, Any], counter: list[int]) -> dict[str, Any]:
     return {"event": event, "id": str(counter[0]), "data": json.dumps(data), "retry": 1000}
 
 
+def frame(event: str, data: str, counter: list[int]) -> bytes:
+    """One event, encoded as sse-starlette would (`data` is one line of JSON)."""
+    counter[0] += 1
+    return f"id: {counter[0]}\r\nevent: {event}\r\ndata: {data}\r\nretry: 1000\r\n\r\n".encode()
+
+
 async def stream(request: Request) -> Response:
     names = [n for n in request.query_params.get("widgets", "").split(",") if n]
     unknown = [n for n in names if n not in WIDGETS]
@@ -71,10 +77,14 @@ async def down_then_close(message: str) -> AsyncIterator[dict[str, Any]]:
     await asyncio.sleep(0.5)
 
 
-async def events(request: Request, sandbox: str, names: list[str]) -> AsyncIterator[dict[str, Any]]:
+async def events(request: Request, sandbox: str, names: list[str]) -> AsyncIterator[dict[str, Any] | bytes]:
     """The stream's events. Ids count up per connection; a reconnecting browser
     (Last-Event-ID or not) always starts from a fresh status and snapshot, so
-    it never depends on replaying what it missed."""
+    it never depends on replaying what it missed.
+
+    The events of one coalesced batch go out as one chunk (one write), and
+    the snapshot a batch calls for is read once for every stream of the
+    sandbox (`Hub.shared_read`), encoded once, and sent to each."""
     hub = request.app.state.hub
     settings = request.app.state.settings
     ctx = Context(request.app.state.conn, sandbox)
@@ -82,9 +92,9 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
     deadline = time.monotonic() + settings.stream_lifetime
     async with hub.listen(sandbox) as sub:
         yield sse("status", {"valkey": "up" if hub.up else "down", "notifications": hub.notifications_on}, counter)
+        since = time.monotonic()
         admitted = await register(ctx, settings.max_sandboxes)
-        async for item in snapshots(ctx, names, counter, land=admitted):
-            yield item
+        yield b"".join([item async for item in snapshots(ctx, names, counter, admitted, hub, since)])
         while (left := deadline - time.monotonic()) > 0:
             try:
                 first = await asyncio.wait_for(sub.queue.get(), timeout=left)
@@ -97,23 +107,30 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
             touched: set[str] = set()
             resync = sub.overflowed
             sub.overflowed = False
+            since = max(notice.seen for notice in batch)
+            chunk: list[bytes] = []
             for notice in batch:
                 if notice.kind == "effect":
                     owner = widget_for_queue(notice.data["queue"])
                     if owner in names:
                         touched.add(owner)
-                        yield sse("effect", {**notice.data, "widget": owner}, counter)
+                        data = notice.encoded.get(owner)
+                        if data is None:
+                            data = notice.encoded[owner] = json.dumps({**notice.data, "widget": owner})
+                        chunk.append(frame("effect", data, counter))
                 elif notice.kind == "status":
-                    yield sse("status", notice.data, counter)
+                    chunk.append(frame("status", json.dumps(notice.data), counter))
                     resync = resync or notice.data.get("valkey") == "up"
                 elif notice.kind == "reset":
-                    yield sse("reset", notice.data, counter)
+                    chunk.append(frame("reset", json.dumps(notice.data), counter))
                     resync = True
             wanted = names if resync else [n for n in names if n in touched]
             if resync:
+                since = time.monotonic()
                 resync = await register(ctx, settings.max_sandboxes)
-            async for item in snapshots(ctx, wanted, counter, land=resync):
-                yield item
+            chunk += [item async for item in snapshots(ctx, wanted, counter, resync, hub, since)]
+            if chunk:
+                yield b"".join(chunk)
 
 
 async def register(ctx: Context, cap: int) -> bool:
@@ -129,15 +146,23 @@ async def register(ctx: Context, cap: int) -> bool:
     return True
 
 
-async def snapshots(ctx: Context, names: list[str], counter: list[int], land: bool) -> AsyncIterator[dict[str, Any]]:
+async def snapshots(
+    ctx: Context, names: list[str], counter: list[int], land: bool, hub: Any, since: float
+) -> AsyncIterator[bytes]:
+    """A fresh snapshot event per widget, from a read that started after `since`."""
     for name in names:
         widget = WIDGETS[name]
         try:
             if land:
                 await widget.ensure_landed(ctx)
-            yield sse("snapshot", await widget.snapshot(ctx), counter)
+                since = max(since, time.monotonic())
+
+            async def read(widget: Any = widget) -> str:
+                return json.dumps(await widget.snapshot(ctx))
+
+            yield frame("snapshot", await hub.shared_read((ctx.sandbox, name), since, read), counter)
         except VALKEY_DOWN:
-            yield sse("status", {"valkey": "down"}, counter)
+            yield frame("status", json.dumps({"valkey": "down"}), counter)
             return
         except Exception:  # noqa: BLE001 - a widget bug must not end every widget's stream
             log.exception("snapshot of %s failed", name)

@@ -13,6 +13,7 @@ dofile(here .. "report.lua")
 local counter = 1
 function setup(thread)
   thread:set("tid", counter - 1)
+  remember(thread)
   counter = counter + 1
 end
 
@@ -31,6 +32,11 @@ function init(args)
   end
   n = #pool
   i = 0
+end
+
+codes = {}
+function response(status, headers, body)
+  count_status(status)
 end
 
 function request()

@@ -5,3 +5,7 @@ dofile(here .. "report.lua")
 function init(args)
   if args[1] and #args[1] > 0 then wrk.headers["Cookie"] = "emqlab_sandbox=" .. args[1] end
 end
+
+function setup(thread) remember(thread) end
+codes = {}
+function response(status, headers, body) count_status(status) end

@@ -4,3 +4,7 @@ dofile(here .. "report.lua")
 wrk.method = "POST"
 wrk.body = "{}"
 wrk.headers["Content-Type"] = "application/json"
+
+function setup(thread) remember(thread) end
+codes = {}
+function response(status, headers, body) count_status(status) end

@@ -43,13 +43,7 @@ async def add_bulk(conn: Conn, queue: str, flows: Sequence[Any]) -> list[Landed]
     the batch goes on; what it leaves behind is what ``add`` leaves.
     """
     roots = [parse_flow(queue, flow, f"flows[{i}]") for i, flow in enumerate(flows)]
-    landed: list[Landed] = []
-    for root in roots:
-        try:
-            landed.append(await _add_node(conn, root))
-        except EmqError:
-            continue
-    return landed
+    return await _sequential(conn, roots)
 
 
 async def add_bulk_pipelined(conn: Conn, queue: str, flows: Sequence[Any]) -> list[Landed]:
@@ -95,6 +89,7 @@ async def add_bulk_pipelined(conn: Conn, queue: str, flows: Sequence[Any]) -> li
 
 
 async def _sequential(conn: Conn, roots: list[Node]) -> list[Landed]:
+    """Add each flow in turn; a refused flow is dropped and the walk goes on."""
     landed: list[Landed] = []
     for root in roots:
         try:

@@ -65,6 +65,14 @@ class Widget:
     # Queue parts under the sandbox, e.g. ("fanin",) -> "<sandbox>.fanin".
     queue_parts: ClassVar[tuple[tuple[str, ...], ...]]
     actions: ClassVar[dict[str, ActionFn]]
+    # The widget's canonical walk-through, one action per step: what
+    # `#<widget>-step=N` replays (through `goto`) and what the static trace
+    # records. A step is an action slug, or (slug, body) for an action that
+    # takes a body.
+    tour: ClassVar[tuple[str | tuple[str, dict[str, Any]], ...]] = ()
+    # Each action's visible button label, for the trace and the outcome
+    # sentences ("Step 2 of 4, Complete child: …").
+    labels: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -138,6 +146,41 @@ class Widget:
     async def perform(self, ctx: Context, slug: str, body: dict[str, Any]) -> Outcome:
         fn = self.actions[slug]
         return await fn(self, ctx, body)
+
+    # -- the tour: deep links and static traces ---------------------------------
+    @staticmethod
+    def tour_step(step: str | tuple[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+        """A tour entry as (slug, body)."""
+        return (step, {}) if isinstance(step, str) else (step[0], dict(step[1]))
+
+    def label(self, slug: str) -> str:
+        return self.labels.get(slug, slug.replace("-", " ").capitalize())
+
+    async def replay(self, ctx: Context, step: int) -> Outcome:
+        """Land afresh, then run the first `step` actions of the tour on Valkey."""
+        await self.reset(ctx)
+        last = Outcome("the scenario as it lands.")
+        for entry in self.tour[:step]:
+            slug, body = self.tour_step(entry)
+            last = await self.perform(ctx, slug, body)
+        if step == 0:
+            return Outcome(f"Step 0 of {len(self.tour)}, replayed on Valkey: the scenario as it lands.")
+        slug, _ = self.tour_step(self.tour[step - 1])
+        return Outcome(
+            f"Step {step} of {len(self.tour)} ({self.label(slug)}), replayed on Valkey. {last.text}",
+            last.kind, last.detail,
+        )
+
+    @action("goto")
+    async def goto(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        """`#<widget>-step=N` (or `#step=N` for a page's first widget): the tour to step N.
+
+        The body is {"step": N}, 0 <= N <= len(tour); a bad body is refused
+        before anything is written. Widgets with a cheaper native replay
+        override this and keep the same body.
+        """
+        step = whole(body, "step", 0, len(self.tour))
+        return await self.replay(ctx, step)
 
     @action("reset")
     async def reset_action(self, ctx: Context, body: dict[str, Any]) -> Outcome:

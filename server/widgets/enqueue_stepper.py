@@ -32,11 +32,32 @@ def flow_spec(non_job: bool) -> dict[str, Any]:
     }
 
 
+def job_status(view: QueueView, job_id: str) -> dict[str, Any]:
+    """One job as the keys just read hold it: its row's state, its sets, its counter."""
+    row = view.row(job_id)
+    deps = view.row(job_id, ":dependencies")
+    return {
+        "id": job_id,
+        "state": row.value.get("state") if row else None,
+        "dependencies": int(deps.value) if deps else None,
+        "sets": [s for s in snapshot.STATE_SETS if job_id in view.members(s)],
+    }
+
+
 class EnqueueStepper(Widget):
     name = "enqueue-stepper"
     title = "The @enqueue_flow transition"
     queue_parts = (("stepper",),)
     script = SCRIPT
+    # One step per move of the script, then the kind law: the same flow with a
+    # non-JOB child, run atomically, is refused before the first write.
+    tour = (
+        *(("next",) * len(registry.moves(SCRIPT))),
+        ("non-job", {"non_job": True}),
+        "run-atomically",
+    )
+    labels = {"next": "Next move", "previous": "Previous move", "run-atomically": "Run atomically",
+              "non-job": "Use a non-JOB id", "reset": "Reset"}
 
     def job_ids(self, queue: str) -> list[str]:
         return [PARENT, *CHILDREN, NON_JOB_CHILD]
@@ -103,6 +124,8 @@ class EnqueueStepper(Widget):
                 "moves": [{"number": m.number, "title": m.title} for m in moves],
                 "non_job": state.get("non_job") == "1",
                 "refused": refused,
+                "parent": job_status(view, PARENT),
+                "children": [job_status(view, c) for c in (CHILDREN[0], NON_JOB_CHILD if state.get("non_job") == "1" else CHILDREN[1])],
             },
         }
 
@@ -124,7 +147,16 @@ class EnqueueStepper(Widget):
 
     @action("goto")
     async def goto(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        return await self.run_to(ctx, whole(body, "move", 0, len(self.moves())))
+        """`#step=N`: move N is cheaper to rebuild natively than by replaying N
+        clicks (clear, then run the script's prefix through move N), and the
+        same. Past the moves, the tour's refusal is replayed click by click."""
+        step = whole(body, "step", 0, len(self.tour))
+        if step > len(self.moves()):
+            return await self.replay(ctx, step)
+        await self.remember(ctx, non_job="0")
+        outcome = await self.run_to(ctx, step)
+        return Outcome(f"Step {step} of {len(self.tour)}, replayed on Valkey. {outcome.text}",
+                       outcome.kind, outcome.detail)
 
     @action("run-atomically")
     async def run_atomically(self, ctx: Context, body: dict[str, Any]) -> Outcome:

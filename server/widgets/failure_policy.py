@@ -19,14 +19,15 @@ from typing import Any
 from server import snapshot
 from server.emq import flows, jobs, keyspace, results
 from server.snapshot import QueueView
-from server.widgets.base import BadInput, Context, Outcome, Widget, action, choice, whole
+from server.widgets.base import BadInput, Context, Outcome, Widget, action, choice
 
 PARENT = "JOBparent"
 CHILDREN = ("JOBchild1", "JOBchild2", "JOBchild3")
 POLICIES = ("fp", "id")
 WORDS = {"fp": "fail the parent", "id": "ignore the dependency"}
 ERROR = "card declined"
-# What `#failure-policy-step=N` replays: one death, then the rest complete.
+# What `#failure-policy-step=N` replays (under the policy the learner chose)
+# and the static trace records: one death, then the rest complete.
 TOUR = ("fail-child", "complete-child", "complete-child")
 
 
@@ -52,6 +53,9 @@ class FailurePolicy(Widget):
     name = "failure-policy"
     title = "The failure policy"
     queue_parts = (("failure-policy",),)
+    tour = TOUR
+    labels = {"fail-child": "Fail child at the cap", "complete-child": "Complete child", "reset": "Reset",
+              "policy": "Choose the policy"}
 
     def job_ids(self, queue: str) -> list[str]:
         return [PARENT, *CHILDREN]
@@ -192,13 +196,3 @@ class FailurePolicy(Widget):
         await self.reset(ctx)
         return Outcome(f"Landed the flow again with every child on {policy} ({WORDS[policy]}).",
                        detail={"policy": policy})
-
-    @action("goto")
-    async def goto(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        """`#failure-policy-step=N`: land afresh under the chosen policy, replay N steps."""
-        step = whole(body, "step", 0, len(TOUR))
-        await self.reset(ctx)
-        last = Outcome("Step 0: the flow as it lands.")
-        for slug in TOUR[:step]:
-            last = await self.perform(ctx, slug, {})
-        return Outcome(f"Step {step} of {len(TOUR)}, replayed on Valkey. {last.text}", last.kind, last.detail)

@@ -59,6 +59,10 @@ class FanIn(Widget):
     name = "fanin"
     title = "The fan-in counter"
     queue_parts = (("fanin",),)
+    # `#fanin-step=N` and the static trace: every child completes, then the
+    # last completion is delivered again and the counter does not move.
+    tour = ("complete-child", "complete-child", "complete-child", "redeliver")
+    labels = {"complete-child": "Complete child", "redeliver": "Redeliver last completion", "reset": "Reset"}
 
     def job_ids(self, queue: str) -> list[str]:
         return [PARENT, *CHILDREN]

@@ -39,6 +39,12 @@ class Ledger(Widget):
     title = "The bulk ledger"
     queue_parts = tuple(("ledger", q) for q in LEDGER_QUEUES)
     limits: Settings = LIMITS
+    # Flow after flow as add_bulk would add them, then flow 4 retried by its
+    # ids and run to its release, then the id gate refusing a whole batch.
+    tour = ("next", "next", "next", "next", "retry-4", "complete-4", "ill-formed")
+    labels = {"next": "Next flow", "previous": "Previous flow", "run-batch": "Run the batch",
+              "retry-4": "Retry flow 4", "complete-4": "Complete the retried children",
+              "ill-formed": "Try an ill-formed id", "pick": "Flow N", "reset": "Reset"}
 
     def job_ids(self, queue: str) -> list[str]:
         rel = queue.rsplit(".", 1)[-1]
@@ -157,7 +163,14 @@ class Ledger(Widget):
 
     @action("goto")
     async def goto(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        return await self.run_to(ctx, whole(body, "flow", 0, len(FIXED)))
+        """`#ledger-step=N`: up to flow 4, a native replay of flows 1..N; past
+        it, the tour's retry and gate steps replayed click by click."""
+        step = whole(body, "step", 0, len(self.tour))
+        if step > len(FIXED):
+            return await self.replay(ctx, step)
+        outcome = await self.run_to(ctx, step)
+        return Outcome(f"Step {step} of {len(self.tour)}. {outcome.text}",
+                       outcome.kind, outcome.detail)
 
     @action("run-batch")
     async def run_batch(self, ctx: Context, body: dict[str, Any]) -> Outcome:

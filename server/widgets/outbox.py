@@ -17,7 +17,7 @@ from typing import Any
 
 from server.emq import flows, jobs, keyspace, pump, results
 from server.snapshot import QueueView
-from server.widgets.base import Context, Outcome, Widget, action, whole
+from server.widgets.base import Context, Outcome, Widget, action
 
 PARENT = "JOBparent"
 # (queue part, child id) in the order "Complete child" takes them; two queues
@@ -28,7 +28,8 @@ BATCH = 10
 MAX_BLOCKED = 2  # the aged tick moves a head aside once it has blocked more ticks than this
 # A torn write: not JSON, so decode_entry refuses it and it blocks the outbox.
 POISON = '{"kind":"completed","child":"JOBtorn","parent":'
-# What `#outbox-step=N` replays: the dive's story, one action per step.
+# What `#outbox-step=N` replays and the static trace records: the dive's
+# story, one action per step.
 TOUR = (
     "complete-child", "pump-tick", "complete-child", "crash-before-trim", "pump-tick",
     "add-poison", "complete-child", "pump-tick", "aged-pump-tick", "aged-pump-tick", "aged-pump-tick",
@@ -62,6 +63,11 @@ class Outbox(Widget):
     name = "outbox"
     title = "The cross-queue outbox"
     queue_parts = (("outbox", "orders"), ("outbox", "mail"), ("outbox", "billing"))
+    tour = TOUR
+    labels = {
+        "complete-child": "Complete child", "pump-tick": "Pump tick", "crash-before-trim": "Crash before trim",
+        "add-poison": "Add a poison entry", "aged-pump-tick": "Aged pump tick", "reset": "Reset",
+    }
 
     def job_ids(self, queue: str) -> list[str]:
         if queue.endswith(".outbox.orders"):
@@ -257,13 +263,3 @@ class Outbox(Widget):
             return Outcome("Every outbox is empty: complete a child first.", "info", {"queues": {}})
         tail = await self.deps_sentence(ctx, before)
         return Outcome("Aged pump tick. " + "; ".join(clauses) + f". {tail}", detail={"queues": reports})
-
-    @action("goto")
-    async def goto(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        """`#outbox-step=N`: land afresh and replay the first N steps of the tour."""
-        step = whole(body, "step", 0, len(TOUR))
-        await self.reset(ctx)
-        last = Outcome("Step 0: the flow as it lands.")
-        for slug in TOUR[:step]:
-            last = await self.perform(ctx, slug, {})
-        return Outcome(f"Step {step} of {len(TOUR)}, replayed on Valkey. {last.text}", last.kind, last.detail)

@@ -93,6 +93,11 @@ class ResultsReader(Widget):
     name = "results"
     title = "The results reader"
     queue_parts = (("results",),)
+    # `#results-step=N` and the static trace: two values, one ignored
+    # failure, then the three reads of what the fan-in wrote.
+    tour = ("complete-child", "complete-child", "fail-child", "read")
+    labels = {"complete-child": "Complete child", "fail-child": "Fail child at the cap",
+              "read": "Read the results", "reset": "Reset"}
 
     def job_ids(self, queue: str) -> list[str]:
         return [PARENT, *CHILDREN]

@@ -37,8 +37,10 @@ class LiveSite:
             "PYTHONPATH": str(ROOT),
             "EMQLAB_VALKEY_URL": valkey_url,
             "EMQLAB_INSTRUCTOR_TOKEN": INSTRUCTOR_TOKEN,
-            "EMQLAB_RATE_LIMIT": "1000000",
-            "EMQLAB_ATTEMPT_LIMIT": "1000000",
+            # No rate counters (keys with a TTL that vanish mid-test) unless a
+            # test turns them on.
+            "EMQLAB_RATE_LIMIT": "0",
+            "EMQLAB_ATTEMPT_LIMIT": "0",
             **(env or {}),
         }
         self.proc: subprocess.Popen[bytes] | None = None
@@ -105,3 +107,35 @@ def sandbox_of(client: httpx.Client) -> str:
     answer = client.get("/api/widgets/fanin/state")
     assert answer.status_code == 200, answer.text
     return answer.json()["snapshot"]["queues"][0]["queue"].split(".")[0]
+
+
+class Events:
+    """Reads a Server-Sent Events response event by event (one line iterator)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.lines = response.iter_lines()
+        self.seen: list[tuple[str, dict[str, Any]]] = []
+
+    def next(self) -> tuple[str, dict[str, Any]]:
+        import json
+
+        event = None
+        for line in self.lines:
+            if line.startswith("event:"):
+                event = line.split(":", 1)[1].strip()
+            elif line.startswith("data:") and event:
+                item = (event, json.loads(line.split(":", 1)[1]))
+                self.seen.append(item)
+                return item
+        raise AssertionError(f"the stream ended; events so far: {[e for e, _ in self.seen]}")
+
+    def until(self, wanted: str, timeout: float = 10.0, **match: Any) -> list[tuple[str, dict[str, Any]]]:
+        """Every event up to and including the first `wanted` whose data has `match`."""
+        got: list[tuple[str, dict[str, Any]]] = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            event, data = self.next()
+            got.append((event, data))
+            if event == wanted and all(data.get(k) == v for k, v in match.items()):
+                return got
+        raise AssertionError(f"no {wanted!r} {match} within {timeout} s: {[e for e, _ in got]}")

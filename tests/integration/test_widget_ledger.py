@@ -94,7 +94,7 @@ async def test_previous_flow_replays_the_flows_before_it_on_valkey(ledger, conn)
     pic = await picture(widget, ctx)
     assert pic["move"] == 3 and pic["flows"][3]["state"] is None
     assert not await conn.exists(keyspace.job_key(ORDERS, "JOB0KHTOWnGLuJ"))
-    await widget.perform(ctx, "goto", {"flow": 0})
+    await widget.perform(ctx, "goto", {"step": 0})
     assert not [k for k in await all_keys(conn) if k.startswith("emq:")]
 
 

@@ -1,8 +1,29 @@
 // enqueue-stepper.js — the @enqueue_flow stepper. Highlights the move Valkey
-// has run to and keeps the checkbox in step with the server's record.
-import { register, act, $ } from "./lab.js";
+// has run to, keeps the checkbox in step with the server's record, and draws
+// the parent, its counter and the children as the keys after that move hold them.
+import { register, act, $, el, jobCard, counterBox } from "./lab.js";
 
-function render(root, snapshot) {
+function picture(root, snapshot, previous) {
+  const { parent, children, refused } = snapshot.picture;
+  const before = previous && previous.picture && previous.picture.parent ? previous.picture.parent.dependencies : null;
+  const box = el("div", "flow-picture");
+  const held = parent.state
+    ? jobCard(parent, { parent: true, role: "parent-state" })
+    : el("div", "job job-parent state-none job-absent", `parent ${parent.id}: no row yet`);
+  box.append(held, counterBox(parent.dependencies, before));
+  const list = el("ul", "children");
+  list.setAttribute("aria-label", "The children");
+  for (const child of children) {
+    const item = el("li");
+    item.append(child.state ? jobCard(child) : el("div", "job state-none job-absent", `child ${child.id}: no row yet`));
+    list.append(item);
+  }
+  box.append(list);
+  if (refused) box.append(el("p", "picture-note refused", `The script refused: ${refused}`));
+  $(root, "picture").replaceChildren(box);
+}
+
+function render(root, snapshot, previous) {
   const { move, total, non_job: nonJob, refused } = snapshot.picture;
   root.querySelectorAll(".moves li").forEach((li) => {
     const n = Number(li.dataset.move);
@@ -20,12 +41,14 @@ function render(root, snapshot) {
   root.querySelector('[data-action="previous"]').disabled = move === 0;
   root.querySelector('[data-action="next"]').disabled = move >= total || Boolean(refused);
   root.dataset.move = String(move);
+  picture(root, snapshot, previous);
+  // Bring the move just run into view inside the listing (not the page).
+  const pre = root.querySelector(".stepper-listing pre");
+  const first = root.querySelector(".stepper-listing .line.current");
+  if (pre && first) pre.scrollTop = Math.max(0, first.offsetTop - 24);  // pre is the offset parent
 }
 
 const root = register("enqueue-stepper", render);
 if (root) {
   $(root, "non-job").addEventListener("change", (e) => act("enqueue-stepper", "non-job", { non_job: e.target.checked }));
-  // #step=N (or #enqueue-stepper-step=N) opens the stepper at move N, replayed on Valkey.
-  const match = /(?:^|[#&])(?:enqueue-stepper-)?step=(\d+)/.exec(location.hash);
-  if (match) act("enqueue-stepper", "goto", { move: Number(match[1]) });
 }

@@ -56,6 +56,4 @@ if (root) {
       if (radio.checked) act("failure-policy", "policy", { policy: radio.value });
     });
   });
-  const match = /(?:^|[#&])failure-policy-step=(\d+)/.exec(location.hash);
-  if (match) act("failure-policy", "goto", { step: Number(match[1]) });
 }

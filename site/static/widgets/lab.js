@@ -1,29 +1,67 @@
 // lab.js — what every widget on a page shares: the API call, the one live
-// stream, the key panel, the effects log and the spoken announcements.
-// Nothing here computes a value to show: every number comes from a snapshot
-// the server read from Valkey.
+// stream, the deep links, the key panel, the state sets, the effects log and
+// the spoken announcements. Nothing here computes a value to show: every
+// number and every member comes from a snapshot the server read from Valkey.
 
-const registry = new Map(); // widget name -> { root, render }
+const registry = new Map(); // widget name -> { root, render, last, before, changed }
 let source = null;
 let streamScheduled = false;
+let hashWatched = false;
 
 const $ = (root, role) => root.querySelector(`[data-role="${role}"]`);
+
+export function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
 
 export function register(name, render) {
   const root = document.querySelector(`[data-widget="${name}"]`);
   if (!root) return null;
-  const entry = { root, render, last: null };
+  const entry = { root, render, last: null, before: null, changed: new Set() };
   registry.set(name, entry);
+  // Live from here on: the controls and panels show, the recorded trace
+  // (the page without JavaScript) folds away under "The whole run at a glance".
+  root.classList.add("is-live");
+  const trace = $(root, "trace");
+  if (trace) trace.open = false;
   root.querySelectorAll("button[data-action]").forEach((button) => {
     button.addEventListener("click", () => act(name, button.dataset.action));
   });
   entry.ready = load(name);
+  followHash(name);
+  if (!hashWatched) {
+    hashWatched = true;
+    window.addEventListener("hashchange", () => { for (const n of registry.keys()) followHash(n); });
+  }
   if (!streamScheduled) {
     streamScheduled = true;
-    // Open the stream once every module on the page has registered.
-    setTimeout(openStream, 0);
+    // Open the stream once every module on the page has registered: module
+    // scripts all run before DOMContentLoaded.
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", openStream, { once: true });
+    else setTimeout(openStream, 0);
   }
   return root;
+}
+
+// ---- deep links: #step=N (the page's first widget), #<widget>-step=N -------
+
+export function hashStep(name, root, hash = location.hash) {
+  const own = new RegExp(`(?:^#|&)${name}-step=(\\d+)(?:&|$)`).exec(hash);
+  if (own) return Number(own[1]);
+  const first = /(?:^#|&)step=(\d+)(?:&|$)/.exec(hash);
+  if (first && document.querySelector("[data-widget]") === root) return Number(first[1]);
+  return null;
+}
+
+function followHash(name) {
+  const entry = registry.get(name);
+  const step = hashStep(name, entry.root);
+  // The server resets the widget and replays its tour to that step on Valkey;
+  // act() waits for the widget's first load before it asks.
+  if (step !== null) act(name, "goto", { step });
 }
 
 async function load(name) {
@@ -34,7 +72,8 @@ async function load(name) {
     paint(name, body.snapshot);
   } catch (err) {
     showProblem(name, "The site is unreachable; retrying.", 0);
-    setTimeout(() => load(name), 1000);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    return load(name);
   }
 }
 
@@ -99,11 +138,97 @@ function showProblem(name, message, status) {
 function paint(name, snapshot) {
   const entry = registry.get(name);
   if (!entry || !snapshot) return;
-  const previous = entry.last;
+  // The answer to a click and the stream's snapshot right after it are often
+  // the same keys: keep comparing with the state before the change, so what
+  // the click changed stays highlighted until the next change.
+  const same = entry.last !== null && JSON.stringify(entry.last.queues) === JSON.stringify(snapshot.queues);
+  if (!same) {
+    entry.before = entry.last;
+    entry.changed = changedKeys(snapshot, entry.last);
+  }
+  const previous = same ? entry.before : entry.last;
   entry.last = snapshot;
   $(entry.root, "readout").textContent = snapshot.readout || "";
-  renderKeys($(entry.root, "keys"), snapshot, previous);
+  renderKeys(entry.root, snapshot, entry.changed);
+  renderSets($(entry.root, "sets"), snapshot, previous);
   entry.render(entry.root, snapshot, previous);
+}
+
+// ---- shared pieces of a state picture -------------------------------------
+
+/** A job card: its id, its state as its row says, the state sets holding it. */
+export function jobCard(job, { parent = false, role = null, extra = [] } = {}) {
+  const card = el("div", `job${parent ? " job-parent" : ""} state-${job.state || "none"}`);
+  if (parent) card.append(el("span", "job-kind", "parent"));
+  card.append(el("span", "job-id", job.id));
+  const state = el("span", "job-state", job.state || "no row");
+  if (role) state.dataset.role = role;
+  card.append(state);
+  const sets = job.sets || (job.set ? [job.set] : []);
+  if (job.state) card.append(el("span", "job-sets", sets.length ? `in ${sets.join(", ")}` : "in no state set"));
+  for (const node of extra) card.append(node);
+  return card;
+}
+
+/** The :dependencies counter, marked when it moved since the previous state. */
+export function counterBox(value, before) {
+  const counter = el("div", "counter");
+  counter.append(el("span", "counter-label", ":dependencies"));
+  const out = el("output", "counter-value", value === null || value === undefined ? "—" : String(value));
+  out.dataset.role = "dependencies";
+  if (before !== null && before !== undefined && before !== value) out.classList.add("changed");
+  counter.append(out);
+  return counter;
+}
+
+export function queueLabel(queue) {
+  // "<sandbox>.outbox.mail" -> "outbox.mail": the sandbox is the same on every key
+  const dot = queue.indexOf(".");
+  return dot >= 0 ? queue.slice(dot + 1) : queue;
+}
+
+// ---- the state sets: pending, active, schedule, dead ------------------------
+
+const SETS = ["pending", "active", "schedule", "dead"];
+
+function setMembers(q) {
+  const found = {};
+  for (const key of q.keys) {
+    const suffix = shortName(key.name).replace(/^:/, "");
+    if (key.type === "zset" && SETS.includes(suffix)) found[suffix] = key.value.map(([m]) => m);
+  }
+  return found;
+}
+
+function renderSets(container, snapshot, previous) {
+  if (!container) return;
+  const before = new Map((previous ? previous.queues : []).map((q) => [q.queue, setMembers(q)]));
+  const frag = document.createDocumentFragment();
+  for (const q of snapshot.queues) {
+    const members = setMembers(q);
+    const old = before.get(q.queue) || {};
+    const box = el("div", "sets-queue");
+    box.append(el("p", "sets-title", `${queueLabel(q.queue)} · state sets`));
+    const list = el("dl", "sets");
+    for (const name of SETS) {
+      const cell = el("div", `set set-${name}`);
+      cell.append(el("dt", "", name));
+      const dd = el("dd");
+      dd.dataset.role = `set-${name}`;
+      const now = members[name] || [];
+      if (now.length === 0) dd.append(el("span", "set-empty", "empty"));
+      for (const m of now) {
+        const chip = el("span", "member", m);
+        if (previous && !(old[name] || []).includes(m)) chip.classList.add("changed");
+        dd.append(chip);
+      }
+      cell.append(dd);
+      list.append(cell);
+    }
+    box.append(list);
+    frag.append(box);
+  }
+  container.replaceChildren(frag);
 }
 
 // ---- the key panel ------------------------------------------------------
@@ -142,10 +267,12 @@ export function changedKeys(snapshot, previous) {
   return changed;
 }
 
-function renderKeys(container, snapshot, previous) {
-  const changed = changedKeys(snapshot, previous);
+function renderKeys(root, snapshot, changed) {
+  const container = $(root, "keys");
   const frag = document.createDocumentFragment();
+  let total = 0;
   for (const q of snapshot.queues) {
+    total += q.keys.length;
     const table = document.createElement("table");
     table.className = "keys";
     const caption = table.createCaption();
@@ -167,11 +294,13 @@ function renderKeys(container, snapshot, previous) {
     for (const key of q.keys) {
       const row = body.insertRow();
       row.dataset.key = key.name;
-      if (changed.has(key.name)) row.classList.add("changed");
       const name = row.insertCell();
       name.className = "key-name";
-      name.title = key.name;
       name.textContent = key.name;
+      if (changed.has(key.name)) {
+        row.classList.add("changed");
+        name.append(el("span", "visually-hidden", " (changed by the last step)"));
+      }
       row.insertCell().textContent = key.type;
       const value = row.insertCell();
       value.className = "key-value";
@@ -180,20 +309,44 @@ function renderKeys(container, snapshot, previous) {
     frag.appendChild(table);
   }
   container.replaceChildren(frag);
+  const count = $(root, "raw-count");
+  if (count) {
+    const moved = changed.size ? `, ${changed.size} changed by the last step` : "";
+    count.textContent = `(${total} key${total === 1 ? "" : "s"}${moved})`;
+  }
 }
 
-// ---- the live stream ----------------------------------------------------
+// ---- the effects log ----------------------------------------------------
 
-function logEffect(root, effect) {
-  const list = $(root, "effects");
-  const item = document.createElement("li");
-  const verb = document.createElement("code");
-  verb.textContent = effect.event;
-  item.append(verb, " ", shortName(effect.key));
+const VERBS = {
+  hset: "wrote hash fields", hdel: "removed hash fields", hincrby: "counted in a hash",
+  zadd: "added to a sorted set", zrem: "removed from a sorted set",
+  set: "set a string", incrby: "changed a counter", decrby: "changed a counter", incr: "changed a counter",
+  decr: "changed a counter", del: "deleted the key", rpush: "appended to a list", lpush: "prepended to a list",
+  ltrim: "trimmed a list", lpop: "took from a list", rename_to: "renamed here", expire: "set an expiry",
+  expired: "expired",
+};
+
+function clock(seconds) {
+  const at = new Date(seconds * 1000);
+  return at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
+}
+
+function logEffect(entry, effect) {
+  const list = $(entry.root, "effects");
+  const item = el("li", "effect");
   item.title = effect.key;
+  if (effect.at) item.append(el("time", "effect-time", clock(effect.at)));
+  item.append(el("code", "effect-verb", effect.event));
+  const several = entry.last && entry.last.queues.length > 1;
+  const where = several && effect.queue ? `${queueLabel(effect.queue)} ` : "";
+  item.append(el("span", "effect-key", `${where}${shortName(effect.key)}`));
+  if (VERBS[effect.event]) item.append(el("span", "effect-words", VERBS[effect.event]));
   list.prepend(item);
   while (list.children.length > 40) list.lastChild.remove();
 }
+
+// ---- the live stream ----------------------------------------------------
 
 function openStream() {
   if (source || registry.size === 0) return;
@@ -206,7 +359,7 @@ function openStream() {
   source.addEventListener("effect", (e) => {
     const effect = JSON.parse(e.data);
     const entry = registry.get(effect.widget);
-    if (entry) logEffect(entry.root, effect);
+    if (entry) logEffect(entry, effect);
   });
   source.addEventListener("status", (e) => {
     const status = JSON.parse(e.data);

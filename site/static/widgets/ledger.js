@@ -77,7 +77,4 @@ if (root) {
   root.querySelectorAll("button[data-flow]").forEach((button) => {
     button.addEventListener("click", () => act("ledger", "pick", { flow: Number(button.dataset.flow) }));
   });
-  // #ledger-step=N opens the ledger after flow N, replayed on Valkey.
-  const match = /(?:^|[#&])ledger-step=(\d+)/.exec(location.hash);
-  if (match) act("ledger", "goto", { flow: Number(match[1]) });
 }

@@ -1,7 +1,7 @@
 // outbox.js — the cross-queue outbox. Draws the parent on its slot and, per
 // child queue (each on its own slot), the children, the outbox entries as the
 // server decoded them, and the poison list. Every value comes from the snapshot.
-import { register, act, $ } from "./lab.js";
+import { register, $ } from "./lab.js";
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -72,9 +72,4 @@ function render(root, snapshot, previous) {
   $(root, "picture").replaceChildren(box);
 }
 
-const root = register("outbox", render);
-if (root) {
-  // #outbox-step=N replays the first N steps of the dive's story on Valkey.
-  const match = /(?:^|[#&])outbox-step=(\d+)/.exec(location.hash);
-  if (match) act("outbox", "goto", { step: Number(match[1]) });
-}
+register("outbox", render);

@@ -1,0 +1,168 @@
+"""Figure 3 — fan-out: N concurrent SSE streams on one worker, all watching one
+sandbox (what a room is: every learner of a class on the instructor's
+sandbox). One "Complete child" is posted; each client's latency runs from the
+moment the POST is sent to the moment that client receives the snapshot
+showing the new `:dependencies` (and, separately, its first `effect` event).
+Server memory is the uvicorn process's VmRSS from /proc, idle and with every
+stream open, and its peak (VmHWM).
+
+The clients run in one asyncio process on raw sockets (bench/rawhttp.py); on
+a small machine they share the CPU with the server, so their own lag is part
+of the figure. The baseline is the same measurement with a single stream.
+
+    python -m bench.bench_fanout [--clients 1000] [--actions 12]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from typing import Any
+
+from bench import servers
+from bench.rawhttp import HttpConn, dependencies_of, raise_fd_limit, sse_stream
+
+STREAM_PATH = "/api/stream?widgets=fanin"
+
+
+def percentile(values: list[float], pct: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(pct / 100 * len(ordered) + 0.5) - 1))
+    return ordered[rank]
+
+
+def summary_ms(values: list[float]) -> dict[str, float]:
+    return {
+        "p50": round(percentile(values, 50) * 1000, 1),
+        "p99": round(percentile(values, 99) * 1000, 1),
+        "max": round(max(values) * 1000, 1) if values else 0.0,
+        "mean": round(statistics.fmean(values) * 1000, 1) if values else 0.0,
+        "samples": len(values),
+    }
+
+
+class Client:
+    def __init__(self) -> None:
+        self.deps: int | None = None
+        self.deps_at = 0.0
+        self.effect_at = 0.0
+        self.snapshots = 0
+
+    def on_event(self, event: str, data: str, at: float) -> None:
+        if event == "snapshot":
+            deps = dependencies_of(data)
+            self.snapshots += 1
+            if deps is not None and deps != self.deps:
+                self.deps, self.deps_at = deps, at
+        elif event == "effect":
+            if self.effect_at == 0.0:
+                self.effect_at = at
+
+
+async def measure(site: servers.Served, clients: int, actions: int, timeout: float = 60.0) -> dict[str, Any]:
+    raise_fd_limit(clients * 2 + 256)
+    cookie = servers.new_cookie(site.url)
+    actor = HttpConn(site.host, site.port, cookie)
+    await act(actor, "reset")
+    rss_idle = site.rss_mb()
+    crowd = [Client() for _ in range(clients)]
+    tasks: list[asyncio.Task[Any]] = []
+    opened_at = time.perf_counter()
+    for index, client in enumerate(crowd):
+        tasks.append(asyncio.create_task(sse_stream(site.host, site.port, STREAM_PATH, cookie, client.on_event)))
+        if index % 100 == 99:
+            await asyncio.sleep(0.05)  # a class arriving, not a SYN flood
+    deadline = time.perf_counter() + timeout
+    while any(c.deps != 3 for c in crowd):
+        failed = [t for t in tasks if t.done()]
+        if failed:
+            raise RuntimeError(f"{len(failed)} streams ended early: {failed[0].exception()!r}")
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"only {sum(c.deps == 3 for c in crowd)} of {clients} streams got their first snapshot")
+        await asyncio.sleep(0.05)
+    connect_seconds = time.perf_counter() - opened_at
+    await asyncio.sleep(0.5)
+    rss_streams = site.rss_mb()
+    to_snapshot: list[float] = []
+    to_effect: list[float] = []
+    per_action: list[dict[str, float]] = []
+    expected = 3
+    done_actions = 0
+    while done_actions < actions:
+        if expected == 0:
+            await act(actor, "reset")
+            expected = 3
+            await wait_for(crowd, 3, deadline=time.perf_counter() + timeout)
+            await asyncio.sleep(0.2)
+            continue
+        for client in crowd:
+            client.effect_at = 0.0
+        sent = time.perf_counter()
+        await act(actor, "complete-child")
+        expected -= 1
+        await wait_for(crowd, expected, deadline=time.perf_counter() + timeout)
+        got = [c.deps_at - sent for c in crowd]
+        to_snapshot += got
+        to_effect += [c.effect_at - sent for c in crowd if c.effect_at]
+        per_action.append({"p50_ms": round(percentile(got, 50) * 1000, 1), "p99_ms": round(percentile(got, 99) * 1000, 1)})
+        done_actions += 1
+        await asyncio.sleep(0.3)
+    rss_after = site.rss_mb()
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await actor.close()
+    return {
+        "clients": clients,
+        "actions": done_actions,
+        "connect_seconds": round(connect_seconds, 2),
+        "to_snapshot_ms": summary_ms(to_snapshot),
+        "to_first_effect_ms": summary_ms(to_effect),
+        "per_action": per_action,
+        "rss_mb": {"idle": rss_idle, "streams_open": rss_streams, "after_broadcasts": rss_after, "peak": site.hwm_mb()},
+    }
+
+
+async def act(actor: HttpConn, action: str) -> None:
+    status, body = await actor.post(f"/api/widgets/fanin/{action}")
+    if status != 200:
+        raise RuntimeError(f"{action} answered {status}: {body[:300]!r}")
+
+
+async def wait_for(crowd: list[Client], deps: int, deadline: float) -> None:
+    while any(c.deps != deps for c in crowd):
+        if time.perf_counter() > deadline:
+            behind = sum(c.deps != deps for c in crowd)
+            raise RuntimeError(f"{behind} of {len(crowd)} streams never showed :dependencies = {deps}")
+        await asyncio.sleep(0.002)
+
+
+def run(site: servers.Served, clients: int = 1000, actions: int = 12) -> dict[str, Any]:
+    """The figure (``clients`` streams) beside its baseline (one stream), same site, same run."""
+    single = asyncio.run(measure(site, 1, actions))
+    crowd = asyncio.run(measure(site, clients, actions))
+    base, many = single["to_snapshot_ms"]["p99"], crowd["to_snapshot_ms"]["p99"]
+    return {"baseline_one_stream": single, "many_streams": crowd,
+            "ratio_p99": round(many / base, 1) if base else 0.0}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description="figure 3: SSE fan-out")
+    parser.add_argument("--clients", type=int, default=1000)
+    parser.add_argument("--actions", type=int, default=12)
+    args = parser.parse_args(argv)
+    from server.valkey_process import ValkeyProcess
+
+    with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site:
+        result = run(site, args.clients, args.actions)
+    print(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()

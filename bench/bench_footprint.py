@@ -1,0 +1,109 @@
+"""Figure 5 — footprint: Valkey memory per sandbox after each widget's
+scenario, and what remains after expiry.
+
+For each widget, a fresh sandbox (a first visit's cookie) asks for the
+widget's state, which lands its starting scenario through the real scripts;
+then every key of that sandbox (SCAN `emq:{<sandbox>.*` and `lab:{<sandbox>*`,
+the patterns the reaper uses) is priced with MEMORY USAGE. The same is done
+after each of the widget's actions has run once (empty body; an action that
+refuses an empty body writes nothing). The baseline is the size of the same
+keys serialized by DUMP (the data without Valkey's per-key overhead).
+Finally `server.lifecycle.expire_idle(conn, 0)` expires every sandbox and the
+keys and bytes left under each are counted (the target is 0).
+
+    python -m bench.bench_footprint
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from typing import Any
+
+import redis
+import redis.asyncio as aioredis
+
+from bench import servers
+from server.sandbox import REGISTRY_KEY, key_patterns
+from server.widgets import WIDGETS
+
+
+def sandbox_keys(client: redis.Redis, sandbox: str) -> list[bytes]:
+    names: list[bytes] = []
+    for pattern in key_patterns(sandbox):
+        names.extend(client.scan_iter(match=pattern, count=1000))
+    return names
+
+
+def price(client: redis.Redis, sandbox: str) -> dict[str, int]:
+    names = sandbox_keys(client, sandbox)
+    memory = sum(int(client.memory_usage(n, samples=0) or 0) for n in names)
+    dumped = sum(len(client.dump(n) or b"") for n in names)
+    return {"keys": len(names), "bytes": memory, "dump_bytes": dumped}
+
+
+def run(site_url: str, valkey_url: str) -> dict[str, Any]:
+    client = redis.Redis.from_url(valkey_url)
+    widgets: dict[str, Any] = {}
+    sandboxes: dict[str, str] = {}
+    try:
+        for name, widget in WIDGETS.items():
+            cookie = servers.new_cookie(site_url)
+            sandbox = servers.sandbox_of(valkey_url, cookie)
+            sandboxes[name] = sandbox
+            status, body = servers.get(site_url, f"/api/widgets/{name}/state", cookie)
+            if status != 200:
+                raise RuntimeError(f"{name} state answered {status}: {body[:200]!r}")
+            landed = price(client, sandbox)
+            answers: dict[str, int] = {}
+            for slug in widget.actions:
+                if slug == "reset":
+                    continue
+                status, _ = servers.post(site_url, f"/api/widgets/{name}/{slug}", cookie)
+                answers[slug] = status
+            acted = price(client, sandbox)
+            widgets[name] = {"sandbox": sandbox, "landed": landed, "after_actions": acted, "action_status": answers}
+        time.sleep(0.01)
+        expired = asyncio.run(_expire(valkey_url))
+        left = {name: price(client, sb) for name, sb in sandboxes.items()}
+        still_registered = sum(client.zscore(REGISTRY_KEY, sb) is not None for sb in sandboxes.values())
+    finally:
+        client.close()
+    worst = max(w["landed"]["bytes"] for w in widgets.values())
+    return {
+        "widgets": widgets,
+        "max_landed_bytes": worst,
+        "max_after_actions_bytes": max(w["after_actions"]["bytes"] for w in widgets.values()),
+        "expired_sandboxes": len(set(expired) & set(sandboxes.values())),
+        "after_expiry": {
+            "keys": sum(v["keys"] for v in left.values()),
+            "bytes": sum(v["bytes"] for v in left.values()),
+            "still_registered": still_registered,
+        },
+    }
+
+
+async def _expire(valkey_url: str) -> list[str]:
+    from server import lifecycle
+
+    conn = aioredis.Redis.from_url(valkey_url, decode_responses=True)
+    try:
+        return list(await lifecycle.expire_idle(conn, 0))
+    finally:
+        await conn.aclose()
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    argparse.ArgumentParser(description="figure 5: footprint").parse_args(argv)
+    from server.valkey_process import ValkeyProcess
+
+    with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site:
+        result = run(site.url, valkey.url)
+    print(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()

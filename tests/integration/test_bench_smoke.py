@@ -1,0 +1,116 @@
+"""Every benchmark runs for about a second, so none of them rots.
+
+These check that each `bench/*.run()` still works against the real site and
+returns a sane structure (numbers present and positive, no errors). They
+never assert a time: the figures live in docs/PERFORMANCE.md (`make bench`).
+The browser benchmark has its smoke test in tests/e2e/test_bench_smoke.py.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from bench import bench_actions, bench_bulk, bench_fanout, bench_footprint, bench_pages, run as bench_run, servers
+from server.valkey_process import ValkeyProcess
+
+pytestmark = pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not installed (`make test` installs it)")
+
+
+@pytest.fixture(scope="module")
+def bench_valkey() -> Iterator[ValkeyProcess]:
+    # Its own server: the session's is flushed between tests, and the site
+    # keeps its cookie secret there.
+    with ValkeyProcess() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def site(bench_valkey: ValkeyProcess) -> Iterator[servers.Served]:
+    with servers.serve_site(bench_valkey.url) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def baseline(bench_valkey: ValkeyProcess) -> Iterator[servers.Served]:
+    with servers.serve_baseline(bench_valkey.url) as served:
+        yield served
+
+
+def sane_wrk(result: dict) -> None:
+    assert result["requests"] > 0 and result["rps"] > 0
+    assert result["latency_ms"]["p50"] > 0
+    assert result["errors"]["connect"] == 0 and result["errors"]["status"] == 0, result
+    assert set(result["status_codes"]) == {"200"}, result["status_codes"]
+
+
+def test_action_throughput_runs(site: servers.Served, baseline: servers.Served) -> None:
+    result = bench_actions.run(site.url, baseline.url, seconds=1, sandboxes=120)
+    for key in ("baseline", "site_mix", "site_reset_only", "site_mix_with_streams"):
+        sane_wrk(result[key])
+    assert result["ratio_mix"] > 0 and result["complete_child_rps_derived"] > 0
+    assert result["streams_held"]["streams"] == 120 and result["streams_held"]["errors"] == 0
+    assert site.tracebacks() == 0, site.log_tail()
+
+
+def test_fanout_runs(site: servers.Served) -> None:
+    result = bench_fanout.run(site, clients=20, actions=3)
+    many = result["many_streams"]
+    assert many["clients"] == 20 and many["to_snapshot_ms"]["samples"] == 60
+    assert many["to_snapshot_ms"]["p99"] > 0 and many["rss_mb"]["peak"] > 0
+    assert result["baseline_one_stream"]["to_snapshot_ms"]["samples"] == 3
+
+
+def test_pages_run(site: servers.Served) -> None:
+    result = bench_pages.run(site.url, seconds=1)
+    for key in ("baseline_static", "dive", "dive_first_visit"):
+        sane_wrk(result[key])
+    assert result["ratio"] > 0 and result["page_bytes"] > 0
+
+
+def test_bulk_runs(bench_valkey: ValkeyProcess) -> None:
+    result = bench_bulk.run(bench_valkey.url, flows=20)
+    assert set(result["variants"]) == {"add_bulk", "flows.add x N", "add_bulk_pipelined"}
+    assert all(v["flows_per_second"] > 0 for v in result["variants"].values())
+
+
+def test_footprint_runs_and_expiry_leaves_nothing(site: servers.Served, bench_valkey: ValkeyProcess) -> None:
+    result = bench_footprint.run(site.url, bench_valkey.url)
+    from server.widgets import WIDGETS
+
+    assert set(result["widgets"]) == set(WIDGETS)
+    assert all(w["landed"]["bytes"] > 0 and w["landed"]["keys"] > 0 for w in result["widgets"].values())
+    assert result["after_expiry"] == {"keys": 0, "bytes": 0, "still_registered": 0}
+
+
+def test_the_report_renders_every_figure() -> None:
+    # A report from a fabricated result: the writer handles every section.
+    fake_wrk = {"requests": 10, "seconds": 1.0, "rps": 10.0, "errors": {"connect": 0, "read": 0, "write": 0,
+                "status": 0, "timeout": 0}, "status_codes": {"200": 10},
+                "latency_ms": {"mean": 1.0, "p50": 1.0, "p90": 1.0, "p99": 1.0, "max": 1.0}}
+    dist = {"p50": 1.0, "p95": 1.0, "p99": 1.0, "mean": 1.0, "clicks": 3}
+    fan = {"clients": 2, "actions": 1, "connect_seconds": 0.1,
+           "to_snapshot_ms": {"p50": 1.0, "p99": 1.0, "max": 1.0, "mean": 1.0, "samples": 2},
+           "to_first_effect_ms": {"p50": 1.0, "p99": 1.0, "max": 1.0, "mean": 1.0, "samples": 2},
+           "rss_mb": {"idle": 40.0, "streams_open": 41.0, "after_broadcasts": 41.0, "peak": 41.0}}
+    sizes = {"keys": 1, "bytes": 100, "dump_bytes": 50}
+    results = {
+        "quick": True, "params": bench_run.QUICK, "machine": {"cpus": "2", "chromium": "Chromium"}, "site_errors": 0,
+        "actions": {"connections": 50, "sandboxes": 2, "baseline": fake_wrk, "site_mix": fake_wrk,
+                    "site_reset_only": fake_wrk, "complete_child_rps_derived": 10.0, "ratio_mix": 1.0,
+                    "ratio_complete_child": 1.0},
+        "paint": {"idle": {"dom_ms": dist, "frame_ms": dist}, "loaded": {"dom_ms": dist, "frame_ms": dist},
+                  "load": {}, "ratio_p50": 1.0, "ratio_p99": 1.0, "clicks": 3},
+        "fanout": {"baseline_one_stream": fan, "many_streams": fan, "ratio_p99": 1.0},
+        "pages": {"page": "/p", "static": "/s", "page_bytes": 1, "baseline_static": fake_wrk, "dive": fake_wrk,
+                  "dive_first_visit": fake_wrk, "ratio": 1.0, "ratio_first_visit": 1.0},
+        "footprint": {"widgets": {"fanin": {"landed": sizes, "after_actions": sizes}}, "max_landed_bytes": 100,
+                      "expired_sandboxes": 1, "after_expiry": {"keys": 0, "bytes": 0, "still_registered": 0}},
+        "bulk": {"flows": 1, "children_per_flow": 3, "variants": {"flows.add x N": {"flows_per_second": 1.0}}},
+    }
+    text = bench_run.render(results)
+    for heading in ("## Machine", "## Summary", "## 1. Action throughput", "## 2. Click to paint", "## 3. Fan-out",
+                    "## 4. Pages", "## 5. Footprint", "## Notes on the targets"):
+        assert heading in text

@@ -1,0 +1,374 @@
+"""The instructor: 401/403 without the token, sign-in, resets of one sandbox, a
+room or all (site and `emqlab reset`), and rooms with demo mode — against the
+real site under uvicorn on a real valkey-server."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from server import cli
+from server.lifecycle import sandbox_of_key
+from server.valkey_process import ValkeyProcess
+from tests.integration.live_site import DIVE, INSTRUCTOR_TOKEN, Events, LiveSite, running, sandbox_of
+
+WIDGETS = ("enqueue-stepper", "fanin")
+
+
+@pytest.fixture(scope="module")
+def valkey_server() -> Iterator[ValkeyProcess]:
+    with ValkeyProcess() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def site(valkey_server: ValkeyProcess) -> Iterator[LiveSite]:
+    with running(valkey_server.url) as live:
+        yield live
+
+
+@pytest.fixture
+def clean(site: LiveSite) -> LiveSite:
+    r = site.redis()
+    for key in r.scan_iter("*"):
+        if key != "lab:secret":
+            r.delete(key)
+    return site
+
+
+def keys_by_sandbox(site: LiveSite) -> dict[str | None, set[str]]:
+    found: dict[str | None, set[str]] = {}
+    for key in site.redis().scan_iter("*"):
+        found.setdefault(sandbox_of_key(key), set()).add(key)
+    return found
+
+
+def learner(site: LiveSite) -> tuple[httpx.Client, str]:
+    client = site.visitor()
+    for name in WIDGETS:
+        assert client.get(f"/api/widgets/{name}/state", headers={"Referer": site.url + DIVE}).status_code == 200
+    return client, sandbox_of(client)
+
+
+def dependencies(client: httpx.Client) -> int:
+    snap = client.get("/api/widgets/fanin/state").json()["snapshot"]
+    return snap["picture"]["parent"]["dependencies"]
+
+
+INSTRUCTOR_POSTS = [
+    ("/instructor/reset", {"all": True}),
+    ("/instructor/rooms", {"name": "x"}),
+    ("/instructor/rooms/ABC234/demo", {"demo": True}),
+    ("/instructor/rooms/ABC234/join", {}),
+    ("/instructor/rooms/ABC234/close", {}),
+]
+
+
+# -- without the token ---------------------------------------------------------------
+
+
+def test_the_instructor_page_answers_401_with_a_sign_in_form_until_the_token_is_given(clean: LiveSite) -> None:
+    answer = clean.visitor().get("/instructor")
+    assert answer.status_code == 401
+    assert 'action="/instructor/sign-in"' in answer.text
+    assert 'name="token"' in answer.text
+    assert "<script>" not in answer.text  # CSP: no inline script
+
+
+@pytest.mark.parametrize(("path", "body"), INSTRUCTOR_POSTS)
+def test_every_instructor_endpoint_answers_401_without_the_instructor_cookie(
+    clean: LiveSite, path: str, body: dict[str, object]
+) -> None:
+    _, sandbox = learner(clean)
+    before = keys_by_sandbox(clean)
+    answer = clean.visitor().post(path, json=body)
+    assert answer.status_code == 401
+    assert "sign in" in answer.json()["error"]
+    assert keys_by_sandbox(clean)[sandbox] == before[sandbox]
+
+
+def test_the_overview_answers_401_without_the_cookie_and_a_wrong_bearer_token(clean: LiveSite) -> None:
+    client = clean.visitor()
+    assert client.get("/instructor/overview").status_code == 401
+    wrong = client.get("/instructor/overview", headers={"Authorization": "Bearer not-the-token"})
+    assert wrong.status_code == 401
+    right = client.get("/instructor/overview", headers={"Authorization": f"Bearer {INSTRUCTOR_TOKEN}"})
+    assert right.status_code == 200
+
+
+def test_a_wrong_token_is_refused_with_401_and_sets_no_instructor_cookie(clean: LiveSite) -> None:
+    client = clean.visitor()
+    answer = client.post("/instructor/sign-in", data={"token": INSTRUCTOR_TOKEN + "x"})
+    assert answer.status_code == 401
+    assert "not the instructor token" in answer.text
+    assert "emqlab_instructor" not in answer.headers.get("set-cookie", "")
+    assert client.get("/instructor").status_code == 401
+
+
+def test_a_forged_instructor_cookie_is_not_accepted(clean: LiveSite) -> None:
+    client = clean.visitor()
+    client.cookies.set("emqlab_instructor", "eyJhIjoxfQ.forged.signature")
+    assert client.get("/instructor").status_code == 401
+    assert client.post("/instructor/reset", json={"all": True}).status_code == 401
+
+
+def test_sign_in_and_instructor_changes_from_a_foreign_origin_are_refused(clean: LiveSite) -> None:
+    client = clean.visitor()
+    evil = {"Origin": "https://evil.example"}
+    assert client.post("/instructor/sign-in", data={"token": INSTRUCTOR_TOKEN}, headers=evil).status_code == 403
+    assert client.get("/instructor").status_code == 401
+    instructor = clean.instructor()
+    _, sandbox = learner(clean)
+    before = keys_by_sandbox(clean)
+    answer = instructor.post("/instructor/reset", json={"sandbox": sandbox}, headers=evil)
+    assert answer.status_code == 403
+    assert "cross-site" in answer.json()["error"]
+    assert keys_by_sandbox(clean) == before
+
+
+def test_failed_sign_ins_and_unknown_room_codes_are_limited_per_client(valkey_server: ValkeyProcess) -> None:
+    with running(valkey_server.url, {"EMQLAB_ATTEMPT_LIMIT": "2"}) as site:
+        client = site.visitor()
+        assert client.post("/instructor/sign-in", json={"token": "guess-1"}).status_code == 401
+        assert client.post("/instructor/sign-in", json={"token": "guess-2"}).status_code == 401
+        blocked = client.post("/instructor/sign-in", json={"token": INSTRUCTOR_TOKEN})
+        assert blocked.status_code == 429
+        assert "too many failed attempts" in blocked.json()["error"]
+        assert client.post("/room/join", json={"code": "ABC234"}).status_code == 404
+        assert client.post("/room/join", json={"code": "ABC235"}).status_code == 404
+        assert client.post("/room/join", json={"code": "ABC236"}).status_code == 429
+
+
+def test_instructor_pages_and_endpoints_answer_403_when_no_token_is_configured(valkey_server: ValkeyProcess) -> None:
+    with running(valkey_server.url, {"EMQLAB_INSTRUCTOR_TOKEN": ""}) as site:
+        client = site.visitor()
+        page = client.get("/instructor")
+        assert page.status_code == 403
+        assert "EMQLAB_INSTRUCTOR_TOKEN" in page.text
+        assert client.post("/instructor/sign-in", data={"token": ""}).status_code == 403
+        assert client.post("/instructor/sign-in", json={"token": INSTRUCTOR_TOKEN}).status_code == 403
+        assert client.get("/instructor/overview").status_code == 403
+        for path, body in INSTRUCTOR_POSTS:
+            assert client.post(path, json=body).status_code == 403, path
+
+
+# -- signed in -----------------------------------------------------------------------
+
+
+def test_sign_in_opens_the_page_listing_sandboxes_with_last_activity_dive_and_widget(clean: LiveSite) -> None:
+    _, sandbox = learner(clean)
+    instructor = clean.instructor()
+    page = instructor.get("/instructor")
+    assert page.status_code == 200
+    assert "Signed in as the instructor." in page.text
+    row = re.search(rf'<tr data-sandbox="{sandbox}">(.*?)</tr>', page.text, re.S)
+    assert row is not None
+    assert DIVE in row.group(1)
+    assert "s ago" in row.group(1)
+    assert re.search(r"<td>(fanin|enqueue-stepper)</td>", row.group(1))
+    overview = instructor.get("/instructor/overview").json()
+    mine = next(s for s in overview["sandboxes"] if s["id"] == sandbox)
+    assert mine["page"] == DIVE
+    assert mine["widget"] in WIDGETS
+    assert time.time() - mine["last_seen"] < 60
+
+
+def test_reset_of_one_sandbox_removes_exactly_its_keys_and_the_scenario_lands_again(clean: LiveSite) -> None:
+    one, first = learner(clean)
+    _, second = learner(clean)
+    one.post("/api/widgets/fanin/complete-child")
+    assert dependencies(one) == 2
+    before = keys_by_sandbox(clean)
+    answer = clean.instructor().post("/instructor/reset", json={"sandbox": first})
+    assert answer.status_code == 200
+    assert answer.json()["removed"] == len(before[first])
+    after = keys_by_sandbox(clean)
+    assert first not in after
+    assert after[second] == before[second]
+    assert after[None] >= {"lab:secret", "lab:sandboxes"}
+    assert dependencies(one) == 3  # the fan-in lands its three children again
+
+
+def test_a_reset_form_without_javascript_redirects_back_with_a_notice(clean: LiveSite) -> None:
+    _, sandbox = learner(clean)
+    instructor = clean.instructor()
+    answer = instructor.post("/instructor/reset", data={"sandbox": sandbox})
+    assert answer.status_code == 303
+    assert answer.headers["location"] == "/instructor"
+    page = instructor.get("/instructor")
+    assert f"Sandbox {sandbox} was reset" in page.text
+
+
+@pytest.mark.parametrize("body", [
+    {}, {"sandbox": "s123"}, {"sandbox": "emq:{x}*"}, {"sandbox": ["s0123456789"]},
+    {"room": "no{pe}"}, {"all": "maybe"}, {"sandbox": "s0123456789", "all": True},
+])
+def test_an_ill_formed_reset_is_refused_with_400_and_nothing_is_removed(clean: LiveSite, body: dict) -> None:
+    learner(clean)
+    before = keys_by_sandbox(clean)
+    answer = clean.instructor().post("/instructor/reset", json=body)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]
+    assert keys_by_sandbox(clean) == before
+
+
+def test_a_reset_of_an_unknown_sandbox_or_room_answers_404(clean: LiveSite) -> None:
+    instructor = clean.instructor()
+    assert instructor.post("/instructor/reset", json={"sandbox": "s0000000000"}).status_code == 404
+    assert instructor.post("/instructor/reset", json={"room": "ABC234"}).status_code == 404
+
+
+def test_reset_all_removes_every_sandbox_key_and_nothing_else(clean: LiveSite) -> None:
+    learner(clean)
+    learner(clean)
+    r = clean.redis()
+    r.set("someone-else:key", "kept")
+    answer = clean.instructor().post("/instructor/reset", json={"all": True})
+    assert answer.status_code == 200
+    left = keys_by_sandbox(clean)
+    assert set(left) == {None}
+    assert "someone-else:key" in left[None]
+    assert r.get("someone-else:key") == "kept"
+
+
+# -- rooms ---------------------------------------------------------------------------
+
+
+def open_room(instructor: httpx.Client, name: str = "Tuesday") -> dict:
+    answer = instructor.post("/instructor/rooms", json={"name": name})
+    assert answer.status_code == 201, answer.text
+    return answer.json()["room"]
+
+
+def join(client: httpx.Client, code: str) -> httpx.Response:
+    return client.post("/room/join", data={"code": code.lower()})
+
+
+def test_everyone_in_a_room_acts_in_one_sandbox(clean: LiveSite) -> None:
+    instructor = clean.instructor()
+    room = open_room(instructor)
+    a, b = clean.visitor(), clean.visitor()
+    assert join(a, room["code"]).status_code == 303
+    assert join(b, room["code"]).status_code == 303
+    assert sandbox_of(a) == sandbox_of(b) == room["sandbox"]
+    a.post("/api/widgets/fanin/complete-child")
+    assert dependencies(b) == 2
+    page = b.get("/room")
+    assert room["code"] in page.text
+    assert 'data-mode="open"' in page.text
+    assert b.post("/room/leave").status_code == 303
+    assert sandbox_of(b) != room["sandbox"]
+
+
+def test_demo_mode_lets_only_the_instructor_act(clean: LiveSite) -> None:
+    instructor = clean.instructor()
+    room = open_room(instructor)
+    learner_client = clean.visitor()
+    join(learner_client, room["code"])
+    assert instructor.post(f"/instructor/rooms/{room['code']}/demo", json={"demo": True}).status_code == 200
+    assert 'data-mode="demo"' in learner_client.get("/room").text
+    before = keys_by_sandbox(clean)
+    refused = learner_client.post("/api/widgets/fanin/complete-child")
+    assert refused.status_code == 403
+    assert refused.json()["error"] == "demo mode: only the instructor acts in this room"
+    assert learner_client.post("/api/widgets/fanin/reset").status_code == 403
+    assert keys_by_sandbox(clean) == before
+    assert instructor.post("/api/widgets/fanin/complete-child").status_code == 200
+    assert dependencies(learner_client) == 2  # the learner watches the instructor's action
+    instructor.post(f"/instructor/rooms/{room['code']}/demo", json={"demo": False})
+    assert learner_client.post("/api/widgets/fanin/complete-child").status_code == 200
+
+
+def test_joining_with_an_unknown_or_ill_formed_code_is_refused(clean: LiveSite) -> None:
+    client = clean.visitor()
+    assert join(client, "ABC234").status_code == 404
+    assert client.post("/room/join", json={"code": "ABC{*}"}).status_code == 400
+    assert client.post("/room/join", json={"code": 12}).status_code == 400
+    assert client.post("/room/join", json={"code": "ABC234"}, headers={"Origin": "http://evil.example"}).status_code == 403
+
+
+def test_reset_of_a_room_removes_exactly_the_room_keys(clean: LiveSite) -> None:
+    instructor = clean.instructor()
+    room = open_room(instructor)
+    member = clean.visitor()
+    join(member, room["code"])
+    member.post("/api/widgets/fanin/complete-child")
+    _, alone = learner(clean)
+    before = keys_by_sandbox(clean)
+    assert before[room["sandbox"]]
+    answer = instructor.post("/instructor/reset", json={"room": room["code"]})
+    assert answer.status_code == 200
+    after = keys_by_sandbox(clean)
+    assert room["sandbox"] not in after
+    assert after[alone] == before[alone]
+    assert f"lab:room:{room['code']}" in after[None]  # the room itself stays open
+    assert dependencies(member) == 3
+
+
+def test_a_closed_room_sends_its_members_back_to_their_own_sandboxes(clean: LiveSite) -> None:
+    instructor = clean.instructor()
+    room = open_room(instructor)
+    member = clean.visitor()
+    join(member, room["code"])
+    assert sandbox_of(member) == room["sandbox"]
+    assert instructor.post(f"/instructor/rooms/{room['code']}/close", json={}).status_code == 200
+    assert sandbox_of(member) != room["sandbox"]
+    assert join(member, room["code"]).status_code == 404
+
+
+# -- the stream ----------------------------------------------------------------------
+
+
+def test_a_reset_reaches_an_open_stream_which_resends_the_starting_scenario(clean: LiveSite) -> None:
+    client, sandbox = learner(clean)
+    client.post("/api/widgets/fanin/complete-child")
+    with client.stream("GET", "/api/stream?widgets=fanin", timeout=15) as response:
+        assert response.status_code == 200
+        events = Events(response)
+        first = events.until("snapshot")[-1][1]
+        assert first["picture"]["parent"]["dependencies"] == 2
+        assert clean.instructor().post("/instructor/reset", json={"sandbox": sandbox}).status_code == 200
+        assert events.until("reset")[-1][1]["by"] == "instructor"
+        snapshot = events.until("snapshot")[-1][1]
+        assert snapshot["picture"]["parent"]["dependencies"] == 3
+
+
+# -- the shell -----------------------------------------------------------------------
+
+
+def test_emqlab_reset_does_the_same_from_a_shell(
+    clean: LiveSite, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("EMQLAB_VALKEY_URL", clean.valkey_url)
+    instructor = clean.instructor()
+    room = open_room(instructor, "Thursday")
+    member = clean.visitor()
+    join(member, room["code"])
+    member.get("/api/widgets/fanin/state")
+    _, first = learner(clean)
+    _, second = learner(clean)
+
+    before = keys_by_sandbox(clean)
+    assert cli.main(["reset", "--sandbox", first]) == 0
+    after = keys_by_sandbox(clean)
+    assert first not in after and after[second] == before[second] and after[room["sandbox"]] == before[room["sandbox"]]
+    assert f"sandbox {first}" in capsys.readouterr().out
+
+    assert cli.main(["reset", "--room", room["code"].lower()]) == 0
+    after = keys_by_sandbox(clean)
+    assert room["sandbox"] not in after and after[second] == before[second]
+    member.get("/api/widgets/fanin/state")
+    assert cli.main(["reset", "--room", "Thursday"]) == 0  # by name too
+    assert room["sandbox"] not in keys_by_sandbox(clean)
+
+    assert cli.main(["reset", "--all"]) == 0
+    assert set(keys_by_sandbox(clean)) == {None}
+
+    assert cli.main(["reset", "--sandbox", "not-an-id"]) == 2
+    assert cli.main(["reset", "--sandbox", "s0000000000"]) == 1
+    assert cli.main(["reset", "--room", "NOROOM"]) == 1
+    assert "no open room" in capsys.readouterr().err

@@ -1,0 +1,107 @@
+"""Render every page of the course at desktop and phone width into docs/screenshots/.
+
+    python -m tools.screenshots            (or `make screenshots`)
+
+Starts its own valkey-server and the real site (as the e2e suite does), opens
+each page in Debian's Chromium at 1280×900 and 390×844, waits until every
+widget on it shows the keys Valkey returned, and writes
+docs/screenshots/<page>-desktop.png and <page>-phone.png. A dive is shot with
+its first widget in view, opened on a step of its tour by a deep link, so the
+picture shows a state worth looking at (the held parent, the counter, the
+outbox) rather than a blank start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from playwright.sync_api import Page, sync_playwright
+
+from server.valkey_process import ValkeyProcess
+from tests.support import start_site, stop_site
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "docs" / "screenshots"
+CHROMIUM = os.environ.get("EMQLAB_CHROMIUM", "/usr/bin/chromium")
+VIEWPORTS = {"desktop": (1280, 900), "phone": (390, 844)}
+# page name -> (path, deep link); a dive opens on a step of its first widget's tour
+PAGES = {
+    "index": ("/", ""),
+    "flows": ("/flows", ""),
+    "batches": ("/batches", ""),
+    "parent-and-children": ("/flows/parent-and-children", "#step=3"),
+    "reading-the-results": ("/flows/reading-the-results", "#step=4"),
+    "cross-queue": ("/flows/cross-queue", "#step=3"),
+    "bulk-flows": ("/batches/bulk-flows", "#step=4"),
+}
+
+
+def wait_for_widgets(page: Page, deep_link: str) -> None:
+    """Every widget's readout came from Valkey; a deep link's replay has answered."""
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('[data-widget]')].every((w) => {
+             const r = w.querySelector('[data-role="readout"]');
+             return w.classList.contains('is-live') && r && !r.textContent.startsWith('Reading the keys');
+           })""",
+        timeout=15_000,
+    )
+    if deep_link:
+        page.locator('[data-widget] [data-role="outcome"]').first.filter(has_text="replayed on Valkey").wait_for(
+            timeout=15_000
+        )
+
+
+def shoot(page: Page, name: str, path: str, deep_link: str, viewport: str) -> Path:
+    page.goto(path + deep_link)
+    wait_for_widgets(page, deep_link)
+    widget = page.locator("[data-widget]").first
+    if widget.count():
+        # the section holding the first widget, from its heading down
+        section = widget.locator("xpath=ancestor::section[contains(@class, 'dive-section')]")
+        target = section if section.count() else widget
+        target.evaluate("(node) => node.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(150)
+    out = OUT / f"{name}-{viewport}.png"
+    page.screenshot(path=str(out), animations="disabled")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("pages", nargs="*", help=f"only these pages (of: {', '.join(PAGES)})")
+    args = parser.parse_args(argv)
+    wanted = args.pages or list(PAGES)
+    unknown = [p for p in wanted if p not in PAGES]
+    if unknown:
+        parser.error(f"unknown pages: {', '.join(unknown)}")
+    OUT.mkdir(parents=True, exist_ok=True)
+    with ValkeyProcess() as valkey:
+        url, proc = start_site(valkey.url)
+        try:
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(
+                    executable_path=CHROMIUM,
+                    args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run"],
+                )
+                for viewport, (width, height) in VIEWPORTS.items():
+                    context = browser.new_context(
+                        base_url=url, viewport={"width": width, "height": height},
+                        device_scale_factor=1, is_mobile=viewport == "phone", has_touch=viewport == "phone",
+                    )
+                    page = context.new_page()
+                    for name in wanted:
+                        path, deep_link = PAGES[name]
+                        written = shoot(page, name, path, deep_link, viewport)
+                        print(written.relative_to(ROOT))
+                    context.close()
+                browser.close()
+        finally:
+            stop_site(proc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
