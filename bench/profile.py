@@ -50,10 +50,12 @@ class Recording:
                 self.error = (err or b"").decode(errors="replace").strip().splitlines()[-1:] and \
                     (err or b"").decode(errors="replace").strip().splitlines()[-1] or "py-spy failed"
 
-    def top(self, limit: int = 14) -> dict[str, Any]:
+    def top(self, limit: int = 12) -> dict[str, Any]:
+        """Our own frames (server/) by inclusive share, and every frame by self share."""
         if self.error or not self.out.exists():
             return {"error": self.error or "no samples"}
         inclusive: collections.Counter[str] = collections.Counter()
+        own: collections.Counter[str] = collections.Counter()
         total = 0
         for line in self.out.read_text().splitlines():
             stack, _, count = line.rpartition(" ")
@@ -61,16 +63,16 @@ class Recording:
                 continue
             n = int(count)
             total += n
-            seen = set()
-            for frame in stack.split(";"):
-                key = re.sub(r":\d+\)$", ")", frame)
-                if key not in seen:
-                    seen.add(key)
-                    inclusive[key] += n
+            frames = [re.sub(r":\d+\)$", ")", f) for f in stack.split(";")]
+            own[frames[-1]] += n
+            for key in set(frames):
+                inclusive[key] += n
         shutil.rmtree(self.out.parent, ignore_errors=True)
         if not total:
             return {"error": "no samples"}
-        wanted = [(k, v) for k, v in inclusive.most_common()
-                  if re.search(r"\((server/|redis/|starlette/|sse_starlette/|h11|uvicorn/protocols|asyncio/selector)", k)]
-        return {"samples": total,
-                "frames": [{"share": round(100 * v / total, 1), "frame": k} for k, v in wanted[:limit]]}
+        ours = [(k, v) for k, v in inclusive.most_common() if "(server/" in k][:limit]
+        return {
+            "samples": total,
+            "ours_inclusive": [{"share": round(100 * v / total, 1), "frame": k} for k, v in ours],
+            "self": [{"share": round(100 * v / total, 1), "frame": k} for k, v in own.most_common(limit)],
+        }

@@ -54,7 +54,9 @@ class Notice:
     data: dict[str, Any] = field(default_factory=dict)
     # When the hub received it (monotonic): a read that starts later sees it.
     seen: float = field(default_factory=time.monotonic)
-    # Its encoded event per widget, made once for every stream it goes to.
+    # The widget owning the effect's queue ("" for none) and its encoded event,
+    # worked out once for every stream the notice goes to.
+    owner: str | None = field(default=None, repr=False, compare=False)
     encoded: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -146,6 +148,9 @@ class Hub:
             entry = (started, future)
             if key[0] in self.subs:
                 self.reads[key] = entry
+        if entry[1].done():
+            return entry[1].result()
+        # shielded: a stream that goes away must not cancel the others' read
         return await asyncio.shield(entry[1])
 
     def broadcast(self, notice: Notice, sandbox: str | None = None) -> None:

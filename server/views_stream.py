@@ -111,7 +111,9 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
             chunk: list[bytes] = []
             for notice in batch:
                 if notice.kind == "effect":
-                    owner = widget_for_queue(notice.data["queue"])
+                    owner = notice.owner
+                    if owner is None:  # once per notice, not once per stream
+                        owner = notice.owner = widget_for_queue(notice.data["queue"]) or ""
                     if owner in names:
                         touched.add(owner)
                         data = notice.encoded.get(owner)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def wait_for_widgets(page: Page, deep_link: str) -> None:
         timeout=15_000,
     )
     if deep_link:
-        page.locator('[data-widget] [data-role="outcome"]').first.filter(has_text="replayed on Valkey").wait_for(
+        page.locator('[data-widget] [data-role="outcome"]').filter(has_text=re.compile(r"^Step \d+ of")).first.wait_for(
             timeout=15_000
         )
 
@@ -59,11 +60,13 @@ def shoot(page: Page, name: str, path: str, deep_link: str, viewport: str) -> Pa
     wait_for_widgets(page, deep_link)
     widget = page.locator("[data-widget]").first
     if widget.count():
-        # the section holding the first widget, from its heading down
+        # on a desktop the section holding the first widget, from its heading
+        # down (the widget sits beside the prose); on a phone the widget itself,
+        # which follows its section's prose
         section = widget.locator("xpath=ancestor::section[contains(@class, 'dive-section')]")
-        target = section if section.count() else widget
-        target.evaluate("(node) => node.scrollIntoView({block: 'start'})")
-        page.wait_for_timeout(150)
+        target = section if viewport == "desktop" and section.count() else widget
+        target.evaluate("(node) => node.scrollIntoView({block: 'start', behavior: 'instant'})")
+        page.wait_for_timeout(300)
     out = OUT / f"{name}-{viewport}.png"
     page.screenshot(path=str(out), animations="disabled")
     return out
