@@ -17,7 +17,7 @@ from starlette.templating import Jinja2Templates
 
 from server import partials, traces, views_api, views_instructor, views_pages, views_room, views_stream
 from server import settings as settings_module
-from server.content.pages import load_course
+from server.content import load_course
 from server.guard import INSTRUCTOR_COOKIE
 from server.lifecycle import Reaper
 from server.middleware import RoomCache, SandboxMiddleware, SecurityHeaders

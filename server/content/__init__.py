@@ -9,7 +9,8 @@ front matter fields). Directives: ``{widget}`` (widget_directive) and
 from .errors import ContentError, DirectiveError
 from .frontmatter import FrontMatterError, parse_front_matter
 from .markdown import make_markdown
-from .pages import CONTENT_DIR, Course, Link, Page, SectionLink, load_course
+from .course import Course, load_course
+from .pages import CONTENT_DIR, Link, Page, SectionLink
 
 __all__ = [
     "CONTENT_DIR",
