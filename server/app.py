@@ -8,14 +8,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import redis
-import redis.asyncio as aioredis
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from server import partials, traces, views_api, views_instructor, views_pages, views_room, views_stream
+from server import connect, partials, traces, views_api, views_instructor, views_pages, views_room, views_stream
 from server import settings as settings_module
 from server.content import load_course
 from server.guard import INSTRUCTOR_COOKIE
@@ -29,16 +28,16 @@ from server.stream import Hub, enable_notifications
 SITE = Path(__file__).resolve().parent.parent / "site"
 
 
-def shared_secret(url: str) -> str:
+def shared_secret(url: str, cluster: bool | None = None) -> str:
     """The cookie-signing secret every worker of this site shares (kept in Valkey)."""
     try:
-        client = redis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2)
+        client = connect.open_sync_client(url, cluster)
         client.set("lab:secret", secrets.token_urlsafe(32), nx=True)
         value = client.get("lab:secret")
         client.close()
         if value:
             return str(value)
-    except redis.RedisError:
+    except (redis.RedisError, OSError):
         pass
     return secrets.token_urlsafe(32)
 
@@ -46,7 +45,8 @@ def shared_secret(url: str) -> str:
 def create_app(url: str, settings: Settings | None = None) -> Starlette:
     settings = settings or Settings.from_env()
     settings_module.install(settings)
-    secret = settings.secret or shared_secret(url)
+    cluster = connect.wants_cluster(url)  # EMQLAB_VALKEY_CLUSTER, else INFO cluster
+    secret = settings.secret or shared_secret(url, cluster)
     secure = settings.secure_cookies
     cookie = SandboxCookie(secret, secure=secure)
     room_cookie = SignedCookie(ROOM_COOKIE, secret, "emqlab-room", settings.room_ttl, secure)
@@ -60,18 +60,12 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        # A blocking pool: more concurrent requests and streams than connections
-        # wait their turn (up to 5 s) instead of failing at once: redis-py's
-        # default pool raises MaxConnectionsError past 100, a 503 for the learner.
-        conn = aioredis.Redis.from_pool(aioredis.BlockingConnectionPool.from_url(
-            url, decode_responses=True, socket_connect_timeout=1, socket_timeout=5, health_check_interval=10,
-            max_connections=128, timeout=5,
-        ))
+        conn = connect.open_client(url, cluster)  # Redis, or RedisCluster on a cluster
         app.state.conn = conn
         with contextlib.suppress(redis.RedisError, OSError):
             await enable_notifications(conn)
         await traces.start(app)  # each widget's tour, recorded on Valkey for the no-JS trace
-        hub = Hub(url)
+        hub = Hub(url, cluster=cluster)
         app.state.hub = hub
         reaper = Reaper(conn, settings.sandbox_ttl, every=settings.reap_every)
         await hub.start()
@@ -103,6 +97,7 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.cluster = cluster
     app.state.cookie = cookie
     app.state.room_cookie = room_cookie
     app.state.instructor_cookie = instructor_cookie

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -13,10 +14,12 @@ from pathlib import Path
 # `emqlab reset` finds the Valkey of a running `emqlab serve` through this file
 # when EMQLAB_VALKEY_URL is not set.
 URL_FILE = Path(tempfile.gettempdir()) / "emqlab-serve.url"
+CLUSTER_PRIMARIES = 3
 
 
 def app_from_env():  # type: ignore[no-untyped-def]
-    """uvicorn factory: each worker builds the app on the URL serve chose."""
+    """uvicorn factory: each worker builds the app on the URL serve chose
+    (EMQLAB_VALKEY_URL; EMQLAB_VALKEY_CLUSTER=1 when it is a cluster)."""
     from server.app import create_app
 
     return create_app(os.environ["EMQLAB_VALKEY_URL"])
@@ -35,19 +38,39 @@ def port_free(host: str, port: int) -> bool:
 def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from server.valkey_process import ValkeyProcess
+    from server.connect import CLUSTER_ENV, wants_cluster
+    from server.valkey_process import ValkeyCluster, ValkeyProcess
 
     if not port_free(args.host, args.port):
         print(f"emqlab: port {args.port} on {args.host} is in use; pick another with --port", file=sys.stderr)
         return 2
-    managed: ValkeyProcess | None = None
+    if args.workers < 1:
+        print("emqlab: --workers must be at least 1", file=sys.stderr)
+        return 2
+    managed: ValkeyProcess | ValkeyCluster | None = None
     url = os.environ.get("EMQLAB_VALKEY_URL")
     if not url:
-        managed = ValkeyProcess()
-        url = managed.start()
-        print(f"emqlab: started valkey-server on {url} (temporary, no persistence)", flush=True)
+        if args.cluster:
+            managed = ValkeyCluster(CLUSTER_PRIMARIES)
+            try:
+                url = managed.start()
+            except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
+                managed.stop()
+                print(f"emqlab: could not start the Valkey cluster: {exc}", file=sys.stderr)
+                return 3
+            ports = ", ".join(str(node.port) for node in managed.nodes)
+            print(f"emqlab: started a {CLUSTER_PRIMARIES}-primary Valkey cluster on 127.0.0.1 ports {ports} "
+                  "(temporary, no persistence)", flush=True)
+        else:
+            managed = ValkeyProcess()
+            url = managed.start()
+            print(f"emqlab: started valkey-server on {url} (temporary, no persistence)", flush=True)
     else:
         print(f"emqlab: using the Valkey at {url}", flush=True)
+    cluster = True if args.cluster else wants_cluster(url)
+    os.environ[CLUSTER_ENV] = "1" if cluster else "0"
+    if cluster and not args.cluster:
+        print("emqlab: that Valkey is a cluster: using the cluster client", flush=True)
     os.environ["EMQLAB_VALKEY_URL"] = url
     URL_FILE.write_text(url)
     print(f"emqlab: Flows Lab is running — open http://{args.host}:{args.port}/", flush=True)
@@ -66,7 +89,8 @@ def serve(args: argparse.Namespace) -> int:
     finally:
         if managed is not None:
             managed.stop()
-            print("emqlab: stopped valkey-server", flush=True)
+            print("emqlab: stopped the Valkey cluster" if cluster and args.cluster else "emqlab: stopped valkey-server",
+                  flush=True)
         if URL_FILE.exists() and URL_FILE.read_text() == url:
             URL_FILE.unlink()
     return 0
@@ -74,9 +98,9 @@ def serve(args: argparse.Namespace) -> int:
 
 def reset(args: argparse.Namespace) -> int:
     import redis
-    import redis.asyncio as aioredis
 
     from server import lifecycle, rooms
+    from server.connect import open_client
     from server.sandbox import SANDBOX_RE
 
     url = os.environ.get("EMQLAB_VALKEY_URL") or (URL_FILE.read_text().strip() if URL_FILE.exists() else "")
@@ -85,7 +109,7 @@ def reset(args: argparse.Namespace) -> int:
         return 2
 
     async def run() -> int:
-        conn = aioredis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2)
+        conn = open_client(url)  # a cluster when EMQLAB_VALKEY_CLUSTER=1 or INFO cluster says so
         try:
             if args.all:
                 removed = await lifecycle.reset_sandboxes(conn, None, by="emqlab reset")
@@ -110,7 +134,7 @@ def reset(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"emqlab: {exc}", file=sys.stderr)
             return 2
-        except (redis.RedisError, OSError) as exc:
+        except (redis.RedisError, redis.exceptions.RedisClusterException, OSError) as exc:
             print(f"emqlab: cannot reach Valkey at {url}: {exc}", file=sys.stderr)
             return 3
         finally:
@@ -125,7 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     p_serve = sub.add_parser("serve", help="run the site (starts its own valkey-server unless EMQLAB_VALKEY_URL is set)")
     p_serve.add_argument("--host", default="127.0.0.1")
     p_serve.add_argument("--port", type=int, default=8000)
-    p_serve.add_argument("--workers", type=int, default=1)
+    p_serve.add_argument("--workers", type=int, default=1,
+                         help="uvicorn worker processes (state lives in Valkey, so any worker serves any learner)")
+    p_serve.add_argument("--cluster", action="store_true",
+                         help=f"start a managed {CLUSTER_PRIMARIES}-primary Valkey Cluster instead of one server "
+                              "(with EMQLAB_VALKEY_URL: that Valkey is a cluster)")
     p_serve.add_argument("--log-level", default="warning")
     p_serve.set_defaults(func=serve)
     p_reset = sub.add_parser("reset", help="the instructor's reset, from a shell")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from server.connect import node_of
 from server.emq import keyspace
 
 QUEUE_SUFFIXES = (
@@ -58,6 +59,8 @@ class QueueView:
     queue: str
     slot: int
     keys: list[KeyView] = field(default_factory=list)
+    # On a cluster: "host:port" of the primary holding the queue's slot.
+    node: str | None = None
 
     def get(self, suffix: str) -> KeyView | None:
         name = keyspace.queue_key(self.queue, suffix)
@@ -72,7 +75,10 @@ class QueueView:
         return [m for m, _ in key.value] if key else []
 
     def as_json(self) -> dict[str, Any]:
-        return {"queue": self.queue, "slot": self.slot, "keys": [k.as_json() for k in self.keys]}
+        found = {"queue": self.queue, "slot": self.slot, "keys": [k.as_json() for k in self.keys]}
+        if self.node is not None:
+            found["node"] = self.node
+        return found
 
 
 def _row_candidates(queue: str, ids: list[str]) -> list[str]:
@@ -121,7 +127,8 @@ async def read_queue(conn: Any, queue: str, job_ids: list[str]) -> QueueView:
             else:
                 pipe.get(name)
         values = await pipe.execute() if present else []
-    view = QueueView(queue=queue, slot=keyspace.hash_slot(keyspace.queue_key(queue, "")))
+    home = keyspace.queue_key(queue, "")
+    view = QueueView(queue=queue, slot=keyspace.hash_slot(home), node=node_of(conn, home))
     for (name, kind), value in zip(present, values):
         if value is None or (kind != "string" and not value):
             # Gone between TYPE and the read (a reset or an expiry running
@@ -139,9 +146,12 @@ async def read_queue(conn: Any, queue: str, job_ids: list[str]) -> QueueView:
 async def delete_queue(conn: Any, queue: str) -> int:
     """Remove every key of one queue (and its lab state): used by Reset."""
     removed = 0
+    # On a cluster, only the primary holding the queue's slot has its keys.
+    node = node_of(conn, keyspace.queue_key(queue, ""))
+    where = {"target_nodes": conn.get_node(node_name=node)} if node else {}
     for pattern in (f"emq:{{{queue}}}:*", f"lab:{{{queue}}}:*"):
         batch: list[str] = []
-        async for name in conn.scan_iter(match=pattern, count=500):
+        async for name in conn.scan_iter(match=pattern, count=500, **where):
             batch.append(_text(name))
         if batch:
             removed += int(await conn.delete(*batch))

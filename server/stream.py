@@ -1,12 +1,19 @@
 """The live stream: keyspace notifications in, Server-Sent Events out.
 
-One `Hub` per process holds ONE pattern subscription on Valkey
+One `Hub` per process holds ONE pattern subscription per Valkey primary
 (`__keyspace@*__:emq:*` and the lab's own event channel) and hands each
 notification to the streams of the sandbox named inside the key's hashtag, so
-a thousand open pages cost one Valkey connection, not a thousand. When Valkey
-goes away the hub says so to every stream, reconnects on its own, enables
-keyspace notifications again (a restarted server has forgotten them) and tells
-the streams to resync with a fresh snapshot.
+a thousand open pages cost one Valkey connection per primary, not a thousand.
+On one server that is one subscription. On a cluster, keyspace notifications
+are node-local, so the hub subscribes on every primary and re-reads the
+topology (CLUSTER SHARDS) every few seconds, starting and stopping
+subscribers as primaries come and go; it is `up` when every primary is
+subscribed. When a node goes away the hub says so to every stream,
+reconnects on its own, enables keyspace notifications again (a restarted
+server has forgotten them) and tells the streams to resync with a fresh
+snapshot. The lab's events (resets) travel by PUBLISH, which a cluster
+broadcasts to every node: each event carries an id and the hub hands it on
+once.
 """
 
 from __future__ import annotations
@@ -15,12 +22,16 @@ import asyncio
 import contextlib
 import json
 import logging
+import secrets
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
 log = logging.getLogger("emqlab.stream")
@@ -28,16 +39,31 @@ log = logging.getLogger("emqlab.stream")
 NOTIFY_FLAGS = "KA"
 EVENTS_CHANNEL = "emqlab:events"
 KEYSPACE_PATTERN = "__keyspace@*__:emq:*"
+TOPOLOGY_EVERY = 3.0  # seconds between reads of a cluster's primaries
+SEEN_EVENTS = 512  # event ids remembered, to hand each cluster-broadcast event on once
+
+
+def _flags_on(flags: Any) -> bool:
+    if isinstance(flags, bytes):
+        flags = flags.decode()
+    flags = flags or ""
+    return "K" in flags and ("A" in flags or {"g", "h", "z", "l", "$"} <= set(flags))
 
 
 async def enable_notifications(conn: Any) -> bool:
-    """Turn keyspace notifications on; False when the server refuses CONFIG."""
+    """Turn keyspace notifications on; False when the server refuses CONFIG.
+
+    On a cluster client: on EVERY primary (notifications are node-local)."""
     try:
+        if isinstance(conn, RedisCluster):
+            await conn.initialize()
+            for node in conn.get_primaries():
+                current = await conn.config_get("notify-keyspace-events", target_nodes=node)
+                if not _flags_on(current.get("notify-keyspace-events", "") if isinstance(current, dict) else ""):
+                    await conn.config_set("notify-keyspace-events", NOTIFY_FLAGS, target_nodes=node)
+            return True
         current = await conn.config_get("notify-keyspace-events")
-        flags = current.get("notify-keyspace-events", "") if isinstance(current, dict) else ""
-        if isinstance(flags, bytes):
-            flags = flags.decode()
-        if "K" in flags and ("A" in flags or {"g", "h", "z", "l", "$"} <= set(flags)):
+        if _flags_on(current.get("notify-keyspace-events", "") if isinstance(current, dict) else ""):
             return True
         await conn.config_set("notify-keyspace-events", NOTIFY_FLAGS)
         return True
@@ -90,8 +116,9 @@ def parse_channel(channel: str) -> tuple[str, str, str] | None:
 
 
 class Hub:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, cluster: bool = False) -> None:
         self.url = url
+        self.cluster = cluster
         self.subs: dict[str, set[Subscription]] = {}
         self.up = False
         self.notifications_on = False
@@ -99,15 +126,25 @@ class Hub:
         self.changed = asyncio.Event()
         # (sandbox, widget) -> (when the read started, the read): see shared_read.
         self.reads: dict[tuple[str, str], tuple[float, asyncio.Future[Any]]] = {}
+        # On a cluster: "host:port" of each primary -> its subscriber task,
+        # whether it is subscribed, whether its notifications are on.
+        self.nodes: dict[str, asyncio.Task[None]] = {}
+        self.node_up: dict[str, bool] = {}
+        self.node_notifications: dict[str, bool] = {}
+        self.seen_events: OrderedDict[str, None] = OrderedDict()
 
     async def start(self) -> None:
-        self.task = asyncio.create_task(self.run(), name="emqlab-hub")
+        runner = self.run_cluster() if self.cluster else self.run()
+        self.task = asyncio.create_task(runner, name="emqlab-hub")
 
     async def stop(self) -> None:
-        if self.task:
-            self.task.cancel()
+        tasks = [t for t in (self.task, *self.nodes.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.task
+                await task
+        self.nodes.clear()
 
     @contextlib.asynccontextmanager
     async def listen(self, sandbox: str) -> AsyncIterator[Subscription]:
@@ -165,6 +202,7 @@ class Hub:
             self.broadcast(Notice("status", {"valkey": "up" if up else "down"}))
 
     async def run(self) -> None:
+        """One server: one subscriber on the URL's node."""
         while True:
             client = aioredis.Redis.from_url(self.url, decode_responses=True, socket_connect_timeout=1)
             try:
@@ -185,6 +223,115 @@ class Hub:
             self.set_up(False)
             await asyncio.sleep(0.25)
 
+    # -- a cluster: one subscriber per primary ----------------------------------
+
+    def node_url(self, address: str) -> str:
+        """The URL of one node: the site's URL (scheme, credentials, options)
+        with that node's host:port."""
+        parts = urlsplit(self.url)
+        userinfo = parts.netloc.rpartition("@")[0]
+        netloc = f"{userinfo}@{address}" if userinfo else address
+        return parts._replace(netloc=netloc, path="/0").geturl()
+
+    def node_client(self, address: str) -> aioredis.Redis:
+        return aioredis.Redis.from_url(
+            self.node_url(address), decode_responses=True, socket_connect_timeout=1
+        )
+
+    async def primaries(self) -> list[str]:
+        """"host:port" of every online primary, asked of the URL's node or, if
+        it does not answer, of any primary known so far (the URL's node may be
+        the one that left)."""
+        last: Exception | None = None
+        for seed in dict.fromkeys([self.url, *(self.node_url(a) for a in self.nodes)]):
+            client = aioredis.Redis.from_url(seed, decode_responses=True, socket_connect_timeout=1, socket_timeout=2)
+            try:
+                found = set()
+                for shard in await client.execute_command("CLUSTER SHARDS"):
+                    for node in shard.get("nodes", []):
+                        if node.get("role") == "master" and node.get("health", "online") == "online":
+                            host = node.get("endpoint")
+                            if host in (None, "", "?"):
+                                host = node.get("ip")
+                            found.add(f"{host}:{node['port']}")
+                return sorted(found)
+            except (RedisError, OSError, AttributeError, TypeError) as exc:
+                last = exc
+            finally:
+                with contextlib.suppress(Exception):
+                    await client.aclose()
+        raise RedisError(f"no cluster node answered CLUSTER SHARDS: {last}")
+
+    async def run_cluster(self) -> None:
+        """Follow the topology: a subscriber per primary, started and stopped
+        as primaries come and go."""
+        try:
+            while True:
+                try:
+                    wanted = await self.primaries()
+                except asyncio.CancelledError:
+                    raise
+                except (RedisError, OSError) as exc:
+                    log.info("cluster topology unreadable for the live stream: %s", exc)
+                    wanted = list(self.nodes)  # keep trying the ones we know
+                for address in [a for a in self.nodes if a not in wanted]:
+                    self.nodes.pop(address).cancel()
+                    self.node_up.pop(address, None)
+                    self.node_notifications.pop(address, None)
+                for address in wanted:
+                    task = self.nodes.get(address)
+                    if task is None or task.done():
+                        self.nodes[address] = asyncio.create_task(
+                            self.run_node(address), name=f"emqlab-hub-{address}"
+                        )
+                self.refresh_up()
+                await asyncio.sleep(TOPOLOGY_EVERY)
+        finally:
+            for task in self.nodes.values():
+                task.cancel()
+
+    async def run_node(self, address: str) -> None:
+        """Subscribe on one primary; on a drop, reconnect and enable
+        notifications on that node again."""
+        while True:
+            client = self.node_client(address)
+            try:
+                self.node_notifications[address] = await enable_notifications(client)
+                async with client.pubsub() as pubsub:
+                    await pubsub.psubscribe(KEYSPACE_PATTERN)
+                    await pubsub.subscribe(EVENTS_CHANNEL)
+                    self.node_up[address] = True
+                    self.refresh_up()
+                    async for message in pubsub.listen():
+                        self.dispatch(message)
+            except asyncio.CancelledError:
+                raise
+            except (RedisError, OSError) as exc:
+                log.info("valkey node %s unreachable for the live stream: %s", address, exc)
+            finally:
+                with contextlib.suppress(Exception):
+                    await client.aclose()
+            self.node_up[address] = False
+            self.refresh_up()
+            await asyncio.sleep(0.25)
+
+    def refresh_up(self) -> None:
+        live = [a for a in self.nodes if not self.nodes[a].done()]
+        self.notifications_on = bool(live) and all(self.node_notifications.get(a, False) for a in live)
+        self.set_up(bool(live) and all(self.node_up.get(a, False) for a in live))
+
+    def first_time(self, event_id: Any) -> bool:
+        """False for an event already handed on (a cluster delivers a PUBLISH
+        through every node this hub subscribes on)."""
+        if not isinstance(event_id, str):
+            return True
+        if event_id in self.seen_events:
+            return False
+        self.seen_events[event_id] = None
+        while len(self.seen_events) > SEEN_EVENTS:
+            self.seen_events.popitem(last=False)
+        return True
+
     def dispatch(self, message: dict[str, Any]) -> None:
         kind = message.get("type")
         if kind == "pmessage":
@@ -202,6 +349,8 @@ class Hub:
                 event = json.loads(message["data"])
             except (TypeError, ValueError):
                 return
+            if not self.first_time(event.get("id")):
+                return
             if event.get("type") == "reset":
                 targets = event.get("sandboxes")
                 notice = Notice("reset", {"by": event.get("by", "instructor")})
@@ -214,4 +363,5 @@ class Hub:
 
 async def publish_reset(conn: Any, sandboxes: list[str] | None, by: str = "instructor") -> None:
     """Tell every worker's hub that these sandboxes (None: all) were reset."""
-    await conn.publish(EVENTS_CHANNEL, json.dumps({"type": "reset", "sandboxes": sandboxes, "by": by}))
+    event = {"type": "reset", "sandboxes": sandboxes, "by": by, "id": secrets.token_hex(8)}
+    await conn.publish(EVENTS_CHANNEL, json.dumps(event))

@@ -165,16 +165,24 @@ class ValkeyCluster:
     def url(self) -> str:
         return self.nodes[0].url
 
+    @property
+    def pids(self) -> list[int]:
+        return [node.proc.pid for node in self.nodes if node.proc is not None]
+
     def start(self, timeout: float = 30.0) -> str:
         if not shutil.which(self.cli):
             raise RuntimeError(f"{self.cli} not found: run `make serve` or `make test`, which install valkey-tools")
-        for node in self.nodes:
-            node.start()
-        addresses = [f"127.0.0.1:{node.port}" for node in self.nodes]
-        subprocess.run(
-            [self.cli, "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
-            check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )
+        try:
+            for node in self.nodes:
+                node.start()
+            addresses = [f"127.0.0.1:{node.port}" for node in self.nodes]
+            subprocess.run(
+                [self.cli, "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
+                check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            )
+        except BaseException:
+            self.stop()  # no node left behind by a start that failed halfway
+            raise
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if all(self.cluster_ok(node) for node in self.nodes):

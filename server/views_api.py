@@ -15,6 +15,7 @@ from typing import Any
 
 from redis.exceptions import BusyLoadingError, ConnectionError as RedisConnectionError, ReadOnlyError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeout
+from redis.exceptions import ClusterError, RedisClusterException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -27,7 +28,10 @@ from server.widgets.base import BadInput, Context, Widget
 
 log = logging.getLogger("emqlab.api")
 # Valkey away, loading, or a replica after a failover: the widget retries.
-VALKEY_DOWN = (RedisConnectionError, RedisTimeout, BusyLoadingError, ReadOnlyError, OSError)
+# On a cluster: no node answers (RedisClusterException), or the command's
+# retries ran out while the topology changed (ClusterError, ClusterDownError).
+VALKEY_DOWN = (RedisConnectionError, RedisTimeout, BusyLoadingError, ReadOnlyError, OSError,
+               RedisClusterException, ClusterError)
 
 
 def problem(status: int, message: str, **extra: Any) -> JSONResponse:

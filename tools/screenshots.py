@@ -66,6 +66,17 @@ def shoot(page: Page, name: str, path: str, deep_link: str, viewport: str) -> Pa
         section = widget.locator("xpath=ancestor::section[contains(@class, 'dive-section')]")
         target = section if viewport == "desktop" and section.count() else widget
         target.evaluate("(node) => node.scrollIntoView({block: 'start', behavior: 'instant'})")
+        if viewport == "desktop":
+            # the aside scrolls on its own: bring the controls, the readout
+            # and the state picture into view, under the widget's title
+            widget.evaluate("""(w) => {
+                const aside = w.closest('.dive-aside');
+                const controls = w.querySelector('.controls');
+                if (aside && controls && aside.scrollHeight > aside.clientHeight) {
+                  const top = controls.getBoundingClientRect().top - aside.getBoundingClientRect().top;
+                  aside.scrollTop += top - 12;
+                }
+            }""")
         page.wait_for_timeout(300)
     out = OUT / f"{name}-{viewport}.png"
     page.screenshot(path=str(out), animations="disabled")

@@ -9,13 +9,20 @@ library's own blocks (`read_page`, `deliver_page`, `trim`) so the outcome can
 say how many deliveries the HSETNX guard refused. "Crash before trim" stops a
 pass after delivery; "Add a poison entry" writes a malformed entry with a
 plain RPUSH; "Aged pump tick" runs `deliver_flow_completions_aged`.
+"Try it as one script" (on a cluster only) sends the cross-queue add as ONE
+`enqueue_flow` whose KEYS span two queues, straight to the node owning the
+first key, so the learner sees the cluster's own CROSSSLOT refusal.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from server.emq import flows, jobs, keyspace, pump, results
+from redis.exceptions import ClusterCrossSlotError, ResponseError
+
+from server import connect
+from server.emq import flows, jobs, keyspace, pump, registry, results
+from server.guard import Refused
 from server.snapshot import QueueView
 from server.widgets.base import Context, Outcome, Widget, action
 
@@ -67,6 +74,7 @@ class Outbox(Widget):
     labels = {
         "complete-child": "Complete child", "pump-tick": "Pump tick", "crash-before-trim": "Crash before trim",
         "add-poison": "Add a poison entry", "aged-pump-tick": "Aged pump tick", "reset": "Reset",
+        "one-script": "Try it as one script",
     }
 
     def job_ids(self, queue: str) -> list[str]:
@@ -121,7 +129,8 @@ class Outbox(Widget):
             })
         return {
             "readout": self.readout(parent, waiting, blocking, poisoned),
-            "picture": {"parent": parent, "queues": queues, "max_blocked": MAX_BLOCKED},
+            "picture": {"parent": parent, "queues": queues, "max_blocked": MAX_BLOCKED,
+                        "cluster": home.node is not None},
         }
 
     @staticmethod
@@ -263,3 +272,45 @@ class Outbox(Widget):
             return Outcome("Every outbox is empty: complete a child first.", "info", {"queues": {}})
         tail = await self.deps_sentence(ctx, before)
         return Outcome("Aged pump tick. " + "; ".join(clauses) + f". {tail}", detail={"queues": reports})
+
+    @action("one-script")
+    async def one_script(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        """The cross-queue add as ONE script: the real `enqueue_flow` with the
+        parent's keys in outbox.orders and a child's row in outbox.mail. It
+        goes by EVALSHA straight to the node owning the first key (redis-py's
+        own slot check would refuse it before it left), so the refusal is the
+        cluster's. Nothing is written: a refused script never runs."""
+        conn = ctx.conn
+        if not connect.is_cluster(conn):
+            raise Refused(409, "Try it as one script needs a cluster: on one server every slot is local and "
+                               "nothing refuses it. Run `emqlab serve --cluster`.")
+        home, other = self.parent_queue(ctx), ctx.queue("outbox", "mail")
+        parent, child = "JOBsolo", "JOBsolo1"
+        keys = [keyspace.job_key(home, parent), keyspace.dependencies_key(home, parent),
+                keyspace.queue_key(home, "pending"), keyspace.job_key(other, child)]
+        args = [parent, "one script, two queues", "1", child, "mail step, same script"]
+        node = conn.get_node_from_key(keys[0])
+        sha = await conn.execute_command("SCRIPT", "LOAD", registry.script_source("enqueue_flow"), target_nodes=node)
+        try:
+            await conn.execute_command("EVALSHA", sha, len(keys), *keys, *args, target_nodes=node)
+        except ClusterCrossSlotError as exc:
+            # redis-py parses the reply's code word into the exception class.
+            error = f"CROSSSLOT {exc}"
+        except ResponseError as exc:
+            error = str(exc)
+        else:  # pragma: no cover - a cluster always refuses two slots in one script
+            error = ""
+        written = 0
+        for key in keys:  # one slot per call
+            written += int(await conn.exists(key))
+        where = (f"{home} (hash slot {keyspace.hash_slot(keys[0])}, node {node.name}) and "
+                 f"{other} (hash slot {keyspace.hash_slot(keys[3])}, node {connect.node_of(conn, keys[3])})")
+        if not error:
+            return Outcome(f"EVALSHA enqueue_flow with KEYS in {where} was accepted.", "info",
+                           {"error": None, "written": written})
+        return Outcome(
+            f"One script, two queues: EVALSHA enqueue_flow with KEYS in {where}, sent to node {node.name}. "
+            f"The cluster refused it: {error}. Nothing was written ({written} of its {len(keys)} keys exist): "
+            f"a cross-queue add has to be walked by the host, slot by slot, as flows.add does.",
+            "refused", {"error": error, "node": node.name, "keys": keys, "written": written},
+        )

@@ -118,6 +118,12 @@ def test_a_bad_custom_batch_is_answered_400_and_the_page_keeps_its_keys(page: Pa
                       "children": [{"id": "JOBx2", "payload": "c", "queue": "s9999999999.fanin"}]}]}
     answer = page.request.post("/api/widgets/ledger/custom-batch", data=bad)
     assert answer.status == 400
+    # refused at the door: a queue is named relative to the sandbox, never by another's id
+    assert "names a sandbox" in answer.json()["error"]
+    outside = {"flows": [{"parent": {"id": "JOBx1", "payload": "p"},
+                          "children": [{"id": "JOBx2", "payload": "c", "queue": "payments"}]}]}
+    answer = page.request.post("/api/widgets/ledger/custom-batch", data=outside)
+    assert answer.status == 400
     assert "'queue' must be one of" in answer.json()["error"]
     good = {"flows": [{"parent": {"id": "JOBx1", "payload": "p"},
                        "children": [{"id": "JOBx2", "payload": "c", "queue": "mail"}]}]}

@@ -1,17 +1,23 @@
 """Fixtures and helpers for the host library's integration tests.
 
 Everything runs against the session's real valkey-server (``valkey`` from
-tests/conftest.py). Besides the shared ``conn`` (decode_responses=True) there
-is ``raw_conn`` (decode_responses=False), ``conn_factory`` for several
-independent clients, and ``cluster_conn``: a two-node Valkey cluster, where
-a script whose keys span two slots, or reach another node, is refused.
+tests/conftest.py). Besides ``conn`` (decode_responses=True) there is
+``raw_conn`` (decode_responses=False), ``conn_factory`` for several
+independent clients, and ``cluster_conn``: a client of a managed 3-primary
+Valkey Cluster (``ValkeyCluster`` from server/valkey_process.py, joined with
+``valkey-cli --cluster create``), where a script whose keys span two slots,
+or reach another node, is refused.
+
+The flow-semantics modules (FLOW_MODULES) run every test twice: ``conn`` on
+the single server, then ``conn`` on the cluster (a ``RedisCluster`` client,
+every primary flushed around each test). The cluster's slot map puts
+``orders`` and ``mail`` on one primary and ``billing`` on another, so the
+cross-queue tests that use ``billing`` cross nodes (checked in
+test_cross_queue_flow.py).
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
@@ -20,7 +26,63 @@ import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
 from server.emq import keyspace
-from server.valkey_process import ValkeyProcess, free_port
+from server.valkey_process import ValkeyCluster, ValkeyProcess
+
+# Modules whose tests run on one server AND on the 3-primary cluster.
+FLOW_MODULES = {
+    "test_same_queue_flow", "test_cross_queue_flow", "test_failure_policy", "test_pump",
+    "test_tree_and_results", "test_bulk_flows", "test_property_interleavings",
+}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    module = metafunc.module.__name__.rpartition(".")[2]
+    if module in FLOW_MODULES and "backend" in metafunc.fixturenames:
+        metafunc.parametrize("backend", ["single", "cluster"], indirect=True)
+
+
+@pytest.fixture(scope="session")
+def valkey_cluster() -> Iterator[ValkeyCluster]:
+    """Three primaries, real `valkey-server --cluster-enabled yes` processes.
+    A missing valkey-cli fails (ValkeyCluster.start says how to install it)."""
+    with ValkeyCluster(3) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> str:
+    """"single" unless the module is one of FLOW_MODULES (then both, in turn)."""
+    return str(getattr(request, "param", "single"))
+
+
+async def cluster_client(cluster: ValkeyCluster, decode: bool = True) -> RedisCluster:
+    client = RedisCluster.from_url(cluster.url, decode_responses=decode)
+    await client.initialize()
+    return client
+
+
+async def _open(request: pytest.FixtureRequest, backend: str, decode: bool = True) -> Any:
+    if backend == "cluster":
+        return await cluster_client(request.getfixturevalue("valkey_cluster"), decode)
+    return aioredis.Redis.from_url(request.getfixturevalue("valkey").url, decode_responses=decode)
+
+
+async def flush(client: Any) -> None:
+    if isinstance(client, RedisCluster):
+        await client.flushall(target_nodes=RedisCluster.PRIMARIES)
+    else:
+        await client.flushdb()
+
+
+@pytest.fixture
+async def conn(request: pytest.FixtureRequest, backend: str) -> AsyncIterator[Any]:
+    client = await _open(request, backend)
+    await flush(client)
+    try:
+        yield client
+    finally:
+        await flush(client)
+        await client.aclose()
 
 
 def flow(parent: str, *children: Any) -> dict[str, Any]:
@@ -35,11 +97,19 @@ def flow(parent: str, *children: Any) -> dict[str, Any]:
 
 
 async def dbsize(conn: Any) -> int:
+    """Keys in the whole keyspace (every primary of a cluster)."""
+    if isinstance(conn, RedisCluster):
+        return int(await conn.dbsize(target_nodes=RedisCluster.PRIMARIES))
     return int(await conn.dbsize())
 
 
 async def all_keys(conn: Any) -> set[str]:
-    return {k.decode() if isinstance(k, bytes) else k for k in await conn.keys("*")}
+    """Every key name (every primary of a cluster)."""
+    if isinstance(conn, RedisCluster):
+        found = await conn.keys("*", target_nodes=RedisCluster.PRIMARIES)
+    else:
+        found = await conn.keys("*")
+    return {k.decode() if isinstance(k, bytes) else k for k in found}
 
 
 async def row(conn: Any, queue: str, job_id: str) -> dict[str, str]:
@@ -81,15 +151,16 @@ async def raw_conn(valkey: ValkeyProcess) -> AsyncIterator[aioredis.Redis]:
         await client.aclose()
 
 
-ConnFactory = Callable[[], Awaitable[aioredis.Redis]]
+ConnFactory = Callable[[], Awaitable[Any]]
 
 
 @pytest.fixture
-async def conn_factory(valkey: ValkeyProcess, conn: aioredis.Redis) -> AsyncIterator[ConnFactory]:
-    made: list[aioredis.Redis] = []
+async def conn_factory(request: pytest.FixtureRequest, backend: str, conn: Any) -> AsyncIterator[ConnFactory]:
+    """Independent clients of the same Valkey as ``conn`` (cluster or not)."""
+    made: list[Any] = []
 
-    async def make() -> aioredis.Redis:
-        client = aioredis.Redis.from_url(valkey.url, decode_responses=True)
+    async def make() -> Any:
+        client = await _open(request, backend)
         made.append(client)
         return client
 
@@ -100,56 +171,12 @@ async def conn_factory(valkey: ValkeyProcess, conn: aioredis.Redis) -> AsyncIter
             await client.aclose()
 
 
-class ClusterValkey(ValkeyProcess):
-    """A valkey-server in cluster mode (slots are assigned by the fixture)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        # the bus port defaults to port + 10000, which may not exist
-        self.bus_port = free_port()
-
-    def command(self) -> list[str]:
-        return super().command() + [
-            "--cluster-enabled", "yes",
-            "--cluster-config-file", str(self.dir / "nodes.conf"),
-            "--cluster-port", str(self.bus_port),
-        ]
-
-
-def _cli(cli: str, port: int, *args: str) -> str:
-    done = subprocess.run([cli, "-p", str(port), *args], capture_output=True, text=True, check=True)
-    return done.stdout
-
-
-@pytest.fixture(scope="session")
-def cluster_valkey() -> Iterator[ClusterValkey]:
-    """Two cluster nodes: slots 0-4000 (queue `orders`) on the first, the rest
-    (queues `mail`, `billing`) on the second, so cross-queue work really
-    spans two servers and a script reaching outside its slot is refused."""
-    cli = shutil.which("valkey-cli")
-    if cli is None:
-        pytest.fail("valkey-cli not installed: `make test` installs valkey-tools")
-    with ClusterValkey() as first, ClusterValkey() as second:
-        _cli(cli, first.port, "CLUSTER", "ADDSLOTSRANGE", "0", "4000")
-        _cli(cli, second.port, "CLUSTER", "ADDSLOTSRANGE", "4001", "16383")
-        _cli(cli, first.port, "CLUSTER", "MEET", "127.0.0.1", str(second.port), str(second.bus_port))
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            if all("cluster_state:ok" in _cli(cli, node.port, "CLUSTER", "INFO") for node in (first, second)):
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail("the two-node cluster did not come up")
-        yield first
-
-
 @pytest.fixture
-async def cluster_conn(cluster_valkey: ClusterValkey) -> AsyncIterator[RedisCluster]:
-    client = RedisCluster(host="127.0.0.1", port=cluster_valkey.port, decode_responses=True)
-    await client.initialize()
-    await client.flushdb()
+async def cluster_conn(valkey_cluster: ValkeyCluster) -> AsyncIterator[RedisCluster]:
+    client = await cluster_client(valkey_cluster)
+    await flush(client)
     try:
         yield client
     finally:
-        await client.flushdb()
+        await flush(client)
         await client.aclose()

@@ -129,10 +129,10 @@ async def test_a_long_batch_returns_the_landed_flows_in_input_order(conn, adder)
 async def test_pipelined_bulk_writes_the_same_keys_as_add_bulk(conn) -> None:
     batch = seed_batch()
     await flows.add_bulk(conn, Q, batch)
-    plain = {k: await conn.dump(k) for k in sorted(await conn.keys("*"))}
+    plain = {k: await conn.dump(k) for k in sorted(await all_keys(conn))}
     await conn.flushdb()
     await flows.add_bulk_pipelined(conn, Q, batch)
-    piped = {k: await conn.dump(k) for k in sorted(await conn.keys("*"))}
+    piped = {k: await conn.dump(k) for k in sorted(await all_keys(conn))}
     assert plain.keys() == piped.keys()
     for key in plain:
         assert await conn.type(key) in ("hash", "zset", "string", "list")

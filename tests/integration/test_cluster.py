@@ -1,9 +1,10 @@
-"""The library on a RedisCluster client (a two-node Valkey cluster).
+"""The library on a RedisCluster client (a managed 3-primary Valkey cluster).
 
-`orders` lives on one node, `mail` on the other. Valkey refuses a script
-whose declared keys span two slots, and one that reaches a key the node does
-not serve, so this run proves every script keeps to its hashtag and that
-cross-queue work crosses slots only through the host and the Pump.
+`orders` lives on one primary, `billing` on another. Valkey refuses a script
+whose declared keys span two slots, and one that reaches a key outside its
+declared slot, so this run proves every script keeps to its hashtag and that
+cross-queue work crosses slots only through the host and the Pump. The
+flow-semantics suites run whole on this cluster too (see conftest.py).
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from server.emq import errors, flows, jobs, keyspace, pump, results
 
 from .conftest import flow
 
-Q, MAIL = "orders", "mail"
+Q, MAIL = "orders", "billing"  # two slots on two different primaries
 
 
 async def test_the_cluster_refuses_a_two_slot_script(cluster_conn) -> None:
     assert keyspace.queue_slot(Q) != keyspace.queue_slot(MAIL)
+    assert len(cluster_conn.get_primaries()) == 3
+    assert (cluster_conn.get_node_from_key(keyspace.queue_key(Q, "pending")).name
+            != cluster_conn.get_node_from_key(keyspace.queue_key(MAIL, "pending")).name)
     two_slots = cluster_conn.register_script("return redis.call('EXISTS', KEYS[1], KEYS[2])")
     with pytest.raises(Exception):
         await two_slots(keys=[keyspace.queue_key(Q, "pending"), keyspace.queue_key(MAIL, "pending")])
@@ -55,3 +59,35 @@ async def test_flows_run_end_to_end_on_a_cluster(cluster_conn) -> None:
     assert await results.ignored_failures(conn, Q, "JOBb") == {}
     with pytest.raises(jobs.Gone):
         await jobs.complete(conn, Q, "JOBs1", 1)
+
+
+async def test_a_flushed_script_cache_reloads_itself_on_a_cluster(cluster_conn) -> None:
+    """NOSCRIPT recovery: after SCRIPT FLUSH on every primary, the next call
+    loads the script again (on every primary) and runs."""
+    conn = cluster_conn
+    await flows.add(conn, Q, flow("JOBp", "JOBa", {"id": "JOBm", "queue": MAIL}))
+    for node in conn.get_primaries():
+        await conn.execute_command("SCRIPT", "FLUSH", target_nodes=node)
+    claimed = await jobs.claim(conn, MAIL)
+    assert claimed == ("JOBm", 1)
+    await jobs.complete(conn, MAIL, "JOBm", 1, result="ok")
+    assert await pump.deliver_flow_completions(conn, MAIL, 10) == 1
+    assert await results.children_values(conn, Q, "JOBp") == {"JOBm": "ok"}
+
+
+async def test_the_server_names_crossslot_itself(cluster_conn) -> None:
+    """What the outbox widget's "Try it as one script" shows: the real
+    enqueue_flow, its KEYS over two queues, sent straight to the first key's
+    node, is refused by the server with CROSSSLOT, and writes nothing."""
+    from redis.exceptions import ClusterCrossSlotError
+
+    from server.emq import registry
+
+    conn = cluster_conn
+    keys = [keyspace.job_key(Q, "JOBp"), keyspace.dependencies_key(Q, "JOBp"), keyspace.queue_key(Q, "pending"),
+            keyspace.job_key(MAIL, "JOBm")]
+    node = conn.get_node_from_key(keys[0])
+    sha = await conn.execute_command("SCRIPT", "LOAD", registry.script_source("enqueue_flow"), target_nodes=node)
+    with pytest.raises(ClusterCrossSlotError, match="Keys in request don't hash to the same slot"):
+        await conn.execute_command("EVALSHA", sha, len(keys), *keys, "JOBp", "p", "1", "JOBm", "m", target_nodes=node)
+    assert sum([await conn.exists(k) for k in keys]) == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from server.emq import flows, jobs, keyspace, pump, results
 
-from .conftest import claim_all, dbsize, flow, members, row, where
+from .conftest import all_keys, claim_all, dbsize, flow, members, row, where
 
 Q, MAIL = "orders", "mail"
 
@@ -83,7 +83,7 @@ async def test_results_reads_write_nothing(conn) -> None:
     await jobs.fail(conn, Q, "JOBb", tokens["JOBb"], "B broke", 1)
 
     async def snapshot() -> dict[str, bytes]:
-        return {key: await conn.dump(key) for key in sorted(await conn.keys("*"))}
+        return {key: await conn.dump(key) for key in sorted(await all_keys(conn))}
 
     before_size, before = await dbsize(conn), await snapshot()
     assert await results.children_values(conn, Q, "JOBp") == {"JOBa": "A"}

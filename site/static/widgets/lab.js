@@ -165,7 +165,8 @@ export function jobCard(job, { parent = false, role = null, extra = [] } = {}) {
   if (role) state.dataset.role = role;
   card.append(state);
   const sets = job.sets || (job.set ? [job.set] : []);
-  if (job.state) card.append(el("span", "job-sets", sets.length ? `in ${sets.join(", ")}` : "in no state set"));
+  if (sets.length) card.append(el("span", "job-sets", `in ${sets.join(", ")}`));
+  else if (parent && job.state) card.append(el("span", "job-sets", "in no state set"));
   for (const node of extra) card.append(node);
   return card;
 }
@@ -276,7 +277,7 @@ function renderKeys(root, snapshot, changed) {
     const table = document.createElement("table");
     table.className = "keys";
     const caption = table.createCaption();
-    caption.textContent = `queue ${q.queue} · hash slot ${q.slot} · ${q.keys.length} keys`;
+    caption.textContent = `queue ${q.queue} · hash slot ${q.slot}${q.node ? ` · node ${q.node}` : ""} · ${q.keys.length} keys`;
     const head = table.createTHead().insertRow();
     for (const label of ["key", "type", "value"]) {
       const th = document.createElement("th");
@@ -301,7 +302,9 @@ function renderKeys(root, snapshot, changed) {
         row.classList.add("changed");
         name.append(el("span", "visually-hidden", " (changed by the last step)"));
       }
-      row.insertCell().textContent = key.type;
+      const type = row.insertCell();
+      type.className = "key-type";
+      type.textContent = key.type;
       const value = row.insertCell();
       value.className = "key-value";
       value.textContent = formatValue(key);

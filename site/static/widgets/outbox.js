@@ -44,7 +44,10 @@ function lane(q, maxBlocked) {
 }
 
 function render(root, snapshot, previous) {
-  const { parent, queues, max_blocked: maxBlocked } = snapshot.picture;
+  const { parent, queues, max_blocked: maxBlocked, cluster } = snapshot.picture;
+  // "Try it as one script" exists only on a cluster, where a slot boundary is real.
+  const oneScript = root.querySelector('[data-action="one-script"]');
+  if (oneScript) oneScript.hidden = !cluster;
   const before = previous && previous.picture ? previous.picture.parent.dependencies : null;
   const box = el("div", "flow-picture outbox-picture");
 

@@ -1,0 +1,107 @@
+"""Open the Valkey client the site talks through: one server, or a cluster.
+
+`open_client(url, cluster)` answers a `redis.asyncio.Redis` for a single
+server and a `redis.asyncio.RedisCluster` for a Valkey Cluster. The cluster
+is chosen when asked (`EMQLAB_VALKEY_CLUSTER=1`, which `emqlab serve
+--cluster` sets) or found: `INFO cluster` on the node the URL names says
+`cluster_enabled:1`. Every script runs unchanged on either: their keys share
+one hashtag, and redis-py's cluster client sends each EVALSHA to the node
+owning that slot (and SCRIPT LOAD to every primary on NOSCRIPT).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+from urllib.parse import urlsplit
+
+import redis
+import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
+
+log = logging.getLogger("emqlab.connect")
+
+CLUSTER_ENV = "EMQLAB_VALKEY_CLUSTER"
+
+
+def cluster_from_env() -> bool | None:
+    """EMQLAB_VALKEY_CLUSTER: 1 = a cluster, 0 = one server, unset = find out."""
+    value = os.environ.get(CLUSTER_ENV, "").strip().lower()
+    if value in ("1", "yes", "true"):
+        return True
+    if value in ("0", "no", "false"):
+        return False
+    return None
+
+
+def detect_cluster(url: str) -> bool:
+    """True when the node the URL names runs with cluster mode on."""
+    try:
+        client = redis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2, socket_timeout=2)
+        try:
+            return int(client.info("cluster").get("cluster_enabled", 0)) == 1
+        finally:
+            client.close()
+    except (redis.RedisError, OSError, ValueError) as exc:
+        log.warning("cannot tell whether %s is a cluster (%s): assuming one server", url, exc)
+        return False
+
+
+def wants_cluster(url: str, cluster: bool | None = None) -> bool:
+    """Asked for (argument, then EMQLAB_VALKEY_CLUSTER), else detected."""
+    if cluster is None:
+        cluster = cluster_from_env()
+    return detect_cluster(url) if cluster is None else cluster
+
+
+def _cluster_url(url: str) -> str:
+    # A cluster has database 0 only; `redis://h:p/0` is fine, drop anything else.
+    parts = urlsplit(url)
+    return parts._replace(path="").geturl() if parts.path not in ("", "/", "/0") else url
+
+
+def open_client(url: str, cluster: bool | None = None) -> aioredis.Redis | RedisCluster:
+    """The site's async client (decode_responses=True)."""
+    if wants_cluster(url, cluster):
+        # One pool per node inside the cluster client; a topology change
+        # (MOVED, a node gone) makes it refresh its slot map on its own.
+        return RedisCluster.from_url(
+            _cluster_url(url), decode_responses=True, socket_connect_timeout=1, socket_timeout=5,
+            health_check_interval=10,
+        )
+    # A blocking pool: more concurrent requests and streams than connections
+    # wait their turn (up to 5 s) instead of failing at once: redis-py's
+    # default pool raises MaxConnectionsError past 100, a 503 for the learner.
+    return aioredis.Redis.from_pool(aioredis.BlockingConnectionPool.from_url(
+        url, decode_responses=True, socket_connect_timeout=1, socket_timeout=5, health_check_interval=10,
+        max_connections=128, timeout=5,
+    ))
+
+
+def open_sync_client(url: str, cluster: bool | None = None) -> Any:
+    """A short-lived synchronous client (the cookie secret at startup)."""
+    if wants_cluster(url, cluster):
+        return redis.RedisCluster.from_url(_cluster_url(url), decode_responses=True, socket_connect_timeout=2)
+    return redis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2)
+
+
+def is_cluster(conn: Any) -> bool:
+    return isinstance(conn, (RedisCluster, redis.RedisCluster))
+
+
+def node_of(conn: Any, key: str) -> str | None:
+    """"host:port" of the primary holding `key`'s slot (None on one server)."""
+    if not isinstance(conn, RedisCluster):
+        return None
+    try:
+        node = conn.get_node_from_key(key)
+    except Exception:  # noqa: BLE001 - the slot map is not loaded yet
+        return None
+    return node.name if node is not None else None
+
+
+async def primaries(conn: Any) -> list[Any]:
+    """Every primary of a cluster client (its slot map loaded first)."""
+    await conn.initialize()  # a no-op once the slot map is loaded
+    return list(conn.get_primaries())
