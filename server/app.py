@@ -56,6 +56,8 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
     flash_cookie = SignedCookie(views_instructor.FLASH_COOKIE, secret, "emqlab-flash", 60, secure)
     room_cache = RoomCache()
     templates = Jinja2Templates(directory=str(SITE / "templates"))
+    # Templates ship with the code: no stat() of every template on every render.
+    templates.env.auto_reload = False
     course = load_course(SITE / "content")
 
     @contextlib.asynccontextmanager

@@ -118,8 +118,8 @@ def check_demo(request: Request) -> None:
 ROOM_RATE_FACTOR = 5
 
 
-async def check_rate(request: Request, sandbox: str) -> None:
-    """A fixed window per sandbox, counted in Valkey so every worker shares it.
+def rate_counters(request: Request, sandbox: str) -> dict[str, int]:
+    """The fixed-window counters one action counts against, with their caps.
 
     Each visitor is counted against their own sandbox, so a class in one room
     does not share one visitor's budget; a room's shared sandbox has its own,
@@ -127,25 +127,40 @@ async def check_rate(request: Request, sandbox: str) -> None:
     """
     limit = request.app.state.settings.rate_limit
     if limit <= 0:
-        return
+        return {}
     try:
         who = visitor_of(request)
     except NoSandbox:
         who = sandbox
-    window = int(time.time() // 10)
     counted = {who: limit}
     if sandbox != who:
         counted[sandbox] = limit * ROOM_RATE_FACTOR
-    conn = request.app.state.conn
-    async with conn.pipeline(transaction=False) as pipe:
-        for name in counted:
-            pipe.incr(f"lab:{{{name}}}:rate:{window}")
-            pipe.expire(f"lab:{{{name}}}:rate:{window}", 20)
-        replies = await pipe.execute()
-    for (name, cap), count in zip(counted.items(), replies[::2]):
+    return counted
+
+
+def rate_key(name: str) -> str:
+    return f"lab:{{{name}}}:rate:{int(time.time() // 10)}"
+
+
+def judge_rate(request: Request, counted: dict[str, int], counts: list[Any]) -> None:
+    who = next(iter(counted), None)
+    for (name, cap), count in zip(counted.items(), counts):
         if int(count) > cap:
             whose = "per visitor" if name == who else "in this room"
             raise Refused(429, f"too many actions: at most {cap} every 10 seconds {whose}")
+
+
+async def check_rate(request: Request, sandbox: str) -> None:
+    """The rate limit alone, counted in Valkey so every worker shares it."""
+    counted = rate_counters(request, sandbox)
+    if not counted:
+        return
+    async with request.app.state.conn.pipeline(transaction=False) as pipe:
+        for name in counted:
+            pipe.incr(rate_key(name))
+            pipe.expire(rate_key(name), 20)
+        replies = await pipe.execute()
+    judge_rate(request, counted, replies[::2])
 
 
 def client_address(request: Request) -> str:
@@ -190,9 +205,16 @@ return 1
 """
 
 
+_admit_scripts: dict[int, Any] = {}
+
+
 async def admit(conn: Any, sandbox: str, cap: int) -> None:
     """Register the sandbox's activity; Refused(503) when the site is full."""
-    script = conn.register_script(_ADMIT)
+    # One Script object per client: registered once, run by SHA (and loaded
+    # again by redis-py on NOSCRIPT after a restart or SCRIPT FLUSH).
+    script = _admit_scripts.get(id(conn))
+    if script is None:
+        script = _admit_scripts[id(conn)] = conn.register_script(_ADMIT)
     if not int(await script(keys=[REGISTRY_KEY], args=[sandbox, int(time.time() * 1000), cap])):
         raise Refused(
             503,
@@ -216,31 +238,62 @@ def page_of(request: Request) -> str | None:
     return page.path if page is not None else None
 
 
-async def touch(request: Request, sandbox: str, widget: str) -> None:
-    """Record the sandbox's last activity, for expiry and the instructor page."""
+def queue_activity(request: Request, pipe: Any, sandbox: str, widget: str) -> None:
+    """Queue on `pipe` the writes that record a sandbox's last activity."""
     settings = request.app.state.settings
-    conn = request.app.state.conn
-    await admit(conn, sandbox, settings.max_sandboxes)
     meta = f"lab:{{{sandbox}}}:meta"
     fields: dict[str, Any] = {"widget": widget, "seen": int(time.time())}
     page = page_of(request)
     if page:
         fields["page"] = page
+    pipe.hset(meta, mapping=fields)
+    # Belt and braces: the reaper removes it with the sandbox, and if the
+    # reaper never runs, it still goes.
+    pipe.expire(meta, settings.sandbox_ttl * 2)
+    room = room_of(request)
+    if room:
+        pipe.expire(f"lab:room:{room}", settings.room_ttl)
+
+
+async def touch(request: Request, sandbox: str, widget: str) -> None:
+    """Record the sandbox's last activity, for expiry and the instructor page."""
+    conn = request.app.state.conn
+    await admit(conn, sandbox, request.app.state.settings.max_sandboxes)
     async with conn.pipeline(transaction=False) as pipe:
-        pipe.hset(meta, mapping=fields)
-        # Belt and braces: the reaper removes it with the sandbox, and if the
-        # reaper never runs, it still goes.
-        pipe.expire(meta, settings.sandbox_ttl * 2)
-        room = room_of(request)
-        if room:
-            pipe.expire(f"lab:room:{room}", settings.room_ttl)
+        queue_activity(request, pipe, sandbox, widget)
         await pipe.execute()
+
+
+async def enter(request: Request, sandbox: str, widget: str, *, cap_keys: bool) -> None:
+    """Every check and record an action needs before it runs, in two round trips.
+
+    The admission script (the sandbox cap), then one pipeline: the rate
+    counters, the activity record and, unless the action is Reset, the key
+    counts the cap is judged on. Refused on the first limit passed.
+    """
+    conn = request.app.state.conn
+    await admit(conn, sandbox, request.app.state.settings.max_sandboxes)
+    counted = rate_counters(request, sandbox)
+    async with conn.pipeline(transaction=False) as pipe:
+        for name in counted:
+            pipe.incr(rate_key(name))
+            pipe.expire(rate_key(name), 20)
+        queue_activity(request, pipe, sandbox, widget)
+        if cap_keys:
+            pipe.hgetall(f"lab:{{{sandbox}}}:meta")
+        replies = await pipe.execute()
+    judge_rate(request, counted, replies[: 2 * len(counted) : 2])
+    if cap_keys:
+        judge_keys(request, replies[-1])
 
 
 async def check_keys(request: Request, sandbox: str) -> None:
     """Refuse actions while the sandbox holds more keys than its cap."""
+    judge_keys(request, await request.app.state.conn.hgetall(f"lab:{{{sandbox}}}:meta"))
+
+
+def judge_keys(request: Request, raw: dict[Any, Any]) -> None:
     cap = request.app.state.settings.max_keys_per_sandbox
-    raw = await request.app.state.conn.hgetall(f"lab:{{{sandbox}}}:meta")
     held = sum(
         int(v) for k, v in raw.items()
         if str(k).startswith("keys:") and str(v).isdigit()
@@ -257,6 +310,6 @@ async def record_keys(request: Request, sandbox: str, widget: str, snapshot: dic
 
 __all__ = [
     "Refused", "NoSandbox", "sandbox_of", "visitor_of", "room_of", "is_instructor", "require_instructor",
-    "check_origin", "check_demo", "check_rate", "check_attempts", "count_failed_attempt", "admit", "touch", "check_keys",
+    "check_origin", "check_demo", "check_rate", "enter", "queue_activity", "check_attempts", "count_failed_attempt", "admit", "touch", "check_keys",
     "record_keys", "DEMO_REFUSAL",
 ]

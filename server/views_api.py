@@ -9,7 +9,6 @@ and nothing is written; Valkey being away is a 503 the widget shows.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -85,11 +84,10 @@ async def act(request: Request) -> JSONResponse:
         sandbox = guard.sandbox_of(request)
         guard.check_demo(request)
         payload = await read_body(request)
-        await guard.check_rate(request, sandbox)
+        # Reset always runs, even past the key cap: it is how a learner gets back.
+        await guard.enter(request, sandbox, widget.name, cap_keys=slug != "reset")
         ctx = Context(request.app.state.conn, sandbox)
-        await guard.touch(request, sandbox, widget.name)
         if slug != "reset":
-            await guard.check_keys(request, sandbox)
             await widget.ensure_landed(ctx)
         outcome = await widget.perform(ctx, slug, payload)
         snap = await widget.snapshot(ctx)

@@ -100,9 +100,14 @@ class FanIn(Widget):
         job_id, token = claimed
         result = f"result of {job_id}"
         await jobs.complete(ctx.conn, queue, job_id, token, result)
-        await self.remember(ctx, last={"id": job_id, "token": token, "result": result})
-        left_n = await results.dependencies(ctx.conn, queue, PARENT)
-        state = await ctx.conn.hget(keyspace.job_key(queue, PARENT), "state")
+        # One round trip (one slot): remember the completion for "Redeliver",
+        # and read back the counter and the parent's state the fan-in left.
+        async with ctx.conn.pipeline(transaction=False) as pipe:
+            pipe.hset(self.state_key(ctx), "last", json.dumps({"id": job_id, "token": token, "result": result}))
+            pipe.get(keyspace.dependencies_key(queue, PARENT))
+            pipe.hget(keyspace.job_key(queue, PARENT), "state")
+            _, left, state = await pipe.execute()
+        left_n = int(left or 0)
         state_s = state.decode() if isinstance(state, bytes) else state
         tail = "the parent is released into pending" if state_s == "pending" else "the parent is still held"
         return Outcome(
