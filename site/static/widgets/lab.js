@@ -157,7 +157,7 @@ function paint(name, snapshot) {
 // ---- shared pieces of a state picture -------------------------------------
 
 /** A job card: its id, its state as its row says, the state sets holding it. */
-export function jobCard(job, { parent = false, role = null, extra = [] } = {}) {
+export function jobCard(job, { parent = false, role = null, setsRole = null, extra = [] } = {}) {
   const card = el("div", `job${parent ? " job-parent" : ""} state-${job.state || "none"}`);
   if (parent) card.append(el("span", "job-kind", "parent"));
   card.append(el("span", "job-id", job.id));
@@ -165,8 +165,11 @@ export function jobCard(job, { parent = false, role = null, extra = [] } = {}) {
   if (role) state.dataset.role = role;
   card.append(state);
   const sets = job.sets || (job.set ? [job.set] : []);
-  if (sets.length) card.append(el("span", "job-sets", `in ${sets.join(", ")}`));
-  else if (parent && job.state) card.append(el("span", "job-sets", "in no state set"));
+  let where = null;
+  if (sets.length) where = el("span", "job-sets", `in ${sets.join(", ")}`);
+  else if (parent && job.state) where = el("span", "job-sets", "in no state set");
+  if (where && setsRole) where.dataset.role = setsRole;
+  if (where) card.append(where);
   for (const node of extra) card.append(node);
   return card;
 }

@@ -1,13 +1,6 @@
 // ledger.js — the bulk ledger. Draws the result list the adds returned and,
 // per flow, its parent and children as the snapshot read them from Valkey.
-import { register, act, $ } from "./lab.js";
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
+import { register, act, $, el } from "./lab.js";
 
 const entryText = ([parent, children]) => `(${parent}, [${children.join(", ")}])`;
 

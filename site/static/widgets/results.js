@@ -1,13 +1,6 @@
 // results.js — the results reader. Draws the parent and its children as the
 // snapshot read them, and beside them the answers the three reads returned.
-import { register, $ } from "./lab.js";
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
+import { register, $, el } from "./lab.js";
 
 const asDict = (found) => {
   const pairs = Object.entries(found);
