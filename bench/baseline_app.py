@@ -3,9 +3,11 @@
     POST /evalsha   runs one registered script (EVALSHA) on the same Valkey and
                     answers a small JSON body
 
-Served exactly like the site (one uvicorn worker, same loop, same flags), on
-the same Valkey, in the same run, so the ratio compares the site's work per
-action with the least an HTTP endpoint backed by one script can do.
+Served exactly like the site (same workers, same loop, same flags), on the
+same Valkey, in the same run, so the ratio compares the site's work per
+action with the least an HTTP endpoint backed by one script can do. On a
+cluster it takes the same client the site takes (`server.connect`): a
+RedisCluster, so its EVALSHA goes to the node owning the key's slot.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ import contextlib
 import os
 from collections.abc import AsyncIterator
 
-import redis.asyncio as aioredis
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
+
+from server import connect
 
 SCRIPT = "return redis.call('INCR', KEYS[1])"
 KEY = "bench:baseline:{evalsha}"
@@ -27,9 +30,7 @@ KEY = "bench:baseline:{evalsha}"
 def create_app(url: str) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        conn = aioredis.Redis.from_url(
-            url, decode_responses=True, socket_connect_timeout=1, socket_timeout=5, health_check_interval=10
-        )
+        conn = connect.open_client(url)  # one server, or a cluster (EMQLAB_VALKEY_CLUSTER / INFO cluster)
         app.state.conn = conn
         app.state.script = conn.register_script(SCRIPT)
         await app.state.script(keys=[KEY])  # loads it once: every request is an EVALSHA

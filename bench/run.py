@@ -4,6 +4,7 @@ baseline and the ratio).
 
     python -m bench.run            # the full run (about 3-4 minutes)
     python -m bench.run --quick    # every benchmark for about a second (checks the harness, not the numbers)
+    python -m bench.run --cluster-only   # only the cluster section, spliced into the existing report
 
 Every benchmark is its own module under bench/ with a `run(...) -> dict`;
 this module only starts the processes, calls them in order and writes the
@@ -26,7 +27,8 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
-from bench import bench_actions, bench_bulk, bench_fanout, bench_footprint, bench_pages, bench_paint, servers
+from bench import (bench_actions, bench_bulk, bench_cluster, bench_fanout, bench_footprint, bench_pages, bench_paint,
+                   servers)
 from bench.profile import Recording
 from bench.wrkrun import run_wrk, wrk_version
 from server.valkey_process import ValkeyProcess
@@ -127,7 +129,14 @@ def run_all(quick: bool = False, log=print) -> dict[str, Any]:
         with servers.serve_site(valkey.url) as fresh:
             results["fanout"] = bench_fanout.run(fresh, p["clients"], p["fan_actions"])
             results["site_errors"] += fresh.tracebacks()
+    log(f"cluster: action throughput on a {bench_cluster.PRIMARIES}-primary cluster, 1 and 2 workers ...")
+    results["cluster"] = run_cluster(p)
     return results
+
+
+def run_cluster(p: dict[str, Any]) -> dict[str, Any]:
+    # the single-server reference is figure 1 itself when the whole report runs
+    return bench_cluster.run(p["seconds"], 50, p["sandboxes"], single_reference=False)
 
 
 def profile_actions(site: servers.Served, seconds: float, sandboxes: int) -> dict[str, Any]:
@@ -165,6 +174,8 @@ def summary_rows(r: dict[str, Any]) -> list[list[str]]:
     if "site_mix_with_streams" in a:
         rows.append(["1c. … the mix with one live stream per sandbox (req/s)", f"{a['site_mix_with_streams']['rps']:,.0f}",
                      f"{a['baseline']['rps']:,.0f}", f"{a['ratio_mix_with_streams']:.3f}×", "—", "(reported)"])
+    if r.get("cluster"):
+        rows += cluster_summary_rows(r["cluster"])
     rows += [
         ["2. Click to paint p50, under load (ms)", f"{busy['p50']}", f"{idle['p50']} (idle)", f"{pt['ratio_p50']}×",
          f"≤ {TARGETS['paint_p50']:.0f} ms", _ok(busy["p50"] <= TARGETS["paint_p50"])],
@@ -348,6 +359,9 @@ def render(r: dict[str, Any]) -> str:
       "(The registry `lab:sandboxes` holds one member per live sandbox, not counted above.)")
     w("")
 
+    if r.get("cluster"):
+        w(render_cluster(r["cluster"], r["params"]["seconds"]))
+
     # bulk
     w("## Bulk flows (host library)")
     w("")
@@ -361,6 +375,81 @@ def render(r: dict[str, Any]) -> str:
     w("")
     w(NOTES)
     return "\n".join(out) + "\n"
+
+
+def render_cluster(c: dict[str, Any], seconds: float) -> str:
+    """The "Cluster" section: 1 and 2 workers on a managed cluster, each beside
+    the one-EVALSHA baseline on the same cluster with as many workers."""
+    out: list[str] = []
+    w = out.append
+    w(CLUSTER_HEADING)
+    w("")
+    w(f"`bench/bench_cluster.py`: a managed {c['primaries']}-primary Valkey Cluster (`ValkeyCluster`, real "
+      "`valkey-server --cluster-enabled yes` processes joined by `valkey-cli --cluster create`), the site started "
+      "as `emqlab serve --cluster --workers N` starts it (`EMQLAB_VALKEY_CLUSTER=1`: every widget talks through "
+      f"redis-py's `RedisCluster`), and figure 1's mix: wrk, {c['connections']} connections, 2 threads, {seconds} s "
+      f"per run, {c['sandboxes']} sandboxes, {c['mix']}. Baseline: the one-EVALSHA app (`bench/baseline_app.py`, "
+      "a `RedisCluster` client too) on the same cluster with the same number of workers, in the same run. "
+      "Both start their workers the way `emqlab serve --workers N` does (`server.cli.run_uvicorn`): uvicorn's "
+      "multiprocess supervisor binds the listening socket with `proto` 0, so asyncio leaves TCP_NODELAY off "
+      "and each keep-alive response waits ~40 ms for a delayed ACK (uvicorn issue #3149) — which had capped "
+      "the 2-worker baseline at ~1,100 req/s with every request at 44 ms; `run_uvicorn` re-wraps the socket "
+      "with IPPROTO_TCP.")
+    w("")
+    rows = []
+    for n, run in c["workers"].items():
+        label = f"{n} worker{'s' if n != '1' else ''}"
+        rows.append(wrk_row(f"baseline, {label}: one EVALSHA", run["baseline"]))
+        rows.append(wrk_row(f"site, {label}: 1 reset : 3 complete-child", run["site_mix"]))
+    ref = c.get("single_server_1_worker")
+    if ref:
+        rows.append(wrk_row("reference: baseline on one valkey-server, 1 worker", ref["baseline"]))
+        rows.append(wrk_row("reference: site on one valkey-server, 1 worker", ref["site_mix"]))
+    w(table(WRK_HEADER, rows))
+    w("")
+    ratios = ", ".join(f"{n} worker{'s' if n != '1' else ''} {run['ratio']}×" for n, run in c["workers"].items())
+    w(f"Ratio to the same-run baseline: {ratios}. Two workers against one: **{c['scaling_2_over_1']}×** the "
+      "actions per second. Unhandled errors logged by the site: "
+      f"{sum(run.get('site_errors', 0) for run in c['workers'].values())}.")
+    w("")
+    w("Every process — three valkey-servers, the workers, the baseline, wrk — shares this machine's CPUs (see "
+      "Machine): with 2 CPUs, a second worker competes with the cluster's nodes and wrk for the same cores, so "
+      "the scaling shown is what this machine allows, not what two workers give on their own cores. On a "
+      "cluster each action's keys of one queue still sit on one node (one hashtag), so an action costs the same "
+      "round trips as on one server; the cluster client adds its slot lookup per command.")
+    w("")
+    return "\n".join(out)
+
+
+CLUSTER_HEADING = "## Cluster: action throughput with 1 and 2 workers"
+
+
+def cluster_summary_rows(c: dict[str, Any]) -> list[list[str]]:
+    return [[f"1d. … on a {c['primaries']}-primary cluster, {n} worker{'s' if n != '1' else ''} (req/s)",
+             f"{run['site_mix']['rps']:,.0f}", f"{run['baseline']['rps']:,.0f} (one EVALSHA, same cluster)",
+             f"{run['ratio']:.3f}×", "—", "(reported)"] for n, run in c["workers"].items()]
+
+
+def splice_cluster(report: str, section: str, summary: list[list[str]] | None = None) -> str:
+    """Put the cluster section (and its summary rows) into an existing report,
+    replacing an older one."""
+    if summary:
+        lines = [line for line in report.split("\n") if not line.startswith("| 1d. ")]
+        start = lines.index("## Summary") if "## Summary" in lines else len(lines)
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+        last = max((i for i in range(start, end) if lines[i].startswith("| 1")), default=None)
+        if last is not None:
+            lines[last + 1:last + 1] = ["| " + " | ".join(row) + " |" for row in summary]
+        report = "\n".join(lines)
+    if CLUSTER_HEADING in report:
+        start = report.index(CLUSTER_HEADING)
+        end = report.index("\n## ", start + len(CLUSTER_HEADING))
+        return report[:start] + section.rstrip("\n") + "\n" + report[end:]
+    anchor = "## Bulk flows (host library)"
+    if anchor in report:
+        at = report.index(anchor)
+        return report[:at] + section.rstrip("\n") + "\n\n" + report[at:]
+    return report.rstrip("\n") + "\n\n" + section
 
 
 NOTES = """## Notes on the targets
@@ -413,8 +502,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="about a second per benchmark")
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--json", default="", help="also write the raw results here")
+    parser.add_argument("--cluster-only", action="store_true",
+                        help="run only the cluster benchmark and splice its section into the existing report")
     args = parser.parse_args(argv)
     started = time.monotonic()
+    if args.cluster_only:
+        p = QUICK if args.quick else FULL
+        print("bench: cluster: action throughput on a 3-primary cluster, 1 and 2 workers ...", flush=True)
+        result = bench_cluster.run(p["seconds"], 50, p["sandboxes"], single_reference=True)
+        out = Path(args.out)
+        out.write_text(splice_cluster(out.read_text() if out.exists() else "# Performance\n",
+                                      render_cluster(result, p["seconds"]), cluster_summary_rows(result)))
+        if args.json:
+            Path(args.json).write_text(json.dumps(result, indent=2))
+        print(f"bench: wrote the cluster section of {args.out} in {time.monotonic() - started:.0f} s", flush=True)
+        return 0
     results = run_all(args.quick, log=lambda s: print(f"bench: {s}", flush=True))
     Path(args.out).write_text(render(results))
     if args.json:

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import redis
 
 from server.sandbox import COOKIE, SandboxCookie
 from server.valkey_process import free_port
@@ -103,16 +102,23 @@ class Served:
         self.stop()
 
 
-def serve(factory: str, valkey_url: str, ready_path: str, name: str, extra_env: dict[str, str] | None = None) -> Served:
-    """Start ``factory`` under uvicorn (1 worker) and wait until ``ready_path`` answers 200."""
+def serve(factory: str, valkey_url: str, ready_path: str, name: str, extra_env: dict[str, str] | None = None,
+          workers: int = 1) -> Served:
+    """Start ``factory`` under uvicorn (``workers`` workers, 1 by default) and
+    wait until ``ready_path`` answers 200."""
     port = free_port()
     log = Path(tempfile.mkdtemp(prefix="emqlab-bench-")) / f"{name}.log"
     env = {**os.environ, "EMQLAB_VALKEY_URL": valkey_url, **(extra_env or {})}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     with log.open("wb") as out:
+        if workers > 1:  # as `emqlab serve --workers N` runs them (TCP_NODELAY kept: server.cli.run_uvicorn)
+            command = [sys.executable, "-m", "bench.uvicorn_workers", factory, "--port", str(port),
+                       "--workers", str(workers)]
+        else:
+            command = [sys.executable, "-m", "uvicorn", factory, "--factory", "--host", "127.0.0.1", "--port",
+                       str(port), "--log-level", "warning", "--no-access-log", "--timeout-graceful-shutdown", "3"]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", factory, "--factory", "--host", "127.0.0.1", "--port", str(port),
-             "--log-level", "warning", "--no-access-log", "--timeout-graceful-shutdown", "3"],
+            command,
             env=env, cwd=str(ROOT), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"
@@ -130,13 +136,13 @@ def serve(factory: str, valkey_url: str, ready_path: str, name: str, extra_env: 
     raise RuntimeError(f"{name} did not answer within 30 s")
 
 
-def serve_site(valkey_url: str, **extra: str) -> Served:
+def serve_site(valkey_url: str, workers: int = 1, **extra: str) -> Served:
     env = {"EMQLAB_RATE_LIMIT": "0", "EMQLAB_MAX_SANDBOXES": "100000", **extra}
-    return serve(SITE_FACTORY, valkey_url, DIVE, "site", env)
+    return serve(SITE_FACTORY, valkey_url, DIVE, "site", env, workers)
 
 
-def serve_baseline(valkey_url: str) -> Served:
-    return serve(BASELINE_FACTORY, valkey_url, "/health", "baseline")
+def serve_baseline(valkey_url: str, workers: int = 1, **extra: str) -> Served:
+    return serve(BASELINE_FACTORY, valkey_url, "/health", "baseline", extra, workers)
 
 
 def new_cookie(site_url: str, path: str = DIVE) -> str:
@@ -160,7 +166,9 @@ def cookie_header(value: str) -> str:
 
 def sandbox_of(valkey_url: str, cookie_value: str) -> str:
     """The sandbox id inside a cookie, read with the site's secret (kept in Valkey)."""
-    client = redis.Redis.from_url(valkey_url, decode_responses=True)
+    from server.connect import open_sync_client
+
+    client = open_sync_client(valkey_url)  # one server or a cluster
     try:
         secret = client.get("lab:secret")
     finally:

@@ -35,9 +35,47 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
-def serve(args: argparse.Namespace) -> int:
+def nodelay_listener() -> None:
+    """Keep TCP_NODELAY on with `--workers N`.
+
+    uvicorn's multiprocess supervisor binds the listening socket itself
+    (`Config.bind_socket`) with `proto` 0; accepted sockets inherit it, and
+    asyncio turns TCP_NODELAY on only for `proto == IPPROTO_TCP`. Nagle then
+    meets the client's delayed ACK and every keep-alive response after the
+    first waits about 40 ms (uvicorn issue #3149; 1 worker is not affected).
+    Re-wrapping the bound socket's descriptor with IPPROTO_TCP fixes it; the
+    socket reaches the workers with its proto intact.
+    """
+    from uvicorn.config import Config
+
+    original = Config.bind_socket
+    if getattr(original, "emqlab_nodelay", False):
+        return
+
+    def bind_socket(self: Config) -> socket.socket:
+        sock = original(self)
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and sock.type == socket.SOCK_STREAM \
+                and sock.proto != socket.IPPROTO_TCP:
+            sock = socket.socket(sock.family, sock.type, socket.IPPROTO_TCP, fileno=sock.detach())
+            sock.set_inheritable(True)
+        return sock
+
+    bind_socket.emqlab_nodelay = True  # type: ignore[attr-defined]
+    Config.bind_socket = bind_socket  # type: ignore[method-assign]
+
+
+def run_uvicorn(factory: str, host: str, port: int, workers: int = 1, log_level: str = "warning",
+                **options: object) -> None:
+    """uvicorn.run on an app factory, with 1 or N workers (TCP_NODELAY kept)."""
     import uvicorn
 
+    if workers > 1:
+        nodelay_listener()
+    uvicorn.run(factory, factory=True, host=host, port=port, workers=workers, log_level=log_level,
+                timeout_graceful_shutdown=3, **options)  # type: ignore[arg-type]
+
+
+def serve(args: argparse.Namespace) -> int:
     from server.connect import CLUSTER_ENV, wants_cluster
     from server.valkey_process import ValkeyCluster, ValkeyProcess
 
@@ -75,15 +113,7 @@ def serve(args: argparse.Namespace) -> int:
     URL_FILE.write_text(url)
     print(f"emqlab: Flows Lab is running — open http://{args.host}:{args.port}/", flush=True)
     try:
-        uvicorn.run(
-            "server.cli:app_from_env",
-            factory=True,
-            host=args.host,
-            port=args.port,
-            workers=args.workers,
-            log_level=args.log_level,
-            timeout_graceful_shutdown=3,
-        )
+        run_uvicorn("server.cli:app_from_env", args.host, args.port, args.workers, args.log_level)
     except KeyboardInterrupt:
         pass
     finally:

@@ -12,9 +12,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from redis.exceptions import BusyLoadingError, ConnectionError as RedisConnectionError, ReadOnlyError, ResponseError
+from redis.exceptions import (
+    BusyLoadingError,
+    ClusterError,
+    ReadOnlyError,
+    RedisClusterException,
+    ResponseError,
+)
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeout
-from redis.exceptions import ClusterError, RedisClusterException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 

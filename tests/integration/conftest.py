@@ -26,7 +26,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
 from server.emq import keyspace
-from server.valkey_process import ValkeyCluster, ValkeyProcess
+from server.valkey_process import ValkeyCluster
 
 # Modules whose tests run on one server AND on the 3-primary cluster.
 FLOW_MODULES = {
@@ -141,13 +141,14 @@ async def claim_all(conn: Any, queue: str) -> dict[str, int]:
 
 
 @pytest.fixture
-async def raw_conn(valkey: ValkeyProcess) -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.Redis.from_url(valkey.url, decode_responses=False)
-    await client.flushdb()
+async def raw_conn(request: pytest.FixtureRequest, backend: str) -> AsyncIterator[Any]:
+    """A decode_responses=False client of the same Valkey as ``conn``."""
+    client = await _open(request, backend, decode=False)
+    await flush(client)
     try:
         yield client
     finally:
-        await client.flushdb()
+        await flush(client)
         await client.aclose()
 
 

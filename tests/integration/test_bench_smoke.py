@@ -13,7 +13,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench import bench_actions, bench_bulk, bench_fanout, bench_footprint, bench_pages, run as bench_run, servers
+from bench import (
+    bench_actions,
+    bench_bulk,
+    bench_cluster,
+    bench_fanout,
+    bench_footprint,
+    bench_pages,
+    servers,
+)
+from bench import run as bench_run
 from server.valkey_process import ValkeyProcess
 
 pytestmark = pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not installed (`make test` installs it)")
@@ -53,6 +62,22 @@ def test_action_throughput_runs(site: servers.Served, baseline: servers.Served) 
     assert result["ratio_mix"] > 0 and result["complete_child_rps_derived"] > 0
     assert result["streams_held"]["streams"] == 120 and result["streams_held"]["errors"] == 0
     assert site.tracebacks() == 0, site.log_tail()
+
+
+def test_cluster_throughput_runs_with_1_and_2_workers() -> None:
+    result = bench_cluster.run(seconds=1, sandboxes=120, single_reference=False)
+    assert result["primaries"] == 3 and set(result["workers"]) == {"1", "2"}
+    for run in result["workers"].values():
+        sane_wrk(run["baseline"])
+        sane_wrk(run["site_mix"])
+        assert run["ratio"] > 0 and run["site_errors"] == 0
+    assert result["scaling_2_over_1"] > 0
+    section = bench_run.render_cluster(result, 1)
+    assert section.startswith(bench_run.CLUSTER_HEADING) and "site, 2 workers" in section
+    report = "# Performance\n\n## 1. Action throughput\n\nx\n\n## Bulk flows (host library)\n\ny\n"
+    once = bench_run.splice_cluster(report, section)
+    assert once.index("## 1. Action") < once.index(bench_run.CLUSTER_HEADING) < once.index("## Bulk flows")
+    assert bench_run.splice_cluster(once, section) == once  # a second run replaces, never duplicates
 
 
 def test_fanout_runs(site: servers.Served) -> None:
@@ -109,8 +134,11 @@ def test_the_report_renders_every_figure() -> None:
         "footprint": {"widgets": {"fanin": {"landed": sizes, "after_actions": sizes}}, "max_landed_bytes": 100,
                       "expired_sandboxes": 1, "after_expiry": {"keys": 0, "bytes": 0, "still_registered": 0}},
         "bulk": {"flows": 1, "children_per_flow": 3, "variants": {"flows.add x N": {"flows_per_second": 1.0}}},
+        "cluster": {"primaries": 3, "connections": 50, "sandboxes": 2, "mix": "m", "scaling_2_over_1": 1.0,
+                    "workers": {n: {"baseline": fake_wrk, "site_mix": fake_wrk, "ratio": 1.0, "site_errors": 0}
+                                for n in ("1", "2")}},
     }
     text = bench_run.render(results)
     for heading in ("## Machine", "## Summary", "## 1. Action throughput", "## 2. Click to paint", "## 3. Fan-out",
-                    "## 4. Pages", "## 5. Footprint", "## Notes on the targets"):
+                    "## 4. Pages", "## 5. Footprint", bench_run.CLUSTER_HEADING, "## Notes on the targets"):
         assert heading in text

@@ -139,3 +139,40 @@ async def test_reset_lands_the_flow_again_and_empties_every_outbox(landed, conn)
     assert await deps(conn) == 3
     assert await conn.llen(keyspace.outbox_key(q("mail"))) == 0
     assert await members(conn, q("mail"), "pending") == ["JOBmail1", "JOBmail2"]
+
+
+async def test_one_script_needs_a_cluster_and_says_so_on_one_server(landed) -> None:
+    from server.guard import Refused
+
+    widget, ctx = landed
+    before = await widget.snapshot(ctx)
+    assert before["picture"]["cluster"] is False
+    assert all("node" not in view for view in before["queues"])
+    with pytest.raises(Refused, match="needs a cluster: .*emqlab serve --cluster") as refused:
+        await widget.perform(ctx, "one-script", {})
+    assert refused.value.status == 409
+    assert (await widget.snapshot(ctx))["queues"] == before["queues"]
+
+
+async def test_one_script_on_a_cluster_shows_the_servers_crossslot_and_writes_nothing(cluster_conn) -> None:
+    widget, ctx = Outbox(), Context(cluster_conn, SANDBOX)
+    await widget.ensure_landed(ctx)
+    before = await widget.snapshot(ctx)
+    assert before["picture"]["cluster"] is True
+    nodes = {view["queue"]: view["node"] for view in before["queues"]}
+    assert all(node.startswith("127.0.0.1:") for node in nodes.values())
+    for view in before["queues"]:
+        assert view["node"] == cluster_conn.get_node_from_key(keyspace.queue_key(view["queue"], "")).name
+    outcome = await widget.perform(ctx, "one-script", {})
+    assert outcome.kind == "refused"
+    assert outcome.detail["error"] == "CROSSSLOT Keys in request don't hash to the same slot"
+    assert "The cluster refused it: CROSSSLOT Keys in request don't hash to the same slot" in outcome.text
+    assert outcome.detail["written"] == 0 and "Nothing was written" in outcome.text
+    assert outcome.detail["node"] == nodes[q("orders")]
+    assert (await widget.snapshot(ctx))["queues"] == before["queues"]
+    # the rest of the widget works on the cluster as on one server
+    await widget.perform(ctx, "complete-child", {})
+    assert (await widget.perform(ctx, "pump-tick", {})).detail["queues"]["mail"]["delivered"] == 1
+    assert await results.dependencies(cluster_conn, q("orders"), PARENT) == 2
+    await widget.perform(ctx, "reset", {})
+    assert await results.dependencies(cluster_conn, q("orders"), PARENT) == 3
