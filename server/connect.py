@@ -19,6 +19,9 @@ from urllib.parse import urlsplit
 import redis
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 log = logging.getLogger("emqlab.connect")
 
@@ -73,9 +76,16 @@ def open_client(url: str, cluster: bool | None = None) -> aioredis.Redis | Redis
     # A blocking pool: more concurrent requests and streams than connections
     # wait their turn (up to 5 s) instead of failing at once: redis-py's
     # default pool raises MaxConnectionsError past 100, a 503 for the learner.
+    #
+    # One retry on a dropped connection: after a Valkey restart every pooled
+    # socket is dead, and an action whose snapshot drew one of them would
+    # answer 503 after its script had already run. The command that met the
+    # dead socket never reached the new server, so sending it again on a fresh
+    # connection is safe. Timeouts are not retried: a slow script may have run.
     return aioredis.Redis.from_pool(aioredis.BlockingConnectionPool.from_url(
         url, decode_responses=True, socket_connect_timeout=1, socket_timeout=5, health_check_interval=10,
         max_connections=128, timeout=5,
+        retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
     ))
 
 
