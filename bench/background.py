@@ -23,7 +23,7 @@ class Background:
         self.result: dict[str, Any] = {}
         self.file = ""
 
-    def __enter__(self) -> "Background":
+    def __enter__(self) -> Background:
         handle = tempfile.NamedTemporaryFile("w", delete=False, suffix=".cookies", prefix="emqlab-bench-")
         handle.write("\n".join(self.cookies))
         handle.close()

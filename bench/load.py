@@ -63,7 +63,7 @@ async def generate(url: str, cookies: list[str], rate: float, seconds: float | N
                     try:
                         await asyncio.wait_for(stop.wait(), delay)
                         break
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         pass
                 action = "reset" if step % 4 == 0 else "complete-child"
                 step += 1
@@ -89,7 +89,7 @@ async def generate(url: str, cookies: list[str], rate: float, seconds: float | N
     if seconds is not None:
         try:
             await asyncio.wait_for(stop.wait(), seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             stop.set()
     else:
         await stop.wait()

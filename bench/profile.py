@@ -31,7 +31,7 @@ class Recording:
         self.proc: subprocess.Popen[bytes] | None = None
         self.error = ""
 
-    def __enter__(self) -> "Recording":
+    def __enter__(self) -> Recording:
         binary = py_spy()
         if binary is None:
             self.error = "py-spy is not installed"

@@ -34,7 +34,7 @@ class HttpConn:
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
-    async def open(self) -> "HttpConn":
+    async def open(self) -> HttpConn:
         self.reader, self.writer = await asyncio.open_connection(self.host, self.port, limit=1 << 20)
         return self
 

@@ -27,8 +27,16 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
-from bench import (bench_actions, bench_bulk, bench_cluster, bench_fanout, bench_footprint, bench_pages, bench_paint,
-                   servers)
+from bench import (
+    bench_actions,
+    bench_bulk,
+    bench_cluster,
+    bench_fanout,
+    bench_footprint,
+    bench_pages,
+    bench_paint,
+    servers,
+)
 from bench.profile import Recording
 from bench.wrkrun import run_wrk, wrk_version
 from server.valkey_process import ValkeyProcess
@@ -87,7 +95,7 @@ def machine() -> dict[str, str]:
 
     flavour = servers.uvicorn_flavour()
     return {
-        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "cpus": str(os.cpu_count()),
         "cpu": cpu,
         "ram": ram,

@@ -13,14 +13,13 @@ import importlib.util
 import os
 import shutil
 import subprocess
-import tempfile
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
-
 
 from server.sandbox import COOKIE, SandboxCookie
 from server.valkey_process import free_port
@@ -95,7 +94,7 @@ class Served:
         if self.log is not None:
             shutil.rmtree(self.log.parent, ignore_errors=True)
 
-    def __enter__(self) -> "Served":
+    def __enter__(self) -> Served:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -309,7 +309,23 @@ async def record_keys(request: Request, sandbox: str, widget: str, snapshot: dic
 
 
 __all__ = [
-    "Refused", "NoSandbox", "sandbox_of", "visitor_of", "room_of", "is_instructor", "require_instructor",
-    "check_origin", "check_demo", "check_rate", "enter", "queue_activity", "check_attempts", "count_failed_attempt", "admit", "touch", "check_keys",
-    "record_keys", "DEMO_REFUSAL",
+    "DEMO_REFUSAL",
+    "NoSandbox",
+    "Refused",
+    "admit",
+    "check_attempts",
+    "check_demo",
+    "check_keys",
+    "check_origin",
+    "check_rate",
+    "count_failed_attempt",
+    "enter",
+    "is_instructor",
+    "queue_activity",
+    "record_keys",
+    "require_instructor",
+    "room_of",
+    "sandbox_of",
+    "touch",
+    "visitor_of",
 ]

@@ -220,6 +220,6 @@ class Reaper:
                     )
             except (RedisError, OSError):
                 pass  # Valkey away: try again next round
-            except Exception:  # noqa: BLE001 - the reaper must outlive a bug of one round
+            except Exception:
                 log.exception("reaper round failed")
             await asyncio.sleep(self.every)

@@ -11,7 +11,6 @@ from http.cookies import SimpleCookie
 from typing import Any
 
 from redis.exceptions import RedisError
-
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -182,4 +181,4 @@ class SandboxMiddleware:
         return False
 
 
-__all__ = ["SecurityHeaders", "SandboxMiddleware", "RoomCache", "NoSandbox"]
+__all__ = ["NoSandbox", "RoomCache", "SandboxMiddleware", "SecurityHeaders"]

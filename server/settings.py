@@ -85,7 +85,7 @@ class Settings:
     extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_env(cls) -> "Settings":
+    def from_env(cls) -> Settings:
         return cls(
             valkey_url=os.environ.get("EMQLAB_VALKEY_URL") or None,
             secret=os.environ.get("EMQLAB_SECRET") or None,

@@ -74,6 +74,10 @@ class QueueView:
         key = self.get(suffix)
         return [m for m, _ in key.value] if key else []
 
+    def sets_of(self, job_id: str) -> list[str]:
+        """The state sets holding `job_id` (none, for a held parent)."""
+        return [s for s in STATE_SETS if job_id in self.members(s)]
+
     def as_json(self) -> dict[str, Any]:
         found = {"queue": self.queue, "slot": self.slot, "keys": [k.as_json() for k in self.keys]}
         if self.node is not None:

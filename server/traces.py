@@ -34,7 +34,7 @@ from server.widgets.base import Context, Widget
 log = logging.getLogger("emqlab.traces")
 
 # Every recorded trace by widget name: read by server/partials.py.
-RECORDED: dict[str, "Trace"] = {}
+RECORDED: dict[str, Trace] = {}
 VALUE_WIDTH = 90  # characters of a key's value shown in a row
 RETRY_FIRST, RETRY_MOST = 1.0, 30.0  # seconds between attempts while Valkey is away
 
@@ -161,7 +161,7 @@ async def record_all(conn: Any) -> dict[str, Trace]:
             found[name] = await record(conn, widget, sandbox)
         except (redis.ConnectionError, redis.TimeoutError, OSError):
             raise  # Valkey is away: try them all again later
-        except Exception:  # noqa: BLE001 - one widget's bug must not cost the others their trace
+        except Exception:
             log.exception("could not record the trace of widget %s", name)
     return found
 

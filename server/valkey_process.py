@@ -117,7 +117,7 @@ class ValkeyProcess:
         self.stop(remove_dir=False)
         self.start()
 
-    def __enter__(self) -> "ValkeyProcess":
+    def __enter__(self) -> ValkeyProcess:
         self.start()
         return self
 
@@ -201,7 +201,7 @@ class ValkeyCluster:
         for node in self.nodes:
             node.stop()
 
-    def __enter__(self) -> "ValkeyCluster":
+    def __enter__(self) -> ValkeyCluster:
         self.start()
         return self
 

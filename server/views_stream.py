@@ -20,11 +20,10 @@ from typing import Any
 
 from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from server import guard
 from server.sandbox import NoSandbox
-from server.stream import Notice
 from server.views_api import VALKEY_DOWN, problem
 from server.widgets import WIDGETS, widget_for_queue
 from server.widgets.base import Context
@@ -98,7 +97,7 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
         while (left := deadline - time.monotonic()) > 0:
             try:
                 first = await asyncio.wait_for(sub.queue.get(), timeout=left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break
             batch = [first]
             await asyncio.sleep(COALESCE_SECONDS)
@@ -143,8 +142,8 @@ async def register(ctx: Context, cap: int) -> bool:
         await guard.admit(ctx.conn, ctx.sandbox, cap)
     except guard.Refused:
         return False
-    except Exception:  # noqa: BLE001 - Valkey away: the snapshots say so
-        pass
+    except VALKEY_DOWN:
+        return True  # Valkey away: the snapshots that follow say so
     return True
 
 
@@ -166,5 +165,5 @@ async def snapshots(
         except VALKEY_DOWN:
             yield frame("status", json.dumps({"valkey": "down"}), counter)
             return
-        except Exception:  # noqa: BLE001 - a widget bug must not end every widget's stream
+        except Exception:
             log.exception("snapshot of %s failed", name)

@@ -6,10 +6,10 @@ front matter fields). Directives: ``{widget}`` (widget_directive) and
 ``{listing}`` (listing_directive); ``sections`` groups a body by ``## ``.
 """
 
+from .course import Course, load_course
 from .errors import ContentError, DirectiveError
 from .frontmatter import FrontMatterError, parse_front_matter
 from .markdown import make_markdown
-from .course import Course, load_course
 from .pages import CONTENT_DIR, Link, Page, SectionLink
 
 __all__ = [

@@ -128,7 +128,7 @@ def _resolve(source: ScriptSource, argument: str, options: dict, line: int | Non
     return meta
 
 
-def render_listing(self, tokens, idx, options, env) -> str:  # noqa: ANN001
+def render_listing(self, tokens, idx, options, env) -> str:
     meta = tokens[idx].meta
     attrs = f' data-script="{escapeHtml(meta["script"])}"'
     detail = ""

@@ -85,7 +85,7 @@ class RegistryScripts:
     """The host library's registry, imported on first use (so the content
     package can load while ``server.emq`` is still being built)."""
 
-    def _registry(self):  # noqa: ANN202
+    def _registry(self):
         from server.emq import registry
 
         return registry

@@ -93,7 +93,7 @@ def _marker(state: StateCore, kind: str, meta: dict | None = None) -> Token:
     return token
 
 
-def _section_open(self, tokens, idx, options, env) -> str:  # noqa: ANN001
+def _section_open(self, tokens, idx, options, env) -> str:
     meta = tokens[idx].meta
     extra = " has-aside" if meta["aside"] else ""
     # No accessible name on purpose: a named <section> is a region, and the
@@ -103,7 +103,7 @@ def _section_open(self, tokens, idx, options, env) -> str:  # noqa: ANN001
 
 
 
-def _aside_open(self, tokens, idx, options, env) -> str:  # noqa: ANN001
+def _aside_open(self, tokens, idx, options, env) -> str:
     # No accessible name on purpose: an unnamed aside inside a section is not
     # a complementary landmark, so it never nests a landmark inside <main>.
     return '<aside class="dive-aside">\n'

@@ -65,7 +65,7 @@ def widget_plugin(md: MarkdownIt, known: Iterable[str] | None = None) -> None:
     md.add_render_rule("widget", render_widget)
 
 
-def render_widget(self, tokens, idx, options, env) -> str:  # noqa: ANN001
+def render_widget(self, tokens, idx, options, env) -> str:
     meta = tokens[idx].meta
     render = env.get("render_widget") if isinstance(env, dict) else None
     if render is not None:

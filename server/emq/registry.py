@@ -18,7 +18,7 @@ import re
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
@@ -79,13 +79,13 @@ def script_path(name: str) -> Path:
     return path
 
 
-@lru_cache(maxsize=None)
+@cache
 def script_source(name: str) -> str:
     """The script's text, exactly as the file holds it."""
     return script_path(name).read_text(encoding="utf-8")
 
 
-@lru_cache(maxsize=None)
+@cache
 def doc(name: str) -> ScriptDoc:
     """Parse the first comment block: title, KEYS, ARGV, Returns/Errors lines.
 
@@ -135,7 +135,7 @@ def doc(name: str) -> ScriptDoc:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _moves(name: str) -> tuple[Move, ...]:
     lines = script_source(name).splitlines()
     marks = [
@@ -169,7 +169,7 @@ def moves(name: str) -> list[Move]:
     return list(_moves(name))
 
 
-@lru_cache(maxsize=None)
+@cache
 def prefix_source(name: str, n: int) -> str:
     """The script from the top through move ``n``, then a ``return``.
 
@@ -192,7 +192,7 @@ def prefix_source(name: str, n: int) -> str:
 # closed, dropped client takes its cache with it; we always call with
 # ``client=conn``, so the Script's own back-reference is made weak too (a
 # strong one would keep the key alive forever).
-_cache: "weakref.WeakKeyDictionary[Any, dict[str, AsyncScript]]" = weakref.WeakKeyDictionary()
+_cache: weakref.WeakKeyDictionary[Any, dict[str, AsyncScript]] = weakref.WeakKeyDictionary()
 _fallback: dict[int, dict[str, AsyncScript]] = {}
 
 

@@ -28,9 +28,9 @@ class Node:
     payload: str
     queue: str
     policy: str  # 'fp' or 'id'; what this node's death does to its parent
-    children: tuple["Node", ...] = ()
+    children: tuple[Node, ...] = ()
 
-    def walk(self) -> list["Node"]:
+    def walk(self) -> list[Node]:
         """This node and every descendant, parent before children."""
         found = [self]
         for child in self.children:

@@ -40,7 +40,7 @@ def job_status(view: QueueView, job_id: str) -> dict[str, Any]:
         "id": job_id,
         "state": row.value.get("state") if row else None,
         "dependencies": int(deps.value) if deps else None,
-        "sets": [s for s in snapshot.STATE_SETS if job_id in view.members(s)],
+        "sets": view.sets_of(job_id),
     }
 
 

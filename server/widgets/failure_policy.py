@@ -19,7 +19,15 @@ from typing import Any
 from server import snapshot
 from server.emq import flows, jobs, keyspace, results
 from server.snapshot import QueueView
-from server.widgets.base import BadInput, Context, Outcome, Widget, action, choice
+from server.widgets.base import (
+    BadInput,
+    Context,
+    Outcome,
+    Widget,
+    action,
+    choice,
+    parent_fate,
+)
 
 PARENT = "JOBparent"
 CHILDREN = ("JOBchild1", "JOBchild2", "JOBchild3")
@@ -37,16 +45,6 @@ def flow_spec(policy: str) -> dict[str, Any]:
         "parent": {"id": PARENT, "payload": "settle invoice 7"},
         "children": [{"id": c, "payload": f"charge {i}", flag: True} for i, c in enumerate(CHILDREN, 1)],
     }
-
-
-def parent_phrase(state: str | None, sets: list[str]) -> str:
-    if state == "failed":
-        return f"the parent is failed (state failed, in {', '.join(sets) or 'no set'}): nothing will release it"
-    if state == "awaiting_children":
-        return "the parent stays held (awaiting_children), in no state set"
-    if state in (None, "gone"):
-        return "no parent row: press Reset to land the flow again"
-    return f"the parent is released: state {state}, in {', '.join(sets) or 'no set'}"
 
 
 class FailurePolicy(Widget):
@@ -88,7 +86,7 @@ class FailurePolicy(Widget):
             "id": PARENT,
             "state": row.value.get("state") if row else None,
             "dependencies": int(deps.value) if deps else None,
-            "sets": [s for s in keyspace.STATE_SETS if PARENT in view.members(s)],
+            "sets": view.sets_of(PARENT),
             "failed_child": row.value.get("failed_child") if row else None,
             "ignored": dict(ignored.value) if ignored else {},
             "processed": done,
@@ -97,7 +95,7 @@ class FailurePolicy(Widget):
         for cid in CHILDREN:
             crow = view.row(cid)
             if crow is not None:
-                where = next((s for s in keyspace.STATE_SETS if cid in view.members(s)), None)
+                where = next(iter(view.sets_of(cid)), None)
                 children.append({"id": cid, "state": crow.value.get("state"), "set": where,
                                  "policy": crow.value.get("parent_policy"), "error": crow.value.get("last_error")})
             else:  # complete deletes the row; the parent's :processed remembers it
@@ -123,7 +121,7 @@ class FailurePolicy(Widget):
         return (
             f"{said}. {dead} died at the cap, {done} completed, {waiting} waiting → "
             f":dependencies = {parent['dependencies']}, :ignored holds {ignored}; "
-            f"{parent_phrase(parent['state'], parent['sets'])}"
+            f"{parent_fate(parent['state'], parent['sets'])}"
         )
 
     # -- actions -------------------------------------------------------------
@@ -163,7 +161,7 @@ class FailurePolicy(Widget):
         sets = await self._sets(ctx)
         return Outcome(
             f"{job_id} failed on attempt 1 of 1 and is {outcome}. Its row says parent_policy {token_s} "
-            f"({WORDS.get(jobs.policy_arm(token_s))}), so {effect}; {parent_phrase(state, sets)}.",
+            f"({WORDS.get(jobs.policy_arm(token_s))}), so {effect}; {parent_fate(state, sets)}.",
             detail={"child": job_id, "outcome": outcome, "policy": token_s, "dependencies": deps,
                     "parent_state": state, "ignored": ignored},
         )
@@ -178,7 +176,7 @@ class FailurePolicy(Widget):
         await jobs.complete(ctx.conn, queue, job_id, token, f"{job_id} charged")
         deps, state, _ = await self.parent_now(ctx)
         return Outcome(
-            f"Completed {job_id}: :dependencies = {deps}; {parent_phrase(state, await self._sets(ctx))}.",
+            f"Completed {job_id}: :dependencies = {deps}; {parent_fate(state, await self._sets(ctx))}.",
             detail={"child": job_id, "dependencies": deps, "parent_state": state},
         )
 

@@ -15,7 +15,7 @@ from typing import Any
 from server.emq import flows, jobs, keyspace, results
 from server.emq.errors import EmqError
 from server.snapshot import QueueView
-from server.widgets.base import Context, Outcome, Widget, action
+from server.widgets.base import Context, Outcome, Widget, action, parent_fate
 
 PARENT = "JOBparent"
 CHILDREN = ("JOBchild1", "JOBchild2", "JOBchild3")
@@ -39,7 +39,7 @@ def parent_status(view: QueueView) -> dict[str, Any]:
         "dependencies": int(deps_key.value) if deps_key else None,
         "done": len(processed.value) if processed else 0,
         "in_pending": PARENT in view.members("pending"),
-        "sets": [s for s in ("pending", "active", "schedule", "dead") if PARENT in view.members(s)],
+        "sets": view.sets_of(PARENT),
     }
 
 
@@ -47,11 +47,7 @@ def readout(status: dict[str, Any], total: int) -> str:
     deps = status["dependencies"]
     if status["state"] is None:
         return "No flow in this queue: press Reset to land it again."
-    held = (
-        "the parent stays held (awaiting_children), in no state set"
-        if status["state"] == "awaiting_children"
-        else f"the parent is released: state {status['state']}, in {', '.join(status['sets']) or 'no set'}"
-    )
+    held = parent_fate(status["state"], status["sets"])
     return f"{status['done']} of {total} children complete → :dependencies = {deps}; {held}"
 
 
@@ -77,7 +73,7 @@ class FanIn(Widget):
         for child in CHILDREN:
             row = view.row(child)
             if row is not None:
-                where = next((s for s in ("pending", "active", "schedule", "dead") if child in view.members(s)), None)
+                where = next(iter(view.sets_of(child)), None)
                 children.append({"id": child, "state": row.value.get("state"), "set": where})
             else:
                 processed = view.row(PARENT, ":processed")

@@ -24,7 +24,15 @@ from server.settings import Settings
 from server.snapshot import QueueView
 from server.widgets.base import Context, Outcome, Widget, action, whole
 from server.widgets.ledger_batch import (
-    BAD_BATCH, FIXED, FLOW4_CHILD_FIXED, LEDGER_QUEUES, custom_flows, flow4_corrected, flow_ids, flow_status, plural,
+    BAD_BATCH,
+    FIXED,
+    FLOW4_CHILD_FIXED,
+    LEDGER_QUEUES,
+    custom_flows,
+    flow4_corrected,
+    flow_ids,
+    flow_status,
+    plural,
     resolve,
 )
 from server.widgets.results_reader import fingerprint

@@ -89,7 +89,7 @@ def _outbox_children(entries: list[str]) -> set[str]:
 
 
 def _sets(view: QueueView, job_id: str) -> list[str]:
-    return [s for s in keyspace.STATE_SETS if job_id in view.members(s)]
+    return view.sets_of(job_id)
 
 
 def flow_status(

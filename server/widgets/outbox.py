@@ -24,7 +24,7 @@ from server import connect
 from server.emq import flows, jobs, keyspace, pump, registry, results
 from server.guard import Refused
 from server.snapshot import QueueView
-from server.widgets.base import Context, Outcome, Widget, action
+from server.widgets.base import Context, Outcome, Widget, action, parent_fate
 
 PARENT = "JOBparent"
 # (queue part, child id) in the order "Complete child" takes them; two queues
@@ -100,7 +100,7 @@ class Outbox(Widget):
             "state": row.value.get("state") if row else None,
             "dependencies": int(deps.value) if deps else None,
             "processed": sorted(counted),
-            "sets": [s for s in keyspace.STATE_SETS if PARENT in home.members(s)],
+            "sets": home.sets_of(PARENT),
         }
         queues, waiting, blocking, poisoned = [], 0, 0, 0
         for part, view in zip(CHILD_PARTS, lanes):
@@ -114,7 +114,7 @@ class Outbox(Widget):
                     continue
                 crow = view.row(cid)
                 if crow is not None:
-                    where = next((s for s in keyspace.STATE_SETS if cid in view.members(s)), None)
+                    where = next(iter(view.sets_of(cid)), None)
                     children.append({"id": cid, "state": crow.value.get("state"), "where": f"in {where or 'no state set'}"})
                 else:  # complete deletes the row; where its signal is tells the rest
                     note = "entry in the outbox" if cid in in_outbox else "counted on the parent" if cid in counted else "row gone"
@@ -137,10 +137,7 @@ class Outbox(Widget):
     def readout(parent: dict[str, Any], waiting: int, blocking: int, poisoned: int) -> str:
         if parent["state"] is None:
             return "No flow in these queues: press Reset to land it again."
-        if parent["state"] == "awaiting_children":
-            fate = "the parent stays held (awaiting_children), in no state set"
-        else:
-            fate = f"the parent is released: state {parent['state']}, in {', '.join(parent['sets']) or 'no set'}"
+        fate = parent_fate(parent["state"], parent["sets"])
         aside = f", {entries(blocking)} that cannot be decoded sitting in an outbox" if blocking else ""
         aside += f", {poisoned} set aside as poison" if poisoned else ""
         return (

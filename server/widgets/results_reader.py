@@ -18,7 +18,7 @@ from typing import Any
 
 from server.emq import flows, jobs, keyspace, results
 from server.snapshot import QueueView, _text
-from server.widgets.base import Context, Outcome, Widget, action
+from server.widgets.base import Context, Outcome, Widget, action, parent_fate
 
 PARENT = "JOBquote"
 CHILDREN = ("JOBleg1", "JOBleg2", "JOBleg3")
@@ -75,13 +75,13 @@ def counted(view: QueueView) -> dict[str, Any]:
         "ignored": ignored.value if ignored else {},
         "dependencies": int(deps.value) if deps else 0,
         "state": row.value.get("state") if row else None,
-        "sets": [s for s in keyspace.STATE_SETS if PARENT in view.members(s)],
+        "sets": view.sets_of(PARENT),
     }
 
 
 def child_status(view: QueueView, now: dict[str, Any], child: str) -> dict[str, Any]:
     row = view.row(child)
-    where = next((s for s in keyspace.STATE_SETS if child in view.members(s)), None)
+    where = next(iter(view.sets_of(child)), None)
     if row is not None:
         return {"id": child, "state": row.value.get("state"), "set": where}
     # a completed child's row is retired; the parent's hashes remember it
@@ -112,11 +112,7 @@ class ResultsReader(Widget):
         if now["state"] is None:
             readout = "No flow in this queue: press Reset to land it again."
         else:
-            held = (
-                "the parent stays held (awaiting_children)"
-                if now["state"] == "awaiting_children"
-                else f"the parent is released: state {now['state']}, in {', '.join(now['sets']) or 'no set'}"
-            )
+            held = parent_fate(now["state"], now["sets"])
             readout = (
                 f"{done} completed, {ignored} ignored of {len(CHILDREN)} children → "
                 f":dependencies = {now['dependencies']}; {held}"

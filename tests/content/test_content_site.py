@@ -206,7 +206,7 @@ def test_related_entries_outside_flows_lab_are_plain_text_never_links(client):
     page = client.get("/flows/parent-and-children").text
     doc = Doc(page)
     link_texts = set()
-    for match in re.finditer(r"<a [^>]*>(.*?)</a>", page, re.S):
+    for match in re.finditer(r"<a [^>]*>(.*?)</a>", page, re.DOTALL):
         link_texts.add(html.unescape(match.group(1)).strip())
     for absent in ("The Protocol", "The native module", "redis-patterns · Reliable Queues"):
         assert f"{absent} (not in Flows Lab)" in doc.text

@@ -45,7 +45,7 @@ class LiveSite:
         }
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, timeout: float = 30.0) -> "LiveSite":
+    def start(self, timeout: float = 30.0) -> LiveSite:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "server.cli:app_from_env", "--factory",
              "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"],

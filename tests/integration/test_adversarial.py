@@ -99,7 +99,7 @@ class Unchanged:
     def __init__(self, r: redis.Redis, sandbox: str, whole: bool = True) -> None:
         self.r, self.sandbox, self.whole = r, sandbox, whole
 
-    def __enter__(self) -> "Unchanged":
+    def __enter__(self) -> Unchanged:
         self.outside = dump_outside(self.r, self.sandbox)
         self.everything = dump_all(self.r) if self.whole else None
         return self

@@ -165,7 +165,7 @@ def test_sign_in_opens_the_page_listing_sandboxes_with_last_activity_dive_and_wi
     page = instructor.get("/instructor")
     assert page.status_code == 200
     assert "Signed in as the instructor." in page.text
-    row = re.search(rf'<tr data-sandbox="{sandbox}">(.*?)</tr>', page.text, re.S)
+    row = re.search(rf'<tr data-sandbox="{sandbox}">(.*?)</tr>', page.text, re.DOTALL)
     assert row is not None
     assert DIVE in row.group(1)
     assert "s ago" in row.group(1)

@@ -85,7 +85,7 @@ async def test_the_hub_subscribes_on_every_primary_and_hands_each_event_on_once(
                                                    or not any(n.kind == "reset" for n in got)):
                 try:
                     got.append(await asyncio.wait_for(sub.queue.get(), 0.5))
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
             await asyncio.sleep(0.3)  # a duplicate would arrive by now
             while not sub.queue.empty():
