@@ -28,6 +28,7 @@ test-e2e: venv valkey chromium
 	$(PY) -m pytest tests/e2e $(PYTEST_FLAGS)
 
 bench: venv valkey chromium
+	@[ -x $(VENV)/bin/py-spy ] || $(PY) -m pip install -q --disable-pip-version-check -e '.[test,bench]' 2>&1 | grep -v '^WARNING: Location' || true
 	$(PY) -m bench.run
 
 screenshots: venv valkey chromium

@@ -1,4 +1,11 @@
-"""Helpers shared by the integration and e2e suites: the real site under uvicorn."""
+"""The real site under uvicorn (a subprocess on a free port), for the
+integration, e2e and screenshot runs that need the whole stack: middleware,
+cookies, the stream, a Valkey that goes away.
+
+TestClient/ASGITransport buffer whole responses, so the stream is only
+testable against a real server; and a subprocess keeps sse-starlette's
+process-wide state out of the test process.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +13,135 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+import httpx
 import redis
 
 from server.valkey_process import ValkeyProcess, free_port
 
-INSTRUCTOR_TOKEN = "e2e-instructor-token"
+ROOT = Path(__file__).resolve().parents[1]
+INSTRUCTOR_TOKEN = "test-instructor-token"
+DIVE = "/flows/parent-and-children"
+
+
+class LiveSite:
+    def __init__(self, valkey_url: str, env: dict[str, str] | None = None) -> None:
+        self.valkey_url = valkey_url
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "EMQLAB_VALKEY_URL": valkey_url,
+            "EMQLAB_INSTRUCTOR_TOKEN": INSTRUCTOR_TOKEN,
+            # No rate counters (keys with a TTL that vanish mid-test) unless a
+            # test turns them on.
+            "EMQLAB_RATE_LIMIT": "0",
+            "EMQLAB_ATTEMPT_LIMIT": "0",
+            **(env or {}),
+        }
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 30.0) -> LiveSite:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "server.cli:app_from_env", "--factory",
+             "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"],
+            env=self.env, cwd=str(ROOT),
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the site exited early with {self.proc.returncode}")
+            try:
+                if httpx.get(self.url + "/", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"the site did not answer within {timeout} s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            stop_site(self.proc)
+        self.proc = None
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=10, **kwargs)
+
+    def visitor(self, page: str = DIVE) -> httpx.Client:
+        """A client holding a fresh sandbox cookie (it opened a page)."""
+        client = self.client()
+        assert client.get(page).status_code == 200
+        return client
+
+    def instructor(self) -> httpx.Client:
+        client = self.visitor("/")
+        answer = client.post("/instructor/sign-in", data={"token": INSTRUCTOR_TOKEN})
+        assert answer.status_code == 303, answer.text
+        return client
+
+    def redis(self) -> redis.Redis:
+        return redis.Redis.from_url(self.valkey_url, decode_responses=True)
+
+
+@contextmanager
+def running(valkey_url: str, env: dict[str, str] | None = None) -> Iterator[LiveSite]:
+    site = LiveSite(valkey_url, env).start()
+    try:
+        yield site
+    finally:
+        site.stop()
+
+
+def sandbox_of(client: httpx.Client) -> str:
+    """The visitor's sandbox id, read back through the API (the cookie is signed)."""
+    answer = client.get("/api/widgets/fanin/state")
+    assert answer.status_code == 200, answer.text
+    return answer.json()["snapshot"]["queues"][0]["queue"].split(".")[0]
+
+
+class Events:
+    """Reads a Server-Sent Events response event by event (one line iterator)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.lines = response.iter_lines()
+        self.seen: list[tuple[str, dict[str, Any]]] = []
+
+    def next(self) -> tuple[str, dict[str, Any]]:
+        import json
+
+        event = None
+        for line in self.lines:
+            if line.startswith("event:"):
+                event = line.split(":", 1)[1].strip()
+            elif line.startswith("data:") and event:
+                item = (event, json.loads(line.split(":", 1)[1]))
+                self.seen.append(item)
+                return item
+        raise AssertionError(f"the stream ended; events so far: {[e for e, _ in self.seen]}")
+
+    def until(self, wanted: str, timeout: float = 10.0, **match: Any) -> list[tuple[str, dict[str, Any]]]:
+        """Every event up to and including the first `wanted` whose data has `match`."""
+        got: list[tuple[str, dict[str, Any]]] = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            event, data = self.next()
+            got.append((event, data))
+            if event == wanted and all(data.get(k) == v for k, v in match.items()):
+                return got
+        raise AssertionError(f"no {wanted!r} {match} within {timeout} s: {[e for e, _ in got]}")
 
 
 @dataclass
 class Site:
+    """What the e2e fixtures hand a test: the site's URL and its Valkey."""
+
     url: str
     valkey: ValkeyProcess
     proc: subprocess.Popen[bytes]
@@ -27,33 +151,10 @@ class Site:
 
 
 def start_site(valkey_url: str, extra_env: dict[str, str] | None = None) -> tuple[str, subprocess.Popen[bytes]]:
-    """Run the real app under uvicorn on a free port; return its URL once it answers."""
-    port = free_port()
-    env = {
-        **os.environ,
-        "EMQLAB_VALKEY_URL": valkey_url,
-        "EMQLAB_INSTRUCTOR_TOKEN": INSTRUCTOR_TOKEN,
-        "EMQLAB_RATE_LIMIT": "100000",
-        **(extra_env or {}),
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "server.cli:app_from_env", "--factory",
-         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-        env=env,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the site exited early with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url + "/", timeout=1) as response:
-                if response.status == 200:
-                    return url, proc
-        except OSError:
-            time.sleep(0.1)
-    proc.terminate()
-    raise RuntimeError("the site did not answer within 20 s")
+    """Start the site; return its URL and process once it answers."""
+    site = LiveSite(valkey_url, extra_env).start()
+    assert site.proc is not None
+    return site.url, site.proc
 
 
 def stop_site(proc: subprocess.Popen[bytes]) -> None:

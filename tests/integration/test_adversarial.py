@@ -23,7 +23,7 @@ from server.lifecycle import sandbox_of_key
 from server.sandbox import COOKIE, REGISTRY_KEY
 from server.valkey_process import ValkeyProcess
 from server.widgets import WIDGETS
-from tests.integration.live_site import DIVE, LiveSite, running, sandbox_of
+from tests.support import DIVE, LiveSite, running, sandbox_of
 
 ACTIONS = [(name, slug) for name, widget in WIDGETS.items() for slug in sorted(widget.actions)]
 EVIL_ORIGINS = ["https://evil.example", "null", "http://127.0.0.1:1", "http://127.0.0.1.evil.example"]

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from server.valkey_process import ValkeyProcess
 from server.widgets import WIDGETS
-from tests.integration.live_site import LiveSite, running
+from tests.support import LiveSite, running
 
 WIDGET_PATHS = [f"/api/widgets/{name}/{slug}" for name, w in WIDGETS.items() for slug in sorted(w.actions)]
 ROOM_PATHS = ["/room/join", "/room/leave"]

@@ -14,7 +14,7 @@ import pytest
 from server import cli
 from server.lifecycle import sandbox_of_key
 from server.valkey_process import ValkeyProcess
-from tests.integration.live_site import DIVE, INSTRUCTOR_TOKEN, Events, LiveSite, running, sandbox_of
+from tests.support import DIVE, INSTRUCTOR_TOKEN, Events, LiveSite, running, sandbox_of
 
 WIDGETS = ("enqueue-stepper", "fanin")
 

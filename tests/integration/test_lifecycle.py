@@ -15,7 +15,7 @@ from server.settings import Settings
 from server.valkey_process import ValkeyProcess
 from server.widgets import WIDGETS
 from server.widgets.base import Context
-from tests.integration.live_site import running
+from tests.support import running
 
 IDLE = "s0000000idl"
 FRESH = "s0000000frs"

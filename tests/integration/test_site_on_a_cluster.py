@@ -23,8 +23,7 @@ from server import connect, stream
 from server.emq import keyspace
 from server.stream import EVENTS_CHANNEL, Hub, publish_reset
 from server.valkey_process import ValkeyCluster
-
-from .live_site import Events, running, sandbox_of
+from tests.support import Events, running, sandbox_of
 
 ROOT = Path(__file__).resolve().parents[2]
 

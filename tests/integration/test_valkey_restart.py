@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from server.valkey_process import ValkeyProcess
-from tests.integration.live_site import Events, LiveSite, running
+from tests.support import Events, LiveSite, running
 
 
 class SwitchableValkey(ValkeyProcess):
