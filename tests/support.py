@@ -164,3 +164,14 @@ def stop_site(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=5)
+
+
+@contextmanager
+def own_site(extra_env: dict[str, str] | None = None) -> Iterator[Site]:
+    """A Valkey of its own and the site on it, for one module or session."""
+    with ValkeyProcess() as valkey:
+        url, proc = start_site(valkey.url, extra_env)
+        try:
+            yield Site(url, valkey, proc)
+        finally:
+            stop_site(proc)

@@ -12,8 +12,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
-from server.valkey_process import ValkeyProcess
-from tests.support import INSTRUCTOR_TOKEN, Site, start_site, stop_site
+from tests.support import INSTRUCTOR_TOKEN, Site, own_site
 
 CHROMIUM = os.environ.get("EMQLAB_CHROMIUM", "/usr/bin/chromium")
 __all__ = ["INSTRUCTOR_TOKEN", "Site"]
@@ -21,12 +20,8 @@ __all__ = ["INSTRUCTOR_TOKEN", "Site"]
 
 @pytest.fixture(scope="session")
 def site() -> Iterator[Site]:
-    with ValkeyProcess() as valkey:
-        url, proc = start_site(valkey.url)
-        try:
-            yield Site(url, valkey, proc)
-        finally:
-            stop_site(proc)
+    with own_site() as running:
+        yield running
 
 
 @pytest.fixture(scope="session")

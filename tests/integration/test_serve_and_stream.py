@@ -17,20 +17,16 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from server.valkey_process import ValkeyProcess, free_port, pid_alive
-from tests.support import Site, start_site, stop_site
+from server.valkey_process import free_port, pid_alive
+from tests.support import Site, own_site
 
 DIVE = "/flows/parent-and-children"
 
 
 @pytest.fixture(scope="module")
 def site() -> Iterator[Site]:
-    with ValkeyProcess() as valkey:
-        url, proc = start_site(valkey.url)
-        try:
-            yield Site(url, valkey, proc)
-        finally:
-            stop_site(proc)
+    with own_site() as running:
+        yield running
 
 
 def children_of(pid: int) -> list[int]:
