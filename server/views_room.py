@@ -72,7 +72,8 @@ async def join(request: Request) -> Response:
         guard.check_origin(request)
         guard.visitor_of(request)  # a visitor has a sandbox cookie (they opened a page)
         fields = await forms.read_fields(request)
-        typed = fields.get("code") if isinstance(fields.get("code"), str) else ""
+        given = fields.get("code")
+        typed = given if isinstance(given, str) else ""
         code = rooms.normalize_code(fields.get("code"))
         await guard.check_attempts(request, "join")
         room = await rooms.get(request.app.state.conn, code)

@@ -13,7 +13,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from server import snapshot
 from server.sandbox import queue_name
@@ -36,13 +36,15 @@ class Outcome:
         return {"text": self.text, "kind": self.kind, "detail": self.detail}
 
 
-ActionFn = Callable[["Widget", "Context", dict[str, Any]], Awaitable[Outcome]]
+ActionFn = Callable[[Any, "Context", dict[str, Any]], Awaitable[Outcome]]
+# A subclass's action takes its own class as `self`: keep its exact type.
+A = TypeVar("A", bound=ActionFn)
 
 
-def action(slug: str) -> Callable[[ActionFn], ActionFn]:
+def action(slug: str) -> Callable[[A], A]:
     """Mark a widget method as the action `POST /api/widgets/<widget>/<slug>`."""
 
-    def mark(fn: ActionFn) -> ActionFn:
+    def mark(fn: A) -> A:
         fn.__widget_action__ = slug  # type: ignore[attr-defined]
         return fn
 
@@ -136,9 +138,9 @@ class Widget:
     async def snapshot(self, ctx: Context) -> dict[str, Any]:
         # The lab hash and every queue are read side by side: each is its own
         # slot, and waiting for one before asking for the next only adds latency.
-        state, *views = await asyncio.gather(
+        state, views = await asyncio.gather(
             self.state(ctx),
-            *(snapshot.read_queue(ctx.conn, q, self.job_ids(q)) for q in self.queues(ctx)),
+            asyncio.gather(*(snapshot.read_queue(ctx.conn, q, self.job_ids(q)) for q in self.queues(ctx))),
         )
         return {
             "widget": self.name,

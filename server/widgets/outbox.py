@@ -53,6 +53,12 @@ def flow_spec(ctx: Context) -> dict[str, Any]:
     }
 
 
+def listed(view: QueueView, suffix: str) -> list[str]:
+    """The items of one of the queue's lists, [] when Valkey holds no such key."""
+    key = view.get(suffix)
+    return list(key.value) if key is not None else []
+
+
 def entries(n: int) -> str:
     return "1 entry" if n == 1 else f"{n} entries"
 
@@ -104,8 +110,8 @@ class Outbox(Widget):
         }
         queues, waiting, blocking, poisoned = [], 0, 0, 0
         for part, view in zip(CHILD_PARTS, lanes):
-            outbox = [entry_text(r) for r in (view.get("flow:outbox").value if view.get("flow:outbox") else [])]
-            poison = [entry_text(r) for r in (view.get("flow:outbox:poison").value if view.get("flow:outbox:poison") else [])]
+            outbox = [entry_text(r) for r in listed(view, "flow:outbox")]
+            poison = [entry_text(r) for r in listed(view, "flow:outbox:poison")]
             head = view.get("flow:outbox:head")
             in_outbox = {e["child"] for e in outbox}
             children = []
