@@ -94,6 +94,7 @@ def test_in_a_room_a_click_in_one_browser_shows_in_another(contexts, site: Site)
     second.goto(DIVE)
     expect(counter(first)).to_have_text("3")
     expect(counter(second)).to_have_text("3")
+    expect(first.locator('[data-role="room-banner"]')).to_contain_text(f"You are in room {code}:")
     fanin(first).get_by_role("button", name="Complete child").click()
     expect(counter(first)).to_have_text("2")
     expect(counter(second)).to_have_text("2")  # live, over the second page's stream
@@ -112,6 +113,8 @@ def test_demo_mode_blocks_learners_and_they_watch_the_instructor(contexts, site:
     expect(room_page.locator('[data-role="mode"]')).to_contain_text("Demo mode")
     room_page.goto(DIVE)
     expect(counter(room_page)).to_have_text("3")
+    banner = room_page.locator('[data-role="room-banner"]')
+    expect(banner).to_contain_text(f"room {code}, in demo mode")
     fanin(room_page).get_by_role("button", name="Complete child").click()
     expect(fanin(room_page).locator('[data-role="status"]')).to_contain_text(
         "demo mode: only the instructor acts in this room"

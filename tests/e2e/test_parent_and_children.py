@@ -115,3 +115,9 @@ def test_each_widget_is_the_one_region_its_name_finds(page: Page) -> None:
     expect(fanin(page)).to_have_count(1)
     expect(stepper(page)).to_have_count(1)
     expect(fanin(page)).to_be_visible()
+
+
+def test_a_visitor_outside_any_room_sees_no_room_banner(page: Page) -> None:
+    page.goto(DIVE)
+    expect(fanin(page).locator('[data-role="dependencies"]')).to_have_text("3")
+    expect(page.locator('[data-role="room-banner"]')).to_be_hidden()

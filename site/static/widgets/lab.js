@@ -69,6 +69,7 @@ async function load(name) {
     const response = await fetch(`/api/widgets/${name}/state`, { credentials: "same-origin" });
     const body = await response.json();
     if (!response.ok) return showProblem(name, body.error || response.statusText, response.status);
+    showRoom(body.room);
     paint(name, body.snapshot);
   } catch (err) {
     showProblem(name, "The site is unreachable; retrying.", 0);
@@ -94,6 +95,7 @@ export async function act(name, action, body = {}) {
       return null;
     }
     setStatus(entry.root, "");
+    showRoom(data.room);
     paint(name, data.snapshot);
     showOutcome(entry.root, data.outcome);
     return data;
@@ -103,6 +105,19 @@ export async function act(name, action, body = {}) {
   } finally {
     entry.root.removeAttribute("aria-busy");
   }
+}
+
+// The room this page acts in (the server says so in every answer): everyone in
+// it shares these keys; in demo mode only the instructor acts.
+function showRoom(room) {
+  const banner = document.querySelector('[data-role="room-banner"]');
+  if (!banner) return;
+  banner.hidden = !room;
+  if (!room) return;
+  banner.textContent = room.demo
+    ? `You are in room ${room.code}, in demo mode: only the instructor acts; you watch every change live.`
+    : `You are in room ${room.code}: everyone in it shares these keys and sees every action live.`;
+  banner.dataset.demo = room.demo ? "1" : "0";
 }
 
 function showOutcome(root, outcome) {
