@@ -139,7 +139,7 @@ async def record(conn: Any, widget: Widget, sandbox: str) -> Trace:
         keys = key_index(snap, sandbox, several)
         trace.rows.append(Row(0, "Start", "The scenario as it lands, through the real scripts.", "info",
                               snap.get("readout", ""), len(keys), changes({}, keys)))
-        for step, entry in enumerate(widget.tour, 1):
+        for step, entry in enumerate(widget.trace_tour or widget.tour, 1):
             slug, body = widget.tour_step(entry)
             outcome = await widget.perform(ctx, slug, body)
             snap = await widget.snapshot(ctx)

@@ -73,6 +73,9 @@ class Widget:
     # records. A step is an action slug, or (slug, body) for an action that
     # takes a body.
     tour: ClassVar[tuple[str | tuple[str, dict[str, Any]], ...]] = ()
+    # What the static trace records, when it should show more than the tour
+    # (e.g. both arms of a choice); None: the tour itself.
+    trace_tour: ClassVar[tuple[str | tuple[str, dict[str, Any]], ...] | None] = None
     # Each action's visible button label, for the trace and the outcome
     # sentences ("Step 2 of 4, Complete child: …").
     labels: ClassVar[dict[str, str]] = {}

@@ -52,6 +52,8 @@ class FailurePolicy(Widget):
     title = "The failure policy"
     queue_parts = (("failure-policy",),)
     tour = TOUR
+    # Without JavaScript the learner cannot pick: the recorded run shows both arms.
+    trace_tour = (("policy", {"policy": "fp"}), *TOUR, ("policy", {"policy": "id"}), *TOUR)
     labels = {"fail-child": "Fail child at the cap", "complete-child": "Complete child", "reset": "Reset",
               "policy": "Choose the policy"}
 
