@@ -293,6 +293,8 @@ async def check_keys(request: Request, sandbox: str) -> None:
 
 
 def judge_keys(request: Request, raw: dict[Any, Any]) -> None:
+    # Kept for record_keys: an action that leaves the count as it was writes nothing.
+    request.state.key_census = {str(k): str(v) for k, v in raw.items()}
     cap = request.app.state.settings.max_keys_per_sandbox
     held = sum(
         int(v) for k, v in raw.items()
@@ -305,6 +307,9 @@ def judge_keys(request: Request, raw: dict[Any, Any]) -> None:
 async def record_keys(request: Request, sandbox: str, widget: str, snapshot: dict[str, Any]) -> None:
     """After an action: how many keys the widget's queues hold now."""
     count = sum(len(q.get("keys", [])) for q in snapshot.get("queues", []))
+    census = getattr(request.state, "key_census", None)
+    if census is not None and census.get(f"keys:{widget}") == str(count):
+        return  # read this request, before the action: unchanged, so no write
     await request.app.state.conn.hset(f"lab:{{{sandbox}}}:meta", f"keys:{widget}", count)
 
 
