@@ -26,7 +26,8 @@ import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
 from server.emq import keyspace
-from server.valkey_process import ValkeyCluster
+from server.valkey_process import ValkeyCluster, ValkeyProcess
+from tests.support import LiveSite, running
 
 # Modules whose tests run on one server AND on the 3-primary cluster.
 FLOW_MODULES = {
@@ -181,3 +182,19 @@ async def cluster_conn(valkey_cluster: ValkeyCluster) -> AsyncIterator[RedisClus
     finally:
         await flush(client)
         await client.aclose()
+
+
+# -- the real site under uvicorn, one per test module that asks for it ----------
+
+
+@pytest.fixture(scope="module")
+def valkey_server() -> Iterator[ValkeyProcess]:
+    """A valkey-server of the module's own (the site's tests write everywhere)."""
+    with ValkeyProcess() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def site(valkey_server: ValkeyProcess) -> Iterator[LiveSite]:
+    with running(valkey_server.url) as live:
+        yield live

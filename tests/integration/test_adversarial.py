@@ -31,18 +31,6 @@ BAD_NAMES = ["JOB{x}", "JOB:x", "JOB*", "JOB?", "JOB[ab]", "JOB\nx", "x}{y", "em
 
 
 @pytest.fixture(scope="module")
-def valkey_server() -> Iterator[ValkeyProcess]:
-    with ValkeyProcess() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def site(valkey_server: ValkeyProcess) -> Iterator[LiveSite]:
-    with running(valkey_server.url) as live:
-        yield live
-
-
-@pytest.fixture(scope="module")
 def world(site: LiveSite) -> dict[str, Any]:
     """The caller, another visitor, and a room, each with every widget landed."""
     caller, other, member = site.visitor(), site.visitor(), site.visitor()

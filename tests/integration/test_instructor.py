@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -17,18 +16,6 @@ from server.valkey_process import ValkeyProcess
 from tests.support import DIVE, INSTRUCTOR_TOKEN, Events, LiveSite, running, sandbox_of
 
 WIDGETS = ("enqueue-stepper", "fanin")
-
-
-@pytest.fixture(scope="module")
-def valkey_server() -> Iterator[ValkeyProcess]:
-    with ValkeyProcess() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def site(valkey_server: ValkeyProcess) -> Iterator[LiveSite]:
-    with running(valkey_server.url) as live:
-        yield live
 
 
 @pytest.fixture
