@@ -25,7 +25,11 @@ from bench import (
 from bench import run as bench_run
 from server.valkey_process import ValkeyProcess
 
-pytestmark = pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not installed (`make test` installs it)")
+@pytest.fixture(autouse=True, scope="module")
+def wrk_installed() -> None:
+    """The throughput benchmarks drive wrk: its absence is a failure, never a skip."""
+    if shutil.which("wrk") is None:
+        pytest.fail("wrk is not installed: `make test` installs it (Debian package wrk)")
 
 
 @pytest.fixture(scope="module")
