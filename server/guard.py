@@ -150,19 +150,6 @@ def judge_rate(request: Request, counted: dict[str, int], counts: list[Any]) -> 
             raise Refused(429, f"too many actions: at most {cap} every 10 seconds {whose}")
 
 
-async def check_rate(request: Request, sandbox: str) -> None:
-    """The rate limit alone, counted in Valkey so every worker shares it."""
-    counted = rate_counters(request, sandbox)
-    if not counted:
-        return
-    async with request.app.state.conn.pipeline(transaction=False) as pipe:
-        for name in counted:
-            pipe.incr(rate_key(name))
-            pipe.expire(rate_key(name), 20)
-        replies = await pipe.execute()
-    judge_rate(request, counted, replies[::2])
-
-
 def client_address(request: Request) -> str:
     host = request.client.host if request.client else "unknown"
     return "".join(ch for ch in host if ch.isalnum() or ch in ".:-")[:64] or "unknown"
@@ -287,11 +274,6 @@ async def enter(request: Request, sandbox: str, widget: str, *, cap_keys: bool) 
         judge_keys(request, replies[-1])
 
 
-async def check_keys(request: Request, sandbox: str) -> None:
-    """Refuse actions while the sandbox holds more keys than its cap."""
-    judge_keys(request, await request.app.state.conn.hgetall(f"lab:{{{sandbox}}}:meta"))
-
-
 def judge_keys(request: Request, raw: dict[Any, Any]) -> None:
     # Kept for record_keys: an action that leaves the count as it was writes nothing.
     request.state.key_census = {str(k): str(v) for k, v in raw.items()}
@@ -306,7 +288,7 @@ def judge_keys(request: Request, raw: dict[Any, Any]) -> None:
 
 async def record_keys(request: Request, sandbox: str, widget: str, snapshot: dict[str, Any]) -> None:
     """After an action: how many keys the widget's queues hold now."""
-    count = sum(len(q.get("keys", [])) for q in snapshot.get("queues", []))
+    count = int(snapshot["key_count"])
     census = getattr(request.state, "key_census", None)
     if census is not None and census.get(f"keys:{widget}") == str(count):
         return  # read this request, before the action: unchanged, so no write
@@ -320,9 +302,7 @@ __all__ = [
     "admit",
     "check_attempts",
     "check_demo",
-    "check_keys",
     "check_origin",
-    "check_rate",
     "count_failed_attempt",
     "enter",
     "is_instructor",

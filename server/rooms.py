@@ -165,11 +165,6 @@ async def set_demo(conn: Any, code: str, demo: bool) -> Room | None:
     return room
 
 
-async def refresh(conn: Any, code: str, ttl: int) -> None:
-    """Activity in a room keeps it open `ttl` seconds more."""
-    await conn.expire(room_key(code), ttl)
-
-
 async def record_join(conn: Any, code: str, ttl: int) -> None:
     async with conn.pipeline(transaction=False) as pipe:
         pipe.hincrby(room_key(code), "joins", 1)
@@ -196,11 +191,6 @@ async def expired(conn: Any) -> list[tuple[str, str]]:
             await conn.hdel(ROOMS_KEY, code_s)
             gone.append((code_s, _text(sandbox)))
     return gone
-
-
-async def sandbox_of_room(conn: Any, name: str) -> str | None:
-    room = await find(conn, name)
-    return room.sandbox if room else None
 
 
 async def room_sandboxes(conn: Any) -> dict[str, str]:

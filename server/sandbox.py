@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import secrets
-import time
 
 from itsdangerous import BadSignature, URLSafeSerializer, URLSafeTimedSerializer
 from starlette.requests import Request
@@ -114,7 +113,3 @@ class SignedCookie:
 
     def clear(self, response: Response) -> None:
         response.delete_cookie(self.name, path="/", httponly=True, samesite="strict", secure=self.secure)
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)

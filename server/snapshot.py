@@ -79,7 +79,8 @@ class QueueView:
         return [s for s in STATE_SETS if job_id in self.members(s)]
 
     def as_json(self) -> dict[str, Any]:
-        found = {"queue": self.queue, "slot": self.slot, "keys": [k.as_json() for k in self.keys]}
+        found = {"queue": self.queue, "slot": self.slot, "count": len(self.keys),
+                 "keys": [k.as_json() for k in self.keys]}
         if self.node is not None:
             found["node"] = self.node
         return found
@@ -153,10 +154,13 @@ async def delete_queue(conn: Any, queue: str) -> int:
     # On a cluster, only the primary holding the queue's slot has its keys.
     node = node_of(conn, keyspace.queue_key(queue, ""))
     where = {"target_nodes": conn.get_node(node_name=node)} if node else {}
-    for pattern in (f"emq:{{{queue}}}:*", f"lab:{{{queue}}}:*"):
-        batch: list[str] = []
-        async for name in conn.scan_iter(match=pattern, count=500, **where):
-            batch.append(_text(name))
-        if batch:
-            removed += int(await conn.delete(*batch))
+    # One walk of the keyspace finds both prefixes (emq: rows, lab: state):
+    # a SCAN costs the whole keyspace, whatever it matches.
+    batch = [
+        _text(name)
+        async for name in conn.scan_iter(match=f"*:{{{queue}}}:*", count=1000, **where)
+        if _text(name).startswith(("emq:", "lab:"))
+    ]
+    if batch:
+        removed += int(await conn.delete(*batch))
     return removed

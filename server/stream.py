@@ -123,7 +123,6 @@ class Hub:
         self.up = False
         self.notifications_on = False
         self.task: asyncio.Task[None] | None = None
-        self.changed = asyncio.Event()
         # (sandbox, widget) -> (when the read started, the read): see shared_read.
         self.reads: dict[tuple[str, str], tuple[float, asyncio.Future[Any]]] = {}
         # On a cluster: "host:port" of each primary -> its subscriber task,

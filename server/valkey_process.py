@@ -112,11 +112,6 @@ class ValkeyProcess:
         if remove_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
 
-    def restart(self) -> None:
-        """Stop and start again on the same port (tests of Valkey going away)."""
-        self.stop(remove_dir=False)
-        self.start()
-
     def __enter__(self) -> ValkeyProcess:
         self.start()
         return self
@@ -164,10 +159,6 @@ class ValkeyCluster:
     @property
     def url(self) -> str:
         return self.nodes[0].url
-
-    @property
-    def pids(self) -> list[int]:
-        return [node.proc.pid for node in self.nodes if node.proc is not None]
 
     def start(self, timeout: float = 30.0) -> str:
         if not shutil.which(self.cli):

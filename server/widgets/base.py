@@ -76,6 +76,8 @@ class Widget:
     # What the static trace records, when it should show more than the tour
     # (e.g. both arms of a choice); None: the tour itself.
     trace_tour: ClassVar[tuple[str | tuple[str, dict[str, Any]], ...] | None] = None
+    # Lab-hash fields that are the learner's choices, kept across Reset.
+    kept_on_reset: ClassVar[tuple[str, ...]] = ()
     # Each action's visible button label, for the trace and the outcome
     # sentences ("Step 2 of 4, Complete child: …").
     labels: ClassVar[dict[str, str]] = {}
@@ -117,9 +119,6 @@ class Widget:
         values = {k: v if isinstance(v, str) else json.dumps(v) for k, v in fields.items()}
         await ctx.conn.hset(self.state_key(ctx), mapping=values)
 
-    async def forget(self, ctx: Context, *names: str) -> None:
-        await ctx.conn.hdel(self.state_key(ctx), *names)
-
     async def ensure_landed(self, ctx: Context) -> None:
         """Land the scenario the first time this widget shows in this sandbox."""
         key = self.state_key(ctx)
@@ -132,10 +131,23 @@ class Widget:
                 await ctx.conn.hdel(key, "landed")
                 raise
 
-    async def reset(self, ctx: Context) -> None:
+    async def clear(self, ctx: Context) -> None:
+        """Remove every key of the widget's queues, its lab hash included."""
         for queue in self.queues(ctx):
             await snapshot.delete_queue(ctx.conn, queue)
-        await ctx.conn.hset(self.state_key(ctx), "landed", "1")
+
+    async def reset(self, ctx: Context) -> None:
+        """Remove the widget's keys (lab hash included) and land its scenario again.
+
+        The learner's choices named in `kept_on_reset` survive: Reset starts
+        the scenario they picked over, it does not undo the pick.
+        """
+        kept = {}
+        if self.kept_on_reset:
+            state = await self.state(ctx)
+            kept = {k: state[k] for k in self.kept_on_reset if k in state}
+        await self.clear(ctx)
+        await ctx.conn.hset(self.state_key(ctx), mapping={**kept, "landed": "1"})
         await self.land(ctx)
 
     async def snapshot(self, ctx: Context) -> dict[str, Any]:
@@ -145,8 +157,14 @@ class Widget:
             self.state(ctx),
             asyncio.gather(*(snapshot.read_queue(ctx.conn, q, self.job_ids(q)) for q in self.queues(ctx))),
         )
+        return self.compose(list(views), state)
+
+    def compose(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
+        """The snapshot a page receives, from the keys and lab state just read."""
         return {
             "widget": self.name,
+            # Counted here, from the keys just read, so the page shows numbers, not sums of its own.
+            "key_count": sum(len(v.keys) for v in views),
             "queues": [v.as_json() for v in views],
             **self.describe(views, state),
         }

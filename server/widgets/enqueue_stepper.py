@@ -75,8 +75,7 @@ class EnqueueStepper(Widget):
         state = await self.state(ctx)
         non_job = state.get("non_job") == "1"
         queue = self.queues(ctx)[0]
-        for q in self.queues(ctx):
-            await snapshot.delete_queue(ctx.conn, q)
+        await self.clear(ctx)
         await self.remember(ctx, landed="1", move=str(move), non_job="1" if non_job else "0", refused="")
         if move == 0:
             return Outcome("Back before move 1: the queue is empty.")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from server import snapshot
 from server.emq import flows, jobs, keyspace, results
 from server.snapshot import QueueView
 from server.widgets.base import (
@@ -52,6 +51,7 @@ class FailurePolicy(Widget):
     title = "The failure policy"
     queue_parts = (("failure-policy",),)
     tour = TOUR
+    kept_on_reset = ("policy",)  # Reset re-lands the flow under the policy the learner picked
     # Without JavaScript the learner cannot pick: the recorded run shows both arms.
     trace_tour = (("policy", {"policy": "fp"}), *TOUR, ("policy", {"policy": "id"}), *TOUR)
     labels = {"fail-child": "Fail child at the cap", "complete-child": "Complete child", "reset": "Reset",
@@ -66,15 +66,6 @@ class FailurePolicy(Widget):
 
     async def land(self, ctx: Context) -> None:
         await flows.add(ctx.conn, self.queues(ctx)[0], flow_spec(await self.chosen(ctx)))
-
-    async def reset(self, ctx: Context) -> None:
-        # The base reset deletes the lab hash with the keys; keep the learner's
-        # policy choice across it, so Reset re-lands the flow they picked.
-        policy = await self.chosen(ctx)
-        for queue in self.queues(ctx):
-            await snapshot.delete_queue(ctx.conn, queue)
-        await self.remember(ctx, landed="1", policy=policy)
-        await self.land(ctx)
 
     # -- the picture ---------------------------------------------------------
     def describe(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ own batch) lives in `ledger_batch.py`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -68,21 +69,16 @@ class Ledger(Widget):
     async def read_views(self, ctx: Context, state: dict[str, str]) -> list[QueueView]:
         # The fixed ids plus those of a learner's batch: a held parent is in
         # no state set, so the snapshot must be told to look for its row.
-        views = []
-        for queue in self.queues(ctx):
+        def ids(queue: str) -> list[str]:
             rel = queue.rsplit(".", 1)[-1]
-            ids = [*self.job_ids(queue), *flow_ids(self.batch(state), rel)]
-            views.append(await snapshot.read_queue(ctx.conn, queue, list(dict.fromkeys(ids))))
-        return views
+            return list(dict.fromkeys([*self.job_ids(queue), *flow_ids(self.batch(state), rel)]))
+
+        # side by side, as the base snapshot reads its queues
+        return list(await asyncio.gather(*(snapshot.read_queue(ctx.conn, q, ids(q)) for q in self.queues(ctx))))
 
     async def snapshot(self, ctx: Context) -> dict[str, Any]:
         state = await self.state(ctx)
-        views = await self.read_views(ctx, state)
-        return {"widget": self.name, "queues": [v.as_json() for v in views], **self.describe(views, state)}
-
-    async def clear(self, ctx: Context) -> None:
-        for queue in self.queues(ctx):
-            await snapshot.delete_queue(ctx.conn, queue)
+        return self.compose(await self.read_views(ctx, state), state)
 
     async def record(self, ctx: Context, mode: str, move: int, result: list[Any], **extra: Any) -> None:
         fields = {"landed": "1", "mode": mode, "move": str(move), "result": result,

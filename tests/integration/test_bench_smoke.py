@@ -25,6 +25,7 @@ from bench import (
 from bench import run as bench_run
 from server.valkey_process import ValkeyProcess
 
+
 @pytest.fixture(autouse=True, scope="module")
 def wrk_installed() -> None:
     """The throughput benchmarks drive wrk: its absence is a failure, never a skip."""

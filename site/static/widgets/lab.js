@@ -289,13 +289,11 @@ export function changedKeys(snapshot, previous) {
 function renderKeys(root, snapshot, changed) {
   const container = $(root, "keys");
   const frag = document.createDocumentFragment();
-  let total = 0;
   for (const q of snapshot.queues) {
-    total += q.keys.length;
     const table = document.createElement("table");
     table.className = "keys";
     const caption = table.createCaption();
-    caption.textContent = `queue ${q.queue} · hash slot ${q.slot}${q.node ? ` · node ${q.node}` : ""} · ${q.keys.length} keys`;
+    caption.textContent = `queue ${q.queue} · hash slot ${q.slot}${q.node ? ` · node ${q.node}` : ""} · ${q.count} keys`;
     const head = table.createTHead().insertRow();
     for (const label of ["key", "type", "value"]) {
       const th = document.createElement("th");
@@ -332,7 +330,9 @@ function renderKeys(root, snapshot, changed) {
   container.replaceChildren(frag);
   const count = $(root, "raw-count");
   if (count) {
-    const moved = changed.size ? `, ${changed.size} changed by the last step` : "";
+    // The total is the server's count; the changed rows are marked, not counted.
+    const total = snapshot.key_count;
+    const moved = changed.size ? ", the ones the last step changed marked" : "";
     count.textContent = `(${total} key${total === 1 ? "" : "s"}${moved})`;
   }
 }
