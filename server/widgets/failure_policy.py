@@ -87,13 +87,9 @@ class FailurePolicy(Widget):
         children = []
         for cid in CHILDREN:
             crow = view.row(cid)
-            if crow is not None:
-                where = next(iter(view.sets_of(cid)), None)
-                children.append({"id": cid, "state": crow.value.get("state"), "set": where,
-                                 "policy": crow.value.get("parent_policy"), "error": crow.value.get("last_error")})
-            else:  # complete deletes the row; the parent's :processed remembers it
-                children.append({"id": cid, "state": "completed" if cid in done else None, "set": None,
-                                 "policy": None, "error": None})
+            fields = crow.value if crow is not None else {}
+            children.append({**view.child(cid, PARENT),
+                             "policy": fields.get("parent_policy"), "error": fields.get("last_error")})
         tokens = sorted({c["policy"] for c in children if c["policy"]})
         policy = state.get("policy") if state.get("policy") in POLICIES else "fp"
         return {

@@ -69,16 +69,7 @@ class FanIn(Widget):
     def describe(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
         view = views[0]
         status = parent_status(view)
-        children = []
-        for child in CHILDREN:
-            row = view.row(child)
-            if row is not None:
-                where = next(iter(view.sets_of(child)), None)
-                children.append({"id": child, "state": row.value.get("state"), "set": where})
-            else:
-                processed = view.row(PARENT, ":processed")
-                done = processed is not None and child in processed.value
-                children.append({"id": child, "state": "completed" if done else None, "set": None})
+        children = [view.child(child, PARENT) for child in CHILDREN]
         last = json.loads(state["last"]) if state.get("last") else None
         return {
             "readout": readout(status, len(CHILDREN)),

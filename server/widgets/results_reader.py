@@ -79,16 +79,6 @@ def counted(view: QueueView) -> dict[str, Any]:
     }
 
 
-def child_status(view: QueueView, now: dict[str, Any], child: str) -> dict[str, Any]:
-    row = view.row(child)
-    where = next(iter(view.sets_of(child)), None)
-    if row is not None:
-        return {"id": child, "state": row.value.get("state"), "set": where}
-    # a completed child's row is retired; the parent's hashes remember it
-    state = "completed" if child in now["values"] else "ignored" if child in now["ignored"] else None
-    return {"id": child, "state": state, "set": where}
-
-
 class ResultsReader(Widget):
     name = "results"
     title = "The results reader"
@@ -127,7 +117,7 @@ class ResultsReader(Widget):
             "readout": readout,
             "picture": {
                 "parent": {"id": PARENT, **now},
-                "children": [child_status(view, now, c) for c in CHILDREN],
+                "children": [view.child(c, PARENT) for c in CHILDREN],
                 "read": last,
             },
         }
