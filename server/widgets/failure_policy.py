@@ -14,9 +14,11 @@ policy; the choice is kept in the lab hash, the token shown is read from rows.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from server.emq import flows, jobs, keyspace, results
+from server.emq import flows, jobs, keyspace
+from server.emq.wire import text
 from server.snapshot import QueueView
 from server.widgets.base import (
     BadInput,
@@ -44,6 +46,17 @@ def flow_spec(policy: str) -> dict[str, Any]:
         "parent": {"id": PARENT, "payload": "settle invoice 7"},
         "children": [{"id": c, "payload": f"charge {i}", flag: True} for i, c in enumerate(CHILDREN, 1)],
     }
+
+
+@dataclass(frozen=True)
+class ParentNow:
+    """The parent read back after an action, for the outcome sentence."""
+
+    dependencies: int
+    state: str
+    ignored: int
+    sets: list[str]
+    token: str  # the asked-for child's parent_policy ("" when none was asked)
 
 
 class FailurePolicy(Widget):
@@ -123,12 +136,27 @@ class FailurePolicy(Widget):
             return None
         return await jobs.claim(ctx.conn, queue)
 
-    async def parent_now(self, ctx: Context) -> tuple[int, str, int]:
+    async def parent_now(self, ctx: Context, child: str | None = None) -> ParentNow:
+        """The parent as Valkey holds it now, in one round trip (one slot); with
+        `child`, that child's parent_policy token too."""
         queue = self.queues(ctx)[0]
-        state = await ctx.conn.hget(keyspace.job_key(queue, PARENT), "state")
-        ignored = await results.ignored_failures(ctx.conn, queue, PARENT)
-        deps = await results.dependencies(ctx.conn, queue, PARENT)
-        return deps, state.decode() if isinstance(state, bytes) else (state or "gone"), len(ignored)
+        async with ctx.conn.pipeline(transaction=False) as pipe:
+            pipe.get(keyspace.dependencies_key(queue, PARENT))
+            pipe.hget(keyspace.job_key(queue, PARENT), "state")
+            pipe.hlen(keyspace.ignored_key(queue, PARENT))
+            for name in keyspace.STATE_SETS:
+                pipe.zscore(keyspace.queue_key(queue, name), PARENT)
+            if child is not None:
+                pipe.hget(keyspace.job_key(queue, child), "parent_policy")
+            deps, state, ignored, *rest = [text(r) for r in await pipe.execute()]
+        scores = rest[: len(keyspace.STATE_SETS)]
+        return ParentNow(
+            dependencies=int(deps or 0),
+            state=state or "gone",
+            ignored=int(ignored or 0),
+            sets=[name for name, score in zip(keyspace.STATE_SETS, scores) if score is not None],
+            token=str(rest[-1]) if child is not None else "",
+        )
 
     @action("fail-child")
     async def fail_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
@@ -137,22 +165,20 @@ class FailurePolicy(Widget):
         if claimed is None:
             return Outcome("No child is waiting in pending. Reset to land the flow again.", "info")
         job_id, token = claimed
-        before, _, _ = await self.parent_now(ctx)
-        row = await ctx.conn.hget(keyspace.job_key(queue, job_id), "parent_policy")
-        token_s = row.decode() if isinstance(row, bytes) else str(row)
+        before = await self.parent_now(ctx, job_id)
+        token_s = before.token
         outcome = await jobs.fail(ctx.conn, queue, job_id, token, ERROR, max_attempts=1)
-        deps, state, ignored = await self.parent_now(ctx)
+        now = await self.parent_now(ctx)
         if jobs.policy_arm(token_s) == "id":
-            effect = (f"its error went to the parent's :ignored ({ignored} recorded) and :dependencies fell "
-                      f"from {before} to {deps}")
+            effect = (f"its error went to the parent's :ignored ({now.ignored} recorded) and :dependencies fell "
+                      f"from {before.dependencies} to {now.dependencies}")
         else:
-            effect = f"the parent was failed and :dependencies stayed at {deps}"
-        sets = await self._sets(ctx)
+            effect = f"the parent was failed and :dependencies stayed at {now.dependencies}"
         return Outcome(
             f"{job_id} failed on attempt 1 of 1 and is {outcome}. Its row says parent_policy {token_s} "
-            f"({WORDS.get(jobs.policy_arm(token_s))}), so {effect}; {parent_fate(state, sets)}.",
-            detail={"child": job_id, "outcome": outcome, "policy": token_s, "dependencies": deps,
-                    "parent_state": state, "ignored": ignored},
+            f"({WORDS.get(jobs.policy_arm(token_s))}), so {effect}; {parent_fate(now.state, now.sets)}.",
+            detail={"child": job_id, "outcome": outcome, "policy": token_s, "dependencies": now.dependencies,
+                    "parent_state": now.state, "ignored": now.ignored},
         )
 
     @action("complete-child")
@@ -163,16 +189,11 @@ class FailurePolicy(Widget):
             return Outcome("No child is waiting in pending. Reset to land the flow again.", "info")
         job_id, token = claimed
         await jobs.complete(ctx.conn, queue, job_id, token, f"{job_id} charged")
-        deps, state, _ = await self.parent_now(ctx)
+        now = await self.parent_now(ctx)
         return Outcome(
-            f"Completed {job_id}: :dependencies = {deps}; {parent_fate(state, await self._sets(ctx))}.",
-            detail={"child": job_id, "dependencies": deps, "parent_state": state},
+            f"Completed {job_id}: :dependencies = {now.dependencies}; {parent_fate(now.state, now.sets)}.",
+            detail={"child": job_id, "dependencies": now.dependencies, "parent_state": now.state},
         )
-
-    async def _sets(self, ctx: Context) -> list[str]:
-        queue = self.queues(ctx)[0]
-        return [s for s in keyspace.STATE_SETS
-                if await ctx.conn.zscore(keyspace.queue_key(queue, s), PARENT) is not None]
 
     @action("policy")
     async def set_policy(self, ctx: Context, body: dict[str, Any]) -> Outcome:
