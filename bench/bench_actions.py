@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description="figure 1: action throughput")
     parser.add_argument("--seconds", type=float, default=10)
     args = parser.parse_args(argv)
-    from server.valkey_process import ValkeyProcess
+    from server.valkey.process import ValkeyProcess
 
     with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site, servers.serve_baseline(valkey.url) as base:
         result = run(site.url, base.url, args.seconds)

@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--flows", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=0.0, help="repeat each variant this long")
     args = parser.parse_args(argv)
-    from server.valkey_process import ValkeyProcess
+    from server.valkey.process import ValkeyProcess
 
     with ValkeyProcess() as server:
         result = run(server.url, args.flows, args.seconds)

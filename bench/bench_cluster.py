@@ -24,7 +24,7 @@ from typing import Any
 from bench import servers
 from bench.bench_actions import preflight
 from bench.wrkrun import run_wrk
-from server.valkey_process import ValkeyCluster, ValkeyProcess
+from server.valkey.process import ValkeyCluster, ValkeyProcess
 
 PRIMARIES = 3
 WORKERS = (1, 2)

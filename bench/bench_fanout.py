@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--clients", type=int, default=1000)
     parser.add_argument("--actions", type=int, default=12)
     args = parser.parse_args(argv)
-    from server.valkey_process import ValkeyProcess
+    from server.valkey.process import ValkeyProcess
 
     with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site:
         result = run(site, args.clients, args.actions)

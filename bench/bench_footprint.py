@@ -8,7 +8,7 @@ the patterns the reaper uses) is priced with MEMORY USAGE. The same is done
 after each of the widget's actions has run once (empty body; an action that
 refuses an empty body writes nothing). The baseline is the size of the same
 keys serialized by DUMP (the data without Valkey's per-key overhead).
-Finally `server.lifecycle.expire_idle(conn, 0)` expires every sandbox and the
+Finally `server.sandboxes.lifecycle.expire_idle(conn, 0)` expires every sandbox and the
 keys and bytes left under each are counted (the target is 0).
 
     python -m bench.bench_footprint
@@ -26,7 +26,7 @@ import redis
 import redis.asyncio as aioredis
 
 from bench import servers
-from server.sandbox import REGISTRY_KEY, key_patterns
+from server.sandboxes.sandbox import REGISTRY_KEY, key_patterns
 from server.widgets import WIDGETS
 
 
@@ -86,7 +86,7 @@ def run(site_url: str, valkey_url: str) -> dict[str, Any]:
 
 
 async def _expire(valkey_url: str) -> list[str]:
-    from server import lifecycle
+    from server.sandboxes import lifecycle
 
     conn = aioredis.Redis.from_url(valkey_url, decode_responses=True)
     try:
@@ -97,7 +97,7 @@ async def _expire(valkey_url: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     argparse.ArgumentParser(description="figure 5: footprint").parse_args(argv)
-    from server.valkey_process import ValkeyProcess
+    from server.valkey.process import ValkeyProcess
 
     with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site:
         result = run(site.url, valkey.url)

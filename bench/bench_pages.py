@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description="figure 4: pages")
     parser.add_argument("--seconds", type=float, default=10)
     args = parser.parse_args(argv)
-    from server.valkey_process import ValkeyProcess
+    from server.valkey.process import ValkeyProcess
 
     with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site:
         result = run(site.url, args.seconds)

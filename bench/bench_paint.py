@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--clicks", type=int, default=200)
     parser.add_argument("--rate", type=float, default=100.0, help="background actions per second")
     args = parser.parse_args(argv)
-    from server.valkey_process import ValkeyProcess
+    from server.valkey.process import ValkeyProcess
 
     with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site:
         result = run(site.url, args.clicks, args.rate)

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from server.sandbox import COOKIE
+from server.sandboxes.sandbox import COOKIE
 
 
 def raise_fd_limit(wanted: int = 16384) -> int:

@@ -39,7 +39,7 @@ from bench import (
 )
 from bench.profile import Recording
 from bench.wrkrun import run_wrk, wrk_version
-from server.valkey_process import ValkeyProcess
+from server.valkey.process import ValkeyProcess
 
 OUT = servers.ROOT / "docs" / "PERFORMANCE.md"
 
@@ -342,7 +342,7 @@ def render(r: dict[str, Any]) -> str:
                          wrk_row("dive, first visit (new signed cookie)", pg["dive_first_visit"])]))
     w("")
     w(f"Ratio {pg['ratio']}× (first visit {pg['ratio_first_visit']}×). A dive's body is rendered once per process "
-      "and kept (`server/views_pages.py`), so a request costs the layout template and the cookie; `StaticFiles` "
+      "and kept (`server/web/views/pages.py`), so a request costs the layout template and the cookie; `StaticFiles` "
       "stats the file and sends it through a thread, which is the slower of the two here.")
     w("")
 
@@ -492,7 +492,7 @@ rises with the load average shown under Machine.
 
 **Hot-path changes made while profiling** (`server/`):
 
-1. `server/views_stream.py`, `server/stream.py` — fan-out: every stream of a sandbox used to read, describe and
+1. `server/web/views/stream.py`, `server/live/hub.py` — fan-out: every stream of a sandbox used to read, describe and
    encode its own snapshot after each change (1,000 streams: 1,000 reads of the same keys) and send every effect
    as its own write. Now `Hub.shared_read` lets every stream that needs a snapshot share one read that started
    after the notification it reacts to (so none can show a state older than the change it announces), encoded
@@ -502,10 +502,10 @@ rises with the load average shown under Machine.
 2. `server/app.py` — redis-py 8's asyncio pool raises `MaxConnectionsError` past 100 connections in use: with 200
    pages open, half of all actions answered 503 "Valkey is unreachable". The site's connection is now a
    `BlockingConnectionPool` (128 connections, 5 s wait), so a burst queues instead of failing.
-3. `server/snapshot.py` — two pipelined round trips instead of three (the state sets and the TYPE of every known
+3. `server/widgets/snapshot.py` — two pipelined round trips instead of three (the state sets and the TYPE of every known
    candidate go together), and a key deleted between its TYPE and its read (a reset or an expiry running
    concurrently) is skipped instead of read as `None`, which made the fan-in widget answer 500.
-4. `server/guard.py`, `server/views_api.py`, `server/widgets/base.py`, `server/widgets/fanin.py`, `server/app.py` —
+4. `server/web/guard.py`, `server/web/views/api.py`, `server/widgets/base.py`, `server/widgets/fanin.py`, `server/app.py` —
    the action path: the rate counters, the activity record and the key census go in one pipeline
    (`guard.enter`); the lab hash and every queue of a widget are read side by side; the fan-in's read-back is one
    pipeline; Jinja no longer stats each template on every render.

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from server.sandbox import COOKIE, SandboxCookie
-from server.valkey_process import free_port
+from server.sandboxes.sandbox import COOKIE, SandboxCookie
+from server.valkey.process import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE_FACTORY = "server.cli:app_from_env"
@@ -165,7 +165,7 @@ def cookie_header(value: str) -> str:
 
 def sandbox_of(valkey_url: str, cookie_value: str) -> str:
     """The sandbox id inside a cookie, read with the site's secret (kept in Valkey)."""
-    from server.connect import open_sync_client
+    from server.valkey.connect import open_sync_client
 
     client = open_sync_client(valkey_url)  # one server or a cluster
     try:

@@ -14,16 +14,23 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from server import connect, partials, traces, views_api, views_instructor, views_pages, views_room, views_stream
+from server.valkey import connect
+from server.web import partials
+from server.widgets import traces
+from server.web.views import api as views_api
+from server.web.views import instructor as views_instructor
+from server.web.views import pages as views_pages
+from server.web.views import room as views_room
+from server.web.views import stream as views_stream
 from server import settings as settings_module
 from server.content import load_course
-from server.guard import INSTRUCTOR_COOKIE
-from server.lifecycle import Reaper
-from server.middleware import RoomCache, SandboxMiddleware, SecurityHeaders
-from server.rooms import ROOM_COOKIE
-from server.sandbox import SandboxCookie, SignedCookie
+from server.web.guard import INSTRUCTOR_COOKIE
+from server.sandboxes.lifecycle import Reaper
+from server.web.middleware import RoomCache, SandboxMiddleware, SecurityHeaders
+from server.sandboxes.rooms import ROOM_COOKIE
+from server.sandboxes.sandbox import SandboxCookie, SignedCookie
 from server.settings import Settings
-from server.stream import Hub, enable_notifications
+from server.live.hub import Hub, enable_notifications
 
 SITE = Path(__file__).resolve().parent.parent / "site"
 

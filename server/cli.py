@@ -76,8 +76,8 @@ def run_uvicorn(factory: str, host: str, port: int, workers: int = 1, log_level:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from server.connect import CLUSTER_ENV, wants_cluster
-    from server.valkey_process import ValkeyCluster, ValkeyProcess
+    from server.valkey.connect import CLUSTER_ENV, wants_cluster
+    from server.valkey.process import ValkeyCluster, ValkeyProcess
 
     if not port_free(args.host, args.port):
         print(f"emqlab: port {args.port} on {args.host} is in use; pick another with --port", file=sys.stderr)
@@ -129,9 +129,10 @@ def serve(args: argparse.Namespace) -> int:
 def reset(args: argparse.Namespace) -> int:
     import redis
 
-    from server import lifecycle, rooms
-    from server.connect import open_client
-    from server.sandbox import SANDBOX_RE
+    from server.sandboxes import lifecycle
+    from server.sandboxes import rooms
+    from server.valkey.connect import open_client
+    from server.sandboxes.sandbox import SANDBOX_RE
 
     url = os.environ.get("EMQLAB_VALKEY_URL") or (URL_FILE.read_text().strip() if URL_FILE.exists() else "")
     if not url:

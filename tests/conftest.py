@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import redis.asyncio as aioredis
 
-from server.valkey_process import ValkeyProcess
+from server.valkey.process import ValkeyProcess
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import redis
 
-from server.valkey_process import ValkeyProcess, free_port
+from server.valkey.process import ValkeyProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTRUCTOR_TOKEN = "test-instructor-token"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, sync_playwright
 
-from server.valkey_process import ValkeyProcess
+from server.valkey.process import ValkeyProcess
 from tests.support import start_site, stop_site
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,9 +15,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from server import snapshot
-from server.sandbox import queue_name
-from server.snapshot import QueueView
+from server.widgets import snapshot
+from server.sandboxes.sandbox import queue_name
+from server.widgets.snapshot import QueueView
 
 
 class BadInput(ValueError):

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from server import snapshot
+from server.widgets import snapshot
 from server.emq import flows, registry
 from server.emq.errors import EmqError
-from server.snapshot import QueueView
+from server.widgets.snapshot import QueueView
 from server.widgets.base import BadInput, Context, Outcome, Widget, action, flag, whole
 
 SCRIPT = "enqueue_flow"

@@ -19,7 +19,7 @@ from typing import Any
 
 from server.emq import flows, jobs, keyspace
 from server.emq.wire import text
-from server.snapshot import QueueView
+from server.widgets.snapshot import QueueView
 from server.widgets.base import (
     BadInput,
     Context,

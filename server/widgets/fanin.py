@@ -14,7 +14,7 @@ from typing import Any
 
 from server.emq import flows, jobs, keyspace, results
 from server.emq.errors import EmqError
-from server.snapshot import QueueView
+from server.widgets.snapshot import QueueView
 from server.widgets.base import Context, Outcome, Widget, action, parent_fate
 
 PARENT = "JOBparent"

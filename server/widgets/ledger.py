@@ -18,11 +18,11 @@ import asyncio
 import json
 from typing import Any
 
-from server import snapshot
+from server.widgets import snapshot
 from server.emq import flows, jobs, keyspace, pump
 from server.emq.errors import EmqError
 from server.settings import Settings
-from server.snapshot import QueueView
+from server.widgets.snapshot import QueueView
 from server.widgets.base import Context, Outcome, Widget, action, whole
 from server.widgets.ledger_batch import (
     BAD_BATCH,

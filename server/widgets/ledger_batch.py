@@ -16,7 +16,7 @@ from typing import Any
 from server.emq import keyspace, pump
 from server.emq.shape import FlowShapeError, parse_flow
 from server.settings import Settings
-from server.snapshot import QueueView
+from server.widgets.snapshot import QueueView
 from server.widgets.base import BadInput, Context
 
 LEDGER_QUEUES = ("orders", "mail", "billing")  # orders first: the parents' queue

@@ -20,10 +20,10 @@ from typing import Any
 
 from redis.exceptions import ClusterCrossSlotError, ResponseError
 
-from server import connect
+from server.valkey import connect
 from server.emq import flows, jobs, keyspace, pump, registry, results
-from server.guard import Refused
-from server.snapshot import QueueView
+from server.web.guard import Refused
+from server.widgets.snapshot import QueueView
 from server.widgets.base import Context, Outcome, Widget, action, parent_fate
 
 PARENT = "JOBparent"

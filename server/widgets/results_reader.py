@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from server.emq import flows, jobs, keyspace, results
-from server.snapshot import QueueView, _text
+from server.widgets.snapshot import QueueView, _text
 from server.widgets.base import Context, Outcome, Widget, action, parent_fate
 
 PARENT = "JOBquote"

@@ -1,4 +1,4 @@
-"""The real course, served by server.views_pages through the real templates.
+"""The real course, served by server.web.views.pages through the real templates.
 
 A small Starlette app stands in for server/app.py: it sets the three
 ``app.state`` attributes views_pages expects and mounts its routes.
@@ -18,7 +18,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.testclient import TestClient
 
-from server import views_pages
+from server.web.views import pages as views_pages
 from server.content import Course
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -24,7 +24,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from server.valkey_process import free_port, pid_alive
+from server.valkey.process import free_port, pid_alive
 
 ROOT = Path(__file__).resolve().parents[2]
 CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot"

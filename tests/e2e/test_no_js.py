@@ -1,5 +1,5 @@
 """Without JavaScript each widget is a static trace: a table of the states of
-a real run on Valkey, rendered by the server (server/traces.py)."""
+a real run on Valkey, rendered by the server (server/widgets/traces.py)."""
 
 from __future__ import annotations
 

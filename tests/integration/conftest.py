@@ -4,7 +4,7 @@ Everything runs against the session's real valkey-server (``valkey`` from
 tests/conftest.py). Besides ``conn`` (decode_responses=True) there is
 ``raw_conn`` (decode_responses=False), ``conn_factory`` for several
 independent clients, and ``cluster_conn``: a client of a managed 3-primary
-Valkey Cluster (``ValkeyCluster`` from server/valkey_process.py, joined with
+Valkey Cluster (``ValkeyCluster`` from server/valkey/process.py, joined with
 ``valkey-cli --cluster create``), where a script whose keys span two slots,
 or reach another node, is refused.
 
@@ -26,7 +26,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
 from server.emq import keyspace
-from server.valkey_process import ValkeyCluster, ValkeyProcess
+from server.valkey.process import ValkeyCluster, ValkeyProcess
 from tests.support import LiveSite, running
 
 # Modules whose tests run on one server AND on the 3-primary cluster.

@@ -19,9 +19,9 @@ import pytest
 import redis
 from itsdangerous import URLSafeSerializer
 
-from server.lifecycle import sandbox_of_key
-from server.sandbox import COOKIE, REGISTRY_KEY
-from server.valkey_process import ValkeyProcess
+from server.sandboxes.lifecycle import sandbox_of_key
+from server.sandboxes.sandbox import COOKIE, REGISTRY_KEY
+from server.valkey.process import ValkeyProcess
 from server.widgets import WIDGETS
 from tests.support import DIVE, LiveSite, running, sandbox_of
 

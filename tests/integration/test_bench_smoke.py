@@ -23,7 +23,7 @@ from bench import (
     servers,
 )
 from bench import run as bench_run
-from server.valkey_process import ValkeyProcess
+from server.valkey.process import ValkeyProcess
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server.valkey_process import ValkeyProcess
+from server.valkey.process import ValkeyProcess
 from server.widgets import WIDGETS
 from tests.support import LiveSite, running
 

@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from server import cli
-from server.lifecycle import sandbox_of_key
-from server.valkey_process import ValkeyProcess
+from server.sandboxes.lifecycle import sandbox_of_key
+from server.valkey.process import ValkeyProcess
 from tests.support import DIVE, INSTRUCTOR_TOKEN, Events, LiveSite, running, sandbox_of
 
 WIDGETS = ("enqueue-stepper", "fanin")

@@ -9,10 +9,12 @@ from collections.abc import Iterator
 import pytest
 import redis.asyncio as aioredis
 
-from server import guard, lifecycle, rooms
-from server.sandbox import REGISTRY_KEY
+from server.web import guard
+from server.sandboxes import lifecycle
+from server.sandboxes import rooms
+from server.sandboxes.sandbox import REGISTRY_KEY
 from server.settings import Settings
-from server.valkey_process import ValkeyProcess
+from server.valkey.process import ValkeyProcess
 from server.widgets import WIDGETS
 from server.widgets.base import Context
 from tests.support import running

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from server.valkey_process import free_port, pid_alive
+from server.valkey.process import free_port, pid_alive
 from tests.support import Site, own_site
 
 DIVE = "/flows/parent-and-children"

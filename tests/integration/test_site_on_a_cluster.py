@@ -19,10 +19,11 @@ from pathlib import Path
 
 from redis.asyncio.cluster import RedisCluster
 
-from server import connect, stream
+from server.valkey import connect
+from server.live import hub as stream
 from server.emq import keyspace
-from server.stream import EVENTS_CHANNEL, Hub, publish_reset
-from server.valkey_process import ValkeyCluster
+from server.live.hub import EVENTS_CHANNEL, Hub, publish_reset
+from server.valkey.process import ValkeyCluster
 from tests.support import Events, running, sandbox_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -179,7 +180,7 @@ def test_workers_keep_tcp_nodelay() -> None:
     from uvicorn.config import Config
 
     from server.cli import nodelay_listener
-    from server.valkey_process import free_port
+    from server.valkey.process import free_port
 
     nodelay_listener()
     sock = Config("server.cli:app_from_env", host="127.0.0.1", port=free_port()).bind_socket()

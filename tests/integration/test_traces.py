@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 import redis.asyncio as aioredis
 
-from server import traces
-from server.valkey_process import free_port
+from server.widgets import traces
+from server.valkey.process import free_port
 from server.widgets import WIDGETS
 from server.widgets.base import BadInput, Context
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from server.valkey_process import ValkeyProcess
+from server.valkey.process import ValkeyProcess
 from tests.support import Events, LiveSite, running
 
 

@@ -142,7 +142,7 @@ async def test_reset_lands_the_flow_again_and_empties_every_outbox(landed, conn)
 
 
 async def test_one_script_needs_a_cluster_and_says_so_on_one_server(landed) -> None:
-    from server.guard import Refused
+    from server.web.guard import Refused
 
     widget, ctx = landed
     before = await widget.snapshot(ctx)

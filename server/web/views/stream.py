@@ -22,9 +22,9 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import Response
 
-from server import guard
-from server.sandbox import NoSandbox
-from server.views_api import VALKEY_DOWN, problem
+from server.web import guard
+from server.sandboxes.sandbox import NoSandbox
+from server.web.views.api import VALKEY_DOWN, problem
 from server.widgets import WIDGETS, widget_for_queue
 from server.widgets.base import Context
 

@@ -25,9 +25,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from server import body, forms, guard, lifecycle, rooms
-from server.sandbox import REGISTRY_KEY, SANDBOX_RE
-from server.views_api import VALKEY_DOWN
+from server.web import body
+from server.web import forms
+from server.web import guard
+from server.sandboxes import lifecycle
+from server.sandboxes import rooms
+from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE
+from server.web.views.api import VALKEY_DOWN
 
 FLASH_COOKIE = "emqlab_flash"
 LISTED = 500  # sandboxes shown on the page, most recent first

@@ -14,8 +14,8 @@ from redis.exceptions import RedisError
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server import rooms
-from server.sandbox import COOKIE, NoSandbox, SandboxCookie, SignedCookie, new_id
+from server.sandboxes import rooms
+from server.sandboxes.sandbox import COOKIE, NoSandbox, SandboxCookie, SignedCookie, new_id
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

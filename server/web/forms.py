@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl
 
 from starlette.requests import Request
 
-from server import body
+from server.web import body
 
 FORM_MAX_BYTES = 4096
 

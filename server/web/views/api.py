@@ -24,10 +24,11 @@ from redis.exceptions import TimeoutError as RedisTimeout
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from server import body, guard
+from server.web import body
+from server.web import guard
 from server.emq.errors import EmqError
 from server.emq.keyspace import BadId
-from server.sandbox import NoSandbox
+from server.sandboxes.sandbox import NoSandbox
 from server.widgets import WIDGETS
 from server.widgets.base import BadInput, Context, Widget
 
@@ -52,7 +53,7 @@ def find_widget(request: Request) -> Widget:
 
 
 async def read_body(request: Request) -> dict[str, Any]:
-    """The action's JSON body, read up to the cap and checked (server/body.py)."""
+    """The action's JSON body, read up to the cap and checked (server/web/body.py)."""
     settings = request.app.state.settings
     parsed = await body.read_json(request, settings.max_body_bytes)
     return body.check(parsed, settings.max_payload_bytes)

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
-from server.sandbox import REGISTRY_KEY, NoSandbox
+from server.sandboxes.sandbox import REGISTRY_KEY, NoSandbox
 
 DEMO_REFUSAL = "demo mode: only the instructor acts in this room"
 INSTRUCTOR_COOKIE = "emqlab_instructor"

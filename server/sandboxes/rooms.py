@@ -19,7 +19,7 @@ import unicodedata
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from server.sandbox import REGISTRY_KEY, new_id
+from server.sandboxes.sandbox import REGISTRY_KEY, new_id
 
 ROOMS_KEY = "lab:rooms"
 ROOM_COOKIE = "emqlab_room"

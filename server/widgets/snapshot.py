@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.connect import node_of
+from server.valkey.connect import node_of
 from server.emq import keyspace
 
 QUEUE_SUFFIXES = (

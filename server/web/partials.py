@@ -4,7 +4,7 @@ The partial is the widget's markup: its region, its buttons, and for a
 stepper the script listing, read from the file the server runs. It carries no
 visitor's state: the live keys arrive from `/api/widgets/<name>/state` and
 the stream, so a rendered page is the same for every visitor and can be
-cached. It does carry the widget's static trace (`server/traces.py`): a
+cached. It does carry the widget's static trace (`server/widgets/traces.py`): a
 recorded run of its tour on Valkey, the widget as a table of states for a
 reader without JavaScript.
 """
@@ -18,7 +18,7 @@ from typing import Any
 from markupsafe import Markup
 from starlette.templating import Jinja2Templates
 
-from server import traces
+from server.widgets import traces
 from server.emq import registry
 from server.widgets import WIDGETS
 

@@ -27,13 +27,13 @@ from typing import Any
 
 import redis
 
-from server.lifecycle import delete_sandbox_keys
+from server.sandboxes.lifecycle import delete_sandbox_keys
 from server.widgets import WIDGETS
 from server.widgets.base import Context, Widget
 
 log = logging.getLogger("emqlab.traces")
 
-# Every recorded trace by widget name: read by server/partials.py.
+# Every recorded trace by widget name: read by server/web/partials.py.
 RECORDED: dict[str, Trace] = {}
 VALUE_WIDTH = 90  # characters of a key's value shown in a row
 RETRY_FIRST, RETRY_MOST = 1.0, 30.0  # seconds between attempts while Valkey is away

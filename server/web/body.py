@@ -27,7 +27,7 @@ from typing import Any
 from starlette.requests import Request
 
 from server.emq.keyspace import ID_RE
-from server.sandbox import SANDBOX_RE
+from server.sandboxes.sandbox import SANDBOX_RE
 
 MAX_DEPTH = 6
 MAX_NODES = 2000

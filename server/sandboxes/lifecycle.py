@@ -17,9 +17,9 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from server import rooms
-from server.sandbox import REGISTRY_KEY, SANDBOX_RE, key_patterns
-from server.stream import publish_reset
+from server.sandboxes import rooms
+from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE, key_patterns
+from server.live.hub import publish_reset
 
 log = logging.getLogger("emqlab.lifecycle")
 

@@ -17,8 +17,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from server import body, forms, guard, rooms
-from server.views_api import VALKEY_DOWN
+from server.web import body
+from server.web import forms
+from server.web import guard
+from server.sandboxes import rooms
+from server.web.views.api import VALKEY_DOWN
 
 UNAVAILABLE = "Valkey is unreachable right now; try again when it returns."
 

@@ -1,0 +1,1 @@
+"""The Valkey this site runs on: the client it opens and the server it may manage."""

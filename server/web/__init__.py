@@ -1,0 +1,1 @@
+"""HTTP: middleware, request guards, bodies, errors, partials and the views."""

@@ -1,0 +1,1 @@
+"""One view module per page family; each exports `routes()`."""
