@@ -39,6 +39,8 @@ log = logging.getLogger("emqlab.stream")
 NOTIFY_FLAGS = "KA"
 EVENTS_CHANNEL = "emqlab:events"
 KEYSPACE_PATTERN = "__keyspace@*__:emq:*"
+# A widget's lab state (move, choices, last outcome): every open page follows it too.
+STATE_PATTERN = "__keyspace@*__:lab:{*}:state"
 TOPOLOGY_EVERY = 3.0  # seconds between reads of a cluster's primaries
 SEEN_EVENTS = 512  # event ids remembered, to hand each cluster-broadcast event on once
 
@@ -101,9 +103,10 @@ class Subscription:
 
 
 def parse_channel(channel: str) -> tuple[str, str, str] | None:
-    """`__keyspace@0__:emq:{s1.fanin}:job:X` -> (sandbox, queue, key)."""
+    """`__keyspace@0__:emq:{s1.fanin}:job:X` -> (sandbox, queue, key); the
+    same for a widget's lab state, `…:lab:{s1.fanin}:state`."""
     _, _, key = channel.partition("__:")
-    if not key.startswith("emq:{"):
+    if not key.startswith(("emq:{", "lab:{")):
         return None
     end = key.find("}", 5)
     if end < 0:
@@ -207,7 +210,7 @@ class Hub:
             try:
                 self.notifications_on = await enable_notifications(client)
                 async with client.pubsub() as pubsub:
-                    await pubsub.psubscribe(KEYSPACE_PATTERN)
+                    await pubsub.psubscribe(KEYSPACE_PATTERN, STATE_PATTERN)
                     await pubsub.subscribe(EVENTS_CHANNEL)
                     self.set_up(True)
                     async for message in pubsub.listen():
@@ -297,7 +300,7 @@ class Hub:
             try:
                 self.node_notifications[address] = await enable_notifications(client)
                 async with client.pubsub() as pubsub:
-                    await pubsub.psubscribe(KEYSPACE_PATTERN)
+                    await pubsub.psubscribe(KEYSPACE_PATTERN, STATE_PATTERN)
                     await pubsub.subscribe(EVENTS_CHANNEL)
                     self.node_up[address] = True
                     self.refresh_up()
@@ -339,8 +342,9 @@ class Hub:
                 return
             sandbox, queue, key = parsed
             if sandbox in self.subs:
+                kind = "state" if key.startswith("lab:") else "effect"
                 self.broadcast(
-                    Notice("effect", {"queue": queue, "key": key, "event": message["data"], "at": time.time()}),
+                    Notice(kind, {"queue": queue, "key": key, "event": message["data"], "at": time.time()}),
                     sandbox,
                 )
         elif kind == "message" and message.get("channel") == EVENTS_CHANNEL:

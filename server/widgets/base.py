@@ -1,27 +1,52 @@
 """What every widget is: a scenario on its own queues, actions, and a snapshot.
 
 A widget never keeps state in the browser or in this process. Its keys live in
-Valkey under the sandbox's queues; the little it must remember between clicks
-(which move a stepper is on, the token of the last completion) lives in one
-lab hash in the same hashtag. Every snapshot is read back from Valkey, and the
-readout sentence is built from those values.
+Valkey under the sandbox's queues; what it must remember between clicks (which
+move a stepper is on, the learner's choices, the last outcome and who caused
+it) lives in one lab hash in the same hashtag. Every snapshot carries all of
+it, read back from Valkey, so every open page of a sandbox paints the same
+thing, and the readout sentence is built from those values.
+
+One action runs at a time per widget and sandbox (`begin.lua` takes a lock
+with a lease): tabs, class members and Reset queue behind it, so any
+interleaving of clicks leaves a state that clicking one at a time reaches.
+An action ends in one round trip that records its outcome, releases the lock
+and reads the snapshot (`queue_keys.lua`, mode `finish`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from server.widgets import snapshot
 from server.sandboxes.sandbox import queue_name
+from server.valkey import scripts
+from server.valkey.scripts import SiteScript
+from server.widgets import snapshot
 from server.widgets.snapshot import QueueView
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+BEGIN = SiteScript(SCRIPTS / "begin.lua")
+RELEASE = SiteScript(SCRIPTS / "release.lua")
+LOCK_LEASE_MS = 10_000  # an action that outlives this (a site killed mid-action) lets go
+LOCK_WAIT_S = 5.0  # how long an action queues behind another before it gives up
 
 
 class BadInput(ValueError):
     """A request body a widget action cannot accept (answered with a 400)."""
+
+
+class Busy(Exception):
+    """Another action of this widget held the lock for too long (answered with a 503)."""
+
+
+class TooManyKeys(Exception):
+    """The widget's queues hold more keys than its cap (answered with a 409)."""
 
 
 @dataclass
@@ -31,6 +56,9 @@ class Outcome:
     text: str
     kind: str = "ok"  # ok | refused | info
     detail: dict[str, Any] = field(default_factory=dict)
+    # Lab-state fields the action wants kept, written with the outcome in the
+    # action's last round trip (instead of a `remember` round trip of its own).
+    keep: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {"text": self.text, "kind": self.kind, "detail": self.detail}
@@ -57,6 +85,13 @@ class Context:
 
     conn: Any
     sandbox: str
+    # Who acts ("learner" or "instructor") and from which page (a tab id the
+    # page makes up): the outcome says so on every page that shows it.
+    by: str = "learner"
+    tab: str = ""
+    # Best-effort commands an action leaves for its last round trip (e.g. the
+    # DEL of a completed job's :logs), queued with the outcome and snapshot.
+    tail: list[tuple[Any, ...]] = field(default_factory=list)
 
     def queue(self, *parts: str) -> str:
         return queue_name(self.sandbox, *parts)
@@ -109,38 +144,106 @@ class Widget:
         return [ctx.queue(*parts) for parts in self.queue_parts]
 
     def state_key(self, ctx: Context) -> str:
-        return f"lab:{{{self.queues(ctx)[0]}}}:state"
+        return snapshot.state_key(self.queues(ctx)[0])
 
     async def state(self, ctx: Context) -> dict[str, str]:
         raw = await ctx.conn.hgetall(self.state_key(ctx))
         return {snapshot._text(k): snapshot._text(v) for k, v in raw.items()}
 
     async def remember(self, ctx: Context, **fields: Any) -> None:
-        values = {k: v if isinstance(v, str) else json.dumps(v) for k, v in fields.items()}
-        await ctx.conn.hset(self.state_key(ctx), mapping=values)
+        await ctx.conn.hset(self.state_key(ctx), mapping=_encoded(fields))
+
+    # -- one action at a time --------------------------------------------------
+    async def begin(self, ctx: Context, key_cap: int | None) -> str:
+        """Take the widget's lock (waiting behind another action); land the
+        scenario if it has not landed whole. Returns the lock token."""
+        first = self.queues(ctx)[0]
+        token = secrets.token_hex(8)
+        keys = [snapshot.lock_key(first), self.state_key(ctx)]
+        deadline = asyncio.get_running_loop().time() + LOCK_WAIT_S
+        while True:
+            taken, landed, held = await BEGIN.run(ctx.conn, keys, [token, LOCK_LEASE_MS])
+            if int(taken):
+                break
+            if asyncio.get_running_loop().time() > deadline:
+                raise Busy("another action on this widget is still running; try again in a moment")
+            await asyncio.sleep(0.005)
+        try:
+            if snapshot._text(landed) != "1":
+                await self.land_afresh(ctx)
+            elif key_cap is not None and int(snapshot._text(held) or 0) > key_cap:
+                raise TooManyKeys(f"this widget holds {held} keys, more than its cap of {key_cap}: press Reset")
+        except BaseException:
+            await self.release(ctx, token)
+            raise
+        return token
+
+    async def release(self, ctx: Context, token: str) -> None:
+        """Let go of the lock without recording anything (an action that failed)."""
+        await RELEASE.run(ctx.conn, [snapshot.lock_key(self.queues(ctx)[0])], [token])
+
+    async def land_afresh(self, ctx: Context) -> None:
+        """Land the scenario over whatever a half-finished landing left (the
+        site killed mid-land): clear the queues first, keep nothing."""
+        await self.clear(ctx)
+        await self.land(ctx)
+        await self.remember(ctx, landed="1")
+
+    async def run(self, ctx: Context, slug: str, body: dict[str, Any], key_cap: int | None = None,
+                  ) -> tuple[Outcome, dict[str, Any]]:
+        """One action, start to finish: lock, land if needed, act, then record
+        the outcome, release the lock and read the snapshot in one round trip."""
+        token = await self.begin(ctx, None if slug == "reset" else key_cap)
+        try:
+            outcome = await self.perform(ctx, slug, body)
+        except BaseException:
+            await self.release(ctx, token)
+            raise
+        record = {**outcome.as_json(), "action": slug, "label": self.label(slug), "by": ctx.by, "tab": ctx.tab}
+        return outcome, await self.finish(ctx, token, json.dumps(record), outcome.keep)
+
+    async def finish(self, ctx: Context, token: str, outcome: str, keep: dict[str, Any]) -> dict[str, Any]:
+        queues = self.queues(ctx)
+        calls: list[Any] = []
+        async with ctx.conn.pipeline(transaction=False) as pipe:
+            for command in ctx.tail:
+                pipe.execute_command(*command)
+                calls.append(None)
+            ctx.tail.clear()
+            fields = json.dumps(_encoded(keep)) if keep else ""
+            for i, queue in enumerate(queues):
+                call = (snapshot.call(queue, self.job_ids(queue), "finish", token, outcome, fields)
+                        if i == 0 else snapshot.call(queue, self.job_ids(queue)))
+                call[0].queue(pipe, call[1], call[2])
+                calls.append(call)
+            replies = await scripts.execute(ctx.conn, pipe, calls)
+        return self.decode(ctx, replies[len(replies) - len(queues):])
 
     async def ensure_landed(self, ctx: Context) -> None:
         """Land the scenario the first time this widget shows in this sandbox."""
-        key = self.state_key(ctx)
-        # SET NX on the landed flag: two tabs opening at once land it once.
-        if await ctx.conn.hsetnx(key, "landed", "1"):
-            try:
-                await self.land(ctx)
-            except BaseException:
-                # A half-landed scenario would stick; let the next show retry.
-                await ctx.conn.hdel(key, "landed")
-                raise
+        if (await self.state(ctx)).get("landed") != "1":
+            await self.release(ctx, await self.begin(ctx, None))
+
+    async def show(self, ctx: Context) -> dict[str, Any]:
+        """The snapshot a page opens with: one read, and the landing the first
+        time the widget shows in this sandbox (under the lock, so two tabs
+        opening at once land it once)."""
+        snap = await self.snapshot(ctx)
+        if snap["landed"]:
+            return snap
+        token = await self.begin(ctx, None)
+        return await self.finish(ctx, token, "", {})
 
     async def clear(self, ctx: Context) -> None:
-        """Remove every key of the widget's queues, its lab hash included."""
-        for queue in self.queues(ctx):
-            await snapshot.delete_queue(ctx.conn, queue)
+        """Remove every key of the widget's queues, its lab hash included (the lock stays)."""
+        await asyncio.gather(*(snapshot.delete_queue(ctx.conn, q, self.job_ids(q)) for q in self.queues(ctx)))
 
     async def reset(self, ctx: Context) -> None:
         """Remove the widget's keys (lab hash included) and land its scenario again.
 
         The learner's choices named in `kept_on_reset` survive: Reset starts
-        the scenario they picked over, it does not undo the pick.
+        the scenario they picked over, it does not undo the pick. Callers hold
+        the widget's lock (`run`, or `reset_locked`).
         """
         kept = {}
         if self.kept_on_reset:
@@ -150,22 +253,44 @@ class Widget:
         await ctx.conn.hset(self.state_key(ctx), mapping={**kept, "landed": "1"})
         await self.land(ctx)
 
+    async def reset_locked(self, ctx: Context, outcome: Outcome | None = None) -> None:
+        """Reset from outside an action (an instructor's reset): the same lock."""
+        token = await self.begin(ctx, None)
+        try:
+            await self.reset(ctx)
+        except BaseException:
+            await self.release(ctx, token)
+            raise
+        record = json.dumps({**outcome.as_json(), "action": "reset", "label": "Reset", "by": ctx.by, "tab": ""}) if outcome else ""
+        await self.finish(ctx, token, record, {})
+
     async def snapshot(self, ctx: Context) -> dict[str, Any]:
-        # The lab hash and every queue are read side by side: each is its own
-        # slot, and waiting for one before asking for the next only adds latency.
-        state, views = await asyncio.gather(
-            self.state(ctx),
-            asyncio.gather(*(snapshot.read_queue(ctx.conn, q, self.job_ids(q)) for q in self.queues(ctx))),
-        )
-        return self.compose(list(views), state)
+        """Every queue and the lab state, read in one round trip."""
+        queues = self.queues(ctx)
+        calls = [snapshot.call(q, self.job_ids(q)) for q in queues]
+        async with ctx.conn.pipeline(transaction=False) as pipe:
+            for script, keys, args in calls:
+                script.queue(pipe, keys, args)
+            replies = await scripts.execute(ctx.conn, pipe, calls)
+        return self.decode(ctx, replies)
+
+    def decode(self, ctx: Context, replies: list[Any]) -> dict[str, Any]:
+        decoded = [snapshot.decode(ctx.conn, q, r) for q, r in zip(self.queues(ctx), replies)]
+        return self.compose([view for _, view in decoded], decoded[0][0])
 
     def compose(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
         """The snapshot a page receives, from the keys and lab state just read."""
+        outcome = _json_or_none(state.get("outcome"))
         return {
             "widget": self.name,
+            # The lab state's version (the server's clock at the widget's last
+            # action): a page never paints an older snapshot over a newer one.
+            "ver": int(state.get("ver") or 0),
             # Counted here, from the keys just read, so the page shows numbers, not sums of its own.
             "key_count": sum(len(v.keys) for v in views),
             "queues": [v.as_json() for v in views],
+            "outcome": outcome,
+            "landed": state.get("landed") == "1",
             **self.describe(views, state),
         }
 
@@ -189,6 +314,9 @@ class Widget:
         for entry in self.tour[:step]:
             slug, body = self.tour_step(entry)
             last = await self.perform(ctx, slug, body)
+            if last.keep:  # each step's own record, before the next step reads it
+                await self.remember(ctx, **last.keep)
+                last.keep = {}
         if step == 0:
             return Outcome(f"Step 0 of {len(self.tour)}, replayed on Valkey: the scenario as it lands.")
         slug, _ = self.tour_step(self.tour[step - 1])
@@ -212,6 +340,20 @@ class Widget:
     async def reset_action(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         await self.reset(ctx)
         return Outcome("Reset: the starting scenario was landed again through the real scripts.")
+
+
+def _encoded(fields: dict[str, Any]) -> dict[str, str]:
+    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in fields.items()}
+
+
+def _json_or_none(raw: str | None) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def parent_fate(state: str | None, sets: list[str]) -> str:

@@ -1,12 +1,13 @@
 """Read the real keys of a widget's queues: name, type and value.
 
-A snapshot is what every key panel draws. It is read from Valkey in two
-pipelined round trips per call (the state sets with the TYPE of every known
-candidate, then the values of those that exist; a third only when a state
-set holds a job the widget did not name), never computed: the candidates are
-the queue's own keys plus the rows and subkeys of every job id the widget
-knows of or finds in a state set, so a job that appears in `pending` shows
-up even if no widget named it.
+A snapshot is what every key panel draws. Each queue is read by ONE call of
+`scripts/queue_keys.lua` on the queue's own slot, which finds the names on
+the server (the queue's keys, the rows and subkeys of every id the widget
+knows of or a state set holds, and the lab's index of extra keys) and
+returns the existing ones with their values, together with the widget's lab
+state hash, which shares the queue's hashtag. Nothing is probed over the
+wire, and the same script, in its other modes, records an action's outcome
+before reading (`finish`) and removes the queue's keys for Reset (`clear`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pathlib import Path
+
 from server.valkey.connect import node_of
+from server.valkey.scripts import SiteScript
 from server.emq import keyspace
 
 QUEUE_SUFFIXES = (
@@ -102,81 +106,65 @@ class QueueView:
         return found
 
 
-def _row_candidates(queue: str, ids: list[str]) -> list[str]:
-    names: list[str] = []
-    for job_id in ids:
-        try:
-            row = keyspace.job_key(queue, job_id)
-        except keyspace.BadId:
-            continue
-        names.extend(row + s for s in ROW_SUFFIXES)
-    return names
+QUEUE_KEYS = SiteScript(Path(__file__).resolve().parent / "scripts" / "queue_keys.lua")
+
+
+def state_key(queue: str) -> str:
+    """The lab hash of the widget whose first queue is `queue` (same slot)."""
+    return f"lab:{{{queue}}}:state"
+
+
+def lock_key(queue: str) -> str:
+    return f"lab:{{{queue}}}:lock"
+
+
+def index_key(queue: str) -> str:
+    """Extra key names of `queue` that no rule finds (e.g. typed in a console)."""
+    return f"lab:{{{queue}}}:index"
+
+
+def _gated(job_ids: list[str]) -> list[str]:
+    return [i for i in dict.fromkeys(job_ids) if keyspace.ID_RE.fullmatch(i)]
+
+
+def call(queue: str, job_ids: list[str], mode: str = "read", token: str = "",
+         outcome: str = "", fields: str = "") -> tuple[SiteScript, list[str], list[str]]:
+    """The queue_keys call for `queue` (queue it on a pipeline, or run it)."""
+    keys = [state_key(queue), lock_key(queue)]
+    return QUEUE_KEYS, keys, [keyspace.base(queue), mode, token, outcome, fields, *_gated(job_ids)]
+
+
+def decode(conn: Any, queue: str, reply: Any) -> tuple[dict[str, str], QueueView]:
+    """A read or finish reply as (lab state, the queue's view)."""
+    raw_state, found = reply
+    state = {str(_text(k)): str(_text(v)) for k, v in zip(raw_state[::2], raw_state[1::2])}
+    home = keyspace.queue_key(queue, "")
+    view = QueueView(queue=queue, slot=keyspace.hash_slot(home), node=node_of(conn, home))
+    for name, kind, value in found:
+        kind = _text(kind)
+        value = _text(value)
+        if kind == "hash":
+            value = dict(zip(value[::2], value[1::2]))
+        elif kind == "zset":
+            value = [[m, _score(s)] for m, s in zip(value[::2], value[1::2])]
+        elif kind == "set":
+            value = sorted(value)
+        view.keys.append(KeyView(name=_text(name), type=kind, value=value, queue=queue))
+    return state, view
+
+
+def _score(raw: str) -> int | float | str:
+    number = float(raw)
+    return int(number) if number.is_integer() else number
 
 
 async def read_queue(conn: Any, queue: str, job_ids: list[str]) -> QueueView:
-    """Every existing key of `queue` that a flow on it can hold."""
-    known = list(dict.fromkeys(job_ids))
-    candidates = [keyspace.queue_key(queue, s) for s in QUEUE_SUFFIXES] + _row_candidates(queue, known)
-    # Round trip 1: the state sets, and the TYPE of every key known in advance.
-    async with conn.pipeline(transaction=False) as pipe:
-        for suffix in STATE_SETS:
-            pipe.zrange(keyspace.queue_key(queue, suffix), 0, -1)
-        for name in candidates:
-            pipe.type(name)
-        replies = await pipe.execute()
-    members, types = replies[: len(STATE_SETS)], [_text(t) for t in replies[len(STATE_SETS):]]
-    # Only when a state set holds a job the widget did not name: its TYPEs too.
-    found = [i for i in dict.fromkeys(_text(m) for ms in members for m in ms) if i not in known]
-    extra = _row_candidates(queue, found)
-    if extra:
-        async with conn.pipeline(transaction=False) as pipe:
-            for name in extra:
-                pipe.type(name)
-            types += [_text(t) for t in await pipe.execute()]
-        candidates += extra
-    present = [(n, t) for n, t in zip(candidates, types) if t != "none"]
-    async with conn.pipeline(transaction=False) as pipe:
-        for name, kind in present:
-            if kind == "hash":
-                pipe.hgetall(name)
-            elif kind == "zset":
-                pipe.zrange(name, 0, -1, withscores=True)
-            elif kind == "list":
-                pipe.lrange(name, 0, -1)
-            elif kind == "set":
-                pipe.smembers(name)
-            else:
-                pipe.get(name)
-        values = await pipe.execute() if present else []
-    home = keyspace.queue_key(queue, "")
-    view = QueueView(queue=queue, slot=keyspace.hash_slot(home), node=node_of(conn, home))
-    for (name, kind), value in zip(present, values):
-        if value is None or (kind != "string" and not value):
-            # Gone between TYPE and the read (a reset or an expiry running
-            # concurrently): Valkey holds no empty containers, so neither do we.
-            continue
-        value = _text(value)
-        if kind == "zset":
-            value = [[m, int(s) if float(s).is_integer() else s] for m, s in value]
-        elif kind == "set":
-            value = sorted(value)
-        view.keys.append(KeyView(name=name, type=kind, value=value, queue=queue))
-    return view
+    """Every existing key of `queue` that a flow on it can hold (one call)."""
+    script, keys, args = call(queue, job_ids)
+    return decode(conn, queue, await script.run(conn, keys, args))[1]
 
 
-async def delete_queue(conn: Any, queue: str) -> int:
-    """Remove every key of one queue (and its lab state): used by Reset."""
-    removed = 0
-    # On a cluster, only the primary holding the queue's slot has its keys.
-    node = node_of(conn, keyspace.queue_key(queue, ""))
-    where = {"target_nodes": conn.get_node(node_name=node)} if node else {}
-    # One walk of the keyspace finds both prefixes (emq: rows, lab: state):
-    # a SCAN costs the whole keyspace, whatever it matches.
-    batch = [
-        _text(name)
-        async for name in conn.scan_iter(match=f"*:{{{queue}}}:*", count=1000, **where)
-        if _text(name).startswith(("emq:", "lab:"))
-    ]
-    if batch:
-        removed += int(await conn.delete(*batch))
-    return removed
+async def delete_queue(conn: Any, queue: str, job_ids: list[str] | None = None) -> int:
+    """Remove every key of one queue and its lab state (the lock stays): Reset."""
+    script, keys, args = call(queue, job_ids or [], "clear")
+    return int(await script.run(conn, keys, args))

@@ -30,7 +30,7 @@ from server.emq.errors import EmqError
 from server.emq.keyspace import BadId
 from server.sandboxes.sandbox import NoSandbox
 from server.widgets import WIDGETS
-from server.widgets.base import BadInput, Context, Widget
+from server.widgets.base import BadInput, Busy, Context, TooManyKeys, Widget
 
 log = logging.getLogger("emqlab.api")
 # Valkey away, loading, or a replica after a failover: the widget retries.
@@ -63,14 +63,18 @@ async def state(request: Request) -> JSONResponse:
     try:
         widget = find_widget(request)
         sandbox = guard.sandbox_of(request)
-        ctx = Context(request.app.state.conn, sandbox)
         await guard.touch(request, sandbox, widget.name)
-        await widget.ensure_landed(ctx)
-        snap = await widget.snapshot(ctx)
-        await guard.record_keys(request, sandbox, widget.name, snap)
+        snap = await widget.show(context(request, sandbox))
         return JSONResponse({"snapshot": snap, **where(request)})
     except Exception as exc:  # noqa: BLE001 - every failure becomes a clear JSON answer
         return answer_error(exc)
+
+
+def context(request: Request, sandbox: str) -> Context:
+    """The widget's context: the sandbox, who acts, and from which page."""
+    tab = "".join(ch for ch in request.headers.get("x-emqlab-tab", "")[:32] if ch.isalnum())
+    by = "instructor" if guard.is_instructor(request) else "learner"
+    return Context(request.app.state.conn, sandbox, by=by, tab=tab)
 
 
 def where(request: Request) -> dict[str, Any]:
@@ -91,14 +95,11 @@ async def act(request: Request) -> JSONResponse:
         sandbox = guard.sandbox_of(request)
         guard.check_demo(request)
         payload = await read_body(request)
-        # Reset always runs, even past the key cap: it is how a learner gets back.
-        await guard.enter(request, sandbox, widget.name, cap_keys=slug != "reset")
-        ctx = Context(request.app.state.conn, sandbox)
-        if slug != "reset":
-            await widget.ensure_landed(ctx)
-        outcome = await widget.perform(ctx, slug, payload)
-        snap = await widget.snapshot(ctx)
-        await guard.record_keys(request, sandbox, widget.name, snap)
+        await guard.enter(request, sandbox, widget.name, cap_keys=False)
+        # The key cap is judged by the widget's lock (its last recorded count);
+        # Reset always runs, even past it: it is how a learner gets back.
+        cap = request.app.state.settings.max_keys_per_sandbox
+        outcome, snap = await widget.run(context(request, sandbox), slug, payload, key_cap=cap)
         return JSONResponse({"outcome": outcome.as_json(), "snapshot": snap, **where(request)})
     except Exception as exc:  # noqa: BLE001
         return answer_error(exc)
@@ -116,6 +117,10 @@ def answer_error(exc: Exception) -> JSONResponse:
         return problem(403, str(exc))
     if isinstance(exc, (BadInput, BadId)):
         return problem(400, str(exc))
+    if isinstance(exc, TooManyKeys):
+        return problem(409, str(exc))
+    if isinstance(exc, Busy):
+        return JSONResponse({"error": str(exc)}, status_code=503, headers={"Retry-After": "1"})
     if isinstance(exc, EmqError):
         return problem(409, str(exc))
     if isinstance(exc, VALKEY_DOWN):

@@ -109,7 +109,13 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
             since = max(notice.seen for notice in batch)
             chunk: list[bytes] = []
             for notice in batch:
-                if notice.kind == "effect":
+                if notice.kind == "state":
+                    # the widget's own lab state (its move, choices, last
+                    # outcome) changed: a fresh snapshot, no effect to log
+                    owner = widget_for_queue(notice.data["queue"]) or ""
+                    if owner in names:
+                        touched.add(owner)
+                elif notice.kind == "effect":
                     owner = notice.owner
                     if owner is None:  # once per notice, not once per stream
                         owner = notice.owner = widget_for_queue(notice.data["queue"]) or ""
@@ -154,12 +160,9 @@ async def snapshots(
     for name in names:
         widget = WIDGETS[name]
         try:
-            if land:
-                await widget.ensure_landed(ctx)
-                since = max(since, time.monotonic())
-
-            async def read(widget: Any = widget) -> str:
-                return json.dumps(await widget.snapshot(ctx))
+            async def read(widget: Any = widget, land: bool = land) -> str:
+                # on (re)connect the widget lands if it has not yet (`show`)
+                return json.dumps(await (widget.show(ctx) if land else widget.snapshot(ctx)))
 
             yield frame("snapshot", await hub.shared_read((ctx.sandbox, name), since, read), counter)
         except VALKEY_DOWN:

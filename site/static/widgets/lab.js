@@ -3,7 +3,10 @@
 // the spoken announcements. Nothing here computes a value to show: every
 // number and every member comes from a snapshot the server read from Valkey.
 
-const registry = new Map(); // widget name -> { root, render, last, before, changed }
+const registry = new Map(); // widget name -> { root, render, last, before, changed, painted }
+// This page's name for itself: an outcome caused by another page of the
+// sandbox (another tab, a class member, the instructor) says so.
+const TAB = Array.from({ length: 12 }, () => Math.floor(Math.random() * 36).toString(36)).join("");
 let source = null;
 let streamScheduled = false;
 let hashWatched = false;
@@ -20,7 +23,7 @@ export function el(tag, className, text) {
 export function register(name, render) {
   const root = document.querySelector(`[data-widget="${name}"]`);
   if (!root) return null;
-  const entry = { root, render, last: null, before: null, changed: new Set() };
+  const entry = { root, render, last: null, before: null, changed: new Set(), painted: null };
   registry.set(name, entry);
   // Live from here on: the controls and panels show, the recorded trace
   // (the page without JavaScript) folds away under "The whole run at a glance".
@@ -86,7 +89,7 @@ export async function act(name, action, body = {}) {
     const response = await fetch(`/api/widgets/${name}/${action}`, {
       method: "POST",
       credentials: "same-origin",
-      headers: { "Content-Type": "application/json" },
+      headers: { "Content-Type": "application/json", "X-Emqlab-Tab": TAB },
       body: JSON.stringify(body),
     });
     const data = await response.json();
@@ -96,8 +99,9 @@ export async function act(name, action, body = {}) {
     }
     setStatus(entry.root, "");
     showRoom(data.room);
+    // The outcome comes with the snapshot (it is kept in Valkey): one paint,
+    // the same one every other page of the sandbox gets from the stream.
     paint(name, data.snapshot);
-    showOutcome(entry.root, data.outcome);
     return data;
   } catch (err) {
     showProblem(name, "The site is unreachable; retrying.", 0);
@@ -120,13 +124,23 @@ function showRoom(room) {
   banner.dataset.demo = room.demo ? "1" : "0";
 }
 
-function showOutcome(root, outcome) {
-  if (!outcome) return;
+// The widget's last outcome as Valkey keeps it, or none (after a reset).
+function showOutcome(root, outcome, isNew) {
   const box = $(root, "outcome");
+  if (!outcome) {
+    box.hidden = true;
+    box.textContent = "";
+    return;
+  }
+  const who = outcome.by === "instructor" && outcome.tab !== TAB
+    ? "The instructor: "
+    : outcome.tab && outcome.tab !== TAB ? "From another page of this sandbox: " : "";
+  const text = `${who}${outcome.text}`;
   box.hidden = false;
-  box.textContent = outcome.text;
+  box.textContent = text;
   box.dataset.kind = outcome.kind;
-  announce(root, outcome.text);
+  box.dataset.action = outcome.action || "";
+  if (isNew) announce(root, text);
 }
 
 export function announce(root, text) {
@@ -153,6 +167,15 @@ function showProblem(name, message, status) {
 function paint(name, snapshot) {
   const entry = registry.get(name);
   if (!entry || !snapshot) return;
+  // One truth, one paint: a snapshot older than the one on the page (an
+  // answer overtaken by the stream, or the other way round) is dropped, and
+  // the same snapshot twice is painted once.
+  if (entry.last && snapshot.ver < entry.last.ver) return;
+  const text = JSON.stringify(snapshot);
+  if (text === entry.painted) return;
+  entry.painted = text;
+  const isNew = JSON.stringify(snapshot.outcome) !== JSON.stringify(entry.last ? entry.last.outcome : null);
+  showOutcome(entry.root, snapshot.outcome, isNew && snapshot.outcome !== null);
   // The answer to a click and the stream's snapshot right after it are often
   // the same keys: keep comparing with the state before the change, so what
   // the click changed stays highlighted until the next change.

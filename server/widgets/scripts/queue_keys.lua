@@ -1,0 +1,116 @@
+-- queue_keys: every key a widget's queue holds, read (or removed) in one call.
+-- The widget's own lab keys share the queue's hashtag, so this is one slot.
+-- KEYS[1] the widget's lab state hash, lab:{q}:state (read with the queue)
+-- KEYS[2] the widget's action lock, lab:{q}:lock
+-- ARGV[1] the queue base, emq:{q}:
+-- ARGV[2] mode: 'read' | 'finish' | 'clear'
+-- ARGV[3] (finish) the lock token to release ('' none)
+-- ARGV[4] (finish) the outcome, JSON ('' keeps the last one)
+-- ARGV[5] (finish) extra state fields, JSON object ('' none)
+-- ARGV[6..] job ids the widget knows of (rows shown even when off every set)
+-- Returns: read/finish: { state, keys } where state is HGETALL of KEYS[1]
+--   and keys is a list of { name, type, value } for every key that exists
+--   (finish first writes ver = the server's clock in us, the outcome and the
+--   fields into the state, releases the lock if it is still this action's,
+--   and records the key count as the state's `keys`);
+--   clear: the number of keys removed (the lock is left alone).
+--
+-- The names are found, never probed over the wire: the queue's own keys, the
+-- rows and subkeys of every known id and of every id found in a state set,
+-- and the names the lab's index of extra keys (lab:{q}:index) lists.
+
+local base = ARGV[1]
+local mode = ARGV[2]
+local q = string.match(base, '^emq:{(.*)}:$')
+if not q then
+  return redis.error_reply('ERR queue base must look like emq:{q}:')
+end
+local index_key = 'lab:{' .. q .. '}:index'
+
+local queue_suffixes = { 'pending', 'active', 'schedule', 'dead', 'flow:outbox',
+  'flow:outbox:poison', 'flow:outbox:head', 'metrics:completed' }
+local state_sets = { 'pending', 'active', 'schedule', 'dead' }
+local row_suffixes = { '', ':dependencies', ':processed', ':ignored', ':logs' }
+
+local names, seen = {}, {}
+local function add(name)
+  if not seen[name] then
+    seen[name] = true
+    names[#names + 1] = name
+  end
+end
+local function add_job(id)
+  for _, suffix in ipairs(row_suffixes) do
+    add(base .. 'job:' .. id .. suffix)
+  end
+end
+
+for _, suffix in ipairs(queue_suffixes) do
+  add(base .. suffix)
+end
+for i = 6, #ARGV do
+  add_job(ARGV[i])
+end
+for _, suffix in ipairs(state_sets) do
+  for _, id in ipairs(redis.call('ZRANGE', base .. suffix, 0, -1)) do
+    add_job(id)
+  end
+end
+for _, name in ipairs(redis.call('SMEMBERS', index_key)) do
+  add(name)
+end
+
+if mode == 'clear' then
+  local removed = 0
+  for _, name in ipairs(names) do
+    removed = removed + redis.call('DEL', name)
+  end
+  removed = removed + redis.call('DEL', KEYS[1], index_key)
+  return removed
+end
+
+if mode == 'finish' then
+  local clock = redis.call('TIME')
+  -- seconds and microseconds side by side: a whole number no float can round
+  local ver = clock[1] .. string.format('%06d', tonumber(clock[2]))
+  local fields = { 'ver', ver }
+  if ARGV[4] ~= '' then
+    fields[#fields + 1] = 'outcome'
+    fields[#fields + 1] = ARGV[4]
+  end
+  if ARGV[5] ~= '' then
+    for field, value in pairs(cjson.decode(ARGV[5])) do
+      fields[#fields + 1] = field
+      fields[#fields + 1] = tostring(value)
+    end
+  end
+  redis.call('HSET', KEYS[1], unpack(fields))
+  if ARGV[3] ~= '' and redis.call('GET', KEYS[2]) == ARGV[3] then
+    redis.call('DEL', KEYS[2])
+  end
+end
+
+local found = {}
+for _, name in ipairs(names) do
+  local kind = redis.call('TYPE', name)['ok']
+  local value = nil
+  if kind == 'hash' then
+    value = redis.call('HGETALL', name)
+  elseif kind == 'zset' then
+    value = redis.call('ZRANGE', name, 0, -1, 'WITHSCORES')
+  elseif kind == 'list' then
+    value = redis.call('LRANGE', name, 0, -1)
+  elseif kind == 'set' then
+    value = redis.call('SMEMBERS', name)
+  elseif kind == 'string' then
+    value = redis.call('GET', name)
+  end
+  if value ~= nil then
+    found[#found + 1] = { name, kind, value }
+  end
+end
+if mode == 'finish' then
+  -- what the key cap is judged on by the next action's begin
+  redis.call('HSET', KEYS[1], 'keys', #found)
+end
+return { redis.call('HGETALL', KEYS[1]), found }
