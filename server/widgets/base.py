@@ -356,18 +356,6 @@ def _json_or_none(raw: str | None) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def parent_fate(state: str | None, sets: list[str]) -> str:
-    """What a flow's parent is doing, in the words every readout uses."""
-    where = ", ".join(sets) or "no set"
-    if state == "failed":
-        return f"the parent is failed (state failed, in {where}): nothing will release it"
-    if state == "awaiting_children":
-        return "the parent stays held (awaiting_children), in no state set"
-    if state in (None, "gone"):
-        return "no parent row: press Reset to land the flow again"
-    return f"the parent is released: state {state}, in {where}"
-
-
 def flag(body: dict[str, Any], name: str, default: bool = False) -> bool:
     value = body.get(name, default)
     if not isinstance(value, bool):

@@ -76,7 +76,8 @@ class EnqueueStepper(Widget):
         non_job = state.get("non_job") == "1"
         queue = self.queues(ctx)[0]
         await self.clear(ctx)
-        await self.remember(ctx, landed="1", move=str(move), non_job="1" if non_job else "0", refused="")
+        await self.remember(ctx, landed="1", move=str(move), non_job="1" if non_job else "0",
+                            refused="", refused_at="")
         if move == 0:
             return Outcome("Back before move 1: the queue is empty.")
         keys, argv = flows.enqueue_flow_call(queue, flow_spec(non_job))
@@ -86,16 +87,33 @@ class EnqueueStepper(Widget):
             else:
                 await registry.run_prefix(ctx.conn, SCRIPT, move, keys, argv)
         except EmqError as exc:
-            await self.remember(ctx, refused=str(exc))
-            count = await self.key_count(ctx)
-            return Outcome(
-                f"Move {move}: the script refused with {exc}; {count} keys were written.",
-                "refused",
-                {"error": str(exc), "keys": count},
-            )
+            return await self.refused(ctx, exc, keys, argv)
         title = self.moves()[move - 1].title
         count = await self.key_count(ctx)
         return Outcome(f"Move {move} of {total}, {title}: Valkey now holds {count} keys in the stepper's queue.")
+
+    async def refused(self, ctx: Context, exc: EmqError, keys: list[str], argv: list[str]) -> Outcome:
+        """Where the script refused: the first move whose prefix refuses the same
+        way, found by running the prefixes on Valkey (the gate is move 1, and a
+        refused prefix writes nothing, so this costs a round trip or two)."""
+        at = len(self.moves())
+        for n in range(1, at):
+            try:
+                await registry.run_prefix(ctx.conn, SCRIPT, n, keys, argv)
+            except EmqError:
+                at = n
+                break
+            finally:
+                await self.clear(ctx)
+        count = await self.key_count(ctx)
+        title = self.moves()[at - 1].title
+        # nothing ran past the refusal: no move is done
+        await self.remember(ctx, landed="1", move="0", refused=str(exc), refused_at=str(at))
+        return Outcome(
+            f"The script refused in move {at} ({title}) with {exc}, before its first write: "
+            f"{count} keys in the stepper's queue.",
+            "refused", {"error": str(exc), "keys": count, "refused_at": at},
+        )
 
     async def key_count(self, ctx: Context) -> int:
         view = await snapshot.read_queue(ctx.conn, self.queues(ctx)[0], self.job_ids(""))
@@ -106,8 +124,10 @@ class EnqueueStepper(Widget):
         move = int(state.get("move") or 0)
         view = views[0]
         refused = state.get("refused") or ""
+        refused_at = int(state.get("refused_at") or 0)
         if refused:
-            readout = f"Refused: {refused}. Nothing was written: {len(view.keys)} keys in this queue."
+            readout = (f"Refused in move {refused_at} ({moves[refused_at - 1].title}): {refused}. "
+                       f"Nothing was written: {len(view.keys)} keys in this queue.")
         elif move == 0:
             readout = f"Before move 1: {len(view.keys)} keys in this queue."
         else:
@@ -123,6 +143,7 @@ class EnqueueStepper(Widget):
                 "moves": [{"number": m.number, "title": m.title} for m in moves],
                 "non_job": state.get("non_job") == "1",
                 "refused": refused,
+                "refused_at": refused_at,
                 "parent": job_status(view, PARENT),
                 "children": [job_status(view, c) for c in (CHILDREN[0], NON_JOB_CHILD if state.get("non_job") == "1" else CHILDREN[1])],
             },

@@ -20,6 +20,7 @@ from typing import Any
 from server.emq import flows, jobs, keyspace
 from server.emq.wire import text
 from server.widgets.snapshot import QueueView
+from server.widgets import flow
 from server.widgets.base import (
     BadInput,
     Context,
@@ -27,7 +28,6 @@ from server.widgets.base import (
     Widget,
     action,
     choice,
-    parent_fate,
 )
 
 PARENT = "JOBparent"
@@ -97,11 +97,12 @@ class FailurePolicy(Widget):
             "ignored": dict(ignored.value) if ignored else {},
             "processed": done,
         }
-        children = []
+        reading = flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN])
+        children: list[dict[str, Any]] = []
         for cid in CHILDREN:
             crow = view.row(cid)
             fields = crow.value if crow is not None else {}
-            children.append({**view.child(cid, PARENT),
+            children.append({**reading.children[len(children)].as_json(),
                              "policy": fields.get("parent_policy"), "error": fields.get("last_error")})
         tokens = sorted({c["policy"] for c in children if c["policy"]})
         policy = state.get("policy") if state.get("policy") in POLICIES else "fp"
@@ -117,13 +118,13 @@ class FailurePolicy(Widget):
         else:
             said = "the child rows say parent_policy " + " and ".join(f"{t} ({WORDS.get(t, 'unknown')})" for t in tokens)
         dead = sum(c["state"] == "dead" for c in children)
-        done = sum(c["state"] == "completed" for c in children)
+        done = sum(c["counted"] == "processed" for c in children)
         waiting = sum(c["state"] == "pending" for c in children)
         ignored = len(parent["ignored"])
         return (
             f"{said}. {dead} died at the cap, {done} completed, {waiting} waiting → "
             f":dependencies = {parent['dependencies']}, :ignored holds {ignored}; "
-            f"{parent_fate(parent['state'], parent['sets'])}"
+            f"{flow.fate(parent['state'], parent['sets'])}"
         )
 
     # -- actions -------------------------------------------------------------
@@ -176,7 +177,7 @@ class FailurePolicy(Widget):
             effect = f"the parent was failed and :dependencies stayed at {now.dependencies}"
         return Outcome(
             f"{job_id} failed on attempt 1 of 1 and is {outcome}. Its row says parent_policy {token_s} "
-            f"({WORDS.get(jobs.policy_arm(token_s))}), so {effect}; {parent_fate(now.state, now.sets)}.",
+            f"({WORDS.get(jobs.policy_arm(token_s))}), so {effect}; {flow.fate(now.state, now.sets)}.",
             detail={"child": job_id, "outcome": outcome, "policy": token_s, "dependencies": now.dependencies,
                     "parent_state": now.state, "ignored": now.ignored},
         )
@@ -191,7 +192,7 @@ class FailurePolicy(Widget):
         await jobs.complete(ctx.conn, queue, job_id, token, f"{job_id} charged")
         now = await self.parent_now(ctx)
         return Outcome(
-            f"Completed {job_id}: :dependencies = {now.dependencies}; {parent_fate(now.state, now.sets)}.",
+            f"Completed {job_id}: :dependencies = {now.dependencies}; {flow.fate(now.state, now.sets)}.",
             detail={"child": job_id, "dependencies": now.dependencies, "parent_state": now.state},
         )
 

@@ -15,7 +15,8 @@ from typing import Any
 from server.emq import flows, jobs, keyspace, results
 from server.emq.errors import EmqError
 from server.widgets.snapshot import QueueView
-from server.widgets.base import Context, Outcome, Widget, action, parent_fate
+from server.widgets import flow
+from server.widgets.base import Context, Outcome, Widget, action
 
 PARENT = "JOBparent"
 CHILDREN = ("JOBchild1", "JOBchild2", "JOBchild3")
@@ -47,7 +48,7 @@ def readout(status: dict[str, Any], total: int) -> str:
     deps = status["dependencies"]
     if status["state"] is None:
         return "No flow in this queue: press Reset to land it again."
-    held = parent_fate(status["state"], status["sets"])
+    held = flow.fate(status["state"], status["sets"])
     return f"{status['done']} of {total} children complete → :dependencies = {deps}; {held}"
 
 
@@ -69,7 +70,7 @@ class FanIn(Widget):
     def describe(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
         view = views[0]
         status = parent_status(view)
-        children = [view.child(child, PARENT) for child in CHILDREN]
+        children = [c.as_json() for c in flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN]).children]
         last = json.loads(state["last"]) if state.get("last") else None
         return {
             "readout": readout(status, len(CHILDREN)),

@@ -24,7 +24,8 @@ from server.valkey import connect
 from server.emq import flows, jobs, keyspace, pump, registry, results
 from server.web.guard import Refused
 from server.widgets.snapshot import QueueView
-from server.widgets.base import Context, Outcome, Widget, action, parent_fate
+from server.widgets import flow
+from server.widgets.base import Context, Outcome, Widget, action
 
 PARENT = "JOBparent"
 # (queue part, child id) in the order "Complete child" takes them; two queues
@@ -53,23 +54,8 @@ def flow_spec(ctx: Context) -> dict[str, Any]:
     }
 
 
-def listed(view: QueueView, suffix: str) -> list[str]:
-    """The items of one of the queue's lists, [] when Valkey holds no such key."""
-    key = view.get(suffix)
-    return list(key.value) if key is not None else []
-
-
 def entries(n: int) -> str:
-    return "1 entry" if n == 1 else f"{n} entries"
-
-
-def entry_text(raw: str) -> dict[str, Any]:
-    """One raw list item in words: decoded when it is an entry, flagged when poison."""
-    try:
-        e = pump.decode_entry(raw)
-    except pump.PoisonEntry:
-        return {"text": f"poison: {raw[:60]}", "poison": True, "child": None}
-    return {"text": f"{e.kind} {e.child} → {e.parent}", "poison": False, "child": e.child}
+    return flow.plural(n, "entry", "entries")
 
 
 class Outbox(Widget):
@@ -96,60 +82,40 @@ class Outbox(Widget):
 
     # -- the picture ---------------------------------------------------------
     def describe(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
-        home, lanes = views[0], views[1:]
-        row = home.row(PARENT)
-        deps = home.row(PARENT, ":dependencies")
-        processed = home.row(PARENT, ":processed")
-        counted = dict(processed.value) if processed else {}
-        parent = {
-            "id": PARENT, "queue": home.queue, "slot": home.slot,
-            "state": row.value.get("state") if row else None,
-            "dependencies": int(deps.value) if deps else None,
-            "processed": sorted(counted),
-            "sets": home.sets_of(PARENT),
-        }
-        queues, waiting, blocking, poisoned = [], 0, 0, 0
-        for part, view in zip(CHILD_PARTS, lanes):
-            outbox = [entry_text(r) for r in listed(view, "flow:outbox")]
-            poison = [entry_text(r) for r in listed(view, "flow:outbox:poison")]
+        home, lanes = views[0], dict(zip(CHILD_PARTS, views[1:]))
+        reading = flow.read_flow(home, PARENT, [(lanes[part], cid) for part, cid in CHILDREN])
+        parent = {**reading.parent.as_json(), "slot": home.slot, "processed": sorted(reading.parent.processed)}
+        queues = []
+        for part, view in lanes.items():
             head = view.get("flow:outbox:head")
-            in_outbox = {e["child"] for e in outbox}
-            children = []
-            for cpart, cid in CHILDREN:
-                if cpart != part:
-                    continue
-                crow = view.row(cid)
-                if crow is not None:
-                    where = next(iter(view.sets_of(cid)), None)
-                    children.append({"id": cid, "state": crow.value.get("state"), "where": f"in {where or 'no state set'}"})
-                else:  # complete deletes the row; where its signal is tells the rest
-                    note = "entry in the outbox" if cid in in_outbox else "counted on the parent" if cid in counted else "row gone"
-                    children.append({"id": cid, "state": "completed", "where": note})
-            waiting += sum(not e["poison"] for e in outbox)
-            blocking += sum(e["poison"] for e in outbox)
-            poisoned += len(poison)
             queues.append({
-                "part": part, "queue": view.queue, "slot": view.slot, "children": children,
-                "outbox": outbox, "poison": poison,
+                "part": part, "queue": view.queue, "slot": view.slot,
+                "children": [c.as_json() for c in reading.children if c.queue == view.queue],
+                "outbox": [e.as_json() for e in reading.outboxes.get(view.queue, [])],
+                "poison": [e.as_json() for e in reading.poison.get(view.queue, [])],
                 "head_count": int(head.value.get("count", 0)) if head else 0,
             })
         return {
-            "readout": self.readout(parent, waiting, blocking, poisoned),
+            "readout": self.readout(reading),
             "picture": {"parent": parent, "queues": queues, "max_blocked": MAX_BLOCKED,
                         "cluster": home.node is not None},
         }
 
     @staticmethod
-    def readout(parent: dict[str, Any], waiting: int, blocking: int, poisoned: int) -> str:
-        if parent["state"] is None:
+    def readout(reading: flow.FlowReading) -> str:
+        if reading.parent.state is None:
             return "No flow in these queues: press Reset to land it again."
-        fate = parent_fate(parent["state"], parent["sets"])
-        aside = f", {entries(blocking)} that cannot be decoded sitting in an outbox" if blocking else ""
-        aside += f", {poisoned} set aside as poison" if poisoned else ""
-        return (
-            f"{len(parent['processed'])} of {len(CHILDREN)} completions delivered to the parent's slot, "
-            f"{waiting} waiting in outboxes{aside} → :dependencies = {parent['dependencies']}; {fate}"
-        )
+        waiting, applied = reading.entries("waiting"), reading.entries("applied")
+        said = [f"{reading.counted()} of {len(CHILDREN)} completions delivered to the parent's slot",
+                f"{flow.plural(waiting, 'entry', 'entries')} waiting in outboxes"]
+        if applied:
+            said.append(f"{flow.plural(applied, 'entry', 'entries')} delivered, not yet trimmed")
+        if reading.blocking():
+            said.append(f"{flow.plural(reading.blocking(), 'entry', 'entries')} that cannot be decoded "
+                        "sitting in an outbox")
+        if reading.aside():
+            said.append(f"{reading.aside()} set aside as poison")
+        return ", ".join(said) + f" → {reading.counter()}; {reading.parent.fate()}"
 
     # -- reading a few values for outcome sentences ---------------------------
     async def parent_now(self, ctx: Context) -> tuple[int, str]:
@@ -253,6 +219,7 @@ class Outbox(Widget):
     @action("aged-pump-tick")
     async def aged_pump_tick(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         before, _ = await self.parent_now(ctx)
+        counted_before = await self.counted_now(ctx)
         clauses, reports = [], {}
         for part in CHILD_PARTS:
             queue = ctx.queue("outbox", part)
@@ -261,20 +228,36 @@ class Outbox(Widget):
             aside_before = await ctx.conn.llen(keyspace.poison_key(queue))
             delivered = await pump.deliver_flow_completions_aged(ctx.conn, queue, BATCH, MAX_BLOCKED)
             moved = await ctx.conn.llen(keyspace.poison_key(queue)) - aside_before
-            count = await ctx.conn.hget(keyspace.outbox_head_key(queue), "count")
-            reports[part] = {"delivered": delivered, "moved": moved, "head_count": int(count or 0)}
-            said = [f"{entries(delivered)} delivered"]
+            count = int(await ctx.conn.hget(keyspace.outbox_head_key(queue), "count") or 0)
+            reports[part] = {"delivered": delivered, "moved": moved, "head_count": count}
+            said = [f"{entries(delivered)} read and handed on"] if delivered else []
             if moved:
-                said.append(f"a head that blocked past {MAX_BLOCKED} ticks was moved to flow:outbox:poison, "
-                            "and the outbox moves again")
+                said.append(f"a head that had blocked {MAX_BLOCKED} ticks was moved to flow:outbox:poison on "
+                            "this one, and the outbox moves again")
             if count:
-                said.append(f"the head is blocked; the aged Pump has counted it {count} of {MAX_BLOCKED} ticks "
-                            "before it moves it aside")
-            clauses.append(f"{part}'s outbox: " + ", ".join(said))
+                said.append(f"the head is blocked; the aged Pump has counted it blocked for "
+                            f"{flow.plural(count, 'tick')} and moves it aside on tick {MAX_BLOCKED + 1}")
+            clauses.append(f"{part}'s outbox: " + (", ".join(said) or "nothing moved"))
         if not clauses:
             return Outcome("Every outbox is empty: complete a child first.", "info", {"queues": {}})
+        fresh = await self.counted_now(ctx) - counted_before
+        handed = sum(r["delivered"] for r in reports.values())
+        again = handed - fresh
+        applied = (f"{entries(fresh)} newly applied on the parent's slot" if fresh else "nothing new applied on the parent's slot")
+        if again > 0:
+            applied += f"; {entries(again)} had been applied already, so the guard refused {'it' if again == 1 else 'them'} (duplicate)"
         tail = await self.deps_sentence(ctx, before)
-        return Outcome("Aged pump tick. " + "; ".join(clauses) + f". {tail}", detail={"queues": reports})
+        return Outcome("Aged pump tick. " + "; ".join(clauses) + f". {applied.capitalize()}. {tail}",
+                       detail={"queues": reports, "applied": fresh, "duplicates": max(again, 0)})
+
+    async def counted_now(self, ctx: Context) -> int:
+        """How many children the parent has counted (:processed and :ignored)."""
+        pq = self.parent_queue(ctx)
+        async with ctx.conn.pipeline(transaction=False) as pipe:
+            pipe.hlen(keyspace.processed_key(pq, PARENT))
+            pipe.hlen(keyspace.ignored_key(pq, PARENT))
+            done, ignored = await pipe.execute()
+        return int(done) + int(ignored)
 
     @action("one-script")
     async def one_script(self, ctx: Context, body: dict[str, Any]) -> Outcome:

@@ -18,7 +18,8 @@ from typing import Any
 
 from server.emq import flows, jobs, keyspace, results
 from server.widgets.snapshot import QueueView, _text
-from server.widgets.base import Context, Outcome, Widget, action, parent_fate
+from server.widgets import flow
+from server.widgets.base import Context, Outcome, Widget, action
 
 PARENT = "JOBquote"
 CHILDREN = ("JOBleg1", "JOBleg2", "JOBleg3")
@@ -102,7 +103,7 @@ class ResultsReader(Widget):
         if now["state"] is None:
             readout = "No flow in this queue: press Reset to land it again."
         else:
-            held = parent_fate(now["state"], now["sets"])
+            held = flow.fate(now["state"], now["sets"])
             readout = (
                 f"{done} completed, {ignored} ignored of {len(CHILDREN)} children → "
                 f":dependencies = {now['dependencies']}; {held}"
@@ -117,7 +118,7 @@ class ResultsReader(Widget):
             "readout": readout,
             "picture": {
                 "parent": {"id": PARENT, **now},
-                "children": [view.child(c, PARENT) for c in CHILDREN],
+                "children": [c.as_json() for c in flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN]).children],
                 "read": last,
             },
         }

@@ -82,22 +82,6 @@ class QueueView:
         """The state sets holding `job_id` (none, for a held parent)."""
         return [s for s in STATE_SETS if job_id in self.members(s)]
 
-    def child(self, job_id: str, parent_id: str) -> dict[str, Any]:
-        """A flow child as a picture draws it: its row's state and state set; once
-        `complete` has retired the row, what the parent's hashes remember of it."""
-        row = self.row(job_id)
-        where = next(iter(self.sets_of(job_id)), None)
-        if row is not None:
-            return {"id": job_id, "state": row.value.get("state"), "set": where}
-        processed, ignored = self.row(parent_id, ":processed"), self.row(parent_id, ":ignored")
-        if processed is not None and job_id in processed.value:
-            state: str | None = "completed"
-        elif ignored is not None and job_id in ignored.value:
-            state = "ignored"
-        else:
-            state = None
-        return {"id": job_id, "state": state, "set": where}
-
     def as_json(self) -> dict[str, Any]:
         found = {"queue": self.queue, "slot": self.slot, "count": len(self.keys),
                  "keys": [k.as_json() for k in self.keys]}

@@ -52,7 +52,7 @@ async def test_a_completion_waits_in_its_own_queues_outbox_and_the_counter_stays
     ]
     assert await deps(conn) == 3
     picture = (await widget.snapshot(ctx))["picture"]
-    assert picture["queues"][0]["outbox"][0]["text"] == "completed JOBmail1 → JOBparent"
+    assert picture["queues"][0]["outbox"][0]["text"] == "completed JOBmail1 → JOBparent, waiting for the Pump"
 
 
 async def test_pump_ticks_count_down_and_release_the_parent_at_zero(landed, conn) -> None:

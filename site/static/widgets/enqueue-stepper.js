@@ -24,18 +24,23 @@ function picture(root, snapshot, previous) {
 }
 
 function render(root, snapshot, previous) {
-  const { move, total, non_job: nonJob, refused } = snapshot.picture;
+  const { move, total, non_job: nonJob, refused, refused_at: refusedAt } = snapshot.picture;
+  // A refusal is drawn at the move whose lines refused (the gate), with no
+  // move done: nothing ran past it, so nothing was written.
+  const current = refused ? refusedAt : move;
   root.querySelectorAll(".moves li").forEach((li) => {
     const n = Number(li.dataset.move);
-    li.classList.toggle("done", n < move);
-    li.classList.toggle("current", n === move);
-    if (n === move) li.setAttribute("aria-current", "step");
+    li.classList.toggle("done", n < move && !refused);
+    li.classList.toggle("current", n === current);
+    li.classList.toggle("refused", Boolean(refused) && n === refusedAt);
+    if (n === current) li.setAttribute("aria-current", "step");
     else li.removeAttribute("aria-current");
   });
   root.querySelectorAll(".stepper-listing .line").forEach((line) => {
     const n = Number(line.dataset.move || 0);
-    line.classList.toggle("current", n === move && n > 0);
-    line.classList.toggle("ran", n > 0 && n < move);
+    line.classList.toggle("current", n === current && n > 0);
+    line.classList.toggle("refused", Boolean(refused) && n === refusedAt);
+    line.classList.toggle("ran", !refused && n > 0 && n < move);
   });
   $(root, "non-job").checked = nonJob;
   root.querySelector('[data-action="previous"]').disabled = move === 0;

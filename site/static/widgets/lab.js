@@ -204,7 +204,9 @@ export function jobCard(job, { parent = false, role = null, setsRole = null, ext
   card.append(state);
   const sets = job.sets || (job.set ? [job.set] : []);
   let where = null;
-  if (sets.length) where = el("span", "job-sets", `in ${sets.join(", ")}`);
+  // A retired child has no row: the server's words say where Valkey keeps its signal.
+  if (!job.state && job.where) where = el("span", "job-sets", job.where);
+  else if (sets.length) where = el("span", "job-sets", `in ${sets.join(", ")}`);
   else if (parent && job.state) where = el("span", "job-sets", "in no state set");
   if (where && setsRole) where.dataset.role = setsRole;
   if (where) card.append(where);
