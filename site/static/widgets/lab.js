@@ -174,6 +174,9 @@ function paint(name, snapshot) {
   const text = JSON.stringify(snapshot);
   if (text === entry.painted) return;
   entry.painted = text;
+  // what the page shows is this version of the widget's state (tests and
+  // tools can tell two pages apart by it)
+  entry.root.dataset.ver = String(snapshot.ver);
   const isNew = JSON.stringify(snapshot.outcome) !== JSON.stringify(entry.last ? entry.last.outcome : null);
   showOutcome(entry.root, snapshot.outcome, isNew && snapshot.outcome !== null);
   // The answer to a click and the stream's snapshot right after it are often
