@@ -1,0 +1,80 @@
+"""Round trips and top-level commands per widget action, counted on the wire.
+
+The site runs in this process (Starlette's TestClient, the real app on a
+real Valkey); `bench.wire.WireCount` counts what each action sends. Each
+widget's tour is walked from a fresh Reset, so every action is counted in
+the state its tour reaches it in, plus the widget's Reset and its state read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from starlette.testclient import TestClient
+
+from bench.wire import WireCount
+from server.app import create_app
+from server.settings import Settings
+from server.widgets import WIDGETS
+from server.widgets.base import Widget
+
+DIVES = {
+    "enqueue-stepper": "/flows/parent-and-children", "fanin": "/flows/parent-and-children",
+    "results": "/flows/reading-the-results", "outbox": "/flows/cross-queue",
+    "failure-policy": "/flows/cross-queue", "ledger": "/batches/bulk-flows",
+}
+
+
+@contextmanager
+def in_process_site(url: str) -> Iterator[TestClient]:
+    app = create_app(url, Settings.from_env())
+    with TestClient(app) as client:
+        yield client
+
+
+def sandbox_of(client: TestClient) -> str:
+    answer = client.get("/api/widgets/fanin/state")
+    return str(answer.json()["snapshot"]["queues"][0]["queue"].split(".")[0])
+
+
+def count(client: TestClient, sandbox: str, method: str, path: str, body: dict[str, Any] | None = None,
+          ) -> dict[str, Any]:
+    with WireCount(sandbox) as wire:
+        answer = client.post(path, json=body or {}) if method == "POST" else client.get(path)
+    assert answer.status_code == 200, (path, answer.status_code, answer.text)
+    return wire.as_json()
+
+
+def tour_counts(client: TestClient, sandbox: str, widget: Widget) -> list[dict[str, Any]]:
+    """The widget's state read, Reset, then each step of its tour, counted."""
+    base = f"/api/widgets/{widget.name}"
+    rows = [{"action": "state (GET)", **count(client, sandbox, "GET", f"{base}/state")},
+            {"action": "reset", **count(client, sandbox, "POST", f"{base}/reset")}]
+    for step in widget.tour:
+        slug, body = widget.tour_step(step)
+        rows.append({"action": slug, **count(client, sandbox, "POST", f"{base}/{slug}", body)})
+    return rows
+
+
+def run(url: str) -> dict[str, Any]:
+    """Every widget's tour, counted; widgets not on a known dive are skipped."""
+    found: dict[str, Any] = {}
+    with in_process_site(url) as client:
+        for name, widget in WIDGETS.items():
+            dive = DIVES.get(name)
+            if dive is None:
+                continue
+            client.get(dive)
+            found[name] = tour_counts(client, sandbox_of(client), widget)
+    return found
+
+
+def fanin_complete_child(url: str) -> dict[str, Any]:
+    """The issue's figure: one "Complete child" right after Reset."""
+    with in_process_site(url) as client:
+        client.get(DIVES["fanin"])
+        sandbox = sandbox_of(client)
+        count(client, sandbox, "POST", "/api/widgets/fanin/reset")
+        return count(client, sandbox, "POST", "/api/widgets/fanin/complete-child")
