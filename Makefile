@@ -43,11 +43,12 @@ $(STAMP): pyproject.toml
 	@$(PY) -c 'import server, starlette, redis, playwright' 
 	@touch $(STAMP)
 
-# valkey-server 8 comes from bookworm-backports; add that source when missing.
+# valkey-server 8 comes from bookworm-backports; add that source when missing,
+# on the mirror the machine already uses (tools/backports-source.sh).
 valkey:
 	@command -v valkey-server >/dev/null && command -v valkey-cli >/dev/null || { \
 	  if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then \
-	    echo 'deb http://deb.debian.org/debian bookworm-backports main' | $(SUDO) tee $(BACKPORTS) >/dev/null; \
+	    tools/backports-source.sh | $(SUDO) tee $(BACKPORTS) >/dev/null; \
 	  fi; \
 	  $(APT) update && $(APT) install -t bookworm-backports valkey-server valkey-tools; }
 
