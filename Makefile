@@ -11,27 +11,30 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get -y -qq -o Dpkg::Use-Pty=0
 BACKPORTS := /etc/apt/sources.list.d/bookworm-backports.list
 PYTEST_FLAGS ?= -q
+MODULE := native/build/emq.so
+MODULE_SRC := native/emq_module.c native/valkey_module_api.h
+CFLAGS_MODULE := -O2 -fPIC -shared -std=c11 -Wall -Wextra -Wpedantic -Werror
 
-.PHONY: serve test test-unit test-e2e bench screenshots valkey chromium system venv clean
+.PHONY: serve test test-unit test-e2e bench screenshots valkey chromium system venv module compiler clean
 
-serve: venv valkey
+serve: venv valkey module
 	$(VENV)/bin/emqlab serve
 
-test: venv valkey chromium
+test: venv valkey chromium module
 	$(PY) -m pytest tests --ignore=tests/e2e $(PYTEST_FLAGS)
 	$(PY) -m pytest tests/e2e $(PYTEST_FLAGS)
 
-test-unit: venv valkey
+test-unit: venv valkey module
 	$(PY) -m pytest tests --ignore=tests/e2e $(PYTEST_FLAGS)
 
-test-e2e: venv valkey chromium
+test-e2e: venv valkey chromium module
 	$(PY) -m pytest tests/e2e $(PYTEST_FLAGS)
 
-bench: venv valkey chromium
+bench: venv valkey chromium module
 	@[ -x $(VENV)/bin/py-spy ] || $(PY) -m pip install -q --disable-pip-version-check -e '.[test,bench]' 2>&1 | grep -v '^WARNING: Location' || true
 	$(PY) -m bench.run
 
-screenshots: venv valkey chromium
+screenshots: venv valkey chromium module
 	$(PY) -m tools.screenshots
 
 venv: $(STAMP)
@@ -52,9 +55,22 @@ valkey:
 	  fi; \
 	  $(APT) update && $(APT) install -t bookworm-backports valkey-server valkey-tools; }
 
+# The EMQ module for Valkey (EMQ.COMPLETE, EMQ.FAIL), built with Debian's gcc;
+# the managed valkey-server loads it. Rebuilt only when a source changed.
+module: $(MODULE)
+	@true
+
+$(MODULE): $(MODULE_SRC) | compiler
+	@mkdir -p $(dir $@)
+	@gcc $(CFLAGS_MODULE) -o $@ native/emq_module.c
+	@echo "built $@ (the EMQ module for Valkey)"
+
+compiler:
+	@command -v gcc >/dev/null && [ -f /usr/include/string.h ] || { $(APT) update && $(APT) install gcc libc6-dev; }
+
 chromium:
 	@command -v chromium >/dev/null || { $(APT) update && $(APT) install chromium; }
 	@command -v wrk >/dev/null || { $(APT) update && $(APT) install wrk; }
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache native/build

@@ -14,7 +14,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from server.valkey import connect
+from server.valkey import connect, native
 from server.web import partials
 from server.widgets import traces
 from server.web.views import api as views_api
@@ -73,6 +73,9 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
         app.state.conn = conn
         with contextlib.suppress(redis.RedisError, OSError):
             await enable_notifications(conn)
+        with contextlib.suppress(redis.RedisError, OSError):
+            # A managed Valkey loaded it at start; an external one may allow MODULE LOAD.
+            app.state.native = await native.ensure_loaded(conn)
         await traces.start(app)  # each widget's tour, recorded on Valkey for the no-JS trace
         hub = Hub(url, cluster=cluster)
         app.state.hub = hub

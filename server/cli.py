@@ -1,4 +1,5 @@
-"""The `emqlab` command: `serve` the site, `reset` sandboxes from a shell."""
+"""The `emqlab` command: `serve` the site, `reset` sandboxes from a shell,
+`module-path` (where `make module` puts the EMQ module for Valkey)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,7 @@ def run_uvicorn(factory: str, host: str, port: int, workers: int = 1, log_level:
 
 
 def serve(args: argparse.Namespace) -> int:
+    from server.valkey import native
     from server.valkey.connect import CLUSTER_ENV, wants_cluster
     from server.valkey.process import ValkeyCluster, ValkeyProcess
 
@@ -102,7 +104,8 @@ def serve(args: argparse.Namespace) -> int:
         else:
             managed = ValkeyProcess()
             url = managed.start()
-            print(f"emqlab: started valkey-server on {url} (temporary, no persistence)", flush=True)
+            loaded = ", the EMQ module loaded" if native.built() else ", no EMQ module (run `make module`)"
+            print(f"emqlab: started valkey-server on {url} (temporary, no persistence{loaded})", flush=True)
     else:
         print(f"emqlab: using the Valkey at {url}", flush=True)
     cluster = True if args.cluster else wants_cluster(url)
@@ -174,6 +177,16 @@ def reset(args: argparse.Namespace) -> int:
     return asyncio.run(run())
 
 
+def module_path(args: argparse.Namespace) -> int:
+    from server.valkey import native
+
+    print(native.module_path())
+    if not native.built():
+        print("emqlab: the module is not built yet: run `make module`", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="emqlab", description="Flows Lab: EchoMQ flows, live on Valkey")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -193,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--room", metavar="NAME", help="a room's code (or its name)")
     group.add_argument("--all", action="store_true")
     p_reset.set_defaults(func=reset)
+    p_module = sub.add_parser("module-path", help="print the absolute path of the built EMQ module for Valkey")
+    p_module.set_defaults(func=module_path)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

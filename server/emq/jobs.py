@@ -29,6 +29,7 @@ __all__ = [
     "StateRefused",
     "claim",
     "complete",
+    "complete_call",
     "fail",
     "lineage",
     "policy_arm",
@@ -94,17 +95,13 @@ async def claim(conn: Conn, queue: str, lease_ms: int = 30000) -> tuple[str, int
     return text(job_id) or "", as_int(token)
 
 
-async def complete(
-    conn: Conn, queue: str, job_id: str, token: int | str, result: Any = None
-) -> None:
-    """Complete a claimed job. Raises ``Stale`` (wrong token) or ``Gone`` (no row).
-
-    The recorded result is ``result``, or the job's own id when none is given.
-    """
-    row = keyspace.job_key(queue, job_id)
-    keys = [keyspace.queue_key(queue, "active"), row]
+def complete_call(
+    queue: str, job_id: str, token: int | str, line: Lineage, result: Any = None
+) -> tuple[list[str], list[str]]:
+    """The KEYS and ARGV ``complete.lua`` runs with, for the arm ``line`` names
+    (the native widget shows this very line, sent as a script and as EMQ.COMPLETE)."""
+    keys = [keyspace.queue_key(queue, "active"), keyspace.job_key(queue, job_id)]
     args: list[str] = [job_id, str(token), keyspace.base(queue)]
-    line = await lineage(conn, queue, job_id)
     value = _as_value(result, job_id)
     if line.mode == "sq":
         assert line.parent is not None
@@ -120,6 +117,17 @@ async def complete(
         args += ["xq", line.parent, value, line.parent_queue, line.policy]
     else:
         args.append("")
+    return keys, args
+
+
+async def complete(
+    conn: Conn, queue: str, job_id: str, token: int | str, result: Any = None
+) -> None:
+    """Complete a claimed job. Raises ``Stale`` (wrong token) or ``Gone`` (no row).
+
+    The recorded result is ``result``, or the job's own id when none is given.
+    """
+    keys, args = complete_call(queue, job_id, token, await lineage(conn, queue, job_id), result)
     done = as_int(await registry.run(conn, "complete", keys, args))
     if done == 0:
         raise Gone(f"gone: no job {job_id} in queue {queue}")

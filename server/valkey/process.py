@@ -2,7 +2,8 @@
 
 `emqlab serve` uses it when no `EMQLAB_VALKEY_URL` is set, and the test
 fixtures use it for every integration and end-to-end test, so both run on the
-same real server configured the same way.
+same real server configured the same way, the EMQ module loaded (every
+primary of a cluster too) when it is built.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+from server.valkey import native
 
 # K = keyspace channels (__keyspace@0__:<key>), A = every event class. The live
 # stream listens on keyspace channels only, so keyevent channels stay off.
@@ -63,6 +66,8 @@ class ValkeyProcess:
             "--daemonize", "no",
             "--notify-keyspace-events", NOTIFY_FLAGS,
             "--logfile", str(self.dir / "valkey.log"),
+            # The EMQ module (EMQ.COMPLETE, EMQ.FAIL) once `make module` built it.
+            *(["--loadmodule", str(native.module_path())] if native.built() else []),
         ]
 
     def start(self, timeout: float = 10.0) -> str:

@@ -7,11 +7,13 @@ from server.widgets.enqueue_stepper import EnqueueStepper
 from server.widgets.failure_policy import FailurePolicy
 from server.widgets.fanin import FanIn
 from server.widgets.ledger import Ledger
+from server.widgets.native import Native
 from server.widgets.outbox import Outbox
 from server.widgets.results_reader import ResultsReader
 
 WIDGETS: dict[str, Widget] = {
-    w.name: w for w in (EnqueueStepper(), FanIn(), Outbox(), FailurePolicy(), Ledger(), ResultsReader())
+    w.name: w
+    for w in (EnqueueStepper(), FanIn(), Native(), Outbox(), FailurePolicy(), Ledger(), ResultsReader())
 }
 
 

@@ -1,0 +1,99 @@
+"""The EMQ module for Valkey: where it is built, and getting it loaded.
+
+`native/emq_module.c` is built by `make module` into `native/build/emq.so`
+(`emqlab module-path` prints that path). A valkey-server Flows Lab starts
+loads it with `--loadmodule` (see `process.py`); an external Valkey
+(`EMQLAB_VALKEY_URL`) gets a `MODULE LOAD` when it allows one. Most servers
+do not (`enable-module-command` is off by default), and then the native
+widget says the executor is absent there: it shows the replies Valkey gave,
+"unknown command" included, and nothing else.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+from pathlib import Path
+from typing import Any, Final
+
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import RedisClusterException, RedisError
+
+log = logging.getLogger("emqlab.native")
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+MODULE_PATH: Final = ROOT / "native" / "build" / "emq.so"
+MODULE_NAME: Final = "emq"  # what MODULE LIST calls it (emq_module.c's OnLoad)
+
+
+def module_path() -> Path:
+    """The absolute path of the built module (it may not be built yet)."""
+    return MODULE_PATH
+
+
+def built() -> bool:
+    return MODULE_PATH.is_file()
+
+
+def build() -> bool:
+    """`make -s module` when the module is missing (the test fixtures' safety
+    net: `make test` builds it first). True when the file is there afterwards."""
+    if not built():
+        done = subprocess.run(["make", "-s", "module"], cwd=ROOT, capture_output=True, text=True)
+        if done.returncode != 0:
+            log.warning("make module failed: %s", (done.stderr or done.stdout)[-800:])
+    return built()
+
+
+def _names(listing: Any) -> set[str]:
+    """Module names out of a MODULE LIST reply (a list of dicts or of flat lists)."""
+    found: set[str] = set()
+    for entry in listing or []:
+        if isinstance(entry, dict):
+            name = entry.get("name", entry.get(b"name"))
+        elif isinstance(entry, (list, tuple)) and len(entry) >= 2:
+            name = entry[1]
+        else:
+            continue
+        found.add(name.decode() if isinstance(name, bytes) else str(name))
+    return found
+
+
+async def loaded(conn: Any) -> bool:
+    """Whether the server knows EMQ.COMPLETE: COMMAND GETKEYS answers for it."""
+    try:
+        await conn.command_getkeys("EMQ.COMPLETE", 2, "emq:{q}:active", "emq:{q}:job:JOBx", "JOBx", 1, "emq:{q}:")
+    except RedisError:
+        return False
+    return True
+
+
+async def try_load(conn: Any) -> tuple[bool, str]:
+    """Load the module where it is missing: (loaded now, what happened in words).
+
+    On a cluster, every primary. Refusals are normal (MODULE LOAD is off on
+    most servers): they come back as words, nothing raises.
+    """
+    if await loaded(conn):
+        return True, "the EMQ module is loaded"
+    if not built():
+        return False, f"the EMQ module is not built ({MODULE_PATH}): run `make module`"
+    try:
+        if isinstance(conn, RedisCluster):
+            await conn.initialize()
+            for node in conn.get_primaries():
+                if MODULE_NAME not in _names(await conn.execute_command("MODULE", "LIST", target_nodes=node)):
+                    await conn.execute_command("MODULE", "LOAD", str(MODULE_PATH), target_nodes=node)
+        else:
+            await conn.execute_command("MODULE", "LOAD", str(MODULE_PATH))
+    except (RedisError, RedisClusterException) as exc:
+        return False, f"this Valkey does not load the EMQ module ({exc}): the native widget says so"
+    return True, "loaded the EMQ module with MODULE LOAD"
+
+
+async def ensure_loaded(conn: Any) -> bool:
+    """`try_load`, saying so in the log when the native executor stays absent."""
+    done, words = await try_load(conn)
+    if not done:
+        log.warning("emqlab: %s", words)
+    return done
