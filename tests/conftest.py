@@ -7,7 +7,15 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import redis.asyncio as aioredis
 
+from server.valkey import native
 from server.valkey.process import ValkeyProcess
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Every managed valkey-server loads the EMQ module when it is built; `make
+    # test` builds it first, and a bare pytest run builds it here.
+    if not native.build():
+        raise pytest.UsageError("the EMQ module did not build: run `make module` and read its error")
 
 
 @pytest.fixture(scope="session")

@@ -45,7 +45,7 @@ def build() -> bool:
     return built()
 
 
-def _names(listing: Any) -> set[str]:
+def module_names(listing: Any) -> set[str]:
     """Module names out of a MODULE LIST reply (a list of dicts or of flat lists)."""
     found: set[str] = set()
     for entry in listing or []:
@@ -82,7 +82,7 @@ async def try_load(conn: Any) -> tuple[bool, str]:
         if isinstance(conn, RedisCluster):
             await conn.initialize()
             for node in conn.get_primaries():
-                if MODULE_NAME not in _names(await conn.execute_command("MODULE", "LIST", target_nodes=node)):
+                if MODULE_NAME not in module_names(await conn.execute_command("MODULE", "LIST", target_nodes=node)):
                     await conn.execute_command("MODULE", "LOAD", str(MODULE_PATH), target_nodes=node)
         else:
             await conn.execute_command("MODULE", "LOAD", str(MODULE_PATH))

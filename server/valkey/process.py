@@ -45,9 +45,13 @@ def _die_with_parent() -> None:
 class ValkeyProcess:
     """One managed valkey-server: free loopback port, temp dir, no persistence."""
 
-    def __init__(self, port: int | None = None, binary: str = "valkey-server") -> None:
+    def __init__(self, port: int | None = None, binary: str = "valkey-server", load_module: bool = True,
+                 extra_args: tuple[str, ...] = ()) -> None:
         self.binary = shutil.which(binary) or binary
         self.port = port or free_port()
+        # Tests start a server without the module, or with more settings, too.
+        self.load_module = load_module
+        self.extra_args = extra_args
         self.dir = Path(tempfile.mkdtemp(prefix="emqlab-valkey-"))
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -67,7 +71,8 @@ class ValkeyProcess:
             "--notify-keyspace-events", NOTIFY_FLAGS,
             "--logfile", str(self.dir / "valkey.log"),
             # The EMQ module (EMQ.COMPLETE, EMQ.FAIL) once `make module` built it.
-            *(["--loadmodule", str(native.module_path())] if native.built() else []),
+            *(["--loadmodule", str(native.module_path())] if self.load_module and native.built() else []),
+            *self.extra_args,
         ]
 
     def start(self, timeout: float = 10.0) -> str:

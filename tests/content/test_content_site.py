@@ -22,7 +22,7 @@ from server.web.views import pages as views_pages
 from server.content import Course
 
 ROOT = Path(__file__).resolve().parents[2]
-WIDGETS = {"enqueue-stepper", "fanin", "outbox", "failure-policy", "ledger", "results"}
+WIDGETS = {"enqueue-stepper", "fanin", "native", "outbox", "failure-policy", "ledger", "results"}
 ALL_PAGES = {
     "/",
     "/flows",
@@ -114,9 +114,9 @@ def test_every_content_file_loads_as_a_page(course):
     assert set(course.pages) == ALL_PAGES
 
 
-def test_widgets_named_in_the_content_are_exactly_the_six_widgets(course):
+def test_widgets_named_in_the_content_are_exactly_the_seven_widgets(course):
     assert set(course.widget_names) == WIDGETS
-    assert course.page("/flows/parent-and-children").widgets == ["enqueue-stepper", "fanin"]
+    assert course.page("/flows/parent-and-children").widgets == ["enqueue-stepper", "fanin", "native"]
     assert course.page("/flows/cross-queue").widgets == ["outbox", "failure-policy"]
     assert course.page("/flows/reading-the-results").widgets == ["results"]
     assert course.page("/batches/bulk-flows").widgets == ["ledger"]
@@ -227,18 +227,18 @@ def test_widgets_are_rendered_by_the_app_into_their_sections_aside(client):
     page = client.get("/flows/parent-and-children").text
     chunks = page.split('<section class="dive-section')
     by_id = {re.search(r'id="([^"]+)"', c).group(1): c for c in chunks[1:]}
-    for section, widget in (("the-atomic-add", "enqueue-stepper"), ("the-fan-in", "fanin")):
+    for section, widget in (("the-atomic-add", "enqueue-stepper"), ("the-fan-in", "fanin"),
+                            ("the-native-refusal", "native")):
         prose, _, aside = by_id[section].partition('<aside class="dive-aside">')
         assert f'data-widget="{widget}"' in aside
         assert "data-widget=" not in prose
-    assert '<aside class="dive-aside">' not in by_id["the-native-refusal"]
 
 
 def test_page_bodies_are_rendered_once_and_cached(client, widget_calls):
     client.get("/flows/parent-and-children")
     client.get("/flows/parent-and-children")
     client.get("/flows/cross-queue")
-    assert widget_calls == ["enqueue-stepper", "fanin", "outbox", "failure-policy"]
+    assert widget_calls == ["enqueue-stepper", "fanin", "native", "outbox", "failure-policy"]
 
 
 def test_listings_show_the_script_file_the_server_runs(client):

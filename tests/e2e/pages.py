@@ -18,6 +18,7 @@ COURSE = (INDEX, *HUBS, *DIVES)
 WIDGETS = {
     "enqueue-stepper": ("/flows/parent-and-children", "@enqueue_flow"),
     "fanin": ("/flows/parent-and-children", "fan-in"),
+    "native": ("/flows/parent-and-children", "native"),
     "results": ("/flows/reading-the-results", "results"),
     "outbox": ("/flows/cross-queue", "outbox"),
     "failure-policy": ("/flows/cross-queue", "failure policy"),

@@ -32,7 +32,7 @@ from tests.support import LiveSite, running
 # Modules whose tests run on one server AND on the 3-primary cluster.
 FLOW_MODULES = {
     "test_same_queue_flow", "test_cross_queue_flow", "test_failure_policy", "test_pump",
-    "test_tree_and_results", "test_bulk_flows", "test_property_interleavings",
+    "test_tree_and_results", "test_bulk_flows", "test_property_interleavings", "test_native_module",
 }
 
 
