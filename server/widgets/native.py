@@ -86,27 +86,22 @@ class Native(Widget):
 
     def describe(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
         view = views[0]
-        parent = view.row(PARENT)
-        deps = view.row(PARENT, ":dependencies")
-        flat = view.row(FLAT)
-        last = json.loads(state["last"]) if state.get("last") else None
-        picture = {
-            "parent": {"id": PARENT, "state": parent.value.get("state") if parent else None,
-                       "sets": view.sets_of(PARENT), "dependencies": int(deps.value) if deps else None},
-            "child": view.child(CHILD, PARENT),
-            "flat": {"id": FLAT, "state": flat.value.get("state") if flat else None,
-                     "set": next(iter(view.sets_of(FLAT)), None)},
-            "executor": state.get("executor", ""),
-            "last": last,
-        }
+        row, deps, flat_row = view.row(PARENT), view.row(PARENT, ":dependencies"), view.row(FLAT)
+        parent: dict[str, Any] = {"id": PARENT, "state": row.value.get("state") if row else None,
+                                  "sets": view.sets_of(PARENT), "dependencies": int(deps.value) if deps else None}
+        child = view.child(CHILD, PARENT)
+        flat: dict[str, Any] = {"id": FLAT, "state": flat_row.value.get("state") if flat_row else None,
+                                "set": next(iter(view.sets_of(FLAT)), None)}
+        last: dict[str, Any] | None = json.loads(state["last"]) if state.get("last") else None
         if last:
             readout = f"{self.label(last['action'])}: {said(last)}"
         else:
-            readout = (f"Nothing sent yet. {CHILD} (token {state.get('child_token', '?')}) is "
-                       f"{picture['child']['state']}; {parent_fate(picture['parent']['state'], picture['parent']['sets'])}; "
-                       f"{FLAT} (token {state.get('flat_token', '?')}) is {picture['flat']['state']}.")
+            readout = (f"Nothing sent yet. {CHILD} (token {state.get('child_token', '?')}) is {child['state']}; "
+                       f"{parent_fate(parent['state'], parent['sets'])}; "
+                       f"{FLAT} (token {state.get('flat_token', '?')}) is {flat['state']}.")
         if state.get("executor") == "absent" and not (last and last["absent"]):
             readout += " This Valkey has no EMQ module loaded: the native executor is absent here."
+        picture = {"parent": parent, "child": child, "flat": flat, "executor": state.get("executor", ""), "last": last}
         return {"readout": readout, "picture": picture}
 
     # -- the four lines ------------------------------------------------------

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from redis.exceptions import RedisClusterException, ResponseError
+from redis import exceptions as redis_errors
+from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
 from server.emq import registry
 from server.widgets import snapshot
@@ -75,10 +76,12 @@ async def send(conn: Any, parts: Sequence[Any]) -> Sent:
     except ResponseError as exc:
         text = error_text(exc)
         return Sent(line, text, error=True, absent=UNKNOWN in text)
-    except RedisClusterException as exc:
-        # The cluster client routes by the command's keys; for a command no
-        # node knows it has nowhere to send it, so nothing was sent.
-        return Sent(line, f"not sent: {exc}", error=True, sent=False, absent=True)
+    except (redis_errors.ConnectionError, redis_errors.TimeoutError):
+        raise  # Valkey away: the endpoint answers 503
+    except (RedisError, RedisClusterException) as exc:
+        # The cluster client routes by the keys the server reports for the
+        # command; for a command no node knows it refuses to send at all.
+        return Sent(line, f"not sent: the cluster client says {exc}", error=True, sent=False, absent=True)
     return Sent(line, reply_text(value))
 
 
