@@ -15,6 +15,7 @@ import sys
 
 import pytest
 
+from bench import bench_native
 from server.emq import keyspace
 from server.valkey import native
 from server.valkey.process import ValkeyProcess
@@ -119,3 +120,9 @@ def test_a_valkey_that_allows_module_load_gets_the_module_from_the_site() -> Non
         client = site.visitor()
         body = client.post("/api/widgets/native/flat-form", json={}).json()
         assert body["snapshot"]["picture"]["last"]["reply"] == "(error) EMQSTATE complete flow not native"
+
+
+async def test_the_native_benchmark_runs_both_executors_to_the_same_metrics(valkey) -> None:
+    # a harness check, not a timing: bench/bench_native.py prints the figures
+    found = await bench_native.run(valkey.url, 1200)
+    assert found["same_metrics"] is True and found["completions"] == 1200
