@@ -27,7 +27,8 @@ from typing import Any
 from server.emq import flows, jobs, keyspace
 from server.valkey import native as module
 from server.widgets import native_calls as calls
-from server.widgets.base import Context, Outcome, Widget, action, parent_fate
+from server.widgets import flow
+from server.widgets.base import Context, Outcome, Widget, action
 from server.widgets.snapshot import QueueView
 
 PARENT, CHILD, FLAT = "JOBparent", "JOBchild", "JOBflat"
@@ -86,10 +87,9 @@ class Native(Widget):
 
     def describe(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
         view = views[0]
-        row, deps, flat_row = view.row(PARENT), view.row(PARENT, ":dependencies"), view.row(FLAT)
-        parent: dict[str, Any] = {"id": PARENT, "state": row.value.get("state") if row else None,
-                                  "sets": view.sets_of(PARENT), "dependencies": int(deps.value) if deps else None}
-        child = view.child(CHILD, PARENT)
+        reading = flow.read_flow(view, PARENT, [(view, CHILD)])
+        parent, child = reading.parent.as_json(), reading.children[0].as_json()
+        flat_row = view.row(FLAT)
         flat: dict[str, Any] = {"id": FLAT, "state": flat_row.value.get("state") if flat_row else None,
                                 "set": next(iter(view.sets_of(FLAT)), None)}
         last: dict[str, Any] | None = json.loads(state["last"]) if state.get("last") else None
@@ -97,7 +97,7 @@ class Native(Widget):
             readout = f"{self.label(last['action'])}: {said(last)}"
         else:
             readout = (f"Nothing sent yet. {CHILD} (token {state.get('child_token', '?')}) is {child['state']}; "
-                       f"{parent_fate(parent['state'], parent['sets'])}; "
+                       f"{reading.parent.fate()}; "
                        f"{FLAT} (token {state.get('flat_token', '?')}) is {flat['state']}.")
         if state.get("executor") == "absent" and not (last and last["absent"]):
             readout += " This Valkey has no EMQ module loaded: the native executor is absent here."
