@@ -6,6 +6,7 @@ from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import Site
 from tests.e2e.pages import WIDGETS, region
+from tests.e2e.test_keyboard import announced, open_widget, press
 
 
 def test_the_four_buttons_show_the_line_sent_and_valkeys_reply(page: Page, site: Site) -> None:
@@ -44,3 +45,18 @@ def test_the_four_buttons_show_the_line_sent_and_valkeys_reply(page: Page, site:
 
     widget.get_by_role("button", name="Reset", exact=True).click()
     expect(widget.locator('[data-role="flat-state"]')).to_have_text("active")
+
+
+def test_the_native_line_is_sent_and_its_refusal_announced_from_the_keyboard(page: Page) -> None:
+    widget = open_widget(page, "native")
+    press(page, widget, "Send as EMQ.COMPLETE")
+    expect(announced(widget)).to_contain_text("EMQSTATE complete flow not native")
+    expect(widget.locator('[data-role="verdict"]')).to_contain_text("Nothing changed")
+
+
+def test_a_deep_link_replays_the_native_tour_on_valkey(page: Page) -> None:
+    page.goto(WIDGETS["native"][0] + "#native-step=3")
+    widget = region(page, "native")
+    # steps 1-3: the two refusals, then the script line, which completes the child
+    expect(widget.locator('[data-role="line"]')).to_contain_text("EVALSHA ")
+    expect(widget.locator('[data-role="parent-state"]')).to_have_text("pending")
