@@ -231,3 +231,13 @@ async def test_fail_refuses_bad_numbers_and_other_shapes_before_any_write(conn) 
     assert "whole numbers" in await refused(conn, *line[:9], "three", *line[10:])
     assert "numkeys 4" in await refused(conn, "EMQ.FAIL", 2, *line[2:])
     assert "wrong number of arguments" in await refused(conn, *line[:-1])
+
+
+async def test_a_key_of_the_wrong_type_is_refused_before_the_first_write(conn) -> None:
+    token = await claimed_flat(conn, Q)
+    await conn.set(keyspace.metrics_key(Q), "not a hash")
+    assert "WRONGTYPE" in await refused(conn, *flat_complete(Q, "JOBflat", token))
+    await conn.set(keyspace.queue_key(Q, "dead"), "not a set")
+    assert "WRONGTYPE" in await refused(conn, *flat_fail(Q, "JOBflat", token))
+    # the job is still claimed, exactly as before both calls
+    assert (await row(conn, Q, "JOBflat"))["state"] == "active"
