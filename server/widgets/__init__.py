@@ -9,12 +9,15 @@ from server.widgets.fanin import FanIn
 from server.widgets.ledger import Ledger
 from server.widgets.native import Native
 from server.widgets.outbox import Outbox
+from server.widgets.questions import QUESTIONS
 from server.widgets.results_reader import ResultsReader
 
 WIDGETS: dict[str, Widget] = {
     w.name: w
     for w in (EnqueueStepper(), FanIn(), Native(), Outbox(), FailurePolicy(), Ledger(), ResultsReader())
 }
+for _name, _asked in QUESTIONS.items():
+    WIDGETS[_name].questions = _asked  # each widget's questions, as server/widgets/questions.py sets them
 
 
 def widget_for_queue(queue: str) -> str | None:

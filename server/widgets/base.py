@@ -27,7 +27,7 @@ from typing import Any, ClassVar, TypeVar
 from server.sandboxes.sandbox import queue_name
 from server.valkey import scripts
 from server.valkey.scripts import SiteScript
-from server.widgets import snapshot
+from server.widgets import predict, snapshot
 from server.widgets.snapshot import QueueView
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
@@ -65,6 +65,8 @@ class Outcome:
 
 
 ActionFn = Callable[[Any, "Context", dict[str, Any]], Awaitable[Outcome]]
+# (widget, ctx, slug, body) -> the outcome: how `Widget.run` performs an action.
+Performer = Callable[["Widget", "Context", str, dict[str, Any]], Awaitable[Outcome]]
 # A subclass's action takes its own class as `self`: keep its exact type.
 A = TypeVar("A", bound=ActionFn)
 
@@ -116,6 +118,9 @@ class Widget:
     # Each action's visible button label, for the trace and the outcome
     # sentences ("Step 2 of 4, Complete child: …").
     labels: ClassVar[dict[str, str]] = {}
+    # What the widget asks before the steps where its lesson turns
+    # (server/widgets/questions.py, handed out by the registry).
+    questions: tuple[predict.Question, ...] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -190,12 +195,14 @@ class Widget:
         await self.remember(ctx, landed="1")
 
     async def run(self, ctx: Context, slug: str, body: dict[str, Any], key_cap: int | None = None,
-                  ) -> tuple[Outcome, dict[str, Any]]:
+                  perform: Performer | None = None) -> tuple[Outcome, dict[str, Any]]:
         """One action, start to finish: lock, land if needed, act, then record
-        the outcome, release the lock and read the snapshot in one round trip."""
+        the outcome, release the lock and read the snapshot in one round trip.
+        `perform` stands in for `self.perform` under the lock (the API's is
+        `attempt.run`: the learner's prediction judged, the tour step counted)."""
         token = await self.begin(ctx, None if slug == "reset" else key_cap)
         try:
-            outcome = await self.perform(ctx, slug, body)
+            outcome = await (perform(self, ctx, slug, body) if perform else self.perform(ctx, slug, body))
         except BaseException:
             await self.release(ctx, token)
             raise
@@ -278,6 +285,10 @@ class Widget:
         decoded = [snapshot.decode(ctx.conn, q, r) for q, r in zip(self.queues(ctx), replies)]
         return self.compose([view for _, view in decoded], decoded[0][0])
 
+    async def read_views(self, ctx: Context, state: dict[str, str]) -> list[QueueView]:
+        """The widget's queues as its snapshot reads them (predictions measure these)."""
+        return list(await asyncio.gather(*(snapshot.read_queue(ctx.conn, q, self.job_ids(q)) for q in self.queues(ctx))))
+
     def compose(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
         """The snapshot a page receives, from the keys and lab state just read."""
         outcome = _json_or_none(state.get("outcome"))
@@ -292,6 +303,8 @@ class Widget:
             "outcome": outcome,
             "landed": state.get("landed") == "1",
             **self.describe(views, state),
+            # The question open now, from the keys just read: every tab asks the same.
+            "question": predict.offered(self.questions, views, state),
         }
 
     async def perform(self, ctx: Context, slug: str, body: dict[str, Any]) -> Outcome:

@@ -29,7 +29,7 @@ from server.web import guard
 from server.emq.errors import EmqError
 from server.emq.keyspace import BadId
 from server.sandboxes.sandbox import NoSandbox
-from server.widgets import WIDGETS
+from server.widgets import WIDGETS, attempt
 from server.widgets.base import BadInput, Busy, Context, TooManyKeys, Widget
 
 log = logging.getLogger("emqlab.api")
@@ -99,7 +99,8 @@ async def act(request: Request) -> JSONResponse:
         # The key cap is judged by the widget's lock (its last recorded count);
         # Reset always runs, even past it: it is how a learner gets back.
         cap = request.app.state.settings.max_keys_per_sandbox
-        outcome, snap = await widget.run(context(request, sandbox), slug, payload, key_cap=cap)
+        # Under the lock, the action runs as the learner's: its prediction judged, its tour step counted.
+        outcome, snap = await widget.run(context(request, sandbox), slug, payload, key_cap=cap, perform=attempt.run)
         return JSONResponse({"outcome": outcome.as_json(), "snapshot": snap, **where(request)})
     except Exception as exc:  # noqa: BLE001
         return answer_error(exc)

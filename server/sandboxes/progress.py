@@ -1,0 +1,163 @@
+"""A learner's progress through the course, per sandbox, in one Valkey hash.
+
+    lab:{<sandbox>}:progress          a hash; per widget name <w>:
+      at:<w>        the tour step the widget's scenario is at, counted while
+                    the learner follows its tour (Reset: 0; a deep link: N)
+      reached:<w>   the furthest tour step reached, 0 .. steps
+      steps:<w>     how many steps the widget's tour has
+      done:<w>      "1" once the tour's last step was reached
+      asked:<w>     predictions answered
+      right:<w>     predictions Valkey proved right
+      verdict:<w>   the last verdict, in words ("Right: Valkey now holds …")
+
+Every field is a plain string or integer, so anything that reads the hash
+(the instructor's roster, a shell's HGETALL) needs no code of ours. The key's
+hashtag is the sandbox id, not a widget queue, so a widget's Reset (which
+removes its queues' keys) leaves the record alone; an instructor's reset of
+the sandbox and the reaper remove it with the sandbox's other `lab:` keys
+(`key_patterns` matches `lab:{<sandbox>*`). Each write also re-arms an
+expiry of twice the sandbox TTL, like the activity record's, so it cannot
+outlive an idle sandbox even if the reaper never runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from server.sandboxes.sandbox import SANDBOX_RE
+
+
+def progress_key(sandbox: str) -> str:
+    if not SANDBOX_RE.match(sandbox):
+        raise ValueError(f"not a sandbox id: {sandbox!r}")
+    return f"lab:{{{sandbox}}}:progress"
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+@dataclass(frozen=True)
+class WidgetProgress:
+    widget: str
+    steps: int = 0
+    reached: int = 0
+    asked: int = 0
+    right: int = 0
+    verdict: str = ""
+
+    @property
+    def done(self) -> bool:
+        return self.steps > 0 and self.reached >= self.steps
+
+    def as_json(self) -> dict[str, Any]:
+        return {"widget": self.widget, "steps": self.steps, "reached": self.reached, "done": self.done,
+                "asked": self.asked, "right": self.right, "verdict": self.verdict}
+
+
+def parse(raw: dict[Any, Any]) -> dict[str, WidgetProgress]:
+    """The hash as Valkey returned it -> progress per widget."""
+    fields: dict[str, dict[str, str]] = {}
+    for key, value in raw.items():
+        name, _, widget = _text(key).partition(":")
+        if widget:
+            fields.setdefault(widget, {})[name] = _text(value)
+
+    def number(found: dict[str, str], name: str) -> int:
+        value = found.get(name, "0")
+        return int(value) if value.isdigit() else 0
+
+    return {
+        widget: WidgetProgress(widget, number(f, "steps"), number(f, "reached"), number(f, "asked"),
+                               number(f, "right"), f.get("verdict", ""))
+        for widget, f in fields.items()
+    }
+
+
+async def read(conn: Any, sandbox: str) -> dict[str, WidgetProgress]:
+    return parse(await conn.hgetall(progress_key(sandbox)))
+
+
+async def position(conn: Any, sandbox: str, widget: str) -> tuple[int, int]:
+    """(at, reached) for one widget: where its scenario is on the tour, and the furthest step."""
+    at, reached = await conn.hmget(progress_key(sandbox), f"at:{widget}", f"reached:{widget}")
+    return int(at or 0), int(reached or 0)
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one action did to a widget's record."""
+
+    widget: str
+    steps: int
+    at: int
+    reached: int  # before this action
+    right: bool | None = None  # None: no prediction was answered
+    verdict: str = ""
+    counted: bool = True  # False for a deep link: it moves the scenario, the learner reached nothing
+
+
+async def record(conn: Any, sandbox: str, step: Step, ttl: int) -> WidgetProgress:
+    """Write one action's step (and verdict) in one round trip; the widget's record after it."""
+    key, w = progress_key(sandbox), step.widget
+    reached = max(step.reached, step.at) if step.counted else step.reached
+    fields: dict[str, Any] = {f"at:{w}": step.at, f"reached:{w}": reached, f"steps:{w}": step.steps}
+    if step.steps and reached >= step.steps:
+        fields[f"done:{w}"] = 1
+    if step.right is not None:
+        fields[f"verdict:{w}"] = step.verdict
+    async with conn.pipeline(transaction=False) as pipe:
+        pipe.hset(key, mapping=fields)
+        if step.right is not None:
+            pipe.hincrby(key, f"asked:{w}", 1)
+            pipe.hincrby(key, f"right:{w}", 1 if step.right else 0)
+        pipe.expire(key, ttl)
+        pipe.hgetall(key)
+        replies = await pipe.execute()
+    return parse(replies[-1]).get(w, WidgetProgress(w))
+
+
+async def clear(conn: Any, sandbox: str) -> bool:
+    """Start over: forget the whole record (the widgets' scenarios stay as they are)."""
+    return bool(await conn.delete(progress_key(sandbox)))
+
+
+@dataclass(frozen=True)
+class DiveProgress:
+    """One dive's widgets, in page order, and a sentence about them."""
+
+    path: str
+    title: str
+    widgets: list[WidgetProgress]
+
+    @property
+    def done(self) -> int:
+        return sum(w.done for w in self.widgets)
+
+    @property
+    def asked(self) -> int:
+        return sum(w.asked for w in self.widgets)
+
+    @property
+    def right(self) -> int:
+        return sum(w.right for w in self.widgets)
+
+    @property
+    def summary(self) -> str:
+        total = len(self.widgets)
+        said = f"{self.done} of {total} widget{'' if total == 1 else 's'} done"
+        if self.asked:
+            said += f", {self.right} of {self.asked} prediction{'' if self.asked == 1 else 's'} right"
+        return said
+
+    def as_json(self) -> dict[str, Any]:
+        return {"path": self.path, "title": self.title, "summary": self.summary, "done": self.done,
+                "asked": self.asked, "right": self.right, "widgets": [w.as_json() for w in self.widgets]}
+
+
+def for_dive(path: str, title: str, names: list[str], steps: dict[str, int],
+             found: dict[str, WidgetProgress]) -> DiveProgress:
+    """A dive's progress: each widget it places, with its tour's length even if never touched."""
+    widgets = [found.get(n) or WidgetProgress(n, steps.get(n, 0)) for n in names]
+    return DiveProgress(path, title, widgets)

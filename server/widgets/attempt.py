@@ -1,0 +1,112 @@
+"""One action as a learner runs it: its prediction judged, its tour step counted.
+
+The widget API hands every action here (`run`), which
+
+1. takes the optional `{"predict": {"question": id, "answer": value}}` out of
+   the body and checks it against the question open right now (read from
+   Valkey): a malformed answer, or one to a question that is not open for this
+   action, is a 400 naming the field, before anything is written;
+2. runs the action exactly as its button would;
+3. reads the widget's keys again and has the question measure its value
+   from them: the verdict ("Right: …" / "Not quite: …") opens the outcome
+   sentence, so the widget's aria-live region announces it first;
+4. counts the step on the learner's record (`server/sandboxes/progress.py`):
+   an action that is the next step of the widget's tour moves it on, Reset
+   takes it back to 0, a deep link (`goto`) to step N puts it there.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from server import settings
+from server.sandboxes import progress
+from server.widgets import predict
+from server.widgets.base import BadInput, Context, Outcome, Widget
+from server.widgets.predict import Answer, Moment, Question, Verdict
+
+LIMIT = 10**6  # a number answer beyond this is no prediction of these counters
+
+
+async def moment(widget: Widget, ctx: Context) -> Moment:
+    """The widget's keys and lab hash, read as its snapshot reads them."""
+    state = await widget.state(ctx)
+    return Moment(await widget.read_views(ctx, state), state)
+
+
+def take_answer(body: dict[str, Any]) -> tuple[dict[str, Any], Answer | None]:
+    """The body without its prediction, and the prediction (shape checked)."""
+    if "predict" not in body:
+        return body, None
+    rest = {k: v for k, v in body.items() if k != "predict"}
+    given = body["predict"]
+    if not isinstance(given, dict) or set(given) - {"question", "answer"}:
+        raise BadInput("'predict' must be an object {\"question\": <id>, \"answer\": <value>}")
+    question = given.get("question")
+    if not isinstance(question, str) or not question:
+        raise BadInput("'predict.question' must be the id of the question the widget shows")
+    value = given.get("answer")
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise BadInput("'predict.answer' must be a whole number or one of the question's choices")
+    return rest, Answer(question, value)
+
+
+def open_question(widget: Widget, slug: str, answer: Answer, before: Moment) -> Question:
+    """The question this answer is for, if it is open for this action now."""
+    question = predict.offer(widget.questions, before)
+    if question is None or question.action != slug or question.id != answer.question:
+        open_now = f"the open one is {question.id!r} (for {question.action!r})" if question else "none is open"
+        raise BadInput(f"'predict.question' {answer.question!r} is not open for {slug!r} now; {open_now}")
+    if question.choices:
+        values = [v for v, _ in question.choices]
+        if answer.value not in values:
+            raise BadInput(f"'predict.answer' must be one of: {', '.join(values)}")
+    elif not isinstance(answer.value, int) or abs(answer.value) > LIMIT:
+        raise BadInput(f"'predict.answer' must be a whole number from {-LIMIT} to {LIMIT}")
+    return question
+
+
+def matches(entry: str | tuple[str, dict[str, Any]], slug: str, body: dict[str, Any]) -> bool:
+    """Is this action the tour step `entry` (its slug, and the body the tour gives it)?"""
+    want, given = Widget.tour_step(entry)
+    return want == slug and all(body.get(k) == v for k, v in given.items())
+
+
+def moved_to(widget: Widget, slug: str, body: dict[str, Any], outcome: Outcome, at: int) -> int:
+    """Where the scenario is on the tour after this action."""
+    if slug == "reset":
+        return 0
+    if slug == "goto":
+        step = body.get("step")
+        return step if isinstance(step, int) and 0 <= step <= len(widget.tour) else at
+    if outcome.kind != "info" and at < len(widget.tour) and matches(widget.tour[at], slug, body):
+        return at + 1
+    return at
+
+
+def with_verdict(outcome: Outcome, verdict: Verdict) -> Outcome:
+    return Outcome(f"{verdict.text} {outcome.text}", outcome.kind, {**outcome.detail, "verdict": verdict.as_json()})
+
+
+async def run(widget: Widget, ctx: Context, slug: str, body: dict[str, Any]) -> Outcome:
+    """Run one action for the learner: judged, counted, said."""
+    body, answer = take_answer(body)
+    at, reached = await progress.position(ctx.conn, ctx.sandbox, widget.name)
+    question: Question | None = None
+    before = Moment([], {})
+    if answer is not None:
+        before = await moment(widget, ctx)
+        question = open_question(widget, slug, answer, before)
+    outcome = await widget.perform(ctx, slug, body)
+    verdict: Verdict | None = None
+    if question is not None and answer is not None:
+        verdict = predict.judge(question, answer, await moment(widget, ctx), before)
+        outcome = with_verdict(outcome, verdict)
+    step = progress.Step(widget.name, len(widget.tour), moved_to(widget, slug, body, outcome, at), reached,
+                         verdict.right if verdict else None, verdict.text if verdict else "", slug != "goto")
+    record = await progress.record(ctx.conn, ctx.sandbox, step, settings.current().sandbox_ttl * 2)
+    outcome.detail["progress"] = record.as_json()
+    return outcome
