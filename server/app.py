@@ -20,6 +20,7 @@ from server.widgets import traces
 from server.web.views import api as views_api
 from server.web.views import instructor as views_instructor
 from server.web.views import pages as views_pages
+from server.web.views import progress as views_progress
 from server.web.views import room as views_room
 from server.web.views import stream as views_stream
 from server import settings as settings_module
@@ -97,6 +98,7 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
         Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static"),
         *views_instructor.routes(),
         *views_room.routes(),
+        *views_progress.routes(),
         *views_pages.routes(),  # catch-all page routes: keep last
     ]
     app = Starlette(

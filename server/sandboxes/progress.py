@@ -51,9 +51,19 @@ class WidgetProgress:
     def done(self) -> bool:
         return self.steps > 0 and self.reached >= self.steps
 
+    @property
+    def summary(self) -> str:
+        if self.done:
+            said = f"Done: every step of its tour reached ({self.steps} of {self.steps})"
+        else:
+            said = f"{self.reached} of {self.steps} tour steps reached"
+        if self.asked:
+            said += f"; {self.right} of {self.asked} prediction{'' if self.asked == 1 else 's'} right"
+        return said + "."
+
     def as_json(self) -> dict[str, Any]:
         return {"widget": self.widget, "steps": self.steps, "reached": self.reached, "done": self.done,
-                "asked": self.asked, "right": self.right, "verdict": self.verdict}
+                "asked": self.asked, "right": self.right, "verdict": self.verdict, "summary": self.summary}
 
 
 def parse(raw: dict[Any, Any]) -> dict[str, WidgetProgress]:

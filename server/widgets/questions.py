@@ -17,8 +17,8 @@ from server.widgets.predict import Condition, Measure, Moment, Question, Value, 
 
 DEPS = ":dependencies = {value}"
 YES_NO = (("yes", "Yes"), ("no", "No"))
-FATES = (("held", "It stays held (awaiting_children)"), ("released", "It is released into pending"),
-         ("failed", "It is failed, into dead"))
+FATES = (("held", "Stays held (awaiting_children)"), ("released", "Released into pending"),
+         ("failed", "Failed, into dead"))
 FATE_OF = {"awaiting_children": "held", "pending": "released", "failed": "failed"}
 
 
@@ -128,28 +128,29 @@ def entries_waiting(moment: Moment) -> bool:
     return any(outboxes(moment))
 
 
+# The Pump's questions come first: once an entry waits, the lesson is what the Pump does with it.
 OUTBOX = (
+    Question("outbox-trim", "pump-tick", "Predict: which outbox entry does the Pump trim?",
+             trimmed, "the outboxes as the Pump left them: {value}", when=poison_at_head,
+             choices=(("poison", "The poison entry at the head"), ("behind", "The completion behind it"),
+                      ("none", "Neither: the outbox is unchanged"))),
+    Question("outbox-pump", "pump-tick", "Predict: what will the parent's :dependencies be after this Pump tick?",
+             counter(outbox.PARENT), DEPS, when=entries_waiting),
     Question("outbox-complete", "complete-child",
              "Predict: this child is in another queue. What will the parent's :dependencies be after it completes?",
              counter(outbox.PARENT), DEPS, when=lane_child_pending),
-    Question("outbox-trim", "pump-tick", "Predict: which outbox entry does the Pump trim?",
-             trimmed, "{value}", when=poison_at_head,
-             choices=(("poison", "The poison entry at the head"), ("behind", "The completion behind it"),
-                      ("none", "Neither: the outbox stays as it is"))),
-    Question("outbox-pump", "pump-tick", "Predict: what will the parent's :dependencies be after this Pump tick?",
-             counter(outbox.PARENT), DEPS, when=entries_waiting),
 )
 
 # -- the failure policy --------------------------------------------------------------------
 
 POLICY = (
     Question("policy-fate", "fail-child", "Predict: what happens to the parent when this child dies at its cap?",
-             state_of(failure_policy.PARENT), "the parent's fate: {value}",
+             state_of(failure_policy.PARENT), "the parent row's state: {value}",
              when=lambda m: any_pending(failure_policy.CHILDREN)(m)
              and parent_state_is(failure_policy.PARENT, "awaiting_children")(m),
              choices=FATES),
     Question("policy-claim", "complete-child", "Predict: after this completion, can a worker claim the parent?",
-             claimable(failure_policy.PARENT), "the answer {value} (is the parent in pending?)",
+             claimable(failure_policy.PARENT), "the pending set's answer: {value}",
              when=lambda m: any_pending(failure_policy.CHILDREN)(m)
              and parent_state_is(failure_policy.PARENT, "failed")(m),
              choices=YES_NO),

@@ -28,7 +28,7 @@ from typing import Any
 import redis
 
 from server.sandboxes.lifecycle import delete_sandbox_keys
-from server.widgets import WIDGETS
+from server.widgets import WIDGETS, attempt, predict
 from server.widgets.base import Context, Widget
 
 log = logging.getLogger("emqlab.traces")
@@ -55,6 +55,9 @@ class Row:
     readout: str
     keys: int
     changes: tuple[KeyChange, ...] = ()
+    # The question the widget asks before this step, and what Valkey held after it.
+    question: str = ""
+    answer: str = ""
 
 
 @dataclass
@@ -141,12 +144,18 @@ async def record(conn: Any, widget: Widget, sandbox: str) -> Trace:
                               snap.get("readout", ""), len(keys), changes({}, keys)))
         for step, entry in enumerate(widget.trace_tour or widget.tour, 1):
             slug, body = widget.tour_step(entry)
+            before = await attempt.moment(widget, ctx)
+            question = predict.offer(widget.questions, before)
             outcome = await widget.perform(ctx, slug, body)
             snap = await widget.snapshot(ctx)
             after = key_index(snap, sandbox, several)
             text = outcome.text.replace(sandbox + ".", "")  # queue names as the learner's page says them
+            asked = answer = ""
+            if question is not None and question.action == slug:
+                truth = question.measure(await attempt.moment(widget, ctx), before)
+                asked, answer = question.legend, f"Valkey held {predict.fact_of(question, truth)}."
             trace.rows.append(Row(step, widget.label(slug), text, outcome.kind,
-                                  snap.get("readout", ""), len(after), changes(keys, after)))
+                                  snap.get("readout", ""), len(after), changes(keys, after), asked, answer))
             keys = after
     finally:
         await delete_sandbox_keys(conn, sandbox)

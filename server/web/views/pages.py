@@ -29,6 +29,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from server.content import Course, Page
+from server.web.views.progress import dive_progress
 
 
 def _course(request: Request) -> Course:
@@ -79,16 +80,20 @@ def _page_of_kind(request: Request, kind: str) -> Page:
     return page
 
 
+# Each page shows the visitor's progress beside its dives (the body stays cached:
+# the progress is the page's frame, rendered per request).
 async def index(request: Request) -> Response:
-    return _render(request, "index.html", _course(request).index)
+    return _render(request, "index.html", _course(request).index, progress=await dive_progress(request))
 
 
 async def hub(request: Request) -> Response:
-    return _render(request, "hub.html", _page_of_kind(request, "hub"))
+    page = _page_of_kind(request, "hub")
+    return _render(request, "hub.html", page, progress=await dive_progress(request))
 
 
 async def dive(request: Request) -> Response:
-    return _render(request, "dive.html", _page_of_kind(request, "dive"))
+    page = _page_of_kind(request, "dive")
+    return _render(request, "dive.html", page, progress=await dive_progress(request))
 
 
 async def not_found(request: Request, exc: Exception) -> Response:

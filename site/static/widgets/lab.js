@@ -13,6 +13,11 @@ let hashWatched = false;
 
 const $ = (root, role) => root.querySelector(`[data-role="${role}"]`);
 
+// Extensions (predict.js): each may add fields to an action's body
+// (`body(name, action, root)`), and sees every snapshot painted
+// (`paint(name, root, snapshot)`) and every action's answer (`acted(name, root, data)`).
+export const extensions = [];
+
 export function el(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;
@@ -85,12 +90,13 @@ export async function act(name, action, body = {}) {
   const entry = registry.get(name);
   await entry.ready;
   entry.root.setAttribute("aria-busy", "true");
+  const extra = extensions.map((x) => (x.body ? x.body(name, action, entry.root) : {}));
   try {
     const response = await fetch(`/api/widgets/${name}/${action}`, {
       method: "POST",
       credentials: "same-origin",
       headers: { "Content-Type": "application/json", "X-Emqlab-Tab": TAB },
-      body: JSON.stringify(body),
+      body: JSON.stringify(Object.assign({}, body, ...extra)),
     });
     const data = await response.json();
     if (!response.ok) {
@@ -102,6 +108,7 @@ export async function act(name, action, body = {}) {
     // The outcome comes with the snapshot (it is kept in Valkey): one paint,
     // the same one every other page of the sandbox gets from the stream.
     paint(name, data.snapshot);
+    for (const x of extensions) if (x.acted) x.acted(name, entry.root, data);
     return data;
   } catch (err) {
     showProblem(name, "The site is unreachable; retrying.", 0);
@@ -193,6 +200,7 @@ function paint(name, snapshot) {
   renderKeys(entry.root, snapshot, entry.changed);
   renderSets($(entry.root, "sets"), snapshot, previous);
   entry.render(entry.root, snapshot, previous);
+  for (const x of extensions) if (x.paint) x.paint(name, entry.root, snapshot);
 }
 
 // ---- shared pieces of a state picture -------------------------------------
