@@ -15,8 +15,9 @@ from tests.e2e.pages import COURSE, DIVES, wait_until_live
 
 AXE = Axe()
 # The app's own pages besides the course: joining a room, and the instructor's
-# sign-in form (/instructor answers 401 with it until the token is given).
-APP_PAGES = {"/room": 200, "/instructor": 401}
+# sign-in form (/instructor answers 401 with it until the token is given), and
+# the learner's progress.
+APP_PAGES = {"/room": 200, "/instructor": 401, "/progress": 200}
 
 
 def violations(page: Page) -> str:
