@@ -34,18 +34,20 @@ def _dives(request: Request) -> list[Any]:
     return [d for hub in course.hubs for d in hub.dives]
 
 
+async def course_progress(request: Request) -> list[DiveProgress]:
+    """Every dive of the course with the record of the sandbox this request acts in."""
+    found = await progress.read(request.app.state.conn, guard.sandbox_of(request))
+    steps = {name: len(w.tour) for name, w in WIDGETS.items()}
+    return [progress.for_dive(d.path, d.title, [n for n in d.widgets if n in WIDGETS], steps, found)
+            for d in _dives(request)]
+
+
 async def dive_progress(request: Request) -> dict[str, DiveProgress] | None:
-    """Each dive's progress by path, for the sandbox of this request; None when unknown."""
+    """Each dive's progress by path, for the pages; None when it cannot be read."""
     try:
-        sandbox = guard.sandbox_of(request)
-        found = await progress.read(request.app.state.conn, sandbox)
+        return {d.path: d for d in await course_progress(request)}
     except (guard.Refused, NoSandbox, *VALKEY_AWAY):
         return None
-    steps = {name: len(w.tour) for name, w in WIDGETS.items()}
-    return {
-        d.path: progress.for_dive(d.path, d.title, [n for n in d.widgets if n in WIDGETS], steps, found)
-        for d in _dives(request)
-    }
 
 
 async def page(request: Request) -> Response:
@@ -54,7 +56,9 @@ async def page(request: Request) -> Response:
     context = {"dives": list(dives.values()) if dives is not None else None, "titles": titles,
                "course": request.app.state.course, "page": None, "current_hub": None}
     status = 200 if dives is not None else 503
-    return request.app.state.templates.TemplateResponse(request, "progress.html", context, status_code=status)
+    response: Response = request.app.state.templates.TemplateResponse(
+        request, "progress.html", context, status_code=status)
+    return response
 
 
 async def start_over(request: Request) -> Response:
@@ -77,8 +81,7 @@ async def start_over(request: Request) -> Response:
 
 async def as_json(request: Request) -> Response:
     try:
-        sandbox = guard.sandbox_of(request)
-        found = await progress.read(request.app.state.conn, sandbox)
+        dives = await course_progress(request)
     except guard.Refused as exc:
         return JSONResponse({"error": str(exc)}, status_code=exc.status)
     except NoSandbox as exc:
@@ -86,9 +89,6 @@ async def as_json(request: Request) -> Response:
     except VALKEY_AWAY:
         return JSONResponse({"error": "Valkey is unreachable right now."}, status_code=503,
                             headers={"Retry-After": "2"})
-    steps = {name: len(w.tour) for name, w in WIDGETS.items()}
-    dives = [progress.for_dive(d.path, d.title, [n for n in d.widgets if n in WIDGETS], steps, found)
-             for d in _dives(request)]
     widgets = {w.widget: w.as_json() for d in dives for w in d.widgets}
     return JSONResponse({"dives": [d.as_json() for d in dives], "widgets": widgets})
 
