@@ -17,6 +17,8 @@ The widget API hands every action here (`run`), which
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from typing import Any
 
@@ -88,7 +90,22 @@ def moved_to(widget: Widget, slug: str, body: dict[str, Any], outcome: Outcome, 
 
 
 def with_verdict(outcome: Outcome, verdict: Verdict) -> Outcome:
-    return Outcome(f"{verdict.text} {outcome.text}", outcome.kind, {**outcome.detail, "verdict": verdict.as_json()})
+    return dataclasses.replace(outcome, text=f"{verdict.text} {outcome.text}",
+                               detail={**outcome.detail, "verdict": verdict.as_json()})
+
+
+async def after_action(widget: Widget, ctx: Context, outcome: Outcome) -> Moment:
+    """What Valkey holds once the action is over: its deferred commands sent
+    first, and the lab fields it asked to keep as they will be written."""
+    if ctx.tail:
+        async with ctx.conn.pipeline(transaction=False) as pipe:
+            for command in ctx.tail:
+                pipe.execute_command(*command)
+            await pipe.execute()
+        ctx.tail.clear()
+    now = await moment(widget, ctx)
+    kept = {k: v if isinstance(v, str) else json.dumps(v) for k, v in outcome.keep.items()}
+    return Moment(now.views, {**now.state, **kept})
 
 
 async def run(widget: Widget, ctx: Context, slug: str, body: dict[str, Any]) -> Outcome:
@@ -103,7 +120,7 @@ async def run(widget: Widget, ctx: Context, slug: str, body: dict[str, Any]) -> 
     outcome = await widget.perform(ctx, slug, body)
     verdict: Verdict | None = None
     if question is not None and answer is not None:
-        verdict = predict.judge(question, answer, await moment(widget, ctx), before)
+        verdict = predict.judge(question, answer, await after_action(widget, ctx, outcome), before)
         outcome = with_verdict(outcome, verdict)
     step = progress.Step(widget.name, len(widget.tour), moved_to(widget, slug, body, outcome, at), reached,
                          verdict.right if verdict else None, verdict.text if verdict else "", slug != "goto")
