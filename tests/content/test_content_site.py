@@ -155,8 +155,8 @@ def test_every_page_is_reachable_from_the_index_and_no_internal_link_is_dead(sit
                 fragments.append((path, target, fragment))
             if target not in seen:
                 queue.append(target)
-    # every page of the course, plus the app's own room page the footer links to
-    assert set(seen) == ALL_PAGES | {"/room"}
+    # every page of the course, plus the app's own pages the footer links to
+    assert set(seen) == ALL_PAGES | {"/room", "/progress"}
     for source, target, fragment in fragments:
         assert fragment in seen[target].ids, f"{source} links to {target}#{fragment}"
 
@@ -213,12 +213,13 @@ def test_related_entries_outside_flows_lab_are_plain_text_never_links(client):
         assert absent not in link_texts
 
 
-def test_dive_scripts_block_loads_one_module_per_widget(client):
+def test_dive_scripts_block_loads_one_module_per_widget_and_the_predictions(client):
     doc = Doc(client.get("/flows/cross-queue").text)
     scripts = [(s.get("type"), s.get("src")) for s in doc.all("script")]
     assert scripts == [
         ("module", "/static/widgets/outbox.js"),
         ("module", "/static/widgets/failure-policy.js"),
+        ("module", "/static/widgets/predict.js"),
     ]
     assert Doc(client.get("/").text).all("script") == []
 
