@@ -191,3 +191,15 @@ def test_a_question_has_no_field_that_could_hold_its_answer() -> None:
     for widget in WIDGETS.values():
         for question in widget.questions:
             assert set(question.as_json()) == {"id", "action", "legend", "kind", "choices"}
+
+
+async def test_the_no_js_trace_asks_each_question_with_the_answer_valkey_gave(conn) -> None:
+    from server.widgets import traces
+
+    trace = await traces.record(conn, WIDGETS["fanin"], "strace00001")
+    asked = [(row.label, row.question, row.answer) for row in trace.rows if row.question]
+    assert asked[:3] == [
+        ("Complete child", "Predict: what will :dependencies be after this completion?", f"Valkey held :dependencies = {n}.")
+        for n in (2, 1, 0)
+    ]
+    assert asked[3][0] == "Redeliver last completion" and asked[3][2] == "Valkey held :dependencies = 0."
