@@ -11,7 +11,9 @@
       verdict:<w>   the last verdict, in words ("Right: Valkey now holds …")
 
 Every field is a plain string or integer, so anything that reads the hash
-(the instructor's roster, a shell's HGETALL) needs no code of ours. The key's
+(the instructor's roster, a shell's HGETALL) needs no code of ours; `read`
+parses it per widget and `overall` sums it (widgets done, predictions asked
+and right) for a roster line. The key's
 hashtag is the sandbox id, not a widget queue, so a widget's Reset (which
 removes its queues' keys) leaves the record alone; an instructor's reset of
 the sandbox and the reaper remove it with the sandbox's other `lab:` keys
@@ -126,6 +128,12 @@ async def record(conn: Any, sandbox: str, step: Step, ttl: int) -> WidgetProgres
         pipe.hgetall(key)
         replies = await pipe.execute()
     return parse(replies[-1]).get(w, WidgetProgress(w))
+
+
+def overall(found: dict[str, WidgetProgress]) -> dict[str, int]:
+    """The whole record in three numbers (what a roster shows for one learner)."""
+    return {"done": sum(w.done for w in found.values()), "asked": sum(w.asked for w in found.values()),
+            "right": sum(w.right for w in found.values())}
 
 
 async def clear(conn: Any, sandbox: str) -> bool:

@@ -203,3 +203,12 @@ async def test_the_no_js_trace_asks_each_question_with_the_answer_valkey_gave(co
         for n in (2, 1, 0)
     ]
     assert asked[3][0] == "Redeliver last completion" and asked[3][2] == "Valkey held :dependencies = 0."
+
+
+async def test_the_record_sums_to_widgets_done_and_predictions_for_a_roster(fanin, conn) -> None:
+    widget, ctx = fanin
+    await act(widget, ctx, "complete-child", predict("fanin-dependencies", 2))
+    await act(widget, ctx, "complete-child", predict("fanin-dependencies", 0))
+    await act(widget, ctx, "complete-child", {})
+    await act(widget, ctx, "redeliver", {})
+    assert progress.overall(await progress.read(conn, SANDBOX)) == {"done": 1, "asked": 2, "right": 1}
