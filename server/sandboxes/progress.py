@@ -91,43 +91,74 @@ async def read(conn: Any, sandbox: str) -> dict[str, WidgetProgress]:
     return parse(await conn.hgetall(progress_key(sandbox)))
 
 
-async def position(conn: Any, sandbox: str, widget: str) -> tuple[int, int]:
-    """(at, reached) for one widget: where its scenario is on the tour, and the furthest step."""
-    at, reached = await conn.hmget(progress_key(sandbox), f"at:{widget}", f"reached:{widget}")
-    return int(at or 0), int(reached or 0)
+FIELDS = ("at", "reached", "steps", "asked", "right", "verdict")
+
+
+@dataclass(frozen=True)
+class Held:
+    """One widget's record as Valkey holds it before an action: where its
+    scenario is on the tour (`at`), and the rest of the record."""
+
+    at: int
+    record: WidgetProgress
+
+
+def held_fields(widget: str) -> list[str]:
+    """The hash fields `held` reads (for a caller that pipelines the HMGET)."""
+    return [f"{name}:{widget}" for name in FIELDS]
+
+
+def parse_held(widget: str, raw: list[Any]) -> Held:
+    values = dict(zip(FIELDS, (_text(v) if v is not None else "" for v in raw)))
+
+    def number(name: str) -> int:
+        return int(values[name]) if values[name].isdigit() else 0
+
+    return Held(number("at"), WidgetProgress(widget, number("steps"), number("reached"), number("asked"),
+                                             number("right"), values["verdict"]))
+
+
+async def held(conn: Any, sandbox: str, widget: str) -> Held:
+    return parse_held(widget, await conn.hmget(progress_key(sandbox), held_fields(widget)))
 
 
 @dataclass(frozen=True)
 class Step:
     """What one action did to a widget's record."""
 
-    widget: str
     steps: int
-    at: int
-    reached: int  # before this action
+    at: int  # where the scenario is on the tour after the action
+    counted: bool = True  # False for a deep link: it moves the scenario, the learner reached nothing
     right: bool | None = None  # None: no prediction was answered
     verdict: str = ""
-    counted: bool = True  # False for a deep link: it moves the scenario, the learner reached nothing
 
 
-async def record(conn: Any, sandbox: str, step: Step, ttl: int) -> WidgetProgress:
-    """Write one action's step (and verdict) in one round trip; the widget's record after it."""
-    key, w = progress_key(sandbox), step.widget
-    reached = max(step.reached, step.at) if step.counted else step.reached
-    fields: dict[str, Any] = {f"at:{w}": step.at, f"reached:{w}": reached, f"steps:{w}": step.steps}
-    if step.steps and reached >= step.steps:
+def advance(before: Held, step: Step) -> WidgetProgress:
+    """The widget's record after one action (a pure function of the record before it)."""
+    old = before.record
+    return WidgetProgress(
+        old.widget, step.steps, max(old.reached, step.at) if step.counted else old.reached,
+        old.asked + (step.right is not None), old.right + bool(step.right),
+        step.verdict if step.right is not None else old.verdict,
+    )
+
+
+def writes(sandbox: str, record: WidgetProgress, at: int, ttl: int) -> list[tuple[Any, ...]]:
+    """The commands that store `record`: the action sends them with its last round trip.
+
+    Plain HSETs of values computed from the record just read are safe: a
+    widget's actions run one at a time per sandbox (its lock), and each widget
+    owns its own fields.
+    """
+    key, w = progress_key(sandbox), record.widget
+    fields: dict[str, Any] = {f"at:{w}": at, f"reached:{w}": record.reached, f"steps:{w}": record.steps,
+                              f"asked:{w}": record.asked, f"right:{w}": record.right}
+    if record.verdict:
+        fields[f"verdict:{w}"] = record.verdict
+    if record.done:
         fields[f"done:{w}"] = 1
-    if step.right is not None:
-        fields[f"verdict:{w}"] = step.verdict
-    async with conn.pipeline(transaction=False) as pipe:
-        pipe.hset(key, mapping=fields)
-        if step.right is not None:
-            pipe.hincrby(key, f"asked:{w}", 1)
-            pipe.hincrby(key, f"right:{w}", 1 if step.right else 0)
-        pipe.expire(key, ttl)
-        pipe.hgetall(key)
-        replies = await pipe.execute()
-    return parse(replies[-1]).get(w, WidgetProgress(w))
+    flat = [item for pair in fields.items() for item in pair]
+    return [("HSET", key, *flat), ("EXPIRE", key, ttl)]
 
 
 def overall(found: dict[str, WidgetProgress]) -> dict[str, int]:

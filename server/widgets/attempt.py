@@ -24,7 +24,7 @@ from typing import Any
 
 from server import settings
 from server.sandboxes import progress
-from server.widgets import predict
+from server.widgets import predict, snapshot
 from server.widgets.base import BadInput, Context, Outcome, Widget
 from server.widgets.predict import Answer, Moment, Question, Verdict
 
@@ -35,6 +35,16 @@ async def moment(widget: Widget, ctx: Context) -> Moment:
     """The widget's keys and lab hash, read as its snapshot reads them."""
     state = await widget.state(ctx)
     return Moment(await widget.read_views(ctx, state), state)
+
+
+async def held_and_moment(widget: Widget, ctx: Context) -> tuple[progress.Held, Moment]:
+    """The learner's record and the widget's lab hash in one round trip, then its keys."""
+    async with ctx.conn.pipeline(transaction=False) as pipe:
+        pipe.hmget(progress.progress_key(ctx.sandbox), progress.held_fields(widget.name))
+        pipe.hgetall(widget.state_key(ctx))
+        raw_held, raw_state = await pipe.execute()
+    state = {snapshot._text(k): snapshot._text(v) for k, v in raw_state.items()}
+    return progress.parse_held(widget.name, raw_held), Moment(await widget.read_views(ctx, state), state)
 
 
 def take_answer(body: dict[str, Any]) -> tuple[dict[str, Any], Answer | None]:
@@ -96,34 +106,47 @@ def with_verdict(outcome: Outcome, verdict: Verdict) -> Outcome:
 
 async def after_action(widget: Widget, ctx: Context, outcome: Outcome) -> Moment:
     """What Valkey holds once the action is over: its deferred commands sent
-    first, and the lab fields it asked to keep as they will be written."""
-    if ctx.tail:
-        async with ctx.conn.pipeline(transaction=False) as pipe:
-            for command in ctx.tail:
-                pipe.execute_command(*command)
-            await pipe.execute()
-        ctx.tail.clear()
-    now = await moment(widget, ctx)
+    first (in the same round trip as the lab hash's read), and the lab fields
+    it asked to keep as they will be written."""
+    async with ctx.conn.pipeline(transaction=False) as pipe:
+        for command in ctx.tail:
+            pipe.execute_command(*command)
+        pipe.hgetall(widget.state_key(ctx))
+        raw = (await pipe.execute())[-1]
+    ctx.tail.clear()
+    state = {snapshot._text(k): snapshot._text(v) for k, v in raw.items()}
     kept = {k: v if isinstance(v, str) else json.dumps(v) for k, v in outcome.keep.items()}
-    return Moment(now.views, {**now.state, **kept})
+    state.update(kept)
+    return Moment(await widget.read_views(ctx, state), state)
+
+
+async def judged(widget: Widget, ctx: Context, slug: str, body: dict[str, Any],
+                 answer: Answer | None, before: Moment) -> tuple[Outcome, Verdict | None]:
+    """Run the action; with an answer, judge it by the keys Valkey holds afterwards."""
+    question = open_question(widget, slug, answer, before) if answer is not None else None
+    outcome = await widget.perform(ctx, slug, body)
+    if question is None or answer is None:
+        return outcome, None
+    verdict = predict.judge(question, answer, await after_action(widget, ctx, outcome), before)
+    return with_verdict(outcome, verdict), verdict
 
 
 async def run(widget: Widget, ctx: Context, slug: str, body: dict[str, Any]) -> Outcome:
-    """Run one action for the learner: judged, counted, said."""
+    """Run one action for the learner: judged, counted, said.
+
+    The record and (with an answer) the keys before the action are read
+    together; the record's new values travel with the action's last round trip
+    (`ctx.tail`), so an action without a prediction costs one read more.
+    """
     body, answer = take_answer(body)
-    at, reached = await progress.position(ctx.conn, ctx.sandbox, widget.name)
-    question: Question | None = None
-    before = Moment([], {})
-    if answer is not None:
-        before = await moment(widget, ctx)
-        question = open_question(widget, slug, answer, before)
-    outcome = await widget.perform(ctx, slug, body)
-    verdict: Verdict | None = None
-    if question is not None and answer is not None:
-        verdict = predict.judge(question, answer, await after_action(widget, ctx, outcome), before)
-        outcome = with_verdict(outcome, verdict)
-    step = progress.Step(widget.name, len(widget.tour), moved_to(widget, slug, body, outcome, at), reached,
-                         verdict.right if verdict else None, verdict.text if verdict else "", slug != "goto")
-    record = await progress.record(ctx.conn, ctx.sandbox, step, settings.current().sandbox_ttl * 2)
+    if answer is None:
+        held, before = await progress.held(ctx.conn, ctx.sandbox, widget.name), Moment([], {})
+    else:
+        held, before = await held_and_moment(widget, ctx)
+    outcome, verdict = await judged(widget, ctx, slug, body, answer, before)
+    step = progress.Step(len(widget.tour), moved_to(widget, slug, body, outcome, held.at), slug != "goto",
+                         verdict.right if verdict else None, verdict.text if verdict else "")
+    record = progress.advance(held, step)
+    ctx.tail.extend(progress.writes(ctx.sandbox, record, step.at, settings.current().sandbox_ttl * 2))
     outcome.detail["progress"] = record.as_json()
     return outcome
