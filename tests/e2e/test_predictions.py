@@ -135,13 +135,13 @@ def test_progress_survives_a_reload_and_a_reset_and_is_separate_per_sandbox(page
         expect(widget.locator('[data-role="outcome"]')).to_contain_text("Completed")
     widget.get_by_role("button", name="Redeliver last completion", exact=True).click()
     expect(widget.locator('[data-role="widget-progress"]')).to_contain_text("Done: every step of its tour reached")
-    expect(progress_line(page)).to_contain_text("1 of 2 widgets done, 1 of 1 prediction right")
+    expect(progress_line(page)).to_contain_text(re.compile(r"1 of \d+ widgets done, 1 of 1 prediction right"))
 
     other = browser.new_context(base_url=site.url)
     try:
         stranger = other.new_page()
         stranger.goto(FANIN_DIVE)
-        expect(progress_line(stranger)).to_contain_text("0 of 2 widgets done")
+        expect(progress_line(stranger)).to_contain_text(re.compile(r"0 of \d+ widgets done"))
         expect(region(stranger, "fanin").locator('[data-role="widget-progress"]')).to_have_text("0 of 4 tour steps reached.")
     finally:
         other.close()
@@ -163,4 +163,4 @@ def test_the_progress_page_lists_every_dive_and_start_over_forgets_it(page: Page
     expect(page).to_have_url(re.compile(r"/progress$"))
     expect(page.locator('tr[data-progress-of="fanin"]')).to_contain_text("0 of 4 steps")
     page.goto("/")
-    expect(page.locator('[data-role="dive-progress-summary"]').first).to_contain_text("0 of 2 widgets done")
+    expect(page.locator('[data-role="dive-progress-summary"]').first).to_contain_text(re.compile(r"0 of \d+ widgets done"))
