@@ -10,6 +10,12 @@ In the app this is the host library's registry (``server.emq.registry``),
 which loads ``server/emq/scripts/*.lua`` for Valkey. Tests, or any code that
 wants another folder, pass a :class:`DirScripts` pointed at it; it reads the
 same ``-- @move <n>: <title>`` markers on its own.
+
+Either way the text is the script *as the server runs it*: every
+``-- @include <name>`` line expanded (by the host library's include step)
+into the helper's lines between a ``-- ▼ included from includes/<name>.lua``
+and a ``-- ▲ end of …`` comment, so a listing shows each shared rule where it
+runs and its line numbers are those of the registered text.
 """
 
 from __future__ import annotations
@@ -19,7 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-SCRIPTS_DIR = Path(__file__).resolve().parents[1] / "emq" / "scripts"
+from server.emq import registry
+from server.emq.includes import IncludeError, expand
+
+SCRIPTS_DIR = registry.SCRIPTS_DIR
 DISPLAY_DIR = "server/emq/scripts"
 
 MOVE_MARKER = re.compile(r"^\s*--\s*@move\s+(?P<number>\d+)\s*:\s*(?P<title>.*?)\s*$")
@@ -65,7 +74,7 @@ def cut_moves(source: str) -> list[Move]:
 
 
 class DirScripts:
-    """Read ``<stem>.lua`` files from one folder."""
+    """Read ``<stem>.lua`` files from one folder (helpers in its ``includes/``)."""
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
@@ -73,38 +82,33 @@ class DirScripts:
     def script_source(self, stem: str) -> str:
         path = self.directory / f"{stem}.lua"
         try:
-            return path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise ScriptMissing(f"no script {path}") from None
+        try:
+            return expand(f"{stem}.lua", text, self.directory)
+        except IncludeError as exc:
+            raise ScriptMissing(str(exc)) from None
 
     def moves(self, stem: str) -> list[Move]:
         return cut_moves(self.script_source(stem))
 
 
 class RegistryScripts:
-    """The host library's registry, imported on first use (so the content
-    package can load while ``server.emq`` is still being built)."""
-
-    def _registry(self):
-        from server.emq import registry
-
-        return registry
+    """The host library's registry: the scripts the server registers."""
 
     def script_source(self, stem: str) -> str:
         try:
-            return self._registry().script_source(stem)
-        except (KeyError, FileNotFoundError, LookupError) as exc:
+            return registry.script_source(stem)
+        except IncludeError as exc:
+            raise ScriptMissing(str(exc)) from None
+        except KeyError as exc:
             raise ScriptMissing(f"no script {stem}.lua in the registry: {exc}") from None
 
     def moves(self, stem: str) -> list[Any]:
-        return list(self._registry().moves(stem))
+        return list(registry.moves(stem))
 
 
 def default_scripts() -> ScriptSource:
-    """The registry when ``server.emq.registry`` is importable, else the
-    scripts folder read directly: both are the files the server runs."""
-    try:
-        from server.emq import registry  # noqa: F401
-    except ImportError:
-        return DirScripts(SCRIPTS_DIR)
+    """The registry: the files the server runs, includes expanded."""
     return RegistryScripts()

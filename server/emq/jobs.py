@@ -4,7 +4,19 @@
 script, the host reads the row's ``parent``, ``parent_queue`` and
 ``parent_policy`` in one HMGET and passes the parent's keys as KEYS, so the
 script never builds a key out of a hash value. Which arm the script takes
-(flat, same-queue 'sq', cross-queue 'xq') follows from that read.
+(flat, same-queue 'sq', cross-queue 'xq') follows from that read, and shows
+in the layout it is sent:
+
+* ``complete`` keeps the seed's: KEYS[1] active, KEYS[2] the row, ARGV[1..3]
+  the id, the token and the base; a same-queue child adds the parent's
+  ``:dependencies``, ``:processed`` and row as KEYS[3..5] and the parent's id
+  and the result as ARGV[4..5]; a cross-queue child sends KEYS[3] its
+  queue's outbox, ARGV[4..5] as above, ARGV[6] ``xq``, ARGV[7..8] the parent's
+  queue and the policy token.
+* ``fail`` sends four keys for a flat job, eight for a same-queue child (the
+  parent row, ``:dependencies``, ``:ignored`` and the pending set the 'id' arm
+  releases into), five for a cross-queue child (the outbox); the native
+  ``EMQ.FAIL`` refuses the eight- and five-key layouts by their count.
 """
 
 from __future__ import annotations
@@ -31,6 +43,7 @@ __all__ = [
     "complete",
     "complete_call",
     "fail",
+    "fail_call",
     "lineage",
     "policy_arm",
 ]
@@ -74,10 +87,8 @@ async def lineage(conn: Conn, queue: str, job_id: str) -> Lineage:
 def _as_value(value: Any, default: str) -> str:
     if value is None:
         return default
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
+    if isinstance(value, (str, bytes)):
+        return text(value) or ""
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
@@ -98,25 +109,23 @@ async def claim(conn: Conn, queue: str, lease_ms: int = 30000) -> tuple[str, int
 def complete_call(
     queue: str, job_id: str, token: int | str, line: Lineage, result: Any = None
 ) -> tuple[list[str], list[str]]:
-    """The KEYS and ARGV ``complete.lua`` runs with, for the arm ``line`` names
-    (the native widget shows this very line, sent as a script and as EMQ.COMPLETE)."""
+    """The KEYS and ARGV ``complete.lua`` runs with: the seed's layout (the
+    native widget shows this very line, sent as a script and as EMQ.COMPLETE)."""
     keys = [keyspace.queue_key(queue, "active"), keyspace.job_key(queue, job_id)]
-    args: list[str] = [job_id, str(token), keyspace.base(queue)]
-    value = _as_value(result, job_id)
-    if line.mode == "sq":
-        assert line.parent is not None
+    args = [job_id, str(token), keyspace.base(queue)]
+    if line.parent is None or line.mode == "":
+        return keys, args
+    args += [line.parent, _as_value(result, job_id)]
+    if line.mode == "xq":
+        assert line.parent_queue is not None
+        keys.append(keyspace.outbox_key(queue))
+        args += ["xq", line.parent_queue, line.policy]
+    else:
         keys += [
             keyspace.dependencies_key(queue, line.parent),
             keyspace.processed_key(queue, line.parent),
             keyspace.job_key(queue, line.parent),
         ]
-        args += ["sq", line.parent, value]
-    elif line.mode == "xq":
-        assert line.parent is not None and line.parent_queue is not None
-        keys.append(keyspace.outbox_key(queue))
-        args += ["xq", line.parent, value, line.parent_queue, line.policy]
-    else:
-        args.append("")
     return keys, args
 
 
@@ -138,6 +147,47 @@ async def complete(
         pass
 
 
+def fail_call(
+    queue: str,
+    job_id: str,
+    token: int | str,
+    line: Lineage,
+    error: str,
+    max_attempts: int,
+    backoff_ms: int,
+) -> tuple[list[str], list[str]]:
+    """The KEYS and ARGV ``fail.lua`` runs with: 4, 8 or 5 keys by the arm."""
+    keys = [
+        keyspace.queue_key(queue, "active"),
+        keyspace.job_key(queue, job_id),
+        keyspace.queue_key(queue, "schedule"),
+        keyspace.queue_key(queue, "dead"),
+    ]
+    args = [
+        job_id,
+        str(token),
+        _as_value(error, ""),
+        str(int(max_attempts)),
+        str(int(backoff_ms)),
+        keyspace.base(queue),
+    ]
+    if line.parent is None or line.mode == "":
+        return keys, args
+    args += [line.parent, line.policy]
+    if line.mode == "xq":
+        assert line.parent_queue is not None
+        keys.append(keyspace.outbox_key(queue))
+        args.append(line.parent_queue)
+    else:
+        keys += [
+            keyspace.job_key(queue, line.parent),
+            keyspace.dependencies_key(queue, line.parent),
+            keyspace.ignored_key(queue, line.parent),
+            keyspace.queue_key(queue, "pending"),
+        ]
+    return keys, args
+
+
 async def fail(
     conn: Conn,
     queue: str,
@@ -152,34 +202,8 @@ async def fail(
     At the cap a flow child's policy decides what happens to its parent.
     Raises ``Stale`` or ``Gone`` like ``complete``.
     """
-    keys = [
-        keyspace.queue_key(queue, "active"),
-        keyspace.job_key(queue, job_id),
-        keyspace.queue_key(queue, "schedule"),
-        keyspace.queue_key(queue, "dead"),
-    ]
     line = await lineage(conn, queue, job_id)
-    if line.mode == "sq":
-        assert line.parent is not None
-        keys += [
-            keyspace.job_key(queue, line.parent),
-            keyspace.dependencies_key(queue, line.parent),
-            keyspace.ignored_key(queue, line.parent),
-        ]
-    elif line.mode == "xq":
-        keys.append(keyspace.outbox_key(queue))
-    args = [
-        job_id,
-        str(token),
-        _as_value(error, ""),
-        str(int(max_attempts)),
-        str(int(backoff_ms)),
-        keyspace.base(queue),
-        line.mode,
-        line.parent or "",
-        line.policy,
-        line.parent_queue or "",
-    ]
+    keys, args = fail_call(queue, job_id, token, line, error, max_attempts, backoff_ms)
     reply = await registry.run(conn, "fail", keys, args)
     outcome = text(reply)
     if outcome in ("scheduled", "dead"):

@@ -5,15 +5,24 @@ the one place that reads them. Each script is registered once per client as a
 redis-py ``AsyncScript`` (EVALSHA, with SCRIPT LOAD on NOSCRIPT), which works
 for ``Redis`` and ``RedisCluster`` alike; nothing here sends raw EVAL text.
 
+Shared rules live once in ``scripts/includes/`` and a script pulls one in with
+a ``-- @include <name>`` line (see ``includes``). ``script_source`` is the
+script with its includes expanded: the text that is registered (its SHA is the
+SHA of that text), listed on the pages and cut into moves. ``file_source`` is
+the file as written.
+
 Stepper support: a script may mark its body with ``-- @move <n>: <title>``.
 The moves tile the body (each runs from its marker to the next one, the last
-to the end of the file); ``prefix_source(name, n)`` is the script from the
+to the end of the script); ``prefix_source(name, n)`` is the script from the
 top through move ``n`` plus a ``return``, so running it leaves exactly the
-state Valkey holds after that move.
+state Valkey holds after that move. Moves are cut from the expanded text, so
+their line numbers are those of the listing, and includes placed above move 1
+are in every prefix.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import weakref
 from collections.abc import Sequence
@@ -26,7 +35,11 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
 from server.emq.errors import translate
+from server.emq.includes import IncludeError, expand
 from server.emq.wire import Conn
+
+__all__ = ["IncludeError", "Move", "ScriptDoc", "doc", "file_source", "moves", "names", "prefix_source",
+           "run", "run_prefix", "script_for", "script_path", "script_source", "sha_of"]
 
 SCRIPTS_DIR: Final = Path(__file__).resolve().parent / "scripts"
 
@@ -80,9 +93,24 @@ def script_path(name: str) -> Path:
 
 
 @cache
-def script_source(name: str) -> str:
-    """The script's text, exactly as the file holds it."""
+def file_source(name: str) -> str:
+    """The script's file, exactly as written (include markers unexpanded)."""
     return script_path(name).read_text(encoding="utf-8")
+
+
+@cache
+def script_source(name: str) -> str:
+    """The script as the server runs it: the file with its includes expanded.
+
+    Raises ``IncludeError`` when a marker names no helper, so a broken
+    include is found when the script is first loaded, not when it runs.
+    """
+    return expand(f"{name}.lua", file_source(name), SCRIPTS_DIR)
+
+
+def sha_of(name: str) -> str:
+    """The SHA1 Valkey knows the script by (of the expanded text)."""
+    return hashlib.sha1(script_source(name).encode("utf-8")).hexdigest()
 
 
 @cache
@@ -99,7 +127,7 @@ def doc(name: str) -> ScriptDoc:
     returns: list[str] = []
     notes: list[str] = []
     current: list[str] | None = None
-    for line in script_source(name).splitlines():
+    for line in file_source(name).splitlines():
         stripped = line.strip()
         if not stripped.startswith("--"):
             break  # the header is the leading run of comment lines

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from server.content.errors import DirectiveError
 from server.content.markdown import make_markdown
 from server.content.scripts import DirScripts, cut_moves
+from server.emq import includes, registry
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPTS = DirScripts(FIXTURES / "scripts")
@@ -114,10 +116,45 @@ def test_cut_moves_runs_each_move_from_its_marker_to_the_next():
 
 
 def test_default_listing_source_is_the_file_the_server_runs():
-    """Without an injected folder, listings read server/emq/scripts/ (through
-    the host library's registry when it is importable)."""
+    """Without an injected folder, listings read server/emq/scripts/ through
+    the host library's registry: the text it registers, includes expanded."""
     md = make_markdown(None, None, sections=False)
-    source = (Path(__file__).resolve().parents[2] / "server/emq/scripts/enqueue_flow.lua").read_text()
     (token,) = _tokens(md, "```{listing} enqueue_flow.lua\n```\n")
-    assert [line.text for line in token.meta["lines"]] == source.splitlines()
+    assert [line.text for line in token.meta["lines"]] == registry.script_source("enqueue_flow").splitlines()
     assert any(line.move == 2 for line in token.meta["lines"])
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_every_listing_is_the_registered_text_with_its_includes_shown(name):
+    md = make_markdown(None, None, sections=False)
+    (token,) = _tokens(md, f"```{{listing}} {name}.lua\n```\n")
+    listed = "\n".join(line.text for line in token.meta["lines"]) + "\n"
+    assert listed == registry.script_source(name)
+    assert hashlib.sha1(listed.encode()).hexdigest() == registry.sha_of(name)
+    for helper in includes.includes_of(registry.file_source(name)):
+        assert includes.opening(helper) in listed.splitlines()
+        assert includes.closing(helper) in listed.splitlines()
+    assert "@include" not in listed
+
+
+def test_a_listing_of_a_folder_script_expands_its_includes(tmp_path):
+    (tmp_path / "includes").mkdir()
+    (tmp_path / "includes" / "twice.lua").write_text("local function twice(x) return 2 * x end\n")
+    (tmp_path / "uses.lua").write_text("-- uses: a helper\n\n-- @include twice\n-- @move 1: double\nreturn twice(2)\n")
+    md = make_markdown(None, DirScripts(tmp_path), sections=False)
+    (token,) = _tokens(md, "```{listing} uses.lua#1\n```\n")
+    assert [(line.number, line.text) for line in token.meta["lines"]] == [
+        (6, "-- @move 1: double"),
+        (7, "return twice(2)"),
+    ]
+    html = md.render("```{listing} uses.lua\n```\n")
+    assert "-- ▼ included from includes/twice.lua" in html
+    assert "local function twice(x) return 2 * x end" in html
+    assert "-- ▲ end of includes/twice.lua" in html
+
+
+def test_a_listing_whose_include_is_missing_fails_at_load(tmp_path):
+    (tmp_path / "broken.lua").write_text("-- broken: names a helper that is not there\n\n-- @include nowhere\nreturn 1\n")
+    md = make_markdown(None, DirScripts(tmp_path), sections=False)
+    with pytest.raises(DirectiveError, match=r"broken.lua line 3: '-- @include nowhere' names no file includes/nowhere.lua"):
+        md.parse("```{listing} broken.lua\n```\n", {})

@@ -20,6 +20,7 @@ from starlette.testclient import TestClient
 
 from server.web.views import pages as views_pages
 from server.content import Course
+from server.emq import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 WIDGETS = {"enqueue-stepper", "fanin", "native", "outbox", "failure-policy", "ledger", "results"}
@@ -246,7 +247,7 @@ def test_listings_show_the_script_file_the_server_runs(client):
     page = client.get("/flows/cross-queue").text
     for name in ("hold_parent", "enqueue_flow_child", "flow_deliver", "fail"):
         assert f'<figure class="listing" data-script="{name}">' in page
-        source = (ROOT / "server" / "emq" / "scripts" / f"{name}.lua").read_text()
+        source = registry.script_source(name)  # the file with its includes expanded
         for number, line in enumerate(source.splitlines(), start=1):
             assert f'data-line="{number}"' in page
             assert html.escape(line, quote=True).replace("&#x27;", "'") in page or not line

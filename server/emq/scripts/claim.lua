@@ -5,6 +5,8 @@
 -- ARGV[2] the lease length in milliseconds
 -- Returns: {id, token} where token is the new attempts count; nil when empty.
 
+-- @include now_ms
+
 local base = ARGV[1]
 local lease_ms = tonumber(ARGV[2])
 
@@ -14,11 +16,8 @@ if #head == 0 then
 end
 local job_id = head[1]
 
--- the server clock, so every worker's lease is measured the same way
-local clock = redis.call('TIME')
-local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-
-redis.call('ZADD', KEYS[2], now_ms + lease_ms, job_id)
+-- the lease runs on the server clock, so every worker's is measured alike
+redis.call('ZADD', KEYS[2], now_ms() + lease_ms, job_id)
 local row = base .. 'job:' .. job_id
 redis.call('HSET', row, 'state', 'active')
 -- the attempt number doubles as the fencing token complete/fail compare

@@ -11,26 +11,22 @@
 -- Errors: EMQKIND job id must be JOB-namespaced (checked before any write).
 -- Stepper: the body is cut into four moves; what precedes move 1 runs in each.
 
+-- @include kind_refusal
+
 local parent_id = ARGV[1]
 local parent_payload = ARGV[2]
 local n_children = tonumber(ARGV[3])
 local pending_set = KEYS[3]
 
--- ids that are not JOB-prefixed belong to another kind of record
-local function namespaced(id)
-  return string.sub(id, 1, 3) == 'JOB'
-end
-
 -- @move 1: gate every id
 -- Check the parent and all children first: a refusal here leaves Valkey
 -- exactly as it was, because nothing has been written yet.
-if not namespaced(parent_id) then
-  return redis.error_reply('EMQKIND job id must be JOB-namespaced')
-end
+local refused = kind_refusal(parent_id)
 for i = 1, n_children do
-  if not namespaced(ARGV[2 + 2 * i]) then
-    return redis.error_reply('EMQKIND job id must be JOB-namespaced')
-  end
+  refused = refused or kind_refusal(ARGV[2 + 2 * i])
+end
+if refused then
+  return refused
 end
 
 -- @move 2: land each child, claimable

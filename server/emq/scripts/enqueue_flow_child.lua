@@ -8,9 +8,12 @@
 -- Returns: 1 landed; 2 the row already exists (left untouched).
 -- Errors: EMQKIND job id must be JOB-namespaced.
 
+-- @include kind_refusal
+
 local child_id = ARGV[1]
-if string.sub(child_id, 1, 3) ~= 'JOB' then
-  return redis.error_reply('EMQKIND job id must be JOB-namespaced')
+local refused = kind_refusal(child_id)
+if refused then
+  return refused
 end
 
 -- landed by an earlier attempt of the same add: leave it as it is

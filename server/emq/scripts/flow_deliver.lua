@@ -13,23 +13,17 @@
 -- Returns: 1 applied; 2 a duplicate the guard refused (nothing changed);
 --   0 the parent row does not exist (undeliverable: the entry blocks).
 
+-- @include release_parent
+-- @include fail_parent
+
 local child_id = ARGV[1]
 local value = ARGV[2]
 local parent_id = ARGV[3]
 local parent_row = KEYS[3]
+local pending_key = ARGV[4] .. 'pending'
 
-local state = redis.call('HGET', parent_row, 'state')
-if not state and redis.call('EXISTS', parent_row) == 0 then
+if redis.call('EXISTS', parent_row) == 0 then
   return 0
-end
-
--- one fewer outstanding child; at zero a still-held parent becomes claimable
-local function count_down()
-  local remaining = redis.call('DECR', KEYS[1])
-  if remaining <= 0 and state == 'awaiting_children' then
-    redis.call('ZADD', ARGV[4] .. 'pending', 0, parent_id)
-    redis.call('HSET', parent_row, 'state', 'pending')
-  end
 end
 
 if ARGV[5] == 'completed' then
@@ -38,7 +32,7 @@ if ARGV[5] == 'completed' then
   if redis.call('HSETNX', KEYS[2], child_id, value) == 0 then
     return 2
   end
-  count_down()
+  release_parent(KEYS[1], parent_row, pending_key, parent_id)
   return 1
 end
 
@@ -47,15 +41,13 @@ if ARGV[6] == 'id' then
   if redis.call('HSETNX', KEYS[4], child_id, value) == 0 then
     return 2
   end
-  count_down()
+  release_parent(KEYS[1], parent_row, pending_key, parent_id)
   return 1
 end
 
--- fail the parent (fp, and any token we do not know): only a held parent can
--- be failed, and only once
-if state ~= 'awaiting_children' then
+-- fail the parent (fp, and any token we do not know): a parent no longer
+-- held has been failed or released already, so the entry changes nothing
+if fail_parent(parent_row, KEYS[5], parent_id, child_id, value) == 0 then
   return 2
 end
-redis.call('HSET', parent_row, 'state', 'failed', 'failed_child', child_id, 'error', value)
-redis.call('ZADD', KEYS[5], 0, parent_id)
 return 1

@@ -10,9 +10,12 @@
 -- Errors: EMQKIND job id must be JOB-namespaced;
 --   EMQSTATE flow parent exists and is not held.
 
+-- @include kind_refusal
+
 local parent_id = ARGV[1]
-if string.sub(parent_id, 1, 3) ~= 'JOB' then
-  return redis.error_reply('EMQKIND job id must be JOB-namespaced')
+local refused = kind_refusal(parent_id)
+if refused then
+  return refused
 end
 
 if redis.call('EXISTS', KEYS[1]) == 1 then

@@ -1,0 +1,104 @@
+"""The include step: one shared Lua rule written once, pasted where it is used.
+
+A script names a helper with a marker line of its own::
+
+    -- @include release_parent
+
+and ``expand`` replaces that line with the text of ``includes/release_parent.lua``,
+fenced by two comment lines, so whoever reads the expanded script (Valkey, the
+page's listing, ``SCRIPT LOAD`` by hand) sees where each rule came from::
+
+    -- ▼ included from includes/release_parent.lua
+    ...the helper's lines...
+    -- ▲ end of includes/release_parent.lua
+
+The expanded text is what the registry registers (its SHA is the SHA of the
+expanded text) and what the listings show, so "the listing is the text the
+server runs" holds with the rules shared. An include may include another; each
+helper is pasted once per script, at its first marker (a later marker for it
+becomes a one-line note), because its ``local function`` is then in scope for
+the rest of the chunk. A marker naming no file, or a cycle, raises
+``IncludeError`` when the script is first loaded, never at run time.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Final
+
+MARKER_RE: Final = re.compile(r"^\s*--\s*@include\s+(\S+)\s*$")
+_NAME_RE: Final = re.compile(r"[a-z][a-z0-9_]*")
+FOLDER: Final = "includes"
+
+
+class IncludeError(LookupError):
+    """A ``-- @include`` marker that cannot be expanded (unknown name, cycle)."""
+
+
+def opening(name: str) -> str:
+    """The comment line placed before an included helper's first line."""
+    return f"-- ▼ included from {FOLDER}/{name}.lua"
+
+
+def closing(name: str) -> str:
+    """The comment line placed after an included helper's last line."""
+    return f"-- ▲ end of {FOLDER}/{name}.lua"
+
+
+def repeated(name: str) -> str:
+    """What a second marker for an already pasted helper becomes."""
+    return f"-- ↑ {FOLDER}/{name}.lua is already included above"
+
+
+def includes_of(source: str) -> list[str]:
+    """The helper names a text's own markers ask for, in order (not recursive)."""
+    return [found.group(1) for line in source.splitlines() if (found := MARKER_RE.match(line))]
+
+
+def expand(where: str, source: str, scripts_dir: Path) -> str:
+    """``source`` with every include marker replaced by its helper's text.
+
+    ``where`` names the source in error messages (e.g. ``complete.lua``);
+    helpers are read from ``scripts_dir / "includes"``. A text with no marker
+    comes back unchanged, byte for byte.
+    """
+    if not includes_of(source):
+        return source
+    lines = _expand_lines(where, source, scripts_dir / FOLDER, pasted=set(), chain=())
+    return "\n".join(lines) + "\n"
+
+
+def _expand_lines(
+    where: str, source: str, folder: Path, pasted: set[str], chain: tuple[str, ...]
+) -> list[str]:
+    out: list[str] = []
+    for number, line in enumerate(source.splitlines(), start=1):
+        found = MARKER_RE.match(line)
+        if found is None:
+            out.append(line)
+            continue
+        name = found.group(1)
+        if name in chain:
+            cycle = " -> ".join((*chain, name))
+            raise IncludeError(f"{where} line {number}: include cycle {cycle}")
+        if name in pasted:
+            out.append(repeated(name))
+            continue
+        text = _helper_text(where, number, name, folder)
+        pasted.add(name)
+        out.append(opening(name))
+        out.extend(_expand_lines(f"{FOLDER}/{name}.lua", text, folder, pasted, (*chain, name)))
+        out.append(closing(name))
+    return out
+
+
+def _helper_text(where: str, number: int, name: str, folder: Path) -> str:
+    if not _NAME_RE.fullmatch(name):
+        raise IncludeError(f"{where} line {number}: '-- @include {name}' is not a helper name")
+    path = folder / f"{name}.lua"
+    if not path.is_file():
+        raise IncludeError(
+            f"{where} line {number}: '-- @include {name}' names no file {FOLDER}/{name}.lua"
+        )
+    return path.read_text(encoding="utf-8").rstrip("\n")
