@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from server.emq import errors, flows, jobs, keyspace, results
+from server.emq import errors, flows, jobs, keyspace, registry, results
 
 from .conftest import all_keys, claim_all, dbsize, flow, members, row, where
 
@@ -171,3 +171,64 @@ async def test_the_api_works_on_a_bytes_client(raw_conn) -> None:
         await flows.add(raw_conn, Q, flow("JOBq", "TASKz"))
     with pytest.raises(jobs.Gone):
         await jobs.complete(raw_conn, Q, "JOBa", 1)
+
+
+async def test_the_seeds_literal_evalsha_line_runs_the_fan_in_on_complete_lua(conn) -> None:
+    """The seed's line, word for word with q, child, parent, token and result
+    filled in, sent by hand: it must be the layout complete.lua takes."""
+    await flows.add(conn, Q, flow("JOBp", "JOBa", "JOBb"))
+    tokens = await claim_all(conn, Q)
+    sha = await conn.script_load(registry.script_source("complete"))
+    assert sha == registry.sha_of("complete")
+    line = (
+        f"EVALSHA {sha} 5 emq:{{orders}}:active emq:{{orders}}:job:JOBa "
+        "emq:{orders}:job:JOBp:dependencies emq:{orders}:job:JOBp:processed emq:{orders}:job:JOBp "
+        f"JOBa {tokens['JOBa']} emq:{{orders}}: JOBp result-a"
+    )
+    assert await conn.execute_command(*line.split(" ")) == 1
+    assert await conn.get(keyspace.dependencies_key(Q, "JOBp")) == "1"
+    assert await conn.hgetall(keyspace.processed_key(Q, "JOBp")) == {"JOBa": "result-a"}
+    assert not await conn.exists(keyspace.job_key(Q, "JOBa"))  # the row retired
+    assert await members(conn, Q, "active") == ["JOBb"]
+    assert (await row(conn, Q, "JOBp"))["state"] == "awaiting_children"
+    # the same line for the last child releases the parent
+    last = line.replace("JOBa", "JOBb").replace(f" {tokens['JOBa']} ", f" {tokens['JOBb']} ")
+    assert await conn.execute_command(*last.replace("result-a", "result-b").split(" ")) == 1
+    assert await conn.get(keyspace.dependencies_key(Q, "JOBp")) == "0"
+    assert await results.children_values(conn, Q, "JOBp") == {"JOBa": "result-a", "JOBb": "result-b"}
+    assert await members(conn, Q, "pending") == ["JOBp"]
+    assert (await row(conn, Q, "JOBp"))["state"] == "pending"
+
+
+def test_complete_sends_the_seeds_layout_for_each_arm() -> None:
+    flat = jobs.complete_call(Q, "JOBf", 1, jobs.Lineage(mode=""))
+    assert flat == (["emq:{orders}:active", "emq:{orders}:job:JOBf"], ["JOBf", "1", "emq:{orders}:"])
+    child = jobs.complete_call(Q, "JOBa", 2, jobs.Lineage(mode="sq", parent="JOBp", parent_queue=Q), "r")
+    assert child == (
+        [
+            "emq:{orders}:active", "emq:{orders}:job:JOBa", "emq:{orders}:job:JOBp:dependencies",
+            "emq:{orders}:job:JOBp:processed", "emq:{orders}:job:JOBp",
+        ],
+        ["JOBa", "2", "emq:{orders}:", "JOBp", "r"],
+    )
+    far = jobs.complete_call(Q, "JOBa", 2, jobs.Lineage(mode="xq", parent="JOBp", parent_queue="billing", policy="id"))
+    assert far == (
+        ["emq:{orders}:active", "emq:{orders}:job:JOBa", "emq:{orders}:flow:outbox"],
+        ["JOBa", "2", "emq:{orders}:", "JOBp", "JOBa", "xq", "billing", "id"],
+    )
+
+
+def test_fail_sends_four_eight_or_five_keys_by_its_arm() -> None:
+    def call(line: jobs.Lineage) -> tuple[list[str], list[str]]:
+        return jobs.fail_call(Q, "JOBa", 1, line, "boom", 3, 1000)
+
+    flat_keys, flat_args = call(jobs.Lineage(mode=""))
+    assert len(flat_keys) == 4 and flat_args == ["JOBa", "1", "boom", "3", "1000", "emq:{orders}:"]
+    same_keys, same_args = call(jobs.Lineage(mode="sq", parent="JOBp", parent_queue=Q, policy="id"))
+    assert same_keys[4:] == [
+        "emq:{orders}:job:JOBp", "emq:{orders}:job:JOBp:dependencies",
+        "emq:{orders}:job:JOBp:ignored", "emq:{orders}:pending",
+    ]
+    assert same_args[6:] == ["JOBp", "id"]
+    far_keys, far_args = call(jobs.Lineage(mode="xq", parent="JOBp", parent_queue="billing"))
+    assert far_keys[4:] == ["emq:{orders}:flow:outbox"] and far_args[6:] == ["JOBp", "fp", "billing"]
