@@ -17,7 +17,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from server.sandboxes import rooms
+from server.sandboxes import rooms, site_scripts
 from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE, key_patterns
 from server.live.hub import publish_reset
 
@@ -133,22 +133,11 @@ async def reset_sandboxes(conn: Any, sandboxes: list[str] | None, by: str = "ins
     return removed
 
 
-# ZREM a sandbox only if it is still as idle as when it was picked: a visitor
-# who came back in between keeps their sandbox.
-_UNREGISTER_IF_IDLE = """
-local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if score and tonumber(score) <= tonumber(ARGV[2]) then
-  redis.call('ZREM', KEYS[1], ARGV[1])
-  return 1
-end
-return 0
-"""
-
-
 async def expire_idle(conn: Any, ttl_seconds: int) -> list[str]:
     cutoff = int((time.time() - ttl_seconds) * 1000)
     stale = [_text(m) for m in await conn.zrangebyscore(REGISTRY_KEY, "-inf", cutoff)]
-    unregister = conn.register_script(_UNREGISTER_IF_IDLE)
+    # ZREM only a sandbox still as idle as when it was picked: one step.
+    unregister = site_scripts.script(conn, "unregister_if_idle")
     gone = []
     for sandbox in stale:
         if not SANDBOX_RE.match(sandbox):

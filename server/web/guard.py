@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
+from server.sandboxes import site_scripts
 from server.sandboxes.sandbox import REGISTRY_KEY, NoSandbox
 
 DEMO_REFUSAL = "demo mode: only the instructor acts in this room"
@@ -180,28 +181,10 @@ async def count_failed_attempt(request: Request, kind: str) -> None:
 
 # -- caps and activity -------------------------------------------------------------
 
-# Register a sandbox as live, unless it is new and the site already holds the
-# cap: one script, so two new visitors cannot both take the last place.
-_ADMIT = """
-local known = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not known and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
-  return 0
-end
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-return 1
-"""
-
-
-_admit_scripts: dict[int, Any] = {}
-
-
 async def admit(conn: Any, sandbox: str, cap: int) -> None:
     """Register the sandbox's activity; Refused(503) when the site is full."""
-    # One Script object per client: registered once, run by SHA (and loaded
-    # again by redis-py on NOSCRIPT after a restart or SCRIPT FLUSH).
-    script = _admit_scripts.get(id(conn))
-    if script is None:
-        script = _admit_scripts[id(conn)] = conn.register_script(_ADMIT)
+    # One script, so two new visitors cannot both take the last place.
+    script = site_scripts.script(conn, "admit")
     if not int(await script(keys=[REGISTRY_KEY], args=[sandbox, int(time.time() * 1000), cap])):
         raise Refused(
             503,
