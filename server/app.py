@@ -25,6 +25,7 @@ from server.web.views import room as views_room
 from server.web.views import stream as views_stream
 from server import settings as settings_module
 from server.content import load_course
+from server.emq import registry
 from server.web.guard import INSTRUCTOR_COOKIE
 from server.sandboxes.lifecycle import Reaper
 from server.web.middleware import RoomCache, SandboxMiddleware, SecurityHeaders
@@ -66,6 +67,7 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
     templates = Jinja2Templates(directory=str(SITE / "templates"))
     # Templates ship with the code: no stat() of every template on every render.
     templates.env.auto_reload = False
+    registry.load_all()  # every script with its includes: a broken one stops the start
     course = load_course(SITE / "content")
 
     @contextlib.asynccontextmanager

@@ -38,7 +38,7 @@ from server.emq.errors import translate
 from server.emq.includes import IncludeError, expand
 from server.emq.wire import Conn
 
-__all__ = ["IncludeError", "Move", "ScriptDoc", "doc", "file_source", "moves", "names", "prefix_source",
+__all__ = ["IncludeError", "Move", "ScriptDoc", "doc", "file_source", "load_all", "moves", "names", "prefix_source",
            "run", "run_prefix", "script_for", "script_path", "script_source", "sha_of"]
 
 SCRIPTS_DIR: Final = Path(__file__).resolve().parent / "scripts"
@@ -106,6 +106,11 @@ def script_source(name: str) -> str:
     include is found when the script is first loaded, not when it runs.
     """
     return expand(f"{name}.lua", file_source(name), SCRIPTS_DIR)
+
+
+def load_all() -> dict[str, str]:
+    """Expand every script now (name -> SHA): a broken include fails here, at start."""
+    return {name: sha_of(name) for name in names()}
 
 
 def sha_of(name: str) -> str:

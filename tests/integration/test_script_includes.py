@@ -141,3 +141,16 @@ async def test_the_registered_script_is_the_expanded_text_by_its_sha(conn) -> No
     # the file as written is not what runs: its SHA is unknown to the server
     raw_sha = hashlib.sha1(registry.file_source("complete").encode("utf-8")).hexdigest()
     assert await conn.script_exists(raw_sha) == [False]
+
+
+def test_loading_every_script_names_each_by_the_sha_it_runs_under() -> None:
+    loaded = registry.load_all()
+    assert set(loaded) == set(registry.names())
+    for name, sha in loaded.items():
+        assert sha == hashlib.sha1(registry.script_source(name).encode("utf-8")).hexdigest()
+
+
+def test_loading_every_script_stops_at_a_broken_include(scripts_dir: Path) -> None:
+    _write(scripts_dir, "broken", "-- broken: takes a helper that is not there\n\n-- @include nowhere\nreturn 1\n")
+    with pytest.raises(registry.IncludeError, match="broken.lua line 3"):
+        registry.load_all()
