@@ -20,8 +20,6 @@ runs and its line numbers are those of the registered text.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,20 +29,11 @@ from server.emq.includes import IncludeError, expand
 SCRIPTS_DIR = registry.SCRIPTS_DIR
 DISPLAY_DIR = "server/emq/scripts"
 
-MOVE_MARKER = re.compile(r"^\s*--\s*@move\s+(?P<number>\d+)\s*:\s*(?P<title>.*?)\s*$")
+Move = registry.Move  # one Move for the registry and the listings
 
 
 class ScriptMissing(LookupError):
     pass
-
-
-@dataclass(frozen=True)
-class Move:
-    number: int
-    title: str
-    first_line: int
-    last_line: int
-    text: str
 
 
 class ScriptSource(Protocol):
@@ -54,23 +43,8 @@ class ScriptSource(Protocol):
 
 
 def cut_moves(source: str) -> list[Move]:
-    """Split a script at its ``-- @move`` markers. A move runs from its
-    marker line to the line before the next marker (the last one to the end
-    of the file)."""
-    lines = source.splitlines()
-    starts: list[tuple[int, int, str]] = []
-    for index, line in enumerate(lines, start=1):
-        match = MOVE_MARKER.match(line)
-        if match:
-            starts.append((index, int(match.group("number")), match.group("title")))
-    moves = []
-    for position, (first, number, title) in enumerate(starts):
-        last = starts[position + 1][0] - 1 if position + 1 < len(starts) else len(lines)
-        while last > first and not lines[last - 1].strip():
-            last -= 1  # a blank line between moves belongs to neither
-        text = "\n".join(lines[first - 1 : last]) + "\n"
-        moves.append(Move(number, title, first, last, text))
-    return moves
+    """Split a script at its ``-- @move`` markers: the host library's one cutter."""
+    return list(registry.cut_moves(source))
 
 
 class DirScripts:

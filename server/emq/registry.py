@@ -38,7 +38,7 @@ from server.emq.errors import translate
 from server.emq.includes import IncludeError, expand
 from server.emq.wire import Conn
 
-__all__ = ["IncludeError", "Move", "ScriptDoc", "doc", "file_source", "load_all", "moves", "names", "prefix_source",
+__all__ = ["IncludeError", "Move", "ScriptDoc", "cut_moves", "doc", "file_source", "load_all", "moves", "names", "prefix_source",
            "run", "run_prefix", "script_for", "script_path", "script_source", "sha_of"]
 
 SCRIPTS_DIR: Final = Path(__file__).resolve().parent / "scripts"
@@ -168,9 +168,13 @@ def doc(name: str) -> ScriptDoc:
     )
 
 
-@cache
-def _moves(name: str) -> tuple[Move, ...]:
-    lines = script_source(name).splitlines()
+def cut_moves(source: str, where: str = "script") -> tuple[Move, ...]:
+    """Cut ``source`` at its ``-- @move <n>: <title>`` markers (numbered 1..n).
+
+    A move runs from its marker line to the line before the next marker (the
+    last one to the end); blank lines between moves belong to neither.
+    """
+    lines = source.splitlines()
     marks = [
         (index, int(found.group(1)), found.group(2))
         for index, line in enumerate(lines)
@@ -178,23 +182,20 @@ def _moves(name: str) -> tuple[Move, ...]:
     ]
     numbers = [number for _, number, _ in marks]
     if numbers != list(range(1, len(marks) + 1)):
-        raise ValueError(f"{name}.lua: moves must be numbered 1..n in order, got {numbers}")
+        raise ValueError(f"{where}: moves must be numbered 1..n in order, got {numbers}")
     result: list[Move] = []
     for position, (index, number, title) in enumerate(marks):
         end = marks[position + 1][0] if position + 1 < len(marks) else len(lines)
-        # Trailing blank lines belong to no move; trim them off the text.
         while end > index + 1 and not lines[end - 1].strip():
             end -= 1
-        result.append(
-            Move(
-                number=number,
-                title=title,
-                first_line=index + 1,
-                last_line=end,
-                text="\n".join(lines[index:end]) + "\n",
-            )
-        )
+        text = "\n".join(lines[index:end]) + "\n"
+        result.append(Move(number, title, first_line=index + 1, last_line=end, text=text))
     return tuple(result)
+
+
+@cache
+def _moves(name: str) -> tuple[Move, ...]:
+    return cut_moves(script_source(name), f"{name}.lua")
 
 
 def moves(name: str) -> list[Move]:
