@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from server.emq import flows, includes, jobs, registry
+from server.emq import flows, includes, jobs, pump, registry
 
 from .conftest import flow
 
@@ -154,3 +154,32 @@ def test_loading_every_script_stops_at_a_broken_include(scripts_dir: Path) -> No
     _write(scripts_dir, "broken", "-- broken: takes a helper that is not there\n\n-- @include nowhere\nreturn 1\n")
     with pytest.raises(registry.IncludeError, match="broken.lua line 3"):
         registry.load_all()
+
+
+def test_the_steppers_prefixes_carry_the_kind_gate_helper_above_move_one() -> None:
+    first = registry.moves("enqueue_flow")[0]
+    helper_at = registry.script_source("enqueue_flow").splitlines().index(includes.opening("kind_refusal")) + 1
+    assert helper_at < first.first_line
+    for n in range(1, len(registry.moves("enqueue_flow")) + 1):
+        assert "local function kind_refusal(" in registry.prefix_source("enqueue_flow", n)
+
+
+async def _server_ms(conn) -> int:
+    seconds, micros = await conn.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+async def test_a_failed_parent_enters_dead_scored_by_the_servers_now_ms_on_one_queue_and_across(conn) -> None:
+    await flows.add(conn, "orders", flow("JOBp", "JOBa"))
+    await flows.add(conn, "orders", flow("JOBq", {"id": "JOBb", "queue": "mail"}))
+    before = await _server_ms(conn)
+    for queue in ("orders", "mail"):
+        got = await jobs.claim(conn, queue)
+        assert got is not None
+        assert await jobs.fail(conn, queue, got[0], got[1], "boom", 1) == "dead"
+    assert await pump.deliver_flow_completions(conn, "mail", 10) == 1
+    after = await _server_ms(conn)
+    for parent in ("JOBp", "JOBq"):
+        score = await conn.zscore("emq:{orders}:dead", parent)
+        assert score is not None and before <= score <= after, parent
+        assert await conn.hget(f"emq:{{orders}}:job:{parent}", "state") == "failed"
