@@ -34,6 +34,8 @@ from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 from markdown_it.rules_core import StateCore
 
+from server.emq.includes import helpers_shown
+
 from .directive import find_directive
 from .errors import DirectiveError
 from .scripts import DISPLAY_DIR, ScriptMissing, ScriptSource, default_scripts
@@ -105,6 +107,7 @@ def _resolve(source: ScriptSource, argument: str, options: dict, line: int | Non
         "move_title": None,
         "range": None,
         "caption": options.get("caption"),
+        "includes": helpers_shown(text),
     }
     if match.group("move"):
         wanted = int(match.group("move"))
@@ -139,6 +142,8 @@ def render_listing(self, tokens, idx, options, env) -> str:
         first, last = meta["range"]
         attrs += f' data-lines="{first}-{last}"'
         detail = f" · lines {first}–{last}"
+    elif meta.get("includes"):  # the whole script: say which helpers it shows
+        detail = " · includes expanded: " + ", ".join(escapeHtml(name) for name in meta["includes"])
     caption = f"<code>{escapeHtml(meta['file'])}</code>{detail}"
     if meta["caption"]:
         caption += f' <span class="listing-note">— {escapeHtml(meta["caption"])}</span>'

@@ -30,6 +30,7 @@ from typing import Final
 MARKER_RE: Final = re.compile(r"^\s*--\s*@include\s+(\S+)\s*$")
 _NAME_RE: Final = re.compile(r"[a-z][a-z0-9_]*")
 FOLDER: Final = "includes"
+_OPENING_RE: Final = re.compile(r"^-- ▼ included from " + FOLDER + r"/([a-z][a-z0-9_]*)\.lua$")
 
 
 class IncludeError(LookupError):
@@ -49,6 +50,11 @@ def closing(name: str) -> str:
 def repeated(name: str) -> str:
     """What a second marker for an already pasted helper becomes."""
     return f"-- ↑ {FOLDER}/{name}.lua is already included above"
+
+
+def helpers_shown(expanded: str) -> list[str]:
+    """The helpers an expanded text carries, in order, read from its opening fences."""
+    return [found.group(1) for line in expanded.splitlines() if (found := _OPENING_RE.match(line))]
 
 
 def includes_of(source: str) -> list[str]:

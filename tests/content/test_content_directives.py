@@ -135,6 +135,7 @@ def test_every_listing_is_the_registered_text_with_its_includes_shown(name):
         assert includes.opening(helper) in listed.splitlines()
         assert includes.closing(helper) in listed.splitlines()
     assert "@include" not in listed
+    assert token.meta["includes"] == includes.helpers_shown(registry.script_source(name))
 
 
 def test_a_listing_of_a_folder_script_expands_its_includes(tmp_path):
@@ -148,6 +149,7 @@ def test_a_listing_of_a_folder_script_expands_its_includes(tmp_path):
         (7, "return twice(2)"),
     ]
     html = md.render("```{listing} uses.lua\n```\n")
+    assert "<code>server/emq/scripts/uses.lua</code> · includes expanded: twice</figcaption>" in html
     assert "-- ▼ included from includes/twice.lua" in html
     assert "local function twice(x) return 2 * x end" in html
     assert "-- ▲ end of includes/twice.lua" in html
