@@ -28,11 +28,16 @@ Every line is escaped; ``data-move`` is left off lines outside any move.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
+from markdown_it.renderer import RendererProtocol
 from markdown_it.rules_core import StateCore
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
 
 from server.emq.includes import helpers_shown
 
@@ -74,7 +79,7 @@ def listing_plugin(md: MarkdownIt, scripts: ScriptSource | None = None) -> None:
     md.add_render_rule("listing", render_listing)
 
 
-def _resolve(source: ScriptSource, argument: str, options: dict, line: int | None) -> dict:
+def _resolve(source: ScriptSource, argument: str, options: dict[str, str], line: int | None) -> dict[str, Any]:
     match = _ARGUMENT.match(argument)
     if not match:
         raise DirectiveError(
@@ -84,7 +89,7 @@ def _resolve(source: ScriptSource, argument: str, options: dict, line: int | Non
         )
     unknown = set(options) - _KNOWN_OPTIONS
     if unknown:
-        raise DirectiveError(f"{{listing}} has no option {sorted(unknown)[0]!r}", line)
+        raise DirectiveError(f"{{listing}} has no option {min(unknown)!r}", line)
     stem = match.group("stem")
     try:
         text = source.script_source(stem)
@@ -100,7 +105,7 @@ def _resolve(source: ScriptSource, argument: str, options: dict, line: int | Non
         for number, raw in enumerate(text.splitlines(), start=1)
     ]
 
-    meta: dict = {
+    meta: dict[str, Any] = {
         "script": stem,
         "file": f"{DISPLAY_DIR}/{stem}.lua",
         "move": None,
@@ -131,7 +136,9 @@ def _resolve(source: ScriptSource, argument: str, options: dict, line: int | Non
     return meta
 
 
-def render_listing(self, tokens, idx, options, env) -> str:
+def render_listing(
+    self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
     meta = tokens[idx].meta
     attrs = f' data-script="{escapeHtml(meta["script"])}"'
     detail = ""
