@@ -43,6 +43,8 @@ class LiveSite:
             # test turns them on.
             "EMQLAB_RATE_LIMIT": "0",
             "EMQLAB_ATTEMPT_LIMIT": "0",
+            "EMQLAB_ADDRESS_RATE_LIMIT": "0",
+            "EMQLAB_ADDRESS_SANDBOXES": "0",
             **(env or {}),
         }
         self.proc: subprocess.Popen[bytes] | None = None
