@@ -37,6 +37,9 @@ def _flag(name: str, default: bool) -> bool:
     raise SystemExit(f"{name} must be 1 or 0 (true/false), got {raw!r}")
 
 
+ROOM_MEMBERS = 20  # a room's default rate budget, in visitors' budgets
+
+
 @dataclass(frozen=True)
 class Settings:
     valkey_url: str | None = None
@@ -88,10 +91,11 @@ class Settings:
     # -- rates -----------------------------------------------------------------
     # Actions per visitor per 10 seconds.
     rate_limit: int = 100
-    # Actions per client address per 10 seconds (all its visitors together).
+    # Actions per client address per 10 seconds (all its visitors together);
+    # unset: 10 visitors' worth (0 when EMQLAB_RATE_LIMIT is 0).
     address_rate_limit: int = 1000
-    # Actions in one room's shared sandbox per 10 seconds: many members' worth,
-    # so a few members at full speed cannot spend it all.
+    # Actions in one room's shared sandbox per 10 seconds; unset: ROOM_MEMBERS
+    # visitors' worth, so a few members at full speed cannot spend it all.
     room_rate_limit: int = 2000
     # Sign-in and room-join attempts per client address per minute.
     attempt_limit: int = 20
@@ -139,9 +143,9 @@ class Settings:
             max_flows=_int("EMQLAB_MAX_FLOWS", 16, low=1, high=1000),
             max_payload_bytes=_int("EMQLAB_MAX_PAYLOAD_BYTES", 1024, low=1, high=1024 * 1024),
             max_body_bytes=_int("EMQLAB_MAX_BODY_BYTES", 16 * 1024, low=1024, high=1024 * 1024),
-            rate_limit=_int("EMQLAB_RATE_LIMIT", 100),
-            address_rate_limit=_int("EMQLAB_ADDRESS_RATE_LIMIT", 1000),
-            room_rate_limit=_int("EMQLAB_ROOM_RATE_LIMIT", 2000),
+            rate_limit=(rate := _int("EMQLAB_RATE_LIMIT", 100)),
+            address_rate_limit=_int("EMQLAB_ADDRESS_RATE_LIMIT", 10 * rate),
+            room_rate_limit=_int("EMQLAB_ROOM_RATE_LIMIT", ROOM_MEMBERS * rate),
             attempt_limit=_int("EMQLAB_ATTEMPT_LIMIT", 20),
             stream_lifetime=_int("EMQLAB_STREAM_LIFETIME", 600, low=5),
             stream_ping=_int("EMQLAB_STREAM_PING", 15, low=1),

@@ -54,6 +54,11 @@ def flags_on(flags: Any) -> bool:
     return "K" in flags and ("A" in flags or {"g", "h", "z", "l", "$"} <= set(flags))
 
 
+def is_beat_key(key: str) -> bool:
+    """True for a heartbeat key itself (`emq:{lab-heartbeat}:beat`, or `-N` on a cluster)."""
+    return key.startswith("emq:{" + BEAT_TAG)
+
+
 def is_beat(channel: str) -> bool:
     """True for the notification of a heartbeat key (`__keyspace@0__:emq:{lab-heartbeat…}:beat`)."""
     return ":emq:{" + BEAT_TAG in channel
@@ -86,7 +91,7 @@ class Heartbeat:
         for n in range(2000):
             candidate = f"emq:{{{BEAT_TAG}-{n}}}:beat"
             try:
-                await self.client.set(candidate, "0", px=KEY_LIFETIME_MS)
+                await self.client.set(candidate, "1", px=KEY_LIFETIME_MS)
             except AskError:  # MOVED too: another node's slot
                 continue
             self.key = candidate
@@ -97,7 +102,8 @@ class Heartbeat:
         """One beat; False when Valkey refused it for memory."""
         try:
             key = await self.beat_key()
-            await self.client.set(key, str(int(time.time() * 1000)), px=KEY_LIFETIME_MS)
+            # Always the same value: a DUMP of the keyspace stays the same from beat to beat.
+            await self.client.set(key, "1", px=KEY_LIFETIME_MS)
         except OutOfMemoryError:
             if not self.memory_full:
                 self.memory_full = True
@@ -145,4 +151,4 @@ class Heartbeat:
         self.report(RESTORED)
 
 
-__all__ = ["BEAT_EVERY", "NOTIFY_FLAGS", "flags_on", "Heartbeat", "MEMORY_FULL", "MEMORY_OK", "OFF", "ON", "RESTORED", "SILENCE", "is_beat"]
+__all__ = ["BEAT_EVERY", "NOTIFY_FLAGS", "flags_on", "Heartbeat", "MEMORY_FULL", "MEMORY_OK", "OFF", "ON", "RESTORED", "SILENCE", "is_beat", "is_beat_key"]
