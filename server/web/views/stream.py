@@ -18,11 +18,11 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import Response
 
 from server.web import guard
+from server.web.sse import StalledSafeResponse
 from server.sandboxes.sandbox import NoSandbox
 from server.web.errors import VALKEY_DOWN, is_out_of_memory, problem
 from server.widgets import WIDGETS, widget_for_queue
@@ -61,11 +61,11 @@ async def stream(request: Request) -> Response:
             return problem(exc.status, str(exc))
         # Valkey away before the room could be looked up: say so and end; the
         # browser's EventSource comes back by itself (a 503 would stop it).
-        return EventSourceResponse(
+        return StalledSafeResponse(
             down_then_close(str(exc)), ping=settings.stream_ping, send_timeout=settings.stream_send_timeout,
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
-    return EventSourceResponse(
+    return StalledSafeResponse(
         events(request, sandbox, names),
         ping=settings.stream_ping,
         send_timeout=settings.stream_send_timeout,
