@@ -173,7 +173,7 @@ def test_bearer_guesses_alone_count_against_the_limit() -> None:
         assert codes == [401] * 5 + [429] * 3
 
 
-def test_poison_entries_are_capped_with_a_409_and_the_key_cap_counts_entries() -> None:
+def test_poison_entries_are_capped_with_a_409_and_nothing_is_written_past_the_cap() -> None:
     with ValkeyProcess() as valkey, running(valkey.url) as site:
         client = site.visitor()
         r = site.redis()
@@ -185,10 +185,6 @@ def test_poison_entries_are_capped_with_a_409_and_the_key_cap_counts_entries() -
         refused = client.post("/api/widgets/outbox/add-poison")
         assert refused.status_code == 409 and "nothing was added" in refused.json()["error"]
         assert sum(r.llen(k) for k in lists) == held
-        sandbox = next(iter(r.scan_iter("lab:{s*}:meta"))).split("{")[1].split("}")[0]
-        entries = int(r.hget(f"lab:{{{sandbox}}}:meta", "keys:outbox"))
-        keys = len(client.get("/api/widgets/outbox/state").json()["snapshot"]["queues"][0]["keys"])
-        assert entries > MAX_ENTRIES > keys
 
 
 def test_the_cookie_secret_lives_in_a_0600_file_and_survives_a_valkey_flush(tmp_path: Path) -> None:
