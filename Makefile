@@ -15,7 +15,7 @@ MODULE := native/build/emq.so
 MODULE_SRC := native/emq_module.c native/valkey_module_api.h
 CFLAGS_MODULE := -O2 -fPIC -shared -std=c11 -Wall -Wextra -Wpedantic
 
-.PHONY: serve test test-unit test-e2e bench screenshots valkey chromium system venv module compiler clean
+.PHONY: serve test test-unit test-e2e bench reliability screenshots valkey chromium system venv module compiler clean
 
 serve: venv valkey module
 	$(VENV)/bin/emqlab serve
@@ -33,6 +33,10 @@ test-e2e: venv valkey chromium module
 bench: venv valkey chromium module
 	@[ -x $(VENV)/bin/py-spy ] || $(PY) -m pip install -q --disable-pip-version-check -e '.[test,bench]' 2>&1 | grep -v '^WARNING: Location' || true
 	$(PY) -m bench.run
+
+# Each fault and attack of docs/RELIABILITY.md, tried on loopback; rewrites that page.
+reliability: venv valkey module
+	$(PY) -m bench.reliability
 
 screenshots: venv valkey chromium module
 	$(PY) -m tools.screenshots

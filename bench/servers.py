@@ -30,6 +30,9 @@ BASELINE_FACTORY = "bench.baseline_app:app_from_env"
 DIVE = "/flows/parent-and-children"
 STATIC = "/static/site.css"
 
+# The bench site signs cookies with this, so the bench can read its sandbox ids.
+BENCH_SECRET = "emqlab-bench-secret"
+
 
 def uvicorn_flavour() -> dict[str, str]:
     """What uvicorn's "auto" picks in this environment (same for both apps)."""
@@ -136,7 +139,8 @@ def serve(factory: str, valkey_url: str, ready_path: str, name: str, extra_env: 
 
 
 def serve_site(valkey_url: str, workers: int = 1, **extra: str) -> Served:
-    env = {"EMQLAB_RATE_LIMIT": "0", "EMQLAB_MAX_SANDBOXES": "100000", **extra}
+    env = {"EMQLAB_RATE_LIMIT": "0", "EMQLAB_ADDRESS_RATE_LIMIT": "0", "EMQLAB_ADDRESS_SANDBOXES": "0",
+           "EMQLAB_MAX_SANDBOXES": "100000", "EMQLAB_SECRET": BENCH_SECRET, **extra}
     return serve(SITE_FACTORY, valkey_url, DIVE, "site", env, workers)
 
 
@@ -164,17 +168,8 @@ def cookie_header(value: str) -> str:
 
 
 def sandbox_of(valkey_url: str, cookie_value: str) -> str:
-    """The sandbox id inside a cookie, read with the site's secret (kept in Valkey)."""
-    from server.valkey.connect import open_sync_client
-
-    client = open_sync_client(valkey_url)  # one server or a cluster
-    try:
-        secret = client.get("lab:secret")
-    finally:
-        client.close()
-    if not secret:
-        raise RuntimeError("no lab:secret in Valkey: was the site started on it?")
-    return SandboxCookie(str(secret)).parse(cookie_value)
+    """The sandbox id inside a cookie, read with the secret the bench gave the site."""
+    return SandboxCookie(BENCH_SECRET).parse(cookie_value)
 
 
 def post(url: str, path: str, cookie_value: str, body: bytes = b"{}") -> tuple[int, bytes]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from starlette.templating import Jinja2Templates
 
 from server.valkey import connect, native
 from server.web import partials
+from server.web.secret import load_secret
 from server.widgets import traces
 from server.web.views import api as views_api
 from server.web.views import instructor as views_instructor
@@ -37,25 +37,11 @@ from server.live.hub import Hub, enable_notifications
 SITE = Path(__file__).resolve().parent.parent / "site"
 
 
-def shared_secret(url: str, cluster: bool | None = None) -> str:
-    """The cookie-signing secret every worker of this site shares (kept in Valkey)."""
-    try:
-        client = connect.open_sync_client(url, cluster)
-        client.set("lab:secret", secrets.token_urlsafe(32), nx=True)
-        value = client.get("lab:secret")
-        client.close()
-        if value:
-            return str(value)
-    except (redis.RedisError, OSError):
-        pass
-    return secrets.token_urlsafe(32)
-
-
 def create_app(url: str, settings: Settings | None = None) -> Starlette:
-    settings = settings or Settings.from_env()
+    settings = (settings or Settings.from_env()).check()
     settings_module.install(settings)
     cluster = connect.wants_cluster(url)  # EMQLAB_VALKEY_CLUSTER, else INFO cluster
-    secret = settings.secret or shared_secret(url, cluster)
+    secret = load_secret(settings)  # EMQLAB_SECRET, else the state folder's file
     secure = settings.secure_cookies
     cookie = SandboxCookie(secret, secure=secure)
     room_cookie = SignedCookie(ROOM_COOKIE, secret, "emqlab-room", settings.room_ttl, secure)

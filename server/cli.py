@@ -72,6 +72,9 @@ def run_uvicorn(factory: str, host: str, port: int, workers: int = 1, log_level:
 
     if workers > 1:
         nodelay_listener()
+    # The site reads X-Forwarded-For itself, only when EMQLAB_TRUST_FORWARDED_FOR
+    # says a proxy stands in front: uvicorn must not rewrite the client first.
+    options.setdefault("proxy_headers", False)
     uvicorn.run(factory, factory=True, host=host, port=port, workers=workers, log_level=log_level,
                 timeout_graceful_shutdown=3, **options)  # type: ignore[arg-type]
 

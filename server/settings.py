@@ -37,18 +37,30 @@ def _flag(name: str, default: bool) -> bool:
     raise SystemExit(f"{name} must be 1 or 0 (true/false), got {raw!r}")
 
 
+ROOM_MEMBERS = 20  # a room's default rate budget, in visitors' budgets
+
+
 @dataclass(frozen=True)
 class Settings:
     valkey_url: str | None = None
-    # Signs the cookies. Unset: a random secret is kept in Valkey, so every
-    # worker of one site shares it and cookies survive a site restart.
+    # Signs the cookies. Unset: a random secret kept in a file of the site's
+    # state folder (server/web/secret.py), so every worker of one site shares
+    # it and cookies survive a site restart, a Valkey restart and FLUSHALL.
     secret: str | None = None
+    # Where that file lives; unset: $XDG_STATE_HOME/emqlab or ~/.local/state/emqlab.
+    state_dir: str | None = None
     # Enables /instructor. Unset: the instructor pages answer 403.
     instructor_token: str | None = None
     # An instructor sign-in lasts this many seconds.
     instructor_session: int = 12 * 3600
     # Mark cookies Secure (set this when the site is served over HTTPS).
     secure_cookies: bool = False
+    # Behind a proxy: the origin browsers see (e.g. https://flows.example.org),
+    # which state changes must come from. Unset: the request's own scheme and Host.
+    public_origin: str | None = None
+    # Behind a proxy: take the client address from X-Forwarded-For (its last
+    # entry, the one the proxy added). Unset, the header is ignored: anyone can send it.
+    trust_forwarded_for: bool = False
 
     # -- lifecycle -------------------------------------------------------------
     # Idle sandboxes expire after this many seconds; their keys go with them.
@@ -62,6 +74,12 @@ class Settings:
     # A room lives this many seconds after its last activity.
     room_ttl: int = 8 * 3600
     max_rooms: int = 200
+    # New sandboxes one client address may open per 10 minutes (a class behind
+    # one NAT counts as one address: keep it well above a class's size).
+    address_sandboxes: int = 200
+    # When the site is full, a sandbox that never ran an action and has been
+    # idle this many seconds is evicted to make room for a new visitor.
+    unused_idle: int = 60
 
     # -- request bodies (the ledger's custom batch reads the three max_*) -------
     max_children: int = 16
@@ -73,6 +91,12 @@ class Settings:
     # -- rates -----------------------------------------------------------------
     # Actions per visitor per 10 seconds.
     rate_limit: int = 100
+    # Actions per client address per 10 seconds (all its visitors together);
+    # unset: 10 visitors' worth (0 when EMQLAB_RATE_LIMIT is 0).
+    address_rate_limit: int = 1000
+    # Actions in one room's shared sandbox per 10 seconds; unset: ROOM_MEMBERS
+    # visitors' worth, so a few members at full speed cannot spend it all.
+    room_rate_limit: int = 2000
     # Sign-in and room-join attempts per client address per minute.
     attempt_limit: int = 20
 
@@ -84,6 +108,18 @@ class Settings:
     stream_send_timeout: int = 10
     extra: dict[str, str] = field(default_factory=dict)
 
+    def check(self) -> Settings:
+        """Refuse settings that contradict each other (SystemExit with a sentence)."""
+        if self.sandbox_ttl < self.stream_lifetime:
+            raise SystemExit(
+                f"EMQLAB_SANDBOX_TTL ({self.sandbox_ttl} s) is shorter than EMQLAB_STREAM_LIFETIME "
+                f"({self.stream_lifetime} s): the reaper would remove sandboxes of pages that are still open. "
+                "Raise EMQLAB_SANDBOX_TTL or lower EMQLAB_STREAM_LIFETIME."
+            )
+        if self.public_origin is not None and not self.public_origin.startswith(("http://", "https://")):
+            raise SystemExit(f"EMQLAB_PUBLIC_ORIGIN must start with http:// or https://, got {self.public_origin!r}")
+        return self
+
     @classmethod
     def from_env(cls) -> Settings:
         return cls(
@@ -92,22 +128,29 @@ class Settings:
             instructor_token=os.environ.get("EMQLAB_INSTRUCTOR_TOKEN") or None,
             instructor_session=_int("EMQLAB_INSTRUCTOR_SESSION", 12 * 3600, low=60),
             secure_cookies=_flag("EMQLAB_SECURE_COOKIES", False),
+            state_dir=os.environ.get("EMQLAB_STATE_DIR") or None,
+            public_origin=(os.environ.get("EMQLAB_PUBLIC_ORIGIN") or "").rstrip("/") or None,
+            trust_forwarded_for=_flag("EMQLAB_TRUST_FORWARDED_FOR", False),
             sandbox_ttl=_int("EMQLAB_SANDBOX_TTL", 3600, low=10),
             reap_every=_int("EMQLAB_REAP_EVERY", 30, low=1),
             max_sandboxes=_int("EMQLAB_MAX_SANDBOXES", 5000, low=1),
             max_keys_per_sandbox=_int("EMQLAB_MAX_KEYS_PER_SANDBOX", 2000, low=50),
             room_ttl=_int("EMQLAB_ROOM_TTL", 8 * 3600, low=60),
             max_rooms=_int("EMQLAB_MAX_ROOMS", 200, low=1),
+            address_sandboxes=_int("EMQLAB_ADDRESS_SANDBOXES", 200),
+            unused_idle=_int("EMQLAB_UNUSED_IDLE", 60),
             max_children=_int("EMQLAB_MAX_CHILDREN", 16, low=1, high=1000),
             max_flows=_int("EMQLAB_MAX_FLOWS", 16, low=1, high=1000),
             max_payload_bytes=_int("EMQLAB_MAX_PAYLOAD_BYTES", 1024, low=1, high=1024 * 1024),
             max_body_bytes=_int("EMQLAB_MAX_BODY_BYTES", 16 * 1024, low=1024, high=1024 * 1024),
-            rate_limit=_int("EMQLAB_RATE_LIMIT", 100),
+            rate_limit=(rate := _int("EMQLAB_RATE_LIMIT", 100)),
+            address_rate_limit=_int("EMQLAB_ADDRESS_RATE_LIMIT", 10 * rate),
+            room_rate_limit=_int("EMQLAB_ROOM_RATE_LIMIT", ROOM_MEMBERS * rate),
             attempt_limit=_int("EMQLAB_ATTEMPT_LIMIT", 20),
             stream_lifetime=_int("EMQLAB_STREAM_LIFETIME", 600, low=5),
             stream_ping=_int("EMQLAB_STREAM_PING", 15, low=1),
             stream_send_timeout=_int("EMQLAB_STREAM_SEND_TIMEOUT", 10, low=1),
-        )
+        ).check()
 
 
 _current: Settings | None = None

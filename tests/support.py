@@ -43,15 +43,19 @@ class LiveSite:
             # test turns them on.
             "EMQLAB_RATE_LIMIT": "0",
             "EMQLAB_ATTEMPT_LIMIT": "0",
+            "EMQLAB_ADDRESS_RATE_LIMIT": "0",
+            "EMQLAB_ADDRESS_SANDBOXES": "0",
             **(env or {}),
         }
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, timeout: float = 30.0) -> LiveSite:
+    def start(self, timeout: float = 30.0, output: Any = None) -> LiveSite:
+        """Start the site; its log goes to `output` (a file) when given, else to ours."""
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "server.cli:app_from_env", "--factory",
-             "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"],
-            env=self.env, cwd=str(ROOT),
+             "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning",
+             "--no-proxy-headers"],  # as `emqlab serve`: the site alone judges X-Forwarded-For
+            env=self.env, cwd=str(ROOT), stdout=output, stderr=output,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -34,22 +34,31 @@ import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
+from server.live import heartbeat
+from server.live.heartbeat import NOTIFY_FLAGS, Heartbeat, flags_on
+
 log = logging.getLogger("emqlab.stream")
 
-NOTIFY_FLAGS = "KA"
 EVENTS_CHANNEL = "emqlab:events"
 KEYSPACE_PATTERN = "__keyspace@*__:emq:*"
 # A widget's lab state (move, choices, last outcome): every open page follows it too.
 STATE_PATTERN = "__keyspace@*__:lab:{*}:state"
 TOPOLOGY_EVERY = 3.0  # seconds between reads of a cluster's primaries
+NOTIFICATIONS_OFF = (
+    "Keyspace notifications are off on this Valkey and the site may not switch them on (CONFIG is refused): "
+    "the widgets follow Valkey by reading it every 1.5 s, and the effects log stays empty."
+)
+NOTIFICATIONS_RESTORED = (
+    "Keyspace notifications had been switched off on Valkey; the site switched them on again "
+    "and redrew every widget from Valkey."
+)
+MEMORY_FULL = (
+    "Valkey is out of memory: actions are refused until memory frees, and the widgets show what Valkey holds."
+)
 SEEN_EVENTS = 512  # event ids remembered, to hand each cluster-broadcast event on once
 
 
-def _flags_on(flags: Any) -> bool:
-    if isinstance(flags, bytes):
-        flags = flags.decode()
-    flags = flags or ""
-    return "K" in flags and ("A" in flags or {"g", "h", "z", "l", "$"} <= set(flags))
+_flags_on = flags_on
 
 
 async def enable_notifications(conn: Any) -> bool:
@@ -134,6 +143,59 @@ class Hub:
         self.node_up: dict[str, bool] = {}
         self.node_notifications: dict[str, bool] = {}
         self.seen_events: OrderedDict[str, None] = OrderedDict()
+        # One heartbeat per node listened on ("" on one server): see heartbeat.py.
+        self.beats: dict[str, Heartbeat] = {}
+        self.memory_full = False
+
+    def status(self, note: str | None = None) -> dict[str, Any]:
+        """What a stream says about Valkey now: up or down, notifications, memory, in words."""
+        if not self.up:
+            return {"valkey": "down", "notifications": self.notifications_on}
+        message = note or (MEMORY_FULL if self.memory_full else "") or (
+            "" if self.notifications_on else NOTIFICATIONS_OFF)
+        return {"valkey": "up", "notifications": self.notifications_on,
+                "memory": "full" if self.memory_full else "ok", "message": message}
+
+    def polling(self) -> bool:
+        """Streams read snapshots on a timer while notifications cannot tell them of changes."""
+        return self.up and not self.notifications_on
+
+    def judged(self, node: str, judgement: str) -> None:
+        """A heartbeat's judgement: update what the hub believes and tell every stream."""
+        if judgement in (heartbeat.MEMORY_FULL, heartbeat.MEMORY_OK):
+            self.memory_full = any(beat.memory_full for beat in self.beats.values())
+        elif self.cluster:
+            self.node_notifications[node] = judgement != heartbeat.OFF
+            self.notifications_on = all(self.node_notifications.get(a, False) for a in self.nodes)
+        else:
+            self.notifications_on = judgement != heartbeat.OFF
+        resync = judgement in (heartbeat.RESTORED, heartbeat.ON, heartbeat.MEMORY_OK)
+        note = NOTIFICATIONS_RESTORED if judgement == heartbeat.RESTORED else None
+        self.broadcast(Notice("status", {**self.status(note), "resync": resync}))
+
+    async def follow(self, pubsub: Any, client: Any, node: str, notifications: bool) -> None:
+        """Hand on every message, and beat alongside; returns or raises when either stops."""
+        beat = self.beats[node] = Heartbeat(
+            client, lambda judgement: self.judged(node, judgement), cluster=self.cluster, notifications=notifications,
+        )
+
+        async def read() -> None:
+            async for message in pubsub.listen():
+                self.dispatch(message, node)
+
+        tasks = [asyncio.create_task(read()), asyncio.create_task(beat.run())]
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            if self.beats.get(node) is beat:
+                self.beats.pop(node, None)
 
     async def start(self) -> None:
         runner = self.run_cluster() if self.cluster else self.run()
@@ -201,7 +263,7 @@ class Hub:
     def set_up(self, up: bool) -> None:
         if up != self.up:
             self.up = up
-            self.broadcast(Notice("status", {"valkey": "up" if up else "down"}))
+            self.broadcast(Notice("status", {**self.status(), "resync": up}))
 
     async def run(self) -> None:
         """One server: one subscriber on the URL's node."""
@@ -213,8 +275,7 @@ class Hub:
                     await pubsub.psubscribe(KEYSPACE_PATTERN, STATE_PATTERN)
                     await pubsub.subscribe(EVENTS_CHANNEL)
                     self.set_up(True)
-                    async for message in pubsub.listen():
-                        self.dispatch(message)
+                    await self.follow(pubsub, client, "", self.notifications_on)
             except asyncio.CancelledError:
                 raise
             except (RedisError, OSError) as exc:
@@ -304,8 +365,7 @@ class Hub:
                     await pubsub.subscribe(EVENTS_CHANNEL)
                     self.node_up[address] = True
                     self.refresh_up()
-                    async for message in pubsub.listen():
-                        self.dispatch(message)
+                    await self.follow(pubsub, client, address, self.node_notifications[address])
             except asyncio.CancelledError:
                 raise
             except (RedisError, OSError) as exc:
@@ -334,9 +394,14 @@ class Hub:
             self.seen_events.popitem(last=False)
         return True
 
-    def dispatch(self, message: dict[str, Any]) -> None:
+    def dispatch(self, message: dict[str, Any], node: str = "") -> None:
         kind = message.get("type")
         if kind == "pmessage":
+            if heartbeat.is_beat(message["channel"]):
+                beat = self.beats.get(node)
+                if beat is not None:
+                    beat.seen()
+                return
             parsed = parse_channel(message["channel"])
             if parsed is None:
                 return

@@ -17,7 +17,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from server.sandboxes import rooms, site_scripts
+from server.sandboxes import admission, rooms, site_scripts
 from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE, key_patterns
 from server.live.hub import publish_reset
 
@@ -173,6 +173,8 @@ async def remove_orphans(conn: Any) -> list[str]:
 
 async def reap(conn: Any, ttl_seconds: int) -> dict[str, list[str]]:
     """One round of the reaper."""
+    # Never-used entries of sandboxes idle past the TTL: the registry's go below.
+    await admission.forget_unused(conn, int((time.time() - ttl_seconds) * 1000))
     return {
         "sandboxes": await expire_idle(conn, ttl_seconds),
         "rooms": await expire_rooms(conn),

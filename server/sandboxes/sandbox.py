@@ -16,7 +16,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 COOKIE = "emqlab_sandbox"
-SANDBOX_RE = re.compile(r"^s[a-z0-9]{10}$")
+# Anchored at both ends (\Z, not $): "s0123456789\n" is not an id, whichever
+# of match/fullmatch a caller uses.
+SANDBOX_RE = re.compile(r"\As[a-z0-9]{10}\Z")
 # Every live sandbox, scored by its last activity (ms). The reaper walks it.
 REGISTRY_KEY = "lab:sandboxes"
 
@@ -32,7 +34,7 @@ def new_id() -> str:
 
 def queue_name(sandbox: str, *parts: str) -> str:
     """The queue a widget uses inside a sandbox, e.g. `s0a1b2c3d4e.fanin`."""
-    if not SANDBOX_RE.match(sandbox):
+    if not SANDBOX_RE.fullmatch(sandbox):
         raise NoSandbox(f"not a sandbox id: {sandbox!r}")
     return ".".join((sandbox, *parts))
 
@@ -56,7 +58,7 @@ class SandboxCookie:
             value = self.serializer.loads(raw)
         except BadSignature as exc:
             raise NoSandbox("the sandbox cookie is not one this site signed") from exc
-        if not isinstance(value, str) or not SANDBOX_RE.match(value):
+        if not isinstance(value, str) or not SANDBOX_RE.fullmatch(value):
             raise NoSandbox("the sandbox cookie does not name a sandbox")
         return value
 

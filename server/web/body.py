@@ -24,7 +24,7 @@ import json
 import math
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from server.emq.keyspace import ID_RE
 from server.sandboxes.sandbox import SANDBOX_RE
@@ -43,6 +43,26 @@ class BodyTooLarge(BadBody):
     status = 413
 
 
+class ClientGone(BadBody):
+    """The client disconnected before its body arrived: its own doing, not a
+    failure of the server (answered, though nobody reads the answer)."""
+
+
+async def read_raw(request: Request, max_bytes: int, too_large: str) -> bytes:
+    """The body, read up to `max_bytes` (BodyTooLarge past it, without reading on)."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_bytes:
+                raise BodyTooLarge(too_large)
+            chunks.append(chunk)
+    except ClientDisconnect as exc:
+        raise ClientGone("the client disconnected before its request body arrived") from exc
+    return b"".join(chunks)
+
+
 async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
     declared = request.headers.get("content-length")
     if declared is not None:
@@ -50,14 +70,7 @@ async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
             raise BadBody("the Content-Length header is not a number")
         if int(declared) > max_bytes:
             raise BodyTooLarge(f"the request body is larger than {max_bytes} bytes")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_bytes:
-            raise BodyTooLarge(f"the request body is larger than {max_bytes} bytes")
-        chunks.append(chunk)
-    raw = b"".join(chunks)
+    raw = await read_raw(request, max_bytes, f"the request body is larger than {max_bytes} bytes")
     if not raw.strip():
         return {}
     try:

@@ -31,11 +31,7 @@ async def read_fields(request: Request) -> dict[str, Any]:
     declared = request.headers.get("content-length", "")
     if declared.strip().isdigit() and int(declared) > FORM_MAX_BYTES:
         raise body.BodyTooLarge(f"the form is larger than {FORM_MAX_BYTES} bytes")
-    raw = b""
-    async for chunk in request.stream():
-        raw += chunk
-        if len(raw) > FORM_MAX_BYTES:
-            raise body.BodyTooLarge(f"the form is larger than {FORM_MAX_BYTES} bytes")
+    raw = await body.read_raw(request, FORM_MAX_BYTES, f"the form is larger than {FORM_MAX_BYTES} bytes")
     if not raw.strip():
         return {}
     if ctype not in ("application/x-www-form-urlencoded", ""):

@@ -14,17 +14,14 @@ from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
-from server.sandboxes import site_scripts
-from server.sandboxes.sandbox import REGISTRY_KEY, NoSandbox
+from server.sandboxes import admission
+from server.sandboxes.sandbox import NoSandbox
+from server.web import limits
+from server.web.errors import Refused
+from server.web.limits import check_attempts, client_address, count_failed_attempt
 
 DEMO_REFUSAL = "demo mode: only the instructor acts in this room"
 INSTRUCTOR_COOKIE = "emqlab_instructor"
-
-
-class Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 # -- who is asking ---------------------------------------------------------------
@@ -67,43 +64,63 @@ def token_matches(given: object, token: str) -> bool:
     return hmac.compare_digest(given.encode(), token.encode())
 
 
+def bearer_of(request: Request) -> str | None:
+    auth = request.headers.get("authorization", "")
+    return auth[7:].strip() if auth.lower().startswith("bearer ") else None
+
+
 def is_instructor(request: Request) -> bool:
     token = request.app.state.settings.instructor_token
     if not token:
         return False
-    auth = request.headers.get("authorization", "")
-    if auth.lower().startswith("bearer ") and token_matches(auth[7:].strip(), token):
+    if token_matches(bearer_of(request), token):
         return True
     value = request.app.state.instructor_cookie.read(request)
     return isinstance(value, str) and hmac.compare_digest(value, token_fingerprint(token))
 
 
-def require_instructor(request: Request) -> None:
-    """403 when instructors are off, 403 for a foreign Origin, 401 when not signed in."""
+async def require_instructor(request: Request) -> None:
+    """403 when instructors are off, 403 for a foreign Origin, 401 when not signed in.
+
+    A wrong `Authorization: Bearer` token counts as a failed sign-in (429 past
+    the limit, like the form); a right one is never refused by that count."""
     if not request.app.state.settings.instructor_token:
         raise Refused(403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN")
     check_origin(request)
-    if not is_instructor(request):
-        raise Refused(401, "sign in as the instructor first (POST /instructor/sign-in with the token)")
+    if is_instructor(request):
+        return
+    if bearer_of(request) is not None:
+        await count_failed_attempt(request, "sign-in")
+        raise Refused(401, "that is not the instructor token")
+    raise Refused(401, "sign in as the instructor first (POST /instructor/sign-in with the token)")
 
 
 # -- cross-site requests ---------------------------------------------------------
 
 
+def site_origin(request: Request) -> str:
+    """scheme://host the site's pages come from: the configured public origin
+    (behind a proxy), else the request's own scheme and Host."""
+    public = request.app.state.settings.public_origin
+    if public:
+        return str(public).lower()
+    return f"{request.url.scheme}://{request.headers.get('host', '')}".lower()
+
+
 def check_origin(request: Request) -> None:
-    """Refuse a state change sent from a page of another site."""
+    """Refuse a state change sent from a page of another site (scheme, host and port)."""
     origin = request.headers.get("origin")
     if origin is None:
         # Not a browser page (curl, tests) — unless the browser says it is cross-site.
         if request.headers.get("sec-fetch-site", "") == "cross-site":
             raise Refused(403, "cross-site request refused")
         return
-    host = request.headers.get("host", "")
     try:
-        netloc = urlsplit(origin).netloc
+        parts = urlsplit(origin)
+        given = f"{parts.scheme}://{parts.netloc}".lower() if parts.scheme and parts.netloc else ""
     except ValueError:
-        netloc = ""
-    if not netloc or netloc != host:
+        given = ""
+    if not given or given != site_origin(request):
         shown = origin if len(origin) <= 100 and origin.isprintable() else "(unreadable)"
         raise Refused(403, f"cross-site request refused: Origin {shown} is not this site")
 
@@ -113,83 +130,29 @@ def check_demo(request: Request) -> None:
         raise Refused(403, DEMO_REFUSAL)
 
 
-# -- rates -----------------------------------------------------------------------
+# -- admission --------------------------------------------------------------------
 
 
-ROOM_RATE_FACTOR = 5
-
-
-def rate_counters(request: Request, sandbox: str) -> dict[str, int]:
-    """The fixed-window counters one action counts against, with their caps.
-
-    Each visitor is counted against their own sandbox, so a class in one room
-    does not share one visitor's budget; a room's shared sandbox has its own,
-    ROOM_RATE_FACTOR times larger.
-    """
-    limit = request.app.state.settings.rate_limit
-    if limit <= 0:
-        return {}
-    try:
-        who = visitor_of(request)
-    except NoSandbox:
-        who = sandbox
-    counted = {who: limit}
-    if sandbox != who:
-        counted[sandbox] = limit * ROOM_RATE_FACTOR
-    return counted
-
-
-def rate_key(name: str) -> str:
-    return f"lab:{{{name}}}:rate:{int(time.time() // 10)}"
-
-
-def judge_rate(request: Request, counted: dict[str, int], counts: list[Any]) -> None:
-    who = next(iter(counted), None)
-    for (name, cap), count in zip(counted.items(), counts):
-        if int(count) > cap:
-            whose = "per visitor" if name == who else "in this room"
-            raise Refused(429, f"too many actions: at most {cap} every 10 seconds {whose}")
-
-
-def client_address(request: Request) -> str:
-    host = request.client.host if request.client else "unknown"
-    return "".join(ch for ch in host if ch.isalnum() or ch in ".:-")[:64] or "unknown"
-
-
-def _attempts_key(request: Request, kind: str) -> str:
-    return f"lab:attempts:{kind}:{client_address(request)}:{int(time.time() // 60)}"
-
-
-async def check_attempts(request: Request, kind: str) -> None:
-    """Refuse once a client address has failed `attempt_limit` sign-ins (or
-    joins with an unknown code) this minute: no guessing tokens or codes."""
-    limit = request.app.state.settings.attempt_limit
-    if limit <= 0:
-        return
-    count = await request.app.state.conn.get(_attempts_key(request, kind))
-    if count is not None and int(count) >= limit:
-        raise Refused(429, f"too many failed attempts: at most {limit} a minute; wait a minute and try again")
-
-
-async def count_failed_attempt(request: Request, kind: str) -> None:
-    key = _attempts_key(request, kind)
-    async with request.app.state.conn.pipeline(transaction=False) as pipe:
-        pipe.incr(key)
-        pipe.expire(key, 120)
-        await pipe.execute()
-
-
-# -- caps and activity -------------------------------------------------------------
-
-async def admit(conn: Any, sandbox: str, cap: int) -> None:
-    """Register the sandbox's activity; Refused(503) when the site is full."""
-    # One script, so two new visitors cannot both take the last place.
-    script = site_scripts.script(conn, "admit")
-    if not int(await script(keys=[REGISTRY_KEY], args=[sandbox, int(time.time() * 1000), cap])):
+async def admit(conn: Any, sandbox: str, cap: int, *, address: str = "unknown", address_cap: int = 0,
+                used: bool = False, unused_idle: int = 60) -> None:
+    """Register the sandbox's activity; Refused(503) when the site is full,
+    Refused(429) when this address opened too many sandboxes."""
+    answer = await admission.admit(conn, sandbox, admission.Limits(cap, address_cap, unused_idle), address, used)
+    if answer == admission.ADDRESS_FULL:
+        raise Refused(429, f"too many new sandboxes from one address: at most {address_cap} every "
+                           f"{admission.WINDOW // 60} minutes; the ones you opened still work")
+    if answer == admission.FULL:
         raise Refused(
             503,
             f"Flows Lab is full: {cap} sandboxes are live. Idle ones expire; try again in a few minutes.",
         )
+
+
+async def admit_request(request: Request, sandbox: str, used: bool) -> None:
+    """`admit` with the site's limits and the request's client address."""
+    settings = request.app.state.settings
+    await admit(request.app.state.conn, sandbox, settings.max_sandboxes, address=client_address(request),
+                address_cap=settings.address_sandboxes, used=used, unused_idle=settings.unused_idle)
 
 
 def page_of(request: Request) -> str | None:
@@ -228,7 +191,7 @@ def queue_activity(request: Request, pipe: Any, sandbox: str, widget: str) -> No
 async def touch(request: Request, sandbox: str, widget: str) -> None:
     """Record the sandbox's last activity, for expiry and the instructor page."""
     conn = request.app.state.conn
-    await admit(conn, sandbox, request.app.state.settings.max_sandboxes)
+    await admit_request(request, sandbox, used=False)
     async with conn.pipeline(transaction=False) as pipe:
         queue_activity(request, pipe, sandbox, widget)
         await pipe.execute()
@@ -237,45 +200,32 @@ async def touch(request: Request, sandbox: str, widget: str) -> None:
 async def enter(request: Request, sandbox: str, widget: str, *, cap_keys: bool) -> None:
     """Every check and record an action needs before it runs, in two round trips.
 
-    The admission script (the sandbox cap), then one pipeline: the rate
-    counters, the activity record and, unless the action is Reset, the key
-    counts the cap is judged on. Refused on the first limit passed.
+    The admission script (the sandbox cap; the sandbox counts as used from
+    now on), then one pipeline: the rate counters, the activity record and,
+    unless the action is Reset, the entry counts the cap is judged on.
+    Refused on the first limit passed.
     """
     conn = request.app.state.conn
-    await admit(conn, sandbox, request.app.state.settings.max_sandboxes)
-    counted = rate_counters(request, sandbox)
+    await admit_request(request, sandbox, used=True)
+    try:
+        who = visitor_of(request)
+    except NoSandbox:
+        who = sandbox
+    spent = limits.budgets(request, who, sandbox)
     async with conn.pipeline(transaction=False) as pipe:
-        for name in counted:
-            pipe.incr(rate_key(name))
-            pipe.expire(rate_key(name), 20)
+        limits.queue_rates(pipe, spent)
         queue_activity(request, pipe, sandbox, widget)
         if cap_keys:
             pipe.hgetall(f"lab:{{{sandbox}}}:meta")
         replies = await pipe.execute()
-    judge_rate(request, counted, replies[: 2 * len(counted) : 2])
+    limits.judge_rates(spent, replies[: 2 * len(spent) : 2])
     if cap_keys:
-        judge_keys(request, replies[-1])
-
-
-def judge_keys(request: Request, raw: dict[Any, Any]) -> None:
-    # Kept for record_keys: an action that leaves the count as it was writes nothing.
-    request.state.key_census = {str(k): str(v) for k, v in raw.items()}
-    cap = request.app.state.settings.max_keys_per_sandbox
-    held = sum(
-        int(v) for k, v in raw.items()
-        if str(k).startswith("keys:") and str(v).isdigit()
-    )
-    if held > cap:
-        raise Refused(409, f"this sandbox holds {held} keys, more than its cap of {cap}: press Reset")
+        limits.judge_size(request, replies[-1])
 
 
 async def record_keys(request: Request, sandbox: str, widget: str, snapshot: dict[str, Any]) -> None:
-    """After an action: how many keys the widget's queues hold now."""
-    count = int(snapshot["key_count"])
-    census = getattr(request.state, "key_census", None)
-    if census is not None and census.get(f"keys:{widget}") == str(count):
-        return  # read this request, before the action: unchanged, so no write
-    await request.app.state.conn.hset(f"lab:{{{sandbox}}}:meta", f"keys:{widget}", count)
+    """After an action: how many entries the widget's queues hold now (the cap's count)."""
+    await limits.record_size(request, sandbox, widget, snapshot)
 
 
 __all__ = [
@@ -283,6 +233,8 @@ __all__ = [
     "NoSandbox",
     "Refused",
     "admit",
+    "admit_request",
+    "client_address",
     "check_attempts",
     "check_demo",
     "check_origin",

@@ -49,6 +49,11 @@ class TooManyKeys(Exception):
     """The widget's queues hold more keys than its cap (answered with a 409)."""
 
 
+class Refusal(Exception):
+    """An action the scenario cannot take now (a cap reached, no cluster):
+    nothing was written; answered with a 409 and this sentence."""
+
+
 @dataclass
 class Outcome:
     """What one action did, in words (announced) and in data."""

@@ -22,10 +22,9 @@ from redis.exceptions import ClusterCrossSlotError, ResponseError
 
 from server.valkey import connect
 from server.emq import flows, jobs, keyspace, pump, registry, results
-from server.web.guard import Refused
 from server.widgets.snapshot import QueueView
 from server.widgets import flow
-from server.widgets.base import Context, Outcome, Widget, action
+from server.widgets.base import Context, Outcome, Refusal, Widget, action
 
 PARENT = "JOBparent"
 # (queue part, child id) in the order "Complete child" takes them; two queues
@@ -33,6 +32,9 @@ PARENT = "JOBparent"
 CHILDREN: tuple[tuple[str, str], ...] = (("mail", "JOBmail1"), ("billing", "JOBbilling1"), ("mail", "JOBmail2"))
 CHILD_PARTS = ("mail", "billing")
 BATCH = 10
+# "Add a poison entry" stops at this many entries in a queue's outbox and
+# poison lists together: every entry rides in every page's snapshot.
+MAX_ENTRIES = 12
 MAX_BLOCKED = 2  # the aged tick moves a head aside once it has blocked more ticks than this
 # A torn write: not JSON, so decode_entry refuses it and it blocks the outbox.
 POISON = '{"kind":"completed","child":"JOBtorn","parent":'
@@ -208,6 +210,10 @@ class Outbox(Widget):
                 part = cpart
                 break
         queue = ctx.queue("outbox", part)
+        held = sum([await ctx.conn.llen(k) for k in (keyspace.outbox_key(queue), keyspace.poison_key(queue))])
+        if held >= MAX_ENTRIES:
+            raise Refusal(f"{part}'s flow:outbox and flow:outbox:poison hold {held} entries, the cap of "
+                          f"{MAX_ENTRIES}: nothing was added. Press Reset to start again.")
         length = await ctx.conn.rpush(keyspace.outbox_key(queue), POISON)
         return Outcome(
             f"A teaching action, not EchoMQ: a plain RPUSH appended a malformed entry to {part}'s flow:outbox "
@@ -268,7 +274,7 @@ class Outbox(Widget):
         cluster's. Nothing is written: a refused script never runs."""
         conn = ctx.conn
         if not connect.is_cluster(conn):
-            raise Refused(409, "Try it as one script needs a cluster: on one server every slot is local and "
+            raise Refusal("Try it as one script needs a cluster: on one server every slot is local and "
                                "nothing refuses it. Run `emqlab serve --cluster`.")
         home, other = self.parent_queue(ctx), ctx.queue("outbox", "mail")
         parent, child = "JOBsolo", "JOBsolo1"

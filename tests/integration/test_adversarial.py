@@ -20,6 +20,7 @@ import redis
 from itsdangerous import URLSafeSerializer
 
 from server.sandboxes.lifecycle import sandbox_of_key
+from server.sandboxes.admission import UNUSED_KEY
 from server.sandboxes.sandbox import COOKIE, REGISTRY_KEY
 from server.valkey.process import ValkeyProcess
 from server.widgets import WIDGETS
@@ -54,8 +55,10 @@ def dump_outside(r: redis.Redis, sandbox: str) -> dict[bytes, Any]:
     for key in r.scan_iter(b"*", count=1000):
         if sandbox_of_key(key.decode()) == sandbox:
             continue
-        if key == REGISTRY_KEY.encode():
-            found[key] = sorted((m, s) for m, s in r.zrange(key, 0, -1, withscores=True) if m != sandbox.encode())
+        if key in (REGISTRY_KEY.encode(), UNUSED_KEY.encode()):
+            others = sorted((m, s) for m, s in r.zrange(key, 0, -1, withscores=True) if m != sandbox.encode())
+            if others:  # the never-used set may exist only because of the caller's entry
+                found[key] = others
         else:
             found[key] = r.dump(key)
     return found

@@ -13,6 +13,7 @@ import pytest
 from server import cli
 from server.sandboxes.lifecycle import sandbox_of_key
 from server.valkey.process import ValkeyProcess
+from server.live.heartbeat import is_beat_key
 from tests.support import DIVE, INSTRUCTOR_TOKEN, Events, LiveSite, running, sandbox_of
 
 WIDGETS = ("enqueue-stepper", "fanin")
@@ -30,7 +31,8 @@ def clean(site: LiveSite) -> LiveSite:
 def keys_by_sandbox(site: LiveSite) -> dict[str | None, set[str]]:
     found: dict[str | None, set[str]] = {}
     for key in site.redis().scan_iter("*"):
-        found.setdefault(sandbox_of_key(key), set()).add(key)
+        if not is_beat_key(key):  # the hub's heartbeat comes back within a second of any delete
+            found.setdefault(sandbox_of_key(key), set()).add(key)
     return found
 
 
@@ -117,14 +119,17 @@ def test_sign_in_and_instructor_changes_from_a_foreign_origin_are_refused(clean:
     assert keys_by_sandbox(clean) == before
 
 
-def test_failed_sign_ins_and_unknown_room_codes_are_limited_per_client(valkey_server: ValkeyProcess) -> None:
+def test_failed_sign_ins_and_unknown_room_codes_are_limited_per_client_yet_the_right_token_signs_in(
+    valkey_server: ValkeyProcess,
+) -> None:
     with running(valkey_server.url, {"EMQLAB_ATTEMPT_LIMIT": "2"}) as site:
         client = site.visitor()
         assert client.post("/instructor/sign-in", json={"token": "guess-1"}).status_code == 401
         assert client.post("/instructor/sign-in", json={"token": "guess-2"}).status_code == 401
-        blocked = client.post("/instructor/sign-in", json={"token": INSTRUCTOR_TOKEN})
+        blocked = client.post("/instructor/sign-in", json={"token": "guess-3"})
         assert blocked.status_code == 429
         assert "too many failed attempts" in blocked.json()["error"]
+        assert client.post("/instructor/sign-in", json={"token": INSTRUCTOR_TOKEN}).status_code == 200
         assert client.post("/room/join", json={"code": "ABC234"}).status_code == 404
         assert client.post("/room/join", json={"code": "ABC235"}).status_code == 404
         assert client.post("/room/join", json={"code": "ABC236"}).status_code == 429
@@ -176,7 +181,7 @@ def test_reset_of_one_sandbox_removes_exactly_its_keys_and_the_scenario_lands_ag
     after = keys_by_sandbox(clean)
     assert first not in after
     assert after[second] == before[second]
-    assert after[None] >= {"lab:secret", "lab:sandboxes"}
+    assert after[None] >= {"lab:sandboxes"}
     assert dependencies(one) == 3  # the fan-in lands its three children again
 
 

@@ -9,39 +9,18 @@ and nothing is written; Valkey being away is a 503 the widget shows.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-from redis.exceptions import (
-    BusyLoadingError,
-    ClusterError,
-    ReadOnlyError,
-    RedisClusterException,
-    ResponseError,
-)
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeout
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from server.web import body
 from server.web import guard
-from server.emq.errors import EmqError
-from server.emq.keyspace import BadId
-from server.sandboxes.sandbox import NoSandbox
+from server.web.errors import VALKEY_DOWN, answer_error, problem
 from server.widgets import WIDGETS, attempt
-from server.widgets.base import BadInput, Busy, Context, TooManyKeys, Widget
+from server.widgets.base import Context, Widget
 
-log = logging.getLogger("emqlab.api")
-# Valkey away, loading, or a replica after a failover: the widget retries.
-# On a cluster: no node answers (RedisClusterException), or the command's
-# retries ran out while the topology changed (ClusterError, ClusterDownError).
-VALKEY_DOWN = (RedisConnectionError, RedisTimeout, BusyLoadingError, ReadOnlyError, OSError,
-               RedisClusterException, ClusterError)
-
-
-def problem(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status)
+__all__ = ["VALKEY_DOWN", "act", "answer_error", "problem", "state"]  # the mapper lives in web/errors.py
 
 
 def find_widget(request: Request) -> Widget:
@@ -104,36 +83,3 @@ async def act(request: Request) -> JSONResponse:
         return JSONResponse({"outcome": outcome.as_json(), "snapshot": snap, **where(request)})
     except Exception as exc:  # noqa: BLE001
         return answer_error(exc)
-
-
-def answer_error(exc: Exception) -> JSONResponse:
-    if isinstance(exc, LookupError):
-        return problem(404, str(exc).strip("'\""))
-    if isinstance(exc, guard.Refused):
-        headers = {"Retry-After": "10"} if exc.status in (429, 503) else None
-        return JSONResponse({"error": str(exc)}, status_code=exc.status, headers=headers)
-    if isinstance(exc, body.BadBody):
-        return problem(exc.status, str(exc))
-    if isinstance(exc, NoSandbox):
-        return problem(403, str(exc))
-    if isinstance(exc, (BadInput, BadId)):
-        return problem(400, str(exc))
-    if isinstance(exc, TooManyKeys):
-        return problem(409, str(exc))
-    if isinstance(exc, Busy):
-        return JSONResponse({"error": str(exc)}, status_code=503, headers={"Retry-After": "1"})
-    if isinstance(exc, EmqError):
-        return problem(409, str(exc))
-    if isinstance(exc, VALKEY_DOWN):
-        return JSONResponse(
-            {"error": "Valkey is unreachable right now; the widget will recover when it returns."},
-            status_code=503, headers={"Retry-After": "2"},
-        )
-    if isinstance(exc, ResponseError) and str(exc).startswith("OOM"):
-        return JSONResponse(
-            {"error": "Valkey is out of memory right now; idle sandboxes expire, try again in a minute."},
-            status_code=503, headers={"Retry-After": "30"},
-        )
-    # A bug of ours: logged with its traceback on the server, never shown.
-    log.exception("widget action failed", exc_info=exc)
-    return problem(500, "the server failed on this action; it has been logged")

@@ -31,7 +31,7 @@ from server.web import guard
 from server.sandboxes import lifecycle
 from server.sandboxes import rooms
 from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE
-from server.web.views.api import VALKEY_DOWN
+from server.web.errors import VALKEY_FAULTS, fault_message
 
 FLASH_COOKIE = "emqlab_flash"
 LISTED = 500  # sandboxes shown on the page, most recent first
@@ -109,7 +109,7 @@ async def refused(request: Request, status: int, message: str) -> Response:
     if guard.is_instructor(request):
         try:
             context.update(await overview_data(request))
-        except VALKEY_DOWN:
+        except VALKEY_FAULTS:
             context["error"] = f"{message} ({UNAVAILABLE})"
     return render(request, status, **context)
 
@@ -117,7 +117,7 @@ async def refused(request: Request, status: int, message: str) -> Response:
 async def guarded(request: Request, handler: Any) -> Response:
     """Run an instructor endpoint: every refusal a clear 4xx (or 503)."""
     try:
-        guard.require_instructor(request)
+        await guard.require_instructor(request)
         return await handler(request)
     except guard.Refused as exc:
         return await refused(request, exc.status, str(exc))
@@ -125,8 +125,8 @@ async def guarded(request: Request, handler: Any) -> Response:
         return await refused(request, getattr(exc, "status", 400), str(exc))
     except rooms.RoomsFull as exc:
         return await refused(request, 409, str(exc))
-    except VALKEY_DOWN:
-        return await refused(request, 503, UNAVAILABLE)
+    except VALKEY_FAULTS as exc:
+        return await refused(request, 503, fault_message(exc))
 
 
 # -- pages -------------------------------------------------------------------------
@@ -140,8 +140,8 @@ async def page(request: Request) -> Response:
         return render(request, 401)
     try:
         return render(request, 200, **await overview_data(request))
-    except VALKEY_DOWN:
-        return render(request, 503, error=UNAVAILABLE, sandboxes=[], rooms=[], total_sandboxes=0)
+    except VALKEY_FAULTS as exc:
+        return render(request, 503, error=fault_message(exc), sandboxes=[], rooms=[], total_sandboxes=0)
 
 
 async def sign_in(request: Request) -> Response:
@@ -150,8 +150,10 @@ async def sign_in(request: Request) -> Response:
         if not settings.instructor_token:
             raise guard.Refused(403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN")
         guard.check_origin(request)
-        await guard.check_attempts(request, "sign-in")
         fields = await forms.read_fields(request)
+        # The token is judged first: a right one signs in even while this
+        # address is locked out; a wrong one counts (INCR first) and past the
+        # limit answers 429.
         if not guard.token_matches(fields.get("token"), settings.instructor_token):
             await guard.count_failed_attempt(request, "sign-in")
             raise guard.Refused(401, "that is not the instructor token")
@@ -159,8 +161,8 @@ async def sign_in(request: Request) -> Response:
         return await refused(request, exc.status, str(exc))
     except body.BadBody as exc:
         return await refused(request, exc.status, str(exc))
-    except VALKEY_DOWN:
-        return await refused(request, 503, UNAVAILABLE)
+    except VALKEY_FAULTS as exc:
+        return await refused(request, 503, fault_message(exc))
     response = done(request, "Signed in as the instructor.", {})
     request.app.state.instructor_cookie.attach(response, guard.token_fingerprint(settings.instructor_token))
     return response

@@ -21,7 +21,7 @@ from server.web import body
 from server.web import forms
 from server.web import guard
 from server.sandboxes import rooms
-from server.web.views.api import VALKEY_DOWN
+from server.web.errors import VALKEY_FAULTS, fault_message
 
 UNAVAILABLE = "Valkey is unreachable right now; try again when it returns."
 
@@ -49,8 +49,8 @@ def render(request: Request, status: int = 200, **context: Any) -> Response:
 async def page(request: Request) -> Response:
     try:
         room = await current_room(request)
-    except VALKEY_DOWN:
-        return render(request, 503, error=UNAVAILABLE)
+    except VALKEY_FAULTS as exc:
+        return render(request, 503, error=fault_message(exc))
     prefill = request.query_params.get("code", "")
     try:
         prefill = rooms.normalize_code(prefill) if prefill else ""
@@ -64,7 +64,7 @@ async def refused(request: Request, status: int, message: str, code: str = "") -
         return JSONResponse({"error": message}, status_code=status)
     try:
         room = await current_room(request)
-    except VALKEY_DOWN:
+    except VALKEY_FAULTS:
         room = None
     return render(request, status, room=room, error=message, code=code)
 
@@ -91,8 +91,8 @@ async def join(request: Request) -> Response:
         return await refused(request, 403, str(exc))
     except (body.BadBody, rooms.BadRoom) as exc:
         return await refused(request, getattr(exc, "status", 400), str(exc), typed[:12])
-    except VALKEY_DOWN:
-        return await refused(request, 503, UNAVAILABLE, typed[:12])
+    except VALKEY_FAULTS as exc:
+        return await refused(request, 503, fault_message(exc), typed[:12])
     mode = "demo mode: watch the instructor" if room.demo else "everyone acts"
     if forms.wants_json(request):
         response: Response = JSONResponse({"ok": True, "room": {"code": room.code, "name": room.name, "demo": room.demo},

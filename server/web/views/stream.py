@@ -18,17 +18,19 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import Response
 
 from server.web import guard
+from server.web.sse import StalledSafeResponse
 from server.sandboxes.sandbox import NoSandbox
-from server.web.views.api import VALKEY_DOWN, problem
+from server.web.errors import VALKEY_DOWN, is_out_of_memory, problem
 from server.widgets import WIDGETS, widget_for_queue
 from server.widgets.base import Context
+from server.live.hub import MEMORY_FULL
 
 COALESCE_SECONDS = 0.015
+POLL_EVERY = 1.5  # seconds between snapshot reads while notifications are off
 log = logging.getLogger("emqlab.stream")
 
 
@@ -59,11 +61,11 @@ async def stream(request: Request) -> Response:
             return problem(exc.status, str(exc))
         # Valkey away before the room could be looked up: say so and end; the
         # browser's EventSource comes back by itself (a 503 would stop it).
-        return EventSourceResponse(
+        return StalledSafeResponse(
             down_then_close(str(exc)), ping=settings.stream_ping, send_timeout=settings.stream_send_timeout,
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
-    return EventSourceResponse(
+    return StalledSafeResponse(
         events(request, sandbox, names),
         ping=settings.stream_ping,
         send_timeout=settings.stream_send_timeout,
@@ -90,15 +92,20 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
     counter = [0]
     deadline = time.monotonic() + settings.stream_lifetime
     async with hub.listen(sandbox) as sub:
-        yield sse("status", {"valkey": "up" if hub.up else "down", "notifications": hub.notifications_on}, counter)
+        yield sse("status", hub.status(), counter)
         since = time.monotonic()
-        admitted = await register(ctx, settings.max_sandboxes)
+        admitted = await register(request, ctx)
         yield b"".join([item async for item in snapshots(ctx, names, counter, admitted, hub, since)])
         while (left := deadline - time.monotonic()) > 0:
+            polling = hub.polling()
             try:
-                first = await asyncio.wait_for(sub.queue.get(), timeout=left)
+                first = await asyncio.wait_for(sub.queue.get(), timeout=min(left, POLL_EVERY) if polling else left)
             except TimeoutError:
-                break
+                if not polling:
+                    break
+                # Notifications are off: nothing will tell this stream of a change, so read.
+                yield b"".join([item async for item in snapshots(ctx, names, counter, False, hub, time.monotonic())])
+                continue
             batch = [first]
             await asyncio.sleep(COALESCE_SECONDS)
             while not sub.queue.empty():
@@ -127,29 +134,34 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
                         chunk.append(frame("effect", data, counter))
                 elif notice.kind == "status":
                     chunk.append(frame("status", json.dumps(notice.data), counter))
-                    resync = resync or notice.data.get("valkey") == "up"
+                    resync = resync or bool(notice.data.get("resync", notice.data.get("valkey") == "up"))
                 elif notice.kind == "reset":
                     chunk.append(frame("reset", json.dumps(notice.data), counter))
                     resync = True
             wanted = names if resync else [n for n in names if n in touched]
             if resync:
                 since = time.monotonic()
-                resync = await register(ctx, settings.max_sandboxes)
+                resync = await register(request, ctx)
             chunk += [item async for item in snapshots(ctx, wanted, counter, resync, hub, since)]
             if chunk:
                 yield b"".join(chunk)
 
 
-async def register(ctx: Context, cap: int) -> bool:
+async def register(request: Request, ctx: Context) -> bool:
     """A stream lands scenarios, so its sandbox is registered live first (the
     reaper removes keys of sandboxes that are not). False when the site is
-    full (nothing is landed then); an absent Valkey shows in the snapshots."""
+    full or out of memory (nothing is landed then); an absent Valkey shows in
+    the snapshots."""
     try:
-        await guard.admit(ctx.conn, ctx.sandbox, cap)
+        await guard.admit_request(request, ctx.sandbox, used=False)
     except guard.Refused:
         return False
     except VALKEY_DOWN:
         return True  # Valkey away: the snapshots that follow say so
+    except Exception as exc:
+        if is_out_of_memory(exc):
+            return False  # the hub's heartbeat says so, and resyncs when memory frees
+        raise
     return True
 
 
@@ -168,5 +180,11 @@ async def snapshots(
         except VALKEY_DOWN:
             yield frame("status", json.dumps({"valkey": "down"}), counter)
             return
-        except Exception:
-            log.exception("snapshot of %s failed", name)
+        except Exception as exc:
+            if not is_out_of_memory(exc):
+                log.exception("snapshot of %s failed", name)
+                continue
+            # Landing the scenario needs memory Valkey does not have: say so, and
+            # read what is there; the heartbeat resyncs the stream when memory frees.
+            yield frame("status", json.dumps(hub.status(MEMORY_FULL)), counter)
+            land = False

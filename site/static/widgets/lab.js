@@ -422,6 +422,8 @@ function openStream() {
     const status = JSON.parse(e.data);
     for (const { root } of registry.values()) {
       if (status.valkey === "down") setStatus(root, "Valkey is unreachable right now; the widget will recover when it returns.", "down");
+      // The server's own words (notifications off or restored, memory full), or "" when all is well.
+      else if (typeof status.message === "string") setStatus(root, status.message, status.message ? "notice" : "");
       else setStatus(root, status.notifications === false ? "Keyspace notifications are off on this Valkey: the effects log stays empty." : "", "");
     }
   });

@@ -1,0 +1,154 @@
+"""The heartbeat: proof, every second, that keyspace notifications still arrive.
+
+Keyspace notifications can be switched off behind the site's back
+(`CONFIG SET notify-keyspace-events ""`), and then nothing fails: the
+streams simply fall silent. So the hub writes a small key under the very
+pattern it subscribes to, once a second, on every node it listens on, and
+expects the notification back:
+
+* the notification arrives: all is well;
+* none for `SILENCE` seconds while the writes succeed: notifications are off.
+  The heartbeat switches them back on (CONFIG SET) where Valkey allows it and
+  reports "restored" (every stream resyncs with fresh snapshots); where CONFIG
+  is refused it reports "off" (every page says so, and the streams follow
+  Valkey by polling snapshots until the notifications come back);
+* the server's flags say notifications are on but none arrives: the
+  subscription itself is broken, so it raises and the hub reconnects;
+* the write is refused for memory: Valkey is out of memory ("memory full"),
+  reported once, and "memory ok" on the first write that succeeds again.
+
+The key lives ten seconds (PX), so a stopped site leaves nothing behind. On a
+cluster each primary gets a key of its own slot: `emq:{lab-heartbeat-N}:beat`
+for the first N the node accepts without a MOVED.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import AskError, OutOfMemoryError, RedisError, ResponseError
+
+log = logging.getLogger("emqlab.stream")
+
+BEAT_EVERY = 1.0  # seconds between beats
+SILENCE = 2.0  # seconds without a beat's notification before notifications count as off
+BEAT_TAG = "lab-heartbeat"
+KEY_LIFETIME_MS = 10_000
+
+NOTIFY_FLAGS = "KA"
+
+# Judgements a heartbeat reports to its hub.
+RESTORED, OFF, ON, MEMORY_FULL, MEMORY_OK = "restored", "off", "on", "memory full", "memory ok"
+
+
+def flags_on(flags: Any) -> bool:
+    """Whether `notify-keyspace-events` flags include what the hub listens for."""
+    if isinstance(flags, bytes):
+        flags = flags.decode()
+    flags = flags or ""
+    return "K" in flags and ("A" in flags or {"g", "h", "z", "l", "$"} <= set(flags))
+
+
+def is_beat_key(key: str) -> bool:
+    """True for a heartbeat key itself (`emq:{lab-heartbeat}:beat`, or `-N` on a cluster)."""
+    return key.startswith("emq:{" + BEAT_TAG)
+
+
+def is_beat(channel: str) -> bool:
+    """True for the notification of a heartbeat key (`__keyspace@0__:emq:{lab-heartbeat…}:beat`)."""
+    return ":emq:{" + BEAT_TAG in channel
+
+
+class Heartbeat:
+    """Beats on one node (`client`) and judges what its notifications say."""
+
+    def __init__(self, client: Any, report: Callable[[str], None], cluster: bool = False,
+                 notifications: bool = True) -> None:
+        self.client = client
+        self.report = report
+        self.key: str | None = None if cluster else f"emq:{{{BEAT_TAG}}}:beat"
+        self.last_seen = time.monotonic()
+        # What the hub believes now; the first beat that comes back says "on".
+        self.notifications = notifications
+        self.memory_full = False
+
+    def seen(self) -> None:
+        """The hub got a beat's notification."""
+        self.last_seen = time.monotonic()
+        if not self.notifications:
+            self.notifications = True
+            self.report(ON)
+
+    async def beat_key(self) -> str:
+        """This node's heartbeat key (a cluster node: one of its own slots)."""
+        if self.key is not None:
+            return self.key
+        for n in range(2000):
+            candidate = f"emq:{{{BEAT_TAG}-{n}}}:beat"
+            try:
+                await self.client.set(candidate, "1", px=KEY_LIFETIME_MS)
+            except AskError:  # MOVED too: another node's slot
+                continue
+            self.key = candidate
+            return candidate
+        raise RedisError("no heartbeat key found for this node")
+
+    async def write(self) -> bool:
+        """One beat; False when Valkey refused it for memory."""
+        try:
+            key = await self.beat_key()
+            # Always the same value: a DUMP of the keyspace stays the same from beat to beat.
+            await self.client.set(key, "1", px=KEY_LIFETIME_MS)
+        except OutOfMemoryError:
+            if not self.memory_full:
+                self.memory_full = True
+                self.report(MEMORY_FULL)
+            return False
+        except AskError:
+            self.key = None  # the slot moved (MOVED is an AskError): find this node's key again
+            return False
+        if self.memory_full:
+            self.memory_full = False
+            self.report(MEMORY_OK)
+        return True
+
+    async def run(self) -> None:
+        """Beat until cancelled; raises when the subscription is broken (the hub reconnects)."""
+        self.last_seen = time.monotonic()
+        while True:
+            wrote = await self.write()
+            await asyncio.sleep(BEAT_EVERY)
+            if wrote and time.monotonic() - self.last_seen > SILENCE:
+                await self.judge_silence()
+
+    async def judge_silence(self) -> None:
+        try:
+            current = await self.client.config_get("notify-keyspace-events")
+            flags = current.get("notify-keyspace-events", "") if isinstance(current, dict) else ""
+        except ResponseError:
+            flags = None  # CONFIG refused: we cannot even look
+        if flags is not None and flags_on(flags):
+            raise RedisConnectionError("no heartbeat notification although notifications are on: resubscribing")
+        try:
+            if flags is None:
+                raise ResponseError("CONFIG is refused")
+            await self.client.config_set("notify-keyspace-events", NOTIFY_FLAGS)
+        except ResponseError as exc:
+            if self.notifications:
+                log.warning("keyspace notifications are off and may not be switched on (%s): streams poll", exc)
+                self.notifications = False
+                self.report(OFF)
+            self.last_seen = time.monotonic()  # judge again after another silence
+            return
+        log.warning("keyspace notifications were switched off behind the site's back: switched on again")
+        self.notifications = True
+        self.last_seen = time.monotonic()
+        self.report(RESTORED)
+
+
+__all__ = ["BEAT_EVERY", "NOTIFY_FLAGS", "flags_on", "Heartbeat", "MEMORY_FULL", "MEMORY_OK", "OFF", "ON", "RESTORED", "SILENCE", "is_beat", "is_beat_key"]
