@@ -1,4 +1,4 @@
--- Admit a sandbox's activity: register it live, unless it is new and a limit says no.
+-- admit: admit a sandbox's activity: register it live, unless it is new and a limit says no.
 -- Site script (not EchoMQ's). One slot: the registry `lab:sandboxes` hashes as a
 -- whole, and the two side keys carry `{lab:sandboxes}` as their hashtag.
 --
