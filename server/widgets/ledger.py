@@ -182,7 +182,7 @@ class Ledger(Widget):
         landed = await flows.add_bulk(ctx.conn, self.queues(ctx)[0], [resolve(ctx, f) for f in FIXED])
         await self.record(ctx, "batch", len(FIXED), [[p, c] for p, c in landed])
         return Outcome(
-            f"add_bulk ran all {len(FIXED)} flows in one call and returned {plural(len(landed), 'entry', 'entries')}, in input order: "
+            f"One add_bulk call ran all {len(FIXED)} flows and returned {plural(len(landed), 'entry', 'entries')}, in input order: "
             + ", ".join(p for p, _ in landed) + ". Pick a flow to see what it left.",
             detail={"result": landed},
         )
@@ -231,7 +231,7 @@ class Ledger(Widget):
         again = await pump.deliver_flow_completions(ctx.conn, billing, 100)
         await self.remember(ctx, picked="4")
         return Outcome(
-            f"Claimed and completed {', '.join(done)}; the Pump delivered {delivered} completions "
+            f"Claimed and completed {', '.join(done)}; the Pump delivered {plural(delivered, 'completion')} "
             f"(a second tick delivered {again}). {await self.line(ctx, 4)}",
             detail={"completed": done, "delivered": delivered, "second_tick": again},
         )
@@ -250,7 +250,7 @@ class Ledger(Widget):
         same = before == after
         proof = f"nothing landed: the ledger's {after[0]} keys are unchanged" if same else "the keys changed"
         return Outcome(
-            f"add_bulk on a batch of {len(BAD_BATCH)} flows whose second has the id 'JOB bad}}' raised {raised} "
+            f"An add_bulk call on a batch of {len(BAD_BATCH)} flows whose second has the id 'JOB bad}}' raised {raised} "
             f"before any write; {proof}, and the well-formed first flow did not land either.",
             "refused", {"keys": after[0], "unchanged": same},
         )
@@ -262,7 +262,7 @@ class Ledger(Widget):
         landed = await flows.add_bulk(ctx.conn, self.queues(ctx)[0], [resolve(ctx, f) for f in batch])
         await self.record(ctx, "custom", len(batch), [[p, c] for p, c in landed], custom=batch)
         return Outcome(
-            f"add_bulk ran your {plural(len(batch), 'flow')} and returned {plural(len(landed), 'entry', 'entries')}: "
+            f"One add_bulk call ran your {plural(len(batch), 'flow')} and returned {plural(len(landed), 'entry', 'entries')}: "
             + (", ".join(p for p, _ in landed) or "none") + ".",
             detail={"result": landed},
         )

@@ -186,7 +186,7 @@ class ResultsReader(Widget):
             else f"the queue's keys changed during the reads ({before[0]} → {after[0]} keys)"
         )
         return Outcome(
-            f"children_values → {_entries(values)}; dependencies → {deps}; "
+            f"The reads answered: children_values → {_entries(values)}; dependencies → {deps}; "
             f"ignored_failures → {_entries(ignored)}; {proof}.",
             "ok" if unchanged else "refused",
             answers,

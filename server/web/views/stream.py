@@ -22,6 +22,7 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import Response
 
+from server.live import effects
 from server.web import guard
 from server.sandboxes.sandbox import NoSandbox
 from server.web.views.api import VALKEY_DOWN, problem
@@ -123,7 +124,8 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
                         touched.add(owner)
                         data = notice.encoded.get(owner)
                         if data is None:
-                            data = notice.encoded[owner] = json.dumps({**notice.data, "widget": owner})
+                            words = effects.describe(str(notice.data["event"]), str(notice.data["key"]))
+                            data = notice.encoded[owner] = json.dumps({**notice.data, "widget": owner, "words": words})
                         chunk.append(frame("effect", data, counter))
                 elif notice.kind == "status":
                     chunk.append(frame("status", json.dumps(notice.data), counter))

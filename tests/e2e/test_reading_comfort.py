@@ -1,0 +1,103 @@
+"""Reading comfort at 1280×900 and 390×844: nothing clipped, the answer in view.
+
+No listing line and no key name may be cut off (its box is as wide as its
+text, or the text wraps), and after a widget's main button the outcome the
+server sent is inside the viewport when the click is done.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, expect
+
+from tests.e2e.pages import COURSE, WIDGETS, region, wait_until_live
+from tests.support import Site
+
+VIEWPORTS = {"desktop": (1280, 900), "phone": (390, 844)}
+# widget -> the button a learner presses first
+MAIN_ACTION = {
+    "enqueue-stepper": "Next move",
+    "fanin": "Complete child",
+    "results": "Complete child",
+    "outbox": "Complete child",
+    "failure-policy": "Fail child at the cap",
+    "ledger": "Next flow",
+}
+
+CLIPPED = """() => {
+  const shown = (node) => node.offsetParent !== null;
+  const bad = [];
+  for (const pre of document.querySelectorAll('figure.listing pre, .prose > pre')) {
+    if (shown(pre) && pre.scrollWidth > pre.clientWidth + 1) {
+      const figure = pre.closest('figure');
+      bad.push(`listing ${figure ? figure.dataset.script || figure.dataset.host : 'text'}: ${pre.scrollWidth} > ${pre.clientWidth}`);
+    }
+  }
+  for (const name of document.querySelectorAll('td.key-name, .effect-key, code.trace-key, .sets-title')) {
+    if (shown(name) && name.scrollWidth > name.clientWidth + 1) bad.push(`key ${name.textContent}`);
+  }
+  const root = document.documentElement;
+  if (root.scrollWidth > root.clientWidth) bad.push(`page ${root.scrollWidth} > ${root.clientWidth}`);
+  return bad;
+}"""
+
+
+@pytest.fixture(params=list(VIEWPORTS), ids=list(VIEWPORTS))
+def sized(request: pytest.FixtureRequest, browser: Browser, site: Site) -> Iterator[BrowserContext]:
+    width, height = VIEWPORTS[request.param]
+    ctx = browser.new_context(base_url=site.url, viewport={"width": width, "height": height}, reduced_motion="reduce")
+    ctx.set_default_timeout(10_000)
+    yield ctx
+    ctx.close()
+
+
+@pytest.mark.parametrize("path", COURSE)
+def test_no_listing_line_and_no_key_name_is_clipped(sized: BrowserContext, path: str) -> None:
+    page = sized.new_page()
+    page.goto(path)
+    wait_until_live(page)
+    # the key panels and logs are folded by default: open them so they are measured too
+    page.evaluate("document.querySelectorAll('details').forEach((d) => { d.open = true; })")
+    assert page.evaluate(CLIPPED) == []
+
+
+@pytest.mark.parametrize("widget", list(MAIN_ACTION))
+def test_after_the_main_action_the_outcome_is_in_the_viewport(sized: BrowserContext, widget: str) -> None:
+    page = sized.new_page()
+    page.goto(WIDGETS[widget][0])
+    wait_until_live(page)
+    box = region(page, widget)
+    box.get_by_role("button", name="Reset", exact=True).click()
+    expect(box.locator('[data-role="outcome"]')).to_contain_text("Reset")
+    page.evaluate("window.scrollTo(0, 0)")
+    box.get_by_role("button", name=MAIN_ACTION[widget], exact=True).click()
+    outcome = box.locator('[data-role="outcome"]')
+    expect(outcome).not_to_contain_text(re.compile(r"^Reset"))
+    _wait_in_view(page, outcome.element_handle())
+
+
+def _wait_in_view(page: Page, handle: object) -> None:
+    page.wait_for_function(
+        """(node) => {
+          const r = node.getBoundingClientRect();
+          return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight;
+        }""",
+        arg=handle,
+    )
+
+
+def test_without_javascript_trace_rows_show_every_field_name_of_a_row(browser: Browser, site: Site) -> None:
+    ctx = browser.new_context(base_url=site.url, java_script_enabled=False, viewport={"width": 390, "height": 844})
+    try:
+        page = ctx.new_page()
+        page.goto("/flows/cross-queue")
+        values = page.locator(".trace-value").all_text_contents()
+        rows = [v for v in values if "parent=" in v]
+        assert rows, "the cross-queue trace shows child rows"
+        assert any("parent_queue=" in v for v in rows)
+        assert not any(re.search(r"(^|, )[a-z_]*…", v) for v in values), "a field name was cut"
+    finally:
+        ctx.close()
