@@ -23,7 +23,7 @@ from server.emq import flows, jobs, keyspace, pump
 from server.emq.errors import EmqError
 from server.settings import Settings
 from server.widgets.snapshot import QueueView
-from server.widgets.base import Context, Outcome, Widget, action, whole
+from server.widgets.base import Context, Outcome, Widget, action, tour_step_of, whole
 from server.widgets.ledger_batch import (
     BAD_BATCH,
     FIXED,
@@ -169,9 +169,10 @@ class Ledger(Widget):
     async def goto(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         """`#ledger-step=N`: up to flow 4, a native replay of flows 1..N; past
         it, the tour's retry and gate steps replayed click by click."""
-        step = whole(body, "step", 0, len(self.tour))
+        step, note = tour_step_of(body, len(self.tour))
         if step > len(FIXED):
-            return await self.replay(ctx, step)
+            outcome = await self.replay(ctx, step)
+            return Outcome(note + outcome.text, outcome.kind, outcome.detail)
         outcome = await self.run_to(ctx, step)
         return Outcome(f"Step {step} of {len(self.tour)}. {outcome.text}",
                        outcome.kind, outcome.detail)
