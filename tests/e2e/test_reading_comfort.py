@@ -101,3 +101,33 @@ def test_without_javascript_trace_rows_show_every_field_name_of_a_row(browser: B
         assert not any(re.search(r"(^|, )[a-z_]*…", v) for v in values), "a field name was cut"
     finally:
         ctx.close()
+
+
+def test_the_effects_log_says_what_each_write_did_in_the_courses_words(page: Page) -> None:
+    page.goto("/flows/parent-and-children")
+    wait_until_live(page)
+    fanin = region(page, "fanin")
+    fanin.get_by_role("button", name="Reset", exact=True).click()
+    expect(fanin.locator('[data-role="dependencies"]')).to_have_text("3")
+    fanin.locator(".effects-box summary").click()
+    fanin.get_by_role("button", name="Complete child", exact=True).click()
+    log = fanin.locator('[data-role="effects"]')
+    decrement = log.locator(".effect", has_text=":job:JOBparent:dependencies").filter(has_text="incrby").first
+    expect(decrement.locator(".effect-words")).to_have_text("one fewer outstanding child")
+    recorded = log.locator(".effect", has_text=":job:JOBparent:processed").first
+    expect(recorded.locator(".effect-words")).to_have_text("recorded the child's result")
+
+
+def test_key_names_may_break_only_after_a_colon_or_a_closing_brace(page: Page) -> None:
+    page.goto("/flows/cross-queue")
+    wait_until_live(page)
+    outbox = region(page, "outbox")
+    outbox.locator(".raw-keys summary").click()
+    name = outbox.locator("td.key-name").first
+    expect(name).to_have_text(re.compile(r"^emq:\{"))
+    pieces = name.evaluate(
+        "(td) => [...td.childNodes].filter((n) => n.nodeType === 3).map((n) => n.textContent)"
+    )
+    assert "".join(pieces).startswith("emq:{")
+    assert all(p.endswith((":", "}")) for p in pieces[:-1]), pieces
+    assert name.evaluate("(td) => td.querySelectorAll('wbr').length") == len(pieces)
