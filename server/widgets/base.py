@@ -16,13 +16,11 @@ and reads the snapshot (`queue_keys.lua`, mode `finish`).
 
 from __future__ import annotations
 
-import dataclasses
-
 import asyncio
 import json
 import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -350,7 +348,7 @@ class Widget:
         """
         step, note = tour_step_of(body, len(self.tour))
         outcome = await self.replay(ctx, step)
-        return dataclasses.replace(outcome, text=note + outcome.text)
+        return replace(outcome, text=note + outcome.text)
 
     @action("reset")
     async def reset_action(self, ctx: Context, body: dict[str, Any]) -> Outcome:

@@ -17,7 +17,7 @@ from server.widgets import snapshot
 from server.emq import flows, registry
 from server.emq.errors import EmqError
 from server.widgets.snapshot import QueueView
-from server.widgets.words import plural
+from server.widgets.flow import plural
 from server.widgets.base import BadInput, Context, Outcome, Widget, action, flag, tour_step_of
 
 SCRIPT = "enqueue_flow"

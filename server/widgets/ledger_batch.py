@@ -18,7 +18,7 @@ from server.emq.shape import FlowShapeError, parse_flow
 from server.settings import Settings
 from server.widgets.snapshot import QueueView
 from server.widgets.base import BadInput, Context
-from server.widgets.words import plural  # noqa: F401  (ledger.py imports it from here)
+from server.widgets.flow import plural  # noqa: F401  (ledger.py imports it from here)
 
 LEDGER_QUEUES = ("orders", "mail", "billing")  # orders first: the parents' queue
 FLOW4_CHILD_FIXED = "JOB0KHTOWnGLuK"

@@ -20,7 +20,7 @@ from server.emq import flows, jobs, keyspace, results
 from server.widgets.snapshot import QueueView, _text
 from server.widgets import flow
 from server.widgets.base import Context, Outcome, Widget, action
-from server.widgets.words import plural
+from server.widgets.flow import plural
 
 PARENT = "JOBquote"
 CHILDREN = ("JOBleg1", "JOBleg2", "JOBleg3")

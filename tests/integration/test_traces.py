@@ -51,7 +51,9 @@ async def test_goto_takes_a_step_of_the_tour_and_refuses_anything_else(conn, nam
     await widget.ensure_landed(ctx)
     last = len(widget.tour)
     outcome = await widget.perform(ctx, "goto", {"step": last})
-    assert outcome.text.startswith(f"Step {last} of {last}")
+    # the stepper keeps one numbering, the script's moves: it names the button instead
+    opened = "Rebuilt on Valkey from the link, up to" if name == "enqueue-stepper" else f"Step {last} of {last}"
+    assert outcome.text.startswith(opened)
     for body in ({}, {"step": -1}, {"step": "1"}, {"step": True}, {"move": 1}, {"flow": 1}):
         with pytest.raises(BadInput):
             await widget.perform(ctx, "goto", body)

@@ -32,7 +32,7 @@ from server.sandboxes import lifecycle
 from server.sandboxes import rooms
 from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE
 from server.web.views.api import VALKEY_DOWN
-from server.widgets.words import plural
+from server.widgets.flow import plural
 
 FLASH_COOKIE = "emqlab_flash"
 LISTED = 500  # sandboxes shown on the page, most recent first
