@@ -44,12 +44,13 @@ function render(root, snapshot, previous) {
   });
   // The text lists the whole file once; the widget points into it.
   document.querySelectorAll('figure.listing[data-script="enqueue_flow"]:not([data-move]) .line').forEach((line) => {
-    line.classList.toggle("is-current", move > 0 && Number(line.dataset.move || 0) === move);
+    line.classList.toggle("is-current", current > 0 && Number(line.dataset.move || 0) === current);
   });
-  const current = root.querySelectorAll(".stepper-listing .line.current");
-  $(root, "listing-note").textContent = current.length
-    ? `move ${move}, lines ${current[0].dataset.line}–${current[current.length - 1].dataset.line}, also marked in the listing in the text`
-    : "nothing has run yet; the whole file is listed in the text";
+  const shown = root.querySelectorAll(".stepper-listing .line.current");
+  const span = shown.length ? `lines ${shown[0].dataset.line}–${shown[shown.length - 1].dataset.line}` : "";
+  $(root, "listing-note").textContent = !shown.length
+    ? "nothing has run yet; the whole file is listed in the text"
+    : `move ${current}, ${span}${refused ? ", where it refused" : ""}, also marked in the listing in the text`;
   $(root, "non-job").checked = nonJob;
   root.querySelector('[data-action="previous"]').disabled = move === 0;
   root.querySelector('[data-action="next"]').disabled = move >= total || Boolean(refused);

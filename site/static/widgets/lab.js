@@ -156,12 +156,16 @@ function showOutcome(root, outcome, isNew) {
   if (isNew) announce(root, text);
   // The answer to this page's own click sits at the top of the panel (pinned
   // there while the aside scrolls, widgets.css); bring it into view if it is not.
-  if (isNew && outcome.tab === TAB) {
-    const r = box.getBoundingClientRect();
-    const aside = root.closest(".dive-aside");
-    const bottom = Math.min(window.innerHeight, aside ? aside.getBoundingClientRect().bottom : Infinity);
-    if (r.top < 0 || r.bottom > bottom) box.scrollIntoView({ block: "center" });
-  }
+  // Measured on the next frame, once the readout and picture above and around
+  // it have been drawn from the same snapshot.
+  if (isNew && outcome.tab === TAB) requestAnimationFrame(() => bringIntoView(root, box));
+}
+
+function bringIntoView(root, box) {
+  const r = box.getBoundingClientRect();
+  const aside = root.closest(".dive-aside");
+  const bottom = Math.min(window.innerHeight, aside ? aside.getBoundingClientRect().bottom : Infinity);
+  if (r.top < 0 || r.bottom > bottom) box.scrollIntoView({ block: "center" });
 }
 
 export function announce(root, text) {
