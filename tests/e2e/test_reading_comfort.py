@@ -130,4 +130,5 @@ def test_key_names_may_break_only_after_a_colon_or_a_closing_brace(page: Page) -
     )
     assert "".join(pieces).startswith("emq:{")
     assert all(p.endswith((":", "}")) for p in pieces[:-1]), pieces
-    assert name.evaluate("(td) => td.querySelectorAll('wbr').length") == len(pieces)
+    joints = sum(1 for p in pieces if p.endswith((":", "}")))
+    assert name.evaluate("(td) => td.querySelectorAll('wbr').length") == joints >= 3

@@ -306,12 +306,17 @@ function renderSets(container, snapshot, previous) {
 
 // ---- the key panel ------------------------------------------------------
 
-/** A key name that may wrap only after ":" and "}" (the grammar's joints), never mid-word. */
-export function keyName(name, tag = null, className = "") {
+/** A key name that may wrap only after ":" and "}" (the grammar's joints),
+ *  never mid-word; a queue name passes "." as its joints. */
+export function keyName(name, tag = null, className = "", joints = ":}") {
   const frag = tag ? el(tag, className) : document.createDocumentFragment();
-  for (const part of name.split(/(?<=[:}])/)) {
-    frag.append(document.createTextNode(part), document.createElement("wbr"));
+  let start = 0;
+  for (let i = 0; i < name.length; i += 1) {
+    if (!joints.includes(name[i])) continue;
+    frag.append(document.createTextNode(name.slice(start, i + 1)), document.createElement("wbr"));
+    start = i + 1;
   }
+  if (start < name.length) frag.append(document.createTextNode(name.slice(start)));
   return frag;
 }
 
