@@ -21,6 +21,7 @@ VIEWPORTS = {"desktop": (1280, 900), "phone": (390, 844)}
 MAIN_ACTION = {
     "enqueue-stepper": "Next move",
     "fanin": "Complete child",
+    "native": "Send as EMQ.COMPLETE",
     "results": "Complete child",
     "outbox": "Complete child",
     "failure-policy": "Fail child at the cap",
