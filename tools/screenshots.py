@@ -50,7 +50,7 @@ def wait_for_widgets(page: Page, deep_link: str) -> None:
         timeout=15_000,
     )
     if deep_link:
-        page.locator('[data-widget] [data-role="outcome"]').filter(has_text=re.compile(r"^Step \d+ of")).first.wait_for(
+        page.locator('[data-widget] [data-role="outcome"]').filter(has_text=re.compile(r"^(Step \d+ of|Rebuilt on Valkey|This tour has)")).first.wait_for(
             timeout=15_000
         )
 

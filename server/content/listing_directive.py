@@ -9,6 +9,11 @@ Markdown (argument forms)::
     ```{listing} complete.lua#lines=10-30    a line range, inclusive
     caption: the fan-in branch
     ```
+    ```{listing} server/emq/flows.py::add    one host function, by name
+    ```
+
+A host listing (``server/<path>.py::<function>``) is cut by
+:mod:`.host_code`; a function that no longer exists fails the course load.
 
 Parse (core rule ``listing_directive``): reads the file through a script
 source (see :mod:`server.content.scripts`) and stores the numbered lines, each
@@ -43,6 +48,7 @@ from server.emq.includes import helpers_shown
 
 from .directive import find_directive
 from .errors import DirectiveError
+from .host_code import HostFiles, HostSource, render_host_listing, resolve_host_listing
 from .scripts import DISPLAY_DIR, ScriptMissing, ScriptSource, default_scripts
 
 _ARGUMENT = re.compile(
@@ -59,8 +65,11 @@ class ListingLine:
     move: int | None
 
 
-def listing_plugin(md: MarkdownIt, scripts: ScriptSource | None = None) -> None:
+def listing_plugin(
+    md: MarkdownIt, scripts: ScriptSource | None = None, host: HostSource | None = None
+) -> None:
     source = scripts if scripts is not None else default_scripts()
+    host_files = host if host is not None else HostFiles()
 
     def listing_directive(state: StateCore) -> None:
         for token in state.tokens:
@@ -73,7 +82,10 @@ def listing_plugin(md: MarkdownIt, scripts: ScriptSource | None = None) -> None:
             token.block = True
             token.info = ""
             token.content = ""
-            token.meta = _resolve(source, directive.argument, directive.options, directive.line)
+            arg, opts, where = directive.argument, directive.options, directive.line
+            # server/…py::name is a host function; anything else a Lua script
+            meta = resolve_host_listing(host_files, arg, opts, where)
+            token.meta = meta if meta is not None else _resolve(source, arg, opts, where)
 
     md.core.ruler.after("block", "listing_directive", listing_directive)
     md.add_render_rule("listing", render_listing)
@@ -83,7 +95,8 @@ def _resolve(source: ScriptSource, argument: str, options: dict[str, str], line:
     match = _ARGUMENT.match(argument)
     if not match:
         raise DirectiveError(
-            "{listing} takes NAME.lua, NAME.lua#MOVE or NAME.lua#lines=A-B, "
+            "{listing} takes NAME.lua, NAME.lua#MOVE, NAME.lua#lines=A-B "
+            "or server/PATH.py::FUNCTION, "
             f"got {argument!r}",
             line,
         )
@@ -140,6 +153,8 @@ def render_listing(
     self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
 ) -> str:
     meta = tokens[idx].meta
+    if "host" in meta:
+        return render_host_listing(meta)
     attrs = f' data-script="{escapeHtml(meta["script"])}"'
     detail = ""
     if meta["move"] is not None:

@@ -12,6 +12,7 @@ from markdown_it import MarkdownIt
 from mdit_py_plugins.anchors import anchors_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
+from .host_code import HostSource
 from .listing_directive import listing_plugin
 from .scripts import ScriptSource
 from .sections import sections_plugin
@@ -23,11 +24,12 @@ def make_markdown(
     scripts: ScriptSource | None = None,
     *,
     sections: bool = True,
+    host: HostSource | None = None,
 ) -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     md.use(front_matter_plugin)
     md.use(widget_plugin, known=known_widgets)
-    md.use(listing_plugin, scripts=scripts)
+    md.use(listing_plugin, scripts=scripts, host=host)
     md.use(anchors_plugin, min_level=2, max_level=2)
     if sections:
         md.use(sections_plugin)

@@ -11,11 +11,12 @@ reader without JavaScript.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from starlette.templating import Jinja2Templates
 
 from server.widgets import traces
@@ -40,7 +41,15 @@ def listing_lines(script: str) -> list[ListingLine]:
     return [ListingLine(i, text, owner.get(i)) for i, text in enumerate(lines, 1)]
 
 
+def key_breaks(name: str) -> Markup:
+    """A key name that may wrap only after ":" and "}" (as lab.js keyName does)."""
+    pieces = re.split(r"(?<=[:}])", name)
+    return Markup("<wbr>").join(escape(piece) for piece in pieces if piece)
+
+
 def renderer(templates: Jinja2Templates) -> Callable[[str, dict[str, Any]], str]:
+    templates.env.filters.setdefault("key_breaks", key_breaks)
+
     def render(name: str, options: dict[str, Any] | None = None) -> str:
         widget = WIDGETS.get(name)
         if widget is None:

@@ -20,7 +20,7 @@ import asyncio
 import json
 import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -328,7 +328,7 @@ class Widget:
     async def replay(self, ctx: Context, step: int) -> Outcome:
         """Land afresh, then run the first `step` actions of the tour on Valkey."""
         await self.reset(ctx)
-        last = Outcome("the scenario as it lands.")
+        last = Outcome("The scenario as it lands.")
         for entry in self.tour[:step]:
             slug, body = self.tour_step(entry)
             last = await self.perform(ctx, slug, body)
@@ -351,8 +351,9 @@ class Widget:
         before anything is written. Widgets with a cheaper native replay
         override this and keep the same body.
         """
-        step = whole(body, "step", 0, len(self.tour))
-        return await self.replay(ctx, step)
+        step, note = tour_step_of(body, len(self.tour))
+        outcome = await self.replay(ctx, step)
+        return replace(outcome, text=note + outcome.text)
 
     @action("reset")
     async def reset_action(self, ctx: Context, body: dict[str, Any]) -> Outcome:
@@ -386,6 +387,18 @@ def whole(body: dict[str, Any], name: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise BadInput(f"'{name}' must be a whole number from {low} to {high}")
     return value
+
+
+def tour_step_of(body: dict[str, Any], total: int) -> tuple[int, str]:
+    """The step a deep link asks for, and a sentence when it asked past the end.
+
+    A link to step 7 of a 6-step tour is not an error a learner can fix: it
+    opens the last step and says so. Anything but a whole number >= 0 is refused.
+    """
+    step = whole(body, "step", 0, 10**6)
+    if step <= total:
+        return step, ""
+    return total, f"This tour has {total} steps, so the link to step {step} opened the last one. "
 
 
 def choice(body: dict[str, Any], name: str, options: tuple[str, ...], default: str) -> str:

@@ -10,13 +10,15 @@ other widget can claim them.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from server.widgets import snapshot
 from server.emq import flows, registry
 from server.emq.errors import EmqError
 from server.widgets.snapshot import QueueView
-from server.widgets.base import BadInput, Context, Outcome, Widget, action, flag, whole
+from server.widgets.flow import plural
+from server.widgets.base import BadInput, Context, Outcome, Widget, action, flag, tour_step_of
 
 SCRIPT = "enqueue_flow"
 PARENT = "JOBparent"
@@ -90,7 +92,7 @@ class EnqueueStepper(Widget):
             return await self.refused(ctx, exc, keys, argv)
         title = self.moves()[move - 1].title
         count = await self.key_count(ctx)
-        return Outcome(f"Move {move} of {total}, {title}: Valkey now holds {count} keys in the stepper's queue.")
+        return Outcome(f"Move {move} of {total}, {title}: Valkey now holds {plural(count, 'key')} in the stepper's queue.")
 
     async def refused(self, ctx: Context, exc: EmqError, keys: list[str], argv: list[str]) -> Outcome:
         """Where the script refused: the first move whose prefix refuses the same
@@ -111,7 +113,7 @@ class EnqueueStepper(Widget):
         await self.remember(ctx, landed="1", move="0", refused=str(exc), refused_at=str(at))
         return Outcome(
             f"The script refused in move {at} ({title}) with {exc}, before its first write: "
-            f"{count} keys in the stepper's queue.",
+            f"{plural(count, 'key')} in the stepper's queue.",
             "refused", {"error": str(exc), "keys": count, "refused_at": at},
         )
 
@@ -127,13 +129,13 @@ class EnqueueStepper(Widget):
         refused_at = int(state.get("refused_at") or 0)
         if refused:
             readout = (f"Refused in move {refused_at} ({moves[refused_at - 1].title}): {refused}. "
-                       f"Nothing was written: {len(view.keys)} keys in this queue.")
+                       f"Nothing was written: {plural(len(view.keys), 'key')} in this queue.")
         elif move == 0:
-            readout = f"Before move 1: {len(view.keys)} keys in this queue."
+            readout = f"Before move 1: {plural(len(view.keys), 'key')} in this queue."
         else:
             readout = (
                 f"After move {move} of {len(moves)} ({moves[move - 1].title}): "
-                f"{len(view.keys)} keys in this queue."
+                f"{plural(len(view.keys), 'key')} in this queue."
             )
         return {
             "readout": readout,
@@ -170,17 +172,26 @@ class EnqueueStepper(Widget):
         """`#step=N`: move N is cheaper to rebuild natively than by replaying N
         clicks (clear, then run the script's prefix through move N), and the
         same. Past the moves, the tour's refusal is replayed click by click."""
-        step = whole(body, "step", 0, len(self.tour))
+        step, note = tour_step_of(body, len(self.tour))
         if step > len(self.moves()):
-            return await self.replay(ctx, step)
+            # Past the moves the tour presses other buttons: name the button,
+            # not a step number, so the sentence after it owns the numbering.
+            await self.replay(ctx, step - 1)
+            slug, args = self.tour_step(self.tour[step - 1])
+            last = await self.perform(ctx, slug, args)
+            return replace(last, text=f"{note}Rebuilt on Valkey from the link, up to “{self.label(slug)}”. {last.text}")
         await self.remember(ctx, non_job="0")
         outcome = await self.run_to(ctx, step)
-        return Outcome(f"Step {step} of {len(self.tour)}, replayed on Valkey. {outcome.text}",
-                       outcome.kind, outcome.detail)
+        # Up to the last move a tour step is a move: one numbering, the script's.
+        return replace(outcome, text=f"Rebuilt on Valkey from the link. {outcome.text}")
 
     @action("run-atomically")
     async def run_atomically(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        return await self.run_to(ctx, len(self.moves()))
+        outcome = await self.run_to(ctx, len(self.moves()))
+        if outcome.kind == "refused":
+            return outcome
+        count = plural(await self.key_count(ctx), "key")
+        return replace(outcome, text=f"The whole script ran as one call: Valkey now holds {count} in the stepper's queue.")
 
     @action("non-job")
     async def non_job(self, ctx: Context, body: dict[str, Any]) -> Outcome:
@@ -189,5 +200,5 @@ class EnqueueStepper(Widget):
         on = flag(body, "non_job")
         await self.remember(ctx, non_job="1" if on else "0")
         outcome = await self.run_to(ctx, 0)
-        which = f"the second child is now {NON_JOB_CHILD!r}, not JOB-prefixed" if on else "every id is JOB-prefixed again"
+        which = f"The second child is now {NON_JOB_CHILD!r}, not JOB-prefixed" if on else "Every id is JOB-prefixed again"
         return Outcome(f"{which}; the stepper is back before move 1.", detail=outcome.detail)

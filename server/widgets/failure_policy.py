@@ -114,9 +114,9 @@ class FailurePolicy(Widget):
     @staticmethod
     def readout(parent: dict[str, Any], children: list[dict[str, Any]], tokens: list[str]) -> str:
         if not tokens:
-            said = "no child row left to read a token from"
+            said = "No child row is left to read a token from"
         else:
-            said = "the child rows say parent_policy " + " and ".join(f"{t} ({WORDS.get(t, 'unknown')})" for t in tokens)
+            said = "The child rows say parent_policy " + " and ".join(f"{t} ({WORDS.get(t, 'unknown')})" for t in tokens)
         dead = sum(c["state"] == "dead" for c in children)
         done = sum(c["counted"] == "processed" for c in children)
         waiting = sum(c["state"] == "pending" for c in children)

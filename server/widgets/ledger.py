@@ -23,7 +23,7 @@ from server.emq import flows, jobs, keyspace, pump
 from server.emq.errors import EmqError
 from server.settings import Settings
 from server.widgets.snapshot import QueueView
-from server.widgets.base import Context, Outcome, Widget, action, whole
+from server.widgets.base import Context, Outcome, Widget, action, tour_step_of, whole
 from server.widgets.ledger_batch import (
     BAD_BATCH,
     FIXED,
@@ -169,9 +169,10 @@ class Ledger(Widget):
     async def goto(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         """`#ledger-step=N`: up to flow 4, a native replay of flows 1..N; past
         it, the tour's retry and gate steps replayed click by click."""
-        step = whole(body, "step", 0, len(self.tour))
+        step, note = tour_step_of(body, len(self.tour))
         if step > len(FIXED):
-            return await self.replay(ctx, step)
+            outcome = await self.replay(ctx, step)
+            return Outcome(note + outcome.text, outcome.kind, outcome.detail)
         outcome = await self.run_to(ctx, step)
         return Outcome(f"Step {step} of {len(self.tour)}. {outcome.text}",
                        outcome.kind, outcome.detail)
@@ -182,7 +183,7 @@ class Ledger(Widget):
         landed = await flows.add_bulk(ctx.conn, self.queues(ctx)[0], [resolve(ctx, f) for f in FIXED])
         await self.record(ctx, "batch", len(FIXED), [[p, c] for p, c in landed])
         return Outcome(
-            f"add_bulk ran all {len(FIXED)} flows in one call and returned {plural(len(landed), 'entry', 'entries')}, in input order: "
+            f"One add_bulk call ran all {len(FIXED)} flows and returned {plural(len(landed), 'entry', 'entries')}, in input order: "
             + ", ".join(p for p, _ in landed) + ". Pick a flow to see what it left.",
             detail={"result": landed},
         )
@@ -231,7 +232,7 @@ class Ledger(Widget):
         again = await pump.deliver_flow_completions(ctx.conn, billing, 100)
         await self.remember(ctx, picked="4")
         return Outcome(
-            f"Claimed and completed {', '.join(done)}; the Pump delivered {delivered} completions "
+            f"Claimed and completed {', '.join(done)}; the Pump delivered {plural(delivered, 'completion')} "
             f"(a second tick delivered {again}). {await self.line(ctx, 4)}",
             detail={"completed": done, "delivered": delivered, "second_tick": again},
         )
@@ -250,7 +251,7 @@ class Ledger(Widget):
         same = before == after
         proof = f"nothing landed: the ledger's {after[0]} keys are unchanged" if same else "the keys changed"
         return Outcome(
-            f"add_bulk on a batch of {len(BAD_BATCH)} flows whose second has the id 'JOB bad}}' raised {raised} "
+            f"An add_bulk call on a batch of {len(BAD_BATCH)} flows whose second has the id 'JOB bad}}' raised {raised} "
             f"before any write; {proof}, and the well-formed first flow did not land either.",
             "refused", {"keys": after[0], "unchanged": same},
         )
@@ -262,7 +263,7 @@ class Ledger(Widget):
         landed = await flows.add_bulk(ctx.conn, self.queues(ctx)[0], [resolve(ctx, f) for f in batch])
         await self.record(ctx, "custom", len(batch), [[p, c] for p, c in landed], custom=batch)
         return Outcome(
-            f"add_bulk ran your {plural(len(batch), 'flow')} and returned {plural(len(landed), 'entry', 'entries')}: "
+            f"One add_bulk call ran your {plural(len(batch), 'flow')} and returned {plural(len(landed), 'entry', 'entries')}: "
             + (", ".join(p for p, _ in landed) or "none") + ".",
             detail={"result": landed},
         )

@@ -18,6 +18,7 @@ from server.emq.shape import FlowShapeError, parse_flow
 from server.settings import Settings
 from server.widgets.snapshot import QueueView
 from server.widgets.base import BadInput, Context
+from server.widgets.flow import plural  # noqa: F401  (ledger.py imports it from here)
 
 LEDGER_QUEUES = ("orders", "mail", "billing")  # orders first: the parents' queue
 FLOW4_CHILD_FIXED = "JOB0KHTOWnGLuK"
@@ -56,10 +57,6 @@ def flow4_corrected() -> dict[str, Any]:
     fixed = copy.deepcopy(FIXED[3])
     fixed["children"][1]["id"] = FLOW4_CHILD_FIXED
     return fixed
-
-
-def plural(n: int, one: str, many: str = "") -> str:
-    return f"{n} {one}" if n == 1 else f"{n} {many or one + 's'}"
 
 
 def resolve(ctx: Context, flow: dict[str, Any]) -> dict[str, Any]:

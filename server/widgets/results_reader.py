@@ -20,6 +20,7 @@ from server.emq import flows, jobs, keyspace, results
 from server.widgets.snapshot import QueueView, _text
 from server.widgets import flow
 from server.widgets.base import Context, Outcome, Widget, action
+from server.widgets.flow import plural
 
 PARENT = "JOBquote"
 CHILDREN = ("JOBleg1", "JOBleg2", "JOBleg3")
@@ -181,12 +182,12 @@ class ResultsReader(Widget):
         # kept in the lab hash (lab:{…}:state), not among the queue's keys
         await self.remember(ctx, read=answers)
         proof = (
-            f"the three reads wrote nothing: {after[0]} keys unchanged"
+            f"the three reads wrote nothing: {plural(after[0], 'key')} unchanged"
             if unchanged
             else f"the queue's keys changed during the reads ({before[0]} → {after[0]} keys)"
         )
         return Outcome(
-            f"children_values → {_entries(values)}; dependencies → {deps}; "
+            f"The reads answered: children_values → {_entries(values)}; dependencies → {deps}; "
             f"ignored_failures → {_entries(ignored)}; {proof}.",
             "ok" if unchanged else "refused",
             answers,

@@ -36,6 +36,7 @@ log = logging.getLogger("emqlab.traces")
 # Every recorded trace by widget name: read by server/web/partials.py.
 RECORDED: dict[str, Trace] = {}
 VALUE_WIDTH = 90  # characters of a key's value shown in a row
+FIELD_WIDTH = 40  # characters of one hash field's value; the field names are never cut
 RETRY_FIRST, RETRY_MOST = 1.0, 30.0  # seconds between attempts while Valkey is away
 
 
@@ -77,15 +78,21 @@ def scratch_id() -> str:
     return "strace" + "".join(secrets.choice(alphabet) for _ in range(5))
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= VALUE_WIDTH else text[: VALUE_WIDTH - 1] + "…"
+def _cut(text: str, width: int = VALUE_WIDTH) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _fields(pairs: list[tuple[Any, Any]]) -> str:
+    # Every field name shows in full (parent_queue, parent_policy are what a
+    # dive is about); only a long value, such as a payload, is shortened.
+    return ", ".join(f"{k}={_cut(str(v), FIELD_WIDTH)}" for k, v in pairs)
 
 
 def short_value(kind: str, value: Any) -> str:
     """A key's value in a few words: hash fields, set members (no scores: a
     lease deadline says nothing here), a list's length, a string as it is."""
     if kind == "hash":
-        text = ", ".join(f"{k}={v}" for k, v in value.items())
+        return _fields(list(value.items()))
     elif kind == "zset":
         text = "[" + ", ".join(str(m) for m, _ in value) + "]"
     elif kind == "list":
@@ -98,9 +105,9 @@ def short_value(kind: str, value: Any) -> str:
 def what_changed(kind: str, old: Any, new: Any) -> str:
     """A changed key in short: the hash fields that moved, a string's before → after."""
     if kind == "hash" and isinstance(old, dict):
-        moved = [f"{k}={v}" for k, v in new.items() if old.get(k) != v]
-        moved += [f"{k} removed" for k in old if k not in new]
-        return _cut(", ".join(moved))
+        moved = _fields([(k, v) for k, v in new.items() if old.get(k) != v])
+        gone = ", ".join(f"{k} removed" for k in old if k not in new)
+        return ", ".join(part for part in (moved, gone) if part)
     if kind == "string":
         return _cut(f"{old} → {new}")
     return short_value(kind, new)

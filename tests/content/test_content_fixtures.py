@@ -8,10 +8,12 @@ import pytest
 from markdown_it.utils import read_fixture_file
 
 from server.content.markdown import make_markdown
+from server.content.host_code import HostFiles
 from server.content.scripts import DirScripts
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPTS = DirScripts(FIXTURES / "scripts")
+HOST = HostFiles(FIXTURES / "host")
 WIDGETS = {"enqueue-stepper", "fanin", "native", "outbox", "failure-policy", "ledger", "results"}
 
 
@@ -31,7 +33,7 @@ def test_widget_directive_fixture(line, title, text, expected):
 
 @_cases("listing_directive.md")
 def test_listing_directive_fixture(line, title, text, expected):
-    md = make_markdown(WIDGETS, SCRIPTS, sections=False)
+    md = make_markdown(WIDGETS, SCRIPTS, sections=False, host=HOST)
     assert md.render(text) == expected
 
 

@@ -304,3 +304,35 @@ def test_current_hub_is_marked_in_the_header(client):
     doc = Doc(client.get("/flows/cross-queue").text)
     current = [a for a in doc.all("a") if a.get("aria-current")]
     assert [(a.get("href"), a.get("aria-current")) for a in current] == [("/flows", "true")]
+
+
+def test_favicon_ico_is_the_sites_svg_icon_never_a_404(client):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("image/svg+xml")
+    assert response.text.startswith("<svg")
+    assert '<link rel="icon" href="/static/favicon.svg"' in client.get("/").text
+
+
+def test_index_key_table_names_the_poison_list_the_head_counter_and_the_metric(client):
+    doc = Doc(client.get("/").text)
+    for key in ("emq:{q}:flow:outbox:poison", "emq:{q}:flow:outbox:head", "emq:{q}:metrics:completed"):
+        assert key in doc.text
+    assert "only the widgets need" not in doc.text
+
+
+def test_bulk_flows_ends_in_a_page_of_the_course_not_a_dead_end(client):
+    doc = Doc(client.get("/batches/bulk-flows").text)
+    next_links = [a.get("href") for a in doc.all("a") if a.get("href") == "/flows/cross-queue"]
+    assert next_links
+    hub = Doc(client.get("/batches").text)
+    assert {"/flows/parent-and-children", "/flows/cross-queue"} <= {a.get("href") for a in hub.all("a")}
+
+
+def test_host_listings_show_the_python_the_server_runs_beside_the_scripts(client):
+    page = client.get("/flows/parent-and-children").text
+    for where in ("server/emq/flows.py::add", "server/emq/jobs.py::lineage", "server/emq/jobs.py::complete",
+                  "server/emq/errors.py::translate"):
+        assert f'data-host="{where}"' in page
+    assert 'class="language-python"' in page
+    assert "EMQ.COMPLETE 5 emq:{q}:active" in html.unescape(page)

@@ -27,7 +27,9 @@ def keys_of(site: Site, queue: str) -> set[str]:
 def test_step_3_opens_the_stepper_at_move_3_with_exactly_its_keys_in_valkey(page: Page, site: Site) -> None:
     page.goto("/flows/parent-and-children#step=3")
     widget = region(page, "enqueue-stepper")
-    expect(widget.locator('[data-role="outcome"]')).to_contain_text("Step 3 of")
+    # one numbering: up to the last move, a tour step is a move, and the outcome says "move"
+    expect(widget.locator('[data-role="outcome"]')).to_have_text(re.compile(r"^Rebuilt on Valkey from the link\. Move 3 of 4, hold the parent"))
+    expect(widget.locator('[data-role="outcome"]')).not_to_contain_text("Step")
     expect(widget.locator('[data-role="readout"]')).to_contain_text("After move 3 of 4 (hold the parent)")
     sandbox = sandbox_of(widget)
     queue = f"{sandbox}.stepper"
@@ -44,7 +46,7 @@ def test_step_3_opens_the_stepper_at_move_3_with_exactly_its_keys_in_valkey(page
 def test_a_plain_step_link_leaves_the_other_widgets_of_the_page_alone(page: Page, site: Site) -> None:
     page.goto("/flows/parent-and-children#step=4")
     stepper, fanin = region(page, "enqueue-stepper"), region(page, "fanin")
-    expect(stepper.locator('[data-role="outcome"]')).to_contain_text("Step 4 of")
+    expect(stepper.locator('[data-role="outcome"]')).to_contain_text("Move 4 of 4")
     expect(fanin.locator('[data-role="dependencies"]')).to_have_text("3")
     expect(fanin.locator('[data-role="outcome"]')).to_be_hidden()
     sandbox = sandbox_of(stepper)
@@ -77,8 +79,31 @@ def test_changing_the_hash_on_an_open_page_replays_that_widget(page: Page, site:
     assert r.hgetall(f"emq:{{{queue}}}:job:JOBparent:processed").keys() == {"JOBchild1", "JOBchild2", "JOBchild3"}
 
 
-def test_a_step_past_the_tour_is_refused_and_nothing_is_replayed(page: Page, site: Site) -> None:
+def test_a_step_past_the_tour_says_how_many_steps_it_has_and_opens_the_last(page: Page, site: Site) -> None:
     page.goto("/flows/reading-the-results#step=99")
     widget = region(page, "results")
-    expect(widget.locator('[data-role="status"]')).to_contain_text("'step' must be a whole number from 0 to 4")
-    expect(widget.locator('[data-role="dependencies"]')).to_have_text(":dependencies = 3")
+    expect(widget.locator('[data-role="outcome"]')).to_contain_text(
+        "This tour has 4 steps, so the link to step 99 opened the last one. Step 4 of 4"
+    )
+    expect(widget.locator('[data-role="status"]')).to_have_text("")
+
+
+def test_a_stepper_link_past_its_tour_opens_the_last_step_without_mixing_steps_and_moves(page: Page) -> None:
+    page.goto("/flows/parent-and-children#step=7")
+    widget = region(page, "enqueue-stepper")
+    outcome = widget.locator('[data-role="outcome"]')
+    expect(outcome).to_contain_text("This tour has 6 steps, so the link to step 7 opened the last one.")
+    # the tour's last step runs the non-JOB flow as one call: the kind law refuses it,
+    # and the sentence names the button and the script's move, never a tour step number
+    expect(outcome).to_contain_text("Rebuilt on Valkey from the link, up to “Run atomically”.")
+    expect(outcome).to_contain_text("The script refused in move 1 (gate every id) with EMQKIND")
+    expect(outcome).not_to_contain_text("Step ")
+
+
+def test_a_widget_step_link_scrolls_to_the_widget_and_focuses_it(page: Page) -> None:
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto("/flows/parent-and-children#fanin-step=2")
+    fanin = region(page, "fanin")
+    expect(fanin.locator('[data-role="dependencies"]')).to_have_text("1")
+    expect(fanin).to_be_focused()
+    expect(fanin).to_be_in_viewport()

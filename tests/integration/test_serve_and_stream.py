@@ -119,6 +119,10 @@ def test_an_action_streams_its_effects_and_a_fresh_snapshot_to_the_open_page(sit
         assert {":job:JOBparent:dependencies", ":job:JOBparent:processed", ":active"} <= touched
         assert {"hset", "zrem", "del"} <= {e["event"] for e in effects}
         assert dependencies_in(events[-1][1]) == "2"
+        # each effect arrives with its words, said by the server
+        words = {e["key"].split("}", 1)[1]: e["words"] for e in effects if e["event"] in ("incrby", "hset")}
+        assert words[":job:JOBparent:dependencies"] == "one fewer outstanding child"
+        assert words[":job:JOBparent:processed"] == "recorded the child's result"
 
 
 def test_a_stream_without_a_sandbox_cookie_is_refused_with_json(site: Site) -> None:

@@ -32,6 +32,7 @@ from server.sandboxes import lifecycle
 from server.sandboxes import rooms
 from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE
 from server.web.errors import VALKEY_FAULTS, fault_message
+from server.widgets.flow import plural
 
 FLASH_COOKIE = "emqlab_flash"
 LISTED = 500  # sandboxes shown on the page, most recent first
@@ -205,7 +206,7 @@ async def do_reset(request: Request) -> Response:
         if not forms.as_flag(fields["all"], "all"):
             raise body.BadBody("'all' must be true to reset every sandbox")
         removed = await lifecycle.reset_sandboxes(conn, None)
-        return done(request, f"Every sandbox was reset: {removed} keys removed.", {"reset": "all", "removed": removed})
+        return done(request, f"Every sandbox was reset: {plural(removed, 'key')} removed.", {"reset": "all", "removed": removed})
     if what == "sandbox":
         sandbox = fields["sandbox"]
         if not isinstance(sandbox, str) or not SANDBOX_RE.fullmatch(sandbox):
@@ -213,13 +214,13 @@ async def do_reset(request: Request) -> Response:
         if not await lifecycle.is_live(conn, sandbox):
             raise guard.Refused(404, f"no live sandbox {sandbox}")
         removed = await lifecycle.reset_sandboxes(conn, [sandbox])
-        return done(request, f"Sandbox {sandbox} was reset: {removed} keys removed.",
+        return done(request, f"Sandbox {sandbox} was reset: {plural(removed, 'key')} removed.",
                     {"reset": "sandbox", "sandbox": sandbox, "removed": removed})
     room = await rooms.get(conn, rooms.normalize_code(fields["room"]))
     if room is None:
         raise guard.Refused(404, "no open room has that code")
     removed = await lifecycle.reset_sandboxes(conn, [room.sandbox])
-    return done(request, f"Room {room.code} ({room.name}) was reset: {removed} keys removed.",
+    return done(request, f"Room {room.code} ({room.name}) was reset: {plural(removed, 'key')} removed.",
                 {"reset": "room", "room": room.code, "sandbox": room.sandbox, "removed": removed})
 
 
@@ -282,7 +283,7 @@ async def room_close(request: Request) -> Response:
         request.app.state.room_cache.forget(room.code)
         removed = await lifecycle.reset_sandboxes(conn, [room.sandbox])
         await conn.zrem(REGISTRY_KEY, room.sandbox)
-        return done(request, f"Room {room.code} was closed: {removed} keys removed.",
+        return done(request, f"Room {room.code} was closed: {plural(removed, 'key')} removed.",
                     {"room": room.code, "removed": removed})
 
     return await guarded(request, run)

@@ -20,12 +20,13 @@ the 404 page with ``exception_handlers=exception_handlers()``.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from server.content import Course, Page
@@ -104,9 +105,18 @@ async def not_found(request: Request, exc: Exception) -> Response:
     return _render(request, "404.html", None, status=404)
 
 
+FAVICON = Path(__file__).resolve().parents[3] / "site" / "static" / "favicon.svg"
+
+
+async def favicon(request: Request) -> Response:
+    """Browsers ask for /favicon.ico whatever the page says: answer with the site's icon."""
+    return FileResponse(FAVICON, media_type="image/svg+xml", headers={"Cache-Control": "public, max-age=86400"})
+
+
 def routes() -> list[Route]:
     """The page routes; mount them after the app's own routes."""
     return [
+        Route("/favicon.ico", favicon, name="favicon"),
         Route("/", index, name="index"),
         Route("/{hub:str}", hub, name="hub"),
         Route("/{hub:str}/{slug:str}", dive, name="dive"),

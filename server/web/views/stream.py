@@ -21,6 +21,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from server.live import effects
 from server.web import guard
 from server.web.sse import StalledSafeResponse
 from server.sandboxes.sandbox import NoSandbox
@@ -130,7 +131,8 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
                         touched.add(owner)
                         data = notice.encoded.get(owner)
                         if data is None:
-                            data = notice.encoded[owner] = json.dumps({**notice.data, "widget": owner})
+                            words = effects.describe(str(notice.data["event"]), str(notice.data["key"]))
+                            data = notice.encoded[owner] = json.dumps({**notice.data, "widget": owner, "words": words})
                         chunk.append(frame("effect", data, counter))
                 elif notice.kind == "status":
                     chunk.append(frame("status", json.dumps(notice.data), counter))

@@ -42,15 +42,20 @@ function render(root, snapshot, previous) {
     line.classList.toggle("refused", Boolean(refused) && n === refusedAt);
     line.classList.toggle("ran", !refused && n > 0 && n < move);
   });
+  // The text lists the whole file once; the widget points into it.
+  document.querySelectorAll('figure.listing[data-script="enqueue_flow"]:not([data-move]) .line').forEach((line) => {
+    line.classList.toggle("is-current", current > 0 && Number(line.dataset.move || 0) === current);
+  });
+  const shown = root.querySelectorAll(".stepper-listing .line.current");
+  const span = shown.length ? `lines ${shown[0].dataset.line}–${shown[shown.length - 1].dataset.line}` : "";
+  $(root, "listing-note").textContent = !shown.length
+    ? "nothing has run yet; the whole file is listed in the text"
+    : `move ${current}, ${span}${refused ? ", where it refused" : ""}, also marked in the listing in the text`;
   $(root, "non-job").checked = nonJob;
   root.querySelector('[data-action="previous"]').disabled = move === 0;
   root.querySelector('[data-action="next"]').disabled = move >= total || Boolean(refused);
   root.dataset.move = String(move);
   picture(root, snapshot, previous);
-  // Bring the move just run into view inside the listing (not the page).
-  const pre = root.querySelector(".stepper-listing pre");
-  const first = root.querySelector(".stepper-listing .line.current");
-  if (pre && first) pre.scrollTop = Math.max(0, first.offsetTop - 24);  // pre is the offset parent
 }
 
 const root = register("enqueue-stepper", render);

@@ -69,7 +69,13 @@ function followHash(name) {
   const step = hashStep(name, entry.root);
   // The server resets the widget and replays its tour to that step on Valkey;
   // act() waits for the widget's first load before it asks.
-  if (step !== null) act(name, "goto", { step });
+  if (step === null) return;
+  act(name, "goto", { step }).then(() => {
+    // The link names this widget: show it and put the keyboard there.
+    if (!entry.root.hasAttribute("tabindex")) entry.root.tabIndex = -1;
+    entry.root.scrollIntoView({ block: "start" });
+    entry.root.focus({ preventScroll: true });
+  });
 }
 
 async function load(name) {
@@ -148,6 +154,18 @@ function showOutcome(root, outcome, isNew) {
   box.dataset.kind = outcome.kind;
   box.dataset.action = outcome.action || "";
   if (isNew) announce(root, text);
+  // The answer to this page's own click sits at the top of the panel (pinned
+  // there while the aside scrolls, widgets.css); bring it into view if it is not.
+  // Measured on the next frame, once the readout and picture above and around
+  // it have been drawn from the same snapshot.
+  if (isNew && outcome.tab === TAB) requestAnimationFrame(() => bringIntoView(root, box));
+}
+
+function bringIntoView(root, box) {
+  const r = box.getBoundingClientRect();
+  const aside = root.closest(".dive-aside");
+  const bottom = Math.min(window.innerHeight, aside ? aside.getBoundingClientRect().bottom : Infinity);
+  if (r.top < 0 || r.bottom > bottom) box.scrollIntoView({ block: "center" });
 }
 
 export function announce(root, text) {
@@ -288,6 +306,20 @@ function renderSets(container, snapshot, previous) {
 
 // ---- the key panel ------------------------------------------------------
 
+/** A key name that may wrap only after ":" and "}" (the grammar's joints),
+ *  never mid-word; a queue name passes "." as its joints. */
+export function keyName(name, tag = null, className = "", joints = ":}") {
+  const frag = tag ? el(tag, className) : document.createDocumentFragment();
+  let start = 0;
+  for (let i = 0; i < name.length; i += 1) {
+    if (!joints.includes(name[i])) continue;
+    frag.append(document.createTextNode(name.slice(start, i + 1)), document.createElement("wbr"));
+    start = i + 1;
+  }
+  if (start < name.length) frag.append(document.createTextNode(name.slice(start)));
+  return frag;
+}
+
 export function shortName(name) {
   const close = name.indexOf("}");
   return close >= 0 ? name.slice(close + 1) : name;
@@ -329,7 +361,7 @@ function renderKeys(root, snapshot, changed) {
     const table = document.createElement("table");
     table.className = "keys";
     const caption = table.createCaption();
-    caption.textContent = `queue ${q.queue} · hash slot ${q.slot}${q.node ? ` · node ${q.node}` : ""} · ${q.count} keys`;
+    caption.textContent = `queue ${q.queue} · hash slot ${q.slot}${q.node ? ` · node ${q.node}` : ""} · ${q.count} key${q.count === 1 ? "" : "s"}`;
     const head = table.createTHead().insertRow();
     for (const label of ["key", "type", "value"]) {
       const th = document.createElement("th");
@@ -349,7 +381,7 @@ function renderKeys(root, snapshot, changed) {
       row.dataset.key = key.name;
       const name = row.insertCell();
       name.className = "key-name";
-      name.textContent = key.name;
+      name.append(keyName(key.name));
       if (changed.has(key.name)) {
         row.classList.add("changed");
         name.append(el("span", "visually-hidden", " (changed by the last step)"));
@@ -375,15 +407,6 @@ function renderKeys(root, snapshot, changed) {
 
 // ---- the effects log ----------------------------------------------------
 
-const VERBS = {
-  hset: "wrote hash fields", hdel: "removed hash fields", hincrby: "counted in a hash",
-  zadd: "added to a sorted set", zrem: "removed from a sorted set",
-  set: "set a string", incrby: "changed a counter", decrby: "changed a counter", incr: "changed a counter",
-  decr: "changed a counter", del: "deleted the key", rpush: "appended to a list", lpush: "prepended to a list",
-  ltrim: "trimmed a list", lpop: "took from a list", rename_to: "renamed here", expire: "set an expiry",
-  expired: "expired",
-};
-
 function clock(seconds) {
   const at = new Date(seconds * 1000);
   return at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
@@ -397,8 +420,9 @@ function logEffect(entry, effect) {
   item.append(el("code", "effect-verb", effect.event));
   const several = entry.last && entry.last.queues.length > 1;
   const where = several && effect.queue ? `${queueLabel(effect.queue)} ` : "";
-  item.append(el("span", "effect-key", `${where}${shortName(effect.key)}`));
-  if (VERBS[effect.event]) item.append(el("span", "effect-words", VERBS[effect.event]));
+  item.append(keyName(`${where}${shortName(effect.key)}`, "span", "effect-key"));
+  // The words come with the event: the server says what the write did (server/live/effects.py).
+  if (effect.words) item.append(el("span", "effect-words", effect.words));
   list.prepend(item);
   while (list.children.length > 40) list.lastChild.remove();
 }

@@ -1,7 +1,7 @@
 // outbox.js — the cross-queue outbox. Draws the parent on its slot and, per
 // child queue (each on its own slot), the children, the outbox entries as the
 // server decoded them, and the poison list. Every value comes from the snapshot.
-import { register, $ } from "./lab.js";
+import { register, $, keyName } from "./lab.js";
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -22,7 +22,7 @@ function entryList(entries, role, empty) {
 function lane(q, maxBlocked) {
   const box = el("div", "lane");
   box.dataset.queue = q.part;
-  box.append(el("h4", "lane-title", `${q.queue} · hash slot ${q.slot}`));
+  box.append(keyName(`${q.queue} · hash slot ${q.slot}`, "h4", "lane-title", "."));
   const kids = el("ul", "children");
   for (const child of q.children) {
     const item = el("li", `job state-${child.state || "none"}`);
@@ -57,7 +57,7 @@ function render(root, snapshot, previous) {
   pstate.dataset.role = "parent-state";
   parentCard.append(pstate);
   parentCard.append(el("span", "job-sets", parent.sets.length ? `in ${parent.sets.join(", ")}` : "in no state set"));
-  parentCard.append(el("span", "job-slot", `${parent.queue} · hash slot ${parent.slot}`));
+  parentCard.append(keyName(`${parent.queue} · hash slot ${parent.slot}`, "span", "job-slot", "."));
   const processed = el("span", "job-sets", `:processed: ${parent.processed.length ? parent.processed.join(", ") : "empty"}`);
   processed.dataset.role = "processed";
   parentCard.append(processed);

@@ -39,7 +39,7 @@ function reads(read) {
   }
   box.append(list);
   const proof = read.unchanged
-    ? `The reads wrote nothing: ${read.keys} keys unchanged.`
+    ? `The reads wrote nothing: ${read.keys} key${read.keys === 1 ? "" : "s"} unchanged.`
     : "The queue's keys changed while the reads ran.";
   const note = read.current ? "Valkey still holds exactly this." : "Valkey has moved on since this read: read again.";
   const p = el("p", read.current ? "results-note" : "results-note stale", `${proof} ${note}`);

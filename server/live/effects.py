@@ -1,0 +1,107 @@
+"""What one keyspace notification did, in the course's words.
+
+Valkey reports a write as an event name and a key (``incrby`` on
+``emq:{q}:job:P:dependencies``). That is exact but says little: a ``DECR``
+reports ``incrby``, ``HSETNX`` reports ``hset``. ``describe`` names the write
+by what the key is for (its suffix) and what the command did to it, so the
+effects log reads "one fewer outstanding child" rather than "changed a
+counter". One rule, here; the page shows the words it is sent.
+"""
+
+from __future__ import annotations
+
+import re
+
+# The key's role, from the part after the hashtag: ":job:<id>:dependencies" etc.
+_ROLES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("counter", re.compile(r"^:job:[^:]+:dependencies$")),
+    ("processed", re.compile(r"^:job:[^:]+:processed$")),
+    ("ignored", re.compile(r"^:job:[^:]+:ignored$")),
+    ("logs", re.compile(r"^:job:[^:]+:logs$")),
+    ("row", re.compile(r"^:job:[^:]+$")),
+    ("pending", re.compile(r"^:pending$")),
+    ("active", re.compile(r"^:active$")),
+    ("schedule", re.compile(r"^:schedule$")),
+    ("dead", re.compile(r"^:dead$")),
+    ("poison", re.compile(r"^:flow:outbox:poison$")),
+    ("head", re.compile(r"^:flow:outbox:head$")),
+    ("outbox", re.compile(r"^:flow:outbox$")),
+    ("metrics", re.compile(r"^:metrics:completed$")),
+)
+
+_WORDS: dict[tuple[str, str], str] = {
+    ("counter", "set"): "set the count of outstanding children",
+    ("counter", "incrby"): "one fewer outstanding child",
+    ("counter", "decrby"): "one fewer outstanding child",
+    ("counter", "del"): "the outstanding-child counter is gone",
+    ("processed", "hset"): "recorded the child's result",
+    ("processed", "del"): "the parent's results are gone",
+    ("ignored", "hset"): "recorded the failed child's error (ignored dependency)",
+    ("ignored", "del"): "the ignored failures are gone",
+    ("logs", "del"): "deleted the finished job's logs",
+    ("row", "hset"): "wrote fields of the job's row",
+    ("row", "hincrby"): "counted one more attempt on the row",
+    ("row", "hdel"): "removed fields from the job's row",
+    ("row", "del"): "the job's row is retired",
+    ("pending", "zadd"): "a job became claimable: it entered pending",
+    ("pending", "zrem"): "a job left pending",
+    ("pending", "zpopmin"): "a claim took the lowest-scored job out of pending",
+    ("pending", "del"): "pending is empty now",
+    ("active", "zadd"): "a claim leased the job: it entered active",
+    ("active", "zrem"): "the job left active (completed or failed)",
+    ("active", "del"): "active is empty now",
+    ("schedule", "zadd"): "the failed job waits in schedule for its retry",
+    ("schedule", "zrem"): "a job left schedule",
+    ("schedule", "del"): "schedule is empty now",
+    ("dead", "zadd"): "a job died: it entered dead, the morgue",
+    ("dead", "del"): "dead is empty now",
+    ("outbox", "rpush"): "a cross-queue note joined the outbox, for the Pump",
+    ("outbox", "ltrim"): "the Pump trimmed the entries it delivered",
+    ("outbox", "lpop"): "an entry left the head of the outbox",
+    ("outbox", "del"): "the outbox is empty now",
+    ("poison", "rpush"): "an entry that blocked the outbox was set aside",
+    ("poison", "del"): "the poison list is empty now",
+    ("head", "hset"): "the aged Pump noted a blocked head entry",
+    ("head", "hincrby"): "the aged Pump counted one more blocked tick",
+    ("head", "del"): "the aged Pump forgot the blocked head",
+    ("metrics", "hincrby"): "one more completion counted",
+}
+
+# Any other key, by the command alone.
+_VERBS: dict[str, str] = {
+    "hset": "wrote hash fields",
+    "hdel": "removed hash fields",
+    "hincrby": "counted in a hash",
+    "zadd": "added to a sorted set",
+    "zrem": "removed from a sorted set",
+    "zpopmin": "took the lowest-scored member of a sorted set",
+    "set": "set a string",
+    "incrby": "changed a counter",
+    "decrby": "changed a counter",
+    "del": "deleted the key",
+    "rpush": "appended to a list",
+    "lpush": "prepended to a list",
+    "ltrim": "trimmed a list",
+    "lpop": "took from the head of a list",
+    "rename_to": "renamed here",
+    "expire": "set an expiry",
+    "expired": "expired",
+}
+
+
+def role(key: str) -> str | None:
+    """What a queue key is for, from its suffix; ``None`` for other keys."""
+    close = key.find("}")
+    suffix = key[close + 1 :] if close >= 0 else key
+    for name, pattern in _ROLES:
+        if pattern.match(suffix):
+            return name
+    return None
+
+
+def describe(event: str, key: str) -> str:
+    """The words for one write: ``describe("incrby", "emq:{q}:job:P:dependencies")``."""
+    found = role(key)
+    if found is not None and (found, event) in _WORDS:
+        return _WORDS[(found, event)]
+    return _VERBS.get(event, event)

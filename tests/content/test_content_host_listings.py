@@ -1,0 +1,82 @@
+"""Host listings: a Python function cut by name from the file the server runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from server.content.course import Course
+from server.content.errors import ContentError, DirectiveError
+from server.content.host_code import HostFiles, HostMissing, cut_function
+from server.content.markdown import make_markdown
+from server.content.pages import CONTENT_DIR
+from server.content.scripts import DirScripts
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SCRIPTS = DirScripts(FIXTURES / "scripts")
+HOST = HostFiles(FIXTURES / "host")
+
+
+def _md():
+    return make_markdown(None, SCRIPTS, sections=False, host=HOST)
+
+
+def test_a_function_that_does_not_exist_is_refused_with_the_names_the_file_has():
+    with pytest.raises(DirectiveError, match=r"server/demo.py has no top-level function 'gone'.*land") as info:
+        _md().parse("intro\n\n```{listing} server/demo.py::gone\n```\n")
+    assert info.value.line == 3
+
+
+def test_a_host_file_that_does_not_exist_is_refused():
+    with pytest.raises(DirectiveError, match="no host file server/nowhere.py"):
+        _md().parse("```{listing} server/nowhere.py::land\n```\n")
+
+
+@pytest.mark.parametrize("argument", ["server/../secrets.py::f", "/etc/passwd.py::f", "tools/x.py::f", "server/demo.py::"])
+def test_a_path_outside_server_or_without_a_name_is_not_a_host_listing(argument):
+    with pytest.raises(DirectiveError, match="takes NAME.lua"):
+        _md().parse(f"```{{listing}} {argument}\n```\n")
+
+
+def test_a_host_listing_has_no_unknown_options():
+    with pytest.raises(DirectiveError, match="no option 'lines'"):
+        _md().parse("```{listing} server/demo.py::land\nlines: 1-2\n```\n")
+
+
+def test_the_cut_ends_at_the_functions_last_line_and_skips_nested_functions():
+    source = "def outer():\n    def inner():\n        return 1\n    return inner\n\n\nx = 1\n"
+    found = cut_function(source, "outer")
+    assert (found.first_line, found.last_line) == (1, 4)
+    with pytest.raises(HostMissing):
+        cut_function(source, "inner")
+
+
+def test_every_host_listing_of_the_course_names_a_function_that_exists_in_the_running_code():
+    course = Course.load(CONTENT_DIR)
+    shown = [
+        token.meta["host"]
+        for page in course.pages.values()
+        for token in page.tokens
+        if token.type == "listing" and "host" in token.meta
+    ]
+    names = {f"{h.path}::{h.name}" for h in shown}
+    assert {"server/emq/flows.py::add", "server/emq/jobs.py::complete", "server/emq/jobs.py::lineage",
+            "server/emq/jobs.py::policy_arm", "server/emq/flows.py::add_bulk"} <= names
+    root = Path(__file__).resolve().parents[2]
+    for host in shown:
+        lines = (root / host.path).read_text(encoding="utf-8").splitlines()
+        assert list(host.lines) == lines[host.first_line - 1 : host.last_line]
+
+
+def test_a_dive_naming_a_host_function_that_no_longer_exists_fails_the_course_load(tmp_path):
+    for src in CONTENT_DIR.rglob("*.md"):
+        dest = tmp_path / src.relative_to(CONTENT_DIR)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    dive = tmp_path / "flows" / "parent-and-children.md"
+    text = dive.read_text(encoding="utf-8")
+    assert "server/emq/flows.py::add\n" in text
+    dive.write_text(text.replace("server/emq/flows.py::add\n", "server/emq/flows.py::add_renamed\n", 1), encoding="utf-8")
+    with pytest.raises(ContentError, match=r"parent-and-children.md.*add_renamed"):
+        Course.load(tmp_path)
