@@ -18,6 +18,7 @@ from server.web import partials
 from server.web.secret import load_secret
 from server.widgets import traces
 from server.web.views import api as views_api
+from server.web.views import classroom as views_classroom
 from server.web.views import instructor as views_instructor
 from server.web.views import pages as views_pages
 from server.web.views import progress as views_progress
@@ -28,8 +29,8 @@ from server.content import load_course
 from server.emq import registry
 from server.web.guard import INSTRUCTOR_COOKIE
 from server.sandboxes.lifecycle import Reaper
-from server.web.middleware import RoomCache, SandboxMiddleware, SecurityHeaders
-from server.sandboxes.rooms import ROOM_COOKIE
+from server.web.middleware import SandboxMiddleware, SecurityHeaders
+from server.sandboxes.rooms import ROOM_COOKIE, WATCH_COOKIE
 from server.sandboxes.sandbox import SandboxCookie, SignedCookie
 from server.settings import Settings
 from server.live.hub import Hub, enable_notifications
@@ -49,7 +50,7 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
         INSTRUCTOR_COOKIE, secret, "emqlab-instructor", settings.instructor_session, secure
     )
     flash_cookie = SignedCookie(views_instructor.FLASH_COOKIE, secret, "emqlab-flash", 60, secure)
-    room_cache = RoomCache()
+    watch_cookie = SignedCookie(WATCH_COOKIE, secret, "emqlab-watch", 3600, secure)
     templates = Jinja2Templates(directory=str(SITE / "templates"))
     # Templates ship with the code: no stat() of every template on every render.
     templates.env.auto_reload = False
@@ -85,6 +86,7 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
         Route("/api/stream", views_stream.stream, methods=["GET"]),
         Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static"),
         *views_instructor.routes(),
+        *views_classroom.routes(),
         *views_room.routes(),
         *views_progress.routes(),
         *views_pages.routes(),  # catch-all page routes: keep last
@@ -93,7 +95,7 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
         routes=routes,
         middleware=[
             Middleware(SecurityHeaders),
-            Middleware(SandboxMiddleware, cookie=cookie, room_cookie=room_cookie, room_cache=room_cache),
+            Middleware(SandboxMiddleware, cookie=cookie, room_cookie=room_cookie, watch_cookie=watch_cookie),
         ],
         exception_handlers=views_pages.exception_handlers(),
         lifespan=lifespan,
@@ -104,7 +106,7 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
     app.state.room_cookie = room_cookie
     app.state.instructor_cookie = instructor_cookie
     app.state.flash_cookie = flash_cookie
-    app.state.room_cache = room_cache
+    app.state.watch_cookie = watch_cookie
     app.state.templates = templates
     app.state.course = course
     app.state.render_widget = partials.renderer(templates)

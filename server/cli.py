@@ -136,7 +136,7 @@ def reset(args: argparse.Namespace) -> int:
     import redis
 
     from server.sandboxes import lifecycle
-    from server.sandboxes import rooms
+    from server.sandboxes import learners, rooms
     from server.valkey.connect import open_client
     from server.sandboxes.sandbox import SANDBOX_RE
 
@@ -156,7 +156,8 @@ def reset(args: argparse.Namespace) -> int:
                 if room is None:
                     print(f"emqlab: no open room with the code or name {args.room!r}", file=sys.stderr)
                     return 1
-                removed = await lifecycle.reset_sandboxes(conn, [room.sandbox], by="emqlab reset")
+                joined = await learners.learner_ids(conn, room.code)
+                removed = await lifecycle.reset_sandboxes(conn, [room.sandbox, *joined], by="emqlab reset")
                 what = f"room {room.code} ({room.name})"
             else:
                 if not SANDBOX_RE.fullmatch(args.sandbox):

@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import secrets
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -34,12 +33,12 @@ import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
-from server.live import heartbeat
+from server.live import events, heartbeat
+from server.live.events import EVENTS_CHANNEL
 from server.live.heartbeat import NOTIFY_FLAGS, Heartbeat, flags_on
 
 log = logging.getLogger("emqlab.stream")
 
-EVENTS_CHANNEL = "emqlab:events"
 KEYSPACE_PATTERN = "__keyspace@*__:emq:*"
 # A widget's lab state (move, choices, last outcome): every open page follows it too.
 STATE_PATTERN = "__keyspace@*__:lab:{*}:state"
@@ -87,7 +86,7 @@ async def enable_notifications(conn: Any) -> bool:
 class Notice:
     """One thing a stream must react to."""
 
-    kind: str  # effect | status | reset
+    kind: str  # effect | status | reset | room
     data: dict[str, Any] = field(default_factory=dict)
     # When the hub received it (monotonic): a read that starts later sees it.
     seen: float = field(default_factory=time.monotonic)
@@ -419,9 +418,9 @@ class Hub:
                 return
             if not self.first_time(event.get("id")):
                 return
-            if event.get("type") == "reset":
+            if event.get("type") in events.KINDS:
                 targets = event.get("sandboxes")
-                notice = Notice("reset", {"by": event.get("by", "instructor")})
+                notice = Notice(event["type"], events.notice_data(event))
                 if targets is None:
                     self.broadcast(notice)
                 else:
@@ -431,5 +430,4 @@ class Hub:
 
 async def publish_reset(conn: Any, sandboxes: list[str] | None, by: str = "instructor") -> None:
     """Tell every worker's hub that these sandboxes (None: all) were reset."""
-    event = {"type": "reset", "sandboxes": sandboxes, "by": by, "id": secrets.token_hex(8)}
-    await conn.publish(EVENTS_CHANNEL, json.dumps(event))
+    await events.publish(conn, "reset", sandboxes, {"by": by})

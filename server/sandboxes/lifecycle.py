@@ -1,9 +1,10 @@
 """Sandbox lifecycle: list, reset and expire sandboxes, from the site or a shell.
 
-A sandbox is every key whose hashtag starts with its id. Resetting one removes
-those keys and tells its open pages (they redraw at once, and each widget
-lands its scenario again when it next shows). Idle sandboxes are removed the
-same way by the reaper, so no key lives forever.
+A sandbox is every key whose hashtag starts with its id. Resetting one runs
+each widget's own Reset (the learner's kept choices stay, the scenario lands
+again), removes the sandbox's other keys but who the learner is and how far
+they got, and tells its open pages, which redraw at once. Idle sandboxes are
+removed whole by the reaper, so no key lives forever.
 """
 
 from __future__ import annotations
@@ -110,11 +111,62 @@ async def is_live(conn: Any, sandbox: str) -> bool:
     return sandbox in await rooms.room_sandboxes(conn)
 
 
+RESET_TEXT = "Reset by the instructor: the starting scenario was landed again through the real scripts."
+
+
+def survives_reset(sandbox: str) -> set[str]:
+    """What a reset leaves: who the learner is (name, last page) and how far they got."""
+    return {meta_key(sandbox), f"lab:{{{sandbox}}}:progress"}
+
+
+def queue_of_key(name: str) -> str:
+    """The queue (hashtag) a key belongs to: `emq:{s1.fanin}:…` -> `s1.fanin`."""
+    start = name.find("{")
+    end = name.find("}", start + 1)
+    return name[start + 1:end] if start >= 0 and end > start else ""
+
+
+async def reset_sandbox(conn: Any, sandbox: str) -> int:
+    """Reset a sandbox the way each widget's own Reset does (under the widget's
+    lock: the learner's `kept_on_reset` choices stay, the scenario lands again,
+    and the outcome says the instructor reset it); every other key of the
+    sandbox goes, except who the learner is and how far they got. The number
+    of keys the sandbox held before (its meta and progress not counted)."""
+    from server.widgets import WIDGETS  # the widgets import this package's sandbox module
+    from server.widgets.base import Context, Outcome
+
+    if not SANDBOX_RE.match(sandbox):
+        raise ValueError(f"not a sandbox id: {sandbox!r}")
+    ctx = Context(conn, sandbox, by="instructor")
+    owned = {queue for widget in WIDGETS.values() for queue in widget.queues(ctx)}
+    spared = survives_reset(sandbox)
+    held = 0
+    for pattern in key_patterns(sandbox):
+        names = [_text(n) async for n in conn.scan_iter(match=pattern, count=1000)]
+        # One DEL per key: the keys of one sandbox span several hashtags (slots).
+        for name in names:
+            if name in spared:
+                continue
+            held += 1
+            if queue_of_key(name) not in owned:
+                await conn.delete(name)
+    for widget in WIDGETS.values():
+        if (await widget.state(ctx)).get("landed") == "1":
+            await widget.reset_locked(ctx, Outcome(RESET_TEXT))
+        else:
+            await widget.clear(ctx)
+    counts = [f for f in await conn.hkeys(meta_key(sandbox)) if _text(f).startswith("keys:")]
+    if counts:
+        await conn.hdel(meta_key(sandbox), *counts)
+    return held
+
+
 async def reset_sandboxes(conn: Any, sandboxes: list[str] | None, by: str = "instructor") -> int:
-    """Remove the keys of these sandboxes (None: every sandbox) and tell their pages.
+    """Reset these sandboxes (None: every sandbox) and tell their pages.
 
     The sandboxes stay live (their visitors still hold their cookies): each
-    widget lands its starting scenario again when it next shows.
+    widget lands its starting scenario again when it next shows, and an open
+    page redraws at once.
     """
     if sandboxes is None:
         found = {_text(m) for m in await conn.zrange(REGISTRY_KEY, 0, -1)}
@@ -128,7 +180,7 @@ async def reset_sandboxes(conn: Any, sandboxes: list[str] | None, by: str = "ins
         targets = sandboxes
     removed = 0
     for sandbox in targets:
-        removed += await delete_sandbox_keys(conn, sandbox)
+        removed += await reset_sandbox(conn, sandbox)
     await publish_reset(conn, None if sandboxes is None else targets, by)
     return removed
 

@@ -1,13 +1,15 @@
-"""Rooms: a sandbox shared by a class, joined with a short code.
+"""Classes ("rooms"): a short code, a mode and a host (learners: learners.py).
 
-A room is one hash in Valkey, `lab:room:<CODE>` {name, sandbox, demo,
-created, joins}, with a lifetime refreshed by activity, plus an index
-`lab:rooms` (code -> sandbox) the instructor page and the reaper walk. The
-room's sandbox is an ordinary sandbox id (`sandbox.new_id()`), so every key a
-room's widgets write is inside that sandbox and a reset of the room is a reset
-of that one sandbox. A visitor who joins carries a signed room cookie; while
-the room exists, the middleware resolves the visitor's requests to the room's
-sandbox. In demo mode only the instructor acts.
+A room is one hash in Valkey, `lab:room:<CODE>` {name, sandbox, mode, host,
+created, joins}, with a lifetime refreshed by activity, and an index
+`lab:rooms` (code -> the room's shared sandbox) the instructor page and the
+reaper walk.
+
+The mode decides which sandbox a member's requests act in (see `acting`):
+*own* (the default): their own; *demo*: the host's (the instructor who
+started the demo), read-only for everyone else; *together*: the room's one
+shared sandbox. Nothing here is kept in process memory: every worker reads
+the same hash on every request.
 """
 
 from __future__ import annotations
@@ -19,15 +21,23 @@ import unicodedata
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from server.sandboxes.learners import learner_ids, learners_key
 from server.sandboxes.sandbox import REGISTRY_KEY, new_id
 
 ROOMS_KEY = "lab:rooms"
 ROOM_COOKIE = "emqlab_room"
+WATCH_COOKIE = "emqlab_watch"  # the instructor watching one learner, read-only
 # No 0/O or 1/I: a code read aloud to a class is typed right the first time.
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 6
 CODE_RE = re.compile(rf"^[{CODE_ALPHABET}]{{{CODE_LENGTH}}}$")
 NAME_MAX = 60
+MODES = ("own", "demo", "together")
+MODE_WORDS = {
+    "own": "own sandboxes: each learner acts in their own",
+    "demo": "demo: everyone watches the instructor's sandbox, read-only",
+    "together": "together: the class shares one sandbox",
+}
 
 
 class BadRoom(ValueError):
@@ -42,13 +52,26 @@ class RoomsFull(Exception):
 class Room:
     code: str
     name: str
-    sandbox: str
-    demo: bool
+    sandbox: str  # the class's shared sandbox (mode "together")
+    mode: str
     created: float
     joins: int = 0
+    host: str = ""  # the instructor's own sandbox, shown to everyone in demo
+
+    @property
+    def demo(self) -> bool:
+        return self.mode == "demo"
 
     def as_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "demo": self.demo}
+
+    def acting(self, visitor: str) -> tuple[str, bool]:
+        """(the sandbox a member acts in, whether it is read-only for them)."""
+        if self.mode == "together":
+            return self.sandbox, False
+        if self.mode == "demo" and self.host and visitor != self.host:
+            return self.host, True
+        return visitor, False
 
 
 def room_key(code: str) -> str:
@@ -71,19 +94,28 @@ def normalize_code(raw: object) -> str:
     return code
 
 
+def clean_text(raw: str, limit: int, what: str) -> str:
+    if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn") for ch in raw):
+        raise BadRoom(f"{what} cannot hold control characters")
+    text = " ".join(raw.split())
+    if len(text) > limit:
+        raise BadRoom(f"{what} is at most {limit} characters")
+    return text
+
+
 def clean_name(raw: object) -> str:
+    """A room's name; empty gives "Class room"."""
     if raw is None or raw == "":
         return "Class room"
     if not isinstance(raw, str):
         raise BadRoom("the room name must be text")
-    name = " ".join(raw.split())
-    if not name:
-        return "Class room"
-    if len(name) > NAME_MAX:
-        raise BadRoom(f"a room name is at most {NAME_MAX} characters")
-    if any(unicodedata.category(ch).startswith("C") for ch in name):
-        raise BadRoom("a room name cannot hold control characters")
-    return name
+    return clean_text(raw, NAME_MAX, "a room name") or "Class room"
+
+
+def clean_mode(raw: object) -> str:
+    if raw not in MODES:
+        raise BadRoom(f"'mode' must be one of: {', '.join(MODES)}")
+    return str(raw)
 
 
 def _text(value: Any) -> str:
@@ -94,28 +126,30 @@ def _room(code: str, raw: dict[Any, Any]) -> Room | None:
     fields = {_text(k): _text(v) for k, v in raw.items()}
     if "sandbox" not in fields:
         return None
+    mode = fields.get("mode") or ("demo" if fields.get("demo") == "1" else "own")
     return Room(
         code=code,
         name=fields.get("name", "Class room"),
         sandbox=fields["sandbox"],
-        demo=fields.get("demo") == "1",
+        mode=mode if mode in MODES else "own",
         created=float(fields.get("created") or 0),
         joins=int(fields.get("joins") or 0),
+        host=fields.get("host", ""),
     )
 
 
-async def create(conn: Any, name: object, ttl: int, max_rooms: int) -> Room:
+async def create(conn: Any, name: object, ttl: int, max_rooms: int, host: str = "") -> Room:
     clean = clean_name(name)
     if await conn.hlen(ROOMS_KEY) >= max_rooms:
         raise RoomsFull(f"at most {max_rooms} rooms can be open at once; close one first")
     for _ in range(20):
         code = new_code()
-        room = Room(code=code, name=clean, sandbox=new_id(), demo=False, created=time.time())
+        room = Room(code=code, name=clean, sandbox=new_id(), mode="own", created=time.time(), host=host)
         # HSETNX on the index claims the code; a clash simply draws another.
         if await conn.hsetnx(ROOMS_KEY, code, room.sandbox):
             async with conn.pipeline(transaction=False) as pipe:
                 pipe.hset(room_key(code), mapping={
-                    "name": clean, "sandbox": room.sandbox, "demo": "0",
+                    "name": clean, "sandbox": room.sandbox, "mode": "own", "host": host,
                     "created": str(room.created), "joins": "0",
                 })
                 pipe.expire(room_key(code), ttl)
@@ -129,6 +163,21 @@ async def get(conn: Any, code: str) -> Room | None:
     if not CODE_RE.match(code):
         return None
     return _room(code, await conn.hgetall(room_key(code)))
+
+
+async def membership(conn: Any, code: str, visitor: str) -> tuple[Room | None, bool]:
+    """The room and whether `visitor` is in it (a learner who joined, or its host):
+    one round trip, read afresh on every request."""
+    if not CODE_RE.match(code):
+        return None, False
+    async with conn.pipeline(transaction=False) as pipe:
+        pipe.hgetall(room_key(code))
+        pipe.zscore(learners_key(code), visitor)
+        raw, score = await pipe.execute()
+    room = _room(code, raw)
+    if room is None:
+        return None, False
+    return room, score is not None or (bool(room.host) and room.host == visitor)
 
 
 async def find(conn: Any, code_or_name: str) -> Room | None:
@@ -156,12 +205,17 @@ async def list_rooms(conn: Any) -> list[Room]:
     return found
 
 
-async def set_demo(conn: Any, code: str, demo: bool) -> Room | None:
+async def set_mode(conn: Any, code: str, mode: str, host: str | None = None) -> Room | None:
+    """Switch the class's mode; starting a demo names whose sandbox is shown."""
     room = await get(conn, code)
     if room is None:
         return None
-    await conn.hset(room_key(code), "demo", "1" if demo else "0")
-    room.demo = demo
+    fields = {"mode": clean_mode(mode)}
+    if host:
+        fields["host"] = host
+    await conn.hset(room_key(code), mapping=fields)
+    room.mode = mode
+    room.host = host or room.host
     return room
 
 
@@ -172,11 +226,21 @@ async def record_join(conn: Any, code: str, ttl: int) -> None:
         await pipe.execute()
 
 
+async def audience(conn: Any, room: Room) -> list[str]:
+    """Every sandbox a member's open page may be listening on: the learners'
+    own, the host's and the shared one (room events go to all of them)."""
+    found = [*await learner_ids(conn, room.code), room.sandbox]
+    if room.host:
+        found.append(room.host)
+    return sorted(set(found))
+
+
 async def close(conn: Any, code: str) -> Room | None:
     """Forget the room (its sandbox's keys are the caller's to reset)."""
     room = await get(conn, code)
     async with conn.pipeline(transaction=False) as pipe:
         pipe.delete(room_key(code))
+        pipe.delete(learners_key(code))
         pipe.hdel(ROOMS_KEY, code)
         await pipe.execute()
     return room
@@ -189,6 +253,7 @@ async def expired(conn: Any) -> list[tuple[str, str]]:
         code_s = _text(code)
         if not await conn.exists(room_key(code_s)):
             await conn.hdel(ROOMS_KEY, code_s)
+            await conn.delete(learners_key(code_s))
             gone.append((code_s, _text(sandbox)))
     return gone
 

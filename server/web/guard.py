@@ -20,7 +20,11 @@ from server.web import limits
 from server.web.errors import Refused
 from server.web.limits import check_attempts, client_address, count_failed_attempt
 
-DEMO_REFUSAL = "demo mode: only the instructor acts in this room"
+DEMO_REFUSAL = (
+    "demo mode: only the instructor acts in this room; you are watching the instructor's sandbox, read-only"
+)
+FORGED_ROOM = "the class cookie is not one this site signed (or it expired): join your class again at /room"
+WATCH_REFUSAL = "you are watching a learner's sandbox, read-only: stop watching to act"
 INSTRUCTOR_COOKIE = "emqlab_instructor"
 
 
@@ -35,6 +39,8 @@ def sandbox_of(request: Request) -> str:
     error = getattr(request.state, "sandbox_error", None)
     if error:
         raise Refused(503, error)
+    if getattr(request.state, "room_forged", False):
+        raise Refused(403, FORGED_ROOM)
     sandbox = getattr(request.state, "sandbox", None)
     if sandbox:
         return str(sandbox)
@@ -92,6 +98,8 @@ async def require_instructor(request: Request) -> None:
     if bearer_of(request) is not None:
         await count_failed_attempt(request, "sign-in")
         raise Refused(401, "that is not the instructor token")
+    if room_of(request):
+        raise Refused(403, "this is the instructor's: a learner in a class cannot use it")
     raise Refused(401, "sign in as the instructor first (POST /instructor/sign-in with the token)")
 
 
@@ -126,6 +134,9 @@ def check_origin(request: Request) -> None:
 
 
 def check_demo(request: Request) -> None:
+    """Refuse an action in a sandbox this page only watches (a demo, a Watch)."""
+    if getattr(request.state, "watching", None):
+        raise Refused(403, WATCH_REFUSAL)
     if getattr(request.state, "demo", False) and not is_instructor(request):
         raise Refused(403, DEMO_REFUSAL)
 
@@ -174,18 +185,25 @@ def page_of(request: Request) -> str | None:
 def queue_activity(request: Request, pipe: Any, sandbox: str, widget: str) -> None:
     """Queue on `pipe` the writes that record a sandbox's last activity."""
     settings = request.app.state.settings
-    meta = f"lab:{{{sandbox}}}:meta"
-    fields: dict[str, Any] = {"widget": widget, "seen": int(time.time())}
+    if getattr(request.state, "watching", None):
+        return  # the instructor watching a learner is not the learner's activity
+    fields: dict[str, Any] = {"widget": widget, "seen": round(time.time(), 3)}
     page = page_of(request)
     if page:
         fields["page"] = page
-    pipe.hset(meta, mapping=fields)
-    # Belt and braces: the reaper removes it with the sandbox, and if the
-    # reaper never runs, it still goes.
-    pipe.expire(meta, settings.sandbox_ttl * 2)
+    # The acting sandbox's record (expiry, the instructor page) and, in a
+    # class acting elsewhere (demo, together), the learner's own (the roster).
+    visitor = getattr(request.state, "visitor", None) or sandbox
+    for whose in dict.fromkeys([sandbox, visitor]):
+        meta = f"lab:{{{whose}}}:meta"
+        pipe.hset(meta, mapping=fields)
+        # Belt and braces: the reaper removes it with the sandbox, and if the
+        # reaper never runs, it still goes.
+        pipe.expire(meta, settings.sandbox_ttl * 2)
     room = room_of(request)
     if room:
         pipe.expire(f"lab:room:{room}", settings.room_ttl)
+        pipe.expire(f"lab:room:{room}:learners", settings.room_ttl)
 
 
 async def touch(request: Request, sandbox: str, widget: str) -> None:

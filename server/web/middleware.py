@@ -6,7 +6,6 @@ unbuffered.
 
 from __future__ import annotations
 
-import time
 from http.cookies import SimpleCookie
 from typing import Any
 
@@ -15,7 +14,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.sandboxes import rooms
-from server.sandboxes.sandbox import COOKIE, NoSandbox, SandboxCookie, SignedCookie, new_id
+from server.sandboxes.sandbox import COOKIE, SANDBOX_RE, NoSandbox, SandboxCookie, SignedCookie, new_id
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -63,37 +62,6 @@ def cookie_value(scope: Scope, name: str = COOKIE) -> str | None:
 ROOM_DOWN = "Valkey is unreachable right now, so your room cannot be looked up; the widgets recover when it returns."
 
 
-class RoomCache:
-    """Room lookups, kept a second: one HGETALL per room per second per worker,
-    and a room still resolves while Valkey is briefly away."""
-
-    def __init__(self, ttl: float = 1.0) -> None:
-        self.ttl = ttl
-        self.entries: dict[str, tuple[float, rooms.Room | None]] = {}
-
-    def forget(self, code: str | None = None) -> None:
-        if code is None:
-            self.entries.clear()
-        else:
-            self.entries.pop(code, None)
-
-    async def get(self, conn: Any, code: str) -> rooms.Room | None:
-        now = time.monotonic()
-        hit = self.entries.get(code)
-        if hit is not None and now - hit[0] < self.ttl:
-            return hit[1]
-        try:
-            room = await rooms.get(conn, code)
-        except (RedisError, OSError):
-            if hit is not None:
-                return hit[1]  # stale but better than nothing while Valkey is away
-            raise
-        if len(self.entries) > 10_000:
-            self.entries.clear()
-        self.entries[code] = (now, room)
-        return room
-
-
 class SandboxMiddleware:
     """Names the visitor's sandbox; a page visit without a valid cookie gets one.
 
@@ -105,11 +73,11 @@ class SandboxMiddleware:
     """
 
     def __init__(self, app: ASGIApp, cookie: SandboxCookie, room_cookie: SignedCookie | None = None,
-                 room_cache: RoomCache | None = None) -> None:
+                 watch_cookie: SignedCookie | None = None) -> None:
         self.app = app
         self.cookie = cookie
         self.room_cookie = room_cookie
-        self.room_cache = room_cache or RoomCache()
+        self.watch_cookie = watch_cookie
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -155,7 +123,14 @@ class SandboxMiddleware:
         await self.app(scope, receive, send_with_cookie)
 
     async def resolve_room(self, scope: Scope, state: dict[str, Any]) -> bool:
-        """Point the request at its room's sandbox; True when the room is gone."""
+        """Point the request at the sandbox its class's mode names; True when
+        the room cookie must go (forged, expired, the room closed, or the
+        visitor no longer in it).
+
+        Read from Valkey on every request, never cached in the worker: a mode
+        change or a close holds for the very next request on any worker."""
+        if self.watch_cookie is not None and self.watching(scope, state):
+            return False
         if self.room_cookie is None:
             return False
         raw = cookie_value(scope, self.room_cookie.name)
@@ -163,22 +138,34 @@ class SandboxMiddleware:
             return False
         code = self.room_cookie.value(raw)
         if not isinstance(code, str):
+            state["room_forged"] = True  # an action carrying it is refused (guard.sandbox_of)
             return True  # forged or expired: drop it
         app = scope.get("app")
         conn = getattr(getattr(app, "state", None), "conn", None)
         if conn is None:
             return False
         try:
-            room = await self.room_cache.get(conn, code)
+            room, member = await rooms.membership(conn, code, state["visitor"])
         except (RedisError, OSError):
             state["sandbox_error"] = ROOM_DOWN
             return False
-        if room is None:
+        if room is None or not member:
             return True
-        state["sandbox"] = room.sandbox
+        state["sandbox"], state["demo"] = room.acting(state["visitor"])
         state["room"] = room.code
-        state["demo"] = room.demo
+        state["mode"] = room.mode
         return False
 
+    def watching(self, scope: Scope, state: dict[str, Any]) -> bool:
+        """The instructor watching a learner: their sandbox, read-only."""
+        assert self.watch_cookie is not None
+        watched = self.watch_cookie.value(cookie_value(scope, self.watch_cookie.name))
+        if not isinstance(watched, str) or not SANDBOX_RE.match(watched):
+            return False
+        state["sandbox"] = watched
+        state["watching"] = watched
+        state["demo"] = True  # read-only, refused like a learner in a demo
+        return True
 
-__all__ = ["NoSandbox", "RoomCache", "SandboxMiddleware", "SecurityHeaders"]
+
+__all__ = ["NoSandbox", "SandboxMiddleware", "SecurityHeaders"]

@@ -1,5 +1,6 @@
 """The instructor and rooms in Chromium: a reset reaches an open learner page;
-in a room a click in one browser shows in another; demo mode blocks learners."""
+in a class working together a click in one browser shows in another; demo
+mode blocks learners and shows them the instructor's sandbox."""
 
 from __future__ import annotations
 
@@ -50,15 +51,15 @@ def signed_in_instructor(ctx: BrowserContext) -> Page:
 def open_room(instructor: Page, name: str) -> str:
     instructor.get_by_label("Room name").fill(name)
     instructor.get_by_role("button", name="Open a room").click()
-    row = instructor.locator("tr[data-room]", has_text=name)
-    expect(row).to_have_count(1)
-    return str(row.get_attribute("data-room"))
+    expect(instructor).to_have_url(re.compile(r"/instructor/rooms/[A-Z0-9]{6}$"))
+    return instructor.locator('[data-role="room-code"]').inner_text()
 
 
-def join_room(ctx: BrowserContext, code: str) -> Page:
+def join_room(ctx: BrowserContext, code: str, name: str = "Learner") -> Page:
     page = ctx.new_page()
     page.goto("/room")
     page.get_by_label("Room code").fill(code.lower())
+    page.get_by_label("Your name").fill(name)
     page.get_by_role("button", name="Join").click()
     expect(page.locator('[data-role="room-code"]')).to_have_text(code)
     return page
@@ -85,16 +86,33 @@ def test_an_instructor_reset_reaches_an_open_learner_page(contexts, site: Site) 
     expect(counter(learner)).to_have_text("3")
 
 
-def test_in_a_room_a_click_in_one_browser_shows_in_another(contexts, site: Site) -> None:
+def test_reset_all_sandboxes_asks_first_naming_how_many(contexts, site: Site) -> None:
+    learner = contexts().new_page()
+    learner.goto(DIVE)
+    fanin(learner).get_by_role("button", name="Complete child").click()
+    expect(counter(learner)).to_have_text("2")
+    instructor = signed_in_instructor(contexts())
+    instructor.get_by_role("button", name="Reset all sandboxes").click()
+    confirm = instructor.locator('[data-role="confirm"]')
+    expect(confirm).to_contain_text(re.compile(r"Reset all \d+ live sandbox"))
+    expect(counter(learner)).to_have_text("2")  # nothing happened yet
+    confirm.get_by_role("button", name=re.compile("Yes, reset all")).click()
+    expect(instructor.locator('[data-role="flash"]')).to_contain_text("Every sandbox was reset")
+    expect(counter(learner)).to_have_text("3")
+
+
+def test_in_a_class_working_together_a_click_in_one_browser_shows_in_another(contexts, site: Site) -> None:
     instructor = signed_in_instructor(contexts())
     code = open_room(instructor, "Room e2e")
-    first = join_room(contexts(), code)
-    second = join_room(contexts(), code)
+    first = join_room(contexts(), code, "First")
+    second = join_room(contexts(), code, "Second")
+    instructor.get_by_role("button", name="Work together").click()
+    expect(instructor.get_by_role("button", name="Back to own sandboxes")).to_be_visible()
     first.goto(DIVE)
     second.goto(DIVE)
     expect(counter(first)).to_have_text("3")
     expect(counter(second)).to_have_text("3")
-    expect(first.locator('[data-role="room-banner"]')).to_contain_text(f"You are in room {code}:")
+    expect(first.locator('[data-role="room-banner"]')).to_contain_text(f"You are in class {code}, working together")
     fanin(first).get_by_role("button", name="Complete child").click()
     expect(counter(first)).to_have_text("2")
     expect(counter(second)).to_have_text("2")  # live, over the second page's stream
@@ -103,25 +121,26 @@ def test_in_a_room_a_click_in_one_browser_shows_in_another(contexts, site: Site)
 
 
 def test_demo_mode_blocks_learners_and_they_watch_the_instructor(contexts, site: Site) -> None:
-    instructor = signed_in_instructor(contexts())
+    instructor_ctx = contexts()
+    instructor = signed_in_instructor(instructor_ctx)
     code = open_room(instructor, "Demo e2e")
-    row = instructor.locator(f'tr[data-room="{code}"]')
-    row.get_by_role("button", name="Demo mode").click()
-    expect(instructor.locator(f'tr[data-room="{code}"] [data-role="mode"]')).to_contain_text("only the instructor acts")
+    instructor.get_by_role("button", name="Start demo").click()
+    expect(instructor.locator('[data-role="mode"]')).to_contain_text("read-only")
 
     room_page = join_room(contexts(), code)
-    expect(room_page.locator('[data-role="mode"]')).to_contain_text("Demo mode")
+    expect(room_page.locator('[data-role="mode"]')).to_contain_text("Demo")
     room_page.goto(DIVE)
     expect(counter(room_page)).to_have_text("3")
     banner = room_page.locator('[data-role="room-banner"]')
-    expect(banner).to_contain_text(f"room {code}, in demo mode")
-    fanin(room_page).get_by_role("button", name="Complete child").click()
-    expect(fanin(room_page).locator('[data-role="status"]')).to_contain_text(
-        "demo mode: only the instructor acts in this room"
-    )
+    expect(banner).to_contain_text(f"Demo in class {code}")
+    expect(fanin(room_page).get_by_role("button", name="Complete child")).to_be_disabled()
+    answer = room_page.request.post("/api/widgets/fanin/complete-child", data={})
+    assert answer.status == 403
+    assert answer.json()["error"].startswith("demo mode: only the instructor acts in this room")
     expect(counter(room_page)).to_have_text("3")
 
-    instructor.goto(DIVE)  # the instructor is in the room they opened
-    fanin(instructor).get_by_role("button", name="Complete child").click()
-    expect(counter(instructor)).to_have_text("2")
+    drive = instructor_ctx.new_page()
+    drive.goto(DIVE)  # the demo shows this browser's own sandbox
+    fanin(drive).get_by_role("button", name="Complete child").click()
+    expect(counter(drive)).to_have_text("2")
     expect(counter(room_page)).to_have_text("2")

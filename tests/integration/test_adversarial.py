@@ -37,7 +37,9 @@ def world(site: LiveSite) -> dict[str, Any]:
     caller, other, member = site.visitor(), site.visitor(), site.visitor()
     instructor = site.instructor()
     room = instructor.post("/instructor/rooms", json={"name": "Adversarial"}).json()["room"]
-    assert member.post("/room/join", data={"code": room["code"]}).status_code == 303
+    assert member.post("/room/join", data={"code": room["code"], "name": "Member"}).status_code == 303
+    together = instructor.post(f"/instructor/rooms/{room['code']}/mode", json={"mode": "together"})
+    assert together.status_code == 200
     for client in (caller, other, member):
         for name in WIDGETS:
             assert client.get(f"/api/widgets/{name}/state").status_code == 200
@@ -251,7 +253,9 @@ def test_another_sandbox_named_in_the_url_or_a_forged_room_cookie_stays_untouche
         assert ok.json()["snapshot"]["queues"][0]["queue"] == f"{world['sandbox']}.fanin"
         forged = site.client()
         forged.cookies.set(COOKIE, caller.cookies.get(COOKIE))
-        forged.cookies.set("emqlab_room", world["room"]["code"])  # unsigned: ignored
+        forged.cookies.set("emqlab_room", world["room"]["code"])  # unsigned: refused, then dropped
+        refused(forged.post("/api/widgets/fanin/reset"), 403)
+        forged.cookies.delete("emqlab_room")
         ok = forged.post("/api/widgets/fanin/reset")
         assert ok.status_code == 200
         assert ok.json()["snapshot"]["queues"][0]["queue"] == f"{world['sandbox']}.fanin"
@@ -268,7 +272,7 @@ def test_state_changes_from_foreign_origins_are_refused(world: dict, raw: redis.
             headers = {"Origin": origin}
             for name, slug in ACTIONS:
                 refused(caller.post(f"/api/widgets/{name}/{slug}", json={}, headers=headers), 403)
-            refused(caller.post("/room/join", json={"code": world["room"]["code"]}, headers=headers), 403)
+            refused(caller.post("/room/join", json={"code": world["room"]["code"], "name": "x"}, headers=headers), 403)
             refused(caller.post("/room/leave", json={}, headers=headers), 403)
             refused(caller.post("/instructor/sign-in", json={"token": "x"}, headers=headers), 403)
         refused(caller.post("/api/widgets/fanin/complete-child", json={}, headers={"Sec-Fetch-Site": "cross-site"}), 403)

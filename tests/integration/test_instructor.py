@@ -130,9 +130,9 @@ def test_failed_sign_ins_and_unknown_room_codes_are_limited_per_client_yet_the_r
         assert blocked.status_code == 429
         assert "too many failed attempts" in blocked.json()["error"]
         assert client.post("/instructor/sign-in", json={"token": INSTRUCTOR_TOKEN}).status_code == 200
-        assert client.post("/room/join", json={"code": "ABC234"}).status_code == 404
-        assert client.post("/room/join", json={"code": "ABC235"}).status_code == 404
-        assert client.post("/room/join", json={"code": "ABC236"}).status_code == 429
+        assert client.post("/room/join", json={"code": "ABC234", "name": "Ada"}).status_code == 404
+        assert client.post("/room/join", json={"code": "ABC235", "name": "Ada"}).status_code == 404
+        assert client.post("/room/join", json={"code": "ABC236", "name": "Ada"}).status_code == 429
 
 
 def test_instructor_pages_and_endpoints_answer_403_when_no_token_is_configured(valkey_server: ValkeyProcess) -> None:
@@ -161,7 +161,7 @@ def test_sign_in_opens_the_page_listing_sandboxes_with_last_activity_dive_and_wi
     assert row is not None
     assert DIVE in row.group(1)
     assert "s ago" in row.group(1)
-    assert re.search(r"<td>(fanin|enqueue-stepper)</td>", row.group(1))
+    assert re.search(r"<td data-label=\"Widget\">(fanin|enqueue-stepper)</td>", row.group(1))
     overview = instructor.get("/instructor/overview").json()
     mine = next(s for s in overview["sandboxes"] if s["id"] == sandbox)
     assert mine["page"] == DIVE
@@ -169,7 +169,12 @@ def test_sign_in_opens_the_page_listing_sandboxes_with_last_activity_dive_and_wi
     assert time.time() - mine["last_seen"] < 60
 
 
-def test_reset_of_one_sandbox_removes_exactly_its_keys_and_the_scenario_lands_again(clean: LiveSite) -> None:
+def parked(site: LiveSite, sandbox: str) -> str | None:
+    """The fan-in parent's counter as Valkey holds it (3 once landed afresh)."""
+    return site.redis().get(f"emq:{{{sandbox}.fanin}}:job:JOBparent:dependencies")
+
+
+def test_reset_of_one_sandbox_resets_exactly_its_widgets_and_the_scenario_lands_again(clean: LiveSite) -> None:
     one, first = learner(clean)
     _, second = learner(clean)
     one.post("/api/widgets/fanin/complete-child")
@@ -177,12 +182,16 @@ def test_reset_of_one_sandbox_removes_exactly_its_keys_and_the_scenario_lands_ag
     before = keys_by_sandbox(clean)
     answer = clean.instructor().post("/instructor/reset", json={"sandbox": first})
     assert answer.status_code == 200
-    assert answer.json()["removed"] == len(before[first])
+    kept = {f"lab:{{{first}}}:meta", f"lab:{{{first}}}:progress"}
+    assert answer.json()["removed"] == len(before[first] - kept)
     after = keys_by_sandbox(clean)
-    assert first not in after
     assert after[second] == before[second]
     assert after[None] >= {"lab:sandboxes"}
-    assert dependencies(one) == 3  # the fan-in lands its three children again
+    # Reset as the widget's own Reset: landed again at once, the outcome says who.
+    assert parked(clean, first) == "3"
+    state = one.get("/api/widgets/fanin/state").json()["snapshot"]
+    assert state["picture"]["parent"]["dependencies"] == 3
+    assert state["outcome"]["by"] == "instructor" and "Reset by the instructor" in state["outcome"]["text"]
 
 
 def test_a_reset_form_without_javascript_redirects_back_with_a_notice(clean: LiveSite) -> None:
@@ -214,15 +223,17 @@ def test_a_reset_of_an_unknown_sandbox_or_room_answers_404(clean: LiveSite) -> N
     assert instructor.post("/instructor/reset", json={"room": "ABC234"}).status_code == 404
 
 
-def test_reset_all_removes_every_sandbox_key_and_nothing_else(clean: LiveSite) -> None:
-    learner(clean)
-    learner(clean)
+def test_reset_all_resets_every_sandbox_and_touches_nothing_else(clean: LiveSite) -> None:
+    one, first = learner(clean)
+    two, second = learner(clean)
+    one.post("/api/widgets/fanin/complete-child")
+    two.post("/api/widgets/fanin/complete-child")
     r = clean.redis()
     r.set("someone-else:key", "kept")
     answer = clean.instructor().post("/instructor/reset", json={"all": True})
     assert answer.status_code == 200
     left = keys_by_sandbox(clean)
-    assert set(left) == {None}
+    assert parked(clean, first) == parked(clean, second) == "3"
     assert "someone-else:key" in left[None]
     assert r.get("someone-else:key") == "kept"
 
@@ -236,54 +247,71 @@ def open_room(instructor: httpx.Client, name: str = "Tuesday") -> dict:
     return answer.json()["room"]
 
 
-def join(client: httpx.Client, code: str) -> httpx.Response:
-    return client.post("/room/join", data={"code": code.lower()})
+def join(client: httpx.Client, code: str, name: str = "Ada") -> httpx.Response:
+    return client.post("/room/join", data={"code": code.lower(), "name": name})
 
 
-def test_everyone_in_a_room_acts_in_one_sandbox(clean: LiveSite) -> None:
+def test_in_a_class_each_learner_acts_in_their_own_sandbox_by_default(clean: LiveSite) -> None:
     instructor = clean.instructor()
     room = open_room(instructor)
     a, b = clean.visitor(), clean.visitor()
-    assert join(a, room["code"]).status_code == 303
-    assert join(b, room["code"]).status_code == 303
+    own_a, own_b = sandbox_of(a), sandbox_of(b)
+    assert join(a, room["code"], "Ada").status_code == 303
+    assert join(b, room["code"], "Grace").status_code == 303
+    assert (sandbox_of(a), sandbox_of(b)) == (own_a, own_b)
+    a.post("/api/widgets/fanin/complete-child")
+    assert dependencies(a) == 2
+    assert dependencies(b) == 3
+    assert 'data-mode="own"' in b.get("/room").text
+
+
+def test_in_together_mode_everyone_acts_in_the_class_sandbox(clean: LiveSite) -> None:
+    instructor = clean.instructor()
+    room = open_room(instructor)
+    a, b = clean.visitor(), clean.visitor()
+    join(a, room["code"], "Ada")
+    join(b, room["code"], "Grace")
+    assert instructor.post(f"/instructor/rooms/{room['code']}/mode", json={"mode": "together"}).status_code == 200
     assert sandbox_of(a) == sandbox_of(b) == room["sandbox"]
     a.post("/api/widgets/fanin/complete-child")
     assert dependencies(b) == 2
-    page = b.get("/room")
-    assert room["code"] in page.text
-    assert 'data-mode="open"' in page.text
+    assert 'data-mode="together"' in b.get("/room").text
     assert b.post("/room/leave").status_code == 303
     assert sandbox_of(b) != room["sandbox"]
 
 
-def test_demo_mode_lets_only_the_instructor_act(clean: LiveSite) -> None:
+def test_demo_mode_lets_only_the_instructor_act_and_learners_watch_the_instructor_sandbox(clean: LiveSite) -> None:
     instructor = clean.instructor()
     room = open_room(instructor)
     learner_client = clean.visitor()
     join(learner_client, room["code"])
+    own = sandbox_of(learner_client)
     assert instructor.post(f"/instructor/rooms/{room['code']}/demo", json={"demo": True}).status_code == 200
     assert 'data-mode="demo"' in learner_client.get("/room").text
+    assert sandbox_of(learner_client) == sandbox_of(instructor) != own
     before = keys_by_sandbox(clean)
     refused = learner_client.post("/api/widgets/fanin/complete-child")
     assert refused.status_code == 403
-    assert refused.json()["error"] == "demo mode: only the instructor acts in this room"
+    assert refused.json()["error"].startswith("demo mode: only the instructor acts in this room")
     assert learner_client.post("/api/widgets/fanin/reset").status_code == 403
     assert keys_by_sandbox(clean) == before
     assert instructor.post("/api/widgets/fanin/complete-child").status_code == 200
     assert dependencies(learner_client) == 2  # the learner watches the instructor's action
     instructor.post(f"/instructor/rooms/{room['code']}/demo", json={"demo": False})
+    assert sandbox_of(learner_client) == own
     assert learner_client.post("/api/widgets/fanin/complete-child").status_code == 200
 
 
 def test_joining_with_an_unknown_or_ill_formed_code_is_refused(clean: LiveSite) -> None:
     client = clean.visitor()
     assert join(client, "ABC234").status_code == 404
-    assert client.post("/room/join", json={"code": "ABC{*}"}).status_code == 400
-    assert client.post("/room/join", json={"code": 12}).status_code == 400
-    assert client.post("/room/join", json={"code": "ABC234"}, headers={"Origin": "http://evil.example"}).status_code == 403
+    assert client.post("/room/join", json={"code": "ABC{*}", "name": "Ada"}).status_code == 400
+    assert client.post("/room/join", json={"code": 12, "name": "Ada"}).status_code == 400
+    evil = {"Origin": "http://evil.example"}
+    assert client.post("/room/join", json={"code": "ABC234", "name": "Ada"}, headers=evil).status_code == 403
 
 
-def test_reset_of_a_room_removes_exactly_the_room_keys(clean: LiveSite) -> None:
+def test_reset_of_a_room_resets_its_shared_sandbox_and_its_learners(clean: LiveSite) -> None:
     instructor = clean.instructor()
     room = open_room(instructor)
     member = clean.visitor()
@@ -291,11 +319,9 @@ def test_reset_of_a_room_removes_exactly_the_room_keys(clean: LiveSite) -> None:
     member.post("/api/widgets/fanin/complete-child")
     _, alone = learner(clean)
     before = keys_by_sandbox(clean)
-    assert before[room["sandbox"]]
     answer = instructor.post("/instructor/reset", json={"room": room["code"]})
     assert answer.status_code == 200
     after = keys_by_sandbox(clean)
-    assert room["sandbox"] not in after
     assert after[alone] == before[alone]
     assert f"lab:room:{room['code']}" in after[None]  # the room itself stays open
     assert dependencies(member) == 3
@@ -306,6 +332,7 @@ def test_a_closed_room_sends_its_members_back_to_their_own_sandboxes(clean: Live
     room = open_room(instructor)
     member = clean.visitor()
     join(member, room["code"])
+    instructor.post(f"/instructor/rooms/{room['code']}/mode", json={"mode": "together"})
     assert sandbox_of(member) == room["sandbox"]
     assert instructor.post(f"/instructor/rooms/{room['code']}/close", json={}).status_code == 200
     assert sandbox_of(member) != room["sandbox"]
@@ -340,25 +367,30 @@ def test_emqlab_reset_does_the_same_from_a_shell(
     room = open_room(instructor, "Thursday")
     member = clean.visitor()
     join(member, room["code"])
+    instructor.post(f"/instructor/rooms/{room['code']}/mode", json={"mode": "together"})
     member.get("/api/widgets/fanin/state")
-    _, first = learner(clean)
-    _, second = learner(clean)
+    one, first = learner(clean)
+    two, second = learner(clean)
+    clients = (one, two)
 
+    for client in (member, *clients):
+        client.post("/api/widgets/fanin/complete-child")
     before = keys_by_sandbox(clean)
     assert cli.main(["reset", "--sandbox", first]) == 0
     after = keys_by_sandbox(clean)
-    assert first not in after and after[second] == before[second] and after[room["sandbox"]] == before[room["sandbox"]]
+    assert parked(clean, first) == "3" and after[second] == before[second]
+    assert after[room["sandbox"]] == before[room["sandbox"]]
     assert f"sandbox {first}" in capsys.readouterr().out
 
     assert cli.main(["reset", "--room", room["code"].lower()]) == 0
-    after = keys_by_sandbox(clean)
-    assert room["sandbox"] not in after and after[second] == before[second]
-    member.get("/api/widgets/fanin/state")
+    assert parked(clean, room["sandbox"]) == "3" and keys_by_sandbox(clean)[second] == before[second]
+    member.post("/api/widgets/fanin/complete-child")
+    assert parked(clean, room["sandbox"]) == "2"
     assert cli.main(["reset", "--room", "Thursday"]) == 0  # by name too
-    assert room["sandbox"] not in keys_by_sandbox(clean)
+    assert parked(clean, room["sandbox"]) == "3"
 
     assert cli.main(["reset", "--all"]) == 0
-    assert set(keys_by_sandbox(clean)) == {None}
+    assert parked(clean, second) == "3"
 
     assert cli.main(["reset", "--sandbox", "not-an-id"]) == 2
     assert cli.main(["reset", "--sandbox", "s0000000000"]) == 1

@@ -5,10 +5,9 @@
     POST /instructor/sign-out
     GET  /instructor/overview            JSON: sandboxes and rooms
     POST /instructor/reset               {sandbox: ID} | {room: CODE} | {all: true}
-    POST /instructor/rooms               {name} -> a new room (the instructor joins it)
-    POST /instructor/rooms/{code}/demo   {demo: true|false}
-    POST /instructor/rooms/{code}/join   the instructor's browser joins the room
-    POST /instructor/rooms/{code}/close  the room is forgotten and its sandbox reset
+    POST /instructor/rooms               {name} -> a new class (its host: this browser), 303 to its page
+
+The class page and every class control are in classroom.py.
 
 Without EMQLAB_INSTRUCTOR_TOKEN every one answers 403; without the signed
 instructor cookie (or `Authorization: Bearer <token>`) 401; a state change
@@ -29,7 +28,7 @@ from server.web import body
 from server.web import forms
 from server.web import guard
 from server.sandboxes import lifecycle
-from server.sandboxes import rooms
+from server.sandboxes import learners, rooms
 from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE
 from server.web.errors import VALKEY_FAULTS, fault_message
 from server.widgets.flow import plural
@@ -82,6 +81,8 @@ def render(request: Request, status: int = 200, **context: Any) -> Response:
         "signed_in": guard.is_instructor(request),
         "flash": flash if isinstance(flash, str) else None,
         "my_room": guard.room_of(request),
+        "modes": rooms.MODE_WORDS,
+        "confirm_all": request.query_params.get("confirm") == "all",
         "error": None,
         **context,
     }
@@ -93,11 +94,12 @@ def render(request: Request, status: int = 200, **context: Any) -> Response:
     return response
 
 
-def done(request: Request, message: str, data: dict[str, Any], status: int = 200) -> Response:
+def done(request: Request, message: str, data: dict[str, Any], status: int = 200,
+         back: str = "/instructor") -> Response:
     """The answer to a successful change: JSON, or a 303 back to the page with a notice."""
     if forms.wants_json(request):
         return JSONResponse({"ok": True, "message": message, **data}, status_code=status)
-    response = RedirectResponse("/instructor", status_code=303)
+    response = RedirectResponse(back, status_code=303)
     request.app.state.flash_cookie.attach(response, message)
     return response
 
@@ -219,7 +221,7 @@ async def do_reset(request: Request) -> Response:
     room = await rooms.get(conn, rooms.normalize_code(fields["room"]))
     if room is None:
         raise guard.Refused(404, "no open room has that code")
-    removed = await lifecycle.reset_sandboxes(conn, [room.sandbox])
+    removed = await lifecycle.reset_sandboxes(conn, [room.sandbox, *await learners.learner_ids(conn, room.code)])
     return done(request, f"Room {room.code} ({room.name}) was reset: {plural(removed, 'key')} removed.",
                 {"reset": "room", "room": room.code, "sandbox": room.sandbox, "removed": removed})
 
@@ -231,60 +233,18 @@ async def create_room(request: Request) -> Response:
     async def run(request: Request) -> Response:
         settings = request.app.state.settings
         fields = await forms.read_fields(request)
-        room = await rooms.create(request.app.state.conn, fields.get("name"), settings.room_ttl, settings.max_rooms)
+        try:
+            host = guard.visitor_of(request)
+        except guard.NoSandbox:
+            host = ""  # a Bearer caller without a browser sandbox: the demo names one later
+        room = await rooms.create(request.app.state.conn, fields.get("name"), settings.room_ttl,
+                                  settings.max_rooms, host=host)
         response = done(
-            request, f"Room {room.code} ({room.name}) is open: learners join at /room with the code {room.code}. "
-            "You are in it too.", {"room": room.as_json()}, status=201,
+            request, f"Room {room.code} ({room.name}) is open: learners join at /room with the code {room.code} "
+            "and their name.", {"room": room.as_json()}, status=201, back=f"/instructor/rooms/{room.code}",
         )
         request.app.state.room_cookie.attach(response, room.code)
         return response
-
-    return await guarded(request, run)
-
-
-async def room_code(request: Request) -> rooms.Room:
-    code = rooms.normalize_code(request.path_params["code"])
-    room = await rooms.get(request.app.state.conn, code)
-    if room is None:
-        raise guard.Refused(404, "no open room has that code")
-    return room
-
-
-async def room_demo(request: Request) -> Response:
-    async def run(request: Request) -> Response:
-        fields = await forms.read_fields(request)
-        room = await room_code(request)
-        if "demo" not in fields:
-            raise body.BadBody("'demo' is required: true (only the instructor acts) or false (everyone acts)")
-        demo = forms.as_flag(fields["demo"], "demo")
-        await rooms.set_demo(request.app.state.conn, room.code, demo)
-        request.app.state.room_cache.forget(room.code)
-        mode = "demo mode: only the instructor acts" if demo else "everyone acts"
-        return done(request, f"Room {room.code} is now in {mode}.", {"room": room.code, "demo": demo})
-
-    return await guarded(request, run)
-
-
-async def room_join(request: Request) -> Response:
-    async def run(request: Request) -> Response:
-        room = await room_code(request)
-        response = done(request, f"You are in room {room.code} ({room.name}).", {"room": room.code})
-        request.app.state.room_cookie.attach(response, room.code)
-        return response
-
-    return await guarded(request, run)
-
-
-async def room_close(request: Request) -> Response:
-    async def run(request: Request) -> Response:
-        room = await room_code(request)
-        conn = request.app.state.conn
-        await rooms.close(conn, room.code)
-        request.app.state.room_cache.forget(room.code)
-        removed = await lifecycle.reset_sandboxes(conn, [room.sandbox])
-        await conn.zrem(REGISTRY_KEY, room.sandbox)
-        return done(request, f"Room {room.code} was closed: {plural(removed, 'key')} removed.",
-                    {"room": room.code, "removed": removed})
 
     return await guarded(request, run)
 
@@ -297,7 +257,4 @@ def routes() -> list[Route]:
         Route("/instructor/overview", overview, methods=["GET"]),
         Route("/instructor/reset", reset, methods=["POST"]),
         Route("/instructor/rooms", create_room, methods=["POST"]),
-        Route("/instructor/rooms/{code}/demo", room_demo, methods=["POST"]),
-        Route("/instructor/rooms/{code}/join", room_join, methods=["POST"]),
-        Route("/instructor/rooms/{code}/close", room_close, methods=["POST"]),
     ]

@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from server.live import effects
+from server.live import presence
 from server.web import guard
 from server.web.sse import StalledSafeResponse
 from server.sandboxes.sandbox import NoSandbox
@@ -92,26 +93,29 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
     ctx = Context(request.app.state.conn, sandbox)
     counter = [0]
     deadline = time.monotonic() + settings.stream_lifetime
-    async with hub.listen(sandbox) as sub:
+    present = Presence(request)
+    async with hub.listen(sandbox) as sub, present:
         yield sse("status", hub.status(), counter)
         since = time.monotonic()
         admitted = await register(request, ctx)
         yield b"".join([item async for item in snapshots(ctx, names, counter, admitted, hub, since)])
         while (left := deadline - time.monotonic()) > 0:
             polling = hub.polling()
+            await present.beat()
             try:
-                first = await asyncio.wait_for(sub.queue.get(), timeout=min(left, POLL_EVERY) if polling else left)
+                wait = min(left, POLL_EVERY if polling else presence.EVERY)
+                first = await asyncio.wait_for(sub.queue.get(), timeout=wait)
             except TimeoutError:
-                if not polling:
-                    break
-                # Notifications are off: nothing will tell this stream of a change, so read.
-                yield b"".join([item async for item in snapshots(ctx, names, counter, False, hub, time.monotonic())])
+                if polling:
+                    # Notifications are off: nothing will tell this stream of a change, so read.
+                    yield b"".join([item async for item in snapshots(ctx, names, counter, False, hub, time.monotonic())])
                 continue
             batch = [first]
             await asyncio.sleep(COALESCE_SECONDS)
             while not sub.queue.empty():
                 batch.append(sub.queue.get_nowait())
             touched: set[str] = set()
+            ending = False
             resync = sub.overflowed
             sub.overflowed = False
             since = max(notice.seen for notice in batch)
@@ -140,6 +144,14 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
                 elif notice.kind == "reset":
                     chunk.append(frame("reset", json.dumps(notice.data), counter))
                     resync = True
+                elif notice.kind == "room" and present.hears(notice.data):
+                    chunk.append(frame("room", json.dumps(notice.data), counter))
+                    # The class changed what this page acts in: the page reconnects
+                    # (and the middleware resolves its sandbox afresh); end here.
+                    ending = ending or bool(notice.data.get("reconnect"))
+            if ending:
+                yield b"".join(chunk)
+                return
             wanted = names if resync else [n for n in names if n in touched]
             if resync:
                 since = time.monotonic()
@@ -147,6 +159,38 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
             chunk += [item async for item in snapshots(ctx, wanted, counter, resync, hub, since)]
             if chunk:
                 yield b"".join(chunk)
+
+
+class Presence:
+    """This stream counted on its visitor's sandbox while it is open (the
+    roster's "online"); the instructor watching someone else is not counted."""
+
+    def __init__(self, request: Request) -> None:
+        self.conn = request.app.state.conn
+        self.visitor: str | None = getattr(request.state, "visitor", None)
+        self.watching = bool(getattr(request.state, "watching", None))
+        self.instructor = guard.is_instructor(request)
+        self.page = guard.page_of(request)
+        self.last = time.monotonic()  # arriving counts as the first beat
+
+    def hears(self, data: dict[str, Any]) -> bool:
+        """A class's "bring everyone" moves learners' pages, not the instructor's."""
+        return not (data.get("action") == "goto" and (self.instructor or self.watching))
+
+    async def beat(self) -> None:
+        """At most one heartbeat write every presence.EVERY seconds, busy or idle."""
+        if self.visitor and not self.watching and time.monotonic() - self.last >= presence.EVERY:
+            self.last = time.monotonic()
+            await presence.beat(self.conn, self.visitor)
+
+    async def __aenter__(self) -> Presence:
+        if self.visitor and not self.watching:
+            await presence.arrive(self.conn, self.visitor, self.page)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.visitor and not self.watching:
+            await presence.depart(self.conn, self.visitor)
 
 
 async def register(request: Request, ctx: Context) -> bool:

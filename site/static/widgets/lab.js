@@ -3,6 +3,8 @@
 // the spoken announcements. Nothing here computes a value to show: every
 // number and every member comes from a snapshot the server read from Valkey.
 
+import { afterPaint, followRoom, showRoom } from "./room.js";
+
 const registry = new Map(); // widget name -> { root, render, last, before, changed, painted }
 // This page's name for itself: an outcome caused by another page of the
 // sandbox (another tab, a class member, the instructor) says so.
@@ -124,19 +126,6 @@ export async function act(name, action, body = {}) {
   }
 }
 
-// The room this page acts in (the server says so in every answer): everyone in
-// it shares these keys; in demo mode only the instructor acts.
-function showRoom(room) {
-  const banner = document.querySelector('[data-role="room-banner"]');
-  if (!banner) return;
-  banner.hidden = !room;
-  if (!room) return;
-  banner.textContent = room.demo
-    ? `You are in room ${room.code}, in demo mode: only the instructor acts; you watch every change live.`
-    : `You are in room ${room.code}: everyone in it shares these keys and sees every action live.`;
-  banner.dataset.demo = room.demo ? "1" : "0";
-}
-
 // The widget's last outcome as Valkey keeps it, or none (after a reset).
 function showOutcome(root, outcome, isNew) {
   const box = $(root, "outcome");
@@ -219,6 +208,7 @@ function paint(name, snapshot) {
   renderSets($(entry.root, "sets"), snapshot, previous);
   entry.render(entry.root, snapshot, previous);
   for (const x of extensions) if (x.paint) x.paint(name, entry.root, snapshot);
+  afterPaint(entry.root);
 }
 
 // ---- shared pieces of a state picture -------------------------------------
@@ -451,6 +441,7 @@ function openStream() {
       else setStatus(root, status.notifications === false ? "Keyspace notifications are off on this Valkey: the effects log stays empty." : "", "");
     }
   });
+  source.addEventListener("room", (e) => followRoom(JSON.parse(e.data), { reconnect, reloadAll }));
   source.addEventListener("reset", () => {
     for (const { root } of registry.values()) {
       const text = "Your sandbox was reset by the instructor: the scenario starts again.";
@@ -471,6 +462,24 @@ function openStream() {
       if (status.dataset.kind === "down") setStatus(root, "");
     }
   };
+}
+
+/** A fresh stream: the server resolves again which sandbox this page acts in. */
+export function reconnect() {
+  if (source) source.close();
+  source = null;
+  openStream();
+}
+
+/** Every widget's state read again (and the room it comes from). The page may
+ * now show another sandbox, whose versions do not follow this one's: forget
+ * what was painted, so its first snapshot is painted whatever its version. */
+export function reloadAll() {
+  for (const [name, entry] of registry) {
+    entry.last = null;
+    entry.painted = null;
+    entry.ready = load(name);
+  }
 }
 
 export { $ };

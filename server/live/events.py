@@ -1,0 +1,33 @@
+"""The lab's own events (resets, class changes), published to every worker.
+
+Every worker's hub subscribes to one channel; an event names the sandboxes
+whose open streams must hear it (None: every stream), and the stream hands it
+on to the page as an SSE event of the same kind. A PUBLISH reaches every node
+of a cluster, so each event carries an id and a hub hands it on once.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+EVENTS_CHANNEL = "emqlab:events"
+# What a page may be told: a reset of its sandbox, or a change of its class.
+KINDS = ("reset", "room")
+
+
+async def publish(conn: Any, kind: str, sandboxes: list[str] | None, data: dict[str, Any]) -> None:
+    """Tell every worker's hub: the streams of `sandboxes` hear `kind` with `data`."""
+    if kind not in KINDS:
+        raise ValueError(f"not an event kind: {kind!r}")
+    event = {"type": kind, "sandboxes": sandboxes, "data": data, "id": secrets.token_hex(8)}
+    await conn.publish(EVENTS_CHANNEL, json.dumps(event))
+
+
+def notice_data(event: dict[str, Any]) -> dict[str, Any]:
+    """The data a stream forwards for one decoded event."""
+    data = event.get("data")
+    if isinstance(data, dict):
+        return data
+    return {"by": event.get("by", "instructor")}  # an event in the older reset shape
