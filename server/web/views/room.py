@@ -23,7 +23,7 @@ from server.web import body
 from server.web import forms
 from server.web import guard
 from server.sandboxes import learners, rooms
-from server.web.errors import VALKEY_FAULTS
+from server.web.errors import VALKEY_FAULTS, fault_message
 
 UNAVAILABLE = "Valkey is unreachable right now; try again when it returns."
 
@@ -62,8 +62,8 @@ async def page(request: Request) -> Response:
     try:
         room = await current_room(request)
         name = await known_name(request)
-    except VALKEY_FAULTS:
-        return render(request, 503, error=UNAVAILABLE)
+    except VALKEY_FAULTS as exc:
+        return render(request, 503, error=fault_message(exc))
     prefill = request.query_params.get("code", "")
     try:
         prefill = rooms.normalize_code(prefill) if prefill else ""
@@ -104,8 +104,8 @@ async def join(request: Request) -> Response:
         return await refused(request, 403, str(exc))
     except (body.BadBody, rooms.BadRoom, learners.BadName) as exc:
         return await refused(request, getattr(exc, "status", 400), str(exc), typed[:12], named[:40])
-    except VALKEY_FAULTS:
-        return await refused(request, 503, UNAVAILABLE, typed[:12], named[:40])
+    except VALKEY_FAULTS as exc:
+        return await refused(request, 503, fault_message(exc), typed[:12], named[:40])
     if forms.wants_json(request):
         response: Response = JSONResponse({
             "ok": True, "room": {"code": room.code, "name": room.name, "mode": room.mode},
@@ -137,8 +137,8 @@ async def leave(request: Request) -> Response:
         return await refused(request, exc.status, str(exc))
     except guard.NoSandbox as exc:
         return await refused(request, 403, str(exc))
-    except VALKEY_FAULTS:
-        return await refused(request, 503, UNAVAILABLE)
+    except VALKEY_FAULTS as exc:
+        return await refused(request, 503, fault_message(exc))
     response = JSONResponse({"ok": True}) if forms.wants_json(request) else RedirectResponse("/room", status_code=303)
     request.app.state.room_cookie.clear(response)
     return response
