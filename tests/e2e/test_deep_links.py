@@ -54,7 +54,7 @@ def test_a_plain_step_link_leaves_the_other_widgets_of_the_page_alone(page: Page
 def test_a_widget_step_link_replays_the_failure_policy_tour_on_valkey(page: Page, site: Site) -> None:
     page.goto("/flows/cross-queue#failure-policy-step=1")
     widget = region(page, "failure-policy")
-    expect(widget.locator('[data-role="outcome"]')).to_contain_text("Step 1 of 3 (Fail child at the cap)")
+    expect(widget.locator('[data-role="outcome"]')).to_contain_text("Step 1 of 9 (Fail child at the cap)")
     expect(widget.locator('[data-role="parent-state"]')).to_have_text("failed")
     queue = f"{sandbox_of(widget)}.failure-policy"
     r = site.redis()
