@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.emq import keyspace, results
+from server.emq import jobs, keyspace, results
 from server.widgets.base import BadInput, Context
 from server.widgets.fanin import CHILDREN, PARENT, FanIn
 
@@ -110,3 +110,11 @@ async def test_the_tour_reaches_every_branch_and_ends_with_the_skipped_fan_in(fa
     assert "skipped the fan-in" in outcome.text
     assert await results.dependencies(conn, Q, PARENT) == 1
     assert set(await results.children_values(conn, Q, PARENT)) == {"JOBchild1", "JOBchild2"}
+
+
+async def test_requeue_lapsed_leaves_a_lease_that_has_not_run_out_where_it_is(fanin, conn) -> None:
+    widget, ctx = fanin
+    await widget.perform(ctx, "claim", {})
+    assert await jobs.requeue_lapsed(conn, Q) == []
+    assert await members(conn, Q, "active") == ["JOBchild1"]
+    assert (await row(conn, Q, "JOBchild1"))["state"] == "active"
