@@ -17,7 +17,8 @@ from typing import Any
 from server.emq import flows, jobs, keyspace
 from server.emq.shape import parse_flow
 from server.emq.wire import text
-from server.widgets.base import Context, Outcome, Widget, action, parent_fate, whole
+from server.widgets import flow
+from server.widgets.base import Context, Outcome, Widget, action, whole
 from server.widgets.snapshot import QueueView
 
 ROOT, INNER, TWIG = "JOBtree", "JOBbranch", "JOBtwig"
@@ -45,7 +46,9 @@ def node_picture(view: QueueView, node_id: str, depth: int, walked: bool) -> dic
     up = PARENT_OF.get(node_id)
     state = row.value.get("state") if row else None
     if state is None and up is not None:
-        state = view.child(node_id, up)["state"]  # retired: what its parent's :processed remembers
+        # retired: what its parent's :processed remembers of it
+        counted = flow.read_flow(view, up, [(view, node_id)]).children[0].counted
+        state = "completed" if counted == "processed" else None
     return {
         "id": node_id, "depth": depth, "walked": walked,
         "role": "root" if depth == 0 else ("inner" if node_id == INNER else "leaf"),
@@ -99,7 +102,7 @@ class Tree(Widget):
                 if walked else "Before the walk: no node has landed")
         landed = [node_line(n) for n in nodes if n["state"] is not None]
         root = nodes[0]
-        fate = parent_fate(root["state"], root["sets"]) if root["state"] else "the root has not landed"
+        fate = flow.fate(root["state"], root["sets"]) if root["state"] else "the root has not landed"
         readout = f"{head}. " + ("; ".join(landed) + ". " if landed else "") + f"The root: {fate}."
         return {"readout": readout, "picture": {"walked": walked, "total": len(order), "next": upcoming,
                                                 "nodes": nodes}}
