@@ -122,15 +122,24 @@ class FanIn(Widget):
         found = await ctx.conn.get(keyspace.dependencies_key(self.queues(ctx)[0], PARENT))
         return int(found or 0)
 
-    def chosen(self, view: QueueView, body: dict[str, Any]) -> str | None:
-        """The claimed child the learner picked, or the oldest claim; None when none is claimed."""
-        active = [a["id"] for a in claimed(view)]
+    async def chosen(self, ctx: Context, body: dict[str, Any]) -> tuple[str, int] | None:
+        """The claimed child the learner picked (or the oldest claim) and the
+        token its row holds, in one round trip; None when it is not claimed."""
         child = body.get("child")
-        if child is None:
-            return active[0] if active else None
-        if child not in CHILDREN:
+        if child is not None and child not in CHILDREN:
             raise BadInput(f"'child' must be one of: {', '.join(CHILDREN)}")
-        return child if child in active else None
+        queue = self.queues(ctx)[0]
+        async with ctx.conn.pipeline(transaction=False) as pipe:
+            # active is scored by lease deadline: its head is the oldest claim
+            pipe.zrange(keyspace.queue_key(queue, "active"), 0, -1)
+            for cid in CHILDREN:
+                pipe.hget(keyspace.job_key(queue, cid), "attempts")
+            active, *tokens = await pipe.execute()
+        found = [snapshot._text(m) for m in active]
+        pick = child if child is not None else next(iter(found), None)
+        if pick is None or pick not in found or pick not in CHILDREN:
+            return None
+        return pick, int(snapshot._text(tokens[CHILDREN.index(pick)]) or 0)
 
     async def claim_child(self, ctx: Context) -> tuple[str, int] | None:
         """Claim the next pending child, never the parent once it is released."""
@@ -156,16 +165,15 @@ class FanIn(Widget):
     @action("complete-child")
     async def complete_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         queue = self.queues(ctx)[0]
-        job_id = self.chosen(await self.view(ctx), body)
-        if job_id is None:
+        got = await self.chosen(ctx, body)
+        if got is None:
             if body.get("child") is not None:
                 return Outcome(f"{body['child']} is not in active: claim it first.", "info")
             got = await self.claim_child(ctx)
             if got is None:
                 return Outcome("No child is claimed or waiting in pending; the parent was released or "
                                "is stuck. Reset to start again.", "info")
-            job_id = got[0]
-        token = int(await ctx.conn.hget(keyspace.job_key(queue, job_id), "attempts") or 0)
+        job_id, token = got
         before = await self.dependencies(ctx)
         result = f"result of {job_id}"
         await jobs.complete(ctx.conn, queue, job_id, token, result)
@@ -188,7 +196,7 @@ class FanIn(Widget):
     async def send(self, ctx: Context, job_id: str, token: int, result: str) -> tuple[str, int, int, list[str]]:
         """Run `complete` as a worker would and report (reply, before, after, key diff)."""
         queue = self.queues(ctx)[0]
-        before_view, before = await self.view(ctx), await self.dependencies(ctx)
+        before_view = await self.view(ctx)
         try:
             await jobs.complete(ctx.conn, queue, job_id, token, result)
             answer = "1"
@@ -196,17 +204,17 @@ class FanIn(Widget):
             answer = "0 (gone: no row)"
         except EmqError as exc:
             answer = str(exc)
-        after_view, after = await self.view(ctx), await self.dependencies(ctx)
+        after_view = await self.view(ctx)
+        before, after = (parent_status(v)["dependencies"] or 0 for v in (before_view, after_view))
         return answer, before, after, key_diff(before_view, after_view)
 
     @action("stale")
     async def stale(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        queue = self.queues(ctx)[0]
-        job_id = self.chosen(await self.view(ctx), body)
-        if job_id is None:
+        got = await self.chosen(ctx, body)
+        if got is None:
             return Outcome("No child is in active: Claim one first, then send its completion with a stale token.",
                            "info")
-        token = int(await ctx.conn.hget(keyspace.job_key(queue, job_id), "attempts") or 0)
+        job_id, token = got
         answer, before, after, diff = await self.send(ctx, job_id, token - 1, f"result of {job_id}")
         return Outcome(
             f"Completed {job_id} with the stale token {token - 1} while its row holds attempts {token}: "
@@ -217,10 +225,10 @@ class FanIn(Widget):
     @action("lapse")
     async def lapse(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         queue = self.queues(ctx)[0]
-        job_id = self.chosen(await self.view(ctx), body)
-        if job_id is None:
+        got = await self.chosen(ctx, body)
+        if got is None:
             return Outcome("No child is in active, so there is no lease to lapse: Claim one first.", "info")
-        token = int(await ctx.conn.hget(keyspace.job_key(queue, job_id), "attempts") or 0)
+        job_id, token = got
         # The worker went quiet: wind its deadline back to the epoch instead of
         # waiting 30 s; requeue_lapsed then compares it with the server clock.
         await ctx.conn.zadd(keyspace.queue_key(queue, "active"), {job_id: 1}, xx=True)
