@@ -16,6 +16,7 @@ reply and the keys two readings found changed.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -29,6 +30,16 @@ from server.widgets.snapshot import QueueView
 PARENT = "JOBparent"
 CHILDREN = ("JOBchild1", "JOBchild2", "JOBchild3")
 LEASE_MS = 30_000
+
+
+@dataclass(frozen=True)
+class Peek:
+    """The claims, the head of pending, the counter and each child's token."""
+
+    active: list[str]
+    head: str | None
+    dependencies: int
+    tokens: dict[str, int]
 
 
 def flow_spec() -> dict[str, Any]:
@@ -118,63 +129,67 @@ class FanIn(Widget):
     async def view(self, ctx: Context) -> QueueView:
         return await snapshot.read_queue(ctx.conn, self.queues(ctx)[0], self.job_ids(self.queues(ctx)[0]))
 
-    async def dependencies(self, ctx: Context) -> int:
-        found = await ctx.conn.get(keyspace.dependencies_key(self.queues(ctx)[0], PARENT))
-        return int(found or 0)
-
-    async def chosen(self, ctx: Context, body: dict[str, Any]) -> tuple[str, int] | None:
-        """The claimed child the learner picked (or the oldest claim) and the
-        token its row holds, in one round trip; None when it is not claimed."""
-        child = body.get("child")
-        if child is not None and child not in CHILDREN:
-            raise BadInput(f"'child' must be one of: {', '.join(CHILDREN)}")
+    async def peek(self, ctx: Context) -> Peek:
+        """What the actions decide on, read in one round trip (one slot)."""
         queue = self.queues(ctx)[0]
         async with ctx.conn.pipeline(transaction=False) as pipe:
             # active is scored by lease deadline: its head is the oldest claim
             pipe.zrange(keyspace.queue_key(queue, "active"), 0, -1)
+            pipe.zrange(keyspace.queue_key(queue, "pending"), 0, 0)
+            pipe.get(keyspace.dependencies_key(queue, PARENT))
             for cid in CHILDREN:
                 pipe.hget(keyspace.job_key(queue, cid), "attempts")
-            active, *tokens = await pipe.execute()
-        found = [snapshot._text(m) for m in active]
-        pick = child if child is not None else next(iter(found), None)
-        if pick is None or pick not in found or pick not in CHILDREN:
-            return None
-        return pick, int(snapshot._text(tokens[CHILDREN.index(pick)]) or 0)
+            active, head, deps, *tokens = await pipe.execute()
+        return Peek(active=[snapshot._text(m) for m in active],
+                    head=snapshot._text(head[0]) if head else None, dependencies=int(deps or 0),
+                    tokens={c: int(snapshot._text(t) or 0) for c, t in zip(CHILDREN, tokens)})
 
-    async def claim_child(self, ctx: Context) -> tuple[str, int] | None:
-        """Claim the next pending child, never the parent once it is released."""
-        queue = self.queues(ctx)[0]
-        head = await ctx.conn.zrange(keyspace.queue_key(queue, "pending"), 0, 0)
-        if not head or snapshot._text(head[0]) not in CHILDREN:
+    @staticmethod
+    def chosen(peek: Peek, body: dict[str, Any]) -> tuple[str, int] | None:
+        """The claimed child the learner picked (or the oldest claim) and the
+        token its row holds; None when it is not claimed."""
+        child = body.get("child")
+        if child is not None and child not in CHILDREN:
+            raise BadInput(f"'child' must be one of: {', '.join(CHILDREN)}")
+        pick = child if child is not None else next(iter(peek.active), None)
+        if pick is None or pick not in peek.active or pick not in CHILDREN:
             return None
-        return await jobs.claim(ctx.conn, queue, LEASE_MS)
+        return pick, peek.tokens[pick]
+
+    async def claim_child(self, ctx: Context, peek: Peek) -> tuple[str, int] | None:
+        """Claim the next pending child, never the parent once it is released."""
+        if peek.head not in CHILDREN:
+            return None
+        return await jobs.claim(ctx.conn, self.queues(ctx)[0], LEASE_MS)
 
     # -- actions -------------------------------------------------------------
     @action("claim")
     async def claim(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        got = await self.claim_child(ctx)
+        peek = await self.peek(ctx)
+        got = await self.claim_child(ctx, peek)
         if got is None:
             return Outcome("No child is waiting in pending: Claim takes only children, never the parent.", "info")
         job_id, token = got
         return Outcome(
             f"Claimed {job_id}: it is in active with token {token} and a lease of {LEASE_MS // 1000} s; "
-            f":dependencies is still {await self.dependencies(ctx)} (claiming counts nothing).",
+            f":dependencies is still {peek.dependencies} (claiming counts nothing).",
             detail={"child": job_id, "token": token},
         )
 
     @action("complete-child")
     async def complete_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         queue = self.queues(ctx)[0]
-        got = await self.chosen(ctx, body)
+        peek = await self.peek(ctx)
+        got = self.chosen(peek, body)
         if got is None:
             if body.get("child") is not None:
                 return Outcome(f"{body['child']} is not in active: claim it first.", "info")
-            got = await self.claim_child(ctx)
+            got = await self.claim_child(ctx, peek)
             if got is None:
                 return Outcome("No child is claimed or waiting in pending; the parent was released or "
                                "is stuck. Reset to start again.", "info")
         job_id, token = got
-        before = await self.dependencies(ctx)
+        before = peek.dependencies
         result = f"result of {job_id}"
         await jobs.complete(ctx.conn, queue, job_id, token, result)
         # One round trip (one slot): remember the completion for "Redeliver",
@@ -210,7 +225,7 @@ class FanIn(Widget):
 
     @action("stale")
     async def stale(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        got = await self.chosen(ctx, body)
+        got = self.chosen(await self.peek(ctx), body)
         if got is None:
             return Outcome("No child is in active: Claim one first, then send its completion with a stale token.",
                            "info")
@@ -225,7 +240,7 @@ class FanIn(Widget):
     @action("lapse")
     async def lapse(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         queue = self.queues(ctx)[0]
-        got = await self.chosen(ctx, body)
+        got = self.chosen(await self.peek(ctx), body)
         if got is None:
             return Outcome("No child is in active, so there is no lease to lapse: Claim one first.", "info")
         job_id, token = got
