@@ -94,9 +94,8 @@ class FanIn(Widget):
     # a redelivery, a lease that lapses and a late completion refused by the
     # fence, and a late completion the fan-in skips because the child is not
     # in active.
-    tour = ("claim", "stale", "complete-child", "redeliver",
-            "claim", "lapse", "claim", "late", "complete-child",
-            "claim", "lapse", "late")
+    tour = ("complete-child", "redeliver", "claim", "stale", "lapse", "claim", "late",
+            "complete-child", "claim", "lapse", "late")
     labels = {"claim": "Claim", "complete-child": "Complete child", "stale": "Complete with a stale token",
               "lapse": "Let the lease lapse", "late": "Send the late completion",
               "redeliver": "Redeliver last completion", "reset": "Reset"}

@@ -102,8 +102,8 @@ def test_claim_and_complete_child_never_take_the_released_parent(page: Page, sit
 
 
 def test_the_fan_in_step_link_opens_the_refused_late_completion(page: Page, site: Site) -> None:
-    widget = open_widget(page, "fanin", "#fanin-step=8")
-    expect(outcome(widget)).to_contain_text("Step 8 of 12 (Send the late completion)")
+    widget = open_widget(page, "fanin", "#fanin-step=7")
+    expect(outcome(widget)).to_contain_text("Step 7 of 11 (Send the late completion)")
     expect(outcome(widget)).to_contain_text("EMQSTALE complete token mismatch")
     q, r = queue_of(page, "fanin"), site.redis()
     assert r.hget(key(q, "job:JOBchild2"), "attempts") == "2"

@@ -50,14 +50,14 @@ def test_every_widget_shows_its_recorded_run_as_a_table(still_page: Page, widget
 def test_the_fan_in_trace_shows_the_claim_the_fence_and_the_skipped_fan_in(still_page: Page) -> None:
     table = trace_of(still_page, "fanin")
     expect(row(table, 0)).to_contain_text(":dependencies = 3")
-    expect(row(table, 1)).to_contain_text("in active: JOBchild1 (token 1)")
-    expect(row(table, 2)).to_contain_text("EMQSTALE complete token mismatch")
-    expect(row(table, 3)).to_contain_text("job:JOBparent:dependencies 3 → 2")
-    expect(row(table, 4)).to_contain_text("did not move")
-    expect(row(table, 7)).to_contain_text("token 2")
-    expect(row(table, 8)).to_contain_text("EMQSTALE complete token mismatch")
-    expect(row(table, 12)).to_contain_text("skipped the fan-in")
-    expect(row(table, 12)).to_contain_text(":dependencies = 1")
+    expect(row(table, 1)).to_contain_text("job:JOBparent:dependencies 3 → 2")
+    expect(row(table, 2)).to_contain_text("did not move")
+    expect(row(table, 3)).to_contain_text("in active: JOBchild2 (token 1)")
+    expect(row(table, 4)).to_contain_text("EMQSTALE complete token mismatch")
+    expect(row(table, 6)).to_contain_text("token 2")
+    expect(row(table, 7)).to_contain_text("EMQSTALE complete token mismatch")
+    expect(row(table, 11)).to_contain_text("skipped the fan-in")
+    expect(row(table, 11)).to_contain_text(":dependencies = 1")
 
 
 def test_the_stepper_trace_shows_each_move_and_the_emqkind_refusal(still_page: Page) -> None:
