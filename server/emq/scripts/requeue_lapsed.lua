@@ -7,14 +7,13 @@
 -- The token is left as it is: the next claim raises it, and from then on the
 -- first worker's completion carries an old token and answers EMQSTALE.
 
+-- @include now_ms
+
 local base = ARGV[1]
 local limit = tonumber(ARGV[2])
 
 -- the server clock, the same one claim measured the deadline with
-local clock = redis.call('TIME')
-local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-
-local lapsed = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms, 'LIMIT', 0, limit)
+local lapsed = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, limit)
 for _, job_id in ipairs(lapsed) do
   redis.call('ZREM', KEYS[1], job_id)
   local row = base .. 'job:' .. job_id
