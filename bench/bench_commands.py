@@ -23,7 +23,7 @@ from server.widgets.base import Widget
 DIVES = {
     "enqueue-stepper": "/flows/parent-and-children", "fanin": "/flows/parent-and-children",
     "results": "/flows/reading-the-results", "outbox": "/flows/cross-queue",
-    "failure-policy": "/flows/cross-queue", "ledger": "/batches/bulk-flows",
+    "failure-policy": "/flows/cross-queue", "ledger": "/batches/bulk-flows", "tree": "/flows/cross-queue",
 }
 
 

@@ -25,7 +25,10 @@ from server.emq.errors import EmqError, StateRefused
 from server.emq.shape import FlowShapeError, Node, parse_flow, policy_token
 from server.emq.wire import Conn, as_int
 
-__all__ = ["FlowShapeError", "add", "add_bulk", "add_bulk_pipelined", "enqueue_flow_call", "policy_token"]
+__all__ = [
+    "FlowShapeError", "add", "add_bulk", "add_bulk_pipelined", "enqueue_flow_call", "land_node",
+    "policy_token", "walk_order",
+]
 
 Landed = tuple[str, list[str]]
 
@@ -226,3 +229,31 @@ async def _already_counted(conn: Conn, child: Node, parent: Node) -> bool:
         if (entry.child, entry.parent, entry.parent_queue) == (child.id, parent.id, parent.queue):
             return True
     return False
+
+
+# --- the walk one node at a time (the tree widget steps it) --------------------
+
+
+def walk_order(root: Node) -> list[tuple[Node, Node | None]]:
+    """Every node with its parent, in the order ``add`` lands a tree: parent first, depth first."""
+    order: list[tuple[Node, Node | None]] = [(root, None)]
+
+    def visit(parent: Node) -> None:
+        for child in parent.children:
+            order.append((child, parent))
+            visit(child)
+
+    visit(root)
+    return order
+
+
+async def land_node(conn: Conn, node: Node, up: Node | None) -> None:
+    """Land one node of the walk as ``add`` does on a first walk: hold a parent
+    (the root, or an inner node counted by ``up``), or land a leaf; then write
+    the node's policy on its row. The nodes before it must have landed."""
+    if node.children or up is None:
+        already = await _hold(conn, node, up)
+        if up is not None and not already:
+            await _write_policy(conn, node)
+    elif await _land_leaf(conn, node, up):
+        await _write_policy(conn, node)

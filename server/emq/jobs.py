@@ -46,6 +46,7 @@ __all__ = [
     "fail_call",
     "lineage",
     "policy_arm",
+    "requeue_lapsed",
 ]
 
 Mode = Literal["", "sq", "xq"]
@@ -104,6 +105,17 @@ async def claim(conn: Conn, queue: str, lease_ms: int = 30000) -> tuple[str, int
         return None
     job_id, token = reply
     return text(job_id) or "", as_int(token)
+
+
+async def requeue_lapsed(conn: Conn, queue: str, limit: int = 100) -> list[str]:
+    """Put every job whose lease deadline has passed back into pending; their ids."""
+    reply = await registry.run(
+        conn,
+        "requeue_lapsed",
+        [keyspace.queue_key(queue, "active"), keyspace.queue_key(queue, "pending")],
+        [keyspace.base(queue), int(limit)],
+    )
+    return [text(v) or "" for v in reply or []]
 
 
 def complete_call(

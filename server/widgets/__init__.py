@@ -11,10 +11,11 @@ from server.widgets.native import Native
 from server.widgets.outbox import Outbox
 from server.widgets.questions import QUESTIONS
 from server.widgets.results_reader import ResultsReader
+from server.widgets.tree import Tree
 
 WIDGETS: dict[str, Widget] = {
     w.name: w
-    for w in (EnqueueStepper(), FanIn(), Native(), Outbox(), FailurePolicy(), Ledger(), ResultsReader())
+    for w in (EnqueueStepper(), FanIn(), Native(), Outbox(), FailurePolicy(), Ledger(), ResultsReader(), Tree())
 }
 for _name, _asked in QUESTIONS.items():
     WIDGETS[_name].questions = _asked  # each widget's questions, as server/widgets/questions.py sets them

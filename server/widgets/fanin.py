@@ -1,25 +1,45 @@
 """The fan-in counter: a parent held on three children, released at zero.
 
-"Complete child" claims the next child and completes it through the real
-`claim` and `complete` scripts; the fan-in inside `complete` decrements
-`:dependencies` and, at zero, moves the parent into `pending`. "Redeliver last
-completion" sends the last completion again with its old token, and the page
-shows that the counter did not move.
+Claiming and completing are two steps, as they are for a worker: "Claim" runs
+the real `claim` (the child enters `active` with its token and lease
+deadline), "Complete child" runs the real `complete` for the claimed child the
+learner picks (claiming one first when none is claimed, so one click still
+counts one child down). The guards inside `complete` are made to answer for
+real: a completion carrying a stale token while the row exists
+(`EMQSTALE`), a late completion after the lease lapsed (`requeue_lapsed`
+puts the child back in pending; claimed again it carries token 2), and the
+branch where the token matches but the child is no longer in `active` (the
+script answers 1 and skips the fan-in). Each outcome names the script's
+reply and the keys two readings found changed.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
-from server.emq import flows, jobs, keyspace, results
+from server.emq import flows, jobs, keyspace
 from server.emq.errors import EmqError
+from server.widgets import flow, snapshot
+from server.widgets.base import BadInput, Context, Outcome, Widget, action
+from server.widgets.keydiff import diff_words, key_diff
 from server.widgets.snapshot import QueueView
-from server.widgets import flow
-from server.widgets.base import Context, Outcome, Widget, action
 
 PARENT = "JOBparent"
 CHILDREN = ("JOBchild1", "JOBchild2", "JOBchild3")
+LEASE_MS = 30_000
+
+
+@dataclass(frozen=True)
+class Peek:
+    """The claims, the head of pending, the counter and each child's token."""
+
+    active: list[str]
+    head: str | None
+    dependencies: int
+    tokens: dict[str, int]
 
 
 def flow_spec() -> dict[str, Any]:
@@ -44,22 +64,41 @@ def parent_status(view: QueueView) -> dict[str, Any]:
     }
 
 
-def readout(status: dict[str, Any], total: int) -> str:
-    deps = status["dependencies"]
+def claimed(view: QueueView) -> list[dict[str, Any]]:
+    """The jobs in `active`, oldest lease first: id, token (the row's attempts), deadline."""
+    key = view.get("active")
+    out = []
+    for member, score in key.value if key else []:
+        row = view.row(member)
+        deadline = datetime.fromtimestamp(float(score) / 1000, timezone.utc)
+        out.append({"id": member, "token": row.value.get("attempts") if row else None,
+                    "deadline_ms": score, "deadline": deadline.strftime("%H:%M:%S UTC")})
+    return out
+
+
+def readout(status: dict[str, Any], total: int, active: list[dict[str, Any]]) -> str:
     if status["state"] is None:
         return "No flow in this queue: press Reset to land it again."
     held = flow.fate(status["state"], status["sets"])
-    return f"{status['done']} of {total} children complete → :dependencies = {deps}; {held}"
+    line = f"{status['done']} of {total} children complete → :dependencies = {status['dependencies']}; {held}"
+    if active:
+        line += "; in active: " + ", ".join(f"{a['id']} (token {a['token']})" for a in active)
+    return line
 
 
 class FanIn(Widget):
     name = "fanin"
     title = "The fan-in counter"
     queue_parts = (("fanin",),)
-    # `#fanin-step=N` and the static trace: every child completes, then the
-    # last completion is delivered again and the counter does not move.
-    tour = ("complete-child", "complete-child", "complete-child", "redeliver")
-    labels = {"complete-child": "Complete child", "redeliver": "Redeliver last completion", "reset": "Reset"}
+    # `#fanin-step=N` and the static trace: claim and complete, a stale token,
+    # a redelivery, a lease that lapses and a late completion refused by the
+    # fence, and a late completion the fan-in skips because the child is not
+    # in active.
+    tour = ("complete-child", "redeliver", "claim", "stale", "lapse", "claim", "late",
+            "complete-child", "claim", "lapse", "late")
+    labels = {"claim": "Claim", "complete-child": "Complete child", "stale": "Complete with a stale token",
+              "lapse": "Let the lease lapse", "late": "Send the late completion",
+              "redeliver": "Redeliver last completion", "reset": "Reset"}
 
     def job_ids(self, queue: str) -> list[str]:
         return [PARENT, *CHILDREN]
@@ -70,22 +109,86 @@ class FanIn(Widget):
     def describe(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
         view = views[0]
         status = parent_status(view)
-        children = [c.as_json() for c in flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN]).children]
+        active = claimed(view)
+        tokens = {a["id"]: a for a in active}
+        children = []
+        for child in flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN]).children:
+            row = view.row(child.id)
+            children.append({**child.as_json(), "token": row.value.get("attempts") if row else None,
+                             "deadline": tokens[child.id]["deadline"] if child.id in tokens else None})
         last = json.loads(state["last"]) if state.get("last") else None
+        lapsed = json.loads(state["lapsed"]) if state.get("lapsed") else None
         return {
-            "readout": readout(status, len(CHILDREN)),
-            "picture": {"parent": {"id": PARENT, **status}, "children": children, "last": last},
+            "readout": readout(status, len(CHILDREN), active),
+            "picture": {"parent": {"id": PARENT, **status}, "children": children, "active": active,
+                        "last": last, "lapsed": lapsed},
         }
+
+    # -- reading -------------------------------------------------------------
+    async def view(self, ctx: Context) -> QueueView:
+        return await snapshot.read_queue(ctx.conn, self.queues(ctx)[0], self.job_ids(self.queues(ctx)[0]))
+
+    async def peek(self, ctx: Context) -> Peek:
+        """What the actions decide on, read in one round trip (one slot)."""
+        queue = self.queues(ctx)[0]
+        async with ctx.conn.pipeline(transaction=False) as pipe:
+            # active is scored by lease deadline: its head is the oldest claim
+            pipe.zrange(keyspace.queue_key(queue, "active"), 0, -1)
+            pipe.zrange(keyspace.queue_key(queue, "pending"), 0, 0)
+            pipe.get(keyspace.dependencies_key(queue, PARENT))
+            for cid in CHILDREN:
+                pipe.hget(keyspace.job_key(queue, cid), "attempts")
+            active, head, deps, *tokens = await pipe.execute()
+        return Peek(active=[snapshot._text(m) for m in active],
+                    head=snapshot._text(head[0]) if head else None, dependencies=int(deps or 0),
+                    tokens={c: int(snapshot._text(t) or 0) for c, t in zip(CHILDREN, tokens)})
+
+    @staticmethod
+    def chosen(peek: Peek, body: dict[str, Any]) -> tuple[str, int] | None:
+        """The claimed child the learner picked (or the oldest claim) and the
+        token its row holds; None when it is not claimed."""
+        child = body.get("child")
+        if child is not None and child not in CHILDREN:
+            raise BadInput(f"'child' must be one of: {', '.join(CHILDREN)}")
+        pick = child if child is not None else next(iter(peek.active), None)
+        if pick is None or pick not in peek.active or pick not in CHILDREN:
+            return None
+        return pick, peek.tokens[pick]
+
+    async def claim_child(self, ctx: Context, peek: Peek) -> tuple[str, int] | None:
+        """Claim the next pending child, never the parent once it is released."""
+        if peek.head not in CHILDREN:
+            return None
+        return await jobs.claim(ctx.conn, self.queues(ctx)[0], LEASE_MS)
+
+    # -- actions -------------------------------------------------------------
+    @action("claim")
+    async def claim(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        peek = await self.peek(ctx)
+        got = await self.claim_child(ctx, peek)
+        if got is None:
+            return Outcome("No child is waiting in pending: Claim takes only children, never the parent.", "info")
+        job_id, token = got
+        return Outcome(
+            f"Claimed {job_id}: it is in active with token {token} and a lease of {LEASE_MS // 1000} s; "
+            f":dependencies is still {peek.dependencies} (claiming counts nothing).",
+            detail={"child": job_id, "token": token},
+        )
 
     @action("complete-child")
     async def complete_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         queue = self.queues(ctx)[0]
-        if await results.dependencies(ctx.conn, queue, PARENT) <= 0:
-            return Outcome("Every child has completed already; the parent was released. Reset to start again.", "info")
-        claimed = await jobs.claim(ctx.conn, queue)
-        if claimed is None:
-            return Outcome("No child is waiting in pending.", "info")
-        job_id, token = claimed
+        peek = await self.peek(ctx)
+        got = self.chosen(peek, body)
+        if got is None:
+            if body.get("child") is not None:
+                return Outcome(f"{body['child']} is not in active: claim it first.", "info")
+            got = await self.claim_child(ctx, peek)
+            if got is None:
+                return Outcome("No child is claimed or waiting in pending; the parent was released or "
+                               "is stuck. Reset to start again.", "info")
+        job_id, token = got
+        before = peek.dependencies
         result = f"result of {job_id}"
         await jobs.complete(ctx.conn, queue, job_id, token, result)
         # One round trip (one slot): remember the completion for "Redeliver",
@@ -96,11 +199,80 @@ class FanIn(Widget):
             pipe.hget(keyspace.job_key(queue, PARENT), "state")
             _, left, state = await pipe.execute()
         left_n = int(left or 0)
-        state_s = state.decode() if isinstance(state, bytes) else state
+        state_s = snapshot._text(state)
         tail = "the parent is released into pending" if state_s == "pending" else "the parent is still held"
+        moved = f"fell to {left_n}" if left_n < before else f"stayed at {left_n} (the fan-in did not count it)"
         return Outcome(
-            f"Completed {job_id} with token {token}: dependencies fell to {left_n}; {tail}.",
+            f"Completed {job_id} with token {token}: dependencies {moved}; {tail}.",
             detail={"child": job_id, "token": token, "dependencies": left_n, "parent_state": state_s},
+        )
+
+    async def send(self, ctx: Context, job_id: str, token: int, result: str) -> tuple[str, int, int, list[str]]:
+        """Run `complete` as a worker would and report (reply, before, after, key diff)."""
+        queue = self.queues(ctx)[0]
+        before_view = await self.view(ctx)
+        try:
+            await jobs.complete(ctx.conn, queue, job_id, token, result)
+            answer = "1"
+        except jobs.Gone:
+            answer = "0 (gone: no row)"
+        except EmqError as exc:
+            answer = str(exc)
+        after_view = await self.view(ctx)
+        before, after = (parent_status(v)["dependencies"] or 0 for v in (before_view, after_view))
+        return answer, before, after, key_diff(before_view, after_view)
+
+    @action("stale")
+    async def stale(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        got = self.chosen(await self.peek(ctx), body)
+        if got is None:
+            return Outcome("No child is in active: Claim one first, then send its completion with a stale token.",
+                           "info")
+        job_id, token = got
+        answer, before, after, diff = await self.send(ctx, job_id, token - 1, f"result of {job_id}")
+        return Outcome(
+            f"Completed {job_id} with the stale token {token - 1} while its row holds attempts {token}: "
+            f"the script answered {answer}; :dependencies {before} → {after}; {diff_words(diff)}.",
+            "refused", {"child": job_id, "answer": answer, "before": before, "after": after, "changed": diff},
+        )
+
+    @action("lapse")
+    async def lapse(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        queue = self.queues(ctx)[0]
+        got = self.chosen(await self.peek(ctx), body)
+        if got is None:
+            return Outcome("No child is in active, so there is no lease to lapse: Claim one first.", "info")
+        job_id, token = got
+        # The worker went quiet: wind its deadline back to the epoch instead of
+        # waiting 30 s; requeue_lapsed then compares it with the server clock.
+        await ctx.conn.zadd(keyspace.queue_key(queue, "active"), {job_id: 1}, xx=True)
+        requeued = await jobs.requeue_lapsed(ctx.conn, queue)
+        await self.remember(ctx, lapsed={"id": job_id, "token": token})
+        return Outcome(
+            f"The lease of {job_id} (token {token}) ran out: requeue_lapsed answered [{', '.join(requeued)}] "
+            f"and put it back in pending. Its first worker still holds token {token}.",
+            detail={"child": job_id, "token": token, "requeued": requeued},
+        )
+
+    @action("late")
+    async def late(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        state = await self.state(ctx)
+        if not state.get("lapsed"):
+            return Outcome("No lease has lapsed yet: Claim a child, then Let the lease lapse.", "info")
+        lapsed = json.loads(state["lapsed"])
+        job_id, token = lapsed["id"], int(lapsed["token"])
+        answer, before, after, diff = await self.send(ctx, job_id, token, f"late result of {job_id}")
+        if answer.startswith("EMQSTALE"):
+            why = "the child was claimed again, so the row's token moved on and the fence refused it"
+        elif answer == "1":
+            why = ("the token still matches but the child is not in active, so the script retired the row "
+                   "and skipped the fan-in")
+        else:
+            why = "the row is gone"
+        return Outcome(
+            f"The first worker's late completion of {job_id} with token {token}: the script answered {answer}; "
+            f"{why}; :dependencies {before} → {after}; {diff_words(diff)}.",
+            "refused", {"child": job_id, "answer": answer, "before": before, "after": after, "changed": diff},
         )
 
     @action("redeliver")
@@ -109,21 +281,13 @@ class FanIn(Widget):
         if not state.get("last"):
             return Outcome("Nothing to redeliver yet: complete a child first.", "info")
         last = json.loads(state["last"])
-        queue = self.queues(ctx)[0]
-        before = await results.dependencies(ctx.conn, queue, PARENT)
-        try:
-            await jobs.complete(ctx.conn, queue, last["id"], last["token"], last["result"])
-            answer = "accepted"
-        except jobs.Gone:
+        answer, b, a, diff = await self.send(ctx, last["id"], last["token"], last["result"])
+        if answer.startswith("0"):
             answer = "gone (0): the child's row was already retired"
-        except EmqError as exc:
-            answer = str(exc)
-        after = await results.dependencies(ctx.conn, queue, PARENT)
-        b, a = before, after
         moved = "did not move" if a == b else f"moved from {b} to {a}"
         return Outcome(
             f"Redelivered the completion of {last['id']} with its old token {last['token']}: "
-            f"the script answered {answer}; dependencies {moved} (still {a}).",
+            f"the script answered {answer}; dependencies {moved} (still {a}); {diff_words(diff)}.",
             "refused",
-            {"child": last["id"], "answer": answer, "before": b, "after": a},
+            {"child": last["id"], "answer": answer, "before": b, "after": a, "changed": diff},
         )

@@ -172,6 +172,14 @@ def _payload(value: Any, where: str, limit: int) -> Any:
     return value
 
 
+def _gate_id(value: Any, where: str) -> None:
+    """The id gate, answered with the field's path so the learner can find it."""
+    try:
+        keyspace.check_id(value)
+    except keyspace.BadId as exc:
+        raise BadInput(f"{where}: {exc}") from exc
+
+
 def custom_flows(body: dict[str, Any], limits: Settings) -> list[dict[str, Any]]:
     """Check a learner's batch; BadInput (a 400, nothing written) on anything off."""
     given = body.get("flows")
@@ -189,6 +197,7 @@ def custom_flows(body: dict[str, Any], limits: Settings) -> list[dict[str, Any]]
         if not isinstance(children, list) or not 1 <= len(children) <= limits.max_children:
             raise BadInput(f"{where}: 'children' must be a list of 1 to {limits.max_children} children")
         parent = flow["parent"]
+        _gate_id(parent.get("id"), f"{where}.parent.id")
         spec: dict[str, Any] = {
             "parent": {"id": parent.get("id"), "payload": _payload(parent.get("payload", ""), f"{where}.parent", limits.max_payload_bytes)},
             "children": [],
@@ -199,6 +208,7 @@ def custom_flows(body: dict[str, Any], limits: Settings) -> list[dict[str, Any]]
                 raise BadInput(f"{at}: a child must be an object with an 'id'")
             if set(child) - _CHILD_FIELDS:
                 raise BadInput(f"{at}: unknown fields {sorted(set(child) - _CHILD_FIELDS)} (nested children are not taken here)")
+            _gate_id(child.get("id"), f"{at}.id")
             queue = child.get("queue", "orders")
             if queue not in LEDGER_QUEUES:
                 raise BadInput(f"{at}: 'queue' must be one of {', '.join(LEDGER_QUEUES)} (the ledger's queues), not {queue!r}")

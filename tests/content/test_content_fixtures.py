@@ -14,7 +14,7 @@ from server.content.scripts import DirScripts
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPTS = DirScripts(FIXTURES / "scripts")
 HOST = HostFiles(FIXTURES / "host")
-WIDGETS = {"enqueue-stepper", "fanin", "native", "outbox", "failure-policy", "ledger", "results"}
+WIDGETS = {"enqueue-stepper", "fanin", "native", "outbox", "failure-policy", "ledger", "results", "tree"}
 
 
 def _cases(name: str):

@@ -23,6 +23,7 @@ WIDGETS = {
     "outbox": ("/flows/cross-queue", "outbox"),
     "failure-policy": ("/flows/cross-queue", "failure policy"),
     "ledger": ("/batches/bulk-flows", "ledger"),
+    "tree": ("/flows/cross-queue", "tree"),
 }
 
 

@@ -56,7 +56,7 @@ def test_a_plain_step_link_leaves_the_other_widgets_of_the_page_alone(page: Page
 def test_a_widget_step_link_replays_the_failure_policy_tour_on_valkey(page: Page, site: Site) -> None:
     page.goto("/flows/cross-queue#failure-policy-step=1")
     widget = region(page, "failure-policy")
-    expect(widget.locator('[data-role="outcome"]')).to_contain_text("Step 1 of 3 (Fail child at the cap)")
+    expect(widget.locator('[data-role="outcome"]')).to_contain_text("Step 1 of 9 (Fail child at the cap)")
     expect(widget.locator('[data-role="parent-state"]')).to_have_text("failed")
     queue = f"{sandbox_of(widget)}.failure-policy"
     r = site.redis()
@@ -71,12 +71,12 @@ def test_changing_the_hash_on_an_open_page_replays_that_widget(page: Page, site:
     page.goto("/flows/parent-and-children")
     fanin = region(page, "fanin")
     expect(fanin.locator('[data-role="dependencies"]')).to_have_text("3")
-    page.evaluate("location.hash = '#fanin-step=3'")
-    expect(fanin.locator('[data-role="dependencies"]')).to_have_text("0")
+    page.evaluate("location.hash = '#fanin-step=9'")
+    expect(fanin.locator('[data-role="dependencies"]')).to_have_text("1")
     queue = f"{sandbox_of(fanin)}.fanin"
     r = site.redis()
-    assert r.hget(f"emq:{{{queue}}}:job:JOBparent", "state") == "pending"
-    assert r.hgetall(f"emq:{{{queue}}}:job:JOBparent:processed").keys() == {"JOBchild1", "JOBchild2", "JOBchild3"}
+    assert r.hget(f"emq:{{{queue}}}:job:JOBparent", "state") == "awaiting_children"
+    assert r.hgetall(f"emq:{{{queue}}}:job:JOBparent:processed").keys() == {"JOBchild1", "JOBchild2"}
 
 
 def test_a_step_past_the_tour_says_how_many_steps_it_has_and_opens_the_last(page: Page, site: Site) -> None:

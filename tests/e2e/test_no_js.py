@@ -47,13 +47,17 @@ def test_every_widget_shows_its_recorded_run_as_a_table(still_page: Page, widget
     expect(row(table, 0)).to_contain_text("Start")
 
 
-def test_the_fan_in_trace_shows_dependencies_falling_from_three_to_zero(still_page: Page) -> None:
+def test_the_fan_in_trace_shows_the_claim_the_fence_and_the_skipped_fan_in(still_page: Page) -> None:
     table = trace_of(still_page, "fanin")
     expect(row(table, 0)).to_contain_text(":dependencies = 3")
     expect(row(table, 1)).to_contain_text("job:JOBparent:dependencies 3 → 2")
-    expect(row(table, 3)).to_contain_text(":dependencies = 0")
-    expect(row(table, 3)).to_contain_text("the parent is released: state pending, in pending")
-    expect(row(table, 4)).to_contain_text("did not move")
+    expect(row(table, 2)).to_contain_text("did not move")
+    expect(row(table, 3)).to_contain_text("in active: JOBchild2 (token 1)")
+    expect(row(table, 4)).to_contain_text("EMQSTALE complete token mismatch")
+    expect(row(table, 6)).to_contain_text("token 2")
+    expect(row(table, 7)).to_contain_text("EMQSTALE complete token mismatch")
+    expect(row(table, 11)).to_contain_text("skipped the fan-in")
+    expect(row(table, 11)).to_contain_text(":dependencies = 1")
 
 
 def test_the_stepper_trace_shows_each_move_and_the_emqkind_refusal(still_page: Page) -> None:
@@ -82,15 +86,21 @@ def test_the_outbox_trace_ends_with_the_parent_released(still_page: Page) -> Non
     expect(row(table, 11)).to_contain_text("the parent is released")
 
 
-def test_the_failure_policy_trace_shows_both_policies(still_page: Page) -> None:
+def test_the_failure_policy_trace_shows_both_policies_the_pump_and_the_mixed_flow(still_page: Page) -> None:
     table = trace_of(still_page, "failure-policy")
     expect(row(table, 1)).to_contain_text("every child on fp")
     expect(row(table, 2)).to_contain_text("parent_policy fp")
     expect(row(table, 2)).to_contain_text("state failed, in dead")
     expect(row(table, 4)).to_contain_text("nothing will release it")
-    expect(row(table, 5)).to_contain_text("every child on id")
-    expect(row(table, 6)).to_contain_text(":ignored")
-    expect(row(table, 8)).to_contain_text("the parent is released")
+    expect(row(table, 5)).to_contain_text("appended a failure entry")
+    expect(row(table, 6)).to_contain_text("applied fp on JOBlinked's slot")
+    expect(row(table, 7)).to_contain_text("every child on id")
+    expect(row(table, 8)).to_contain_text(":ignored")
+    expect(row(table, 10)).to_contain_text("the parent is released")
+    expect(row(table, 12)).to_contain_text("applied id on JOBlinked's slot")
+    expect(row(table, 14)).to_contain_text("does not read the policy token")
+    expect(row(table, 15)).to_contain_text("parent_policy id (ignore the dependency)")
+    expect(row(table, 16)).to_contain_text("resolves to fp")
 
 
 def test_the_ledger_trace_shows_refused_flows_the_retry_and_the_id_gate(still_page: Page) -> None:

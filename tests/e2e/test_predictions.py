@@ -123,17 +123,21 @@ def test_progress_survives_a_reload_and_a_reset_and_is_separate_per_sandbox(page
     answer_number(widget, 2, "Complete child")
     expect(announced(widget)).to_have_text(re.compile(r"^Right"))
     badge = widget.locator('[data-role="widget-progress"]')
-    expect(badge).to_have_text("1 of 4 tour steps reached; 1 of 1 prediction right.")
+    expect(badge).to_have_text("1 of 11 tour steps reached; 1 of 1 prediction right.")
     page.reload()
     widget = region(page, "fanin")
-    expect(widget.locator('[data-role="widget-progress"]')).to_have_text("1 of 4 tour steps reached; 1 of 1 prediction right.")
+    expect(widget.locator('[data-role="widget-progress"]')).to_have_text("1 of 11 tour steps reached; 1 of 1 prediction right.")
     widget.get_by_role("button", name="Reset", exact=True).click()
     expect(widget.locator('[data-role="outcome"]')).to_contain_text("Reset")
-    expect(widget.locator('[data-role="widget-progress"]')).to_have_text("1 of 4 tour steps reached; 1 of 1 prediction right.")
-    for _ in range(3):
-        widget.get_by_role("button", name="Complete child", exact=True).click()
-        expect(widget.locator('[data-role="outcome"]')).to_contain_text("Completed")
-    widget.get_by_role("button", name="Redeliver last completion", exact=True).click()
+    expect(widget.locator('[data-role="widget-progress"]')).to_have_text("1 of 11 tour steps reached; 1 of 1 prediction right.")
+    # the fan-in's whole tour (server/widgets/fanin.py `tour`), click by click
+    for slug, label in (("complete-child", "Complete child"), ("redeliver", "Redeliver last completion"),
+                        ("claim", "Claim"), ("stale", "Complete with a stale token"),
+                        ("lapse", "Let the lease lapse"), ("claim", "Claim"), ("late", "Send the late completion"),
+                        ("complete-child", "Complete child"), ("claim", "Claim"),
+                        ("lapse", "Let the lease lapse"), ("late", "Send the late completion")):
+        widget.get_by_role("button", name=label, exact=True).click()
+        expect(widget.locator('[data-role="outcome"]')).to_have_attribute("data-action", slug)
     expect(widget.locator('[data-role="widget-progress"]')).to_contain_text("Done: every step of its tour reached")
     expect(progress_line(page)).to_contain_text(re.compile(r"1 of \d+ widgets done, 1 of 1 prediction right"))
 
@@ -142,7 +146,7 @@ def test_progress_survives_a_reload_and_a_reset_and_is_separate_per_sandbox(page
         stranger = other.new_page()
         stranger.goto(FANIN_DIVE)
         expect(progress_line(stranger)).to_contain_text(re.compile(r"0 of \d+ widgets done"))
-        expect(region(stranger, "fanin").locator('[data-role="widget-progress"]')).to_have_text("0 of 4 tour steps reached.")
+        expect(region(stranger, "fanin").locator('[data-role="widget-progress"]')).to_have_text("0 of 11 tour steps reached.")
     finally:
         other.close()
 
@@ -154,13 +158,13 @@ def test_the_progress_page_lists_every_dive_and_start_over_forgets_it(page: Page
     page.goto("/progress")
     expect(page.get_by_role("heading", name="Your progress", level=1)).to_be_visible()
     fanin_row = page.locator('tr[data-progress-of="fanin"]')
-    expect(fanin_row).to_contain_text("1 of 4 steps")
+    expect(fanin_row).to_contain_text("1 of 11 steps")
     expect(fanin_row).to_contain_text("0 of 1")
     expect(fanin_row).to_contain_text("Not quite: you said 7")
     for path in ("/flows/parent-and-children", "/flows/reading-the-results", "/flows/cross-queue", "/batches/bulk-flows"):
         expect(page.locator(f'section[data-dive="{path}"]')).to_have_count(1)
     page.get_by_role("button", name="Start over").click()
     expect(page).to_have_url(re.compile(r"/progress$"))
-    expect(page.locator('tr[data-progress-of="fanin"]')).to_contain_text("0 of 4 steps")
+    expect(page.locator('tr[data-progress-of="fanin"]')).to_contain_text("0 of 11 steps")
     page.goto("/")
     expect(page.locator('[data-role="dive-progress-summary"]').first).to_contain_text(re.compile(r"0 of \d+ widgets done"))

@@ -25,7 +25,7 @@ def test_an_action_carries_its_verdict_and_the_learners_record(site: LiveSite) -
     assert answer["outcome"]["detail"]["progress"]["reached"] == 1
     record = site.redis().hgetall(progress_key(sandbox_of(client)))
     assert {k: record[k] for k in ("at:fanin", "reached:fanin", "steps:fanin", "asked:fanin", "right:fanin")} == {
-        "at:fanin": "1", "reached:fanin": "1", "steps:fanin": "4", "asked:fanin": "1", "right:fanin": "1"}
+        "at:fanin": "1", "reached:fanin": "1", "steps:fanin": "11", "asked:fanin": "1", "right:fanin": "1"}
     assert record["verdict:fanin"].startswith("Right")
 
 
@@ -52,8 +52,8 @@ def test_the_progress_page_and_its_json_show_the_record_per_sandbox(site: LiveSi
     assert page.status_code == 200 and "Not quite: you said 9" in page.text and "Start over" in page.text
     mine = one.get("/api/progress").json()
     assert mine["widgets"]["fanin"] | {"verdict": ""} == {
-        "widget": "fanin", "steps": 4, "reached": 1, "done": False, "asked": 1, "right": 0, "verdict": "",
-        "summary": "1 of 4 tour steps reached; 0 of 1 prediction right."}
+        "widget": "fanin", "steps": 11, "reached": 1, "done": False, "asked": 1, "right": 0, "verdict": "",
+        "summary": "1 of 11 tour steps reached; 0 of 1 prediction right."}
     theirs = two.get("/api/progress").json()
     assert theirs["widgets"]["fanin"]["asked"] == 0
     assert "0 of 1 prediction right" in one.get("/flows").text  # the hub beside its dives

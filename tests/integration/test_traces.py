@@ -31,10 +31,15 @@ async def test_every_widget_records_one_row_per_recorded_step_and_leaves_no_key(
 async def test_the_fan_in_trace_reads_the_counter_from_valkey_at_each_step(conn) -> None:
     trace = await traces.record(conn, WIDGETS["fanin"], "strace00000")
     readouts = [r.readout for r in trace.rows]
-    assert ":dependencies = 3" in readouts[0] and ":dependencies = 0" in readouts[3]
+    assert ":dependencies = 3" in readouts[0]
     counter = [c for c in trace.rows[1].changes if c.key == "job:JOBparent:dependencies"]
     assert counter == [traces.KeyChange("job:JOBparent:dependencies", "changed", "3 → 2")]
-    assert trace.rows[4].changes == () and "did not move" in trace.rows[4].outcome
+    assert trace.rows[2].changes == () and "did not move" in trace.rows[2].outcome
+    assert "in active: JOBchild2 (token 1)" in readouts[3]
+    # the stale token: refused by the fence, and the two readings found no key changed
+    assert "EMQSTALE complete token mismatch" in trace.rows[4].outcome and trace.rows[4].changes == ()
+    assert "EMQSTALE" in trace.rows[7].outcome and trace.rows[7].changes == ()
+    assert "skipped the fan-in" in trace.rows[11].outcome and ":dependencies = 1" in readouts[11]
     assert "strace00000" not in " ".join(r.outcome for r in trace.rows)
 
 

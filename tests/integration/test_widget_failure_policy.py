@@ -94,9 +94,77 @@ async def test_the_step_deep_link_replays_the_tour_under_the_chosen_policy(lande
     widget, ctx = landed
     await widget.perform(ctx, "policy", {"policy": "id"})
     outcome = await widget.perform(ctx, "goto", {"step": 3})
-    assert outcome.text.startswith("Step 3 of 3")
+    assert outcome.text.startswith(f"Step 3 of {len(widget.tour)}")
     assert (await row(conn, Q, PARENT))["state"] == "pending"
     with pytest.raises(BadInput):
         await widget.perform(ctx, "goto", {"step": -1})
     assert (await row(conn, Q, PARENT))["state"] == "pending"
     assert await conn.exists(keyspace.ignored_key(Q, PARENT))
+
+
+# -- the branches issue 17 made reachable ----------------------------------------
+
+MAIL = f"{SANDBOX}.failure-policy.mail"
+
+
+async def test_a_failure_with_attempts_left_schedules_the_child_and_leaves_the_parent_alone(landed, conn) -> None:
+    widget, ctx = landed
+    before = {k: await conn.dump(k) for k in (keyspace.job_key(Q, PARENT), keyspace.dependencies_key(Q, PARENT))}
+    outcome = await widget.perform(ctx, "fail-retry", {})
+    assert outcome.detail["outcome"] == "scheduled"
+    assert await members(conn, Q, "schedule") == ["JOBchild1"]
+    assert (await row(conn, Q, "JOBchild1"))["state"] == "scheduled"
+    after = {k: await conn.dump(k) for k in before}
+    assert before == after and await members(conn, Q, "dead") == []
+    assert not await conn.exists(keyspace.ignored_key(Q, PARENT))
+    assert "does not read the policy token" in outcome.text
+
+
+async def test_the_mixed_flow_gives_each_child_its_own_token_and_each_resolves_as_the_design_says(landed, conn) -> None:
+    widget, ctx = landed
+    await widget.perform(ctx, "mixed", {})
+    assert [(await row(conn, Q, c))["parent_policy"] for c in CHILDREN] == ["fp", "id", "skip"]
+    assert (await widget.perform(ctx, "fail-retry", {})).detail["outcome"] == "scheduled"
+    both = await widget.perform(ctx, "fail-child", {})  # JOBchild2 named both flags: id
+    assert both.detail["child"] == "JOBchild2" and "fell from 3 to 2" in both.text
+    assert await results.ignored_failures(conn, Q, PARENT) == {"JOBchild2": ERROR}
+    unknown = await widget.perform(ctx, "fail-child", {})  # JOBchild3's 'skip' resolves to fp
+    assert unknown.detail["child"] == "JOBchild3" and "resolves to fp" in unknown.text
+    parent = await row(conn, Q, PARENT)
+    assert parent["state"] == "failed" and parent["failed_child"] == "JOBchild3"
+    assert set(await members(conn, Q, "dead")) == {"JOBchild2", "JOBchild3", PARENT}
+    # the variant is the learner's: Reset lands the mixed flow again
+    await widget.perform(ctx, "reset", {})
+    assert (await row(conn, Q, "JOBchild3"))["parent_policy"] == "skip"
+
+
+async def test_a_cross_queue_death_waits_in_the_outbox_and_the_pump_fails_the_parent_on_its_slot(landed, conn) -> None:
+    widget, ctx = landed
+    died = await widget.perform(ctx, "fail-remote", {})
+    assert died.detail == {"child": "JOBremote", "outcome": "dead", "outbox": 1, "parent_state": "awaiting_children"}
+    assert (await row(conn, Q, "JOBlinked"))["state"] == "awaiting_children"
+    assert await conn.llen(keyspace.outbox_key(MAIL)) == 1
+    pumped = await widget.perform(ctx, "pump", {})
+    assert pumped.detail["delivered"] == 1
+    assert (await row(conn, Q, "JOBlinked"))["state"] == "failed"
+    assert "JOBlinked" in await members(conn, Q, "dead")
+    assert await conn.llen(keyspace.outbox_key(MAIL)) == 0
+
+
+async def test_under_id_the_pump_records_the_cross_queue_error_and_releases_the_parent(landed, conn) -> None:
+    widget, ctx = landed
+    await widget.perform(ctx, "policy", {"policy": "id"})
+    assert (await row(conn, MAIL, "JOBremote"))["parent_policy"] == "id"
+    await widget.perform(ctx, "fail-remote", {})
+    await widget.perform(ctx, "pump", {})
+    assert await results.ignored_failures(conn, Q, "JOBlinked") == {"JOBremote": ERROR}
+    assert (await row(conn, Q, "JOBlinked"))["state"] == "pending"
+    assert "JOBlinked" in await members(conn, Q, "pending")
+
+
+async def test_choosing_a_policy_after_the_mixed_flow_lands_the_uniform_flow_again(landed, conn) -> None:
+    widget, ctx = landed
+    await widget.perform(ctx, "mixed", {})
+    await widget.perform(ctx, "policy", {"policy": "fp"})
+    assert [(await row(conn, Q, c))["parent_policy"] for c in CHILDREN] == ["fp"] * 3
+    assert (await widget.snapshot(ctx))["picture"]["variant"] == "uniform"

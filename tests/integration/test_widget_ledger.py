@@ -217,3 +217,37 @@ async def test_the_limits_of_a_custom_batch_come_from_the_settings(conn) -> None
     await widget.ensure_landed(ctx)
     with pytest.raises(BadInput, match="1 to 1 flows"):
         await widget.perform(ctx, "custom-batch", {"flows": [one_flow(), one_flow("JOBy1", id="JOBy2")]})
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"flows": [one_flow(), one_flow("JOBy1", id="JOBy2 bad}")]}, "flows[1].children[0].id"),
+        ({"flows": [one_flow("JOB y1")]}, "flows[0].parent.id"),
+        ({"flows": [one_flow(queue="payments")]}, "flows[0].children[0]"),
+    ],
+)
+async def test_a_bad_field_of_your_own_batch_is_named_in_the_refusal(ledger, conn, body, field) -> None:
+    widget, ctx = ledger
+    before = await emq_state(conn)
+    with pytest.raises(BadInput) as refused:
+        await widget.perform(ctx, "custom-batch", body)
+    assert str(refused.value).startswith(field)
+    assert await emq_state(conn) == before
+
+
+async def test_your_own_batch_lists_the_landed_flows_in_input_order_and_what_a_failed_one_left(ledger, conn) -> None:
+    widget, ctx = ledger
+    body = {"flows": [
+        {"parent": {"id": "JOBmine1", "payload": "p"}, "children": [{"id": "JOBmine2", "queue": "mail"}]},
+        {"parent": {"id": "JOBmine4", "payload": "p"},
+         "children": [{"id": "JOBmine5", "queue": "billing"}, {"id": "TASKmine6", "queue": "billing"}]},
+        {"parent": {"id": "JOBmine7", "payload": "p"}, "children": [{"id": "JOBmine8"}]},
+    ]}
+    outcome = await widget.perform(ctx, "custom-batch", body)
+    assert outcome.detail["result"] == [("JOBmine1", ["JOBmine2"]), ("JOBmine7", ["JOBmine8"])]
+    assert (await row(conn, ORDERS, "JOBmine4"))["state"] == "awaiting_children"
+    assert await members(conn, BILLING, "pending") == ["JOBmine5"]
+    flows = (await picture(widget, ctx))["flows"]
+    assert [f["entry"] is not None for f in flows] == [True, False, True]
+    assert "not in the result" in flows[1]["line"] and "awaiting_children" in flows[1]["line"]

@@ -1,29 +1,57 @@
 // failure-policy.js — the failure policy. Keeps the radio on the server's
-// remembered choice and draws the parent, its counter, its :ignored hash and
-// each child with the parent_policy token read from its row.
+// remembered choice and draws the parent, its counter, its :ignored hash, each
+// child with the parent_policy token read from its row, and the cross-queue
+// flow with mail's outbox, all from the snapshot the server read from Valkey.
 import { register, act, $, el, jobCard, counterBox } from "./lab.js";
 
-function render(root, snapshot, previous) {
-  const { policy, parent, children } = snapshot.picture;
-  for (const value of ["fp", "id"]) $(root, `policy-${value}`).checked = policy === value;
-  const before = previous && previous.picture ? previous.picture.parent.dependencies : null;
+function ignoredLine(parent, role) {
   const ignored = Object.entries(parent.ignored);
-  const ign = el("span", "job-sets", `:ignored: ${ignored.length ? ignored.map(([c, e]) => `${c} → ${e}`).join(", ") : "empty"}`);
-  ign.dataset.role = "ignored";
-  const card = jobCard(parent, { parent: true, role: "parent-state", setsRole: "parent-sets", extra: [ign] });
+  const line = el("span", "job-sets", `:ignored: ${ignored.length ? ignored.map(([c, e]) => `${c} → ${e}`).join(", ") : "empty"}`);
+  if (role) line.dataset.role = role;
+  return line;
+}
 
+function childCard(child) {
+  const extra = [];
+  if (child.policy) extra.push(el("span", "policy-token", `parent_policy ${child.policy}`));
+  if (child.attempts) extra.push(el("span", "job-sets", `attempts ${child.attempts}`));
+  if (child.error) extra.push(el("span", "job-sets", `last_error: ${child.error}`));
+  const item = el("li");
+  item.dataset.child = child.id;
+  item.append(jobCard(child, { extra }));
+  return item;
+}
+
+function linkedFlow(linked, previous) {
+  const box = el("div", "flow-picture linked-flow");
+  box.dataset.role = "linked";
+  box.append(el("p", "hint", "The cross-queue flow: the parent here, its child in failure-policy.mail"));
+  const before = previous && previous.picture && previous.picture.linked ? previous.picture.linked.parent.dependencies : null;
+  const card = jobCard(linked.parent, { parent: true, role: "linked-state", extra: [ignoredLine(linked.parent, "linked-ignored")] });
+  const counter = counterBox(linked.parent.dependencies, before);
+  counter.querySelector("output").dataset.role = "linked-dependencies";
   const list = el("ul", "children");
-  for (const child of children) {
-    const extra = [];
-    if (child.policy) extra.push(el("span", "policy-token", `parent_policy ${child.policy}`));
-    if (child.error) extra.push(el("span", "job-sets", `last_error: ${child.error}`));
-    const item = el("li");
-    item.append(jobCard(child, { extra }));
-    list.append(item);
-  }
+  list.append(childCard(linked.child));
+  const outbox = el("p", "job-sets", `mail's flow:outbox holds ${linked.outbox}`);
+  outbox.dataset.role = "linked-outbox";
+  box.append(card, counter, list, outbox);
+  return box;
+}
+
+function render(root, snapshot, previous) {
+  const { policy, variant, parent, children, linked } = snapshot.picture;
+  // the mixed flow has no one policy on every child: no radio is checked, so
+  // picking either lands the uniform flow again
+  for (const value of ["fp", "id"]) $(root, `policy-${value}`).checked = variant !== "mixed" && policy === value;
+  const before = previous && previous.picture ? previous.picture.parent.dependencies : null;
+  const card = jobCard(parent, { parent: true, role: "parent-state", setsRole: "parent-sets", extra: [ignoredLine(parent, "ignored")] });
+  const list = el("ul", "children");
+  for (const child of children) list.append(childCard(child));
   const box = el("div", "flow-picture");
-  box.append(card, counterBox(parent.dependencies, before), list);
-  $(root, "picture").replaceChildren(box);
+  const label = el("p", "hint", variant === "mixed" ? "The mixed flow: each child its own token" : `Every child on ${policy}`);
+  label.dataset.role = "variant";
+  box.append(label, card, counterBox(parent.dependencies, before), list);
+  $(root, "picture").replaceChildren(box, linkedFlow(linked, previous));
 }
 
 const root = register("failure-policy", render);

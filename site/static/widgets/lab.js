@@ -27,7 +27,9 @@ export function el(tag, className, text) {
   return node;
 }
 
-export function register(name, render) {
+// `bodyFor(action)`, when given, is the body a button's action sends (e.g. the
+// child a learner picked); without it every button sends an empty body.
+export function register(name, render, bodyFor = null) {
   const root = document.querySelector(`[data-widget="${name}"]`);
   if (!root) return null;
   const entry = { root, render, last: null, before: null, changed: new Set(), painted: null };
@@ -38,7 +40,7 @@ export function register(name, render) {
   const trace = $(root, "trace");
   if (trace) trace.open = false;
   root.querySelectorAll("button[data-action]").forEach((button) => {
-    button.addEventListener("click", () => act(name, button.dataset.action));
+    button.addEventListener("click", () => act(name, button.dataset.action, bodyFor ? bodyFor(button.dataset.action) : {}));
   });
   entry.ready = load(name);
   followHash(name);

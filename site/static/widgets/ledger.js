@@ -59,15 +59,60 @@ function render(root, snapshot) {
   $(root, "picture").replaceChildren(box);
   root.querySelector('[data-action="previous"]').disabled = move === 0 || mode === "custom";
   root.querySelector('[data-action="next"]').disabled = move >= total || mode === "custom";
-  root.querySelectorAll("button[data-flow]").forEach((button) => {
+  pickButtons(root, total, picked);
+  root.dataset.move = String(move);
+}
+
+// One "Flow N" button per flow of the batch on the ledger (four, or as many
+// as the learner's own batch has).
+function pickButtons(root, total, picked) {
+  const group = root.querySelector(".ledger-pick");
+  if (group.querySelectorAll("button[data-flow]").length !== total) {
+    const buttons = [];
+    for (let n = 1; n <= total; n += 1) {
+      const button = el("button", "", `Flow ${n}`);
+      button.type = "button";
+      button.dataset.flow = String(n);
+      button.addEventListener("click", () => act("ledger", "pick", { flow: n }));
+      buttons.push(button);
+    }
+    group.replaceChildren(...buttons);
+  }
+  group.querySelectorAll("button[data-flow]").forEach((button) => {
     button.setAttribute("aria-pressed", String(Number(button.dataset.flow) === picked));
   });
-  root.dataset.move = String(move);
+}
+
+// The batch as typed: the words go to the server as they are (the spoil
+// option only rewrites one id); the server judges every field.
+function ownBatch(form) {
+  const data = new FormData(form);
+  const flows = [];
+  for (let f = 1; f <= 3; f += 1) {
+    const parent = String(data.get(`parent-${f}`) || "").trim();
+    if (!parent) continue;
+    const children = [];
+    for (let c = 1; c <= 3; c += 1) {
+      const id = String(data.get(`child-${f}-${c}`) || "").trim();
+      if (id) children.push({ id, payload: `your flow ${f}, child ${c}`, queue: String(data.get(`queue-${f}-${c}`)) });
+    }
+    flows.push({ parent: { id: parent, payload: `your flow ${f}` }, children });
+  }
+  const spoil = data.get("spoil");
+  const target = flows[1] && flows[1].children[flows[1].children.length - 1];
+  if (target && spoil === "kind") target.id = target.id.replace(/^JOB/, "TASK");
+  if (target && spoil === "gate") target.id = `${target.id} bad}`;
+  return { flows };
 }
 
 const root = register("ledger", render);
 if (root) {
   root.querySelectorAll("button[data-flow]").forEach((button) => {
     button.addEventListener("click", () => act("ledger", "pick", { flow: Number(button.dataset.flow) }));
+  });
+  const form = $(root, "own-batch");
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    act("ledger", "custom-batch", ownBatch(form));
   });
 }
