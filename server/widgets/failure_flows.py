@@ -86,8 +86,8 @@ def linked_picture(home: QueueView, mail: QueueView) -> dict[str, Any]:
 
 def tokens_said(tokens: list[str]) -> str:
     if not tokens:
-        return "no child row left to read a token from"
-    return "the child rows say parent_policy " + " and ".join(
+        return "No child row is left to read a token from"
+    return "The child rows say parent_policy " + " and ".join(
         f"{t} ({WORDS.get(t, 'unknown: resolves to fp')})" for t in tokens)
 
 
