@@ -43,7 +43,7 @@ class Plan:
     script: str | None = None
     keys: list[str] = field(default_factory=list)
     argv: list[str] = field(default_factory=list)
-    written: set[str] = field(default_factory=set)  # queues a write may change
+    written: dict[str, list[str]] = field(default_factory=dict)  # queue -> the keys a write names
     grows: Key | None = None  # a collection to check against GROWTH_CAP first
     scan_as: str = ""  # "SCAN" or "KEYS"
     scan_type: str | None = None
@@ -111,19 +111,20 @@ def plan(line: str, where: Confinement, limits: Limits) -> Plan:
         keys, argv = _numkeys(rule.name, args[1:])
         queue, real = _one_queue(keys, where)
         sent[2:] = [*real, *_confined_argv(argv, where, queue, {})]
-        found.written.add(queue)
+        found.written[queue] = real
     elif rule.keys == "first":
         key = where.key(args[1], write=rule.access == "write", shape=rule.shape)
         sent[1] = key.real
         sent[2:] = _values(rule, key, args[2:], where)
         if rule.access == "write":
-            found.written.add(key.queue)
+            found.written[key.queue] = [key.real]
             found.grows = key if rule.name in GROWS else None
     elif rule.keys == "all":
         keys = [where.key(a, write=rule.access == "write", shape=rule.shape) for a in args[1:]]
         sent[1:] = [k.real for k in keys]
         if rule.access == "write":
-            found.written.update(k.queue for k in keys)
+            for k in keys:
+                found.written.setdefault(k.queue, []).append(k.real)
     else:
         for value in args[1:]:
             where.check_value(value)
@@ -186,7 +187,7 @@ def _script_plan(line: str, script: str, rest: list[str], where: Confinement) ->
     keys, argv = _numkeys(script, rest)
     queue, real = _one_queue(keys, where)
     confined = _confined_argv(argv, where, queue, argv_roles(script))
-    return Plan(line, "script", [], script=script, keys=real, argv=confined, written={queue})
+    return Plan(line, "script", [], script=script, keys=real, argv=confined, written={queue: real})
 
 
 def _scan_plan(line: str, rule: Rule, args: list[str], where: Confinement) -> Plan:

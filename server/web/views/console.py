@@ -8,9 +8,11 @@ A command passes the guards every widget action passes (Origin, the sandbox
 from the signed cookie, demo mode read-only for writes, the rate limit, the
 key cap for writes), then the console's own checks (server/console/). A
 refusal is a 4xx whose JSON names the reason, with the line the transcript
-shows (`kind: "refused"`), and nothing was sent to Valkey. A write repaints
-the widgets of the queue it touched by itself: the keyspace notifications
-reach the stream as for any click.
+shows (`kind: "refused"`), and nothing was sent to Valkey. A write runs under
+the action lock of the widgets whose queues it touches and ends as their
+actions do (a new version, the key count recorded), so every open page
+repaints; its effects reach the effects log through the keyspace
+notifications, as for any click.
 """
 
 from __future__ import annotations
@@ -21,15 +23,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
-from server.console import run, transcript
+from server.console import owners, run, transcript
 from server.console.allow import Refusal
 from server.console.confine import Confinement
 from server.console.parse import Limits, Malformed
 from server.sandboxes.sandbox import NoSandbox
 from server.web import body, guard
-from server.web.views.api import answer_error
-from server.widgets import WIDGETS, widget_for_queue
-from server.widgets.base import Context
+from server.web.views.api import answer_error, context
+from server.widgets import WIDGETS
+from server.widgets.base import TooManyKeys
 
 CONSOLE = "console"  # the name activity and rate records use
 
@@ -68,29 +70,32 @@ async def run_command(request: Request) -> JSONResponse:
         plan = run.plan(command, where, limits(request))
         if plan.writes:
             guard.check_demo(request)
-        await guard.enter(request, sandbox, CONSOLE, cap_keys=plan.writes)
-        answer = await run.execute(request.app.state.console_conn, plan, where)
+        await guard.enter(request, sandbox, CONSOLE, cap_keys=False)
+        answer = await execute(request, sandbox, plan, where)
         await transcript.record(
             request.app.state.conn, sandbox, guard.visitor_of(request), answer.as_json(),
             request.app.state.settings.sandbox_ttl,
         )
-        if plan.writes:
-            await recount(request, sandbox, plan.written)
         return JSONResponse(answer.as_json())
     except (Refusal, guard.Refused) as exc:
         return refused(exc.status, str(exc), command)
+    except TooManyKeys as exc:
+        return refused(409, str(exc), command)
     except (Malformed, body.BadBody) as exc:
         return refused(getattr(exc, "status", 400), str(exc), command)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a clear JSON answer
         return answer_error(exc)
 
 
-async def recount(request: Request, sandbox: str, queues: set[str]) -> None:
-    """Keep the key cap honest: the widgets of the queues written count their keys again."""
-    ctx = Context(request.app.state.conn, sandbox)
-    for name in sorted({widget_for_queue(ctx.queue(q)) for q in queues} - {None}):
-        widget = WIDGETS[str(name)]
-        await guard.record_keys(request, sandbox, widget.name, await widget.snapshot(ctx))
+async def execute(request: Request, sandbox: str, plan: run.Plan, where: Confinement) -> run.Answer:
+    """Reads run as they are; a write runs under the locks of the widgets it touches."""
+    conn = request.app.state.console_conn
+    if not plan.writes:
+        return await run.execute(conn, plan, where)
+    ctx = context(request, sandbox)
+    async with owners.held(ctx, set(plan.written), request.app.state.settings.max_keys_per_sandbox):
+        await owners.index(ctx, plan.written)
+        return await run.execute(conn, plan, where)
 
 
 async def read_transcript(request: Request) -> JSONResponse:
