@@ -17,7 +17,7 @@ def complete_child(queue: str, child: str, token: int, parent: str, result: str)
             f"{q}job:{parent}:processed", f"{q}job:{parent}"]
     argv = registry.doc("complete").argv
     mode_first = any(line.startswith("ARGV[4] mode") for line in argv)
-    args = [child, str(token), q, *(["sq"] if mode_first else []), parent, result]
+    args = [child, str(token), q, *(["sq"] if mode_first else []), parent, f'"{result}"']
     return " ".join(["complete", "5", *keys, *args])
 
 
