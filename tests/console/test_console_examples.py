@@ -10,7 +10,7 @@ import pytest
 from server.console.confine import KEY_RE, Confinement
 from server.console.page import examples
 from server.console.parse import Limits
-from server.console.run import plan
+from server.console.plan import plan
 from server.content import load_course
 from server.web.views.console import course_queues
 from server.widgets import WIDGETS

@@ -10,7 +10,7 @@ from server.console import reply
 from server.console.allow import Refusal, rule_for
 from server.console.confine import Confinement
 from server.console.parse import Limits, Malformed, split
-from server.console.run import argv_roles, plan, script_shas
+from server.console.plan import argv_roles, plan, script_shas
 from server.emq import registry
 
 SANDBOX = "s0a1b2c3d4e"

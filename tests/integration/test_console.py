@@ -11,7 +11,7 @@ import httpx
 import pytest
 import redis
 
-from server.console.run import script_shas
+from server.console.plan import script_shas
 from server.sandboxes.sandbox import REGISTRY_KEY
 from server.widgets import WIDGETS
 from tests.console_lines import claim, complete_child

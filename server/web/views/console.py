@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
-from server.console import owners, run, transcript
+from server.console import owners, plan as planning, run, transcript
 from server.console.allow import Refusal
 from server.console.confine import Confinement
 from server.console.parse import Limits, Malformed
@@ -67,7 +67,7 @@ async def run_command(request: Request) -> JSONResponse:
         sandbox = guard.sandbox_of(request)
         command = await read_command(request)
         where = Confinement(sandbox, course_queues())
-        plan = run.plan(command, where, limits(request))
+        plan = planning.plan(command, where, limits(request))
         if plan.writes:
             guard.check_demo(request)
         await guard.enter(request, sandbox, CONSOLE, cap_keys=False)
@@ -87,7 +87,7 @@ async def run_command(request: Request) -> JSONResponse:
         return answer_error(exc)
 
 
-async def execute(request: Request, sandbox: str, plan: run.Plan, where: Confinement) -> run.Answer:
+async def execute(request: Request, sandbox: str, plan: planning.Plan, where: Confinement) -> run.Answer:
     """Reads run as they are; a write runs under the locks of the widgets it touches."""
     conn = request.app.state.console_conn
     if not plan.writes:
