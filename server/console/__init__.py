@@ -1,7 +1,7 @@
 """The console: Valkey commands typed by a learner, confined to their sandbox.
 
 A line travels through one module per concern, and every refusal happens
-before anything reaches Valkey:
+before anything is written (most before anything reaches Valkey at all):
 
     parse.py      the line -> arguments, as valkey-cli splits them (quotes, escapes, caps)
     allow.py      the allowlist: what each command is, where its keys are, its caps

@@ -45,11 +45,15 @@ async def send(conn: Any, args: list[str], key: str | None) -> Any:
 
     The name goes out as bytes: redis-py looks its reply converters up by the
     name as a string, so none applies and the reply stays as Valkey shaped it.
+    On a cluster the command goes straight to the node owning the key's slot
+    (the cluster client would route by the name, which it wants as a string).
     """
-    options: dict[str, Any] = {NEVER_DECODE: []}
-    if key is not None and is_cluster(conn):
-        options["target_nodes"] = conn.get_node_from_key(key)
-    return await conn.execute_command(args[0].encode(), *args[1:], **options)
+    name, rest = args[0].encode(), args[1:]
+    if not is_cluster(conn):
+        return await conn.execute_command(name, *rest, **{NEVER_DECODE: []})
+    await conn.initialize()  # a no-op once the slot map is loaded
+    node = conn.get_node_from_key(key) if key is not None else conn.get_default_node()
+    return await node.execute_command(name, *rest, **{NEVER_DECODE: []})
 
 
 async def check_growth(conn: Any, found: Plan) -> None:

@@ -322,3 +322,18 @@ def test_the_console_counts_against_the_action_rate(valkey_server: Any) -> None:
         codes = [client.post("/api/console", json={"command": "PING"}).status_code for _ in range(5)]
         assert codes[:3] == [200, 200, 200] and codes[3] == 429
         assert "too many actions" in client.post("/api/console", json={"command": "PING"}).json()["error"]
+
+
+def test_on_a_cluster_each_command_runs_on_its_slot_and_crossslot_is_valkeys_own_answer(valkey_cluster: Any) -> None:
+    with running(valkey_cluster.url) as clustered:
+        client = clustered.visitor()
+        for name in ("fanin", "outbox"):
+            assert client.get(f"/api/widgets/{name}/state").status_code == 200
+        assert run(client, "GET emq:{fanin}:job:JOBparent:dependencies") == ['"3"']
+        assert run(client, claim("outbox.mail")) == ['1) "JOBmail1"', "2) (integer) 1"]
+        assert run(client, "SCAN 0 MATCH emq:{outbox.*}:pending") == [
+            '1) "0"', '2) 1) "emq:{outbox.billing}:pending"', '   2) "emq:{outbox.mail}:pending"'
+        ]
+        assert run(client, "DEL emq:{fanin}:nope emq:{outbox.mail}:nope") == [
+            "(error) CROSSSLOT Keys in request don't hash to the same slot"
+        ]
