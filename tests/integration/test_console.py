@@ -337,3 +337,19 @@ def test_on_a_cluster_each_command_runs_on_its_slot_and_crossslot_is_valkeys_own
         assert run(client, "DEL emq:{fanin}:nope emq:{outbox.mail}:nope") == [
             "(error) CROSSSLOT Keys in request don't hash to the same slot"
         ]
+
+
+def test_in_demo_mode_a_learner_reads_the_room_but_every_write_is_refused(site: LiveSite, raw: redis.Redis) -> None:
+    instructor = site.instructor()
+    room = instructor.post("/instructor/rooms", json={"name": "Console demo"}).json()["room"]
+    learner = site.visitor()
+    assert learner.post("/room/join", data={"code": room["code"]}).status_code == 303
+    assert learner.get("/api/widgets/fanin/state").status_code == 200
+    assert instructor.post(f"/instructor/rooms/{room['code']}/demo", json={"demo": True}).status_code == 200
+    assert run(learner, "GET emq:{fanin}:job:JOBparent:dependencies") == ['"3"']
+    before = {k: v for k, v in dump_all(raw).items() if k.startswith(b"emq:")}
+    for command in ("SET emq:{fanin}:note x", claim("fanin"), "DEL emq:{fanin}:pending"):
+        answer = learner.post("/api/console", json={"command": command})
+        assert answer.status_code == 403 and answer.json()["error"] == "demo mode: only the instructor acts in this room"
+    assert {k: v for k, v in dump_all(raw).items() if k.startswith(b"emq:")} == before
+    instructor.post(f"/instructor/rooms/{room['code']}/demo", json={"demo": False})
