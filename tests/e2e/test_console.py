@@ -56,6 +56,8 @@ def test_after_reset_the_console_reads_three_and_complete_by_name_repaints_the_f
     expect(last_reply(page)).to_have_text("(integer) 1")
     # the fan-in repaints from the stream: nothing was clicked in its region
     expect(counter).to_have_text("2")
+    # and the keyspace notifications of the console's write reach its effects log
+    expect(fanin.locator('[data-role="effects"]')).to_contain_text("job:JOBparent:dependencies")
 
     type_and_enter(page, "GET emq:{fanin}:job:JOBparent:dependencies")
     expect(last_reply(page)).to_have_text('"2"')
