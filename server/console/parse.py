@@ -11,6 +11,7 @@ where. Arguments must be UTF-8 text: the widgets read the same keys as text.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 SPACE = " \t\n\r\v\f"
@@ -38,29 +39,38 @@ def _utf8(text: str, what: str) -> bytes:
         raise Malformed(f"{what} is not valid UTF-8 text (a lone surrogate at position {exc.start + 1})") from exc
 
 
+_PLAIN = re.compile(r"[^ \t\n\r\v\f\"']+")  # a run of an unquoted word
+_IN_QUOTES = {'"': re.compile(r'[^"\\]+'), "'": re.compile(r"[^'\\]+")}
+
+
 def _quoted(line: str, at: int, quote: str, out: bytearray) -> int:
     """Read a quoted part opened at `at`; return the index after its closing quote."""
     i = at + 1
+    run = _IN_QUOTES[quote]
     while i < len(line):
+        plain = run.match(line, i)
+        if plain:
+            out += _utf8(plain.group(), "the line")
+            i = plain.end()
+            continue
         ch = line[i]
-        if quote == '"' and ch == "\\" and i + 3 < len(line) and line[i + 1] == "x" \
+        if quote == '"' and line.startswith("\\x", i) and len(line) > i + 3 \
                 and line[i + 2] in HEX and line[i + 3] in HEX:
             out.append(int(line[i + 2:i + 4], 16))
             i += 4
-            continue
-        if ch == "\\" and i + 1 < len(line) and (quote == '"' or line[i + 1] == "'"):
+        elif ch == "\\" and i + 1 < len(line) and (quote == '"' or line[i + 1] == "'"):
             nxt = line[i + 1]
             out += _utf8(ESCAPES.get(nxt, nxt) if quote == '"' else nxt, "the line")
             i += 2
-            continue
-        if ch == quote:
+        elif ch == quote:
             if i + 1 < len(line) and line[i + 1] not in SPACE:
                 raise Malformed(
                     f"the quote closed at column {i + 1} must be followed by a space or the end of the line"
                 )
             return i + 1
-        out += _utf8(ch, "the line")
-        i += 1
+        else:  # a backslash with nothing it escapes: kept as it is
+            out += b"\\"
+            i += 1
     name = "double" if quote == '"' else "single"
     raise Malformed(f"unbalanced quotes: the {name} quote opened at column {at + 1} is never closed")
 
@@ -69,12 +79,12 @@ def _word(line: str, at: int) -> tuple[bytes, int]:
     """One argument starting at `at` (not whitespace); its bytes and the next index."""
     out = bytearray()
     i = at
-    while i < len(line) and line[i] not in SPACE:
-        if line[i] in "\"'":
-            i = _quoted(line, i, line[i], out)
-            break
-        out += _utf8(line[i], "the line")
-        i += 1
+    plain = _PLAIN.match(line, i)
+    if plain:
+        out += _utf8(plain.group(), "the line")
+        i = plain.end()
+    if i < len(line) and line[i] in "\"'":
+        i = _quoted(line, i, line[i], out)
     return bytes(out), i
 
 

@@ -47,6 +47,12 @@ class Plan:
 
 
 @cache
+def script_names() -> frozenset[str]:
+    """The course's scripts (read once: the files ship with the code)."""
+    return frozenset(registry.names())
+
+
+@cache
 def script_shas() -> dict[str, str]:
     """SHA1 of each course script's text -> its name (what EVALSHA names)."""
     return {hashlib.sha1(registry.script_source(n).encode()).hexdigest(): n for n in registry.names()}
@@ -73,7 +79,7 @@ def argv_roles(name: str) -> dict[int, str]:
 def plan(line: str, where: Confinement, limits: Limits) -> Plan:
     args = split(line, limits)
     name = args[0]
-    if name.lower() in registry.names():
+    if name.lower() in script_names():
         return _script_plan(line, name.lower(), args[1:], where)
     rule = rule_for(name)
     check_arity(rule, args)
@@ -81,7 +87,7 @@ def plan(line: str, where: Confinement, limits: Limits) -> Plan:
         script = script_shas().get(args[1].lower())
         if script is None:
             raise Refusal(403, "EVALSHA runs the course's scripts only: that SHA is not one of theirs "
-                               f"({', '.join(sorted(registry.names()))}).")
+                               f"({', '.join(sorted(script_names()))}).")
         return _script_plan(line, script, args[2:], where)
     if rule.name in ("SCAN", "KEYS"):
         return _scan_plan(line, rule, args, where)
