@@ -195,3 +195,19 @@ def test_the_queue_arguments_of_the_scripts_are_found_in_their_headers() -> None
     for name in ("complete", "fail", "enqueue_flow_child", "hold_parent"):
         assert "queue" in argv_roles(name).values(), name
     assert set(registry.names()) >= {"claim", "complete", "fail"}
+
+
+def test_a_long_reply_is_cut_with_a_note_saying_how_much_was_left_out() -> None:
+    from server.console.run import REPLY_LINES, cut
+
+    printed = cut([f'{i}) "x"' for i in range(REPLY_LINES + 25)])
+    assert len(printed) == REPLY_LINES + 1
+    assert printed[-1].startswith("(… 25 more lines not shown")
+    assert cut(['1) "a"']) == ['1) "a"']
+
+
+def test_a_set_with_get_or_a_ping_with_a_message_answers_a_bulk_string() -> None:
+    from server.console.run import _bulk_instead
+
+    assert _bulk_instead(["SET", "k", "v", "GET"]) and _bulk_instead(["PING", "hi"])
+    assert not _bulk_instead(["SET", "k", "GET"]) and not _bulk_instead(["PING"])
