@@ -13,14 +13,25 @@ import json
 from typing import Any
 
 KEEP = 20  # commands kept, newest last
+KEEP_LINES = 40  # reply lines kept per command (the page showed them all when it ran)
 
 
 def transcript_key(sandbox: str, visitor: str) -> str:
     return f"lab:{{{sandbox}}}:console:{visitor}"
 
 
+def kept(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry as stored: a long reply keeps its first lines and says so."""
+    lines = list(entry.get("reply_lines", []))
+    if len(lines) > KEEP_LINES:
+        left = len(lines) - KEEP_LINES
+        lines = [*lines[:KEEP_LINES], f"(… {left} more lines when it ran; run it again to see them)"]
+    return {**entry, "reply_lines": lines}
+
+
 async def record(conn: Any, sandbox: str, visitor: str, entry: dict[str, Any], ttl: int) -> None:
     key = transcript_key(sandbox, visitor)
+    entry = kept(entry)
     async with conn.pipeline(transaction=False) as pipe:
         pipe.rpush(key, json.dumps(entry, separators=(",", ":")))
         pipe.ltrim(key, -KEEP, -1)

@@ -211,3 +211,11 @@ def test_a_set_with_get_or_a_ping_with_a_message_answers_a_bulk_string() -> None
 
     assert _bulk_instead(["SET", "k", "v", "GET"]) and _bulk_instead(["PING", "hi"])
     assert not _bulk_instead(["SET", "k", "GET"]) and not _bulk_instead(["PING"])
+
+
+def test_the_stored_transcript_keeps_a_long_reply_short_and_says_so() -> None:
+    from server.console.transcript import KEEP_LINES, kept
+
+    entry = kept({"command": "LRANGE k 0 -1", "reply_lines": [f"{i}) x" for i in range(KEEP_LINES + 3)], "kind": "reply"})
+    assert len(entry["reply_lines"]) == KEEP_LINES + 1
+    assert entry["reply_lines"][-1] == "(… 3 more lines when it ran; run it again to see them)"
