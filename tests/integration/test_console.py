@@ -13,6 +13,7 @@ import redis
 
 from server.console.plan import script_shas
 from server.sandboxes.sandbox import REGISTRY_KEY
+from server.web.guard import DEMO_REFUSAL
 from server.widgets import WIDGETS
 from tests.console_lines import claim, complete_child
 from tests.support import LiveSite, running, sandbox_of
@@ -344,12 +345,12 @@ def test_in_demo_mode_a_learner_reads_the_room_but_every_write_is_refused(site: 
     room = instructor.post("/instructor/rooms", json={"name": "Console demo"}).json()["room"]
     learner = site.visitor()
     assert learner.post("/room/join", data={"code": room["code"]}).status_code == 303
-    assert learner.get("/api/widgets/fanin/state").status_code == 200
     assert instructor.post(f"/instructor/rooms/{room['code']}/demo", json={"demo": True}).status_code == 200
+    assert learner.get("/api/widgets/fanin/state").status_code == 200  # the sandbox it watches, landed
     assert run(learner, "GET emq:{fanin}:job:JOBparent:dependencies") == ['"3"']
     before = {k: v for k, v in dump_all(raw).items() if k.startswith(b"emq:")}
     for command in ("SET emq:{fanin}:note x", claim("fanin"), "DEL emq:{fanin}:pending"):
         answer = learner.post("/api/console", json={"command": command})
-        assert answer.status_code == 403 and answer.json()["error"] == "demo mode: only the instructor acts in this room"
+        assert answer.status_code == 403 and answer.json()["error"] == DEMO_REFUSAL
     assert {k: v for k, v in dump_all(raw).items() if k.startswith(b"emq:")} == before
     instructor.post(f"/instructor/rooms/{room['code']}/demo", json={"demo": False})
