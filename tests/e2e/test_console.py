@@ -48,7 +48,7 @@ def test_after_reset_the_console_reads_three_and_complete_by_name_repaints_the_f
 
     type_and_enter(page, claim("fanin"))
     expect(last_reply(page)).to_have_text('1) "JOBchild1"\n2) (integer) 1')
-    expect(fanin.locator('[data-role="sets"]')).to_contain_text("JOBchild1")
+    expect(fanin.locator('[data-role="set-active"]')).to_contain_text("JOBchild1")  # the claim, repainted
 
     line = complete_child("fanin", "JOBchild1", 1, "JOBparent", "done by hand")
     console(page).get_by_label("Command", exact=True).fill(line)
