@@ -190,12 +190,18 @@ def test_evalsha_of_a_course_script_runs_that_script(fresh: httpx.Client) -> Non
     assert run(fresh, line) == ['1) "JOBchild1"', "2) (integer) 1"]
 
 
-def test_native_emq_complete_is_sent_and_valkey_answers(fresh: httpx.Client) -> None:
-    line = "EMQ.COMPLETE 2 emq:{fanin}:active emq:{fanin}:job:JOBchild1 JOBchild1 1 emq:{fanin}:"
+def test_native_emq_complete_is_sent_and_the_module_refuses_the_flow_layout(
+    fresh: httpx.Client, raw: redis.Redis
+) -> None:
+    line = complete_child("fanin", "JOBchild1", 1, "JOBparent", "done").replace("complete 5", "EMQ.COMPLETE 5", 1)
+    loaded = any(m.get(b"name") == b"emq" for m in raw.execute_command("MODULE", "LIST"))
+    before = {k: v for k, v in dump_all(raw).items() if k.startswith(b"emq:")}
     printed = run(fresh, line)
-    assert len(printed) == 1 and printed[0].startswith("(")  # the module's answer, or Valkey's unknown command
-    if printed[0].startswith("(error) ERR unknown command"):
-        assert "'EMQ.COMPLETE'" in printed[0]
+    if loaded:
+        assert printed == ["(error) EMQSTATE complete flow not native"]
+    else:  # a Valkey without the module: its own unknown-command error, shown as it is
+        assert printed[0].startswith("(error) ERR unknown command 'EMQ.COMPLETE'")
+    assert {k: v for k, v in dump_all(raw).items() if k.startswith(b"emq:")} == before
 
 
 def test_valkey_errors_are_shown_as_valkey_cli_prints_them(fresh: httpx.Client) -> None:
