@@ -12,6 +12,7 @@ import pytest
 import redis
 
 from server.console.plan import script_shas
+from server.sandboxes.admission import UNUSED_KEY
 from server.sandboxes.sandbox import REGISTRY_KEY
 from server.web.guard import DEMO_REFUSAL
 from server.widgets import WIDGETS
@@ -151,7 +152,8 @@ WRITES = [
 def test_every_allowlisted_write_changes_the_sandbox_key_and_nothing_outside(
     fresh: httpx.Client, raw: redis.Redis, world: dict[str, Any]
 ) -> None:
-    mine = ("emq:{" + world["sandbox"] + ".").encode(), ("lab:{" + world["sandbox"]).encode(), REGISTRY_KEY.encode()
+    mine = (("emq:{" + world["sandbox"] + ".").encode(), ("lab:{" + world["sandbox"]).encode(),
+            REGISTRY_KEY.encode(), UNUSED_KEY.encode())
     outside = {k: v for k, v in dump_all(raw).items() if not k.startswith(mine)}
     for command, printed, key, value in WRITES:
         assert run(fresh, command) == printed, command
