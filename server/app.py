@@ -17,8 +17,10 @@ from server.valkey import connect, native
 from server.web import partials
 from server.web.secret import load_secret
 from server.widgets import traces
+from server.console import client as console_client
 from server.web.views import api as views_api
 from server.web.views import classroom as views_classroom
+from server.web.views import console as views_console
 from server.web.views import instructor as views_instructor
 from server.web.views import pages as views_pages
 from server.web.views import progress as views_progress
@@ -61,6 +63,7 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         conn = connect.open_client(url, cluster)  # Redis, or RedisCluster on a cluster
         app.state.conn = conn
+        app.state.console_conn = console_client.open_client(url, cluster)  # RESP2, as valkey-cli
         with contextlib.suppress(redis.RedisError, OSError):
             await enable_notifications(conn)
         with contextlib.suppress(redis.RedisError, OSError):
@@ -78,12 +81,14 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
             await traces.stop(app)
             await reaper.stop()
             await hub.stop()
+            await app.state.console_conn.aclose()
             await conn.aclose()
 
     routes = [
         Route("/api/widgets/{widget}/state", views_api.state, methods=["GET"]),
         Route("/api/widgets/{widget}/{action}", views_api.act, methods=["POST"]),
         Route("/api/stream", views_stream.stream, methods=["GET"]),
+        *views_console.routes(),
         Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static"),
         *views_instructor.routes(),
         *views_classroom.routes(),

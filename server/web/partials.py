@@ -19,6 +19,7 @@ from typing import Any
 from markupsafe import Markup, escape
 from starlette.templating import Jinja2Templates
 
+from server.console import page as console_page
 from server.widgets import traces
 from server.emq import registry
 from server.widgets import WIDGETS
@@ -52,6 +53,8 @@ def renderer(templates: Jinja2Templates) -> Callable[[str, dict[str, Any]], str]
 
     def render(name: str, options: dict[str, Any] | None = None) -> str:
         widget = WIDGETS.get(name)
+        if name == "console":  # not a stepper: its own partial and script (server/console/)
+            return Markup(templates.get_template("widgets/_console.html").render(console_page.context(options or {})))
         if widget is None:
             return Markup(f'<div class="widget-slot" data-widget-missing="{name}"></div>')
         template = templates.get_template(f"widgets/_{name}.html")

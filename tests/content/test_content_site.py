@@ -23,7 +23,7 @@ from server.content import Course
 from server.emq import registry
 
 ROOT = Path(__file__).resolve().parents[2]
-WIDGETS = {"enqueue-stepper", "fanin", "native", "outbox", "failure-policy", "ledger", "results", "tree"}
+WIDGETS = {"enqueue-stepper", "fanin", "native", "outbox", "failure-policy", "ledger", "results", "tree", "console"}
 ALL_PAGES = {
     "/",
     "/flows",
@@ -115,12 +115,12 @@ def test_every_content_file_loads_as_a_page(course):
     assert set(course.pages) == ALL_PAGES
 
 
-def test_widgets_named_in_the_content_are_exactly_the_known_widgets(course):
+def test_widgets_named_in_the_content_are_exactly_the_known_widgets_and_a_console_on_every_dive(course):
     assert set(course.widget_names) == WIDGETS
-    assert course.page("/flows/parent-and-children").widgets == ["enqueue-stepper", "fanin", "native"]
-    assert course.page("/flows/cross-queue").widgets == ["outbox", "failure-policy", "tree"]
-    assert course.page("/flows/reading-the-results").widgets == ["results"]
-    assert course.page("/batches/bulk-flows").widgets == ["ledger"]
+    assert course.page("/flows/parent-and-children").widgets == ["enqueue-stepper", "fanin", "native", "console"]
+    assert course.page("/flows/cross-queue").widgets == ["outbox", "failure-policy", "tree", "console"]
+    assert course.page("/flows/reading-the-results").widgets == ["results", "console"]
+    assert course.page("/batches/bulk-flows").widgets == ["ledger", "console"]
 
 
 @pytest.fixture
@@ -221,6 +221,7 @@ def test_dive_scripts_block_loads_one_module_per_widget_and_the_predictions(clie
         ("module", "/static/widgets/outbox.js"),
         ("module", "/static/widgets/failure-policy.js"),
         ("module", "/static/widgets/tree.js"),
+        ("module", "/static/widgets/console.js"),
         ("module", "/static/widgets/predict.js"),
     ]
     assert Doc(client.get("/").text).all("script") == []
@@ -241,7 +242,7 @@ def test_page_bodies_are_rendered_once_and_cached(client, widget_calls):
     client.get("/flows/parent-and-children")
     client.get("/flows/parent-and-children")
     client.get("/flows/cross-queue")
-    assert widget_calls == ["enqueue-stepper", "fanin", "native", "outbox", "failure-policy", "tree"]
+    assert widget_calls == ["enqueue-stepper", "fanin", "native", "console", "outbox", "failure-policy", "tree", "console"]
 
 
 def test_listings_show_the_script_file_the_server_runs(client):

@@ -1,0 +1,128 @@
+"""The allowlist: every command the console sends, and why the others are refused.
+
+An allowlist, not a blocklist: a command the table does not name is refused
+before anything reaches Valkey. Each entry says whether the command reads or
+writes, where its keys are (so `confine.py` can move them into the sandbox),
+how many arguments it takes at most, and which type of key it works on (a
+write may not turn a key of the key grammar into another type: the widgets
+read `emq:{q}:job:<id>` as a hash and `:dependencies` as a counter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Access = Literal["read", "write"]
+# first: the first argument is the key; all: every argument is a key;
+# numkeys: the first argument counts the keys that follow (scripts, EMQ.*).
+KeysAt = Literal["first", "all", "numkeys", "none"]
+
+
+class Refusal(Exception):
+    """A command the console will not send (a 4xx; nothing reached Valkey)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    access: Access
+    keys: KeysAt
+    least: int  # arguments after the command name, at least
+    most: int  # ... and at most
+    shape: str | None = None  # the key type it works on (None: any)
+    status: bool = False  # answers a status line, printed bare (OK, hash, PONG)
+
+
+def _rules(access: Access, keys: KeysAt, shape: str | None, spec: str) -> list[Rule]:
+    """`spec`: 'NAME:least-most ...'; a trailing '!' marks a status reply."""
+    found = []
+    for item in spec.split():
+        name, _, span = item.partition(":")
+        status = span.endswith("!")
+        low, _, high = span.rstrip("!").partition("-")
+        found.append(Rule(name, access, keys, int(low), int(high or low), shape, status))
+    return found
+
+
+RULES: dict[str, Rule] = {
+    rule.name: rule
+    for rule in [
+        *_rules("read", "first", "string", "GET:1 STRLEN:1"),
+        *_rules("read", "first", "hash", "HGET:2 HGETALL:1 HMGET:2-64 HLEN:1 HEXISTS:2 HKEYS:1 HVALS:1"),
+        *_rules("read", "first", "zset", "ZRANGE:3-9 ZREVRANGE:3-4 ZRANGEBYSCORE:3-8 ZSCORE:2 ZMSCORE:2-64 "
+                                         "ZCARD:1 ZRANK:2-3 ZREVRANK:2-3 ZCOUNT:3"),
+        *_rules("read", "first", "list", "LRANGE:3 LLEN:1 LINDEX:2"),
+        *_rules("read", "first", None, "TYPE:1! TTL:1 PTTL:1"),
+        *_rules("read", "all", None, "EXISTS:1-16"),
+        *_rules("read", "none", None, "PING:0-1! SCAN:1-7 KEYS:1"),
+        *_rules("write", "first", "string", "SET:2-6! INCR:1 DECR:1 INCRBY:2 DECRBY:2"),
+        *_rules("write", "first", "hash", "HSET:3-63 HSETNX:3 HDEL:2-64 HINCRBY:3"),
+        *_rules("write", "first", "zset", "ZADD:3-63 ZREM:2-64 ZINCRBY:3 ZPOPMIN:1-2"),
+        *_rules("write", "first", "list", "LPUSH:2-64 RPUSH:2-64 LPOP:1-2 RPOP:1-2 LREM:3"),
+        *_rules("write", "first", None, "EXPIRE:2-3 PEXPIRE:2-3 PERSIST:1"),
+        *_rules("write", "all", None, "DEL:1-16"),
+        *_rules("write", "numkeys", None, "EVALSHA:2-64 EMQ.COMPLETE:1-64 EMQ.FAIL:1-64"),
+    ]
+}
+
+# Writes that grow a collection: refused past GROWTH_CAP members (read first).
+GROWTH_CAP = 256
+GROWS: dict[str, str] = {
+    "HSET": "HLEN", "HSETNX": "HLEN", "HINCRBY": "HLEN", "ZADD": "ZCARD", "ZINCRBY": "ZCARD",
+    "LPUSH": "LLEN", "RPUSH": "LLEN",
+}
+
+_LUA = "runs Lua of your own; the console runs the course's scripts by name (e.g. complete, claim) or EVALSHA of their SHA"
+_SERVER = "changes or reveals the whole server, not your sandbox"
+_BLOCKS = "would hold the console's connection open"
+REASONS: dict[str, str] = {
+    "FLUSHALL": "it would delete every visitor's keys, not only yours",
+    "FLUSHDB": "it would delete every visitor's keys, not only yours",
+    "CONFIG": "it " + _SERVER,
+    "EVAL": "it " + _LUA, "EVAL_RO": "it " + _LUA, "EVALSHA_RO": "it " + _LUA,
+    "FCALL": "it " + _LUA, "FCALL_RO": "it " + _LUA, "FUNCTION": "it " + _LUA, "SCRIPT": "it " + _LUA,
+    "MODULE": "it " + _SERVER, "DEBUG": "it " + _SERVER, "SHUTDOWN": "it would stop the server for everyone",
+    "CLIENT": "it " + _SERVER, "INFO": "it " + _SERVER, "ACL": "it " + _SERVER, "AUTH": "it " + _SERVER,
+    "CLUSTER": "it " + _SERVER, "SAVE": "it " + _SERVER, "BGSAVE": "it " + _SERVER,
+    "BGREWRITEAOF": "it " + _SERVER, "REPLICAOF": "it " + _SERVER, "SLAVEOF": "it " + _SERVER,
+    "FAILOVER": "it " + _SERVER, "SWAPDB": "it " + _SERVER, "SELECT": "it " + _SERVER,
+    "MONITOR": "it " + _BLOCKS, "SUBSCRIBE": "it " + _BLOCKS, "PSUBSCRIBE": "it " + _BLOCKS,
+    "SSUBSCRIBE": "it " + _BLOCKS, "BLPOP": "it " + _BLOCKS, "BRPOP": "it " + _BLOCKS,
+    "BZPOPMIN": "it " + _BLOCKS, "WAIT": "it " + _BLOCKS, "MULTI": "transactions span commands the console checks one by one",
+    "PUBLISH": "the lab's own events travel on the server's channels",
+    "SORT": "its BY and GET patterns read keys the console cannot check",
+    "MIGRATE": "it moves keys to another server", "RESTORE": "it writes raw key dumps",
+    "DUMP": "it reads raw key dumps; read the key with its own command",
+    "RENAME": "a renamed key could leave your sandbox", "COPY": "a copied key could leave your sandbox",
+    "OBJECT": "it " + _SERVER, "MEMORY": "it " + _SERVER, "LATENCY": "it " + _SERVER, "SLOWLOG": "it " + _SERVER,
+}
+
+
+def known() -> str:
+    """The console's commands, for a refusal that says what does run."""
+    return ", ".join(sorted(RULES)) + ", and the course's scripts by name"
+
+
+def rule_for(name: str) -> Rule:
+    """The rule of command `name` (any case); `Refusal` when it is not allowed."""
+    upper = name.upper()
+    rule = RULES.get(upper)
+    if rule is not None:
+        return rule
+    shown = name if len(name) <= 40 and name.isprintable() else name[:40].encode("unicode_escape").decode() + "…"
+    reason = REASONS.get(upper)
+    if reason is not None:
+        raise Refusal(403, f"{shown.upper()} is refused: {reason}.")
+    raise Refusal(403, f"{shown} is not a command the console runs. It runs: {known()}.")
+
+
+def check_arity(rule: Rule, args: list[str]) -> None:
+    count = len(args) - 1
+    if not rule.least <= count <= rule.most:
+        want = str(rule.least) if rule.least == rule.most else f"{rule.least} to {rule.most}"
+        raise Refusal(400, f"{rule.name} takes {want} arguments here; got {count}.")

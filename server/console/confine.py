@@ -1,0 +1,141 @@
+"""Keys as the learner writes them -> keys of the sandbox the request acts in.
+
+A learner writes keys as the course and the panels show them:
+``emq:{fanin}:job:JOBparent``. A queue name without the sandbox prefix means
+that queue in the request's sandbox (``emq:{<sandbox>.fanin}:…``); the full
+form is accepted for that sandbox only (it is the visitor's own, or their
+class's shared one: `guard.sandbox_of` names it). Anything else — another
+sandbox, a key outside the ``emq:{…}:`` grammar — is refused here, before a
+command is sent.
+
+Writes are narrower than reads: only the queues of the course's widgets (the
+widgets count their keys against the sandbox's cap), never the outbox lists
+(the Pump trusts what they hold), and never a key of the key grammar turned
+into another type. Values that name queues are confined as well: a row's
+``parent_queue`` and a script's queue arguments name the sandbox's queues,
+and no argument may name another sandbox's queue.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from server.console.allow import Refusal
+from server.emq.keyspace import ID_RE
+
+KEY_RE: Final = re.compile(r"emq:\{(?P<queue>[^{}]*)\}:(?P<rest>.*)", re.S)
+SUFFIX_RE: Final = re.compile(r"[!-~]{0,256}")  # printable ASCII, no spaces
+SANDBOXED: Final = re.compile(r"(?P<sandbox>s[a-z0-9]{10})(?:\.(?P<rest>.*))?", re.S)
+# A sandbox's queue named inside a value (JSON, a list of names, …).
+FOREIGN: Final = re.compile(r"(?<![A-Za-z0-9_.-])(s[a-z0-9]{10})\.[A-Za-z0-9_-]")
+# The types the key grammar gives (DESIGN.md): what a widget reads them as.
+GRAMMAR: Final = (
+    (re.compile(r"job:[^:]+"), "hash"),
+    (re.compile(r"job:[^:]+:dependencies"), "string"),
+    (re.compile(r"job:[^:]+:(processed|ignored)"), "hash"),
+    (re.compile(r"pending|active|schedule|dead"), "zset"),
+    (re.compile(r"metrics:completed"), "hash"),
+)
+WRITTEN_BY_SCRIPTS: Final = re.compile(r"flow:outbox(:.*)?")
+
+
+@dataclass(frozen=True)
+class Key:
+    real: str  # the key as Valkey holds it
+    queue: str  # the queue under the sandbox, e.g. "fanin", "outbox.orders"
+    suffix: str  # what follows the hashtag, e.g. "job:JOBparent"
+
+
+def grammar_type(suffix: str) -> str | None:
+    return next((kind for pattern, kind in GRAMMAR if pattern.fullmatch(suffix)), None)
+
+
+@dataclass(frozen=True)
+class Confinement:
+    sandbox: str  # the sandbox the request acts in
+    writable: frozenset[str]  # the course's queues, relative to the sandbox
+
+    def queue(self, name: str) -> str:
+        """A queue name as written -> its name under the sandbox ("fanin")."""
+        found = SANDBOXED.fullmatch(name)
+        if found:
+            if found["sandbox"] != self.sandbox:
+                raise Refusal(403, f"{_show(name)} is a queue of another sandbox; the console reaches yours only.")
+            name = found["rest"] or ""
+        if not ID_RE.fullmatch(name):
+            raise Refusal(400, f"{_show(name)} is not a queue name: 1-128 characters of A-Z a-z 0-9 _ . -")
+        return name
+
+    def full(self, queue: str) -> str:
+        return f"{self.sandbox}.{queue}"
+
+    def key(self, text: str, *, write: bool, shape: str | None = None, base: bool = False) -> Key:
+        """The sandbox's key for `text`; `base`: the queue's prefix emq:{q}: is accepted."""
+        found = KEY_RE.fullmatch(text)
+        if not found:
+            raise Refusal(
+                403,
+                f"{_show(text)} is outside every sandbox: the console reaches keys written "
+                "emq:{<queue>}:<suffix>, e.g. emq:{fanin}:pending.",
+            )
+        queue, suffix = self.queue(found["queue"]), found["rest"]
+        if not SUFFIX_RE.fullmatch(suffix) or (not suffix and not base):
+            raise Refusal(400, f"{_show(text)}: the part after the hashtag must be 1-256 printable characters, no spaces.")
+        if write:
+            self.check_writable(queue, suffix, shape)
+        return Key(f"emq:{{{self.full(queue)}}}:{suffix}", queue, suffix)
+
+    def check_writable(self, queue: str, suffix: str, shape: str | None) -> None:
+        if queue not in self.writable:
+            raise Refusal(
+                403,
+                f"the console writes only the course's queues in your sandbox ({', '.join(sorted(self.writable))}); "
+                f"{queue} is not one of them.",
+            )
+        if WRITTEN_BY_SCRIPTS.fullmatch(suffix):
+            raise Refusal(403, "the outbox is written by complete and fail only: the Pump trusts every entry it holds.")
+        kind = grammar_type(suffix)
+        if shape is not None and kind is not None and shape != kind:
+            raise Refusal(
+                403, f"emq:{{{queue}}}:{suffix} is a {kind} in the key grammar; this command would make it a {shape}."
+            )
+
+    def queue_value(self, text: str) -> str:
+        """A value naming a queue (a row's parent_queue, a script's queue argument)."""
+        if text == "":
+            return text
+        queue = self.queue(text)
+        if queue not in self.writable:
+            raise Refusal(403, f"{_show(text)} is not one of the course's queues ({', '.join(sorted(self.writable))}).")
+        return self.full(queue)
+
+    def check_value(self, text: str) -> None:
+        """Refuse a value that names another sandbox's queue."""
+        for found in FOREIGN.finditer(text):
+            if found[1] != self.sandbox:
+                raise Refusal(403, "an argument names a queue of another sandbox; the console reaches yours only.")
+
+    def pattern(self, text: str) -> str:
+        """A SCAN/KEYS pattern, moved into the sandbox: `*` is every key of it."""
+        if text == "*":
+            return f"emq:{{{self.sandbox}.*"
+        if not text.startswith("emq:{"):
+            raise Refusal(403, "a pattern starts with emq:{ (e.g. emq:{fanin}:*), or is * for every key of your sandbox.")
+        rest = text[len("emq:{"):]
+        if rest.startswith(self.sandbox + "."):
+            rest = rest[len(self.sandbox) + 1:]
+        elif SANDBOXED.match(rest) and SANDBOXED.match(rest)["rest"] is not None:  # type: ignore[index]
+            raise Refusal(403, "that pattern names another sandbox; the console reaches yours only.")
+        return f"emq:{{{self.sandbox}.{rest}"
+
+    def short(self, real: str) -> str:
+        """A key of the sandbox as the learner writes it: emq:{fanin}:…"""
+        prefix = f"emq:{{{self.sandbox}."
+        return "emq:{" + real[len(prefix):] if real.startswith(prefix) else real
+
+
+def _show(text: str) -> str:
+    cut = text if len(text) <= 80 else text[:79] + "…"
+    return repr(cut) if not cut.isprintable() else cut

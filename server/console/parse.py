@@ -1,0 +1,120 @@
+"""Split a console line into arguments the way valkey-cli does.
+
+valkey-cli (sdssplitargs) separates arguments by whitespace; inside double
+quotes it understands ``\\n \\r \\t \\b \\a``, ``\\xHH`` and a backslash before
+any other character; inside single quotes only ``\\'``. A quote may start in
+the middle of a word (``a"b c"`` is one argument ``ab c``), and a closing
+quote must be followed by whitespace or the end of the line. Where valkey-cli
+answers a bare "Invalid argument(s)", this module says what is wrong and
+where. Arguments must be UTF-8 text: the widgets read the same keys as text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+SPACE = " \t\n\r\v\f"
+ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "a": "\a"}
+HEX = "0123456789abcdefABCDEF"
+
+
+class Malformed(ValueError):
+    """A line that cannot be split into arguments (answered with a 400)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The caps on one line: its size, how many arguments, each one's size."""
+
+    line_bytes: int = 4096
+    arguments: int = 64
+    argument_bytes: int = 1024
+
+
+def _utf8(text: str, what: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise Malformed(f"{what} is not valid UTF-8 text (a lone surrogate at position {exc.start + 1})") from exc
+
+
+_PLAIN = re.compile(r"[^ \t\n\r\v\f\"']+")  # a run of an unquoted word
+_IN_QUOTES = {'"': re.compile(r'[^"\\]+'), "'": re.compile(r"[^'\\]+")}
+
+
+def _quoted(line: str, at: int, quote: str, out: bytearray) -> int:
+    """Read a quoted part opened at `at`; return the index after its closing quote."""
+    i = at + 1
+    run = _IN_QUOTES[quote]
+    while i < len(line):
+        plain = run.match(line, i)
+        if plain:
+            out += _utf8(plain.group(), "the line")
+            i = plain.end()
+            continue
+        ch = line[i]
+        if quote == '"' and line.startswith("\\x", i) and len(line) > i + 3 \
+                and line[i + 2] in HEX and line[i + 3] in HEX:
+            out.append(int(line[i + 2:i + 4], 16))
+            i += 4
+        elif ch == "\\" and i + 1 < len(line) and (quote == '"' or line[i + 1] == "'"):
+            nxt = line[i + 1]
+            out += _utf8(ESCAPES.get(nxt, nxt) if quote == '"' else nxt, "the line")
+            i += 2
+        elif ch == quote:
+            if i + 1 < len(line) and line[i + 1] not in SPACE:
+                raise Malformed(
+                    f"the quote closed at column {i + 1} must be followed by a space or the end of the line"
+                )
+            return i + 1
+        else:  # a backslash with nothing it escapes: kept as it is
+            out += b"\\"
+            i += 1
+    name = "double" if quote == '"' else "single"
+    raise Malformed(f"unbalanced quotes: the {name} quote opened at column {at + 1} is never closed")
+
+
+def _word(line: str, at: int) -> tuple[bytes, int]:
+    """One argument starting at `at` (not whitespace); its bytes and the next index."""
+    out = bytearray()
+    i = at
+    plain = _PLAIN.match(line, i)
+    if plain:
+        out += _utf8(plain.group(), "the line")
+        i = plain.end()
+    if i < len(line) and line[i] in "\"'":
+        i = _quoted(line, i, line[i], out)
+    return bytes(out), i
+
+
+def split(line: str, limits: Limits = Limits()) -> list[str]:
+    """The arguments of `line`, each checked against `limits`; `Malformed` if not."""
+    size = len(_utf8(line, "the line"))
+    if size > limits.line_bytes:
+        raise Malformed(f"the command is {size} bytes long; the console takes at most {limits.line_bytes}")
+    args: list[str] = []
+    i = 0
+    while True:
+        while i < len(line) and line[i] in SPACE:
+            i += 1
+        if i >= len(line):
+            break
+        raw, i = _word(line, i)
+        if len(raw) > limits.argument_bytes:
+            raise Malformed(
+                f"argument {len(args) + 1} is {len(raw)} bytes long; each argument may be at most "
+                f"{limits.argument_bytes} bytes"
+            )
+        try:
+            args.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise Malformed(
+                f"argument {len(args) + 1} is not UTF-8 text (its \\x escapes make invalid bytes); "
+                "the widgets read these keys as text"
+            ) from exc
+        if len(args) > limits.arguments:
+            raise Malformed(f"more than {limits.arguments} arguments; the console takes at most {limits.arguments}")
+    if not args:
+        raise Malformed("type a command, e.g. HGETALL emq:{fanin}:job:JOBparent")
+    return args

@@ -1,0 +1,194 @@
+"""A console line -> a plan checked end to end, before anything is sent.
+
+Every check happens here: the split, the allowlist, the confinement of each
+key and of each value that names a queue, the one-hashtag rule of a script
+call. A refusal raises `Refusal` or `Malformed`; a plan that comes back is
+what `run.py` sends, and nothing else.
+"""
+
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Literal
+
+from server.console.allow import GROWS, Refusal, Rule, check_arity, rule_for
+from server.console.confine import Confinement, Key
+from server.console.parse import Limits, split
+from server.emq import registry
+
+_ARGV_RE = re.compile(r"ARGV\[(\d+)\]")
+_QUEUE_RE = re.compile(r"(?<![-\w])queue(?![-'\w])")
+
+
+@dataclass
+class Plan:
+    command: str  # the line as typed
+    how: Literal["direct", "script", "scan"]
+    args: list[str]  # direct: the command to send, keys moved into the sandbox
+    rule: Rule | None = None
+    script: str | None = None
+    keys: list[str] = field(default_factory=list)
+    argv: list[str] = field(default_factory=list)
+    written: dict[str, list[str]] = field(default_factory=dict)  # queue -> the keys a write names
+    grows: Key | None = None  # a collection to check against GROWTH_CAP first
+    scan_as: str = ""  # "SCAN" or "KEYS"
+    scan_type: str | None = None
+
+    @property
+    def writes(self) -> bool:
+        return self.how == "script" or (self.rule is not None and self.rule.access == "write")
+
+
+# -- the course's scripts ----------------------------------------------------------
+
+
+@cache
+def script_names() -> frozenset[str]:
+    """The course's scripts (read once: the files ship with the code)."""
+    return frozenset(registry.names())
+
+
+@cache
+def script_shas() -> dict[str, str]:
+    """SHA1 of each course script's text -> its name (what EVALSHA names)."""
+    return {hashlib.sha1(registry.script_source(n).encode()).hexdigest(): n for n in registry.names()}
+
+
+@cache
+def argv_roles(name: str) -> dict[int, str]:
+    """From the script's header: which ARGV is a queue base (emq:{q}:), which a queue."""
+    roles: dict[int, str] = {}
+    for line in registry.doc(name).argv:
+        found = _ARGV_RE.match(line)
+        if found is None:
+            continue
+        if "base" in line:
+            roles[int(found[1])] = "base"
+        elif "mode" not in line and _QUEUE_RE.search(line):  # not "mode: 'xq' cross-queue"
+            roles[int(found[1])] = "queue"
+    return roles
+
+
+# -- planning: every check, nothing sent -------------------------------------------
+
+
+def plan(line: str, where: Confinement, limits: Limits) -> Plan:
+    args = split(line, limits)
+    name = args[0]
+    if name.lower() in script_names():
+        return _script_plan(line, name.lower(), args[1:], where)
+    rule = rule_for(name)
+    check_arity(rule, args)
+    if rule.name == "EVALSHA":
+        script = script_shas().get(args[1].lower())
+        if script is None:
+            raise Refusal(403, "EVALSHA runs the course's scripts only: that SHA is not one of theirs "
+                               f"({', '.join(sorted(script_names()))}).")
+        return _script_plan(line, script, args[2:], where)
+    if rule.name in ("SCAN", "KEYS"):
+        return _scan_plan(line, rule, args, where)
+    sent = [rule.name, *args[1:]]
+    found = Plan(line, "direct", sent, rule)
+    if rule.keys == "numkeys":  # EMQ.COMPLETE / EMQ.FAIL: sent as typed, keys confined
+        keys, argv = _numkeys(rule.name, args[1:])
+        queue, real = _one_queue(keys, where)
+        sent[2:] = [*real, *_confined_argv(argv, where, queue, {})]
+        found.written[queue] = real
+    elif rule.keys == "first":
+        key = where.key(args[1], write=rule.access == "write", shape=rule.shape)
+        sent[1] = key.real
+        sent[2:] = _values(rule, key, args[2:], where)
+        if rule.access == "write":
+            found.written[key.queue] = [key.real]
+            found.grows = key if rule.name in GROWS else None
+    elif rule.keys == "all":
+        named = [where.key(a, write=rule.access == "write", shape=rule.shape) for a in args[1:]]
+        sent[1:] = [k.real for k in named]
+        if rule.access == "write":
+            for k in named:
+                found.written.setdefault(k.queue, []).append(k.real)
+    else:
+        for value in args[1:]:
+            where.check_value(value)
+    return found
+
+
+def _values(rule: Rule, key: Key, values: list[str], where: Confinement) -> list[str]:
+    """The arguments after the key: checked, and queue-naming fields confined."""
+    for value in values:
+        where.check_value(value)
+    if rule.name == "SET" and key.suffix.endswith(":dependencies") and not re.fullmatch(r"-?\d{1,18}", values[0]):
+        raise Refusal(400, ":dependencies is a counter: SET it to a whole number.")
+    if rule.name in ("HSET", "HSETNX"):
+        if len(values) % 2:
+            raise Refusal(400, f"{rule.name} takes field value pairs after the key.")
+        values = list(values)
+        for i in range(0, len(values), 2):
+            if values[i] == "parent_queue":
+                values[i + 1] = where.queue_value(values[i + 1])
+    return values
+
+
+def _numkeys(name: str, rest: list[str]) -> tuple[list[str], list[str]]:
+    if not rest or not rest[0].isdigit() or int(rest[0]) > len(rest) - 1:
+        raise Refusal(400, f"{name}: numkeys must be a whole number, at most the number of arguments after it.")
+    n = int(rest[0])
+    if n < 1:
+        raise Refusal(400, f"{name}: name at least one key, so the console knows the queue it runs on.")
+    return rest[1:1 + n], rest[1 + n:]
+
+
+def _one_queue(keys: list[str], where: Confinement) -> tuple[str, list[str]]:
+    """Every key of one call in one queue (one hashtag); the course's queues only."""
+    found = [where.key(k, write=False) for k in keys]
+    queues = sorted({k.queue for k in found})
+    if len(queues) > 1:
+        raise Refusal(403, f"every key one script touches shares one {{…}} hashtag; these name {', '.join(queues)}.")
+    where.check_writable(queues[0], "", None)
+    return queues[0], [k.real for k in found]
+
+
+def _confined_argv(argv: list[str], where: Confinement, queue: str, roles: dict[int, str]) -> list[str]:
+    out = []
+    for i, value in enumerate(argv, 1):
+        role = roles.get(i)
+        if role == "base" or value.startswith("emq:"):
+            key = where.key(value, write=False, base=True)
+            if key.queue != queue:
+                raise Refusal(403, f"ARGV[{i}] names queue {key.queue}, the KEYS name {queue}: one script, one hashtag.")
+            out.append(key.real)
+        elif role == "queue":
+            out.append(where.queue_value(value))
+        else:
+            where.check_value(value)
+            out.append(value)
+    return out
+
+
+def _script_plan(line: str, script: str, rest: list[str], where: Confinement) -> Plan:
+    keys, argv = _numkeys(script, rest)
+    queue, real = _one_queue(keys, where)
+    confined = _confined_argv(argv, where, queue, argv_roles(script))
+    return Plan(line, "script", [], script=script, keys=real, argv=confined, written={queue: real})
+
+
+def _scan_plan(line: str, rule: Rule, args: list[str], where: Confinement) -> Plan:
+    if rule.name == "KEYS":
+        return Plan(line, "scan", [where.pattern(args[1])], rule, scan_as="KEYS")
+    if args[1] != "0":
+        raise Refusal(400, "the console walks the whole SCAN in one call: start it at cursor 0 (SCAN 0 MATCH …).")
+    pattern, kind, i = "*", None, 2
+    while i < len(args):
+        option = args[i].upper()
+        if option not in ("MATCH", "COUNT", "TYPE") or i + 1 >= len(args):
+            raise Refusal(400, "SCAN 0 takes MATCH <pattern>, COUNT <n> and TYPE <type>.")
+        if option == "MATCH":
+            pattern = args[i + 1]
+        elif option == "TYPE":
+            kind = args[i + 1]
+        i += 2
+    return Plan(line, "scan", [where.pattern(pattern)], rule, scan_as="SCAN", scan_type=kind)

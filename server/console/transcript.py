@@ -1,0 +1,51 @@
+"""The console's transcript, kept in Valkey: the last commands and their replies.
+
+The page keeps the transcript it shows, but a reload or a second tab reads it
+back from here, so every view of one sandbox shows the same commands. One
+list per visitor inside the sandbox the request acts in (a class sharing a
+sandbox does not share its members' typing); it expires with the sandbox's
+idle time, and a reset of the sandbox removes it with every other key.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+KEEP = 20  # commands kept, newest last
+KEEP_LINES = 40  # reply lines kept per command (the page showed them all when it ran)
+
+
+def transcript_key(sandbox: str, visitor: str) -> str:
+    return f"lab:{{{sandbox}}}:console:{visitor}"
+
+
+def kept(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry as stored: a long reply keeps its first lines and says so."""
+    lines = list(entry.get("reply_lines", []))
+    if len(lines) > KEEP_LINES:
+        left = len(lines) - KEEP_LINES
+        lines = [*lines[:KEEP_LINES], f"(… {left} more lines when it ran; run it again to see them)"]
+    return {**entry, "reply_lines": lines}
+
+
+async def record(conn: Any, sandbox: str, visitor: str, entry: dict[str, Any], ttl: int) -> None:
+    key = transcript_key(sandbox, visitor)
+    entry = kept(entry)
+    async with conn.pipeline(transaction=False) as pipe:
+        pipe.rpush(key, json.dumps(entry, separators=(",", ":")))
+        pipe.ltrim(key, -KEEP, -1)
+        pipe.expire(key, ttl)
+        await pipe.execute()
+
+
+async def read(conn: Any, sandbox: str, visitor: str) -> list[dict[str, Any]]:
+    entries = []
+    for raw in await conn.lrange(transcript_key(sandbox, visitor), 0, -1):
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries

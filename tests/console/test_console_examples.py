@@ -1,0 +1,48 @@
+"""Every dive places a console, and each of its examples is a command the
+console runs (no refusal) on the queues of that dive's own widgets."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from server.console.confine import KEY_RE, Confinement
+from server.console.page import examples
+from server.console.parse import Limits
+from server.console.plan import plan
+from server.content import load_course
+from server.web.views.console import course_queues
+from server.widgets import WIDGETS
+from tests.content.test_content_site import ROOT
+
+COURSE = load_course(ROOT / "site" / "content")
+DIVES = [page for page in COURSE.dives]
+
+
+def console_options(path: str) -> dict[str, str]:
+    text = (ROOT / "site" / "content" / (path.strip("/") + ".md")).read_text()
+    body = re.search(r"```\{widget\} console\n(.*?)```", text, re.S)
+    assert body is not None, f"{path} has no console"
+    return dict(line.split(": ", 1) for line in body.group(1).strip().splitlines())
+
+
+@pytest.mark.parametrize("dive", DIVES, ids=[d.path for d in DIVES])
+def test_every_dive_has_a_console_near_its_end(dive: object) -> None:
+    assert getattr(dive, "widgets")[-1] == "console"
+
+
+@pytest.mark.parametrize("dive", DIVES, ids=[d.path for d in DIVES])
+def test_every_example_runs_on_the_queues_of_that_dives_widgets(dive: object) -> None:
+    path, widgets = getattr(dive, "path"), getattr(dive, "widgets")
+    found = examples(console_options(path))
+    assert len(found) >= 3
+    own = {".".join(parts) for name in widgets if name in WIDGETS for parts in WIDGETS[name].queue_parts}
+    where = Confinement("s0a1b2c3d4e", course_queues())
+    for command in found:
+        plan(command, where, Limits())  # raises on a refusal
+        for word in command.split():
+            key = KEY_RE.fullmatch(word.replace("*", "x"))
+            if key:
+                queue = key["queue"]
+                assert any(q == queue or q.startswith(queue) for q in own), (path, command)
