@@ -45,6 +45,7 @@ __all__ = [
     "fail",
     "fail_call",
     "lineage",
+    "lineage_of",
     "policy_arm",
     "requeue_lapsed",
 ]
@@ -67,12 +68,18 @@ class Lineage:
     policy: str = "fp"
 
 
+LINEAGE_FIELDS = ("parent", "parent_queue", "parent_policy")
+
+
 async def lineage(conn: Conn, queue: str, job_id: str) -> Lineage:
     """One HMGET of the row's parent fields, turned into the script's mode."""
-    found = await conn.hmget(
-        keyspace.job_key(queue, job_id), ["parent", "parent_queue", "parent_policy"]
-    )
-    parent, parent_queue, policy = (text(v) for v in found)
+    found = await conn.hmget(keyspace.job_key(queue, job_id), list(LINEAGE_FIELDS))
+    return lineage_of(queue, *(text(v) for v in found))
+
+
+def lineage_of(queue: str, parent: str | None, parent_queue: str | None, policy: str | None) -> Lineage:
+    """The mode the row's `parent`, `parent_queue` and `parent_policy` call for
+    (for a caller that read those fields in a round trip of its own)."""
     if not parent:
         return Lineage(mode="")
     # Gate what the row says before it becomes a key: a corrupt field is
@@ -142,17 +149,27 @@ def complete_call(
 
 
 async def complete(
-    conn: Conn, queue: str, job_id: str, token: int | str, result: Any = None
+    conn: Conn, queue: str, job_id: str, token: int | str, result: Any = None,
+    *, line: Lineage | None = None, tail: list[tuple[Any, ...]] | None = None,
 ) -> None:
     """Complete a claimed job. Raises ``Stale`` (wrong token) or ``Gone`` (no row).
 
     The recorded result is ``result``, or the job's own id when none is given.
+    ``line``: the row's lineage when the caller read its parent fields already
+    (``lineage_of``); otherwise one HMGET reads them. ``tail``: a list the
+    best-effort DEL of the job's ``:logs`` is appended to, for the caller's
+    next round trip, instead of being sent here.
     """
-    keys, args = complete_call(queue, job_id, token, await lineage(conn, queue, job_id), result)
+    if line is None:
+        line = await lineage(conn, queue, job_id)
+    keys, args = complete_call(queue, job_id, token, line, result)
     done = as_int(await registry.run(conn, "complete", keys, args))
     if done == 0:
         raise Gone(f"gone: no job {job_id} in queue {queue}")
     # Logs of a finished job are dead weight; losing this DEL only leaves a key.
+    if tail is not None:
+        tail.append(("DEL", keyspace.logs_key(queue, job_id)))
+        return
     try:
         await conn.delete(keyspace.logs_key(queue, job_id))
     except RedisError:

@@ -15,7 +15,7 @@ from typing import Any, Final
 from redis.commands.core import AsyncScript
 
 SCRIPTS_DIR: Final = Path(__file__).resolve().parent / "scripts"
-NAMES: Final = ("admit", "unregister_if_idle")
+NAMES: Final = ("activity", "admit", "count", "unregister_if_idle")
 
 # Weak by client, so a closed, dropped client takes its scripts with it (the
 # script's own back-reference to the client is made weak for the same reason).

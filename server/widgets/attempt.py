@@ -139,7 +139,10 @@ async def run(widget: Widget, ctx: Context, slug: str, body: dict[str, Any]) -> 
     (`ctx.tail`), so an action without a prediction costs one read more.
     """
     body, answer = take_answer(body)
-    if answer is None:
+    if ctx.held is not None:
+        held = progress.parse_held(widget.name, ctx.held)
+        before = await moment(widget, ctx) if answer is not None else Moment([], {})
+    elif answer is None:
         held, before = await progress.held(ctx.conn, ctx.sandbox, widget.name), Moment([], {})
     else:
         held, before = await held_and_moment(widget, ctx)
@@ -147,6 +150,10 @@ async def run(widget: Widget, ctx: Context, slug: str, body: dict[str, Any]) -> 
     step = progress.Step(len(widget.tour), moved_to(widget, slug, body, outcome, held.at), slug != "goto",
                          verdict.right if verdict else None, verdict.text if verdict else "")
     record = progress.advance(held, step)
-    ctx.tail.extend(progress.writes(ctx.sandbox, record, step.at, settings.current().sandbox_ttl * 2))
+    writes = progress.writes(ctx.sandbox, record, step.at, settings.current().sandbox_ttl * 2)
+    if ctx.held is not None and any(v is not None for v in ctx.held):
+        # the way in renewed an existing record's expiry already (`activity.lua`)
+        writes = [w for w in writes if w[0] != "EXPIRE"]
+    ctx.tail.extend(writes)
     outcome.detail["progress"] = record.as_json()
     return outcome

@@ -7,7 +7,7 @@ it) lives in one lab hash in the same hashtag. Every snapshot carries all of
 it, read back from Valkey, so every open page of a sandbox paints the same
 thing, and the readout sentence is built from those values.
 
-One action runs at a time per widget and sandbox (`begin.lua` takes a lock
+One action runs at a time per widget and sandbox (`queue_keys.lua`, mode `begin`, takes a lock
 with a lease): tabs, class members and Reset queue behind it, so any
 interleaving of clicks leaves a state that clicking one at a time reaches.
 An action ends in one round trip that records its outcome, releases the lock
@@ -31,7 +31,6 @@ from server.widgets import predict, snapshot
 from server.widgets.snapshot import QueueView
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
-BEGIN = SiteScript(SCRIPTS / "begin.lua")
 RELEASE = SiteScript(SCRIPTS / "release.lua")
 LOCK_LEASE_MS = 10_000  # an action that outlives this (a site killed mid-action) lets go
 LOCK_WAIT_S = 5.0  # how long an action queues behind another before it gives up
@@ -99,6 +98,18 @@ class Context:
     # Best-effort commands an action leaves for its last round trip (e.g. the
     # DEL of a completed job's :logs), queued with the outcome and snapshot.
     tail: list[tuple[Any, ...]] = field(default_factory=list)
+    # The learner's progress fields for this widget, when the way in read them
+    # already (`server/web/entry.py`); None: the action reads them itself.
+    held: list[Any] | None = None
+    # The widget's first queue as the lock found it: an action may read it
+    # once instead of reading the queue again (`take_start`).
+    start: QueueView | None = None
+
+    def take_start(self) -> QueueView | None:
+        """The keys as the action's lock found them, once (the action's own
+        writes make them stale)."""
+        view, self.start = self.start, None
+        return view
 
     def queue(self, *parts: str) -> str:
         return queue_name(self.sandbox, *parts)
@@ -169,20 +180,25 @@ class Widget:
         scenario if it has not landed whole. Returns the lock token."""
         first = self.queues(ctx)[0]
         token = secrets.token_hex(8)
-        keys = [snapshot.lock_key(first), self.state_key(ctx)]
+        script, keys, args = snapshot.call(first, self.job_ids(first), "begin", token, str(LOCK_LEASE_MS))
         deadline = asyncio.get_running_loop().time() + LOCK_WAIT_S
         while True:
-            taken, landed, held = await BEGIN.run(ctx.conn, keys, [token, LOCK_LEASE_MS])
-            if int(taken):
+            reply = await script.run(ctx.conn, keys, args)
+            if len(reply) > 1:
                 break
             if asyncio.get_running_loop().time() > deadline:
                 raise Busy("another action on this widget is still running; try again in a moment")
             await asyncio.sleep(0.005)
+        state, view = snapshot.decode(ctx.conn, first, reply)
         try:
-            if snapshot._text(landed) != "1":
+            if state.get("landed") != "1":
                 await self.land_afresh(ctx)
-            elif key_cap is not None and int(snapshot._text(held) or 0) > key_cap:
-                raise TooManyKeys(f"this widget holds {held} keys, more than its cap of {key_cap}: press Reset")
+            elif key_cap is not None and int(state.get("keys") or 0) > key_cap:
+                raise TooManyKeys(f"this widget holds {state['keys']} keys, more than its cap of {key_cap}: "
+                                  "press Reset")
+            else:
+                # the keys the action starts from, read with the lock (see `Context.start`)
+                ctx.start = view
         except BaseException:
             await self.release(ctx, token)
             raise
@@ -314,7 +330,23 @@ class Widget:
 
     async def perform(self, ctx: Context, slug: str, body: dict[str, Any]) -> Outcome:
         fn = self.actions[slug]
-        return await fn(self, ctx, body)
+        try:
+            return await fn(self, ctx, body)
+        finally:
+            ctx.start = None  # stale once the action has written
+
+    async def perform_and_keep(self, ctx: Context, slug: str, body: dict[str, Any]) -> Outcome:
+        """`perform`, then what it left for the last round trip (its kept
+        fields, its deferred commands) written at once: one step of a replay
+        or a trace, before the next step reads them."""
+        outcome = await self.perform(ctx, slug, body)
+        if outcome.keep:
+            await self.remember(ctx, **outcome.keep)
+            outcome.keep = {}
+        for command in ctx.tail:
+            await ctx.conn.execute_command(*command)
+        ctx.tail.clear()
+        return outcome
 
     # -- the tour: deep links and static traces ---------------------------------
     @staticmethod
@@ -331,10 +363,7 @@ class Widget:
         last = Outcome("The scenario as it lands.")
         for entry in self.tour[:step]:
             slug, body = self.tour_step(entry)
-            last = await self.perform(ctx, slug, body)
-            if last.keep:  # each step's own record, before the next step reads it
-                await self.remember(ctx, **last.keep)
-                last.keep = {}
+            last = await self.perform_and_keep(ctx, slug, body)
         if step == 0:
             return Outcome(f"Step 0 of {len(self.tour)}, replayed on Valkey: the scenario as it lands.")
         slug, _ = self.tour_step(self.tour[step - 1])

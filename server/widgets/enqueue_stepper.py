@@ -178,7 +178,7 @@ class EnqueueStepper(Widget):
             # not a step number, so the sentence after it owns the numbering.
             await self.replay(ctx, step - 1)
             slug, args = self.tour_step(self.tour[step - 1])
-            last = await self.perform(ctx, slug, args)
+            last = await self.perform_and_keep(ctx, slug, args)
             return replace(last, text=f"{note}Rebuilt on Valkey from the link, up to “{self.label(slug)}”. {last.text}")
         await self.remember(ctx, non_job="0")
         outcome = await self.run_to(ctx, step)

@@ -17,13 +17,15 @@ choices, kept across Reset.
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 from typing import Any
 
 from server.emq import flows, jobs, keyspace, pump
 from server.emq.wire import text
 from server.widgets import flow
-from server.widgets.base import BadInput, Context, Outcome, Widget, action, choice, whole
+from server.widgets.base import BadInput, Context, Outcome, Widget, action, choice, tour_step_of, whole
 from server.widgets.failure_flows import (
     CHILDREN, ERROR, LINKED, PARENT, POLICIES, REMOTE, UNKNOWN_TOKEN, VARIANTS, WORDS,
     child_picture, flow_spec, linked_picture, linked_spec, parent_picture, readout,
@@ -252,6 +254,7 @@ class FailurePolicy(Widget):
     @action("goto")
     async def goto(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         """The tour starts from the uniform flow under the learner's policy."""
-        step = whole(body, "step", 0, len(self.tour))
+        step, note = tour_step_of(body, len(self.tour))
         await self.remember(ctx, variant="uniform")
-        return await self.replay(ctx, step)
+        outcome = await self.replay(ctx, step)
+        return dataclasses.replace(outcome, text=note + outcome.text)

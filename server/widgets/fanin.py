@@ -16,7 +16,7 @@ reply and the keys two readings found changed.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -40,6 +40,9 @@ class Peek:
     head: str | None
     dependencies: int
     tokens: dict[str, int]
+    rows: dict[str, dict[str, str]] = field(default_factory=dict)  # each child's row, {} when retired
+    pending: list[str] = field(default_factory=list)
+    parent_state: str | None = None
 
 
 def flow_spec() -> dict[str, Any]:
@@ -129,19 +132,19 @@ class FanIn(Widget):
         return await snapshot.read_queue(ctx.conn, self.queues(ctx)[0], self.job_ids(self.queues(ctx)[0]))
 
     async def peek(self, ctx: Context) -> Peek:
-        """What the actions decide on, read in one round trip (one slot)."""
+        """What the actions decide on: the queue's keys, read by one script
+        call (the snapshot's), so each child's row comes along with them."""
         queue = self.queues(ctx)[0]
-        async with ctx.conn.pipeline(transaction=False) as pipe:
-            # active is scored by lease deadline: its head is the oldest claim
-            pipe.zrange(keyspace.queue_key(queue, "active"), 0, -1)
-            pipe.zrange(keyspace.queue_key(queue, "pending"), 0, 0)
-            pipe.get(keyspace.dependencies_key(queue, PARENT))
-            for cid in CHILDREN:
-                pipe.hget(keyspace.job_key(queue, cid), "attempts")
-            active, head, deps, *tokens = await pipe.execute()
-        return Peek(active=[snapshot._text(m) for m in active],
-                    head=snapshot._text(head[0]) if head else None, dependencies=int(deps or 0),
-                    tokens={c: int(snapshot._text(t) or 0) for c, t in zip(CHILDREN, tokens)})
+        view = ctx.take_start() or await snapshot.read_queue(ctx.conn, queue, self.job_ids(queue))
+        rows = {cid: (view.row(cid).value if view.row(cid) is not None else {}) for cid in CHILDREN}
+        deps = view.row(PARENT, ":dependencies")
+        # active is scored by lease deadline: its head is the oldest claim;
+        # pending's head is the one claim takes (lowest score first)
+        return Peek(active=view.members("active"), head=next(iter(view.members("pending")), None),
+                    dependencies=int(deps.value) if deps is not None else 0,
+                    tokens={c: int(rows[c].get("attempts") or 0) for c in CHILDREN}, rows=rows,
+                    pending=view.members("pending"),
+                    parent_state=view.row(PARENT).value.get("state") if view.row(PARENT) is not None else None)
 
     @staticmethod
     def chosen(peek: Peek, body: dict[str, Any]) -> tuple[str, int] | None:
@@ -190,21 +193,19 @@ class FanIn(Widget):
         job_id, token = got
         before = peek.dependencies
         result = f"result of {job_id}"
-        await jobs.complete(ctx.conn, queue, job_id, token, result)
-        # One round trip (one slot): remember the completion for "Redeliver",
-        # and read back the counter and the parent's state the fan-in left.
-        async with ctx.conn.pipeline(transaction=False) as pipe:
-            pipe.hset(self.state_key(ctx), "last", json.dumps({"id": job_id, "token": token, "result": result}))
-            pipe.get(keyspace.dependencies_key(queue, PARENT))
-            pipe.hget(keyspace.job_key(queue, PARENT), "state")
-            _, left, state = await pipe.execute()
-        left_n = int(left or 0)
-        state_s = snapshot._text(state)
-        tail = "the parent is released into pending" if state_s == "pending" else "the parent is still held"
+        row = peek.rows.get(job_id) or {}
+        line = jobs.lineage_of(queue, *(row.get(f) for f in jobs.LINEAGE_FIELDS)) if row else None
+        await jobs.complete(ctx.conn, queue, job_id, token, result, line=line, tail=ctx.tail)
+        after = await self.peek(ctx)
+        state_s = after.parent_state
+        tail = "the parent is released into pending" if PARENT in after.pending else "the parent is still held"
+        left_n = after.dependencies
         moved = f"fell to {left_n}" if left_n < before else f"stayed at {left_n} (the fan-in did not count it)"
         return Outcome(
             f"Completed {job_id} with token {token}: dependencies {moved}; {tail}.",
             detail={"child": job_id, "token": token, "dependencies": left_n, "parent_state": state_s},
+            # remembered for "Redeliver", with the outcome in the action's last round trip
+            keep={"last": {"id": job_id, "token": token, "result": result}},
         )
 
     async def send(self, ctx: Context, job_id: str, token: int, result: str) -> tuple[str, int, int, list[str]]:

@@ -153,7 +153,7 @@ async def record(conn: Any, widget: Widget, sandbox: str) -> Trace:
             slug, body = widget.tour_step(entry)
             before = await attempt.moment(widget, ctx)
             question = predict.offer(widget.questions, before)
-            outcome = await widget.perform(ctx, slug, body)
+            outcome = await widget.perform_and_keep(ctx, slug, body)
             snap = await widget.snapshot(ctx)
             after = key_index(snap, sandbox, several)
             text = outcome.text.replace(sandbox + ".", "")  # queue names as the learner's page says them

@@ -18,7 +18,7 @@ from server.emq import flows, jobs, keyspace
 from server.emq.shape import parse_flow
 from server.emq.wire import text
 from server.widgets import flow
-from server.widgets.base import Context, Outcome, Widget, action, whole
+from server.widgets.base import Context, Outcome, Widget, action, tour_step_of, whole
 from server.widgets.snapshot import QueueView
 
 ROOT, INNER, TWIG = "JOBtree", "JOBbranch", "JOBtwig"
@@ -155,12 +155,13 @@ class Tree(Widget):
     @action("goto")
     async def goto(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         """`#tree-step=N`: up to the last node, the walk replayed natively; past it, click by click."""
-        step = whole(body, "step", 0, len(self.tour))
+        step, note = tour_step_of(body, len(self.tour))
         nodes = len(self.order(ctx))
         if step > nodes:
-            return await self.replay(ctx, step)
+            outcome = await self.replay(ctx, step)
+            return Outcome(note + outcome.text, outcome.kind, outcome.detail)
         await self.walk_to(ctx, step)
-        return Outcome(f"Step {step} of {len(self.tour)}: the walk replayed on Valkey to node {step} of {nodes}.")
+        return Outcome(f"{note}Step {step} of {len(self.tour)}: the walk replayed on Valkey to node {step} of {nodes}.")
 
     # -- completions, level by level -------------------------------------------
     async def deps(self, ctx: Context, job_id: str) -> int | None:

@@ -12,6 +12,7 @@ import pytest
 from markupsafe import escape
 
 from server.sandboxes.lifecycle import sandbox_of_key
+from server.widgets import WIDGETS
 from tests.support import DIVE, INSTRUCTOR_TOKEN, Events, LiveSite, sandbox_of
 
 ROSTER_FIELDS = {"name", "page", "widget", "online", "last_seen", "progress"}
@@ -193,7 +194,7 @@ def test_the_roster_shows_each_learner_with_page_widget_progress_and_last_activi
     assert set(rows) == {"Ada", "Grace"}
     assert all(set(row) == ROSTER_FIELDS for row in rows.values())
     assert rows["Ada"]["page"] == DIVE and rows["Ada"]["widget"] == "fanin"
-    assert rows["Ada"]["progress"]["fanin"]["reached"] == 1 and rows["Ada"]["progress"]["fanin"]["steps"] == 4
+    assert rows["Ada"]["progress"]["fanin"]["reached"] == 1 and rows["Ada"]["progress"]["fanin"]["steps"] == len(WIDGETS["fanin"].tour)
     assert "fanin" not in rows["Grace"]["progress"]
     assert rows["Ada"]["last_seen"] >= started - 1
     assert rows["Ada"]["online"] is False  # no page of theirs is open
@@ -225,7 +226,7 @@ def test_the_roster_stream_sends_the_roster_again_when_a_learner_acts(clean: Liv
         while later[-1][1]["learners"][0]["progress"].get("fanin") is None:
             later = events.until("roster", timeout=5)
         assert later[-1][1]["learners"][0]["progress"]["fanin"]["reached"] == 1
-        assert later[-1][1]["learners"][0]["progress_text"].startswith("fanin 1 of 4 steps")
+        assert later[-1][1]["learners"][0]["progress_text"].startswith(f"fanin 1 of {len(WIDGETS['fanin'].tour)} steps")
 
 
 # -- modes, events and resets ---------------------------------------------------------

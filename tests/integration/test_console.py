@@ -352,7 +352,7 @@ def test_in_demo_mode_a_learner_reads_the_room_but_every_write_is_refused(site: 
     instructor = site.instructor()
     room = instructor.post("/instructor/rooms", json={"name": "Console demo"}).json()["room"]
     learner = site.visitor()
-    assert learner.post("/room/join", data={"code": room["code"]}).status_code == 303
+    assert learner.post("/room/join", data={"code": room["code"], "name": "Ada"}).status_code == 303
     assert instructor.post(f"/instructor/rooms/{room['code']}/demo", json={"demo": True}).status_code == 200
     assert learner.get("/api/widgets/fanin/state").status_code == 200  # the sandbox it watches, landed
     assert run(learner, "GET emq:{fanin}:job:JOBparent:dependencies") == ['"3"']

@@ -1,6 +1,6 @@
 """Parallel clicks on one sandbox leave a state that one-at-a-time clicks reach.
 
-Each widget's actions take the widget's lock (`begin.lua`), so N requests at
+Each widget's actions take the widget's lock (`queue_keys.lua`, mode `begin`), so N requests at
 once queue behind each other, Reset included. After every round the keys are
 read straight from Valkey and the flow's invariants checked.
 """

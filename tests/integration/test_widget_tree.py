@@ -96,5 +96,7 @@ async def test_goto_past_the_walk_replays_the_completions(tree, conn) -> None:
     outcome = await widget.perform(ctx, "goto", {"step": 6})
     assert outcome.text.startswith("Step 6 of 7")
     assert (await row(conn, Q, INNER))["state"] == "pending"
+    past = await widget.perform(ctx, "goto", {"step": 8})
+    assert past.text.startswith("This tour has 7 steps, so the link to step 8 opened the last one.")
     with pytest.raises(BadInput):
-        await widget.perform(ctx, "goto", {"step": 8})
+        await widget.perform(ctx, "goto", {"step": -1})

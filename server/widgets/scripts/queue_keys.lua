@@ -3,12 +3,13 @@
 -- KEYS[1] the widget's lab state hash, lab:{q}:state (read with the queue)
 -- KEYS[2] the widget's action lock, lab:{q}:lock
 -- ARGV[1] the queue base, emq:{q}:
--- ARGV[2] mode: 'read' | 'finish' | 'clear'
--- ARGV[3] (finish) the lock token to release ('' none)
--- ARGV[4] (finish) the outcome, JSON ('' keeps the last one)
+-- ARGV[2] mode: 'begin' | 'read' | 'finish' | 'clear'
+-- ARGV[3] (begin) the lock token to take; (finish) the one to release ('' none)
+-- ARGV[4] (begin) the lock's lease, ms; (finish) the outcome, JSON ('' keeps the last one)
 -- ARGV[5] (finish) extra state fields, JSON object ('' none)
 -- ARGV[6..] job ids the widget knows of (rows shown even when off every set)
--- Returns: read/finish: { state, keys } where state is HGETALL of KEYS[1]
+-- Returns: begin: { 0 } when another action holds the lock; begin/read/finish:
+--   { state, keys } where state is HGETALL of KEYS[1]
 --   and keys is a list of { name, type, value } for every key that exists
 --   (finish first writes ver = the server's clock in us, the outcome and the
 --   fields into the state, releases the lock if it is still this action's,
@@ -26,6 +27,14 @@ if not q then
   return redis.error_reply('ERR queue base must look like emq:{q}:')
 end
 local index_key = 'lab:{' .. q .. '}:index'
+
+-- begin: one action at a time per widget. Tabs, class members and Reset
+-- queue behind this lock, so every interleaving of clicks leaves a state
+-- that clicking one at a time reaches; it lapses by itself (the lease) if
+-- the site dies mid-action. Taken, the action gets the keys it starts from.
+if mode == 'begin' and not redis.call('SET', KEYS[2], ARGV[3], 'NX', 'PX', tonumber(ARGV[4])) then
+  return { 0 }
+end
 
 local queue_suffixes = { 'pending', 'active', 'schedule', 'dead', 'flow:outbox',
   'flow:outbox:poison', 'flow:outbox:head', 'metrics:completed' }
