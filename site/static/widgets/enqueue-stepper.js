@@ -52,8 +52,8 @@ function render(root, snapshot, previous) {
     ? "nothing has run yet; the whole file is listed in the text"
     : `move ${current}, ${span}${refused ? ", where it refused" : ""}, also marked in the listing in the text`;
   $(root, "non-job").checked = nonJob;
-  root.querySelector('[data-action="previous"]').disabled = move === 0;
-  root.querySelector('[data-action="next"]').disabled = move >= total || Boolean(refused);
+  root.querySelector('button[data-action="previous"]').disabled = move === 0;
+  root.querySelector('button[data-action="next"]').disabled = move >= total || Boolean(refused);
   root.dataset.move = String(move);
   picture(root, snapshot, previous);
 }

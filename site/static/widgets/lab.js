@@ -143,7 +143,7 @@ function showOutcome(root, outcome, isNew) {
   box.hidden = false;
   box.textContent = text;
   box.dataset.kind = outcome.kind;
-  box.dataset.action = outcome.action || "";
+  box.dataset.outcomeOf = outcome.action || "";
   if (isNew) announce(root, text);
   // The answer to this page's own click sits at the top of the panel (pinned
   // there while the aside scrolls, widgets.css); bring it into view if it is not.

@@ -57,8 +57,8 @@ function render(root, snapshot) {
   line.dataset.role = "picked";
   box.append(line);
   $(root, "picture").replaceChildren(box);
-  root.querySelector('[data-action="previous"]').disabled = move === 0 || mode === "custom";
-  root.querySelector('[data-action="next"]').disabled = move >= total || mode === "custom";
+  root.querySelector('button[data-action="previous"]').disabled = move === 0 || mode === "custom";
+  root.querySelector('button[data-action="next"]').disabled = move >= total || mode === "custom";
   pickButtons(root, total, picked);
   root.dataset.move = String(move);
 }

@@ -46,7 +46,7 @@ function lane(q, maxBlocked) {
 function render(root, snapshot, previous) {
   const { parent, queues, max_blocked: maxBlocked, cluster } = snapshot.picture;
   // "Try it as one script" exists only on a cluster, where a slot boundary is real.
-  const oneScript = root.querySelector('[data-action="one-script"]');
+  const oneScript = root.querySelector('button[data-action="one-script"]');
   if (oneScript) oneScript.hidden = !cluster;
   const before = previous && previous.picture ? previous.picture.parent.dependencies : null;
   const box = el("div", "flow-picture outbox-picture");

@@ -19,7 +19,7 @@ function slot(root) {
 function question(name, q, root) {
   const box = el("fieldset", "predict-question");
   box.dataset.question = q.id;
-  box.dataset.action = q.action;
+  box.dataset.questionFor = q.action;
   box.append(el("legend", "", q.legend));
   const id = `predict-${name}-${q.id}`;
   if (q.kind === "number") {
@@ -67,7 +67,7 @@ extensions.push({
   },
   body(name, action, root) {
     const box = root.querySelector('[data-role="predict"] fieldset');
-    if (!box || box.dataset.action !== action) return {};
+    if (!box || box.dataset.questionFor !== action) return {};
     const given = answer(box);
     if (given === null || Number.isNaN(given)) return {};
     box.dataset.used = "1"; // answered: the next snapshot draws the next question afresh

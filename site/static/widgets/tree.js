@@ -27,8 +27,8 @@ function render(root, snapshot) {
   list.setAttribute("aria-label", "The tree's nodes in the order the walk lands them");
   for (const n of nodes) list.append(nodeItem(n));
   $(root, "picture").replaceChildren(list);
-  root.querySelector('[data-action="previous"]').disabled = walked === 0;
-  root.querySelector('[data-action="next"]').disabled = walked >= total;
+  root.querySelector('button[data-action="previous"]').disabled = walked === 0;
+  root.querySelector('button[data-action="next"]').disabled = walked >= total;
 }
 
 register("tree", render);
