@@ -239,13 +239,19 @@ class Widget:
                 calls.append(None)
             ctx.tail.clear()
             fields = json.dumps(_encoded(keep)) if keep else ""
+            ids = await self.ids_after(ctx)
             for i, queue in enumerate(queues):
-                call = (snapshot.call(queue, self.job_ids(queue), "finish", token, outcome, fields)
-                        if i == 0 else snapshot.call(queue, self.job_ids(queue)))
+                call = (snapshot.call(queue, ids[queue], "finish", token, outcome, fields)
+                        if i == 0 else snapshot.call(queue, ids[queue]))
                 call[0].queue(pipe, call[1], call[2])
                 calls.append(call)
             replies = await scripts.execute(ctx.conn, pipe, calls)
         return self.decode(ctx, replies[len(replies) - len(queues):])
+
+    async def ids_after(self, ctx: Context) -> dict[str, list[str]]:
+        """Per queue, the job ids whose rows the action's closing read looks
+        for (a held parent is in no state set, so it must be named)."""
+        return {queue: self.job_ids(queue) for queue in self.queues(ctx)}
 
     async def ensure_landed(self, ctx: Context) -> None:
         """Land the scenario the first time this widget shows in this sandbox."""

@@ -69,12 +69,18 @@ class Ledger(Widget):
     async def read_views(self, ctx: Context, state: dict[str, str]) -> list[QueueView]:
         # The fixed ids plus those of a learner's batch: a held parent is in
         # no state set, so the snapshot must be told to look for its row.
-        def ids(queue: str) -> list[str]:
-            rel = queue.rsplit(".", 1)[-1]
-            return list(dict.fromkeys([*self.job_ids(queue), *flow_ids(self.batch(state), rel)]))
-
         # side by side, as the base snapshot reads its queues
-        return list(await asyncio.gather(*(snapshot.read_queue(ctx.conn, q, ids(q)) for q in self.queues(ctx))))
+        return list(await asyncio.gather(*(snapshot.read_queue(ctx.conn, q, self.ids(q, state))
+                                           for q in self.queues(ctx))))
+
+    def ids(self, queue: str, state: dict[str, str]) -> list[str]:
+        """The fixed ids plus those of a learner's batch on `queue`."""
+        rel = queue.rsplit(".", 1)[-1]
+        return list(dict.fromkeys([*self.job_ids(queue), *flow_ids(self.batch(state), rel)]))
+
+    async def ids_after(self, ctx: Context) -> dict[str, list[str]]:
+        state = await self.state(ctx)  # the batch the action left on the ledger
+        return {queue: self.ids(queue, state) for queue in self.queues(ctx)}
 
     async def snapshot(self, ctx: Context) -> dict[str, Any]:
         state = await self.state(ctx)

@@ -79,7 +79,7 @@ def test_your_own_batch_lands_in_input_order_and_shows_what_the_refused_flow_lef
     own = widget.get_by_role("group", name="Your own batch")
     own.get_by_label("One bad id").select_option("kind")
     own.get_by_role("button", name="Run your batch").click()
-    expect(outcome(widget)).to_contain_text("add_bulk ran your 3 flows and returned 2 entries: JOBmine1, JOBmine7")
+    expect(outcome(widget)).to_contain_text("add_bulk call ran your 3 flows and returned 2 entries: JOBmine1, JOBmine7")
     entries = widget.locator('[data-role="result"] li')
     expect(entries).to_have_text(["(JOBmine1, [JOBmine2, JOBmine3])", "(JOBmine7, [JOBmine8])"])
     expect(widget.locator(".ledger-pick button")).to_have_count(3)
