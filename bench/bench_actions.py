@@ -18,7 +18,6 @@ snapshot is also streamed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 import time
@@ -99,15 +98,7 @@ def run(site_url: str, baseline_url: str, seconds: float = 10, connections: int 
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description="figure 1: action throughput")
-    parser.add_argument("--seconds", type=float, default=10)
-    args = parser.parse_args(argv)
-    from server.valkey.process import ValkeyProcess
-
-    with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site, servers.serve_baseline(valkey.url) as base:
-        result = run(site.url, base.url, args.seconds)
-    print(json.dumps(result, indent=2))
-    return result
+    return servers.main_with_baseline(run, "figure 1: action throughput", 10, argv)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ transcript's write; a refusal stops at the plan and sends nothing.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from typing import Any
@@ -60,15 +59,7 @@ def run(site_url: str, baseline_url: str, seconds: float = 5, connections: int =
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description="the console's throughput")
-    parser.add_argument("--seconds", type=float, default=5)
-    args = parser.parse_args(argv)
-    from server.valkey.process import ValkeyProcess
-
-    with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site, servers.serve_baseline(valkey.url) as base:
-        result = run(site.url, base.url, args.seconds)
-    print(json.dumps(result, indent=2))
-    return result
+    return servers.main_with_baseline(run, "the console's throughput", 5, argv)
 
 
 if __name__ == "__main__":

@@ -192,3 +192,20 @@ def get(url: str, path: str, cookie_value: str | None = None) -> tuple[int, byte
             return response.status, response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
+
+
+def main_with_baseline(run: Any, description: str, seconds: float, argv: list[str] | None = None) -> dict[str, Any]:
+    """`python -m bench.<module>`: a Valkey, the site and the one-EVALSHA
+    baseline, then `run(site_url, baseline_url, seconds)`, printed as JSON."""
+    import argparse
+    import json
+
+    from server.valkey.process import ValkeyProcess
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--seconds", type=float, default=seconds)
+    args = parser.parse_args(argv)
+    with ValkeyProcess() as valkey, serve_site(valkey.url) as site, serve_baseline(valkey.url) as base:
+        result: dict[str, Any] = run(site.url, base.url, args.seconds)
+    print(json.dumps(result, indent=2))
+    return result
