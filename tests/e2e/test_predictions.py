@@ -137,7 +137,7 @@ def test_progress_survives_a_reload_and_a_reset_and_is_separate_per_sandbox(page
                         ("complete-child", "Complete child"), ("claim", "Claim"),
                         ("lapse", "Let the lease lapse"), ("late", "Send the late completion")):
         widget.get_by_role("button", name=label, exact=True).click()
-        expect(widget.locator('[data-role="outcome"]')).to_have_attribute("data-action", slug)
+        expect(widget.locator('[data-role="outcome"]')).to_have_attribute("data-outcome-of", slug)
     expect(widget.locator('[data-role="widget-progress"]')).to_contain_text("Done: every step of its tour reached")
     expect(progress_line(page)).to_contain_text(re.compile(r"1 of \d+ widgets done, 1 of 1 prediction right"))
 
