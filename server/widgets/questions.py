@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from server.emq import pump, registry
-from server.widgets import enqueue_stepper, failure_policy, fanin, ledger_batch, outbox, results_reader
+from server.widgets import enqueue_stepper, failure_policy, fanin, ledger_batch, outbox, results_reader, tree
 from server.widgets.predict import Condition, Measure, Moment, Question, Value, counter, counter_above, key_count, new_keys
 
 DEPS = ":dependencies = {value}"
@@ -211,7 +211,34 @@ RESULTS = (
              read_dependencies, "dependencies() → {value}"),
 )
 
+# -- the tree --------------------------------------------------------------------------------------
+
+TREE = (
+    Question("tree-root", "complete-level", "Predict: after this level completes, can a worker claim the root?",
+             claimable(tree.ROOT), "the pending set's answer: {value}",
+             when=lambda m: parent_state_is(tree.ROOT, "awaiting_children")(m)
+             and any_pending((tree.INNER, tree.TWIG, *tree.LEAVES))(m),
+             choices=YES_NO),
+)
+
+# -- the native refusal ------------------------------------------------------------------------------
+
+
+def keys_changed(after: Moment, before: Moment) -> Value:
+    """Whether any key of the widget's queue differs, name, type or value."""
+    def keys(moment: Moment) -> list[dict[str, object]]:
+        return [k.as_json() for view in moment.views for k in view.keys]
+
+    return "yes" if keys(after) != keys(before) else "no"
+
+
+NATIVE = (
+    Question("native-refusal", "native", "Predict: will the same line sent as EMQ.COMPLETE change any key?",
+             keys_changed, "a key changed: {value}", choices=YES_NO),
+)
+
 QUESTIONS: dict[str, tuple[Question, ...]] = {
+    "tree": TREE, "native": NATIVE,
     "enqueue-stepper": STEPPER, "fanin": FANIN, "outbox": OUTBOX,
     "failure-policy": POLICY, "ledger": LEDGER, "results": RESULTS,
 }

@@ -155,7 +155,7 @@ async def play_with_every_question(widget: Widget, ctx: Context) -> list[tuple[s
 
 
 # Widgets built alongside the predictions, whose questions are still to come.
-ASKS_NOTHING_YET = {"native", "tree", "console"}
+ASKS_NOTHING_YET = {"console"}
 
 
 def test_every_widget_but_the_newest_declares_questions() -> None:

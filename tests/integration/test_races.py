@@ -101,3 +101,22 @@ async def test_parallel_clicks_on_the_results_reader_keep_its_parent(site: LiveS
             assert parent.get("state") == "pending", parent
             assert counted == 3 and r.get(q + "job:JOBquote:dependencies") == "0"
             assert r.zrange(q + "pending", 0, -1) == ["JOBquote"]
+
+
+def test_a_landing_cut_short_by_a_killed_site_is_landed_afresh_when_the_widget_next_shows(site: LiveSite) -> None:
+    """A site killed mid-land leaves keys but no `landed` flag (it is written
+    last): the next show clears what is there and lands the whole flow."""
+    visitor = site.visitor()
+    sandbox = sandbox_of(visitor)
+    r = site.redis()
+    q = f"emq:{{{sandbox}.fanin}}:"
+    # what a kill between the parent's hold and the children would leave
+    r.delete(f"lab:{{{sandbox}.fanin}}:state", q + "job:JOBchild2", q + "job:JOBchild3")
+    r.zrem(q + "pending", "JOBchild2", "JOBchild3")
+    r.hset(q + "job:JOBorphan", mapping={"state": "pending", "parent": "JOBparent"})
+    r.zadd(q + "pending", {"JOBorphan": 0})
+    assert visitor.get("/api/widgets/fanin/state").status_code == 200
+    keys = fanin_keys(r, sandbox)
+    assert_reachable(keys)
+    assert keys["deps"] == "3" and keys["pending"] == ["JOBchild1", "JOBchild2", "JOBchild3"]
+    assert not r.exists(q + "job:JOBorphan")
