@@ -19,6 +19,7 @@ from server.console.allow import GROWS, GROWTH_CAP, Refusal
 from server.console.confine import Confinement
 from server.console.plan import Plan
 from server.emq import registry
+from server.widgets import snapshot
 from server.emq.errors import EmqError
 from server.valkey.connect import is_cluster
 
@@ -93,6 +94,7 @@ async def execute(conn: Any, found: Plan, where: Confinement) -> Answer:
         if found.rule is not None and found.rule.keys == "numkeys":
             key = found.args[2]
         value = await send(conn, found.args, key)
+        await index(conn, found)
         status = found.rule is not None and found.rule.status and not _bulk_instead(found.args)
         return Answer(found.command, cut(reply.lines(value, status)), "reply")
     except EmqError as exc:
@@ -101,6 +103,21 @@ async def execute(conn: Any, found: Plan, where: Confinement) -> Answer:
         return Answer(found.command, lines, "error")
     except ResponseError as exc:
         return Answer(found.command, reply.error_lines(exc), "error")
+
+
+async def index(conn: Any, found: Plan) -> None:
+    """Name every key a write touched in its queue's index of extra keys, so
+    the widget's snapshot shows it and its Reset removes it, whatever its name
+    (a widget finds its keys by name, never by SCAN)."""
+    if not found.writes or found.how != "direct":
+        return
+    by_queue: dict[str, list[str]] = {}
+    for names in found.written.values():
+        for name in names:  # emq:{<sandbox>.<queue>}:… names its queue in its hashtag
+            queue = name[name.find("{") + 1:name.find("}")]
+            by_queue.setdefault(queue, []).append(name)
+    for queue, names in by_queue.items():
+        await send(conn, ["SADD", snapshot.index_key(queue), *names], snapshot.index_key(queue))
 
 
 def _bulk_instead(args: list[str]) -> bool:
