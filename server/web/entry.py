@@ -63,7 +63,7 @@ async def enter(request: Request, sandbox: str, widget: str, progress_fields: li
         _remember(sandbox)
     visitor = getattr(request.state, "visitor", None) or sandbox
     if visitor != sandbox or guard.room_of(request) or getattr(request.state, "watching", None):
-        await guard.enter(request, sandbox, widget, cap_keys=False)
+        await guard.enter(request, sandbox, widget)
         return None
     return await _one_round_trip(request, sandbox, widget, progress_fields)
 

@@ -215,13 +215,14 @@ async def touch(request: Request, sandbox: str, widget: str) -> None:
         await pipe.execute()
 
 
-async def enter(request: Request, sandbox: str, widget: str, *, cap_keys: bool) -> None:
+async def enter(request: Request, sandbox: str, widget: str) -> None:
     """Every check and record an action needs before it runs, in two round trips.
 
     The admission script (the sandbox cap; the sandbox counts as used from
-    now on), then one pipeline: the rate counters, the activity record and,
-    unless the action is Reset, the entry counts the cap is judged on.
-    Refused on the first limit passed.
+    now on), then one pipeline: the rate counters and the activity record.
+    Refused on the first limit passed. (The key cap is judged under the
+    widget's lock, from the count its last action recorded.) The hot path of
+    a learner in their own sandbox takes `server/web/entry.py` instead.
     """
     conn = request.app.state.conn
     await admit_request(request, sandbox, used=True)
@@ -233,17 +234,8 @@ async def enter(request: Request, sandbox: str, widget: str, *, cap_keys: bool) 
     async with conn.pipeline(transaction=False) as pipe:
         limits.queue_rates(pipe, spent)
         queue_activity(request, pipe, sandbox, widget)
-        if cap_keys:
-            pipe.hgetall(f"lab:{{{sandbox}}}:meta")
         replies = await pipe.execute()
     limits.judge_rates(spent, replies[: 2 * len(spent) : 2])
-    if cap_keys:
-        limits.judge_size(request, replies[-1])
-
-
-async def record_keys(request: Request, sandbox: str, widget: str, snapshot: dict[str, Any]) -> None:
-    """After an action: how many entries the widget's queues hold now (the cap's count)."""
-    await limits.record_size(request, sandbox, widget, snapshot)
 
 
 __all__ = [
@@ -260,7 +252,6 @@ __all__ = [
     "enter",
     "is_instructor",
     "queue_activity",
-    "record_keys",
     "require_instructor",
     "room_of",
     "sandbox_of",

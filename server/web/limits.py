@@ -11,8 +11,6 @@ concurrent requests cannot all read "under the limit" and then all pass.
 * Failed instructor sign-ins (form or `Authorization: Bearer`) and joins with
   an unknown room code count per address per minute; a right token is never
   refused by the count, so a guessing neighbour cannot lock the instructor out.
-* A sandbox's size counts entries, not keys: a list, hash or sorted set
-  weighs as many entries as it holds.
 """
 
 from __future__ import annotations
@@ -114,36 +112,5 @@ def too_many_attempts(limit: int) -> str:
     return f"too many failed attempts: at most {limit} a minute from one address; wait a minute and try again"
 
 
-# -- the size of a sandbox -------------------------------------------------------------
-
-
-def entries_of(snapshot: dict[str, Any]) -> int:
-    """How much a widget's keys hold: a string weighs 1, a collection its length."""
-    total = 0
-    for view in snapshot.get("queues", []):
-        for key in view.get("keys", []):
-            value = key.get("value")
-            total += max(1, len(value)) if isinstance(value, (list, dict)) else 1
-    return total
-
-
-def judge_size(request: Request, raw: dict[Any, Any]) -> None:
-    # Kept for record_size: an action that leaves the count as it was writes nothing.
-    request.state.key_census = {str(k): str(v) for k, v in raw.items()}
-    cap = request.app.state.settings.max_keys_per_sandbox
-    held = sum(int(v) for k, v in raw.items() if str(k).startswith("keys:") and str(v).isdigit())
-    if held > cap:
-        raise Refused(409, f"this sandbox holds {held} keys and entries, more than its cap of {cap}: press Reset")
-
-
-async def record_size(request: Request, sandbox: str, widget: str, snapshot: dict[str, Any]) -> None:
-    """After an action: how many entries the widget's queues hold now."""
-    count = entries_of(snapshot)
-    census = getattr(request.state, "key_census", None)
-    if census is not None and census.get(f"keys:{widget}") == str(count):
-        return  # read this request, before the action: unchanged, so no write
-    await request.app.state.conn.hset(f"lab:{{{sandbox}}}:meta", f"keys:{widget}", count)
-
-
-__all__ = ["Budget", "budgets", "check_attempts", "client_address", "count_failed_attempt", "entries_of",
-           "judge_rates", "judge_size", "queue_rates", "rate_key", "record_size"]
+__all__ = ["Budget", "budgets", "check_attempts", "client_address", "count_failed_attempt",
+           "judge_rates", "queue_rates", "rate_key"]

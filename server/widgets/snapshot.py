@@ -31,8 +31,6 @@ QUEUE_SUFFIXES = (
     "flow:outbox:head",
     "metrics:completed",
 )
-STATE_SETS = ("pending", "active", "schedule", "dead")
-ROW_SUFFIXES = ("", ":dependencies", ":processed", ":ignored", ":logs")
 
 
 def _text(value: Any) -> Any:
@@ -80,7 +78,7 @@ class QueueView:
 
     def sets_of(self, job_id: str) -> list[str]:
         """The state sets holding `job_id` (none, for a held parent)."""
-        return [s for s in STATE_SETS if job_id in self.members(s)]
+        return [s for s in keyspace.STATE_SETS if job_id in self.members(s)]
 
     def as_json(self) -> dict[str, Any]:
         found = {"queue": self.queue, "slot": self.slot, "count": len(self.keys),

@@ -70,7 +70,7 @@ async def run_command(request: Request) -> JSONResponse:
         plan = planning.plan(command, where, limits(request))
         if plan.writes:
             guard.check_demo(request)
-        await guard.enter(request, sandbox, CONSOLE, cap_keys=False)
+        await guard.enter(request, sandbox, CONSOLE)
         answer = await execute(request, sandbox, plan, where)
         await transcript.record(
             request.app.state.conn, sandbox, guard.visitor_of(request), answer.as_json(),
