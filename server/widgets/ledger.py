@@ -45,6 +45,9 @@ LIMITS = Settings.from_env()
 
 class Ledger(Widget):
     name = "ledger"
+    # the template draws one "Flow N" button per flow of the fixed batch (the
+    # page then follows the batch on the ledger, read from Valkey)
+    fixed_flows = len(FIXED)
     title = "The bulk ledger"
     queue_parts = tuple(("ledger", q) for q in LEDGER_QUEUES)
     limits: Settings = LIMITS
