@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from server.console.allow import Refusal
 from server.widgets import WIDGETS, widget_for_queue
-from server.widgets import snapshot
+from server.widgets import snapshot, turn
 from server.widgets.base import Context, Widget
 
 INDEX_CAP = 64  # extra key names one queue lists at most
@@ -40,7 +40,7 @@ async def held(ctx: Context, queues: set[str], key_cap: int) -> AsyncIterator[li
             await widget.release(ctx, token)
         raise
     for widget, token in reversed(taken):
-        await widget.finish(ctx, token, "", {})
+        await turn.finish(widget, ctx, token, "")
 
 
 def extra(real: str, queue_base: str) -> bool:

@@ -1,4 +1,5 @@
-"""An action's way in: admission, rate budgets and the activity record in one round trip.
+"""An action's way in: admission, rate budgets and the activity record, riding
+in the round trip that takes the widget's lock.
 
 `guard.enter` spells every check out as separate commands; this is the same
 set of checks arranged for the hot path:
@@ -8,10 +9,13 @@ set of checks arranged for the hot path:
   score is the sandbox's last activity for the reaper, whose idle limit is
   counted in tens of minutes: refreshing it once a minute loses nothing, and
   a worker that has not seen the sandbox admits it again.
-* **The rest** is one pipeline: `activity.lua` on the sandbox's own slot
-  (its meta record, its visitor budget, the progress record's expiry and a
-  read of the widget's progress fields, which the action needs anyway), and
-  `count.lua` for each budget on another slot (the address, a room).
+* **The rest** is a `WayIn`: `activity.lua` on the sandbox's own slot (its
+  meta record, its visitor budget, the progress record's expiry and a read of
+  the widget's progress fields, which the action needs anyway), and
+  `count.lua` for each budget on another slot (the address, a room). It is
+  not sent here: the widget queues it in the same pipeline as its lock
+  (`Widget.begin`), so the way in costs no round trip of its own, and judges
+  the counts before the action runs (a refusal lets the lock go).
 
 Inside a class acting in another sandbox (demo, together) or while an
 instructor watches, the records span several slots: `guard.enter` does it.
@@ -21,18 +25,40 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from redis.exceptions import NoScriptError
 from starlette.requests import Request
 
-from server.sandboxes import site_scripts
+from server.sandboxes.site_scripts import SCRIPTS_DIR
+from server.valkey.scripts import Arg, SiteScript
 from server.web import guard, limits
 
 RECENT = 60.0  # seconds a used admission stands for this worker
 REMEMBERED = 10_000  # sandboxes a worker remembers having admitted
 
+ACTIVITY = SiteScript(SCRIPTS_DIR / "activity.lua")
+COUNT = SiteScript(SCRIPTS_DIR / "count.lua")
+
 _admitted: OrderedDict[str, float] = OrderedDict()
+
+Call = tuple[SiteScript, Sequence[str], Sequence[Arg]]
+
+
+@dataclass
+class WayIn:
+    """The way in's scripts, to be queued ahead of the widget's lock, and how
+    to read their replies."""
+
+    calls: list[Call]
+    budgets: list[limits.Budget]
+
+    def judge(self, replies: list[Any]) -> list[Any]:
+        """Refuse (429) past a budget; else the progress fields `activity.lua` read."""
+        (counts, fields), *other_counts = replies
+        limits.judge_rates(self.budgets, [*counts, *other_counts])
+        return list(fields)
 
 
 def _recently_admitted(sandbox: str) -> bool:
@@ -55,9 +81,10 @@ def forget(sandbox: str | None = None) -> None:
         _admitted.pop(sandbox, None)
 
 
-async def enter(request: Request, sandbox: str, widget: str, progress_fields: list[str]) -> list[Any] | None:
-    """Admit, count and record one action; the widget's progress fields read
-    on the way (None where the slow path ran and did not read them)."""
+async def enter(request: Request, sandbox: str, widget: str, progress_fields: list[str]) -> WayIn | None:
+    """Admit the sandbox if this worker has not lately, and hand back the rest
+    of the way in for the widget's first round trip (None where the slow path
+    ran here, across slots, and read no progress fields)."""
     if not _recently_admitted(sandbox):
         await guard.admit_request(request, sandbox, used=True)
         _remember(sandbox)
@@ -65,12 +92,12 @@ async def enter(request: Request, sandbox: str, widget: str, progress_fields: li
     if visitor != sandbox or guard.room_of(request) or getattr(request.state, "watching", None):
         await guard.enter(request, sandbox, widget)
         return None
-    return await _one_round_trip(request, sandbox, widget, progress_fields)
+    return way_in(request, sandbox, widget, progress_fields)
 
 
-async def _one_round_trip(request: Request, sandbox: str, widget: str, progress_fields: list[str]) -> list[Any]:
+def way_in(request: Request, sandbox: str, widget: str, progress_fields: list[str]) -> WayIn:
+    """The activity record and the budgets of one action in the learner's own sandbox."""
     settings = request.app.state.settings
-    conn = request.app.state.conn
     spent = limits.budgets(request, sandbox, sandbox)
     now = time.time()
     own = [b for b in spent if b.name == sandbox]
@@ -80,29 +107,8 @@ async def _one_round_trip(request: Request, sandbox: str, widget: str, progress_
     if page:
         meta["page"] = page
     keys = [f"lab:{{{sandbox}}}:meta", f"lab:{{{sandbox}}}:progress", *(limits.rate_key(b.name, now) for b in own)]
-    args: list[Any] = [settings.sandbox_ttl * 2, limits.RATE_WINDOW * 2, len(progress_fields), *progress_fields]
+    args: list[Arg] = [settings.sandbox_ttl * 2, limits.RATE_WINDOW * 2, len(progress_fields), *progress_fields]
     args += [item for pair in meta.items() for item in pair]
-    calls: list[tuple[str, list[Any]]] = [("activity", [len(keys), *keys, *args])]
-    calls += [("count", [1, limits.rate_key(b.name, now), limits.RATE_WINDOW * 2]) for b in others]
-    replies = await _run(conn, calls)
-    (counts, fields), *other_counts = replies
-    limits.judge_rates([*own, *others], [*counts, *other_counts])
-    return list(fields)
-
-
-async def _run(conn: Any, calls: list[tuple[str, list[Any]]]) -> list[Any]:
-    """Send the site scripts' EVALSHAs in one pipeline; one that answers
-    NOSCRIPT (after a restart or SCRIPT FLUSH) did not run, so it is loaded
-    and run again alone. Other error replies are raised."""
-    async with conn.pipeline(transaction=False) as pipe:
-        for name, rest in calls:
-            pipe.execute_command("EVALSHA", site_scripts.script(conn, name).sha, *rest)
-        replies = list(await pipe.execute(raise_on_error=False))
-    for i, reply in enumerate(replies):
-        if isinstance(reply, NoScriptError):
-            name, rest = calls[i]
-            await conn.script_load(site_scripts.source(name))
-            replies[i] = await conn.execute_command("EVALSHA", site_scripts.script(conn, name).sha, *rest)
-        elif isinstance(reply, Exception):
-            raise reply
-    return replies
+    calls: list[Call] = [(ACTIVITY, keys, args)]
+    calls += [(COUNT, [limits.rate_key(b.name, now)], [limits.RATE_WINDOW * 2]) for b in others]
+    return WayIn(calls, [*own, *others])

@@ -7,70 +7,32 @@ it) lives in one lab hash in the same hashtag. Every snapshot carries all of
 it, read back from Valkey, so every open page of a sandbox paints the same
 thing, and the readout sentence is built from those values.
 
-One action runs at a time per widget and sandbox (`queue_keys.lua`, mode `begin`, takes a lock
-with a lease): tabs, class members and Reset queue behind it, so any
-interleaving of clicks leaves a state that clicking one at a time reaches.
-An action ends in one round trip that records its outcome, releases the lock
-and reads the snapshot (`queue_keys.lua`, mode `finish`).
+An action runs under the widget's lock and costs two round trips of its own
+(`server/widgets/turn.py`); what it did is an `Outcome`
+(`server/widgets/outcome.py`), its body is read by `server/widgets/inputs.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
-from server.sandboxes.sandbox import queue_name
 from server.valkey import scripts
-from server.valkey.scripts import SiteScript
-from server.widgets import predict, snapshot
+from server.widgets import predict, snapshot, turn
+from server.widgets.context import Context
+from server.widgets.inputs import choice, flag, tour_step_of, whole
+from server.widgets.outcome import (BadInput, Busy, Outcome, Reading, Refusal, TooManyKeys, encoded,
+                                    json_or_none)
 from server.widgets.snapshot import QueueView
 
-SCRIPTS = Path(__file__).resolve().parent / "scripts"
-RELEASE = SiteScript(SCRIPTS / "release.lua")
-LOCK_LEASE_MS = 10_000  # an action that outlives this (a site killed mid-action) lets go
-LOCK_WAIT_S = 5.0  # how long an action queues behind another before it gives up
+__all__ = ["BadInput", "Busy", "Context", "Outcome", "Reading", "Refusal", "TooManyKeys", "Widget", "action",
+           "choice", "flag", "tour_step_of", "whole"]
 
-
-class BadInput(ValueError):
-    """A request body a widget action cannot accept (answered with a 400)."""
-
-
-class Busy(Exception):
-    """Another action of this widget held the lock for too long (answered with a 503)."""
-
-
-class TooManyKeys(Exception):
-    """The widget's queues hold more keys than its cap (answered with a 409)."""
-
-
-class Refusal(Exception):
-    """An action the scenario cannot take now (a cap reached, no cluster):
-    nothing was written; answered with a 409 and this sentence."""
-
-
-@dataclass
-class Outcome:
-    """What one action did, in words (announced) and in data."""
-
-    text: str
-    kind: str = "ok"  # ok | refused | info
-    detail: dict[str, Any] = field(default_factory=dict)
-    # Lab-state fields the action wants kept, written with the outcome in the
-    # action's last round trip (instead of a `remember` round trip of its own).
-    keep: dict[str, Any] = field(default_factory=dict)
-
-    def as_json(self) -> dict[str, Any]:
-        return {"text": self.text, "kind": self.kind, "detail": self.detail}
-
-
-ActionFn = Callable[[Any, "Context", dict[str, Any]], Awaitable[Outcome]]
+ActionFn = Callable[[Any, Context, dict[str, Any]], Awaitable[Outcome]]
 # (widget, ctx, slug, body) -> the outcome: how `Widget.run` performs an action.
-Performer = Callable[["Widget", "Context", str, dict[str, Any]], Awaitable[Outcome]]
+Performer = Callable[["Widget", Context, str, dict[str, Any]], Awaitable[Outcome]]
 # A subclass's action takes its own class as `self`: keep its exact type.
 A = TypeVar("A", bound=ActionFn)
 
@@ -83,36 +45,6 @@ def action(slug: str) -> Callable[[A], A]:
         return fn
 
     return mark
-
-
-@dataclass
-class Context:
-    """One widget acting in one sandbox."""
-
-    conn: Any
-    sandbox: str
-    # Who acts ("learner" or "instructor") and from which page (a tab id the
-    # page makes up): the outcome says so on every page that shows it.
-    by: str = "learner"
-    tab: str = ""
-    # Best-effort commands an action leaves for its last round trip (e.g. the
-    # DEL of a completed job's :logs), queued with the outcome and snapshot.
-    tail: list[tuple[Any, ...]] = field(default_factory=list)
-    # The learner's progress fields for this widget, when the way in read them
-    # already (`server/web/entry.py`); None: the action reads them itself.
-    held: list[Any] | None = None
-    # The widget's first queue as the lock found it: an action may read it
-    # once instead of reading the queue again (`take_start`).
-    start: QueueView | None = None
-
-    def take_start(self) -> QueueView | None:
-        """The keys as the action's lock found them, once (the action's own
-        writes make them stale)."""
-        view, self.start = self.start, None
-        return view
-
-    def queue(self, *parts: str) -> str:
-        return queue_name(self.sandbox, *parts)
 
 
 class Widget:
@@ -160,7 +92,7 @@ class Widget:
         """The picture and readout, derived from the keys just read."""
         return {"readout": ""}
 
-    # -- shared machinery ----------------------------------------------------
+    # -- the lab hash ----------------------------------------------------------
     def queues(self, ctx: Context) -> list[str]:
         return [ctx.queue(*parts) for parts in self.queue_parts]
 
@@ -168,45 +100,39 @@ class Widget:
         return snapshot.state_key(self.queues(ctx)[0])
 
     async def state(self, ctx: Context) -> dict[str, str]:
-        raw = await ctx.conn.hgetall(self.state_key(ctx))
+        """The lab hash: as the action's lock read it, while the action runs
+        (its own `remember` keeps that copy true), else read now."""
+        started = ctx.started(self.state_key(ctx))
+        if started is not None:
+            return dict(started)
+        raw = await ctx.conn.hgetall(self.state_key(ctx))  # type: ignore[misc]
         return {snapshot._text(k): snapshot._text(v) for k, v in raw.items()}
 
     async def remember(self, ctx: Context, **fields: Any) -> None:
-        await ctx.conn.hset(self.state_key(ctx), mapping=_encoded(fields))
+        values = encoded(fields)
+        await ctx.conn.hset(self.state_key(ctx), mapping=values)  # type: ignore[misc]
+        started = ctx.started(self.state_key(ctx))
+        if started is not None:
+            started.update(values)
 
-    # -- one action at a time --------------------------------------------------
+    # -- one action at a time (server/widgets/turn.py) ---------------------------
     async def begin(self, ctx: Context, key_cap: int | None) -> str:
-        """Take the widget's lock (waiting behind another action); land the
-        scenario if it has not landed whole. Returns the lock token."""
-        first = self.queues(ctx)[0]
-        token = secrets.token_hex(8)
-        script, keys, args = snapshot.call(first, self.job_ids(first), "begin", token, str(LOCK_LEASE_MS))
-        deadline = asyncio.get_running_loop().time() + LOCK_WAIT_S
-        while True:
-            reply = await script.run(ctx.conn, keys, args)
-            if len(reply) > 1:
-                break
-            if asyncio.get_running_loop().time() > deadline:
-                raise Busy("another action on this widget is still running; try again in a moment")
-            await asyncio.sleep(0.005)
-        state, view = snapshot.decode(ctx.conn, first, reply)
-        try:
-            if state.get("landed") != "1":
-                await self.land_afresh(ctx)
-            elif key_cap is not None and int(state.get("keys") or 0) > key_cap:
-                raise TooManyKeys(f"this widget holds {state['keys']} keys, more than its cap of {key_cap}: "
-                                  "press Reset")
-            else:
-                # the keys the action starts from, read with the lock (see `Context.start`)
-                ctx.start = view
-        except BaseException:
-            await self.release(ctx, token)
-            raise
-        return token
+        return await turn.begin(self, ctx, key_cap)
 
     async def release(self, ctx: Context, token: str) -> None:
-        """Let go of the lock without recording anything (an action that failed)."""
-        await RELEASE.run(ctx.conn, [snapshot.lock_key(self.queues(ctx)[0])], [token])
+        await turn.release(self, ctx, token)
+
+    async def run(self, ctx: Context, slug: str, body: dict[str, Any], key_cap: int | None = None,
+                  perform: Performer | None = None) -> tuple[Outcome, dict[str, Any]]:
+        """One action, start to finish. `perform` stands in for `self.perform`
+        under the lock (the API's is `attempt.run`: the learner's prediction
+        judged, the tour step counted)."""
+        return await turn.run(self, ctx, slug, body, key_cap, perform)
+
+    async def ids_after(self, ctx: Context) -> dict[str, list[str]]:
+        """Per queue, the job ids whose rows the action's closing read looks
+        for (a held parent is in no state set, so it must be named)."""
+        return {queue: self.job_ids(queue) for queue in self.queues(ctx)}
 
     async def land_afresh(self, ctx: Context) -> None:
         """Land the scenario over whatever a half-finished landing left (the
@@ -214,49 +140,6 @@ class Widget:
         await self.clear(ctx)
         await self.land(ctx)
         await self.remember(ctx, landed="1")
-
-    async def run(self, ctx: Context, slug: str, body: dict[str, Any], key_cap: int | None = None,
-                  perform: Performer | None = None) -> tuple[Outcome, dict[str, Any]]:
-        """One action, start to finish: lock, land if needed, act, then record
-        the outcome, release the lock and read the snapshot in one round trip.
-        `perform` stands in for `self.perform` under the lock (the API's is
-        `attempt.run`: the learner's prediction judged, the tour step counted)."""
-        token = await self.begin(ctx, None if slug == "reset" else key_cap)
-        try:
-            outcome = await (perform(self, ctx, slug, body) if perform else self.perform(ctx, slug, body))
-        except BaseException:
-            await self.release(ctx, token)
-            raise
-        record = {**outcome.as_json(), "action": slug, "label": self.label(slug), "by": ctx.by, "tab": ctx.tab}
-        return outcome, await self.finish(ctx, token, json.dumps(record), outcome.keep)
-
-    async def finish(self, ctx: Context, token: str, outcome: str, keep: dict[str, Any]) -> dict[str, Any]:
-        queues = self.queues(ctx)
-        calls: list[Any] = []
-        async with ctx.conn.pipeline(transaction=False) as pipe:
-            for command in ctx.tail:
-                pipe.execute_command(*command)
-                calls.append(None)
-            ctx.tail.clear()
-            fields = json.dumps(_encoded(keep)) if keep else ""
-            ids = await self.ids_after(ctx)
-            for i, queue in enumerate(queues):
-                call = (snapshot.call(queue, ids[queue], "finish", token, outcome, fields)
-                        if i == 0 else snapshot.call(queue, ids[queue]))
-                call[0].queue(pipe, call[1], call[2])
-                calls.append(call)
-            replies = await scripts.execute(ctx.conn, pipe, calls)
-        return self.decode(ctx, replies[len(replies) - len(queues):])
-
-    async def ids_after(self, ctx: Context) -> dict[str, list[str]]:
-        """Per queue, the job ids whose rows the action's closing read looks
-        for (a held parent is in no state set, so it must be named)."""
-        return {queue: self.job_ids(queue) for queue in self.queues(ctx)}
-
-    async def ensure_landed(self, ctx: Context) -> None:
-        """Land the scenario the first time this widget shows in this sandbox."""
-        if (await self.state(ctx)).get("landed") != "1":
-            await self.release(ctx, await self.begin(ctx, None))
 
     async def show(self, ctx: Context) -> dict[str, Any]:
         """The snapshot a page opens with: one read, and the landing the first
@@ -266,7 +149,8 @@ class Widget:
         if snap["landed"]:
             return snap
         token = await self.begin(ctx, None)
-        return await self.finish(ctx, token, "", {})
+        ctx.start = ctx.start_state = None
+        return await turn.finish(self, ctx, token, "")
 
     async def clear(self, ctx: Context) -> None:
         """Remove every key of the widget's queues, its lab hash included (the lock stays)."""
@@ -283,8 +167,9 @@ class Widget:
         if self.kept_on_reset:
             state = await self.state(ctx)
             kept = {k: state[k] for k in self.kept_on_reset if k in state}
+        ctx.start = ctx.start_state = None
         await self.clear(ctx)
-        await ctx.conn.hset(self.state_key(ctx), mapping={**kept, "landed": "1"})
+        await ctx.conn.hset(self.state_key(ctx), mapping={**kept, "landed": "1"})  # type: ignore[misc]
         await self.land(ctx)
 
     async def reset_locked(self, ctx: Context, outcome: Outcome | None = None) -> None:
@@ -295,13 +180,13 @@ class Widget:
         except BaseException:
             await self.release(ctx, token)
             raise
-        record = json.dumps({**outcome.as_json(), "action": "reset", "label": "Reset", "by": ctx.by, "tab": ""}) if outcome else ""
-        await self.finish(ctx, token, record, {})
+        ctx.tab = ""
+        await turn.finish(self, ctx, token, turn.record(self, ctx, "reset", outcome) if outcome else "")
 
+    # -- the snapshot ------------------------------------------------------------
     async def snapshot(self, ctx: Context) -> dict[str, Any]:
         """Every queue and the lab state, read in one round trip."""
-        queues = self.queues(ctx)
-        calls = [snapshot.call(q, self.job_ids(q)) for q in queues]
+        calls = [snapshot.call(q, self.job_ids(q)) for q in self.queues(ctx)]
         async with ctx.conn.pipeline(transaction=False) as pipe:
             for script, keys, args in calls:
                 script.queue(pipe, keys, args)
@@ -309,16 +194,16 @@ class Widget:
         return self.decode(ctx, replies)
 
     def decode(self, ctx: Context, replies: list[Any]) -> dict[str, Any]:
-        decoded = [snapshot.decode(ctx.conn, q, r) for q, r in zip(self.queues(ctx), replies)]
+        decoded = [snapshot.decode(ctx.conn, q, r) for q, r in zip(self.queues(ctx), replies, strict=True)]
         return self.compose([view for _, view in decoded], decoded[0][0])
 
     async def read_views(self, ctx: Context, state: dict[str, str]) -> list[QueueView]:
         """The widget's queues as its snapshot reads them (predictions measure these)."""
-        return list(await asyncio.gather(*(snapshot.read_queue(ctx.conn, q, self.job_ids(q)) for q in self.queues(ctx))))
+        return list(await asyncio.gather(*(snapshot.read_queue(ctx.conn, q, self.job_ids(q))
+                                           for q in self.queues(ctx))))
 
     def compose(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
         """The snapshot a page receives, from the keys and lab state just read."""
-        outcome = _json_or_none(state.get("outcome"))
         return {
             "widget": self.name,
             # The lab state's version (the server's clock at the widget's last
@@ -327,24 +212,25 @@ class Widget:
             # Counted here, from the keys just read, so the page shows numbers, not sums of its own.
             "key_count": sum(len(v.keys) for v in views),
             "queues": [v.as_json() for v in views],
-            "outcome": outcome,
+            "outcome": json_or_none(state.get("outcome")),
             "landed": state.get("landed") == "1",
             **self.describe(views, state),
             # The question open now, from the keys just read: every tab asks the same.
             "question": predict.offered(self.questions, views, state),
         }
 
+    # -- performing ----------------------------------------------------------------
     async def perform(self, ctx: Context, slug: str, body: dict[str, Any]) -> Outcome:
         fn = self.actions[slug]
         try:
             return await fn(self, ctx, body)
         finally:
-            ctx.start = None  # stale once the action has written
+            ctx.start = ctx.start_state = None  # stale once the action has written
 
     async def perform_and_keep(self, ctx: Context, slug: str, body: dict[str, Any]) -> Outcome:
         """`perform`, then what it left for the last round trip (its kept
-        fields, its deferred commands) written at once: one step of a replay
-        or a trace, before the next step reads them."""
+        fields, its deferred commands, its readings) done at once: one step of
+        a replay or a trace, before the next step reads them."""
         outcome = await self.perform(ctx, slug, body)
         if outcome.keep:
             await self.remember(ctx, **outcome.keep)
@@ -352,6 +238,7 @@ class Widget:
         for command in ctx.tail:
             await ctx.conn.execute_command(*command)
         ctx.tail.clear()
+        await turn.word(ctx, self.queues(ctx)[0], outcome)
         return outcome
 
     # -- the tour: deep links and static traces ---------------------------------
@@ -394,50 +281,3 @@ class Widget:
     async def reset_action(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         await self.reset(ctx)
         return Outcome("Reset: the starting scenario was landed again through the real scripts.")
-
-
-def _encoded(fields: dict[str, Any]) -> dict[str, str]:
-    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in fields.items()}
-
-
-def _json_or_none(raw: str | None) -> dict[str, Any] | None:
-    if not raw:
-        return None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def flag(body: dict[str, Any], name: str, default: bool = False) -> bool:
-    value = body.get(name, default)
-    if not isinstance(value, bool):
-        raise BadInput(f"'{name}' must be true or false")
-    return value
-
-
-def whole(body: dict[str, Any], name: str, low: int, high: int) -> int:
-    value = body.get(name)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise BadInput(f"'{name}' must be a whole number from {low} to {high}")
-    return value
-
-
-def tour_step_of(body: dict[str, Any], total: int) -> tuple[int, str]:
-    """The step a deep link asks for, and a sentence when it asked past the end.
-
-    A link to step 7 of a 6-step tour is not an error a learner can fix: it
-    opens the last step and says so. Anything but a whole number >= 0 is refused.
-    """
-    step = whole(body, "step", 0, 10**6)
-    if step <= total:
-        return step, ""
-    return total, f"This tour has {total} steps, so the link to step {step} opened the last one. "
-
-
-def choice(body: dict[str, Any], name: str, options: tuple[str, ...], default: str) -> str:
-    value = body.get(name, default)
-    if value not in options:
-        raise BadInput(f"'{name}' must be one of: {', '.join(options)}")
-    return str(value)

@@ -12,14 +12,14 @@ before reading (`finish`) and removes the queue's keys for Reset (`clear`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
 from pathlib import Path
+from typing import Any, TypeAlias
 
-from server.valkey.connect import node_of
-from server.valkey.scripts import SiteScript
 from server.emq import keyspace
+from server.valkey.connect import node_of
+from server.valkey.scripts import Arg, SiteScript
 
 QUEUE_SUFFIXES = (
     "pending",
@@ -88,7 +88,12 @@ class QueueView:
         return found
 
 
-QUEUE_KEYS = SiteScript(Path(__file__).resolve().parent / "scripts" / "queue_keys.lua")
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+QUEUE_KEYS = SiteScript(SCRIPTS / "queue_keys.lua")
+RELEASE = SiteScript(SCRIPTS / "release.lua")  # the lock let go without a record
+
+# A script call as a pipeline queues it: (script, KEYS, ARGV).
+Call: TypeAlias = tuple[SiteScript, Sequence[str], Sequence[Arg]]
 
 
 def state_key(queue: str) -> str:
@@ -109,11 +114,13 @@ def _gated(job_ids: list[str]) -> list[str]:
     return [i for i in dict.fromkeys(job_ids) if keyspace.ID_RE.fullmatch(i)]
 
 
-def call(queue: str, job_ids: list[str], mode: str = "read", token: str = "",
-         outcome: str = "", fields: str = "") -> tuple[SiteScript, list[str], list[str]]:
-    """The queue_keys call for `queue` (queue it on a pipeline, or run it)."""
+def call(queue: str, job_ids: list[str], mode: str = "read", token: str = "", outcome: str = "",
+         fields: str = "", readings: str = "", drops: str = "") -> Call:
+    """The queue_keys call for `queue` (queue it on a pipeline, or run it);
+    the arguments are the script's ARGV, named in its header."""
     keys = [state_key(queue), lock_key(queue)]
-    return QUEUE_KEYS, keys, [keyspace.base(queue), mode, token, outcome, fields, *_gated(job_ids)]
+    args = [keyspace.base(queue), mode, token, outcome, fields, readings, drops, *_gated(job_ids)]
+    return QUEUE_KEYS, keys, args
 
 
 def decode(conn: Any, queue: str, reply: Any) -> tuple[dict[str, str], QueueView]:

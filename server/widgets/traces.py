@@ -144,7 +144,7 @@ async def record(conn: Any, widget: Widget, sandbox: str) -> Trace:
     trace = Trace(widget.name, widget.title)
     await delete_sandbox_keys(conn, sandbox)
     try:
-        await widget.ensure_landed(ctx)
+        await widget.show(ctx)
         snap = await widget.snapshot(ctx)
         keys = key_index(snap, sandbox, several)
         trace.rows.append(Row(0, "Start", "The scenario as it lands, through the real scripts.", "info",

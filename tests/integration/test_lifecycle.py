@@ -27,7 +27,7 @@ async def land(conn: aioredis.Redis, sandbox: str, seen_ms: int) -> int:
     await conn.zadd(REGISTRY_KEY, {sandbox: seen_ms})
     ctx = Context(conn, sandbox)
     for name in ("fanin", "enqueue-stepper"):
-        await WIDGETS[name].ensure_landed(ctx)
+        await WIDGETS[name].show(ctx)
     await conn.hset(f"lab:{{{sandbox}}}:meta", "widget", "fanin")
     return len(await sandbox_keys(conn, sandbox))
 

@@ -37,7 +37,7 @@ def predict(question: str, answer: Any) -> dict[str, Any]:
 @pytest.fixture
 async def fanin(conn: Any) -> tuple[Widget, Context]:
     widget, ctx = WIDGETS["fanin"], Context(conn, SANDBOX)
-    await widget.ensure_landed(ctx)
+    await widget.show(ctx)
     return widget, ctx
 
 
@@ -118,7 +118,7 @@ async def test_the_tour_counts_steps_and_the_widget_is_done_at_its_last(fanin, c
 async def test_progress_is_kept_per_sandbox(fanin, conn) -> None:
     widget, ctx = fanin
     other = Context(conn, "s9876543210")
-    await widget.ensure_landed(other)
+    await widget.show(other)
     await act(widget, ctx, "complete-child", predict("fanin-dependencies", 2))
     assert (await progress.read(conn, SANDBOX))["fanin"].right == 1
     assert await progress.read(conn, other.sandbox) == {}
@@ -165,7 +165,7 @@ def test_every_widget_but_the_newest_declares_questions() -> None:
 @pytest.mark.parametrize("name", sorted(n for n in WIDGETS if n not in ASKS_NOTHING_YET))
 async def test_every_widget_asks_on_its_tour_and_valkey_judges_the_answers(conn, name) -> None:
     widget, ctx = WIDGETS[name], Context(conn, SANDBOX)
-    await widget.ensure_landed(ctx)
+    await widget.show(ctx)
     judged = await play_with_every_question(widget, ctx)
     assert judged, f"{name} asks nothing on its tour"
     for question, _, again in judged:

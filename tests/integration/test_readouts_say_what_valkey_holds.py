@@ -14,7 +14,7 @@ SANDBOX = "s00readout1"
 
 async def landed(conn, name: str) -> tuple:
     widget, ctx = WIDGETS[name], Context(conn, SANDBOX)
-    await widget.ensure_landed(ctx)
+    await widget.show(ctx)
     await widget.perform(ctx, "reset", {})
     return widget, ctx
 

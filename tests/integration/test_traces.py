@@ -53,7 +53,7 @@ async def test_the_stepper_trace_ends_in_the_emqkind_refusal(conn) -> None:
 @pytest.mark.parametrize("name", list(WIDGETS))
 async def test_goto_takes_a_step_of_the_tour_and_refuses_anything_else(conn, name) -> None:
     widget, ctx = WIDGETS[name], Context(conn, SANDBOX)
-    await widget.ensure_landed(ctx)
+    await widget.show(ctx)
     last = len(widget.tour)
     outcome = await widget.perform(ctx, "goto", {"step": last})
     # the stepper keeps one numbering, the script's moves: it names the button instead
@@ -67,7 +67,7 @@ async def test_goto_takes_a_step_of_the_tour_and_refuses_anything_else(conn, nam
 @pytest.mark.parametrize("name", list(WIDGETS))
 async def test_goto_past_the_tour_opens_the_last_step_and_says_how_many_there_are(conn, name) -> None:
     widget, ctx = WIDGETS[name], Context(conn, SANDBOX)
-    await widget.ensure_landed(ctx)
+    await widget.show(ctx)
     last = len(widget.tour)
     outcome = await widget.perform(ctx, "goto", {"step": last + 1})
     said = f"This tour has {last} steps, so the link to step {last + 1} opened the last one. "
@@ -79,7 +79,7 @@ async def test_goto_past_the_tour_opens_the_last_step_and_says_how_many_there_ar
 async def test_goto_replays_the_same_state_as_the_clicks_do(conn) -> None:
     widget = WIDGETS["results"]
     clicked, jumped = Context(conn, "s000000000a"), Context(conn, "s000000000b")
-    await widget.ensure_landed(clicked)
+    await widget.show(clicked)
     for slug in widget.tour[:3]:
         await widget.perform(clicked, slug, {})
     await widget.perform(jumped, "goto", {"step": 3})

@@ -18,7 +18,7 @@ Q = f"{SANDBOX}.failure-policy"
 @pytest.fixture
 async def landed(conn):
     widget, ctx = FailurePolicy(), Context(conn, SANDBOX)
-    await widget.ensure_landed(ctx)
+    await widget.show(ctx)
     return widget, ctx
 
 

@@ -20,7 +20,7 @@ ORDERS, MAIL, BILLING = (f"{SANDBOX}.ledger.{q}" for q in ("orders", "mail", "bi
 @pytest.fixture
 async def ledger(conn) -> tuple[Ledger, Context]:
     widget, ctx = Ledger(), Context(conn, SANDBOX)
-    await widget.ensure_landed(ctx)
+    await widget.show(ctx)
     return widget, ctx
 
 
@@ -214,7 +214,7 @@ async def test_a_bad_custom_batch_is_refused_before_anything_is_written(ledger, 
 async def test_the_limits_of_a_custom_batch_come_from_the_settings(conn) -> None:
     widget, ctx = Ledger(), Context(conn, SANDBOX)
     widget.limits = dataclasses.replace(widget.limits, max_flows=1)
-    await widget.ensure_landed(ctx)
+    await widget.show(ctx)
     with pytest.raises(BadInput, match="1 to 1 flows"):
         await widget.perform(ctx, "custom-batch", {"flows": [one_flow(), one_flow("JOBy1", id="JOBy2")]})
 

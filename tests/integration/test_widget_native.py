@@ -32,7 +32,7 @@ QUEUE = f"{SANDBOX}.native"
 @pytest.fixture
 async def widget(conn) -> tuple[Native, Context]:
     found, ctx = Native(), Context(conn, SANDBOX)
-    await found.ensure_landed(ctx)
+    await found.show(ctx)
     return found, ctx
 
 

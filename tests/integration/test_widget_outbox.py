@@ -17,7 +17,7 @@ SANDBOX = "s0123456789"
 @pytest.fixture
 async def landed(conn):
     widget, ctx = Outbox(), Context(conn, SANDBOX)
-    await widget.ensure_landed(ctx)
+    await widget.show(ctx)
     return widget, ctx
 
 
@@ -155,7 +155,7 @@ async def test_one_script_needs_a_cluster_and_says_so_on_one_server(landed) -> N
 
 async def test_one_script_on_a_cluster_shows_the_servers_crossslot_and_writes_nothing(cluster_conn) -> None:
     widget, ctx = Outbox(), Context(cluster_conn, SANDBOX)
-    await widget.ensure_landed(ctx)
+    await widget.show(ctx)
     before = await widget.snapshot(ctx)
     assert before["picture"]["cluster"] is True
     nodes = {view["queue"]: view["node"] for view in before["queues"]}

@@ -19,7 +19,7 @@ QUEUE = f"{SANDBOX}.results"
 @pytest.fixture
 async def reader(conn) -> tuple[ResultsReader, Context]:
     widget, ctx = ResultsReader(), Context(conn, SANDBOX)
-    await widget.ensure_landed(ctx)
+    await widget.show(ctx)
     return widget, ctx
 
 

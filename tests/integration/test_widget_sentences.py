@@ -24,7 +24,7 @@ async def test_every_readout_and_outcome_of_the_tour_starts_upper_case_and_count
     conn, name
 ) -> None:
     widget, ctx = WIDGETS[name], Context(conn, SANDBOX)
-    await widget.ensure_landed(ctx)
+    await widget.show(ctx)
     said = [(await widget.snapshot(ctx))["readout"]]
     for entry in widget.tour:
         slug, body = widget.tour_step(entry)

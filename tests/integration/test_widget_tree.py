@@ -18,7 +18,7 @@ Q = f"{SANDBOX}.tree"
 @pytest.fixture
 async def tree(conn) -> tuple[Tree, Context]:
     widget, ctx = Tree(), Context(conn, SANDBOX)
-    await widget.ensure_landed(ctx)
+    await widget.show(ctx)
     return widget, ctx
 
 

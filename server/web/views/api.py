@@ -14,8 +14,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from server.web import body
-from server.web import entry, guard
+from server.web import body, entry, guard
 from server.web.errors import VALKEY_DOWN, answer_error, problem
 from server.sandboxes import progress
 from server.widgets import WIDGETS, attempt
@@ -81,13 +80,13 @@ async def act(request: Request) -> JSONResponse:
         sandbox = guard.sandbox_of(request)
         guard.check_demo(request)
         payload = await read_body(request)
-        held = await entry.enter(request, sandbox, widget.name, progress.held_fields(widget.name))
+        ctx = context(request, sandbox)
+        # admission, rate budgets and the activity record: sent with the widget's lock
+        ctx.way_in = await entry.enter(request, sandbox, widget.name, progress.held_fields(widget.name))
         # The key cap is judged by the widget's lock (its last recorded count);
         # Reset always runs, even past it: it is how a learner gets back.
         cap = request.app.state.settings.max_keys_per_sandbox
         # Under the lock, the action runs as the learner's: its prediction judged, its tour step counted.
-        ctx = context(request, sandbox)
-        ctx.held = held  # the learner's progress fields, read on the way in
         outcome, snap = await widget.run(ctx, slug, payload, key_cap=cap, perform=attempt.run)
         return JSONResponse({"outcome": outcome.as_json(), "snapshot": snap, **where(request)})
     except Exception as exc:  # noqa: BLE001

@@ -3,18 +3,27 @@
 -- KEYS[1] the widget's lab state hash, lab:{q}:state (read with the queue)
 -- KEYS[2] the widget's action lock, lab:{q}:lock
 -- ARGV[1] the queue base, emq:{q}:
--- ARGV[2] mode: 'begin' | 'read' | 'finish' | 'clear'
+-- ARGV[2] mode: 'begin' | 'read' | 'finish' | 'clear' | 'word'
 -- ARGV[3] (begin) the lock token to take; (finish) the one to release ('' none)
 -- ARGV[4] (begin) the lock's lease, ms; (finish) the outcome, JSON ('' keeps the last one)
 -- ARGV[5] (finish) extra state fields, JSON object ('' none)
--- ARGV[6..] job ids the widget knows of (rows shown even when off every set)
+-- ARGV[6] (finish) the readings the outcome names, JSON object ('' none):
+--   { name: { cmd: [COMMAND, key, ...], words: { value: sentence } } }
+--   with COMMAND one of GET HGET ZSCORE ZCARD SCARD LLEN HLEN EXISTS on a key
+--   of this queue; `{{name}}` in the outcome becomes the value read (or its
+--   words), and a JSON string "{{=name}}" the bare value (a number, or null)
+-- ARGV[7] (finish) keys of this queue to delete first, JSON list ('' none):
+--   the action's best-effort tail (a completed job's :logs)
+-- ARGV[8..] job ids the widget knows of (rows shown even when off every set)
 -- Returns: begin: { 0 } when another action holds the lock; begin/read/finish:
 --   { state, keys } where state is HGETALL of KEYS[1]
 --   and keys is a list of { name, type, value } for every key that exists
---   (finish first writes ver = the server's clock in us, the outcome and the
---   fields into the state, releases the lock if it is still this action's,
---   and records the key count as the state's `keys`);
---   clear: the number of keys removed (the lock is left alone).
+--   (finish first reads the outcome's values, deletes the tail's keys and
+--   writes ver = the server's clock in us, the outcome and the fields into
+--   the state, releases the lock if it is still this action's, and records
+--   the key count as the state's `keys`);
+--   clear: the number of keys removed (the lock is left alone);
+--   word: the outcome (ARGV[4]) with its readings (ARGV[6]) filled in.
 --
 -- The names are found, never probed over the wire: the queue's own keys, the
 -- rows and subkeys of every known id and of every id found in a state set,
@@ -34,6 +43,53 @@ local index_key = 'lab:{' .. q .. '}:index'
 -- the site dies mid-action. Taken, the action gets the keys it starts from.
 if mode == 'begin' and not redis.call('SET', KEYS[2], ARGV[3], 'NX', 'PX', tonumber(ARGV[4])) then
   return { 0 }
+end
+
+local function own(name)
+  return type(name) == 'string' and (string.sub(name, 1, #base) == base
+    or string.sub(name, 1, #q + 7) == 'lab:{' .. q .. '}:')
+end
+
+-- The values an outcome's sentence names, read in the step that records it:
+-- the sentence says what Valkey held when the action ended, no read-back.
+local readable = { GET = true, HGET = true, ZSCORE = true, ZCARD = true, SCARD = true,
+  LLEN = true, HLEN = true, EXISTS = true }
+local function filled(outcome, readings)
+  local values = {}
+  for name, reading in pairs(readings) do
+    local cmd = reading['cmd']
+    if not (readable[cmd[1]] and own(cmd[2])) then
+      return redis.error_reply('ERR a reading must be ' ..
+        'GET/HGET/ZSCORE/ZCARD/SCARD/LLEN/HLEN/EXISTS on a key of this queue')
+    end
+    local value = redis.call(unpack(cmd))
+    values[name] = value
+  end
+  local function word(name)
+    local value = values[name]
+    if value == nil then
+      return nil
+    end
+    local said = value and tostring(value) or 'none'
+    local words = readings[name]['words']
+    if type(words) == 'table' and words[said] then
+      said = words[said]
+    end
+    return string.sub(cjson.encode(said), 2, -2)
+  end
+  outcome = string.gsub(outcome, '"{{=([%w_]+)}}"', function(name)
+    local value = values[name]
+    if value == nil then
+      return nil
+    end
+    return (value and tonumber(value)) and tostring(tonumber(value)) or cjson.encode(value or cjson.null)
+  end)
+  return (string.gsub(outcome, '{{([%w_]+)}}', word))
+end
+
+-- word: an outcome's readings filled in, nothing written (a replayed step's sentence)
+if mode == 'word' then
+  return filled(ARGV[4], cjson.decode(ARGV[6]))
 end
 
 local queue_suffixes = { 'pending', 'active', 'schedule', 'dead', 'flow:outbox',
@@ -57,7 +113,7 @@ end
 for _, suffix in ipairs(queue_suffixes) do
   add(base .. suffix)
 end
-for i = 6, #ARGV do
+for i = 8, #ARGV do
   add_job(ARGV[i])
 end
 for _, suffix in ipairs(state_sets) do
@@ -79,13 +135,28 @@ if mode == 'clear' then
 end
 
 if mode == 'finish' then
+  -- the readings first: a bad one is refused before anything is written
+  local outcome = ARGV[4]
+  if ARGV[6] ~= '' and outcome ~= '' then
+    outcome = filled(outcome, cjson.decode(ARGV[6]))
+    if type(outcome) == 'table' then
+      return outcome
+    end
+  end
+  if ARGV[7] ~= '' then
+    for _, name in ipairs(cjson.decode(ARGV[7])) do
+      if own(name) then
+        redis.call('DEL', name)
+      end
+    end
+  end
   local clock = redis.call('TIME')
   -- seconds and microseconds side by side: a whole number no float can round
   local ver = clock[1] .. string.format('%06d', tonumber(clock[2]))
   local fields = { 'ver', ver }
-  if ARGV[4] ~= '' then
+  if outcome ~= '' then
     fields[#fields + 1] = 'outcome'
-    fields[#fields + 1] = ARGV[4]
+    fields[#fields + 1] = outcome
   end
   if ARGV[5] ~= '' then
     for field, value in pairs(cjson.decode(ARGV[5])) do

@@ -1,0 +1,157 @@
+"""One action at a time per widget and sandbox: the lock, the first round trip
+and the last.
+
+An action costs two round trips of its own, whatever it does in between:
+
+* **begin** (`queue_keys.lua`, mode `begin`): take the widget's lock with a
+  lease and read its first queue and lab state. The way in (admission's
+  activity record and rate budgets, `server/web/entry.py`) rides in the same
+  pipeline. Tabs, class members and Reset queue behind the lock, so any
+  interleaving of clicks leaves a state that clicking one at a time reaches.
+* **finish** (mode `finish`): the action's best-effort tail (a :logs DEL on
+  the queue's slot goes into the script, the rest beside it), the values its
+  sentence names read and written into it, the outcome and kept fields
+  recorded with a new `ver`, the lock released, and every queue read for the
+  snapshot the page paints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from typing import TYPE_CHECKING, Any
+
+from server.emq import keyspace
+from server.valkey import scripts
+from server.widgets import snapshot
+from server.widgets.context import Context
+from server.widgets.outcome import Busy, Outcome, TooManyKeys, encoded
+
+if TYPE_CHECKING:
+    from server.widgets.base import Widget
+
+LOCK_LEASE_MS = 10_000  # an action that outlives this (a site killed mid-action) lets go
+LOCK_WAIT_S = 5.0  # how long an action queues behind another before it gives up
+
+
+async def begin(widget: Widget, ctx: Context, key_cap: int | None) -> str:
+    """Take the widget's lock (waiting behind another action); land the
+    scenario if it has not landed whole. Returns the lock token."""
+    first = widget.queues(ctx)[0]
+    token = secrets.token_hex(8)
+    call = snapshot.call(first, widget.job_ids(first), "begin", token, str(LOCK_LEASE_MS))
+    reply = await _way_in_and_lock(widget, ctx, call, token)
+    deadline = asyncio.get_running_loop().time() + LOCK_WAIT_S
+    while len(reply) <= 1:
+        if asyncio.get_running_loop().time() > deadline:
+            raise Busy("another action on this widget is still running; try again in a moment")
+        await asyncio.sleep(0.005)
+        reply = await call[0].run(ctx.conn, call[1], call[2])
+    state, view = snapshot.decode(ctx.conn, first, reply)
+    try:
+        if state.get("landed") != "1":
+            await widget.land_afresh(ctx)
+        elif key_cap is not None and int(state.get("keys") or 0) > key_cap:
+            raise TooManyKeys(f"this widget holds {state['keys']} keys, more than its cap of {key_cap}: "
+                              "press Reset")
+        else:
+            # what the action starts from, read with the lock (see `Context.start`)
+            ctx.start, ctx.start_state, ctx.start_of = view, state, widget.state_key(ctx)
+    except BaseException:
+        await release(widget, ctx, token)
+        raise
+    return token
+
+
+async def _way_in_and_lock(widget: Widget, ctx: Context, call: snapshot.Call, token: str) -> Any:
+    """The first try at the lock, with the way in's scripts in the same
+    pipeline; their counts are judged here (a refusal lets the lock go)."""
+    way_in, ctx.way_in = ctx.way_in, None
+    if way_in is None:
+        return await call[0].run(ctx.conn, call[1], call[2])
+    calls = [*way_in.calls, call]
+    try:
+        async with ctx.conn.pipeline(transaction=False) as pipe:
+            for script, keys, args in calls:
+                script.queue(pipe, keys, args)
+            replies = await scripts.execute(ctx.conn, pipe, calls)
+        ctx.held = way_in.judge(replies[:-1])
+    except BaseException:
+        # the lock may have been taken in the same round trip: give it back
+        await release(widget, ctx, token)
+        raise
+    return replies[-1]
+
+
+async def release(widget: Widget, ctx: Context, token: str) -> None:
+    """Let go of the lock without recording anything (an action that failed)."""
+    await snapshot.RELEASE.run(ctx.conn, [snapshot.lock_key(widget.queues(ctx)[0])], [token])
+
+
+async def run(widget: Widget, ctx: Context, slug: str, body: dict[str, Any], key_cap: int | None,
+              perform: Any) -> tuple[Outcome, dict[str, Any]]:
+    """One action, start to finish: lock, land if needed, act, then record
+    the outcome, release the lock and read the snapshot in one round trip."""
+    token = await begin(widget, ctx, None if slug == "reset" else key_cap)
+    try:
+        outcome = await (perform(widget, ctx, slug, body) if perform else widget.perform(ctx, slug, body))
+    except BaseException:
+        await release(widget, ctx, token)
+        raise
+    try:
+        snap = await finish(widget, ctx, token, record(widget, ctx, slug, outcome), outcome)
+    except BaseException:
+        await release(widget, ctx, token)  # a refused close wrote nothing: let the next action in
+        raise
+    # the answer says what Valkey recorded, readings filled in, like every other page
+    outcome.settle(snap["outcome"])
+    return outcome, snap
+
+
+def record(widget: Widget, ctx: Context, slug: str, outcome: Outcome) -> str:
+    """The outcome as the lab hash keeps it: what, which button, who, from which page."""
+    return json.dumps({**outcome.as_json(), "action": slug, "label": widget.label(slug), "by": ctx.by,
+                       "tab": ctx.tab})
+
+
+async def finish(widget: Widget, ctx: Context, token: str, recorded: str,
+                 outcome: Outcome | None = None) -> dict[str, Any]:
+    """Record the outcome, release the lock and read every queue: one round trip."""
+    queues = widget.queues(ctx)
+    drops, rest = _split_tail(ctx.tail, queues[0])
+    ctx.tail.clear()
+    keep = outcome.keep if outcome else {}
+    extras = (json.dumps(encoded(keep)) if keep else "", outcome.readings_json() if outcome else "",
+              json.dumps(drops) if drops else "")
+    ids = await widget.ids_after(ctx)
+    calls: list[snapshot.Call | None] = []
+    async with ctx.conn.pipeline(transaction=False) as pipe:
+        for command in rest:
+            pipe.execute_command(*command)
+            calls.append(None)
+        for i, queue in enumerate(queues):
+            call = (snapshot.call(queue, ids[queue], "finish", token, recorded, *extras)
+                    if i == 0 else snapshot.call(queue, ids[queue]))
+            call[0].queue(pipe, call[1], call[2])
+            calls.append(call)
+        replies = await scripts.execute(ctx.conn, pipe, calls)
+    return widget.decode(ctx, replies[len(replies) - len(queues):])
+
+
+def _split_tail(tail: list[tuple[Any, ...]], queue: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """The tail's DELs of keys on `queue`'s slot (the finish script deletes
+    them itself) and every other command (sent beside it)."""
+    home = keyspace.base(queue)
+    drops = [str(c[1]) for c in tail if len(c) == 2 and c[0] == "DEL" and str(c[1]).startswith(home)]
+    rest = [c for c in tail if not (len(c) == 2 and c[0] == "DEL" and str(c[1]).startswith(home))]
+    return drops, rest
+
+
+async def word(ctx: Context, queue: str, outcome: Outcome) -> None:
+    """Fill in an outcome's readings without recording it (a replayed step)."""
+    if not outcome.reads:
+        return
+    script, keys, args = snapshot.call(queue, [], "word", "", json.dumps(outcome.as_json()),
+                                       "", outcome.readings_json())
+    outcome.settle(json.loads(await script.run(ctx.conn, keys, args)))
