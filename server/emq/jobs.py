@@ -225,13 +225,15 @@ async def fail(
     error: str,
     max_attempts: int,
     backoff_ms: int = 1000,
+    *, line: Lineage | None = None,
 ) -> str:
     """Fail a claimed job: ``"scheduled"`` below the cap, ``"dead"`` at it.
 
     At the cap a flow child's policy decides what happens to its parent.
-    Raises ``Stale`` or ``Gone`` like ``complete``.
+    Raises ``Stale`` or ``Gone`` like ``complete``; ``line`` as for ``complete``.
     """
-    line = await lineage(conn, queue, job_id)
+    if line is None:
+        line = await lineage(conn, queue, job_id)
     keys, args = fail_call(queue, job_id, token, line, error, max_attempts, backoff_ms)
     reply = await registry.run(conn, "fail", keys, args)
     outcome = text(reply)

@@ -23,7 +23,7 @@ from typing import Any
 from server.emq import flows, jobs, keyspace
 from server.emq.errors import EmqError
 from server.widgets import flow, snapshot
-from server.widgets.base import BadInput, Context, Outcome, Reading, Widget, action
+from server.widgets.base import BadInput, Context, Outcome, Widget, action
 from server.widgets.keydiff import diff_words, key_diff
 from server.widgets.snapshot import QueueView
 
@@ -77,22 +77,6 @@ def claimed(view: QueueView) -> list[dict[str, Any]]:
         out.append({"id": member, "token": row.value.get("attempts") if row else None,
                     "deadline_ms": score, "deadline": deadline.strftime("%H:%M:%S UTC")})
     return out
-
-
-def counter_reading(queue: str, before: int) -> Reading:
-    """The parent's counter after a completion, worded against `before`."""
-    words = {str(n): f"fell to {n}" for n in range(before)}
-    words[str(before)] = f"stayed at {before} (the fan-in did not count it)"
-    return Reading(("GET", keyspace.dependencies_key(queue, PARENT)), words)
-
-
-def parent_reading(queue: str) -> Reading:
-    """The parent's state after a completion, in words."""
-    return Reading(("HGET", keyspace.job_key(queue, PARENT), "state"), PARENT_WORDS)
-
-
-PARENT_WORDS = {"pending": "the parent is released into pending", "awaiting_children": "the parent is still held",
-                "failed": "the parent has failed", "none": "the parent's row is gone"}
 
 
 def readout(status: dict[str, Any], total: int, active: list[dict[str, Any]]) -> str:
@@ -212,13 +196,14 @@ class FanIn(Widget):
         row = peek.rows.get(job_id) or {}
         line = jobs.lineage_of(queue, *(row.get(f) for f in jobs.LINEAGE_FIELDS)) if row else None
         await jobs.complete(ctx.conn, queue, job_id, token, result, line=line, tail=ctx.tail)
+        # the counter and the parent as the outcome is recorded: no read-back
+        clause, reads = flow.after_signal(queue, PARENT, before)
         return Outcome(
-            f"Completed {job_id} with token {token}: dependencies {{{{deps}}}}; {{{{parent}}}}.",
+            f"Completed {job_id} with token {token}: {clause}.",
             detail={"child": job_id, "token": token, "dependencies": "{{=deps}}", "parent_state": "{{=parent}}"},
             # remembered for "Redeliver", with the outcome in the action's last round trip
             keep={"last": {"id": job_id, "token": token, "result": result}},
-            # the counter and the parent as the outcome is recorded: no read-back
-            reads={"deps": counter_reading(queue, before), "parent": parent_reading(queue)},
+            reads=reads,
         )
 
     async def send(self, ctx: Context, job_id: str, token: int, result: str) -> tuple[str, int, int, list[str]]:

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from server.emq import pump
+from server.emq import keyspace, pump
+from server.widgets.outcome import Reading
 from server.widgets.snapshot import QueueView
 
 Counted = Literal["processed", "ignored"]
@@ -94,6 +95,22 @@ def fate(state: str | None, sets: list[str]) -> str:
     if state in (None, "gone"):
         return "no parent row: press Reset to land the flow again"
     return f"the parent is released: state {state}, in {where}"
+
+
+# A parent's state after a child's signal, in the words an outcome uses.
+PARENT_WORDS = {"pending": "the parent is released into pending", "awaiting_children": "the parent is still held",
+                "failed": "the parent has failed", "none": "the parent's row is gone"}
+
+
+def after_signal(queue: str, parent: str, before: int) -> tuple[str, dict[str, Reading]]:
+    """The clause an outcome ends with after a child's signal reached (or
+    did not reach) the parent on `queue`: its counter against `before` and
+    its state, both read when the outcome is recorded (`Reading`)."""
+    moved = {str(n): f"fell from {before} to {n}" for n in range(before)}
+    moved[str(before)] = f"stayed at {before}"
+    reads = {"deps": Reading(("GET", keyspace.dependencies_key(queue, parent)), moved),
+             "parent": Reading(("HGET", keyspace.job_key(queue, parent), "state"), PARENT_WORDS)}
+    return ":dependencies {{deps}}; {{parent}}", reads
 
 
 @dataclass(frozen=True)

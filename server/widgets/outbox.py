@@ -9,22 +9,19 @@ library's own blocks (`read_page`, `deliver_page`, `trim`) so the outcome can
 say how many deliveries the HSETNX guard refused. "Crash before trim" stops a
 pass after delivery; "Add a poison entry" writes a malformed entry with a
 plain RPUSH; "Aged pump tick" runs `deliver_flow_completions_aged`.
-"Try it as one script" (on a cluster only) sends the cross-queue add as ONE
-`enqueue_flow` whose KEYS span two queues, straight to the node owning the
-first key, so the learner sees the cluster's own CROSSSLOT refusal.
+"Try it as one script" (on a cluster only, `crossslot.py`) sends the
+cross-queue add as ONE `enqueue_flow` whose KEYS span two queues, so the
+learner sees the cluster's own CROSSSLOT refusal.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from redis.exceptions import ClusterCrossSlotError, ResponseError
-
-from server.valkey import connect
-from server.emq import flows, jobs, keyspace, pump, registry, results
+from server.emq import flows, jobs, keyspace, pump
+from server.widgets import crossslot, flow, snapshot
+from server.widgets.base import Context, Outcome, Reading, Refusal, Widget, action
 from server.widgets.snapshot import QueueView
-from server.widgets import flow
-from server.widgets.base import Context, Outcome, Refusal, Widget, action
 
 PARENT = "JOBparent"
 # (queue part, child id) in the order "Complete child" takes them; two queues
@@ -120,45 +117,44 @@ class Outbox(Widget):
         return ", ".join(said) + f" → {reading.counter()}; {reading.parent.fate()}"
 
     # -- reading a few values for outcome sentences ---------------------------
-    async def parent_now(self, ctx: Context) -> tuple[int, str]:
-        pq = self.parent_queue(ctx)
-        deps = await results.dependencies(ctx.conn, pq, PARENT)
-        state = await ctx.conn.hget(keyspace.job_key(pq, PARENT), "state")
-        return deps, state.decode() if isinstance(state, bytes) else (state or "gone")
-
-    async def deps_sentence(self, ctx: Context, before: int) -> str:
-        after, state = await self.parent_now(ctx)
-        moved = f":dependencies stayed at {after}" if after == before else f":dependencies fell from {before} to {after}"
-        fate = {"pending": "the parent is released into pending", "awaiting_children": "the parent stays held"}.get(
-            state, f"the parent is {state}"
-        )
-        return f"{moved}; {fate}."
+    async def parent_before(self, ctx: Context) -> tuple[int, int]:
+        """The parent's :dependencies and how many children it has counted, as
+        the action's lock read them (read now when it did not)."""
+        view = ctx.take_start() or await snapshot.read_queue(ctx.conn, self.parent_queue(ctx), [PARENT])
+        deps = view.row(PARENT, ":dependencies")
+        counted = [view.row(PARENT, sub) for sub in (":processed", ":ignored")]
+        return int(deps.value) if deps else 0, sum(len(k.value) for k in counted if k)
 
     # -- actions -------------------------------------------------------------
     @action("complete-child")
     async def complete_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        for part, cid in CHILDREN:
-            queue = ctx.queue("outbox", part)
-            if await ctx.conn.zscore(keyspace.queue_key(queue, "pending"), cid) is None:
+        async with ctx.conn.pipeline(transaction=False) as pipe:
+            for part, cid in CHILDREN:
+                pipe.zscore(keyspace.queue_key(ctx.queue("outbox", part), "pending"), cid)
+            waiting = await pipe.execute()
+        for (part, _cid), score in zip(CHILDREN, waiting, strict=True):
+            if score is None:
                 continue
+            queue = ctx.queue("outbox", part)
             claimed = await jobs.claim(ctx.conn, queue)
             if claimed is None:
                 break
             job_id, token = claimed
-            await jobs.complete(ctx.conn, queue, job_id, token, f"{part} done")
-            entries = await pump.read_all(ctx.conn, queue)
-            deps, _ = await self.parent_now(ctx)
+            await jobs.complete(ctx.conn, queue, job_id, token, f"{part} done", tail=ctx.tail)
+            held = await ctx.conn.llen(keyspace.outbox_key(queue))
+            deps = Reading(("GET", keyspace.dependencies_key(self.parent_queue(ctx), PARENT)))
             return Outcome(
                 f"Completed {job_id} in {queue} (token {token}). Its completion cannot reach the parent's "
-                f"slot, so it is now entry [{len(entries) - 1}] of {part}'s flow:outbox; "
-                f":dependencies stays at {deps} until the Pump delivers it.",
-                detail={"child": job_id, "queue": queue, "outbox": len(entries), "dependencies": deps},
+                f"slot, so it is now entry [{held - 1}] of {part}'s flow:outbox; "
+                ":dependencies stays at {{deps}} until the Pump delivers it.",
+                detail={"child": job_id, "queue": queue, "outbox": held, "dependencies": "{{=deps}}"},
+                reads={"deps": deps},
             )
         return Outcome("No child is waiting in pending: every child has completed. Pump the outboxes, or Reset.", "info")
 
     async def sweep(self, ctx: Context, trim: bool) -> Outcome:
         """One pass over each child queue's outbox; without the trim, a crash."""
-        before, _ = await self.parent_now(ctx)
+        before, _ = await self.parent_before(ctx)
         clauses, reports = [], {}
         for part in CHILD_PARTS:
             queue = ctx.queue("outbox", part)
@@ -189,9 +185,9 @@ class Outbox(Widget):
         if not clauses:
             return Outcome("Every outbox is empty: complete a child first.", "info", {"queues": {}})
         head = "Pump tick" if trim else "Crash before trim (read and delivered, no trim)"
-        tail = await self.deps_sentence(ctx, before)
+        clause, reads = flow.after_signal(self.parent_queue(ctx), PARENT, before)
         kind = "ok" if trim else "refused"
-        return Outcome(f"{head}. " + "; ".join(clauses) + f". {tail}", kind, {"queues": reports})
+        return Outcome(f"{head}. " + "; ".join(clauses) + f". {clause}.", kind, {"queues": reports}, reads=reads)
 
     @action("pump-tick")
     async def pump_tick(self, ctx: Context, body: dict[str, Any]) -> Outcome:
@@ -224,8 +220,7 @@ class Outbox(Widget):
 
     @action("aged-pump-tick")
     async def aged_pump_tick(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        before, _ = await self.parent_now(ctx)
-        counted_before = await self.counted_now(ctx)
+        before, counted_before = await self.parent_before(ctx)
         clauses, reports = [], {}
         for part in CHILD_PARTS:
             queue = ctx.queue("outbox", part)
@@ -252,9 +247,9 @@ class Outbox(Widget):
         applied = (f"{entries(fresh)} newly applied on the parent's slot" if fresh else "nothing new applied on the parent's slot")
         if again > 0:
             applied += f"; {entries(again)} had been applied already, so the guard refused {'it' if again == 1 else 'them'} (duplicate)"
-        tail = await self.deps_sentence(ctx, before)
-        return Outcome("Aged pump tick. " + "; ".join(clauses) + f". {applied.capitalize()}. {tail}",
-                       detail={"queues": reports, "applied": fresh, "duplicates": max(again, 0)})
+        clause, reads = flow.after_signal(self.parent_queue(ctx), PARENT, before)
+        return Outcome("Aged pump tick. " + "; ".join(clauses) + f". {applied.capitalize()}. {clause}.",
+                       detail={"queues": reports, "applied": fresh, "duplicates": max(again, 0)}, reads=reads)
 
     async def counted_now(self, ctx: Context) -> int:
         """How many children the parent has counted (:processed and :ignored)."""
@@ -267,42 +262,5 @@ class Outbox(Widget):
 
     @action("one-script")
     async def one_script(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        """The cross-queue add as ONE script: the real `enqueue_flow` with the
-        parent's keys in outbox.orders and a child's row in outbox.mail. It
-        goes by EVALSHA straight to the node owning the first key (redis-py's
-        own slot check would refuse it before it left), so the refusal is the
-        cluster's. Nothing is written: a refused script never runs."""
-        conn = ctx.conn
-        if not connect.is_cluster(conn):
-            raise Refusal("Try it as one script needs a cluster: on one server every slot is local and "
-                               "nothing refuses it. Run `emqlab serve --cluster`.")
-        home, other = self.parent_queue(ctx), ctx.queue("outbox", "mail")
-        parent, child = "JOBsolo", "JOBsolo1"
-        keys = [keyspace.job_key(home, parent), keyspace.dependencies_key(home, parent),
-                keyspace.queue_key(home, "pending"), keyspace.job_key(other, child)]
-        args = [parent, "one script, two queues", "1", child, "mail step, same script"]
-        node = conn.get_node_from_key(keys[0])
-        sha = await conn.execute_command("SCRIPT", "LOAD", registry.script_source("enqueue_flow"), target_nodes=node)
-        try:
-            await conn.execute_command("EVALSHA", sha, len(keys), *keys, *args, target_nodes=node)
-        except ClusterCrossSlotError as exc:
-            # redis-py parses the reply's code word into the exception class.
-            error = f"CROSSSLOT {exc}"
-        except ResponseError as exc:
-            error = str(exc)
-        else:  # pragma: no cover - a cluster always refuses two slots in one script
-            error = ""
-        written = 0
-        for key in keys:  # one slot per call
-            written += int(await conn.exists(key))
-        where = (f"{home} (hash slot {keyspace.hash_slot(keys[0])}, node {node.name}) and "
-                 f"{other} (hash slot {keyspace.hash_slot(keys[3])}, node {connect.node_of(conn, keys[3])})")
-        if not error:
-            return Outcome(f"EVALSHA enqueue_flow with KEYS in {where} was accepted.", "info",
-                           {"error": None, "written": written})
-        return Outcome(
-            f"One script, two queues: EVALSHA enqueue_flow with KEYS in {where}, sent to node {node.name}. "
-            f"The cluster refused it: {error}. Nothing was written ({written} of its {len(keys)} keys exist): "
-            f"a cross-queue add has to be walked by the host, slot by slot, as flows.add does.",
-            "refused", {"error": error, "node": node.name, "keys": keys, "written": written},
-        )
+        """The cross-queue add as ONE script, refused by the cluster (server/widgets/crossslot.py)."""
+        return await crossslot.try_one_script(ctx.conn, self.parent_queue(ctx), ctx.queue("outbox", "mail"))

@@ -124,48 +124,48 @@ class ResultsReader(Widget):
             },
         }
 
-    async def _next_child(self, ctx: Context) -> tuple[str, int] | Outcome:
-        """Claim the next child, or say why there is none."""
+    async def _next_child(self, ctx: Context) -> tuple[str, int, int, jobs.Lineage | None] | Outcome:
+        """Claim the next child (its id, token, the counter before and the
+        child's lineage as the lock read them), or say why there is none."""
         queue = self.queues(ctx)[0]
-        if await results.dependencies(ctx.conn, queue, PARENT) <= 0:
+        start = ctx.take_start()
+        deps = counted(start)["dependencies"] if start else await results.dependencies(ctx.conn, queue, PARENT)
+        if deps <= 0:
             return Outcome("Every child has been counted; the parent was released. Reset to start again.", "info")
         claimed = await jobs.claim(ctx.conn, queue)
         if claimed is None:
             return Outcome("No child is waiting in pending.", "info")
-        return claimed
-
-    async def _after(self, ctx: Context) -> str:
-        queue = self.queues(ctx)[0]
-        left = await results.dependencies(ctx.conn, queue, PARENT)
-        state = _text(await ctx.conn.hget(keyspace.job_key(queue, PARENT), "state"))
-        tail = "the parent is released into pending" if state == "pending" else "the parent is still held"
-        return f":dependencies fell to {left}; {tail}"
+        row = start.row(claimed[0]) if start else None
+        line = jobs.lineage_of(queue, *(row.value.get(f) for f in jobs.LINEAGE_FIELDS)) if row else None
+        return (*claimed, deps, line)
 
     @action("complete-child")
     async def complete_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         claimed = await self._next_child(ctx)
         if isinstance(claimed, Outcome):
             return claimed
-        job_id, token = claimed
+        job_id, token, before, line = claimed
         value = VALUES.get(job_id, job_id)
-        await jobs.complete(ctx.conn, self.queues(ctx)[0], job_id, token, value)
-        return Outcome(
-            f"Completed {job_id} with {value!r}: the fan-in recorded it in :processed; {await self._after(ctx)}.",
-            detail={"child": job_id, "result": value},
-        )
+        queue = self.queues(ctx)[0]
+        await jobs.complete(ctx.conn, queue, job_id, token, value, line=line, tail=ctx.tail)
+        clause, reads = flow.after_signal(queue, PARENT, before)
+        return Outcome(f"Completed {job_id} with {value!r}: the fan-in recorded it in :processed; {clause}.",
+                       detail={"child": job_id, "result": value}, reads=reads)
 
     @action("fail-child")
     async def fail_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         claimed = await self._next_child(ctx)
         if isinstance(claimed, Outcome):
             return claimed
-        job_id, token = claimed
+        job_id, token, before, line = claimed
+        queue = self.queues(ctx)[0]
         # max_attempts=1: this first failure is already at the cap
-        outcome = await jobs.fail(ctx.conn, self.queues(ctx)[0], job_id, token, ERROR, max_attempts=1)
+        outcome = await jobs.fail(ctx.conn, queue, job_id, token, ERROR, max_attempts=1, line=line)
+        clause, reads = flow.after_signal(queue, PARENT, before)
         return Outcome(
             f"Failed {job_id} at the cap ({outcome}): its policy is ignore the dependency, so the error "
-            f"went to :ignored; {await self._after(ctx)}.",
-            detail={"child": job_id, "outcome": outcome},
+            f"went to :ignored; {clause}.",
+            detail={"child": job_id, "outcome": outcome}, reads=reads,
         )
 
     @action("read")

@@ -104,8 +104,9 @@ async def run(widget: Widget, ctx: Context, slug: str, body: dict[str, Any], key
     except BaseException:
         await release(widget, ctx, token)  # a refused close wrote nothing: let the next action in
         raise
-    # the answer says what Valkey recorded, readings filled in, like every other page
-    outcome.settle(snap["outcome"])
+    if outcome.reads:
+        # the answer says what Valkey recorded, readings filled in, like every other page
+        outcome.settle(snap["outcome"])
     return outcome, snap
 
 

@@ -50,7 +50,7 @@ def test_complete_child_completes_the_claimed_child_the_learner_picks(page: Page
     expect(picker.locator("option")).to_have_count(2)
     picker.select_option("JOBchild2")
     press(widget, "Complete child")
-    expect(outcome(widget)).to_contain_text("Completed JOBchild2 with token 1: dependencies fell to 2")
+    expect(outcome(widget)).to_contain_text("Completed JOBchild2 with token 1: :dependencies fell from 3 to 2")
     q, r = queue_of(page, "fanin"), site.redis()
     assert r.zrange(key(q, "active"), 0, -1) == ["JOBchild1"]
     assert r.hgetall(key(q, "job:JOBparent:processed")) == {"JOBchild2": "result of JOBchild2"}

@@ -68,7 +68,7 @@ def test_the_fan_in_counts_down_and_announces_it_by_keyboard(page: Page) -> None
     expect(counter).to_have_text("3")
     press(page, widget, "Complete child", "Enter")
     expect(counter).to_have_text("2")
-    expect(announced(widget)).to_contain_text("dependencies fell to 2; the parent is still held")
+    expect(announced(widget)).to_contain_text(":dependencies fell from 3 to 2; the parent is still held")
     press(page, widget, "Complete child", " ")
     expect(counter).to_have_text("1")
     press(page, widget, "Redeliver last completion", "Enter")

@@ -97,6 +97,12 @@ def flow(parent: str, *children: Any) -> dict[str, Any]:
     return {"parent": {"id": parent, "payload": f"p-{parent}"}, "children": specs}
 
 
+async def act(widget: Any, ctx: Any, slug: str, body: dict[str, Any] | None = None) -> Any:
+    """One widget action the way the API runs it: under the widget's lock,
+    recorded by `finish` (readings filled in); returns the outcome."""
+    return (await widget.run(ctx, slug, body or {}))[0]
+
+
 async def dbsize(conn: Any) -> int:
     """Keys in the whole keyspace (every primary of a cluster)."""
     if isinstance(conn, RedisCluster):

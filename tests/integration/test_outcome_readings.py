@@ -32,7 +32,7 @@ async def test_the_answer_and_the_lab_hash_carry_the_counter_read_when_the_outco
     stored = json.loads(await conn.hget(f"lab:{{{Q}}}:state", "outcome"))
     assert outcome.text == stored["text"] == snap["outcome"]["text"]
     assert "{{" not in outcome.text
-    assert outcome.text.endswith("dependencies fell to 2; the parent is still held.")
+    assert outcome.text.endswith(":dependencies fell from 3 to 2; the parent is still held.")
     assert await conn.get(keyspace.dependencies_key(Q, PARENT)) == "2"
     # a "{{=name}}" detail value is the bare value: a number, or the state as a string
     assert outcome.detail["dependencies"] == 2 and outcome.detail["parent_state"] == "awaiting_children"
@@ -42,7 +42,7 @@ async def test_the_last_completion_words_the_released_parent_from_its_row(landed
     widget, ctx = landed
     for _ in range(3):
         outcome, _snap = await widget.run(ctx, "complete-child", {})
-    assert outcome.text.endswith("dependencies fell to 0; the parent is released into pending.")
+    assert outcome.text.endswith(":dependencies fell from 1 to 0; the parent is released into pending.")
     assert await conn.hget(keyspace.job_key(Q, PARENT), "state") == "pending"
 
 
@@ -60,6 +60,6 @@ async def test_a_reading_outside_the_widgets_queue_is_refused_and_nothing_is_rec
 async def test_a_replayed_step_fills_its_readings_without_recording_an_outcome(landed, conn) -> None:
     widget, ctx = landed
     outcome = await widget.perform_and_keep(ctx, "complete-child", {})
-    assert outcome.text.endswith("dependencies fell to 2; the parent is still held.")
+    assert outcome.text.endswith(":dependencies fell from 3 to 2; the parent is still held.")
     assert outcome.reads == {}
     assert await conn.hget(f"lab:{{{Q}}}:state", "outcome") is None

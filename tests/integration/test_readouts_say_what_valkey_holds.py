@@ -9,21 +9,23 @@ import re
 from server.widgets import WIDGETS
 from server.widgets.base import Context
 
+from .conftest import act
+
 SANDBOX = "s00readout1"
 
 
 async def landed(conn, name: str) -> tuple:
     widget, ctx = WIDGETS[name], Context(conn, SANDBOX)
     await widget.show(ctx)
-    await widget.perform(ctx, "reset", {})
+    await act(widget, ctx, "reset", {})
     return widget, ctx
 
 
 async def test_entries_delivered_but_not_trimmed_are_shown_as_applied_not_as_waiting(conn) -> None:
     widget, ctx = await landed(conn, "outbox")
     for _ in range(3):
-        await widget.perform(ctx, "complete-child", {})
-    await widget.perform(ctx, "crash-before-trim", {})
+        await act(widget, ctx, "complete-child", {})
+    await act(widget, ctx, "crash-before-trim", {})
     snap = await widget.snapshot(ctx)
     readout = snap["readout"]
     assert readout.startswith("3 of 3 completions delivered to the parent's slot, 0 entries waiting in outboxes")
@@ -38,8 +40,8 @@ async def test_entries_delivered_but_not_trimmed_are_shown_as_applied_not_as_wai
 
 async def test_a_non_job_id_run_atomically_is_drawn_refused_at_the_gate_with_no_move_done(conn) -> None:
     widget, ctx = await landed(conn, "enqueue-stepper")
-    await widget.perform(ctx, "non-job", {"non_job": True})
-    outcome = await widget.perform(ctx, "run-atomically", {})
+    await act(widget, ctx, "non-job", {"non_job": True})
+    outcome = await act(widget, ctx, "run-atomically", {})
     picture = (await widget.snapshot(ctx))["picture"]
     assert outcome.kind == "refused" and "move 1" in outcome.text and "EMQKIND" in outcome.text
     assert picture["refused_at"] == 1 and picture["move"] == 0
@@ -49,8 +51,8 @@ async def test_a_non_job_id_run_atomically_is_drawn_refused_at_the_gate_with_no_
 
 async def test_a_retired_child_card_says_no_row_and_where_it_was_counted_never_completed(conn) -> None:
     widget, ctx = await landed(conn, "results")
-    await widget.perform(ctx, "complete-child", {})
-    await widget.perform(ctx, "fail-child", {})
+    await act(widget, ctx, "complete-child", {})
+    await act(widget, ctx, "fail-child", {})
     children = (await widget.snapshot(ctx))["picture"]["children"]
     retired = [c for c in children if c["state"] is None]
     assert [c["counted"] for c in retired] == ["processed"]
@@ -60,9 +62,9 @@ async def test_a_retired_child_card_says_no_row_and_where_it_was_counted_never_c
 
 async def test_the_aged_pump_says_it_moves_a_blocked_head_on_the_tick_after_the_bound(conn) -> None:
     widget, ctx = await landed(conn, "outbox")
-    await widget.perform(ctx, "add-poison", {})
-    await widget.perform(ctx, "complete-child", {})
-    said = [(await widget.perform(ctx, "aged-pump-tick", {})).text for _ in range(3)]
+    await act(widget, ctx, "add-poison", {})
+    await act(widget, ctx, "complete-child", {})
+    said = [(await act(widget, ctx, "aged-pump-tick", {})).text for _ in range(3)]
     assert "blocked for 1 tick and moves it aside on tick 3" in said[0]
     assert "blocked for 2 ticks and moves it aside on tick 3" in said[1]
     assert "moved to flow:outbox:poison on this one" in said[2]
@@ -71,21 +73,21 @@ async def test_the_aged_pump_says_it_moves_a_blocked_head_on_the_tick_after_the_
 
 async def test_a_redelivery_is_refused_by_the_guard_in_the_aged_tick_as_in_the_plain_tick(conn) -> None:
     widget, ctx = await landed(conn, "outbox")
-    await widget.perform(ctx, "complete-child", {})
-    await widget.perform(ctx, "crash-before-trim", {})
-    plain = await widget.perform(ctx, "pump-tick", {})
+    await act(widget, ctx, "complete-child", {})
+    await act(widget, ctx, "crash-before-trim", {})
+    plain = await act(widget, ctx, "pump-tick", {})
     assert "the guard refused it (duplicate)" in plain.text
-    await widget.perform(ctx, "complete-child", {})
-    await widget.perform(ctx, "crash-before-trim", {})
-    aged = await widget.perform(ctx, "aged-pump-tick", {})
+    await act(widget, ctx, "complete-child", {})
+    await act(widget, ctx, "crash-before-trim", {})
+    aged = await act(widget, ctx, "aged-pump-tick", {})
     assert aged.detail["applied"] == 0 and aged.detail["duplicates"] == 1
     assert "guard refused it (duplicate)" in aged.text
 
 
 async def test_a_second_death_under_fp_does_not_say_the_parent_was_failed_again(conn) -> None:
     widget, ctx = await landed(conn, "failure-policy")
-    first = await widget.perform(ctx, "fail-child", {})
-    second = await widget.perform(ctx, "fail-child", {})
+    first = await act(widget, ctx, "fail-child", {})
+    second = await act(widget, ctx, "fail-child", {})
     assert "the parent was failed" in first.text
     assert "the parent was failed" not in second.text
     assert "not held any more (failed)" in second.text

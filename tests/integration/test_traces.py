@@ -13,7 +13,7 @@ from server.valkey.process import free_port
 from server.widgets import WIDGETS
 from server.widgets.base import BadInput, Context
 
-from .conftest import all_keys
+from .conftest import act, all_keys
 
 SANDBOX = "s0123456789"
 
@@ -55,13 +55,13 @@ async def test_goto_takes_a_step_of_the_tour_and_refuses_anything_else(conn, nam
     widget, ctx = WIDGETS[name], Context(conn, SANDBOX)
     await widget.show(ctx)
     last = len(widget.tour)
-    outcome = await widget.perform(ctx, "goto", {"step": last})
+    outcome = await act(widget, ctx, "goto", {"step": last})
     # the stepper keeps one numbering, the script's moves: it names the button instead
     opened = "Rebuilt on Valkey from the link, up to" if name == "enqueue-stepper" else f"Step {last} of {last}"
     assert outcome.text.startswith(opened)
     for body in ({}, {"step": -1}, {"step": "1"}, {"step": True}, {"move": 1}, {"flow": 1}):
         with pytest.raises(BadInput):
-            await widget.perform(ctx, "goto", body)
+            await act(widget, ctx, "goto", body)
 
 
 @pytest.mark.parametrize("name", list(WIDGETS))
@@ -69,10 +69,10 @@ async def test_goto_past_the_tour_opens_the_last_step_and_says_how_many_there_ar
     widget, ctx = WIDGETS[name], Context(conn, SANDBOX)
     await widget.show(ctx)
     last = len(widget.tour)
-    outcome = await widget.perform(ctx, "goto", {"step": last + 1})
+    outcome = await act(widget, ctx, "goto", {"step": last + 1})
     said = f"This tour has {last} steps, so the link to step {last + 1} opened the last one. "
     assert outcome.text.startswith(said)
-    exact = await widget.perform(ctx, "goto", {"step": last})
+    exact = await act(widget, ctx, "goto", {"step": last})
     assert outcome.text.removeprefix(said) == exact.text
 
 
@@ -81,8 +81,8 @@ async def test_goto_replays_the_same_state_as_the_clicks_do(conn) -> None:
     clicked, jumped = Context(conn, "s000000000a"), Context(conn, "s000000000b")
     await widget.show(clicked)
     for slug in widget.tour[:3]:
-        await widget.perform(clicked, slug, {})
-    await widget.perform(jumped, "goto", {"step": 3})
+        await act(widget, clicked, slug, {})
+    await act(widget, jumped, "goto", {"step": 3})
     a, b = await widget.snapshot(clicked), await widget.snapshot(jumped)
     assert a["readout"] == b["readout"]
     assert a["picture"]["children"] == b["picture"]["children"]

@@ -7,18 +7,13 @@ from __future__ import annotations
 import pytest
 
 from server.emq import jobs, keyspace, results
-from server.widgets.base import BadInput, Context, Outcome, Widget
+from server.widgets.base import BadInput, Context
 from server.widgets.fanin import CHILDREN, PARENT, FanIn
 
-from .conftest import members, row
+from .conftest import act, members, row
 
 SANDBOX = "s0123456789"
 Q = f"{SANDBOX}.fanin"
-
-
-async def act(widget: Widget, ctx: Context, slug: str, body: dict) -> Outcome:
-    """One action the way the API runs it: under the lock, recorded by `finish`."""
-    return (await widget.run(ctx, slug, body))[0]
 
 
 @pytest.fixture
@@ -55,7 +50,7 @@ async def test_complete_child_completes_the_claimed_child_the_learner_picks(fani
 async def test_complete_child_with_nothing_claimed_claims_one_first_and_counts_it(fanin, conn) -> None:
     widget, ctx = fanin
     outcome = await act(widget, ctx, "complete-child", {})
-    assert "dependencies fell to 2; the parent is still held" in outcome.text
+    assert ":dependencies fell from 3 to 2; the parent is still held" in outcome.text
     assert await results.dependencies(conn, Q, PARENT) == 2
 
 

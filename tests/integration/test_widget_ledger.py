@@ -11,7 +11,7 @@ from server.emq import keyspace
 from server.widgets.base import BadInput, Context
 from server.widgets.ledger import Ledger
 
-from .conftest import all_keys, members, row, where
+from .conftest import act, all_keys, members, row, where
 
 SANDBOX = "s0123456789"
 ORDERS, MAIL, BILLING = (f"{SANDBOX}.ledger.{q}" for q in ("orders", "mail", "billing"))
@@ -43,7 +43,7 @@ async def test_the_ledger_starts_with_nothing_landed(ledger) -> None:
 
 async def test_running_the_batch_leaves_each_flow_in_its_documented_state(ledger, conn) -> None:
     widget, ctx = ledger
-    outcome = await widget.perform(ctx, "run-batch", {})
+    outcome = await act(widget, ctx, "run-batch", {})
     assert outcome.detail["result"] == [
         ("JOB0KHTOWnGLuA", ["JOB0KHTOWnGLuB", "JOB0KHTOWnGLuC"]),
         ("JOB0KHTOWnGLuD", ["JOB0KHTOWnGLuE", "JOB0KHTOWnGLuF"]),
@@ -72,7 +72,7 @@ async def test_next_flow_fills_the_result_in_input_order_one_add_at_a_time(ledge
     widget, ctx = ledger
     seen = []
     for n in range(1, 5):
-        outcome = await widget.perform(ctx, "next", {})
+        outcome = await act(widget, ctx, "next", {})
         assert outcome.text.startswith(f"Flow {n}")
         seen.append([p for p, _ in (await picture(widget, ctx))["result"]])
     assert seen == [
@@ -83,40 +83,40 @@ async def test_next_flow_fills_the_result_in_input_order_one_add_at_a_time(ledge
     ]
     flows = (await picture(widget, ctx))["flows"]
     assert "EMQKIND" in flows[2]["error"] and "EMQKIND" in flows[3]["error"]
-    assert (await widget.perform(ctx, "next", {})).kind == "info"
+    assert (await act(widget, ctx, "next", {})).kind == "info"
 
 
 async def test_previous_flow_replays_the_flows_before_it_on_valkey(ledger, conn) -> None:
     widget, ctx = ledger
     for _ in range(4):
-        await widget.perform(ctx, "next", {})
-    await widget.perform(ctx, "previous", {})
+        await act(widget, ctx, "next", {})
+    await act(widget, ctx, "previous", {})
     pic = await picture(widget, ctx)
     assert pic["move"] == 3 and pic["flows"][3]["state"] is None
     assert not await conn.exists(keyspace.job_key(ORDERS, "JOB0KHTOWnGLuJ"))
-    await widget.perform(ctx, "goto", {"step": 0})
+    await act(widget, ctx, "goto", {"step": 0})
     assert not [k for k in await all_keys(conn) if k.startswith("emq:")]
 
 
 async def test_picking_a_flow_reports_its_entry_and_its_parent_as_valkey_holds_it(ledger) -> None:
     widget, ctx = ledger
-    await widget.perform(ctx, "run-batch", {})
-    first = await widget.perform(ctx, "pick", {"flow": 1})
+    await act(widget, ctx, "run-batch", {})
+    first = await act(widget, ctx, "pick", {"flow": 1})
     assert "in the result: (JOB0KHTOWnGLuA, [JOB0KHTOWnGLuB, JOB0KHTOWnGLuC])" in first.text
     assert ":dependencies = 2" in first.text
-    fourth = await widget.perform(ctx, "pick", {"flow": 4})
+    fourth = await act(widget, ctx, "pick", {"flow": 4})
     assert "not in the result" in fourth.text and "awaiting_children" in fourth.text
     assert "TASK0KHTOWnGLuK: no row" in fourth.text
     assert (await picture(widget, ctx))["picked"] == 4
     with pytest.raises(BadInput):
-        await widget.perform(ctx, "pick", {"flow": 5})
+        await act(widget, ctx, "pick", {"flow": 5})
 
 
 async def test_an_ill_formed_id_lands_nothing_and_leaves_every_key_unchanged(ledger, conn) -> None:
     widget, ctx = ledger
-    await widget.perform(ctx, "next", {})
+    await act(widget, ctx, "next", {})
     before = await emq_state(conn)
-    outcome = await widget.perform(ctx, "ill-formed", {})
+    outcome = await act(widget, ctx, "ill-formed", {})
     assert await emq_state(conn) == before
     assert outcome.detail["unchanged"] and "BadId" in outcome.text
     assert not await conn.exists(keyspace.job_key(ORDERS, "JOB0KHTOWnGLuM"))
@@ -124,46 +124,46 @@ async def test_an_ill_formed_id_lands_nothing_and_leaves_every_key_unchanged(led
 
 async def test_retrying_flow_four_then_completing_its_children_releases_the_parent_once(ledger, conn) -> None:
     widget, ctx = ledger
-    await widget.perform(ctx, "run-batch", {})
-    retried = await widget.perform(ctx, "retry-4", {})
+    await act(widget, ctx, "run-batch", {})
+    retried = await act(widget, ctx, "retry-4", {})
     assert retried.detail["retry"] == ("JOB0KHTOWnGLuJ", ["JOB0KHTOWnGLuL", "JOB0KHTOWnGLuK"])
     assert await conn.get(keyspace.dependencies_key(ORDERS, "JOB0KHTOWnGLuJ")) == "2"
     assert await members(conn, BILLING, "pending") == ["JOB0KHTOWnGLuK", "JOB0KHTOWnGLuL"]
-    done = await widget.perform(ctx, "complete-4", {})
+    done = await act(widget, ctx, "complete-4", {})
     assert done.detail["delivered"] == 2 and done.detail["second_tick"] == 0
     assert (await row(conn, ORDERS, "JOB0KHTOWnGLuJ"))["state"] == "pending"
     assert await where(conn, ORDERS, "JOB0KHTOWnGLuJ") == ["pending"]
     processed = await conn.hgetall(keyspace.processed_key(ORDERS, "JOB0KHTOWnGLuJ"))
     assert sorted(processed) == ["JOB0KHTOWnGLuK", "JOB0KHTOWnGLuL"]
     # a second retry and a second run change nothing: released exactly once
-    await widget.perform(ctx, "retry-4", {})
-    assert (await widget.perform(ctx, "complete-4", {})).kind == "info"
+    await act(widget, ctx, "retry-4", {})
+    assert (await act(widget, ctx, "complete-4", {})).kind == "info"
     assert await where(conn, ORDERS, "JOB0KHTOWnGLuJ") == ["pending"]
-    assert "pending" in (await widget.perform(ctx, "pick", {"flow": 4})).text
+    assert "pending" in (await act(widget, ctx, "pick", {"flow": 4})).text
 
 
 async def test_completing_flow_fours_first_child_before_the_retry_still_ends_in_one_release(ledger, conn) -> None:
     widget, ctx = ledger
-    await widget.perform(ctx, "run-batch", {})
-    await widget.perform(ctx, "complete-4", {})
+    await act(widget, ctx, "run-batch", {})
+    await act(widget, ctx, "complete-4", {})
     assert await conn.get(keyspace.dependencies_key(ORDERS, "JOB0KHTOWnGLuJ")) == "1"
-    await widget.perform(ctx, "retry-4", {})
+    await act(widget, ctx, "retry-4", {})
     assert await members(conn, BILLING, "pending") == ["JOB0KHTOWnGLuK"]
-    await widget.perform(ctx, "complete-4", {})
+    await act(widget, ctx, "complete-4", {})
     assert (await row(conn, ORDERS, "JOB0KHTOWnGLuJ"))["state"] == "pending"
 
 
 async def test_retry_before_flow_four_was_tried_is_refused_politely(ledger, conn) -> None:
     widget, ctx = ledger
-    outcome = await widget.perform(ctx, "retry-4", {})
+    outcome = await act(widget, ctx, "retry-4", {})
     assert outcome.kind == "info"
     assert not [k for k in await all_keys(conn) if k.startswith("emq:")]
 
 
 async def test_reset_lands_the_empty_ledger_again(ledger, conn) -> None:
     widget, ctx = ledger
-    await widget.perform(ctx, "run-batch", {})
-    await widget.perform(ctx, "reset", {})
+    await act(widget, ctx, "run-batch", {})
+    await act(widget, ctx, "reset", {})
     assert not [k for k in await all_keys(conn) if k.startswith("emq:")]
     assert (await picture(widget, ctx))["result"] == []
 
@@ -175,7 +175,7 @@ def one_flow(parent: str = "JOBx1", **child: Any) -> dict[str, Any]:
 async def test_a_custom_batch_lands_in_the_ledgers_own_queues(ledger, conn) -> None:
     widget, ctx = ledger
     body = {"flows": [one_flow(queue="mail"), one_flow("JOBy1", id="child-b")]}
-    outcome = await widget.perform(ctx, "custom-batch", body)
+    outcome = await act(widget, ctx, "custom-batch", body)
     assert outcome.detail["result"] == [("JOBx1", ["JOBx2"])]
     assert await members(conn, MAIL, "pending") == ["JOBx2"]
     pic = await picture(widget, ctx)
@@ -204,10 +204,10 @@ async def test_a_custom_batch_lands_in_the_ledgers_own_queues(ledger, conn) -> N
 )
 async def test_a_bad_custom_batch_is_refused_before_anything_is_written(ledger, conn, body, says) -> None:
     widget, ctx = ledger
-    await widget.perform(ctx, "next", {})
+    await act(widget, ctx, "next", {})
     before = await emq_state(conn)
     with pytest.raises(BadInput, match=says):
-        await widget.perform(ctx, "custom-batch", body)
+        await act(widget, ctx, "custom-batch", body)
     assert await emq_state(conn) == before
 
 
@@ -216,7 +216,7 @@ async def test_the_limits_of_a_custom_batch_come_from_the_settings(conn) -> None
     widget.limits = dataclasses.replace(widget.limits, max_flows=1)
     await widget.show(ctx)
     with pytest.raises(BadInput, match="1 to 1 flows"):
-        await widget.perform(ctx, "custom-batch", {"flows": [one_flow(), one_flow("JOBy1", id="JOBy2")]})
+        await act(widget, ctx, "custom-batch", {"flows": [one_flow(), one_flow("JOBy1", id="JOBy2")]})
 
 
 @pytest.mark.parametrize(
@@ -231,7 +231,7 @@ async def test_a_bad_field_of_your_own_batch_is_named_in_the_refusal(ledger, con
     widget, ctx = ledger
     before = await emq_state(conn)
     with pytest.raises(BadInput) as refused:
-        await widget.perform(ctx, "custom-batch", body)
+        await act(widget, ctx, "custom-batch", body)
     assert str(refused.value).startswith(field)
     assert await emq_state(conn) == before
 
@@ -244,7 +244,7 @@ async def test_your_own_batch_lists_the_landed_flows_in_input_order_and_what_a_f
          "children": [{"id": "JOBmine5", "queue": "billing"}, {"id": "TASKmine6", "queue": "billing"}]},
         {"parent": {"id": "JOBmine7", "payload": "p"}, "children": [{"id": "JOBmine8"}]},
     ]}
-    outcome = await widget.perform(ctx, "custom-batch", body)
+    outcome = await act(widget, ctx, "custom-batch", body)
     assert outcome.detail["result"] == [("JOBmine1", ["JOBmine2"]), ("JOBmine7", ["JOBmine8"])]
     assert (await row(conn, ORDERS, "JOBmine4"))["state"] == "awaiting_children"
     assert await members(conn, BILLING, "pending") == ["JOBmine5"]

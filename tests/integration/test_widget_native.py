@@ -23,7 +23,7 @@ from server.widgets.base import Context
 from server.widgets.native import CHILD, FLAT, PARENT, Native
 from tests.support import ROOT, running
 
-from .conftest import members, row
+from .conftest import act, members, row
 
 SANDBOX = "s0123456789"
 QUEUE = f"{SANDBOX}.native"
@@ -57,7 +57,7 @@ async def test_the_scenario_lands_a_held_parent_a_claimed_child_and_a_claimed_fl
 
 async def test_the_native_line_is_refused_and_every_key_stays_byte_for_byte(widget, conn) -> None:
     found, ctx = widget
-    outcome = await found.perform(ctx, "native", {})
+    outcome = await act(found, ctx, "native", {})
     record = await last(conn)
     assert record["line"].startswith(f"EMQ.COMPLETE 5 {keyspace.queue_key(QUEUE, 'active')} ")
     assert record["reply"] == "(error) EMQSTATE complete flow not native"
@@ -67,7 +67,7 @@ async def test_the_native_line_is_refused_and_every_key_stays_byte_for_byte(widg
 
 async def test_the_flat_form_on_the_child_is_refused_and_changes_nothing(widget, conn) -> None:
     found, ctx = widget
-    await found.perform(ctx, "flat-form", {})
+    await act(found, ctx, "flat-form", {})
     record = await last(conn)
     assert record["line"] == (f"EMQ.COMPLETE 2 {keyspace.queue_key(QUEUE, 'active')} "
                               f"{keyspace.job_key(QUEUE, CHILD)} {CHILD} 1 {keyspace.base(QUEUE)}")
@@ -77,7 +77,7 @@ async def test_the_flat_form_on_the_child_is_refused_and_changes_nothing(widget,
 
 async def test_the_script_line_completes_the_child_and_releases_the_parent(widget, conn) -> None:
     found, ctx = widget
-    await found.perform(ctx, "script", {})
+    await act(found, ctx, "script", {})
     record = await last(conn)
     assert record["line"].startswith("EVALSHA ") and " 5 " in record["line"]
     assert record["reply"] == "(integer) 1"
@@ -88,7 +88,7 @@ async def test_the_script_line_completes_the_child_and_releases_the_parent(widge
 
 async def test_the_flat_job_completes_natively(widget, conn) -> None:
     found, ctx = widget
-    await found.perform(ctx, "flat-job", {})
+    await act(found, ctx, "flat-job", {})
     record = await last(conn)
     assert record["reply"] == "(integer) 1"
     assert await row(conn, QUEUE, FLAT) == {}

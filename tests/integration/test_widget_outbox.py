@@ -9,7 +9,7 @@ from server.emq import keyspace, pump, results
 from server.widgets.base import BadInput, Context
 from server.widgets.outbox import MAX_BLOCKED, PARENT, POISON, Outbox
 
-from .conftest import members, row
+from .conftest import act, members, row
 
 SANDBOX = "s0123456789"
 
@@ -44,7 +44,7 @@ async def test_landing_holds_the_parent_on_its_slot_and_the_children_on_two_othe
 
 async def test_a_completion_waits_in_its_own_queues_outbox_and_the_counter_stays(landed, conn) -> None:
     widget, ctx = landed
-    outcome = await widget.perform(ctx, "complete-child", {})
+    outcome = await act(widget, ctx, "complete-child", {})
     assert outcome.detail["child"] == "JOBmail1"
     entries = [pump.decode_entry(e) for e in await pump.read_all(conn, q("mail"))]
     assert [(e.kind, e.child, e.parent, e.parent_queue) for e in entries] == [
@@ -58,8 +58,8 @@ async def test_a_completion_waits_in_its_own_queues_outbox_and_the_counter_stays
 async def test_pump_ticks_count_down_and_release_the_parent_at_zero(landed, conn) -> None:
     widget, ctx = landed
     for expected in (2, 1, 0):
-        await widget.perform(ctx, "complete-child", {})
-        outcome = await widget.perform(ctx, "pump-tick", {})
+        await act(widget, ctx, "complete-child", {})
+        outcome = await act(widget, ctx, "pump-tick", {})
         assert await deps(conn) == expected
         assert f"to {expected}" in outcome.text
     assert await members(conn, q("orders"), "pending") == [PARENT]
@@ -70,14 +70,14 @@ async def test_pump_ticks_count_down_and_release_the_parent_at_zero(landed, conn
 
 async def test_crash_before_trim_then_a_tick_delivers_twice_but_decrements_once(landed, conn) -> None:
     widget, ctx = landed
-    await widget.perform(ctx, "complete-child", {})
-    crash = await widget.perform(ctx, "crash-before-trim", {})
+    await act(widget, ctx, "complete-child", {})
+    crash = await act(widget, ctx, "crash-before-trim", {})
     assert crash.detail["queues"]["mail"] == {
         "read": 1, "delivered": 1, "duplicates": 0, "blocked": False, "trimmed": 0
     }
     assert await conn.llen(keyspace.outbox_key(q("mail"))) == 1  # still there
     assert await deps(conn) == 2
-    tick = await widget.perform(ctx, "pump-tick", {})
+    tick = await act(widget, ctx, "pump-tick", {})
     assert tick.detail["queues"]["mail"]["duplicates"] == 1
     assert "1 entry delivered again: the guard refused it (duplicate)" in tick.text
     assert ":dependencies stayed at 2" in tick.text
@@ -88,19 +88,19 @@ async def test_crash_before_trim_then_a_tick_delivers_twice_but_decrements_once(
 
 async def test_a_poison_entry_blocks_the_head_until_the_aged_tick_moves_it_aside(landed, conn) -> None:
     widget, ctx = landed
-    poison = await widget.perform(ctx, "add-poison", {})
+    poison = await act(widget, ctx, "add-poison", {})
     assert "teaching action" in poison.text
-    await widget.perform(ctx, "complete-child", {})  # JOBmail1's entry lands behind it
+    await act(widget, ctx, "complete-child", {})  # JOBmail1's entry lands behind it
     waiting = await pump.read_all(conn, q("mail"))
     assert waiting[0] == POISON and pump.decode_entry(waiting[1]).child == "JOBmail1"
-    tick = await widget.perform(ctx, "pump-tick", {})
+    tick = await act(widget, ctx, "pump-tick", {})
     assert "the head is blocked" in tick.text and tick.detail["queues"]["mail"]["delivered"] == 0
     assert await deps(conn) == 3
     for n in range(1, MAX_BLOCKED + 1):
-        aged = await widget.perform(ctx, "aged-pump-tick", {})
+        aged = await act(widget, ctx, "aged-pump-tick", {})
         assert aged.detail["queues"]["mail"] == {"delivered": 0, "moved": 0, "head_count": n}
         assert await conn.lrange(keyspace.poison_key(q("mail")), 0, -1) == []
-    aged = await widget.perform(ctx, "aged-pump-tick", {})
+    aged = await act(widget, ctx, "aged-pump-tick", {})
     assert aged.detail["queues"]["mail"] == {"delivered": 1, "moved": 1, "head_count": 0}
     assert "moved to flow:outbox:poison" in aged.text
     assert await conn.lrange(keyspace.poison_key(q("mail")), 0, -1) == [POISON]
@@ -112,30 +112,30 @@ async def test_a_poison_entry_blocks_the_head_until_the_aged_tick_moves_it_aside
 
 async def test_the_tour_deep_link_replays_to_a_released_parent(landed, conn) -> None:
     widget, ctx = landed
-    outcome = await widget.perform(ctx, "goto", {"step": 11})
+    outcome = await act(widget, ctx, "goto", {"step": 11})
     assert outcome.text.startswith("Step 11 of 11")
     assert await deps(conn) == 0
     assert await members(conn, q("orders"), "pending") == [PARENT]
     assert await conn.lrange(keyspace.poison_key(q("mail")), 0, -1) == [POISON]
-    await widget.perform(ctx, "goto", {"step": 0})
+    await act(widget, ctx, "goto", {"step": 0})
     assert await deps(conn) == 3
 
 
 @pytest.mark.parametrize("body", [{}, {"step": -1}, {"step": 1.5}, {"step": "3"}, {"step": True}])
 async def test_a_bad_step_is_refused_and_nothing_is_written(landed, conn, body) -> None:
     widget, ctx = landed
-    await widget.perform(ctx, "complete-child", {})
+    await act(widget, ctx, "complete-child", {})
     before = await conn.llen(keyspace.outbox_key(q("mail")))
     with pytest.raises(BadInput):
-        await widget.perform(ctx, "goto", body)
+        await act(widget, ctx, "goto", body)
     assert await conn.llen(keyspace.outbox_key(q("mail"))) == before == 1
 
 
 async def test_reset_lands_the_flow_again_and_empties_every_outbox(landed, conn) -> None:
     widget, ctx = landed
-    await widget.perform(ctx, "add-poison", {})
-    await widget.perform(ctx, "complete-child", {})
-    await widget.perform(ctx, "reset", {})
+    await act(widget, ctx, "add-poison", {})
+    await act(widget, ctx, "complete-child", {})
+    await act(widget, ctx, "reset", {})
     assert await deps(conn) == 3
     assert await conn.llen(keyspace.outbox_key(q("mail"))) == 0
     assert await members(conn, q("mail"), "pending") == ["JOBmail1", "JOBmail2"]
@@ -149,7 +149,7 @@ async def test_one_script_needs_a_cluster_and_says_so_on_one_server(landed) -> N
     assert before["picture"]["cluster"] is False
     assert all("node" not in view for view in before["queues"])
     with pytest.raises(Refusal, match="needs a cluster: .*emqlab serve --cluster"):
-        await widget.perform(ctx, "one-script", {})
+        await act(widget, ctx, "one-script", {})
     assert (await widget.snapshot(ctx))["queues"] == before["queues"]
 
 
@@ -162,7 +162,7 @@ async def test_one_script_on_a_cluster_shows_the_servers_crossslot_and_writes_no
     assert all(node.startswith("127.0.0.1:") for node in nodes.values())
     for view in before["queues"]:
         assert view["node"] == cluster_conn.get_node_from_key(keyspace.queue_key(view["queue"], "")).name
-    outcome = await widget.perform(ctx, "one-script", {})
+    outcome = await act(widget, ctx, "one-script", {})
     assert outcome.kind == "refused"
     assert outcome.detail["error"] == "CROSSSLOT Keys in request don't hash to the same slot"
     assert "The cluster refused it: CROSSSLOT Keys in request don't hash to the same slot" in outcome.text
@@ -170,8 +170,8 @@ async def test_one_script_on_a_cluster_shows_the_servers_crossslot_and_writes_no
     assert outcome.detail["node"] == nodes[q("orders")]
     assert (await widget.snapshot(ctx))["queues"] == before["queues"]
     # the rest of the widget works on the cluster as on one server
-    await widget.perform(ctx, "complete-child", {})
-    assert (await widget.perform(ctx, "pump-tick", {})).detail["queues"]["mail"]["delivered"] == 1
+    await act(widget, ctx, "complete-child", {})
+    assert (await act(widget, ctx, "pump-tick", {})).detail["queues"]["mail"]["delivered"] == 1
     assert await results.dependencies(cluster_conn, q("orders"), PARENT) == 2
-    await widget.perform(ctx, "reset", {})
+    await act(widget, ctx, "reset", {})
     assert await results.dependencies(cluster_conn, q("orders"), PARENT) == 3

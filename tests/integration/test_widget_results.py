@@ -10,7 +10,7 @@ from server.emq import keyspace
 from server.widgets.base import Context
 from server.widgets.results_reader import CHILDREN, ERROR, PARENT, VALUES, ResultsReader
 
-from .conftest import all_keys, members, row, where
+from .conftest import act, all_keys, members, row, where
 
 SANDBOX = "s0123456789"
 QUEUE = f"{SANDBOX}.results"
@@ -37,7 +37,7 @@ async def test_the_scenario_lands_a_held_parent_on_three_children_with_the_ignor
 
 async def test_completing_a_child_records_its_value_in_processed(reader, conn) -> None:
     widget, ctx = reader
-    outcome = await widget.perform(ctx, "complete-child", {})
+    outcome = await act(widget, ctx, "complete-child", {})
     child = outcome.detail["child"]
     assert await conn.hgetall(keyspace.processed_key(QUEUE, PARENT)) == {child: VALUES[child]}
     assert await conn.get(keyspace.dependencies_key(QUEUE, PARENT)) == "2"
@@ -45,21 +45,21 @@ async def test_completing_a_child_records_its_value_in_processed(reader, conn) -
 
 async def test_failing_a_child_at_the_cap_records_it_in_ignored_and_the_parent_still_proceeds(reader, conn) -> None:
     widget, ctx = reader
-    failed = await widget.perform(ctx, "fail-child", {})
+    failed = await act(widget, ctx, "fail-child", {})
     assert failed.detail["outcome"] == "dead"
     assert await conn.hgetall(keyspace.ignored_key(QUEUE, PARENT)) == {failed.detail["child"]: ERROR}
-    await widget.perform(ctx, "complete-child", {})
-    await widget.perform(ctx, "complete-child", {})
+    await act(widget, ctx, "complete-child", {})
+    await act(widget, ctx, "complete-child", {})
     assert (await row(conn, QUEUE, PARENT))["state"] == "pending"
     assert await where(conn, QUEUE, PARENT) == ["pending"]
-    assert (await widget.perform(ctx, "complete-child", {})).kind == "info"
+    assert (await act(widget, ctx, "complete-child", {})).kind == "info"
 
 
 async def test_the_three_reads_return_what_the_fan_in_wrote(reader) -> None:
     widget, ctx = reader
-    done = (await widget.perform(ctx, "complete-child", {})).detail["child"]
-    dead = (await widget.perform(ctx, "fail-child", {})).detail["child"]
-    outcome = await widget.perform(ctx, "read", {})
+    done = (await act(widget, ctx, "complete-child", {})).detail["child"]
+    dead = (await act(widget, ctx, "fail-child", {})).detail["child"]
+    outcome = await act(widget, ctx, "read", {})
     assert outcome.detail["values"] == {done: VALUES[done]}
     assert outcome.detail["dependencies"] == 1
     assert outcome.detail["ignored"] == {dead: ERROR}
@@ -69,10 +69,10 @@ async def test_the_three_reads_return_what_the_fan_in_wrote(reader) -> None:
 
 async def test_the_three_reads_write_nothing(reader, conn) -> None:
     widget, ctx = reader
-    await widget.perform(ctx, "complete-child", {})
-    await widget.perform(ctx, "fail-child", {})
+    await act(widget, ctx, "complete-child", {})
+    await act(widget, ctx, "fail-child", {})
     before = await emq_state(conn)
-    outcome = await widget.perform(ctx, "read", {})
+    outcome = await act(widget, ctx, "read", {})
     assert await emq_state(conn) == before
     assert outcome.detail["unchanged"] is True
     assert f"the three reads wrote nothing: {len(before)} keys unchanged" in outcome.text
@@ -80,16 +80,16 @@ async def test_the_three_reads_write_nothing(reader, conn) -> None:
 
 async def test_a_read_says_when_valkey_has_moved_on_since(reader) -> None:
     widget, ctx = reader
-    await widget.perform(ctx, "read", {})
-    await widget.perform(ctx, "complete-child", {})
+    await act(widget, ctx, "read", {})
+    await act(widget, ctx, "complete-child", {})
     shown = (await widget.snapshot(ctx))["picture"]["read"]
     assert shown["dependencies"] == 3 and shown["current"] is False
 
 
 async def test_reset_lands_the_flow_again_and_forgets_the_last_read(reader, conn) -> None:
     widget, ctx = reader
-    await widget.perform(ctx, "complete-child", {})
-    await widget.perform(ctx, "read", {})
-    await widget.perform(ctx, "reset", {})
+    await act(widget, ctx, "complete-child", {})
+    await act(widget, ctx, "read", {})
+    await act(widget, ctx, "reset", {})
     assert await conn.get(keyspace.dependencies_key(QUEUE, PARENT)) == "3"
     assert (await widget.snapshot(ctx))["picture"]["read"] is None

@@ -10,6 +10,8 @@ import pytest
 from server.widgets import WIDGETS
 from server.widgets.base import Context
 
+from .conftest import act
+
 SANDBOX = "s0123456788"
 # a plural noun after the number one ("1 completions", "1 keys")
 ONE_PLURAL = re.compile(r"(?<![\d.])1 (keys|completions|entries|children|flows|ticks|jobs|moves|steps)\b")
@@ -28,7 +30,7 @@ async def test_every_readout_and_outcome_of_the_tour_starts_upper_case_and_count
     said = [(await widget.snapshot(ctx))["readout"]]
     for entry in widget.tour:
         slug, body = widget.tour_step(entry)
-        outcome = await widget.perform(ctx, slug, body)
+        outcome = await act(widget, ctx, slug, body)
         if outcome.keep:
             await widget.remember(ctx, **outcome.keep)
         said += [outcome.text, (await widget.snapshot(ctx))["readout"]]
