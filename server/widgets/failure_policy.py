@@ -98,13 +98,33 @@ class FailurePolicy(Widget):
         }
 
     # -- reading -------------------------------------------------------------
-    async def next_child(self, ctx: Context) -> tuple[str, int] | None:
-        """Claim the next pending child; never the parent once it is released."""
+    async def next_child(self, ctx: Context, start: QueueView | None) -> tuple[str, int] | None:
+        """Claim the next pending child; never the parent once it is released.
+        `start`: the queue as the action's lock read it (None: read the head now)."""
         queue = self.queues(ctx)[0]
-        pending = await ctx.conn.zrange(keyspace.queue_key(queue, "pending"), 0, 0)
-        if not pending or text(pending[0]) not in CHILDREN:
+        if start is not None:
+            head = next(iter(start.members("pending")), None)
+        else:
+            pending = await ctx.conn.zrange(keyspace.queue_key(queue, "pending"), 0, 0)
+            head = text(pending[0]) if pending else None
+        if head not in CHILDREN:
             return None
         return await jobs.claim(ctx.conn, queue)
+
+    async def parent_before(self, ctx: Context, start: QueueView | None, child: str | None = None) -> ParentNow:
+        """The parent as the action's lock read it (claiming a child does not
+        touch it), or as Valkey holds it now when the lock read nothing."""
+        if start is None:
+            return await self.parent_now(ctx, child)
+        deps, row, ignored = (start.row(PARENT, sub) for sub in (":dependencies", "", ":ignored"))
+        child_row = start.row(child) if child is not None else None
+        return ParentNow(
+            dependencies=int(deps.value) if deps else 0,
+            state=row.value.get("state", "gone") if row else "gone",
+            ignored=len(ignored.value) if ignored else 0,
+            sets=start.sets_of(PARENT),
+            token=child_row.value.get("parent_policy", "") if child_row else "",
+        )
 
     async def parent_now(self, ctx: Context, child: str | None = None, parent: str = PARENT) -> ParentNow:
         """A parent as Valkey holds it now, in one round trip (one slot); with
@@ -147,11 +167,12 @@ class FailurePolicy(Widget):
     @action("fail-child")
     async def fail_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         queue = self.queues(ctx)[0]
-        claimed = await self.next_child(ctx)
+        start = ctx.take_start()
+        claimed = await self.next_child(ctx, start)
         if claimed is None:
             return Outcome("No child is waiting in pending. Reset to land the flow again.", "info")
         job_id, token = claimed
-        before = await self.parent_now(ctx, job_id)
+        before = await self.parent_before(ctx, start, job_id)
         outcome = await jobs.fail(ctx.conn, queue, job_id, token, ERROR, max_attempts=token)
         now = await self.parent_now(ctx)
         return Outcome(
@@ -165,11 +186,12 @@ class FailurePolicy(Widget):
     @action("fail-retry")
     async def fail_retry(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         queue = self.queues(ctx)[0]
-        claimed = await self.next_child(ctx)
+        start = ctx.take_start()
+        claimed = await self.next_child(ctx, start)
         if claimed is None:
             return Outcome("No child is waiting in pending. Reset to land the flow again.", "info")
         job_id, token = claimed
-        before = await self.parent_now(ctx)
+        before = await self.parent_before(ctx, start)
         outcome = await jobs.fail(ctx.conn, queue, job_id, token, ERROR, max_attempts=RETRY_CAP)
         now = await self.parent_now(ctx)
         same = "unchanged" if before == now else "changed (unexpected)"
@@ -183,7 +205,7 @@ class FailurePolicy(Widget):
     @action("complete-child")
     async def complete_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         queue = self.queues(ctx)[0]
-        claimed = await self.next_child(ctx)
+        claimed = await self.next_child(ctx, ctx.take_start())
         if claimed is None:
             return Outcome("No child is waiting in pending. Reset to land the flow again.", "info")
         job_id, token = claimed
