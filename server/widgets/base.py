@@ -186,21 +186,30 @@ class Widget:
     # -- the snapshot ------------------------------------------------------------
     async def snapshot(self, ctx: Context) -> dict[str, Any]:
         """Every queue and the lab state, read in one round trip."""
-        calls = [snapshot.call(q, self.job_ids(q)) for q in self.queues(ctx)]
+        return self.decode(ctx, await self._read_all(ctx))
+
+    async def views(self, ctx: Context, ids: dict[str, list[str]] | None = None) -> list[QueueView]:
+        """Every queue's keys, read in one round trip (no lab state); `ids`:
+        per queue, the job ids to look for (default: `job_ids`)."""
+        queues = self.queues(ctx)
+        replies = await self._read_all(ctx, ids)
+        return [snapshot.decode(ctx.conn, q, r)[1] for q, r in zip(queues, replies, strict=True)]
+
+    async def _read_all(self, ctx: Context, ids: dict[str, list[str]] | None = None) -> list[Any]:
+        calls = [snapshot.call(q, ids[q] if ids else self.job_ids(q)) for q in self.queues(ctx)]
         async with ctx.conn.pipeline(transaction=False) as pipe:
             for script, keys, args in calls:
                 script.queue(pipe, keys, args)
-            replies = await scripts.execute(ctx.conn, pipe, calls)
-        return self.decode(ctx, replies)
+            return await scripts.execute(ctx.conn, pipe, calls)
 
     def decode(self, ctx: Context, replies: list[Any]) -> dict[str, Any]:
         decoded = [snapshot.decode(ctx.conn, q, r) for q, r in zip(self.queues(ctx), replies, strict=True)]
         return self.compose([view for _, view in decoded], decoded[0][0])
 
     async def read_views(self, ctx: Context, state: dict[str, str]) -> list[QueueView]:
-        """The widget's queues as its snapshot reads them (predictions measure these)."""
-        return list(await asyncio.gather(*(snapshot.read_queue(ctx.conn, q, self.job_ids(q))
-                                           for q in self.queues(ctx))))
+        """The widget's queues as its snapshot reads them (predictions measure
+        these; a widget whose picture depends on its lab state overrides it)."""
+        return await self.views(ctx)
 
     def compose(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
         """The snapshot a page receives, from the keys and lab state just read."""

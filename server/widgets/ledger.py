@@ -14,11 +14,9 @@ own batch) lives in `ledger_batch.py`.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
-from server.widgets import snapshot
 from server.emq import flows, jobs, keyspace, pump
 from server.emq.errors import EmqError
 from server.settings import Settings
@@ -72,9 +70,7 @@ class Ledger(Widget):
     async def read_views(self, ctx: Context, state: dict[str, str]) -> list[QueueView]:
         # The fixed ids plus those of a learner's batch: a held parent is in
         # no state set, so the snapshot must be told to look for its row.
-        # side by side, as the base snapshot reads its queues
-        return list(await asyncio.gather(*(snapshot.read_queue(ctx.conn, q, self.ids(q, state))
-                                           for q in self.queues(ctx))))
+        return await self.views(ctx, {q: self.ids(q, state) for q in self.queues(ctx)})
 
     def ids(self, queue: str, state: dict[str, str]) -> list[str]:
         """The fixed ids plus those of a learner's batch on `queue`."""
@@ -250,13 +246,13 @@ class Ledger(Widget):
     @action("ill-formed")
     async def ill_formed(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         queues = self.queues(ctx)
-        before = await fingerprint(ctx.conn, queues)
+        before = fingerprint(await self.views(ctx))
         try:
             await flows.add_bulk(ctx.conn, queues[0], [resolve(ctx, f) for f in BAD_BATCH])
             raised = "nothing (unexpected)"
         except keyspace.BadId as exc:
             raised = f"BadId ({exc})"
-        after = await fingerprint(ctx.conn, queues)
+        after = fingerprint(await self.views(ctx))
         same = before == after
         proof = f"nothing landed: the ledger's {after[0]} keys are unchanged" if same else "the keys changed"
         return Outcome(

@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from server.emq import flows, jobs, keyspace, results
-from server.widgets.snapshot import QueueView, _text
+from server.widgets.snapshot import QueueView
 from server.widgets import flow
 from server.widgets.base import Context, Outcome, Widget, action
 from server.widgets.flow import plural
@@ -41,24 +41,12 @@ def flow_spec() -> dict[str, Any]:
     }
 
 
-async def fingerprint(conn: Any, queues: list[str]) -> tuple[int, str]:
-    """(key count, digest of every key's name and DUMP) over `queues`.
-
-    DUMP serialises a key's whole value, so two equal digests mean no key of
-    these queues was created, removed or changed in between.
-    """
-    names: list[str] = []
-    for queue in queues:
-        async for name in conn.scan_iter(match=f"emq:{{{queue}}}:*", count=500):
-            names.append(_text(name))
-    names.sort()
-    digest = hashlib.sha256()
-    for name in names:
-        # DUMP's reply is binary; redis-py fetches it undecoded (NEVER_DECODE)
-        # even on a decode_responses connection
-        dumped = await conn.dump(name)
-        digest.update(name.encode() + b"\0" + (dumped or b"") + b"\0")
-    return len(names), digest.hexdigest()
+def fingerprint(views: list[QueueView]) -> tuple[int, str]:
+    """(key count, digest of every key's name, type and whole value) of the
+    queues as `queue_keys` read them: two equal digests mean no key of these
+    queues was created, removed or changed in between."""
+    found = sorted((k.name, k.type, k.value) for view in views for k in view.keys)
+    return len(found), hashlib.sha256(json.dumps(found, sort_keys=True).encode()).hexdigest()
 
 
 def _entries(found: dict[str, str]) -> str:
@@ -171,11 +159,12 @@ class ResultsReader(Widget):
     @action("read")
     async def read(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         queue = self.queues(ctx)[0]
-        before = await fingerprint(ctx.conn, [queue])
+        start = ctx.take_start()
+        before = fingerprint([start] if start else await self.views(ctx))
         values = await results.children_values(ctx.conn, queue, PARENT)
         deps = await results.dependencies(ctx.conn, queue, PARENT)
         ignored = await results.ignored_failures(ctx.conn, queue, PARENT)
-        after = await fingerprint(ctx.conn, [queue])
+        after = fingerprint(await self.views(ctx))
         unchanged = before == after
         answers = {"values": values, "dependencies": deps, "ignored": ignored,
                    "keys": after[0], "unchanged": unchanged}
