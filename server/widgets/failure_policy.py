@@ -25,7 +25,7 @@ from typing import Any
 from server.emq import flows, jobs, keyspace, pump
 from server.emq.wire import text
 from server.widgets import flow
-from server.widgets.base import BadInput, Context, Outcome, Widget, action, choice, tour_step_of, whole
+from server.widgets.base import BadInput, Context, Outcome, Widget, action, choice, tour_step_of
 from server.widgets.failure_flows import (
     CHILDREN, ERROR, LINKED, PARENT, POLICIES, REMOTE, UNKNOWN_TOKEN, VARIANTS, WORDS,
     child_picture, flow_spec, linked_picture, linked_spec, parent_picture, readout,

@@ -16,7 +16,7 @@ import hashlib
 import json
 from typing import Any
 
-from server.emq import flows, jobs, keyspace, results
+from server.emq import flows, jobs, results
 from server.widgets.snapshot import QueueView
 from server.widgets import flow
 from server.widgets.base import Context, Outcome, Widget, action

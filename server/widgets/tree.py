@@ -18,7 +18,7 @@ from server.emq import flows, jobs, keyspace
 from server.emq.shape import parse_flow
 from server.emq.wire import text
 from server.widgets import flow
-from server.widgets.base import Context, Outcome, Widget, action, tour_step_of, whole
+from server.widgets.base import Context, Outcome, Widget, action, tour_step_of
 from server.widgets.snapshot import QueueView
 
 ROOT, INNER, TWIG = "JOBtree", "JOBbranch", "JOBtwig"
