@@ -17,8 +17,10 @@ set of checks arranged for the hot path:
   (`Widget.begin`), so the way in costs no round trip of its own, and judges
   the counts before the action runs (a refusal lets the lock go).
 
-Inside a class acting in another sandbox (demo, together) or while an
-instructor watches, the records span several slots: `guard.enter` does it.
+In a class acting in another sandbox (demo, together) the records span
+several slots: the learner's own record and the room's expiry ride as plain
+writes in the same round trip. Only an instructor watching a learner takes
+`guard.enter`, which records no activity of the learner's.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.requests import Request
@@ -53,10 +55,12 @@ class WayIn:
 
     calls: list[Call]
     budgets: list[limits.Budget]
+    # Plain writes on other slots (a class's records), sent first; their replies are not read.
+    commands: list[tuple[Any, ...]] = field(default_factory=list)
 
     def judge(self, replies: list[Any]) -> list[Any]:
         """Refuse (429) past a budget; else the progress fields `activity.lua` read."""
-        (counts, fields), *other_counts = replies
+        (counts, fields), *other_counts = replies[len(self.commands):]
         limits.judge_rates(self.budgets, [*counts, *other_counts])
         return list(fields)
 
@@ -88,17 +92,19 @@ async def enter(request: Request, sandbox: str, widget: str, progress_fields: li
     if not _recently_admitted(sandbox):
         await guard.admit_request(request, sandbox, used=True)
         _remember(sandbox)
-    visitor = getattr(request.state, "visitor", None) or sandbox
-    if visitor != sandbox or guard.room_of(request) or getattr(request.state, "watching", None):
+    if getattr(request.state, "watching", None):
         await guard.enter(request, sandbox, widget)
         return None
     return way_in(request, sandbox, widget, progress_fields)
 
 
 def way_in(request: Request, sandbox: str, widget: str, progress_fields: list[str]) -> WayIn:
-    """The activity record and the budgets of one action in the learner's own sandbox."""
+    """The activity record and the budgets of one action in the acting
+    sandbox: the learner's own, or a class's (demo, together), where the
+    learner's own record and the room's keys are kept alive beside it."""
     settings = request.app.state.settings
-    spent = limits.budgets(request, sandbox, sandbox)
+    visitor = getattr(request.state, "visitor", None) or sandbox
+    spent = limits.budgets(request, visitor, sandbox)
     now = time.time()
     own = [b for b in spent if b.name == sandbox]
     others = [b for b in spent if b.name != sandbox]
@@ -107,8 +113,16 @@ def way_in(request: Request, sandbox: str, widget: str, progress_fields: list[st
     if page:
         meta["page"] = page
     keys = [f"lab:{{{sandbox}}}:meta", f"lab:{{{sandbox}}}:progress", *(limits.rate_key(b.name, now) for b in own)]
-    args: list[Arg] = [settings.sandbox_ttl * 2, limits.RATE_WINDOW * 2, len(progress_fields), *progress_fields]
-    args += [item for pair in meta.items() for item in pair]
+    pairs: list[Arg] = [item for pair in meta.items() for item in pair]
+    args: list[Arg] = [settings.sandbox_ttl * 2, limits.RATE_WINDOW * 2, len(progress_fields), *progress_fields, *pairs]
     calls: list[Call] = [(ACTIVITY, keys, args)]
     calls += [(COUNT, [limits.rate_key(b.name, now)], [limits.RATE_WINDOW * 2]) for b in others]
-    return WayIn(calls, [*own, *others])
+    commands: list[tuple[Any, ...]] = []
+    if visitor != sandbox:  # the roster reads the learner's own record
+        own_meta = f"lab:{{{visitor}}}:meta"
+        commands += [("HSET", own_meta, *pairs), ("EXPIRE", own_meta, settings.sandbox_ttl * 2)]
+    room = guard.room_of(request)
+    if room:
+        commands += [("EXPIRE", f"lab:room:{room}", settings.room_ttl),
+                     ("EXPIRE", f"lab:room:{room}:learners", settings.room_ttl)]
+    return WayIn(calls, [*own, *others], commands)

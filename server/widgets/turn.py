@@ -70,10 +70,13 @@ async def _way_in_and_lock(widget: Widget, ctx: Context, call: snapshot.Call, to
     way_in, ctx.way_in = ctx.way_in, None
     if way_in is None:
         return await call[0].run(ctx.conn, call[1], call[2])
-    calls = [*way_in.calls, call]
+    calls: list[snapshot.Call | None] = [None] * len(way_in.commands)
+    calls += [*way_in.calls, call]
     try:
         async with ctx.conn.pipeline(transaction=False) as pipe:
-            for script, keys, args in calls:
+            for command in way_in.commands:
+                pipe.execute_command(*command)
+            for script, keys, args in (c for c in calls if c is not None):
                 script.queue(pipe, keys, args)
             replies = await scripts.execute(ctx.conn, pipe, calls)
         ctx.held = way_in.judge(replies[:-1])
