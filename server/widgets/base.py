@@ -154,6 +154,8 @@ class Widget:
 
     async def clear(self, ctx: Context) -> None:
         """Remove every key of the widget's queues, its lab hash included (the lock stays)."""
+        if ctx.started(self.state_key(ctx)) is not None:
+            ctx.start = ctx.start_state = None  # what the lock read is gone with the keys
         await asyncio.gather(*(snapshot.delete_queue(ctx.conn, q, self.job_ids(q)) for q in self.queues(ctx)))
 
     async def reset(self, ctx: Context) -> None:

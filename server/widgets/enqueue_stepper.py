@@ -99,6 +99,8 @@ class EnqueueStepper(Widget):
         way, found by running the prefixes on Valkey (the gate is move 1, and a
         refused prefix writes nothing, so this costs a round trip or two)."""
         at = len(self.moves())
+        # the learner's choice, as run_to just kept it: the clears below take the lab hash with them
+        non_job = (await self.state(ctx)).get("non_job", "0")
         for n in range(1, at):
             try:
                 await registry.run_prefix(ctx.conn, SCRIPT, n, keys, argv)
@@ -110,7 +112,7 @@ class EnqueueStepper(Widget):
         count = await self.key_count(ctx)
         title = self.moves()[at - 1].title
         # nothing ran past the refusal: no move is done
-        await self.remember(ctx, landed="1", move="0", refused=str(exc), refused_at=str(at))
+        await self.remember(ctx, landed="1", move="0", non_job=non_job, refused=str(exc), refused_at=str(at))
         return Outcome(
             f"The script refused in move {at} ({title}) with {exc}, before its first write: "
             f"{plural(count, 'key')} in the stepper's queue.",
