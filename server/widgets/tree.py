@@ -17,8 +17,8 @@ from typing import Any
 from server.emq import flows, jobs, keyspace
 from server.emq.shape import parse_flow
 from server.emq.wire import text
-from server.widgets import flow
-from server.widgets.base import Context, Outcome, Widget, action, tour_step_of
+from server.widgets import flow, snapshot
+from server.widgets.base import Context, Outcome, Reading, Widget, action, tour_step_of
 from server.widgets.snapshot import QueueView
 
 ROOT, INNER, TWIG = "JOBtree", "JOBbranch", "JOBtwig"
@@ -26,6 +26,9 @@ LEAVES = ("JOBleaf1", "JOBleaf2")
 # How deep each job sits: the root is level 0 and is never claimed here.
 LEVEL = {INNER: 1, TWIG: 1, LEAVES[0]: 2, LEAVES[1]: 2}
 PARENT_OF = {INNER: ROOT, TWIG: ROOT, LEAVES[0]: INNER, LEAVES[1]: INNER}
+# A parent after its level completed, as the outcome words it.
+LEVEL_WORDS = {"pending": "released into pending", "awaiting_children": "still awaiting_children",
+               "failed": "still failed", "none": "gone"}
 
 
 def tree_spec() -> dict[str, Any]:
@@ -164,31 +167,31 @@ class Tree(Widget):
         return Outcome(f"{note}Step {step} of {len(self.tour)}: the walk replayed on Valkey to node {step} of {nodes}.")
 
     # -- completions, level by level -------------------------------------------
-    async def deps(self, ctx: Context, job_id: str) -> int | None:
-        found = text(await ctx.conn.get(keyspace.dependencies_key(self.queues(ctx)[0], job_id)))
-        return int(found) if found is not None else None
-
     @action("complete-level")
     async def complete_level(self, ctx: Context, body: dict[str, Any]) -> Outcome:
         queue = self.queues(ctx)[0]
-        pending = [text(m) for m in await ctx.conn.zrange(keyspace.queue_key(queue, "pending"), 0, -1)]
+        start = ctx.take_start() or await snapshot.read_queue(ctx.conn, queue, self.job_ids(queue))
+        pending = start.members("pending")
         levels = [LEVEL[m] for m in pending if m in LEVEL]
         if not levels:
             return Outcome("No child of the tree waits in pending: walk the tree first, or Reset.", "info")
         level = max(levels)
         targets = [m for m in pending if LEVEL.get(m) == level]
         ups = sorted({PARENT_OF[m] for m in targets})
-        before = {u: await self.deps(ctx, u) for u in ups}
         done = []
         for expected in targets:
             claimed = await jobs.claim(ctx.conn, queue)
             assert claimed is not None and claimed[0] == expected, claimed  # ids sort level by level
-            await jobs.complete(ctx.conn, queue, claimed[0], claimed[1], f"{claimed[0]} done")
+            seen = start.row(expected)
+            line = jobs.lineage_of(queue, *(seen.value.get(f) for f in jobs.LINEAGE_FIELDS)) if seen else None
+            await jobs.complete(ctx.conn, queue, claimed[0], claimed[1], f"{claimed[0]} done", line=line,
+                                tail=ctx.tail)
             done.append(claimed[0])
-        said = []
-        for u in ups:
-            state = text(await ctx.conn.hget(keyspace.job_key(queue, u), "state"))
-            tail = "released into pending" if state == "pending" else f"still {state}"
-            said.append(f"{u}'s :dependencies {before[u]} → {await self.deps(ctx, u)}, {tail}")
+        said, reads = [], {}
+        for i, u in enumerate(ups):
+            counter = start.row(u, ":dependencies")
+            said.append(f"{u}'s :dependencies {counter.value if counter else None} → {{{{d{i}}}}}, {{{{s{i}}}}}")
+            reads[f"d{i}"] = Reading(("GET", keyspace.dependencies_key(queue, u)))
+            reads[f"s{i}"] = Reading(("HGET", keyspace.job_key(queue, u), "state"), LEVEL_WORDS)
         return Outcome(f"Completed level {level} ({', '.join(done)}): {'; '.join(said)}.",
-                       detail={"level": level, "completed": done})
+                       detail={"level": level, "completed": done}, reads=reads)
