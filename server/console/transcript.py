@@ -20,6 +20,11 @@ def transcript_key(sandbox: str, visitor: str) -> str:
     return f"lab:{{{sandbox}}}:console:{visitor}"
 
 
+def visitors_key(sandbox: str) -> str:
+    """The visitors with a transcript in `sandbox`: how a reset finds them without a scan."""
+    return f"lab:{{{sandbox}}}:consoles"
+
+
 def kept(entry: dict[str, Any]) -> dict[str, Any]:
     """The entry as stored: a long reply keeps its first lines and says so."""
     lines = list(entry.get("reply_lines", []))
@@ -36,6 +41,8 @@ async def record(conn: Any, sandbox: str, visitor: str, entry: dict[str, Any], t
         pipe.rpush(key, json.dumps(entry, separators=(",", ":")))
         pipe.ltrim(key, -KEEP, -1)
         pipe.expire(key, ttl)
+        pipe.sadd(visitors_key(sandbox), visitor)
+        pipe.expire(visitors_key(sandbox), ttl)
         await pipe.execute()
 
 

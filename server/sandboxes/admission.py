@@ -27,6 +27,10 @@ from server.sandboxes.sandbox import REGISTRY_KEY
 # Same slot as REGISTRY_KEY: a key without braces hashes as a whole, so
 # `{lab:sandboxes}` as a hashtag lands next to it on a cluster.
 UNUSED_KEY = "{lab:sandboxes}:unused"
+# Every sandbox that may hold keys (sandbox -> first admission, ms), same slot:
+# admission is the one gate before any key of a sandbox is written, so the
+# reaper finds orphans (an evicted or lost registry entry) without a scan.
+HELD_KEY = "{lab:sandboxes}:held"
 WINDOW = 600  # seconds: the window of the per-address count of new sandboxes
 
 ADMITTED, FULL, ADDRESS_FULL = 1, 0, -1
@@ -47,7 +51,7 @@ async def admit(conn: Any, sandbox: str, limits: Limits, address: str = "unknown
     """ADMITTED, FULL, ADDRESS_FULL, or the id of the sandbox evicted to admit this one."""
     now = time.time()
     reply = await site_scripts.script(conn, "admit")(
-        keys=[REGISTRY_KEY, UNUSED_KEY, address_key(address, now)],
+        keys=[REGISTRY_KEY, UNUSED_KEY, address_key(address, now), HELD_KEY],
         args=[sandbox, int(now * 1000), limits.cap, limits.address_cap, int(used),
               limits.unused_idle * 1000, WINDOW * 2],
     )
@@ -61,4 +65,4 @@ async def forget_unused(conn: Any, cutoff_ms: float) -> None:
     await conn.zremrangebyscore(UNUSED_KEY, "-inf", cutoff_ms)
 
 
-__all__ = ["ADDRESS_FULL", "ADMITTED", "FULL", "Limits", "UNUSED_KEY", "admit", "forget_unused"]
+__all__ = ["ADDRESS_FULL", "ADMITTED", "FULL", "HELD_KEY", "Limits", "UNUSED_KEY", "admit", "forget_unused"]

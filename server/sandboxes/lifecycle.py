@@ -4,7 +4,9 @@ A sandbox is every key whose hashtag starts with its id. Resetting one runs
 each widget's own Reset (the learner's kept choices stay, the scenario lands
 again), removes the sandbox's other keys but who the learner is and how far
 they got, and tells its open pages, which redraw at once. Idle sandboxes are
-removed whole by the reaper, so no key lives forever.
+removed whole by the reaper, so no key lives forever. Every key of one
+sandbox is found by name (`known_keys`), never by a scan of the keyspace, so
+a reset or a removal costs the same however many other sandboxes there are.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from server.sandboxes import admission, rooms, site_scripts
-from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE, key_patterns
+from server.sandboxes import admission, known_keys, rooms, site_scripts
+from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE, queue_name
 from server.live.hub import publish_reset
+from server.widgets import WIDGETS, snapshot
+from server.widgets.base import Outcome
 
 log = logging.getLogger("emqlab.lifecycle")
 
@@ -42,27 +46,31 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def meta_key(sandbox: str) -> str:
-    return f"lab:{{{sandbox}}}:meta"
+meta_key = known_keys.meta_key
+survives_reset = known_keys.survives_reset
 
 
 async def list_sandboxes(conn: Any, limit: int | None = None) -> list[SandboxInfo]:
     """Live sandboxes, most recent first (the `limit` most recent), with where
-    each visitor last was."""
+    each visitor last was and how many keys its widgets hold (the count each
+    widget's last action recorded in its lab state)."""
     rows = await conn.zrange(REGISTRY_KEY, 0, -1 if limit is None else limit - 1, withscores=True, desc=True)
     ids = [_text(member) for member, _ in rows]
-    metas: list[dict[Any, Any]] = []
+    replies: list[Any] = []
     if ids:
         async with conn.pipeline(transaction=False) as pipe:
             for sid in ids:
                 pipe.hgetall(meta_key(sid))
-            metas = await pipe.execute()
+                for widget in WIDGETS.values():
+                    pipe.hget(snapshot.state_key(queue_name(sid, *widget.queue_parts[0])), "keys")
+            replies = await pipe.execute()
     by_room = await rooms.room_sandboxes(conn)
     infos = []
-    for (member, score), raw in zip(rows, metas):
+    step = 1 + len(WIDGETS)
+    for i, (member, score) in enumerate(rows):
         sid = _text(member)
-        meta = {_text(k): _text(v) for k, v in raw.items()}
-        counts = [int(v) for k, v in meta.items() if k.startswith("keys:") and v.isdigit()]
+        meta = {_text(k): _text(v) for k, v in replies[i * step].items()}
+        counts = [int(_text(v)) for v in replies[i * step + 1:(i + 1) * step] if v is not None and _text(v).isdigit()]
         infos.append(SandboxInfo(
             sid, score / 1000.0, meta.get("widget"), meta.get("page"), by_room.get(sid),
             sum(counts) if counts else None,
@@ -71,15 +79,8 @@ async def list_sandboxes(conn: Any, limit: int | None = None) -> list[SandboxInf
 
 
 async def delete_sandbox_keys(conn: Any, sandbox: str) -> int:
-    if not SANDBOX_RE.match(sandbox):
-        raise ValueError(f"not a sandbox id: {sandbox!r}")
-    removed = 0
-    for pattern in key_patterns(sandbox):
-        names = [n async for n in conn.scan_iter(match=pattern, count=1000)]
-        # One DEL per key: the keys of one sandbox span several hashtags (slots).
-        for name in names:
-            removed += int(await conn.delete(name))
-    return removed
+    """Remove every key of one sandbox, found by name (no scan): the number removed."""
+    return await known_keys.delete(conn, sandbox)
 
 
 def sandbox_of_key(name: str) -> str | None:
@@ -93,15 +94,9 @@ def sandbox_of_key(name: str) -> str | None:
     return None
 
 
-async def census(conn: Any) -> dict[str, int]:
-    """sandbox id -> number of keys, over the whole keyspace (one SCAN pass)."""
-    counts: dict[str, int] = {}
-    for pattern in ("emq:{s*", "lab:{s*"):
-        async for raw in conn.scan_iter(match=pattern, count=1000):
-            sid = sandbox_of_key(_text(raw))
-            if sid is not None:
-                counts[sid] = counts.get(sid, 0) + 1
-    return counts
+async def held_sandboxes(conn: Any) -> list[str]:
+    """Every sandbox that may hold keys: admission writes each one it admits."""
+    return [_text(m) for m in await conn.zrange(admission.HELD_KEY, 0, -1)]
 
 
 async def is_live(conn: Any, sandbox: str) -> bool:
@@ -114,51 +109,14 @@ async def is_live(conn: Any, sandbox: str) -> bool:
 RESET_TEXT = "Reset by the instructor: the starting scenario was landed again through the real scripts."
 
 
-def survives_reset(sandbox: str) -> set[str]:
-    """What a reset leaves: who the learner is (name, last page) and how far they got."""
-    return {meta_key(sandbox), f"lab:{{{sandbox}}}:progress"}
-
-
-def queue_of_key(name: str) -> str:
-    """The queue (hashtag) a key belongs to: `emq:{s1.fanin}:…` -> `s1.fanin`."""
-    start = name.find("{")
-    end = name.find("}", start + 1)
-    return name[start + 1:end] if start >= 0 and end > start else ""
-
-
 async def reset_sandbox(conn: Any, sandbox: str) -> int:
     """Reset a sandbox the way each widget's own Reset does (under the widget's
     lock: the learner's `kept_on_reset` choices stay, the scenario lands again,
     and the outcome says the instructor reset it); every other key of the
     sandbox goes, except who the learner is and how far they got. The number
-    of keys the sandbox held before (its meta and progress not counted)."""
-    from server.widgets import WIDGETS  # the widgets import this package's sandbox module
-    from server.widgets.base import Context, Outcome
-
-    if not SANDBOX_RE.match(sandbox):
-        raise ValueError(f"not a sandbox id: {sandbox!r}")
-    ctx = Context(conn, sandbox, by="instructor")
-    owned = {queue for widget in WIDGETS.values() for queue in widget.queues(ctx)}
-    spared = survives_reset(sandbox)
-    held = 0
-    for pattern in key_patterns(sandbox):
-        names = [_text(n) async for n in conn.scan_iter(match=pattern, count=1000)]
-        # One DEL per key: the keys of one sandbox span several hashtags (slots).
-        for name in names:
-            if name in spared:
-                continue
-            held += 1
-            if queue_of_key(name) not in owned:
-                await conn.delete(name)
-    for widget in WIDGETS.values():
-        if (await widget.state(ctx)).get("landed") == "1":
-            await widget.reset_locked(ctx, Outcome(RESET_TEXT))
-        else:
-            await widget.clear(ctx)
-    counts = [f for f in await conn.hkeys(meta_key(sandbox)) if _text(f).startswith("keys:")]
-    if counts:
-        await conn.hdel(meta_key(sandbox), *counts)
-    return held
+    of keys the sandbox held before (its meta and progress not counted).
+    Every key is found by name, so the cost does not grow with other sandboxes."""
+    return await known_keys.reset(conn, sandbox, Outcome(RESET_TEXT))
 
 
 async def reset_sandboxes(conn: Any, sandboxes: list[str] | None, by: str = "instructor") -> int:
@@ -171,7 +129,7 @@ async def reset_sandboxes(conn: Any, sandboxes: list[str] | None, by: str = "ins
     if sandboxes is None:
         found = {_text(m) for m in await conn.zrange(REGISTRY_KEY, 0, -1)}
         found |= set(await rooms.room_sandboxes(conn))
-        found |= set(await census(conn))
+        found |= set(await held_sandboxes(conn))
         targets = sorted(found)
     else:
         for sandbox in sandboxes:
@@ -215,11 +173,19 @@ async def expire_rooms(conn: Any) -> list[str]:
 async def remove_orphans(conn: Any) -> list[str]:
     """Keys of sandboxes that are no longer live (a lost registry entry, a
     write racing an expiry): removed, so no key lives forever."""
+    # The held index less the registry, on the server (both share one slot);
+    # a room's sandbox is live without a registry entry.
+    candidates = [_text(m) for m in await conn.zdiff([admission.HELD_KEY, REGISTRY_KEY])]
+    in_rooms = set((await rooms.room_sandboxes(conn)).keys()) if candidates else set()
     orphans = []
-    for sandbox in await census(conn):
-        if not await is_live(conn, sandbox):
-            await delete_sandbox_keys(conn, sandbox)
-            orphans.append(sandbox)
+    for sandbox in candidates:
+        if sandbox in in_rooms:
+            continue
+        if not SANDBOX_RE.match(sandbox):
+            await conn.zrem(admission.HELD_KEY, sandbox)
+            continue
+        await delete_sandbox_keys(conn, sandbox)
+        orphans.append(sandbox)
     return orphans
 
 

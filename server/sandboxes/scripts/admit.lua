@@ -5,6 +5,8 @@
 -- KEYS[1] the registry (zset: sandbox -> last activity, ms)
 -- KEYS[2] the never-used sandboxes (zset: sandbox -> last activity, ms)
 -- KEYS[3] the counter of new sandboxes of this client address, this window
+-- KEYS[4] every sandbox that may hold keys (zset: sandbox -> first admission, ms),
+--         which the reaper reads instead of scanning for orphans
 -- ARGV[1] sandbox  ARGV[2] now (ms)  ARGV[3] the site's cap
 -- ARGV[4] new sandboxes one address may open per window (0: no limit)
 -- ARGV[5] '1' when this is an action (the sandbox is used from now on)
@@ -35,6 +37,7 @@ if not known then
   end
 end
 redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZADD', KEYS[4], 'NX', now, ARGV[1])
 if ARGV[5] == '1' then
   redis.call('ZREM', KEYS[2], ARGV[1])
 elseif not known then
