@@ -1,16 +1,25 @@
 """Lifecycle and caps: idle sandboxes and rooms expire with their keys, orphan
-keys are removed, and the caps on sandboxes and keys per sandbox hold."""
+keys are removed, and the caps on sandboxes and keys per sandbox hold.
+
+Removing or resetting a sandbox finds its keys by name: it leaves no key of
+the sandbox (console writes and transcripts included), touches no key of
+another sandbox, and sends the same commands whether 200 other sandboxes are
+there or none (counted on the wire)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
 import redis.asyncio as aioredis
 
-from server.web import guard
-from server.sandboxes import lifecycle
+from bench.wire import WireCount
+from server.console import owners, transcript
+from server.web import guard, limits
+from server.sandboxes import admission, lifecycle
 from server.sandboxes import rooms
 from server.sandboxes.sandbox import REGISTRY_KEY
 from server.settings import Settings
@@ -24,6 +33,8 @@ FRESH = "s0000000frs"
 
 
 async def land(conn: aioredis.Redis, sandbox: str, seen_ms: int) -> int:
+    # admitted as the site admits it (the registry and the held index), then aged
+    assert await admission.admit(conn, sandbox, admission.Limits(cap=10_000), used=True) == admission.ADMITTED
     await conn.zadd(REGISTRY_KEY, {sandbox: seen_ms})
     ctx = Context(conn, sandbox)
     for name in ("fanin", "enqueue-stepper"):
@@ -143,3 +154,128 @@ def test_past_the_key_cap_actions_are_refused_until_a_reset(capped_valkey: Valke
         assert "cap of 50" in refused.json()["error"] and "Reset" in refused.json()["error"]
         assert client.post("/api/widgets/ledger/reset").status_code == 200
         assert client.post("/api/widgets/ledger/next").status_code == 200
+
+
+# -- removal and reset by name ---------------------------------------------------------
+
+OTHER = "s0000000oth"
+
+
+async def use(conn: aioredis.Redis, sandbox: str) -> None:
+    """A learner who did everything: every widget landed and walked through
+    its tour, a batch of their own, console writes outside every rule, two
+    transcripts, a rate counter, meta and progress."""
+    await land(conn, sandbox, int(time.time() * 1000))
+    for widget in WIDGETS.values():
+        ctx = Context(conn, sandbox)
+        await widget.ensure_landed(ctx)
+        for step in widget.tour:
+            slug, body = widget.tour_step(step)
+            await widget.run(ctx, slug, body)
+    batch = {"flows": [{"parent": {"id": "JOBmine", "payload": "p"},
+                        "children": [{"id": "JOBmine1", "payload": "c"}]}]}
+    await WIDGETS["ledger"].run(Context(conn, sandbox), "custom-batch", batch)
+    ctx = Context(conn, sandbox)
+    note = f"emq:{{{sandbox}.fanin}}:my-note"
+    await owners.index(ctx, {"fanin": [note]})  # as the console names what it writes
+    await conn.set(note, "hello")
+    for visitor in (sandbox, "s0000000vis"):
+        await transcript.record(conn, sandbox, visitor, {"command": "GET x", "reply_lines": []}, 60)
+    await conn.incr(limits.rate_key(sandbox))
+    await conn.hset(f"lab:{{{sandbox}}}:progress", "reached:fanin", 1)
+
+
+async def dumped(conn: aioredis.Redis, sandbox: str) -> dict[str, bytes | None]:
+    """Every key of `sandbox` with its value, byte for byte."""
+    raw = aioredis.Redis(connection_pool=conn.connection_pool.__class__(**conn.connection_pool.connection_kwargs
+                                                                        | {"decode_responses": False}))
+    try:
+        return {k: await raw.dump(k) for k in sorted(await sandbox_keys(conn, sandbox))}
+    finally:
+        await raw.aclose()
+
+
+async def test_a_removed_sandbox_leaves_no_key_and_another_sandbox_keeps_every_byte(conn: aioredis.Redis) -> None:
+    await use(conn, IDLE)
+    await use(conn, OTHER)
+    before = await dumped(conn, OTHER)
+    held = len(await sandbox_keys(conn, IDLE))
+    assert f"emq:{{{IDLE}.fanin}}:my-note" in await sandbox_keys(conn, IDLE)
+    assert await lifecycle.delete_sandbox_keys(conn, IDLE) == held
+    assert await sandbox_keys(conn, IDLE) == set()
+    assert await conn.zscore(admission.HELD_KEY, IDLE) is None
+    assert await dumped(conn, OTHER) == before
+
+
+async def test_a_reset_sandbox_keeps_meta_and_progress_lands_again_and_another_keeps_every_byte(
+        conn: aioredis.Redis) -> None:
+    await use(conn, IDLE)
+    await use(conn, OTHER)
+    before = await dumped(conn, OTHER)
+    kept = lifecycle.survives_reset(IDLE)
+    held = await sandbox_keys(conn, IDLE)
+    assert await lifecycle.reset_sandbox(conn, IDLE) == len(held - kept)
+    after = await sandbox_keys(conn, IDLE)
+    assert kept <= after
+    assert f"emq:{{{IDLE}.fanin}}:my-note" not in after
+    # (a learner's own ledger batch leaves its held parent behind: the ledger's
+    # own Reset clears only the fixed batch's ids, and this reset is that Reset)
+    assert not [k for k in after if ":console" in k or ":rate:" in k]
+    assert await conn.get(f"emq:{{{IDLE}.fanin}}:job:JOBparent:dependencies") == "3"
+    assert await conn.hget(f"lab:{{{IDLE}}}:progress", "reached:fanin") == "1"
+    state = await WIDGETS["fanin"].state(Context(conn, IDLE))
+    assert "Reset by the instructor" in state["outcome"]
+    assert await dumped(conn, OTHER) == before
+
+
+async def crowd(conn: aioredis.Redis, n: int) -> None:
+    """`n` idle sandboxes, each with its widgets landed (through the real scripts)."""
+    async def one(i: int) -> None:
+        sandbox = f"s{i:010d}"
+        await land(conn, sandbox, int(time.time() * 1000))
+        for widget in WIDGETS.values():
+            await widget.ensure_landed(Context(conn, sandbox))
+
+    for start in range(0, n, 8):  # a few at a time: the client's pool is bounded
+        await asyncio.gather(*(one(i) for i in range(start, min(n, start + 8))))
+
+
+# What a client sends when its pool opens one more connection: the pool's
+# doing (how many run at once), not the reset's, so it is left out.
+HANDSHAKE = {"HELLO", "CLIENT", "AUTH", "SELECT"}
+
+
+def sent(wire: WireCount) -> tuple[int, dict[str, int]]:
+    """Round trips, and commands by name, that the work itself sent."""
+    names = [n for n in wire.names if n not in HANDSHAKE]
+    return wire.round_trips - (len(wire.names) - len(names)), dict(Counter(names))
+
+
+async def wire_of(conn: aioredis.Redis, n: int) -> dict[str, tuple[int, dict[str, int]]]:
+    """What a reset and a removal of IDLE send, and the fan-in's own Reset, with `n` others present."""
+    await conn.flushdb()
+    await crowd(conn, n)
+    await use(conn, IDLE)
+    await use(conn, FRESH)
+    # scripts loaded once beforehand, so neither count carries a NOSCRIPT reload
+    await lifecycle.reset_sandbox(conn, FRESH)
+    await lifecycle.delete_sandbox_keys(conn, FRESH)
+    counts = {}
+    with WireCount("") as wire:  # every command this process sends, whatever it names
+        await lifecycle.reset_sandbox(conn, IDLE)
+    counts["reset"] = sent(wire)
+    with WireCount("") as wire:
+        await WIDGETS["fanin"].run(Context(conn, IDLE), "reset", {})
+    counts["widget reset"] = sent(wire)
+    with WireCount("") as wire:
+        await lifecycle.delete_sandbox_keys(conn, IDLE)
+    counts["removal"] = sent(wire)
+    return counts
+
+
+async def test_a_reset_and_a_removal_send_the_same_commands_with_200_other_sandboxes_as_with_none(
+        conn: aioredis.Redis) -> None:
+    alone = await wire_of(conn, 0)
+    crowded = await wire_of(conn, 200)
+    assert len(await conn.zrange(admission.HELD_KEY, 0, -1)) == 200
+    assert crowded == alone
