@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
 
 from bench.wire import WireCount
 from server.console import owners, transcript
@@ -26,7 +27,8 @@ from server.settings import Settings
 from server.valkey.process import ValkeyProcess
 from server.widgets import WIDGETS
 from server.widgets.base import Context
-from tests.support import running
+from tests.integration.conftest import all_keys
+from tests.support import LiveSite, running, sandbox_of
 
 IDLE = "s0000000idl"
 FRESH = "s0000000frs"
@@ -279,3 +281,57 @@ async def test_a_reset_and_a_removal_send_the_same_commands_with_200_other_sandb
     crowded = await wire_of(conn, 200)
     assert len(await conn.zrange(admission.HELD_KEY, 0, -1)) == 200
     assert crowded == alone
+
+
+async def test_on_a_cluster_a_removal_and_a_reset_reach_every_slot_of_the_sandbox(cluster_conn: RedisCluster) -> None:
+    conn = cluster_conn
+    for sandbox in (IDLE, OTHER):
+        assert await admission.admit(conn, sandbox, admission.Limits(cap=100), used=True) == admission.ADMITTED
+        for widget in WIDGETS.values():
+            await widget.ensure_landed(Context(conn, sandbox))
+        await owners.index(Context(conn, sandbox), {"fanin": [f"emq:{{{sandbox}.fanin}}:my-note"]})
+        await conn.set(f"emq:{{{sandbox}.fanin}}:my-note", "hello")
+        await transcript.record(conn, sandbox, sandbox, {"command": "GET x", "reply_lines": []}, 60)
+
+    def of(keys: set[str], sandbox: str) -> set[str]:
+        return {k for k in keys if lifecycle.sandbox_of_key(k) == sandbox}
+
+    others = of(await all_keys(conn), OTHER)
+    await lifecycle.reset_sandbox(conn, IDLE)
+    after = of(await all_keys(conn), IDLE)
+    assert f"emq:{{{IDLE}.fanin}}:my-note" not in after and not [k for k in after if ":console" in k]
+    assert await conn.get(f"emq:{{{IDLE}.fanin}}:job:JOBparent:dependencies") == "3"
+    assert await lifecycle.delete_sandbox_keys(conn, IDLE) > 0
+    assert of(await all_keys(conn), IDLE) == set()
+    assert of(await all_keys(conn), OTHER) == others
+
+
+def test_console_writes_and_transcripts_go_with_an_instructor_reset_and_with_the_reaper(site: LiveSite) -> None:
+    visitor = site.visitor()
+    sandbox = sandbox_of(visitor)
+    r = site.redis()
+    written = [f"emq:{{{sandbox}.fanin}}:my-note", f"emq:{{{sandbox}.results}}:job:JOBextra"]
+
+    def console_writes() -> None:
+        for command in ("SET emq:{fanin}:my-note hello", "HSET emq:{results}:job:JOBextra state pending"):
+            answer = visitor.post("/api/console", json={"command": command})
+            assert answer.status_code == 200, answer.text
+        assert all(r.exists(k) for k in written)
+        assert r.exists(transcript.transcript_key(sandbox, sandbox))
+
+    console_writes()
+    answer = site.instructor().post("/instructor/reset", json={"sandbox": sandbox})
+    assert answer.status_code == 200, answer.text
+    assert not any(r.exists(k) for k in written)
+    assert not r.exists(transcript.transcript_key(sandbox, sandbox))
+    console_writes()
+
+    async def reap() -> int:
+        conn = aioredis.Redis.from_url(site.valkey_url, decode_responses=True)
+        try:
+            return await lifecycle.delete_sandbox_keys(conn, sandbox)
+        finally:
+            await conn.aclose()
+
+    assert asyncio.run(reap()) > 0
+    assert {k for k in r.scan_iter("*") if lifecycle.sandbox_of_key(k) == sandbox} == set()
