@@ -1,21 +1,21 @@
 """Reset with 5,000 idle sandboxes present vs none (issue 12): the ratio.
 
 One learner's sandbox is landed through the site (every widget of the
-course, as a learner who opened every page). Two resets of it are timed, each through the site as a click
-or a form sends it (the app in this process, Starlette's TestClient, on a
-real Valkey, as `bench_commands` runs it):
+course, as a learner who opened every page). Two resets of it are timed:
 
-* the instructor's reset of the sandbox, `POST /instructor/reset`
-  (`lifecycle.reset_sandboxes`, what `emqlab reset --sandbox` runs too);
-* the fan-in widget's own Reset, `POST /api/widgets/fanin/reset`.
+* `emqlab reset --sandbox` (and the instructor's reset, which runs the same
+  function): `lifecycle.reset_sandboxes(conn, [sandbox])`, called in this
+  process on a redis-py asyncio client, as `server/cli.py` calls it;
+* the fan-in widget's own Reset, `POST /api/widgets/fanin/reset` through the
+  site (a uvicorn process, as a click sends it).
 
 First with no other sandbox, then with `crowd` idle sandboxes present. The
 crowd is landed cheaply but looks to the reaper like real idle sandboxes: one
-template sandbox's widgets land through the real scripts (the site's own
-landing), its keys are copied byte for byte (DUMP / RESTORE) under each new
-id, and each id is entered in the registry and the held index as admission
-enters it, idle for ten minutes (well inside the TTL, so nobody reaps it
-mid-run). The crowd's keys are removed afterwards.
+template sandbox's widgets land through the site (the real scripts), its
+keys are copied byte for byte (DUMP / RESTORE) under each new id, and each id
+is entered in the registry and the held index as admission enters it, idle
+for ten minutes (well inside the TTL, so nobody reaps it mid-run). The
+crowd's keys are removed afterwards. The site's own reaper runs throughout.
 
     python -m bench.bench_reset [--crowd 5000] [--samples 20]
 """
@@ -23,48 +23,34 @@ mid-run). The crowd's keys are removed afterwards.
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import asyncio
 import json
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import redis
-from starlette.testclient import TestClient
+import redis.asyncio as aioredis
 
-from server.app import create_app
+from bench import servers
+from bench.bench_fanout import percentile  # one percentile rule for every bench
+from server.sandboxes import lifecycle
 from server.sandboxes.admission import HELD_KEY
 from server.sandboxes.sandbox import REGISTRY_KEY, key_patterns
-from server.settings import Settings
 from server.widgets import WIDGETS
 
-DIVE = "/flows/parent-and-children"
-TOKEN = "bench-reset-token"
 TARGET = 1.5  # the issue's bound on crowded / alone
 BATCH = 1000  # RESTOREs per pipeline while landing the crowd
 WARM_UP = 5  # untimed resets of each kind before each run's samples
 
 
-@contextmanager
-def in_process_site(url: str) -> Iterator[TestClient]:
-    settings = dataclasses.replace(Settings.from_env(), instructor_token=TOKEN, rate_limit=0,
-                                   address_rate_limit=0, room_rate_limit=0)
-    with TestClient(create_app(url, settings)) as client:
-        yield client
-
-
-def landed_sandbox(client: TestClient, widgets: list[str]) -> str:
-    """A fresh visitor whose `widgets` landed through the site; its sandbox id."""
-    client.cookies.clear()
-    client.get(DIVE)
-    sandbox = ""
-    for name in widgets:
-        answer = client.get(f"/api/widgets/{name}/state", headers={"Referer": f"http://testserver{DIVE}"})
-        if answer.status_code != 200:
-            raise RuntimeError(f"{name} state answered {answer.status_code}: {answer.text[:200]}")
-        sandbox = str(answer.json()["snapshot"]["queues"][0]["queue"].split(".")[0])
-    return sandbox
+def landed_sandbox(site_url: str, valkey_url: str) -> tuple[str, str]:
+    """A first visit whose every widget landed through the site: (cookie, sandbox id)."""
+    cookie = servers.new_cookie(site_url)
+    for name in WIDGETS:
+        status, body = servers.get(site_url, f"/api/widgets/{name}/state", cookie)
+        if status != 200:
+            raise RuntimeError(f"{name} state answered {status}: {body[:200]!r}")
+    return cookie, servers.sandbox_of(valkey_url, cookie)
 
 
 def template_keys(valkey: redis.Redis, sandbox: str) -> list[tuple[bytes, bytes]]:
@@ -101,76 +87,104 @@ def remove_crowd(valkey: redis.Redis, written: list[bytes], n: int) -> None:
     for start in range(0, len(written), BATCH):
         pipe.delete(*written[start:start + BATCH])
         pipe.execute()
-    ids = crowd_ids(n)
-    for start in range(0, n, BATCH):
+    ids = crowd_ids(n) if written else []
+    for start in range(0, len(ids), BATCH):
         pipe.zrem(REGISTRY_KEY, *ids[start:start + BATCH])
         pipe.zrem(HELD_KEY, *ids[start:start + BATCH])
     pipe.execute()
 
 
-def percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
-
-
-def timed(client: TestClient, samples: int, path: str, body: dict[str, Any],
-          headers: dict[str, str] | None = None) -> dict[str, float]:
-    """p50 and p99 (ms) of `samples` POSTs of `path` (after WARM_UP untimed ones)."""
-    times = []
-    for i in range(WARM_UP + samples):
-        start = time.perf_counter()
-        answer = client.post(path, json=body, headers=headers or {})
-        took = time.perf_counter() - start
-        if answer.status_code != 200:
-            raise RuntimeError(f"{path} answered {answer.status_code}: {answer.text[:200]}")
-        if i >= WARM_UP:
-            times.append(took * 1000)
+def summary(times: list[float]) -> dict[str, float]:
     return {"p50_ms": round(percentile(times, 50), 2), "p99_ms": round(percentile(times, 99), 2)}
 
 
-def both(client: TestClient, sandbox: str, samples: int) -> dict[str, dict[str, float]]:
-    bearer = {"Authorization": f"Bearer {TOKEN}"}
-    return {
-        "instructor": timed(client, samples, "/instructor/reset", {"sandbox": sandbox}, bearer),
-        "widget": timed(client, samples, "/api/widgets/fanin/reset", {}),
-    }
+def widget_reset(site_url: str, cookie: str, samples: int) -> list[float]:
+    """The fan-in's Reset through the site, `samples` times (after WARM_UP untimed)."""
+    times = []
+    for i in range(WARM_UP + samples):
+        start = time.perf_counter()
+        status, body = servers.post(site_url, "/api/widgets/fanin/reset", cookie)
+        took = time.perf_counter() - start
+        if status != 200:
+            raise RuntimeError(f"the fan-in's Reset answered {status}: {body[:200]!r}")
+        if i >= WARM_UP:
+            times.append(took * 1000)
+    return times
 
 
-def run(url: str, crowd: int = 5000, samples: int = 20) -> dict[str, Any]:
-    """The two resets' p50/p99 with no other sandbox and with `crowd` idle ones, and the ratios.
+def emqlab_reset(valkey_url: str, sandbox: str, samples: int) -> list[float]:
+    """`lifecycle.reset_sandboxes` of the one sandbox, as `emqlab reset --sandbox` runs it."""
+    async def timed() -> list[float]:
+        conn = aioredis.Redis.from_url(valkey_url)
+        times = []
+        try:
+            for i in range(WARM_UP + samples):
+                start = time.perf_counter()
+                await lifecycle.reset_sandboxes(conn, [sandbox], by="emqlab reset")
+                if i >= WARM_UP:
+                    times.append((time.perf_counter() - start) * 1000)
+        finally:
+            await conn.aclose()
+        return times
 
-    Returns {"crowd", "samples", "keys_per_idle_sandbox", "target_ratio",
-    "alone": {"instructor": {"p50_ms", "p99_ms"}, "widget": {…}},
-    "crowded": {same}, "ratio": {"instructor": {"p50", "p99"}, "widget": {…}}}.
+    return asyncio.run(timed())
+
+
+def both(site_url: str, valkey_url: str, cookie: str, sandbox: str, samples: int) -> dict[str, list[float]]:
+    """Each kind's times (ms), `samples` of each."""
+    return {"emqlab": emqlab_reset(valkey_url, sandbox, samples), "widget": widget_reset(site_url, cookie, samples)}
+
+
+def run(site_url: str, valkey_url: str, quick: bool = False, crowd: int = 5000,
+        samples: int | None = None) -> dict[str, Any]:
+    """Both resets' p50/p99 with no other sandbox and with `crowd` idle ones, and the ratios.
+
+    Returns {"ratio": the larger p50 ratio of the two kinds (crowded / alone),
+    "kind": which, "with_idle": {"p50", "p99"} and "without": {"p50", "p99"}
+    of that kind (ms), "target_ratio", "crowd", "samples",
+    "keys_per_idle_sandbox", "alone" and "crowded": {"emqlab": {"p50_ms",
+    "p99_ms"}, "widget": {...}}, "ratios": {kind: {"p50", "p99"}}}.
     """
-    valkey = redis.Redis.from_url(url)
-    widgets = list(WIDGETS)
+    samples = samples or (5 if quick else 30)
+    valkey = redis.Redis.from_url(valkey_url)
     written: list[bytes] = []
     try:
-        with in_process_site(url) as client:
-            template = landed_sandbox(client, widgets)
-            learner = landed_sandbox(client, widgets)
-            alone = both(client, learner, samples)
-            written = land_crowd(valkey, template, crowd)
-            crowded = both(client, learner, samples)
+        template, _ = landed_sandbox(site_url, valkey_url)
+        cookie, learner = landed_sandbox(site_url, valkey_url)
+        before = both(site_url, valkey_url, cookie, learner, samples)
+        written = land_crowd(valkey, servers.sandbox_of(valkey_url, template), crowd)
+        crowded = {k: summary(v) for k, v in both(site_url, valkey_url, cookie, learner, samples).items()}
+        remove_crowd(valkey, written, crowd)
+        written_count, written = len(written), []
+        # "none" is timed before the crowd and again after it, so a drift of
+        # the machine (other work on it) weighs on both sides alike
+        after = both(site_url, valkey_url, cookie, learner, samples)
+        alone = {k: summary(before[k] + after[k]) for k in before}
     finally:
         remove_crowd(valkey, written, crowd)
         valkey.close()
-    ratio = {kind: {p: round(crowded[kind][f"{p}_ms"] / max(alone[kind][f"{p}_ms"], 1e-9), 2)
-                    for p in ("p50", "p99")} for kind in alone}
-    return {"crowd": crowd, "samples": samples, "keys_per_idle_sandbox": len(written) // max(crowd, 1),
-            "target_ratio": TARGET, "alone": alone, "crowded": crowded, "ratio": ratio}
+    ratios = {kind: {p: round(crowded[kind][f"{p}_ms"] / max(alone[kind][f"{p}_ms"], 1e-9), 2)
+                     for p in ("p50", "p99")} for kind in alone}
+    kind = max(ratios, key=lambda k: ratios[k]["p50"])
+
+    def brief(found: dict[str, float]) -> dict[str, float]:
+        return {"p50": found["p50_ms"], "p99": found["p99_ms"]}
+
+    return {"ratio": ratios[kind]["p50"], "kind": kind, "with_idle": brief(crowded[kind]),
+            "without": brief(alone[kind]), "target_ratio": TARGET, "crowd": crowd, "samples": samples,
+            "keys_per_idle_sandbox": written_count // max(crowd, 1), "alone": alone, "crowded": crowded,
+            "ratios": ratios}
 
 
 def main(argv: list[str] | None = None) -> int:
     from server.valkey.process import ValkeyProcess
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--crowd", type=int, default=5000, help="idle sandboxes present in the crowded run")
     parser.add_argument("--samples", type=int, default=20, help="resets timed per kind and run")
     args = parser.parse_args(argv)
-    with ValkeyProcess() as valkey:
-        print(json.dumps(run(valkey.url, args.crowd, args.samples), indent=2))
+    with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site:
+        print(json.dumps(run(site.url, valkey.url, crowd=args.crowd, samples=args.samples), indent=2))
     return 0
 
 

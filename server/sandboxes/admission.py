@@ -65,4 +65,4 @@ async def forget_unused(conn: Any, cutoff_ms: float) -> None:
     await conn.zremrangebyscore(UNUSED_KEY, "-inf", cutoff_ms)
 
 
-__all__ = ["ADDRESS_FULL", "ADMITTED", "FULL", "HELD_KEY", "Limits", "UNUSED_KEY", "admit", "forget_unused"]
+__all__ = ["ADDRESS_FULL", "ADMITTED", "FULL", "HELD_KEY", "UNUSED_KEY", "Limits", "admit", "forget_unused"]

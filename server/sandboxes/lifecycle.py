@@ -20,9 +20,9 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from server.live.hub import publish_reset
 from server.sandboxes import admission, known_keys, rooms, site_scripts
 from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE, queue_name
-from server.live.hub import publish_reset
 from server.widgets import WIDGETS, snapshot
 from server.widgets.base import Outcome
 

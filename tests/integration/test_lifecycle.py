@@ -19,12 +19,11 @@ from redis.asyncio.cluster import RedisCluster
 
 from bench.wire import WireCount
 from server.console import owners, transcript
-from server.web import guard, limits
-from server.sandboxes import admission, lifecycle
-from server.sandboxes import rooms
+from server.sandboxes import admission, lifecycle, rooms
 from server.sandboxes.sandbox import REGISTRY_KEY
 from server.settings import Settings
 from server.valkey.process import ValkeyProcess
+from server.web import guard, limits
 from server.widgets import WIDGETS
 from server.widgets.base import Context
 from tests.integration.conftest import all_keys
