@@ -334,3 +334,15 @@ def test_console_writes_and_transcripts_go_with_an_instructor_reset_and_with_the
 
     assert asyncio.run(reap()) > 0
     assert {k for k in r.scan_iter("*") if lifecycle.sandbox_of_key(k) == sandbox} == set()
+
+
+async def test_a_sandbox_evicted_to_admit_another_is_removed_by_the_reaper(conn: aioredis.Redis) -> None:
+    full = admission.Limits(cap=1, unused_idle=0)
+    assert await admission.admit(conn, IDLE, full) == admission.ADMITTED  # never used
+    await WIDGETS["fanin"].ensure_landed(Context(conn, IDLE))
+    assert await admission.admit(conn, FRESH, full, used=True) == IDLE  # the site was full: IDLE made room
+    assert await conn.zscore(REGISTRY_KEY, IDLE) is None
+    done = await lifecycle.reap(conn, ttl_seconds=3600)
+    assert done["orphans"] == [IDLE]
+    assert await sandbox_keys(conn, IDLE) == set()
+    assert await lifecycle.reap(conn, ttl_seconds=3600) == {"sandboxes": [], "rooms": [], "orphans": []}
