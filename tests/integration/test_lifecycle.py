@@ -169,7 +169,7 @@ async def use(conn: aioredis.Redis, sandbox: str) -> None:
     await land(conn, sandbox, int(time.time() * 1000))
     for widget in WIDGETS.values():
         ctx = Context(conn, sandbox)
-        await widget.ensure_landed(ctx)
+        await widget.show(ctx)
         for step in widget.tour:
             slug, body = widget.tour_step(step)
             await widget.run(ctx, slug, body)
@@ -235,7 +235,7 @@ async def crowd(conn: aioredis.Redis, n: int) -> None:
         sandbox = f"s{i:010d}"
         await land(conn, sandbox, int(time.time() * 1000))
         for widget in WIDGETS.values():
-            await widget.ensure_landed(Context(conn, sandbox))
+            await widget.show(Context(conn, sandbox))
 
     for start in range(0, n, 8):  # a few at a time: the client's pool is bounded
         await asyncio.gather(*(one(i) for i in range(start, min(n, start + 8))))
@@ -287,7 +287,7 @@ async def test_on_a_cluster_a_removal_and_a_reset_reach_every_slot_of_the_sandbo
     for sandbox in (IDLE, OTHER):
         assert await admission.admit(conn, sandbox, admission.Limits(cap=100), used=True) == admission.ADMITTED
         for widget in WIDGETS.values():
-            await widget.ensure_landed(Context(conn, sandbox))
+            await widget.show(Context(conn, sandbox))
         await owners.index(Context(conn, sandbox), {"fanin": [f"emq:{{{sandbox}.fanin}}:my-note"]})
         await conn.set(f"emq:{{{sandbox}.fanin}}:my-note", "hello")
         await transcript.record(conn, sandbox, sandbox, {"command": "GET x", "reply_lines": []}, 60)
@@ -339,7 +339,7 @@ def test_console_writes_and_transcripts_go_with_an_instructor_reset_and_with_the
 async def test_a_sandbox_evicted_to_admit_another_is_removed_by_the_reaper(conn: aioredis.Redis) -> None:
     full = admission.Limits(cap=1, unused_idle=0)
     assert await admission.admit(conn, IDLE, full) == admission.ADMITTED  # never used
-    await WIDGETS["fanin"].ensure_landed(Context(conn, IDLE))
+    await WIDGETS["fanin"].show(Context(conn, IDLE))
     assert await admission.admit(conn, FRESH, full, used=True) == IDLE  # the site was full: IDLE made room
     assert await conn.zscore(REGISTRY_KEY, IDLE) is None
     done = await lifecycle.reap(conn, ttl_seconds=3600)
