@@ -154,9 +154,11 @@ class Widget:
 
     async def clear(self, ctx: Context) -> None:
         """Remove every key of the widget's queues, its lab hash included (the lock stays)."""
+        # every id the widget may hold now (a learner's own batch, for the ledger), read before it goes
+        ids = await self.ids_after(ctx)
         if ctx.started(self.state_key(ctx)) is not None:
             ctx.start = ctx.start_state = None  # what the lock read is gone with the keys
-        await asyncio.gather(*(snapshot.delete_queue(ctx.conn, q, self.job_ids(q)) for q in self.queues(ctx)))
+        await asyncio.gather(*(snapshot.delete_queue(ctx.conn, q, ids[q]) for q in self.queues(ctx)))
 
     async def reset(self, ctx: Context) -> None:
         """Remove the widget's keys (lab hash included) and land its scenario again.

@@ -219,8 +219,8 @@ async def test_a_reset_sandbox_keeps_meta_and_progress_lands_again_and_another_k
     after = await sandbox_keys(conn, IDLE)
     assert kept <= after
     assert f"emq:{{{IDLE}.fanin}}:my-note" not in after
-    # (a learner's own ledger batch leaves its held parent behind: the ledger's
-    # own Reset clears only the fixed batch's ids, and this reset is that Reset)
+    # a learner's own ledger batch goes too: Reset clears every id the lab state names
+    assert not [k for k in after if ":job:JOBmine" in k]
     assert not [k for k in after if ":console" in k or ":rate:" in k]
     assert await conn.get(f"emq:{{{IDLE}.fanin}}:job:JOBparent:dependencies") == "3"
     assert await conn.hget(f"lab:{{{IDLE}}}:progress", "reached:fanin") == "1"
