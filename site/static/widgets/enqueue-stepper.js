@@ -1,16 +1,16 @@
 // enqueue-stepper.js — the @enqueue_flow stepper. Highlights the move Valkey
 // has run to, keeps the checkbox in step with the server's record, and draws
 // the parent, its counter and the children as the keys after that move hold them.
-import { register, act, $, el, jobCard, counterBox } from "./lab.js";
+import { register, act } from "./lab.js";
+import { $, el, parentCard, jobCard, counterBox, dependenciesBefore } from "./cards.js";
 
 function picture(root, snapshot, previous) {
   const { parent, children, refused } = snapshot.picture;
-  const before = previous && previous.picture && previous.picture.parent ? previous.picture.parent.dependencies : null;
   const box = el("div", "flow-picture");
   const held = parent.state
-    ? jobCard(parent, { parent: true, role: "parent-state" })
+    ? parentCard(parent)
     : el("div", "job job-parent state-none job-absent", `parent ${parent.id}: no row yet`);
-  box.append(held, counterBox(parent.dependencies, before));
+  box.append(held, counterBox(parent.dependencies, dependenciesBefore(previous)));
   const list = el("ul", "children");
   list.setAttribute("aria-label", "The children");
   for (const child of children) {

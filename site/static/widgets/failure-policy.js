@@ -2,7 +2,8 @@
 // remembered choice and draws the parent, its counter, its :ignored hash, each
 // child with the parent_policy token read from its row, and the cross-queue
 // flow with mail's outbox, all from the snapshot the server read from Valkey.
-import { register, act, $, el, jobCard, counterBox } from "./lab.js";
+import { register, act } from "./lab.js";
+import { $, el, parentCard, jobCard, counterBox, dependenciesBefore } from "./cards.js";
 
 function ignoredLine(parent, role) {
   const ignored = Object.entries(parent.ignored);
@@ -26,9 +27,8 @@ function linkedFlow(linked, previous) {
   const box = el("div", "flow-picture linked-flow");
   box.dataset.role = "linked";
   box.append(el("p", "hint", "The cross-queue flow: the parent here, its child in failure-policy.mail"));
-  const before = previous && previous.picture && previous.picture.linked ? previous.picture.linked.parent.dependencies : null;
-  const card = jobCard(linked.parent, { parent: true, role: "linked-state", extra: [ignoredLine(linked.parent, "linked-ignored")] });
-  const counter = counterBox(linked.parent.dependencies, before);
+  const card = parentCard(linked.parent, { role: "linked-state", extra: [ignoredLine(linked.parent, "linked-ignored")] });
+  const counter = counterBox(linked.parent.dependencies, dependenciesBefore(previous, (p) => p.linked && p.linked.parent));
   counter.querySelector("output").dataset.role = "linked-dependencies";
   const list = el("ul", "children");
   list.append(childCard(linked.child));
@@ -43,14 +43,13 @@ function render(root, snapshot, previous) {
   // the mixed flow has no one policy on every child: no radio is checked, so
   // picking either lands the uniform flow again
   for (const value of ["fp", "id"]) $(root, `policy-${value}`).checked = variant !== "mixed" && policy === value;
-  const before = previous && previous.picture ? previous.picture.parent.dependencies : null;
-  const card = jobCard(parent, { parent: true, role: "parent-state", setsRole: "parent-sets", extra: [ignoredLine(parent, "ignored")] });
+  const card = parentCard(parent, { setsRole: "parent-sets", extra: [ignoredLine(parent, "ignored")] });
   const list = el("ul", "children");
   for (const child of children) list.append(childCard(child));
   const box = el("div", "flow-picture");
   const label = el("p", "hint", variant === "mixed" ? "The mixed flow: each child its own token" : `Every child on ${policy}`);
   label.dataset.role = "variant";
-  box.append(label, card, counterBox(parent.dependencies, before), list);
+  box.append(label, card, counterBox(parent.dependencies, dependenciesBefore(previous)), list);
   $(root, "picture").replaceChildren(box, linkedFlow(linked, previous));
 }
 

@@ -1,7 +1,8 @@
 // fanin.js — the fan-in counter. Draws the held parent, its counter, its three
 // children (token and lease from their rows and from active) and the picker of
 // claimed children, all from the snapshot the server read from Valkey.
-import { register, $, el, jobCard, counterBox } from "./lab.js";
+import { register } from "./lab.js";
+import { $, el, parentCard, jobCard, counterBox, dependenciesBefore } from "./cards.js";
 
 const PICKED = ["complete-child", "stale", "lapse"];
 
@@ -25,9 +26,8 @@ function fillPicker(root, active) {
 
 function render(root, snapshot, previous) {
   const { parent, children, active, lapsed } = snapshot.picture;
-  const before = previous && previous.picture ? previous.picture.parent.dependencies : null;
   const box = el("div", "flow-picture");
-  box.append(jobCard(parent, { parent: true, role: "parent-state" }), counterBox(parent.dependencies, before));
+  box.append(parentCard(parent), counterBox(parent.dependencies, dependenciesBefore(previous)));
   const list = el("ul", "children");
   list.setAttribute("aria-label", "The children");
   for (const child of children) {

@@ -1,6 +1,7 @@
 // ledger.js — the bulk ledger. Draws the result list the adds returned and,
 // per flow, its parent and children as the snapshot read them from Valkey.
-import { register, act, $, el } from "./lab.js";
+import { register, act } from "./lab.js";
+import { $, el } from "./cards.js";
 
 const entryText = ([parent, children]) => `(${parent}, [${children.join(", ")}])`;
 

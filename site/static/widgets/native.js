@@ -2,7 +2,9 @@
 // snapshot read them, and the last line sent: the command line, Valkey's
 // reply and the queue's keys before and after, all as the server recorded
 // them in Valkey. Whether anything changed is the server's byte comparison.
-import { register, $, el, jobCard, shortName, formatValue } from "./lab.js";
+import { register } from "./lab.js";
+import { $, el, parentCard, jobCard, shortName } from "./cards.js";
+import { formatValue } from "./panels.js";
 
 function keyTable(caption, keys, role, marked) {
   const table = el("table", "keys");
@@ -55,7 +57,7 @@ function render(root, snapshot) {
   const { parent, child, flat, executor, last } = snapshot.picture;
   const box = el("div", "flow-picture");
   const deps = el("span", "job-sets", `:dependencies = ${parent.dependencies ?? "—"}`);
-  box.append(jobCard(parent, { parent: true, role: "parent-state", extra: [deps] }));
+  box.append(parentCard(parent, { extra: [deps] }));
   const list = el("ul", "children");
   list.setAttribute("aria-label", "The child and the flat job");
   for (const [job, role] of [[child, "child-state"], [flat, "flat-state"]]) {

@@ -1,14 +1,8 @@
 // outbox.js — the cross-queue outbox. Draws the parent on its slot and, per
 // child queue (each on its own slot), the children, the outbox entries as the
 // server decoded them, and the poison list. Every value comes from the snapshot.
-import { register, $, keyName } from "./lab.js";
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
+import { register } from "./lab.js";
+import { $, el, keyName, jobCard, parentCard, counterBox, dependenciesBefore } from "./cards.js";
 
 function entryList(entries, role, empty) {
   const list = el("ol", "entries");
@@ -25,9 +19,8 @@ function lane(q, maxBlocked) {
   box.append(keyName(`${q.queue} · hash slot ${q.slot}`, "h4", "lane-title", "."));
   const kids = el("ul", "children");
   for (const child of q.children) {
-    const item = el("li", `job state-${child.state || "none"}`);
-    item.append(el("span", "job-id", child.id), el("span", "job-state", child.state || "no row"));
-    item.append(el("span", "job-sets", child.where));
+    const item = el("li");
+    item.append(jobCard(child));
     kids.append(item);
   }
   box.append(kids);
@@ -48,30 +41,16 @@ function render(root, snapshot, previous) {
   // "Try it as one script" exists only on a cluster, where a slot boundary is real.
   const oneScript = root.querySelector('button[data-action="one-script"]');
   if (oneScript) oneScript.hidden = !cluster;
-  const before = previous && previous.picture ? previous.picture.parent.dependencies : null;
   const box = el("div", "flow-picture outbox-picture");
-
-  const parentCard = el("div", `job job-parent state-${parent.state || "none"}`);
-  parentCard.append(el("span", "job-id", parent.id));
-  const pstate = el("span", "job-state", parent.state || "no row");
-  pstate.dataset.role = "parent-state";
-  parentCard.append(pstate);
-  parentCard.append(el("span", "job-sets", parent.sets.length ? `in ${parent.sets.join(", ")}` : "in no state set"));
-  parentCard.append(keyName(`${parent.queue} · hash slot ${parent.slot}`, "span", "job-slot", "."));
   const processed = el("span", "job-sets", `:processed: ${parent.processed.length ? parent.processed.join(", ") : "empty"}`);
   processed.dataset.role = "processed";
-  parentCard.append(processed);
-
-  const counter = el("div", "counter");
-  counter.append(el("span", "counter-label", ":dependencies"));
-  const value = el("output", "counter-value", parent.dependencies === null ? "—" : String(parent.dependencies));
-  value.dataset.role = "dependencies";
-  if (before !== null && before !== parent.dependencies) value.classList.add("changed");
-  counter.append(value);
+  const slot = keyName(`${parent.queue} · hash slot ${parent.slot}`, "span", "job-slot", ".");
+  const card = parentCard(parent, { extra: [slot, processed] });
+  const counter = counterBox(parent.dependencies, dependenciesBefore(previous));
 
   const lanes = el("div", "lanes");
   for (const q of queues) lanes.append(lane(q, maxBlocked));
-  box.append(parentCard, counter, lanes);
+  box.append(card, counter, lanes);
   $(root, "picture").replaceChildren(box);
 }
 

@@ -3,7 +3,8 @@
 // keys Valkey holds); the answer rides in the body of the action's own button;
 // the verdict comes back in the outcome, judged by the server against what
 // Valkey holds after that action. Nothing here knows an answer or a verdict.
-import { extensions, el, $ } from "./lab.js";
+import { extensions } from "./lab.js";
+import { $, el } from "./cards.js";
 
 function slot(root) {
   let found = $(root, "predict");

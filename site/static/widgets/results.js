@@ -1,22 +1,17 @@
 // results.js — the results reader. Draws the parent and its children as the
 // snapshot read them, and beside them the answers the three reads returned.
-import { register, $, el } from "./lab.js";
+import { register } from "./lab.js";
+import { $, el, jobCard, parentCard } from "./cards.js";
 
 const asDict = (found) => {
   const pairs = Object.entries(found);
   return pairs.length ? `{${pairs.map(([k, v]) => `${k}: ${v}`).join(", ")}}` : "{} (empty)";
 };
 
-function parentCard(parent) {
-  const card = el("div", `job job-parent state-${parent.state || "none"}`);
-  card.append(el("span", "job-id", parent.id));
-  const state = el("span", "job-state", parent.state || "no row");
-  state.dataset.role = "parent-state";
-  card.append(state, el("span", "job-sets", parent.sets.length ? `in ${parent.sets.join(", ")}` : "in no state set"));
-  const deps = el("span", "job-sets", `:dependencies = ${parent.dependencies}`);
+function parent(job) {
+  const deps = el("span", "job-sets", `:dependencies = ${job.dependencies}`);
   deps.dataset.role = "dependencies";
-  card.append(deps);
-  return card;
+  return parentCard(job, { extra: [deps] });
 }
 
 function reads(read) {
@@ -49,16 +44,15 @@ function reads(read) {
 }
 
 function render(root, snapshot) {
-  const { parent, children, read } = snapshot.picture;
+  const { children, read } = snapshot.picture;
   const box = el("div", "results-picture");
   const list = el("ul", "children");
   for (const child of children) {
-    const item = el("li", `job state-${child.state || "none"}`);
-    item.append(el("span", "job-id", child.id), el("span", "job-state", child.state || "no row"));
-    if (child.set) item.append(el("span", "job-sets", `in ${child.set}`));
+    const item = el("li");
+    item.append(jobCard(child));
     list.append(item);
   }
-  box.append(parentCard(parent), list, reads(read));
+  box.append(parent(snapshot.picture.parent), list, reads(read));
   $(root, "picture").replaceChildren(box);
 }
 

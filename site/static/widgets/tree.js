@@ -1,7 +1,8 @@
 // tree.js — the two-level tree. Draws each node, indented by its depth, in
 // the order the host walk lands them, with the state, counter, parent field
 // and state sets the snapshot read from Valkey.
-import { register, $, el } from "./lab.js";
+import { register } from "./lab.js";
+import { $, el } from "./cards.js";
 
 function nodeItem(n) {
   const item = el("li", `tree-node depth-${n.depth} state-${n.state || "none"}`);

@@ -1,0 +1,207 @@
+// panels.js — the parts of a widget's panel every widget shares: the outcome
+// box, the spoken announcements, the status line, the state sets, the raw key
+// panel and the effects log. Each draws a snapshot (or a stream event) as the
+// server sent it: the counts, members, values and words are Valkey's and the
+// server's; what is marked "changed" is a comparison of two snapshots, not a
+// number shown.
+
+import { $, el, keyName, queueLabel, shortName } from "./cards.js";
+
+// ---- the outcome, the announcements, the status ---------------------------
+
+/** The widget's last outcome as Valkey keeps it, or none (after a reset).
+ *  `tab` is this page's own name: an outcome another page caused says so. */
+export function showOutcome(root, outcome, isNew, tab) {
+  const box = $(root, "outcome");
+  if (!outcome) {
+    box.hidden = true;
+    box.textContent = "";
+    return;
+  }
+  const who = outcome.by === "instructor" && outcome.tab !== tab
+    ? "The instructor: "
+    : outcome.tab && outcome.tab !== tab ? "From another page of this sandbox: " : "";
+  const text = `${who}${outcome.text}`;
+  box.hidden = false;
+  box.textContent = text;
+  box.dataset.kind = outcome.kind;
+  box.dataset.outcomeOf = outcome.action || "";
+  if (isNew) announce(root, text);
+  // The answer to this page's own click sits at the top of the panel (pinned
+  // there while the aside scrolls, widgets.css); bring it into view if it is not.
+  // Measured on the next frame, once the readout and picture above and around
+  // it have been drawn from the same snapshot.
+  if (isNew && outcome.tab === tab) requestAnimationFrame(() => bringIntoView(root, box));
+}
+
+function bringIntoView(root, box) {
+  const r = box.getBoundingClientRect();
+  const aside = root.closest(".dive-aside");
+  const bottom = Math.min(window.innerHeight, aside ? aside.getBoundingClientRect().bottom : Infinity);
+  if (r.top < 0 || r.bottom > bottom) box.scrollIntoView({ block: "center" });
+}
+
+export function announce(root, text) {
+  const live = $(root, "announce");
+  // Clearing first makes a screen reader speak a repeated sentence again.
+  live.textContent = "";
+  setTimeout(() => { live.textContent = text; }, 30);
+}
+
+export function setStatus(root, text, kind = "") {
+  const status = $(root, "status");
+  status.textContent = text;
+  status.dataset.kind = kind;
+}
+
+// ---- the state sets: pending, active, schedule, dead ------------------------
+
+const SETS = ["pending", "active", "schedule", "dead"];
+
+function setMembers(q) {
+  const found = {};
+  for (const key of q.keys) {
+    const suffix = shortName(key.name).replace(/^:/, "");
+    if (key.type === "zset" && SETS.includes(suffix)) found[suffix] = key.value.map(([m]) => m);
+  }
+  return found;
+}
+
+function setCell(name, now, old, marked) {
+  const cell = el("div", `set set-${name}`);
+  cell.append(el("dt", "", name));
+  const dd = el("dd");
+  dd.dataset.role = `set-${name}`;
+  if (now.length === 0) dd.append(el("span", "set-empty", "empty"));
+  for (const m of now) {
+    const chip = el("span", "member", m);
+    if (marked && !old.includes(m)) chip.classList.add("changed");
+    dd.append(chip);
+  }
+  cell.append(dd);
+  return cell;
+}
+
+export function renderSets(container, snapshot, previous) {
+  if (!container) return;
+  const before = new Map((previous ? previous.queues : []).map((q) => [q.queue, setMembers(q)]));
+  const frag = document.createDocumentFragment();
+  for (const q of snapshot.queues) {
+    const members = setMembers(q);
+    const old = before.get(q.queue) || {};
+    const box = el("div", "sets-queue");
+    box.append(el("p", "sets-title", `${queueLabel(q.queue)} · state sets`));
+    const list = el("dl", "sets");
+    for (const name of SETS) list.append(setCell(name, members[name] || [], old[name] || [], Boolean(previous)));
+    box.append(list);
+    frag.append(box);
+  }
+  container.replaceChildren(frag);
+}
+
+// ---- the key panel ------------------------------------------------------
+
+export function formatValue(key) {
+  const v = key.value;
+  switch (key.type) {
+    case "hash":
+      return Object.entries(v).map(([f, x]) => `${f} = ${x}`).join("\n") || "(empty)";
+    case "zset":
+      return v.map(([m, s]) => `${m} (score ${s})`).join("\n") || "(empty)";
+    case "list":
+      return v.map((x, i) => `[${i}] ${x}`).join("\n") || "(empty)";
+    default:
+      return String(v);
+  }
+}
+
+function keyIndex(snapshot) {
+  const index = new Map();
+  if (!snapshot) return index;
+  for (const q of snapshot.queues) for (const k of q.keys) index.set(k.name, JSON.stringify(k.value));
+  return index;
+}
+
+/** The names of the keys whose value differs between two snapshots. */
+export function changedKeys(snapshot, previous) {
+  if (!previous) return new Set();
+  const before = keyIndex(previous);
+  const changed = new Set();
+  for (const [name, value] of keyIndex(snapshot)) if (before.get(name) !== value) changed.add(name);
+  return changed;
+}
+
+function keyRow(body, key, changed) {
+  const row = body.insertRow();
+  row.dataset.key = key.name;
+  const name = row.insertCell();
+  name.className = "key-name";
+  name.append(keyName(key.name));
+  if (changed.has(key.name)) {
+    row.classList.add("changed");
+    name.append(el("span", "visually-hidden", " (changed by the last step)"));
+  }
+  const type = row.insertCell();
+  type.className = "key-type";
+  type.textContent = key.type;
+  const value = row.insertCell();
+  value.className = "key-value";
+  value.textContent = formatValue(key);
+}
+
+function keyTable(q, changed) {
+  const table = document.createElement("table");
+  table.className = "keys";
+  const caption = table.createCaption();
+  caption.textContent = `queue ${q.queue} · hash slot ${q.slot}${q.node ? ` · node ${q.node}` : ""} · ${q.count} key${q.count === 1 ? "" : "s"}`;
+  const head = table.createTHead().insertRow();
+  for (const label of ["key", "type", "value"]) {
+    const th = document.createElement("th");
+    th.scope = "col";
+    th.textContent = label;
+    head.appendChild(th);
+  }
+  const body = table.createTBody();
+  if (q.keys.length === 0) {
+    const cell = body.insertRow().insertCell();
+    cell.colSpan = 3;
+    cell.textContent = "no keys: Valkey holds nothing for this queue";
+  }
+  for (const key of q.keys) keyRow(body, key, changed);
+  return table;
+}
+
+export function renderKeys(root, snapshot, changed) {
+  const frag = document.createDocumentFragment();
+  for (const q of snapshot.queues) frag.appendChild(keyTable(q, changed));
+  $(root, "keys").replaceChildren(frag);
+  const count = $(root, "raw-count");
+  if (count) {
+    // The total is the server's count; the changed rows are marked, not counted.
+    const total = snapshot.key_count;
+    const moved = changed.size ? ", the ones the last step changed marked" : "";
+    count.textContent = `(${total} key${total === 1 ? "" : "s"}${moved})`;
+  }
+}
+
+// ---- the effects log ----------------------------------------------------
+
+function clock(seconds) {
+  const at = new Date(seconds * 1000);
+  return at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
+}
+
+/** One keyspace notification, newest first; `several` queues name theirs. */
+export function logEffect(root, effect, several) {
+  const list = $(root, "effects");
+  const item = el("li", "effect");
+  item.title = effect.key;
+  if (effect.at) item.append(el("time", "effect-time", clock(effect.at)));
+  item.append(el("code", "effect-verb", effect.event));
+  const where = several && effect.queue ? `${queueLabel(effect.queue)} ` : "";
+  item.append(keyName(`${where}${shortName(effect.key)}`, "span", "effect-key"));
+  // The words come with the event: the server says what the write did (server/live/effects.py).
+  if (effect.words) item.append(el("span", "effect-words", effect.words));
+  list.prepend(item);
+  while (list.children.length > 40) list.lastChild.remove();
+}
