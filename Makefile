@@ -15,17 +15,22 @@ MODULE := native/build/emq.so
 MODULE_SRC := native/emq_module.c native/valkey_module_api.h
 CFLAGS_MODULE := -O2 -fPIC -shared -std=c11 -Wall -Wextra -Wpedantic
 
-.PHONY: serve test test-unit test-e2e bench reliability screenshots valkey chromium system venv module compiler clean
+.PHONY: serve test test-unit test-integration test-e2e bench reliability screenshots valkey chromium system venv module compiler clean
 
 serve: venv valkey module
 	$(VENV)/bin/emqlab serve
 
-test: venv valkey chromium module
-	$(PY) -m pytest tests --ignore=tests/e2e $(PYTEST_FLAGS)
-	$(PY) -m pytest tests/e2e $(PYTEST_FLAGS)
+# All three suites, fastest first; each in its own pytest process (e2e's
+# Playwright and the asyncio tests do not share one event loop well).
+test: test-unit test-integration test-e2e
 
-test-unit: venv valkey module
-	$(PY) -m pytest tests --ignore=tests/e2e $(PYTEST_FLAGS)
+# The pure parts (tests/unit): no Valkey, no site, no module; a few seconds.
+test-unit: venv
+	$(PY) -m pytest tests/unit $(PYTEST_FLAGS)
+
+# Everything on a real valkey-server (and a cluster) outside the browser.
+test-integration: venv valkey module
+	$(PY) -m pytest tests --ignore=tests/e2e --ignore=tests/unit $(PYTEST_FLAGS)
 
 test-e2e: venv valkey chromium module
 	$(PY) -m pytest tests/e2e $(PYTEST_FLAGS)

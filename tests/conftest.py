@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
@@ -11,9 +12,21 @@ from server.valkey import native
 from server.valkey.process import ValkeyProcess
 
 
+UNIT = Path(__file__).parent / "unit"
+
+
+def _unit_only(config: pytest.Config) -> bool:
+    """Whether this run collects nothing but tests/unit (no Valkey, so no module)."""
+    paths = [Path(arg.split("::")[0]).resolve() for arg in config.args]
+    return bool(paths) and all(path == UNIT or UNIT in path.parents for path in paths)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     # Every managed valkey-server loads the EMQ module when it is built; `make
-    # test` builds it first, and a bare pytest run builds it here.
+    # test` builds it first, and a bare pytest run builds it here. The unit
+    # tests start no server, so a run of tests/unit alone never compiles it.
+    if _unit_only(session.config):
+        return
     if not native.build():
         raise pytest.UsageError("the EMQ module did not build: run `make module` and read its error")
 

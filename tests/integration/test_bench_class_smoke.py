@@ -15,15 +15,3 @@ def test_the_class_bench_runs_with_no_collision_and_every_action_reaches_the_ros
     assert result["actions_seen_on_roster"] == result["actions"]
     assert result["online_at_end"] == 3
     assert result["roster_update_ms"]["samples"] == result["actions"]
-
-
-def test_the_class_section_is_spliced_into_the_report_once_keeping_the_rest() -> None:
-    result = {"learners": 2, "seconds": 1.0, "actions": 4, "answers": {"200": 4}, "actions_per_second": 4.0,
-              "action_ms": {"p50": 1, "p99": 2, "max": 3, "samples": 4},
-              "roster_update_ms": {"p50": 1, "p99": 2, "max": 3, "samples": 4},
-              "roster_events": 3, "online_at_end": 2, "collisions": 0, "distinct_queues": 2, "tracebacks": 0}
-    section = bench_class.render(result)
-    report = "# Performance\n\n## Bulk flows\n\nx\n\n## Notes on the targets\n\ny\n"
-    once = bench_class.splice(report, section)
-    assert once.index("## Bulk flows") < once.index(bench_class.HEADING) < once.index("## Notes on the targets")
-    assert bench_class.splice(once, section) == once

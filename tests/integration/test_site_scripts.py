@@ -5,21 +5,11 @@ from __future__ import annotations
 import hashlib
 import time
 
-import pytest
 import redis.asyncio as aioredis
 
 from server.sandboxes import lifecycle, site_scripts
 from server.sandboxes.sandbox import REGISTRY_KEY
 from server.web import guard
-
-
-def test_each_site_script_is_a_file_with_a_header_naming_it() -> None:
-    for name in site_scripts.NAMES:
-        path = site_scripts.SCRIPTS_DIR / f"{name}.lua"
-        assert site_scripts.source(name) == path.read_text(encoding="utf-8")
-        assert site_scripts.source(name).startswith(f"-- {name}: ")
-    with pytest.raises(KeyError):
-        site_scripts.source("../guard")
 
 
 async def test_a_site_script_is_registered_once_per_client_by_the_sha_of_its_file(conn: aioredis.Redis) -> None:

@@ -63,7 +63,7 @@ def test_every_host_listing_of_the_course_names_a_function_that_exists_in_the_ru
     names = {f"{h.path}::{h.name}" for h in shown}
     assert {"server/emq/flows.py::add", "server/emq/jobs.py::complete", "server/emq/jobs.py::lineage",
             "server/emq/jobs.py::policy_arm", "server/emq/flows.py::add_bulk"} <= names
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     for host in shown:
         lines = (root / host.path).read_text(encoding="utf-8").splitlines()
         assert list(host.lines) == lines[host.first_line - 1 : host.last_line]

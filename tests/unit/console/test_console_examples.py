@@ -4,6 +4,7 @@ console runs (no refusal) on the queues of that dive's own widgets."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,8 @@ from server.console.plan import plan
 from server.content import load_course
 from server.web.views.console import course_queues
 from server.widgets import WIDGETS
-from tests.content.test_content_site import ROOT
+
+ROOT = Path(__file__).resolve().parents[3]
 
 COURSE = load_course(ROOT / "site" / "content")
 DIVES = [page for page in COURSE.dives]

@@ -1,0 +1,50 @@
+"""The whole course served by the real app (real partials, /room and
+/instructor included) on the test Valkey: every page is reachable from the
+index and no internal link is dead. The pages' markup is checked without
+Valkey in tests/unit/content/test_content_site.py."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.testclient import TestClient
+
+from tests.unit.content.test_content_site import ALL_PAGES, Doc
+
+
+@pytest.fixture
+def site_client(valkey):
+    """The real app (real partials, /room and /instructor included) on the test Valkey."""
+    from server.app import create_app
+
+    with TestClient(create_app(valkey.url)) as test_client:
+        yield test_client
+
+
+def test_every_page_is_reachable_from_the_index_and_no_internal_link_is_dead(site_client):
+    client = site_client
+    seen: dict[str, Doc] = {}
+    queue = ["/"]
+    fragments: list[tuple[str, str, str]] = []
+    while queue:
+        path = queue.pop()
+        if path in seen:
+            continue
+        response = client.get(path)
+        assert response.status_code == 200, path
+        doc = Doc(response.text)
+        seen[path] = doc
+        for a in doc.all("a"):
+            href = a.get("href") or ""
+            if href.startswith(("http://", "https://")):
+                continue
+            assert href.startswith(("/", "#")) and not href.startswith("//"), (path, href)
+            target, _, fragment = href.partition("#")
+            target = target or path
+            if fragment:
+                fragments.append((path, target, fragment))
+            if target not in seen:
+                queue.append(target)
+    # every page of the course, plus the app's own pages the footer links to
+    assert set(seen) == ALL_PAGES | {"/room", "/progress"}
+    for source, target, fragment in fragments:
+        assert fragment in seen[target].ids, f"{source} links to {target}#{fragment}"
