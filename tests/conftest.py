@@ -10,7 +10,7 @@ import redis.asyncio as aioredis
 
 from server.valkey import native
 from server.valkey.process import ValkeyProcess
-
+from tests import lua_folder
 
 UNIT = Path(__file__).parent / "unit"
 
@@ -46,3 +46,9 @@ async def conn(valkey: ValkeyProcess) -> AsyncIterator[aioredis.Redis]:
     finally:
         await client.flushdb()
         await client.aclose()
+
+
+@pytest.fixture
+def scripts_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The registry pointed at a scratch folder (tests/lua_folder.py), its caches cleared around it."""
+    yield from lua_folder.registry_reading(tmp_path, monkeypatch)

@@ -3,37 +3,18 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from server.emq import flows, jobs, pump, registry
+from tests.lua_folder import write_script
 
 from .conftest import flow
 
 
-def _write(folder: Path, name: str, text: str) -> None:
-    path = folder / f"{name}.lua"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
-@pytest.fixture
-def scripts_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The registry pointed at a scratch folder, its caches cleared around it."""
-    caches = (registry.file_source, registry.script_source, registry.doc, registry._moves, registry.prefix_source)
-    monkeypatch.setattr(registry, "SCRIPTS_DIR", tmp_path)
-    for cached in caches:
-        cached.cache_clear()
-    yield tmp_path
-    monkeypatch.undo()
-    for cached in caches:
-        cached.cache_clear()
-
-
 async def test_the_registry_refuses_a_script_with_a_missing_include_before_any_wire(conn, scripts_dir: Path) -> None:
-    _write(scripts_dir, "broken", "-- broken: takes a helper that is not there\n\n-- @include nowhere\nreturn 1\n")
+    write_script(scripts_dir, "broken", "-- broken: takes a helper that is not there\n\n-- @include nowhere\nreturn 1\n")
     with pytest.raises(registry.IncludeError, match=r"broken.lua line 3: '-- @include nowhere' names no file"):
         registry.script_source("broken")
     with pytest.raises(registry.IncludeError):
@@ -42,8 +23,8 @@ async def test_the_registry_refuses_a_script_with_a_missing_include_before_any_w
 
 
 async def test_the_registry_runs_a_script_with_its_helper_expanded(conn, scripts_dir: Path) -> None:
-    _write(scripts_dir / "includes", "twice", "local function twice(x) return 2 * tonumber(x) end")
-    _write(scripts_dir, "doubled", "-- doubled: twice ARGV[1]\n\n-- @include twice\nreturn twice(ARGV[1])\n")
+    write_script(scripts_dir / "includes", "twice", "local function twice(x) return 2 * tonumber(x) end")
+    write_script(scripts_dir, "doubled", "-- doubled: twice ARGV[1]\n\n-- @include twice\nreturn twice(ARGV[1])\n")
     assert await registry.run(conn, "doubled", [], ["21"]) == 42
     assert await conn.script_exists(registry.sha_of("doubled")) == [True]
 

@@ -1,4 +1,5 @@
-"""The class benchmark's report section, without running it: spliced into the report once, keeping the rest."""
+"""The class benchmark's report section, without running it: spliced into the
+report once, keeping the rest."""
 
 from __future__ import annotations
 

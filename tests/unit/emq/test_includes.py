@@ -1,15 +1,18 @@
-"""The include step, read from the files alone (no Valkey): each marker is replaced by its helper between two visible fences, a missing or cyclic include is refused at load, every script expands with no marker left, each shared rule is written once. What the registry runs on Valkey is in tests/integration/test_script_includes.py."""
+"""The include step, read from the files alone (no Valkey): each marker is
+replaced by its helper between two visible fences, a missing or cyclic
+include is refused at load, every script expands with no marker left, each
+shared rule is written once. What the registry runs on Valkey is in
+tests/integration/test_script_includes.py."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from server.emq import includes, registry
-
+from tests.lua_folder import write_script
 
 # Each shared rule, and the scripts that must take it from includes/ rather
 # than carry a copy of their own.
@@ -23,14 +26,8 @@ RULES = {
 }
 
 
-def _write(folder: Path, name: str, text: str) -> None:
-    path = folder / f"{name}.lua"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
 def test_an_include_marker_is_replaced_by_the_helper_between_two_visible_fences(tmp_path: Path) -> None:
-    _write(tmp_path / "includes", "twice", "-- twice: double it\nlocal function twice(x) return 2 * x end\n")
+    write_script(tmp_path / "includes", "twice", "-- twice: double it\nlocal function twice(x) return 2 * x end\n")
     source = "-- s: uses twice\n\n-- @include twice\nreturn twice(ARGV[1])\n"
     assert includes.expand("s.lua", source, tmp_path).splitlines() == [
         "-- s: uses twice",
@@ -50,8 +47,8 @@ def test_a_script_without_markers_is_left_byte_for_byte(tmp_path: Path) -> None:
 
 def test_a_nested_helper_is_pasted_once_at_its_first_marker(tmp_path: Path) -> None:
     folder = tmp_path / "includes"
-    _write(folder, "clock", "local function clock() return 1 end")
-    _write(folder, "stamp", "-- @include clock\nlocal function stamp() return clock() end")
+    write_script(folder, "clock", "local function clock() return 1 end")
+    write_script(folder, "stamp", "-- @include clock\nlocal function stamp() return clock() end")
     expanded = includes.expand("s.lua", "-- @include clock\n-- @include stamp\nreturn stamp()\n", tmp_path)
     assert expanded.count("local function clock()") == 1
     assert includes.repeated("clock") in expanded.splitlines()
@@ -63,8 +60,8 @@ def test_a_missing_include_is_a_clear_error_at_load(tmp_path: Path) -> None:
 
 
 def test_an_include_cycle_is_refused_at_load(tmp_path: Path) -> None:
-    _write(tmp_path / "includes", "a", "-- @include b\n")
-    _write(tmp_path / "includes", "b", "-- @include a\n")
+    write_script(tmp_path / "includes", "a", "-- @include b\n")
+    write_script(tmp_path / "includes", "b", "-- @include a\n")
     with pytest.raises(includes.IncludeError, match="include cycle a -> b -> a"):
         includes.expand("s.lua", "-- @include a\n", tmp_path)
 
@@ -72,19 +69,6 @@ def test_an_include_cycle_is_refused_at_load(tmp_path: Path) -> None:
 def test_a_marker_may_not_name_a_path(tmp_path: Path) -> None:
     with pytest.raises(includes.IncludeError, match="not a helper name"):
         includes.expand("s.lua", "-- @include ../keyspace\n", tmp_path)
-
-
-@pytest.fixture
-def scripts_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The registry pointed at a scratch folder, its caches cleared around it."""
-    caches = (registry.file_source, registry.script_source, registry.doc, registry._moves, registry.prefix_source)
-    monkeypatch.setattr(registry, "SCRIPTS_DIR", tmp_path)
-    for cached in caches:
-        cached.cache_clear()
-    yield tmp_path
-    monkeypatch.undo()
-    for cached in caches:
-        cached.cache_clear()
 
 
 def test_every_script_expands_and_keeps_no_marker() -> None:
@@ -119,7 +103,7 @@ def test_loading_every_script_names_each_by_the_sha_it_runs_under() -> None:
 
 
 def test_loading_every_script_stops_at_a_broken_include(scripts_dir: Path) -> None:
-    _write(scripts_dir, "broken", "-- broken: takes a helper that is not there\n\n-- @include nowhere\nreturn 1\n")
+    write_script(scripts_dir, "broken", "-- broken: takes a helper that is not there\n\n-- @include nowhere\nreturn 1\n")
     with pytest.raises(registry.IncludeError, match="broken.lua line 3"):
         registry.load_all()
 

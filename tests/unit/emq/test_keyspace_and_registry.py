@@ -1,4 +1,6 @@
-"""The key grammar, the id gate, script headers and the stepper's moves, read from the files alone (no Valkey); what the scripts do on Valkey is in tests/integration/test_keyspace_and_registry.py."""
+"""The key grammar, the id gate, script headers and the stepper's moves, read
+from the files alone (no Valkey); what the scripts do on Valkey is in
+tests/integration/test_keyspace_and_registry.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The outbox entry encoding, without Valkey: entries round-trip and malformed ones are poison. The Pump on Valkey is in tests/integration/test_pump.py."""
+"""The outbox entry encoding, without Valkey: entries round-trip and malformed
+ones are poison. The Pump on Valkey is in tests/integration/test_pump.py."""
 
 from __future__ import annotations
 

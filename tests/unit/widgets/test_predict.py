@@ -1,4 +1,5 @@
-"""The prediction rules that need no Valkey: which widgets ask, that no page, module or dive holds an answer, and that a question has no field for one."""
+"""The prediction rules that need no Valkey: which widgets ask, that no page,
+module or dive holds an answer, and that a question has no field for one."""
 
 from __future__ import annotations
 
