@@ -82,7 +82,9 @@ class QueueView:
 
     def as_json(self) -> dict[str, Any]:
         found = {"queue": self.queue, "slot": self.slot, "count": len(self.keys),
-                 "keys": [k.as_json() for k in self.keys]}
+                 "keys": [k.as_json() for k in self.keys],
+                 # the state sets' members, in the grammar's order: the page draws them as they are
+                 "sets": {name: self.members(name) for name in keyspace.STATE_SETS}}
         if self.node is not None:
             found["node"] = self.node
         return found

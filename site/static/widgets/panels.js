@@ -56,17 +56,6 @@ export function setStatus(root, text, kind = "") {
 
 // ---- the state sets: pending, active, schedule, dead ------------------------
 
-const SETS = ["pending", "active", "schedule", "dead"];
-
-function setMembers(q) {
-  const found = {};
-  for (const key of q.keys) {
-    const suffix = shortName(key.name).replace(/^:/, "");
-    if (key.type === "zset" && SETS.includes(suffix)) found[suffix] = key.value.map(([m]) => m);
-  }
-  return found;
-}
-
 function setCell(name, now, old, marked) {
   const cell = el("div", `set set-${name}`);
   cell.append(el("dt", "", name));
@@ -84,15 +73,15 @@ function setCell(name, now, old, marked) {
 
 export function renderSets(container, snapshot, previous) {
   if (!container) return;
-  const before = new Map((previous ? previous.queues : []).map((q) => [q.queue, setMembers(q)]));
+  // each queue's state sets come in the snapshot, named and ordered by the server
+  const before = new Map((previous ? previous.queues : []).map((q) => [q.queue, q.sets || {}]));
   const frag = document.createDocumentFragment();
   for (const q of snapshot.queues) {
-    const members = setMembers(q);
     const old = before.get(q.queue) || {};
     const box = el("div", "sets-queue");
     box.append(el("p", "sets-title", `${queueLabel(q.queue)} · state sets`));
     const list = el("dl", "sets");
-    for (const name of SETS) list.append(setCell(name, members[name] || [], old[name] || [], Boolean(previous)));
+    for (const [name, now] of Object.entries(q.sets)) list.append(setCell(name, now, old[name] || [], Boolean(previous)));
     box.append(list);
     frag.append(box);
   }
