@@ -15,14 +15,19 @@ MODULE := native/build/emq.so
 MODULE_SRC := native/emq_module.c native/valkey_module_api.h
 CFLAGS_MODULE := -O2 -fPIC -shared -std=c11 -Wall -Wextra -Wpedantic
 
-.PHONY: serve test test-unit test-integration test-e2e bench reliability screenshots valkey chromium system venv module compiler clean
+.PHONY: serve lint test test-unit test-integration test-e2e bench reliability screenshots valkey chromium system venv module compiler clean
 
 serve: venv valkey module
 	$(VENV)/bin/emqlab serve
 
-# All three suites, fastest first; each in its own pytest process (e2e's
-# Playwright and the asyncio tests do not share one event loop well).
-test: test-unit test-integration test-e2e
+# Lint and types first: a few seconds, and they fail before any server starts.
+lint: venv
+	$(VENV)/bin/ruff check server bench tests
+	$(VENV)/bin/mypy
+
+# Lint and types, then all three suites, fastest first; each in its own pytest
+# process (e2e's Playwright and the asyncio tests do not share one event loop well).
+test: lint test-unit test-integration test-e2e
 
 # The pure parts (tests/unit): no Valkey, no site, no module; a few seconds.
 test-unit: venv
