@@ -13,11 +13,20 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from server import settings as settings_module
+from server.console import client as console_client
+from server.content import load_course
+from server.emq import registry
+from server.live.hub import Hub, enable_notifications
+from server.sandboxes.lifecycle import Reaper
+from server.sandboxes.rooms import ROOM_COOKIE, WATCH_COOKIE
+from server.sandboxes.sandbox import SandboxCookie, SignedCookie
+from server.settings import Settings
 from server.valkey import connect, native
 from server.web import partials
+from server.web.guard import INSTRUCTOR_COOKIE
+from server.web.middleware import SandboxMiddleware, SecurityHeaders
 from server.web.secret import load_secret
-from server.widgets import traces
-from server.console import client as console_client
 from server.web.views import api as views_api
 from server.web.views import classroom as views_classroom
 from server.web.views import console as views_console
@@ -26,16 +35,7 @@ from server.web.views import pages as views_pages
 from server.web.views import progress as views_progress
 from server.web.views import room as views_room
 from server.web.views import stream as views_stream
-from server import settings as settings_module
-from server.content import load_course
-from server.emq import registry
-from server.web.guard import INSTRUCTOR_COOKIE
-from server.sandboxes.lifecycle import Reaper
-from server.web.middleware import SandboxMiddleware, SecurityHeaders
-from server.sandboxes.rooms import ROOM_COOKIE, WATCH_COOKIE
-from server.sandboxes.sandbox import SandboxCookie, SignedCookie
-from server.settings import Settings
-from server.live.hub import Hub, enable_notifications
+from server.widgets import traces
 
 SITE = Path(__file__).resolve().parent.parent / "site"
 

@@ -135,10 +135,9 @@ def serve(args: argparse.Namespace) -> int:
 def reset(args: argparse.Namespace) -> int:
     import redis
 
-    from server.sandboxes import lifecycle
-    from server.sandboxes import learners, rooms
-    from server.valkey.connect import open_client
+    from server.sandboxes import learners, lifecycle, rooms
     from server.sandboxes.sandbox import SANDBOX_RE
+    from server.valkey.connect import open_client
 
     url = os.environ.get("EMQLAB_VALKEY_URL") or (URL_FILE.read_text().strip() if URL_FILE.exists() else "")
     if not url:

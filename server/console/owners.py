@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+
 from server.console.allow import Refusal
-from server.widgets import WIDGETS, widget_for_queue
-from server.widgets import snapshot, turn
+from server.widgets import WIDGETS, snapshot, turn, widget_for_queue
 from server.widgets.base import Context, Widget
 
 INDEX_CAP = 64  # extra key names one queue lists at most

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from redis.exceptions import ResponseError
 from redis._parsers.base import BaseParser
+from redis.exceptions import ResponseError
 
 # redis-py drops the code from the error replies it knows ("ERR", "NOSCRIPT",
 # ...) and picks a class instead; valkey-cli prints the reply whole.

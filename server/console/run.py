@@ -19,9 +19,9 @@ from server.console.allow import GROWS, GROWTH_CAP, Refusal
 from server.console.confine import Confinement
 from server.console.plan import Plan
 from server.emq import registry
-from server.widgets import snapshot
 from server.emq.errors import EmqError
 from server.valkey.connect import is_cluster
+from server.widgets import snapshot
 
 SCAN_LIMIT = 500  # keys a SCAN or KEYS answers at most
 REPLY_LINES, REPLY_CHARS = 200, 16_000

@@ -30,8 +30,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import AskError, OutOfMemoryError, RedisError, ResponseError
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 log = logging.getLogger("emqlab.stream")
 
@@ -151,4 +151,4 @@ class Heartbeat:
         self.report(RESTORED)
 
 
-__all__ = ["BEAT_EVERY", "NOTIFY_FLAGS", "flags_on", "Heartbeat", "MEMORY_FULL", "MEMORY_OK", "OFF", "ON", "RESTORED", "SILENCE", "is_beat", "is_beat_key"]
+__all__ = ["BEAT_EVERY", "MEMORY_FULL", "MEMORY_OK", "NOTIFY_FLAGS", "OFF", "ON", "RESTORED", "SILENCE", "Heartbeat", "flags_on", "is_beat", "is_beat_key"]

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from server.live import presence
-from server.sandboxes import learners as class_learners, progress, rooms
+from server.sandboxes import learners as class_learners
+from server.sandboxes import progress, rooms
 
 PUBLIC_FIELDS = ("name", "page", "widget", "online", "last_seen", "progress")
 

@@ -125,5 +125,15 @@ def answer_error(exc: Exception) -> JSONResponse:
     return problem(500, "the server failed on this action; it has been logged")
 
 
-__all__ = ["OUT_OF_MEMORY", "Refused", "UNREACHABLE", "VALKEY_DOWN", "VALKEY_FAULTS", "answer_error", "fault_message",
-           "is_fault", "is_out_of_memory", "problem"]
+__all__ = [
+    "OUT_OF_MEMORY",
+    "UNREACHABLE",
+    "VALKEY_DOWN",
+    "VALKEY_FAULTS",
+    "Refused",
+    "answer_error",
+    "fault_message",
+    "is_fault",
+    "is_out_of_memory",
+    "problem",
+]

@@ -20,9 +20,8 @@ from markupsafe import Markup, escape
 from starlette.templating import Jinja2Templates
 
 from server.console import page as console_page
-from server.widgets import traces
 from server.emq import registry
-from server.widgets import WIDGETS
+from server.widgets import WIDGETS, traces
 
 
 @dataclass

@@ -31,10 +31,11 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from server.live import events
-from server.sandboxes import learners, lifecycle, roster, rooms
+from server.sandboxes import learners, lifecycle, rooms, roster
 from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE
 from server.web import body, forms, guard
-from server.web.views.instructor import ago, done, guarded, render as render_instructor
+from server.web.views.instructor import ago, done, guarded
+from server.web.views.instructor import render as render_instructor
 
 ROSTER_EVERY = 0.5  # seconds between roster reads of one open class page
 MODE_TEXT = {

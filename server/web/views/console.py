@@ -23,7 +23,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
-from server.console import owners, plan as planning, run, transcript
+from server.console import owners, run, transcript
+from server.console import plan as planning
 from server.console.allow import Refusal
 from server.console.confine import Confinement
 from server.console.parse import Limits, Malformed

@@ -24,12 +24,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from server.web import body
-from server.web import forms
-from server.web import guard
-from server.sandboxes import lifecycle
-from server.sandboxes import learners, rooms
+from server.sandboxes import learners, lifecycle, rooms
 from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE
+from server.web import body, forms, guard
 from server.web.errors import VALKEY_FAULTS, fault_message
 from server.widgets.flow import plural
 
@@ -105,7 +102,7 @@ def done(request: Request, message: str, data: dict[str, Any], status: int = 200
 
 
 async def refused(request: Request, status: int, message: str) -> Response:
-    if forms.wants_json(request) or request.method == "GET" and request.url.path != "/instructor":
+    if forms.wants_json(request) or (request.method == "GET" and request.url.path != "/instructor"):
         headers = {"WWW-Authenticate": 'Bearer realm="emqlab-instructor"'} if status == 401 else None
         return JSONResponse({"error": message}, status_code=status, headers=headers)
     context: dict[str, Any] = {"error": message}

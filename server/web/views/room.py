@@ -19,10 +19,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from server.web import body
-from server.web import forms
-from server.web import guard
 from server.sandboxes import learners, rooms
+from server.web import body, forms, guard
 from server.web.errors import VALKEY_FAULTS, fault_message
 
 UNAVAILABLE = "Valkey is unreachable right now; try again when it returns."

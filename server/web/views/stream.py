@@ -21,15 +21,14 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from server.live import effects
-from server.live import presence
-from server.web import guard
-from server.web.sse import StalledSafeResponse
+from server.live import effects, presence
+from server.live.hub import MEMORY_FULL
 from server.sandboxes.sandbox import NoSandbox
+from server.web import guard
 from server.web.errors import VALKEY_DOWN, is_out_of_memory, problem
+from server.web.sse import StalledSafeResponse
 from server.widgets import WIDGETS, widget_for_queue
 from server.widgets.base import Context
-from server.live.hub import MEMORY_FULL
 
 COALESCE_SECONDS = 0.015
 POLL_EVERY = 1.5  # seconds between snapshot reads while notifications are off
