@@ -158,7 +158,7 @@ _current: Settings | None = None
 
 def install(settings: Settings) -> None:
     """Make these the settings `current()` answers (create_app calls it)."""
-    global _current
+    global _current  # noqa: PLW0603 -- one value per process, set once by create_app
     _current = settings
 
 

@@ -77,7 +77,10 @@ GROWS: dict[str, str] = {
     "LPUSH": "LLEN", "RPUSH": "LLEN",
 }
 
-_LUA = "runs Lua of your own; the console runs the course's scripts by name (e.g. complete, claim) or EVALSHA of their SHA"
+_LUA = (
+    "runs Lua of your own; the console runs the course's scripts by name (e.g. complete, claim)"
+    " or EVALSHA of their SHA"
+)
 _SERVER = "changes or reveals the whole server, not your sandbox"
 _BLOCKS = "would hold the console's connection open"
 REASONS: dict[str, str] = {
@@ -93,7 +96,8 @@ REASONS: dict[str, str] = {
     "FAILOVER": "it " + _SERVER, "SWAPDB": "it " + _SERVER, "SELECT": "it " + _SERVER,
     "MONITOR": "it " + _BLOCKS, "SUBSCRIBE": "it " + _BLOCKS, "PSUBSCRIBE": "it " + _BLOCKS,
     "SSUBSCRIBE": "it " + _BLOCKS, "BLPOP": "it " + _BLOCKS, "BRPOP": "it " + _BLOCKS,
-    "BZPOPMIN": "it " + _BLOCKS, "WAIT": "it " + _BLOCKS, "MULTI": "transactions span commands the console checks one by one",
+    "BZPOPMIN": "it " + _BLOCKS, "WAIT": "it " + _BLOCKS,
+    "MULTI": "transactions span commands the console checks one by one",
     "PUBLISH": "the lab's own events travel on the server's channels",
     "SORT": "its BY and GET patterns read keys the console cannot check",
     "MIGRATE": "it moves keys to another server", "RESTORE": "it writes raw key dumps",

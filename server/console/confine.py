@@ -82,7 +82,8 @@ class Confinement:
             )
         queue, suffix = self.queue(found["queue"]), found["rest"]
         if not SUFFIX_RE.fullmatch(suffix) or (not suffix and not base):
-            raise Refusal(400, f"{_show(text)}: the part after the hashtag must be 1-256 printable characters, no spaces.")
+            raise Refusal(400, f"{_show(text)}: the part after the hashtag must be 1-256 printable characters,"
+                                " no spaces.")
         if write:
             self.check_writable(queue, suffix, shape)
         return Key(f"emq:{{{self.full(queue)}}}:{suffix}", queue, suffix)
@@ -122,7 +123,8 @@ class Confinement:
         if text == "*":
             return f"emq:{{{self.sandbox}.*"
         if not text.startswith("emq:{"):
-            raise Refusal(403, "a pattern starts with emq:{ (e.g. emq:{fanin}:*), or is * for every key of your sandbox.")
+            raise Refusal(403, "a pattern starts with emq:{ (e.g. emq:{fanin}:*),"
+                                " or is * for every key of your sandbox.")
         rest = text[len("emq:{"):]
         if rest.startswith(self.sandbox + "."):
             rest = rest[len(self.sandbox) + 1:]

@@ -66,6 +66,7 @@ async def index(ctx: Context, written: dict[str, list[str]]) -> None:
             size, present = await pipe.execute()
         new = [n for n, p in zip(names, present) if not int(p)]
         if new and int(size) + len(new) > INDEX_CAP:
-            raise Refusal(409, f"the console adds at most {INDEX_CAP} new keys to one queue; press Reset on its widget.")
+            raise Refusal(409, f"the console adds at most {INDEX_CAP} new keys to one queue;"
+                                " press Reset on its widget.")
         if new:
             await ctx.conn.sadd(key, *new)

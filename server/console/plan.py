@@ -159,7 +159,8 @@ def _confined_argv(argv: list[str], where: Confinement, queue: str, roles: dict[
         if role == "base" or value.startswith("emq:"):
             key = where.key(value, write=False, base=True)
             if key.queue != queue:
-                raise Refusal(403, f"ARGV[{i}] names queue {key.queue}, the KEYS name {queue}: one script, one hashtag.")
+                raise Refusal(403, f"ARGV[{i}] names queue {key.queue}, the KEYS name {queue}:"
+                                    " one script, one hashtag.")
             out.append(key.real)
         elif role == "queue":
             out.append(where.queue_value(value))

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from redis.asyncio.cluster import RedisCluster
 from redis.client import NEVER_DECODE
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
 from server.console import reply
@@ -20,7 +22,7 @@ from server.console.confine import Confinement
 from server.console.plan import Plan
 from server.emq import registry
 from server.emq.errors import EmqError
-from server.valkey.connect import is_cluster
+from server.emq.wire import Conn
 from server.widgets import snapshot
 
 SCAN_LIMIT = 500  # keys a SCAN or KEYS answers at most
@@ -41,7 +43,7 @@ class Answer:
 
 
 
-async def send(conn: Any, args: list[str], key: str | None) -> Any:
+async def send(conn: Conn, args: list[str], key: str | None) -> Any:
     """One command, its reply as Valkey sent it.
 
     The name goes out as bytes: redis-py looks its reply converters up by the
@@ -50,14 +52,17 @@ async def send(conn: Any, args: list[str], key: str | None) -> Any:
     (the cluster client would route by the name, which it wants as a string).
     """
     name, rest = args[0].encode(), args[1:]
-    if not is_cluster(conn):
-        return await conn.execute_command(name, *rest, **{NEVER_DECODE: []})
+    undecoded: dict[str, Any] = {NEVER_DECODE: []}
+    if not isinstance(conn, RedisCluster):
+        return await conn.execute_command(name, *rest, **undecoded)  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
     await conn.initialize()  # a no-op once the slot map is loaded
     node = conn.get_node_from_key(key) if key is not None else conn.get_default_node()
-    return await node.execute_command(name, *rest, **{NEVER_DECODE: []})
+    if node is None:  # a loaded slot map always has a default node; a 503 if not
+        raise RedisConnectionError("the cluster has no node to send this to")
+    return await node.execute_command(name, *rest, **undecoded)
 
 
-async def check_growth(conn: Any, found: Plan) -> None:
+async def check_growth(conn: Conn, found: Plan) -> None:
     if found.grows is None or found.rule is None:
         return
     try:
@@ -68,7 +73,7 @@ async def check_growth(conn: Any, found: Plan) -> None:
         raise Refusal(409, f"that key holds {size} members; the console grows a key to at most {GROWTH_CAP}.")
 
 
-async def scan(conn: Any, found: Plan, where: Confinement) -> list[Any]:
+async def scan(conn: Conn, found: Plan, where: Confinement) -> list[Any]:
     names: list[bytes] = []
     async for name in conn.scan_iter(match=found.args[0], count=1000, _type=found.scan_type):
         names.append(name)
@@ -80,7 +85,7 @@ async def scan(conn: Any, found: Plan, where: Confinement) -> list[Any]:
     return ["0", shown] if found.scan_as == "SCAN" else list(shown)
 
 
-async def execute(conn: Any, found: Plan, where: Confinement) -> Answer:
+async def execute(conn: Conn, found: Plan, where: Confinement) -> Answer:
     """Run a checked plan; Valkey's error replies become `(error) …` lines."""
     try:
         if found.how == "script":
@@ -105,7 +110,7 @@ async def execute(conn: Any, found: Plan, where: Confinement) -> Answer:
         return Answer(found.command, reply.error_lines(exc), "error")
 
 
-async def index(conn: Any, found: Plan) -> None:
+async def index(conn: Conn, found: Plan) -> None:
     """Name every key a write touched in its queue's index of extra keys, so
     the widget's snapshot shows it and its Reset removes it, whatever its name
     (a widget finds its keys by name, never by SCAN)."""

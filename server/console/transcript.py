@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from server.emq.wire import Conn
+
 KEEP = 20  # commands kept, newest last
 KEEP_LINES = 40  # reply lines kept per command (the page showed them all when it ran)
 
@@ -34,7 +36,7 @@ def kept(entry: dict[str, Any]) -> dict[str, Any]:
     return {**entry, "reply_lines": lines}
 
 
-async def record(conn: Any, sandbox: str, visitor: str, entry: dict[str, Any], ttl: int) -> None:
+async def record(conn: Conn, sandbox: str, visitor: str, entry: dict[str, Any], ttl: int) -> None:
     key = transcript_key(sandbox, visitor)
     entry = kept(entry)
     async with conn.pipeline(transaction=False) as pipe:
@@ -46,7 +48,7 @@ async def record(conn: Any, sandbox: str, visitor: str, entry: dict[str, Any], t
         await pipe.execute()
 
 
-async def read(conn: Any, sandbox: str, visitor: str) -> list[dict[str, Any]]:
+async def read(conn: Conn, sandbox: str, visitor: str) -> list[dict[str, Any]]:
     entries = []
     for raw in await conn.lrange(transcript_key(sandbox, visitor), 0, -1):
         try:

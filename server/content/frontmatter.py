@@ -110,7 +110,7 @@ def _scalar(value: str, number: int) -> str:
 
 
 def _nested(block: list[tuple[int, str]]) -> list[Any] | dict[str, str]:
-    first_number, first = block[0]
+    _first_number, first = block[0]
     if first.startswith("  - ") or first == "  -":
         return _list(block)
     return _mapping(block, indent=2)

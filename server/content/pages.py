@@ -61,7 +61,7 @@ STATIC_DIR = Path(__file__).resolve().parents[2] / "site" / "static"
 #: ids the dive template puts on every dive page, after the body sections
 DIVE_PAGE_IDS = ("main", "pattern-and-implementation", "recap", "next", "references")
 
-RenderWidget = Callable[[str, dict], str]
+RenderWidget = Callable[[str, dict[str, Any]], str]
 
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _FIELDS = {
@@ -82,7 +82,7 @@ class Link:
     note: str = ""
     href: str | None = None  # None: plain text, the page is not in Flows Lab
     external: bool = False
-    note_html: Markup = Markup("")  # the note as inline Markdown
+    note_html: Markup = Markup("")  # noqa: RUF009 -- the note as inline Markdown; Markup is an immutable str
 
     @property
     def in_course(self) -> bool:
@@ -128,15 +128,15 @@ class Page:
     # -- front matter fields -------------------------------------------------
     @property
     def pattern(self) -> str:
-        return self.meta.get("pattern", "")
+        return str(self.meta.get("pattern", ""))
 
     @property
     def implementation(self) -> str:
-        return self.meta.get("implementation", "")
+        return str(self.meta.get("implementation", ""))
 
     @property
     def recap(self) -> str:
-        return self.meta.get("recap", "")
+        return str(self.meta.get("recap", ""))
 
     @property
     def summary(self) -> str:
@@ -274,7 +274,7 @@ def _load_page(md: MarkdownIt, root: Path, file: Path) -> Page:
     )
 
 
-def _as_list(page: Page, meta: dict, name: str) -> list:
+def _as_list(page: Page, meta: dict[str, Any], name: str) -> list[Any]:
     value = meta.get(name, [])
     if not isinstance(value, list):
         raise ContentError(f"{page.source}: {name} must be a list of entries")

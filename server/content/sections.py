@@ -18,10 +18,15 @@ Render: one small rule per token type added here.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
 
 ASIDE_TYPES = frozenset({"widget"})
 
@@ -45,7 +50,7 @@ def sections_plugin(md: MarkdownIt) -> None:
         if not starts:
             return
         out: list[Token] = []
-        found: list[dict] = []
+        found: list[dict[str, Any]] = []
         intro = tokens[: starts[0]]
         out.extend(t for t in intro if t.type == "front_matter")
         intro = [t for t in intro if t.type != "front_matter"]
@@ -53,8 +58,8 @@ def sections_plugin(md: MarkdownIt) -> None:
             out.append(_marker(state, "dive_intro_open"))
             out.extend(intro)
             out.append(_marker(state, "dive_intro_close"))
-        bounds = starts + [len(tokens)]
-        for first, end in zip(bounds, bounds[1:]):
+        bounds = [*starts, len(tokens)]
+        for first, end in itertools.pairwise(bounds):
             heading = tokens[first]
             title = heading_text(tokens[first + 1])
             slug = heading.attrGet("id") or f"section-{len(found) + 1}"
@@ -86,14 +91,14 @@ def sections_plugin(md: MarkdownIt) -> None:
         md.add_render_rule(name, fn)
 
 
-def _marker(state: StateCore, kind: str, meta: dict | None = None) -> Token:
+def _marker(state: StateCore, kind: str, meta: dict[str, Any] | None = None) -> Token:
     token = Token(kind, "", 0)
     token.block = True
     token.meta = dict(meta or {})
     return token
 
 
-def _section_open(self, tokens, idx, options, env) -> str:
+def _section_open(self: object, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     meta = tokens[idx].meta
     extra = " has-aside" if meta["aside"] else ""
     # No accessible name on purpose: a named <section> is a region, and the
@@ -103,7 +108,7 @@ def _section_open(self, tokens, idx, options, env) -> str:
 
 
 
-def _aside_open(self, tokens, idx, options, env) -> str:
+def _aside_open(self: object, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     # No accessible name on purpose: an unnamed aside inside a section is not
     # a complementary landmark, so it never nests a landmark inside <main>.
     return '<aside class="dive-aside">\n'

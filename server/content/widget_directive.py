@@ -19,11 +19,13 @@ slot, ``<div class="widget-slot" data-widget="name"></div>``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 from markdown_it.rules_core import StateCore
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
 
 from .directive import find_directive
 from .errors import DirectiveError
@@ -65,10 +67,10 @@ def widget_plugin(md: MarkdownIt, known: Iterable[str] | None = None) -> None:
     md.add_render_rule("widget", render_widget)
 
 
-def render_widget(self, tokens, idx, options, env) -> str:
+def render_widget(self: object, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     meta = tokens[idx].meta
     render = env.get("render_widget") if isinstance(env, dict) else None
     if render is not None:
-        html = render(meta["name"], dict(meta["options"]))
+        html: str = render(meta["name"], dict(meta["options"]))
         return html if html.endswith("\n") else html + "\n"
     return f'<div class="widget-slot" data-widget="{escapeHtml(meta["name"])}"></div>\n'

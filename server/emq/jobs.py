@@ -21,6 +21,7 @@ in the layout it is sent:
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -170,10 +171,8 @@ async def complete(
     if tail is not None:
         tail.append(("DEL", keyspace.logs_key(queue, job_id)))
         return
-    try:
+    with contextlib.suppress(RedisError):
         await conn.delete(keyspace.logs_key(queue, job_id))
-    except RedisError:
-        pass
 
 
 def fail_call(

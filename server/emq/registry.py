@@ -22,6 +22,7 @@ are in every prefix.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import weakref
@@ -38,8 +39,24 @@ from server.emq.errors import translate
 from server.emq.includes import IncludeError, expand
 from server.emq.wire import Conn
 
-__all__ = ["IncludeError", "Move", "ScriptDoc", "cut_moves", "doc", "file_source", "load_all", "moves", "names", "prefix_source",
-           "run", "run_prefix", "script_for", "script_path", "script_source", "sha_of"]
+__all__ = [
+    "IncludeError",
+    "Move",
+    "ScriptDoc",
+    "cut_moves",
+    "doc",
+    "file_source",
+    "load_all",
+    "moves",
+    "names",
+    "prefix_source",
+    "run",
+    "run_prefix",
+    "script_for",
+    "script_path",
+    "script_source",
+    "sha_of",
+]
 
 SCRIPTS_DIR: Final = Path(__file__).resolve().parent / "scripts"
 
@@ -242,10 +259,8 @@ def _script(conn: Conn, cache_name: str, source: str) -> AsyncScript:
     found = scripts.get(cache_name)
     if found is None:
         found = conn.register_script(source)
-        try:
+        with contextlib.suppress(TypeError):
             found.registered_client = weakref.proxy(conn)
-        except TypeError:
-            pass
         scripts[cache_name] = found
     return found
 
@@ -255,7 +270,7 @@ def script_for(conn: Conn, name: str) -> AsyncScript:
     return _script(conn, name, script_source(name))
 
 
-async def _call(script: AsyncScript, conn: Any, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+async def _call(script: AsyncScript, conn: Conn, keys: Sequence[str], args: Sequence[Arg]) -> Any:
     try:
         return await script(keys=list(keys), args=list(args), client=conn)
     except ResponseError as exc:

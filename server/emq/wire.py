@@ -10,8 +10,16 @@ from collections.abc import Mapping
 from typing import Any, TypeAlias
 
 from redis.asyncio import Redis, RedisCluster
+from redis.asyncio.client import Pipeline
+from redis.asyncio.cluster import ClusterPipeline
+from redis.typing import EncodableT, FieldT
 
 Conn: TypeAlias = Redis | RedisCluster
+# A pipeline of either client: what `Conn.pipeline()` answers.
+Pipe: TypeAlias = Pipeline | ClusterPipeline
+# The fields of one HSET: redis-py's Mapping is invariant in its key, so a
+# dict[str, str] does not pass where this does.
+Fields: TypeAlias = dict[FieldT, EncodableT]
 
 
 def text(value: Any) -> str | None:

@@ -12,12 +12,14 @@ import json
 import secrets
 from typing import Any
 
+from server.emq.wire import Conn
+
 EVENTS_CHANNEL = "emqlab:events"
 # What a page may be told: a reset of its sandbox, or a change of its class.
 KINDS = ("reset", "room")
 
 
-async def publish(conn: Any, kind: str, sandboxes: list[str] | None, data: dict[str, Any]) -> None:
+async def publish(conn: Conn, kind: str, sandboxes: list[str] | None, data: dict[str, Any]) -> None:
     """Tell every worker's hub: the streams of `sandboxes` hear `kind` with `data`."""
     if kind not in KINDS:
         raise ValueError(f"not an event kind: {kind!r}")

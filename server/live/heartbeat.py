@@ -33,6 +33,8 @@ from typing import Any
 from redis.exceptions import AskError, OutOfMemoryError, RedisError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from server.emq.wire import Conn
+
 log = logging.getLogger("emqlab.stream")
 
 BEAT_EVERY = 1.0  # seconds between beats
@@ -67,7 +69,7 @@ def is_beat(channel: str) -> bool:
 class Heartbeat:
     """Beats on one node (`client`) and judges what its notifications say."""
 
-    def __init__(self, client: Any, report: Callable[[str], None], cluster: bool = False,
+    def __init__(self, client: Conn, report: Callable[[str], None], cluster: bool = False,
                  notifications: bool = True) -> None:
         self.client = client
         self.report = report
@@ -151,4 +153,17 @@ class Heartbeat:
         self.report(RESTORED)
 
 
-__all__ = ["BEAT_EVERY", "MEMORY_FULL", "MEMORY_OK", "NOTIFY_FLAGS", "OFF", "ON", "RESTORED", "SILENCE", "Heartbeat", "flags_on", "is_beat", "is_beat_key"]
+__all__ = [
+    "BEAT_EVERY",
+    "MEMORY_FULL",
+    "MEMORY_OK",
+    "NOTIFY_FLAGS",
+    "OFF",
+    "ON",
+    "RESTORED",
+    "SILENCE",
+    "Heartbeat",
+    "flags_on",
+    "is_beat",
+    "is_beat_key",
+]

@@ -33,6 +33,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
+from server.emq.wire import Conn
 from server.live import events, heartbeat
 from server.live.events import EVENTS_CHANNEL
 from server.live.heartbeat import NOTIFY_FLAGS, Heartbeat, flags_on
@@ -60,7 +61,7 @@ SEEN_EVENTS = 512  # event ids remembered, to hand each cluster-broadcast event 
 _flags_on = flags_on
 
 
-async def enable_notifications(conn: Any) -> bool:
+async def enable_notifications(conn: Conn) -> bool:
     """Turn keyspace notifications on; False when the server refuses CONFIG.
 
     On a cluster client: on EVERY primary (notifications are node-local)."""
@@ -172,7 +173,7 @@ class Hub:
         note = NOTIFICATIONS_RESTORED if judgement == heartbeat.RESTORED else None
         self.broadcast(Notice("status", {**self.status(note), "resync": resync}))
 
-    async def follow(self, pubsub: Any, client: Any, node: str, notifications: bool) -> None:
+    async def follow(self, pubsub: Any, client: Conn, node: str, notifications: bool) -> None:
         """Hand on every message, and beat alongside; returns or raises when either stops."""
         beat = self.beats[node] = Heartbeat(
             client, lambda judgement: self.judged(node, judgement), cluster=self.cluster, notifications=notifications,
@@ -240,9 +241,9 @@ class Hub:
             future = asyncio.ensure_future(read())
 
             def forget(done: asyncio.Future[Any], key: tuple[str, str] = key) -> None:
-                if done.cancelled() or done.exception() is not None:
-                    if self.reads.get(key, (0.0, None))[1] is done:
-                        self.reads.pop(key, None)
+                failed = done.cancelled() or done.exception() is not None
+                if failed and self.reads.get(key, (0.0, None))[1] is done:
+                    self.reads.pop(key, None)
 
             future.add_done_callback(forget)
             entry = (started, future)
@@ -306,7 +307,9 @@ class Hub:
         the one that left)."""
         last: Exception | None = None
         for seed in dict.fromkeys([self.url, *(self.node_url(a) for a in self.nodes)]):
-            client = aioredis.Redis.from_url(seed, decode_responses=True, socket_connect_timeout=1, socket_timeout=2)
+            client: Conn = aioredis.Redis.from_url(
+                seed, decode_responses=True, socket_connect_timeout=1, socket_timeout=2
+            )
             try:
                 found = set()
                 for shard in await client.execute_command("CLUSTER SHARDS"):
@@ -428,6 +431,6 @@ class Hub:
                         self.broadcast(notice, sandbox)
 
 
-async def publish_reset(conn: Any, sandboxes: list[str] | None, by: str = "instructor") -> None:
+async def publish_reset(conn: Conn, sandboxes: list[str] | None, by: str = "instructor") -> None:
     """Tell every worker's hub that these sandboxes (None: all) were reset."""
     await events.publish(conn, "reset", sandboxes, {"by": by})

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Any
 
 from redis.exceptions import RedisError
+
+from server.emq.wire import Conn, Fields
 
 EVERY = 5.0  # seconds between heartbeats of one open stream
 ONLINE_WITHIN = 2.5 * EVERY  # a beat this recent (and a stream counted) is "online"
@@ -27,9 +28,9 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-async def arrive(conn: Any, visitor: str, page: str | None) -> None:
+async def arrive(conn: Conn, visitor: str, page: str | None) -> None:
     """A stream of this visitor opened (on `page`, when the Referer names one)."""
-    fields: dict[str, Any] = {"beat": now_ms()}
+    fields: Fields = {"beat": now_ms()}
     if page:
         fields["page"] = page
     with contextlib.suppress(RedisError, OSError):
@@ -39,12 +40,12 @@ async def arrive(conn: Any, visitor: str, page: str | None) -> None:
             await pipe.execute()
 
 
-async def beat(conn: Any, visitor: str) -> None:
+async def beat(conn: Conn, visitor: str) -> None:
     with contextlib.suppress(RedisError, OSError):
         await conn.hset(meta_key(visitor), "beat", now_ms())
 
 
-async def depart(conn: Any, visitor: str) -> None:
+async def depart(conn: Conn, visitor: str) -> None:
     """A stream ended; best effort (a lost one only ages out of "online")."""
     with contextlib.suppress(RedisError, OSError):
         left = int(await conn.hincrby(meta_key(visitor), "streams", -1))

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
+from server.emq.wire import Conn
 from server.sandboxes import site_scripts
 from server.sandboxes.sandbox import REGISTRY_KEY
 
@@ -47,7 +47,7 @@ def address_key(address: str, now: float) -> str:
     return f"{{lab:sandboxes}}:new:{address}:{int(now // WINDOW)}"
 
 
-async def admit(conn: Any, sandbox: str, limits: Limits, address: str = "unknown", used: bool = False) -> int | str:
+async def admit(conn: Conn, sandbox: str, limits: Limits, address: str = "unknown", used: bool = False) -> int | str:
     """ADMITTED, FULL, ADDRESS_FULL, or the id of the sandbox evicted to admit this one."""
     now = time.time()
     reply = await site_scripts.script(conn, "admit")(
@@ -60,7 +60,7 @@ async def admit(conn: Any, sandbox: str, limits: Limits, address: str = "unknown
     return reply if isinstance(reply, str) else int(reply)
 
 
-async def forget_unused(conn: Any, cutoff_ms: float) -> None:
+async def forget_unused(conn: Conn, cutoff_ms: float) -> None:
     """Drop never-used entries idle since before `cutoff_ms` (the reaper's round)."""
     await conn.zremrangebyscore(UNUSED_KEY, "-inf", cutoff_ms)
 

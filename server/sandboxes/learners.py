@@ -12,6 +12,7 @@ import time
 import unicodedata
 from typing import Any
 
+from server.emq.wire import Conn
 from server.sandboxes.sandbox import SANDBOX_RE
 
 LEARNER_NAME_MAX = 40
@@ -45,7 +46,7 @@ def clean_name(raw: object) -> str:
     return name
 
 
-async def join(conn: Any, code: str, visitor: str, name: str, ttl: int, meta_ttl: int) -> None:
+async def join(conn: Conn, code: str, visitor: str, name: str, ttl: int, meta_ttl: int) -> None:
     """Record a learner in the class, their name kept with their own sandbox."""
     async with conn.pipeline(transaction=False) as pipe:
         pipe.zadd(learners_key(code), {visitor: int(time.time() * 1000)})
@@ -55,7 +56,7 @@ async def join(conn: Any, code: str, visitor: str, name: str, ttl: int, meta_ttl
         await pipe.execute()
 
 
-async def leave(conn: Any, code: str, visitor: str) -> None:
+async def leave(conn: Conn, code: str, visitor: str) -> None:
     """Out of the class; the name stays with the sandbox for a later join."""
     async with conn.pipeline(transaction=False) as pipe:
         pipe.zrem(learners_key(code), visitor)
@@ -63,11 +64,11 @@ async def leave(conn: Any, code: str, visitor: str) -> None:
         await pipe.execute()
 
 
-async def learner_ids(conn: Any, code: str) -> list[str]:
+async def learner_ids(conn: Conn, code: str) -> list[str]:
     """The learners' own sandboxes, in the order they joined."""
     return [s for s in (_text(m) for m in await conn.zrange(learners_key(code), 0, -1)) if SANDBOX_RE.match(s)]
 
 
-async def name_of(conn: Any, visitor: str) -> str:
+async def name_of(conn: Conn, visitor: str) -> str:
     value = await conn.hget(meta_key(visitor), "name")
     return _text(value) if value is not None else ""

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from server.emq.wire import Conn
 from server.sandboxes.sandbox import SANDBOX_RE
 
 
@@ -88,7 +89,7 @@ def parse(raw: dict[Any, Any]) -> dict[str, WidgetProgress]:
     }
 
 
-async def read(conn: Any, sandbox: str) -> dict[str, WidgetProgress]:
+async def read(conn: Conn, sandbox: str) -> dict[str, WidgetProgress]:
     return parse(await conn.hgetall(progress_key(sandbox)))
 
 
@@ -119,7 +120,7 @@ def parse_held(widget: str, raw: list[Any]) -> Held:
                                              number("right"), values["verdict"]))
 
 
-async def held(conn: Any, sandbox: str, widget: str) -> Held:
+async def held(conn: Conn, sandbox: str, widget: str) -> Held:
     return parse_held(widget, await conn.hmget(progress_key(sandbox), held_fields(widget)))
 
 
@@ -168,7 +169,7 @@ def overall(found: dict[str, WidgetProgress]) -> dict[str, int]:
             "right": sum(w.right for w in found.values())}
 
 
-async def clear(conn: Any, sandbox: str) -> bool:
+async def clear(conn: Conn, sandbox: str) -> bool:
     """Start over: forget the whole record (the widgets' scenarios stay as they are)."""
     return bool(await conn.delete(progress_key(sandbox)))
 

@@ -21,6 +21,7 @@ import unicodedata
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from server.emq.wire import Conn, Fields
 from server.sandboxes.learners import learner_ids, learners_key
 from server.sandboxes.sandbox import REGISTRY_KEY, new_id
 
@@ -138,7 +139,7 @@ def _room(code: str, raw: dict[Any, Any]) -> Room | None:
     )
 
 
-async def create(conn: Any, name: object, ttl: int, max_rooms: int, host: str = "") -> Room:
+async def create(conn: Conn, name: object, ttl: int, max_rooms: int, host: str = "") -> Room:
     clean = clean_name(name)
     if await conn.hlen(ROOMS_KEY) >= max_rooms:
         raise RoomsFull(f"at most {max_rooms} rooms can be open at once; close one first")
@@ -159,13 +160,13 @@ async def create(conn: Any, name: object, ttl: int, max_rooms: int, host: str = 
     raise RoomsFull("could not draw a free room code; try again")
 
 
-async def get(conn: Any, code: str) -> Room | None:
+async def get(conn: Conn, code: str) -> Room | None:
     if not CODE_RE.match(code):
         return None
     return _room(code, await conn.hgetall(room_key(code)))
 
 
-async def membership(conn: Any, code: str, visitor: str) -> tuple[Room | None, bool]:
+async def membership(conn: Conn, code: str, visitor: str) -> tuple[Room | None, bool]:
     """The room and whether `visitor` is in it (a learner who joined, or its host):
     one round trip, read afresh on every request."""
     if not CODE_RE.match(code):
@@ -180,7 +181,7 @@ async def membership(conn: Any, code: str, visitor: str) -> tuple[Room | None, b
     return room, score is not None or (bool(room.host) and room.host == visitor)
 
 
-async def find(conn: Any, code_or_name: str) -> Room | None:
+async def find(conn: Conn, code_or_name: str) -> Room | None:
     """A room by its code (as typed) or, failing that, by its exact name."""
     try:
         found = await get(conn, normalize_code(code_or_name))
@@ -195,7 +196,7 @@ async def find(conn: Any, code_or_name: str) -> Room | None:
     return None
 
 
-async def list_rooms(conn: Any) -> list[Room]:
+async def list_rooms(conn: Conn) -> list[Room]:
     codes = sorted(_text(c) for c in await conn.hkeys(ROOMS_KEY))
     found = []
     for code in codes:
@@ -205,12 +206,12 @@ async def list_rooms(conn: Any) -> list[Room]:
     return found
 
 
-async def set_mode(conn: Any, code: str, mode: str, host: str | None = None) -> Room | None:
+async def set_mode(conn: Conn, code: str, mode: str, host: str | None = None) -> Room | None:
     """Switch the class's mode; starting a demo names whose sandbox is shown."""
     room = await get(conn, code)
     if room is None:
         return None
-    fields = {"mode": clean_mode(mode)}
+    fields: Fields = {"mode": clean_mode(mode)}
     if host:
         fields["host"] = host
     await conn.hset(room_key(code), mapping=fields)
@@ -219,14 +220,14 @@ async def set_mode(conn: Any, code: str, mode: str, host: str | None = None) -> 
     return room
 
 
-async def record_join(conn: Any, code: str, ttl: int) -> None:
+async def record_join(conn: Conn, code: str, ttl: int) -> None:
     async with conn.pipeline(transaction=False) as pipe:
         pipe.hincrby(room_key(code), "joins", 1)
         pipe.expire(room_key(code), ttl)
         await pipe.execute()
 
 
-async def audience(conn: Any, room: Room) -> list[str]:
+async def audience(conn: Conn, room: Room) -> list[str]:
     """Every sandbox a member's open page may be listening on: the learners'
     own, the host's and the shared one (room events go to all of them)."""
     found = [*await learner_ids(conn, room.code), room.sandbox]
@@ -235,7 +236,7 @@ async def audience(conn: Any, room: Room) -> list[str]:
     return sorted(set(found))
 
 
-async def close(conn: Any, code: str) -> Room | None:
+async def close(conn: Conn, code: str) -> Room | None:
     """Forget the room (its sandbox's keys are the caller's to reset)."""
     room = await get(conn, code)
     async with conn.pipeline(transaction=False) as pipe:
@@ -246,7 +247,7 @@ async def close(conn: Any, code: str) -> Room | None:
     return room
 
 
-async def expired(conn: Any) -> list[tuple[str, str]]:
+async def expired(conn: Conn) -> list[tuple[str, str]]:
     """Index entries whose room record has expired: (code, sandbox), forgotten here."""
     gone = []
     for code, sandbox in (await conn.hgetall(ROOMS_KEY)).items():
@@ -258,6 +259,6 @@ async def expired(conn: Any) -> list[tuple[str, str]]:
     return gone
 
 
-async def room_sandboxes(conn: Any) -> dict[str, str]:
+async def room_sandboxes(conn: Conn) -> dict[str, str]:
     """sandbox id -> room code, for every room in the index."""
     return {_text(s): _text(c) for c, s in (await conn.hgetall(ROOMS_KEY)).items()}

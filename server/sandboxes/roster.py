@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from server.emq.wire import Conn
 from server.live import presence
 from server.sandboxes import learners as class_learners
 from server.sandboxes import progress, rooms
@@ -35,7 +36,7 @@ def shown(record: progress.WidgetProgress) -> dict[str, Any]:
     return {k: found[k] for k in ("reached", "steps", "done", "asked", "right", "verdict")}
 
 
-async def read(conn: Any, room: rooms.Room) -> dict[str, Any]:
+async def read(conn: Conn, room: rooms.Room) -> dict[str, Any]:
     """{"code", "mode", "learners": [{"id", "name", "page", "widget", "online",
     "last_seen", "progress"}]} — `id` is the learner's sandbox (for Reset and
     Watch on the class page; `public` drops it)."""

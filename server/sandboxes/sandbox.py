@@ -95,7 +95,8 @@ class SignedCookie:
         if not raw:
             return None
         try:
-            return self.serializer.loads(raw, max_age=self.max_age)
+            value: object = self.serializer.loads(raw, max_age=self.max_age)
+            return value
         except (BadSignature, ValueError, TypeError):
             return None
 

@@ -14,6 +14,8 @@ from typing import Any, Final
 
 from redis.commands.core import AsyncScript
 
+from server.emq.wire import Conn
+
 SCRIPTS_DIR: Final = Path(__file__).resolve().parent / "scripts"
 NAMES: Final = ("activity", "admit", "count", "unregister_if_idle")
 
@@ -30,7 +32,7 @@ def source(name: str) -> str:
     return (SCRIPTS_DIR / f"{name}.lua").read_text(encoding="utf-8")
 
 
-def script(conn: Any, name: str) -> AsyncScript:
+def script(conn: Conn, name: str) -> AsyncScript:
     """The registered script ``name`` on ``conn`` (made on first use)."""
     scripts = _registered.setdefault(conn, {})
     found = scripts.get(name)

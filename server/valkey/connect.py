@@ -23,6 +23,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from server.emq.wire import Conn
+
 log = logging.getLogger("emqlab.connect")
 
 CLUSTER_ENV = "EMQLAB_VALKEY_CLUSTER"
@@ -96,11 +98,11 @@ def open_sync_client(url: str, cluster: bool | None = None) -> Any:
     return redis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2)
 
 
-def is_cluster(conn: Any) -> bool:
+def is_cluster(conn: Conn) -> bool:
     return isinstance(conn, (RedisCluster, redis.RedisCluster))
 
 
-def node_of(conn: Any, key: str) -> str | None:
+def node_of(conn: Conn, key: str) -> str | None:
     """"host:port" of the primary holding `key`'s slot (None on one server)."""
     if not isinstance(conn, RedisCluster):
         return None
@@ -110,8 +112,3 @@ def node_of(conn: Any, key: str) -> str | None:
         return None
     return node.name if node is not None else None
 
-
-async def primaries(conn: Any) -> list[Any]:
-    """Every primary of a cluster client (its slot map loaded first)."""
-    await conn.initialize()  # a no-op once the slot map is loaded
-    return list(conn.get_primaries())

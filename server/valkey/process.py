@@ -85,7 +85,7 @@ class ValkeyProcess:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 -- runs before any thread of ours exists in the child
         )
         self.wait_ready(timeout)
         return self.url
@@ -147,7 +147,8 @@ class ClusterNode(ValkeyProcess):
         self.bus_port = free_port()
 
     def command(self) -> list[str]:
-        return super().command() + [
+        return [
+            *super().command(),
             "--cluster-enabled", "yes",
             "--cluster-config-file", str(self.dir / "nodes.conf"),
             "--cluster-port", str(self.bus_port),
@@ -194,7 +195,7 @@ class ValkeyCluster:
 
     def cluster_ok(self, node: ValkeyProcess) -> bool:
         done = subprocess.run(
-            [self.cli, "-p", str(node.port), "CLUSTER", "INFO"], capture_output=True, text=True
+            [self.cli, "-p", str(node.port), "CLUSTER", "INFO"], capture_output=True, text=True, check=False
         )
         return "cluster_state:ok" in done.stdout
 

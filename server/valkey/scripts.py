@@ -18,6 +18,8 @@ from typing import Any
 
 from redis.exceptions import NoScriptError
 
+from server.emq.wire import Conn, Pipe
+
 Arg = str | bytes | int | float
 
 
@@ -33,11 +35,11 @@ class SiteScript:
         self.source = self.path.read_text(encoding="utf-8")
         self.sha = hashlib.sha1(self.source.encode()).hexdigest()
 
-    def queue(self, pipe: Any, keys: Sequence[str], args: Sequence[Arg]) -> None:
+    def queue(self, pipe: Pipe, keys: Sequence[str], args: Sequence[Arg]) -> None:
         """Queue one EVALSHA of this script on `pipe`."""
         pipe.execute_command("EVALSHA", self.sha, len(keys), *keys, *args)
 
-    async def run(self, conn: Any, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+    async def run(self, conn: Conn, keys: Sequence[str], args: Sequence[Arg]) -> Any:
         """Run it alone: one round trip, two after a NOSCRIPT."""
         try:
             return await conn.execute_command("EVALSHA", self.sha, len(keys), *keys, *args)
@@ -46,7 +48,10 @@ class SiteScript:
             return await conn.execute_command("EVALSHA", self.sha, len(keys), *keys, *args)
 
 
-async def execute(conn: Any, pipe: Any, calls: Sequence[tuple[SiteScript, Sequence[str], Sequence[Arg]] | None]) -> list[Any]:
+Call = tuple[SiteScript, Sequence[str], Sequence[Arg]]
+
+
+async def execute(conn: Conn, pipe: Pipe, calls: Sequence[Call | None]) -> list[Any]:
     """Execute `pipe`; a script answered NOSCRIPT is loaded and run again alone.
 
     `calls` lists, for each queued command in order, the script call it was

@@ -9,11 +9,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
-from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
+from server.emq.wire import Conn, Fields, Pipe
 from server.sandboxes import admission
 from server.sandboxes.sandbox import NoSandbox
 from server.web import limits
@@ -44,7 +44,7 @@ def sandbox_of(request: Request) -> str:
     sandbox = getattr(request.state, "sandbox", None)
     if sandbox:
         return str(sandbox)
-    return request.app.state.cookie.read(request)
+    return str(request.app.state.cookie.read(request))
 
 
 def visitor_of(request: Request) -> str:
@@ -52,7 +52,7 @@ def visitor_of(request: Request) -> str:
     visitor = getattr(request.state, "visitor", None)
     if visitor:
         return str(visitor)
-    return request.app.state.cookie.read(request)
+    return str(request.app.state.cookie.read(request))
 
 
 def room_of(request: Request) -> str | None:
@@ -144,7 +144,7 @@ def check_demo(request: Request) -> None:
 # -- admission --------------------------------------------------------------------
 
 
-async def admit(conn: Any, sandbox: str, cap: int, *, address: str = "unknown", address_cap: int = 0,
+async def admit(conn: Conn, sandbox: str, cap: int, *, address: str = "unknown", address_cap: int = 0,
                 used: bool = False, unused_idle: int = 60) -> None:
     """Register the sandbox's activity; Refused(503) when the site is full,
     Refused(429) when this address opened too many sandboxes."""
@@ -182,12 +182,12 @@ def page_of(request: Request) -> str | None:
     return page.path if page is not None else None
 
 
-def queue_activity(request: Request, pipe: Any, sandbox: str, widget: str) -> None:
+def queue_activity(request: Request, pipe: Pipe, sandbox: str, widget: str) -> None:
     """Queue on `pipe` the writes that record a sandbox's last activity."""
     settings = request.app.state.settings
     if getattr(request.state, "watching", None):
         return  # the instructor watching a learner is not the learner's activity
-    fields: dict[str, Any] = {"widget": widget, "seen": round(time.time(), 3)}
+    fields: Fields = {"widget": widget, "seen": round(time.time(), 3)}
     page = page_of(request)
     if page:
         fields["page"] = page

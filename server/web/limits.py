@@ -21,6 +21,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from server.emq.wire import Pipe
 from server.web.errors import Refused
 
 RATE_WINDOW = 10  # seconds
@@ -64,7 +65,7 @@ def budgets(request: Request, visitor: str, sandbox: str) -> list[Budget]:
     return found
 
 
-def queue_rates(pipe: Any, spent: list[Budget]) -> None:
+def queue_rates(pipe: Pipe, spent: list[Budget]) -> None:
     now = time.time()
     for budget in spent:
         pipe.incr(rate_key(budget.name, now))

@@ -61,7 +61,8 @@ def renderer(templates: Jinja2Templates) -> Callable[[str, dict[str, Any]], str]
         script = getattr(widget, "script", None)
         if script:
             context["script"] = script
-            context["script_path"] = registry.script_path(script).relative_to(registry.script_path(script).parents[3]).as_posix()
+            path = registry.script_path(script)
+            context["script_path"] = path.relative_to(path.parents[3]).as_posix()
             context["lines"] = listing_lines(script)
             context["moves"] = registry.moves(script)
         return Markup(template.render(context))

@@ -11,6 +11,7 @@ aside, then hard-linked into place, which fails if another worker won).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from pathlib import Path
@@ -46,10 +47,9 @@ def _create(path: Path) -> str:
             handle.write(value + "\n")
             handle.flush()
             os.fsync(handle.fileno())
-        try:
+        # FileExistsError: another worker's secret is in place, and that one is the site's.
+        with contextlib.suppress(FileExistsError):
             os.link(aside, path)
-        except FileExistsError:
-            pass  # another worker's secret is in place: that one is the site's
     finally:
         aside.unlink(missing_ok=True)
     found = _read(path)

@@ -23,6 +23,7 @@ its two addresses among the process's descriptors and shut down instead.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -101,10 +102,8 @@ def abort(transport: Any | None, scope: Scope) -> bool:
         return shut_by_address(scope)
     sock = transport.get_extra_info("socket")
     if sock is not None:
-        try:
+        with contextlib.suppress(OSError):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, NO_LINGER)
-        except OSError:
-            pass
     transport.abort()
     return True
 

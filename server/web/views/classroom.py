@@ -34,6 +34,7 @@ from server.live import events
 from server.sandboxes import learners, lifecycle, rooms, roster
 from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE
 from server.web import body, forms, guard
+from server.web.state import course_of, respond
 from server.web.views.instructor import ago, done, guarded
 from server.web.views.instructor import render as render_instructor
 
@@ -70,13 +71,13 @@ async def page(request: Request) -> Response:
         data = await roster.read(request.app.state.conn, room)
         ctx: dict[str, Any] = {
             "room": room, "learners": rows(data), "modes": rooms.MODE_WORDS,
-            "dives": request.app.state.course.dives,
+            "dives": course_of(request).dives,
             "confirm": request.query_params.get("confirm") == "reset",
         }
         flash = request.app.state.flash_cookie.read(request)
         flash = flash if isinstance(flash, str) else None
-        response = request.app.state.templates.TemplateResponse(request, "class.html", {
-            "course": request.app.state.course, "error": None, "flash": flash, **ctx,
+        response = respond(request, "class.html", {
+            "course": course_of(request), "error": None, "flash": flash, **ctx,
         })
         if flash is not None:
             request.app.state.flash_cookie.clear(response)
@@ -178,7 +179,7 @@ async def bring(request: Request) -> Response:
     async def run(request: Request) -> Response:
         fields = await forms.read_fields(request)
         room = await the_room(request)
-        dives = {d.path: d for d in request.app.state.course.dives}
+        dives = {d.path: d for d in course_of(request).dives}
         wanted = fields.get("page")
         if not isinstance(wanted, str) or wanted not in dives:
             raise body.BadBody(f"'page' must be one of the course's dives: {', '.join(sorted(dives))}")
@@ -231,8 +232,8 @@ async def watch(request: Request) -> Response:
         room = await the_room(request)
         sandbox = await learner_of(request, room)
         meta = await request.app.state.conn.hget(learners.meta_key(sandbox), "page")
-        dives = {d.path for d in request.app.state.course.dives}
-        target = meta if meta in dives else request.app.state.course.dives[0].path
+        dives = {d.path for d in course_of(request).dives}
+        target = meta if meta in dives else course_of(request).dives[0].path
         response = RedirectResponse(str(target), status_code=303)
         request.app.state.watch_cookie.attach(response, sandbox)
         return response

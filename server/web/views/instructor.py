@@ -18,6 +18,7 @@ to the page, with a one-shot notice in a signed cookie); JSON callers get JSON.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -28,6 +29,7 @@ from server.sandboxes import learners, lifecycle, rooms
 from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE
 from server.web import body, forms, guard
 from server.web.errors import VALKEY_FAULTS, fault_message
+from server.web.state import course_of, respond
 from server.widgets.flow import plural
 
 FLASH_COOKIE = "emqlab_flash"
@@ -73,7 +75,7 @@ def render(request: Request, status: int = 200, **context: Any) -> Response:
     settings = request.app.state.settings
     flash = request.app.state.flash_cookie.read(request)
     ctx = {
-        "course": request.app.state.course,
+        "course": course_of(request),
         "enabled": bool(settings.instructor_token),
         "signed_in": guard.is_instructor(request),
         "flash": flash if isinstance(flash, str) else None,
@@ -83,7 +85,7 @@ def render(request: Request, status: int = 200, **context: Any) -> Response:
         "error": None,
         **context,
     }
-    response = request.app.state.templates.TemplateResponse(request, "instructor.html", ctx, status_code=status)
+    response = respond(request, "instructor.html", ctx, status)
     if flash is not None or request.cookies.get(FLASH_COOKIE):
         request.app.state.flash_cookie.clear(response)
     if status == 401:
@@ -114,7 +116,7 @@ async def refused(request: Request, status: int, message: str) -> Response:
     return render(request, status, **context)
 
 
-async def guarded(request: Request, handler: Any) -> Response:
+async def guarded(request: Request, handler: Callable[[Request], Awaitable[Response]]) -> Response:
     """Run an instructor endpoint: every refusal a clear 4xx (or 503)."""
     try:
         await guard.require_instructor(request)
@@ -135,7 +137,8 @@ async def guarded(request: Request, handler: Any) -> Response:
 async def page(request: Request) -> Response:
     settings = request.app.state.settings
     if not settings.instructor_token:
-        return render(request, 403, error="Instructor features are off: start the site with EMQLAB_INSTRUCTOR_TOKEN set.")
+        return render(request, 403, error="Instructor features are off:"
+                      " start the site with EMQLAB_INSTRUCTOR_TOKEN set.")
     if not guard.is_instructor(request):
         return render(request, 401)
     try:
@@ -205,7 +208,8 @@ async def do_reset(request: Request) -> Response:
         if not forms.as_flag(fields["all"], "all"):
             raise body.BadBody("'all' must be true to reset every sandbox")
         removed = await lifecycle.reset_sandboxes(conn, None)
-        return done(request, f"Every sandbox was reset: {plural(removed, 'key')} removed.", {"reset": "all", "removed": removed})
+        said = f"Every sandbox was reset: {plural(removed, 'key')} removed."
+        return done(request, said, {"reset": "all", "removed": removed})
     if what == "sandbox":
         sandbox = fields["sandbox"]
         if not isinstance(sandbox, str) or not SANDBOX_RE.fullmatch(sandbox):

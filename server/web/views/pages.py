@@ -29,12 +29,9 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from server.content import Course, Page
+from server.content import Page
+from server.web.state import course_of, respond
 from server.web.views.progress import dive_progress
-
-
-def _course(request: Request) -> Course:
-    return request.app.state.course
 
 
 def _body(request: Request, page: Page) -> Markup:
@@ -59,9 +56,7 @@ def _render(request: Request, template: str, page: Page | None, status: int = 20
         "current_hub": _hub_of(page),
         **extra,
     }
-    return request.app.state.templates.TemplateResponse(
-        request, template, context, status_code=status
-    )
+    return respond(request, template, context, status)
 
 
 def _hub_of(page: Page | None) -> str | None:
@@ -75,7 +70,7 @@ def _hub_of(page: Page | None) -> str | None:
 
 
 def _page_of_kind(request: Request, kind: str) -> Page:
-    page = _course(request).page(request.url.path)
+    page = course_of(request).page(request.url.path)
     if page is None or page.kind != kind or page.path != request.url.path:
         raise HTTPException(status_code=404)
     return page
@@ -84,7 +79,7 @@ def _page_of_kind(request: Request, kind: str) -> Page:
 # Each page shows the visitor's progress beside its dives (the body stays cached:
 # the progress is the page's frame, rendered per request).
 async def index(request: Request) -> Response:
-    return _render(request, "index.html", _course(request).index, progress=await dive_progress(request))
+    return _render(request, "index.html", course_of(request).index, progress=await dive_progress(request))
 
 
 async def hub(request: Request) -> Response:

@@ -23,6 +23,7 @@ from server.sandboxes import lifecycle, progress
 from server.sandboxes.progress import DiveProgress
 from server.sandboxes.sandbox import NoSandbox
 from server.web import guard
+from server.web.state import course_of, respond
 from server.widgets import WIDGETS
 
 log = logging.getLogger("emqlab.progress")
@@ -30,7 +31,7 @@ VALKEY_AWAY = (RedisError, OSError)
 
 
 def _dives(request: Request) -> list[Any]:
-    course = request.app.state.course
+    course = course_of(request)
     return [d for hub in course.hubs for d in hub.dives]
 
 
@@ -57,10 +58,9 @@ async def page(request: Request) -> Response:
     dives = await dive_progress(request)
     titles = {name: w.title for name, w in WIDGETS.items()}
     context = {"dives": list(dives.values()) if dives is not None else None, "titles": titles,
-               "course": request.app.state.course, "page": None, "current_hub": None}
+               "course": course_of(request), "page": None, "current_hub": None}
     status = 200 if dives is not None else 503
-    response: Response = request.app.state.templates.TemplateResponse(
-        request, "progress.html", context, status_code=status)
+    response: Response = respond(request, "progress.html", context, status)
     return response
 
 

@@ -22,6 +22,7 @@ from starlette.routing import Route
 from server.sandboxes import learners, rooms
 from server.web import body, forms, guard
 from server.web.errors import VALKEY_FAULTS, fault_message
+from server.web.state import course_of, respond
 
 UNAVAILABLE = "Valkey is unreachable right now; try again when it returns."
 
@@ -43,17 +44,17 @@ async def known_name(request: Request) -> str:
 
 def render(request: Request, status: int = 200, **context: Any) -> Response:
     ctx: dict[str, Any] = {
-        "course": request.app.state.course,
+        "course": course_of(request),
         "room": None,
         "error": None,
         "code": "",
         "name": "",
         "modes": rooms.MODE_WORDS,
         "is_instructor": guard.is_instructor(request),
-        "dives": request.app.state.course.dives,
+        "dives": course_of(request).dives,
         **context,
     }
-    return request.app.state.templates.TemplateResponse(request, "room.html", ctx, status_code=status)
+    return respond(request, "room.html", ctx, status)
 
 
 async def page(request: Request) -> Response:

@@ -107,7 +107,8 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
             except TimeoutError:
                 if polling:
                     # Notifications are off: nothing will tell this stream of a change, so read.
-                    yield b"".join([item async for item in snapshots(ctx, names, counter, False, hub, time.monotonic())])
+                    now = time.monotonic()
+                    yield b"".join([item async for item in snapshots(ctx, names, counter, False, hub, now)])
                 continue
             batch = [first]
             await asyncio.sleep(COALESCE_SECONDS)

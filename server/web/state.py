@@ -1,0 +1,28 @@
+"""Typed reads of what `create_app` puts on `app.state`.
+
+Starlette's `app.state` answers Any for every attribute; the views read the
+course and the templates through these, so a view's types hold end to end and
+the attribute names are written once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.templating import Jinja2Templates
+
+from server.content import Course
+
+
+def course_of(request: Request) -> Course:
+    """The course the site loaded at start."""
+    course: Course = request.app.state.course
+    return course
+
+
+def respond(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
+    """`template` rendered with `context` as the page's response."""
+    templates: Jinja2Templates = request.app.state.templates
+    return templates.TemplateResponse(request, template, context, status_code=status)
