@@ -1,0 +1,109 @@
+"""The per-sandbox fan-out: what the hub hands to the open streams.
+
+Each open stream holds a `Subscription` (a bounded queue of `Notice`s) filed
+under its sandbox. The hub broadcasts a notice to one sandbox's streams or to
+all of them, and the streams of one sandbox share their snapshot reads
+(`shared_read`), so a thousand pages on one sandbox cost one read per change.
+Nothing here talks to Valkey: `server.live.hub` feeds it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+NoticeKind = Literal["effect", "state", "status", "reset", "room"]
+QUEUE_CAP = 2000  # notices one stream may lag behind before it is resynced instead
+
+
+@dataclass
+class Notice:
+    """One thing a stream must react to."""
+
+    kind: NoticeKind | str
+    data: dict[str, Any] = field(default_factory=dict)
+    # When the hub received it (monotonic): a read that starts later sees it.
+    seen: float = field(default_factory=time.monotonic)
+    # The widget owning the effect's queue ("" for none) and its encoded event,
+    # worked out once for every stream the notice goes to.
+    owner: str | None = field(default=None, repr=False, compare=False)
+    encoded: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+
+class Subscription:
+    """One open stream's inbox."""
+
+    def __init__(self, sandbox: str) -> None:
+        self.sandbox = sandbox
+        self.queue: asyncio.Queue[Notice] = asyncio.Queue(maxsize=QUEUE_CAP)
+        self.overflowed = False
+
+    def push(self, notice: Notice) -> None:
+        try:
+            self.queue.put_nowait(notice)
+        except asyncio.QueueFull:
+            # A stalled client: drop, and resync it with a snapshot later.
+            self.overflowed = True
+
+
+ReadKey = tuple[str, str]  # (sandbox, widget)
+
+
+class Fanout:
+    """The open streams by sandbox, and the snapshot reads they share."""
+
+    def __init__(self) -> None:
+        self.subs: dict[str, set[Subscription]] = {}
+        # (sandbox, widget) -> (when the read started, the read): see shared_read.
+        self.reads: dict[ReadKey, tuple[float, asyncio.Future[Any]]] = {}
+
+    @contextlib.asynccontextmanager
+    async def listen(self, sandbox: str) -> AsyncIterator[Subscription]:
+        sub = Subscription(sandbox)
+        self.subs.setdefault(sandbox, set()).add(sub)
+        try:
+            yield sub
+        finally:
+            group = self.subs.get(sandbox)
+            if group is not None:
+                group.discard(sub)
+                if not group:
+                    self.subs.pop(sandbox, None)
+                    for key in [k for k in self.reads if k[0] == sandbox]:
+                        self.reads.pop(key, None)
+
+    def broadcast(self, notice: Notice, sandbox: str | None = None) -> None:
+        """Hand `notice` to every stream of `sandbox` (None: of every sandbox)."""
+        groups = [self.subs.get(sandbox, set())] if sandbox else list(self.subs.values())
+        for group in groups:
+            for sub in list(group):
+                sub.push(notice)
+
+    async def shared_read(self, key: ReadKey, since: float, read: Callable[[], Awaitable[Any]]) -> Any:
+        """One snapshot read for every stream of a sandbox that needs it.
+
+        A stream needs a read of `key` that started after `since` (when the
+        hub received the last notification the stream reacts to): such a read
+        sees every write that notification announced. A read in flight or done
+        that started at or after `since` is shared; otherwise a new one starts.
+        A failed read is not kept: the next stream tries afresh.
+        """
+        entry = self.reads.get(key)
+        if entry is None or entry[0] < since:
+            entry = (time.monotonic(), asyncio.ensure_future(read()))
+            entry[1].add_done_callback(lambda done: self._forget_failed(key, done))
+            if key[0] in self.subs:
+                self.reads[key] = entry
+        if entry[1].done():
+            return entry[1].result()
+        # shielded: a stream that goes away must not cancel the others' read
+        return await asyncio.shield(entry[1])
+
+    def _forget_failed(self, key: ReadKey, done: asyncio.Future[Any]) -> None:
+        failed = done.cancelled() or done.exception() is not None
+        if failed and self.reads.get(key, (0.0, None))[1] is done:
+            self.reads.pop(key, None)
