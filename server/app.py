@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from pathlib import Path
 
 import redis
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
@@ -44,20 +46,58 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
     settings = (settings or Settings.from_env()).check()
     settings_module.install(settings)
     cluster = connect.wants_cluster(url)  # EMQLAB_VALKEY_CLUSTER, else INFO cluster
-    secret = load_secret(settings)  # EMQLAB_SECRET, else the state folder's file
-    secure = settings.secure_cookies
-    cookie = SandboxCookie(secret, secure=secure)
-    room_cookie = SignedCookie(ROOM_COOKIE, secret, "emqlab-room", settings.room_ttl, secure)
-    instructor_cookie = SignedCookie(
-        INSTRUCTOR_COOKIE, secret, "emqlab-instructor", settings.instructor_session, secure
-    )
-    flash_cookie = SignedCookie(views_instructor.FLASH_COOKIE, secret, "emqlab-flash", 60, secure)
-    watch_cookie = SignedCookie(WATCH_COOKIE, secret, "emqlab-watch", 3600, secure)
+    cookies = Cookies.made(load_secret(settings), settings)  # EMQLAB_SECRET, else the state folder's file
     templates = Jinja2Templates(directory=str(SITE / "templates"))
     # Templates ship with the code: no stat() of every template on every render.
     templates.env.auto_reload = False
     registry.load_all()  # every script with its includes: a broken one stops the start
     course = load_course(SITE / "content")
+    app = Starlette(
+        routes=_routes(),
+        middleware=[
+            Middleware(SecurityHeaders),
+            Middleware(SandboxMiddleware, cookie=cookies.cookie, room_cookie=cookies.room_cookie,
+                       watch_cookie=cookies.watch_cookie),
+        ],
+        exception_handlers=views_pages.exception_handlers(),
+        lifespan=_lifespan(url, cluster, settings),
+    )
+    for name, cookie in vars(cookies).items():
+        setattr(app.state, name, cookie)
+    app.state.settings = settings
+    app.state.cluster = cluster
+    app.state.templates = templates
+    app.state.course = course
+    app.state.render_widget = partials.renderer(templates)
+    return app
+
+
+@dataclass(frozen=True)
+class Cookies:
+    """The site's signed cookies, each named as the `app.state` attribute it lives on."""
+
+    cookie: SandboxCookie
+    room_cookie: SignedCookie
+    instructor_cookie: SignedCookie
+    flash_cookie: SignedCookie
+    watch_cookie: SignedCookie
+
+    @classmethod
+    def made(cls, secret: str, settings: Settings) -> Cookies:
+        secure = settings.secure_cookies
+        return cls(
+            cookie=SandboxCookie(secret, secure=secure),
+            room_cookie=SignedCookie(ROOM_COOKIE, secret, "emqlab-room", settings.room_ttl, secure),
+            instructor_cookie=SignedCookie(
+                INSTRUCTOR_COOKIE, secret, "emqlab-instructor", settings.instructor_session, secure
+            ),
+            flash_cookie=SignedCookie(views_instructor.FLASH_COOKIE, secret, "emqlab-flash", 60, secure),
+            watch_cookie=SignedCookie(WATCH_COOKIE, secret, "emqlab-watch", 3600, secure),
+        )
+
+
+def _lifespan(url: str, cluster: bool, settings: Settings) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """Open the Valkey clients, start the hub, the reaper and the traces; undo it all at the end."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -84,7 +124,11 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
             await app.state.console_conn.aclose()
             await conn.aclose()
 
-    routes = [
+    return lifespan
+
+
+def _routes() -> list[BaseRoute]:
+    return [
         Route("/api/widgets/{widget}/state", views_api.state, methods=["GET"]),
         Route("/api/widgets/{widget}/{action}", views_api.act, methods=["POST"]),
         Route("/api/stream", views_stream.stream, methods=["GET"]),
@@ -96,23 +140,3 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
         *views_progress.routes(),
         *views_pages.routes(),  # catch-all page routes: keep last
     ]
-    app = Starlette(
-        routes=routes,
-        middleware=[
-            Middleware(SecurityHeaders),
-            Middleware(SandboxMiddleware, cookie=cookie, room_cookie=room_cookie, watch_cookie=watch_cookie),
-        ],
-        exception_handlers=views_pages.exception_handlers(),
-        lifespan=lifespan,
-    )
-    app.state.settings = settings
-    app.state.cluster = cluster
-    app.state.cookie = cookie
-    app.state.room_cookie = room_cookie
-    app.state.instructor_cookie = instructor_cookie
-    app.state.flash_cookie = flash_cookie
-    app.state.watch_cookie = watch_cookie
-    app.state.templates = templates
-    app.state.course = course
-    app.state.render_widget = partials.renderer(templates)
-    return app

@@ -11,6 +11,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from server.valkey.process import ValkeyCluster, ValkeyProcess
 
 # `emqlab reset` finds the Valkey of a running `emqlab serve` through this file
 # when EMQLAB_VALKEY_URL is not set.
@@ -80,7 +84,6 @@ def run_uvicorn(factory: str, host: str, port: int, workers: int = 1, log_level:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from server.valkey import native
     from server.valkey.connect import CLUSTER_ENV, wants_cluster
     from server.valkey.process import ValkeyCluster, ValkeyProcess
 
@@ -92,25 +95,13 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     managed: ValkeyProcess | ValkeyCluster | None = None
     url = os.environ.get("EMQLAB_VALKEY_URL")
-    if not url:
-        if args.cluster:
-            managed = ValkeyCluster(CLUSTER_PRIMARIES)
-            try:
-                url = managed.start()
-            except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
-                managed.stop()
-                print(f"emqlab: could not start the Valkey cluster: {exc}", file=sys.stderr)
-                return 3
-            ports = ", ".join(str(node.port) for node in managed.nodes)
-            print(f"emqlab: started a {CLUSTER_PRIMARIES}-primary Valkey cluster on 127.0.0.1 ports {ports} "
-                  "(temporary, no persistence)", flush=True)
-        else:
-            managed = ValkeyProcess()
-            url = managed.start()
-            loaded = ", the EMQ module loaded" if native.built() else ", no EMQ module (run `make module`)"
-            print(f"emqlab: started valkey-server on {url} (temporary, no persistence{loaded})", flush=True)
-    else:
+    if url:
         print(f"emqlab: using the Valkey at {url}", flush=True)
+    else:
+        managed = ValkeyCluster(CLUSTER_PRIMARIES) if args.cluster else ValkeyProcess()
+        url = start_managed(managed)
+        if url is None:
+            return 3
     cluster = True if args.cluster else wants_cluster(url)
     os.environ[CLUSTER_ENV] = "1" if cluster else "0"
     if cluster and not args.cluster:
@@ -130,6 +121,29 @@ def serve(args: argparse.Namespace) -> int:
         if URL_FILE.exists() and URL_FILE.read_text() == url:
             URL_FILE.unlink()
     return 0
+
+
+def start_managed(managed: ValkeyProcess | ValkeyCluster) -> str | None:
+    """Start the site's own Valkey (one server or a cluster) and say where; None
+    when a cluster would not start."""
+    from server.valkey import native
+    from server.valkey.process import ValkeyCluster
+
+    if isinstance(managed, ValkeyCluster):
+        try:
+            url = managed.start()
+        except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
+            managed.stop()
+            print(f"emqlab: could not start the Valkey cluster: {exc}", file=sys.stderr)
+            return None
+        ports = ", ".join(str(node.port) for node in managed.nodes)
+        print(f"emqlab: started a {CLUSTER_PRIMARIES}-primary Valkey cluster on 127.0.0.1 ports {ports} "
+              "(temporary, no persistence)", flush=True)
+        return url
+    url = managed.start()
+    loaded = ", the EMQ module loaded" if native.built() else ", no EMQ module (run `make module`)"
+    print(f"emqlab: started valkey-server on {url} (temporary, no persistence{loaded})", flush=True)
+    return url
 
 
 def reset(args: argparse.Namespace) -> int:

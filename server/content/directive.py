@@ -55,6 +55,17 @@ def find_directive(token: Token, name: str) -> Directive | None:
     )
 
 
+def as_leaf(token: Token, kind: str, tag: str) -> None:
+    """Turn a directive's fence into a leaf block token of `kind`, its text
+    gone: the plugin's render rule draws it from `token.meta` alone."""
+    token.type = kind
+    token.tag = tag
+    token.nesting = 0
+    token.block = True
+    token.info = ""
+    token.content = ""
+
+
 def parse_options(body: str, directive: str, line: int | None) -> dict[str, str]:
     options: dict[str, str] = {}
     for offset, raw in enumerate(body.splitlines(), start=1):

@@ -46,7 +46,7 @@ from markdown_it.utils import EnvType, OptionsDict
 
 from server.emq.includes import helpers_shown
 
-from .directive import find_directive
+from .directive import as_leaf, find_directive
 from .errors import DirectiveError
 from .host_code import HostFiles, HostSource, render_host_listing, resolve_host_listing
 from .scripts import DISPLAY_DIR, ScriptMissing, ScriptSource, default_scripts
@@ -76,12 +76,7 @@ def listing_plugin(
             directive = find_directive(token, "listing")
             if directive is None:
                 continue
-            token.type = "listing"
-            token.tag = "figure"
-            token.nesting = 0
-            token.block = True
-            token.info = ""
-            token.content = ""
+            as_leaf(token, "listing", "figure")
             arg, opts, where = directive.argument, directive.options, directive.line
             # server/…py::name is a host function; anything else a Lua script
             meta = resolve_host_listing(host_files, arg, opts, where)
@@ -109,15 +104,6 @@ def _resolve(source: ScriptSource, argument: str, options: dict[str, str], line:
     except ScriptMissing as exc:
         raise DirectiveError(str(exc), line) from None
     moves = list(source.moves(stem))
-    owner: dict[int, int] = {}
-    for move in moves:
-        for number in range(int(move.first_line), int(move.last_line) + 1):
-            owner[number] = int(move.number)
-    all_lines = [
-        ListingLine(number, raw, owner.get(number))
-        for number, raw in enumerate(text.splitlines(), start=1)
-    ]
-
     meta: dict[str, Any] = {
         "script": stem,
         "file": f"{DISPLAY_DIR}/{stem}.lua",
@@ -127,6 +113,23 @@ def _resolve(source: ScriptSource, argument: str, options: dict[str, str], line:
         "caption": options.get("caption"),
         "includes": helpers_shown(text),
     }
+    _cut(meta, match, moves, _numbered(text, moves), line)
+    return meta
+
+
+def _numbered(text: str, moves: Sequence[Any]) -> list[ListingLine]:
+    """Every line of the script, numbered from 1 and tagged with its move."""
+    owner: dict[int, int] = {}
+    for move in moves:
+        for number in range(int(move.first_line), int(move.last_line) + 1):
+            owner[number] = int(move.number)
+    return [ListingLine(number, raw, owner.get(number)) for number, raw in enumerate(text.splitlines(), start=1)]
+
+
+def _cut(meta: dict[str, Any], match: re.Match[str], moves: Sequence[Any], all_lines: list[ListingLine],
+         line: int | None) -> None:
+    """The lines the argument asks for (one move, a range, or all) into `meta`."""
+    stem = meta["script"]
     if match.group("move"):
         wanted = int(match.group("move"))
         found = next((m for m in moves if int(m.number) == wanted), None)
@@ -146,7 +149,6 @@ def _resolve(source: ScriptSource, argument: str, options: dict[str, str], line:
         meta["lines"] = all_lines[first - 1 : last]
     else:
         meta["lines"] = all_lines
-    return meta
 
 
 def render_listing(

@@ -46,7 +46,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -62,6 +62,7 @@ STATIC_DIR = Path(__file__).resolve().parents[2] / "site" / "static"
 DIVE_PAGE_IDS = ("main", "pattern-and-implementation", "recap", "next", "references")
 
 RenderWidget = Callable[[str, dict[str, Any]], str]
+PageKind = Literal["index", "hub", "dive"]
 
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _FIELDS = {
@@ -102,7 +103,7 @@ class SectionLink:
 @dataclass(eq=False)
 class Page:
     path: str  # the URL: "/", "/flows", "/flows/cross-queue"
-    kind: str  # "index" | "hub" | "dive"
+    kind: PageKind
     source: Path
     meta: dict[str, Any]  # the front matter, as parsed
     title: str
@@ -191,20 +192,47 @@ class Page:
 
 # -- loading one file ----------------------------------------------------------
 def _load_page(md: MarkdownIt, root: Path, file: Path) -> Page:
-    rel = file.relative_to(root)
-    parts = rel.with_suffix("").parts
+    kind, path, hub_slug, slug = _place(root, file)
+    meta, tokens = _parse(md, file)
+    order = _checked_meta(file, kind, meta)
+    if any(t.type == "heading_open" and t.tag == "h1" for t in tokens):
+        raise ContentError(f"{file}: the title comes from front matter; use '## ' headings")
+    sections = [
+        SectionLink(t.meta["id"], t.meta["title"]) for t in tokens if t.type == "dive_section_open"
+    ]
+    if kind == "dive":
+        clash = {s.id for s in sections} & set(DIVE_PAGE_IDS)
+        if clash:
+            raise ContentError(f"{file}: section ids {sorted(clash)} clash with the page's own blocks")
+    widgets = dict.fromkeys(t.meta["name"] for t in tokens if t.type == "widget")
+    default_kicker = "Flows Lab" if kind == "index" else "Module" if kind == "hub" else ""
+    return Page(
+        path=path, kind=kind, source=file, meta=meta, title=meta["title"], lede=meta["lede"],
+        kicker=meta.get("kicker", default_kicker), order=order, hub_slug=hub_slug, slug=slug,
+        tokens=tokens, sections=sections, widgets=list(widgets), _md=md,
+    )
+
+
+def _place(root: Path, file: Path) -> tuple[PageKind, str, str | None, str]:
+    """(kind, URL path, hub slug, slug) of a content file, from where it lies."""
+    parts = file.relative_to(root).with_suffix("").parts
+    place: tuple[PageKind, str, str | None, str]
     if parts == ("index",):
-        kind, path, hub_slug, slug = "index", "/", None, ""
+        place = "index", "/", None, ""
     elif len(parts) == 2 and parts[1] == "index":
-        kind, path, hub_slug, slug = "hub", f"/{parts[0]}", None, parts[0]
+        place = "hub", f"/{parts[0]}", None, parts[0]
     elif len(parts) == 2:
-        kind, path, hub_slug, slug = "dive", f"/{parts[0]}/{parts[1]}", parts[0], parts[1]
+        place = "dive", f"/{parts[0]}/{parts[1]}", parts[0], parts[1]
     else:
         raise ContentError(f"{file}: content files live at index.md, <hub>/index.md or <hub>/<slug>.md")
     for part in parts:
         if part != "index" and not _SLUG.match(part):
             raise ContentError(f"{file}: {part!r} is not a URL slug (a-z, 0-9, '-')")
+    return place
 
+
+def _parse(md: MarkdownIt, file: Path) -> tuple[dict[str, Any], list[Token]]:
+    """The front matter and the body tokens of a content file."""
     text = file.read_text(encoding="utf-8")
     if not text.startswith("---\n"):
         raise ContentError(f"{file}: a page opens with front matter between '---' lines")
@@ -219,8 +247,11 @@ def _load_page(md: MarkdownIt, root: Path, file: Path) -> Page:
         meta = parse_front_matter(front.content)
     except ContentError as exc:
         raise ContentError(f"{file}: {exc}") from None
-    tokens = [t for t in tokens if t.type != "front_matter"]
+    return meta, [t for t in tokens if t.type != "front_matter"]
 
+
+def _checked_meta(file: Path, kind: str, meta: dict[str, Any]) -> int:
+    """The page's order, once its front matter has exactly the fields its kind allows."""
     required, optional = _FIELDS[kind]
     missing = required - set(meta)
     unknown = set(meta) - required - optional
@@ -231,47 +262,11 @@ def _load_page(md: MarkdownIt, root: Path, file: Path) -> Page:
     for name in ("title", "lede", "kicker", "summary", "pattern", "implementation", "recap"):
         if name in meta and not isinstance(meta[name], str):
             raise ContentError(f"{file}: {name} must be text")
-    order = 0
-    if "order" in meta:
-        if not str(meta["order"]).isdigit():
-            raise ContentError(f"{file}: order must be a whole number, got {meta['order']!r}")
-        order = int(meta["order"])
-
-    for token in tokens:
-        if token.type == "heading_open" and token.tag == "h1":
-            raise ContentError(f"{file}: the title comes from front matter; use '## ' headings")
-
-    sections = []
-    for token in tokens:
-        if token.type == "dive_section_open":
-            sections.append(SectionLink(token.meta["id"], token.meta["title"]))
-    if kind == "dive":
-        clash = {s.id for s in sections} & set(DIVE_PAGE_IDS)
-        if clash:
-            raise ContentError(f"{file}: section ids {sorted(clash)} clash with the page's own blocks")
-
-    widgets: dict[str, None] = {}
-    for token in tokens:
-        if token.type == "widget":
-            widgets.setdefault(token.meta["name"])
-
-    default_kicker = "Flows Lab" if kind == "index" else "Module" if kind == "hub" else ""
-    return Page(
-        path=path,
-        kind=kind,
-        source=file,
-        meta=meta,
-        title=meta["title"],
-        lede=meta["lede"],
-        kicker=meta.get("kicker", default_kicker),
-        order=order,
-        hub_slug=hub_slug,
-        slug=slug,
-        tokens=tokens,
-        sections=sections,
-        widgets=list(widgets),
-        _md=md,
-    )
+    if "order" not in meta:
+        return 0
+    if not str(meta["order"]).isdigit():
+        raise ContentError(f"{file}: order must be a whole number, got {meta['order']!r}")
+    return int(meta["order"])
 
 
 def _as_list(page: Page, meta: dict[str, Any], name: str) -> list[Any]:

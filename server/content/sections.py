@@ -24,6 +24,7 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
+from markdown_it.renderer import RendererProtocol
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
@@ -98,7 +99,7 @@ def _marker(state: StateCore, kind: str, meta: dict[str, Any] | None = None) -> 
     return token
 
 
-def _section_open(self: object, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+def _section_open(self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     meta = tokens[idx].meta
     extra = " has-aside" if meta["aside"] else ""
     # No accessible name on purpose: a named <section> is a region, and the
@@ -108,7 +109,7 @@ def _section_open(self: object, tokens: Sequence[Token], idx: int, options: Opti
 
 
 
-def _aside_open(self: object, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+def _aside_open(self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     # No accessible name on purpose: an unnamed aside inside a section is not
     # a complementary landmark, so it never nests a landmark inside <main>.
     return '<aside class="dive-aside">\n'

@@ -23,11 +23,12 @@ from collections.abc import Iterable, Sequence
 
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
+from markdown_it.renderer import RendererProtocol
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
-from .directive import find_directive
+from .directive import as_leaf, find_directive
 from .errors import DirectiveError
 
 WIDGET_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -55,19 +56,14 @@ def widget_plugin(md: MarkdownIt, known: Iterable[str] | None = None) -> None:
                     f"unknown widget {name!r} (known: {', '.join(sorted(allowed))})",
                     directive.line,
                 )
-            token.type = "widget"
-            token.tag = "div"
-            token.nesting = 0
-            token.block = True
-            token.info = ""
-            token.content = ""
+            as_leaf(token, "widget", "div")
             token.meta = {"name": name, "options": directive.options}
 
     md.core.ruler.after("block", "widget_directive", widget_directive)
     md.add_render_rule("widget", render_widget)
 
 
-def render_widget(self: object, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+def render_widget(self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     meta = tokens[idx].meta
     render = env.get("render_widget") if isinstance(env, dict) else None
     if render is not None:

@@ -110,37 +110,13 @@ def check(body: dict[str, Any], max_payload_bytes: int) -> dict[str, Any]:
             raise BadBody(f"the body is nested more than {MAX_DEPTH} deep")
         if isinstance(value, dict):
             for key, item in value.items():
-                if not ID_RE.fullmatch(key):
-                    raise BadBody(
-                        f"the field name {_show(key)} at {path or 'the top'} is not allowed: "
-                        "1-128 characters of A-Z a-z 0-9 _ . -"
-                    )
-                if key.lower() in FORBIDDEN_KEYS:
-                    raise BadBody(
-                        f"a request cannot name a {key}: your sandbox comes from your cookie, "
-                        "and every key is built by the server"
-                    )
+                _check_field_name(key, path)
                 walk(item, depth + 1, f"{path}.{key}" if path else key, _is_id_key(key))
         elif isinstance(value, list):
             for i, item in enumerate(value):
                 walk(item, depth + 1, f"{path}[{i}]", id_like)
         elif isinstance(value, str):
-            if len(value.encode("utf-8", "surrogatepass")) > max_payload_bytes:
-                raise BadBody(f"{path or 'a value'} is longer than {max_payload_bytes} bytes")
-            if id_like and not ID_RE.fullmatch(value):
-                raise BadBody(
-                    f"{path} = {_show(value)} is not a well-formed id or queue name: "
-                    "1-128 characters of A-Z a-z 0-9 _ . - (no braces, colons, globs, spaces or newlines)"
-                )
-            if id_like and SANDBOX_RE.match(value.split(".", 1)[0]):
-                raise BadBody(
-                    f"{path} = {_show(value)} names a sandbox: your sandbox comes from your cookie, "
-                    "and queues are named relative to it"
-                )
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise BadBody(f"{path or 'a value'} is not valid text") from exc
+            _check_text(value, path, id_like, max_payload_bytes)
         elif isinstance(value, float) and not math.isfinite(value):
             raise BadBody(f"{path} is not a finite number")
         elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**53:
@@ -148,3 +124,35 @@ def check(body: dict[str, Any], max_payload_bytes: int) -> dict[str, Any]:
 
     walk(body, 0, "", False)
     return body
+
+
+def _check_field_name(key: str, path: str) -> None:
+    if not ID_RE.fullmatch(key):
+        raise BadBody(
+            f"the field name {_show(key)} at {path or 'the top'} is not allowed: "
+            "1-128 characters of A-Z a-z 0-9 _ . -"
+        )
+    if key.lower() in FORBIDDEN_KEYS:
+        raise BadBody(
+            f"a request cannot name a {key}: your sandbox comes from your cookie, "
+            "and every key is built by the server"
+        )
+
+
+def _check_text(value: str, path: str, id_like: bool, max_payload_bytes: int) -> None:
+    if len(value.encode("utf-8", "surrogatepass")) > max_payload_bytes:
+        raise BadBody(f"{path or 'a value'} is longer than {max_payload_bytes} bytes")
+    if id_like and not ID_RE.fullmatch(value):
+        raise BadBody(
+            f"{path} = {_show(value)} is not a well-formed id or queue name: "
+            "1-128 characters of A-Z a-z 0-9 _ . - (no braces, colons, globs, spaces or newlines)"
+        )
+    if id_like and SANDBOX_RE.match(value.split(".", 1)[0]):
+        raise BadBody(
+            f"{path} = {_show(value)} names a sandbox: your sandbox comes from your cookie, "
+            "and queues are named relative to it"
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BadBody(f"{path or 'a value'} is not valid text") from exc

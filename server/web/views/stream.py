@@ -16,13 +16,15 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from server.live import effects, presence
-from server.live.hub import MEMORY_FULL
+from server.live.fanout import Notice
+from server.live.hub import MEMORY_FULL, Hub
 from server.sandboxes.sandbox import NoSandbox
 from server.web import guard
 from server.web.errors import VALKEY_DOWN, is_out_of_memory, problem
@@ -87,7 +89,7 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
     The events of one coalesced batch go out as one chunk (one write), and
     the snapshot a batch calls for is read once for every stream of the
     sandbox (`Hub.shared_read`), encoded once, and sent to each."""
-    hub = request.app.state.hub
+    hub: Hub = request.app.state.hub
     settings = request.app.state.settings
     ctx = Context(request.app.state.conn, sandbox)
     counter = [0]
@@ -110,46 +112,14 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
                     now = time.monotonic()
                     yield b"".join([item async for item in snapshots(ctx, names, counter, False, hub, now)])
                 continue
-            batch = [first]
-            await asyncio.sleep(COALESCE_SECONDS)
-            while not sub.queue.empty():
-                batch.append(sub.queue.get_nowait())
-            touched: set[str] = set()
-            ending = False
+            batch = await coalesced(sub.queue, first)
             resync = sub.overflowed
             sub.overflowed = False
             since = max(notice.seen for notice in batch)
-            chunk: list[bytes] = []
-            for notice in batch:
-                if notice.kind == "state":
-                    # the widget's own lab state (its move, choices, last
-                    # outcome) changed: a fresh snapshot, no effect to log
-                    owner = widget_for_queue(notice.data["queue"]) or ""
-                    if owner in names:
-                        touched.add(owner)
-                elif notice.kind == "effect":
-                    owner = notice.owner
-                    if owner is None:  # once per notice, not once per stream
-                        owner = notice.owner = widget_for_queue(notice.data["queue"]) or ""
-                    if owner in names:
-                        touched.add(owner)
-                        data = notice.encoded.get(owner)
-                        if data is None:
-                            words = effects.describe(str(notice.data["event"]), str(notice.data["key"]))
-                            data = notice.encoded[owner] = json.dumps({**notice.data, "widget": owner, "words": words})
-                        chunk.append(frame("effect", data, counter))
-                elif notice.kind == "status":
-                    chunk.append(frame("status", json.dumps(notice.data), counter))
-                    resync = resync or bool(notice.data.get("resync", notice.data.get("valkey") == "up"))
-                elif notice.kind == "reset":
-                    chunk.append(frame("reset", json.dumps(notice.data), counter))
-                    resync = True
-                elif notice.kind == "room" and present.hears(notice.data):
-                    chunk.append(frame("room", json.dumps(notice.data), counter))
-                    # The class changed what this page acts in: the page reconnects
-                    # (and the middleware resolves its sandbox afresh); end here.
-                    ending = ending or bool(notice.data.get("reconnect"))
-            if ending:
+            reaction = react(batch, names, counter, present)
+            chunk, touched = reaction.chunk, reaction.touched
+            resync = resync or reaction.resync
+            if reaction.ending:
                 yield b"".join(chunk)
                 return
             wanted = names if resync else [n for n in names if n in touched]
@@ -159,6 +129,70 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
             chunk += [item async for item in snapshots(ctx, wanted, counter, resync, hub, since)]
             if chunk:
                 yield b"".join(chunk)
+
+
+async def coalesced(queue: asyncio.Queue[Notice], first: Notice) -> list[Notice]:
+    """`first` and every notice that arrives within COALESCE_SECONDS of it."""
+    batch = [first]
+    await asyncio.sleep(COALESCE_SECONDS)
+    while not queue.empty():
+        batch.append(queue.get_nowait())
+    return batch
+
+
+@dataclass
+class Reaction:
+    """What one batch of notices asks of a stream: frames to send, widgets to
+    read again (all of them on a resync), or the end of the stream."""
+
+    chunk: list[bytes] = field(default_factory=list)
+    touched: set[str] = field(default_factory=set)
+    resync: bool = False
+    ending: bool = False
+
+
+def react(batch: list[Notice], names: list[str], counter: list[int], present: Presence) -> Reaction:
+    out = Reaction()
+    for notice in batch:
+        if notice.kind == "state":
+            # the widget's own lab state (its move, choices, last outcome)
+            # changed: a fresh snapshot, no effect to log
+            owner = widget_for_queue(notice.data["queue"]) or ""
+            if owner in names:
+                out.touched.add(owner)
+        elif notice.kind == "effect":
+            owner = effect_owner(notice)
+            if owner in names:
+                out.touched.add(owner)
+                out.chunk.append(frame("effect", effect_data(notice, owner), counter))
+        elif notice.kind == "status":
+            out.chunk.append(frame("status", json.dumps(notice.data), counter))
+            out.resync = out.resync or bool(notice.data.get("resync", notice.data.get("valkey") == "up"))
+        elif notice.kind == "reset":
+            out.chunk.append(frame("reset", json.dumps(notice.data), counter))
+            out.resync = True
+        elif notice.kind == "room" and present.hears(notice.data):
+            out.chunk.append(frame("room", json.dumps(notice.data), counter))
+            # The class changed what this page acts in: the page reconnects
+            # (and the middleware resolves its sandbox afresh); end here.
+            out.ending = out.ending or bool(notice.data.get("reconnect"))
+    return out
+
+
+def effect_owner(notice: Notice) -> str:
+    """The widget owning the effect's queue ("" for none), once per notice, not once per stream."""
+    if notice.owner is None:
+        notice.owner = widget_for_queue(notice.data["queue"]) or ""
+    return notice.owner
+
+
+def effect_data(notice: Notice, owner: str) -> str:
+    """The effect event's JSON for `owner`, encoded once for every stream."""
+    data = notice.encoded.get(owner)
+    if data is None:
+        words = effects.describe(str(notice.data["event"]), str(notice.data["key"]))
+        data = notice.encoded[owner] = json.dumps({**notice.data, "widget": owner, "words": words})
+    return data
 
 
 class Presence:
@@ -212,7 +246,7 @@ async def register(request: Request, ctx: Context) -> bool:
 
 
 async def snapshots(
-    ctx: Context, names: list[str], counter: list[int], land: bool, hub: Any, since: float
+    ctx: Context, names: list[str], counter: list[int], land: bool, hub: Hub, since: float
 ) -> AsyncIterator[bytes]:
     """A fresh snapshot event per widget, from a read that started after `since`."""
     for name in names:
