@@ -12,22 +12,17 @@ from __future__ import annotations
 
 import re
 
-# The key's role, from the part after the hashtag: ":job:<id>:dependencies" etc.
-_ROLES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("counter", re.compile(r"^:job:[^:]+:dependencies$")),
-    ("processed", re.compile(r"^:job:[^:]+:processed$")),
-    ("ignored", re.compile(r"^:job:[^:]+:ignored$")),
-    ("logs", re.compile(r"^:job:[^:]+:logs$")),
-    ("row", re.compile(r"^:job:[^:]+$")),
-    ("pending", re.compile(r"^:pending$")),
-    ("active", re.compile(r"^:active$")),
-    ("schedule", re.compile(r"^:schedule$")),
-    ("dead", re.compile(r"^:dead$")),
-    ("poison", re.compile(r"^:flow:outbox:poison$")),
-    ("head", re.compile(r"^:flow:outbox:head$")),
-    ("outbox", re.compile(r"^:flow:outbox$")),
-    ("metrics", re.compile(r"^:metrics:completed$")),
-)
+# The key's role, from the part after the hashtag: a job's own keys are
+# ":job:<id>" plus an optional part, a queue's keys a fixed suffix.
+_JOB = re.compile(r"^:job:[^:]+(?P<part>:[a-z]+)?$")
+_JOB_PARTS: dict[str, str] = {
+    "": "row", ":dependencies": "counter", ":processed": "processed", ":ignored": "ignored", ":logs": "logs",
+}
+_QUEUE_KEYS: dict[str, str] = {
+    ":pending": "pending", ":active": "active", ":schedule": "schedule", ":dead": "dead",
+    ":flow:outbox": "outbox", ":flow:outbox:poison": "poison", ":flow:outbox:head": "head",
+    ":metrics:completed": "metrics",
+}
 
 _WORDS: dict[tuple[str, str], str] = {
     ("counter", "set"): "set the count of outstanding children",
@@ -93,10 +88,10 @@ def role(key: str) -> str | None:
     """What a queue key is for, from its suffix; ``None`` for other keys."""
     close = key.find("}")
     suffix = key[close + 1 :] if close >= 0 else key
-    for name, pattern in _ROLES:
-        if pattern.match(suffix):
-            return name
-    return None
+    job = _JOB.match(suffix)
+    if job is not None:
+        return _JOB_PARTS.get(job.group("part") or "")
+    return _QUEUE_KEYS.get(suffix)
 
 
 def describe(event: str, key: str) -> str:
