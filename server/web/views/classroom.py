@@ -35,7 +35,7 @@ from server.sandboxes import learners, lifecycle, rooms, roster
 from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE
 from server.web import body, forms, guard
 from server.web.state import course_of, respond
-from server.web.views.instructor import ago, done, guarded
+from server.web.views.instructor import ago, done, guarded, instructor_only
 from server.web.views.instructor import render as render_instructor
 
 ROSTER_EVERY = 0.5  # seconds between roster reads of one open class page
@@ -88,24 +88,20 @@ async def page(request: Request) -> Response:
     return await guarded(request, run)
 
 
+@instructor_only
 async def roster_json(request: Request) -> Response:
-    async def run(request: Request) -> Response:
-        room = await the_room(request)
-        return JSONResponse(roster.public(await roster.read(request.app.state.conn, room)))
-
-    return await guarded(request, run)
+    room = await the_room(request)
+    return JSONResponse(roster.public(await roster.read(request.app.state.conn, room)))
 
 
+@instructor_only
 async def roster_events(request: Request) -> Response:
-    async def run(request: Request) -> Response:
-        room = await the_room(request)
-        settings = request.app.state.settings
-        return EventSourceResponse(
-            follow(request, room), ping=settings.stream_ping, send_timeout=settings.stream_send_timeout,
-            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-        )
-
-    return await guarded(request, run)
+    room = await the_room(request)
+    settings = request.app.state.settings
+    return EventSourceResponse(
+        follow(request, room), ping=settings.stream_ping, send_timeout=settings.stream_send_timeout,
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
 
 
 async def follow(request: Request, room: rooms.Room) -> AsyncIterator[dict[str, Any]]:
@@ -155,56 +151,48 @@ async def switch(request: Request, room: rooms.Room, mode: str) -> Response:
                 back=back(room))
 
 
+@instructor_only
 async def mode(request: Request) -> Response:
-    async def run(request: Request) -> Response:
-        fields = await forms.read_fields(request)
-        room = await the_room(request)
-        return await switch(request, room, rooms.clean_mode(fields.get("mode")))
-
-    return await guarded(request, run)
+    fields = await forms.read_fields(request)
+    room = await the_room(request)
+    return await switch(request, room, rooms.clean_mode(fields.get("mode")))
 
 
+@instructor_only
 async def demo(request: Request) -> Response:
-    async def run(request: Request) -> Response:
-        fields = await forms.read_fields(request)
-        room = await the_room(request)
-        if "demo" not in fields:
-            raise body.BadBody("'demo' is required: true (start the demo) or false (stop it)")
-        return await switch(request, room, "demo" if forms.as_flag(fields["demo"], "demo") else "own")
-
-    return await guarded(request, run)
+    fields = await forms.read_fields(request)
+    room = await the_room(request)
+    if "demo" not in fields:
+        raise body.BadBody("'demo' is required: true (start the demo) or false (stop it)")
+    return await switch(request, room, "demo" if forms.as_flag(fields["demo"], "demo") else "own")
 
 
+@instructor_only
 async def bring(request: Request) -> Response:
-    async def run(request: Request) -> Response:
-        fields = await forms.read_fields(request)
-        room = await the_room(request)
-        dives = {d.path: d for d in course_of(request).dives}
-        wanted = fields.get("page")
-        if not isinstance(wanted, str) or wanted not in dives:
-            raise body.BadBody(f"'page' must be one of the course's dives: {', '.join(sorted(dives))}")
-        title = dives[wanted].title
-        await announce(request, room, {"action": "goto", "page": wanted,
-                                       "text": f"Your instructor brings everyone to {title}."})
-        return done(request, f"Everyone in class {room.code} was sent to {title}.", {"page": wanted},
-                    back=back(room))
-
-    return await guarded(request, run)
+    fields = await forms.read_fields(request)
+    room = await the_room(request)
+    dives = {d.path: d for d in course_of(request).dives}
+    wanted = fields.get("page")
+    if not isinstance(wanted, str) or wanted not in dives:
+        raise body.BadBody(f"'page' must be one of the course's dives: {', '.join(sorted(dives))}")
+    title = dives[wanted].title
+    await announce(request, room, {"action": "goto", "page": wanted,
+                                   "text": f"Your instructor brings everyone to {title}."})
+    return done(request, f"Everyone in class {room.code} was sent to {title}.", {"page": wanted},
+                back=back(room))
 
 
+@instructor_only
 async def reset_learners(request: Request) -> Response:
-    async def run(request: Request) -> Response:
-        fields = await forms.read_fields(request)
-        room = await the_room(request)
-        if not forms.as_flag(fields.get("confirm", "no"), "confirm"):
-            raise body.BadBody("'confirm' must be true: this resets every learner's sandbox")
-        ids = await learners.learner_ids(request.app.state.conn, room.code)
-        removed = await lifecycle.reset_sandboxes(request.app.state.conn, [*ids, room.sandbox])
-        many = f"{len(ids)} learner{'' if len(ids) == 1 else 's'}"
-        return done(request, f"Every learner of class {room.code} was reset ({many}, {removed} keys removed).",
-                    {"reset": len(ids), "removed": removed}, back=back(room))
-
-    return await guarded(request, run)
+    fields = await forms.read_fields(request)
+    room = await the_room(request)
+    if not forms.as_flag(fields.get("confirm", "no"), "confirm"):
+        raise body.BadBody("'confirm' must be true: this resets every learner's sandbox")
+    ids = await learners.learner_ids(request.app.state.conn, room.code)
+    removed = await lifecycle.reset_sandboxes(request.app.state.conn, [*ids, room.sandbox])
+    many = f"{len(ids)} learner{'' if len(ids) == 1 else 's'}"
+    return done(request, f"Every learner of class {room.code} was reset ({many}, {removed} keys removed).",
+                {"reset": len(ids), "removed": removed}, back=back(room))
 
 
 async def learner_of(request: Request, room: rooms.Room) -> str:
@@ -214,70 +202,60 @@ async def learner_of(request: Request, room: rooms.Room) -> str:
     return str(sandbox)
 
 
+@instructor_only
 async def reset_learner(request: Request) -> Response:
-    async def run(request: Request) -> Response:
-        room = await the_room(request)
-        sandbox = await learner_of(request, room)
-        conn = request.app.state.conn
-        name = await learners.name_of(conn, sandbox)
-        removed = await lifecycle.reset_sandboxes(conn, [sandbox])
-        return done(request, f"{name or sandbox} was reset: {removed} keys removed.",
-                    {"reset": sandbox, "removed": removed}, back=back(room))
-
-    return await guarded(request, run)
+    room = await the_room(request)
+    sandbox = await learner_of(request, room)
+    conn = request.app.state.conn
+    name = await learners.name_of(conn, sandbox)
+    removed = await lifecycle.reset_sandboxes(conn, [sandbox])
+    return done(request, f"{name or sandbox} was reset: {removed} keys removed.",
+                {"reset": sandbox, "removed": removed}, back=back(room))
 
 
+@instructor_only
 async def watch(request: Request) -> Response:
-    async def run(request: Request) -> Response:
-        room = await the_room(request)
-        sandbox = await learner_of(request, room)
-        meta = await request.app.state.conn.hget(learners.meta_key(sandbox), "page")
-        dives = {d.path for d in course_of(request).dives}
-        target = meta if meta in dives else course_of(request).dives[0].path
-        response = RedirectResponse(str(target), status_code=303)
-        request.app.state.watch_cookie.attach(response, sandbox)
-        return response
-
-    return await guarded(request, run)
+    room = await the_room(request)
+    sandbox = await learner_of(request, room)
+    meta = await request.app.state.conn.hget(learners.meta_key(sandbox), "page")
+    dives = {d.path for d in course_of(request).dives}
+    target = meta if meta in dives else course_of(request).dives[0].path
+    response = RedirectResponse(str(target), status_code=303)
+    request.app.state.watch_cookie.attach(response, sandbox)
+    return response
 
 
+@instructor_only
 async def stop_watching(request: Request) -> Response:
-    async def run(request: Request) -> Response:
-        response = done(request, "You stopped watching: your pages act in your own sandbox again.", {})
-        request.app.state.watch_cookie.clear(response)
-        return response
-
-    return await guarded(request, run)
+    response = done(request, "You stopped watching: your pages act in your own sandbox again.", {})
+    request.app.state.watch_cookie.clear(response)
+    return response
 
 
+@instructor_only
 async def join(request: Request) -> Response:
-    async def run(request: Request) -> Response:
-        room = await the_room(request)
-        conn = request.app.state.conn
-        visitor = guard.visitor_of(request)
-        if room.host != visitor:
-            await conn.hset(rooms.room_key(room.code), "host", visitor)
-        response = done(request, f"You are in class {room.code} ({room.name}).", {"room": room.code}, back=back(room))
-        request.app.state.room_cookie.attach(response, room.code)
-        return response
-
-    return await guarded(request, run)
+    room = await the_room(request)
+    conn = request.app.state.conn
+    visitor = guard.visitor_of(request)
+    if room.host != visitor:
+        await conn.hset(rooms.room_key(room.code), "host", visitor)
+    response = done(request, f"You are in class {room.code} ({room.name}).", {"room": room.code}, back=back(room))
+    request.app.state.room_cookie.attach(response, room.code)
+    return response
 
 
+@instructor_only
 async def close(request: Request) -> Response:
-    async def run(request: Request) -> Response:
-        room = await the_room(request)
-        conn = request.app.state.conn
-        audience = await rooms.audience(conn, room)
-        await rooms.close(conn, room.code)
-        removed = await lifecycle.reset_sandboxes(conn, [room.sandbox])
-        await conn.zrem(REGISTRY_KEY, room.sandbox)
-        await events.publish(conn, "room", audience, {"code": room.code, "action": "closed", "reconnect": True,
-                                                      "text": CLOSED_TEXT})
-        return done(request, f"Class {room.code} was closed: {removed} keys removed.",
-                    {"room": room.code, "removed": removed})
-
-    return await guarded(request, run)
+    room = await the_room(request)
+    conn = request.app.state.conn
+    audience = await rooms.audience(conn, room)
+    await rooms.close(conn, room.code)
+    removed = await lifecycle.reset_sandboxes(conn, [room.sandbox])
+    await conn.zrem(REGISTRY_KEY, room.sandbox)
+    await events.publish(conn, "room", audience, {"code": room.code, "action": "closed", "reconnect": True,
+                                                  "text": CLOSED_TEXT})
+    return done(request, f"Class {room.code} was closed: {removed} keys removed.",
+                {"room": room.code, "removed": removed})
 
 
 def routes() -> list[Route]:

@@ -17,6 +17,7 @@ to the page, with a one-shot notice in a signed cookie); JSON callers get JSON.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -116,7 +117,20 @@ async def refused(request: Request, status: int, message: str) -> Response:
     return render(request, status, **context)
 
 
-async def guarded(request: Request, handler: Callable[[Request], Awaitable[Response]]) -> Response:
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def instructor_only(handler: Handler) -> Handler:
+    """The endpoint run `guarded`: an instructor's, every refusal a clear 4xx (or 503)."""
+
+    @functools.wraps(handler)
+    async def endpoint(request: Request) -> Response:
+        return await guarded(request, handler)
+
+    return endpoint
+
+
+async def guarded(request: Request, handler: Handler) -> Response:
     """Run an instructor endpoint: every refusal a clear 4xx (or 503)."""
     try:
         await guard.require_instructor(request)
@@ -183,11 +197,9 @@ async def sign_out(request: Request) -> Response:
     return response
 
 
+@instructor_only
 async def overview(request: Request) -> Response:
-    async def run(request: Request) -> Response:
-        return JSONResponse(await overview_data(request))
-
-    return await guarded(request, run)
+    return JSONResponse(await overview_data(request))
 
 
 # -- resets ------------------------------------------------------------------------
@@ -230,24 +242,22 @@ async def do_reset(request: Request) -> Response:
 # -- rooms -------------------------------------------------------------------------
 
 
+@instructor_only
 async def create_room(request: Request) -> Response:
-    async def run(request: Request) -> Response:
-        settings = request.app.state.settings
-        fields = await forms.read_fields(request)
-        try:
-            host = guard.visitor_of(request)
-        except guard.NoSandbox:
-            host = ""  # a Bearer caller without a browser sandbox: the demo names one later
-        room = await rooms.create(request.app.state.conn, fields.get("name"), settings.room_ttl,
-                                  settings.max_rooms, host=host)
-        response = done(
-            request, f"Room {room.code} ({room.name}) is open: learners join at /room with the code {room.code} "
-            "and their name.", {"room": room.as_json()}, status=201, back=f"/instructor/rooms/{room.code}",
-        )
-        request.app.state.room_cookie.attach(response, room.code)
-        return response
-
-    return await guarded(request, run)
+    settings = request.app.state.settings
+    fields = await forms.read_fields(request)
+    try:
+        host = guard.visitor_of(request)
+    except guard.NoSandbox:
+        host = ""  # a Bearer caller without a browser sandbox: the demo names one later
+    room = await rooms.create(request.app.state.conn, fields.get("name"), settings.room_ttl,
+                              settings.max_rooms, host=host)
+    response = done(
+        request, f"Room {room.code} ({room.name}) is open: learners join at /room with the code {room.code} "
+        "and their name.", {"room": room.as_json()}, status=201, back=f"/instructor/rooms/{room.code}",
+    )
+    request.app.state.room_cookie.attach(response, room.code)
+    return response
 
 
 def routes() -> list[Route]:
