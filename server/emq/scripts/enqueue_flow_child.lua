@@ -9,6 +9,7 @@
 -- Errors: EMQKIND job id must be JOB-namespaced.
 
 -- @include kind_refusal
+-- @include parent_link
 
 local child_id = ARGV[1]
 local refused = kind_refusal(child_id)
@@ -21,16 +22,9 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   return 2
 end
 
-local parent_queue = ARGV[4]
-if parent_queue ~= '' then
-  -- parent_queue marks the outbox path: this child's completion is delivered
-  -- to the other slot by the Pump
-  redis.call('HSET', KEYS[1], 'state', 'pending', 'attempts', '0',
-    'payload', ARGV[2], 'parent', ARGV[3], 'parent_queue', parent_queue)
-else
-  -- same queue as the parent: completion counts it directly
-  redis.call('HSET', KEYS[1], 'state', 'pending', 'attempts', '0',
-    'payload', ARGV[2], 'parent', ARGV[3])
-end
+-- parent_queue set marks the outbox path: this child's completion is
+-- delivered to the other slot by the Pump; '' and completion counts it directly
+redis.call('HSET', KEYS[1],
+  unpack(parent_link({'state', 'pending', 'attempts', '0', 'payload', ARGV[2]}, ARGV[3], ARGV[4])))
 redis.call('ZADD', KEYS[2], 0, child_id)
 return 1

@@ -26,19 +26,12 @@ if redis.call('EXISTS', parent_row) == 0 then
   return 0
 end
 
-if ARGV[5] == 'completed' then
-  -- HSETNX is the idempotence guard: a re-delivered entry finds its child
-  -- already recorded and changes nothing
-  if redis.call('HSETNX', KEYS[2], child_id, value) == 0 then
-    return 2
-  end
-  release_parent(KEYS[1], parent_row, pending_key, parent_id)
-  return 1
-end
-
-if ARGV[6] == 'id' then
-  -- ignore the dependency: record the failure, and count it like a success
-  if redis.call('HSETNX', KEYS[4], child_id, value) == 0 then
+if ARGV[5] == 'completed' or ARGV[6] == 'id' then
+  -- a result goes in :processed; a failure whose policy ignores the dependency
+  -- ('id') in :ignored, and counts like a success. HSETNX is the idempotence
+  -- guard: a re-delivered entry finds its child already recorded and changes nothing
+  local record = ARGV[5] == 'completed' and KEYS[2] or KEYS[4]
+  if redis.call('HSETNX', record, child_id, value) == 0 then
     return 2
   end
   release_parent(KEYS[1], parent_row, pending_key, parent_id)

@@ -11,6 +11,7 @@
 --   EMQSTATE flow parent exists and is not held.
 
 -- @include kind_refusal
+-- @include parent_link
 
 local parent_id = ARGV[1]
 local refused = kind_refusal(parent_id)
@@ -28,17 +29,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
 end
 
 local fields = {'state', 'awaiting_children', 'attempts', '0', 'payload', ARGV[2]}
-local up_id = ARGV[4] or ''
-local up_queue = ARGV[5] or ''
-if up_id ~= '' then
-  table.insert(fields, 'parent')
-  table.insert(fields, up_id)
-  if up_queue ~= '' then
-    table.insert(fields, 'parent_queue')
-    table.insert(fields, up_queue)
-  end
-end
 -- held: in no state set, so nothing can claim it before the fan-in releases it
-redis.call('HSET', KEYS[1], unpack(fields))
+redis.call('HSET', KEYS[1], unpack(parent_link(fields, ARGV[4] or '', ARGV[5] or '')))
 redis.call('SET', KEYS[2], ARGV[3])
 return 1

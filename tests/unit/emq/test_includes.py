@@ -23,6 +23,7 @@ RULES = {
     "kind_refusal": {"enqueue_flow", "enqueue_flow_child", "hold_parent"},
     "now_ms": {"claim", "fail"},
     "outbox_entry": {"complete", "fail"},
+    "parent_link": {"enqueue_flow_child", "hold_parent"},
 }
 
 
