@@ -57,7 +57,8 @@ def renderer(templates: Jinja2Templates) -> Callable[[str, dict[str, Any]], str]
         if widget is None:
             return Markup(f'<div class="widget-slot" data-widget-missing="{name}"></div>')
         template = templates.get_template(f"widgets/_{name}.html")
-        context: dict[str, Any] = {"widget": widget, "options": options or {}, "trace": traces.current(name)}
+        # Only the console reads its directive's options (try-N); a stepper's partial reads none.
+        context: dict[str, Any] = {"widget": widget, "trace": traces.current(name)}
         script = getattr(widget, "script", None)
         if script:
             context["script"] = script
