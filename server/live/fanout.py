@@ -14,9 +14,21 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Required, TypedDict
 
 NoticeKind = Literal["effect", "state", "status", "reset", "room"]
+
+
+class Status(TypedDict, total=False):
+    """The `status` event a stream sends: what the hub knows of Valkey now."""
+
+    valkey: Required[Literal["up", "down"]]
+    notifications: Required[bool]
+    memory: Literal["full", "ok"]  # the rest only while Valkey is up
+    message: str  # a sentence for the page's banner, "" for none
+    resync: bool  # on a notice: read every widget afresh
+
+
 QUEUE_CAP = 2000  # notices one stream may lag behind before it is resynced instead
 
 

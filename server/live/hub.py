@@ -33,7 +33,7 @@ from redis.exceptions import RedisError
 from server.emq.wire import Conn
 from server.live import events, heartbeat, nodes
 from server.live.events import EVENTS_CHANNEL
-from server.live.fanout import Fanout, Notice
+from server.live.fanout import Fanout, Notice, Status
 from server.live.heartbeat import Heartbeat
 from server.live.nodes import enable_notifications, parse_channel
 
@@ -77,7 +77,7 @@ class Hub(Fanout):
 
     # -- what the streams are told ----------------------------------------------
 
-    def status(self, note: str | None = None) -> dict[str, Any]:
+    def status(self, note: str | None = None) -> Status:
         """What a stream says about Valkey now: up or down, notifications, memory, in words."""
         if not self.up:
             return {"valkey": "down", "notifications": self.notifications_on}

@@ -9,9 +9,9 @@ reads the same roster.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
-from server.emq.wire import Conn
+from server.emq.wire import Conn, as_dict
 from server.live import presence
 from server.sandboxes import learners as class_learners
 from server.sandboxes import progress, rooms
@@ -19,8 +19,22 @@ from server.sandboxes import progress, rooms
 PUBLIC_FIELDS = ("name", "page", "widget", "online", "last_seen", "progress")
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+class LearnerRow(TypedDict):
+    """One learner as the class page and roster.json read it."""
+
+    id: str  # the learner's sandbox: Reset and Watch on the class page; not in roster.json
+    name: str
+    page: str | None
+    widget: str | None
+    online: bool
+    last_seen: float | None
+    progress: dict[str, dict[str, Any]]
+
+
+class Roster(TypedDict):
+    code: str
+    mode: str
+    learners: list[LearnerRow]
 
 
 def _seen(meta: dict[str, str]) -> float | None:
@@ -36,7 +50,7 @@ def shown(record: progress.WidgetProgress) -> dict[str, Any]:
     return {k: found[k] for k in ("reached", "steps", "done", "asked", "right", "verdict")}
 
 
-async def read(conn: Conn, room: rooms.Room) -> dict[str, Any]:
+async def read(conn: Conn, room: rooms.Room) -> Roster:
     """{"code", "mode", "learners": [{"id", "name", "page", "widget", "online",
     "last_seen", "progress"}]} — `id` is the learner's sandbox (for Reset and
     Watch on the class page; `public` drops it)."""
@@ -49,10 +63,10 @@ async def read(conn: Conn, room: rooms.Room) -> dict[str, Any]:
                 pipe.hgetall(progress.progress_key(sandbox))
             replies = await pipe.execute()
     now = presence.now_ms()
-    learners = []
+    learners: list[LearnerRow] = []
     for index, sandbox in enumerate(ids):
-        meta = {_text(k): _text(v) for k, v in replies[2 * index].items()}
-        made = {_text(k): _text(v) for k, v in replies[2 * index + 1].items()}
+        meta = as_dict(replies[2 * index])
+        made = as_dict(replies[2 * index + 1])
         learners.append({
             "id": sandbox,
             "name": meta.get("name") or "(no name)",
@@ -65,12 +79,12 @@ async def read(conn: Conn, room: rooms.Room) -> dict[str, Any]:
     return {"code": room.code, "mode": room.mode, "learners": learners}
 
 
-def public(roster: dict[str, Any]) -> dict[str, Any]:
+def public(roster: Roster) -> dict[str, Any]:
     """The roster as roster.json gives it: exactly the documented fields."""
     return {
         "code": roster["code"],
         "mode": roster["mode"],
-        "learners": [{k: row[k] for k in PUBLIC_FIELDS} for row in roster["learners"]],
+        "learners": [{k: v for k, v in row.items() if k in PUBLIC_FIELDS} for row in roster["learners"]],
     }
 
 

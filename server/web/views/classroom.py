@@ -59,7 +59,7 @@ def back(room: rooms.Room) -> str:
     return f"/instructor/rooms/{room.code}"
 
 
-def rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+def rows(data: roster.Roster) -> list[dict[str, Any]]:
     now = time.time()
     return [{**row, "ago": ago(row["last_seen"], now) if row["last_seen"] else "—",
              "progress_text": roster.progress_words(row["progress"])} for row in data["learners"]]
@@ -118,8 +118,7 @@ async def follow(request: Request, room: rooms.Room) -> AsyncIterator[dict[str, 
             yield {"event": "closed", "data": json.dumps({"code": room.code}), "retry": 1000}
             return
         data = await roster.read(conn, current)
-        data["learners"] = rows(data)
-        encoded = json.dumps(data, sort_keys=True)
+        encoded = json.dumps({**data, "learners": rows(data)}, sort_keys=True)
         if encoded != last:
             last = encoded
             yield {"event": "roster", "data": encoded, "retry": 1000}

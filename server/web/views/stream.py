@@ -15,7 +15,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +37,7 @@ POLL_EVERY = 1.5  # seconds between snapshot reads while notifications are off
 log = logging.getLogger("emqlab.stream")
 
 
-def sse(event: str, data: dict[str, Any], counter: list[int]) -> dict[str, Any]:
+def sse(event: str, data: Mapping[str, object], counter: list[int]) -> dict[str, Any]:
     counter[0] += 1
     return {"event": event, "id": str(counter[0]), "data": json.dumps(data), "retry": 1000}
 
