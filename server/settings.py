@@ -26,16 +26,25 @@ def _int(name: str, default: int, low: int = 0, high: int | None = None) -> int:
     return value
 
 
-def _flag(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
+def truth(raw: str) -> bool | None:
+    """1/true/yes/on -> True, 0/false/no/off -> False (any case); None for anything else.
+    The one reading of a yes-or-no word: settings, form fields, EMQLAB_VALKEY_CLUSTER."""
     value = raw.strip().lower()
     if value in ("1", "true", "yes", "on"):
         return True
     if value in ("0", "false", "no", "off"):
         return False
-    raise SystemExit(f"{name} must be 1 or 0 (true/false), got {raw!r}")
+    return None
+
+
+def _flag(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = truth(raw)
+    if value is None:
+        raise SystemExit(f"{name} must be 1 or 0 (true/false), got {raw!r}")
+    return value
 
 
 ROOM_MEMBERS = 20  # a room's default rate budget, in visitors' budgets

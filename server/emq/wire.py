@@ -31,6 +31,11 @@ def text(value: Any) -> str | None:
     return str(value)
 
 
+def as_text(value: Any) -> str:
+    """``text``, with a missing value as the empty string."""
+    return text(value) or ""
+
+
 def as_int(value: Any, default: int = 0) -> int:
     """An integer reply (or a numeric string), ``default`` when missing."""
     if value is None:
@@ -45,7 +50,7 @@ def as_dict(value: Mapping[Any, Any] | None) -> dict[str, str]:
     """An HGETALL reply with every field and value decoded to str."""
     if not value:
         return {}
-    return {text(k) or "": text(v) or "" for k, v in value.items()}
+    return {as_text(k): as_text(v) for k, v in value.items()}
 
 
 def raw(value: str) -> bytes:

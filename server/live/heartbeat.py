@@ -42,6 +42,9 @@ SILENCE = 2.0  # seconds without a beat's notification before notifications coun
 BEAT_TAG = "lab-heartbeat"
 KEY_LIFETIME_MS = 10_000
 
+# K = keyspace channels (__keyspace@0__:<key>), A = every event class. The live
+# stream listens on keyspace channels only, so keyevent channels stay off. The
+# managed valkey-server starts with these (server/valkey/process.py).
 NOTIFY_FLAGS = "KA"
 
 # Judgements a heartbeat reports to its hub.

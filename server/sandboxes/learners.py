@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import time
 import unicodedata
-from typing import Any
 
-from server.emq.wire import Conn
+from server.emq.wire import Conn, as_text
 from server.sandboxes.sandbox import SANDBOX_RE
 
 LEARNER_NAME_MAX = 40
 
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def learners_key(code: str) -> str:
@@ -66,9 +62,9 @@ async def leave(conn: Conn, code: str, visitor: str) -> None:
 
 async def learner_ids(conn: Conn, code: str) -> list[str]:
     """The learners' own sandboxes, in the order they joined."""
-    return [s for s in (_text(m) for m in await conn.zrange(learners_key(code), 0, -1)) if SANDBOX_RE.match(s)]
+    return [s for s in (as_text(m) for m in await conn.zrange(learners_key(code), 0, -1)) if SANDBOX_RE.match(s)]
 
 
 async def name_of(conn: Conn, visitor: str) -> str:
     value = await conn.hget(meta_key(visitor), "name")
-    return _text(value) if value is not None else ""
+    return as_text(value) if value is not None else ""

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from server.emq.wire import Conn
+from server.emq.wire import Conn, as_text
 from server.sandboxes.sandbox import SANDBOX_RE
 
 
@@ -37,9 +37,6 @@ def progress_key(sandbox: str) -> str:
         raise ValueError(f"not a sandbox id: {sandbox!r}")
     return f"lab:{{{sandbox}}}:progress"
 
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 @dataclass(frozen=True)
@@ -74,9 +71,9 @@ def parse(raw: dict[Any, Any]) -> dict[str, WidgetProgress]:
     """The hash as Valkey returned it -> progress per widget."""
     fields: dict[str, dict[str, str]] = {}
     for key, value in raw.items():
-        name, _, widget = _text(key).partition(":")
+        name, _, widget = as_text(key).partition(":")
         if widget:
-            fields.setdefault(widget, {})[name] = _text(value)
+            fields.setdefault(widget, {})[name] = as_text(value)
 
     def number(found: dict[str, str], name: str) -> int:
         value = found.get(name, "0")
@@ -111,7 +108,7 @@ def held_fields(widget: str) -> list[str]:
 
 
 def parse_held(widget: str, raw: list[Any]) -> Held:
-    values = dict(zip(FIELDS, (_text(v) if v is not None else "" for v in raw)))
+    values = dict(zip(FIELDS, (as_text(v) if v is not None else "" for v in raw)))
 
     def number(name: str) -> int:
         return int(values[name]) if values[name].isdigit() else 0

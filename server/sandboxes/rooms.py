@@ -21,7 +21,7 @@ import unicodedata
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from server.emq.wire import Conn, Fields
+from server.emq.wire import Conn, Fields, as_text
 from server.sandboxes.learners import learner_ids, learners_key
 from server.sandboxes.sandbox import REGISTRY_KEY, new_id
 
@@ -119,12 +119,9 @@ def clean_mode(raw: object) -> str:
     return str(raw)
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
 
 def _room(code: str, raw: dict[Any, Any]) -> Room | None:
-    fields = {_text(k): _text(v) for k, v in raw.items()}
+    fields = {as_text(k): as_text(v) for k, v in raw.items()}
     if "sandbox" not in fields:
         return None
     mode = fields.get("mode") or ("demo" if fields.get("demo") == "1" else "own")
@@ -197,7 +194,7 @@ async def find(conn: Conn, code_or_name: str) -> Room | None:
 
 
 async def list_rooms(conn: Conn) -> list[Room]:
-    codes = sorted(_text(c) for c in await conn.hkeys(ROOMS_KEY))
+    codes = sorted(as_text(c) for c in await conn.hkeys(ROOMS_KEY))
     found = []
     for code in codes:
         room = await get(conn, code)
@@ -251,14 +248,14 @@ async def expired(conn: Conn) -> list[tuple[str, str]]:
     """Index entries whose room record has expired: (code, sandbox), forgotten here."""
     gone = []
     for code, sandbox in (await conn.hgetall(ROOMS_KEY)).items():
-        code_s = _text(code)
+        code_s = as_text(code)
         if not await conn.exists(room_key(code_s)):
             await conn.hdel(ROOMS_KEY, code_s)
             await conn.delete(learners_key(code_s))
-            gone.append((code_s, _text(sandbox)))
+            gone.append((code_s, as_text(sandbox)))
     return gone
 
 
 async def room_sandboxes(conn: Conn) -> dict[str, str]:
     """sandbox id -> room code, for every room in the index."""
-    return {_text(s): _text(c) for c, s in (await conn.hgetall(ROOMS_KEY)).items()}
+    return {as_text(s): as_text(c) for c, s in (await conn.hgetall(ROOMS_KEY)).items()}

@@ -24,6 +24,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from server.emq.wire import Conn
+from server.settings import truth
 
 log = logging.getLogger("emqlab.connect")
 
@@ -32,12 +33,7 @@ CLUSTER_ENV = "EMQLAB_VALKEY_CLUSTER"
 
 def cluster_from_env() -> bool | None:
     """EMQLAB_VALKEY_CLUSTER: 1 = a cluster, 0 = one server, unset = find out."""
-    value = os.environ.get(CLUSTER_ENV, "").strip().lower()
-    if value in ("1", "yes", "true"):
-        return True
-    if value in ("0", "no", "false"):
-        return False
-    return None
+    return truth(os.environ.get(CLUSTER_ENV, ""))
 
 
 def detect_cluster(url: str) -> bool:

@@ -18,11 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from server.live.heartbeat import NOTIFY_FLAGS  # what the live stream needs on, written once
 from server.valkey import native
-
-# K = keyspace channels (__keyspace@0__:<key>), A = every event class. The live
-# stream listens on keyspace channels only, so keyevent channels stay off.
-NOTIFY_FLAGS = "KA"
 
 
 def free_port() -> int:

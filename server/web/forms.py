@@ -9,6 +9,7 @@ from urllib.parse import parse_qsl
 
 from starlette.requests import Request
 
+from server.settings import truth
 from server.web import body
 
 FORM_MAX_BYTES = 4096
@@ -48,8 +49,7 @@ def as_flag(value: Any, name: str) -> bool:
     """true/false, on/off, 1/0 -> bool; BadBody otherwise."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().lower() in ("1", "true", "on", "yes"):
-        return True
-    if isinstance(value, str) and value.strip().lower() in ("0", "false", "off", "no"):
-        return False
+    said = truth(value) if isinstance(value, str) else None
+    if said is not None:
+        return said
     raise body.BadBody(f"'{name}' must be true or false (on/off)")

@@ -24,8 +24,6 @@ from server.web import body, forms, guard
 from server.web.errors import VALKEY_FAULTS, fault_message
 from server.web.state import course_of, respond
 
-UNAVAILABLE = "Valkey is unreachable right now; try again when it returns."
-
 
 async def current_room(request: Request) -> rooms.Room | None:
     code = guard.room_of(request)
