@@ -49,7 +49,14 @@ class ClientGone(BadBody):
 
 
 async def read_raw(request: Request, max_bytes: int, too_large: str) -> bytes:
-    """The body, read up to `max_bytes` (BodyTooLarge past it, without reading on)."""
+    """The body, read up to `max_bytes` (BodyTooLarge past it, without reading on);
+    a declared Content-Length past it is refused before a byte is read."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.strip().isdigit():
+            raise BadBody("the Content-Length header is not a number")
+        if int(declared) > max_bytes:
+            raise BodyTooLarge(too_large)
     chunks: list[bytes] = []
     size = 0
     try:
@@ -64,12 +71,6 @@ async def read_raw(request: Request, max_bytes: int, too_large: str) -> bytes:
 
 
 async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        if not declared.strip().isdigit():
-            raise BadBody("the Content-Length header is not a number")
-        if int(declared) > max_bytes:
-            raise BodyTooLarge(f"the request body is larger than {max_bytes} bytes")
     raw = await read_raw(request, max_bytes, f"the request body is larger than {max_bytes} bytes")
     if not raw.strip():
         return {}

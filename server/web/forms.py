@@ -29,9 +29,6 @@ async def read_fields(request: Request) -> dict[str, Any]:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype == "application/json":
         return await body.read_json(request, FORM_MAX_BYTES)
-    declared = request.headers.get("content-length", "")
-    if declared.strip().isdigit() and int(declared) > FORM_MAX_BYTES:
-        raise body.BodyTooLarge(f"the form is larger than {FORM_MAX_BYTES} bytes")
     raw = await body.read_raw(request, FORM_MAX_BYTES, f"the form is larger than {FORM_MAX_BYTES} bytes")
     if not raw.strip():
         return {}
