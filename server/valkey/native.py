@@ -19,6 +19,8 @@ from typing import Any, Final
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisClusterException, RedisError
 
+from server.emq.wire import Conn
+
 log = logging.getLogger("emqlab.native")
 
 ROOT: Final = Path(__file__).resolve().parents[2]
@@ -59,7 +61,7 @@ def module_names(listing: Any) -> set[str]:
     return found
 
 
-async def loaded(conn: Any) -> bool:
+async def loaded(conn: Conn) -> bool:
     """Whether the server knows EMQ.COMPLETE: COMMAND GETKEYS answers for it."""
     try:
         await conn.command_getkeys("EMQ.COMPLETE", 2, "emq:{q}:active", "emq:{q}:job:JOBx", "JOBx", 1, "emq:{q}:")
@@ -68,7 +70,7 @@ async def loaded(conn: Any) -> bool:
     return True
 
 
-async def try_load(conn: Any) -> tuple[bool, str]:
+async def try_load(conn: Conn) -> tuple[bool, str]:
     """Load the module where it is missing: (loaded now, what happened in words).
 
     On a cluster, every primary. Refusals are normal (MODULE LOAD is off on
@@ -85,13 +87,13 @@ async def try_load(conn: Any) -> tuple[bool, str]:
                 if MODULE_NAME not in module_names(await conn.execute_command("MODULE", "LIST", target_nodes=node)):
                     await conn.execute_command("MODULE", "LOAD", str(MODULE_PATH), target_nodes=node)
         else:
-            await conn.execute_command("MODULE", "LOAD", str(MODULE_PATH))
+            await conn.module_load(str(MODULE_PATH))
     except (RedisError, RedisClusterException) as exc:
         return False, f"this Valkey does not load the EMQ module ({exc}): the native widget says so"
     return True, "loaded the EMQ module with MODULE LOAD"
 
 
-async def ensure_loaded(conn: Any) -> bool:
+async def ensure_loaded(conn: Conn) -> bool:
     """`try_load`, saying so in the log when the native executor stays absent."""
     done, words = await try_load(conn)
     if not done:
