@@ -17,6 +17,7 @@ from starlette.templating import Jinja2Templates
 
 from server import settings as settings_module
 from server.console import client as console_client
+from server.console import page as console_page
 from server.content import load_course
 from server.emq import registry
 from server.live.hub import Hub, enable_notifications
@@ -37,7 +38,7 @@ from server.web.views import pages as views_pages
 from server.web.views import progress as views_progress
 from server.web.views import room as views_room
 from server.web.views import stream as views_stream
-from server.widgets import traces
+from server.widgets import WIDGETS, traces
 
 SITE = Path(__file__).resolve().parent.parent / "site"
 
@@ -51,7 +52,8 @@ def create_app(url: str, settings: Settings | None = None) -> Starlette:
     # Templates ship with the code: no stat() of every template on every render.
     templates.env.auto_reload = False
     registry.load_all()  # every script with its includes: a broken one stops the start
-    course = load_course(SITE / "content")
+    # A dive naming a widget the site does not have stops the start, not a page view.
+    course = load_course(SITE / "content", known_widgets=[*WIDGETS, console_page.NAME])
     app = Starlette(
         routes=_routes(),
         middleware=[

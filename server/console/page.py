@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+NAME = "console"  # the {widget} name that places the console on a dive
 _TRY = re.compile(r"try-(\d+)")
 
 

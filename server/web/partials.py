@@ -52,7 +52,7 @@ def renderer(templates: Jinja2Templates) -> Callable[[str, dict[str, Any]], str]
 
     def render(name: str, options: dict[str, Any] | None = None) -> str:
         widget = WIDGETS.get(name)
-        if name == "console":  # not a stepper: its own partial and script (server/console/)
+        if name == console_page.NAME:  # not a stepper: its own partial and script (server/console/)
             return Markup(templates.get_template("widgets/_console.html").render(console_page.context(options or {})))
         if widget is None:
             return Markup(f'<div class="widget-slot" data-widget-missing="{name}"></div>')
