@@ -9,7 +9,7 @@ learner's short form. Valkey's error replies become `(error) …` lines.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from redis.asyncio.cluster import RedisCluster
 from redis.client import NEVER_DECODE
@@ -29,18 +29,22 @@ SCAN_LIMIT = 500  # keys a SCAN or KEYS answers at most
 REPLY_LINES, REPLY_CHARS = 200, 16_000
 
 
+class AnswerJSON(TypedDict):
+    """One console answer as the page reads it (and the transcript keeps it)."""
+
+    command: str
+    reply_lines: list[str]
+    kind: Literal["reply", "error"]
+
+
 @dataclass(frozen=True)
 class Answer:
     command: str
     reply_lines: list[str]
     kind: Literal["reply", "error"]
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> AnswerJSON:
         return {"command": self.command, "reply_lines": self.reply_lines, "kind": self.kind}
-
-
-
-
 
 
 async def send(conn: Conn, args: list[str], key: str | None) -> Any:

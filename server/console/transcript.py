@@ -10,6 +10,7 @@ idle time, and a reset of the sandbox removes it with every other key.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from server.emq.wire import Conn
@@ -27,7 +28,7 @@ def visitors_key(sandbox: str) -> str:
     return f"lab:{{{sandbox}}}:consoles"
 
 
-def kept(entry: dict[str, Any]) -> dict[str, Any]:
+def kept(entry: Mapping[str, Any]) -> dict[str, Any]:
     """The entry as stored: a long reply keeps its first lines and says so."""
     lines = list(entry.get("reply_lines", []))
     if len(lines) > KEEP_LINES:
@@ -36,7 +37,7 @@ def kept(entry: dict[str, Any]) -> dict[str, Any]:
     return {**entry, "reply_lines": lines}
 
 
-async def record(conn: Conn, sandbox: str, visitor: str, entry: dict[str, Any], ttl: int) -> None:
+async def record(conn: Conn, sandbox: str, visitor: str, entry: Mapping[str, Any], ttl: int) -> None:
     key = transcript_key(sandbox, visitor)
     entry = kept(entry)
     async with conn.pipeline(transaction=False) as pipe:

@@ -108,7 +108,6 @@ def _section_open(self: RendererProtocol, tokens: Sequence[Token], idx: int, opt
     return f'<section class="dive-section{extra}" id="{escapeHtml(meta["id"])}">\n'
 
 
-
 def _aside_open(self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     # No accessible name on purpose: an unnamed aside inside a section is not
     # a complementary landmark, so it never nests a landmark inside <main>.

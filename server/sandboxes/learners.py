@@ -17,7 +17,6 @@ from server.sandboxes.sandbox import SANDBOX_RE
 LEARNER_NAME_MAX = 40
 
 
-
 def learners_key(code: str) -> str:
     return f"lab:room:{code}:learners"
 

@@ -26,7 +26,7 @@ outlive an idle sandbox even if the reaper never runs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from server.emq.wire import Conn, as_text
 from server.sandboxes.sandbox import SANDBOX_RE
@@ -37,6 +37,28 @@ def progress_key(sandbox: str) -> str:
         raise ValueError(f"not a sandbox id: {sandbox!r}")
     return f"lab:{{{sandbox}}}:progress"
 
+
+class WidgetProgressJSON(TypedDict):
+    """One widget's progress as /api/progress and the roster give it."""
+
+    widget: str
+    steps: int
+    reached: int
+    done: bool
+    asked: int
+    right: int
+    verdict: str
+    summary: str
+
+
+class DiveProgressJSON(TypedDict):
+    path: str
+    title: str
+    summary: str
+    done: int
+    asked: int
+    right: int
+    widgets: list[WidgetProgressJSON]
 
 
 @dataclass(frozen=True)
@@ -62,7 +84,7 @@ class WidgetProgress:
             said += f"; {self.right} of {self.asked} prediction{'' if self.asked == 1 else 's'} right"
         return said + "."
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> WidgetProgressJSON:
         return {"widget": self.widget, "steps": self.steps, "reached": self.reached, "done": self.done,
                 "asked": self.asked, "right": self.right, "verdict": self.verdict, "summary": self.summary}
 
@@ -199,7 +221,7 @@ class DiveProgress:
             said += f", {self.right} of {self.asked} prediction{'' if self.asked == 1 else 's'} right"
         return said
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> DiveProgressJSON:
         return {"path": self.path, "title": self.title, "summary": self.summary, "done": self.done,
                 "asked": self.asked, "right": self.right, "widgets": [w.as_json() for w in self.widgets]}
 

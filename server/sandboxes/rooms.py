@@ -119,7 +119,6 @@ def clean_mode(raw: object) -> str:
     return str(raw)
 
 
-
 def _room(code: str, raw: dict[Any, Any]) -> Room | None:
     fields = {as_text(k): as_text(v) for k, v in raw.items()}
     if "sandbox" not in fields:

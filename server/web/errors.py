@@ -49,6 +49,7 @@ class Refused(Exception):
         super().__init__(message)
         self.status = status
 
+
 # Valkey away, loading, or a replica after a failover: the widget retries.
 # On a cluster: no node answers (RedisClusterException), or the command's
 # retries ran out while the topology changed (ClusterError, ClusterDownError).
