@@ -12,7 +12,7 @@ from server.console import page as console_page
 from server.content import ContentError, load_course
 from server.widgets import WIDGETS
 
-CONTENT = Path(__file__).resolve().parents[2] / "site" / "content"
+CONTENT = Path(__file__).resolve().parents[3] / "site" / "content"
 KNOWN = [*WIDGETS, console_page.NAME]
 
 
