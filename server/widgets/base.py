@@ -19,12 +19,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
+from server.emq.wire import Fields
 from server.valkey import scripts
 from server.widgets import predict, snapshot, turn
 from server.widgets.context import Context
 from server.widgets.inputs import choice, flag, tour_step_of, whole
-from server.widgets.outcome import (BadInput, Busy, Outcome, Reading, Refusal, TooManyKeys, encoded,
-                                    json_or_none)
+from server.widgets.outcome import BadInput, Busy, Outcome, Reading, Refusal, TooManyKeys, encoded, json_or_none
 from server.widgets.snapshot import QueueView
 
 __all__ = ["BadInput", "Busy", "Context", "Outcome", "Reading", "Refusal", "TooManyKeys", "Widget", "action",
@@ -105,12 +105,14 @@ class Widget:
         started = ctx.started(self.state_key(ctx))
         if started is not None:
             return dict(started)
-        raw = await ctx.conn.hgetall(self.state_key(ctx))  # type: ignore[misc]
+        raw = await ctx.conn.hgetall(self.state_key(ctx))
         return {snapshot._text(k): snapshot._text(v) for k, v in raw.items()}
 
     async def remember(self, ctx: Context, **fields: Any) -> None:
         values = encoded(fields)
-        await ctx.conn.hset(self.state_key(ctx), mapping=values)  # type: ignore[misc]
+        mapping: Fields = {}
+        mapping.update(values)
+        await ctx.conn.hset(self.state_key(ctx), mapping=mapping)
         started = ctx.started(self.state_key(ctx))
         if started is not None:
             started.update(values)
@@ -173,7 +175,9 @@ class Widget:
             kept = {k: state[k] for k in self.kept_on_reset if k in state}
         ctx.start = ctx.start_state = None
         await self.clear(ctx)
-        await ctx.conn.hset(self.state_key(ctx), mapping={**kept, "landed": "1"})  # type: ignore[misc]
+        fresh: Fields = {"landed": "1"}
+        fresh.update(kept)
+        await ctx.conn.hset(self.state_key(ctx), mapping=fresh)
         await self.land(ctx)
 
     async def reset_locked(self, ctx: Context, outcome: Outcome | None = None) -> None:

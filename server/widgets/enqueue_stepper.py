@@ -11,14 +11,14 @@ other widget can claim them.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
-from server.widgets import snapshot
 from server.emq import flows, registry
 from server.emq.errors import EmqError
-from server.widgets.snapshot import QueueView
-from server.widgets.flow import plural
+from server.widgets import snapshot
 from server.widgets.base import BadInput, Context, Outcome, Widget, action, flag, tour_step_of
+from server.widgets.flow import plural
+from server.widgets.snapshot import QueueView
 
 SCRIPT = "enqueue_flow"
 PARENT = "JOBparent"
@@ -58,7 +58,8 @@ class EnqueueStepper(Widget):
         ("non-job", {"non_job": True}),
         "run-atomically",
     )
-    labels = {"next": "Next move", "previous": "Previous move", "run-atomically": "Run atomically",
+    labels: ClassVar[dict[str, str]] = {
+              "next": "Next move", "previous": "Previous move", "run-atomically": "Run atomically",
               "non-job": "Use a non-JOB id", "reset": "Reset"}
 
     def job_ids(self, queue: str) -> list[str]:
@@ -92,7 +93,8 @@ class EnqueueStepper(Widget):
             return await self.refused(ctx, exc, keys, argv)
         title = self.moves()[move - 1].title
         count = await self.key_count(ctx)
-        return Outcome(f"Move {move} of {total}, {title}: Valkey now holds {plural(count, 'key')} in the stepper's queue.")
+        return Outcome(f"Move {move} of {total}, {title}: "
+                       f"Valkey now holds {plural(count, 'key')} in the stepper's queue.")
 
     async def refused(self, ctx: Context, exc: EmqError, keys: list[str], argv: list[str]) -> Outcome:
         """Where the script refused: the first move whose prefix refuses the same
@@ -129,6 +131,7 @@ class EnqueueStepper(Widget):
         view = views[0]
         refused = state.get("refused") or ""
         refused_at = int(state.get("refused_at") or 0)
+        second = NON_JOB_CHILD if state.get("non_job") == "1" else CHILDREN[1]
         if refused:
             readout = (f"Refused in move {refused_at} ({moves[refused_at - 1].title}): {refused}. "
                        f"Nothing was written: {plural(len(view.keys), 'key')} in this queue.")
@@ -149,7 +152,7 @@ class EnqueueStepper(Widget):
                 "refused": refused,
                 "refused_at": refused_at,
                 "parent": job_status(view, PARENT),
-                "children": [job_status(view, c) for c in (CHILDREN[0], NON_JOB_CHILD if state.get("non_job") == "1" else CHILDREN[1])],
+                "children": [job_status(view, c) for c in (CHILDREN[0], second)],
             },
         }
 
@@ -158,7 +161,8 @@ class EnqueueStepper(Widget):
         state = await self.state(ctx)
         move = int(state.get("move") or 0)
         if state.get("refused"):
-            return Outcome("The script already refused at the gate; nothing further runs. Untick the box or Reset.", "info")
+            return Outcome("The script already refused at the gate; nothing further runs. Untick the box or Reset.",
+                           "info")
         if move >= len(self.moves()):
             return Outcome("The script has run to its end. Press Previous move or Reset.", "info")
         return await self.run_to(ctx, move + 1)
@@ -193,7 +197,8 @@ class EnqueueStepper(Widget):
         if outcome.kind == "refused":
             return outcome
         count = plural(await self.key_count(ctx), "key")
-        return replace(outcome, text=f"The whole script ran as one call: Valkey now holds {count} in the stepper's queue.")
+        return replace(outcome,
+                       text=f"The whole script ran as one call: Valkey now holds {count} in the stepper's queue.")
 
     @action("non-job")
     async def non_job(self, ctx: Context, body: dict[str, Any]) -> Outcome:
@@ -202,5 +207,6 @@ class EnqueueStepper(Widget):
         on = flag(body, "non_job")
         await self.remember(ctx, non_job="1" if on else "0")
         outcome = await self.run_to(ctx, 0)
-        which = f"The second child is now {NON_JOB_CHILD!r}, not JOB-prefixed" if on else "Every id is JOB-prefixed again"
+        which = (f"The second child is now {NON_JOB_CHILD!r}, not JOB-prefixed" if on
+                 else "Every id is JOB-prefixed again")
         return Outcome(f"{which}; the stepper is back before move 1.", detail=outcome.detail)

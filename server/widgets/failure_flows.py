@@ -95,7 +95,8 @@ def readout(parent: dict[str, Any], children: list[dict[str, Any]], tokens: list
             linked: dict[str, Any]) -> str:
     count = {s: sum(c["state"] == s for c in children) for s in ("dead", "pending", "scheduled")}
     count["completed"] = sum(c["counted"] == "processed" for c in children)
-    waiting = f"{count['pending']} waiting" + (f", {count['scheduled']} scheduled for a retry" if count["scheduled"] else "")
+    retrying = f", {count['scheduled']} scheduled for a retry" if count["scheduled"] else ""
+    waiting = f"{count['pending']} waiting{retrying}"
     main = (
         f"{tokens_said(tokens)}. {count['dead']} died at the cap, {count['completed']} completed, {waiting} → "
         f":dependencies = {parent['dependencies']}, :ignored holds {len(parent['ignored'])}; "

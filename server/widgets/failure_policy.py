@@ -18,17 +18,29 @@ choices, kept across Reset.
 from __future__ import annotations
 
 import dataclasses
-
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from server.emq import flows, jobs, keyspace, pump
 from server.emq.wire import text
 from server.widgets import flow
 from server.widgets.base import BadInput, Context, Outcome, Widget, action, choice, tour_step_of
 from server.widgets.failure_flows import (
-    CHILDREN, ERROR, LINKED, PARENT, POLICIES, REMOTE, UNKNOWN_TOKEN, VARIANTS, WORDS,
-    child_picture, flow_spec, linked_picture, linked_spec, parent_picture, readout,
+    CHILDREN,
+    ERROR,
+    LINKED,
+    PARENT,
+    POLICIES,
+    REMOTE,
+    UNKNOWN_TOKEN,
+    VARIANTS,
+    WORDS,
+    child_picture,
+    flow_spec,
+    linked_picture,
+    linked_spec,
+    parent_picture,
+    readout,
 )
 from server.widgets.snapshot import QueueView
 
@@ -60,7 +72,7 @@ class FailurePolicy(Widget):
     kept_on_reset = ("policy", "variant")  # Reset re-lands what the learner picked
     # Without JavaScript the learner cannot pick: the recorded run shows both arms, then the mixed flow.
     trace_tour = (("policy", {"policy": "fp"}), *UNIFORM, ("policy", {"policy": "id"}), *UNIFORM, *TOUR[5:])
-    labels = {"fail-child": "Fail child at the cap", "complete-child": "Complete child",
+    labels: ClassVar[dict[str, str]] = {"fail-child": "Fail child at the cap", "complete-child": "Complete child",
               "fail-retry": "Fail child with attempts left", "mixed": "Land a mixed flow",
               "fail-remote": "Fail the cross-queue child at the cap", "pump": "Deliver with the Pump",
               "reset": "Reset", "policy": "Choose the policy"}

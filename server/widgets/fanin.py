@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, ClassVar
 
 from server.emq import flows, jobs, keyspace
 from server.emq.errors import EmqError
@@ -73,7 +73,7 @@ def claimed(view: QueueView) -> list[dict[str, Any]]:
     out = []
     for member, score in key.value if key else []:
         row = view.row(member)
-        deadline = datetime.fromtimestamp(float(score) / 1000, timezone.utc)
+        deadline = datetime.fromtimestamp(float(score) / 1000, UTC)
         out.append({"id": member, "token": row.value.get("attempts") if row else None,
                     "deadline_ms": score, "deadline": deadline.strftime("%H:%M:%S UTC")})
     return out
@@ -99,7 +99,8 @@ class FanIn(Widget):
     # in active.
     tour = ("complete-child", "redeliver", "claim", "stale", "lapse", "claim", "late",
             "complete-child", "claim", "lapse", "late")
-    labels = {"claim": "Claim", "complete-child": "Complete child", "stale": "Complete with a stale token",
+    labels: ClassVar[dict[str, str]] = {
+              "claim": "Claim", "complete-child": "Complete child", "stale": "Complete with a stale token",
               "lapse": "Let the lease lapse", "late": "Send the late completion",
               "redeliver": "Redeliver last completion", "reset": "Reset"}
 
@@ -136,15 +137,16 @@ class FanIn(Widget):
         call (the snapshot's), so each child's row comes along with them."""
         queue = self.queues(ctx)[0]
         view = ctx.take_start() or await snapshot.read_queue(ctx.conn, queue, self.job_ids(queue))
-        rows = {cid: (view.row(cid).value if view.row(cid) is not None else {}) for cid in CHILDREN}
-        deps = view.row(PARENT, ":dependencies")
+        found = {cid: view.row(cid) for cid in CHILDREN}
+        rows = {cid: (row.value if row is not None else {}) for cid, row in found.items()}
+        deps, parent = view.row(PARENT, ":dependencies"), view.row(PARENT)
         # active is scored by lease deadline: its head is the oldest claim;
         # pending's head is the one claim takes (lowest score first)
         return Peek(active=view.members("active"), head=next(iter(view.members("pending")), None),
                     dependencies=int(deps.value) if deps is not None else 0,
                     tokens={c: int(rows[c].get("attempts") or 0) for c in CHILDREN}, rows=rows,
                     pending=view.members("pending"),
-                    parent_state=view.row(PARENT).value.get("state") if view.row(PARENT) is not None else None)
+                    parent_state=parent.value.get("state") if parent is not None else None)
 
     @staticmethod
     def chosen(peek: Peek, body: dict[str, Any]) -> tuple[str, int] | None:

@@ -15,13 +15,13 @@ own batch) lives in `ledger_batch.py`.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from server.emq import flows, jobs, keyspace, pump
 from server.emq.errors import EmqError
 from server.settings import Settings
-from server.widgets.snapshot import QueueView
 from server.widgets.base import Context, Outcome, Widget, action, tour_step_of, whole
+from server.widgets.flow import plural
 from server.widgets.ledger_batch import (
     BAD_BATCH,
     FIXED,
@@ -31,10 +31,10 @@ from server.widgets.ledger_batch import (
     flow4_corrected,
     flow_ids,
     flow_status,
-    plural,
     resolve,
 )
 from server.widgets.results_reader import fingerprint
+from server.widgets.snapshot import QueueView
 
 # Limits for learner-supplied batches; the widget has no request, so it reads
 # them from the environment once, like the app does.
@@ -52,7 +52,7 @@ class Ledger(Widget):
     # Flow after flow as add_bulk would add them, then flow 4 retried by its
     # ids and run to its release, then the id gate refusing a whole batch.
     tour = ("next", "next", "next", "next", "retry-4", "complete-4", "ill-formed")
-    labels = {"next": "Next flow", "previous": "Previous flow", "run-batch": "Run the batch",
+    labels: ClassVar[dict[str, str]] = {"next": "Next flow", "previous": "Previous flow", "run-batch": "Run the batch",
               "retry-4": "Retry flow 4", "complete-4": "Complete the retried children",
               "ill-formed": "Try an ill-formed id", "pick": "Flow N", "reset": "Reset"}
 
@@ -128,7 +128,7 @@ class Ledger(Widget):
 
     async def line(self, ctx: Context, n: int) -> str:
         state = await self.state(ctx)
-        return self.describe(await self.read_views(ctx, state), state)["picture"]["flows"][n - 1]["line"]
+        return str(self.describe(await self.read_views(ctx, state), state)["picture"]["flows"][n - 1]["line"])
 
     # -- stepping -------------------------------------------------------------
     async def add_one(self, ctx: Context, n: int) -> str | None:
@@ -162,7 +162,8 @@ class Ledger(Widget):
         if move >= len(FIXED):
             return Outcome("All four flows have been added. Press Previous flow or Reset.", "info")
         error = await self.add_one(ctx, move + 1)
-        said = f"flows.add refused it with {error}; it is dropped from the result." if error else "flows.add returned its entry."
+        said = (f"flows.add refused it with {error}; it is dropped from the result." if error
+                else "flows.add returned its entry.")
         return Outcome(f"Flow {move + 1}: {said} {await self.line(ctx, move + 1)}", "refused" if error else "ok")
 
     @action("previous")
@@ -188,7 +189,8 @@ class Ledger(Widget):
         landed = await flows.add_bulk(ctx.conn, self.queues(ctx)[0], [resolve(ctx, f) for f in FIXED])
         await self.record(ctx, "batch", len(FIXED), [[p, c] for p, c in landed])
         return Outcome(
-            f"One add_bulk call ran all {len(FIXED)} flows and returned {plural(len(landed), 'entry', 'entries')}, in input order: "
+            f"One add_bulk call ran all {len(FIXED)} flows and returned "
+            f"{plural(len(landed), 'entry', 'entries')}, in input order: "
             + ", ".join(p for p, _ in landed) + ". Pick a flow to see what it left.",
             detail={"result": landed},
         )
@@ -256,7 +258,8 @@ class Ledger(Widget):
         same = before == after
         proof = f"nothing landed: the ledger's {after[0]} keys are unchanged" if same else "the keys changed"
         return Outcome(
-            f"An add_bulk call on a batch of {len(BAD_BATCH)} flows whose second has the id 'JOB bad}}' raised {raised} "
+            f"An add_bulk call on a batch of {len(BAD_BATCH)} flows whose second has the id 'JOB bad}}' "
+            f"raised {raised} "
             f"before any write; {proof}, and the well-formed first flow did not land either.",
             "refused", {"keys": after[0], "unchanged": same},
         )
@@ -268,7 +271,8 @@ class Ledger(Widget):
         landed = await flows.add_bulk(ctx.conn, self.queues(ctx)[0], [resolve(ctx, f) for f in batch])
         await self.record(ctx, "custom", len(batch), [[p, c] for p, c in landed], custom=batch)
         return Outcome(
-            f"One add_bulk call ran your {plural(len(batch), 'flow')} and returned {plural(len(landed), 'entry', 'entries')}: "
+            f"One add_bulk call ran your {plural(len(batch), 'flow')} and returned "
+            f"{plural(len(landed), 'entry', 'entries')}: "
             + (", ".join(p for p, _ in landed) or "none") + ".",
             detail={"result": landed},
         )

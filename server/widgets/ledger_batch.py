@@ -16,9 +16,9 @@ from typing import Any
 from server.emq import keyspace, pump
 from server.emq.shape import FlowShapeError, parse_flow
 from server.settings import Settings
-from server.widgets.snapshot import QueueView
 from server.widgets.base import BadInput, Context
 from server.widgets.flow import plural  # noqa: F401  (ledger.py imports it from here)
+from server.widgets.snapshot import QueueView
 
 LEDGER_QUEUES = ("orders", "mail", "billing")  # orders first: the parents' queue
 FLOW4_CHILD_FIXED = "JOB0KHTOWnGLuK"
@@ -199,7 +199,8 @@ def custom_flows(body: dict[str, Any], limits: Settings) -> list[dict[str, Any]]
         parent = flow["parent"]
         _gate_id(parent.get("id"), f"{where}.parent.id")
         spec: dict[str, Any] = {
-            "parent": {"id": parent.get("id"), "payload": _payload(parent.get("payload", ""), f"{where}.parent", limits.max_payload_bytes)},
+            "parent": {"id": parent.get("id"),
+                       "payload": _payload(parent.get("payload", ""), f"{where}.parent", limits.max_payload_bytes)},
             "children": [],
         }
         for j, child in enumerate(children):
@@ -207,11 +208,13 @@ def custom_flows(body: dict[str, Any], limits: Settings) -> list[dict[str, Any]]
             if not isinstance(child, dict):
                 raise BadInput(f"{at}: a child must be an object with an 'id'")
             if set(child) - _CHILD_FIELDS:
-                raise BadInput(f"{at}: unknown fields {sorted(set(child) - _CHILD_FIELDS)} (nested children are not taken here)")
+                raise BadInput(f"{at}: unknown fields {sorted(set(child) - _CHILD_FIELDS)} "
+                               "(nested children are not taken here)")
             _gate_id(child.get("id"), f"{at}.id")
             queue = child.get("queue", "orders")
             if queue not in LEDGER_QUEUES:
-                raise BadInput(f"{at}: 'queue' must be one of {', '.join(LEDGER_QUEUES)} (the ledger's queues), not {queue!r}")
+                raise BadInput(f"{at}: 'queue' must be one of {', '.join(LEDGER_QUEUES)} (the ledger's queues), "
+                               f"not {queue!r}")
             out = {k: child[k] for k in ("id", "fail_parent_on_failure", "ignore_dependency_on_failure") if k in child}
             out["payload"] = _payload(child.get("payload", ""), at, limits.max_payload_bytes)
             if queue != "orders":

@@ -22,13 +22,15 @@ On a Valkey without the EMQ module the native lines get Valkey's own
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from server.emq import flows, jobs, keyspace
+from server.emq.wire import Fields
 from server.valkey import native as module
-from server.widgets import native_calls as calls
 from server.widgets import flow
+from server.widgets import native_calls as calls
 from server.widgets.base import Context, Outcome, Widget, action
+from server.widgets.outcome import OutcomeKind
 from server.widgets.snapshot import QueueView
 
 PARENT, CHILD, FLAT = "JOBparent", "JOBchild", "JOBflat"
@@ -59,7 +61,7 @@ class Native(Widget):
     queue_parts = (("native",),)
     # The refusals first (the key state must not move), then the two that land.
     tour = ("native", "flat-form", "script", "flat-job")
-    labels = {
+    labels: ClassVar[dict[str, str]] = {
         "script": "Send as a script",
         "native": "Send as EMQ.COMPLETE",
         "flat-form": "Send the flat form",
@@ -77,7 +79,8 @@ class Native(Widget):
         # A flat job has no add script: its row and its pending entry, in one
         # MULTI on the queue's slot, then the real claim.
         async with ctx.conn.pipeline(transaction=True) as pipe:
-            pipe.hset(keyspace.job_key(queue, FLAT), mapping={"state": "pending", "attempts": "0", "payload": "email the receipt"})
+            row: Fields = {"state": "pending", "attempts": "0", "payload": "email the receipt"}
+            pipe.hset(keyspace.job_key(queue, FLAT), mapping=row)
             pipe.zadd(keyspace.queue_key(queue, "pending"), {FLAT: 0})
             await pipe.execute()
         flat = await jobs.claim(ctx.conn, queue)
@@ -128,7 +131,7 @@ class Native(Widget):
         if sent.absent:
             fields["executor"] = "absent"
         await self.remember(ctx, **fields)
-        kind = "refused" if sent.error else "ok"
+        kind: OutcomeKind = "refused" if sent.error else "ok"
         return Outcome(f"{self.label(slug)}: {sent.line} → {said(entry)}", kind,
                        {"line": sent.line, "reply": sent.reply, "unchanged": entry["unchanged"]})
 

@@ -16,11 +16,12 @@ learner sees the cluster's own CROSSSLOT refusal.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from server.emq import flows, jobs, keyspace, pump
 from server.widgets import crossslot, flow, snapshot
 from server.widgets.base import Context, Outcome, Reading, Refusal, Widget, action
+from server.widgets.outcome import OutcomeKind
 from server.widgets.snapshot import QueueView
 
 PARENT = "JOBparent"
@@ -62,7 +63,7 @@ class Outbox(Widget):
     title = "The cross-queue outbox"
     queue_parts = (("outbox", "orders"), ("outbox", "mail"), ("outbox", "billing"))
     tour = TOUR
-    labels = {
+    labels: ClassVar[dict[str, str]] = {
         "complete-child": "Complete child", "pump-tick": "Pump tick", "crash-before-trim": "Crash before trim",
         "add-poison": "Add a poison entry", "aged-pump-tick": "Aged pump tick", "reset": "Reset",
         "one-script": "Try it as one script",
@@ -150,7 +151,8 @@ class Outbox(Widget):
                 detail={"child": job_id, "queue": queue, "outbox": held, "dependencies": "{{=deps}}"},
                 reads={"deps": deps},
             )
-        return Outcome("No child is waiting in pending: every child has completed. Pump the outboxes, or Reset.", "info")
+        return Outcome("No child is waiting in pending: every child has completed. Pump the outboxes, or Reset.",
+                       "info")
 
     async def sweep(self, ctx: Context, trim: bool) -> Outcome:
         """One pass over each child queue's outbox; without the trim, a crash."""
@@ -186,7 +188,7 @@ class Outbox(Widget):
             return Outcome("Every outbox is empty: complete a child first.", "info", {"queues": {}})
         head = "Pump tick" if trim else "Crash before trim (read and delivered, no trim)"
         clause, reads = flow.after_signal(self.parent_queue(ctx), PARENT, before)
-        kind = "ok" if trim else "refused"
+        kind: OutcomeKind = "ok" if trim else "refused"
         return Outcome(f"{head}. " + "; ".join(clauses) + f". {clause}.", kind, {"queues": reports}, reads=reads)
 
     @action("pump-tick")
@@ -244,9 +246,11 @@ class Outbox(Widget):
         fresh = await self.counted_now(ctx) - counted_before
         handed = sum(r["delivered"] for r in reports.values())
         again = handed - fresh
-        applied = (f"{entries(fresh)} newly applied on the parent's slot" if fresh else "nothing new applied on the parent's slot")
+        applied = (f"{entries(fresh)} newly applied on the parent's slot" if fresh
+                   else "nothing new applied on the parent's slot")
         if again > 0:
-            applied += f"; {entries(again)} had been applied already, so the guard refused {'it' if again == 1 else 'them'} (duplicate)"
+            them = "it" if again == 1 else "them"
+            applied += f"; {entries(again)} had been applied already, so the guard refused {them} (duplicate)"
         clause, reads = flow.after_signal(self.parent_queue(ctx), PARENT, before)
         return Outcome("Aged pump tick. " + "; ".join(clauses) + f". {applied.capitalize()}. {clause}.",
                        detail={"queues": reports, "applied": fresh, "duplicates": max(again, 0)}, reads=reads)

@@ -12,8 +12,18 @@ from __future__ import annotations
 import json
 
 from server.emq import pump, registry
-from server.widgets import enqueue_stepper, failure_policy, fanin, ledger_batch, outbox, results_reader, tree
-from server.widgets.predict import Condition, Measure, Moment, Question, Value, counter, counter_above, key_count, new_keys
+from server.widgets import enqueue_stepper, failure_flows, fanin, ledger_batch, outbox, results_reader, tree
+from server.widgets.predict import (
+    Condition,
+    Measure,
+    Moment,
+    Question,
+    Value,
+    counter,
+    counter_above,
+    key_count,
+    new_keys,
+)
 
 DEPS = ":dependencies = {value}"
 YES_NO = (("yes", "Yes"), ("no", "No"))
@@ -147,17 +157,17 @@ OUTBOX = (
 
 POLICY = (
     Question("policy-fate", "fail-child", "Predict: what happens to the parent when this child dies at its cap?",
-             state_of(failure_policy.PARENT), "the parent row's state: {value}",
-             when=lambda m: any_pending(failure_policy.CHILDREN)(m)
-             and parent_state_is(failure_policy.PARENT, "awaiting_children")(m),
+             state_of(failure_flows.PARENT), "the parent row's state: {value}",
+             when=lambda m: any_pending(failure_flows.CHILDREN)(m)
+             and parent_state_is(failure_flows.PARENT, "awaiting_children")(m),
              choices=FATES),
     Question("policy-claim", "complete-child", "Predict: after this completion, can a worker claim the parent?",
-             claimable(failure_policy.PARENT), "the pending set's answer: {value}",
-             when=lambda m: any_pending(failure_policy.CHILDREN)(m)
-             and parent_state_is(failure_policy.PARENT, "failed")(m),
+             claimable(failure_flows.PARENT), "the pending set's answer: {value}",
+             when=lambda m: any_pending(failure_flows.CHILDREN)(m)
+             and parent_state_is(failure_flows.PARENT, "failed")(m),
              choices=YES_NO),
     Question("policy-dependencies", "complete-child", "Predict: what will :dependencies be after this completion?",
-             counter(failure_policy.PARENT), DEPS, when=any_pending(failure_policy.CHILDREN)),
+             counter(failure_flows.PARENT), DEPS, when=any_pending(failure_flows.CHILDREN)),
 )
 
 # -- the bulk ledger --------------------------------------------------------------------------

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from server.emq import flows, jobs, results
-from server.widgets.snapshot import QueueView
 from server.widgets import flow
 from server.widgets.base import Context, Outcome, Widget, action
 from server.widgets.flow import plural
+from server.widgets.snapshot import QueueView
 
 PARENT = "JOBquote"
 CHILDREN = ("JOBleg1", "JOBleg2", "JOBleg3")
@@ -76,7 +76,7 @@ class ResultsReader(Widget):
     # `#results-step=N` and the static trace: two values, one ignored
     # failure, then the three reads of what the fan-in wrote.
     tour = ("complete-child", "complete-child", "fail-child", "read")
-    labels = {"complete-child": "Complete child", "fail-child": "Fail child at the cap",
+    labels: ClassVar[dict[str, str]] = {"complete-child": "Complete child", "fail-child": "Fail child at the cap",
               "read": "Read the results", "reset": "Reset"}
 
     def job_ids(self, queue: str) -> list[str]:

@@ -131,17 +131,22 @@ def decode(conn: Any, queue: str, reply: Any) -> tuple[dict[str, str], QueueView
     state = {str(_text(k)): str(_text(v)) for k, v in zip(raw_state[::2], raw_state[1::2])}
     home = keyspace.queue_key(queue, "")
     view = QueueView(queue=queue, slot=keyspace.hash_slot(home), node=node_of(conn, home))
-    for name, kind, value in found:
-        kind = _text(kind)
-        value = _text(value)
-        if kind == "hash":
-            value = dict(zip(value[::2], value[1::2]))
-        elif kind == "zset":
-            value = [[m, _score(s)] for m, s in zip(value[::2], value[1::2])]
-        elif kind == "set":
-            value = sorted(value)
-        view.keys.append(KeyView(name=_text(name), type=kind, value=value, queue=queue))
+    for name, raw_kind, raw_value in found:
+        kind = _text(raw_kind)
+        view.keys.append(KeyView(name=_text(name), type=kind, value=_shaped(kind, _text(raw_value)), queue=queue))
     return state, view
+
+
+def _shaped(kind: str, value: Any) -> Any:
+    """A key's value as the page reads it: a hash as an object, a zset as
+    [member, score] pairs, a set sorted; a list or a string as it is."""
+    if kind == "hash":
+        return dict(zip(value[::2], value[1::2], strict=True))
+    if kind == "zset":
+        return [[m, _score(s)] for m, s in zip(value[::2], value[1::2], strict=True)]
+    if kind == "set":
+        return sorted(value)
+    return value
 
 
 def _score(raw: str) -> int | float | str:

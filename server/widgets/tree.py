@@ -12,7 +12,7 @@ pending, and the inner node's own completion then counts towards the root.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from server.emq import flows, jobs, keyspace
 from server.emq.shape import parse_flow
@@ -81,7 +81,7 @@ class Tree(Widget):
     title = "The two-level tree"
     queue_parts = (("tree",),)
     tour = ("next", "next", "next", "next", "next", "complete-level", "complete-level")
-    labels = {"next": "Next node", "previous": "Previous node", "walk": "Walk the whole tree",
+    labels: ClassVar[dict[str, str]] = {"next": "Next node", "previous": "Previous node", "walk": "Walk the whole tree",
               "complete-level": "Complete the deepest level", "reset": "Reset"}
 
     def job_ids(self, queue: str) -> list[str]:

@@ -14,9 +14,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from server.sandboxes import progress
 from server.web import body, entry, guard
 from server.web.errors import VALKEY_DOWN, answer_error, problem
-from server.sandboxes import progress
 from server.widgets import WIDGETS, attempt
 from server.widgets.base import Context, Widget
 
@@ -75,7 +75,8 @@ async def act(request: Request) -> JSONResponse:
         widget = find_widget(request)
         slug = request.path_params["action"]
         if slug not in widget.actions:
-            return problem(404, f"widget {widget.name!r} has no action {slug!r}; known: {', '.join(sorted(widget.actions))}")
+            known = ", ".join(sorted(widget.actions))
+            return problem(404, f"widget {widget.name!r} has no action {slug!r}; known: {known}")
         guard.check_origin(request)
         sandbox = guard.sandbox_of(request)
         guard.check_demo(request)
