@@ -180,6 +180,25 @@ def _gate_id(value: Any, where: str) -> None:
         raise BadInput(f"{where}: {exc}") from exc
 
 
+def _custom_child(child: Any, at: str, limits: Settings) -> dict[str, Any]:
+    """One child of a learner's flow, checked field by field (`at` names it)."""
+    if not isinstance(child, dict):
+        raise BadInput(f"{at}: a child must be an object with an 'id'")
+    if set(child) - _CHILD_FIELDS:
+        raise BadInput(f"{at}: unknown fields {sorted(set(child) - _CHILD_FIELDS)} "
+                       "(nested children are not taken here)")
+    _gate_id(child.get("id"), f"{at}.id")
+    queue = child.get("queue", "orders")
+    if queue not in LEDGER_QUEUES:
+        raise BadInput(f"{at}: 'queue' must be one of {', '.join(LEDGER_QUEUES)} (the ledger's queues), "
+                       f"not {queue!r}")
+    out = {k: child[k] for k in ("id", "fail_parent_on_failure", "ignore_dependency_on_failure") if k in child}
+    out["payload"] = _payload(child.get("payload", ""), at, limits.max_payload_bytes)
+    if queue != "orders":
+        out["queue"] = queue
+    return out
+
+
 def custom_flows(body: dict[str, Any], limits: Settings) -> list[dict[str, Any]]:
     """Check a learner's batch; BadInput (a 400, nothing written) on anything off."""
     given = body.get("flows")
@@ -201,25 +220,8 @@ def custom_flows(body: dict[str, Any], limits: Settings) -> list[dict[str, Any]]
         spec: dict[str, Any] = {
             "parent": {"id": parent.get("id"),
                        "payload": _payload(parent.get("payload", ""), f"{where}.parent", limits.max_payload_bytes)},
-            "children": [],
         }
-        for j, child in enumerate(children):
-            at = f"{where}.children[{j}]"
-            if not isinstance(child, dict):
-                raise BadInput(f"{at}: a child must be an object with an 'id'")
-            if set(child) - _CHILD_FIELDS:
-                raise BadInput(f"{at}: unknown fields {sorted(set(child) - _CHILD_FIELDS)} "
-                               "(nested children are not taken here)")
-            _gate_id(child.get("id"), f"{at}.id")
-            queue = child.get("queue", "orders")
-            if queue not in LEDGER_QUEUES:
-                raise BadInput(f"{at}: 'queue' must be one of {', '.join(LEDGER_QUEUES)} (the ledger's queues), "
-                               f"not {queue!r}")
-            out = {k: child[k] for k in ("id", "fail_parent_on_failure", "ignore_dependency_on_failure") if k in child}
-            out["payload"] = _payload(child.get("payload", ""), at, limits.max_payload_bytes)
-            if queue != "orders":
-                out["queue"] = queue
-            spec["children"].append(out)
+        spec["children"] = [_custom_child(child, f"{where}.children[{j}]", limits) for j, child in enumerate(children)]
         try:
             # the library's own check: every id gated, the shape as documented
             root = parse_flow("orders", spec, where)
