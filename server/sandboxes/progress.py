@@ -17,8 +17,8 @@ and right) for a roster line. The key's
 hashtag is the sandbox id, not a widget queue, so a widget's Reset (which
 removes its queues' keys) leaves the record alone, and so does an
 instructor's reset of the sandbox (`lifecycle.survives_reset`); the reaper
-removes it with the sandbox's other `lab:` keys (`key_patterns` matches
-`lab:{<sandbox>*`). Each write also re-arms an
+removes it with the sandbox's other `lab:` keys, which it names
+(`known_keys.py`). Each write also re-arms an
 expiry of twice the sandbox TTL, like the activity record's, so it cannot
 outlive an idle sandbox even if the reaper never runs.
 """
