@@ -123,6 +123,20 @@ class FailurePolicy(Widget):
             return None
         return await jobs.claim(ctx.conn, queue)
 
+    async def fail_next(self, ctx: Context, cap: int | None) -> tuple[str, int, str, ParentNow, ParentNow] | Outcome:
+        """Claim the next child and fail it with `cap` attempts (None: this
+        attempt is the cap): its id, token, the script's outcome, and the
+        parent before (as the lock read it, with the child's policy token) and now."""
+        start = ctx.take_start()
+        claimed = await self.next_child(ctx, start)
+        if claimed is None:
+            return Outcome("No child is waiting in pending. Reset to land the flow again.", "info")
+        job_id, token = claimed
+        before = await self.parent_before(ctx, start, job_id if cap is None else None)
+        outcome = await jobs.fail(ctx.conn, self.queues(ctx)[0], job_id, token, ERROR,
+                                  max_attempts=token if cap is None else cap)
+        return job_id, token, outcome, before, await self.parent_now(ctx)
+
     async def parent_before(self, ctx: Context, start: QueueView | None, child: str | None = None) -> ParentNow:
         """The parent as the action's lock read it (claiming a child does not
         touch it), or as Valkey holds it now when the lock read nothing."""
@@ -178,15 +192,10 @@ class FailurePolicy(Widget):
     # -- actions -------------------------------------------------------------
     @action("fail-child")
     async def fail_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        queue = self.queues(ctx)[0]
-        start = ctx.take_start()
-        claimed = await self.next_child(ctx, start)
-        if claimed is None:
-            return Outcome("No child is waiting in pending. Reset to land the flow again.", "info")
-        job_id, token = claimed
-        before = await self.parent_before(ctx, start, job_id)
-        outcome = await jobs.fail(ctx.conn, queue, job_id, token, ERROR, max_attempts=token)
-        now = await self.parent_now(ctx)
+        failed = await self.fail_next(ctx, cap=None)
+        if isinstance(failed, Outcome):
+            return failed
+        job_id, token, outcome, before, now = failed
         return Outcome(
             f"{job_id} failed on attempt {token} of {token} and is {outcome}. Its row says "
             f"{self.token_words(before.token)}, so {self.arm_effect(before.token, before, now)}; "
@@ -197,15 +206,10 @@ class FailurePolicy(Widget):
 
     @action("fail-retry")
     async def fail_retry(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        queue = self.queues(ctx)[0]
-        start = ctx.take_start()
-        claimed = await self.next_child(ctx, start)
-        if claimed is None:
-            return Outcome("No child is waiting in pending. Reset to land the flow again.", "info")
-        job_id, token = claimed
-        before = await self.parent_before(ctx, start)
-        outcome = await jobs.fail(ctx.conn, queue, job_id, token, ERROR, max_attempts=RETRY_CAP)
-        now = await self.parent_now(ctx)
+        failed = await self.fail_next(ctx, cap=RETRY_CAP)
+        if isinstance(failed, Outcome):
+            return failed
+        job_id, token, outcome, before, now = failed
         same = "unchanged" if before == now else "changed (unexpected)"
         return Outcome(
             f"{job_id} failed on attempt {token} of {RETRY_CAP} and is {outcome}: it waits in schedule for a "

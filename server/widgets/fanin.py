@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from server.emq import flows, jobs, keyspace
+from server.emq import jobs, keyspace
 from server.emq.errors import EmqError
 from server.widgets import flow, snapshot
-from server.widgets.base import BadInput, Context, Outcome, Widget, action
+from server.widgets.base import BadInput, Context, Outcome, action
 from server.widgets.keydiff import diff_words, key_diff
+from server.widgets.one_flow import OneFlow
 from server.widgets.snapshot import QueueView
 
 PARENT = "JOBparent"
@@ -43,6 +44,24 @@ class Peek:
     rows: dict[str, dict[str, str]] = field(default_factory=dict)  # each child's row, {} when retired
     pending: list[str] = field(default_factory=list)
     parent_state: str | None = None
+
+
+@dataclass(frozen=True)
+class Sent:
+    """A completion sent as a worker would: the script's answer, the counter
+    before and after, and the keys two readings found changed."""
+
+    child: str
+    answer: str
+    before: int
+    after: int
+    changed: list[str]
+
+    def outcome(self, said: str, answer: str | None = None) -> Outcome:
+        """The refused outcome every replayed completion gets: `said`, then what changed."""
+        return Outcome(f"{said}; {diff_words(self.changed)}.", "refused",
+                       {"child": self.child, "answer": answer or self.answer, "before": self.before,
+                        "after": self.after, "changed": self.changed})
 
 
 def flow_spec() -> dict[str, Any]:
@@ -89,7 +108,7 @@ def readout(status: dict[str, Any], total: int, active: list[dict[str, Any]]) ->
     return line
 
 
-class FanIn(Widget):
+class FanIn(OneFlow):
     name = "fanin"
     title = "The fan-in counter"
     queue_parts = (("fanin",),)
@@ -104,11 +123,10 @@ class FanIn(Widget):
               "lapse": "Let the lease lapse", "late": "Send the late completion",
               "redeliver": "Redeliver last completion", "reset": "Reset"}
 
-    def job_ids(self, queue: str) -> list[str]:
-        return [PARENT, *CHILDREN]
+    parent, children = PARENT, CHILDREN
 
-    async def land(self, ctx: Context) -> None:
-        await flows.add(ctx.conn, self.queues(ctx)[0], flow_spec())
+    def flow_spec(self) -> dict[str, Any]:
+        return flow_spec()
 
     def describe(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
         view = views[0]
@@ -208,8 +226,8 @@ class FanIn(Widget):
             reads=reads,
         )
 
-    async def send(self, ctx: Context, job_id: str, token: int, result: str) -> tuple[str, int, int, list[str]]:
-        """Run `complete` as a worker would and report (reply, before, after, key diff)."""
+    async def send(self, ctx: Context, job_id: str, token: int, result: str) -> Sent:
+        """Run `complete` as a worker would; what it answered and what changed."""
         queue = self.queues(ctx)[0]
         before_view = ctx.take_start() or await self.view(ctx)
         try:
@@ -221,7 +239,7 @@ class FanIn(Widget):
             answer = str(exc)
         after_view = await self.view(ctx)
         before, after = (parent_status(v)["dependencies"] or 0 for v in (before_view, after_view))
-        return answer, before, after, key_diff(before_view, after_view)
+        return Sent(job_id, answer, before, after, key_diff(before_view, after_view))
 
     @action("stale")
     async def stale(self, ctx: Context, body: dict[str, Any]) -> Outcome:
@@ -230,12 +248,9 @@ class FanIn(Widget):
             return Outcome("No child is in active: Claim one first, then send its completion with a stale token.",
                            "info")
         job_id, token = got
-        answer, before, after, diff = await self.send(ctx, job_id, token - 1, f"result of {job_id}")
-        return Outcome(
-            f"Completed {job_id} with the stale token {token - 1} while its row holds attempts {token}: "
-            f"the script answered {answer}; :dependencies {before} → {after}; {diff_words(diff)}.",
-            "refused", {"child": job_id, "answer": answer, "before": before, "after": after, "changed": diff},
-        )
+        sent = await self.send(ctx, job_id, token - 1, f"result of {job_id}")
+        return sent.outcome(f"Completed {job_id} with the stale token {token - 1} while its row holds attempts "
+                            f"{token}: the script answered {sent.answer}; :dependencies {sent.before} → {sent.after}")
 
     @action("lapse")
     async def lapse(self, ctx: Context, body: dict[str, Any]) -> Outcome:
@@ -262,19 +277,16 @@ class FanIn(Widget):
             return Outcome("No lease has lapsed yet: Claim a child, then Let the lease lapse.", "info")
         lapsed = json.loads(state["lapsed"])
         job_id, token = lapsed["id"], int(lapsed["token"])
-        answer, before, after, diff = await self.send(ctx, job_id, token, f"late result of {job_id}")
-        if answer.startswith("EMQSTALE"):
+        sent = await self.send(ctx, job_id, token, f"late result of {job_id}")
+        if sent.answer.startswith("EMQSTALE"):
             why = "the child was claimed again, so the row's token moved on and the fence refused it"
-        elif answer == "1":
+        elif sent.answer == "1":
             why = ("the token still matches but the child is not in active, so the script retired the row "
                    "and skipped the fan-in")
         else:
             why = "the row is gone"
-        return Outcome(
-            f"The first worker's late completion of {job_id} with token {token}: the script answered {answer}; "
-            f"{why}; :dependencies {before} → {after}; {diff_words(diff)}.",
-            "refused", {"child": job_id, "answer": answer, "before": before, "after": after, "changed": diff},
-        )
+        return sent.outcome(f"The first worker's late completion of {job_id} with token {token}: the script "
+                            f"answered {sent.answer}; {why}; :dependencies {sent.before} → {sent.after}")
 
     @action("redeliver")
     async def redeliver(self, ctx: Context, body: dict[str, Any]) -> Outcome:
@@ -282,13 +294,8 @@ class FanIn(Widget):
         if not state.get("last"):
             return Outcome("Nothing to redeliver yet: complete a child first.", "info")
         last = json.loads(state["last"])
-        answer, b, a, diff = await self.send(ctx, last["id"], last["token"], last["result"])
-        if answer.startswith("0"):
-            answer = "gone (0): the child's row was already retired"
-        moved = "did not move" if a == b else f"moved from {b} to {a}"
-        return Outcome(
-            f"Redelivered the completion of {last['id']} with its old token {last['token']}: "
-            f"the script answered {answer}; dependencies {moved} (still {a}); {diff_words(diff)}.",
-            "refused",
-            {"child": last["id"], "answer": answer, "before": b, "after": a, "changed": diff},
-        )
+        sent = await self.send(ctx, last["id"], last["token"], last["result"])
+        answer = "gone (0): the child's row was already retired" if sent.answer.startswith("0") else sent.answer
+        moved = "did not move" if sent.after == sent.before else f"moved from {sent.before} to {sent.after}"
+        return sent.outcome(f"Redelivered the completion of {last['id']} with its old token {last['token']}: "
+                            f"the script answered {answer}; dependencies {moved} (still {sent.after})", answer)

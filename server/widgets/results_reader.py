@@ -16,10 +16,11 @@ import hashlib
 import json
 from typing import Any, ClassVar
 
-from server.emq import flows, jobs, results
+from server.emq import jobs, results
 from server.widgets import flow
-from server.widgets.base import Context, Outcome, Widget, action
+from server.widgets.base import Context, Outcome, action
 from server.widgets.flow import plural
+from server.widgets.one_flow import OneFlow
 from server.widgets.snapshot import QueueView
 
 PARENT = "JOBquote"
@@ -69,7 +70,7 @@ def counted(view: QueueView) -> dict[str, Any]:
     }
 
 
-class ResultsReader(Widget):
+class ResultsReader(OneFlow):
     name = "results"
     title = "The results reader"
     queue_parts = (("results",),)
@@ -79,11 +80,10 @@ class ResultsReader(Widget):
     labels: ClassVar[dict[str, str]] = {"complete-child": "Complete child", "fail-child": "Fail child at the cap",
               "read": "Read the results", "reset": "Reset"}
 
-    def job_ids(self, queue: str) -> list[str]:
-        return [PARENT, *CHILDREN]
+    parent, children = PARENT, CHILDREN
 
-    async def land(self, ctx: Context) -> None:
-        await flows.add(ctx.conn, self.queues(ctx)[0], flow_spec())
+    def flow_spec(self) -> dict[str, Any]:
+        return flow_spec()
 
     def describe(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
         view = views[0]
@@ -129,32 +129,32 @@ class ResultsReader(Widget):
 
     @action("complete-child")
     async def complete_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        claimed = await self._next_child(ctx)
-        if isinstance(claimed, Outcome):
-            return claimed
-        job_id, token, before, line = claimed
-        value = VALUES.get(job_id, job_id)
-        queue = self.queues(ctx)[0]
-        await jobs.complete(ctx.conn, queue, job_id, token, value, line=line, tail=ctx.tail)
-        clause, reads = flow.after_signal(queue, PARENT, before)
-        return Outcome(f"Completed {job_id} with {value!r}: the fan-in recorded it in :processed; {clause}.",
-                       detail={"child": job_id, "result": value}, reads=reads)
+        return await self._signal(ctx, failing=False)
 
     @action("fail-child")
     async def fail_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
+        return await self._signal(ctx, failing=True)
+
+    async def _signal(self, ctx: Context, failing: bool) -> Outcome:
+        """Claim the next child and complete it with its value, or fail it at
+        the cap (its policy sends the error to :ignored); the clause after it
+        reads the counter and the parent when the outcome is recorded."""
         claimed = await self._next_child(ctx)
         if isinstance(claimed, Outcome):
             return claimed
         job_id, token, before, line = claimed
         queue = self.queues(ctx)[0]
-        # max_attempts=1: this first failure is already at the cap
-        outcome = await jobs.fail(ctx.conn, queue, job_id, token, ERROR, max_attempts=1, line=line)
         clause, reads = flow.after_signal(queue, PARENT, before)
-        return Outcome(
-            f"Failed {job_id} at the cap ({outcome}): its policy is ignore the dependency, so the error "
-            f"went to :ignored; {clause}.",
-            detail={"child": job_id, "outcome": outcome}, reads=reads,
-        )
+        if failing:
+            # max_attempts=1: this first failure is already at the cap
+            outcome = await jobs.fail(ctx.conn, queue, job_id, token, ERROR, max_attempts=1, line=line)
+            return Outcome(f"Failed {job_id} at the cap ({outcome}): its policy is ignore the dependency, so the "
+                           f"error went to :ignored; {clause}.", detail={"child": job_id, "outcome": outcome},
+                           reads=reads)
+        value = VALUES.get(job_id, job_id)
+        await jobs.complete(ctx.conn, queue, job_id, token, value, line=line, tail=ctx.tail)
+        return Outcome(f"Completed {job_id} with {value!r}: the fan-in recorded it in :processed; {clause}.",
+                       detail={"child": job_id, "result": value}, reads=reads)
 
     @action("read")
     async def read(self, ctx: Context, body: dict[str, Any]) -> Outcome:

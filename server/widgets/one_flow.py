@@ -1,0 +1,30 @@
+"""A widget whose scenario is one flow on its own queue, landed by `flows.add`.
+
+The fan-in and the results reader both teach on a parent held on a few
+children in one queue: what they land, and which rows their snapshot looks
+for (the parent's, held in no state set, and each child's), is this one
+rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from server.emq import flows
+from server.widgets.base import Widget
+from server.widgets.context import Context
+
+
+class OneFlow(Widget):
+    parent: ClassVar[str]
+    children: ClassVar[tuple[str, ...]]
+
+    def flow_spec(self) -> dict[str, Any]:
+        """The flow the scenario lands (through the real `flows.add`)."""
+        raise NotImplementedError
+
+    def job_ids(self, queue: str) -> list[str]:
+        return [self.parent, *self.children]
+
+    async def land(self, ctx: Context) -> None:
+        await flows.add(ctx.conn, self.queues(ctx)[0], self.flow_spec())
