@@ -16,14 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
-import time
-from pathlib import Path
 from typing import Any
 
-from bench import servers
-from bench.bench_actions import preflight
-from bench.wrkrun import run_wrk
+from bench import bench_actions, servers
 from server.valkey.process import ValkeyCluster, ValkeyProcess
 
 PRIMARIES = 3
@@ -33,35 +28,17 @@ CLUSTER_ENV = {"EMQLAB_VALKEY_CLUSTER": "1"}
 
 def measure(site: servers.Served, base: servers.Served, seconds: float, connections: int, sandboxes: int,
             threads: int) -> dict[str, Any]:
-    """The baseline, then the site's mix, each after a 1 s warm-up."""
-    cookies = servers.cookies(site.url, sandboxes)
-    preflight(site.url, cookies[0])
-    with tempfile.NamedTemporaryFile("w", suffix=".cookies", prefix="emqlab-bench-", delete=False) as handle:
-        handle.write("\n".join(cookies))
-    settle = 1.0 if seconds >= 5 else 0.3
-    try:
-        run_wrk(base.url + "/evalsha", "post.lua", 1, connections, threads)
-        run_wrk(site.url + "/", "actions.lua", 1, connections, threads, [handle.name, str(threads)])
-        time.sleep(settle)
-        baseline = run_wrk(base.url + "/evalsha", "post.lua", seconds, connections, threads)
-        time.sleep(settle)
-        mix = run_wrk(site.url + "/", "actions.lua", seconds, connections, threads, [handle.name, str(threads)])
-        time.sleep(settle)
-    finally:
-        Path(handle.name).unlink(missing_ok=True)
-    return {
-        "baseline": baseline,
-        "site_mix": mix,
-        "ratio": round(mix["rps"] / baseline["rps"], 3) if baseline["rps"] else 0.0,
-        "site_errors": site.tracebacks(),
-    }
+    """Figure 1's measurement on this site and baseline, and the site's logged errors."""
+    found = bench_actions.run(site.url, base.url, seconds, connections, sandboxes, threads)
+    return {"baseline": found["baseline"], "site_mix": found["site_mix"], "ratio": found["ratio"],
+            "site_errors": site.tracebacks()}
 
 
 def run(seconds: float = 10, connections: int = 50, sandboxes: int = 200, threads: int = 2,
         single_reference: bool = True) -> dict[str, Any]:
     result: dict[str, Any] = {
         "primaries": PRIMARIES, "connections": connections, "sandboxes": sandboxes,
-        "mix": "1 reset : 3 complete-child per sandbox", "workers": {},
+        "mix": bench_actions.MIX, "workers": {},
     }
     with ValkeyCluster(PRIMARIES) as cluster:
         for workers in WORKERS:

@@ -18,32 +18,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import time
 from typing import Any
 
 from bench import servers
 from bench.rawhttp import HttpConn, dependencies_of, raise_fd_limit, sse_stream
+from bench.stats import distribution, percentile
 
 STREAM_PATH = "/api/stream?widgets=fanin"
-
-
-def percentile(values: list[float], pct: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, round(pct / 100 * len(ordered) + 0.5) - 1))
-    return ordered[rank]
-
-
-def summary_ms(values: list[float]) -> dict[str, float]:
-    return {
-        "p50": round(percentile(values, 50) * 1000, 1),
-        "p99": round(percentile(values, 99) * 1000, 1),
-        "max": round(max(values) * 1000, 1) if values else 0.0,
-        "mean": round(statistics.fmean(values) * 1000, 1) if values else 0.0,
-        "samples": len(values),
-    }
 
 
 class Client:
@@ -121,8 +103,8 @@ async def measure(site: servers.Served, clients: int, actions: int, timeout: flo
         "clients": clients,
         "actions": done_actions,
         "connect_seconds": round(connect_seconds, 2),
-        "to_snapshot_ms": summary_ms(to_snapshot),
-        "to_first_effect_ms": summary_ms(to_effect),
+        "to_snapshot_ms": distribution(to_snapshot, 1000),
+        "to_first_effect_ms": distribution(to_effect, 1000),
         "per_action": per_action,
         "rss_mb": {"idle": rss_idle, "streams_open": rss_streams, "after_broadcasts": rss_after, "peak": site.hwm_mb()},
     }

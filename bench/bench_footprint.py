@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import time
 from typing import Any
 
@@ -96,13 +95,8 @@ async def _expire(valkey_url: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    argparse.ArgumentParser(description="figure 5: footprint").parse_args(argv)
-    from server.valkey.process import ValkeyProcess
-
-    with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site:
-        result = run(site.url, valkey.url)
-    print(json.dumps(result, indent=2))
-    return result
+    parser = argparse.ArgumentParser(description="footprint: Valkey memory per widget scenario, and after expiry")
+    return servers.main_with_site(lambda site, valkey_url, args: run(site.url, valkey_url), parser, argv)
 
 
 if __name__ == "__main__":

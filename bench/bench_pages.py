@@ -12,7 +12,6 @@ is measured too.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from typing import Any
 
@@ -45,15 +44,9 @@ def run(site_url: str, seconds: float = 10, connections: int = 50, threads: int 
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description="figure 4: pages")
+    parser = argparse.ArgumentParser(description="pages: the dive vs a static file")
     parser.add_argument("--seconds", type=float, default=10)
-    args = parser.parse_args(argv)
-    from server.valkey.process import ValkeyProcess
-
-    with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site:
-        result = run(site.url, args.seconds)
-    print(json.dumps(result, indent=2))
-    return result
+    return servers.main_with_site(lambda site, valkey_url, args: run(site.url, args.seconds), parser, argv)
 
 
 if __name__ == "__main__":

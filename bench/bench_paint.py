@@ -1,14 +1,22 @@
-"""Figure 2 — click to paint: in Chromium, from the click on "Complete child"
-to the new `:dependencies` number in the DOM, p50/p95/p99 over N clicks,
-idle and while other sandboxes act together (bench/load.py: 100 sandboxes,
-each with its live stream open, at a fixed aggregate rate).
+"""Click to settled: in Chromium, from the click on "Complete child" to the
+moment the fan-in widget's DOM stops changing, idle and while 100 other
+sandboxes act at 100 actions/s in all, each beside a bare page measured the
+same way in the same run.
 
-Measured inside the page with performance.now(): a MutationObserver on the
-fan-in widget resolves when `[data-role="dependencies"]` shows the expected
-number, whichever of the action's answer or the stream's snapshot paints it
-first; `frame_ms` adds the wait for the next animation frame (the paint of
-that change). After three completions the widget is Reset (not measured).
-The baseline is the idle run: the loaded figure is reported beside it.
+Issue 12's figure: a click's answer paints the readout, then the stream's
+snapshot repaints it and the effects log appends; the widget is *settled*
+once its DOM has not changed for 150 ms. Measured inside the page with
+performance.now() and a MutationObserver on the widget (children, text and
+attributes of every node under it): `settled_ms` is the time of the LAST
+mutation before the first 150 ms without one (not that time plus 150 ms);
+`first_paint_ms` is the mutation that first shows the expected number in
+`[data-role="dependencies"]`. After three completions the widget is Reset
+(not measured).
+
+Baseline: `bench/baseline_app.py`'s `/paint`, a bare page whose button does
+one fetch to the one-EVALSHA endpoint and writes the answer into its
+readout, clicked and observed by the same script, idle and under the same
+load. The load (bench/background.py) counts its non-2xx answers.
 
     python -m bench.bench_paint [--clicks 200] [--rate 100]
 """
@@ -18,35 +26,49 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
+import subprocess
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from bench import servers
 from bench.background import Background
+from bench.stats import distribution
 
 CHROMIUM = os.environ.get("EMQLAB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update", "--no-first-run"]
+QUIET_MS = 150  # issue 12: settled once the widget's DOM has not changed for this long
 
-# Clicks one button and resolves with [ms to the DOM change, ms to the next frame].
+# Clicks one button of a widget and resolves with [ms to the first paint of the
+# expected readout, ms to the last mutation before QUIET_MS of quiet]. `want`
+# null: the first change of the readout's text is the paint. A mutation seen
+# after a quiet period longer than QUIET_MS (a late timer under load) comes
+# after the widget settled, so it does not move the figure.
 CLICK_JS = """
-async ([action, want]) => {
-  const root = document.querySelector('[data-widget="fanin"]');
-  const counter = () => root.querySelector('[data-role="dependencies"]');
+async ([widget, action, readout, want, quietMs]) => {
+  const root = document.querySelector(`[data-widget="${widget}"]`);
+  const shown = () => { const node = root.querySelector(readout); return node ? node.textContent : null; };
+  const before = shown();
+  const painted = (text) => (want === null ? text !== before : text === want);
   return await new Promise((resolve, reject) => {
-    let t0 = 0;
-    const timer = setTimeout(() => { observer.disconnect(); reject(new Error("no change to " + want)); }, 15000);
+    let t0 = 0, paint = -1, last = 0, quiet = 0;
+    const finish = () => {
+      observer.disconnect(); clearTimeout(quiet); clearTimeout(limit);
+      resolve([paint - t0, last - t0]);
+    };
+    const limit = setTimeout(() => {
+      observer.disconnect(); clearTimeout(quiet);
+      reject(new Error(`${widget}: ${readout} never showed ${want} and settled`));
+    }, 15000);
     const observer = new MutationObserver(() => {
-      const node = counter();
-      if (node && node.textContent === want) {
-        const dom = performance.now() - t0;
-        observer.disconnect();
-        clearTimeout(timer);
-        requestAnimationFrame(() => resolve([dom, performance.now() - t0]));
-      }
+      const now = performance.now();
+      if (paint >= 0 && now - last >= quietMs) { finish(); return; }
+      last = now;
+      if (paint < 0 && painted(shown())) paint = now;
+      if (paint >= 0) { clearTimeout(quiet); quiet = setTimeout(finish, quietMs); }
     });
-    observer.observe(root, { subtree: true, childList: true, characterData: true });
+    observer.observe(root, { subtree: true, childList: true, characterData: true, attributes: true });
     t0 = performance.now();
     root.querySelector(`button[data-action="${action}"]`).click();
   });
@@ -54,9 +76,16 @@ async ([action, want]) => {
 """
 
 
-def chromium_version() -> str:
-    import subprocess
+@dataclass(frozen=True)
+class Target:
+    """A page and the widget on it that a click is timed on."""
 
+    url: str
+    widget: str
+    readout: str
+
+
+def chromium_version() -> str:
     try:
         out = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, timeout=30).stdout
         return out.strip() or "unknown"
@@ -64,89 +93,109 @@ def chromium_version() -> str:
         return "not found"
 
 
-def percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, round(pct / 100 * len(ordered) + 0.5) - 1))
-    return ordered[rank]
+def click(page: Any, target: Target, action: str, want: str | None) -> tuple[float, float]:
+    paint, settled = page.evaluate(CLICK_JS, [target.widget, action, target.readout, want, QUIET_MS])
+    return float(paint), float(settled)
 
 
-def summary(values: list[float]) -> dict[str, float]:
-    if not values:
-        return {"p50": 0.0, "p95": 0.0, "p99": 0.0, "mean": 0.0, "clicks": 0}
-    return {
-        "p50": round(percentile(values, 50), 1),
-        "p95": round(percentile(values, 95), 1),
-        "p99": round(percentile(values, 99), 1),
-        "mean": round(statistics.fmean(values), 1),
-        "clicks": len(values),
-    }
+def figures(paints: list[float], settles: list[float]) -> dict[str, Any]:
+    return {"first_paint_ms": distribution(paints), "settled_ms": distribution(settles)}
 
 
-def measure(browser: Any, site_url: str, clicks: int) -> dict[str, Any]:
-    context = browser.new_context(base_url=site_url)
+def fanin_clicks(page: Any, target: Target, clicks: int) -> dict[str, Any]:
+    """"Complete child" `clicks` times, a Reset (not timed) after every third."""
+    page.wait_for_function(
+        "() => document.querySelector('[data-widget=\"fanin\"] [data-role=\"dependencies\"]')?.textContent === '3'")
+    time.sleep(0.5)  # the page's EventSource opens right after the widgets register
+    paints: list[float] = []
+    settles: list[float] = []
+    left = 3
+    while len(paints) < clicks:
+        if left == 0:
+            click(page, target, "reset", "3")
+            left = 3
+            continue
+        left -= 1
+        paint, settled = click(page, target, "complete-child", str(left))
+        paints.append(paint)
+        settles.append(settled)
+    return figures(paints, settles)
+
+
+def bare_clicks(page: Any, target: Target, clicks: int) -> dict[str, Any]:
+    results = [click(page, target, "evalsha", None) for _ in range(clicks)]
+    return figures([p for p, _ in results], [s for _, s in results])
+
+
+def measure(browser: Any, target: Target, clicks: int) -> dict[str, Any]:
+    """One fresh page (a fresh sandbox for the site), `clicks` timed clicks."""
+    context = browser.new_context()
     context.set_default_timeout(20_000)
     try:
         page = context.new_page()
-        page.goto(servers.DIVE)
-        counter = page.locator('[data-widget="fanin"] [data-role="dependencies"]')
-        counter.wait_for()
-        page.wait_for_function(
-            "() => document.querySelector('[data-widget=\"fanin\"] [data-role=\"dependencies\"]').textContent === '3'")
-        time.sleep(0.5)  # the page's EventSource opens right after the widgets register
-        dom: list[float] = []
-        frame: list[float] = []
-        shown = 3
-        while len(dom) < clicks:
-            if shown == 0:
-                page.evaluate(CLICK_JS, ["reset", "3"])
-                shown = 3
-                continue
-            shown -= 1
-            to_dom, to_frame = page.evaluate(CLICK_JS, ["complete-child", str(shown)])
-            dom.append(to_dom)
-            frame.append(to_frame)
-        return {"dom_ms": summary(dom), "frame_ms": summary(frame)}
+        page.goto(target.url)
+        page.locator(f'[data-widget="{target.widget}"] {target.readout}').wait_for()
+        walk = fanin_clicks if target.widget == "fanin" else bare_clicks
+        return walk(page, target, clicks)
     finally:
         context.close()
 
 
-def run(site_url: str, clicks: int = 200, load_rate: float = 100.0, load_sandboxes: int = 100,
-        browser: Any = None) -> dict[str, Any]:
-    """Idle, then under load; pass a Playwright ``browser`` to reuse one (the e2e smoke test does)."""
-    if browser is None:
-        from playwright.sync_api import sync_playwright
+def both(browser: Any, site: Target, bare: Target, clicks: int) -> dict[str, Any]:
+    return {"site": measure(browser, site, clicks), "bare": measure(browser, bare, clicks)}
 
-        with sync_playwright() as pw:
-            launched = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            try:
-                return run(site_url, clicks, load_rate, load_sandboxes, launched)
-            finally:
-                launched.close()
-    measure(browser, site_url, 6)  # warm-up: caches, JIT, connections
-    idle = measure(browser, site_url, clicks)
+
+def ratio(figure: float, base: float) -> float:
+    return round(figure / base, 2) if base else 0.0
+
+
+def measure_all(browser: Any, site_url: str, baseline_url: str, clicks: int, load_rate: float,
+                load_sandboxes: int) -> dict[str, Any]:
+    site = Target(site_url + servers.DIVE, "fanin", '[data-role="dependencies"]')
+    bare = Target(baseline_url + "/paint", "bare", '[data-role="value"]')
+    both(browser, site, bare, 6)  # warm-up: caches, JIT, connections
+    idle = both(browser, site, bare, clicks)
     cookies = servers.cookies(site_url, load_sandboxes)
     with Background(site_url, cookies, rate=load_rate, streams=True) as load:
-        loaded = measure(browser, site_url, clicks)
-    base, busy = idle["dom_ms"], loaded["dom_ms"]
+        loaded = both(browser, site, bare, clicks)
     return {
         "clicks": clicks,
+        "quiet_ms": QUIET_MS,
         "idle": idle,
         "loaded": loaded,
         "load": load.result,
-        "ratio_p50": round(busy["p50"] / base["p50"], 2) if base["p50"] else 0.0,
-        "ratio_p99": round(busy["p99"] / base["p99"], 2) if base["p99"] else 0.0,
+        "ratios": {phase: {what: {p: ratio(run["site"][what][p], run["bare"][what][p]) for p in ("p50", "p99")}
+                           for what in ("first_paint_ms", "settled_ms")}
+                   for phase, run in (("idle", idle), ("loaded", loaded))},
     }
 
 
+def run(site_url: str, baseline_url: str, clicks: int = 200, load_rate: float = 100.0, load_sandboxes: int = 100,
+        browser: Any = None) -> dict[str, Any]:
+    """Idle, then under load; pass a Playwright ``browser`` to reuse one (the e2e smoke test does)."""
+    if browser is not None:
+        return measure_all(browser, site_url, baseline_url, clicks, load_rate, load_sandboxes)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        launched = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            return measure_all(launched, site_url, baseline_url, clicks, load_rate, load_sandboxes)
+        finally:
+            launched.close()
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description="figure 2: click to paint")
+    parser = argparse.ArgumentParser(description="click to settled, beside a bare one-EVALSHA page")
     parser.add_argument("--clicks", type=int, default=200)
-    parser.add_argument("--rate", type=float, default=100.0, help="background actions per second")
+    parser.add_argument("--rate", type=float, default=100.0, help="background actions per second, in all")
+    parser.add_argument("--sandboxes", type=int, default=100, help="background sandboxes")
     args = parser.parse_args(argv)
     from server.valkey.process import ValkeyProcess
 
-    with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site:
-        result = run(site.url, args.clicks, args.rate)
+    with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site, \
+            servers.serve_baseline(valkey.url) as base:
+        result = run(site.url, base.url, args.clicks, args.rate, args.sandboxes)
     print(json.dumps(result, indent=2))
     return result
 

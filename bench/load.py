@@ -33,7 +33,7 @@ async def generate(url: str, cookies: list[str], rate: float, seconds: float | N
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", int(parts.port or 80)
     stop = stop or asyncio.Event()
-    counts = {"actions": 0, "non_200": 0, "events": 0, "errors": 0}
+    counts = {"actions": 0, "non_2xx": 0, "events": 0, "errors": 0}
     n = len(cookies)
     tasks: list[asyncio.Task[Any]] = []
 
@@ -69,8 +69,8 @@ async def generate(url: str, cookies: list[str], rate: float, seconds: float | N
                 step += 1
                 status, _ = await conn.post(f"/api/widgets/fanin/{action}")
                 counts["actions"] += 1
-                if status != 200:
-                    counts["non_200"] += 1
+                if not 200 <= status < 300:
+                    counts["non_2xx"] += 1
                 next_at = max(next_at + period, time.perf_counter())
         except (OSError, asyncio.IncompleteReadError):
             counts["errors"] += 1

@@ -1,8 +1,10 @@
 """The processes a benchmark runs against: Valkey, the site, the baseline app.
 
-Both HTTP apps run the same way: one uvicorn worker in its own process, the
-same event loop and HTTP implementation (uvicorn's "auto" choice, recorded in
-the report), ``--log-level warning --no-access-log``. The site runs with
+Both HTTP apps run the same way, the way `emqlab serve` runs the site
+(`server.cli.run_uvicorn`, through bench/uvicorn_workers.py): one uvicorn
+worker (or N) in its own process, the same event loop and HTTP
+implementation (uvicorn's "auto" choice, recorded in the report), log level
+warning and no access log. The site runs with
 ``EMQLAB_RATE_LIMIT=0`` so the benchmark measures the work, not the limiter.
 """
 
@@ -19,6 +21,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from server.sandboxes.sandbox import COOKIE, SandboxCookie
@@ -112,13 +115,10 @@ def serve(factory: str, valkey_url: str, ready_path: str, name: str, extra_env: 
     log = Path(tempfile.mkdtemp(prefix="emqlab-bench-")) / f"{name}.log"
     env = {**os.environ, "EMQLAB_VALKEY_URL": valkey_url, **(extra_env or {})}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    # as `emqlab serve [--workers N]` runs them (server.cli.run_uvicorn: proxy
+    # headers off, TCP_NODELAY kept with N workers), with the access log off
+    command = [sys.executable, "-m", "bench.uvicorn_workers", factory, "--port", str(port), "--workers", str(workers)]
     with log.open("wb") as out:
-        if workers > 1:  # as `emqlab serve --workers N` runs them (TCP_NODELAY kept: server.cli.run_uvicorn)
-            command = [sys.executable, "-m", "bench.uvicorn_workers", factory, "--port", str(port),
-                       "--workers", str(workers)]
-        else:
-            command = [sys.executable, "-m", "uvicorn", factory, "--factory", "--host", "127.0.0.1", "--port",
-                       str(port), "--log-level", "warning", "--no-access-log", "--timeout-graceful-shutdown", "3"]
         proc = subprocess.Popen(
             command,
             env=env, cwd=str(ROOT), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
@@ -192,6 +192,20 @@ def get(url: str, path: str, cookie_value: str | None = None) -> tuple[int, byte
             return response.status, response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
+
+
+def main_with_site(run: Any, argv_parser: Any, argv: list[str] | None = None) -> dict[str, Any]:
+    """`python -m bench.<module>`: a Valkey and the site, then
+    `run(site, valkey_url, args)`, printed as JSON."""
+    import json
+
+    from server.valkey.process import ValkeyProcess
+
+    args = argv_parser.parse_args(argv)
+    with ValkeyProcess() as valkey, serve_site(valkey.url) as site:
+        result: dict[str, Any] = run(site, valkey.url, args)
+    print(json.dumps(result, indent=2))
+    return result
 
 
 def main_with_baseline(run: Any, description: str, seconds: float, argv: list[str] | None = None) -> dict[str, Any]:

@@ -1,7 +1,8 @@
-"""`python -m bench.uvicorn_workers FACTORY --port P --workers N`: an app
-factory under uvicorn with N workers, started the way `emqlab serve --workers
-N` starts the site (`server.cli.run_uvicorn`, which keeps TCP_NODELAY on the
-workers' connections), with the benchmark's flags."""
+"""`python -m bench.uvicorn_workers FACTORY --port P [--workers N]`: an app
+factory under uvicorn with 1 or N workers, started the way `emqlab serve`
+starts the site (`server.cli.run_uvicorn`: proxy headers off, TCP_NODELAY
+kept on the workers' connections), with the access log off. Every bench
+server starts this way (bench/servers.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ def main() -> None:
     parser.add_argument("factory")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
     run_uvicorn(args.factory, args.host, args.port, args.workers, "warning", access_log=False)
 

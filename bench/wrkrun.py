@@ -25,7 +25,7 @@ def wrk_version() -> str:
 
 def run_wrk(url: str, script: str, seconds: float, connections: int = 50, threads: int = 2,
             args: list[str] | None = None) -> dict[str, Any]:
-    """wrk -t THREADS -c CONNECTIONS -d SECONDS; returns requests/s, latency (ms) and errors."""
+    """wrk -t THREADS -c CONNECTIONS -d SECONDS; returns requests/s, latency (ms), errors and answers by status."""
     duration = max(1, round(seconds))
     command = [wrk_binary(), "-t", str(threads), "-c", str(connections), "-d", f"{duration}s",
                "--timeout", "10s", "-s", str(WRK_DIR / script), url]
@@ -38,13 +38,16 @@ def run_wrk(url: str, script: str, seconds: float, connections: int = 50, thread
     raw = json.loads(line[len("WRKJSON "):])
     seconds_run = raw["duration_us"] / 1e6
     lat = raw["latency_us"]
+    codes: dict[str, int] = raw.get("codes", {})
     return {
         "requests": raw["requests"],
         "seconds": round(seconds_run, 2),
         "rps": round(raw["requests"] / seconds_run, 1) if seconds_run else 0.0,
         "latency_ms": {k: round(lat[k] / 1000, 2) for k in ("mean", "p50", "p90", "p99", "max")},
         "errors": raw["errors"],
-        "status_codes": raw.get("codes", {}),
+        "status_codes": codes,
+        # every answer the script counted outside 2xx (wrk's own "status" error counts only >= 400)
+        "non_2xx": sum(n for code, n in codes.items() if not code.startswith("2")),
         "connections": connections,
         "threads": threads,
     }

@@ -6,7 +6,6 @@
 -- again. A sandbox is used again only after the thread has sent one request
 -- to every other sandbox it owns, so two requests never overlap on a sandbox
 -- as long as the pool per thread exceeds the connections per thread.
--- MODE "reset" sends only resets (to price the reset share of the mix).
 local here = debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "./"
 dofile(here .. "report.lua")
 
@@ -17,7 +16,7 @@ function setup(thread)
   counter = counter + 1
 end
 
-local pool, n, i, widget, mode
+local pool, n, i, widget
 function init(args)
   local all = {}
   for line in io.lines(args[1]) do
@@ -25,7 +24,6 @@ function init(args)
   end
   local threads = tonumber(args[2])
   widget = args[3] or "fanin"
-  mode = args[4] or "mix"
   pool = {}
   for k = 1, #all do
     if (k - 1) % threads == tid then pool[#pool + 1] = "emqlab_sandbox=" .. all[k] end
@@ -44,7 +42,7 @@ function request()
   local round = math.floor(i / n) % 4
   i = i + 1
   local action = "complete-child"
-  if mode == "reset" or round == 0 then action = "reset" end
+  if round == 0 then action = "reset" end
   return wrk.format("POST", "/api/widgets/" .. widget .. "/" .. action,
-    { ["Content-Type"] = "application/json", ["Cookie"] = cookie }, "{}")
+    { ["Host"] = host_header(), ["Content-Type"] = "application/json", ["Cookie"] = cookie }, "{}")
 end
