@@ -22,7 +22,7 @@ from bench import (
     bench_pages,
     servers,
 )
-from bench import run as bench_run
+from bench import report, report_notes
 from server.valkey.process import ValkeyProcess
 
 
@@ -54,18 +54,19 @@ def baseline(bench_valkey: ValkeyProcess) -> Iterator[servers.Served]:
 
 
 def sane_wrk(result: dict) -> None:
-    assert result["requests"] > 0 and result["rps"] > 0
-    assert result["latency_ms"]["p50"] > 0
-    assert result["errors"]["connect"] == 0 and result["errors"]["status"] == 0, result
+    """The harness worked: wrk got answers, all of them 2xx (never a speed)."""
+    assert result["requests"] > 0, result
+    assert result["errors"]["connect"] == 0 and result["non_2xx"] == 0, result
     assert set(result["status_codes"]) == {"200"}, result["status_codes"]
 
 
 def test_action_throughput_runs(site: servers.Served, baseline: servers.Served) -> None:
-    result = bench_actions.run(site.url, baseline.url, seconds=1, sandboxes=120)
-    for key in ("baseline", "site_mix", "site_reset_only", "site_mix_with_streams"):
+    # A few connections for a few seconds: on a loaded machine, 50 connections
+    # for 1 s could finish no request at all, and that says nothing about the harness.
+    result = bench_actions.run(site.url, baseline.url, seconds=3, connections=4, sandboxes=16)
+    for key in ("baseline", "site_mix"):
         sane_wrk(result[key])
-    assert result["ratio_mix"] > 0 and result["complete_child_rps_derived"] > 0
-    assert result["streams_held"]["streams"] == 120 and result["streams_held"]["errors"] == 0
+    assert result["ratio"] > 0 and result["mix"] == bench_actions.MIX
     assert site.tracebacks() == 0, site.log_tail()
 
 
@@ -77,12 +78,16 @@ def test_cluster_throughput_runs_with_1_and_2_workers() -> None:
         sane_wrk(run["site_mix"])
         assert run["ratio"] > 0 and run["site_errors"] == 0
     assert result["scaling_2_over_1"] > 0
-    section = bench_run.render_cluster(result, 1)
-    assert section.startswith(bench_run.CLUSTER_HEADING) and "site, 2 workers" in section
-    report = "# Performance\n\n## 1. Action throughput\n\nx\n\n## Bulk flows (host library)\n\ny\n"
-    once = bench_run.splice_cluster(report, section)
-    assert once.index("## 1. Action") < once.index(bench_run.CLUSTER_HEADING) < once.index("## Bulk flows")
-    assert bench_run.splice_cluster(once, section) == once  # a second run replaces, never duplicates
+    section = report_notes.render_cluster(result, 1)
+    assert section.startswith(report_notes.CLUSTER_HEADING) and "site, 2 workers" in section
+    rows = report.cluster_rows(result)
+    text = ("# Performance\n\n## Figures\n\n| a | b |\n|---|---|\n| Action throughput, fan-in mix | 1 |\n\n"
+            "## Notes\n\n### Action throughput\n\nx\n\n### Click to settled\n\ny\n")
+    once = report.splice_cluster(text, section, rows)
+    assert once.index("### Action throughput") < once.index(report_notes.CLUSTER_HEADING) \
+        < once.index("### Click to settled")
+    assert once.count("| " + report.CLUSTER_ROW) == 2
+    assert report.splice_cluster(once, section, rows) == once  # a second run replaces, never duplicates
 
 
 def test_fanout_runs(site: servers.Served) -> None:

@@ -1,0 +1,192 @@
+"""docs/PERFORMANCE.md from one run's results (bench/run.py measures them).
+
+Layout (issue 12): the machine; one table of every figure with its same-run
+baseline, the ratio, the target and met/missed; the round trips and commands
+of every widget action; then notes on how each figure was measured, with
+this run's details. Nothing here is written by hand between runs, so no
+figure in the report is older than the run that wrote it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.markdown import table
+from bench.report_notes import CLUSTER_HEADING, notes
+
+TARGETS = {
+    "actions": 0.3,             # x the one-EVALSHA endpoint (issue 12's floor)
+    "actions_goal": 0.7,        # x, issue 12's goal
+    "settled_p50_idle": 20.0,   # ms
+    "settled_p99_idle": 60.0,   # ms
+    "settled_p99_loaded": 100.0,  # ms, 100 other sandboxes at 100 actions/s in all
+    "reset_ratio": 1.5,         # x, 5,000 idle sandboxes vs none
+    "fanout_p99": 250.0,        # ms, 1,000 streams
+    "fanout_rss": 150.0,        # MB
+    "round_trips": 4,           # "Complete child"
+    "commands": 8,              # "Complete child"
+    "pages": 0.5,               # x the static file
+    "footprint": 4096,          # bytes per widget scenario
+}
+CLUSTER_ROW = "Action throughput on a"  # the start of the cluster rows' label (spliced by --cluster-only)
+
+
+def verdict(met: bool) -> str:
+    return "met" if met else "**missed**"
+
+
+def ratio(figure: float, base: float) -> str:
+    return f"{figure / base:.2f}×" if base else "—"
+
+
+def throughput_rows(a: dict[str, Any]) -> list[list[str]]:
+    site, base, r = a["site_mix"]["rps"], a["baseline"]["rps"], a["ratio"]
+    goal = "goal met" if r >= TARGETS["actions_goal"] else "goal missed"
+    return [[f"Action throughput, fan-in mix ({a['mix']}), req/s", f"{site:,.0f}",
+             f"{base:,.0f} (one-EVALSHA endpoint)", f"{r:.3f}×",
+             f"≥ {TARGETS['actions']}× (goal {TARGETS['actions_goal']}×)",
+             f"{verdict(r >= TARGETS['actions'])}, {goal}"]]
+
+
+def paint_rows(pt: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for phase, label in (("idle", "idle"), ("loaded", "under load")):
+        for what, name in (("settled_ms", "Click to settled"), ("first_paint_ms", "Click to first paint")):
+            for pct in ("p50", "p99"):
+                key = f"settled_{pct}_{phase}"
+                site, bare = pt[phase]["site"][what][pct], pt[phase]["bare"][what][pct]
+                target = TARGETS.get(key) if what == "settled_ms" else None
+                rows.append([f"{name} {pct}, {label} (ms)", f"{site}", f"{bare} (bare one-fetch page)",
+                             ratio(site, bare), f"≤ {target:.0f} ms" if target else "—",
+                             verdict(site <= target) if target else "(reported)"])
+    return rows
+
+
+def reset_rows(reset: dict[str, Any] | None) -> list[list[str]]:
+    label = "Reset with 5,000 idle sandboxes vs none"
+    target = f"≤ {TARGETS['reset_ratio']}×"
+    if not reset or "ratio" not in reset:
+        why = (reset or {}).get("error", "not measured (bench/bench_reset.py is not there)")
+        return [[label, why, "—", "—", target, "not measured"]]
+    r = float(reset["ratio"])
+    return [[label, brief(reset.get("with_idle")), f"{brief(reset.get('without'))} (no other sandbox)",
+             f"{r:.2f}×", target, verdict(r <= TARGETS["reset_ratio"])]]
+
+
+def brief(value: Any) -> str:
+    """A timing as bench_reset gives it: a number, or a distribution shown as p50 / p99 ms."""
+    if isinstance(value, dict) and "p99" in value:
+        return f"p50 {value.get('p50', '—')} / p99 {value['p99']} ms"
+    return "—" if value is None else str(value)
+
+
+def fanout_rows(fo: dict[str, Any]) -> list[list[str]]:
+    many, one = fo["many_streams"], fo["baseline_one_stream"]
+    p99, base = many["to_snapshot_ms"]["p99"], one["to_snapshot_ms"]["p99"]
+    rss = many["rss_mb"]
+    return [
+        [f"Fan-out broadcast p99, {many['clients']:,} streams (ms)", f"{p99}", f"{base} (1 stream)",
+         ratio(p99, base), f"≤ {TARGETS['fanout_p99']:.0f} ms", verdict(p99 <= TARGETS["fanout_p99"])],
+        [f"Site RSS, {many['clients']:,} streams (MB)", f"{rss['peak']}", f"{rss['idle']} (no stream)",
+         ratio(rss["peak"], rss["idle"]), f"≤ {TARGETS['fanout_rss']:.0f} MB", verdict(rss["peak"] <= TARGETS["fanout_rss"])],
+    ]
+
+
+def command_rows(cc: dict[str, Any]) -> list[list[str]]:
+    trips, commands = cc["round_trips"], cc["commands"]
+    return [
+        ["\"Complete child\" round trips to Valkey", str(trips), "1 (one-EVALSHA endpoint)", ratio(trips, 1),
+         f"≤ {TARGETS['round_trips']}", verdict(trips <= TARGETS["round_trips"])],
+        ["\"Complete child\" top-level commands", str(commands), "1 (one-EVALSHA endpoint)", ratio(commands, 1),
+         f"≤ {TARGETS['commands']}", verdict(commands <= TARGETS["commands"])],
+    ]
+
+
+def other_rows(pg: dict[str, Any], fp: dict[str, Any]) -> list[list[str]]:
+    dump = max(w["landed"]["dump_bytes"] for w in fp["widgets"].values())
+    left = fp["after_expiry"]
+    return [
+        ["Dive page (req/s)", f"{pg['dive']['rps']:,.0f}", f"{pg['baseline_static']['rps']:,.0f} (static file)",
+         f"{pg['ratio']}×", f"≥ {TARGETS['pages']}×", verdict(pg["ratio"] >= TARGETS["pages"])],
+        ["Valkey memory per widget scenario, worst (bytes)", f"{fp['max_landed_bytes']:,}", f"{dump:,} (DUMP size)",
+         ratio(fp["max_landed_bytes"], dump), f"≤ {TARGETS['footprint']:,}",
+         verdict(fp["max_landed_bytes"] <= TARGETS["footprint"])],
+        ["Left after expiry (keys / bytes)", f"{left['keys']} / {left['bytes']}", "0 / 0", "—", "0",
+         verdict(left["keys"] == 0 and left["bytes"] == 0)],
+    ]
+
+
+def non_2xx_row(r: dict[str, Any]) -> list[str]:
+    a = r["actions"]
+    site = a["site_mix"]["non_2xx"] + r["paint"]["load"].get("non_2xx", 0) + r["pages"]["dive"]["non_2xx"]
+    base = a["baseline"]["non_2xx"] + r["pages"]["baseline_static"]["non_2xx"]
+    return ["Non-2xx answers (wrk runs and the background load)", str(site), f"{base} (baselines)", "—", "0",
+            verdict(site == 0 and base == 0)]
+
+
+def cluster_rows(c: dict[str, Any]) -> list[list[str]]:
+    return [[f"{CLUSTER_ROW} {c['primaries']}-primary cluster, {n} worker{'s' if n != '1' else ''} (req/s)",
+             f"{run['site_mix']['rps']:,.0f}", f"{run['baseline']['rps']:,.0f} (one EVALSHA, same cluster)",
+             f"{run['ratio']:.3f}×", "—", "(reported)"] for n, run in c["workers"].items()]
+
+
+def figure_rows(r: dict[str, Any]) -> list[list[str]]:
+    rows = throughput_rows(r["actions"]) + (cluster_rows(r["cluster"]) if r.get("cluster") else [])
+    rows += paint_rows(r["paint"]) + reset_rows(r.get("reset")) + fanout_rows(r["fanout"])
+    rows += command_rows(r["commands"]["complete_child"]) + other_rows(r["pages"], r["footprint"])
+    return rows + [non_2xx_row(r)]
+
+
+def commands_table(tours: dict[str, list[dict[str, Any]]]) -> str:
+    rows = [[widget, step["action"], str(step["round_trips"]), str(step["commands"])]
+            for widget, steps in tours.items() for step in steps]
+    return table(["widget", "action (its tour from Reset)", "round trips", "top-level commands"], rows)
+
+
+def render(r: dict[str, Any]) -> str:
+    out = ["# Performance", "",
+           "Regenerated by `make bench` (`python -m bench.run`): it starts its own valkey-server, the site and a "
+           "baseline app, runs every benchmark under `bench/`, and rewrites this file. Every figure stands beside a "
+           "baseline measured in the same run on the same machine, and the ratio between them. Tests never assert "
+           "a time; `make test` only runs each benchmark for about a second."]
+    if r["quick"]:
+        out += ["", "> **This is a `--quick` run** (about a second per benchmark, small counts): it shows the "
+                "harness works, its numbers are not the figures. Run `make bench` for those."]
+    out += ["", "## Machine", "", table(["", ""], [[k, v] for k, v in r["machine"].items()]), "",
+            "Every process — valkey-server, the site, the baseline app, wrk, the load generator, Chromium — runs "
+            "on this one machine and shares its CPUs; their own CPU use is part of every figure.", "",
+            "## Figures", "",
+            table(["figure", "Flows Lab", "same-run baseline", "ratio", "target", ""], figure_rows(r)), "",
+            f"Unhandled errors logged by the site during the whole run: {r.get('site_errors', 0)}.", "",
+            "## Round trips and commands per action", "",
+            "Counted on the wire (`bench/bench_commands.py`, `bench/wire.py`): the real app in-process on a real "
+            "Valkey; every packet redis-py sends that names the acting sandbox is one round trip, the RESP "
+            "arrays in it its top-level commands (a script's inner calls never cross the wire). Each widget's "
+            "tour is walked from its Reset. Same-run baseline: the one-EVALSHA endpoint, 1 and 1.", "",
+            commands_table(r["commands"]["tours"]), "",
+            notes(r)]
+    return "\n".join(out) + "\n"
+
+
+def next_heading(report: str, start: int) -> int:
+    ends = [at for at in (report.find("\n### ", start), report.find("\n## ", start)) if at >= 0]
+    return min(ends) if ends else len(report)
+
+
+def splice_cluster(report: str, section: str, rows: list[list[str]] | None = None) -> str:
+    """Put the cluster notes (and its rows of the figures table) into an
+    existing report, replacing older ones (`python -m bench.run --cluster-only`)."""
+    if rows:
+        lines = [line for line in report.split("\n") if not line.startswith("| " + CLUSTER_ROW)]
+        at = next((i for i, line in enumerate(lines) if line.startswith("| Action throughput, fan-in")), None)
+        if at is not None:
+            lines[at + 1:at + 1] = ["| " + " | ".join(row) + " |" for row in rows]
+        report = "\n".join(lines)
+    if CLUSTER_HEADING in report:
+        start = report.index(CLUSTER_HEADING)
+        return report[:start] + section.rstrip("\n") + "\n" + report[next_heading(report, start + 1):]
+    anchor = "### Click to settled"
+    if anchor in report:
+        at = report.index(anchor)
+        return report[:at] + section.rstrip("\n") + "\n\n" + report[at:]
+    return report.rstrip("\n") + "\n\n" + section

@@ -1,0 +1,159 @@
+"""The notes of docs/PERFORMANCE.md: how each figure was measured, with this
+run's details (wrk runs, distributions, the load, the profile). Written from
+the results of the run, never by hand, so none of it goes stale."""
+
+from __future__ import annotations
+
+from itertools import zip_longest
+from typing import Any
+
+from bench import servers
+from bench.markdown import WRK_HEADER, table, wrk_row
+
+CLUSTER_HEADING = "### Cluster: action throughput with 1 and 2 workers"
+
+
+def profile_table(prof: dict[str, Any]) -> str:
+    if "error" in prof:
+        return f"_no profile: {prof['error']} (install py-spy to get one)_"
+    return table(["% of samples in (ours)", "frame", "% self", "frame (self time)"],
+                 [[str(a["share"]) if a else "", f"`{a['frame']}`" if a else "",
+                   str(b["share"]) if b else "", f"`{b['frame']}`" if b else ""]
+                  for a, b in zip_longest(prof["ours_inclusive"], prof["self"])])
+
+
+def throughput(r: dict[str, Any]) -> list[str]:
+    a = r["actions"]
+    out = ["### Action throughput", "",
+           f"wrk, {a['connections']} connections, 2 threads, {r['params']['seconds']} s per run, against "
+           "`POST /api/widgets/fanin/<action>` with a sandbox cookie; `bench/wrk/actions.lua` writes the Host "
+           f"header itself and walks {a['sandboxes']} sandboxes (cookies from first visits to the dive), never two "
+           "requests in flight on one sandbox: `reset`, then three `complete-child`. Baseline: "
+           "`bench/baseline_app.py`, a Starlette endpoint running one registered script (EVALSHA: an INCR) on "
+           "the same Valkey, served the same way, in the same run. The site runs with its rate limits off. "
+           "Every answer is counted by status on both sides.", "",
+           table(WRK_HEADER, [wrk_row("baseline: one EVALSHA", a["baseline"]), wrk_row(f"site: {a['mix']}",
+                                                                                      a["site_mix"])]), ""]
+    prof = a.get("profile")
+    if prof:
+        out += [f"Where the site's time went during the mix (py-spy, {prof.get('samples', 0):,} samples):", "",
+                profile_table(prof), ""]
+    return out
+
+
+def paint(r: dict[str, Any]) -> list[str]:
+    pt, load = r["paint"], r["paint"]["load"]
+    rows = []
+    for phase, label in (("idle", "idle"), ("loaded", "under load")):
+        for page, name in (("site", "fan-in widget"), ("bare", "bare page (baseline)")):
+            for what, to in (("first_paint_ms", "first paint"), ("settled_ms", "settled")):
+                s = pt[phase][page][what]
+                rows.append([label, name, to, str(s["samples"]), str(s["p50"]), str(s["p95"]), str(s["p99"]),
+                             str(s["max"])])
+    return ["### Click to settled", "",
+            f"Chromium ({r['machine'].get('chromium', 'Chromium')}) on `{servers.DIVE}`, a fresh sandbox: in the "
+            "page, `performance.now()` from `element.click()` on \"Complete child\" (a Reset after every third, not "
+            "timed). A MutationObserver watches the whole widget (children, text, attributes): *first paint* is "
+            "the mutation that shows the new `[data-role=\"dependencies\"]` number; *settled* is the time of the "
+            f"last mutation before the widget's DOM has not changed for {pt['quiet_ms']} ms (the answer paints, "
+            "the stream repaints, the effects log appends). Baseline: `/paint` of the baseline app, a bare page "
+            "whose button does one fetch to the one-EVALSHA endpoint and writes the answer, timed by the same "
+            "script, idle and under the same load.", "",
+            f"Load (`bench/load.py`, its own process): {load.get('sandboxes', 0)} other sandboxes, each with its "
+            f"live stream open, acting at {load.get('target_rate', 0)} actions/s in all; achieved "
+            f"{load.get('achieved_rate', 0)} actions/s, {load.get('non_2xx', 0)} non-2xx answers, "
+            f"{load.get('errors', 0)} connection errors, {load.get('events', 0):,} stream events received.", "",
+            table(["", "page", "to", "clicks", "p50 ms", "p95 ms", "p99 ms", "max ms"], rows), ""]
+
+
+def reset(r: dict[str, Any]) -> list[str]:
+    found = r.get("reset")
+    out = ["### Reset with 5,000 idle sandboxes", ""]
+    if not found:
+        return out + ["Not measured: `bench/bench_reset.py` is not in this tree.", ""]
+    return out + ["`bench/bench_reset.py` (its own docstring says how), this run:", "",
+                  table(["", ""], [[k, str(v)] for k, v in found.items()]), ""]
+
+
+def fanout(r: dict[str, Any]) -> list[str]:
+    fo = r["fanout"]
+    many, one = fo["many_streams"], fo["baseline_one_stream"]
+    rows = []
+    for label, res in (("1 stream (baseline)", one), (f"{many['clients']:,} streams", many)):
+        s, e = res["to_snapshot_ms"], res["to_first_effect_ms"]
+        rows.append([label, str(s["samples"]), str(s["p50"]), str(s["p99"]), str(s["max"]), str(e["p50"]),
+                     str(e["p99"]), f"{res['rss_mb']['idle']} / {res['rss_mb']['streams_open']} / {res['rss_mb']['peak']}"])
+    return ["### Fan-out", "",
+            f"{many['clients']:,} concurrent SSE streams on one uvicorn worker (a fresh site process), all on one "
+            f"sandbox, opened in {many['connect_seconds']} s. For each of {many['actions']} \"Complete child\" "
+            "actions: from sending the POST to each client receiving the snapshot with the new `:dependencies` "
+            "(and its first `effect` event). Clients: one asyncio process on raw sockets (`bench/rawhttp.py`). "
+            "Baseline: the same with one stream.", "",
+            table(["", "deliveries", "snapshot p50 ms", "p99 ms", "max ms", "first effect p50 ms", "p99 ms",
+                   "RSS MB idle / open / peak"], rows), ""]
+
+
+def pages_and_footprint(r: dict[str, Any]) -> list[str]:
+    pg, fp = r["pages"], r["footprint"]
+    widgets = [[name, str(w["landed"]["keys"]), f"{w['landed']['bytes']:,}", f"{w['landed']['dump_bytes']:,}",
+                str(w["after_actions"]["keys"]), f"{w['after_actions']['bytes']:,}"] for name, w in fp["widgets"].items()]
+    left = fp["after_expiry"]
+    return ["### Pages", "",
+            f"wrk, 50 connections, the dive `{pg['page']}` ({pg['page_bytes']:,} bytes) against `{pg['static']}` "
+            "served by the same app (Starlette `StaticFiles`).", "",
+            table(WRK_HEADER, [wrk_row("baseline: static file", pg["baseline_static"]),
+                               wrk_row("dive, returning visitor (cookie)", pg["dive"]),
+                               wrk_row("dive, first visit (new signed cookie)", pg["dive_first_visit"])]), "",
+            "### Footprint", "",
+            "Per widget, a fresh sandbox: its state read lands the scenario; every key of the sandbox priced with "
+            "`MEMORY USAGE`, again after each of its actions ran once. Baseline: the same keys' `DUMP` size. Then "
+            "`lifecycle.expire_idle(conn, 0)`.", "",
+            table(["widget", "keys", "bytes (MEMORY USAGE)", "DUMP bytes", "keys after actions",
+                   "bytes after actions"], widgets), "",
+            f"After expiry: {fp['expired_sandboxes']} of {len(fp['widgets'])} sandboxes expired; {left['keys']} keys, "
+            f"{left['bytes']} bytes left under them; {left['still_registered']} still in the registry.", ""]
+
+
+def bulk(r: dict[str, Any]) -> list[str]:
+    b = r["bulk"]
+    singles = b["variants"].get("flows.add x N", {}).get("flows_per_second", 0) or 1
+    return ["### Bulk flows (host library)", "",
+            f"`bench/bench_bulk.py`: {b['flows']:,} flows × {b['children_per_flow']} children into a fresh queue, "
+            "best round; baseline: one `flows.add` per flow.", "",
+            table(["variant", "flows/s", "ratio to flows.add × N"],
+                  [[k, f"{v['flows_per_second']:,.1f}", f"{v['flows_per_second'] / singles:.1f}×"]
+                   for k, v in b["variants"].items()]), ""]
+
+
+def render_cluster(c: dict[str, Any], seconds: float) -> str:
+    """1 and 2 workers on a managed cluster, each beside the one-EVALSHA
+    baseline on the same cluster with as many workers."""
+    rows = []
+    for n, run in c["workers"].items():
+        label = f"{n} worker{'s' if n != '1' else ''}"
+        rows += [wrk_row(f"baseline, {label}: one EVALSHA", run["baseline"]),
+                 wrk_row(f"site, {label}: {c['mix']}", run["site_mix"])]
+    ref = c.get("single_server_1_worker")
+    if ref:
+        rows += [wrk_row("reference: baseline on one valkey-server, 1 worker", ref["baseline"]),
+                 wrk_row("reference: site on one valkey-server, 1 worker", ref["site_mix"])]
+    errors = sum(run.get("site_errors", 0) for run in c["workers"].values())
+    return "\n".join([
+        CLUSTER_HEADING, "",
+        f"`bench/bench_cluster.py`: a managed {c['primaries']}-primary Valkey Cluster, the site started as `emqlab "
+        "serve --cluster --workers N` starts it (every widget talks through redis-py's `RedisCluster`), and the "
+        f"throughput mix above: {c['connections']} connections, {seconds} s per run, {c['sandboxes']} sandboxes. "
+        "Baseline: the one-EVALSHA app on the same cluster with as many workers, same run. Every process shares "
+        "this machine's CPUs, so a second worker competes with the nodes and wrk for the same cores.", "",
+        table(WRK_HEADER, rows), "",
+        f"Two workers against one: {c['scaling_2_over_1']}× the actions per second. Unhandled errors logged by "
+        f"the site: {errors}.", ""])
+
+
+def notes(r: dict[str, Any]) -> str:
+    out = ["## Notes: how each figure was measured", ""]
+    out += throughput(r)
+    if r.get("cluster"):
+        out += [render_cluster(r["cluster"], r["params"]["seconds"])]
+    out += paint(r) + reset(r) + fanout(r) + pages_and_footprint(r) + bulk(r)
+    return "\n".join(out)
