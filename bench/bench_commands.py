@@ -20,11 +20,7 @@ from server.settings import Settings
 from server.widgets import WIDGETS
 from server.widgets.base import Widget
 
-DIVES = {
-    "enqueue-stepper": "/flows/parent-and-children", "fanin": "/flows/parent-and-children",
-    "results": "/flows/reading-the-results", "outbox": "/flows/cross-queue",
-    "failure-policy": "/flows/cross-queue", "ledger": "/batches/bulk-flows", "tree": "/flows/cross-queue",
-}
+FANIN_DIVE = "/flows/parent-and-children"
 
 
 @contextmanager
@@ -58,15 +54,20 @@ def tour_counts(client: TestClient, sandbox: str, widget: Widget) -> list[dict[s
     return rows
 
 
+def dive_of(client: TestClient, name: str) -> str:
+    """The first dive of the course that places the widget (its page sets the sandbox cookie)."""
+    for page in client.app.state.course.dives:  # type: ignore[attr-defined]
+        if name in page.widgets:
+            return str(page.path)
+    raise LookupError(f"no dive places the {name} widget")
+
+
 def run(url: str) -> dict[str, Any]:
-    """Every widget's tour, counted; widgets not on a known dive are skipped."""
+    """Every widget's tour, counted, in the course's order of widgets."""
     found: dict[str, Any] = {}
     with in_process_site(url) as client:
         for name, widget in WIDGETS.items():
-            dive = DIVES.get(name)
-            if dive is None:
-                continue
-            client.get(dive)
+            client.get(dive_of(client, name))
             found[name] = tour_counts(client, sandbox_of(client), widget)
     return found
 
@@ -74,7 +75,7 @@ def run(url: str) -> dict[str, Any]:
 def fanin_complete_child(url: str) -> dict[str, Any]:
     """The issue's figure: one "Complete child" right after Reset."""
     with in_process_site(url) as client:
-        client.get(DIVES["fanin"])
+        client.get(FANIN_DIVE)
         sandbox = sandbox_of(client)
         count(client, sandbox, "POST", "/api/widgets/fanin/reset")
         return count(client, sandbox, "POST", "/api/widgets/fanin/complete-child")

@@ -137,10 +137,20 @@ def figure_rows(r: dict[str, Any]) -> list[list[str]]:
     return rows + [non_2xx_row(r)]
 
 
+def span(values: list[int]) -> str:
+    return str(values[0]) if min(values) == max(values) else f"{min(values)}–{max(values)}"
+
+
 def commands_table(tours: dict[str, list[dict[str, Any]]]) -> str:
-    rows = [[widget, step["action"], str(step["round_trips"]), str(step["commands"])]
-            for widget, steps in tours.items() for step in steps]
-    return table(["widget", "action (its tour from Reset)", "round trips", "top-level commands"], rows)
+    """One row per widget action; a range where its tour reaches it in more than one state."""
+    rows = []
+    for widget, steps in tours.items():
+        seen: dict[str, list[dict[str, Any]]] = {}
+        for step in steps:
+            seen.setdefault(step["action"], []).append(step)
+        rows += [[widget, action, str(len(runs)), span([r["round_trips"] for r in runs]),
+                  span([r["commands"] for r in runs])] for action, runs in seen.items()]
+    return table(["widget", "action", "times in its tour", "round trips", "top-level commands"], rows)
 
 
 def render(r: dict[str, Any]) -> str:
@@ -162,7 +172,9 @@ def render(r: dict[str, Any]) -> str:
             "Counted on the wire (`bench/bench_commands.py`, `bench/wire.py`): the real app in-process on a real "
             "Valkey; every packet redis-py sends that names the acting sandbox is one round trip, the RESP "
             "arrays in it its top-level commands (a script's inner calls never cross the wire). Each widget's "
-            "tour is walked from its Reset. Same-run baseline: the one-EVALSHA endpoint, 1 and 1.", "",
+            "tour is walked from its Reset; an action its tour reaches more than once shows the range. The figures "
+            "table's \"Complete child\" is the fan-in's first, right after Reset (it claims, then completes). "
+            "Same-run baseline: the one-EVALSHA endpoint, 1 round trip and 1 command.", "",
             commands_table(r["commands"]["tours"]), "",
             notes(r)]
     return "\n".join(out) + "\n"
