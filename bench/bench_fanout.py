@@ -23,7 +23,7 @@ from typing import Any
 
 from bench import servers
 from bench.rawhttp import HttpConn, dependencies_of, raise_fd_limit, sse_stream
-from bench.stats import distribution, percentile
+from bench.stats import distribution
 
 STREAM_PATH = "/api/stream?widgets=fanin"
 
@@ -46,12 +46,9 @@ class Client:
                 self.effect_at = at
 
 
-async def measure(site: servers.Served, clients: int, actions: int, timeout: float = 60.0) -> dict[str, Any]:
-    raise_fd_limit(clients * 2 + 256)
-    cookie = servers.new_cookie(site.url)
-    actor = HttpConn(site.host, site.port, cookie)
-    await act(actor, "reset")
-    rss_idle = site.rss_mb()
+async def open_crowd(site: servers.Served, cookie: str, clients: int,
+                     timeout: float) -> tuple[list[Client], list[asyncio.Task[Any]], float]:
+    """`clients` streams on the sandbox, once each has its first snapshot; and how long that took."""
     crowd = [Client() for _ in range(clients)]
     tasks: list[asyncio.Task[Any]] = []
     opened_at = time.perf_counter()
@@ -67,7 +64,16 @@ async def measure(site: servers.Served, clients: int, actions: int, timeout: flo
         if time.perf_counter() > deadline:
             raise RuntimeError(f"only {sum(c.deps == 3 for c in crowd)} of {clients} streams got their first snapshot")
         await asyncio.sleep(0.05)
-    connect_seconds = time.perf_counter() - opened_at
+    return crowd, tasks, time.perf_counter() - opened_at
+
+
+async def measure(site: servers.Served, clients: int, actions: int, timeout: float = 60.0) -> dict[str, Any]:
+    raise_fd_limit(clients * 2 + 256)
+    cookie = servers.new_cookie(site.url)
+    actor = HttpConn(site.host, site.port, cookie)
+    await act(actor, "reset")
+    rss_idle = site.rss_mb()
+    crowd, tasks, connect_seconds = await open_crowd(site, cookie, clients, timeout)
     await asyncio.sleep(0.5)
     rss_streams = site.rss_mb()
     to_snapshot: list[float] = []
@@ -91,7 +97,8 @@ async def measure(site: servers.Served, clients: int, actions: int, timeout: flo
         got = [c.deps_at - sent for c in crowd]
         to_snapshot += got
         to_effect += [c.effect_at - sent for c in crowd if c.effect_at]
-        per_action.append({"p50_ms": round(percentile(got, 50) * 1000, 1), "p99_ms": round(percentile(got, 99) * 1000, 1)})
+        shown = distribution(got, 1000)
+        per_action.append({"p50_ms": shown["p50"], "p99_ms": shown["p99"]})
         done_actions += 1
         await asyncio.sleep(0.3)
     rss_after = site.rss_mb()

@@ -27,6 +27,48 @@ from bench.rawhttp import HttpConn, raise_fd_limit, sse_stream
 STREAM_PATH = "/api/stream?widgets=fanin"
 
 
+async def watch(host: str, port: int, cookie: str, counts: dict[str, int], opened: asyncio.Event) -> None:
+    """One sandbox's live stream; `opened` once its first snapshot arrived (its
+    landing and first read are done, so the measured window leaves them out)."""
+    def on_event(event: str, data: str, at: float) -> None:
+        counts["events"] += 1
+        if event == "snapshot":
+            opened.set()
+
+    try:
+        await sse_stream(host, port, STREAM_PATH, cookie, on_event)
+    except (OSError, asyncio.IncompleteReadError, RuntimeError):
+        counts["errors"] += 1
+        opened.set()
+
+
+async def act(host: str, port: int, cookie: str, counts: dict[str, int], first_at: float, period: float,
+              stop: asyncio.Event) -> None:
+    """One sandbox's actions on its own keep-alive connection, one every `period` s from `first_at`."""
+    conn = HttpConn(host, port, cookie)
+    next_at, step = first_at, 0
+    try:
+        while not stop.is_set():
+            delay = next_at - time.perf_counter()
+            if delay > 0:
+                try:
+                    await asyncio.wait_for(stop.wait(), delay)
+                    break
+                except TimeoutError:
+                    pass
+            action = "reset" if step % 4 == 0 else "complete-child"
+            step += 1
+            status, _ = await conn.post(f"/api/widgets/fanin/{action}")
+            counts["actions"] += 1
+            if not 200 <= status < 300:
+                counts["non_2xx"] += 1
+            next_at = max(next_at + period, time.perf_counter())  # late: the schedule slips, never catches up
+    except (OSError, asyncio.IncompleteReadError):
+        counts["errors"] += 1
+    finally:
+        await conn.close()
+
+
 async def generate(url: str, cookies: list[str], rate: float, seconds: float | None = None,
                    streams: bool = True, stop: asyncio.Event | None = None,
                    ready: asyncio.Event | None = None) -> dict[str, Any]:
@@ -36,56 +78,16 @@ async def generate(url: str, cookies: list[str], rate: float, seconds: float | N
     counts = {"actions": 0, "non_2xx": 0, "events": 0, "errors": 0}
     n = len(cookies)
     tasks: list[asyncio.Task[Any]] = []
-
-    async def watch(cookie: str, opened: asyncio.Event) -> None:
-        # "opened" once the stream's first snapshot arrived: its landing and
-        # first read are done, so the measured window does not include them.
-        def on_event(event: str, data: str, at: float) -> None:
-            counts["events"] += 1
-            if event == "snapshot":
-                opened.set()
-
-        try:
-            await sse_stream(host, port, STREAM_PATH, cookie, on_event)
-        except (OSError, asyncio.IncompleteReadError, RuntimeError):
-            counts["errors"] += 1
-            opened.set()
-
-    async def act(index: int, cookie: str, start: float) -> None:
-        conn = HttpConn(host, port, cookie)
-        period = n / rate
-        next_at = start + index / rate
-        step = 0
-        try:
-            while not stop.is_set():
-                delay = next_at - time.perf_counter()
-                if delay > 0:
-                    try:
-                        await asyncio.wait_for(stop.wait(), delay)
-                        break
-                    except TimeoutError:
-                        pass
-                action = "reset" if step % 4 == 0 else "complete-child"
-                step += 1
-                status, _ = await conn.post(f"/api/widgets/fanin/{action}")
-                counts["actions"] += 1
-                if not 200 <= status < 300:
-                    counts["non_2xx"] += 1
-                next_at = max(next_at + period, time.perf_counter())
-        except (OSError, asyncio.IncompleteReadError):
-            counts["errors"] += 1
-        finally:
-            await conn.close()
-
     if streams:
         opened = [asyncio.Event() for _ in cookies]
-        tasks += [asyncio.create_task(watch(c, e)) for c, e in zip(cookies, opened)]
+        tasks += [asyncio.create_task(watch(host, port, c, counts, e)) for c, e in zip(cookies, opened)]
         await asyncio.wait_for(asyncio.gather(*(e.wait() for e in opened)), 60)
     if ready is not None:
         ready.set()
     began = time.perf_counter()
     if rate > 0:
-        tasks += [asyncio.create_task(act(i, c, began)) for i, c in enumerate(cookies)]
+        tasks += [asyncio.create_task(act(host, port, c, counts, began + i / rate, n / rate, stop))
+                  for i, c in enumerate(cookies)]
     if seconds is not None:
         try:
             await asyncio.wait_for(stop.wait(), seconds)

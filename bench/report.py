@@ -88,7 +88,8 @@ def fanout_rows(fo: dict[str, Any]) -> list[list[str]]:
         [f"Fan-out broadcast p99, {many['clients']:,} streams (ms)", f"{p99}", f"{base} (1 stream)",
          ratio(p99, base), f"≤ {TARGETS['fanout_p99']:.0f} ms", verdict(p99 <= TARGETS["fanout_p99"])],
         [f"Site RSS, {many['clients']:,} streams (MB)", f"{rss['peak']}", f"{rss['idle']} (no stream)",
-         ratio(rss["peak"], rss["idle"]), f"≤ {TARGETS['fanout_rss']:.0f} MB", verdict(rss["peak"] <= TARGETS["fanout_rss"])],
+         ratio(rss["peak"], rss["idle"]), f"≤ {TARGETS['fanout_rss']:.0f} MB",
+         verdict(rss["peak"] <= TARGETS["fanout_rss"])],
     ]
 
 

@@ -80,9 +80,9 @@ def fanout(r: dict[str, Any]) -> list[str]:
     many, one = fo["many_streams"], fo["baseline_one_stream"]
     rows = []
     for label, res in (("1 stream (baseline)", one), (f"{many['clients']:,} streams", many)):
-        s, e = res["to_snapshot_ms"], res["to_first_effect_ms"]
+        s, e, rss = res["to_snapshot_ms"], res["to_first_effect_ms"], res["rss_mb"]
         rows.append([label, str(s["samples"]), str(s["p50"]), str(s["p99"]), str(s["max"]), str(e["p50"]),
-                     str(e["p99"]), f"{res['rss_mb']['idle']} / {res['rss_mb']['streams_open']} / {res['rss_mb']['peak']}"])
+                     str(e["p99"]), f"{rss['idle']} / {rss['streams_open']} / {rss['peak']}"])
     return ["### Fan-out", "",
             f"{many['clients']:,} concurrent SSE streams on one uvicorn worker (a fresh site process), all on one "
             f"sandbox, opened in {many['connect_seconds']} s. For each of {many['actions']} \"Complete child\" "
@@ -96,7 +96,8 @@ def fanout(r: dict[str, Any]) -> list[str]:
 def pages_and_footprint(r: dict[str, Any]) -> list[str]:
     pg, fp = r["pages"], r["footprint"]
     widgets = [[name, str(w["landed"]["keys"]), f"{w['landed']['bytes']:,}", f"{w['landed']['dump_bytes']:,}",
-                str(w["after_actions"]["keys"]), f"{w['after_actions']['bytes']:,}"] for name, w in fp["widgets"].items()]
+                str(w["after_actions"]["keys"]), f"{w['after_actions']['bytes']:,}"]
+               for name, w in fp["widgets"].items()]
     left = fp["after_expiry"]
     return ["### Pages", "",
             f"wrk, 50 connections, the dive `{pg['page']}` ({pg['page_bytes']:,} bytes) against `{pg['static']}` "
