@@ -15,7 +15,6 @@ import importlib.util
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from bench import uvicorn_workers
 from server.sandboxes.sandbox import COOKIE, SandboxCookie
 from server.valkey.process import free_port
 
@@ -117,10 +117,9 @@ def serve(factory: str, valkey_url: str, ready_path: str, name: str, extra_env: 
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     # as `emqlab serve [--workers N]` runs them (server.cli.run_uvicorn: proxy
     # headers off, TCP_NODELAY kept with N workers), with the access log off
-    command = [sys.executable, "-m", "bench.uvicorn_workers", factory, "--port", str(port), "--workers", str(workers)]
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            command,
+            uvicorn_workers.command(factory, port, workers),
             env=env, cwd=str(ROOT), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"

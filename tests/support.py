@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from typing import Any
 import httpx
 import redis
 
+from bench import uvicorn_workers
 from server.valkey.process import ValkeyProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,9 +52,8 @@ class LiveSite:
     def start(self, timeout: float = 30.0, output: Any = None) -> LiveSite:
         """Start the site; its log goes to `output` (a file) when given, else to ours."""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "server.cli:app_from_env", "--factory",
-             "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning",
-             "--no-proxy-headers"],  # as `emqlab serve`: the site alone judges X-Forwarded-For
+            # as `emqlab serve` runs it (server.cli.run_uvicorn), the way every bench server starts
+            uvicorn_workers.command("server.cli:app_from_env", self.port),
             env=self.env, cwd=str(ROOT), stdout=output, stderr=output,
         )
         deadline = time.monotonic() + timeout
