@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 
 from bench import servers
-from bench.bench_fanout import summary_ms
+from bench.stats import distribution
 from server.valkey.process import ValkeyProcess
 
 TOKEN = "bench-instructor-token"
@@ -156,8 +156,8 @@ async def drive(url: str, count: int, seconds: float) -> dict[str, Any]:
     return {
         "learners": count, "seconds": seconds, "actions": actions, "answers": statuses,
         "actions_per_second": round(actions / seconds, 1),
-        "action_ms": summary_ms([x for l in learners for x in l.latencies]),
-        "roster_update_ms": summary_ms(delays), "actions_seen_on_roster": len(delays),
+        "action_ms": distribution([x for l in learners for x in l.latencies], 1000),
+        "roster_update_ms": distribution(delays, 1000), "actions_seen_on_roster": len(delays),
         "roster_events": len(rosters), "online_at_end": online,
         "collisions": sum(l.collisions for l in learners),
         "distinct_queues": len({l.queue for l in learners}),
