@@ -107,6 +107,7 @@ def fanin_clicks(page: Any, target: Target, clicks: int) -> dict[str, Any]:
     page.wait_for_function(
         "() => document.querySelector('[data-widget=\"fanin\"] [data-role=\"dependencies\"]')?.textContent === '3'")
     time.sleep(0.5)  # the page's EventSource opens right after the widgets register
+    click(page, target, "reset", "3")  # not timed: waits out the stream's first snapshot, settled
     paints: list[float] = []
     settles: list[float] = []
     left = 3

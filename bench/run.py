@@ -151,7 +151,10 @@ def run_reset(site_url: str, valkey_url: str, quick: bool) -> dict[str, Any] | N
     module = importlib.import_module(RESET_MODULE)
     offered = {"valkey_url": valkey_url, "quick": quick}
     accepted = inspect.signature(module.run).parameters
-    result: dict[str, Any] = module.run(site_url, **{k: v for k, v in offered.items() if k in accepted})
+    try:
+        result: dict[str, Any] = module.run(site_url, **{k: v for k, v in offered.items() if k in accepted})
+    except Exception as exc:  # noqa: BLE001 - one broken figure is reported in the table, the others still run
+        return {"error": f"bench_reset failed: {exc!r}"[:300]}
     return result
 
 
