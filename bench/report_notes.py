@@ -71,8 +71,17 @@ def reset(r: dict[str, Any]) -> list[str]:
     out = ["### Reset with 5,000 idle sandboxes", ""]
     if not found:
         return out + ["Not measured: `bench/bench_reset.py` is not in this tree.", ""]
-    return out + ["`bench/bench_reset.py` (its own docstring says how), this run:", "",
-                  table(["", ""], [[k, str(v)] for k, v in found.items()]), ""]
+    scalars = [[k, str(v)] for k, v in found.items() if not isinstance(v, dict)]
+    out += ["`bench/bench_reset.py` (its docstring says how), this run:", "", table(["", ""], scalars), ""]
+    alone, crowded, ratios = found.get("alone"), found.get("crowded"), found.get("ratios", {})
+    if isinstance(alone, dict) and isinstance(crowded, dict):
+        rows = [[kind, f"{alone[kind].get('p50_ms')} / {alone[kind].get('p99_ms')}",
+                 f"{crowded[kind].get('p50_ms')} / {crowded[kind].get('p99_ms')}",
+                 f"{ratios.get(kind, {}).get('p50', '—')}× / {ratios.get(kind, {}).get('p99', '—')}×"]
+                for kind in alone if kind in crowded]
+        out += [table(["reset", "no other sandbox p50 / p99 ms", "with the idle crowd p50 / p99 ms",
+                       "ratio p50 / p99"], rows), ""]
+    return out
 
 
 def fanout(r: dict[str, Any]) -> list[str]:
