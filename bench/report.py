@@ -118,9 +118,11 @@ def other_rows(pg: dict[str, Any], fp: dict[str, Any]) -> list[list[str]]:
 
 
 def non_2xx_row(r: dict[str, Any]) -> list[str]:
-    a = r["actions"]
-    site = a["site_mix"]["non_2xx"] + r["paint"]["load"].get("non_2xx", 0) + r["pages"]["dive"]["non_2xx"]
-    base = a["baseline"]["non_2xx"] + r["pages"]["baseline_static"]["non_2xx"]
+    a, pg = r["actions"], r["pages"]
+    clusters = list((r.get("cluster") or {}).get("workers", {}).values())
+    site_runs = [a["site_mix"], pg["dive"], pg["dive_first_visit"]] + [c["site_mix"] for c in clusters]
+    site = sum(w["non_2xx"] for w in site_runs) + r["paint"]["load"].get("non_2xx", 0)
+    base = sum(w["non_2xx"] for w in [a["baseline"], pg["baseline_static"]] + [c["baseline"] for c in clusters])
     return ["Non-2xx answers (wrk runs and the background load)", str(site), f"{base} (baselines)", "—", "0",
             verdict(site == 0 and base == 0)]
 
