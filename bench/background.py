@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -11,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.servers import ROOT
+from bench.servers import ROOT, child_env
 
 
 class Background:
@@ -31,8 +30,7 @@ class Background:
         command = [sys.executable, "-m", "bench.load", self.url, self.file, "--rate", str(self.rate)]
         if not self.streams:
             command.append("--no-streams")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
-        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=str(ROOT), env=env)
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=str(ROOT), env=child_env())
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if line.strip() != "READY":

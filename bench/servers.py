@@ -107,14 +107,20 @@ class Served:
         self.stop()
 
 
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This environment for a bench child process, `extra` added, the repository first on PYTHONPATH."""
+    env = {**os.environ, **(extra or {})}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
 def serve(factory: str, valkey_url: str, ready_path: str, name: str, extra_env: dict[str, str] | None = None,
           workers: int = 1) -> Served:
     """Start ``factory`` under uvicorn (``workers`` workers, 1 by default) and
     wait until ``ready_path`` answers 200."""
     port = free_port()
     log = Path(tempfile.mkdtemp(prefix="emqlab-bench-")) / f"{name}.log"
-    env = {**os.environ, "EMQLAB_VALKEY_URL": valkey_url, **(extra_env or {})}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env = child_env({"EMQLAB_VALKEY_URL": valkey_url, **(extra_env or {})})
     # as `emqlab serve [--workers N]` runs them (server.cli.run_uvicorn: proxy
     # headers off, TCP_NODELAY kept with N workers), with the access log off
     with log.open("wb") as out:
