@@ -63,7 +63,7 @@ def paint_rows(pt: dict[str, Any]) -> list[list[str]]:
 
 
 def reset_rows(reset: dict[str, Any] | None) -> list[list[str]]:
-    label = "Reset with 5,000 idle sandboxes vs none"
+    label = f"Reset with {int((reset or {}).get('crowd', 5000)):,} idle sandboxes vs none"
     target = f"≤ {TARGETS['reset_ratio']}×"
     if not reset or "ratio" not in reset:
         why = (reset or {}).get("error", "not measured (bench/bench_reset.py is not there)")

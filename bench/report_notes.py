@@ -68,7 +68,7 @@ def paint(r: dict[str, Any]) -> list[str]:
 
 def reset(r: dict[str, Any]) -> list[str]:
     found = r.get("reset")
-    out = ["### Reset with 5,000 idle sandboxes", ""]
+    out = [f"### Reset with {int((found or {}).get('crowd', 5000)):,} idle sandboxes", ""]
     if not found:
         return out + ["Not measured: `bench/bench_reset.py` is not in this tree.", ""]
     scalars = [[k, str(v)] for k, v in found.items() if not isinstance(v, dict)]
