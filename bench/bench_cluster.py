@@ -1,7 +1,7 @@
 """The cluster figure — action throughput on a managed 3-primary Valkey
 Cluster, with 1 and 2 uvicorn workers.
 
-The same wrk mix as figure 1 (`bench/wrk/actions.lua`: per sandbox, `reset`
+The same wrk mix as the throughput figure (`bench/wrk/actions.lua`: per sandbox, `reset`
 then three `complete-child` on the fan-in), against the site started the way
 `emqlab serve --cluster --workers N` starts it (EMQLAB_VALKEY_CLUSTER=1, so
 every widget talks through redis-py's RedisCluster). Beside each run, in the
@@ -28,7 +28,7 @@ CLUSTER_ENV = {"EMQLAB_VALKEY_CLUSTER": "1"}
 
 def measure(site: servers.Served, base: servers.Served, seconds: float, connections: int, sandboxes: int,
             threads: int) -> dict[str, Any]:
-    """Figure 1's measurement on this site and baseline, and the site's logged errors."""
+    """The throughput measurement (bench_actions) on this site and baseline, and the site's logged errors."""
     found = bench_actions.run(site.url, base.url, seconds, connections, sandboxes, threads)
     return {"baseline": found["baseline"], "site_mix": found["site_mix"], "ratio": found["ratio"],
             "site_errors": site.tracebacks()}

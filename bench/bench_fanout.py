@@ -1,4 +1,4 @@
-"""Figure 3 — fan-out: N concurrent SSE streams on one worker, all watching one
+"""Fan-out: N concurrent SSE streams on one worker, all watching one
 sandbox (what a room is: every learner of a class on the instructor's
 sandbox). One "Complete child" is posted; each client's latency runs from the
 moment the POST is sent to the moment that client receives the snapshot
@@ -141,7 +141,7 @@ def run(site: servers.Served, clients: int = 1000, actions: int = 12) -> dict[st
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description="figure 3: SSE fan-out")
+    parser = argparse.ArgumentParser(description="fan-out: N SSE streams on one worker")
     parser.add_argument("--clients", type=int, default=1000)
     parser.add_argument("--actions", type=int, default=12)
     args = parser.parse_args(argv)

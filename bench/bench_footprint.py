@@ -1,4 +1,4 @@
-"""Figure 5 — footprint: Valkey memory per sandbox after each widget's
+"""Footprint: Valkey memory per sandbox after each widget's
 scenario, and what remains after expiry.
 
 For each widget, a fresh sandbox (a first visit's cookie) asks for the

@@ -1,4 +1,4 @@
-"""Figure 4 — pages: dive page requests per second against a static file
+"""Pages: dive page requests per second against a static file
 served by the same app (`/static/site.css` through Starlette's StaticFiles),
 same worker, same wrk settings, same run.
 
