@@ -34,7 +34,7 @@ def test_complete_child_sends_no_more_round_trips_and_commands_than_reported(val
 
 def test_completing_a_claimed_child_costs_one_round_trip_less(valkey: ValkeyProcess) -> None:
     with bench_commands.in_process_site(valkey.url) as client:
-        client.get(bench_commands.DIVES["fanin"])
+        client.get(bench_commands.FANIN_DIVE)
         sandbox = bench_commands.sandbox_of(client)
         bench_commands.count(client, sandbox, "POST", "/api/widgets/fanin/reset")
         bench_commands.count(client, sandbox, "POST", "/api/widgets/fanin/claim")
