@@ -23,7 +23,7 @@ from typing import Any
 
 from bench import servers
 from bench.rawhttp import HttpConn, dependencies_of, raise_fd_limit, sse_stream
-from bench.stats import distribution, percentile  # noqa: F401 - percentile: bench_reset imports it from here
+from bench.stats import distribution
 
 STREAM_PATH = "/api/stream?widgets=fanin"
 

@@ -32,7 +32,7 @@ import redis
 import redis.asyncio as aioredis
 
 from bench import servers
-from bench.bench_fanout import percentile  # one percentile rule for every bench
+from bench.stats import percentile  # one percentile rule for every bench
 from server.sandboxes import lifecycle
 from server.sandboxes.admission import HELD_KEY
 from server.sandboxes.sandbox import REGISTRY_KEY, key_patterns
