@@ -253,7 +253,7 @@ class Hub(Fanout):
             return
         sandbox, queue, key = parsed
         if sandbox in self.subs:
-            kind = "state" if key.startswith("lab:") else "effect"
+            kind = "effect" if not key.startswith("lab:") else "lock" if key.endswith(":lock") else "state"
             data = {"queue": queue, "key": key, "event": message["data"], "at": time.time()}
             self.broadcast(Notice(kind, data), sandbox)
 

@@ -28,6 +28,9 @@ log = logging.getLogger("emqlab.stream")
 KEYSPACE_PATTERN = "__keyspace@*__:emq:*"
 # A widget's lab state (move, choices, last outcome): every open page follows it too.
 STATE_PATTERN = "__keyspace@*__:lab:{*}:state"
+# A widget's action lock: taken when an action starts, deleted when it ends, so
+# a stream reads the widget once per action, right after it (stream.coalesced).
+LOCK_PATTERN = "__keyspace@*__:lab:{*}:lock"
 
 
 def _flags_of(reply: Any) -> str:
@@ -55,7 +58,7 @@ async def enable_notifications(conn: Conn) -> bool:
 
 async def subscribe(pubsub: PubSub) -> None:
     """The hub's one subscription on a node: keys, lab states, lab events."""
-    await pubsub.psubscribe(KEYSPACE_PATTERN, STATE_PATTERN)
+    await pubsub.psubscribe(KEYSPACE_PATTERN, STATE_PATTERN, LOCK_PATTERN)
     await pubsub.subscribe(EVENTS_CHANNEL)
 
 

@@ -33,6 +33,7 @@ from server.widgets import WIDGETS, widget_for_queue
 from server.widgets.base import Context
 
 COALESCE_SECONDS = 0.015
+LOCK_WAIT_SECONDS = 0.25  # an action holding its lock longer is read mid-way
 POLL_EVERY = 1.5  # seconds between snapshot reads while notifications are off
 log = logging.getLogger("emqlab.stream")
 
@@ -132,12 +133,38 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
 
 
 async def coalesced(queue: asyncio.Queue[Notice], first: Notice) -> list[Notice]:
-    """`first` and every notice that arrives within COALESCE_SECONDS of it."""
+    """`first` and the notices that belong with it, read as one batch.
+
+    A widget's action takes its lock first and deletes it last, so while a
+    lock is held the batch waits for its end (at most LOCK_WAIT_SECONDS), and
+    the moment every lock it saw is let go the batch is complete: one read per
+    action, sent as soon as the action is over. Writes outside any action (a
+    console command) are gathered for COALESCE_SECONDS.
+    """
+    loop = asyncio.get_running_loop()
+    started = loop.time()
     batch = [first]
-    await asyncio.sleep(COALESCE_SECONDS)
-    while not queue.empty():
-        batch.append(queue.get_nowait())
-    return batch
+    held: set[str] = set()
+    ended = False
+    seen = 0
+    while True:
+        for notice in batch[seen:]:
+            if notice.kind == "lock":
+                if notice.data["event"] == "set":
+                    held.add(notice.data["queue"])
+                elif notice.data["event"] in ("del", "expired"):
+                    held.discard(notice.data["queue"])
+                    ended = True
+        seen = len(batch)
+        if ended and not held:
+            return batch
+        left = started + (LOCK_WAIT_SECONDS if held else COALESCE_SECONDS) - loop.time()
+        if left <= 0:
+            return batch
+        try:
+            batch.append(await asyncio.wait_for(queue.get(), timeout=left))
+        except TimeoutError:
+            return batch
 
 
 @dataclass

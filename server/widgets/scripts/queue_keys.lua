@@ -165,9 +165,6 @@ if mode == 'finish' then
     end
   end
   redis.call('HSET', KEYS[1], unpack(fields))
-  if ARGV[3] ~= '' and redis.call('GET', KEYS[2]) == ARGV[3] then
-    redis.call('DEL', KEYS[2])
-  end
 end
 
 local found = {}
@@ -192,5 +189,9 @@ end
 if mode == 'finish' then
   -- what the key cap is judged on by the next action's begin
   redis.call('HSET', KEYS[1], 'keys', #found)
+  -- the lock goes last: its deletion tells every stream the action is over
+  if ARGV[3] ~= '' and redis.call('GET', KEYS[2]) == ARGV[3] then
+    redis.call('DEL', KEYS[2])
+  end
 end
 return { redis.call('HGETALL', KEYS[1]), found }

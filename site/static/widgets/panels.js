@@ -43,9 +43,12 @@ function bringIntoView(root, box) {
 
 export function announce(root, text) {
   const live = $(root, "announce");
-  // Clearing first makes a screen reader speak a repeated sentence again.
-  live.textContent = "";
-  setTimeout(() => { live.textContent = text; }, 30);
+  // A repeated sentence must still differ from the last one for a screen
+  // reader to speak it again: alternate a trailing no-break space, at once
+  // (no timer, so the widget is settled in the same frame as its paint).
+  const flip = live.dataset.flip === "1" ? "0" : "1";
+  live.dataset.flip = flip;
+  live.textContent = flip === "1" ? `${text}\u00a0` : text;
 }
 
 export function setStatus(root, text, kind = "") {
