@@ -16,13 +16,13 @@ from redis.client import NEVER_DECODE
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
-from server.console import reply
 from server.console.allow import GROWS, GROWTH_CAP, Refusal
 from server.console.confine import Confinement
 from server.console.plan import Plan
 from server.emq import registry
 from server.emq.errors import EmqError
 from server.emq.wire import Conn
+from server.valkey import reply
 from server.widgets import snapshot
 
 SCAN_LIMIT = 500  # keys a SCAN or KEYS answers at most

@@ -46,6 +46,14 @@ class Notice:
     encoded: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
 
+COALESCE_SECONDS = 0.015  # writes outside any action, gathered into one batch
+LOCK_WAIT_SECONDS = 0.25  # an action holding its lock longer is read mid-way
+
+
+def _lock_event(notice: Notice) -> str:
+    return str(notice.data.get("event", "")) if notice.kind == "lock" else ""
+
+
 class Subscription:
     """One open stream's inbox."""
 
@@ -53,6 +61,8 @@ class Subscription:
         self.sandbox = sandbox
         self.queue: asyncio.Queue[Notice] = asyncio.Queue(maxsize=QUEUE_CAP)
         self.overflowed = False
+        # set when a widget's lock is let go: an action is over (see `batch`)
+        self.ended = asyncio.Event()
 
     def push(self, notice: Notice) -> None:
         try:
@@ -60,6 +70,43 @@ class Subscription:
         except asyncio.QueueFull:
             # A stalled client: drop, and resync it with a snapshot later.
             self.overflowed = True
+        if _lock_event(notice) in ("del", "expired"):
+            self.ended.set()
+
+    def _drain(self, batch: list[Notice]) -> None:
+        while not self.queue.empty():
+            batch.append(self.queue.get_nowait())
+
+    async def batch(self, first: Notice) -> list[Notice]:
+        """`first` and the notices that belong with it, read as one batch.
+
+        A widget's action takes its lock first and deletes it last: while a
+        lock the batch saw taken is held, the stream waits for an end (at most
+        LOCK_WAIT_SECONDS), so it reads the widget once per action, as soon as
+        the action is over. Writes outside any action (a console command) are
+        gathered for COALESCE_SECONDS. One timer per batch, however many
+        notices come in: a thousand streams wake once each.
+        """
+        batch = [first]
+        self._drain(batch)
+        held: set[str] = set()
+        for notice in batch:
+            event = _lock_event(notice)
+            if event == "set":
+                held.add(str(notice.data.get("queue")))
+            elif event in ("del", "expired"):
+                held.discard(str(notice.data.get("queue")))
+        # the ends in hand are counted; only a later one may end the wait (no
+        # await since the drain, so none can have slipped in between)
+        self.ended.clear()
+        if held:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(LOCK_WAIT_SECONDS):
+                    await self.ended.wait()
+        elif not any(_lock_event(n) in ("del", "expired") for n in batch):
+            await asyncio.sleep(COALESCE_SECONDS)
+        self._drain(batch)
+        return batch
 
 
 ReadKey = tuple[str, str]  # (sandbox, widget)

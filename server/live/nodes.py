@@ -29,7 +29,7 @@ KEYSPACE_PATTERN = "__keyspace@*__:emq:*"
 # A widget's lab state (move, choices, last outcome): every open page follows it too.
 STATE_PATTERN = "__keyspace@*__:lab:{*}:state"
 # A widget's action lock: taken when an action starts, deleted when it ends, so
-# a stream reads the widget once per action, right after it (stream.coalesced).
+# a stream reads the widget once per action, right after it (fanout.Subscription.batch).
 LOCK_PATTERN = "__keyspace@*__:lab:{*}:lock"
 
 

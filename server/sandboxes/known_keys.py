@@ -26,6 +26,7 @@ import time
 from typing import Any
 
 from server.console import transcript
+from server.emq.wire import Conn, as_text
 from server.sandboxes import admission
 from server.sandboxes.sandbox import SANDBOX_RE
 from server.valkey import scripts
@@ -35,10 +36,6 @@ from server.widgets.base import Context, Outcome, Widget
 
 # (queue, the job ids whose rows the widget knows of) for each of a widget's queues
 Queues = list[tuple[str, list[str]]]
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def meta_key(sandbox: str) -> str:
@@ -71,12 +68,12 @@ def own_names(sandbox: str, visitors: list[str], now: float) -> list[str]:
     return [*rate_names(sandbox, now), transcript.visitors_key(sandbox), *consoles]
 
 
-async def visitors(conn: Any, sandbox: str) -> list[str]:
+async def visitors(conn: Conn, sandbox: str) -> list[str]:
     """Who typed in the sandbox's console (each has a transcript)."""
-    return [_text(v) for v in await conn.smembers(transcript.visitors_key(sandbox))]
+    return [as_text(v) for v in await conn.smembers(transcript.visitors_key(sandbox))]
 
 
-async def widget_queues(conn: Any, sandbox: str) -> list[tuple[Widget, Queues]]:
+async def widget_queues(conn: Conn, sandbox: str) -> list[tuple[Widget, Queues]]:
     """Every widget with its queues in `sandbox` and the ids its rows are known by.
 
     `ids_after` is the widget's own answer (the ledger adds a learner's batch,
@@ -87,7 +84,7 @@ async def widget_queues(conn: Any, sandbox: str) -> list[tuple[Widget, Queues]]:
     return [(w, [(q, ids[q]) for q in w.queues(Context(conn, sandbox))]) for w, ids in zip(widgets, found)]
 
 
-async def delete(conn: Any, sandbox: str) -> int:
+async def delete(conn: Conn, sandbox: str) -> int:
     """Remove every key of `sandbox` (the reaper, an expired room): the number removed."""
     checked(sandbox)
     plan, who = await asyncio.gather(widget_queues(conn, sandbox), visitors(conn, sandbox))
@@ -106,7 +103,7 @@ async def delete(conn: Any, sandbox: str) -> int:
     return sum(int(r) for r in replies[:-1])
 
 
-async def held_by_widgets(conn: Any, plan: list[tuple[Widget, Queues]]) -> tuple[dict[str, bool], dict[str, int]]:
+async def held_by_widgets(conn: Conn, plan: list[tuple[Widget, Queues]]) -> tuple[dict[str, bool], dict[str, int]]:
     """One read of every widget queue: per widget, whether it landed and how
     many keys it holds (its queues' keys, its lab state and index)."""
     calls: list[Any] = []
@@ -129,7 +126,7 @@ async def held_by_widgets(conn: Any, plan: list[tuple[Widget, Queues]]) -> tuple
     return landed, counts
 
 
-async def reset(conn: Any, sandbox: str, outcome: Outcome) -> int:
+async def reset(conn: Conn, sandbox: str, outcome: Outcome) -> int:
     """Reset `sandbox` as each widget's own Reset does (under the widget's
     lock: kept choices stay, the scenario lands again, `outcome` says who
     reset it), and remove its other keys but meta and progress. The number of

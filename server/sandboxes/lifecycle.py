@@ -16,10 +16,11 @@ import contextlib
 import logging
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
 from redis.exceptions import RedisError
 
+from server.emq.wire import Conn, as_text
 from server.live.hub import publish_reset
 from server.sandboxes import admission, known_keys, rooms, site_scripts
 from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE, queue_name
@@ -42,20 +43,18 @@ class SandboxInfo:
         return asdict(self)
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 meta_key = known_keys.meta_key
 survives_reset = known_keys.survives_reset
 
 
-async def list_sandboxes(conn: Any, limit: int | None = None) -> list[SandboxInfo]:
+async def list_sandboxes(conn: Conn, limit: int | None = None) -> list[SandboxInfo]:
     """Live sandboxes, most recent first (the `limit` most recent), with where
     each visitor last was and how many keys its widgets hold (the count each
     widget's last action recorded in its lab state)."""
-    rows = await conn.zrange(REGISTRY_KEY, 0, -1 if limit is None else limit - 1, withscores=True, desc=True)
-    ids = [_text(member) for member, _ in rows]
+    # ZRANGE … WITHSCORES answers (member, score) pairs
+    rows = cast(list[tuple[Any, float]],
+                await conn.zrange(REGISTRY_KEY, 0, -1 if limit is None else limit - 1, withscores=True, desc=True))
+    ids = [as_text(member) for member, _ in rows]
     replies: list[Any] = []
     if ids:
         async with conn.pipeline(transaction=False) as pipe:
@@ -68,9 +67,10 @@ async def list_sandboxes(conn: Any, limit: int | None = None) -> list[SandboxInf
     infos = []
     step = 1 + len(WIDGETS)
     for i, (member, score) in enumerate(rows):
-        sid = _text(member)
-        meta = {_text(k): _text(v) for k, v in replies[i * step].items()}
-        counts = [int(_text(v)) for v in replies[i * step + 1:(i + 1) * step] if v is not None and _text(v).isdigit()]
+        sid = as_text(member)
+        meta = {as_text(k): as_text(v) for k, v in replies[i * step].items()}
+        recorded = [as_text(v) for v in replies[i * step + 1:(i + 1) * step] if v is not None]
+        counts = [int(v) for v in recorded if v.isdigit()]
         infos.append(SandboxInfo(
             sid, score / 1000.0, meta.get("widget"), meta.get("page"), by_room.get(sid),
             sum(counts) if counts else None,
@@ -78,7 +78,7 @@ async def list_sandboxes(conn: Any, limit: int | None = None) -> list[SandboxInf
     return infos
 
 
-async def delete_sandbox_keys(conn: Any, sandbox: str) -> int:
+async def delete_sandbox_keys(conn: Conn, sandbox: str) -> int:
     """Remove every key of one sandbox, found by name (no scan): the number removed."""
     return await known_keys.delete(conn, sandbox)
 
@@ -94,12 +94,12 @@ def sandbox_of_key(name: str) -> str | None:
     return None
 
 
-async def held_sandboxes(conn: Any) -> list[str]:
+async def held_sandboxes(conn: Conn) -> list[str]:
     """Every sandbox that may hold keys: admission writes each one it admits."""
-    return [_text(m) for m in await conn.zrange(admission.HELD_KEY, 0, -1)]
+    return [as_text(m) for m in await conn.zrange(admission.HELD_KEY, 0, -1)]
 
 
-async def is_live(conn: Any, sandbox: str) -> bool:
+async def is_live(conn: Conn, sandbox: str) -> bool:
     """A sandbox is live when it is registered or a room's."""
     if await conn.zscore(REGISTRY_KEY, sandbox) is not None:
         return True
@@ -111,7 +111,7 @@ RESETS_AT_ONCE = 8  # sandboxes an instructor's "reset all" resets side by side
 RESET_TEXT = "Reset by the instructor: the starting scenario was landed again through the real scripts."
 
 
-async def reset_sandbox(conn: Any, sandbox: str) -> int:
+async def reset_sandbox(conn: Conn, sandbox: str) -> int:
     """Reset a sandbox the way each widget's own Reset does (under the widget's
     lock: the learner's `kept_on_reset` choices stay, the scenario lands again,
     and the outcome says the instructor reset it); every other key of the
@@ -121,7 +121,7 @@ async def reset_sandbox(conn: Any, sandbox: str) -> int:
     return await known_keys.reset(conn, sandbox, Outcome(RESET_TEXT))
 
 
-async def reset_sandboxes(conn: Any, sandboxes: list[str] | None, by: str = "instructor") -> int:
+async def reset_sandboxes(conn: Conn, sandboxes: list[str] | None, by: str = "instructor") -> int:
     """Reset these sandboxes (None: every sandbox) and tell their pages.
 
     The sandboxes stay live (their visitors still hold their cookies): each
@@ -129,7 +129,7 @@ async def reset_sandboxes(conn: Any, sandboxes: list[str] | None, by: str = "ins
     page redraws at once.
     """
     if sandboxes is None:
-        found = {_text(m) for m in await conn.zrange(REGISTRY_KEY, 0, -1)}
+        found = {as_text(m) for m in await conn.zrange(REGISTRY_KEY, 0, -1)}
         found |= set(await rooms.room_sandboxes(conn))
         found |= set(await held_sandboxes(conn))
         targets = sorted(found)
@@ -151,9 +151,9 @@ async def reset_sandboxes(conn: Any, sandboxes: list[str] | None, by: str = "ins
     return removed
 
 
-async def expire_idle(conn: Any, ttl_seconds: int) -> list[str]:
+async def expire_idle(conn: Conn, ttl_seconds: int) -> list[str]:
     cutoff = int((time.time() - ttl_seconds) * 1000)
-    stale = [_text(m) for m in await conn.zrangebyscore(REGISTRY_KEY, "-inf", cutoff)]
+    stale = [as_text(m) for m in await conn.zrangebyscore(REGISTRY_KEY, "-inf", cutoff)]
     # ZREM only a sandbox still as idle as when it was picked: one step.
     unregister = site_scripts.script(conn, "unregister_if_idle")
     gone = []
@@ -167,7 +167,7 @@ async def expire_idle(conn: Any, ttl_seconds: int) -> list[str]:
     return gone
 
 
-async def expire_rooms(conn: Any) -> list[str]:
+async def expire_rooms(conn: Conn) -> list[str]:
     """Rooms whose record expired: forget them and remove their sandboxes."""
     gone = []
     for code, sandbox in await rooms.expired(conn):
@@ -178,12 +178,12 @@ async def expire_rooms(conn: Any) -> list[str]:
     return gone
 
 
-async def remove_orphans(conn: Any) -> list[str]:
+async def remove_orphans(conn: Conn) -> list[str]:
     """Keys of sandboxes that are no longer live (a lost registry entry, a
     write racing an expiry): removed, so no key lives forever."""
     # The held index less the registry, on the server (both share one slot);
     # a room's sandbox is live without a registry entry.
-    candidates = [_text(m) for m in await conn.zdiff([admission.HELD_KEY, REGISTRY_KEY])]
+    candidates = [as_text(m) for m in await conn.zdiff([admission.HELD_KEY, REGISTRY_KEY])]
     in_rooms = set((await rooms.room_sandboxes(conn)).keys()) if candidates else set()
     orphans = []
     for sandbox in candidates:
@@ -197,7 +197,7 @@ async def remove_orphans(conn: Any) -> list[str]:
     return orphans
 
 
-async def reap(conn: Any, ttl_seconds: int) -> dict[str, list[str]]:
+async def reap(conn: Conn, ttl_seconds: int) -> dict[str, list[str]]:
     """One round of the reaper."""
     # Never-used entries of sandboxes idle past the TTL: the registry's go below.
     await admission.forget_unused(conn, int((time.time() - ttl_seconds) * 1000))
@@ -211,7 +211,7 @@ async def reap(conn: Any, ttl_seconds: int) -> dict[str, list[str]]:
 class Reaper:
     """Runs expire_idle every `every` seconds in the background."""
 
-    def __init__(self, conn: Any, ttl_seconds: int, every: float = 30.0) -> None:
+    def __init__(self, conn: Conn, ttl_seconds: int, every: float = 30.0) -> None:
         self.conn = conn
         self.ttl = ttl_seconds
         self.every = every

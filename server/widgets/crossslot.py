@@ -10,26 +10,28 @@ prove it.
 
 from __future__ import annotations
 
-from typing import Any
-
+from redis.asyncio import RedisCluster
 from redis.exceptions import ClusterCrossSlotError, ResponseError
 
 from server.emq import keyspace, registry
+from server.emq.wire import Conn
 from server.valkey import connect
 from server.widgets.outcome import Outcome, Refusal
 
 PARENT, CHILD = "JOBsolo", "JOBsolo1"
 
 
-async def try_one_script(conn: Any, home: str, other: str) -> Outcome:
+async def try_one_script(conn: Conn, home: str, other: str) -> Outcome:
     """Send the add whose KEYS span `home` and `other`; say what the cluster answered."""
-    if not connect.is_cluster(conn):
+    if not isinstance(conn, RedisCluster):
         raise Refusal("Try it as one script needs a cluster: on one server every slot is local and "
                       "nothing refuses it. Run `emqlab serve --cluster`.")
     keys = [keyspace.job_key(home, PARENT), keyspace.dependencies_key(home, PARENT),
             keyspace.queue_key(home, "pending"), keyspace.job_key(other, CHILD)]
     args = [PARENT, "one script, two queues", "1", CHILD, "mail step, same script"]
     node = conn.get_node_from_key(keys[0])
+    if node is None:
+        raise Refusal("The cluster names no node for the parent's slot just now: try again in a moment.")
     sha = await conn.execute_command("SCRIPT", "LOAD", registry.script_source("enqueue_flow"), target_nodes=node)
     try:
         await conn.execute_command("EVALSHA", sha, len(keys), *keys, *args, target_nodes=node)

@@ -16,6 +16,8 @@ from redis import exceptions as redis_errors
 from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
 from server.emq import registry
+from server.emq.wire import Conn
+from server.valkey import reply
 from server.widgets import snapshot
 
 UNKNOWN = "unknown command"  # what Valkey says for a command no module added
@@ -46,29 +48,16 @@ def words(parts: Sequence[Any]) -> str:
 
 
 def reply_text(value: Any) -> str:
-    """A reply the way valkey-cli prints it."""
-    if value is None:
-        return "(nil)"
-    if isinstance(value, bool):
-        return f"(integer) {int(value)}"
-    if isinstance(value, int):
-        return f"(integer) {value}"
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, (list, tuple)):
-        return "\n".join(f"{i}) {reply_text(v)}" for i, v in enumerate(value, 1)) or "(empty array)"
-    return f'"{value}"'
+    """A reply the way valkey-cli prints it (server/valkey/reply.py, the console's rules)."""
+    return "\n".join(reply.lines(value))
 
 
 def error_text(exc: ResponseError) -> str:
-    """The error reply as Valkey sent it. redis-py strips a known first word
-    (ERR, NOSCRIPT, …) off the message and keeps it as `status_code`."""
-    code = getattr(exc, "status_code", None)
-    message = str(exc)
-    return f"(error) {code} {message}" if code else f"(error) {message}"
+    """The error reply as Valkey sent it, as valkey-cli prints it."""
+    return "\n".join(reply.error_lines(exc))
 
 
-async def send(conn: Any, parts: Sequence[Any]) -> Sent:
+async def send(conn: Conn, parts: Sequence[Any]) -> Sent:
     """Send a command line as it is; every answer, an error too, is a reply."""
     line = words(parts)
     try:
@@ -85,7 +74,7 @@ async def send(conn: Any, parts: Sequence[Any]) -> Sent:
     return Sent(line, reply_text(value))
 
 
-async def send_script(conn: Any, name: str, keys: Sequence[str], args: Sequence[str]) -> Sent:
+async def send_script(conn: Conn, name: str, keys: Sequence[str], args: Sequence[str]) -> Sent:
     """Run script `name` by its SHA (loaded first when the server lacks it)
     and record the EVALSHA line that carried it."""
     script = registry.script_for(conn, name)
@@ -97,7 +86,7 @@ async def send_script(conn: Any, name: str, keys: Sequence[str], args: Sequence[
     return Sent(line, reply_text(value))
 
 
-async def key_state(conn: Any, queue: str, job_ids: list[str]) -> KeyState:
+async def key_state(conn: Conn, queue: str, job_ids: list[str]) -> KeyState:
     """Every key of the queue a flow can hold, read, and DUMPed with its TTL."""
     view = await snapshot.read_queue(conn, queue, job_ids)
     names = [k.name for k in view.keys]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from server.emq import keyspace
+from server.emq.wire import Conn
 from server.valkey.connect import node_of
 from server.valkey.scripts import Arg, SiteScript
 
@@ -125,7 +126,7 @@ def call(queue: str, job_ids: list[str], mode: str = "read", token: str = "", ou
     return QUEUE_KEYS, keys, args
 
 
-def decode(conn: Any, queue: str, reply: Any) -> tuple[dict[str, str], QueueView]:
+def decode(conn: Conn, queue: str, reply: Any) -> tuple[dict[str, str], QueueView]:
     """A read or finish reply as (lab state, the queue's view)."""
     raw_state, found = reply
     state = {str(_text(k)): str(_text(v)) for k, v in zip(raw_state[::2], raw_state[1::2])}
@@ -154,13 +155,13 @@ def _score(raw: str) -> int | float | str:
     return int(number) if number.is_integer() else number
 
 
-async def read_queue(conn: Any, queue: str, job_ids: list[str]) -> QueueView:
+async def read_queue(conn: Conn, queue: str, job_ids: list[str]) -> QueueView:
     """Every existing key of `queue` that a flow on it can hold (one call)."""
     script, keys, args = call(queue, job_ids)
     return decode(conn, queue, await script.run(conn, keys, args))[1]
 
 
-async def delete_queue(conn: Any, queue: str, job_ids: list[str] | None = None) -> int:
+async def delete_queue(conn: Conn, queue: str, job_ids: list[str] | None = None) -> int:
     """Remove every key of one queue and its lab state (the lock stays): Reset."""
     script, keys, args = call(queue, job_ids or [], "clear")
     return int(await script.run(conn, keys, args))

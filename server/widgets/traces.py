@@ -27,6 +27,7 @@ from typing import Any
 
 import redis
 
+from server.emq.wire import Conn
 from server.sandboxes.lifecycle import delete_sandbox_keys
 from server.widgets import WIDGETS, attempt, predict
 from server.widgets.base import Context, Widget
@@ -137,7 +138,7 @@ def changes(before: dict[str, tuple[str, Any]], after: dict[str, tuple[str, Any]
     return tuple(out)
 
 
-async def record(conn: Any, widget: Widget, sandbox: str) -> Trace:
+async def record(conn: Conn, widget: Widget, sandbox: str) -> Trace:
     """Play `widget`'s tour in `sandbox` (cleared first and afterwards)."""
     ctx = Context(conn, sandbox)
     several = len(widget.queue_parts) > 1
@@ -169,7 +170,7 @@ async def record(conn: Any, widget: Widget, sandbox: str) -> Trace:
     return trace
 
 
-async def record_all(conn: Any) -> dict[str, Trace]:
+async def record_all(conn: Conn) -> dict[str, Trace]:
     found: dict[str, Trace] = {}
     sandbox = scratch_id()
     for name, widget in WIDGETS.items():

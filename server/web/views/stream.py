@@ -32,8 +32,6 @@ from server.web.sse import StalledSafeResponse
 from server.widgets import WIDGETS, widget_for_queue
 from server.widgets.base import Context
 
-COALESCE_SECONDS = 0.015
-LOCK_WAIT_SECONDS = 0.25  # an action holding its lock longer is read mid-way
 POLL_EVERY = 1.5  # seconds between snapshot reads while notifications are off
 log = logging.getLogger("emqlab.stream")
 
@@ -43,10 +41,15 @@ def sse(event: str, data: Mapping[str, object], counter: list[int]) -> dict[str,
     return {"event": event, "id": str(counter[0]), "data": json.dumps(data), "retry": 1000}
 
 
+def body(event: str, data: str) -> bytes:
+    """An event's lines after its id (`data` is one line of JSON)."""
+    return f"event: {event}\r\ndata: {data}\r\nretry: 1000\r\n\r\n".encode()
+
+
 def frame(event: str, data: str, counter: list[int]) -> bytes:
-    """One event, encoded as sse-starlette would (`data` is one line of JSON)."""
+    """One event, encoded as sse-starlette would: its id, then its body."""
     counter[0] += 1
-    return f"id: {counter[0]}\r\nevent: {event}\r\ndata: {data}\r\nretry: 1000\r\n\r\n".encode()
+    return f"id: {counter[0]}\r\n".encode() + body(event, data)
 
 
 async def stream(request: Request) -> Response:
@@ -113,7 +116,7 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
                     now = time.monotonic()
                     yield b"".join([item async for item in snapshots(ctx, names, counter, False, hub, now)])
                 continue
-            batch = await coalesced(sub.queue, first)
+            batch = await sub.batch(first)
             resync = sub.overflowed
             sub.overflowed = False
             since = max(notice.seen for notice in batch)
@@ -130,41 +133,6 @@ async def events(request: Request, sandbox: str, names: list[str]) -> AsyncItera
             chunk += [item async for item in snapshots(ctx, wanted, counter, resync, hub, since)]
             if chunk:
                 yield b"".join(chunk)
-
-
-async def coalesced(queue: asyncio.Queue[Notice], first: Notice) -> list[Notice]:
-    """`first` and the notices that belong with it, read as one batch.
-
-    A widget's action takes its lock first and deletes it last, so while a
-    lock is held the batch waits for its end (at most LOCK_WAIT_SECONDS), and
-    the moment every lock it saw is let go the batch is complete: one read per
-    action, sent as soon as the action is over. Writes outside any action (a
-    console command) are gathered for COALESCE_SECONDS.
-    """
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    batch = [first]
-    held: set[str] = set()
-    ended = False
-    seen = 0
-    while True:
-        for notice in batch[seen:]:
-            if notice.kind == "lock":
-                if notice.data["event"] == "set":
-                    held.add(notice.data["queue"])
-                elif notice.data["event"] in ("del", "expired"):
-                    held.discard(notice.data["queue"])
-                    ended = True
-        seen = len(batch)
-        if ended and not held:
-            return batch
-        left = started + (LOCK_WAIT_SECONDS if held else COALESCE_SECONDS) - loop.time()
-        if left <= 0:
-            return batch
-        try:
-            batch.append(await asyncio.wait_for(queue.get(), timeout=left))
-        except TimeoutError:
-            return batch
 
 
 @dataclass
@@ -279,11 +247,13 @@ async def snapshots(
     for name in names:
         widget = WIDGETS[name]
         try:
-            async def read(widget: Any = widget, land: bool = land) -> str:
+            async def read(widget: Any = widget, land: bool = land) -> bytes:
                 # on (re)connect the widget lands if it has not yet (`show`)
-                return json.dumps(await (widget.show(ctx) if land else widget.snapshot(ctx)))
+                return body("snapshot", json.dumps(await (widget.show(ctx) if land else widget.snapshot(ctx))))
 
-            yield frame("snapshot", await hub.shared_read((ctx.sandbox, name), since, read), counter)
+            # the event's body is encoded once for every stream of the sandbox; each adds its own id
+            counter[0] += 1
+            yield f"id: {counter[0]}\r\n".encode() + await hub.shared_read((ctx.sandbox, name), since, read)
         except VALKEY_DOWN:
             yield frame("status", json.dumps({"valkey": "down"}), counter)
             return

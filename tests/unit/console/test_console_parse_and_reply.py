@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from redis.exceptions import NoScriptError, ResponseError
 
-from server.console import reply
+from server.valkey import reply
 from server.console.allow import Refusal, rule_for
 from server.console.confine import Confinement
 from server.console.parse import Limits, Malformed, split

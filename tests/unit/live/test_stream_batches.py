@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from server.live.fanout import Notice
-from server.web.views import stream
+from server.live import fanout
+from server.live.fanout import Notice, Subscription
 
 Q = "s0123456789.fanin"
 
@@ -20,43 +20,43 @@ def effect(key: str) -> Notice:
     return Notice("effect", {"queue": Q, "key": f"emq:{{{Q}}}:{key}", "event": "hset"})
 
 
-async def later(queue: asyncio.Queue[Notice], seconds: float, *notices: Notice) -> None:
+async def later(sub: Subscription, seconds: float, *notices: Notice) -> None:
     await asyncio.sleep(seconds)
     for notice in notices:
-        queue.put_nowait(notice)
+        sub.push(notice)
 
 
 async def test_an_action_is_one_batch_from_its_lock_to_its_release_and_nothing_after() -> None:
-    queue: asyncio.Queue[Notice] = asyncio.Queue()
+    queue = Subscription("s0123456789")
     # the action's writes come in over a few round trips, the release last;
     # a write just after the release (another action's) waits for the next batch
     feeding = asyncio.gather(later(queue, 0.002, effect("active")), later(queue, 0.004, effect("job:A")),
                              later(queue, 0.006, lock("del")), later(queue, 0.008, effect("pending")))
-    batch = await stream.coalesced(queue, lock("set"))
+    batch = await queue.batch(lock("set"))
     await feeding
     assert [n.data["key"].rsplit(":", 1)[-1] for n in batch] == ["lock", "active", "A", "lock"]
-    assert queue.qsize() == 1
+    assert queue.queue.qsize() == 1
 
 
 async def test_an_action_that_outlasts_the_window_is_still_read_once_at_its_end() -> None:
-    queue: asyncio.Queue[Notice] = asyncio.Queue()
-    slow = stream.COALESCE_SECONDS * 2
+    queue = Subscription("s0123456789")
+    slow = fanout.COALESCE_SECONDS * 2
     feeding = asyncio.gather(later(queue, slow, effect("active")), later(queue, slow + 0.002, lock("del")))
-    batch = await stream.coalesced(queue, lock("set"))
+    batch = await queue.batch(lock("set"))
     await feeding
     assert [n.kind for n in batch] == ["lock", "effect", "lock"]
 
 
 async def test_writes_outside_an_action_are_gathered_for_the_window() -> None:
-    queue: asyncio.Queue[Notice] = asyncio.Queue()
-    feeding = asyncio.gather(later(queue, stream.COALESCE_SECONDS / 3, effect("note")),
-                             later(queue, stream.COALESCE_SECONDS * 3, effect("other")))
-    batch = await stream.coalesced(queue, effect("first"))
+    queue = Subscription("s0123456789")
+    feeding = asyncio.gather(later(queue, fanout.COALESCE_SECONDS / 3, effect("note")),
+                             later(queue, fanout.COALESCE_SECONDS * 3, effect("other")))
+    batch = await queue.batch(effect("first"))
     await feeding
     assert [n.data["key"].rsplit(":", 1)[-1] for n in batch] == ["first", "note"]
 
 
 async def test_a_release_seen_without_its_start_ends_the_batch_at_once() -> None:
-    queue: asyncio.Queue[Notice] = asyncio.Queue()
-    batch = await stream.coalesced(queue, lock("del"))
+    queue = Subscription("s0123456789")
+    batch = await queue.batch(lock("del"))
     assert [n.kind for n in batch] == ["lock"]
