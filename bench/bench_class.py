@@ -123,8 +123,8 @@ async def drive(url: str, count: int, seconds: float) -> dict[str, Any]:
             rosters.append((at, json.loads(data)))
 
     tasks = [asyncio.create_task(stream(watcher, f"/instructor/rooms/{code}/events", on_roster, stop, BEARER))]
-    tasks += [asyncio.create_task(stream(l.client, "/api/stream?widgets=fanin", lambda *a: None, stop))
-              for l in learners]
+    tasks += [asyncio.create_task(stream(who.client, "/api/stream?widgets=fanin", lambda *a: None, stop))
+              for who in learners]
     await asyncio.sleep(1.0)  # every stream open: the learners show online
 
     async def run(learner: Learner) -> None:
@@ -134,7 +134,7 @@ async def drive(url: str, count: int, seconds: float) -> dict[str, Any]:
             await learner.act()
             await asyncio.sleep(random.uniform(0.8, 1.2))
 
-    await asyncio.gather(*(run(l) for l in learners))
+    await asyncio.gather(*(run(who) for who in learners))
     await asyncio.sleep(1.5)  # the roster catches up with the last actions
     online = sum(1 for r in (rosters[-1][1]["learners"] if rosters else []) if r["online"])
     stop.set()
@@ -152,15 +152,15 @@ async def drive(url: str, count: int, seconds: float) -> dict[str, Any]:
         for status, n in learner.statuses.items():
             statuses[str(status)] = statuses.get(str(status), 0) + n
     delays = roster_delays(learners, rosters)
-    actions = sum(len(l.sent) for l in learners)
+    actions = sum(len(who.sent) for who in learners)
     return {
         "learners": count, "seconds": seconds, "actions": actions, "answers": statuses,
         "actions_per_second": round(actions / seconds, 1),
-        "action_ms": distribution([x for l in learners for x in l.latencies], 1000),
+        "action_ms": distribution([x for who in learners for x in who.latencies], 1000),
         "roster_update_ms": distribution(delays, 1000), "actions_seen_on_roster": len(delays),
         "roster_events": len(rosters), "online_at_end": online,
-        "collisions": sum(l.collisions for l in learners),
-        "distinct_queues": len({l.queue for l in learners}),
+        "collisions": sum(who.collisions for who in learners),
+        "distinct_queues": len({who.queue for who in learners}),
     }
 
 

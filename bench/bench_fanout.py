@@ -41,13 +41,12 @@ class Client:
             self.snapshots += 1
             if deps is not None and deps != self.deps:
                 self.deps, self.deps_at = deps, at
-        elif event == "effect":
-            if self.effect_at == 0.0:
-                self.effect_at = at
+        elif event == "effect" and self.effect_at == 0.0:
+            self.effect_at = at
 
 
 async def open_crowd(site: servers.Served, cookie: str, clients: int,
-                     timeout: float) -> tuple[list[Client], list[asyncio.Task[Any]], float]:
+                     within: float) -> tuple[list[Client], list[asyncio.Task[Any]], float]:
     """`clients` streams on the sandbox, once each has its first snapshot; and how long that took."""
     crowd = [Client() for _ in range(clients)]
     tasks: list[asyncio.Task[Any]] = []
@@ -56,7 +55,7 @@ async def open_crowd(site: servers.Served, cookie: str, clients: int,
         tasks.append(asyncio.create_task(sse_stream(site.host, site.port, STREAM_PATH, cookie, client.on_event)))
         if index % 100 == 99:
             await asyncio.sleep(0.05)  # a class arriving, not a SYN flood
-    deadline = time.perf_counter() + timeout
+    deadline = time.perf_counter() + within
     while any(c.deps != 3 for c in crowd):
         failed = [t for t in tasks if t.done()]
         if failed:
@@ -67,13 +66,14 @@ async def open_crowd(site: servers.Served, cookie: str, clients: int,
     return crowd, tasks, time.perf_counter() - opened_at
 
 
-async def measure(site: servers.Served, clients: int, actions: int, timeout: float = 60.0) -> dict[str, Any]:
+async def measure(site: servers.Served, clients: int, actions: int,
+                  within: float = 60.0) -> dict[str, Any]:
     raise_fd_limit(clients * 2 + 256)
     cookie = servers.new_cookie(site.url)
     actor = HttpConn(site.host, site.port, cookie)
     await act(actor, "reset")
     rss_idle = site.rss_mb()
-    crowd, tasks, connect_seconds = await open_crowd(site, cookie, clients, timeout)
+    crowd, tasks, connect_seconds = await open_crowd(site, cookie, clients, within)
     await asyncio.sleep(0.5)
     rss_streams = site.rss_mb()
     to_snapshot: list[float] = []
@@ -85,7 +85,7 @@ async def measure(site: servers.Served, clients: int, actions: int, timeout: flo
         if expected == 0:
             await act(actor, "reset")
             expected = 3
-            await wait_for(crowd, 3, deadline=time.perf_counter() + timeout)
+            await wait_for(crowd, 3, deadline=time.perf_counter() + within)
             await asyncio.sleep(0.2)
             continue
         for client in crowd:
@@ -93,7 +93,7 @@ async def measure(site: servers.Served, clients: int, actions: int, timeout: flo
         sent = time.perf_counter()
         await act(actor, "complete-child")
         expected -= 1
-        await wait_for(crowd, expected, deadline=time.perf_counter() + timeout)
+        await wait_for(crowd, expected, deadline=time.perf_counter() + within)
         got = [c.deps_at - sent for c in crowd]
         to_snapshot += got
         to_effect += [c.effect_at - sent for c in crowd if c.effect_at]

@@ -87,7 +87,7 @@ class Target:
 
 def chromium_version() -> str:
     try:
-        out = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, timeout=30, check=False).stdout
         return out.strip() or "unknown"
     except OSError:
         return "not found"

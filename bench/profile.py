@@ -47,8 +47,8 @@ class Recording:
         if self.proc is not None:
             _, err = self.proc.communicate(timeout=self.seconds + 60)
             if self.proc.returncode != 0 or not self.out.exists():
-                self.error = (err or b"").decode(errors="replace").strip().splitlines()[-1:] and \
-                    (err or b"").decode(errors="replace").strip().splitlines()[-1] or "py-spy failed"
+                self.error = ((err or b"").decode(errors="replace").strip().splitlines()[-1:] and \
+                    (err or b"").decode(errors="replace").strip().splitlines()[-1]) or "py-spy failed"
 
     def top(self, limit: int = 12) -> dict[str, Any]:
         """Our own frames (server/) by inclusive share, and every frame by self share."""

@@ -9,6 +9,7 @@ connection per client, bytes in, bytes out, no pool, no retries.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import resource
 import time
@@ -41,10 +42,8 @@ class HttpConn:
     async def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
-            try:
+            with contextlib.suppress(OSError, ConnectionError):
                 await self.writer.wait_closed()
-            except (OSError, ConnectionError):
-                pass
             self.writer = None
 
     def head(self, method: str, path: str, body: bytes, extra: dict[str, str] | None = None) -> bytes:

@@ -137,7 +137,7 @@ def figure_rows(r: dict[str, Any]) -> list[list[str]]:
     rows = throughput_rows(r["actions"]) + (cluster_rows(r["cluster"]) if r.get("cluster") else [])
     rows += paint_rows(r["paint"]) + reset_rows(r.get("reset")) + fanout_rows(r["fanout"])
     rows += command_rows(r["commands"]["complete_child"]) + other_rows(r["pages"], r["footprint"])
-    return rows + [non_2xx_row(r)]
+    return [*rows, non_2xx_row(r)]
 
 
 def span(values: list[int]) -> str:

@@ -70,7 +70,7 @@ def reset(r: dict[str, Any]) -> list[str]:
     found = r.get("reset")
     out = [f"### Reset with {int((found or {}).get('crowd', 5000)):,} idle sandboxes", ""]
     if not found:
-        return out + ["Not measured: `bench/bench_reset.py` is not in this tree.", ""]
+        return [*out, "Not measured: `bench/bench_reset.py` is not in this tree.", ""]
     scalars = [[k, str(v)] for k, v in found.items() if not isinstance(v, dict)]
     out += ["`bench/bench_reset.py` (its docstring says how), this run:", "", table(["", ""], scalars), ""]
     alone, crowded, ratios = found.get("alone"), found.get("crowded"), found.get("ratios", {})

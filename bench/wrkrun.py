@@ -19,7 +19,7 @@ def wrk_binary() -> str:
 
 
 def wrk_version() -> str:
-    done = subprocess.run([wrk_binary(), "-v"], capture_output=True, text=True)
+    done = subprocess.run([wrk_binary(), "-v"], capture_output=True, text=True, check=False)
     return (done.stdout or done.stderr).splitlines()[0].split(" Copyright")[0].strip()
 
 
@@ -31,8 +31,8 @@ def run_wrk(url: str, script: str, seconds: float, connections: int = 50, thread
                "--timeout", "10s", "-s", str(WRK_DIR / script), url]
     if args:
         command += ["--", *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=duration + 60)
-    line = next((l for l in done.stdout.splitlines() if l.startswith("WRKJSON ")), None)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=duration + 60, check=False)
+    line = next((row for row in done.stdout.splitlines() if row.startswith("WRKJSON ")), None)
     if done.returncode != 0 or line is None:
         raise RuntimeError(f"wrk failed ({done.returncode}): {done.stdout[-400:]} {done.stderr[-400:]}")
     raw = json.loads(line[len("WRKJSON "):])
