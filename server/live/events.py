@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections import OrderedDict
 from typing import Any
 
 from server.emq.wire import Conn
@@ -33,3 +34,30 @@ def notice_data(event: dict[str, Any]) -> dict[str, Any]:
     if isinstance(data, dict):
         return data
     return {"by": event.get("by", "instructor")}  # an event in the older reset shape
+
+
+def decode(raw: Any) -> dict[str, Any] | None:
+    """A published lab event, or None for one that is not JSON or of no known kind."""
+    try:
+        event = json.loads(raw)
+    except (TypeError, ValueError):
+        return None
+    return event if isinstance(event, dict) and event.get("type") in KINDS else None
+
+
+class Seen:
+    """The ids of the last `keep` events handed on: each is handed on once."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.ids: OrderedDict[str, None] = OrderedDict()
+
+    def first(self, event_id: Any) -> bool:
+        if not isinstance(event_id, str):
+            return True
+        if event_id in self.ids:
+            return False
+        self.ids[event_id] = None
+        while len(self.ids) > self.keep:
+            self.ids.popitem(last=False)
+        return True

@@ -1,29 +1,24 @@
 """The live stream: keyspace notifications in, Server-Sent Events out.
 
-One `Hub` per process holds ONE pattern subscription per Valkey primary
-(`__keyspace@*__:emq:*` and the lab's own event channel, `server.live.nodes`)
-and hands each notification to the streams of the sandbox named inside the
-key's hashtag (`server.live.fanout`), so a thousand open pages cost one Valkey
-connection per primary, not a thousand. On one server that is one
-subscription. On a cluster, keyspace notifications are node-local, so the hub
-subscribes on every primary and re-reads the topology (CLUSTER SHARDS) every
-few seconds, starting and stopping subscribers as primaries come and go; it is
-`up` when every primary is subscribed. When a node goes away the hub says so
-to every stream, reconnects on its own, enables keyspace notifications again
-(a restarted server has forgotten them) and tells the streams to resync with a
-fresh snapshot. The lab's events (resets) travel by PUBLISH, which a cluster
-broadcasts to every node: each event carries an id and the hub hands it on
-once.
+One `Hub` per process holds ONE subscription per Valkey primary: the keys of
+each sandbox some page watches (`nodes.patterns_of`: joined with its first
+page, left with its last), the heartbeat and the lab's event channel. It
+hands each notification to the streams of the sandbox named in the key's
+hashtag (`server.live.fanout`): a thousand open pages cost one connection per
+primary. On a cluster, notifications are node-local: the hub subscribes on
+every primary and follows the topology (CLUSTER SHARDS), `up` when every
+primary is subscribed. When a node goes away the hub says so, reconnects,
+enables notifications again (a restarted server forgets them) and tells the
+streams to resync. The lab's events (resets) travel by PUBLISH, which a
+cluster broadcasts to every node: each carries an id, handed on once.
 """
-
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
-from collections import OrderedDict
+from collections.abc import AsyncIterator
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -33,7 +28,7 @@ from redis.exceptions import RedisError
 from server.emq.wire import Conn
 from server.live import events, heartbeat, nodes
 from server.live.events import EVENTS_CHANNEL
-from server.live.fanout import Fanout, Notice, Status
+from server.live.fanout import Fanout, Notice, Status, Subscription
 from server.live.heartbeat import Heartbeat
 from server.live.nodes import enable_notifications, parse_channel
 
@@ -70,10 +65,31 @@ class Hub(Fanout):
         self.nodes: dict[str, asyncio.Task[None]] = {}
         self.node_up: dict[str, bool] = {}
         self.node_notifications: dict[str, bool] = {}
-        self.seen_events: OrderedDict[str, None] = OrderedDict()
+        self.seen = events.Seen(SEEN_EVENTS)
         # One heartbeat per node listened on ("" on one server): see heartbeat.py.
         self.beats: dict[str, Heartbeat] = {}
         self.memory_full = False
+        # The subscription on each node ("" on one server): a sandbox's
+        # patterns join it when its first page opens and leave with its last.
+        self.pubsubs: dict[str, PubSub] = {}
+
+    @contextlib.asynccontextmanager
+    async def listen(self, sandbox: str) -> AsyncIterator[Subscription]:
+        """A stream's inbox; the sandbox's keys followed while any page of it is open."""
+        async with super().listen(sandbox) as sub:
+            if len(self.subs.get(sandbox, ())) == 1:
+                await self.follow_sandbox(sandbox, True)
+            yield sub
+        if sandbox not in self.subs:
+            await self.follow_sandbox(sandbox, False)
+
+    async def follow_sandbox(self, sandbox: str, on: bool) -> None:
+        """(Un)subscribe the sandbox's patterns on every node subscribed now; a
+        node that reconnects later subscribes whatever is watched then."""
+        patterns = nodes.patterns_of(sandbox)
+        for pubsub in list(self.pubsubs.values()):
+            with contextlib.suppress(RedisError, OSError):
+                await (pubsub.psubscribe(*patterns) if on else pubsub.punsubscribe(*patterns))
 
     # -- what the streams are told ----------------------------------------------
 
@@ -140,9 +156,14 @@ class Hub(Fanout):
                 notifications = await enable_notifications(client)
                 self.noted(node, notifications)
                 async with client.pubsub() as pubsub:
-                    await nodes.subscribe(pubsub)
-                    self.node_is_up(node, True)
-                    await self.follow(pubsub, client, node, notifications)
+                    self.pubsubs[node] = pubsub
+                    try:
+                        await nodes.subscribe(pubsub, list(self.subs))
+                        self.node_is_up(node, True)
+                        await self.follow(pubsub, client, node, notifications)
+                    finally:
+                        if self.pubsubs.get(node) is pubsub:
+                            self.pubsubs.pop(node, None)
             except asyncio.CancelledError:
                 raise
             except (RedisError, OSError) as exc:
@@ -258,29 +279,15 @@ class Hub(Fanout):
             self.broadcast(Notice(kind, data), sandbox)
 
     def lab_event(self, message: dict[str, Any]) -> None:
-        """A reset or a class change, published by some worker: hand it on once."""
-        try:
-            event = json.loads(message["data"])
-        except (TypeError, ValueError):
-            return
-        if not self.first_time(event.get("id")) or event.get("type") not in events.KINDS:
+        """A reset or a class change, published by some worker: hand it on once
+        (a cluster delivers a PUBLISH through every node this hub subscribes on)."""
+        event = events.decode(message.get("data"))
+        if event is None or not self.seen.first(event.get("id")):
             return
         targets = event.get("sandboxes")
         notice = Notice(event["type"], events.notice_data(event))
         for sandbox in [None] if targets is None else targets:
             self.broadcast(notice, sandbox)
-
-    def first_time(self, event_id: Any) -> bool:
-        """False for an event already handed on (a cluster delivers a PUBLISH
-        through every node this hub subscribes on)."""
-        if not isinstance(event_id, str):
-            return True
-        if event_id in self.seen_events:
-            return False
-        self.seen_events[event_id] = None
-        while len(self.seen_events) > SEEN_EVENTS:
-            self.seen_events.popitem(last=False)
-        return True
 
 
 async def publish_reset(conn: Conn, sandboxes: list[str] | None, by: str = "instructor") -> None:

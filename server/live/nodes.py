@@ -20,17 +20,22 @@ from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
 from server.emq.wire import Conn
+from server.live import heartbeat
 from server.live.events import EVENTS_CHANNEL
 from server.live.heartbeat import NOTIFY_FLAGS, flags_on
 
 log = logging.getLogger("emqlab.stream")
 
-KEYSPACE_PATTERN = "__keyspace@*__:emq:*"
-# A widget's lab state (move, choices, last outcome): every open page follows it too.
-STATE_PATTERN = "__keyspace@*__:lab:{*}:state"
-# A widget's action lock: taken when an action starts, deleted when it ends, so
-# a stream reads the widget once per action, right after it (fanout.Subscription.batch).
-LOCK_PATTERN = "__keyspace@*__:lab:{*}:lock"
+# The heartbeat's own key (server/live/heartbeat.py): always followed.
+BEAT_PATTERN = "__keyspace@*__:emq:{" + heartbeat.BEAT_TAG + "*"
+
+
+def patterns_of(sandbox: str) -> list[str]:
+    """What the hub follows for a sandbox some page watches: its queues' keys,
+    and its widgets' lab keys (state: move, choices, last outcome; lock: an
+    action begins and ends, so a stream reads once per action). A sandbox no
+    page watches costs the site nothing: Valkey sends it no notification."""
+    return [f"__keyspace@*__:emq:{{{sandbox}.*", f"__keyspace@*__:lab:{{{sandbox}.*"]
 
 
 def _flags_of(reply: Any) -> str:
@@ -56,9 +61,10 @@ async def enable_notifications(conn: Conn) -> bool:
         return False
 
 
-async def subscribe(pubsub: PubSub) -> None:
-    """The hub's one subscription on a node: keys, lab states, lab events."""
-    await pubsub.psubscribe(KEYSPACE_PATTERN, STATE_PATTERN, LOCK_PATTERN)
+async def subscribe(pubsub: PubSub, sandboxes: list[str]) -> None:
+    """The hub's subscription on a node: the heartbeat, the lab's events, and
+    the keys of every sandbox a page watches now (more join as pages open)."""
+    await pubsub.psubscribe(BEAT_PATTERN, *(p for sandbox in sandboxes for p in patterns_of(sandbox)))
     await pubsub.subscribe(EVENTS_CHANNEL)
 
 
