@@ -69,19 +69,20 @@ class Hub(Fanout):
         # One heartbeat per node listened on ("" on one server): see heartbeat.py.
         self.beats: dict[str, Heartbeat] = {}
         self.memory_full = False
-        # The subscription on each node ("" on one server): a sandbox's
-        # patterns join it when its first page opens and leave with its last.
+        # Each node's subscription ("" on one server): see `listen`.
         self.pubsubs: dict[str, PubSub] = {}
 
     @contextlib.asynccontextmanager
     async def listen(self, sandbox: str) -> AsyncIterator[Subscription]:
         """A stream's inbox; the sandbox's keys followed while any page of it is open."""
-        async with super().listen(sandbox) as sub:
-            if len(self.subs.get(sandbox, ())) == 1:
-                await self.follow_sandbox(sandbox, True)
-            yield sub
-        if sandbox not in self.subs:
-            await self.follow_sandbox(sandbox, False)
+        try:
+            async with super().listen(sandbox) as sub:
+                if len(self.subs.get(sandbox, ())) == 1:
+                    await self.follow_sandbox(sandbox, True)
+                yield sub
+        finally:  # a stream ends by cancellation too (the page went away)
+            if sandbox not in self.subs:
+                await self.follow_sandbox(sandbox, False)
 
     async def follow_sandbox(self, sandbox: str, on: bool) -> None:
         """(Un)subscribe the sandbox's patterns on every node subscribed now; a
