@@ -12,18 +12,17 @@ from redis.exceptions import ResponseError
 
 from server.emq import keyspace
 from server.widgets import turn
-from server.widgets.base import Context, Outcome, Reading
-from server.widgets.fanin import PARENT, FanIn
+from server.widgets.base import Outcome, Reading
+from server.widgets.fanin import PARENT
 
-SANDBOX = "s0123456789"
+from .conftest import SANDBOX, landed_widget
+
 Q = f"{SANDBOX}.fanin"
 
 
 @pytest.fixture
-async def landed(conn) -> tuple[FanIn, Context]:
-    widget, ctx = FanIn(), Context(conn, SANDBOX)
-    await widget.show(ctx)
-    return widget, ctx
+async def landed(conn):
+    return await landed_widget(conn, "fanin")
 
 
 async def test_the_answer_and_the_lab_hash_carry_the_counter_read_when_the_outcome_was_recorded(landed, conn) -> None:
