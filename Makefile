@@ -37,8 +37,14 @@ test-unit: venv
 test-integration: venv valkey module
 	$(PY) -m pytest tests --ignore=tests/e2e --ignore=tests/unit $(PYTEST_FLAGS)
 
+# A failed browser test runs once more before it counts (pytest-rerunfailures;
+# the summary lists every rerun as R): a stream's repaint on these two shared
+# cores has been seen to miss its wait now and then (docs/LIMITS.md). A test
+# that fails twice fails the suite.
+E2E_RERUNS ?= 1
+
 test-e2e: venv valkey chromium module
-	$(PY) -m pytest tests/e2e $(PYTEST_FLAGS)
+	$(PY) -m pytest tests/e2e $(PYTEST_FLAGS) --reruns $(E2E_RERUNS)
 
 bench: venv valkey chromium module
 	@[ -x $(VENV)/bin/py-spy ] || $(PY) -m pip install -q --disable-pip-version-check -e '.[test,bench]' 2>&1 | grep -v '^WARNING: Location' || true
