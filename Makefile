@@ -44,7 +44,7 @@ test-integration: venv valkey module
 E2E_RERUNS ?= 1
 
 test-e2e: venv valkey chromium module
-	$(PY) -m pytest tests/e2e $(PYTEST_FLAGS) --reruns $(E2E_RERUNS)
+	$(PY) -m pytest tests/e2e $(PYTEST_FLAGS) --reruns $(E2E_RERUNS) -rR
 
 bench: venv valkey chromium module
 	@[ -x $(VENV)/bin/py-spy ] || $(PY) -m pip install -q --disable-pip-version-check -e '.[test,bench]' 2>&1 | grep -v '^WARNING: Location' || true
