@@ -27,25 +27,23 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.requests import Request
 
-from server.sandboxes.site_scripts import SCRIPTS_DIR
-from server.valkey.scripts import Arg, SiteScript
+from server.sandboxes import site_scripts
+from server.valkey.scripts import Arg, Call
 from server.web import guard, limits
 
 RECENT = 60.0  # seconds a used admission stands for this worker
 REMEMBERED = 10_000  # sandboxes a worker remembers having admitted
 
-ACTIVITY = SiteScript(SCRIPTS_DIR / "activity.lua")
-COUNT = SiteScript(SCRIPTS_DIR / "count.lua")
+ACTIVITY = site_scripts.pipelined("activity")
+COUNT = site_scripts.pipelined("count")
 
 _admitted: OrderedDict[str, float] = OrderedDict()
 
-Call = tuple[SiteScript, Sequence[str], Sequence[Arg]]
 
 
 @dataclass

@@ -23,8 +23,9 @@ import math
 from typing import Any
 
 from server import settings
+from server.emq.wire import as_dict
 from server.sandboxes import progress
-from server.widgets import predict, snapshot
+from server.widgets import predict
 from server.widgets.base import BadInput, Context, Outcome, Widget
 from server.widgets.predict import Answer, Moment, Question, Verdict
 
@@ -43,7 +44,7 @@ async def held_and_moment(widget: Widget, ctx: Context) -> tuple[progress.Held, 
         pipe.hmget(progress.progress_key(ctx.sandbox), progress.held_fields(widget.name))
         pipe.hgetall(widget.state_key(ctx))
         raw_held, raw_state = await pipe.execute()
-    state = {snapshot._text(k): snapshot._text(v) for k, v in raw_state.items()}
+    state = as_dict(raw_state)
     return progress.parse_held(widget.name, raw_held), Moment(await widget.read_views(ctx, state), state)
 
 
@@ -114,7 +115,7 @@ async def after_action(widget: Widget, ctx: Context, outcome: Outcome) -> Moment
         pipe.hgetall(widget.state_key(ctx))
         raw = (await pipe.execute())[-1]
     ctx.tail.clear()
-    state = {snapshot._text(k): snapshot._text(v) for k, v in raw.items()}
+    state = as_dict(raw)
     kept = {k: v if isinstance(v, str) else json.dumps(v) for k, v in outcome.keep.items()}
     state.update(kept)
     return Moment(await widget.read_views(ctx, state), state)

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
-from server.emq.wire import Fields
+from server.emq.wire import Fields, as_dict
 from server.valkey import scripts
 from server.widgets import predict, snapshot, turn
 from server.widgets.context import Context
@@ -106,7 +106,7 @@ class Widget:
         if started is not None:
             return dict(started)
         raw = await ctx.conn.hgetall(self.state_key(ctx))
-        return {snapshot._text(k): snapshot._text(v) for k, v in raw.items()}
+        return as_dict(raw)
 
     async def remember(self, ctx: Context, **fields: Any) -> None:
         values = encoded(fields)

@@ -12,15 +12,14 @@ before reading (`finish`) and removes the queue's keys for Reset (`clear`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 
 from server.emq import keyspace
 from server.emq.wire import Conn
 from server.valkey.connect import node_of
-from server.valkey.scripts import Arg, SiteScript
+from server.valkey.scripts import Call, SiteScript
 
 QUEUE_SUFFIXES = (
     "pending",
@@ -95,8 +94,6 @@ SCRIPTS = Path(__file__).resolve().parent / "scripts"
 QUEUE_KEYS = SiteScript(SCRIPTS / "queue_keys.lua")
 RELEASE = SiteScript(SCRIPTS / "release.lua")  # the lock let go without a record
 
-# A script call as a pipeline queues it: (script, KEYS, ARGV).
-Call: TypeAlias = tuple[SiteScript, Sequence[str], Sequence[Arg]]
 
 
 def state_key(queue: str) -> str:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from server.emq import keyspace
 from server.valkey import scripts
+from server.valkey.scripts import Call
 from server.widgets import snapshot
 from server.widgets.context import Context
 from server.widgets.outcome import Busy, Outcome, TooManyKeys, encoded
@@ -64,13 +65,13 @@ async def begin(widget: Widget, ctx: Context, key_cap: int | None) -> str:
     return token
 
 
-async def _way_in_and_lock(widget: Widget, ctx: Context, call: snapshot.Call, token: str) -> Any:
+async def _way_in_and_lock(widget: Widget, ctx: Context, call: Call, token: str) -> Any:
     """The first try at the lock, with the way in's scripts in the same
     pipeline; their counts are judged here (a refusal lets the lock go)."""
     way_in, ctx.way_in = ctx.way_in, None
     if way_in is None:
         return await call[0].run(ctx.conn, call[1], call[2])
-    calls: list[snapshot.Call | None] = [None] * len(way_in.commands)
+    calls: list[Call | None] = [None] * len(way_in.commands)
     calls += [*way_in.calls, call]
     try:
         async with ctx.conn.pipeline(transaction=False) as pipe:
@@ -129,7 +130,7 @@ async def finish(widget: Widget, ctx: Context, token: str, recorded: str,
     extras = (json.dumps(encoded(keep)) if keep else "", outcome.readings_json() if outcome else "",
               json.dumps(drops) if drops else "")
     ids = await widget.ids_after(ctx)
-    calls: list[snapshot.Call | None] = []
+    calls: list[Call | None] = []
     async with ctx.conn.pipeline(transaction=False) as pipe:
         for command in rest:
             pipe.execute_command(*command)
@@ -147,8 +148,13 @@ def _split_tail(tail: list[tuple[Any, ...]], queue: str) -> tuple[list[str], lis
     """The tail's DELs of keys on `queue`'s slot (the finish script deletes
     them itself) and every other command (sent beside it)."""
     home = keyspace.base(queue)
-    drops = [str(c[1]) for c in tail if len(c) == 2 and c[0] == "DEL" and str(c[1]).startswith(home)]
-    rest = [c for c in tail if not (len(c) == 2 and c[0] == "DEL" and str(c[1]).startswith(home))]
+    drops: list[str] = []
+    rest: list[tuple[Any, ...]] = []
+    for command in tail:
+        if len(command) == 2 and command[0] == "DEL" and str(command[1]).startswith(home):
+            drops.append(str(command[1]))
+        else:
+            rest.append(command)
     return drops, rest
 
 

@@ -217,3 +217,13 @@ def valkey_server() -> Iterator[ValkeyProcess]:
 def site(valkey_server: ValkeyProcess) -> Iterator[LiveSite]:
     with running(valkey_server.url) as live:
         yield live
+
+
+@pytest.fixture
+def clean(site: LiveSite) -> LiveSite:
+    """The module's live site with every key gone but the cookie secret."""
+    r = site.redis()
+    for key in r.scan_iter("*"):
+        if key != "lab:secret":
+            r.delete(key)
+    return site

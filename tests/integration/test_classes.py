@@ -18,15 +18,6 @@ from tests.support import DIVE, INSTRUCTOR_TOKEN, Events, LiveSite, sandbox_of
 ROSTER_FIELDS = {"name", "page", "widget", "online", "last_seen", "progress"}
 
 
-@pytest.fixture
-def clean(site: LiveSite) -> LiveSite:
-    r = site.redis()
-    for key in r.scan_iter("*"):
-        if key != "lab:secret":
-            r.delete(key)
-    return site
-
-
 def everything(site: LiveSite) -> dict[str, object]:
     """Every key and its value type/size: what 'nothing written' compares."""
     r = site.redis()

@@ -19,15 +19,6 @@ from tests.support import DIVE, INSTRUCTOR_TOKEN, Events, LiveSite, running, san
 WIDGETS = ("enqueue-stepper", "fanin")
 
 
-@pytest.fixture
-def clean(site: LiveSite) -> LiveSite:
-    r = site.redis()
-    for key in r.scan_iter("*"):
-        if key != "lab:secret":
-            r.delete(key)
-    return site
-
-
 def keys_by_sandbox(site: LiveSite) -> dict[str | None, set[str]]:
     found: dict[str | None, set[str]] = {}
     for key in site.redis().scan_iter("*"):
