@@ -1,22 +1,32 @@
 """The per-sandbox fan-out: what the hub hands to the open streams.
 
-Each open stream holds a `Subscription` (a bounded queue of `Notice`s) filed
-under its sandbox. The hub broadcasts a notice to one sandbox's streams or to
-all of them, and the streams of one sandbox share their snapshot reads
-(`shared_read`), so a thousand pages on one sandbox cost one read per change.
-Nothing here talks to Valkey: `server.live.hub` feeds it.
+Each open stream holds a `Subscription` (a bounded queue) filed under its
+sandbox. A sandbox's key notices (effects, lab state, locks) are gathered
+into one batch per action (`server.live.gather`); the closed batch is
+composed into bytes once per widget list by the stream's own `Compose`
+(effect frames and fresh snapshots), and each page gets one `Delivery`: a
+thousand pages on one sandbox cost one read, one encoding and a thousand
+queue puts per change, and no page wakes before the batch is ready. Other
+notices (Valkey's status, resets, the class's moves) reach each stream as
+they come. Nothing here talks to Valkey: `server.live.hub` feeds it, and the
+snapshot reads go through `shared_read`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Required, TypedDict
 
-NoticeKind = Literal["effect", "state", "status", "reset", "room"]
+from server.live.gather import Gather
+
+log = logging.getLogger("emqlab.stream")
+
+NoticeKind = Literal["effect", "state", "lock", "status", "reset", "room", "resync"]
 
 
 class Status(TypedDict, total=False):
@@ -46,67 +56,55 @@ class Notice:
     encoded: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
 
-COALESCE_SECONDS = 0.015  # writes outside any action, gathered into one batch
-LOCK_WAIT_SECONDS = 0.25  # an action holding its lock longer is read mid-way
+GATHERED = ("effect", "state", "lock")  # a sandbox's key notices: gathered into batches (gather.py)
+
+# What a page's stream is handed to compose a closed batch into its chunk
+# (server/web/views/stream.py): effect frames and fresh snapshots, as bytes.
+Compose = Callable[["Batch"], Awaitable[bytes]]
 
 
-def _lock_event(notice: Notice) -> str:
-    return str(notice.data.get("event", "")) if notice.kind == "lock" else ""
+@dataclass
+class Batch:
+    """A sandbox's closed batch of key notices."""
+
+    notices: list[Notice]
+
+    @property
+    def seen(self) -> float:
+        """When the last notice came: a read that starts later sees all of them."""
+        return max(notice.seen for notice in self.notices)
+
+
+@dataclass
+class Delivery:
+    """A batch as one page shows it, composed once for every page with the same widgets."""
+
+    chunk: bytes
 
 
 class Subscription:
-    """One open stream's inbox."""
+    """One open stream's inbox: deliveries, and the notices that are the page's own business."""
 
-    def __init__(self, sandbox: str) -> None:
+    def __init__(self, sandbox: str, names: tuple[str, ...] = (), compose: Compose | None = None) -> None:
         self.sandbox = sandbox
-        self.queue: asyncio.Queue[Notice] = asyncio.Queue(maxsize=QUEUE_CAP)
+        self.names = names
+        self.compose = compose  # None: the batch's notices are handed on one by one
+        self.queue: asyncio.Queue[Notice | Delivery] = asyncio.Queue(maxsize=QUEUE_CAP)
         self.overflowed = False
-        # set when a widget's lock is let go: an action is over (see `batch`)
-        self.ended = asyncio.Event()
 
-    def push(self, notice: Notice) -> None:
+    def push(self, item: Notice | Delivery) -> None:
         try:
-            self.queue.put_nowait(notice)
+            self.queue.put_nowait(item)
         except asyncio.QueueFull:
             # A stalled client: drop, and resync it with a snapshot later.
             self.overflowed = True
-        if _lock_event(notice) in ("del", "expired"):
-            self.ended.set()
 
-    def _drain(self, batch: list[Notice]) -> None:
+    def drain(self) -> list[Notice | Delivery]:
+        """Whatever came in besides the item just taken, without waiting."""
+        items: list[Notice | Delivery] = []
         while not self.queue.empty():
-            batch.append(self.queue.get_nowait())
-
-    async def batch(self, first: Notice) -> list[Notice]:
-        """`first` and the notices that belong with it, read as one batch.
-
-        A widget's action takes its lock first and deletes it last: while a
-        lock the batch saw taken is held, the stream waits for an end (at most
-        LOCK_WAIT_SECONDS), so it reads the widget once per action, as soon as
-        the action is over. Writes outside any action (a console command) are
-        gathered for COALESCE_SECONDS. One timer per batch, however many
-        notices come in: a thousand streams wake once each.
-        """
-        batch = [first]
-        self._drain(batch)
-        held: set[str] = set()
-        for notice in batch:
-            event = _lock_event(notice)
-            if event == "set":
-                held.add(str(notice.data.get("queue")))
-            elif event in ("del", "expired"):
-                held.discard(str(notice.data.get("queue")))
-        # the ends in hand are counted; only a later one may end the wait (no
-        # await since the drain, so none can have slipped in between)
-        self.ended.clear()
-        if held:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(LOCK_WAIT_SECONDS):
-                    await self.ended.wait()
-        elif not any(_lock_event(n) in ("del", "expired") for n in batch):
-            await asyncio.sleep(COALESCE_SECONDS)
-        self._drain(batch)
-        return batch
+            items.append(self.queue.get_nowait())
+        return items
 
 
 ReadKey = tuple[str, str]  # (sandbox, widget)
@@ -119,10 +117,15 @@ class Fanout:
         self.subs: dict[str, set[Subscription]] = {}
         # (sandbox, widget) -> (when the read started, the read): see shared_read.
         self.reads: dict[ReadKey, tuple[float, asyncio.Future[Any]]] = {}
+        self.gathers: dict[str, Gather] = {}  # the sandboxes with a batch open
+        # batches of one sandbox reach its pages in the order they closed
+        self.delivering: dict[str, asyncio.Lock] = {}
+        self.tasks: set[asyncio.Task[None]] = set()
 
     @contextlib.asynccontextmanager
-    async def listen(self, sandbox: str) -> AsyncIterator[Subscription]:
-        sub = Subscription(sandbox)
+    async def listen(self, sandbox: str, names: tuple[str, ...] = (),
+                     compose: Compose | None = None) -> AsyncIterator[Subscription]:
+        sub = Subscription(sandbox, names, compose)
         self.subs.setdefault(sandbox, set()).add(sub)
         try:
             yield sub
@@ -132,15 +135,73 @@ class Fanout:
                 group.discard(sub)
                 if not group:
                     self.subs.pop(sandbox, None)
+                    self.delivering.pop(sandbox, None)
                     for key in [k for k in self.reads if k[0] == sandbox]:
                         self.reads.pop(key, None)
 
     def broadcast(self, notice: Notice, sandbox: str | None = None) -> None:
-        """Hand `notice` to every stream of `sandbox` (None: of every sandbox)."""
+        """Hand `notice` to every stream of `sandbox` (None: of every sandbox).
+
+        A sandbox's key notices are gathered into its open batch instead;
+        everything else (status, resets, the class's moves) goes to each
+        stream at once."""
+        if sandbox and notice.kind in GATHERED:
+            self.gather(sandbox).add(notice)
+            return
         groups = [self.subs.get(sandbox, set())] if sandbox else list(self.subs.values())
         for group in groups:
             for sub in list(group):
                 sub.push(notice)
+
+    def gather(self, sandbox: str) -> Gather:
+        """The sandbox's open batch; the first notice opens it and starts its delivery."""
+        gather = self.gathers.get(sandbox)
+        if gather is None:
+            gather = self.gathers[sandbox] = Gather()
+            task = asyncio.create_task(self.deliver(sandbox, gather), name=f"emqlab-batch-{sandbox}")
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+        return gather
+
+    async def deliver(self, sandbox: str, gather: Gather) -> None:
+        """Close the batch, then hand it to every page of the sandbox: composed
+        once per widget list (one snapshot read, one encoding), one queue put
+        per page, in the order the sandbox's batches closed."""
+        notices = await gather.closed()
+        if self.gathers.get(sandbox) is gather:
+            del self.gathers[sandbox]  # a notice from now on opens the next batch
+        batch = Batch(notices)
+        async with self.delivering.setdefault(sandbox, asyncio.Lock()):
+            pages: dict[tuple[tuple[str, ...], bool], list[Subscription]] = {}
+            for sub in list(self.subs.get(sandbox, ())):
+                pages.setdefault((sub.names, sub.compose is None), []).append(sub)
+            for subs in pages.values():
+                await self.hand_on(batch, subs)
+
+    async def hand_on(self, batch: Batch, subs: list[Subscription]) -> None:
+        compose = subs[0].compose
+        if compose is None:
+            for sub in subs:
+                for notice in batch.notices:
+                    sub.push(notice)
+            return
+        try:
+            delivery = Delivery(await compose(batch))
+        except Exception:  # these pages read everything afresh instead
+            log.exception("composing a batch for %s failed", subs[0].sandbox)
+            for sub in subs:
+                sub.push(Notice("resync"))
+            return
+        if delivery.chunk:
+            for sub in subs:
+                sub.push(delivery)
+
+    async def stop_batches(self) -> None:
+        for task in list(self.tasks):
+            task.cancel()
+        for task in list(self.tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
     async def shared_read(self, key: ReadKey, since: float, read: Callable[[], Awaitable[Any]]) -> Any:
         """One snapshot read for every stream of a sandbox that needs it.

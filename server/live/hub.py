@@ -28,7 +28,7 @@ from redis.exceptions import RedisError
 from server.emq.wire import Conn
 from server.live import events, heartbeat, nodes
 from server.live.events import EVENTS_CHANNEL
-from server.live.fanout import Fanout, Notice, Status, Subscription
+from server.live.fanout import Compose, Fanout, Notice, Status, Subscription
 from server.live.heartbeat import Heartbeat
 from server.live.nodes import enable_notifications, parse_channel
 
@@ -73,10 +73,11 @@ class Hub(Fanout):
         self.pubsubs: dict[str, PubSub] = {}
 
     @contextlib.asynccontextmanager
-    async def listen(self, sandbox: str) -> AsyncIterator[Subscription]:
+    async def listen(self, sandbox: str, names: tuple[str, ...] = (),
+                     compose: Compose | None = None) -> AsyncIterator[Subscription]:
         """A stream's inbox; the sandbox's keys followed while any page of it is open."""
         try:
-            async with super().listen(sandbox) as sub:
+            async with super().listen(sandbox, names, compose) as sub:
                 if len(self.subs.get(sandbox, ())) == 1:
                     await self.follow_sandbox(sandbox, True)
                 yield sub
@@ -139,6 +140,7 @@ class Hub(Fanout):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self.nodes.clear()
+        await self.stop_batches()
 
     async def run(self) -> None:
         """One server: one subscriber on the URL's node."""

@@ -12,6 +12,7 @@ EventSource reconnects by itself after the cap.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -23,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from server.live import effects, presence
-from server.live.fanout import Notice
+from server.live.fanout import Batch, Compose, Delivery, Notice
 from server.live.hub import MEMORY_FULL, Hub
 from server.sandboxes.sandbox import NoSandbox
 from server.web import guard
@@ -46,8 +47,10 @@ def body(event: str, data: str) -> bytes:
     return f"event: {event}\r\ndata: {data}\r\nretry: 1000\r\n\r\n".encode()
 
 
-def frame(event: str, data: str, counter: list[int]) -> bytes:
-    """One event, encoded as sse-starlette would: its id, then its body."""
+def frame(event: str, data: str, counter: list[int] | None) -> bytes:
+    """One event, encoded as sse-starlette would: its id (none in a shared batch), then its body."""
+    if counter is None:
+        return body(event, data)
     counter[0] += 1
     return f"id: {counter[0]}\r\n".encode() + body(event, data)
 
@@ -86,96 +89,108 @@ async def down_then_close(message: str) -> AsyncIterator[dict[str, Any]]:
 
 
 async def events(request: Request, sandbox: str, names: list[str]) -> AsyncIterator[dict[str, Any] | bytes]:
-    """The stream's events. Ids count up per connection; a reconnecting browser
-    (Last-Event-ID or not) always starts from a fresh status and snapshot, so
-    it never depends on replaying what it missed.
+    """The stream's events. A reconnecting browser (Last-Event-ID or not)
+    always starts from a fresh status and snapshot, so it never depends on
+    replaying what it missed; the ids of a stream's own frames count up per
+    connection, a delivered batch's frames carry none (they are the same
+    bytes for every page).
 
-    The events of one coalesced batch go out as one chunk (one write), and
-    the snapshot a batch calls for is read once for every stream of the
-    sandbox (`Hub.shared_read`), encoded once, and sent to each."""
+    A batch of the sandbox's writes comes composed (`compose`, once for every
+    page showing the same widgets): its effects and the snapshots it calls
+    for, read once (`Hub.shared_read`) and encoded once. What the stream
+    writes at a time goes out as one chunk (one write)."""
     hub: Hub = request.app.state.hub
     settings = request.app.state.settings
     ctx = Context(request.app.state.conn, sandbox)
     counter = [0]
     deadline = time.monotonic() + settings.stream_lifetime
     present = Presence(request)
-    async with hub.listen(sandbox) as sub, present:
+    async with hub.listen(sandbox, tuple(names), composer(ctx, hub, names)) as sub, present:
         yield sse("status", hub.status(), counter)
         since = time.monotonic()
         admitted = await register(request, ctx)
         yield b"".join([item async for item in snapshots(ctx, names, counter, admitted, hub, since)])
         while (left := deadline - time.monotonic()) > 0:
             polling = hub.polling()
-            await present.beat()
             try:
-                wait = min(left, POLL_EVERY if polling else presence.EVERY)
-                first = await asyncio.wait_for(sub.queue.get(), timeout=wait)
+                # asyncio.timeout, not wait_for: no task per wait, a thousand streams wait cheaply
+                async with asyncio.timeout(min(left, POLL_EVERY) if polling else left):
+                    first = await sub.queue.get()
             except TimeoutError:
                 if polling:
                     # Notifications are off: nothing will tell this stream of a change, so read.
                     now = time.monotonic()
                     yield b"".join([item async for item in snapshots(ctx, names, counter, False, hub, now)])
                 continue
-            batch = await sub.batch(first)
-            resync = sub.overflowed
-            sub.overflowed = False
-            since = max(notice.seen for notice in batch)
-            reaction = react(batch, names, counter, present)
-            chunk, touched = reaction.chunk, reaction.touched
-            resync = resync or reaction.resync
+            reaction = react([first, *sub.drain()], counter, present)
             if reaction.ending:
-                yield b"".join(chunk)
+                yield b"".join(reaction.chunk)
                 return
-            wanted = names if resync else [n for n in names if n in touched]
-            if resync:
+            chunk = reaction.chunk
+            if reaction.resync or sub.overflowed:
+                sub.overflowed = False
                 since = time.monotonic()
-                resync = await register(request, ctx)
-            chunk += [item async for item in snapshots(ctx, wanted, counter, resync, hub, since)]
+                land = await register(request, ctx)
+                chunk += [item async for item in snapshots(ctx, names, counter, land, hub, since)]
             if chunk:
                 yield b"".join(chunk)
 
 
+def composer(ctx: Context, hub: Hub, names: list[str]) -> Compose:
+    """How a closed batch becomes the bytes every page showing `names` gets."""
+
+    async def compose(batch: Batch) -> bytes:
+        chunk: list[bytes] = []
+        touched: set[str] = set()
+        for notice in batch.notices:
+            owner = effect_owner(notice)
+            if owner not in names:
+                continue
+            if notice.kind == "effect":
+                touched.add(owner)
+                chunk.append(frame("effect", effect_data(notice, owner), None))
+            elif notice.kind == "state":
+                touched.add(owner)  # the widget's own lab state (move, choices, outcome): no effect to log
+        wanted = [n for n in names if n in touched]
+        chunk += [item async for item in snapshots(ctx, wanted, None, False, hub, batch.seen)]
+        return b"".join(chunk)
+
+    return compose
+
+
 @dataclass
 class Reaction:
-    """What one batch of notices asks of a stream: frames to send, widgets to
-    read again (all of them on a resync), or the end of the stream."""
+    """What a stream's own items ask of it: frames to send, a fresh read of
+    every widget, or the end of the stream."""
 
     chunk: list[bytes] = field(default_factory=list)
-    touched: set[str] = field(default_factory=set)
     resync: bool = False
     ending: bool = False
 
 
-def react(batch: list[Notice], names: list[str], counter: list[int], present: Presence) -> Reaction:
+def react(items: list[Notice | Delivery], counter: list[int], present: Presence) -> Reaction:
     out = Reaction()
-    for notice in batch:
-        if notice.kind == "state":
-            # the widget's own lab state (its move, choices, last outcome)
-            # changed: a fresh snapshot, no effect to log
-            owner = widget_for_queue(notice.data["queue"]) or ""
-            if owner in names:
-                out.touched.add(owner)
-        elif notice.kind == "effect":
-            owner = effect_owner(notice)
-            if owner in names:
-                out.touched.add(owner)
-                out.chunk.append(frame("effect", effect_data(notice, owner), counter))
-        elif notice.kind == "status":
-            out.chunk.append(frame("status", json.dumps(notice.data), counter))
-            out.resync = out.resync or bool(notice.data.get("resync", notice.data.get("valkey") == "up"))
-        elif notice.kind == "reset":
-            out.chunk.append(frame("reset", json.dumps(notice.data), counter))
+    for item in items:
+        if isinstance(item, Delivery):
+            out.chunk.append(item.chunk)
+        elif item.kind == "status":
+            out.chunk.append(frame("status", json.dumps(item.data), counter))
+            out.resync = out.resync or bool(item.data.get("resync", item.data.get("valkey") == "up"))
+        elif item.kind == "resync":
             out.resync = True
-        elif notice.kind == "room" and present.hears(notice.data):
-            out.chunk.append(frame("room", json.dumps(notice.data), counter))
+        elif item.kind == "reset":
+            out.chunk.append(frame("reset", json.dumps(item.data), counter))
+            out.resync = True
+        elif item.kind == "room" and present.hears(item.data):
+            out.chunk.append(frame("room", json.dumps(item.data), counter))
             # The class changed what this page acts in: the page reconnects
             # (and the middleware resolves its sandbox afresh); end here.
-            out.ending = out.ending or bool(notice.data.get("reconnect"))
+            out.ending = out.ending or bool(item.data.get("reconnect"))
     return out
 
 
 def effect_owner(notice: Notice) -> str:
-    """The widget owning the effect's queue ("" for none), once per notice, not once per stream."""
+    """The widget owning the notice's queue ("" for none), once per notice, not once per page."""
     if notice.owner is None:
         notice.owner = widget_for_queue(notice.data["queue"]) or ""
     return notice.owner
@@ -192,34 +207,28 @@ def effect_data(notice: Notice, owner: str) -> str:
 
 class Presence:
     """This stream counted on its visitor's sandbox while it is open (the
-    roster's "online"); the instructor watching someone else is not counted."""
+    roster's "online", beaten for by the worker's `Attendance`); the
+    instructor watching someone else is not counted."""
 
     def __init__(self, request: Request) -> None:
-        self.conn = request.app.state.conn
+        self.attendance: presence.Attendance = request.app.state.attendance
         self.visitor: str | None = getattr(request.state, "visitor", None)
         self.watching = bool(getattr(request.state, "watching", None))
         self.instructor = guard.is_instructor(request)
         self.page = guard.page_of(request)
-        self.last = time.monotonic()  # arriving counts as the first beat
+        self.stack = contextlib.AsyncExitStack()
 
     def hears(self, data: dict[str, Any]) -> bool:
         """A class's "bring everyone" moves learners' pages, not the instructor's."""
         return not (data.get("action") == "goto" and (self.instructor or self.watching))
 
-    async def beat(self) -> None:
-        """At most one heartbeat write every presence.EVERY seconds, busy or idle."""
-        if self.visitor and not self.watching and time.monotonic() - self.last >= presence.EVERY:
-            self.last = time.monotonic()
-            await presence.beat(self.conn, self.visitor)
-
     async def __aenter__(self) -> Presence:
         if self.visitor and not self.watching:
-            await presence.arrive(self.conn, self.visitor, self.page)
+            await self.stack.enter_async_context(self.attendance.present(self.visitor, self.page))
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self.visitor and not self.watching:
-            await presence.depart(self.conn, self.visitor)
+        await self.stack.aclose()
 
 
 async def register(request: Request, ctx: Context) -> bool:
@@ -241,7 +250,7 @@ async def register(request: Request, ctx: Context) -> bool:
 
 
 async def snapshots(
-    ctx: Context, names: list[str], counter: list[int], land: bool, hub: Hub, since: float
+    ctx: Context, names: list[str], counter: list[int] | None, land: bool, hub: Hub, since: float
 ) -> AsyncIterator[bytes]:
     """A fresh snapshot event per widget, from a read that started after `since`."""
     for name in names:
@@ -251,9 +260,13 @@ async def snapshots(
                 # on (re)connect the widget lands if it has not yet (`show`)
                 return body("snapshot", json.dumps(await (widget.show(ctx) if land else widget.snapshot(ctx))))
 
-            # the event's body is encoded once for every stream of the sandbox; each adds its own id
-            counter[0] += 1
-            yield f"id: {counter[0]}\r\n".encode() + await hub.shared_read((ctx.sandbox, name), since, read)
+            # the event's body is encoded once for every stream of the sandbox; a stream's own read adds its id
+            shared = await hub.shared_read((ctx.sandbox, name), since, read)
+            if counter is None:
+                yield shared
+            else:
+                counter[0] += 1
+                yield f"id: {counter[0]}\r\n".encode() + shared
         except VALKEY_DOWN:
             yield frame("status", json.dumps({"valkey": "down"}), counter)
             return

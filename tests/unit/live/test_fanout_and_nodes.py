@@ -41,7 +41,7 @@ def test_a_node_url_keeps_the_sites_credentials_and_options() -> None:
 async def test_a_notice_reaches_only_its_sandboxs_streams_and_none_reaches_all() -> None:
     fan = Fanout()
     async with fan.listen("s1") as one, fan.listen("s2") as two:
-        fan.broadcast(Notice("effect", {"n": 1}), "s1")
+        fan.broadcast(Notice("room", {"n": 1}), "s1")
         fan.broadcast(Notice("reset", {"n": 2}))
         assert [n.data["n"] for n in _drain(one)] == [1, 2]
         assert [n.data["n"] for n in _drain(two)] == [2]
@@ -52,7 +52,7 @@ async def test_a_stalled_stream_is_marked_for_a_resync_instead_of_growing() -> N
     fan = Fanout()
     async with fan.listen("s1") as sub:
         for _ in range(QUEUE_CAP + 1):
-            fan.broadcast(Notice("effect"), "s1")
+            fan.broadcast(Notice("status"), "s1")
         assert sub.queue.qsize() == QUEUE_CAP and sub.overflowed
 
 
@@ -90,4 +90,4 @@ async def test_a_failed_read_is_not_shared_with_the_next_stream() -> None:
 
 
 def _drain(sub: Subscription) -> list[Notice]:
-    return [sub.queue.get_nowait() for _ in range(sub.queue.qsize())]
+    return [item for item in sub.drain() if isinstance(item, Notice)]
