@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from redis.exceptions import RedisError
 
-from server.emq import keyspace, registry
+from server.emq import keyspace, pipeline, registry
 from server.emq.errors import EmqError, Gone, KindRefused, Stale, StateRefused
 from server.emq.wire import Conn, as_int, text
 
@@ -101,18 +101,55 @@ def _as_value(value: Any, default: str) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
+def _claim_call(queue: str, lease_ms: int) -> tuple[str, list[str], list[Any]]:
+    return ("claim", [keyspace.queue_key(queue, "pending"), keyspace.queue_key(queue, "active")],
+            [keyspace.base(queue), int(lease_ms)])
+
+
 async def claim(conn: Conn, queue: str, lease_ms: int = 30000) -> tuple[str, int] | None:
     """Take the lowest-scored pending job; ``(job_id, token)`` or None."""
-    reply = await registry.run(
-        conn,
-        "claim",
-        [keyspace.queue_key(queue, "pending"), keyspace.queue_key(queue, "active")],
-        [keyspace.base(queue), int(lease_ms)],
-    )
+    return _claimed(await registry.run(conn, *_claim_call(queue, lease_ms)))
+
+
+def _claimed(reply: Any) -> tuple[str, int] | None:
     if not reply:
         return None
     job_id, token = reply
     return text(job_id) or "", as_int(token)
+
+
+async def claim_and_complete(
+    conn: Conn, queue: str, expected: tuple[str, int], result: Any = None, *,
+    line: Lineage, lease_ms: int = 30000, tail: list[tuple[Any, ...]] | None = None,
+) -> tuple[tuple[str, int] | None, bool]:
+    """``claim``, and ``complete`` of the job the caller expects it to hand
+    out, in one round trip (a worker whose work is done as soon as it has it).
+
+    A caller that read the queue (under its own lock) knows which job claim
+    takes and the token it hands out: the pending head, and its row's
+    attempts plus one. ``complete`` is fenced by that token, so a wrong guess
+    is harmless: its reply is then a refusal that wrote nothing, and the
+    caller completes, with ``complete``, the job it was really handed.
+    Returns what claim handed out (None: pending was empty) and whether that
+    job is now complete. ``line`` is the expected job's lineage; ``tail`` as
+    for ``complete``.
+    """
+    job_id, token = expected
+    keys, args = complete_call(queue, job_id, token, line, result)
+    claim_reply, complete_reply = await pipeline.run_many(
+        conn, [_claim_call(queue, lease_ms), ("complete", keys, args)])
+    if isinstance(claim_reply, EmqError):
+        raise claim_reply
+    claimed = _claimed(claim_reply)
+    done = claimed == (job_id, token) and not isinstance(complete_reply, EmqError) and as_int(complete_reply) == 1
+    if done:
+        logs = ("DEL", keyspace.logs_key(queue, job_id))
+        if tail is not None:
+            tail.append(logs)
+        else:
+            with contextlib.suppress(RedisError):
+                await conn.execute_command(*logs)
+    return claimed, done
 
 
 async def requeue_lapsed(conn: Conn, queue: str, limit: int = 100) -> list[str]:

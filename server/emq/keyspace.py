@@ -8,6 +8,7 @@ key of one queue on one slot and lets one script touch them all.
 
 from __future__ import annotations
 
+import functools
 import re
 from binascii import crc_hqx
 from typing import Final
@@ -23,8 +24,14 @@ class BadId(ValueError):
 
 
 def _well_formed(value: object) -> bool:
+    return isinstance(value, str) and _matches(value)
+
+
+@functools.lru_cache(maxsize=8192)
+def _matches(value: str) -> bool:
     # fullmatch, not match + "$": "$" would accept a trailing newline.
-    return isinstance(value, str) and ID_RE.fullmatch(value) is not None
+    # Cached: a click names the same few queues and ids some ninety times.
+    return ID_RE.fullmatch(value) is not None
 
 
 def check_id(job_id: object) -> str:

@@ -43,6 +43,7 @@ __all__ = [
     "IncludeError",
     "Move",
     "ScriptDoc",
+    "call",
     "cut_moves",
     "doc",
     "file_source",
@@ -270,7 +271,8 @@ def script_for(conn: Conn, name: str) -> AsyncScript:
     return _script(conn, name, script_source(name))
 
 
-async def _call(script: AsyncScript, conn: Conn, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+async def call(script: AsyncScript, conn: Conn, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+    """Run a registered script; an error reply raises its typed ``EmqError``."""
     try:
         return await script(keys=list(keys), args=list(args), client=conn)
     except ResponseError as exc:
@@ -279,7 +281,7 @@ async def _call(script: AsyncScript, conn: Conn, keys: Sequence[str], args: Sequ
 
 async def run(conn: Conn, name: str, keys: Sequence[str], args: Sequence[Arg]) -> Any:
     """Run script ``name`` by SHA; an error reply raises its typed ``EmqError``."""
-    return await _call(script_for(conn, name), conn, keys, args)
+    return await call(script_for(conn, name), conn, keys, args)
 
 
 async def run_prefix(
@@ -287,4 +289,4 @@ async def run_prefix(
 ) -> Any:
     """Run ``name`` only through move ``n`` (the stepper's partial state)."""
     source = prefix_source(name, n)
-    return await _call(_script(conn, f"{name}#{n}", source), conn, keys, args)
+    return await call(_script(conn, f"{name}#{n}", source), conn, keys, args)

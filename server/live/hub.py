@@ -27,7 +27,7 @@ from redis.exceptions import RedisError
 
 from server.emq.wire import Conn
 from server.live import events, heartbeat, nodes
-from server.live.events import EVENTS_CHANNEL
+from server.live.events import EVENTS_CHANNEL, publish_reset
 from server.live.fanout import Compose, Fanout, Notice, Status, Subscription
 from server.live.heartbeat import Heartbeat
 from server.live.nodes import enable_notifications, parse_channel
@@ -291,11 +291,6 @@ class Hub(Fanout):
         notice = Notice(event["type"], events.notice_data(event))
         for sandbox in [None] if targets is None else targets:
             self.broadcast(notice, sandbox)
-
-
-async def publish_reset(conn: Conn, sandboxes: list[str] | None, by: str = "instructor") -> None:
-    """Tell every worker's hub that these sandboxes (None: all) were reset."""
-    await events.publish(conn, "reset", sandboxes, {"by": by})
 
 
 # Imported from here by the app, the stream view and the reaper.

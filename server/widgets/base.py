@@ -7,14 +7,13 @@ it) lives in one lab hash in the same hashtag. Every snapshot carries all of
 it, read back from Valkey, so every open page of a sandbox paints the same
 thing, and the readout sentence is built from those values.
 
-An action runs under the widget's lock and costs two round trips of its own
-(`server/widgets/turn.py`); what it did is an `Outcome`
-(`server/widgets/outcome.py`), its body is read by `server/widgets/inputs.py`.
+An action runs under the widget's lock, two round trips of its own besides
+its work (`server/widgets/turn.py`); what it did is an `Outcome`
+(`outcome.py`), its body is read by `inputs.py`.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
@@ -154,13 +153,15 @@ class Widget:
         ctx.start = ctx.start_state = None
         return await turn.finish(self, ctx, token, "")
 
-    async def clear(self, ctx: Context) -> None:
-        """Remove every key of the widget's queues, its lab hash included (the lock stays)."""
+    async def clear(self, ctx: Context, fresh: Fields | None = None) -> None:
+        """Remove every key of the widget's queues, lab hash included (not the
+        lock); `fresh`: the lab hash written anew in the same round trip."""
         # every id the widget may hold now (a learner's own batch, for the ledger), read before it goes
         ids = await self.ids_after(ctx)
         if ctx.started(self.state_key(ctx)) is not None:
             ctx.start = ctx.start_state = None  # what the lock read is gone with the keys
-        await asyncio.gather(*(snapshot.delete_queue(ctx.conn, q, ids[q]) for q in self.queues(ctx)))
+        await snapshot.delete_queues(ctx.conn, {q: ids[q] for q in self.queues(ctx)},
+                                     (self.state_key(ctx), fresh) if fresh else None)
 
     async def reset(self, ctx: Context) -> None:
         """Remove the widget's keys (lab hash included) and land its scenario again.
@@ -174,10 +175,9 @@ class Widget:
             state = await self.state(ctx)
             kept = {k: state[k] for k in self.kept_on_reset if k in state}
         ctx.start = ctx.start_state = None
-        await self.clear(ctx)
         fresh: Fields = {"landed": "1"}
         fresh.update(kept)
-        await ctx.conn.hset(self.state_key(ctx), mapping=fresh)
+        await self.clear(ctx, fresh)
         await self.land(ctx)
 
     async def reset_locked(self, ctx: Context, outcome: Outcome | None = None) -> None:

@@ -16,34 +16,28 @@ reply and the keys two readings found changed.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from server.emq import jobs, keyspace
 from server.emq.errors import EmqError
 from server.widgets import flow, snapshot
 from server.widgets.base import BadInput, Context, Outcome, action
+from server.widgets.fanin_reading import (
+    CHILDREN,
+    PARENT,
+    Peek,
+    claimed,
+    line_of,
+    parent_status,
+    readout,
+    result_of,
+)
 from server.widgets.keydiff import diff_words, key_diff
 from server.widgets.one_flow import OneFlow
 from server.widgets.snapshot import QueueView
 
-PARENT = "JOBparent"
-CHILDREN = ("JOBchild1", "JOBchild2", "JOBchild3")
 LEASE_MS = 30_000
-
-
-@dataclass(frozen=True)
-class Peek:
-    """The claims, the head of pending, the counter and each child's token."""
-
-    active: list[str]
-    head: str | None
-    dependencies: int
-    tokens: dict[str, int]
-    rows: dict[str, dict[str, str]] = field(default_factory=dict)  # each child's row, {} when retired
-    pending: list[str] = field(default_factory=list)
-    parent_state: str | None = None
 
 
 @dataclass(frozen=True)
@@ -69,43 +63,6 @@ def flow_spec() -> dict[str, Any]:
         "parent": {"id": PARENT, "payload": "build the report"},
         "children": [{"id": c, "payload": f"part {i}"} for i, c in enumerate(CHILDREN, 1)],
     }
-
-
-def parent_status(view: QueueView) -> dict[str, Any]:
-    """The parent's state as Valkey holds it, and the counter beside it."""
-    row = view.row(PARENT)
-    deps_key = view.row(PARENT, ":dependencies")
-    processed = view.row(PARENT, ":processed")
-    state = row.value.get("state") if row else None
-    return {
-        "state": state,
-        "dependencies": int(deps_key.value) if deps_key else None,
-        "done": len(processed.value) if processed else 0,
-        "in_pending": PARENT in view.members("pending"),
-        "sets": view.sets_of(PARENT),
-    }
-
-
-def claimed(view: QueueView) -> list[dict[str, Any]]:
-    """The jobs in `active`, oldest lease first: id, token (the row's attempts), deadline."""
-    key = view.get("active")
-    out = []
-    for member, score in key.value if key else []:
-        row = view.row(member)
-        deadline = datetime.fromtimestamp(float(score) / 1000, UTC)
-        out.append({"id": member, "token": row.value.get("attempts") if row else None,
-                    "deadline_ms": score, "deadline": deadline.strftime("%H:%M:%S UTC")})
-    return out
-
-
-def readout(status: dict[str, Any], total: int, active: list[dict[str, Any]]) -> str:
-    if status["state"] is None:
-        return "No flow in this queue: press Reset to land it again."
-    held = flow.fate(status["state"], status["sets"])
-    line = f"{status['done']} of {total} children complete → :dependencies = {status['dependencies']}; {held}"
-    if active:
-        line += "; in active: " + ", ".join(f"{a['id']} (token {a['token']})" for a in active)
-    return line
 
 
 class FanIn(OneFlow):
@@ -178,6 +135,20 @@ class FanIn(OneFlow):
             return None
         return pick, peek.tokens[pick]
 
+    async def claim_and_complete(self, ctx: Context, peek: Peek) -> tuple[tuple[str, int] | None, bool]:
+        """Claim the next pending child and complete it, in one round trip
+        when the head is a child (`jobs.claim_and_complete`: the lock's read
+        names the job claim takes and its token)."""
+        head = peek.head
+        if head not in CHILDREN:
+            return None, False
+        queue = self.queues(ctx)[0]
+        line = line_of(queue, peek, head)
+        if line is None:  # no row to read the lineage from: claim alone, complete after
+            return await self.claim_child(ctx, peek), False
+        return await jobs.claim_and_complete(ctx.conn, queue, (head, peek.tokens[head] + 1), result_of(head),
+                                             line=line, lease_ms=LEASE_MS, tail=ctx.tail)
+
     async def claim_child(self, ctx: Context, peek: Peek) -> tuple[str, int] | None:
         """Claim the next pending child, never the parent once it is released."""
         if peek.head not in CHILDREN:
@@ -203,19 +174,20 @@ class FanIn(OneFlow):
         queue = self.queues(ctx)[0]
         peek = await self.peek(ctx)
         got = self.chosen(peek, body)
+        done = False
         if got is None:
             if body.get("child") is not None:
                 return Outcome(f"{body['child']} is not in active: claim it first.", "info")
-            got = await self.claim_child(ctx, peek)
+            got, done = await self.claim_and_complete(ctx, peek)
             if got is None:
                 return Outcome("No child is claimed or waiting in pending; the parent was released or "
                                "is stuck. Reset to start again.", "info")
         job_id, token = got
         before = peek.dependencies
-        result = f"result of {job_id}"
-        row = peek.rows.get(job_id) or {}
-        line = jobs.lineage_of(queue, *(row.get(f) for f in jobs.LINEAGE_FIELDS)) if row else None
-        await jobs.complete(ctx.conn, queue, job_id, token, result, line=line, tail=ctx.tail)
+        result = result_of(job_id)
+        if not done:
+            await jobs.complete(ctx.conn, queue, job_id, token, result, line=line_of(queue, peek, job_id),
+                                tail=ctx.tail)
         # the counter and the parent as the outcome is recorded: no read-back
         clause, reads = flow.after_signal(queue, PARENT, before)
         return Outcome(
@@ -248,7 +220,7 @@ class FanIn(OneFlow):
             return Outcome("No child is in active: Claim one first, then send its completion with a stale token.",
                            "info")
         job_id, token = got
-        sent = await self.send(ctx, job_id, token - 1, f"result of {job_id}")
+        sent = await self.send(ctx, job_id, token - 1, result_of(job_id))
         return sent.outcome(f"Completed {job_id} with the stale token {token - 1} while its row holds attempts "
                             f"{token}: the script answered {sent.answer}; :dependencies {sent.before} → {sent.after}")
 

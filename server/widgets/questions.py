@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from server.emq import pump, registry
-from server.widgets import enqueue_stepper, failure_flows, fanin, ledger_batch, outbox, results_reader, tree
+from server.widgets import enqueue_stepper, failure_flows, fanin_reading, ledger_batch, outbox, results_reader, tree
 from server.widgets.predict import (
     Condition,
     Measure,
@@ -89,10 +89,10 @@ STEPPER = (
 FANIN = (
     Question("fanin-dependencies", "complete-child",
              "Predict: what will :dependencies be after this completion?",
-             counter(fanin.PARENT), DEPS, when=counter_above(fanin.PARENT, 0)),
+             counter(fanin_reading.PARENT), DEPS, when=counter_above(fanin_reading.PARENT, 0)),
     Question("fanin-redeliver", "redeliver",
              "Predict: what will :dependencies be after the last completion is delivered again?",
-             counter(fanin.PARENT), DEPS, when=lambda m: bool(m.state.get("last"))),
+             counter(fanin_reading.PARENT), DEPS, when=lambda m: bool(m.state.get("last"))),
 )
 
 # -- the cross-queue outbox -------------------------------------------------------------

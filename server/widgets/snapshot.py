@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from server.emq import keyspace
-from server.emq.wire import Conn
+from server.emq.wire import Conn, Fields
 from server.valkey.connect import node_of
-from server.valkey.scripts import Call, SiteScript
+from server.valkey.scripts import Call, SiteScript, execute
 
 QUEUE_SUFFIXES = (
     "pending",
@@ -34,6 +34,8 @@ QUEUE_SUFFIXES = (
 
 
 def _text(value: Any) -> Any:
+    if isinstance(value, str):  # the site's client decodes replies: the common case, first
+        return value
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, list):
@@ -63,14 +65,19 @@ class QueueView:
     keys: list[KeyView] = field(default_factory=list)
     # On a cluster: "host:port" of the primary holding the queue's slot.
     node: str | None = None
+    _by_name: dict[str, KeyView] | None = field(default=None, repr=False, compare=False)
+
+    def named(self, name: str) -> KeyView | None:
+        # an index by name, built on the first lookup (the keys are not changed after decode)
+        if self._by_name is None or len(self._by_name) != len(self.keys):
+            self._by_name = {k.name: k for k in self.keys}
+        return self._by_name.get(name)
 
     def get(self, suffix: str) -> KeyView | None:
-        name = keyspace.queue_key(self.queue, suffix)
-        return next((k for k in self.keys if k.name == name), None)
+        return self.named(keyspace.queue_key(self.queue, suffix))
 
     def row(self, job_id: str, sub: str = "") -> KeyView | None:
-        name = keyspace.job_key(self.queue, job_id) + sub
-        return next((k for k in self.keys if k.name == name), None)
+        return self.named(keyspace.job_key(self.queue, job_id) + sub)
 
     def members(self, suffix: str) -> list[str]:
         key = self.get(suffix)
@@ -158,7 +165,17 @@ async def read_queue(conn: Conn, queue: str, job_ids: list[str]) -> QueueView:
     return decode(conn, queue, await script.run(conn, keys, args))[1]
 
 
-async def delete_queue(conn: Conn, queue: str, job_ids: list[str] | None = None) -> int:
-    """Remove every key of one queue and its lab state (the lock stays): Reset."""
-    script, keys, args = call(queue, job_ids or [], "clear")
-    return int(await script.run(conn, keys, args))
+async def delete_queues(conn: Conn, ids: dict[str, list[str]], fresh: tuple[str, Fields] | None = None) -> None:
+    """Remove every key of each queue (job ids: `ids`) and its lab state (the
+    lock stays): Reset. `fresh`: a lab hash (name, fields) written anew right
+    after, in the same round trip."""
+    calls: list[Call | None] = []
+    async with conn.pipeline(transaction=False) as pipe:
+        for queue, job_ids in ids.items():
+            script, keys, args = call(queue, job_ids, "clear")
+            script.queue(pipe, keys, args)
+            calls.append((script, keys, args))
+        if fresh is not None and fresh[1]:
+            pipe.hset(fresh[0], mapping=fresh[1])
+            calls.append(None)
+        await execute(conn, pipe, calls)

@@ -53,8 +53,9 @@ export function announce(root, text) {
 
 export function setStatus(root, text, kind = "") {
   const status = $(root, "status");
-  status.textContent = text;
-  status.dataset.kind = kind;
+  // only what changed is written: clearing a clear line is no change on the page
+  if (status.textContent !== text) status.textContent = text;
+  if ((status.dataset.kind || "") !== kind) status.dataset.kind = kind;
 }
 
 // ---- the state sets: pending, active, schedule, dead ------------------------

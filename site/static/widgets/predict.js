@@ -76,21 +76,33 @@ extensions.push({
   },
   acted(name, root, data) {
     const progress = data.outcome && data.outcome.detail ? data.outcome.detail.progress : null;
-    if (progress) showWidget(root, progress);
-    refreshDive();
+    if (!progress) return;
+    const before = shown.get(name);
+    showWidget(root, progress);
+    // The dive's line counts widgets done and predictions: it is read again
+    // only when this widget's count of those moved (most clicks move neither).
+    if (!before || before.done !== progress.done || before.asked !== progress.asked || before.right !== progress.right) {
+      refreshDive();
+    }
   },
 });
 
+// The progress each widget's badge shows now, as the server said it.
+const shown = new Map();
+
 function showWidget(root, progress) {
+  shown.set(root.dataset.widget, progress);
   let badge = $(root, "widget-progress");
   if (!badge) {
     badge = el("p", "widget-progress");
     badge.dataset.role = "widget-progress";
     root.querySelector(".widget-title").after(badge);
   }
-  badge.textContent = progress.summary;
-  badge.dataset.done = progress.done ? "1" : "0";
-  root.classList.toggle("is-done", progress.done);
+  // Written only when it changed: a page repainting the same words is not a change.
+  if (badge.textContent !== progress.summary) badge.textContent = progress.summary;
+  const done = progress.done ? "1" : "0";
+  if (badge.dataset.done !== done) badge.dataset.done = done;
+  if (root.classList.contains("is-done") !== progress.done) root.classList.toggle("is-done", progress.done);
 }
 
 async function refreshDive() {
@@ -104,7 +116,8 @@ async function refreshDive() {
     }
     const line = document.querySelector('[data-role="dive-progress"]');
     const dive = data.dives.find((d) => d.path === location.pathname);
-    if (line && dive) line.querySelector('[data-role="dive-progress-summary"]').textContent = dive.summary;
+    const summary = line && dive ? line.querySelector('[data-role="dive-progress-summary"]') : null;
+    if (summary && summary.textContent !== dive.summary) summary.textContent = dive.summary;
   } catch (err) {
     // The site is away: the server-rendered line stays as it was.
   }
