@@ -70,6 +70,12 @@ def counted(view: QueueView) -> dict[str, Any]:
     }
 
 
+
+def lineage_of(queue: str, start: QueueView | None, job_id: str | None) -> jobs.Lineage | None:
+    """A child's lineage from the row the lock read (None: none read; `complete` reads it)."""
+    row = start.row(job_id) if start is not None and job_id else None
+    return jobs.lineage_of(queue, *(row.value.get(f) for f in jobs.LINEAGE_FIELDS)) if row else None
+
 class ResultsReader(OneFlow):
     name = "results"
     title = "The results reader"
@@ -112,20 +118,31 @@ class ResultsReader(OneFlow):
             },
         }
 
-    async def _next_child(self, ctx: Context) -> tuple[str, int, int, jobs.Lineage | None] | Outcome:
-        """Claim the next child (its id, token, the counter before and the
-        child's lineage as the lock read them), or say why there is none."""
+    async def _next_child(self, ctx: Context, failing: bool
+                          ) -> tuple[str, int, int, jobs.Lineage | None, bool] | Outcome:
+        """Claim the next child (its id, token, the counter before, the
+        child's lineage as the lock read them, and whether it is completed
+        already), or say why there is none. To complete, claim and complete
+        go in one round trip (`jobs.claim_and_complete`: the lock's read names
+        the child claim takes and its token)."""
         queue = self.queues(ctx)[0]
         start = ctx.take_start()
         deps = counted(start)["dependencies"] if start else await results.dependencies(ctx.conn, queue, PARENT)
         if deps <= 0:
             return Outcome("Every child has been counted; the parent was released. Reset to start again.", "info")
-        claimed = await jobs.claim(ctx.conn, queue)
+        head = next(iter(start.members("pending")), None) if start else None
+        guess = lineage_of(queue, start, head) if head in CHILDREN else None
+        done = False
+        if guess is not None and not failing:
+            assert start is not None and head is not None
+            token = int((row.value.get("attempts") if (row := start.row(head)) else None) or 0) + 1
+            claimed, done = await jobs.claim_and_complete(ctx.conn, queue, (head, token), VALUES.get(head, head),
+                                                          line=guess, tail=ctx.tail)
+        else:
+            claimed = await jobs.claim(ctx.conn, queue)
         if claimed is None:
             return Outcome("No child is waiting in pending.", "info")
-        row = start.row(claimed[0]) if start else None
-        line = jobs.lineage_of(queue, *(row.value.get(f) for f in jobs.LINEAGE_FIELDS)) if row else None
-        return (*claimed, deps, line)
+        return (*claimed, deps, lineage_of(queue, start, claimed[0]), done)
 
     @action("complete-child")
     async def complete_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
@@ -139,10 +156,10 @@ class ResultsReader(OneFlow):
         """Claim the next child and complete it with its value, or fail it at
         the cap (its policy sends the error to :ignored); the clause after it
         reads the counter and the parent when the outcome is recorded."""
-        claimed = await self._next_child(ctx)
+        claimed = await self._next_child(ctx, failing)
         if isinstance(claimed, Outcome):
             return claimed
-        job_id, token, before, line = claimed
+        job_id, token, before, line, done = claimed
         queue = self.queues(ctx)[0]
         clause, reads = flow.after_signal(queue, PARENT, before)
         if failing:
@@ -152,7 +169,8 @@ class ResultsReader(OneFlow):
                            f"error went to :ignored; {clause}.", detail={"child": job_id, "outcome": outcome},
                            reads=reads)
         value = VALUES.get(job_id, job_id)
-        await jobs.complete(ctx.conn, queue, job_id, token, value, line=line, tail=ctx.tail)
+        if not done:
+            await jobs.complete(ctx.conn, queue, job_id, token, value, line=line, tail=ctx.tail)
         return Outcome(f"Completed {job_id} with {value!r}: the fan-in recorded it in :processed; {clause}.",
                        detail={"child": job_id, "result": value}, reads=reads)
 
