@@ -15,8 +15,18 @@ const registry = new Map(); // widget name -> { root, render, last, before, chan
 // sandbox (another tab, a class member, the instructor) says so.
 const TAB = Array.from({ length: 12 }, () => Math.floor(Math.random() * 36).toString(36)).join("");
 let source = null;
-let streamScheduled = false;
+let streamNames = ""; // the widgets the open stream follows
 let hashWatched = false;
+// The stream opens once every widget of the page has registered. The browser
+// runs all the page's module scripts before DOMContentLoaded, but it may run
+// a timer between two of them while the next one still loads: a stream
+// opened from a timer could leave out the widgets registered after it (their
+// snapshots would never come). A widget that registers after DOMContentLoaded
+// (none does today) reopens the stream to be included.
+let domReady = document.readyState === "complete";
+if (!domReady) {
+  document.addEventListener("DOMContentLoaded", () => { domReady = true; openStream(); }, { once: true });
+}
 
 // Extensions (predict.js): each may add fields to an action's body
 // (`body(name, action, root)`), and sees every snapshot painted
@@ -44,12 +54,9 @@ export function register(name, render, bodyFor = null) {
     hashWatched = true;
     window.addEventListener("hashchange", () => { for (const n of registry.keys()) followHash(n); });
   }
-  if (!streamScheduled) {
-    streamScheduled = true;
-    // Open the stream once every module on the page has registered: module
-    // scripts all run before DOMContentLoaded.
-    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", openStream, { once: true });
-    else setTimeout(openStream, 0);
+  if (domReady) {
+    if (source && !streamNames.split(",").includes(name)) reconnect();
+    else openStream();
   }
   return root;
 }
@@ -170,6 +177,7 @@ function paint(name, snapshot) {
 function openStream() {
   if (source || registry.size === 0) return;
   const names = [...registry.keys()].join(",");
+  streamNames = names;
   source = new EventSource(`/api/stream?widgets=${encodeURIComponent(names)}`);
   source.addEventListener("snapshot", (e) => {
     const snapshot = JSON.parse(e.data);
