@@ -10,10 +10,12 @@ warning and no access log. The site runs with
 
 from __future__ import annotations
 
+import contextlib
 import http.cookies
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -90,15 +92,24 @@ class Served:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
+        """The server and every worker it spawned: they run in a process group
+        of their own, so a worker whose supervisor died first (it was seen
+        left behind, reconnecting to a Valkey long gone at a fifth of a core)
+        goes too."""
         if self.proc.poll() is None:
-            self.proc.terminate()
+            self._signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                self._signal(signal.SIGKILL)
                 self.proc.wait(timeout=5)
+        self._signal(signal.SIGKILL)  # whatever of the group is still there
         if self.log is not None:
             shutil.rmtree(self.log.parent, ignore_errors=True)
+
+    def _signal(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, sig)
 
     def __enter__(self) -> Served:
         return self
@@ -127,6 +138,7 @@ def serve(factory: str, valkey_url: str, ready_path: str, name: str, extra_env: 
         proc = subprocess.Popen(
             uvicorn_workers.command(factory, port, workers),
             env=env, cwd=str(ROOT), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: `Served.stop` ends its workers with it
         )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
@@ -139,7 +151,7 @@ def serve(factory: str, valkey_url: str, ready_path: str, name: str, extra_env: 
                     return Served(url, proc, name, extra_env or {}, log)
         except OSError:
             time.sleep(0.1)
-    proc.terminate()
+    Served(url, proc, name, extra_env or {}, log).stop()
     raise RuntimeError(f"{name} did not answer within 30 s")
 
 
