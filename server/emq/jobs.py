@@ -132,7 +132,9 @@ async def claim_and_complete(
     caller completes, with ``complete``, the job it was really handed.
     Returns what claim handed out (None: pending was empty) and whether that
     job is now complete. ``line`` is the expected job's lineage; ``tail`` as
-    for ``complete``.
+    for ``complete``. A write outside the caller's lock that raised the
+    expected job's attempts in between (a console) could let that completion
+    pass its fence; the caller's lock is what makes the guess sound.
     """
     job_id, token = expected
     keys, args = complete_call(queue, job_id, token, line, result)
