@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -76,6 +77,11 @@ async def lineage(conn: Conn, queue: str, job_id: str) -> Lineage:
     """One HMGET of the row's parent fields, turned into the script's mode."""
     found = await conn.hmget(keyspace.job_key(queue, job_id), list(LINEAGE_FIELDS))
     return lineage_of(queue, *(text(v) for v in found))
+
+
+def lineage_of_row(queue: str, row: Mapping[str, str] | None) -> Lineage | None:
+    """The lineage a job row already read holds (None: no row read; `complete` reads it)."""
+    return lineage_of(queue, *(row.get(f) for f in LINEAGE_FIELDS)) if row else None
 
 
 def lineage_of(queue: str, parent: str | None, parent_queue: str | None, policy: str | None) -> Lineage:
@@ -145,12 +151,7 @@ async def claim_and_complete(
     claimed = _claimed(claim_reply)
     done = claimed == (job_id, token) and not isinstance(complete_reply, EmqError) and as_int(complete_reply) == 1
     if done:
-        logs = ("DEL", keyspace.logs_key(queue, job_id))
-        if tail is not None:
-            tail.append(logs)
-        else:
-            with contextlib.suppress(RedisError):
-                await conn.execute_command(*logs)
+        await _drop_logs(conn, queue, job_id, tail)
     return claimed, done
 
 
@@ -206,7 +207,12 @@ async def complete(
     done = as_int(await registry.run(conn, "complete", keys, args))
     if done == 0:
         raise Gone(f"gone: no job {job_id} in queue {queue}")
-    # Logs of a finished job are dead weight; losing this DEL only leaves a key.
+    await _drop_logs(conn, queue, job_id, tail)
+
+
+async def _drop_logs(conn: Conn, queue: str, job_id: str, tail: list[tuple[Any, ...]] | None) -> None:
+    """Logs of a finished job are dead weight; losing this DEL only leaves a
+    key. With a `tail`, the DEL rides the caller's next round trip."""
     if tail is not None:
         tail.append(("DEL", keyspace.logs_key(queue, job_id)))
         return

@@ -74,5 +74,4 @@ def result_of(job_id: str) -> str:
 
 def line_of(queue: str, peek: Peek, job_id: str) -> jobs.Lineage | None:
     """The child's lineage from the row the lock read (None: read it again)."""
-    row = peek.rows.get(job_id) or {}
-    return jobs.lineage_of(queue, *(row.get(f) for f in jobs.LINEAGE_FIELDS)) if row else None
+    return jobs.lineage_of_row(queue, peek.rows.get(job_id))

@@ -74,7 +74,7 @@ def counted(view: QueueView) -> dict[str, Any]:
 def lineage_of(queue: str, start: QueueView | None, job_id: str | None) -> jobs.Lineage | None:
     """A child's lineage from the row the lock read (None: none read; `complete` reads it)."""
     row = start.row(job_id) if start is not None and job_id else None
-    return jobs.lineage_of(queue, *(row.value.get(f) for f in jobs.LINEAGE_FIELDS)) if row else None
+    return jobs.lineage_of_row(queue, row.value if row else None)
 
 class ResultsReader(OneFlow):
     name = "results"

@@ -183,7 +183,7 @@ class Tree(Widget):
             claimed = await jobs.claim(ctx.conn, queue)
             assert claimed is not None and claimed[0] == expected, claimed  # ids sort level by level
             seen = start.row(expected)
-            line = jobs.lineage_of(queue, *(seen.value.get(f) for f in jobs.LINEAGE_FIELDS)) if seen else None
+            line = jobs.lineage_of_row(queue, seen.value if seen else None)
             await jobs.complete(ctx.conn, queue, claimed[0], claimed[1], f"{claimed[0]} done", line=line,
                                 tail=ctx.tail)
             done.append(claimed[0])
