@@ -57,7 +57,7 @@ def slot_tag(queue: str) -> str:
 
 def base(queue: str) -> str:
     """The queue's key prefix ``emq:{q}:``; scripts append suffixes to it."""
-    return f"emq:{slot_tag(queue)}:"
+    return _base(queue) if isinstance(queue, str) else _base(check_queue(queue))
 
 
 def queue_key(queue: str, suffix: str) -> str:
@@ -67,7 +67,23 @@ def queue_key(queue: str, suffix: str) -> str:
 
 def job_key(queue: str, job_id: str) -> str:
     """The job row ``emq:{q}:job:<id>``; gates both the queue and the id."""
+    if isinstance(queue, str) and isinstance(job_id, str):
+        return _job_key(queue, job_id)
     return base(queue) + "job:" + check_id(job_id)
+
+
+# Cached (an ill-formed name raises, and a raise is never cached): one click
+# builds some sixty key names on the same two or three queues and few ids.
+# Only str arguments reach them; anything else is refused above (BadId), not
+# left to fail as an unhashable key.
+@functools.lru_cache(maxsize=8192)
+def _base(queue: str) -> str:
+    return f"emq:{slot_tag(queue)}:"
+
+
+@functools.lru_cache(maxsize=16384)
+def _job_key(queue: str, job_id: str) -> str:
+    return _base(queue) + "job:" + check_id(job_id)
 
 
 def dependencies_key(queue: str, job_id: str) -> str:

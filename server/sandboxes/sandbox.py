@@ -8,6 +8,7 @@ because queue names are built here, never taken from the request.
 
 from __future__ import annotations
 
+import functools
 import re
 import secrets
 
@@ -32,8 +33,11 @@ def new_id() -> str:
     return "s" + "".join(secrets.choice(alphabet) for _ in range(10))
 
 
+@functools.lru_cache(maxsize=8192)
 def queue_name(sandbox: str, *parts: str) -> str:
     """The queue a widget uses inside a sandbox, e.g. `s0a1b2c3d4e.fanin`."""
+    # Cached (a refusal raises and is not kept): an action names its queues
+    # some ten times, always from the same sandbox id.
     if not SANDBOX_RE.fullmatch(sandbox):
         raise NoSandbox(f"not a sandbox id: {sandbox!r}")
     return ".".join((sandbox, *parts))
@@ -51,9 +55,16 @@ class SandboxCookie:
     def __init__(self, secret: str, secure: bool = False) -> None:
         self.serializer = URLSafeSerializer(secret, salt="emqlab-sandbox")
         self.secure = secure
+        # A signature checked once per cookie value, not once per request (an
+        # HMAC, a base64 and a JSON decode). Only good cookies are kept: a
+        # refusal raises, and lru_cache keeps no raise.
+        self._checked = functools.lru_cache(maxsize=4096)(self._verify)
 
     def parse(self, raw: str) -> str:
         """The sandbox id inside a cookie value; NoSandbox when it is not ours."""
+        return self._checked(raw)
+
+    def _verify(self, raw: str) -> str:
         try:
             value = self.serializer.loads(raw)
         except BadSignature as exc:

@@ -26,6 +26,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from server.emq.wire import Conn
 from server.settings import truth
+from server.valkey.pool import DeadlineConnection, LeanPool, LeanRedis
 
 log = logging.getLogger("emqlab.connect")
 
@@ -63,7 +64,7 @@ def _cluster_url(url: str) -> str:
     return parts._replace(path="").geturl() if parts.path not in ("", "/", "/0") else url
 
 
-class PackedConnection(aioredis.Connection):
+class PackedConnection(DeadlineConnection):
     """redis-py's async connection, its commands packed by hiredis in C, as
     redis-py's own synchronous client packs them. Packing each argument in
     Python was a tenth of a click's CPU (a click sends some ninety)."""
@@ -89,16 +90,18 @@ def open_client(url: str, cluster: bool | None = None) -> aioredis.Redis | Redis
             _cluster_url(url), decode_responses=True, socket_connect_timeout=1, socket_timeout=5,
             health_check_interval=10,
         )
-    # A blocking pool: more concurrent requests and streams than connections
-    # wait their turn (up to 5 s) instead of failing at once: redis-py's
-    # default pool raises MaxConnectionsError past 100, a 503 for the learner.
+    # A pool that blocks: more concurrent requests and streams than
+    # connections wait their turn (up to 5 s) instead of failing at once:
+    # redis-py's default pool raises MaxConnectionsError past 100, a 503 for
+    # the learner. `LeanPool` does what redis-py's BlockingConnectionPool
+    # does at a fraction of its cost per checkout (server/valkey/pool.py).
     #
     # One retry on a dropped connection: after a Valkey restart every pooled
     # socket is dead, and an action whose snapshot drew one of them would
     # answer 503 after its script had already run. The command that met the
     # dead socket never reached the new server, so sending it again on a fresh
     # connection is safe. Timeouts are not retried: a slow script may have run.
-    return aioredis.Redis.from_pool(aioredis.BlockingConnectionPool.from_url(
+    return LeanRedis.from_pool(LeanPool.from_url(
         url, decode_responses=True, socket_connect_timeout=1, socket_timeout=5, health_check_interval=10,
         max_connections=128, timeout=5, **packed_on_tcp(url),
         retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),

@@ -6,7 +6,10 @@ unbuffered.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from http.cookies import SimpleCookie
+from types import MappingProxyType
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -49,14 +52,21 @@ class SecurityHeaders:
 def cookie_value(scope: Scope, name: str = COOKIE) -> str | None:
     for header, value in scope.get("headers", []):
         if header == b"cookie":
-            jar: SimpleCookie = SimpleCookie()
-            try:
-                jar.load(value.decode("latin-1"))
-            except Exception:  # noqa: BLE001 - a garbled header is simply no cookie
-                return None
-            if name in jar:
-                return jar[name].value
+            return _cookies(value).get(name)
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _cookies(header: bytes) -> Mapping[str, str]:
+    # A visitor sends the same Cookie header with every request, and a request
+    # reads up to three of its cookies: parsed once, not three times per request.
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(header.decode("latin-1"))
+    except Exception:  # noqa: BLE001 - a garbled header is simply no cookie
+        return MappingProxyType({})
+    # read-only: every request with this header shares the one mapping
+    return MappingProxyType({key: morsel.value for key, morsel in jar.items()})
 
 
 ROOM_DOWN = "Valkey is unreachable right now, so your room cannot be looked up; the widgets recover when it returns."

@@ -34,13 +34,16 @@ QUEUE_SUFFIXES = (
 
 
 def _text(value: Any) -> Any:
-    if isinstance(value, str):  # the site's client decodes replies: the common case, first
+    kind = type(value)
+    if kind is str:  # the site's client decodes replies: the common case, first
+        return value
+    if kind is list and all(type(v) is str for v in value):
+        return value  # a decoded array: nothing to convert (most of a snapshot's values)
+    if isinstance(value, str):
         return value
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
-    if isinstance(value, list):
-        return [_text(v) for v in value]
-    if isinstance(value, tuple):
+    if isinstance(value, (list, tuple)):
         return [_text(v) for v in value]
     if isinstance(value, dict):
         return {_text(k): _text(v) for k, v in value.items()}
@@ -66,11 +69,14 @@ class QueueView:
     # On a cluster: "host:port" of the primary holding the queue's slot.
     node: str | None = None
     _by_name: dict[str, KeyView] | None = field(default=None, repr=False, compare=False)
+    # each state set's members, read once per view (a click asks some thirty times)
+    _members: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
 
     def named(self, name: str) -> KeyView | None:
         # an index by name, built on the first lookup (the keys are not changed after decode)
         if self._by_name is None or len(self._by_name) != len(self.keys):
             self._by_name = {k.name: k for k in self.keys}
+            self._members = {}
         return self._by_name.get(name)
 
     def get(self, suffix: str) -> KeyView | None:
@@ -80,12 +86,18 @@ class QueueView:
         return self.named(keyspace.job_key(self.queue, job_id) + sub)
 
     def members(self, suffix: str) -> list[str]:
-        key = self.get(suffix)
-        return [m for m, _ in key.value] if key else []
+        return list(self._set(suffix))
 
     def sets_of(self, job_id: str) -> list[str]:
         """The state sets holding `job_id` (none, for a held parent)."""
-        return [s for s in keyspace.STATE_SETS if job_id in self.members(s)]
+        return [s for s in keyspace.STATE_SETS if job_id in self._set(s)]
+
+    def _set(self, suffix: str) -> list[str]:
+        key = self.get(suffix)  # first: it rebuilds the index, and empties this cache, when keys were added
+        found = self._members.get(suffix)
+        if found is None:
+            found = self._members[suffix] = [m for m, _ in key.value] if key else []
+        return found
 
     def as_json(self) -> dict[str, Any]:
         found = {"queue": self.queue, "slot": self.slot, "count": len(self.keys),

@@ -10,7 +10,7 @@ from redis.crc import key_slot
 from server.emq import keyspace, registry
 
 
-BAD_IDS = ["JOB{x}", "JOB:x", "JOB*", "JOB\n", "JOBa\nb", "", "J" * 129, "JOB x", "JOBé", None, 7]
+BAD_IDS = ["JOB{x}", "JOB:x", "JOB*", "JOB\n", "JOBa\nb", "", "J" * 129, "JOB x", "JOBé", None, 7, ["JOB1"], {"JOB1": 1}]
 
 
 def test_job_key_follows_the_grammar() -> None:
@@ -34,6 +34,17 @@ def test_job_key_refuses_ill_formed_ids(bad: object) -> None:
         keyspace.job_key("q", bad)  # type: ignore[arg-type]
     with pytest.raises(keyspace.BadId):
         keyspace.job_key(bad, "JOB1")  # type: ignore[arg-type]
+
+
+def test_a_refused_name_stays_refused_after_good_names_were_built() -> None:
+    # the key names are cached; a refusal raises every time, and never poisons a good name
+    for _ in range(3):
+        assert keyspace.job_key("orders", "JOB1") == "emq:{orders}:job:JOB1"
+        with pytest.raises(keyspace.BadId):
+            keyspace.job_key("orders", "JOB 1")
+        with pytest.raises(keyspace.BadId):
+            keyspace.base("ord ers")
+    assert keyspace.base("orders") == "emq:{orders}:"
 
 
 def test_hash_slot_matches_the_cluster_rule() -> None:
