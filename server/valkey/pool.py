@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -91,16 +92,27 @@ class LeanPool(aioredis.ConnectionPool):
         # Not redis-py's: it takes an asyncio lock, dispatches a
         # connection-released event (for re-authenticating credential
         # providers, which the site does not use) and awaits two recorders.
-        self._in_use_connections.remove(connection)
         if connection.should_reconnect():  # type: ignore[no-untyped-call]
-            await connection.disconnect()
+            await connection.disconnect()  # still counted in use until it is down
+        self.release_now(connection)
+
+    def release_now(self, connection: AbstractConnection) -> None:
+        """Give back a connection that needs no disconnecting, without an
+        await: nothing can cancel it halfway through the bookkeeping."""
+        self._in_use_connections.remove(connection)
         self._available_connections.append(connection)
         self._wake_one()
 
+    def needs_no_wait(self, connection: AbstractConnection) -> bool:
+        return not connection.should_reconnect()  # type: ignore[no-untyped-call]
+
 
 class DeadlineConnection(Connection):
-    """A connection whose reads can share one deadline set by the caller
-    (`LeanPipeline`): inside it, each read waits without a timeout of its own."""
+    """redis-py's TCP connection with two costs cut: reads that can share one
+    deadline set by the caller (`LeanPipeline`: inside it, each read waits
+    without a timeout of its own), and a write that waits under
+    `asyncio.timeout` rather than `asyncio.wait_for`, which in this Python
+    makes a task of its own for every command sent."""
 
     under_deadline = False
 
@@ -110,6 +122,34 @@ class DeadlineConnection(Connection):
             timeout = math.inf  # redis-py: no timeout for this read (the caller holds one)
         return await super().read_response(disable_decoding, timeout, disconnect_on_error=disconnect_on_error,
                                            push_request=push_request)
+
+    async def send_packed_command(self, command: str | bytes | Iterable[bytes], check_health: bool = True) -> None:
+        if not self.is_connected:
+            await self.connect_check_health(check_health=False)
+        if check_health:
+            await self.check_health()  # type: ignore[no-untyped-call]
+        if isinstance(command, str):
+            command = command.encode()
+        if isinstance(command, bytes):
+            command = [command]
+        # what redis-py's own send does, its errors the same
+        writer = self._writer
+        if writer is None:  # connect_check_health left it closed: as redis-py says on a dead socket
+            raise RedisConnectionError("Error while writing to socket: not connected.")
+        try:
+            writer.writelines(command)
+            async with asyncio.timeout(self.socket_timeout):
+                await writer.drain()  # waits only when the socket's buffer is full
+        except TimeoutError:
+            await self.disconnect(nowait=True)
+            raise RedisTimeoutError("Timeout writing to socket") from None
+        except OSError as exc:
+            await self.disconnect(nowait=True)
+            number, message = ("UNKNOWN", exc.args[0]) if len(exc.args) == 1 else exc.args[:2]
+            raise RedisConnectionError(f"Error {number} while writing to socket. {message}.") from exc
+        except BaseException:
+            await self.disconnect(nowait=True)
+            raise
 
 
 class LeanPipeline(Pipeline):
@@ -134,7 +174,21 @@ class LeanPipeline(Pipeline):
             return await conn.retry.call_with_retry(
                 lambda: self._execute_pipeline(conn, stack, raise_on_error), dropped, with_failure_count=True)
         finally:
-            await self.reset()  # type: ignore[no-untyped-call]
+            await self.reset()
+
+    async def reset(self) -> None:  # type: ignore[override]  # redis-py types it as the RESET command
+        """redis-py's reset, the connection given back at once: its own
+        shields the release in `asyncio.shield`, a task for every pipeline."""
+        connection, pool = self.connection, self.connection_pool
+        if (connection is None or self.watching or not isinstance(pool, LeanPool)
+                or not pool.needs_no_wait(connection)):
+            await super().reset()  # type: ignore[no-untyped-call]
+            return
+        self.command_stack = []
+        self.scripts = set()
+        self.explicit_transaction = False
+        self.connection = None
+        pool.release_now(connection)
 
     async def _execute_pipeline(self, connection: Connection, commands: Any, raise_on_error: bool) -> list[Any]:
         if not isinstance(connection, DeadlineConnection):

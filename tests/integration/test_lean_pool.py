@@ -222,3 +222,35 @@ async def test_a_waiter_woken_then_cancelled_passes_its_turn_to_the_next(valkey:
         assert not pool._in_use_connections and not pool._waiters
     finally:
         await site.aclose()
+
+
+async def test_sending_a_command_or_a_pipeline_makes_no_task_of_its_own(clients: tuple[LeanRedis, aioredis.Redis]) -> None:
+    # redis-py's own send waits under asyncio.wait_for, a task per command
+    # sent, and its pipeline gives its connection back in asyncio.shield, a
+    # task per pipeline
+    site, plain = clients
+    await site.ping()
+    await plain.ping()
+    loop = asyncio.get_running_loop()
+    made: list[Any] = []
+
+    def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        made.append(coro)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    counts = {}
+    loop.set_task_factory(factory)  # type: ignore[arg-type]
+    try:
+        for name, client in (("site", site), ("plain", plain)):
+            made.clear()
+            for _ in range(10):
+                async with client.pipeline(transaction=False) as pipe:
+                    pipe.incr("n")
+                    pipe.get("n")
+                    await pipe.execute()
+                await client.incr("m")
+            counts[name] = len(made)
+    finally:
+        loop.set_task_factory(None)
+    assert counts == {"site": 0, "plain": 30}
+    assert await plain.mget("n", "m") == ["20", "20"]
