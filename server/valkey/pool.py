@@ -54,11 +54,28 @@ class LeanPool(aioredis.ConnectionPool):
         # task at a time, so nobody else can take the connection in between.
         connection: AbstractConnection = self.get_available_connection()  # type: ignore[no-untyped-call]
         try:
-            await self.ensure_connection(connection)
+            await self._ready(connection)
         except BaseException:
             await self.release(connection)
             raise
         return connection
+
+    async def _ready(self, connection: AbstractConnection) -> None:
+        """redis-py's `ensure_connection`, without its retry wrapper around
+        an already open connection: connect a new one; hand out an open one
+        only with nothing left unread on it and its socket not closed."""
+        if not connection.is_connected:
+            await connection.connect()  # type: ignore[no-untyped-call]
+            return
+        try:
+            stale = await connection.can_read()
+        except (RedisConnectionError, RedisTimeoutError, OSError):
+            stale = True
+        if stale:
+            await connection.disconnect()
+            await connection.connect()  # type: ignore[no-untyped-call]
+            if await connection.can_read():
+                raise RedisConnectionError("Connection not ready")
 
     async def _wait_for_one(self) -> None:
         loop = asyncio.get_running_loop()
@@ -126,8 +143,8 @@ class DeadlineConnection(Connection):
     async def send_packed_command(self, command: str | bytes | Iterable[bytes], check_health: bool = True) -> None:
         if not self.is_connected:
             await self.connect_check_health(check_health=False)
-        if check_health:
-            await self.check_health()  # type: ignore[no-untyped-call]
+        if check_health and self.health_check_interval and asyncio.get_running_loop().time() > self.next_health_check:
+            await self.check_health()  # type: ignore[no-untyped-call]  # a PING when idle past the interval
         if isinstance(command, str):
             command = command.encode()
         if isinstance(command, bytes):
@@ -138,8 +155,11 @@ class DeadlineConnection(Connection):
             raise RedisConnectionError("Error while writing to socket: not connected.")
         try:
             writer.writelines(command)
-            async with asyncio.timeout(self.socket_timeout):
-                await writer.drain()  # waits only when the socket's buffer is full
+            if writer.transport.get_write_buffer_size():
+                async with asyncio.timeout(self.socket_timeout):
+                    await writer.drain()  # the kernel did not take it all: this may wait
+            else:
+                await writer.drain()  # returns at once (it still raises for a lost connection)
         except TimeoutError:
             await self.disconnect(nowait=True)
             raise RedisTimeoutError("Timeout writing to socket") from None

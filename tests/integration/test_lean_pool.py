@@ -254,3 +254,16 @@ async def test_sending_a_command_or_a_pipeline_makes_no_task_of_its_own(clients:
         loop.set_task_factory(None)
     assert counts == {"site": 0, "plain": 30}
     assert await plain.mget("n", "m") == ["20", "20"]
+
+
+async def test_a_connection_given_back_with_a_reply_unread_is_not_handed_out_as_it_is(
+        clients: tuple[LeanRedis, aioredis.Redis]) -> None:
+    site, _ = clients
+    pool = site.connection_pool
+    await site.set("k", "mine")
+    connection = await pool.get_connection()
+    await connection.send_command("ECHO", "left over")  # its reply is never read
+    await asyncio.sleep(0.05)
+    await pool.release(connection)
+    assert await site.get("k") == "mine"  # not "left over"
+    assert await site.echo("next") == "next"
