@@ -25,7 +25,7 @@ def profile_table(prof: dict[str, Any]) -> str:
 def throughput(r: dict[str, Any]) -> list[str]:
     a = r["actions"]
     out = ["### Action throughput", "",
-           f"wrk, {a['connections']} connections, 2 threads, {r['params']['seconds']} s per run, against "
+           f"wrk, {a['connections']} connections, 2 threads, {r['params']['seconds']} s per side, against "
            "`POST /api/widgets/fanin/<action>` with a sandbox cookie; `bench/wrk/actions.lua` writes the Host "
            f"header itself and walks {a['sandboxes']} sandboxes (cookies from first visits to the dive), never two "
            "requests in flight on one sandbox: `reset`, then three `complete-child`. Baseline: "
@@ -34,6 +34,11 @@ def throughput(r: dict[str, Any]) -> list[str]:
            "Every answer is counted by status on both sides.", "",
            table(WRK_HEADER, [wrk_row("baseline: one EVALSHA", a["baseline"]), wrk_row(f"site: {a['mix']}",
                                                                                       a["site_mix"])]), ""]
+    rounds = a.get("round_ratios") or []
+    if len(rounds) > 1:
+        out += [f"The two loads took turns in {len(rounds)} rounds of a third of that time each (baseline, then "
+                "site), so a drift of the machine's speed falls on both sides alike; the figures above are over "
+                "the whole time. Each round's own ratio: " + ", ".join(f"{x}×" for x in rounds) + ".", ""]
     prof = a.get("profile")
     if prof:
         out += [f"Where the site's time went during the mix (py-spy, {prof.get('samples', 0):,} samples):", "",

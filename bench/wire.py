@@ -3,7 +3,8 @@
 Round trips and commands do not drift with machine noise, so a test may
 assert them (tests/integration/test_commands_per_action.py) and the bench
 reports them beside the timings. The count is taken on the wire: every
-`send_packed_command` of redis-py's asyncio connections is one round trip,
+`send_packed_command` of redis-py's asyncio connections (and of the site's
+own `DeadlineConnection`, which sends in its own way) is one round trip,
 and the RESP arrays in it are its top-level commands (a script's inner
 `redis.call`s are not: they never cross the wire). Only what mentions the
 acting sandbox is counted, so the hub, the reaper and other visitors'
@@ -22,7 +23,10 @@ from typing import Any
 
 from redis.asyncio.connection import AbstractConnection
 
-_original = AbstractConnection.send_packed_command
+from server.valkey.pool import DeadlineConnection
+
+# Every class whose send_packed_command puts bytes on the wire itself.
+SENDERS: tuple[type[AbstractConnection], ...] = (AbstractConnection, DeadlineConnection)
 
 
 def parse(payload: bytes) -> list[list[bytes]]:
@@ -51,10 +55,16 @@ class WireCount:
     round_trips: int = 0
     commands: int = 0
     names: list[str] = field(default_factory=list)
+    _originals: dict[type[AbstractConnection], Any] = field(default_factory=dict, repr=False)
 
     def __enter__(self) -> WireCount:
-        counter = self
-        marker = self.marker.encode()
+        self._originals = {cls: cls.__dict__["send_packed_command"] for cls in SENDERS}
+        for cls, original in self._originals.items():
+            cls.send_packed_command = self._counting(original)  # type: ignore[method-assign]
+        return self
+
+    def _counting(self, original: Any) -> Any:
+        counter, marker = self, self.marker.encode()
 
         async def counted(conn: Any, command: Any, check_health: bool = True) -> None:
             payload = command if isinstance(command, bytes | bytearray) else b"".join(
@@ -65,14 +75,14 @@ class WireCount:
                 counter.round_trips += 1
                 counter.commands += len(sent)
                 counter.names.extend(args[0].decode().upper() for args in sent if args)
-            await _original(conn, command, check_health)
+            await original(conn, command, check_health)
 
-        AbstractConnection.send_packed_command = counted  # type: ignore[method-assign]
-        return self
+        return counted
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  tb: TracebackType | None) -> None:
-        AbstractConnection.send_packed_command = _original  # type: ignore[method-assign]
+        for cls, original in self._originals.items():
+            cls.send_packed_command = original  # type: ignore[method-assign]
 
     def as_json(self) -> dict[str, Any]:
         return {"round_trips": self.round_trips, "commands": self.commands, "names": self.names}

@@ -51,3 +51,35 @@ def run_wrk(url: str, script: str, seconds: float, connections: int = 50, thread
         "connections": connections,
         "threads": threads,
     }
+
+
+def combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several runs of one load as one: requests, time, errors and answers
+    summed (so requests/s is over the whole time); latency the median run's
+    mean, p50 and p90, the worst p99 and max."""
+    if len(runs) == 1:
+        return runs[0]
+    seconds = sum(r["seconds"] for r in runs)
+    requests = sum(r["requests"] for r in runs)
+    codes: dict[str, int] = {}
+    for run in runs:
+        for code, n in run["status_codes"].items():
+            codes[code] = codes.get(code, 0) + n
+    errors: dict[str, int] = {}
+    for run in runs:
+        for kind, n in run["errors"].items():
+            errors[kind] = errors.get(kind, 0) + n
+    middle = sorted(runs, key=lambda r: r["rps"])[len(runs) // 2]["latency_ms"]
+    worst = {k: max(r["latency_ms"][k] for r in runs) for k in ("p99", "max")}
+    return {
+        "requests": requests,
+        "seconds": round(seconds, 2),
+        "rps": round(requests / seconds, 1) if seconds else 0.0,
+        "latency_ms": {"mean": middle["mean"], "p50": middle["p50"], "p90": middle["p90"], **worst},
+        "errors": errors,
+        "status_codes": codes,
+        "non_2xx": sum(r["non_2xx"] for r in runs),
+        "connections": runs[0]["connections"],
+        "threads": runs[0]["threads"],
+        "runs": len(runs),
+    }
