@@ -179,9 +179,12 @@ export function renderKeys(root, snapshot, changed) {
 
 // ---- the effects log ----------------------------------------------------
 
+// One formatter for every entry: toLocaleTimeString with options builds a
+// new one per call, a third of a millisecond each, ten times per click.
+const CLOCK = new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
+
 function clock(seconds) {
-  const at = new Date(seconds * 1000);
-  return at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
+  return CLOCK.format(new Date(seconds * 1000));
 }
 
 /** One keyspace notification, newest first; `several` queues name theirs. */
