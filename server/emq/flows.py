@@ -33,9 +33,23 @@ __all__ = [
 Landed = tuple[str, list[str]]
 
 
-async def add(conn: Conn, queue: str, flow: Any) -> Landed:
-    """Add one flow; returns ``(parent_id, [child_ids])`` in spec order."""
-    return await _add_node(conn, parse_flow(queue, flow))
+Command = tuple[Any, ...]
+
+
+async def add(conn: Conn, queue: str, flow: Any, *, tail: list[Command] | None = None) -> Landed:
+    """Add one flow; returns ``(parent_id, [child_ids])`` in spec order.
+
+    ``tail``: for a same-queue flow, a list the children's ``parent_policy``
+    HSETs are appended to (in child order, after the land succeeded),
+    for the caller's next round trip, instead of being sent here. The caller
+    must send them before anything reads those rows. Trees and cross-queue
+    flows write their policies during their walk, whatever ``tail`` is.
+    """
+    root = parse_flow(queue, flow)
+    if tail is not None and _path(root) == "same-queue":
+        await _add_same_queue(conn, root, tail)
+        return _landed(root)
+    return await _add_node(conn, root)
 
 
 async def add_bulk(conn: Conn, queue: str, flows: Sequence[Any]) -> list[Landed]:
@@ -148,14 +162,19 @@ def _same_queue_call(root: Node) -> tuple[list[str], list[str]]:
     return keys, args
 
 
-async def _add_same_queue(conn: Conn, root: Node) -> None:
+async def _add_same_queue(conn: Conn, root: Node, tail: list[Command] | None = None) -> None:
     keys, args = _same_queue_call(root)
     await registry.run(conn, "enqueue_flow", keys, args)
     # The policies are written after the atomic land, as plain HSETs on rows
     # that now exist; the script itself stays about landing.
+    policies = [("HSET", keyspace.job_key(child.queue, child.id), "parent_policy", child.policy)
+                for child in root.children]
+    if tail is not None:
+        tail.extend(policies)
+        return
     pipe = conn.pipeline(transaction=False)
-    for child in root.children:
-        pipe.hset(keyspace.job_key(child.queue, child.id), "parent_policy", child.policy)
+    for command in policies:
+        pipe.execute_command(*command)
     await pipe.execute()
 
 

@@ -26,7 +26,21 @@ CSP = (
 )
 
 
+# Every answer's security headers, encoded once; (name, value) as ASGI sends them.
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+    (b"x-frame-options", b"DENY"),
+)
+NO_STORE = (b"cache-control", b"no-store")
+PRIVATE_PATHS = ("/instructor", "/room", "/api/")
+
+
 class SecurityHeaders:
+    """Adds the security headers an answer does not set itself (and
+    ``Cache-Control: no-store`` under the private paths)."""
+
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
@@ -35,15 +49,18 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
 
+        private = scope.get("path", "").startswith(PRIVATE_PATHS)
+
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                headers.setdefault("Content-Security-Policy", CSP)
-                headers.setdefault("X-Content-Type-Options", "nosniff")
-                headers.setdefault("Referrer-Policy", "same-origin")
-                headers.setdefault("X-Frame-Options", "DENY")
-                if scope.get("path", "").startswith(("/instructor", "/room", "/api/")):
-                    headers.setdefault("Cache-Control", "no-store")
+                # one pass over the answer's own headers, not one per header
+                # added (MutableHeaders.setdefault scans and encodes each time)
+                headers = list(message.get("headers", ()))
+                present = {name.lower() for name, _ in headers}
+                headers += [h for h in SECURITY_HEADERS if h[0] not in present]
+                if private and NO_STORE[0] not in present:
+                    headers.append(NO_STORE)
+                message["headers"] = headers
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

@@ -163,12 +163,14 @@ class Widget:
         await snapshot.delete_queues(ctx.conn, {q: ids[q] for q in self.queues(ctx)},
                                      (self.state_key(ctx), fresh) if fresh else None)
 
-    async def reset(self, ctx: Context) -> None:
+    async def reset(self, ctx: Context, *, last: bool = False) -> None:
         """Remove the widget's keys (lab hash included) and land its scenario again.
 
         The learner's choices named in `kept_on_reset` survive: Reset starts
         the scenario they picked over, it does not undo the pick. Callers hold
-        the widget's lock (`run`, or `reset_locked`).
+        the widget's lock (`run`, or `reset_locked`). `last`: nothing in this
+        action reads the keys before its finish, so the land may leave its
+        trailing writes to the finish's round trip (`Context.land_tail`).
         """
         kept = {}
         if self.kept_on_reset:
@@ -178,13 +180,17 @@ class Widget:
         fresh: Fields = {"landed": "1"}
         fresh.update(kept)
         await self.clear(ctx, fresh)
-        await self.land(ctx)
+        ctx.land_tail = ctx.tail if last else None
+        try:
+            await self.land(ctx)
+        finally:
+            ctx.land_tail = None
 
     async def reset_locked(self, ctx: Context, outcome: Outcome | None = None) -> None:
         """Reset from outside an action (an instructor's reset): the same lock."""
         token = await self.begin(ctx, None)
         try:
-            await self.reset(ctx)
+            await self.reset(ctx, last=True)
         except BaseException:
             await self.release(ctx, token)
             raise
@@ -296,5 +302,5 @@ class Widget:
 
     @action("reset")
     async def reset_action(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        await self.reset(ctx)
+        await self.reset(ctx, last=True)
         return Outcome("Reset: the starting scenario was landed again through the real scripts.")

@@ -27,9 +27,14 @@ class Context:
     # The way in's scripts (admission's activity record and rate budgets,
     # `server/web/entry.py`), sent in the same round trip as the lock.
     way_in: WayIn | None = None
-    # Best-effort commands an action leaves for its last round trip (e.g. the
-    # DEL of a completed job's :logs), sent with the outcome and snapshot.
+    # Commands an action leaves for its last round trip, sent with the outcome
+    # and before the snapshot is read: the best-effort DEL of a completed
+    # job's :logs, and the parent_policy HSETs of a flow a Reset just landed.
     tail: list[tuple[Any, ...]] = field(default_factory=list)
+    # While a Reset that ends its action lands the scenario: `tail`, where the
+    # land may leave its trailing writes (nothing reads the rows before the
+    # finish). None otherwise: the land sends them itself.
+    land_tail: list[tuple[Any, ...]] | None = None
     # The learner's progress fields for this widget, when the way in read them
     # already; None: the action reads them itself.
     held: list[Any] | None = None

@@ -27,4 +27,5 @@ class OneFlow(Widget):
         return [self.parent, *self.children]
 
     async def land(self, ctx: Context) -> None:
-        await flows.add(ctx.conn, self.queues(ctx)[0], self.flow_spec())
+        # after a Reset, the children's parent_policy HSETs ride with the finish
+        await flows.add(ctx.conn, self.queues(ctx)[0], self.flow_spec(), tail=ctx.land_tail)

@@ -19,6 +19,9 @@ from server.valkey.process import ValkeyProcess
 # Reset, then "Complete child" (which claims the child first), as the fan-in's tour starts.
 ROUND_TRIPS = 3
 COMMANDS = 7
+# The fan-in's Reset: the way in and the lock; the clear with the fresh lab
+# hash; `enqueue_flow`; the close, the children's parent_policy HSETs beside it.
+RESET_ROUND_TRIPS = 4
 # With the child already claimed ("Claim", then "Complete child"): no claim command.
 CLAIMED_ROUND_TRIPS = 3
 CLAIMED_COMMANDS = 6
@@ -44,3 +47,17 @@ def test_completing_a_claimed_child_costs_one_command_less(valkey: ValkeyProcess
         counted = bench_commands.count(client, sandbox, "POST", "/api/widgets/fanin/complete-child")
     assert counted["round_trips"] == CLAIMED_ROUND_TRIPS, counted
     assert counted["commands"] == CLAIMED_COMMANDS, counted
+
+
+def test_the_fan_ins_reset_sends_its_policies_with_the_close(valkey: ValkeyProcess) -> None:
+    with bench_commands.in_process_site(valkey.url) as client:
+        client.get(bench_commands.FANIN_DIVE)
+        sandbox = bench_commands.sandbox_of(client)
+        bench_commands.count(client, sandbox, "POST", "/api/widgets/fanin/reset")  # lands the first time
+        counted = bench_commands.count(client, sandbox, "POST", "/api/widgets/fanin/reset")
+        rows = client.get("/api/widgets/fanin/state").json()["snapshot"]["queues"][0]["keys"]
+    assert counted["round_trips"] == RESET_ROUND_TRIPS, counted
+    assert counted["names"].count("HSET") >= 3, counted  # one parent_policy per child (and the lab hash)
+    policies = {k["name"].rsplit(":", 1)[1]: k["value"].get("parent_policy") for k in rows
+                if k["type"] == "hash" and ":job:JOBchild" in k["name"]}
+    assert policies == {"JOBchild1": "fp", "JOBchild2": "fp", "JOBchild3": "fp"}
