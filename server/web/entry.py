@@ -90,7 +90,7 @@ async def enter(request: Request, sandbox: str, widget: str, progress_fields: li
     if not _recently_admitted(sandbox):
         await guard.admit_request(request, sandbox, used=True)
         _remember(sandbox)
-    if getattr(request.state, "watching", None):
+    if guard.noted(request, "watching", None):
         await guard.enter(request, sandbox, widget)
         return None
     return way_in(request, sandbox, widget, progress_fields)
@@ -101,7 +101,7 @@ def way_in(request: Request, sandbox: str, widget: str, progress_fields: list[st
     sandbox: the learner's own, or a class's (demo, together), where the
     learner's own record and the room's keys are kept alive beside it."""
     settings = request.app.state.settings
-    visitor = getattr(request.state, "visitor", None) or sandbox
+    visitor = guard.noted(request, "visitor", None) or sandbox
     spent = limits.budgets(request, visitor, sandbox)
     now = time.time()
     own = [b for b in spent if b.name == sandbox]

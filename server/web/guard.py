@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
+from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
@@ -31,17 +32,24 @@ INSTRUCTOR_COOKIE = "emqlab_instructor"
 # -- who is asking ---------------------------------------------------------------
 
 
+
+def noted(request: Request, name: str, default: Any = None) -> Any:
+    """What the middleware noted on this request (`request.state`), or
+    `default`. Read from the scope's state dict: Starlette's State raises and
+    catches an AttributeError for every name not noted, a dozen per action."""
+    return request.scope.get("state", {}).get(name, default)
+
 def sandbox_of(request: Request) -> str:
     """The sandbox the request acts in: the joined room's, else the visitor's own.
 
     Named by signed cookies only, never by the body or the URL.
     """
-    error = getattr(request.state, "sandbox_error", None)
+    error = noted(request, "sandbox_error", None)
     if error:
         raise Refused(503, error)
-    if getattr(request.state, "room_forged", False):
+    if noted(request, "room_forged", False):
         raise Refused(403, FORGED_ROOM)
-    sandbox = getattr(request.state, "sandbox", None)
+    sandbox = noted(request, "sandbox", None)
     if sandbox:
         return str(sandbox)
     return str(request.app.state.cookie.read(request))
@@ -49,14 +57,15 @@ def sandbox_of(request: Request) -> str:
 
 def visitor_of(request: Request) -> str:
     """The visitor's own sandbox id (their identity, even inside a room)."""
-    visitor = getattr(request.state, "visitor", None)
+    visitor = noted(request, "visitor", None)
     if visitor:
         return str(visitor)
     return str(request.app.state.cookie.read(request))
 
 
 def room_of(request: Request) -> str | None:
-    return getattr(request.state, "room", None)
+    room = noted(request, "room", None)
+    return str(room) if room else None
 
 
 def token_fingerprint(token: str) -> str:
@@ -135,9 +144,9 @@ def check_origin(request: Request) -> None:
 
 def check_demo(request: Request) -> None:
     """Refuse an action in a sandbox this page only watches (a demo, a Watch)."""
-    if getattr(request.state, "watching", None):
+    if noted(request, "watching", None):
         raise Refused(403, WATCH_REFUSAL)
-    if getattr(request.state, "demo", False) and not is_instructor(request):
+    if noted(request, "demo", False) and not is_instructor(request):
         raise Refused(403, DEMO_REFUSAL)
 
 
@@ -185,7 +194,7 @@ def page_of(request: Request) -> str | None:
 def queue_activity(request: Request, pipe: Pipe, sandbox: str, widget: str) -> None:
     """Queue on `pipe` the writes that record a sandbox's last activity."""
     settings = request.app.state.settings
-    if getattr(request.state, "watching", None):
+    if noted(request, "watching", None):
         return  # the instructor watching a learner is not the learner's activity
     fields: Fields = {"widget": widget, "seen": round(time.time(), 3)}
     page = page_of(request)
@@ -193,7 +202,7 @@ def queue_activity(request: Request, pipe: Pipe, sandbox: str, widget: str) -> N
         fields["page"] = page
     # The acting sandbox's record (expiry, the instructor page) and, in a
     # class acting elsewhere (demo, together), the learner's own (the roster).
-    visitor = getattr(request.state, "visitor", None) or sandbox
+    visitor = noted(request, "visitor", None) or sandbox
     for whose in dict.fromkeys([sandbox, visitor]):
         meta = f"lab:{{{whose}}}:meta"
         pipe.hset(meta, mapping=fields)

@@ -18,7 +18,9 @@ An action costs two round trips of its own, whatever it does in between:
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+import os
 import secrets
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,12 @@ from server.widgets.outcome import Busy, Outcome, TooManyKeys, encoded
 if TYPE_CHECKING:
     from server.widgets.base import Widget
 
+# A lock token only has to differ from any other holder's: a random prefix,
+# the process id (a forked worker keeps the prefix) and a counter;
+# secrets.token_hex asked the kernel for fresh bytes every action.
+_TOKEN_PREFIX = secrets.token_hex(6)
+_tokens = itertools.count(1)
+
 LOCK_LEASE_MS = 10_000  # an action that outlives this (a site killed mid-action) lets go
 LOCK_WAIT_S = 5.0  # how long an action queues behind another before it gives up
 
@@ -40,7 +48,7 @@ async def begin(widget: Widget, ctx: Context, key_cap: int | None) -> str:
     """Take the widget's lock (waiting behind another action); land the
     scenario if it has not landed whole. Returns the lock token."""
     first = widget.queues(ctx)[0]
-    token = secrets.token_hex(8)
+    token = f"{_TOKEN_PREFIX}{os.getpid():x}.{next(_tokens):x}"
     call = snapshot.call(first, widget.job_ids(first), "begin", token, str(LOCK_LEASE_MS))
     reply = await _way_in_and_lock(widget, ctx, call, token)
     deadline = asyncio.get_running_loop().time() + LOCK_WAIT_S

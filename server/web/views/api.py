@@ -59,14 +59,14 @@ def context(request: Request, sandbox: str) -> Context:
 def where(request: Request) -> dict[str, Any]:
     """The class (or the Watch) the answer comes from, if any: the page says so
     and, where it only watches, disables its controls."""
-    watching = getattr(request.state, "watching", None)
+    watching = guard.noted(request, "watching", None)
     if watching:
         return {"room": {"watching": watching, "readonly": True, "mode": "watch"}}
     room = guard.room_of(request)
     if room is None:
         return {}
-    readonly = bool(getattr(request.state, "demo", False)) and not guard.is_instructor(request)
-    mode = getattr(request.state, "mode", "own")
+    readonly = bool(guard.noted(request, "demo", False)) and not guard.is_instructor(request)
+    mode = guard.noted(request, "mode", "own")
     return {"room": {"code": room, "mode": mode, "demo": mode == "demo", "readonly": readonly}}
 
 

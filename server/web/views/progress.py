@@ -46,7 +46,7 @@ async def course_progress(request: Request) -> list[DiveProgress]:
 async def dive_progress(request: Request) -> dict[str, DiveProgress] | None:
     """Each dive's progress by path, for the pages; None when it cannot be read
     (Valkey away, or an app that serves the pages without a Valkey or sandboxes)."""
-    if getattr(request.app.state, "conn", None) is None or not getattr(request.state, "sandbox", None):
+    if getattr(request.app.state, "conn", None) is None or not guard.noted(request, "sandbox", None):
         return None
     try:
         return {d.path: d for d in await course_progress(request)}

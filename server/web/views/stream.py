@@ -212,8 +212,8 @@ class Presence:
 
     def __init__(self, request: Request) -> None:
         self.attendance: presence.Attendance = request.app.state.attendance
-        self.visitor: str | None = getattr(request.state, "visitor", None)
-        self.watching = bool(getattr(request.state, "watching", None))
+        self.visitor: str | None = guard.noted(request, "visitor", None)
+        self.watching = bool(guard.noted(request, "watching", None))
         self.instructor = guard.is_instructor(request)
         self.page = guard.page_of(request)
         self.stack = contextlib.AsyncExitStack()
