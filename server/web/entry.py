@@ -17,6 +17,12 @@ set of checks arranged for the hot path:
   (`Widget.begin`), so the way in costs no round trip of its own, and judges
   the counts before the action runs (a refusal lets the lock go).
 
+A page's read of a widget (`GET /api/widgets/<w>/state`) takes `glance`: the
+admission as seen (again only when this worker has not admitted the sandbox
+in the last RECENT_SEEN seconds, or as used in the last RECENT), and the
+activity record's writes, which ride in the snapshot read's own round trip
+(`Context.before`, `Widget._read_all`): one round trip for a page's read.
+
 In a class acting in another sandbox (demo, together) the records span
 several slots: the learner's own record and the room's expiry ride as plain
 writes in the same round trip. Only an instructor watching a learner takes
@@ -32,17 +38,23 @@ from typing import Any
 
 from starlette.requests import Request
 
+from server.emq.wire import Conn
 from server.sandboxes import site_scripts
 from server.valkey.scripts import Arg, Call
 from server.web import guard, limits
 
 RECENT = 60.0  # seconds a used admission stands for this worker
+# ...and an unused one (a page reading its widgets): well inside the 60 s
+# after which a never-used sandbox may be evicted, so a page being read is
+# never idle by that measure; the widgets of one page load share one.
+RECENT_SEEN = 10.0
 REMEMBERED = 10_000  # sandboxes a worker remembers having admitted
 
 ACTIVITY = site_scripts.pipelined("activity")
 COUNT = site_scripts.pipelined("count")
 
-_admitted: OrderedDict[str, float] = OrderedDict()
+# sandbox -> (when this worker admitted it, whether as used)
+_admitted: OrderedDict[str, tuple[float, bool]] = OrderedDict()
 
 
 
@@ -63,13 +75,22 @@ class WayIn:
         return list(fields)
 
 
-def _recently_admitted(sandbox: str) -> bool:
-    at = _admitted.get(sandbox)
-    return at is not None and time.monotonic() - at < RECENT
+def _recently_admitted(sandbox: str, used: bool = True) -> bool:
+    """Admitted lately by this worker: as used (for an action), or at all,
+    within RECENT_SEEN (for a page's read)."""
+    found = _admitted.get(sandbox)
+    if found is None:
+        return False
+    age, as_used = time.monotonic() - found[0], found[1]
+    if used:
+        return as_used and age < RECENT
+    return age < (RECENT if as_used else RECENT_SEEN)
 
 
-def _remember(sandbox: str) -> None:
-    _admitted[sandbox] = time.monotonic()
+def _remember(sandbox: str, used: bool = True) -> None:
+    if not used and _recently_admitted(sandbox, used=True):
+        return  # a used admission stands: a read does not turn it back into an unused one
+    _admitted[sandbox] = (time.monotonic(), used)
     _admitted.move_to_end(sandbox)
     while len(_admitted) > REMEMBERED:
         _admitted.popitem(last=False)
@@ -94,6 +115,24 @@ async def enter(request: Request, sandbox: str, widget: str, progress_fields: li
         await guard.enter(request, sandbox, widget)
         return None
     return way_in(request, sandbox, widget, progress_fields)
+
+
+async def glance(request: Request, sandbox: str, widget: str) -> list[tuple[Any, ...]]:
+    """A page's read of a widget (`GET .../state`): the sandbox admitted as
+    seen when this worker has not lately, and the activity record's writes
+    handed back, for the read's own round trip (`Context.before`)."""
+    if not _recently_admitted(sandbox, used=False):
+        await guard.admit_request(request, sandbox, used=False)
+        _remember(sandbox, used=False)
+    return guard.activity_commands(request, sandbox, widget)
+
+
+async def send(conn: Conn, commands: list[tuple[Any, ...]]) -> None:
+    """Plain writes in one round trip (their replies not read)."""
+    async with conn.pipeline(transaction=False) as pipe:
+        for command in commands:
+            pipe.execute_command(*command)
+        await pipe.execute()
 
 
 def way_in(request: Request, sandbox: str, widget: str, progress_fields: list[str]) -> WayIn:

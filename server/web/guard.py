@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
-from server.emq.wire import Conn, Fields, Pipe
+from server.emq.wire import Conn, Pipe
 from server.sandboxes import admission
 from server.sandboxes.sandbox import NoSandbox
 from server.web import limits
@@ -191,37 +191,37 @@ def page_of(request: Request) -> str | None:
     return page.path if page is not None else None
 
 
-def queue_activity(request: Request, pipe: Pipe, sandbox: str, widget: str) -> None:
-    """Queue on `pipe` the writes that record a sandbox's last activity."""
+def activity_commands(request: Request, sandbox: str, widget: str) -> list[tuple[Any, ...]]:
+    """The writes that record a sandbox's last activity (none for an
+    instructor watching a learner: that is not the learner's activity)."""
     settings = request.app.state.settings
     if noted(request, "watching", None):
-        return  # the instructor watching a learner is not the learner's activity
-    fields: Fields = {"widget": widget, "seen": round(time.time(), 3)}
+        return []
+    fields: dict[str, Any] = {"widget": widget, "seen": round(time.time(), 3)}
     page = page_of(request)
     if page:
         fields["page"] = page
+    pairs = [item for pair in fields.items() for item in pair]
+    commands: list[tuple[Any, ...]] = []
     # The acting sandbox's record (expiry, the instructor page) and, in a
     # class acting elsewhere (demo, together), the learner's own (the roster).
     visitor = noted(request, "visitor", None) or sandbox
     for whose in dict.fromkeys([sandbox, visitor]):
         meta = f"lab:{{{whose}}}:meta"
-        pipe.hset(meta, mapping=fields)
-        # Belt and braces: the reaper removes it with the sandbox, and if the
-        # reaper never runs, it still goes.
-        pipe.expire(meta, settings.sandbox_ttl * 2)
+        # Belt and braces on the expiry: the reaper removes it with the
+        # sandbox, and if the reaper never runs, it still goes.
+        commands += [("HSET", meta, *pairs), ("EXPIRE", meta, settings.sandbox_ttl * 2)]
     room = room_of(request)
     if room:
-        pipe.expire(f"lab:room:{room}", settings.room_ttl)
-        pipe.expire(f"lab:room:{room}:learners", settings.room_ttl)
+        commands += [("EXPIRE", f"lab:room:{room}", settings.room_ttl),
+                     ("EXPIRE", f"lab:room:{room}:learners", settings.room_ttl)]
+    return commands
 
 
-async def touch(request: Request, sandbox: str, widget: str) -> None:
-    """Record the sandbox's last activity, for expiry and the instructor page."""
-    conn = request.app.state.conn
-    await admit_request(request, sandbox, used=False)
-    async with conn.pipeline(transaction=False) as pipe:
-        queue_activity(request, pipe, sandbox, widget)
-        await pipe.execute()
+def queue_activity(request: Request, pipe: Pipe, sandbox: str, widget: str) -> None:
+    """Queue on `pipe` the writes that record a sandbox's last activity."""
+    for command in activity_commands(request, sandbox, widget):
+        pipe.execute_command(*command)
 
 
 async def enter(request: Request, sandbox: str, widget: str) -> None:
@@ -251,6 +251,7 @@ __all__ = [
     "DEMO_REFUSAL",
     "NoSandbox",
     "Refused",
+    "activity_commands",
     "admit",
     "admit_request",
     "check_attempts",
@@ -260,10 +261,10 @@ __all__ = [
     "count_failed_attempt",
     "enter",
     "is_instructor",
+    "noted",
     "queue_activity",
     "require_instructor",
     "room_of",
     "sandbox_of",
-    "touch",
     "visitor_of",
 ]

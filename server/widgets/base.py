@@ -210,11 +210,16 @@ class Widget:
         return [snapshot.decode(ctx.conn, q, r)[1] for q, r in zip(queues, replies, strict=True)]
 
     async def _read_all(self, ctx: Context, ids: dict[str, list[str]] | None = None) -> list[Any]:
-        calls = [snapshot.call(q, ids[q] if ids else self.job_ids(q)) for q in self.queues(ctx)]
+        before, ctx.before = ctx.before, []  # the page's activity record: in this round trip
+        reads = [snapshot.call(q, ids[q] if ids else self.job_ids(q)) for q in self.queues(ctx)]
+        calls: list[scripts.Call | None] = [None] * len(before)
+        calls += reads
         async with ctx.conn.pipeline(transaction=False) as pipe:
-            for script, keys, args in calls:
+            for command in before:
+                pipe.execute_command(*command)
+            for script, keys, args in reads:
                 script.queue(pipe, keys, args)
-            return await scripts.execute(ctx.conn, pipe, calls)
+            return (await scripts.execute(ctx.conn, pipe, calls))[len(before):]
 
     def decode(self, ctx: Context, replies: list[Any]) -> dict[str, Any]:
         decoded = [snapshot.decode(ctx.conn, q, r) for q, r in zip(self.queues(ctx), replies, strict=True)]

@@ -27,6 +27,9 @@ class Context:
     # The way in's scripts (admission's activity record and rate budgets,
     # `server/web/entry.py`), sent in the same round trip as the lock.
     way_in: WayIn | None = None
+    # Plain writes to send in front of the first read (a page's read of the
+    # widget: the sandbox's activity record), their replies not read.
+    before: list[tuple[Any, ...]] = field(default_factory=list)
     # Commands an action leaves for its last round trip, sent with the outcome
     # and before the snapshot is read: the best-effort DEL of a completed
     # job's :logs, and the parent_policy HSETs of a flow a Reset just landed.

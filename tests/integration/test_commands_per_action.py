@@ -13,8 +13,12 @@ close (the progress write beside `queue_keys` finish, which deletes the
 
 from __future__ import annotations
 
+import pytest
+import redis
+
 from bench import bench_commands
 from server.valkey.process import ValkeyProcess
+from server.web import entry
 
 # Reset, then "Complete child" (which claims the child first), as the fan-in's tour starts.
 ROUND_TRIPS = 3
@@ -61,3 +65,23 @@ def test_the_fan_ins_reset_sends_its_policies_with_the_close(valkey: ValkeyProce
     policies = {k["name"].rsplit(":", 1)[1]: k["value"].get("parent_policy") for k in rows
                 if k["type"] == "hash" and ":job:JOBchild" in k["name"]}
     assert policies == {"JOBchild1": "fp", "JOBchild2": "fp", "JOBchild3": "fp"}
+
+
+def test_a_pages_read_of_a_widget_is_one_round_trip_with_its_activity_record(
+        valkey: ValkeyProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    with bench_commands.in_process_site(valkey.url) as client:
+        client.get(bench_commands.FANIN_DIVE)
+        sandbox = bench_commands.sandbox_of(client)
+        bench_commands.count(client, sandbox, "GET", "/api/widgets/fanin/state")  # lands the scenario
+        plain = redis.Redis.from_url(valkey.url, decode_responses=True)
+        plain.hset(f"lab:{{{sandbox}}}:meta", mapping={"widget": "nothing", "seen": "0"})
+        again = bench_commands.count(client, sandbox, "GET", "/api/widgets/fanin/state")
+        meta = plain.hgetall(f"lab:{{{sandbox}}}:meta")
+        # once this worker admitted the sandbox lately, the admission waits; the activity rides with the read
+        monkeypatch.setattr(entry, "RECENT_SEEN", 0.0)
+        later = bench_commands.count(client, sandbox, "GET", "/api/widgets/fanin/state")
+        plain.close()
+    assert again["round_trips"] == 1, again
+    assert again["names"].count("EVALSHA") == 1 and "HSET" in again["names"], again
+    assert meta["widget"] == "fanin" and float(meta["seen"]) > 0  # the record was written all the same
+    assert later["round_trips"] == 2, later  # the admission again, then the read

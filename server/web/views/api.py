@@ -42,8 +42,12 @@ async def state(request: Request) -> JSONResponse:
     try:
         widget = find_widget(request)
         sandbox = guard.sandbox_of(request)
-        await guard.touch(request, sandbox, widget.name)
-        snap = await widget.show(context(request, sandbox))
+        ctx = context(request, sandbox)
+        # the activity record rides with the snapshot's read (one round trip in all, once admitted)
+        ctx.before = await entry.glance(request, sandbox, widget.name)
+        snap = await widget.show(ctx)
+        if ctx.before:  # a widget whose read did not take them (its own snapshot)
+            await entry.send(ctx.conn, ctx.before)
         return JSONResponse({"snapshot": snap, **where(request)})
     except Exception as exc:  # noqa: BLE001 - every failure becomes a clear JSON answer
         return answer_error(exc)
