@@ -20,7 +20,7 @@ from typing import Any
 
 from redis.asyncio import RedisCluster
 
-from server.emq import keyspace, pump, registry
+from server.emq import keyspace, pipeline, pump, registry
 from server.emq.errors import EmqError, StateRefused
 from server.emq.shape import FlowShapeError, Node, parse_flow, policy_token
 from server.emq.wire import Conn, as_int
@@ -172,10 +172,7 @@ async def _add_same_queue(conn: Conn, root: Node, tail: list[Command] | None = N
     if tail is not None:
         tail.extend(policies)
         return
-    pipe = conn.pipeline(transaction=False)
-    for command in policies:
-        pipe.execute_command(*command)
-    await pipe.execute()
+    await pipeline.send(conn, policies)
 
 
 # --- paths 1 and 2: the host-side walk ----------------------------------------

@@ -41,3 +41,14 @@ async def run_many(conn: Conn, calls: Sequence[tuple[str, Sequence[str], Sequenc
         elif isinstance(reply, Exception):
             raise reply
     return replies
+
+
+async def send(conn: Conn, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """Plain commands (no scripts) in order, one round trip; the first error
+    reply raises, after every reply was read. Nothing to send: no round trip."""
+    if not commands:
+        return []
+    async with conn.pipeline(transaction=False) as pipe:
+        for command in commands:
+            pipe.execute_command(*command)
+        return list(await pipe.execute())

@@ -38,7 +38,6 @@ from typing import Any
 
 from starlette.requests import Request
 
-from server.emq.wire import Conn
 from server.sandboxes import site_scripts
 from server.valkey.scripts import Arg, Call
 from server.web import guard, limits
@@ -127,14 +126,6 @@ async def glance(request: Request, sandbox: str, widget: str) -> list[tuple[Any,
     return guard.activity_commands(request, sandbox, widget)
 
 
-async def send(conn: Conn, commands: list[tuple[Any, ...]]) -> None:
-    """Plain writes in one round trip (their replies not read)."""
-    async with conn.pipeline(transaction=False) as pipe:
-        for command in commands:
-            pipe.execute_command(*command)
-        await pipe.execute()
-
-
 def way_in(request: Request, sandbox: str, widget: str, progress_fields: list[str]) -> WayIn:
     """The activity record and the budgets of one action in the acting
     sandbox: the learner's own, or a class's (demo, together), where the
@@ -145,21 +136,12 @@ def way_in(request: Request, sandbox: str, widget: str, progress_fields: list[st
     now = time.time()
     own = [b for b in spent if b.name == sandbox]
     others = [b for b in spent if b.name != sandbox]
-    meta: dict[str, Any] = {"widget": widget, "seen": round(now, 3)}
-    page = guard.page_of(request)
-    if page:
-        meta["page"] = page
     keys = [f"lab:{{{sandbox}}}:meta", f"lab:{{{sandbox}}}:progress", *(limits.rate_key(b.name, now) for b in own)]
-    pairs: list[Arg] = [item for pair in meta.items() for item in pair]
+    pairs: list[Arg] = guard.activity_fields(request, widget)
     args: list[Arg] = [settings.sandbox_ttl * 2, limits.RATE_WINDOW * 2, len(progress_fields), *progress_fields, *pairs]
     calls: list[Call] = [(ACTIVITY, keys, args)]
     calls += [(COUNT, [limits.rate_key(b.name, now)], [limits.RATE_WINDOW * 2]) for b in others]
-    commands: list[tuple[Any, ...]] = []
-    if visitor != sandbox:  # the roster reads the learner's own record
-        own_meta = f"lab:{{{visitor}}}:meta"
-        commands += [("HSET", own_meta, *pairs), ("EXPIRE", own_meta, settings.sandbox_ttl * 2)]
-    room = guard.room_of(request)
-    if room:
-        commands += [("EXPIRE", f"lab:room:{room}", settings.room_ttl),
-                     ("EXPIRE", f"lab:room:{room}:learners", settings.room_ttl)]
+    # activity.lua writes the acting sandbox's record; the learner's own (the
+    # roster reads it) and a room's expiry ride beside it as plain writes
+    commands = guard.activity_commands(request, sandbox, widget, acting=False, pairs=pairs)
     return WayIn(calls, [*own, *others], commands)

@@ -191,22 +191,34 @@ def page_of(request: Request) -> str | None:
     return page.path if page is not None else None
 
 
-def activity_commands(request: Request, sandbox: str, widget: str) -> list[tuple[Any, ...]]:
-    """The writes that record a sandbox's last activity (none for an
-    instructor watching a learner: that is not the learner's activity)."""
-    settings = request.app.state.settings
-    if noted(request, "watching", None):
-        return []
+def activity_fields(request: Request, widget: str) -> list[Any]:
+    """A last-activity record's fields and values, flat: the widget, when,
+    and the course page the request came from."""
     fields: dict[str, Any] = {"widget": widget, "seen": round(time.time(), 3)}
     page = page_of(request)
     if page:
         fields["page"] = page
-    pairs = [item for pair in fields.items() for item in pair]
+    return [item for pair in fields.items() for item in pair]
+
+
+def activity_commands(request: Request, sandbox: str, widget: str, *, acting: bool = True,
+                      pairs: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    """The writes that record a sandbox's last activity (none for an
+    instructor watching a learner: that is not the learner's activity).
+    `acting=False` leaves out the acting sandbox's own record, for a caller
+    that writes it in a script (`entry.way_in`); `pairs`: its fields, when
+    the caller built them already."""
+    settings = request.app.state.settings
+    if noted(request, "watching", None):
+        return []
+    pairs = activity_fields(request, widget) if pairs is None else pairs
     commands: list[tuple[Any, ...]] = []
     # The acting sandbox's record (expiry, the instructor page) and, in a
     # class acting elsewhere (demo, together), the learner's own (the roster).
     visitor = noted(request, "visitor", None) or sandbox
     for whose in dict.fromkeys([sandbox, visitor]):
+        if whose == sandbox and not acting:
+            continue
         meta = f"lab:{{{whose}}}:meta"
         # Belt and braces on the expiry: the reaper removes it with the
         # sandbox, and if the reaper never runs, it still goes.
@@ -252,6 +264,7 @@ __all__ = [
     "NoSandbox",
     "Refused",
     "activity_commands",
+    "activity_fields",
     "admit",
     "admit_request",
     "check_attempts",

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
+from server.emq import pipeline
 from server.emq.wire import Fields, as_dict
 from server.valkey import scripts
 from server.widgets import predict, snapshot, turn
@@ -263,9 +264,8 @@ class Widget:
         if outcome.keep:
             await self.remember(ctx, **outcome.keep)
             outcome.keep = {}
-        for command in ctx.tail:
-            await ctx.conn.execute_command(*command)
-        ctx.tail.clear()
+        tail, ctx.tail = ctx.tail, []
+        await pipeline.send(ctx.conn, tail)  # one round trip, not one per command
         await turn.word(ctx, self.queues(ctx)[0], outcome)
         return outcome
 

@@ -14,6 +14,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from server.emq import pipeline
 from server.sandboxes import progress
 from server.web import body, entry, guard
 from server.web.errors import VALKEY_DOWN, answer_error, problem
@@ -47,7 +48,7 @@ async def state(request: Request) -> JSONResponse:
         ctx.before = await entry.glance(request, sandbox, widget.name)
         snap = await widget.show(ctx)
         if ctx.before:  # a widget whose read did not take them (its own snapshot)
-            await entry.send(ctx.conn, ctx.before)
+            await pipeline.send(ctx.conn, ctx.before)
         return JSONResponse({"snapshot": snap, **where(request)})
     except Exception as exc:  # noqa: BLE001 - every failure becomes a clear JSON answer
         return answer_error(exc)
