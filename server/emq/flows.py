@@ -27,7 +27,7 @@ from server.emq.wire import Conn, as_int
 
 __all__ = [
     "FlowShapeError", "add", "add_bulk", "add_bulk_pipelined", "enqueue_flow_call", "land_node",
-    "policy_token", "walk_order",
+    "policy_token", "queue_add", "walk_order",
 ]
 
 Landed = tuple[str, list[str]]
@@ -50,6 +50,26 @@ async def add(conn: Conn, queue: str, flow: Any, *, tail: list[Command] | None =
         await _add_same_queue(conn, root, tail)
         return _landed(root)
     return await _add_node(conn, root)
+
+
+def queue_add(batch: pipeline.Batch, queue: str, flow: Any) -> bool:
+    """A same-queue flow's add written into ``batch`` (its ``enqueue_flow``,
+    then its children's ``parent_policy`` HSETs) for the caller's own round
+    trip; False, with nothing written, for a flow that takes another path.
+
+    The caller sends the batch and reads no reply: it proves the land in the
+    same round trip (the parent's row exists). A refused ``enqueue_flow``
+    leaves the HSETs' stray rows behind, so without the proof the caller
+    clears and adds again.
+    """
+    root = parse_flow(queue, flow)
+    if _path(root) != "same-queue":
+        return False
+    keys, args = _same_queue_call(root)
+    batch.script("enqueue_flow", keys, args)
+    for command in _policies(root):
+        batch.command(*command)
+    return True
 
 
 async def add_bulk(conn: Conn, queue: str, flows: Sequence[Any]) -> list[Landed]:
@@ -165,14 +185,18 @@ def _same_queue_call(root: Node) -> tuple[list[str], list[str]]:
 async def _add_same_queue(conn: Conn, root: Node, tail: list[Command] | None = None) -> None:
     keys, args = _same_queue_call(root)
     await registry.run(conn, "enqueue_flow", keys, args)
-    # The policies are written after the atomic land, as plain HSETs on rows
-    # that now exist; the script itself stays about landing.
-    policies = [("HSET", keyspace.job_key(child.queue, child.id), "parent_policy", child.policy)
-                for child in root.children]
+    policies = _policies(root)
     if tail is not None:
         tail.extend(policies)
         return
     await pipeline.send(conn, policies)
+
+
+def _policies(root: Node) -> list[Command]:
+    # The policies are written after the atomic land, as plain HSETs on rows
+    # that now exist; the script itself stays about landing.
+    return [("HSET", keyspace.job_key(child.queue, child.id), "parent_policy", child.policy)
+            for child in root.children]
 
 
 # --- paths 1 and 2: the host-side walk ----------------------------------------

@@ -49,6 +49,7 @@ __all__ = [
     "lineage",
     "lineage_of",
     "policy_arm",
+    "queue_claim_and_complete",
     "requeue_lapsed",
 ]
 
@@ -143,9 +144,8 @@ async def claim_and_complete(
     pass its fence; the caller's lock is what makes the guess sound.
     """
     job_id, token = expected
-    keys, args = complete_call(queue, job_id, token, line, result)
     claim_reply, complete_reply = await pipeline.run_many(
-        conn, [_claim_call(queue, lease_ms), ("complete", keys, args)])
+        conn, _claim_and_complete_calls(queue, expected, result, line, lease_ms))
     if isinstance(claim_reply, EmqError):
         raise claim_reply
     claimed = _claimed(claim_reply)
@@ -153,6 +153,27 @@ async def claim_and_complete(
     if done:
         await _drop_logs(conn, queue, job_id, tail)
     return claimed, done
+
+
+def queue_claim_and_complete(
+    batch: pipeline.Batch, queue: str, expected: tuple[str, int], result: Any = None, *,
+    line: Lineage, lease_ms: int = 30000, tail: list[tuple[Any, ...]],
+) -> None:
+    """``claim_and_complete``'s two scripts, written into ``batch`` for the
+    caller's own round trip instead of being sent, and the job's ``:logs``
+    DEL into ``tail``. The caller reads neither reply: it proves the
+    completion in that round trip (the job counted in its parent's
+    ``:processed``) and sends the tail only then; without the proof it runs
+    them again."""
+    for name, keys, args in _claim_and_complete_calls(queue, expected, result, line, lease_ms):
+        batch.script(name, keys, args)
+    tail.append(("DEL", keyspace.logs_key(queue, expected[0])))
+
+
+def _claim_and_complete_calls(queue: str, expected: tuple[str, int], result: Any, line: Lineage,
+                              lease_ms: int) -> list[tuple[str, list[str], list[Any]]]:
+    keys, args = complete_call(queue, expected[0], expected[1], line, result)
+    return [_claim_call(queue, lease_ms), ("complete", keys, args)]
 
 
 async def requeue_lapsed(conn: Conn, queue: str, limit: int = 100) -> list[str]:

@@ -5,11 +5,17 @@ beside it (`jobs.claim_and_complete`). redis-py's own pipelines would first
 ask SCRIPT EXISTS for every registered script, a round trip of its own; this
 sends the EVALSHAs of the scripts `registry` registered, and loads a script
 only when Valkey answers NOSCRIPT (a restart, SCRIPT FLUSH).
+
+A `Batch` goes one step further: the host library writes its scripts and
+commands into it instead of sending them, and the caller sends the whole
+batch inside a round trip of its own (a widget's closing one), reading the
+replies as they stand.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from redis.exceptions import NoScriptError, ResponseError
@@ -17,7 +23,9 @@ from redis.exceptions import NoScriptError, ResponseError
 from server.emq import registry
 from server.emq.errors import EmqError, translate
 from server.emq.registry import Arg
-from server.emq.wire import Conn
+from server.emq.wire import Conn, Pipe
+
+Command = tuple[Any, ...]
 
 
 async def run_many(conn: Conn, calls: Sequence[tuple[str, Sequence[str], Sequence[Arg]]]) -> list[Any]:
@@ -52,3 +60,39 @@ async def send(conn: Conn, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
         for command in commands:
             pipe.execute_command(*command)
         return list(await pipe.execute())
+
+
+@dataclass
+class Batch:
+    """EchoMQ scripts (by name) and plain commands, kept in order for a round
+    trip the caller sends later, with its own commands after them."""
+
+    steps: list[tuple[str | None, Command]] = field(default_factory=list)
+
+    def script(self, name: str, keys: Sequence[str], args: Sequence[Arg]) -> None:
+        self.steps.append((name, (len(keys), *keys, *args)))
+
+    def command(self, *args: Any) -> None:
+        self.steps.append((None, args))
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def queue(self, conn: Conn, pipe: Pipe) -> None:
+        """Put every step on `pipe`: a script as one EVALSHA of its registered SHA."""
+        for name, args in self.steps:
+            if name is None:
+                pipe.execute_command(*args)
+            else:
+                pipe.execute_command("EVALSHA", registry.script_for(conn, name).sha, *args)
+
+    async def settle(self, conn: Conn, replies: Sequence[Any]) -> bool:
+        """Whether every step was answered without an error. A script Valkey
+        did not know (NOSCRIPT) is loaded for next time, never run again
+        here: the caller decides what a refused step means."""
+        clean = True
+        for (name, _), reply in zip(self.steps, replies, strict=True):
+            if isinstance(reply, NoScriptError) and name is not None:
+                await conn.script_load(registry.script_source(name))
+            clean = clean and not isinstance(reply, Exception)
+        return clean

@@ -51,16 +51,18 @@ class SiteScript:
 Call = tuple[SiteScript, Sequence[str], Sequence[Arg]]
 
 
-async def execute(conn: Conn, pipe: Pipe, calls: Sequence[Call | None]) -> list[Any]:
+async def execute(conn: Conn, pipe: Pipe, calls: Sequence[Call | None], answered: int = 0) -> list[Any]:
     """Execute `pipe`; a script answered NOSCRIPT is loaded and run again alone.
 
-    `calls` lists, for each queued command in order, the script call it was
-    (or None for a plain command), so a NOSCRIPT reply can be retried; other
-    error replies are raised as usual.
+    `calls` lists, for each queued command after the first `answered` ones,
+    the script call it was (or None for a plain command), so a NOSCRIPT reply
+    can be retried; other error replies are raised as usual. The first
+    `answered` replies are returned as they stand, errors included: the
+    caller reads them itself.
     """
     replies = list(await pipe.execute(raise_on_error=False))
-    for i, reply in enumerate(replies):
-        call = calls[i] if i < len(calls) else None
+    for i, reply in enumerate(replies[answered:], answered):
+        call = calls[i - answered] if i - answered < len(calls) else None
         if isinstance(reply, NoScriptError) and call is not None:
             script, keys, args = call
             replies[i] = await script.run(conn, keys, args)

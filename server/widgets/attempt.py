@@ -125,6 +125,8 @@ async def judged(widget: Widget, ctx: Context, slug: str, body: dict[str, Any],
                  answer: Answer | None, before: Moment) -> tuple[Outcome, Verdict | None]:
     """Run the action; with an answer, judge it by the keys Valkey holds afterwards."""
     question = open_question(widget, slug, answer, before) if answer is not None else None
+    if question is not None:
+        ctx.closing = None  # the verdict reads the keys the action wrote, before its finish
     outcome = await widget.perform(ctx, slug, body)
     if question is None or answer is None:
         return outcome, None

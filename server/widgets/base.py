@@ -171,16 +171,20 @@ class Widget:
         the scenario they picked over, it does not undo the pick. Callers hold
         the widget's lock (`run`, or `reset_locked`). `last`: nothing in this
         action reads the keys before its finish, so the land may leave its
-        trailing writes to the finish's round trip (`Context.land_tail`).
+        trailing writes to the finish's round trip (`Context.land_tail`), or
+        the whole land, with its proof, to the closing (`closing.py`).
         """
-        kept = {}
-        if self.kept_on_reset:
-            state = await self.state(ctx)
-            kept = {k: state[k] for k in self.kept_on_reset if k in state}
         ctx.start = ctx.start_state = None
-        fresh: Fields = {"landed": "1"}
-        fresh.update(kept)
-        await self.clear(ctx, fresh)
+        if ctx.cleared:
+            ctx.cleared = False  # the lock's own call removed the keys and kept the choices (`turn.begin`)
+        else:
+            kept = {}
+            if self.kept_on_reset:
+                state = await self.state(ctx)
+                kept = {k: state[k] for k in self.kept_on_reset if k in state}
+            fresh: Fields = {"landed": "1"}
+            fresh.update(kept)
+            await self.clear(ctx, fresh)
         ctx.land_tail = ctx.tail if last else None
         try:
             await self.land(ctx)
@@ -260,6 +264,7 @@ class Widget:
         """`perform`, then what it left for the last round trip (its kept
         fields, its deferred commands, its readings) done at once: one step of
         a replay or a trace, before the next step reads them."""
+        ctx.closing = None  # the next step reads what this one wrote
         outcome = await self.perform(ctx, slug, body)
         if outcome.keep:
             await self.remember(ctx, **outcome.keep)
@@ -280,6 +285,7 @@ class Widget:
 
     async def replay(self, ctx: Context, step: int) -> Outcome:
         """Land afresh, then run the first `step` actions of the tour on Valkey."""
+        ctx.closing = None  # every step reads what the one before it wrote
         await self.reset(ctx)
         last = Outcome("The scenario as it lands.")
         for entry in self.tour[:step]:

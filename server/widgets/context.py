@@ -12,6 +12,7 @@ from server.widgets.snapshot import QueueView
 
 if TYPE_CHECKING:
     from server.web.entry import WayIn
+    from server.widgets.closing import Closing
 
 
 @dataclass
@@ -38,6 +39,12 @@ class Context:
     # land may leave its trailing writes (nothing reads the rows before the
     # finish). None otherwise: the land sends them itself.
     land_tail: list[tuple[Any, ...]] | None = None
+    # Open while the action may leave writes for its closing round trip
+    # (`server/widgets/closing.py`); None wherever the keys are read before it.
+    closing: Closing | None = None
+    # The Reset's lock removed the widget's keys and wrote its lab hash anew
+    # (one queue: the same script call), so `Widget.reset` only lands.
+    cleared: bool = False
     # The learner's progress fields for this widget, when the way in read them
     # already; None: the action reads them itself.
     held: list[Any] | None = None

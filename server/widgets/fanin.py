@@ -138,7 +138,8 @@ class FanIn(OneFlow):
     async def claim_and_complete(self, ctx: Context, peek: Peek) -> tuple[tuple[str, int] | None, bool]:
         """Claim the next pending child and complete it, in one round trip
         when the head is a child (`jobs.claim_and_complete`: the lock's read
-        names the job claim takes and its token)."""
+        names the job claim takes and its token), or in none of its own: the
+        action's closing one (`closing.py`)."""
         head = peek.head
         if head not in CHILDREN:
             return None, False
@@ -146,8 +147,15 @@ class FanIn(OneFlow):
         line = line_of(queue, peek, head)
         if line is None:  # no row to read the lineage from: claim alone, complete after
             return await self.claim_child(ctx, peek), False
-        return await jobs.claim_and_complete(ctx.conn, queue, (head, peek.tokens[head] + 1), result_of(head),
-                                             line=line, lease_ms=LEASE_MS, tail=ctx.tail)
+        expected = (head, peek.tokens[head] + 1)
+        if ctx.closing is not None:
+            # both ride the closing round trip; the outcome stands once the parent counted the child
+            jobs.queue_claim_and_complete(ctx.closing.batch, queue, expected, result_of(head), line=line,
+                                          lease_ms=LEASE_MS, tail=ctx.tail)
+            ctx.closing.prove("HGET", keyspace.processed_key(queue, PARENT), head)
+            return expected, True
+        return await jobs.claim_and_complete(ctx.conn, queue, expected, result_of(head), line=line,
+                                             lease_ms=LEASE_MS, tail=ctx.tail)
 
     async def claim_child(self, ctx: Context, peek: Peek) -> tuple[str, int] | None:
         """Claim the next pending child, never the parent once it is released."""

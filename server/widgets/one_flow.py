@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from server.emq import flows
+from server.emq import flows, keyspace
 from server.widgets.base import Widget
 from server.widgets.context import Context
 
@@ -27,5 +27,12 @@ class OneFlow(Widget):
         return [self.parent, *self.children]
 
     async def land(self, ctx: Context) -> None:
-        # after a Reset, the children's parent_policy HSETs ride with the finish
-        await flows.add(ctx.conn, self.queues(ctx)[0], self.flow_spec(), tail=ctx.land_tail)
+        queue = self.queues(ctx)[0]
+        # A Reset that ends its action: the whole land rides the closing round
+        # trip, proved by the parent's row (the lock's call removed it).
+        closing = ctx.closing if ctx.land_tail is not None else None
+        if closing is not None and flows.queue_add(closing.batch, queue, self.flow_spec()):
+            closing.prove("EXISTS", keyspace.job_key(queue, self.parent))
+            return
+        # otherwise after a Reset, the children's parent_policy HSETs ride with the finish
+        await flows.add(ctx.conn, queue, self.flow_spec(), tail=ctx.land_tail)

@@ -134,11 +134,11 @@ def _gated(job_ids: list[str]) -> list[str]:
 
 
 def call(queue: str, job_ids: list[str], mode: str = "read", token: str = "", outcome: str = "",
-         fields: str = "", readings: str = "", drops: str = "") -> Call:
+         fields: str = "", readings: str = "", drops: str = "", proof: str = "") -> Call:
     """The queue_keys call for `queue` (queue it on a pipeline, or run it);
     the arguments are the script's ARGV, named in its header."""
     keys = [state_key(queue), lock_key(queue)]
-    args = [keyspace.base(queue), mode, token, outcome, fields, readings, drops, *_gated(job_ids)]
+    args = [keyspace.base(queue), mode, token, outcome, fields, readings, drops, proof, *_gated(job_ids)]
     return QUEUE_KEYS, keys, args
 
 

@@ -8,11 +8,16 @@ An action costs two round trips of its own, whatever it does in between:
   activity record and rate budgets, `server/web/entry.py`) rides in the same
   pipeline. Tabs, class members and Reset queue behind the lock, so any
   interleaving of clicks leaves a state that clicking one at a time reaches.
-* **finish** (mode `finish`): the action's best-effort tail (a :logs DEL on
-  the queue's slot goes into the script, the rest beside it), the values its
-  sentence names read and written into it, the outcome and kept fields
-  recorded with a new `ver`, the lock released, and every queue read for the
-  snapshot the page paints.
+  A Reset of a one-queue widget takes the lock in mode `reset`: the same
+  call removes the widget's keys and writes its lab hash anew.
+* **finish** (mode `finish`): the writes the action left for it
+  (`closing.py`) go first, then the action's best-effort tail (a :logs DEL on
+  the queue's slot goes into the script, the rest beside it); the outcome's
+  proof is read, the values its sentence names read and written into it, the
+  outcome and kept fields recorded with a new `ver`, the lock released, and
+  every queue read for the snapshot the page paints.
+
+"Complete child" and the fan-in's Reset do all their work in those two.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from server.emq import keyspace
 from server.valkey import scripts
 from server.valkey.scripts import Call
 from server.widgets import snapshot
+from server.widgets.closing import Closing
 from server.widgets.context import Context
 from server.widgets.outcome import Busy, Outcome, TooManyKeys, encoded
 
@@ -44,12 +50,21 @@ LOCK_LEASE_MS = 10_000  # an action that outlives this (a site killed mid-action
 LOCK_WAIT_S = 5.0  # how long an action queues behind another before it gives up
 
 
-async def begin(widget: Widget, ctx: Context, key_cap: int | None) -> str:
+async def begin(widget: Widget, ctx: Context, key_cap: int | None, *, reset: bool = False) -> str:
     """Take the widget's lock (waiting behind another action); land the
-    scenario if it has not landed whole. Returns the lock token."""
-    first = widget.queues(ctx)[0]
+    scenario if it has not landed whole. Returns the lock token.
+
+    `reset`: the action is a Reset; a one-queue widget's keys go in the call
+    that takes the lock (`ctx.cleared`), none of them read."""
+    queues = widget.queues(ctx)
+    first = queues[0]
     token = f"{_TOKEN_PREFIX}{os.getpid():x}.{next(_tokens):x}"
-    call = snapshot.call(first, widget.job_ids(first), "begin", token, str(LOCK_LEASE_MS))
+    clearing = reset and len(queues) == 1
+    if clearing:
+        kept = json.dumps(list(widget.kept_on_reset)) if widget.kept_on_reset else ""
+        call = snapshot.call(first, (await widget.ids_after(ctx))[first], "reset", token, str(LOCK_LEASE_MS), kept)
+    else:
+        call = snapshot.call(first, widget.job_ids(first), "begin", token, str(LOCK_LEASE_MS))
     reply = await _way_in_and_lock(widget, ctx, call, token)
     deadline = asyncio.get_running_loop().time() + LOCK_WAIT_S
     while len(reply) <= 1:
@@ -57,6 +72,9 @@ async def begin(widget: Widget, ctx: Context, key_cap: int | None) -> str:
             raise Busy("another action on this widget is still running; try again in a moment")
         await asyncio.sleep(0.005)
         reply = await call[0].run(ctx.conn, call[1], call[2])
+    if clearing:
+        ctx.cleared = True
+        return token
     state, view = snapshot.decode(ctx.conn, first, reply)
     try:
         if state.get("landed") != "1":
@@ -105,14 +123,27 @@ async def run(widget: Widget, ctx: Context, slug: str, body: dict[str, Any], key
               perform: Any) -> tuple[Outcome, dict[str, Any]]:
     """One action, start to finish: lock, land if needed, act, then record
     the outcome, release the lock and read the snapshot in one round trip."""
-    token = await begin(widget, ctx, None if slug == "reset" else key_cap)
+    resetting = slug == "reset" and "predict" not in body  # a refused prediction must find the keys in place
+    token = await begin(widget, ctx, None if slug == "reset" else key_cap, reset=resetting)
+
+    async def act() -> Outcome:
+        return await (perform(widget, ctx, slug, body) if perform else widget.perform(ctx, slug, body))
+
     try:
-        outcome = await (perform(widget, ctx, slug, body) if perform else widget.perform(ctx, slug, body))
+        ctx.closing = Closing()
+        outcome = await act()
     except BaseException:
         await release(widget, ctx, token)
         raise
     try:
-        snap = await finish(widget, ctx, token, record(widget, ctx, slug, outcome), outcome)
+        snap = await close(widget, ctx, token, record(widget, ctx, slug, outcome), outcome)
+        if snap is None:
+            # The writes the action left for the finish did not all do what
+            # its outcome says, and nothing was recorded: the action runs
+            # again, under the same lock, from what Valkey holds now, each
+            # write in a round trip of its own (the closing is shut).
+            outcome = await act()
+            snap = await finish(widget, ctx, token, record(widget, ctx, slug, outcome), outcome)
     except BaseException:
         await release(widget, ctx, token)  # a refused close wrote nothing: let the next action in
         raise
@@ -131,15 +162,30 @@ def record(widget: Widget, ctx: Context, slug: str, outcome: Outcome) -> str:
 async def finish(widget: Widget, ctx: Context, token: str, recorded: str,
                  outcome: Outcome | None = None) -> dict[str, Any]:
     """Record the outcome, release the lock and read every queue: one round trip."""
+    snap = await close(widget, ctx, token, recorded, outcome)
+    if snap is None:  # only writes an action left for the finish carry a proof that can miss
+        raise RuntimeError(f"{widget.name}: the outcome's proof found nothing")
+    return snap
+
+
+async def close(widget: Widget, ctx: Context, token: str, recorded: str,
+                outcome: Outcome | None = None) -> dict[str, Any] | None:
+    """`finish`, the writes the action left for it (`ctx.closing`) sent
+    first in the same round trip. None: their proof found nothing, and
+    nothing was recorded (the lock is still held)."""
     queues = widget.queues(ctx)
+    closing, ctx.closing = ctx.closing, None
+    left = closing.batch if closing is not None and closing.batch else None
     drops, rest = _split_tail(ctx.tail, queues[0])
     ctx.tail.clear()
     keep = outcome.keep if outcome else {}
     extras = (json.dumps(encoded(keep)) if keep else "", outcome.readings_json() if outcome else "",
-              json.dumps(drops) if drops else "")
+              json.dumps(drops) if drops else "", closing.proof_json() if left and closing else "")
     ids = await widget.ids_after(ctx)
     calls: list[Call | None] = []
     async with ctx.conn.pipeline(transaction=False) as pipe:
+        if left is not None:
+            left.queue(ctx.conn, pipe)
         for command in rest:
             pipe.execute_command(*command)
             calls.append(None)
@@ -148,8 +194,13 @@ async def finish(widget: Widget, ctx: Context, token: str, recorded: str,
                     if i == 0 else snapshot.call(queue, ids[queue]))
             call[0].queue(pipe, call[1], call[2])
             calls.append(call)
-        replies = await scripts.execute(ctx.conn, pipe, calls)
-    return widget.decode(ctx, replies[len(replies) - len(queues):])
+        replies = await scripts.execute(ctx.conn, pipe, calls, answered=len(left) if left else 0)
+    if left is not None:
+        await left.settle(ctx.conn, replies[:len(left)])
+    finished = replies[len(replies) - len(queues):]
+    if len(finished[0]) <= 1:
+        return None
+    return widget.decode(ctx, finished)
 
 
 def _split_tail(tail: list[tuple[Any, ...]], queue: str) -> tuple[list[str], list[tuple[Any, ...]]]:

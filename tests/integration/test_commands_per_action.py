@@ -5,10 +5,10 @@ docs/PERFORMANCE.md reports is asserted here: a change that adds a command
 to the hot path fails this test instead of creeping in unnoticed.
 
 The click's round trips, in order: the way in and the lock (activity, the
-address's budget, `queue_keys` begin), `claim` and `complete` in one
-pipeline (the lock's read names the job claim takes and its token), and the
-close (the progress write beside `queue_keys` finish, which deletes the
-:logs key and reads the counter and the parent for the sentence).
+address's budget, `queue_keys` begin), then the close: `claim` and
+`complete` (the lock's read names the job claim takes and its token), the
+progress write, and `queue_keys` finish, which proves the completion, deletes
+the :logs key and reads the counter and the parent for the sentence.
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from server.valkey.process import ValkeyProcess
 from server.web import entry
 
 # Reset, then "Complete child" (which claims the child first), as the fan-in's tour starts.
-ROUND_TRIPS = 3
+ROUND_TRIPS = 2
 COMMANDS = 7
-# The fan-in's Reset: the way in and the lock; the clear with the fresh lab
-# hash; `enqueue_flow`; the close, the children's parent_policy HSETs beside it.
-RESET_ROUND_TRIPS = 4
+# The fan-in's Reset: the way in and the lock (whose call removes the keys and
+# writes the fresh lab hash); the close: `enqueue_flow`, the children's
+# parent_policy HSETs, the progress write and the finish.
+RESET_ROUND_TRIPS = 2
 # With the child already claimed ("Claim", then "Complete child"): no claim command.
 CLAIMED_ROUND_TRIPS = 3
 CLAIMED_COMMANDS = 6
@@ -53,7 +54,7 @@ def test_completing_a_claimed_child_costs_one_command_less(valkey: ValkeyProcess
     assert counted["commands"] == CLAIMED_COMMANDS, counted
 
 
-def test_the_fan_ins_reset_sends_its_policies_with_the_close(valkey: ValkeyProcess) -> None:
+def test_the_fan_ins_reset_lands_its_flow_and_policies_in_the_close(valkey: ValkeyProcess) -> None:
     with bench_commands.in_process_site(valkey.url) as client:
         client.get(bench_commands.FANIN_DIVE)
         sandbox = bench_commands.sandbox_of(client)

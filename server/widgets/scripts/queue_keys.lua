@@ -3,10 +3,11 @@
 -- KEYS[1] the widget's lab state hash, lab:{q}:state (read with the queue)
 -- KEYS[2] the widget's action lock, lab:{q}:lock
 -- ARGV[1] the queue base, emq:{q}:
--- ARGV[2] mode: 'begin' | 'read' | 'finish' | 'clear' | 'word'
--- ARGV[3] (begin) the lock token to take; (finish) the one to release ('' none)
--- ARGV[4] (begin) the lock's lease, ms; (finish) the outcome, JSON ('' keeps the last one)
--- ARGV[5] (finish) extra state fields, JSON object ('' none)
+-- ARGV[2] mode: 'begin' | 'reset' | 'read' | 'finish' | 'clear' | 'word'
+-- ARGV[3] (begin, reset) the lock token to take; (finish) the one to release ('' none)
+-- ARGV[4] (begin, reset) the lock's lease, ms; (finish) the outcome, JSON ('' keeps the last one)
+-- ARGV[5] (finish) extra state fields, JSON object ('' none);
+--   (reset) the state fields a Reset keeps, JSON list ('' none)
 -- ARGV[6] (finish) the readings the outcome names, JSON object ('' none):
 --   { name: { cmd: [COMMAND, key, ...], words: { value: sentence } } }
 --   with COMMAND one of GET HGET ZSCORE ZCARD SCARD LLEN HLEN EXISTS on a key
@@ -14,14 +15,21 @@
 --   words), and a JSON string "{{=name}}" the bare value (a number, or null)
 -- ARGV[7] (finish) keys of this queue to delete first, JSON list ('' none):
 --   the action's best-effort tail (a completed job's :logs)
--- ARGV[8..] job ids the widget knows of (rows shown even when off every set)
--- Returns: begin: { 0 } when another action holds the lock; begin/read/finish:
---   { state, keys } where state is HGETALL of KEYS[1]
+-- ARGV[8] (finish) the outcome's proof, JSON list of [COMMAND, key, ...] as
+--   in ARGV[6] ('' none): the action sent writes just ahead of this call, in
+--   the same round trip, and the outcome states their effect; each command
+--   must find something (not nil, false or 0), else nothing is written
+-- ARGV[9..] job ids the widget knows of (rows shown even when off every set)
+-- Returns: begin/reset: { 0 } when another action holds the lock;
+--   finish: { 0 } when the proof found nothing (no write, the lock kept);
+--   begin/read/finish: { state, keys } where state is HGETALL of KEYS[1]
 --   and keys is a list of { name, type, value } for every key that exists
 --   (finish first reads the outcome's values, deletes the tail's keys and
 --   writes ver = the server's clock in us, the outcome and the fields into
 --   the state, releases the lock if it is still this action's, and records
 --   the key count as the state's `keys`);
+--   reset: { state, {} }: with the lock taken, every key removed as by
+--   clear and the state written anew (landed = 1, the kept fields);
 --   clear: the number of keys removed (the lock is left alone);
 --   word: the outcome (ARGV[4]) with its readings (ARGV[6]) filled in.
 --
@@ -41,7 +49,8 @@ local index_key = 'lab:{' .. q .. '}:index'
 -- queue behind this lock, so every interleaving of clicks leaves a state
 -- that clicking one at a time reaches; it lapses by itself (the lease) if
 -- the site dies mid-action. Taken, the action gets the keys it starts from.
-if mode == 'begin' and not redis.call('SET', KEYS[2], ARGV[3], 'NX', 'PX', tonumber(ARGV[4])) then
+if (mode == 'begin' or mode == 'reset')
+    and not redis.call('SET', KEYS[2], ARGV[3], 'NX', 'PX', tonumber(ARGV[4])) then
   return { 0 }
 end
 
@@ -92,6 +101,21 @@ if mode == 'word' then
   return filled(ARGV[4], cjson.decode(ARGV[6]))
 end
 
+-- finish: an outcome stands only on its proof (the action's own writes,
+-- sent ahead of this call in the same round trip, may have been refused)
+if mode == 'finish' and ARGV[8] ~= '' then
+  for _, cmd in ipairs(cjson.decode(ARGV[8])) do
+    if not (readable[cmd[1]] and own(cmd[2])) then
+      return redis.error_reply('ERR a proof must be ' ..
+        'GET/HGET/ZSCORE/ZCARD/SCARD/LLEN/HLEN/EXISTS on a key of this queue')
+    end
+    local value = redis.call(unpack(cmd))
+    if not value or value == 0 then
+      return { 0 }
+    end
+  end
+end
+
 local queue_suffixes = { 'pending', 'active', 'schedule', 'dead', 'flow:outbox',
   'flow:outbox:poison', 'flow:outbox:head', 'metrics:completed' }
 local state_sets = { 'pending', 'active', 'schedule', 'dead' }
@@ -113,7 +137,7 @@ end
 for _, suffix in ipairs(queue_suffixes) do
   add(base .. suffix)
 end
-for i = 8, #ARGV do
+for i = 9, #ARGV do
   add_job(ARGV[i])
 end
 for _, suffix in ipairs(state_sets) do
@@ -125,13 +149,27 @@ for _, name in ipairs(redis.call('SMEMBERS', index_key)) do
   add(name)
 end
 
-if mode == 'clear' then
+if mode == 'clear' or mode == 'reset' then
+  local kept = {}
+  if mode == 'reset' and ARGV[5] ~= '' then
+    for _, field in ipairs(cjson.decode(ARGV[5])) do
+      local value = redis.call('HGET', KEYS[1], field)
+      if value then
+        kept[#kept + 1] = field
+        kept[#kept + 1] = value
+      end
+    end
+  end
   local removed = 0
   for _, name in ipairs(names) do
     removed = removed + redis.call('DEL', name)
   end
   removed = removed + redis.call('DEL', KEYS[1], index_key)
-  return removed
+  if mode == 'clear' then
+    return removed
+  end
+  redis.call('HSET', KEYS[1], 'landed', '1', unpack(kept))
+  return { redis.call('HGETALL', KEYS[1]), {} }
 end
 
 if mode == 'finish' then
