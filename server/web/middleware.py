@@ -133,7 +133,7 @@ class SandboxMiddleware:
                 stale_room = await self.resolve_room(scope, state)
 
         async def send_with_cookie(message: Message) -> None:
-            if message["type"] == "http.response.start" and (fresh or stale_room):
+            if message["type"] == "http.response.start":
                 from starlette.responses import Response
 
                 carrier = Response()
@@ -147,7 +147,8 @@ class SandboxMiddleware:
                         headers.append("set-cookie", value)
             await send(message)
 
-        await self.app(scope, receive, send_with_cookie)
+        # an answer with no cookie to set or drop passes through unwrapped
+        await self.app(scope, receive, send_with_cookie if fresh or stale_room else send)
 
     async def resolve_room(self, scope: Scope, state: dict[str, Any]) -> bool:
         """Point the request at the sandbox its class's mode names; True when

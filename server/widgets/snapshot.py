@@ -93,10 +93,11 @@ class QueueView:
         return [s for s in keyspace.STATE_SETS if job_id in self._set(s)]
 
     def _set(self, suffix: str) -> list[str]:
-        key = self.get(suffix)  # first: it rebuilds the index, and empties this cache, when keys were added
         found = self._members.get(suffix)
-        if found is None:
-            found = self._members[suffix] = [m for m, _ in key.value] if key else []
+        if found is not None and self._by_name is not None and len(self._by_name) == len(self.keys):
+            return found  # read before, and no key added since
+        key = self.get(suffix)  # first: it rebuilds the index, and empties this cache, when keys were added
+        found = self._members[suffix] = [m for m, _ in key.value] if key else []
         return found
 
     def as_json(self) -> dict[str, Any]:
