@@ -10,10 +10,11 @@ of the real keys in the answer). The site runs with its rate limits off
 (bench/servers.py). Every answer is counted by status on both sides, so a
 non-2xx can never pass for throughput.
 
-The two loads take turns, three rounds of a third of the time each
+The two loads take turns, six rounds of a sixth of the time each
 (baseline, site, baseline, site, ...): this machine's speed was seen to
-drift by half within minutes, and one long run of each put that drift into
-the ratio. Each side's figure is over its whole time; each round's own
+drift by half within minutes (and a 3-second round's ratio to swing from
+0.27 to 0.41 on the same code), and one long run of each put that drift
+into the ratio. Each side's figure is over its whole time; each round's own
 ratio is reported too.
 
     python -m bench.bench_actions [--seconds 10]
@@ -31,6 +32,7 @@ from bench import servers
 from bench.wrkrun import combined, run_wrk
 
 MIX = "1 reset : 3 complete-child per sandbox"
+ROUNDS = 6  # turns each load takes (see above)
 
 
 def preflight(site_url: str, cookie: str) -> None:
@@ -52,7 +54,7 @@ def run(site_url: str, baseline_url: str, seconds: float = 10, connections: int 
         handle.write("\n".join(cookies))
     mix_args = [handle.name, str(threads)]
     settle = 1.0 if seconds >= 5 else 0.3
-    rounds = 3 if seconds >= 6 else 1
+    rounds = ROUNDS if seconds >= 6 else 1
     baselines: list[dict[str, Any]] = []
     mixes: list[dict[str, Any]] = []
     try:

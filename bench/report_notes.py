@@ -36,7 +36,7 @@ def throughput(r: dict[str, Any]) -> list[str]:
                                                                                       a["site_mix"])]), ""]
     rounds = a.get("round_ratios") or []
     if len(rounds) > 1:
-        out += [f"The two loads took turns in {len(rounds)} rounds of a third of that time each (baseline, then "
+        out += [f"The two loads took turns in {len(rounds)} rounds of an equal share of that time each (baseline, then "
                 "site), so a drift of the machine's speed falls on both sides alike; the figures above are over "
                 "the whole time. Each round's own ratio: " + ", ".join(f"{x}×" for x in rounds) + ".", ""]
     prof = a.get("profile")

@@ -1,6 +1,6 @@
 """redis-py's client on one server, with its per-round-trip overhead cut.
 
-A click costs three round trips, and on this stack each one cost about
+A click cost three round trips (two now), and on this stack each one cost about
 120 µs of CPU in redis-py against some 50 µs for the socket itself. Two
 parts of that were pure bookkeeping the site never uses, and both are
 replaced here, keeping redis-py's connections, parser, retry and commands:

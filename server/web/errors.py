@@ -31,12 +31,12 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeout
 from starlette.requests import ClientDisconnect
-from starlette.responses import JSONResponse
 
 from server.emq.errors import EmqError
 from server.emq.keyspace import BadId
 from server.sandboxes.sandbox import NoSandbox
 from server.web import body
+from server.web.answer import JSONAnswer
 from server.widgets.base import BadInput, Busy, Refusal, TooManyKeys
 
 log = logging.getLogger("emqlab.api")
@@ -66,8 +66,8 @@ OUT_OF_MEMORY = (
 )
 
 
-def problem(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status)
+def problem(status: int, message: str, **extra: Any) -> JSONAnswer:
+    return JSONAnswer({"error": message, **extra}, status_code=status)
 
 
 def is_out_of_memory(exc: BaseException | None) -> bool:
@@ -93,13 +93,13 @@ def fault_message(exc: BaseException) -> str:
     return OUT_OF_MEMORY if is_out_of_memory(exc) else UNREACHABLE
 
 
-def answer_error(exc: Exception) -> JSONResponse:
+def answer_error(exc: Exception) -> JSONAnswer:
     """The JSON answer for `exc`, raised anywhere in a view."""
     if isinstance(exc, LookupError):
         return problem(404, str(exc).strip("'\""))
     if isinstance(exc, Refused):
         headers = {"Retry-After": "10"} if exc.status in (429, 503) else None
-        return JSONResponse({"error": str(exc)}, status_code=exc.status, headers=headers)
+        return JSONAnswer({"error": str(exc)}, status_code=exc.status, headers=headers)
     if isinstance(exc, body.BadBody):
         return problem(exc.status, str(exc))
     if isinstance(exc, NoSandbox):
@@ -109,14 +109,14 @@ def answer_error(exc: Exception) -> JSONResponse:
     if isinstance(exc, (Refusal, TooManyKeys)):
         return problem(409, str(exc))
     if isinstance(exc, Busy):
-        return JSONResponse({"error": str(exc)}, status_code=503, headers={"Retry-After": "1"})
+        return JSONAnswer({"error": str(exc)}, status_code=503, headers={"Retry-After": "1"})
     if is_out_of_memory(exc):
         log.warning("valkey is out of memory: answered 503")
-        return JSONResponse({"error": OUT_OF_MEMORY}, status_code=503, headers={"Retry-After": "30"})
+        return JSONAnswer({"error": OUT_OF_MEMORY}, status_code=503, headers={"Retry-After": "30"})
     if isinstance(exc, EmqError):
         return problem(409, str(exc))
     if isinstance(exc, VALKEY_DOWN):
-        return JSONResponse({"error": UNREACHABLE}, status_code=503, headers={"Retry-After": "2"})
+        return JSONAnswer({"error": UNREACHABLE}, status_code=503, headers={"Retry-After": "2"})
     if isinstance(exc, ClientDisconnect):
         # The visitor closed the tab mid-upload: no one is waiting for this answer.
         log.info("client went away before its request body arrived")

@@ -6,6 +6,7 @@ turn that into a 4xx JSON answer (or a page) before anything is written.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import time
@@ -121,7 +122,19 @@ def site_origin(request: Request) -> str:
     public = request.app.state.settings.public_origin
     if public:
         return str(public).lower()
-    return f"{request.url.scheme}://{request.headers.get('host', '')}".lower()
+    # the scope's scheme, not request.url's: building a URL parses the whole request line again
+    return f"{request.scope.get('scheme', 'http')}://{request.headers.get('host', '')}".lower()
+
+
+@functools.lru_cache(maxsize=256)
+def _origin_of(origin: str) -> str:
+    """An Origin header as scheme://host[:port], lowercased ('' when it is none);
+    a page sends the same one with every click."""
+    try:
+        parts = urlsplit(origin)
+        return f"{parts.scheme}://{parts.netloc}".lower() if parts.scheme and parts.netloc else ""
+    except ValueError:
+        return ""
 
 
 def check_origin(request: Request) -> None:
@@ -132,11 +145,7 @@ def check_origin(request: Request) -> None:
         if request.headers.get("sec-fetch-site", "") == "cross-site":
             raise Refused(403, "cross-site request refused")
         return
-    try:
-        parts = urlsplit(origin)
-        given = f"{parts.scheme}://{parts.netloc}".lower() if parts.scheme and parts.netloc else ""
-    except ValueError:
-        given = ""
+    given = _origin_of(origin)
     if not given or given != site_origin(request):
         shown = origin if len(origin) <= 100 and origin.isprintable() else "(unreadable)"
         raise Refused(403, f"cross-site request refused: Origin {shown} is not this site")

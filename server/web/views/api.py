@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 
 from server.emq import pipeline
 from server.sandboxes import progress
 from server.web import body, entry, guard
+from server.web.answer import JSONAnswer
 from server.web.errors import VALKEY_DOWN, answer_error, problem
 from server.widgets import WIDGETS, attempt
 from server.widgets.base import Context, Widget
@@ -39,7 +39,7 @@ async def read_body(request: Request) -> dict[str, Any]:
     return body.check(parsed, settings.max_payload_bytes)
 
 
-async def state(request: Request) -> JSONResponse:
+async def state(request: Request) -> JSONAnswer:
     try:
         widget = find_widget(request)
         sandbox = guard.sandbox_of(request)
@@ -49,7 +49,7 @@ async def state(request: Request) -> JSONResponse:
         snap = await widget.show(ctx)
         if ctx.before:  # a widget whose read did not take them (its own snapshot)
             await pipeline.send(ctx.conn, ctx.before)
-        return JSONResponse({"snapshot": snap, **where(request)})
+        return JSONAnswer({"snapshot": snap, **where(request)})
     except Exception as exc:  # noqa: BLE001 - every failure becomes a clear JSON answer
         return answer_error(exc)
 
@@ -75,7 +75,7 @@ def where(request: Request) -> dict[str, Any]:
     return {"room": {"code": room, "mode": mode, "demo": mode == "demo", "readonly": readonly}}
 
 
-async def act(request: Request) -> JSONResponse:
+async def act(request: Request) -> JSONAnswer:
     try:
         widget = find_widget(request)
         slug = request.path_params["action"]
@@ -94,6 +94,6 @@ async def act(request: Request) -> JSONResponse:
         cap = request.app.state.settings.max_keys_per_sandbox
         # Under the lock, the action runs as the learner's: its prediction judged, its tour step counted.
         outcome, snap = await widget.run(ctx, slug, payload, key_cap=cap, perform=attempt.run)
-        return JSONResponse({"outcome": outcome.as_json(), "snapshot": snap, **where(request)})
+        return JSONAnswer({"outcome": outcome.as_json(), "snapshot": snap, **where(request)})
     except Exception as exc:  # noqa: BLE001
         return answer_error(exc)

@@ -27,13 +27,14 @@ from typing import Any
 
 from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from server.live import events
 from server.sandboxes import learners, lifecycle, rooms, roster
 from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE
 from server.web import body, forms, guard
+from server.web.answer import JSONAnswer
 from server.web.state import course_of, respond
 from server.web.views.instructor import ago, done, guarded, instructor_only
 from server.web.views.instructor import render as render_instructor
@@ -91,7 +92,7 @@ async def page(request: Request) -> Response:
 @instructor_only
 async def roster_json(request: Request) -> Response:
     room = await the_room(request)
-    return JSONResponse(roster.public(await roster.read(request.app.state.conn, room)))
+    return JSONAnswer(roster.public(await roster.read(request.app.state.conn, room)))
 
 
 @instructor_only

@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from server.console import owners, run, transcript
@@ -30,6 +29,7 @@ from server.console.confine import Confinement
 from server.console.parse import Limits, Malformed
 from server.sandboxes.sandbox import NoSandbox
 from server.web import body, guard
+from server.web.answer import JSONAnswer
 from server.web.views.api import answer_error, context
 from server.widgets import WIDGETS
 from server.widgets.base import TooManyKeys
@@ -46,8 +46,8 @@ def limits(request: Request) -> Limits:
     return Limits(argument_bytes=request.app.state.settings.max_payload_bytes)
 
 
-def refused(status: int, message: str, command: str) -> JSONResponse:
-    return JSONResponse(
+def refused(status: int, message: str, command: str) -> JSONAnswer:
+    return JSONAnswer(
         {"error": message, "command": command, "reply_lines": [f"(refused) {message}"], "kind": "refused"},
         status_code=status, headers={"Retry-After": "10"} if status == 429 else None,
     )
@@ -61,7 +61,7 @@ async def read_command(request: Request) -> str:
     return command
 
 
-async def run_command(request: Request) -> JSONResponse:
+async def run_command(request: Request) -> JSONAnswer:
     command = ""
     try:
         guard.check_origin(request)
@@ -77,7 +77,7 @@ async def run_command(request: Request) -> JSONResponse:
             request.app.state.conn, sandbox, guard.visitor_of(request), answer.as_json(),
             request.app.state.settings.sandbox_ttl,
         )
-        return JSONResponse(answer.as_json())
+        return JSONAnswer(answer.as_json())
     except (Refusal, guard.Refused) as exc:
         return refused(exc.status, str(exc), command)
     except TooManyKeys as exc:
@@ -99,15 +99,15 @@ async def execute(request: Request, sandbox: str, plan: planning.Plan, where: Co
         return await run.execute(conn, plan, where)
 
 
-async def read_transcript(request: Request) -> JSONResponse:
+async def read_transcript(request: Request) -> JSONAnswer:
     try:
         sandbox = guard.sandbox_of(request)
         entries: list[dict[str, Any]] = await transcript.read(
             request.app.state.conn, sandbox, guard.visitor_of(request)
         )
-        return JSONResponse({"transcript": entries})
+        return JSONAnswer({"transcript": entries})
     except NoSandbox as exc:
-        return JSONResponse({"error": str(exc)}, status_code=403)
+        return JSONAnswer({"error": str(exc)}, status_code=403)
     except Exception as exc:  # noqa: BLE001
         return answer_error(exc)
 

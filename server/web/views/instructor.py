@@ -23,12 +23,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from server.sandboxes import learners, lifecycle, rooms
 from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE
 from server.web import body, forms, guard
+from server.web.answer import JSONAnswer
 from server.web.errors import VALKEY_FAULTS, fault_message
 from server.web.state import course_of, respond
 from server.widgets.flow import plural
@@ -98,7 +99,7 @@ def done(request: Request, message: str, data: dict[str, Any], status: int = 200
          back: str = "/instructor") -> Response:
     """The answer to a successful change: JSON, or a 303 back to the page with a notice."""
     if forms.wants_json(request):
-        return JSONResponse({"ok": True, "message": message, **data}, status_code=status)
+        return JSONAnswer({"ok": True, "message": message, **data}, status_code=status)
     response = RedirectResponse(back, status_code=303)
     request.app.state.flash_cookie.attach(response, message)
     return response
@@ -107,7 +108,7 @@ def done(request: Request, message: str, data: dict[str, Any], status: int = 200
 async def refused(request: Request, status: int, message: str) -> Response:
     if forms.wants_json(request) or (request.method == "GET" and request.url.path != "/instructor"):
         headers = {"WWW-Authenticate": 'Bearer realm="emqlab-instructor"'} if status == 401 else None
-        return JSONResponse({"error": message}, status_code=status, headers=headers)
+        return JSONAnswer({"error": message}, status_code=status, headers=headers)
     context: dict[str, Any] = {"error": message}
     if guard.is_instructor(request):
         try:
@@ -191,7 +192,7 @@ async def sign_out(request: Request) -> Response:
     except guard.Refused as exc:
         return await refused(request, exc.status, str(exc))
     response = (
-        JSONResponse({"ok": True}) if forms.wants_json(request) else RedirectResponse("/instructor", status_code=303)
+        JSONAnswer({"ok": True}) if forms.wants_json(request) else RedirectResponse("/instructor", status_code=303)
     )
     request.app.state.instructor_cookie.clear(response)
     return response
@@ -199,7 +200,7 @@ async def sign_out(request: Request) -> Response:
 
 @instructor_only
 async def overview(request: Request) -> Response:
-    return JSONResponse(await overview_data(request))
+    return JSONAnswer(await overview_data(request))
 
 
 # -- resets ------------------------------------------------------------------------

@@ -26,10 +26,11 @@ from typing import Any
 from markupsafe import Markup
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 from server.content import Page
+from server.web.answer import JSONAnswer
 from server.web.state import course_of, respond
 from server.web.views.progress import dive_progress
 
@@ -96,7 +97,7 @@ async def not_found(request: Request, exc: Exception) -> Response:
     """The friendly 404 page; API paths get a short JSON answer instead."""
     detail = getattr(exc, "detail", "Not Found")
     if request.url.path.startswith("/api/"):
-        return JSONResponse({"error": detail}, status_code=404)
+        return JSONAnswer({"error": detail}, status_code=404)
     return _render(request, "404.html", None, status=404)
 
 

@@ -16,13 +16,14 @@ from typing import Any
 
 from redis.exceptions import RedisError
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from server.sandboxes import lifecycle, progress
 from server.sandboxes.progress import DiveProgress
 from server.sandboxes.sandbox import NoSandbox
 from server.web import guard
+from server.web.answer import JSONAnswer
 from server.web.state import course_of, respond
 from server.widgets import WIDGETS
 
@@ -73,11 +74,11 @@ async def start_over(request: Request) -> Response:
         await lifecycle.reset_sandboxes(request.app.state.conn, [sandbox], by="learner")
         await progress.clear(request.app.state.conn, sandbox)
     except guard.Refused as exc:
-        return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        return JSONAnswer({"error": str(exc)}, status_code=exc.status)
     except NoSandbox as exc:
-        return JSONResponse({"error": str(exc)}, status_code=403)
+        return JSONAnswer({"error": str(exc)}, status_code=403)
     except VALKEY_AWAY:
-        return JSONResponse({"error": "Valkey is unreachable right now; nothing was changed. Try again shortly."},
+        return JSONAnswer({"error": "Valkey is unreachable right now; nothing was changed. Try again shortly."},
                             status_code=503, headers={"Retry-After": "2"})
     return RedirectResponse("/progress", status_code=303)
 
@@ -86,14 +87,14 @@ async def as_json(request: Request) -> Response:
     try:
         dives = await course_progress(request)
     except guard.Refused as exc:
-        return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        return JSONAnswer({"error": str(exc)}, status_code=exc.status)
     except NoSandbox as exc:
-        return JSONResponse({"error": str(exc)}, status_code=403)
+        return JSONAnswer({"error": str(exc)}, status_code=403)
     except VALKEY_AWAY:
-        return JSONResponse({"error": "Valkey is unreachable right now."}, status_code=503,
+        return JSONAnswer({"error": "Valkey is unreachable right now."}, status_code=503,
                             headers={"Retry-After": "2"})
     widgets = {w.widget: w.as_json() for d in dives for w in d.widgets}
-    return JSONResponse({"dives": [d.as_json() for d in dives], "widgets": widgets})
+    return JSONAnswer({"dives": [d.as_json() for d in dives], "widgets": widgets})
 
 
 def routes() -> list[Route]:

@@ -16,11 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from server.sandboxes import learners, rooms
 from server.web import body, forms, guard
+from server.web.answer import JSONAnswer
 from server.web.errors import VALKEY_FAULTS, fault_message
 from server.web.state import course_of, respond
 
@@ -71,7 +72,7 @@ async def page(request: Request) -> Response:
 
 async def refused(request: Request, status: int, message: str, code: str = "", name: str = "") -> Response:
     if forms.wants_json(request):
-        return JSONResponse({"error": message}, status_code=status)
+        return JSONAnswer({"error": message}, status_code=status)
     try:
         room = await current_room(request)
     except VALKEY_FAULTS:
@@ -104,7 +105,7 @@ async def join(request: Request) -> Response:
     except VALKEY_FAULTS as exc:
         return await refused(request, 503, fault_message(exc), typed[:12], named[:40])
     if forms.wants_json(request):
-        response: Response = JSONResponse({
+        response: Response = JSONAnswer({
             "ok": True, "room": {"code": room.code, "name": room.name, "mode": room.mode},
             "message": f"You joined class {room.code} as {name} ({rooms.MODE_WORDS[room.mode]}).",
         })
@@ -136,7 +137,7 @@ async def leave(request: Request) -> Response:
         return await refused(request, 403, str(exc))
     except VALKEY_FAULTS as exc:
         return await refused(request, 503, fault_message(exc))
-    response = JSONResponse({"ok": True}) if forms.wants_json(request) else RedirectResponse("/room", status_code=303)
+    response = JSONAnswer({"ok": True}) if forms.wants_json(request) else RedirectResponse("/room", status_code=303)
     request.app.state.room_cookie.clear(response)
     return response
 

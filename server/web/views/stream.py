@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -27,7 +26,7 @@ from server.live import effects, presence
 from server.live.fanout import Batch, Compose, Delivery, Notice
 from server.live.hub import MEMORY_FULL, Hub
 from server.sandboxes.sandbox import NoSandbox
-from server.web import guard
+from server.web import answer, guard
 from server.web.errors import VALKEY_DOWN, is_out_of_memory, problem
 from server.web.sse import StalledSafeResponse
 from server.widgets import WIDGETS, widget_for_queue
@@ -39,7 +38,7 @@ log = logging.getLogger("emqlab.stream")
 
 def sse(event: str, data: Mapping[str, object], counter: list[int]) -> dict[str, Any]:
     counter[0] += 1
-    return {"event": event, "id": str(counter[0]), "data": json.dumps(data), "retry": 1000}
+    return {"event": event, "id": str(counter[0]), "data": answer.dumps(data), "retry": 1000}
 
 
 def body(event: str, data: str) -> bytes:
@@ -84,7 +83,7 @@ async def stream(request: Request) -> Response:
 
 
 async def down_then_close(message: str) -> AsyncIterator[dict[str, Any]]:
-    yield {"event": "status", "data": json.dumps({"valkey": "down", "error": message}), "retry": 2000}
+    yield {"event": "status", "data": answer.dumps({"valkey": "down", "error": message}), "retry": 2000}
     await asyncio.sleep(0.5)
 
 
@@ -174,15 +173,15 @@ def react(items: list[Notice | Delivery], counter: list[int], present: Presence)
         if isinstance(item, Delivery):
             out.chunk.append(item.chunk)
         elif item.kind == "status":
-            out.chunk.append(frame("status", json.dumps(item.data), counter))
+            out.chunk.append(frame("status", answer.dumps(item.data), counter))
             out.resync = out.resync or bool(item.data.get("resync", item.data.get("valkey") == "up"))
         elif item.kind == "resync":
             out.resync = True
         elif item.kind == "reset":
-            out.chunk.append(frame("reset", json.dumps(item.data), counter))
+            out.chunk.append(frame("reset", answer.dumps(item.data), counter))
             out.resync = True
         elif item.kind == "room" and present.hears(item.data):
-            out.chunk.append(frame("room", json.dumps(item.data), counter))
+            out.chunk.append(frame("room", answer.dumps(item.data), counter))
             # The class changed what this page acts in: the page reconnects
             # (and the middleware resolves its sandbox afresh); end here.
             out.ending = out.ending or bool(item.data.get("reconnect"))
@@ -201,7 +200,7 @@ def effect_data(notice: Notice, owner: str) -> str:
     data = notice.encoded.get(owner)
     if data is None:
         words = effects.describe(str(notice.data["event"]), str(notice.data["key"]))
-        data = notice.encoded[owner] = json.dumps({**notice.data, "widget": owner, "words": words})
+        data = notice.encoded[owner] = answer.dumps({**notice.data, "widget": owner, "words": words})
     return data
 
 
@@ -258,7 +257,7 @@ async def snapshots(
         try:
             async def read(widget: Any = widget, land: bool = land) -> bytes:
                 # on (re)connect the widget lands if it has not yet (`show`)
-                return body("snapshot", json.dumps(await (widget.show(ctx) if land else widget.snapshot(ctx))))
+                return body("snapshot", answer.dumps(await (widget.show(ctx) if land else widget.snapshot(ctx))))
 
             # the event's body is encoded once for every stream of the sandbox; a stream's own read adds its id
             shared = await hub.shared_read((ctx.sandbox, name), since, read)
@@ -268,7 +267,7 @@ async def snapshots(
                 counter[0] += 1
                 yield f"id: {counter[0]}\r\n".encode() + shared
         except VALKEY_DOWN:
-            yield frame("status", json.dumps({"valkey": "down"}), counter)
+            yield frame("status", answer.dumps({"valkey": "down"}), counter)
             return
         except Exception as exc:
             if not is_out_of_memory(exc):
@@ -276,5 +275,5 @@ async def snapshots(
                 continue
             # Landing the scenario needs memory Valkey does not have: say so, and
             # read what is there; the heartbeat resyncs the stream when memory frees.
-            yield frame("status", json.dumps(hub.status(MEMORY_FULL)), counter)
+            yield frame("status", answer.dumps(hub.status(MEMORY_FULL)), counter)
             land = False

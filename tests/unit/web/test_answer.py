@@ -1,0 +1,29 @@
+"""The site's JSON encoder says what the standard library's would (server/web/answer.py)."""
+
+from __future__ import annotations
+
+import json
+
+from server.web.answer import JSONAnswer, dumps
+
+SNAPSHOT = {
+    "widget": "fanin", "ver": 1796159492262277, "key_count": 7, "landed": True, "outcome": None,
+    "readout": "1 of 3 children complete → :dependencies = 2", "queues": [{"keys": [["JOBchild2", 0], ["x", 2.5]]}],
+    "picture": {"children": [{"id": "JOBchild1", "token": None}]},
+}
+
+
+def test_an_answer_decodes_to_exactly_what_was_given() -> None:
+    body = JSONAnswer(SNAPSHOT).body
+    assert json.loads(body) == SNAPSHOT
+    assert body == json.dumps(SNAPSHOT, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def test_an_answer_is_utf8_json_with_its_content_type() -> None:
+    answer = JSONAnswer({"text": "→ é"}, status_code=409)
+    assert answer.body.decode("utf-8") == '{"text":"→ é"}'
+    assert answer.status_code == 409 and answer.headers["content-type"] == "application/json"
+
+
+def test_a_number_key_is_written_as_text_as_json_writes_it() -> None:
+    assert json.loads(dumps({1: "a", "b": [1, 2]})) == {"1": "a", "b": [1, 2]}
