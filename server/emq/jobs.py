@@ -167,7 +167,7 @@ def queue_claim_and_complete(
     them again."""
     for name, keys, args in _claim_and_complete_calls(queue, expected, result, line, lease_ms):
         batch.script(name, keys, args)
-    tail.append(("DEL", keyspace.logs_key(queue, expected[0])))
+    tail.append(_logs_del(queue, expected[0]))
 
 
 def _claim_and_complete_calls(queue: str, expected: tuple[str, int], result: Any, line: Lineage,
@@ -231,11 +231,15 @@ async def complete(
     await _drop_logs(conn, queue, job_id, tail)
 
 
+def _logs_del(queue: str, job_id: str) -> tuple[Any, ...]:
+    return ("DEL", keyspace.logs_key(queue, job_id))
+
+
 async def _drop_logs(conn: Conn, queue: str, job_id: str, tail: list[tuple[Any, ...]] | None) -> None:
     """Logs of a finished job are dead weight; losing this DEL only leaves a
     key. With a `tail`, the DEL rides the caller's next round trip."""
     if tail is not None:
-        tail.append(("DEL", keyspace.logs_key(queue, job_id)))
+        tail.append(_logs_del(queue, job_id))
         return
     with contextlib.suppress(RedisError):
         await conn.delete(keyspace.logs_key(queue, job_id))

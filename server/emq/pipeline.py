@@ -86,13 +86,9 @@ class Batch:
             else:
                 pipe.execute_command("EVALSHA", registry.script_for(conn, name).sha, *args)
 
-    async def settle(self, conn: Conn, replies: Sequence[Any]) -> bool:
-        """Whether every step was answered without an error. A script Valkey
-        did not know (NOSCRIPT) is loaded for next time, never run again
-        here: the caller decides what a refused step means."""
-        clean = True
+    async def load_missing(self, conn: Conn, replies: Sequence[Any]) -> None:
+        """Load, for next time, each script Valkey answered NOSCRIPT to; it is
+        never run again here: the caller decides what a refused step means."""
         for (name, _), reply in zip(self.steps, replies, strict=True):
             if isinstance(reply, NoScriptError) and name is not None:
                 await conn.script_load(registry.script_source(name))
-            clean = clean and not isinstance(reply, Exception)
-        return clean

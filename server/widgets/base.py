@@ -285,7 +285,6 @@ class Widget:
 
     async def replay(self, ctx: Context, step: int) -> Outcome:
         """Land afresh, then run the first `step` actions of the tour on Valkey."""
-        ctx.closing = None  # every step reads what the one before it wrote
         await self.reset(ctx)
         last = Outcome("The scenario as it lands.")
         for entry in self.tour[:step]:

@@ -115,7 +115,11 @@ async def _way_in_and_lock(widget: Widget, ctx: Context, call: Call, token: str)
 
 
 async def release(widget: Widget, ctx: Context, token: str) -> None:
-    """Let go of the lock without recording anything (an action that failed)."""
+    """Let go of the lock without recording anything (an action that failed).
+    What the action left unsent goes with it: a context used again must not
+    send a failed action's writes, or skip a clear its lock never made."""
+    ctx.closing, ctx.cleared = None, False
+    ctx.tail.clear()
     await snapshot.RELEASE.run(ctx.conn, [snapshot.lock_key(widget.queues(ctx)[0])], [token])
 
 
@@ -176,11 +180,12 @@ async def close(widget: Widget, ctx: Context, token: str, recorded: str,
     queues = widget.queues(ctx)
     closing, ctx.closing = ctx.closing, None
     left = closing.batch if closing is not None and closing.batch else None
+    proof = closing.proof_json() if closing is not None and left is not None else ""
     drops, rest = _split_tail(ctx.tail, queues[0])
     ctx.tail.clear()
     keep = outcome.keep if outcome else {}
     extras = (json.dumps(encoded(keep)) if keep else "", outcome.readings_json() if outcome else "",
-              json.dumps(drops) if drops else "", closing.proof_json() if left and closing else "")
+              json.dumps(drops) if drops else "", proof)
     ids = await widget.ids_after(ctx)
     calls: list[Call | None] = []
     async with ctx.conn.pipeline(transaction=False) as pipe:
@@ -196,7 +201,7 @@ async def close(widget: Widget, ctx: Context, token: str, recorded: str,
             calls.append(call)
         replies = await scripts.execute(ctx.conn, pipe, calls, answered=len(left) if left else 0)
     if left is not None:
-        await left.settle(ctx.conn, replies[:len(left)])
+        await left.load_missing(ctx.conn, replies[:len(left)])
     finished = replies[len(replies) - len(queues):]
     if len(finished[0]) <= 1:
         return None

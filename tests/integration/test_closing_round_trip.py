@@ -15,8 +15,9 @@ import json
 from typing import Any
 
 from server.emq import keyspace, results
-from server.widgets import snapshot
+from server.widgets import snapshot, turn
 from server.widgets.base import Context
+from server.widgets.closing import Closing
 from server.widgets.fanin import CHILDREN, PARENT, FanIn
 from server.widgets.fanin_reading import Peek
 
@@ -138,3 +139,16 @@ async def test_a_finish_whose_proof_finds_nothing_writes_nothing_and_keeps_the_l
                                        json.dumps([keyspace.logs_key(Q, "JOBchild1")]), proof)
     assert await script.run(conn, keys, args) == [0]
     assert {k: await conn.dump(k) async for k in conn.scan_iter(match=f"*{{{Q}}}*")} == before
+
+
+async def test_a_failed_action_leaves_nothing_for_the_next_one_on_the_same_context(conn) -> None:
+    widget, ctx = await landed(conn)
+    token = await turn.begin(widget, ctx, None)
+    ctx.closing = Closing()
+    ctx.closing.batch.command("SET", f"emq:{{{Q}}}:stray", "x")
+    ctx.cleared, ctx.tail[:] = True, [("SET", f"emq:{{{Q}}}:stray", "x")]
+    await turn.release(widget, ctx, token)  # as turn.run lets go after an action raised
+    assert ctx.closing is None and not ctx.cleared and ctx.tail == []
+    await act(widget, ctx, "complete-child", {})  # the next action sends only its own writes
+    assert await conn.exists(f"emq:{{{Q}}}:stray") == 0
+    assert await results.dependencies(conn, Q, PARENT) == 2
