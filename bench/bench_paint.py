@@ -3,9 +3,11 @@ moment the fan-in widget's DOM stops changing, idle and while 100 other
 sandboxes act at 100 actions/s in all, each beside a bare page measured the
 same way in the same run.
 
-Issue 12's figure: a click's answer paints the readout, then the stream's
-snapshot repaints it and the effects log appends; the widget is *settled*
-once its DOM has not changed for 150 ms. Measured inside the page with
+Issue 12's figure: the stream's frames for the change (effects, and the
+snapshot the action itself read) reach the page that clicked before the
+answer and wait for it (lab.js `hold`); the answer paints the readout and
+the effects log appends in the same task. The widget is *settled* once its
+DOM has not changed for 150 ms. Measured inside the page with
 performance.now() and a MutationObserver on the widget (children, text and
 attributes of every node under it): `settled_ms` is the time of the LAST
 mutation before the first 150 ms without one (not that time plus 150 ms);

@@ -60,8 +60,10 @@ def paint(r: dict[str, Any]) -> list[str]:
             "page, `performance.now()` from `element.click()` on \"Complete child\" (a Reset after every third, not "
             "timed). A MutationObserver watches the whole widget (children, text, attributes): *first paint* is "
             "the mutation that shows the new `[data-role=\"dependencies\"]` number; *settled* is the time of the "
-            f"last mutation before the widget's DOM has not changed for {pt['quiet_ms']} ms (the answer paints, "
-            "the stream repaints, the effects log appends). Baseline: `/paint` of the baseline app, a bare page "
+            f"last mutation before the widget's DOM has not changed for {pt['quiet_ms']} ms (the stream's frames "
+            "for the change reach the page first and wait for the answer; the answer paints and the effects log "
+            "appends in one task; the stream's copy of the snapshot, the action's own, changes nothing). "
+            "Baseline: `/paint` of the baseline app, a bare page "
             "whose button does one fetch to the one-EVALSHA endpoint and writes the answer, timed by the same "
             "script, idle and under the same load.", "",
             f"Load (`bench/load.py`, its own process): {load.get('sandboxes', 0)} other sandboxes, each with its "

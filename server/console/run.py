@@ -23,6 +23,7 @@ from server.emq import registry
 from server.emq.errors import EmqError
 from server.emq.wire import Conn
 from server.valkey import reply
+from server.web.errors import is_out_of_memory
 from server.widgets import snapshot
 
 SCAN_LIMIT = 500  # keys a SCAN or KEYS answers at most
@@ -107,10 +108,14 @@ async def execute(conn: Conn, found: Plan, where: Confinement) -> Answer:
         status = found.rule is not None and found.rule.status and not _bulk_instead(found.args)
         return Answer(found.command, cut(reply.lines(value, status)), "reply")
     except EmqError as exc:
+        if is_out_of_memory(exc):
+            raise  # a fault of Valkey's, not a reply: the view answers 503 (views/console.py)
         cause = exc.__cause__
         lines = reply.error_lines(cause) if isinstance(cause, ResponseError) else [f"(error) {exc}"]
         return Answer(found.command, lines, "error")
     except ResponseError as exc:
+        if is_out_of_memory(exc):
+            raise
         return Answer(found.command, reply.error_lines(exc), "error")
 
 

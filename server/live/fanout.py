@@ -20,9 +20,12 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Required, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict
 
 from server.live.gather import Gather
+
+if TYPE_CHECKING:
+    from server.live.answers import Answer
 
 log = logging.getLogger("emqlab.stream")
 
@@ -68,6 +71,8 @@ class Batch:
     """A sandbox's closed batch of key notices."""
 
     notices: list[Notice]
+    sandbox: str = ""
+    number: int = 0  # the sandbox's batches count up from 1 while a page of it is open
 
     @property
     def seen(self) -> float:
@@ -121,6 +126,13 @@ class Fanout:
         # batches of one sandbox reach its pages in the order they closed
         self.delivering: dict[str, asyncio.Lock] = {}
         self.tasks: set[asyncio.Task[None]] = set()
+        # sandbox -> its batches so far, and the last one handed on (by number),
+        # while any page of it is open: see `batch_mark` and `handed_on`.
+        self.opened: dict[str, int] = {}
+        self.handed: dict[str, int] = {}
+        self.handing: dict[str, asyncio.Event] = {}
+        # (sandbox, widget) -> this process's actions on it that marked a batch (server/live/answers.py)
+        self.answers: dict[ReadKey, list[Answer]] = {}
 
     @contextlib.asynccontextmanager
     async def listen(self, sandbox: str, names: tuple[str, ...] = (),
@@ -136,6 +148,11 @@ class Fanout:
                 if not group:
                     self.subs.pop(sandbox, None)
                     self.delivering.pop(sandbox, None)
+                    self.opened.pop(sandbox, None)
+                    self.handed.pop(sandbox, None)
+                    waiting = self.handing.pop(sandbox, None)
+                    if waiting is not None:
+                        waiting.set()  # an answer waiting for this sandbox's pages waits no more
                     for key in [k for k in self.reads if k[0] == sandbox]:
                         self.reads.pop(key, None)
 
@@ -157,7 +174,8 @@ class Fanout:
         """The sandbox's open batch; the first notice opens it and starts its delivery."""
         gather = self.gathers.get(sandbox)
         if gather is None:
-            gather = self.gathers[sandbox] = Gather()
+            number = self.opened[sandbox] = self.opened.get(sandbox, 0) + 1
+            gather = self.gathers[sandbox] = Gather(number)
             task = asyncio.create_task(self.deliver(sandbox, gather), name=f"emqlab-batch-{sandbox}")
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
@@ -170,13 +188,36 @@ class Fanout:
         notices = await gather.closed()
         if self.gathers.get(sandbox) is gather:
             del self.gathers[sandbox]  # a notice from now on opens the next batch
-        batch = Batch(notices)
+        batch = Batch(notices, sandbox, gather.number)
         async with self.delivering.setdefault(sandbox, asyncio.Lock()):
             pages: dict[tuple[tuple[str, ...], bool], list[Subscription]] = {}
             for sub in list(self.subs.get(sandbox, ())):
                 pages.setdefault((sub.names, sub.compose is None), []).append(sub)
             for subs in pages.values():
                 await self.hand_on(batch, subs)
+            if sandbox in self.subs:
+                self.handed[sandbox] = gather.number
+                waiting = self.handing.pop(sandbox, None)
+                if waiting is not None:
+                    waiting.set()
+
+    def batch_mark(self, sandbox: str) -> int | None:
+        """The number of the batch a write made now joins (the one open, or
+        the next); None while no page of the sandbox is open."""
+        if sandbox not in self.subs:
+            return None
+        opened = self.opened.get(sandbox, 0)
+        return opened if sandbox in self.gathers else opened + 1
+
+    async def handed_on(self, sandbox: str, mark: int) -> bool:
+        """Wait until the sandbox's batch `mark`, or a later one, has been
+        handed to its pages; False when its last page closed first. The
+        caller bounds the wait."""
+        while self.handed.get(sandbox, 0) < mark:
+            if sandbox not in self.subs:
+                return False
+            await self.handing.setdefault(sandbox, asyncio.Event()).wait()
+        return True
 
     async def hand_on(self, batch: Batch, subs: list[Subscription]) -> None:
         compose = subs[0].compose
@@ -222,6 +263,15 @@ class Fanout:
             return entry[1].result()
         # shielded: a stream that goes away must not cancel the others' read
         return await asyncio.shield(entry[1])
+
+    def seed(self, key: ReadKey, started: float, chunk: bytes) -> None:
+        """A snapshot already read, as fresh as a read started at `started`
+        (an action's own, server/live/answers.py): shared like a read."""
+        entry = self.reads.get(key)
+        if key[0] in self.subs and (entry is None or entry[0] < started):
+            done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            done.set_result(chunk)
+            self.reads[key] = (started, done)
 
     def _forget_failed(self, key: ReadKey, done: asyncio.Future[Any]) -> None:
         failed = done.cancelled() or done.exception() is not None

@@ -35,7 +35,8 @@ def lock_event(notice: Notice) -> str:
 class Gather:
     """One sandbox's notices from the first of a batch until the batch may close."""
 
-    def __init__(self) -> None:
+    def __init__(self, number: int = 0) -> None:
+        self.number = number  # the sandbox's batches count up from 1 (Fanout.gather)
         self.notices: list[Notice] = []
         self.started = time.monotonic()
         self.held: set[str] = set()  # queues whose lock this batch saw taken and not yet let go

@@ -192,17 +192,26 @@ class Widget:
             ctx.land_tail = None
 
     async def reset_locked(self, ctx: Context, outcome: Outcome | None = None) -> None:
-        """Reset from outside an action (an instructor's reset): the same lock."""
-        token = await self.begin(ctx, None)
-        try:
-            await self.reset(ctx, last=True)
-        except BaseException:
-            await self.release(ctx, token)
-            raise
+        """Reset from outside an action (an instructor's reset): the same lock,
+        and the same round trips as the Reset button's (`turn.settle`)."""
+        token = await turn.begin(self, ctx, None, reset=True)
         ctx.tab = ""
-        await turn.finish(self, ctx, token, turn.record(self, ctx, "reset", outcome) if outcome else "")
+        recorded = turn.record(self, ctx, "reset", outcome) if outcome else ""
+
+        async def act() -> None:
+            await self.reset(ctx, last=True)
+
+        await turn.settle(self, ctx, token, act, lambda _: (recorded, None))
 
     # -- the snapshot ------------------------------------------------------------
+    def offers_answer(self, ctx: Context) -> bool:
+        """An action's answer may stand for the stream's read of the same
+        change (server/live/answers.py): the widget has one queue, and its
+        snapshot is this class's one read of the ids `ids_after` names too."""
+        cls = type(self)
+        return (len(self.queues(ctx)) == 1 and cls.snapshot is Widget.snapshot
+                and cls.ids_after is Widget.ids_after)
+
     async def snapshot(self, ctx: Context) -> dict[str, Any]:
         """Every queue and the lab state, read in one round trip."""
         return self.decode(ctx, await self._read_all(ctx))

@@ -14,12 +14,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from bench.wire import WireCount
 from server.emq import keyspace, results
 from server.widgets import snapshot, turn
 from server.widgets.base import Context
 from server.widgets.closing import Closing
 from server.widgets.fanin import CHILDREN, PARENT, FanIn
 from server.widgets.fanin_reading import Peek
+from server.widgets.outcome import Outcome
 
 from .conftest import act, members, row
 
@@ -110,6 +112,33 @@ async def test_a_reset_after_a_script_flush_lands_the_flow_once_with_no_stray_ro
     for child in CHILDREN:
         assert (await row(conn, Q, child))["parent_policy"] == "fp"
     assert snap["landed"] and (await recorded(conn))["action"] == "reset"
+    assert await conn.exists(snapshot.lock_key(Q)) == 0
+
+
+async def test_an_instructors_reset_takes_the_buttons_two_round_trips_and_lands_the_same_keys(conn) -> None:
+    widget, ctx = await landed(conn)
+    fresh = await _fan_in_keys(conn)
+    await act(widget, ctx, "complete-child", {})
+    said = Outcome("Reset by your instructor.", "info")
+    with WireCount(Q) as wire:
+        await widget.reset_locked(Context(conn, SANDBOX, by="instructor"), said)
+    # the lock's call clears; the close lands the flow and its policies, records and lets go
+    assert wire.round_trips == 2, wire.as_json()
+    assert await _fan_in_keys(conn) == fresh
+    mine = await recorded(conn)
+    assert mine["by"] == "instructor" and mine["text"] == said.text and mine["tab"] == ""
+    assert await conn.exists(snapshot.lock_key(Q)) == 0
+
+
+async def test_an_instructors_reset_after_a_script_flush_lands_the_flow_once(conn) -> None:
+    widget, ctx = await landed(conn)
+    fresh = await _fan_in_keys(conn)
+    await act(widget, ctx, "complete-child", {})
+    await conn.script_flush()
+    await widget.reset_locked(Context(conn, SANDBOX, by="instructor"), Outcome("Reset by your instructor.", "info"))
+    assert await _fan_in_keys(conn) == fresh
+    for child in CHILDREN:
+        assert (await row(conn, Q, child))["parent_policy"] == "fp"
     assert await conn.exists(snapshot.lock_key(Q)) == 0
 
 

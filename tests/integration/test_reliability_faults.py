@@ -142,10 +142,15 @@ def test_out_of_memory_answers_503_and_recovers_when_memory_is_raised(full_valke
             "state of a new sandbox": newcomer.get("/api/widgets/fanin/state"),
             "instructor": instructor.post("/instructor/rooms", json={"name": "during"}),
             "room": newcomer.post("/room/join", json={"code": room, "name": "Ada"}),
+            "console write": visitor.post("/api/console", json={"command": "HSET emq:{fanin}:job:JOBparent note x"}),
         }
         for what, answer in answers.items():
             assert answer.status_code == 503, (what, answer.text)
             assert "out of memory" in answer.json()["error"], what
+        # the console's transcript line is Valkey's own refusal
+        assert answers["console write"].json()["reply_lines"][0].startswith("(error) OOM"), answers["console write"].text
+        parents = [k for k in admin.scan_iter("emq:{*.fanin}:job:JOBparent")]
+        assert parents and all(admin.hget(k, "note") is None for k in parents)  # the write wrote nothing
         _, said = first(streams[0], lambda e, d: e == "status" and d.get("memory") == "full", 5)
         assert "out of memory" in said["message"]
         late = open_stream(stack.enter_context(httpx.Client(base_url=site.url, cookies=newcomer.cookies)), stack)

@@ -14,6 +14,7 @@ from typing import Any
 from starlette.requests import Request
 
 from server.emq import pipeline
+from server.live import answers
 from server.sandboxes import progress
 from server.web import body, entry, guard
 from server.web.answer import JSONAnswer
@@ -93,7 +94,13 @@ async def act(request: Request) -> JSONAnswer:
         # Reset always runs, even past it: it is how a learner gets back.
         cap = request.app.state.settings.max_keys_per_sandbox
         # Under the lock, the action runs as the learner's: its prediction judged, its tour step counted.
-        outcome, snap = await widget.run(ctx, slug, payload, key_cap=cap, perform=attempt.run)
+        hub = request.app.state.hub
+        # The stream shows this action's own snapshot, and the answer follows the stream (live/answers.py).
+        async with answers.answering(hub, sandbox, widget.name, widget.offers_answer(ctx),
+                                     hub.up and hub.notifications_on) as mine:
+            outcome, snap = await widget.run(ctx, slug, payload, key_cap=cap, perform=attempt.run)
+            mine.offer(snap)
+            await mine.handed_on()
         return JSONAnswer({"outcome": outcome.as_json(), "snapshot": snap, **where(request)})
     except Exception as exc:  # noqa: BLE001
         return answer_error(exc)

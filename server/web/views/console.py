@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from redis.exceptions import ResponseError
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
@@ -28,8 +29,10 @@ from server.console.allow import Refusal
 from server.console.confine import Confinement
 from server.console.parse import Limits, Malformed
 from server.sandboxes.sandbox import NoSandbox
+from server.valkey import reply
 from server.web import body, guard
 from server.web.answer import JSONAnswer
+from server.web.errors import OUT_OF_MEMORY, is_out_of_memory
 from server.web.views.api import answer_error, context
 from server.widgets import WIDGETS
 from server.widgets.base import TooManyKeys
@@ -85,7 +88,18 @@ async def run_command(request: Request) -> JSONAnswer:
     except (Malformed, body.BadBody) as exc:
         return refused(getattr(exc, "status", 400), str(exc), command)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a clear JSON answer
+        if is_out_of_memory(exc):
+            return out_of_memory(command, exc)
         return answer_error(exc)
+
+
+def out_of_memory(command: str, exc: Exception) -> JSONAnswer:
+    """Valkey refused the command for memory: the 503 every fault gets, and
+    the transcript's line in Valkey's own words (nothing was written)."""
+    cause = exc if isinstance(exc, ResponseError) else exc.__cause__
+    lines = reply.error_lines(cause) if isinstance(cause, ResponseError) else [f"(error) {exc}"]
+    return JSONAnswer({"error": OUT_OF_MEMORY, "command": command, "reply_lines": lines, "kind": "error"},
+                      status_code=503, headers={"Retry-After": "30"})
 
 
 async def execute(request: Request, sandbox: str, plan: planning.Plan, where: Confinement) -> run.Answer:

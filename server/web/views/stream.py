@@ -22,7 +22,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from server.live import effects, presence
+from server.live import answers, effects, presence
 from server.live.fanout import Batch, Compose, Delivery, Notice
 from server.live.hub import MEMORY_FULL, Hub
 from server.sandboxes.sandbox import NoSandbox
@@ -140,18 +140,26 @@ def composer(ctx: Context, hub: Hub, names: list[str]) -> Compose:
 
     async def compose(batch: Batch) -> bytes:
         chunk: list[bytes] = []
+        owned: dict[str, list[Notice]] = {}  # each widget's notices in the batch, in order
         touched: set[str] = set()
         for notice in batch.notices:
             owner = effect_owner(notice)
             if owner not in names:
                 continue
+            owned.setdefault(owner, []).append(notice)
             if notice.kind == "effect":
                 touched.add(owner)
                 chunk.append(frame("effect", effect_data(notice, owner), None))
             elif notice.kind == "state":
                 touched.add(owner)  # the widget's own lab state (move, choices, outcome): no effect to log
-        wanted = [n for n in names if n in touched]
-        chunk += [item async for item in snapshots(ctx, wanted, None, False, hub, batch.seen)]
+        for name in (n for n in names if n in touched):
+            # A widget's snapshot depends on its own keys only: a read that
+            # started after its last notice came sees every write of the batch.
+            since = owned[name][-1].seen
+            mine = await answers.offered(hub, batch, name, owned[name])
+            if mine is not None:  # the action's own read, proven as fresh
+                hub.seed((ctx.sandbox, name), since, body("snapshot", answer.dumps(mine)))
+            chunk += [item async for item in snapshots(ctx, [name], None, False, hub, since)]
         return b"".join(chunk)
 
     return compose

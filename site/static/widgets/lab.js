@@ -38,7 +38,7 @@ export const extensions = [];
 export function register(name, render, bodyFor = null) {
   const root = document.querySelector(`[data-widget="${name}"]`);
   if (!root) return null;
-  const entry = { root, render, last: null, before: null, changed: new Set(), painted: null };
+  const entry = { root, render, last: null, before: null, changed: new Set(), painted: null, holds: 0, held: [] };
   registry.set(name, entry);
   // Live from here on: the controls and panels show, the recorded trace
   // (the page without JavaScript) folds away under "The whole run at a glance".
@@ -99,10 +99,51 @@ async function load(name) {
   }
 }
 
+// An answer slower than this dims the widget while it waits, and lets the
+// stream's frames for it through (see `hold`). A quick one (most are) is
+// drawn without dimming first: dimming and undimming repaint the whole
+// widget twice, which cost a click a third of its time to settled.
+const SLOW_MS = 300;
+
+// While this page's own action on a widget is in flight, the stream's frames
+// for that widget wait (at most SLOW_MS), then follow the answer in the same
+// task: the answer's snapshot paints, the effects log appends, and a
+// snapshot the answer already showed is dropped by `paint`. Without the
+// wait, the stream's copy of the same change often came first, so the page
+// drew it, laid it out, and then took the answer (a second change, a second
+// layout) several milliseconds later. Returns the function that lets go once.
+function hold(entry) {
+  entry.holds += 1;
+  let holding = true;
+  return () => {
+    if (!holding) return;
+    holding = false;
+    entry.holds -= 1;
+    if (entry.holds > 0) return;
+    const frames = entry.held;
+    entry.held = [];
+    for (const frame of frames) frame(entry);
+  };
+}
+
+/** A stream frame for widget `name`: applied now, or after the page's own answer. */
+function fromStream(name, frame) {
+  const entry = registry.get(name);
+  if (!entry) return;
+  if (entry.holds > 0) entry.held.push(frame);
+  else frame(entry);
+}
+
 export async function act(name, action, body = {}) {
   const entry = registry.get(name);
   await entry.ready;
+  // for assistive technology at once; no style depends on it (widgets.css)
   entry.root.setAttribute("aria-busy", "true");
+  const letGo = hold(entry);
+  const slow = setTimeout(() => {
+    entry.root.classList.add("is-waiting");
+    letGo();
+  }, SLOW_MS);
   const extra = extensions.map((x) => (x.body ? x.body(name, action, entry.root) : {}));
   try {
     const response = await fetch(`/api/widgets/${name}/${action}`, {
@@ -127,6 +168,10 @@ export async function act(name, action, body = {}) {
     showProblem(name, "The site is unreachable; retrying.", 0);
     return null;
   } finally {
+    clearTimeout(slow);
+    letGo();
+    // classList.remove rewrites the attribute even when the class is absent
+    if (entry.root.classList.contains("is-waiting")) entry.root.classList.remove("is-waiting");
     entry.root.removeAttribute("aria-busy");
   }
 }
@@ -181,12 +226,11 @@ function openStream() {
   source = new EventSource(`/api/stream?widgets=${encodeURIComponent(names)}`);
   source.addEventListener("snapshot", (e) => {
     const snapshot = JSON.parse(e.data);
-    paint(snapshot.widget, snapshot);
+    fromStream(snapshot.widget, () => paint(snapshot.widget, snapshot));
   });
   source.addEventListener("effect", (e) => {
     const effect = JSON.parse(e.data);
-    const entry = registry.get(effect.widget);
-    if (entry) logEffect(entry.root, effect, Boolean(entry.last && entry.last.queues.length > 1));
+    fromStream(effect.widget, (entry) => logEffect(entry.root, effect, Boolean(entry.last && entry.last.queues.length > 1)));
   });
   source.addEventListener("status", (e) => {
     const status = JSON.parse(e.data);
