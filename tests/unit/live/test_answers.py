@@ -8,23 +8,11 @@ import contextlib
 
 from server.live import answers
 from server.live.answers import answering, offered, proven
-from server.live.fanout import Batch, Fanout, Notice
+from server.live.fanout import Batch, Fanout
 
-S = "s0123456789"
+from .notices import S, effect, lock, state
+
 W = "fanin"
-Q = f"{S}.fanin"
-
-
-def lock(event: str) -> Notice:
-    return Notice("lock", {"queue": Q, "key": f"lab:{{{Q}}}:lock", "event": event})
-
-
-def effect(key: str) -> Notice:
-    return Notice("effect", {"queue": Q, "key": f"emq:{{{Q}}}:{key}", "event": "hset"})
-
-
-def state() -> Notice:
-    return Notice("state", {"queue": Q, "key": f"lab:{{{Q}}}:state", "event": "hset"})
 
 
 def test_one_action_from_its_lock_to_its_release_is_proven() -> None:

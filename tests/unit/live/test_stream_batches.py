@@ -12,16 +12,8 @@ from server.live import gather
 from server.live.fanout import Batch, Delivery, Fanout, Notice
 from server.live.gather import Gather
 
-S = "s0123456789"
-Q = f"{S}.fanin"
+from .notices import S, effect, lock
 
-
-def lock(event: str) -> Notice:
-    return Notice("lock", {"queue": Q, "key": f"lab:{{{Q}}}:lock", "event": event})
-
-
-def effect(key: str) -> Notice:
-    return Notice("effect", {"queue": Q, "key": f"emq:{{{Q}}}:{key}", "event": "hset"})
 
 
 async def later(into: Gather, seconds: float, *notices: Notice) -> None:
