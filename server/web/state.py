@@ -14,6 +14,7 @@ from starlette.responses import Response
 from starlette.templating import Jinja2Templates
 
 from server.content import Course
+from server.web import guard
 
 
 def course_of(request: Request) -> Course:
@@ -23,6 +24,10 @@ def course_of(request: Request) -> Course:
 
 
 def respond(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
-    """`template` rendered with `context` as the page's response."""
+    """`template` rendered with `context` as the page's response.
+
+    `in_class`: the visitor is a member of a class (not its instructor), so a
+    page of theirs without widgets still follows the class's moves (base.html)."""
     templates: Jinja2Templates = request.app.state.templates
-    return templates.TemplateResponse(request, template, context, status_code=status)
+    in_class = guard.room_of(request) is not None and not guard.is_instructor(request)
+    return templates.TemplateResponse(request, template, {"in_class": in_class, **context}, status_code=status)

@@ -164,6 +164,20 @@ def test_bring_everyone_moves_open_learner_pages_and_together_shares_one_sandbox
     expect(class_page).to_have_url(re.compile(f"/instructor/rooms/{code}$"))
 
 
+def test_bring_everyone_moves_learners_on_pages_without_widgets_too(contexts: Callable[..., BrowserContext]) -> None:
+    class_page, code = open_class(contexts(), "Bring e2e")
+    ada = join(contexts(), code, "Ada")
+    grace = join(contexts(), code, "Grace")
+    ada.goto("/")  # the course index: no widget on it
+    grace.goto("/progress")
+    for page in (ada, grace):
+        expect(page.locator("body")).to_have_attribute("data-follows-class", "open")
+    class_page.get_by_label("Dive").select_option("/batches/bulk-flows")
+    class_page.get_by_role("button", name="Bring everyone to this page").click()
+    expect(ada).to_have_url(re.compile("/batches/bulk-flows$"))
+    expect(grace).to_have_url(re.compile("/batches/bulk-flows$"))
+
+
 def test_watch_shows_the_instructor_a_learner_widget_live_and_read_only(contexts: Callable[..., BrowserContext]) -> None:
     class_page, code = open_class(contexts(), "Watch e2e")
     ada = join(contexts(), code, "Ada")

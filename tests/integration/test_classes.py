@@ -250,6 +250,26 @@ def test_bring_everyone_sends_a_goto_event_and_refuses_a_page_that_is_not_a_dive
         assert event["action"] == "goto" and event["page"] == target
 
 
+def test_a_members_page_without_widgets_follows_the_class_on_a_stream_of_no_widget(clean: LiveSite) -> None:
+    instructor, code = open_class(clean)
+    ada = joined(clean, code, "Ada")
+    index = ada.get("/")
+    assert '<script type="module" src="/static/room-follow.js">' in index.text
+    dive = ada.get("/flows/parent-and-children").text  # its widgets' lab.js follows the class instead
+    assert "room-follow.js" not in dive and "room-follow.js" not in clean.visitor().get("/").text
+    assert "room-follow.js" not in instructor.get("/").text
+    with ada.stream("GET", "/api/stream?widgets=", timeout=15) as response:
+        assert response.status_code == 200
+        events = Events(response)
+        assert events.next()[0] == "status"
+        target = "/flows/cross-queue"
+        assert instructor.post(f"/instructor/rooms/{code}/bring", json={"page": target}).status_code == 200
+        got = events.until("room")
+        assert got[-1][1]["action"] == "goto" and got[-1][1]["page"] == target
+        assert "snapshot" not in [name for name, _ in got]
+        assert roster(instructor, code)["learners"][0]["online"] is True  # the open page counts
+
+
 def test_reset_every_learner_needs_confirm_and_then_resets_each_learner_keeping_their_choices(clean: LiveSite) -> None:
     instructor, code = open_class(clean)
     ada = joined(clean, code, "Ada")

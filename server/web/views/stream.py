@@ -1,5 +1,7 @@
 """GET /api/stream?widgets=a,b — the page's live stream of keys and effects.
 
+(`?widgets=` with none: a page without widgets following its class's events.)
+
 On (re)connect the stream first sends a fresh snapshot of every widget, so a
 browser that lost its connection resumes from the truth rather than from
 replayed events. Then each keyspace notification of the sandbox becomes an
@@ -55,11 +57,13 @@ def frame(event: str, data: str, counter: list[int] | None) -> bytes:
 
 
 async def stream(request: Request) -> Response:
+    # No widget at all: a page without widgets that follows its class (the
+    # status, resets and the class's moves; no snapshot), site/static/room-follow.js.
     names = [n for n in request.query_params.get("widgets", "").split(",") if n]
     unknown = [n for n in names if n not in WIDGETS]
-    if unknown or not names or len(names) > len(WIDGETS):
-        shown = ", ".join(n[:40] for n in unknown[:5]) or "(none)"
-        return problem(404, f"unknown or missing widgets: {shown}")
+    if unknown or len(names) > len(WIDGETS):
+        shown = ", ".join(n[:40] for n in unknown[:5]) or "(too many)"
+        return problem(404, f"unknown widgets: {shown}")
     settings = request.app.state.settings
     try:
         sandbox = guard.sandbox_of(request)
