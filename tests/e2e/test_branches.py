@@ -9,7 +9,6 @@ from playwright.sync_api import Page, expect
 from tests.e2e.branch_helpers import key, open_widget, outcome, press, queue_of
 from tests.e2e.conftest import Site
 
-
 # -- fan-in ---------------------------------------------------------------------
 
 

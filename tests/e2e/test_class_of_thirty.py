@@ -178,7 +178,9 @@ def test_bring_everyone_moves_learners_on_pages_without_widgets_too(contexts: Ca
     expect(grace).to_have_url(re.compile("/batches/bulk-flows$"))
 
 
-def test_watch_shows_the_instructor_a_learner_widget_live_and_read_only(contexts: Callable[..., BrowserContext]) -> None:
+def test_watch_shows_the_instructor_a_learner_widget_live_and_read_only(
+    contexts: Callable[..., BrowserContext],
+) -> None:
     class_page, code = open_class(contexts(), "Watch e2e")
     ada = join(contexts(), code, "Ada")
     complete(ada).click()
@@ -211,7 +213,7 @@ def test_instructor_surfaces_fit_a_phone_and_axe_finds_no_violation(contexts: Ca
 
 
 def test_the_class_page_is_usable_by_keyboard(contexts: Callable[..., BrowserContext]) -> None:
-    class_page, code = open_class(contexts(), "Keyboard e2e")
+    class_page, _code = open_class(contexts(), "Keyboard e2e")
     button = class_page.get_by_role("button", name="Start demo")
     for _ in range(40):
         class_page.keyboard.press("Tab")

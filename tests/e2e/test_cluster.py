@@ -33,7 +33,9 @@ CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot"
 def descendants(pid: int) -> list[int]:
     found, todo = [], [pid]
     while todo:
-        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(todo.pop())], capture_output=True, text=True)
+        out = subprocess.run(
+            ["ps", "-o", "pid=", "--ppid", str(todo.pop())], capture_output=True, text=True, check=False
+        )
         kids = [int(p) for p in out.stdout.split()]
         found += kids
         todo += kids
@@ -142,7 +144,9 @@ def test_complete_child_on_the_fanin_counts_down(page: Page) -> None:
     expect(counter).to_have_text("3")
     widget.get_by_role("button", name="Complete child", exact=True).click()
     expect(counter).to_have_text("2")
-    expect(widget.locator("table.keys caption").first).to_contain_text(re.compile(r"hash slot \d+ · node 127\.0\.0\.1:\d+"))
+    expect(widget.locator("table.keys caption").first).to_contain_text(
+        re.compile(r"hash slot \d+ · node 127\.0\.0\.1:\d+")
+    )
 
 
 def test_outbox_complete_child_and_pump_tick_then_the_one_script_refusal(page: Page) -> None:
@@ -185,8 +189,10 @@ def test_a_click_in_one_tab_reaches_the_other_tab(context: BrowserContext) -> No
 
 def serving_pid(port: int, client_port: int) -> int | None:
     """The worker process holding the server side of one TCP connection."""
-    out = subprocess.run(["ss", "-tnpH", "state", "established", f"( sport = :{port} and dport = :{client_port} )"],
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["ss", "-tnpH", "state", "established", f"( sport = :{port} and dport = :{client_port} )"],
+        capture_output=True, text=True, check=False,
+    ).stdout
     found = re.search(r"pid=(\d+)", out)
     return int(found.group(1)) if found else None
 
@@ -223,10 +229,13 @@ def test_every_worker_streams_a_change_made_through_any_worker(cluster_site: Clu
             for line in lines:
                 if line.startswith("event:"):
                     event = line.split(":", 1)[1].strip()
-                elif line.startswith("data:") and event == "effect":
-                    if json.loads(line[5:])["key"].endswith(":dependencies"):
-                        got = True
-                        break
+                elif (
+                    line.startswith("data:")
+                    and event == "effect"
+                    and json.loads(line[5:])["key"].endswith(":dependencies")
+                ):
+                    got = True
+                    break
                 assert time.monotonic() < deadline
             assert got, f"the stream served by worker {pid} missed the effect"
     finally:

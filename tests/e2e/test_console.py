@@ -81,7 +81,9 @@ def test_an_example_runs_with_one_click(page: Page) -> None:
 def test_a_refused_command_shows_its_reason_in_the_transcript(page: Page) -> None:
     page.goto(DIVE)
     type_and_enter(page, "FLUSHALL")
-    expect(last_reply(page)).to_have_text(re.compile(r"^\(refused\) FLUSHALL is refused: it would delete every visitor"))
+    expect(last_reply(page)).to_have_text(
+        re.compile(r"^\(refused\) FLUSHALL is refused: it would delete every visitor")
+    )
     type_and_enter(page, 'GET "emq:{fanin}:pending')
     expect(last_reply(page)).to_contain_text("unbalanced quotes")
 

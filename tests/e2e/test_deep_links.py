@@ -28,7 +28,9 @@ def test_step_3_opens_the_stepper_at_move_3_with_exactly_its_keys_in_valkey(page
     page.goto("/flows/parent-and-children#step=3")
     widget = region(page, "enqueue-stepper")
     # one numbering: up to the last move, a tour step is a move, and the outcome says "move"
-    expect(widget.locator('[data-role="outcome"]')).to_have_text(re.compile(r"^Rebuilt on Valkey from the link\. Move 3 of 4, hold the parent"))
+    expect(widget.locator('[data-role="outcome"]')).to_have_text(
+        re.compile(r"^Rebuilt on Valkey from the link\. Move 3 of 4, hold the parent")
+    )
     expect(widget.locator('[data-role="outcome"]')).not_to_contain_text("Step")
     expect(widget.locator('[data-role="readout"]')).to_contain_text("After move 3 of 4 (hold the parent)")
     sandbox = sandbox_of(widget)
@@ -104,6 +106,7 @@ def test_a_widget_step_link_scrolls_to_the_widget_and_focuses_it(page: Page) -> 
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto("/flows/parent-and-children#fanin-step=2")
     fanin = region(page, "fanin")
-    expect(fanin.locator('[data-role="dependencies"]')).to_have_text("2")  # step 2 of the tour: one completion, then its redelivery
+    # step 2 of the tour: one completion, then its redelivery
+    expect(fanin.locator('[data-role="dependencies"]')).to_have_text("2")
     expect(fanin).to_be_focused()
     expect(fanin).to_be_in_viewport()

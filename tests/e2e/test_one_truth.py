@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import BrowserContext, Locator, Page, expect
+from playwright.sync_api import BrowserContext, Locator, expect
 
 from tests.e2e.pages import WIDGETS, region, wait_until_live
 
@@ -50,8 +50,13 @@ def same_picture(a: Locator, b: Locator) -> None:
         expect(outcome_b).to_be_hidden()
     else:
         text = outcome_a.inner_text()
-        expect(outcome_b).to_have_text(re.compile("^(" + re.escape(OTHER_PAGE) + ")?" + re.escape(text.removeprefix(OTHER_PAGE)) + "$"))
-    rows = "rows => rows.map(r => [r.dataset.key, r.querySelector('.key-type').textContent, r.querySelector('.key-value').textContent])"
+        expect(outcome_b).to_have_text(
+            re.compile("^(" + re.escape(OTHER_PAGE) + ")?" + re.escape(text.removeprefix(OTHER_PAGE)) + "$")
+        )
+    rows = (
+        "rows => rows.map(r => [r.dataset.key, r.querySelector('.key-type').textContent,"
+        " r.querySelector('.key-value').textContent])"
+    )
     keys_a = a.locator("[data-role=keys] tr[data-key]").evaluate_all(rows)
     assert b.locator("[data-role=keys] tr[data-key]").evaluate_all(rows) == keys_a
     for box in ("input[type=checkbox]", "input[type=radio]"):

@@ -95,7 +95,9 @@ def test_every_other_widget_judges_its_question_by_the_value_the_test_reads_from
         widget.get_by_role("button", name="Reset", exact=True).click()
         expect(widget.locator('[data-role="outcome"]')).to_contain_text("Reset")
         answer_number(widget, truth, button)
-        expect(announced(widget)).to_have_text(re.compile(rf"^Right: Valkey now holds {re.escape(words.format(truth))}\."))
+        expect(announced(widget)).to_have_text(
+            re.compile(rf"^Right: Valkey now holds {re.escape(words.format(truth))}\.")
+        )
 
 
 def test_the_failure_policy_asks_what_becomes_of_the_parent_and_valkey_answers(page: Page, site: Site) -> None:
@@ -126,10 +128,14 @@ def test_progress_survives_a_reload_and_a_reset_and_is_separate_per_sandbox(page
     expect(badge).to_have_text("1 of 11 tour steps reached; 1 of 1 prediction right.")
     page.reload()
     widget = region(page, "fanin")
-    expect(widget.locator('[data-role="widget-progress"]')).to_have_text("1 of 11 tour steps reached; 1 of 1 prediction right.")
+    expect(widget.locator('[data-role="widget-progress"]')).to_have_text(
+        "1 of 11 tour steps reached; 1 of 1 prediction right."
+    )
     widget.get_by_role("button", name="Reset", exact=True).click()
     expect(widget.locator('[data-role="outcome"]')).to_contain_text("Reset")
-    expect(widget.locator('[data-role="widget-progress"]')).to_have_text("1 of 11 tour steps reached; 1 of 1 prediction right.")
+    expect(widget.locator('[data-role="widget-progress"]')).to_have_text(
+        "1 of 11 tour steps reached; 1 of 1 prediction right."
+    )
     # the fan-in's whole tour (server/widgets/fanin.py `tour`), click by click
     for slug, label in (("complete-child", "Complete child"), ("redeliver", "Redeliver last completion"),
                         ("claim", "Claim"), ("stale", "Complete with a stale token"),
@@ -146,7 +152,9 @@ def test_progress_survives_a_reload_and_a_reset_and_is_separate_per_sandbox(page
         stranger = other.new_page()
         stranger.goto(FANIN_DIVE)
         expect(progress_line(stranger)).to_contain_text(re.compile(r"0 of \d+ widgets done"))
-        expect(region(stranger, "fanin").locator('[data-role="widget-progress"]')).to_have_text("0 of 11 tour steps reached.")
+        expect(region(stranger, "fanin").locator('[data-role="widget-progress"]')).to_have_text(
+            "0 of 11 tour steps reached."
+        )
     finally:
         other.close()
 
@@ -161,10 +169,14 @@ def test_the_progress_page_lists_every_dive_and_start_over_forgets_it(page: Page
     expect(fanin_row).to_contain_text("1 of 11 steps")
     expect(fanin_row).to_contain_text("0 of 1")
     expect(fanin_row).to_contain_text("Not quite: you said 7")
-    for path in ("/flows/parent-and-children", "/flows/reading-the-results", "/flows/cross-queue", "/batches/bulk-flows"):
+    for path in (
+        "/flows/parent-and-children", "/flows/reading-the-results", "/flows/cross-queue", "/batches/bulk-flows",
+    ):
         expect(page.locator(f'section[data-dive="{path}"]')).to_have_count(1)
     page.get_by_role("button", name="Start over").click()
     expect(page).to_have_url(re.compile(r"/progress$"))
     expect(page.locator('tr[data-progress-of="fanin"]')).to_contain_text("0 of 11 steps")
     page.goto("/")
-    expect(page.locator('[data-role="dive-progress-summary"]').first).to_contain_text(re.compile(r"0 of \d+ widgets done"))
+    expect(page.locator('[data-role="dive-progress-summary"]').first).to_contain_text(
+        re.compile(r"0 of \d+ widgets done")
+    )

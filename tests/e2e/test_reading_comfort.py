@@ -34,7 +34,8 @@ CLIPPED = """() => {
   for (const pre of document.querySelectorAll('figure.listing pre, .prose > pre')) {
     if (shown(pre) && pre.scrollWidth > pre.clientWidth + 1) {
       const figure = pre.closest('figure');
-      bad.push(`listing ${figure ? figure.dataset.script || figure.dataset.host : 'text'}: ${pre.scrollWidth} > ${pre.clientWidth}`);
+      const label = figure ? figure.dataset.script || figure.dataset.host : 'text';
+      bad.push(`listing ${label}: ${pre.scrollWidth} > ${pre.clientWidth}`);
     }
   }
   for (const name of document.querySelectorAll('td.key-name, .effect-key, code.trace-key, .sets-title')) {

@@ -26,7 +26,9 @@ def test_complete_fail_and_read_show_the_three_answers(page: Page) -> None:
     expect(widget.locator('[data-role="read-values"]')).to_have_text("{JOBleg1: subtotal 40.00}")
     expect(widget.locator('[data-role="read-dependencies"]')).to_have_text("1")
     expect(widget.locator('[data-role="read-ignored"]')).to_have_text("{JOBleg2: carrier API timed out}")
-    expect(widget.locator('[data-role="outcome"]')).to_contain_text(re.compile(r"the three reads wrote nothing: \d+ keys unchanged"))
+    expect(widget.locator('[data-role="outcome"]')).to_contain_text(
+        re.compile(r"the three reads wrote nothing: \d+ keys unchanged")
+    )
 
 
 def test_the_last_read_is_marked_stale_once_valkey_moves_on(page: Page) -> None:

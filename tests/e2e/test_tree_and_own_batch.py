@@ -12,7 +12,6 @@ from tests.e2e.branch_helpers import key, open_widget, outcome, press, queue_of
 from tests.e2e.conftest import Site
 from tests.e2e.pages import WIDGETS, region
 
-
 # -- tree -------------------------------------------------------------------------
 
 
@@ -107,7 +106,10 @@ def test_an_ill_formed_id_in_your_own_batch_is_refused_naming_the_field_and_noth
     expect(status).to_contain_text('flows[1].children[1].id = "JOBmine6 bad}" is not a well-formed id')
     assert ledger_keys(site, page) == before
     # an unknown queue and a batch over the caps: 400s naming the field, nothing written
-    flow = {"parent": {"id": "JOBz1", "payload": "p"}, "children": [{"id": "JOBz2", "payload": "c", "queue": "payments"}]}
+    flow = {
+        "parent": {"id": "JOBz1", "payload": "p"},
+        "children": [{"id": "JOBz2", "payload": "c", "queue": "payments"}],
+    }
     answer = page.request.post("/api/widgets/ledger/custom-batch", data={"flows": [flow]})
     assert answer.status == 400 and answer.json()["error"].startswith("flows[0].children[0]: 'queue' must be one of")
     many = [{"parent": {"id": f"JOBm{i}", "payload": "p"}, "children": [{"id": f"JOBc{i}", "payload": "c"}]}

@@ -19,8 +19,8 @@ import pytest
 import redis
 from itsdangerous import URLSafeSerializer
 
-from server.sandboxes.lifecycle import sandbox_of_key
 from server.sandboxes.admission import UNUSED_KEY
+from server.sandboxes.lifecycle import sandbox_of_key
 from server.sandboxes.sandbox import COOKIE, REGISTRY_KEY
 from server.valkey.process import ValkeyProcess
 from server.widgets import WIDGETS
@@ -131,8 +131,9 @@ def test_field_names_with_braces_colons_globs_and_newlines_are_refused(world: di
 def test_widget_and_action_names_with_glob_and_brace_characters_answer_404(world: dict, raw: redis.Redis) -> None:
     caller = world["caller"]
     with Unchanged(raw, world["sandbox"]):
-        for path in ["/api/widgets/fan*in/complete-child", "/api/widgets/fanin/%7Bx%7D", "/api/widgets/fanin/complete%0Achild",
-                     "/api/widgets/%2A/reset", "/api/widgets/fanin/reset%3A", "/api/widgets/..%2Ffanin/reset"]:
+        for path in ["/api/widgets/fan*in/complete-child", "/api/widgets/fanin/%7Bx%7D",
+                     "/api/widgets/fanin/complete%0Achild", "/api/widgets/%2A/reset", "/api/widgets/fanin/reset%3A",
+                     "/api/widgets/..%2Ffanin/reset"]:
             refused(caller.post(path, json={}), 404)
         refused(caller.get("/api/widgets/fan%7Bin%7D/state"), 404)
         refused(caller.get("/api/stream?widgets=fanin,%7Bx%7D"), 404)
@@ -237,7 +238,8 @@ def test_another_sandbox_cannot_be_named_in_a_body(world: dict, raw: redis.Redis
     with Unchanged(raw, world["sandbox"]):
         for name, slug in ACTIONS:
             for body in [{"sandbox": other}, {"queue": f"{other}.fanin"}, {"id": f"{other}.JOBparent"},
-                         {"flows": [{"parent": {"id": "JOBp"}, "children": [{"id": "JOBc", "queue": f"{other}.fanin"}]}]},
+                         {"flows": [{"parent": {"id": "JOBp"},
+                                     "children": [{"id": "JOBc", "queue": f"{other}.fanin"}]}]},
                          {"sandbox_id": other}]:
                 refused(caller.post(f"/api/widgets/{name}/{slug}", json=body), 400)
 
@@ -275,7 +277,9 @@ def test_state_changes_from_foreign_origins_are_refused(world: dict, raw: redis.
             refused(caller.post("/room/join", json={"code": world["room"]["code"], "name": "x"}, headers=headers), 403)
             refused(caller.post("/room/leave", json={}, headers=headers), 403)
             refused(caller.post("/instructor/sign-in", json={"token": "x"}, headers=headers), 403)
-        refused(caller.post("/api/widgets/fanin/complete-child", json={}, headers={"Sec-Fetch-Site": "cross-site"}), 403)
+        refused(
+            caller.post("/api/widgets/fanin/complete-child", json={}, headers={"Sec-Fetch-Site": "cross-site"}), 403
+        )
 
 
 def test_the_same_origin_is_accepted(site: LiveSite, world: dict) -> None:

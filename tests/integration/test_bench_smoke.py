@@ -20,9 +20,10 @@ from bench import (
     bench_fanout,
     bench_footprint,
     bench_pages,
+    report,
+    report_notes,
     servers,
 )
-from bench import report, report_notes
 from server.valkey.process import ValkeyProcess
 
 

@@ -85,7 +85,7 @@ async def test_one_ill_formed_id_anywhere_lands_nothing(conn, bad: str, where_at
 
 
 async def test_a_malformed_flow_anywhere_lands_nothing(conn) -> None:
-    batch = seed_batch() + [{"parent": {"id": "JOBzz"}, "children": []}]
+    batch = [*seed_batch(), {"parent": {"id": "JOBzz"}, "children": []}]
     with pytest.raises(flows.FlowShapeError):
         await flows.add_bulk(conn, Q, batch)
     assert await dbsize(conn) == 0

@@ -185,7 +185,10 @@ def test_the_roster_shows_each_learner_with_page_widget_progress_and_last_activi
     assert set(rows) == {"Ada", "Grace"}
     assert all(set(row) == ROSTER_FIELDS for row in rows.values())
     assert rows["Ada"]["page"] == DIVE and rows["Ada"]["widget"] == "fanin"
-    assert rows["Ada"]["progress"]["fanin"]["reached"] == 1 and rows["Ada"]["progress"]["fanin"]["steps"] == len(WIDGETS["fanin"].tour)
+    assert (
+        rows["Ada"]["progress"]["fanin"]["reached"] == 1
+        and rows["Ada"]["progress"]["fanin"]["steps"] == len(WIDGETS["fanin"].tour)
+    )
     assert "fanin" not in rows["Grace"]["progress"]
     assert rows["Ada"]["last_seen"] >= started - 1
     assert rows["Ada"]["online"] is False  # no page of theirs is open
@@ -233,7 +236,7 @@ def test_a_mode_change_reaches_an_open_stream_as_a_room_event_which_ends_it(clea
         event = events.until("room")[-1][1]
         assert event["action"] == "mode" and event["mode"] == "demo" and event["reconnect"] is True
         assert "read-only" in event["text"]
-        with pytest.raises(Exception):
+        with pytest.raises(AssertionError):
             events.until("snapshot", timeout=3)  # the stream ended: the page reconnects
 
 

@@ -143,7 +143,7 @@ async def test_an_instructors_reset_after_a_script_flush_lands_the_flow_once(con
 
 
 async def test_the_reset_lock_removes_the_keys_and_keeps_only_the_named_choices(conn) -> None:
-    widget, ctx = await landed(conn)
+    widget, _ctx = await landed(conn)
     await conn.hset(snapshot.state_key(Q), mapping={"policy": "id", "last": "{}"})
     await conn.sadd(snapshot.index_key(Q), f"emq:{{{Q}}}:typed")
     await conn.set(f"emq:{{{Q}}}:typed", "x")
@@ -160,7 +160,7 @@ async def test_the_reset_lock_removes_the_keys_and_keeps_only_the_named_choices(
 
 
 async def test_a_finish_whose_proof_finds_nothing_writes_nothing_and_keeps_the_lock(conn) -> None:
-    widget, ctx = await landed(conn)
+    widget, _ctx = await landed(conn)
     await conn.set(snapshot.lock_key(Q), "tok")
     before = {k: await conn.dump(k) async for k in conn.scan_iter(match=f"*{{{Q}}}*")}
     proof = json.dumps([["HGET", keyspace.processed_key(Q, PARENT), "JOBchild1"]])

@@ -38,7 +38,9 @@ async def test_flows_run_end_to_end_on_a_cluster(cluster_conn) -> None:
     conn = cluster_conn
     assert await flows.add(conn, Q, flow("JOBs", "JOBs1", "JOBs2")) == ("JOBs", ["JOBs1", "JOBs2"])
     await flows.add(conn, Q, flow("JOBx", {"id": "JOBx1", "queue": MAIL}, "JOBx2"))
-    await flows.add(conn, Q, flow("JOBt", {"id": "JOBt1", "queue": MAIL, "children": [{"id": "JOBt11", "payload": "z"}]}))
+    await flows.add(
+        conn, Q, flow("JOBt", {"id": "JOBt1", "queue": MAIL, "children": [{"id": "JOBt11", "payload": "z"}]})
+    )
     with pytest.raises(errors.KindRefused):
         await flows.add(conn, Q, flow("JOBk", "TASKk1"))
     landed = await flows.add_bulk_pipelined(conn, Q, [flow("JOBb", "JOBb1"), flow("JOBc", "TASKc1")])

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from server.console.allow import REASONS, RULES
 from server.emq import registry
-from server.sandboxes.lifecycle import sandbox_of_key
 from server.sandboxes.admission import UNUSED_KEY
+from server.sandboxes.lifecycle import sandbox_of_key
 from server.sandboxes.sandbox import REGISTRY_KEY
 from server.valkey.process import ValkeyProcess
 from server.widgets import WIDGETS

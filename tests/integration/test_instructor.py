@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from server import cli
+from server.live.heartbeat import is_beat_key
 from server.sandboxes.lifecycle import sandbox_of_key
 from server.valkey.process import ValkeyProcess
-from server.live.heartbeat import is_beat_key
 from tests.support import DIVE, INSTRUCTOR_TOKEN, Events, LiveSite, running, sandbox_of
 
 WIDGETS = ("enqueue-stepper", "fanin")

@@ -224,7 +224,9 @@ async def test_a_waiter_woken_then_cancelled_passes_its_turn_to_the_next(valkey:
         await site.aclose()
 
 
-async def test_sending_a_command_or_a_pipeline_makes_no_task_of_its_own(clients: tuple[LeanRedis, aioredis.Redis]) -> None:
+async def test_sending_a_command_or_a_pipeline_makes_no_task_of_its_own(
+    clients: tuple[LeanRedis, aioredis.Redis],
+) -> None:
     # redis-py's own send waits under asyncio.wait_for, a task per command
     # sent, and its pipeline gives its connection back in asyncio.shield, a
     # task per pipeline

@@ -64,9 +64,13 @@ async def claimed_child(conn: Any, queue: str = Q) -> tuple[str, int]:
 
 async def claimed_flat(conn: Any, queue: str, job_id: str = "JOBflat", attempts: int = 0) -> int:
     """A flat job (row and pending entry), then the real claim: its token."""
-    await conn.hset(keyspace.job_key(queue, job_id), mapping={"state": "pending", "attempts": str(attempts), "payload": "x"})
+    await conn.hset(
+        keyspace.job_key(queue, job_id), mapping={"state": "pending", "attempts": str(attempts), "payload": "x"}
+    )
     await conn.zadd(keyspace.queue_key(queue, "pending"), {"JOBwaiting": 1, job_id: 0})
-    await conn.hset(keyspace.job_key(queue, "JOBwaiting"), mapping={"state": "pending", "attempts": "0", "payload": "y"})
+    await conn.hset(
+        keyspace.job_key(queue, "JOBwaiting"), mapping={"state": "pending", "attempts": "0", "payload": "y"}
+    )
     got = await jobs.claim(conn, queue)
     assert got is not None and got[0] == job_id
     return got[1]
@@ -178,7 +182,10 @@ async def test_fail_refuses_the_same_queue_and_cross_queue_layouts_as_layouts(co
                   keyspace.ignored_key(Q, "JOBp"), keyspace.queue_key(Q, "pending")]
     assert await refused(conn, "EMQ.FAIL", 8, *same_queue, *args, "JOBp", "fp") == "EMQSTATE fail flow not native"
     cross = [*keys, keyspace.outbox_key(Q)]
-    assert await refused(conn, "EMQ.FAIL", 5, *cross, *args, "JOBp", "fp", "elsewhere") == "EMQSTATE fail flow not native"
+    assert (
+        await refused(conn, "EMQ.FAIL", 5, *cross, *args, "JOBp", "fp", "elsewhere")
+        == "EMQSTATE fail flow not native"
+    )
     assert await refused(conn, "EMQ.FAIL", 8) == "EMQSTATE fail flow not native"
 
 

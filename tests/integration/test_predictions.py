@@ -108,7 +108,7 @@ async def test_the_tour_counts_steps_and_the_widget_is_done_at_its_last(fanin, c
     record = (await progress.read(conn, SANDBOX))["fanin"]
     assert (record.reached, record.done) == (len(widget.tour), True)
     assert await conn.hget(progress.progress_key(SANDBOX), "done:fanin") == "1"
-    assert 0 < await conn.ttl(progress.progress_key(SANDBOX))
+    assert await conn.ttl(progress.progress_key(SANDBOX)) > 0
 
 
 async def test_progress_is_kept_per_sandbox(fanin, conn) -> None:

@@ -38,7 +38,9 @@ def test_a_malformed_prediction_is_a_400_naming_the_field_and_writes_nothing(sit
     for bad, field in ((["2"], "'predict.answer'"), ("two", "'predict.answer'"), ({"a": 1}, "'predict.answer'")):
         answer = complete(client, bad)
         assert answer.status_code == 400 and field in answer.json()["error"], answer.text
-    refused = client.post("/api/widgets/fanin/redeliver", json={"predict": {"question": "fanin-dependencies", "answer": 2}})
+    refused = client.post(
+        "/api/widgets/fanin/redeliver", json={"predict": {"question": "fanin-dependencies", "answer": 2}}
+    )
     assert refused.status_code == 400 and "'predict.question'" in refused.json()["error"]
     assert {k: valkey.dump(k) for k in sorted(valkey.scan_iter(match=f"emq:{{{sandbox}*"))} == before
     assert not valkey.exists(progress_key(sandbox))
@@ -84,7 +86,7 @@ def test_the_record_survives_a_widget_reset_and_expires_with_its_sandbox(site: L
     key = progress_key(sandbox)
     valkey = site.redis()
     assert valkey.hget(key, "reached:fanin") == "1" and valkey.hget(key, "at:fanin") == "0"
-    assert 0 < valkey.ttl(key)
+    assert valkey.ttl(key) > 0
 
     async def expire() -> list[str]:
         conn = aioredis.Redis.from_url(site.valkey_url, decode_responses=True)

@@ -148,8 +148,10 @@ def test_out_of_memory_answers_503_and_recovers_when_memory_is_raised(full_valke
             assert answer.status_code == 503, (what, answer.text)
             assert "out of memory" in answer.json()["error"], what
         # the console's transcript line is Valkey's own refusal
-        assert answers["console write"].json()["reply_lines"][0].startswith("(error) OOM"), answers["console write"].text
-        parents = [k for k in admin.scan_iter("emq:{*.fanin}:job:JOBparent")]
+        assert answers["console write"].json()["reply_lines"][0].startswith("(error) OOM"), (
+            answers["console write"].text
+        )
+        parents = list(admin.scan_iter("emq:{*.fanin}:job:JOBparent"))
         assert parents and all(admin.hget(k, "note") is None for k in parents)  # the write wrote nothing
         _, said = first(streams[0], lambda e, d: e == "status" and d.get("memory") == "full", 5)
         assert "out of memory" in said["message"]

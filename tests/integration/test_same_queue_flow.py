@@ -84,7 +84,9 @@ async def test_shape_errors_are_raised_before_any_write(conn) -> None:
 
 
 async def test_dict_payloads_are_json_encoded(conn) -> None:
-    await flows.add(conn, Q, {"parent": {"id": "JOBp", "payload": {"b": 1}}, "children": [{"id": "JOBa", "payload": [1, 2]}]})
+    await flows.add(
+        conn, Q, {"parent": {"id": "JOBp", "payload": {"b": 1}}, "children": [{"id": "JOBa", "payload": [1, 2]}]}
+    )
     assert (await row(conn, Q, "JOBp"))["payload"] == '{"b":1}'
     assert (await row(conn, Q, "JOBa"))["payload"] == "[1,2]"
 

@@ -14,7 +14,9 @@ from .conftest import flow
 
 
 async def test_the_registry_refuses_a_script_with_a_missing_include_before_any_wire(conn, scripts_dir: Path) -> None:
-    write_script(scripts_dir, "broken", "-- broken: takes a helper that is not there\n\n-- @include nowhere\nreturn 1\n")
+    write_script(
+        scripts_dir, "broken", "-- broken: takes a helper that is not there\n\n-- @include nowhere\nreturn 1\n"
+    )
     with pytest.raises(registry.IncludeError, match=r"broken.lua line 3: '-- @include nowhere' names no file"):
         registry.script_source("broken")
     with pytest.raises(registry.IncludeError):

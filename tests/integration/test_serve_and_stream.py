@@ -30,7 +30,7 @@ def site() -> Iterator[Site]:
 
 
 def children_of(pid: int) -> list[int]:
-    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True)
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True, check=False)
     return [int(p) for p in out.stdout.split()]
 
 

@@ -8,9 +8,8 @@ from types import SimpleNamespace
 import pytest
 import redis.asyncio as aioredis
 
-from server.widgets import traces
 from server.valkey.process import free_port
-from server.widgets import WIDGETS
+from server.widgets import WIDGETS, traces
 from server.widgets.base import BadInput, Context
 
 from .conftest import act, all_keys

@@ -12,7 +12,8 @@ Q, MAIL = "orders", "mail"
 def two_level() -> dict[str, object]:
     return flow(
         "JOBroot",
-        {"id": "JOBmid", "children": [{"id": "JOBleaf1", "payload": "l1"}, {"id": "JOBleaf2", "payload": "l2", "queue": MAIL}]},
+        {"id": "JOBmid",
+         "children": [{"id": "JOBleaf1", "payload": "l1"}, {"id": "JOBleaf2", "payload": "l2", "queue": MAIL}]},
         {"id": "JOBside", "queue": MAIL, "ignore_dependency_on_failure": True,
          "children": [{"id": "JOBleaf3", "payload": "l3"}]},
     )

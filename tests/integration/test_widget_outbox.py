@@ -148,7 +148,7 @@ async def test_one_script_needs_a_cluster_and_says_so_on_one_server(landed) -> N
     before = await widget.snapshot(ctx)
     assert before["picture"]["cluster"] is False
     assert all("node" not in view for view in before["queues"])
-    with pytest.raises(Refusal, match="needs a cluster: .*emqlab serve --cluster"):
+    with pytest.raises(Refusal, match=r"needs a cluster: .*emqlab serve --cluster"):
         await act(widget, ctx, "one-script", {})
     assert (await widget.snapshot(ctx))["queues"] == before["queues"]
 

@@ -19,7 +19,7 @@ from server.widgets import WIDGETS
 ROOT = Path(__file__).resolve().parents[3]
 
 COURSE = load_course(ROOT / "site" / "content")
-DIVES = [page for page in COURSE.dives]
+DIVES = list(COURSE.dives)
 
 
 def console_options(path: str) -> dict[str, str]:
@@ -31,12 +31,12 @@ def console_options(path: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("dive", DIVES, ids=[d.path for d in DIVES])
 def test_every_dive_has_a_console_near_its_end(dive: object) -> None:
-    assert getattr(dive, "widgets")[-1] == "console"
+    assert dive.widgets[-1] == "console"
 
 
 @pytest.mark.parametrize("dive", DIVES, ids=[d.path for d in DIVES])
 def test_every_example_runs_on_the_queues_of_that_dives_widgets(dive: object) -> None:
-    path, widgets = getattr(dive, "path"), getattr(dive, "widgets")
+    path, widgets = dive.path, dive.widgets
     found = examples(console_options(path))
     assert len(found) >= 3
     own = {".".join(parts) for name in widgets if name in WIDGETS for parts in WIDGETS[name].queue_parts}

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from redis.exceptions import NoScriptError, ResponseError
 
-from server.valkey import reply
 from server.console.allow import Refusal, rule_for
 from server.console.confine import Confinement
 from server.console.parse import Limits, Malformed, split
 from server.console.plan import argv_roles, plan, script_shas
 from server.emq import registry
+from server.valkey import reply
 
 SANDBOX = "s0a1b2c3d4e"
 WHERE = Confinement(SANDBOX, frozenset({"fanin", "outbox.orders", "outbox.mail"}))
@@ -126,7 +126,7 @@ def test_dangerous_commands_are_refused_with_a_reason(name: str) -> None:
 
 
 def test_an_unlisted_command_is_refused_and_the_list_given() -> None:
-    with pytest.raises(Refusal, match="not a command the console runs. It runs: .*HGETALL"):
+    with pytest.raises(Refusal, match=r"not a command the console runs\. It runs: .*HGETALL"):
         rule_for("GETDEL")
 
 
@@ -216,6 +216,8 @@ def test_a_set_with_get_or_a_ping_with_a_message_answers_a_bulk_string() -> None
 def test_the_stored_transcript_keeps_a_long_reply_short_and_says_so() -> None:
     from server.console.transcript import KEEP_LINES, kept
 
-    entry = kept({"command": "LRANGE k 0 -1", "reply_lines": [f"{i}) x" for i in range(KEEP_LINES + 3)], "kind": "reply"})
+    entry = kept(
+        {"command": "LRANGE k 0 -1", "reply_lines": [f"{i}) x" for i in range(KEEP_LINES + 3)], "kind": "reply"}
+    )
     assert len(entry["reply_lines"]) == KEEP_LINES + 1
     assert entry["reply_lines"][-1] == "(… 3 more lines when it ran; run it again to see them)"

@@ -156,7 +156,11 @@ def test_a_listing_of_a_folder_script_expands_its_includes(tmp_path):
 
 
 def test_a_listing_whose_include_is_missing_fails_at_load(tmp_path):
-    (tmp_path / "broken.lua").write_text("-- broken: names a helper that is not there\n\n-- @include nowhere\nreturn 1\n")
+    (tmp_path / "broken.lua").write_text(
+        "-- broken: names a helper that is not there\n\n-- @include nowhere\nreturn 1\n"
+    )
     md = make_markdown(None, DirScripts(tmp_path), sections=False)
-    with pytest.raises(DirectiveError, match=r"broken.lua line 3: '-- @include nowhere' names no file includes/nowhere.lua"):
+    with pytest.raises(
+        DirectiveError, match=r"broken.lua line 3: '-- @include nowhere' names no file includes/nowhere.lua"
+    ):
         md.parse("```{listing} broken.lua\n```\n", {})

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from markdown_it.utils import read_fixture_file
 
-from server.content.markdown import make_markdown
 from server.content.host_code import HostFiles
+from server.content.markdown import make_markdown
 from server.content.scripts import DirScripts
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -29,13 +29,15 @@ def test_a_function_that_does_not_exist_is_refused_with_the_names_the_file_has()
 
 
 def test_a_host_file_that_does_not_exist_is_refused():
-    with pytest.raises(DirectiveError, match="no host file server/nowhere.py"):
+    with pytest.raises(DirectiveError, match=r"no host file server/nowhere\.py"):
         _md().parse("```{listing} server/nowhere.py::land\n```\n")
 
 
-@pytest.mark.parametrize("argument", ["server/../secrets.py::f", "/etc/passwd.py::f", "tools/x.py::f", "server/demo.py::"])
+@pytest.mark.parametrize(
+    "argument", ["server/../secrets.py::f", "/etc/passwd.py::f", "tools/x.py::f", "server/demo.py::"]
+)
 def test_a_path_outside_server_or_without_a_name_is_not_a_host_listing(argument):
-    with pytest.raises(DirectiveError, match="takes NAME.lua"):
+    with pytest.raises(DirectiveError, match=r"takes NAME\.lua"):
         _md().parse(f"```{{listing}} {argument}\n```\n")
 
 
@@ -77,6 +79,8 @@ def test_a_dive_naming_a_host_function_that_no_longer_exists_fails_the_course_lo
     dive = tmp_path / "flows" / "parent-and-children.md"
     text = dive.read_text(encoding="utf-8")
     assert "server/emq/flows.py::add\n" in text
-    dive.write_text(text.replace("server/emq/flows.py::add\n", "server/emq/flows.py::add_renamed\n", 1), encoding="utf-8")
+    dive.write_text(
+        text.replace("server/emq/flows.py::add\n", "server/emq/flows.py::add_renamed\n", 1), encoding="utf-8"
+    )
     with pytest.raises(ContentError, match=r"parent-and-children.md.*add_renamed"):
         Course.load(tmp_path)

@@ -18,9 +18,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.testclient import TestClient
 
-from server.web.views import pages as views_pages
 from server.content import Course
 from server.emq import registry
+from server.web.views import pages as views_pages
 
 ROOT = Path(__file__).resolve().parents[3]
 WIDGETS = {"enqueue-stepper", "fanin", "native", "outbox", "failure-policy", "ledger", "results", "tree", "console"}
@@ -203,7 +203,9 @@ def test_page_bodies_are_rendered_once_and_cached(client, widget_calls):
     client.get("/flows/parent-and-children")
     client.get("/flows/parent-and-children")
     client.get("/flows/cross-queue")
-    assert widget_calls == ["enqueue-stepper", "fanin", "native", "console", "outbox", "failure-policy", "tree", "console"]
+    assert widget_calls == [
+        "enqueue-stepper", "fanin", "native", "console", "outbox", "failure-policy", "tree", "console",
+    ]
 
 
 def test_listings_show_the_script_file_the_server_runs(client):

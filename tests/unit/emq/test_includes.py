@@ -56,7 +56,9 @@ def test_a_nested_helper_is_pasted_once_at_its_first_marker(tmp_path: Path) -> N
 
 
 def test_a_missing_include_is_a_clear_error_at_load(tmp_path: Path) -> None:
-    with pytest.raises(includes.IncludeError, match=r"s.lua line 2: '-- @include nowhere' names no file includes/nowhere.lua"):
+    with pytest.raises(
+        includes.IncludeError, match=r"s.lua line 2: '-- @include nowhere' names no file includes/nowhere.lua"
+    ):
         includes.expand("s.lua", "-- s: broken\n-- @include nowhere\nreturn 1\n", tmp_path)
 
 
@@ -104,8 +106,10 @@ def test_loading_every_script_names_each_by_the_sha_it_runs_under() -> None:
 
 
 def test_loading_every_script_stops_at_a_broken_include(scripts_dir: Path) -> None:
-    write_script(scripts_dir, "broken", "-- broken: takes a helper that is not there\n\n-- @include nowhere\nreturn 1\n")
-    with pytest.raises(registry.IncludeError, match="broken.lua line 3"):
+    write_script(
+        scripts_dir, "broken", "-- broken: takes a helper that is not there\n\n-- @include nowhere\nreturn 1\n"
+    )
+    with pytest.raises(registry.IncludeError, match=r"broken\.lua line 3"):
         registry.load_all()
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from server.emq import jobs
 
-
 Q = "orders"
 
 

@@ -4,13 +4,16 @@ tests/integration/test_keyspace_and_registry.py."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from redis.crc import key_slot
 
 from server.emq import keyspace, registry
 
-
-BAD_IDS = ["JOB{x}", "JOB:x", "JOB*", "JOB\n", "JOBa\nb", "", "J" * 129, "JOB x", "JOBé", None, 7, ["JOB1"], {"JOB1": 1}]
+BAD_IDS = [
+    "JOB{x}", "JOB:x", "JOB*", "JOB\n", "JOBa\nb", "", "J" * 129, "JOB x", "JOBé", None, 7, ["JOB1"], {"JOB1": 1},
+]
 
 
 def test_job_key_follows_the_grammar() -> None:
@@ -86,7 +89,7 @@ def test_enqueue_flow_has_exactly_four_moves_that_tile_the_body() -> None:
         (4, "set the counter"),
     ]
     lines = registry.script_source("enqueue_flow").splitlines()
-    for before, after in zip(moves, moves[1:]):
+    for before, after in pairwise(moves):
         assert before.last_line < after.first_line
         # only blank lines between one move's end and the next marker
         assert all(not line.strip() for line in lines[before.last_line : after.first_line - 1])

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from server.emq import pump
 
-
 Q, MAIL = "orders", "mail"
 
 

@@ -15,7 +15,6 @@ from server.live.gather import Gather
 from .notices import S, effect, lock
 
 
-
 async def later(into: Gather, seconds: float, *notices: Notice) -> None:
     await asyncio.sleep(seconds)
     for notice in notices:

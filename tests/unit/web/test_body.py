@@ -156,11 +156,11 @@ def test_a_body_with_too_many_values_is_refused() -> None:
 
 @pytest.mark.parametrize("number", [float("inf"), float("-inf"), float("nan")])
 def test_a_number_that_is_not_finite_is_refused(number: float) -> None:
-    with pytest.raises(BadBody, match="^step is not a finite number"):
+    with pytest.raises(BadBody, match=r"^step is not a finite number"):
         body.check({"step": number}, 1024)
 
 
 def test_a_whole_number_past_what_a_double_holds_exactly_is_refused() -> None:
     assert body.check({"step": 2**53}, 1024)
-    with pytest.raises(BadBody, match="^step is too large a number"):
+    with pytest.raises(BadBody, match=r"^step is too large a number"):
         body.check({"step": 2**53 + 1}, 1024)

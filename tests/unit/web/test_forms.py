@@ -33,7 +33,9 @@ def test_json_callers_get_json_and_browsers_posting_a_form_get_pages(headers: di
 
 
 async def test_a_urlencoded_form_reads_as_its_fields_blank_ones_kept() -> None:
-    assert await fields(b"name=Tuesday+class&code=ABC234&note=") == {"name": "Tuesday class", "code": "ABC234", "note": ""}
+    assert await fields(b"name=Tuesday+class&code=ABC234&note=") == {
+        "name": "Tuesday class", "code": "ABC234", "note": "",
+    }
 
 
 async def test_a_form_without_a_content_type_is_read_as_urlencoded() -> None:

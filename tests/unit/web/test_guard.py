@@ -82,7 +82,9 @@ def test_the_instructor_cookie_carries_a_fingerprint_that_changes_with_the_token
     assert TOKEN not in mark
 
 
-@pytest.mark.parametrize(("given", "matches"), [(TOKEN, True), (TOKEN + " ", False), ("", False), (None, False), (42, False)])
+@pytest.mark.parametrize(
+    ("given", "matches"), [(TOKEN, True), (TOKEN + " ", False), ("", False), (None, False), (42, False)]
+)
 def test_only_the_exact_token_as_text_matches(given: object, matches: bool) -> None:
     assert guard.token_matches(given, TOKEN) is matches
 
@@ -116,9 +118,13 @@ async def test_require_instructor_says_why_each_caller_is_refused() -> None:
             await guard.require_instructor(request(headers, app=app, state=state))
         return caught.value.status, str(caught.value)
 
-    assert await status(site(Settings())) == (403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN")
+    assert await status(site(Settings())) == (
+        403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN",
+    )
     assert (await status(site(), {"origin": "https://evil.example"}))[0] == 403
-    assert await status(site(), state={"room": "ABC234"}) == (403, "this is the instructor's: a learner in a class cannot use it")
+    assert await status(site(), state={"room": "ABC234"}) == (
+        403, "this is the instructor's: a learner in a class cannot use it",
+    )
     code, sentence = await status(site())
     assert code == 401 and sentence.startswith("sign in as the instructor first")
     await guard.require_instructor(request({"authorization": f"Bearer {TOKEN}"}, app=site()))
@@ -223,6 +229,8 @@ def test_the_instructor_watching_a_learner_records_no_activity_for_them() -> Non
     [(False, "203.0.113.9", "127.0.0.1"), (True, "198.51.100.1, 203.0.113.9", "203.0.113.9"),
      (True, "", "127.0.0.1"), (True, "bad{key}*", "badkey")],
 )
-def test_the_client_address_takes_the_proxys_last_entry_only_when_told_to(trust: bool, forwarded: str, address: str) -> None:
+def test_the_client_address_takes_the_proxys_last_entry_only_when_told_to(
+    trust: bool, forwarded: str, address: str
+) -> None:
     app = site(replace(SETTINGS, trust_forwarded_for=trust))
     assert guard.client_address(request({"x-forwarded-for": forwarded}, app=app)) == address

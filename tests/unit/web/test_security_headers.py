@@ -26,8 +26,8 @@ async def answer(request: object) -> JSONResponse:
 
 @pytest.fixture
 def client() -> TestClient:
-    app = Starlette(routes=[Route("/flows/x", page), Route("/static/own", framed), Route("/api/widgets/x/state", answer),
-                            Route("/api/own", framed)])
+    app = Starlette(routes=[Route("/flows/x", page), Route("/static/own", framed),
+                            Route("/api/widgets/x/state", answer), Route("/api/own", framed)])
     app.add_middleware(SecurityHeaders)
     return TestClient(app)
 

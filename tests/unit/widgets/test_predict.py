@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-
 from server.widgets import WIDGETS
 from server.widgets.predict import Question
 
