@@ -8,9 +8,14 @@ this process offers its snapshot to that batch, and the batch shows it when
 this rule proves it as fresh as a read of its own:
 
 - Before it takes its lock, the action marks the batch its writes will join
-  (`Fanout.batch_mark`: the one open, or the next). Its notices land in that
-  batch or a later one, never an earlier one, so its lock's deletion comes
-  at or after every notice of the marked batch.
+  (`Fanout.batch_mark`: the one open, or the sandbox's next). Its notices
+  land in that batch or a later one, never an earlier one, so its lock's
+  deletion comes at or after every notice of the marked batch.
+- That holds only while the hub hears every notice of the sandbox: the
+  action marks only once Valkey confirmed the sandbox's subscription
+  (`Hub.follows`), and a mark made before any break in what the hub hears
+  (a subscription lost or made anew, notifications judged off or restored:
+  `Fanout.epoch`) is taken by no batch. Batch numbers are never reused.
 - The marked batch's notices of the widget hold exactly one lock SET and one
   lock DEL, and the DEL is the last of them. That DEL is this action's, or
   one that came before this action took the lock; either way no notice of
@@ -40,17 +45,18 @@ if TYPE_CHECKING:
     from server.live.fanout import Batch, Fanout, Notice
 
 HAND_ON_SECONDS = 0.02  # how long an answer waits for its batch to reach the pages
-OFFER_WAIT_SECONDS = 0.01  # how long a closed batch waits for a marked action's snapshot
+OFFER_WAIT_SECONDS = 0.025  # how long a closed batch waits for a marked action's snapshot
 
 
 class Answer:
     """One action of this process on one widget of a sandbox a page follows."""
 
-    def __init__(self, fanout: Fanout | None, sandbox: str, widget: str, mark: int) -> None:
+    def __init__(self, fanout: Fanout | None, sandbox: str, widget: str, mark: int, epoch: int = 0) -> None:
         self.fanout = fanout
         self.sandbox = sandbox
         self.widget = widget
-        self.mark = mark
+        self.mark = mark  # the batch's number; 0: the sandbox's next batch, numbered when it opens
+        self.epoch = epoch  # what the hub heard unbroken since (`Fanout.epoch`)
         self.snapshot: asyncio.Future[dict[str, Any] | None] = asyncio.get_running_loop().create_future()
 
     def offer(self, snapshot: dict[str, Any]) -> None:
@@ -70,7 +76,7 @@ class Answer:
             return False
         try:
             async with asyncio.timeout(HAND_ON_SECONDS):
-                return await self.fanout.handed_on(self.sandbox, self.mark)
+                return await self.fanout.handed_on(self)
         except TimeoutError:
             return False
 
@@ -79,22 +85,22 @@ class Answer:
 async def answering(fanout: Fanout, sandbox: str, widget: str, one_queue: bool,
                     following: bool) -> AsyncIterator[Answer]:
     """An action's Answer; one that offers nothing where no page of the
-    sandbox is open here, the widget has several queues, or notifications
-    are not coming (`following` False)."""
+    sandbox is open here, the widget has several queues, or the hub does not
+    hear every notice of the sandbox (`following` False: Hub.follows)."""
     mark = fanout.batch_mark(sandbox) if one_queue and following else None
     if mark is None:
         yield Answer(None, sandbox, widget, 0)
         return
-    answer = Answer(fanout, sandbox, widget, mark)
-    waiting = fanout.answers.setdefault((sandbox, widget), [])
+    answer = Answer(fanout, sandbox, widget, mark, fanout.epoch)
+    waiting = fanout.answers.setdefault(sandbox, [])
     waiting.append(answer)
     try:
         yield answer
     finally:
         answer.withdraw()
         waiting.remove(answer)
-        if not waiting and fanout.answers.get((sandbox, widget)) is waiting:
-            del fanout.answers[(sandbox, widget)]
+        if not waiting and fanout.answers.get(sandbox) is waiting:
+            del fanout.answers[sandbox]
 
 
 def proven(notices: list[Notice]) -> bool:
@@ -106,16 +112,33 @@ def proven(notices: list[Notice]) -> bool:
 
 async def offered(fanout: Fanout, batch: Batch, widget: str, notices: list[Notice]) -> dict[str, Any] | None:
     """The snapshot an action of this process offers for `widget`'s `notices`
-    in `batch`, when the rule proves it; None: the batch reads its own."""
-    marked = [a for a in fanout.answers.get((batch.sandbox, widget), ()) if a.mark == batch.number]
+    in `batch`, when the rule proves it; None: the batch reads its own.
+    Worked out once per batch and widget, whatever the number of page groups."""
+    if widget not in batch.offers:
+        batch.offers[widget] = await _offered(fanout, batch, widget, notices)
+    return batch.offers[widget]
+
+
+async def _offered(fanout: Fanout, batch: Batch, widget: str, notices: list[Notice]) -> dict[str, Any] | None:
+    marked = [a for a in fanout.answers.get(batch.sandbox, ())
+              if a.widget == widget and a.mark == batch.number and a.epoch == fanout.epoch]
     if not marked or not notices or not proven(notices):
         return None
-    with contextlib.suppress(TimeoutError):
+    # the first snapshot offered, whichever action offers it first
+    pending = {asyncio.ensure_future(asyncio.shield(a.snapshot)) for a in marked}
+    try:
         async with asyncio.timeout(OFFER_WAIT_SECONDS):
-            for answer in marked:
-                snapshot = await asyncio.shield(answer.snapshot)
-                if snapshot is not None:
-                    return snapshot
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for finished in done:
+                    snapshot: dict[str, Any] | None = finished.result()
+                    if snapshot is not None and fanout.epoch == marked[0].epoch:
+                        return snapshot
+    except TimeoutError:
+        pass
+    finally:
+        for left in pending:
+            left.cancel()
     return None
 
 

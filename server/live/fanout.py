@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -72,7 +73,10 @@ class Batch:
 
     notices: list[Notice]
     sandbox: str = ""
-    number: int = 0  # the sandbox's batches count up from 1 while a page of it is open
+    number: int = 0  # batches count up from 1 across the process (`Fanout.numbers`)
+    # widget -> the snapshot an action offered it, or None: worked out once
+    # for every page group of the sandbox (server/live/answers.py, `offered`)
+    offers: dict[str, dict[str, Any] | None] = field(default_factory=dict)
 
     @property
     def seen(self) -> float:
@@ -126,13 +130,18 @@ class Fanout:
         # batches of one sandbox reach its pages in the order they closed
         self.delivering: dict[str, asyncio.Lock] = {}
         self.tasks: set[asyncio.Task[None]] = set()
-        # sandbox -> its batches so far, and the last one handed on (by number),
-        # while any page of it is open: see `batch_mark` and `handed_on`.
-        self.opened: dict[str, int] = {}
+        # Batches are numbered across the process, never again the same number
+        # (a sandbox whose pages all closed and opened again does not restart);
+        # per sandbox with a page open, the last one handed on (`handed_on`).
+        self.numbers = itertools.count(1)
         self.handed: dict[str, int] = {}
         self.handing: dict[str, asyncio.Event] = {}
-        # (sandbox, widget) -> this process's actions on it that marked a batch (server/live/answers.py)
-        self.answers: dict[ReadKey, list[Answer]] = {}
+        # sandbox -> this process's actions on it that marked a batch (server/live/answers.py)
+        self.answers: dict[str, list[Answer]] = {}
+        # Counts every break in what the hub hears (a subscription lost or made
+        # anew, notifications judged off or restored): a mark made before a
+        # break may have missed its own notices, so no batch takes its offer.
+        self.epoch = 0
 
     @contextlib.asynccontextmanager
     async def listen(self, sandbox: str, names: tuple[str, ...] = (),
@@ -148,7 +157,6 @@ class Fanout:
                 if not group:
                     self.subs.pop(sandbox, None)
                     self.delivering.pop(sandbox, None)
-                    self.opened.pop(sandbox, None)
                     self.handed.pop(sandbox, None)
                     waiting = self.handing.pop(sandbox, None)
                     if waiting is not None:
@@ -174,8 +182,11 @@ class Fanout:
         """The sandbox's open batch; the first notice opens it and starts its delivery."""
         gather = self.gathers.get(sandbox)
         if gather is None:
-            number = self.opened[sandbox] = self.opened.get(sandbox, 0) + 1
+            number = next(self.numbers)
             gather = self.gathers[sandbox] = Gather(number)
+            for answer in self.answers.get(sandbox, ()):
+                if answer.mark == 0:  # marked "the next batch": this one
+                    answer.mark = number
             task = asyncio.create_task(self.deliver(sandbox, gather), name=f"emqlab-batch-{sandbox}")
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
@@ -202,18 +213,20 @@ class Fanout:
                     waiting.set()
 
     def batch_mark(self, sandbox: str) -> int | None:
-        """The number of the batch a write made now joins (the one open, or
-        the next); None while no page of the sandbox is open."""
+        """The number of the batch a write made now joins: the one open, or 0
+        for the sandbox's next one (numbered when it opens, `gather`); None
+        while no page of the sandbox is open."""
         if sandbox not in self.subs:
             return None
-        opened = self.opened.get(sandbox, 0)
-        return opened if sandbox in self.gathers else opened + 1
+        gather = self.gathers.get(sandbox)
+        return gather.number if gather is not None else 0
 
-    async def handed_on(self, sandbox: str, mark: int) -> bool:
-        """Wait until the sandbox's batch `mark`, or a later one, has been
-        handed to its pages; False when its last page closed first. The
-        caller bounds the wait."""
-        while self.handed.get(sandbox, 0) < mark:
+    async def handed_on(self, answer: Answer) -> bool:
+        """Wait until the batch `answer` marked, or a later one of its sandbox,
+        has been handed to the sandbox's pages; False when its last page
+        closed first. The caller bounds the wait."""
+        sandbox = answer.sandbox
+        while answer.mark == 0 or self.handed.get(sandbox, 0) < answer.mark:
             if sandbox not in self.subs:
                 return False
             await self.handing.setdefault(sandbox, asyncio.Event()).wait()

@@ -71,6 +71,9 @@ class Hub(Fanout):
         self.memory_full = False
         # Each node's subscription ("" on one server): see `listen`.
         self.pubsubs: dict[str, PubSub] = {}
+        # Per node, the sandboxes whose patterns Valkey confirmed on the
+        # subscription open now: their every notice reaches the hub (`follows`).
+        self.confirmed: dict[str, set[str]] = {}
 
     @contextlib.asynccontextmanager
     async def listen(self, sandbox: str, names: tuple[str, ...] = (),
@@ -104,6 +107,16 @@ class Hub(Fanout):
         return {"valkey": "up", "notifications": self.notifications_on,
                 "memory": "full" if self.memory_full else "ok", "message": message}
 
+    def follows(self, sandbox: str) -> bool:
+        """The hub hears every notice of the sandbox now: Valkey is up with
+        notifications on, and every node listened on confirmed the sandbox's
+        patterns (an action may then offer the stream its own snapshot,
+        server/live/answers.py)."""
+        if not (self.up and self.notifications_on) or sandbox not in self.subs:
+            return False
+        nodes_now = list(self.nodes) if self.cluster else [""]
+        return bool(nodes_now) and all(sandbox in self.confirmed.get(node, ()) for node in nodes_now)
+
     def polling(self) -> bool:
         """Streams read snapshots on a timer while notifications cannot tell them of changes."""
         return self.up and not self.notifications_on
@@ -117,6 +130,7 @@ class Hub(Fanout):
             self.notifications_on = all(self.node_notifications.get(a, False) for a in self.nodes)
         else:
             self.notifications_on = judgement != heartbeat.OFF
+        self.epoch += 1  # notices may have gone unheard (or unmade) before this judgement
         resync = judgement in (heartbeat.RESTORED, heartbeat.ON, heartbeat.MEMORY_OK)
         note = NOTIFICATIONS_RESTORED if judgement == heartbeat.RESTORED else None
         self.broadcast(Notice("status", {**self.status(note), "resync": resync}))
@@ -160,6 +174,7 @@ class Hub(Fanout):
                 self.noted(node, notifications)
                 async with client.pubsub() as pubsub:
                     self.pubsubs[node] = pubsub
+                    self.confirmed[node] = set()
                     try:
                         await nodes.subscribe(pubsub, list(self.subs))
                         self.node_is_up(node, True)
@@ -167,6 +182,8 @@ class Hub(Fanout):
                     finally:
                         if self.pubsubs.get(node) is pubsub:
                             self.pubsubs.pop(node, None)
+                        self.confirmed.pop(node, None)
+                        self.epoch += 1  # what this subscription would have heard is lost
             except asyncio.CancelledError:
                 raise
             except (RedisError, OSError) as exc:
@@ -184,6 +201,7 @@ class Hub(Fanout):
             self.notifications_on = notifications
 
     def node_is_up(self, node: str, up: bool) -> None:
+        self.epoch += 1  # a subscription made anew, or lost
         if not self.cluster:
             self.set_up(up)
             return
@@ -264,6 +282,20 @@ class Hub(Fanout):
             self.keyspace(message, node)
         elif kind == "message" and message.get("channel") == EVENTS_CHANNEL:
             self.lab_event(message)
+        elif kind in ("psubscribe", "punsubscribe"):
+            self.confirm(str(message.get("channel") or ""), node, kind == "psubscribe")
+
+    def confirm(self, pattern: str, node: str, on: bool) -> None:
+        """Valkey's answer to a (p)subscription: from the sandbox's last
+        pattern confirmed on, every notice of it reaches this node's reader."""
+        sandbox = nodes.sandbox_of_pattern(pattern)
+        if sandbox is None:
+            return
+        confirmed = self.confirmed.setdefault(node, set())
+        if on:
+            confirmed.add(sandbox)
+        else:
+            confirmed.discard(sandbox)
 
     def keyspace(self, message: dict[str, Any], node: str) -> None:
         """A key of a sandbox changed (or a heartbeat key did): tell its streams."""

@@ -38,6 +38,15 @@ def patterns_of(sandbox: str) -> list[str]:
     return [f"__keyspace@*__:emq:{{{sandbox}.*", f"__keyspace@*__:lab:{{{sandbox}.*"]
 
 
+def sandbox_of_pattern(pattern: str) -> str | None:
+    """The sandbox whose LAST pattern (`patterns_of`: its lab keys) this is;
+    None for any other. Valkey confirms a PSUBSCRIBE's patterns in order."""
+    head, tail = "__keyspace@*__:lab:{", ".*"
+    if pattern.startswith(head) and pattern.endswith(tail):
+        return pattern[len(head):-len(tail)] or None
+    return None
+
+
 def _flags_of(reply: Any) -> str:
     return str(reply.get("notify-keyspace-events", "")) if isinstance(reply, dict) else ""
 

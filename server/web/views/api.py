@@ -97,7 +97,7 @@ async def act(request: Request) -> JSONAnswer:
         hub = request.app.state.hub
         # The stream shows this action's own snapshot, and the answer follows the stream (live/answers.py).
         async with answers.answering(hub, sandbox, widget.name, widget.offers_answer(ctx),
-                                     hub.up and hub.notifications_on) as mine:
+                                     hub.follows(sandbox)) as mine:
             outcome, snap = await widget.run(ctx, slug, payload, key_cap=cap, perform=attempt.run)
             mine.offer(snap)
             await mine.handed_on()

@@ -122,7 +122,14 @@ function hold(entry) {
     if (entry.holds > 0) return;
     const frames = entry.held;
     entry.held = [];
-    for (const frame of frames) frame(entry);
+    for (const frame of frames) {
+      // one frame that fails to draw must not cost the others (the newest snapshot may come last)
+      try {
+        frame(entry);
+      } catch (err) {
+        console.error(err);
+      }
+    }
   };
 }
 
@@ -144,8 +151,8 @@ export async function act(name, action, body = {}) {
     entry.root.classList.add("is-waiting");
     letGo();
   }, SLOW_MS);
-  const extra = extensions.map((x) => (x.body ? x.body(name, action, entry.root) : {}));
   try {
+    const extra = extensions.map((x) => (x.body ? x.body(name, action, entry.root) : {}));
     const response = await fetch(`/api/widgets/${name}/${action}`, {
       method: "POST",
       credentials: "same-origin",
@@ -169,10 +176,10 @@ export async function act(name, action, body = {}) {
     return null;
   } finally {
     clearTimeout(slow);
-    letGo();
     // classList.remove rewrites the attribute even when the class is absent
     if (entry.root.classList.contains("is-waiting")) entry.root.classList.remove("is-waiting");
     entry.root.removeAttribute("aria-busy");
+    letGo(); // the frames that came meanwhile, drawn after the answer in this same task
   }
 }
 
