@@ -7,7 +7,7 @@ Playwright's sync API and the asyncio tests do not share one event loop well.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
@@ -55,3 +55,19 @@ def context(browser: Browser, site: Site) -> Iterator[BrowserContext]:
 @pytest.fixture
 def page(context: BrowserContext) -> Page:
     return context.new_page()
+
+
+@pytest.fixture
+def contexts(browser: Browser, site: Site) -> Iterator[Callable[..., BrowserContext]]:
+    """Makes a fresh browser context (a person of their own), closed at the end."""
+    made: list[BrowserContext] = []
+
+    def make(**options: object) -> BrowserContext:
+        ctx = browser.new_context(base_url=site.url, **options)  # type: ignore[arg-type]
+        ctx.set_default_timeout(10_000)
+        made.append(ctx)
+        return ctx
+
+    yield make
+    for ctx in made:
+        ctx.close()

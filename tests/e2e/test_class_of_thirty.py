@@ -7,39 +7,15 @@ notice. Every page follows the instructor's action without a reload."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
+from playwright.sync_api import BrowserContext, Locator, Page, expect
 
-from tests.e2e.conftest import INSTRUCTOR_TOKEN, Site
+from tests.e2e.rooms import DIVE, counter, fanin, join_room, open_room, signed_in_instructor
 
-DIVE = "/flows/parent-and-children"
 ADA, GRACE = "Ada Lovelace", "Grace <b>Hopper</b>"
-
-
-@pytest.fixture
-def contexts(browser: Browser, site: Site) -> Iterator[Callable[..., BrowserContext]]:
-    made: list[BrowserContext] = []
-
-    def make(**options: object) -> BrowserContext:
-        ctx = browser.new_context(base_url=site.url, **options)  # type: ignore[arg-type]
-        ctx.set_default_timeout(10_000)
-        made.append(ctx)
-        return ctx
-
-    yield make
-    for ctx in made:
-        ctx.close()
-
-
-def fanin(page: Page) -> Locator:
-    return page.get_by_role("region", name=re.compile("fan-in"))
-
-
-def counter(page: Page) -> Locator:
-    return fanin(page).locator('[data-role="dependencies"]')
 
 
 def complete(page: Page) -> Locator:
@@ -51,24 +27,12 @@ def banner(page: Page) -> Locator:
 
 
 def open_class(ctx: BrowserContext, name: str) -> tuple[Page, str]:
-    page = ctx.new_page()
-    page.goto("/instructor")
-    page.get_by_label("Instructor token").fill(INSTRUCTOR_TOKEN)
-    page.get_by_role("button", name="Sign in").click()
-    page.get_by_label("Room name").fill(name)
-    page.get_by_role("button", name="Open a room").click()
-    expect(page).to_have_url(re.compile(r"/instructor/rooms/[A-Z0-9]{6}$"))
-    code = page.locator('[data-role="room-code"]').inner_text()
-    return page, code
+    page = signed_in_instructor(ctx)
+    return page, open_room(page, name)
 
 
 def join(ctx: BrowserContext, code: str, name: str) -> Page:
-    page = ctx.new_page()
-    page.goto("/room")
-    page.get_by_label("Room code").fill(code.lower())
-    page.get_by_label("Your name").fill(name)
-    page.get_by_role("button", name="Join").click()
-    expect(page.locator('[data-role="room-code"]')).to_have_text(code)
+    page = join_room(ctx, code, name)
     page.goto(DIVE)
     expect(counter(page)).to_have_text("3")
     return page

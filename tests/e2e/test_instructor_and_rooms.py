@@ -5,64 +5,11 @@ mode blocks learners and shows them the instructor's sandbox."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
-import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import expect
 
-from tests.e2e.conftest import INSTRUCTOR_TOKEN, Site
-
-DIVE = "/flows/parent-and-children"
-
-
-@pytest.fixture
-def contexts(browser: Browser, site: Site) -> Iterator[list[BrowserContext]]:
-    made: list[BrowserContext] = []
-
-    def make() -> BrowserContext:
-        ctx = browser.new_context(base_url=site.url)
-        ctx.set_default_timeout(10_000)
-        made.append(ctx)
-        return ctx
-
-    yield make  # type: ignore[misc]
-    for ctx in made:
-        ctx.close()
-
-
-def fanin(page: Page):
-    return page.get_by_role("region", name=re.compile("fan-in"))
-
-
-def counter(page: Page):
-    return fanin(page).locator('[data-role="dependencies"]')
-
-
-def signed_in_instructor(ctx: BrowserContext) -> Page:
-    page = ctx.new_page()
-    answer = page.goto("/instructor")
-    assert answer is not None and answer.status == 401
-    page.get_by_label("Instructor token").fill(INSTRUCTOR_TOKEN)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.locator('[data-role="flash"]')).to_have_text("Signed in as the instructor.")
-    return page
-
-
-def open_room(instructor: Page, name: str) -> str:
-    instructor.get_by_label("Room name").fill(name)
-    instructor.get_by_role("button", name="Open a room").click()
-    expect(instructor).to_have_url(re.compile(r"/instructor/rooms/[A-Z0-9]{6}$"))
-    return instructor.locator('[data-role="room-code"]').inner_text()
-
-
-def join_room(ctx: BrowserContext, code: str, name: str = "Learner") -> Page:
-    page = ctx.new_page()
-    page.goto("/room")
-    page.get_by_label("Room code").fill(code.lower())
-    page.get_by_label("Your name").fill(name)
-    page.get_by_role("button", name="Join").click()
-    expect(page.locator('[data-role="room-code"]')).to_have_text(code)
-    return page
+from tests.e2e.conftest import Site
+from tests.e2e.rooms import DIVE, counter, fanin, join_room, open_room, signed_in_instructor
 
 
 def test_an_instructor_reset_reaches_an_open_learner_page(contexts, site: Site) -> None:

@@ -7,12 +7,9 @@ import re
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import Site
+from tests.e2e.rooms import fanin
 
 DIVE = "/flows/parent-and-children"
-
-
-def fanin(page: Page):
-    return page.get_by_role("region", name=re.compile("fan-in"))
 
 
 def stepper(page: Page):
