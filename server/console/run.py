@@ -107,16 +107,17 @@ async def execute(conn: Conn, found: Plan, where: Confinement) -> Answer:
         await index(conn, found)
         status = found.rule is not None and found.rule.status and not _bulk_instead(found.args)
         return Answer(found.command, cut(reply.lines(value, status)), "reply")
-    except EmqError as exc:
+    except (EmqError, ResponseError) as exc:
         if is_out_of_memory(exc):
             raise  # a fault of Valkey's, not a reply: the view answers 503 (views/console.py)
-        cause = exc.__cause__
-        lines = reply.error_lines(cause) if isinstance(cause, ResponseError) else [f"(error) {exc}"]
-        return Answer(found.command, lines, "error")
-    except ResponseError as exc:
-        if is_out_of_memory(exc):
-            raise
-        return Answer(found.command, reply.error_lines(exc), "error")
+        return Answer(found.command, error_lines(exc), "error")
+
+
+def error_lines(exc: Exception) -> list[str]:
+    """Valkey's error reply as the transcript shows it, `(error) …`, however
+    it travelled (plain, or out of a script the host library ran)."""
+    cause = exc if isinstance(exc, ResponseError) else exc.__cause__
+    return reply.error_lines(cause) if isinstance(cause, ResponseError) else [f"(error) {exc}"]
 
 
 async def index(conn: Conn, found: Plan) -> None:

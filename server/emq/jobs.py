@@ -242,7 +242,7 @@ async def _drop_logs(conn: Conn, queue: str, job_id: str, tail: list[tuple[Any, 
         tail.append(_logs_del(queue, job_id))
         return
     with contextlib.suppress(RedisError):
-        await conn.delete(keyspace.logs_key(queue, job_id))
+        await conn.execute_command(*_logs_del(queue, job_id))
 
 
 def fail_call(

@@ -182,8 +182,7 @@ class Hub(Fanout):
                     finally:
                         if self.pubsubs.get(node) is pubsub:
                             self.pubsubs.pop(node, None)
-                        self.confirmed.pop(node, None)
-                        self.epoch += 1  # what this subscription would have heard is lost
+                        self.confirmed.pop(node, None)  # the epoch moves in node_is_up below
             except asyncio.CancelledError:
                 raise
             except (RedisError, OSError) as exc:

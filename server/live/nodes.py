@@ -30,20 +30,23 @@ log = logging.getLogger("emqlab.stream")
 BEAT_PATTERN = "__keyspace@*__:emq:{" + heartbeat.BEAT_TAG + "*"
 
 
+# a sandbox's patterns: these, its id, then any queue of it and any key name
+_EMQ_KEYS, _LAB_KEYS, _ANY = "__keyspace@*__:emq:{", "__keyspace@*__:lab:{", ".*"
+
+
 def patterns_of(sandbox: str) -> list[str]:
     """What the hub follows for a sandbox some page watches: its queues' keys,
     and its widgets' lab keys (state: move, choices, last outcome; lock: an
     action begins and ends, so a stream reads once per action). A sandbox no
     page watches costs the site nothing: Valkey sends it no notification."""
-    return [f"__keyspace@*__:emq:{{{sandbox}.*", f"__keyspace@*__:lab:{{{sandbox}.*"]
+    return [f"{_EMQ_KEYS}{sandbox}{_ANY}", f"{_LAB_KEYS}{sandbox}{_ANY}"]
 
 
 def sandbox_of_pattern(pattern: str) -> str | None:
     """The sandbox whose LAST pattern (`patterns_of`: its lab keys) this is;
     None for any other. Valkey confirms a PSUBSCRIBE's patterns in order."""
-    head, tail = "__keyspace@*__:lab:{", ".*"
-    if pattern.startswith(head) and pattern.endswith(tail):
-        return pattern[len(head):-len(tail)] or None
+    if pattern.startswith(_LAB_KEYS) and pattern.endswith(_ANY):
+        return pattern[len(_LAB_KEYS):-len(_ANY)] or None
     return None
 
 

@@ -191,17 +191,17 @@ class Widget:
         finally:
             ctx.land_tail = None
 
-    async def reset_locked(self, ctx: Context, outcome: Outcome | None = None) -> None:
-        """Reset from outside an action (an instructor's reset): the same lock,
-        and the same round trips as the Reset button's (`turn.settle`)."""
-        token = await turn.begin(self, ctx, None, reset=True)
+    async def reset_locked(self, ctx: Context, outcome: Outcome) -> None:
+        """Reset from outside an action (an instructor's reset): the Reset
+        button's own turn (`turn.run`: its lock, its round trips), recording
+        `outcome` as said by nobody's page."""
         ctx.tab = ""
-        recorded = turn.record(self, ctx, "reset", outcome) if outcome else ""
 
-        async def act() -> None:
-            await self.reset(ctx, last=True)
+        async def instructors(widget: Widget, ctx: Context, slug: str, body: dict[str, Any]) -> Outcome:
+            await widget.reset(ctx, last=True)
+            return outcome
 
-        await turn.settle(self, ctx, token, act, lambda _: (recorded, None))
+        await turn.run(self, ctx, "reset", {}, None, instructors)
 
     # -- the snapshot ------------------------------------------------------------
     def offers_answer(self, ctx: Context) -> bool:

@@ -72,12 +72,16 @@ class QueueView:
     # each state set's members, read once per view (a click asks some thirty times)
     _members: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
 
-    def named(self, name: str) -> KeyView | None:
-        # an index by name, built on the first lookup (the keys are not changed after decode)
+    def _index(self) -> dict[str, KeyView]:
+        # an index by name, built on the first lookup, and again when keys
+        # were added (the members read from the old one go with it)
         if self._by_name is None or len(self._by_name) != len(self.keys):
             self._by_name = {k.name: k for k in self.keys}
             self._members = {}
-        return self._by_name.get(name)
+        return self._by_name
+
+    def named(self, name: str) -> KeyView | None:
+        return self._index().get(name)
 
     def get(self, suffix: str) -> KeyView | None:
         return self.named(keyspace.queue_key(self.queue, suffix))
@@ -93,11 +97,11 @@ class QueueView:
         return [s for s in keyspace.STATE_SETS if job_id in self._set(s)]
 
     def _set(self, suffix: str) -> list[str]:
+        index = self._index()  # first: a rebuilt index empties the members read before
         found = self._members.get(suffix)
-        if found is not None and self._by_name is not None and len(self._by_name) == len(self.keys):
-            return found  # read before, and no key added since
-        key = self.get(suffix)  # first: it rebuilds the index, and empties this cache, when keys were added
-        found = self._members[suffix] = [m for m, _ in key.value] if key else []
+        if found is None:
+            key = index.get(keyspace.queue_key(self.queue, suffix))
+            found = self._members[suffix] = [m for m, _ in key.value] if key else []
         return found
 
     def as_json(self) -> dict[str, Any]:

@@ -27,8 +27,7 @@ import itertools
 import json
 import os
 import secrets
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from server.emq import keyspace
 from server.valkey import scripts
@@ -134,41 +133,28 @@ async def run(widget: Widget, ctx: Context, slug: str, body: dict[str, Any], key
     async def act() -> Outcome:
         return await (perform(widget, ctx, slug, body) if perform else widget.perform(ctx, slug, body))
 
-    outcome, snap = await settle(widget, ctx, token, act, lambda done: (record(widget, ctx, slug, done), done))
-    if outcome.reads:
-        # the answer says what Valkey recorded, readings filled in, like every other page
-        outcome.settle(snap["outcome"])
-    return outcome, snap
-
-
-R = TypeVar("R")  # what an action returns: its Outcome, or nothing (an instructor's reset)
-
-
-async def settle(widget: Widget, ctx: Context, token: str, act: Callable[[], Awaitable[R]],
-                 recording: Callable[[R], tuple[str, Outcome | None]]) -> tuple[R, dict[str, Any]]:
-    """Under the lock `token`: act with the closing open, then close (its
-    writes, the outcome `recording` makes of what `act` returned, the lock's
-    release and the snapshot, in one round trip). On any failure the lock is
-    let go with nothing recorded."""
     try:
         ctx.closing = Closing()
-        done = await act()
+        outcome = await act()
     except BaseException:
         await release(widget, ctx, token)
         raise
     try:
-        snap = await close(widget, ctx, token, *recording(done))
+        snap = await close(widget, ctx, token, record(widget, ctx, slug, outcome), outcome)
         if snap is None:
             # The writes the action left for the finish did not all do what
             # its outcome says, and nothing was recorded: the action runs
             # again, under the same lock, from what Valkey holds now, each
             # write in a round trip of its own (the closing is shut).
-            done = await act()
-            snap = await finish(widget, ctx, token, *recording(done))
+            outcome = await act()
+            snap = await finish(widget, ctx, token, record(widget, ctx, slug, outcome), outcome)
     except BaseException:
         await release(widget, ctx, token)  # a refused close wrote nothing: let the next action in
         raise
-    return done, snap
+    if outcome.reads:
+        # the answer says what Valkey recorded, readings filled in, like every other page
+        outcome.settle(snap["outcome"])
+    return outcome, snap
 
 
 def record(widget: Widget, ctx: Context, slug: str, outcome: Outcome) -> str:

@@ -9,13 +9,14 @@ import re
 
 from playwright.sync_api import BrowserContext, Locator, Page, expect
 
+from tests.e2e.pages import WIDGETS, region
 from tests.support import INSTRUCTOR_TOKEN
 
-DIVE = "/flows/parent-and-children"
+DIVE = WIDGETS["fanin"][0]  # the fan-in's dive
 
 
 def fanin(page: Page) -> Locator:
-    return page.get_by_role("region", name=re.compile("fan-in"))
+    return region(page, "fanin")
 
 
 def counter(page: Page) -> Locator:

@@ -19,9 +19,9 @@ from typing import Any
 
 from playwright.sync_api import Page, Route, expect
 
-from tests.e2e.pages import region, wait_until_live
+from tests.e2e.pages import WIDGETS, region, wait_until_live
 
-DIVE = "/flows/parent-and-children"
+DIVE = WIDGETS["fanin"][0]
 
 # Clicks "Complete child" and resolves, once the widget showed `want` with
 # its click over and 400 ms went by without a change, with one entry per

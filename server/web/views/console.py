@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from redis.exceptions import ResponseError
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
@@ -29,7 +28,6 @@ from server.console.allow import Refusal
 from server.console.confine import Confinement
 from server.console.parse import Limits, Malformed
 from server.sandboxes.sandbox import NoSandbox
-from server.valkey import reply
 from server.web import body, guard
 from server.web.answer import JSONAnswer
 from server.web.errors import OUT_OF_MEMORY, is_out_of_memory
@@ -96,8 +94,7 @@ async def run_command(request: Request) -> JSONAnswer:
 def out_of_memory(command: str, exc: Exception) -> JSONAnswer:
     """Valkey refused the command for memory: the 503 every fault gets, and
     the transcript's line in Valkey's own words (nothing was written)."""
-    cause = exc if isinstance(exc, ResponseError) else exc.__cause__
-    lines = reply.error_lines(cause) if isinstance(cause, ResponseError) else [f"(error) {exc}"]
+    lines = run.error_lines(exc)
     return JSONAnswer({"error": OUT_OF_MEMORY, "command": command, "reply_lines": lines, "kind": "error"},
                       status_code=503, headers={"Retry-After": "30"})
 
