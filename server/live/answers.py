@@ -82,12 +82,12 @@ class Answer:
 
 
 @contextlib.asynccontextmanager
-async def answering(fanout: Fanout, sandbox: str, widget: str, one_queue: bool,
-                    following: bool) -> AsyncIterator[Answer]:
-    """An action's Answer; one that offers nothing where no page of the
-    sandbox is open here, the widget has several queues, or the hub does not
-    hear every notice of the sandbox (`following` False: Hub.follows)."""
-    mark = fanout.batch_mark(sandbox) if one_queue and following else None
+async def answering(fanout: Fanout, sandbox: str, widget: str, offers: bool) -> AsyncIterator[Answer]:
+    """An action's Answer; one that offers nothing unless `offers` (a widget
+    of one queue, on a sandbox whose every notice the hub hears: the caller
+    asks `Widget.offers_answer` first, then `Hub.follows`) and a page of the
+    sandbox is open here."""
+    mark = fanout.batch_mark(sandbox) if offers else None
     if mark is None:
         yield Answer(None, sandbox, widget, 0)
         return

@@ -204,13 +204,12 @@ class Widget:
         await turn.run(self, ctx, "reset", {}, None, instructors)
 
     # -- the snapshot ------------------------------------------------------------
-    def offers_answer(self, ctx: Context) -> bool:
+    def offers_answer(self) -> bool:
         """An action's answer may stand for the stream's read of the same
         change (server/live/answers.py): the widget has one queue, and its
         snapshot is this class's one read of the ids `ids_after` names too."""
         cls = type(self)
-        return (len(self.queues(ctx)) == 1 and cls.snapshot is Widget.snapshot
-                and cls.ids_after is Widget.ids_after)
+        return len(self.queue_parts) == 1 and cls.snapshot is Widget.snapshot and cls.ids_after is Widget.ids_after
 
     async def snapshot(self, ctx: Context) -> dict[str, Any]:
         """Every queue and the lab state, read in one round trip."""

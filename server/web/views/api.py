@@ -96,8 +96,8 @@ async def act(request: Request) -> JSONAnswer:
         # Under the lock, the action runs as the learner's: its prediction judged, its tour step counted.
         hub = request.app.state.hub
         # The stream shows this action's own snapshot, and the answer follows the stream (live/answers.py).
-        async with answers.answering(hub, sandbox, widget.name, widget.offers_answer(ctx),
-                                     hub.follows(sandbox)) as mine:
+        offers = widget.offers_answer() and hub.follows(sandbox)
+        async with answers.answering(hub, sandbox, widget.name, offers) as mine:
             outcome, snap = await widget.run(ctx, slug, payload, key_cap=cap, perform=attempt.run)
             mine.offer(snap)
             await mine.handed_on()

@@ -11,6 +11,7 @@ from server.live.answers import answering, offered, proven
 from server.live.fanout import Batch, Fanout
 from server.live.hub import Hub
 from server.live.nodes import patterns_of
+from server.widgets import WIDGETS
 
 from .notices import S, effect, lock, state
 
@@ -47,7 +48,7 @@ async def test_the_marked_batchs_snapshot_is_the_actions_own() -> None:
     fanout = Fanout()
     async with followed(fanout):
         assert fanout.batch_mark(S) == 0  # no batch open: the next one
-        async with answering(fanout, S, W, True, True) as mine:
+        async with answering(fanout, S, W, True) as mine:
             number = opened(fanout)
             assert mine.mark == number  # numbered when it opened
             notices = [lock("set"), effect("active"), lock("del")]
@@ -63,7 +64,7 @@ async def test_the_marked_batchs_snapshot_is_the_actions_own() -> None:
 
 async def test_a_mark_made_before_a_break_in_what_the_hub_hears_is_taken_by_no_batch() -> None:
     fanout = Fanout()
-    async with followed(fanout), answering(fanout, S, W, True, True) as mine:
+    async with followed(fanout), answering(fanout, S, W, True) as mine:
         number = opened(fanout)
         notices = [lock("set"), lock("del")]
         mine.offer({"ver": 9})
@@ -73,11 +74,11 @@ async def test_a_mark_made_before_a_break_in_what_the_hub_hears_is_taken_by_no_b
 
 async def test_batch_numbers_are_never_reused_when_a_sandboxs_pages_close_and_open_again() -> None:
     fanout = Fanout()
-    async with followed(fanout), answering(fanout, S, W, True, True) as mine:
+    async with followed(fanout), answering(fanout, S, W, True) as mine:
         first = opened(fanout)
         assert mine.mark == first
         fanout.gathers.clear()
-    async with followed(fanout), answering(fanout, S, W, True, True) as later:
+    async with followed(fanout), answering(fanout, S, W, True) as later:
         assert later.mark == 0
         assert opened(fanout) > first and later.mark > first
 
@@ -86,22 +87,22 @@ async def test_a_batch_waits_a_moment_for_an_offer_then_reads_its_own() -> None:
     fanout = Fanout()
     async with followed(fanout):
         notices = [lock("set"), lock("del")]
-        async with answering(fanout, S, W, True, True) as mine:
+        async with answering(fanout, S, W, True) as mine:
             number = opened(fanout)
             asyncio.get_running_loop().call_later(answers.OFFER_WAIT_SECONDS / 4, mine.offer, {"ver": 8})
             assert await offered(fanout, Batch(notices, S, number), W, notices) == {"ver": 8}
-        async with answering(fanout, S, W, True, True) as never:
+        async with answering(fanout, S, W, True) as never:
             assert never.mark == number  # the batch is still open
             assert await offered(fanout, Batch(notices, S, number), W, notices) is None  # no offer in the wait
-        async with answering(fanout, S, W, True, True) as refused:
+        async with answering(fanout, S, W, True) as refused:
             refused.withdraw()
             assert await offered(fanout, Batch(notices, S, number), W, notices) is None
 
 
 async def test_the_first_snapshot_offered_is_taken_whichever_action_marked_first() -> None:
     fanout = Fanout()
-    async with followed(fanout), answering(fanout, S, W, True, True) as waiting, \
-            answering(fanout, S, W, True, True) as done:
+    async with followed(fanout), answering(fanout, S, W, True) as waiting, \
+            answering(fanout, S, W, True) as done:
         number = opened(fanout)
         assert waiting.mark == done.mark == number
         done.offer({"ver": 11})  # the other is still queued behind the lock
@@ -113,7 +114,7 @@ async def test_the_first_snapshot_offered_is_taken_whichever_action_marked_first
 
 async def test_a_batch_works_out_its_offer_once_for_every_page_group() -> None:
     fanout = Fanout()
-    async with followed(fanout), answering(fanout, S, W, True, True):
+    async with followed(fanout), answering(fanout, S, W, True):
         number = opened(fanout)
         notices = [lock("set"), lock("del")]
         batch = Batch(notices, S, number)
@@ -125,13 +126,12 @@ async def test_a_batch_works_out_its_offer_once_for_every_page_group() -> None:
 
 async def test_nothing_is_offered_without_a_page_several_queues_or_notifications() -> None:
     fanout = Fanout()
-    async with answering(fanout, S, W, True, True) as mine:
+    async with answering(fanout, S, W, True) as mine:
         assert mine.fanout is None  # no page of the sandbox is open here
         assert await mine.handed_on() is False
     async with followed(fanout):
-        for one_queue, following in ((False, True), (True, False)):
-            async with answering(fanout, S, W, one_queue, following) as mine:
-                assert mine.fanout is None
+        async with answering(fanout, S, W, False) as mine:  # several queues, or notices unheard
+            assert mine.fanout is None
         assert fanout.answers == {}
 
 
@@ -142,7 +142,7 @@ async def test_an_answer_waits_until_its_batch_reached_the_pages() -> None:
         return b"chunk"
 
     async with fanout.listen(S, (W,), compose) as sub:
-        async with answering(fanout, S, W, True, True) as mine:
+        async with answering(fanout, S, W, True) as mine:
             waiting = asyncio.create_task(mine.handed_on())
             await asyncio.sleep(0)
             assert not waiting.done()
@@ -156,7 +156,7 @@ async def test_an_answer_waits_until_its_batch_reached_the_pages() -> None:
 
 async def test_an_answer_does_not_wait_past_its_bound_or_its_last_page() -> None:
     fanout = Fanout()
-    async with followed(fanout), answering(fanout, S, W, True, True) as mine:
+    async with followed(fanout), answering(fanout, S, W, True) as mine:
         assert await mine.handed_on() is False  # no batch came: the bound
         waiting = asyncio.create_task(mine.handed_on())
         await asyncio.sleep(0)
@@ -182,3 +182,9 @@ def test_the_hub_follows_a_sandbox_once_valkey_confirmed_its_patterns_and_counts
     hub.notifications_on = True
     hub.dispatch({"type": "punsubscribe", "channel": last, "data": 1}, "")
     assert not hub.follows(S)
+
+
+def test_only_widgets_of_one_queue_read_the_base_way_offer_their_answer() -> None:
+    offering = {name for name, widget in WIDGETS.items() if widget.offers_answer()}
+    # the ledger reads its own snapshot; outbox and failure policy span several queues
+    assert offering == {"enqueue-stepper", "fanin", "native", "results", "tree"}
