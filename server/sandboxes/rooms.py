@@ -23,7 +23,8 @@ from typing import Any
 
 from server.emq.wire import Conn, Fields, as_text
 from server.sandboxes.learners import learner_ids, learners_key
-from server.sandboxes.sandbox import REGISTRY_KEY, new_id
+from server.sandboxes.keys import REGISTRY_KEY
+from server.sandboxes.sandbox import new_id
 
 ROOMS_KEY = "lab:rooms"
 ROOM_COOKIE = "emqlab_room"
@@ -162,19 +163,20 @@ async def get(conn: Conn, code: str) -> Room | None:
     return _room(code, await conn.hgetall(room_key(code)))
 
 
-async def membership(conn: Conn, code: str, visitor: str) -> tuple[Room | None, bool]:
-    """The room and whether `visitor` is in it (a learner who joined, or its host):
-    one round trip, read afresh on every request."""
+async def membership(conn: Conn, code: str, visitor: str) -> tuple[Room | None, bool, str]:
+    """The room, whether `visitor` is in it (a learner who joined, or its
+    host), and their display name: one round trip, read afresh on every request."""
     if not CODE_RE.match(code):
-        return None, False
+        return None, False, ""
     async with conn.pipeline(transaction=False) as pipe:
         pipe.hgetall(room_key(code))
         pipe.zscore(learners_key(code), visitor)
-        raw, score = await pipe.execute()
+        pipe.hget(f"lab:{{{visitor}}}:meta", "name")
+        raw, score, name = await pipe.execute()
     room = _room(code, raw)
     if room is None:
-        return None, False
-    return room, score is not None or (bool(room.host) and room.host == visitor)
+        return None, False, ""
+    return room, score is not None or (bool(room.host) and room.host == visitor), as_text(name)
 
 
 async def find(conn: Conn, code_or_name: str) -> Room | None:
