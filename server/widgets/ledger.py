@@ -218,8 +218,9 @@ class LedgerWidget(Widget):
         if lb.LedgerState.of(turn.moment.state).mode == "own":
             return Outcome(text="Your own batch is on the ledger: press Reset to bring back flow 4.", kind="info")
         billing, view = turn.queue(PARTS[2]), turn.moment.view(PARTS[2])
-        # a press cut short may have left a claimed child: it is finished with its row's token
-        claimed = [(j, int(view.fields(j).get("attempts") or 0)) for j in view.members("active")]
+        # a press cut short may have left a claimed child (with its row): finished with its row's token
+        claimed = [(j, int(view.fields(j).get("attempts") or 0)) for j in view.members("active")
+                   if lb.well_formed(j) and view.row(j) is not None]
         done: list[str] = []
         while len(done) < MOST_CLAIMS and (got := claimed.pop(0) if claimed else
                                            await jobs.claim(turn.conn, billing)) is not None:

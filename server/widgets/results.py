@@ -125,7 +125,7 @@ class ResultsReader(Widget):
         left it in active) with its row's token, else the next pending child,
         claimed now. Never the released parent."""
         view = turn.moment.first
-        held = [c for c in view.members("active") if c in CHILDREN]
+        held = [c for c in view.members("active") if c in CHILDREN and view.row(c) is not None]
         if held:
             return held[0], int(view.fields(held[0]).get("attempts") or 0)
         pending = view.members("pending")
@@ -190,10 +190,11 @@ class ResultsReader(Widget):
         reached: tuple[str, ...] = ("read",) if unchanged else ()
         if unchanged and deps == 0 and len(values) + len(ignored) == len(CHILDREN):
             reached += ("accounted",)
-        proof = "and wrote nothing: every key DUMPs as before" if unchanged else \
-            "but the queue's keys changed meanwhile (a console line?)"
-        return Outcome(text=f"The three reads answered ({flow.plural(len(values), 'value')}, dependencies {deps}, "
-                            f"{len(ignored)} ignored) {proof}.", kind="ok" if unchanged else "info", reached=reached,
+        # the answers themselves, as the reads returned them: the no-JavaScript trace shows only this sentence
+        proof = "no key changed (DUMPs equal)" if unchanged else "yet the queue's keys changed meanwhile"
+        return Outcome(text=f"The reads answered children_values → {dict_words(values)}, dependencies → {deps}, "
+                            f"ignored_failures → {dict_words(ignored)}; {proof}.", kind="ok" if unchanged else "info",
+                       reached=reached,
                        detail={"dependencies": deps, "unchanged": unchanged,
                                "values": dict_words(values), "ignored": dict_words(ignored)})
 

@@ -268,6 +268,12 @@ async def test_a_key_changed_from_outside_is_told_as_valkey_holds_it(conn) -> No
     await conn.delete(keyspace.job_key(ORDERS, A))  # a console line removed flow 1's parent
     assert await readout_is_true(conn) == ("After one add_bulk over the 4 flows: 2 entries in the result; "
                                            "parents — 1: no row, 2: held, 3: no row, 4: held.")
+    # members of active that no press may finish: an ill-formed one, one whose row is gone
+    await conn.zadd(keyspace.queue_key(BILLING, "active"), {"not an id}": 1, "JOBghost": 1})
+    done = await act(conn, "ledger", "complete-4")
+    assert done.outcome["detail"]["completed"] == ["JOB0KHTOWnGLuL"]
+    assert await conn.get(keyspace.dependencies_key(ORDERS, J)) == "1"
+    await readout_is_true(conn)
     await conn.delete(keyspace.queue_key(BILLING, "pending"))
     await conn.set(keyspace.queue_key(BILLING, "pending"), "not a zset")
     snap = await snapshot_of(conn, "ledger")

@@ -89,8 +89,9 @@ async def test_read_the_results_returns_the_three_reads_and_writes_nothing(conn)
     before = await dumps(conn)
     read = await act(conn, "results", "read")
     assert await dumps(conn) == before
-    assert read.outcome["text"] == ("The three reads answered (1 value, dependencies 1, 1 ignored) and wrote "
-                                    "nothing: every key DUMPs as before.")
+    assert read.outcome["text"] == ("The reads answered children_values → {JOBleg1: subtotal 40.00}, dependencies → "
+                                    "1, ignored_failures → {JOBleg2: carrier API timed out}; no key changed (DUMPs "
+                                    "equal).")
     assert read.outcome["reached"] == ["read"]
     kept = json.loads(await conn.hget(keys.state_key(Q), "read"))
     assert kept["values"] == await results.children_values(conn, Q, PARENT)
