@@ -58,7 +58,8 @@ class LedgerWidget(Widget):
 
     # -- what a page draws --------------------------------------------------------
     def describe(self, moment: Moment) -> Description:
-        led, plans = lb.LedgerState.of(moment.state), lb.LedgerState.of(moment.state).plans()
+        led = lb.LedgerState.of(moment.state)
+        plans = led.plans()
         views = {q: moment.view(f"ledger.{q}") for q in lb.LEDGER_QUEUES}
         rows = [lb.card(n, plan, views, entry, n <= led.move, led.errors.get(str(n)))
                 for n, (plan, entry) in enumerate(zip(plans, lb.entries_of(plans, led.result)), 1)]
@@ -81,8 +82,7 @@ class LedgerWidget(Widget):
     @reading("flow4-parent")
     def flow4_parent(self, now: Moment, before: Moment) -> Value:
         """Flow 4's parent as its row says: absent, held, released (or its raw state)."""
-        row = now.view(PARTS[0]).row(FLOW4_PARENT)
-        state = row.value.get("state") if row is not None and isinstance(row.value, dict) else None
+        state = now.view(PARTS[0]).fields(FLOW4_PARENT).get("state")
         return {None: "absent", "awaiting_children": "held", "pending": "released"}.get(state, state)
 
     @reading("next-is-flow-4")
@@ -119,10 +119,11 @@ class LedgerWidget(Widget):
 
     def reached(self, n: int, landed: bool, now: Moment) -> tuple[str, ...]:
         """The milestone fixed flow `n` reached, borne out by the keys just read."""
-        state = now.view(PARTS[0]).fields(FIXED_PLAN[n - 1].parent).get("state")
+        plan = FIXED_PLAN[n - 1]
+        state = now.view(PARTS[0]).fields(plan.parent).get("state")
         if n in (1, 2) and landed:
             return (f"flow{n}",)
-        if n == 3 and not landed and state is None:
+        if n == 3 and not landed and not any(now.view(PARTS[0]).row(i) for i in plan.ids("orders")):
             return ("refused",)
         return ("held",) if n == 4 and not landed and state == "awaiting_children" else ()
 
