@@ -108,8 +108,10 @@ async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, adm
     calls: list[Call | tuple[Any, ...]] = [progress.record_call(actor.visitor, step, lab.ttl, _now_ms()),
                                            admission.touch_call(actor.sandbox, _now_ms())]
     if verdict is not None and actor.room:
+        asked = actor.ask if actor.ask and actor.ask[:2] == (widget.name, verdict.question) else None
         calls.append(answers.answer_command(actor.room, actor.visitor, widget.name, verdict.question,
-                                            verdict.answer, verdict.right))
+                                            verdict.answer, verdict.right,
+                                            asked[3] if asked else None, asked[2] if asked else None))
     ver, replies = await held.finish(json.dumps(record), calls)
     fields = progress.fields_of(replies[0]) if replies and not isinstance(replies[0], Exception) else {}
     mine = progress.of_widget(fields, widget.name, [s.id for s in widget.tour])

@@ -61,6 +61,9 @@ class Actor:
     name: str = ""  # a class member's display name
     tab: str = ""  # the page that acted
     room: str | None = None
+    # The question the class was asked, as (widget, question, step, round):
+    # an answer to it is counted in that round.
+    ask: tuple[str, str, int, int] | None = None
 
 
 def queues_of(widget: Widget, sandbox: str) -> dict[str, str]:
