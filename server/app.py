@@ -15,7 +15,7 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from server.content import load_course
+from server.content import Course, Page, Placement, load_course
 from server.content.errors import ContentError
 from server.emq import registry
 from server.lifecycle import removal
@@ -63,21 +63,23 @@ class Cookies:
         )
 
 
-def bind_questions(catalog: Catalog, course: object) -> None:
+def bind_questions(catalog: Catalog, course: Course) -> None:
     """Each dive's question declarations, checked against their widgets: a
     broken one stops the site at start, naming the dive and the line."""
-    for page, placement in getattr(course, "placements", lambda: [])():
+
+    def check(page: Page, placement: Placement) -> None:
         widget = catalog.widgets.get(placement.name)
         if widget is None:
-            continue
+            return
         bound = list(catalog.questions.get(widget.name, ()))
         for spec in placement.questions:
-            where = f"{page.source}:{spec.line}"
             try:
-                bound.append(questions.bind(widget, spec.fields, where))
+                bound.append(questions.bind(widget, spec.as_json(), f"{page.source}:{spec.line}"))
             except questions.BadQuestion as exc:
-                raise ContentError(f"{where}: {exc}") from exc
+                raise ContentError(str(exc), line=spec.line) from exc
         catalog.questions[widget.name] = tuple(bound)
+
+    course.check_placements(check)
 
 
 def create_app(url: str, settings: Settings | None = None, cluster: bool | None = None) -> Starlette:
