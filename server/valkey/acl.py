@@ -146,15 +146,7 @@ class Users:
         await self._on(node, "SCRIPT", "LOAD", source)
 
     async def drop(self, sandbox: str) -> None:
-        """ACL DELUSER of the sandbox's user on every primary (the reaper's
-        call; a user that is not there is not an error). Valkey closes the
-        connections authenticated as it; the console's pool opens new ones."""
-        if isinstance(self.admin, RedisCluster):
-            await self.admin.initialize()
-            for node in self.admin.get_primaries():
-                await self.admin.execute_command("ACL", "DELUSER", user_of(sandbox), target_nodes=node)
-        else:
-            await self.admin.execute_command("ACL", "DELUSER", user_of(sandbox))  # type: ignore[no-untyped-call]
+        await drop_user(self.admin, sandbox)
 
     async def probe(self) -> str | None:
         """Make the idle user on every primary now: None when the site may,
@@ -171,3 +163,16 @@ class Users:
         except RedisError as exc:
             return f"Valkey did not answer ({exc})"
         return None
+
+
+async def drop_user(admin: Conn, sandbox: str) -> None:
+    """ACL DELUSER of the sandbox's user on every primary: the reaper's call
+    when a sandbox goes (a user that is not there is not an error). Valkey
+    closes connections authenticated as it; the console's rest as the idle
+    user between lines, so none of its connections is among them."""
+    if isinstance(admin, RedisCluster):
+        await admin.initialize()
+        for node in admin.get_primaries():
+            await admin.execute_command("ACL", "DELUSER", user_of(sandbox), target_nodes=node)
+    else:
+        await admin.execute_command("ACL", "DELUSER", user_of(sandbox))  # type: ignore[no-untyped-call]

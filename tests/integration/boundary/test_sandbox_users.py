@@ -13,6 +13,7 @@ from redis.exceptions import NoPermissionError, ResponseError
 from server.console.as_user import Runner
 from server.emq import keyspace, registry
 from server.valkey import acl
+from server.valkey.process import ValkeyProcess
 
 from .support import SECRET, A, B, held_by, land_fanin
 
@@ -97,6 +98,27 @@ async def test_the_user_is_made_again_after_acl_deluser_as_after_a_restart(admin
     assert acl.user_of(A) in await admin.execute_command("ACL", "USERS")
     await admin.execute_command("ACL", "DELUSER", acl.IDLE_USER)  # the idle user too: new connections make it again
     assert await runner.call(A, ["HGET", A_ROW, "state"], A_ROW) == b"awaiting_children"
+
+
+async def test_a_line_after_a_real_valkey_restart_runs_as_a_user_made_again() -> None:
+    server = ValkeyProcess()
+    server.start()
+    admin = aioredis.Redis.from_url(server.url, decode_responses=True)
+    fresh = Runner(admin, SECRET)
+    try:
+        await land_fanin(admin, A)
+        assert await fresh.call(A, ["HGET", A_ROW, "state"], A_ROW) == b"awaiting_children"
+        server.stop(remove_dir=False)  # no persistence in a test server: the keys go with the users
+        server.start()
+        await admin.connection_pool.disconnect()  # the site's own client reconnects (not what is tested)
+        await land_fanin(admin, A)
+        assert acl.user_of(A) not in await admin.execute_command("ACL", "USERS")
+        assert await fresh.call(A, ["HGET", A_ROW, "state"], A_ROW) == b"awaiting_children"
+        assert isinstance(await fresh.call(B, ["HGET", A_ROW, "state"], A_ROW), NoPermissionError)
+    finally:
+        await fresh.aclose()
+        await admin.aclose()
+        server.stop()
 
 
 async def test_pooled_connections_rest_as_the_idle_user(admin: Any, runner: Runner) -> None:
