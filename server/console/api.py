@@ -132,6 +132,8 @@ def answered(found: Plan, value: Any, wrote: bool = False) -> ConsoleReply:
     lines = run.printed(found, value)
     if isinstance(value, OutOfMemoryError):
         return refusal(found.command, 503, "unavailable", FULL, lines)
+    if isinstance(value, acl.PASSING):  # loading its data, or a cluster between two slot maps
+        return refusal(found.command, 503, "unavailable", FAULT, lines)
     kind: Literal["reply", "error"] = "error" if isinstance(value, Exception) else "reply"
     return ConsoleReply(found.command, tuple(lines), kind, wrote=wrote,
                         touched=(found.queue,) if wrote and found.queue is not None else ())

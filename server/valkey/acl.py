@@ -1,4 +1,4 @@
-"""Each sandbox's own Valkey ACL user, and running one command as that user.
+"""Each sandbox's own Valkey ACL user: its rules, its password, making and dropping it.
 
 The sandbox boundary is Valkey's to enforce, not only the console's: user
 ``sbx-<sandbox>`` may touch keys matching ``emq:{<sandbox>.*`` and nothing
@@ -8,8 +8,9 @@ it is the very pattern a sandbox reset or the reaper matches, so whatever the
 user could write, the reset removes; it never goes stale when the widgets'
 queues change (a user made before a deploy would lack a new queue's pattern);
 and which queues inside the sandbox a line may write is the console's
-concern, decided with better words than NOPERM. Every ``{`` of such a key
-opens at the same place, so its hashtag starts with ``<sandbox>.`` too.
+concern, decided with better words than NOPERM. The first ``{`` of such a
+key is the one after ``emq:``, so its cluster hashtag starts with
+``<sandbox>.`` too: whatever the user writes is named in its own sandbox.
 
 Nothing is stored: the password is an HMAC of the site's secret and the
 sandbox id, and a user is made with ``ACL SETUSER`` the first time its AUTH
@@ -33,7 +34,14 @@ import time
 from typing import Any, Final
 
 from redis.asyncio.cluster import ClusterNode, RedisCluster
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import (
+    BusyLoadingError,
+    ClusterDownError,
+    MasterDownError,
+    RedisError,
+    ResponseError,
+    TryAgainError,
+)
 
 from server.emq.wire import Conn
 from server.valkey import reply
@@ -63,6 +71,10 @@ DENIED: Final = (
     "info", "monitor", "subscribe", "psubscribe", "publish", "sort", "rename", "copy", "move", "restore",
     "dump", "select", "swapdb", "cluster", "save", "bgsave", "replicaof", "multi", "wait",
 )
+# Error replies that pass by themselves: a server loading its data, a cluster
+# between two slot maps. Any other refusal of ACL SETUSER (NOPERM, an unknown
+# command or rule on an older server) means the site may not make users here.
+PASSING: Final = (BusyLoadingError, ClusterDownError, MasterDownError, TryAgainError)
 CLOSED_FOR: Final = 30.0  # seconds a node that refused ACL SETUSER is not asked again
 
 
@@ -128,6 +140,8 @@ class Users:
             raise Closed(reason)
         try:
             await self._on(node, "ACL", "SETUSER", name, *rules)
+        except PASSING:
+            raise  # the server is starting or moving slots: a fault for now, not a closed console
         except ResponseError as exc:
             reason = (f"the site may not create Valkey ACL users on this server ({reply.error_text(exc)}), "
                       "and every console line runs as its sandbox's own user")
