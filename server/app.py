@@ -15,6 +15,8 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from server.console import page as console_page
+from server.console.as_user import Runner
 from server.content import Course, Page, Placement, load_course
 from server.content.errors import ContentError
 from server.emq import registry
@@ -31,7 +33,7 @@ from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import SandboxCookie as NewVisitors
 from server.web.middleware import SecurityHeaders
 from server.web.secret import load_secret
-from server.web.views import pages, progress, stream, widgets
+from server.web.views import console, pages, progress, stream, widgets
 from server.widgets import WIDGETS, questions, snapshot, traces
 from server.widgets.runner import Lab
 from server.widgets.snapshot import Catalog
@@ -85,7 +87,8 @@ def bind_questions(catalog: Catalog, course: Course) -> None:
 def create_app(url: str, settings: Settings | None = None, cluster: bool | None = None) -> Starlette:
     settings = settings or Settings.from_env()
     cluster = client.wants_cluster(url, cluster)
-    cookies = Cookies.made(load_secret(settings), settings)
+    secret = load_secret(settings)
+    cookies = Cookies.made(secret, settings)
     templates = Jinja2Templates(directory=str(SITE / "templates"))
     templates.env.auto_reload = False  # templates ship with the code: no stat() per render
     registry.load_all()  # every script with its includes: a broken one stops the start
@@ -96,7 +99,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
         routes=_routes(),
         middleware=[Middleware(SecurityHeaders), Middleware(NewVisitors, cookie=cookies.cookie)],
         exception_handlers=pages.exception_handlers(),
-        lifespan=_lifespan(url, cluster, settings, catalog),
+        lifespan=_lifespan(url, cluster, settings, catalog, secret),
     )
     for name, cookie in vars(cookies).items():
         setattr(app.state, name, cookie)
@@ -106,12 +109,12 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     app.state.course = course
     app.state.catalog = catalog
     app.state.windows = rates.Windows()
-    app.state.render_widget = templating.renderer(templates, catalog)
+    app.state.render_widget = templating.renderer(templates, catalog, {console_page.NAME: console_page.context})
     return app
 
 
-def _lifespan(url: str, cluster: bool, settings: Settings,
-              catalog: Catalog) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog,
+              secret: str) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
     """Open the Valkey client, start the hub, the reaper and the traces; undo it all at the end."""
 
     @contextlib.asynccontextmanager
@@ -125,6 +128,10 @@ def _lifespan(url: str, cluster: bool, settings: Settings,
             return frame("snapshot", dumps(snap))
 
         hub = app.state.hub = Hub(url, Streams(read), catalog.widget_of_queue, cluster=cluster)
+        # the console runs each line as its sandbox's Valkey ACL user (server/console/as_user.py)
+        app.state.console = Runner(conn, secret)
+        with contextlib.suppress(RedisError, OSError):
+            app.state.console_closed = await app.state.console.users.probe()
         with contextlib.suppress(RedisError, OSError):
             app.state.native = await native.ensure_loaded(conn)  # an external Valkey may allow MODULE LOAD
         await traces.start(app, lambda sandbox: removal.delete(conn, catalog, sandbox))
@@ -137,6 +144,7 @@ def _lifespan(url: str, cluster: bool, settings: Settings,
             await traces.stop(app)
             await reaper.stop()
             await hub.stop()
+            await app.state.console.aclose()
             await conn.aclose()
 
     return lifespan
@@ -146,6 +154,7 @@ def _routes() -> list[BaseRoute]:
     return [
         *widgets.routes(),
         *stream.routes(),
+        *console.routes(),
         Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static"),
         *progress.routes(),
         *pages.routes(),  # catch-all page routes: keep last
