@@ -35,7 +35,10 @@ from server.live.streams import Notice, Streams
 
 log = logging.getLogger("emqlab.stream")
 
-PATTERNS = ("__keyspace@*__:emq:{*", "__keyspace@*__:lab:{*")
+# every learner key, and the site's keys about a widget queue (`lab:{<sandbox>.<part>}:…`,
+# a dot inside the braces), not a sandbox's own records (`lab:{<sandbox>}:meta`):
+# each action writes those too, and no page draws them
+PATTERNS = ("__keyspace@*__:emq:{*", "__keyspace@*__:lab:{*.*}:*")
 RECONNECT_EVERY = 0.25  # seconds between tries of a node that dropped
 NOTIFICATIONS_OFF = (
     "Keyspace notifications are off on this Valkey and the site may not switch them on (CONFIG is refused): "
