@@ -18,6 +18,7 @@ Refusals are ``GradeRefused`` subclasses carrying their HTTP status.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -30,7 +31,7 @@ from server.exercises.catalogue import Exercise
 from server.exercises.errors import Restarting, check_script
 from server.exercises.grader import Grader
 from server.exercises.outcome import CheckResult, Graded
-from server.exercises.pool import GraderPool, PlaceHook
+from server.exercises.pool import GraderPool, PlaceHook, Ticket
 from server.exercises.runuser import new_run_id
 from server.exercises.scene import CheckFailed, Run, Scene
 from server.exercises.watchdog import Halted
@@ -50,15 +51,33 @@ async def grade(
     exercise = catalogue.get(exercise_name)
     text = check_script(script)
     await pool.start()
-    async with pool.turn(run_for, on_place) as grader:
-        try:
-            return await grade_on(grader, exercise, text)
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            # The grader went away outside the learner's script (nothing to
-            # judge it by): end it for a clean restart and say so.
-            grader.end()
-            raise Restarting("The grader stopped during the run and is starting again; "
-                             "run the checks again in a moment.") from exc
+    ticket = pool.submit(run_for, on_place)
+    grader = await pool.wait(ticket)
+    # Once on its grader, a run goes to its end (2 s at most) even if the
+    # caller stops waiting: a script left running would meet the next run.
+    run = asyncio.ensure_future(_run_on(pool, ticket, grader, exercise, text))
+    run.add_done_callback(_unclaimed)
+    return await asyncio.shield(run)
+
+
+def _unclaimed(run: asyncio.Future[Graded]) -> None:
+    # Read the outcome of a run whose caller went away, so nothing is left
+    # "never retrieved"; its refusal has nobody to answer.
+    if not run.cancelled():
+        run.exception()
+
+
+async def _run_on(pool: GraderPool, ticket: Ticket, grader: Grader, exercise: Exercise, text: str) -> Graded:
+    try:
+        return await grade_on(grader, exercise, text)
+    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+        # The grader went away outside the learner's script (nothing to
+        # judge it by): end it for a clean restart and say so.
+        grader.end()
+        raise Restarting("The grader stopped during the run and is starting again; "
+                         "run the checks again in a moment.") from exc
+    finally:
+        pool.give_back(ticket, grader)
 
 
 async def grade_on(grader: Grader, exercise: Exercise, text: str) -> Graded:

@@ -92,8 +92,9 @@ class Grader:
             process.kill()
             raise
         self.process, self.admin = process, admin
-        # The watchdog's line is opened (and authenticated) now: while a script
-        # is busy, Valkey answers SCRIPT KILL but not a connection's AUTH.
+        # The watchdog's line is opened (and authenticated) now, so that at
+        # 500 ms it sends SCRIPT KILL alone, with no handshake in its way
+        # (a busy Valkey answers AUTH, but BUSY to the client's SETINFO).
         guard = self._client(process, single=True)
         await guard.ping()
         self.guard = guard

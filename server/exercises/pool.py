@@ -166,20 +166,29 @@ class GraderPool:
             ticket.move(len(self._waiting))
         return ticket
 
-    @asynccontextmanager
-    async def serve(self, ticket: Ticket) -> AsyncIterator[Grader]:
-        """Wait for ``ticket``'s grader, hold it for the block, then give it back
-        (or have it restarted, if the watchdog had to end it)."""
+    async def wait(self, ticket: Ticket) -> Grader:
+        """``ticket``'s grader, once its turn comes; a caller that stops waiting
+        (cancelled, or refused because no grader came back) leaves the line."""
         try:
-            grader = await ticket.granted
+            return await ticket.granted
         except BaseException:
             self._withdraw(ticket)
             raise
+
+    def give_back(self, ticket: Ticket, grader: Grader) -> None:
+        """The run is over: the grader goes to the next in line (or is restarted,
+        if the watchdog had to end it), and the sandbox's run stops counting."""
+        self.shares.done(ticket.run_for)
+        self._give_back(grader)
+
+    @asynccontextmanager
+    async def serve(self, ticket: Ticket) -> AsyncIterator[Grader]:
+        """``wait`` for the grader, hold it for the block, ``give_back`` after."""
+        grader = await self.wait(ticket)
         try:
             yield grader
         finally:
-            self.shares.done(ticket.run_for)
-            self._give_back(grader)
+            self.give_back(ticket, grader)
 
     @asynccontextmanager
     async def turn(self, run_for: str, on_place: PlaceHook | None = None) -> AsyncIterator[Grader]:

@@ -119,8 +119,7 @@ async def _ask_kill(guard: Redis, seconds: float) -> str | None:
 
 async def _drain(task: asyncio.Future[Any]) -> None:
     """Let a call whose server was killed fail, and keep its error to ourselves."""
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait({task}, timeout=1.0)
+    await asyncio.wait({task}, timeout=1.0)
     if not task.done():
         task.cancel()
     with contextlib.suppress(BaseException):

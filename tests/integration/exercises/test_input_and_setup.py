@@ -17,6 +17,7 @@ from server.exercises import (
     UnknownExercise,
     grade,
 )
+from server.exercises.grader import FLUSH_EVERY
 from server.exercises.runuser import new_run_id
 from tests.integration.exercises.support import COURSE, sandbox
 
@@ -125,3 +126,14 @@ async def test_the_run_user_reaches_its_own_keys_and_nothing_else(pool: GraderPo
                 await client.execute_command("DEBUG", "SLEEP", "0")
         finally:
             await user.close()
+
+
+async def test_learners_scripts_are_flushed_from_valkeys_cache_now_and_then_and_the_course_reloads(
+    pool: GraderPool,
+) -> None:
+    for grader in pool.graders:
+        grader.loads = FLUSH_EVERY  # as if 64 runs had loaded their scripts here
+    for _ in pool.graders:
+        graded = await grade(pool, "deliver", COURSE["deliver"], run_for=sandbox())
+        assert graded.passed == graded.total
+    assert min(grader.loads for grader in pool.graders) <= 1

@@ -119,3 +119,14 @@ async def test_a_ticket_tells_its_places_as_an_async_iterator_until_it_is_served
             assert again is grader
             await following
         assert seen == [2, 1] and pool.status().free == 1
+
+
+async def test_a_run_whose_caller_goes_away_ends_before_its_grader_takes_the_next() -> None:
+    async with GraderPool(PoolSettings(graders=1)) as pool:
+        runaway = asyncio.create_task(grade(pool, "fan-in", "while true do end", run_for=sandbox()))
+        await asyncio.sleep(0.1)  # on the one grader, looping
+        runaway.cancel()
+        # this run waits for the runaway to be stopped, then finds an idle grader (no BUSY)
+        graded = await grade(pool, "fan-in", FAN_IN, run_for=sandbox())
+        assert graded.passed == graded.total
+        assert runaway.cancelled()
