@@ -115,6 +115,14 @@ async def run_checks(exercise: Exercise, run: Run) -> tuple[CheckResult, ...]:
             where = f" (in {scene.step})" if scene.step else ""
             results.append(scene.result(check.name, f"{halt.said}{where}"))
             stopped_at = check.name
+        except (RedisConnectionError, RedisTimeoutError, OSError):
+            # The grader died outside the script's own call (the keys it left
+            # used the last of its memory, say): the run cannot go on there.
+            run.grader.end()
+            after = f" after {scene.step}" if scene.step else ""
+            results.append(scene.result(check.name, f"the grader stopped{after} (out of memory, or it crashed) "
+                                                    "and was started again"))
+            stopped_at = check.name
         except (EmqError, ResponseError, ValueError) as exc:
             # The learner's script left keys the course's own scripts refuse
             # (a counter turned into a hash, a row without its fields): the

@@ -134,6 +134,19 @@ async def watched(
     Returns the outcome and the seconds it took; raises ``Halted`` when the
     script ran past ``limits.script_ms`` or the grader had to be ended.
     """
+    try:
+        return await _watch(call, guard, end_process, limits)
+    except Halted as halt:
+        if halt.lost:
+            # Gone, or not quite: a crashing valkey-server can hang in its own
+            # crash report, port open. Either way it is ended for good here.
+            end_process()
+        raise
+
+
+async def _watch(
+    call: Awaitable[Any], guard: Redis, end_process: Callable[[], None], limits: Limits
+) -> tuple[Replied | Erred, float]:
     loop = asyncio.get_running_loop()
     started = loop.time()
     task = asyncio.ensure_future(call)

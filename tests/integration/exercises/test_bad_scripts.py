@@ -30,6 +30,10 @@ BAD = {
     "another run's key": ("return redis.call('DEL', 'emq:{rzzzzzzzzzz.1.reports}:job:JOBpart1')",
                           "No permissions to access a key"),
     "a loop after a write": ("redis.call('SET', KEYS[2], 'x') while true do end", "could not stop it half-way"),
+    # allow-oom lifts maxmemory; the address-space limit then ends the process
+    "writes past every memory limit": ("#!lua flags=allow-oom\nlocal s = string.rep('x', 2^20)\n"
+                                       "for i = 1, 400 do redis.call('SET', KEYS[2] .. i, s) end",
+                                       "the grader stopped while the script ran (out of memory, or it crashed)"),
 }
 
 
@@ -73,7 +77,7 @@ async def test_a_bad_script_is_answered_in_words_in_time_touching_nothing_outsid
             assert await dump_all(grader.url) == keys
         else:  # ended and started again: a new process that holds nothing
             assert await dump_all(grader.url) == {}
-    if label == "a loop after a write":
+    if label in ("a loop after a write", "writes past every memory limit"):
         assert sum(grader.starts for grader in pool.graders) == sum(s for s, _ in graders_before.values()) + 1
 
     again = await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())

@@ -70,6 +70,23 @@ async def test_a_run_arriving_while_the_only_grader_restarts_is_refused_with_res
         assert again.passed == again.total
 
 
+async def test_a_grader_that_died_while_idle_answers_restarting_once_and_then_grades_again() -> None:
+    async with GraderPool(PoolSettings(graders=1)) as pool:
+        grader = pool.graders[0]
+        assert grader.process is not None and grader.process.proc is not None
+        grader.process.proc.kill()  # a crash nobody saw: no run was on it
+        grader.process.proc.wait()
+        try:
+            await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
+        except Restarting as refused:
+            assert refused.message.startswith("The grader stopped during the run and is starting again")
+        else:
+            raise AssertionError("a dead grader graded a run")
+        await until_up(pool)
+        again = await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
+        assert again.passed == again.total
+
+
 async def test_stopping_the_pool_leaves_no_grader_process_behind() -> None:
     before = valkey_children()
     pool = GraderPool(PoolSettings(graders=2))
