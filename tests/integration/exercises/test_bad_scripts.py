@@ -30,10 +30,11 @@ BAD = {
     "another run's key": ("return redis.call('DEL', 'emq:{rzzzzzzzzzz.1.reports}:job:JOBpart1')",
                           "No permissions to access a key"),
     "a loop after a write": ("redis.call('SET', KEYS[2], 'x') while true do end", "could not stop it half-way"),
-    # allow-oom lifts maxmemory; the address-space limit then ends the process
+    # allow-oom lifts maxmemory; the address-space limit then crashes the process,
+    # which closes its connections or hangs in its crash report till the SIGKILL
     "writes past every memory limit": ("#!lua flags=allow-oom\nlocal s = string.rep('x', 2^20)\n"
                                        "for i = 1, 400 do redis.call('SET', KEYS[2] .. i, s) end",
-                                       "the grader stopped while the script ran (out of memory, or it crashed)"),
+                                       "started again"),
 }
 
 
@@ -95,7 +96,7 @@ async def test_a_runaway_stops_the_run_and_the_checks_after_it_say_they_were_not
 
 async def test_a_script_slow_in_every_call_is_stopped_by_the_runs_time_budget(pool: GraderPool) -> None:
     slow = "local t = redis.call('TIME') local s = t[1] * 1000000 + t[2] " \
-           "repeat local n = redis.call('TIME') until n[1] * 1000000 + n[2] - s > 350000 return 1"
+           "repeat local n = redis.call('TIME') until n[1] * 1000000 + n[2] - s > 250000 return 1"
     started = time.monotonic()
     graded = await grade(pool, "fan-in", slow, run_for=sandbox())
     assert time.monotonic() - started < LIVENESS

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import defaultdict
 from collections.abc import Callable
 
@@ -74,7 +75,8 @@ async def test_a_sandbox_that_used_its_burst_waits_for_its_share_to_refill() -> 
         try:
             await grade(pool, "fan-in", FAN_IN, run_for=mine)
         except TooOften as refused:
-            assert refused.message == "This sandbox ran the checks 3 times in a short while; try again in 10 s."
+            assert re.fullmatch(r"This sandbox ran the checks 3 times in a short while; try again in (9|10) s\.",
+                                refused.message), refused.message  # a token every 10 s, less what the runs took
         else:
             raise AssertionError("a fourth run inside the burst was taken")
 
