@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
@@ -33,8 +34,10 @@ from server.exercises.grader import Grader
 from server.exercises.outcome import CheckResult, Graded
 from server.exercises.pool import GraderPool, PlaceHook, Ticket
 from server.exercises.runuser import new_run_id
-from server.exercises.scene import CheckFailed, Run, Scene
+from server.exercises.scene import CheckFailed, Run, Scene, clip
 from server.exercises.watchdog import Halted
+
+log = logging.getLogger(__name__)
 
 
 async def grade(
@@ -50,7 +53,12 @@ async def grade(
     """
     exercise = catalogue.get(exercise_name)
     text = check_script(script)
-    await pool.start()
+    try:
+        await pool.start()  # at once when the site started it already
+    except (RuntimeError, RedisError, OSError) as exc:
+        # the why (a log's tail, a path) is for the operator, not the learner
+        log.error("the graders could not be started: %s", exc)
+        raise Restarting("The graders could not be started; run the checks again in a while.") from exc
     ticket = pool.submit(run_for, on_place)
     grader = await pool.wait(ticket)
     # Once on its grader, a run goes to its end (2 s at most) even if the
@@ -128,7 +136,7 @@ async def run_checks(exercise: Exercise, run: Run) -> tuple[CheckResult, ...]:
             # (a counter turned into a hash, a row without its fields): the
             # scenario cannot go on, and the check says what Valkey answered.
             after = f" after {scene.step}" if scene.step else ""
-            results.append(scene.result(check.name, f"the scenario could not go on{after}: {exc}"))
+            results.append(scene.result(check.name, f"the scenario could not go on{after}: {clip(str(exc))}"))
         else:
             results.append(CheckResult(check.name, True, said))
     return tuple(results)

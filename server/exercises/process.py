@@ -77,10 +77,16 @@ class GraderProcess(ValkeyProcess):
         base = super().command()
         # The managed server's notification flags serve the site's live
         # stream; nobody subscribes to a grader, so they would only cost.
-        at = base.index("--notify-keyspace-events")
-        del base[at : at + 2]
+        if "--notify-keyspace-events" in base:
+            at = base.index("--notify-keyspace-events")
+            del base[at : at + 2]
+        # Later directives win, so what a grader must be is said last, here,
+        # whatever the site's own managed server comes to be configured with.
         return [
             *base,
+            "--save", "",
+            "--appendonly", "no",
+            "--bind", "127.0.0.1",
             "--requirepass", self.password,
             "--busy-reply-threshold", str(self.limits.busy_reply_ms),
             "--maxmemory", f"{self.limits.maxmemory_mb}mb",

@@ -21,17 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from redis.asyncio import Redis
 
 from server.emq import keyspace
+from server.exercises.grader import Grader
 from server.exercises.outcome import CheckResult, Picture
 from server.exercises.runkeys import scenario_pattern
 from server.exercises.watchdog import Erred, Halted, Replied
-
-if TYPE_CHECKING:
-    from server.exercises.grader import Grader
 
 
 class CheckFailed(Exception):

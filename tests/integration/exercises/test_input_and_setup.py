@@ -13,13 +13,16 @@ from server.exercises import (
     DoesNotCompile,
     GraderPool,
     NotUtf8,
+    PoolSettings,
+    Restarting,
     TooLarge,
     UnknownExercise,
     grade,
 )
 from server.exercises.grader import FLUSH_EVERY
+from server.exercises.process import ProcessLimits
 from server.exercises.runuser import new_run_id
-from tests.integration.exercises.support import COURSE, sandbox
+from tests.integration.exercises.support import COURSE, sandbox, valkey_children
 
 
 def address_limit(pid: int) -> list[str]:
@@ -137,3 +140,25 @@ async def test_learners_scripts_are_flushed_from_valkeys_cache_now_and_then_and_
         graded = await grade(pool, "deliver", COURSE["deliver"], run_for=sandbox())
         assert graded.passed == graded.total
     assert min(grader.loads for grader in pool.graders) <= 1
+
+
+def test_pool_settings_read_the_environment_and_refuse_a_limit_nobody_chose() -> None:
+    settings = PoolSettings.from_env({"EMQLAB_GRADERS": "3", "EMQLAB_GRADER_QUEUE": "9",
+                                      "EMQLAB_GRADER_SCRIPT_MS": "400", "EMQLAB_GRADER_ADDRESS_MB": "512"})
+    assert (settings.graders, settings.queue_bound) == (3, 9)
+    assert settings.limits.script_ms == 400 and settings.limits.kill_ms == 800
+    assert settings.process.address_space_mb == 512 and settings.process.maxmemory_mb == 32
+    assert PoolSettings.from_env({}) == PoolSettings()
+    with pytest.raises(ValueError, match="EMQLAB_GRADERS must be a whole number, not 'two'"):
+        PoolSettings.from_env({"EMQLAB_GRADERS": "two"})
+    with pytest.raises(ValueError, match="shorter than the SIGKILL deadline"):
+        PoolSettings.from_env({"EMQLAB_GRADER_SCRIPT_MS": "900"})
+
+
+async def test_a_pool_whose_graders_cannot_start_answers_restarting_not_an_error() -> None:
+    before = valkey_children()
+    pool = GraderPool(PoolSettings(graders=1, process=ProcessLimits(address_space_mb=1)))
+    with pytest.raises(Restarting) as refused:
+        await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
+    assert refused.value.message == "The graders could not be started; run the checks again in a while."
+    assert valkey_children() == before  # the process that could not start is reaped
