@@ -24,8 +24,6 @@ MAX_SCRIPT_BYTES: Final = 16_384
 # Valkey compiles an EVAL body as a chunk named ``user_script``; the first
 # number after it is the line the compiler stopped at.
 _LINE_RE: Final = re.compile(r"user_script:(\d+):")
-# A runtime error ends with "on @user_script:12." instead.
-_ANY_LINE_RE: Final = re.compile(r"user_script:(\d+)")
 
 
 class GradeRefused(Exception):
@@ -122,9 +120,3 @@ def compile_refusal(valkey_message: str) -> DoesNotCompile:
     if line is not None and f"line {line}" not in message:
         message = f"{message} (line {line})"
     return DoesNotCompile(message, line)
-
-
-def script_line(valkey_message: str) -> int | None:
-    """The script line a runtime error names (``@user_script:12``), if any."""
-    found = _ANY_LINE_RE.search(valkey_message)
-    return int(found.group(1)) if found else None

@@ -94,9 +94,3 @@ class RunKeys:
                 removed += int(await self.admin.unlink(*found))
             if int(cursor) == 0:
                 return removed
-
-    async def everything(self) -> dict[str, bytes | None]:
-        """Every key of the grader with its DUMP: what a test compares around a run."""
-        names: list[bytes] = [name async for name in self.admin.scan_iter(count=SWEEP_COUNT)]
-        dumps = [await self.admin.dump(name) for name in names]
-        return {_text(name): dump for name, dump in zip(names, dumps)}
