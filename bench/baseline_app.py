@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
-from server.valkey import connect
+from server.valkey import client as connect
 
 SCRIPT = "return redis.call('INCR', KEYS[1])"
 KEY = "bench:baseline:{evalsha}"

@@ -3,8 +3,7 @@
 Round trips and commands do not drift with machine noise, so a test may
 assert them (tests/integration/test_commands_per_action.py) and the bench
 reports them beside the timings. The count is taken on the wire: every
-`send_packed_command` of redis-py's asyncio connections (and of the site's
-own `DeadlineConnection`, which sends in its own way) is one round trip,
+`send_packed_command` of redis-py's asyncio connections is one round trip,
 and the RESP arrays in it are its top-level commands (a script's inner
 `redis.call`s are not: they never cross the wire). Only what mentions the
 acting sandbox is counted, so the hub, the reaper and other visitors'
@@ -23,10 +22,8 @@ from typing import Any
 
 from redis.asyncio.connection import AbstractConnection
 
-from server.valkey.pool import DeadlineConnection
-
 # Every class whose send_packed_command puts bytes on the wire itself.
-SENDERS: tuple[type[AbstractConnection], ...] = (AbstractConnection, DeadlineConnection)
+SENDERS: tuple[type[AbstractConnection], ...] = (AbstractConnection,)
 
 
 def parse(payload: bytes) -> list[list[bytes]]:

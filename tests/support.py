@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,7 +26,7 @@ from bench import uvicorn_workers
 from server.valkey.process import ValkeyProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-INSTRUCTOR_TOKEN = "test-instructor-token"
+INSTRUCTOR_TOKEN = "test-instructor-token-16+"
 DIVE = "/flows/parent-and-children"
 
 
@@ -42,9 +43,12 @@ class LiveSite:
             # No rate counters (keys with a TTL that vanish mid-test) unless a
             # test turns them on.
             "EMQLAB_RATE_LIMIT": "0",
+            "EMQLAB_READ_LIMIT": "0",
             "EMQLAB_ATTEMPT_LIMIT": "0",
             "EMQLAB_ADDRESS_RATE_LIMIT": "0",
             "EMQLAB_ADDRESS_SANDBOXES": "0",
+            # the site's data (its cookie secret) in a folder of its own, gone with the test run
+            "EMQLAB_DATA_DIR": tempfile.mkdtemp(prefix="emqlab-site-"),
             **(env or {}),
         }
         self.proc: subprocess.Popen[bytes] | None = None

@@ -18,58 +18,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from redis.asyncio import RedisCluster
-
-from server.emq import keyspace, pipeline, pump, registry
+from server.emq import keyspace, pump, registry
 from server.emq.errors import EmqError, StateRefused
 from server.emq.shape import FlowShapeError, Node, parse_flow, policy_token
 from server.emq.wire import Conn, as_int
 
 __all__ = [
-    "FlowShapeError", "add", "add_bulk", "add_bulk_pipelined", "enqueue_flow_call", "land_node",
-    "policy_token", "queue_add", "walk_order",
+    "FlowShapeError", "add", "add_bulk", "enqueue_flow_call", "land_node", "policy_token", "walk_order",
 ]
 
 Landed = tuple[str, list[str]]
 
 
-Command = tuple[Any, ...]
-
-
-async def add(conn: Conn, queue: str, flow: Any, *, tail: list[Command] | None = None) -> Landed:
-    """Add one flow; returns ``(parent_id, [child_ids])`` in spec order.
-
-    ``tail``: for a same-queue flow, a list the children's ``parent_policy``
-    HSETs are appended to (in child order, after the land succeeded),
-    for the caller's next round trip, instead of being sent here. The caller
-    must send them before anything reads those rows. Trees and cross-queue
-    flows write their policies during their walk, whatever ``tail`` is.
-    """
-    root = parse_flow(queue, flow)
-    if tail is not None and _path(root) == "same-queue":
-        await _add_same_queue(conn, root, tail)
-        return _landed(root)
-    return await _add_node(conn, root)
-
-
-def queue_add(batch: pipeline.Batch, queue: str, flow: Any) -> bool:
-    """A same-queue flow's add written into ``batch`` (its ``enqueue_flow``,
-    then its children's ``parent_policy`` HSETs) for the caller's own round
-    trip; False, with nothing written, for a flow that takes another path.
-
-    The caller sends the batch and reads no reply: it proves the land in the
-    same round trip (the parent's row exists). A refused ``enqueue_flow``
-    leaves the HSETs' stray rows behind, so without the proof the caller
-    clears and adds again.
-    """
-    root = parse_flow(queue, flow)
-    if _path(root) != "same-queue":
-        return False
-    keys, args = _same_queue_call(root)
-    batch.script("enqueue_flow", keys, args)
-    for command in _policies(root):
-        batch.command(*command)
-    return True
+async def add(conn: Conn, queue: str, flow: Any) -> Landed:
+    """Add one flow; returns ``(parent_id, [child_ids])`` in spec order."""
+    return await _add_node(conn, parse_flow(queue, flow))
 
 
 async def add_bulk(conn: Conn, queue: str, flows: Sequence[Any]) -> list[Landed]:
@@ -81,48 +44,6 @@ async def add_bulk(conn: Conn, queue: str, flows: Sequence[Any]) -> list[Landed]
     """
     roots = [parse_flow(queue, flow, f"flows[{i}]") for i, flow in enumerate(flows)]
     return await _sequential(conn, roots)
-
-
-async def add_bulk_pipelined(conn: Conn, queue: str, flows: Sequence[Any]) -> list[Landed]:
-    """``add_bulk`` with the same-queue flows sent in two pipelined round trips.
-
-    Same contract as ``add_bulk``. Round trip one runs every same-queue
-    ``enqueue_flow``; round trip two writes the policies of the flows that
-    landed (writing them in the first trip would create stray rows for a
-    refused flow). Other flows, and every flow on a cluster client, take the
-    ordinary one-at-a-time path afterwards, so the landing order may differ
-    from the input order; the result is still in input order.
-    """
-    roots = [parse_flow(queue, flow, f"flows[{i}]") for i, flow in enumerate(flows)]
-    if isinstance(conn, RedisCluster):
-        return await _sequential(conn, roots)
-    outcome: dict[int, bool] = {}
-    batched = [i for i, root in enumerate(roots) if _path(root) == "same-queue"]
-    if batched:
-        script = registry.script_for(conn, "enqueue_flow")
-        pipe = conn.pipeline(transaction=False)
-        for i in batched:
-            keys, args = _same_queue_call(roots[i])
-            await script(keys=keys, args=args, client=pipe)
-        replies = await pipe.execute(raise_on_error=False)
-        policies = conn.pipeline(transaction=False)
-        for i, reply in zip(batched, replies):
-            outcome[i] = not isinstance(reply, Exception)
-            if outcome[i]:
-                for child in roots[i].children:
-                    policies.hset(keyspace.job_key(child.queue, child.id), "parent_policy", child.policy)
-        await policies.execute()
-    landed: list[Landed] = []
-    for i, root in enumerate(roots):
-        if i in outcome:
-            if outcome[i]:
-                landed.append(_landed(root))
-            continue
-        try:
-            landed.append(await _add_node(conn, root))
-        except EmqError:
-            continue
-    return landed
 
 
 async def _sequential(conn: Conn, roots: list[Node]) -> list[Landed]:
@@ -182,21 +103,15 @@ def _same_queue_call(root: Node) -> tuple[list[str], list[str]]:
     return keys, args
 
 
-async def _add_same_queue(conn: Conn, root: Node, tail: list[Command] | None = None) -> None:
+async def _add_same_queue(conn: Conn, root: Node) -> None:
     keys, args = _same_queue_call(root)
     await registry.run(conn, "enqueue_flow", keys, args)
-    policies = _policies(root)
-    if tail is not None:
-        tail.extend(policies)
-        return
-    await pipeline.send(conn, policies)
-
-
-def _policies(root: Node) -> list[Command]:
     # The policies are written after the atomic land, as plain HSETs on rows
-    # that now exist; the script itself stays about landing.
-    return [("HSET", keyspace.job_key(child.queue, child.id), "parent_policy", child.policy)
-            for child in root.children]
+    # that now exist (one round trip for them all); the script stays about landing.
+    async with conn.pipeline(transaction=False) as pipe:
+        for child in root.children:
+            pipe.hset(keyspace.job_key(child.queue, child.id), "parent_policy", child.policy)
+        await pipe.execute()
 
 
 # --- paths 1 and 2: the host-side walk ----------------------------------------

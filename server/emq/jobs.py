@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from redis.exceptions import RedisError
 
-from server.emq import keyspace, pipeline, registry
+from server.emq import keyspace, registry
 from server.emq.errors import EmqError, Gone, KindRefused, Stale, StateRefused
 from server.emq.wire import Conn, as_int, text
 
@@ -49,7 +49,6 @@ __all__ = [
     "lineage",
     "lineage_of",
     "policy_arm",
-    "queue_claim_and_complete",
     "requeue_lapsed",
 ]
 
@@ -123,57 +122,6 @@ def _claimed(reply: Any) -> tuple[str, int] | None:
         return None
     job_id, token = reply
     return text(job_id) or "", as_int(token)
-
-
-async def claim_and_complete(
-    conn: Conn, queue: str, expected: tuple[str, int], result: Any = None, *,
-    line: Lineage, lease_ms: int = 30000, tail: list[tuple[Any, ...]] | None = None,
-) -> tuple[tuple[str, int] | None, bool]:
-    """``claim``, and ``complete`` of the job the caller expects it to hand
-    out, in one round trip (a worker whose work is done as soon as it has it).
-
-    A caller that read the queue (under its own lock) knows which job claim
-    takes and the token it hands out: the pending head, and its row's
-    attempts plus one. ``complete`` is fenced by that token, so a wrong guess
-    is harmless: its reply is then a refusal that wrote nothing, and the
-    caller completes, with ``complete``, the job it was really handed.
-    Returns what claim handed out (None: pending was empty) and whether that
-    job is now complete. ``line`` is the expected job's lineage; ``tail`` as
-    for ``complete``. A write outside the caller's lock that raised the
-    expected job's attempts in between (a console) could let that completion
-    pass its fence; the caller's lock is what makes the guess sound.
-    """
-    job_id, token = expected
-    claim_reply, complete_reply = await pipeline.run_many(
-        conn, _claim_and_complete_calls(queue, expected, result, line, lease_ms))
-    if isinstance(claim_reply, EmqError):
-        raise claim_reply
-    claimed = _claimed(claim_reply)
-    done = claimed == (job_id, token) and not isinstance(complete_reply, EmqError) and as_int(complete_reply) == 1
-    if done:
-        await _drop_logs(conn, queue, job_id, tail)
-    return claimed, done
-
-
-def queue_claim_and_complete(
-    batch: pipeline.Batch, queue: str, expected: tuple[str, int], result: Any = None, *,
-    line: Lineage, lease_ms: int = 30000, tail: list[tuple[Any, ...]],
-) -> None:
-    """``claim_and_complete``'s two scripts, written into ``batch`` for the
-    caller's own round trip instead of being sent, and the job's ``:logs``
-    DEL into ``tail``. The caller reads neither reply: it proves the
-    completion in that round trip (the job counted in its parent's
-    ``:processed``) and sends the tail only then; without the proof it runs
-    them again."""
-    for name, keys, args in _claim_and_complete_calls(queue, expected, result, line, lease_ms):
-        batch.script(name, keys, args)
-    tail.append(_logs_del(queue, expected[0]))
-
-
-def _claim_and_complete_calls(queue: str, expected: tuple[str, int], result: Any, line: Lineage,
-                              lease_ms: int) -> list[tuple[str, list[str], list[Any]]]:
-    keys, args = complete_call(queue, expected[0], expected[1], line, result)
-    return [_claim_call(queue, lease_ms), ("complete", keys, args)]
 
 
 async def requeue_lapsed(conn: Conn, queue: str, limit: int = 100) -> list[str]:

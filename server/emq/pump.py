@@ -12,6 +12,11 @@ or delivered is a poison entry: it never raises out of the Pump, it blocks
 the outbox at that point. The aged variant counts a blocked head and, past a
 bound, sets it aside on ``flow:outbox:poison`` so the outbox moves again.
 
+Whoever runs the Pump decides which entries it trusts: an entry is data a
+job's writer could forge, so `accept` (a caller's check of the decoded entry,
+e.g. "its parent queue is one of mine") makes a refused entry poison, never
+delivered. Every entry must name the outbox's own queue as its child's.
+
 Building blocks for the web widget: ``read_page`` + ``deliver_page`` +
 ``trim`` is one tick; ``read_page`` + ``deliver_page`` alone is "crash
 before trim".
@@ -20,7 +25,7 @@ before trim".
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Final, Literal
 
@@ -35,6 +40,9 @@ KINDS: Final = ("completed", "failed")
 # A bound on one aged call's drain/age rounds, so a flood of poison cannot
 # keep a single tick busy forever.
 _MAX_ROUNDS: Final = 64
+
+
+Accept = Callable[["OutboxEntry"], bool]
 
 
 class PoisonEntry(ValueError):
@@ -139,12 +147,25 @@ async def deliver_one(conn: Conn, entry: OutboxEntry) -> int:
     return as_int(reply)
 
 
-async def deliver_page(conn: Conn, entries: Sequence[str]) -> DeliveryReport:
-    """Deliver ``entries`` in order, stopping at the first that does not go."""
+def trusted(raw_entry: str, queue: str, accept: Accept | None) -> OutboxEntry:
+    """Decode an entry of ``queue``'s outbox and check it: its child's queue
+    is this outbox's, and ``accept`` (when given) takes it; else PoisonEntry."""
+    entry = decode_entry(raw_entry)
+    if entry.child_queue != queue:
+        raise PoisonEntry(f"entry of queue {entry.child_queue!r} in the outbox of {queue!r}")
+    if accept is not None and not accept(entry):
+        raise PoisonEntry(f"entry for parent queue {entry.parent_queue!r} refused")
+    return entry
+
+
+async def deliver_page(conn: Conn, queue: str, entries: Sequence[str],
+                       accept: Accept | None = None) -> DeliveryReport:
+    """Deliver ``entries`` of ``queue``'s outbox in order, stopping at the
+    first that does not go (undecodable, refused by ``trusted``, or by the server)."""
     delivered = duplicates = 0
     for raw_entry in entries:
         try:
-            outcome = await deliver_one(conn, decode_entry(raw_entry))
+            outcome = await deliver_one(conn, trusted(raw_entry, queue, accept))
         except (PoisonEntry, EmqError, ResponseError):
             outcome = 0  # poison: undecodable, or refused by the server
         if outcome == 0:
@@ -168,18 +189,18 @@ async def trim(conn: Conn, queue: str, entries_delivered: Sequence[str]) -> int:
     return as_int(reply)
 
 
-async def _drain(conn: Conn, queue: str, batch: int) -> DeliveryReport:
+async def _drain(conn: Conn, queue: str, batch: int, accept: Accept | None) -> DeliveryReport:
     page = await read_page(conn, queue, batch)
     if not page:
         return DeliveryReport(0, 0, None)
-    report = await deliver_page(conn, page)
+    report = await deliver_page(conn, queue, page, accept)
     await trim(conn, queue, page[: report.delivered])
     return report
 
 
-async def deliver_flow_completions(conn: Conn, queue: str, batch: int) -> int:
+async def deliver_flow_completions(conn: Conn, queue: str, batch: int, *, accept: Accept | None = None) -> int:
     """One Pump tick over ``queue``'s outbox; returns how many were delivered."""
-    return (await _drain(conn, queue, batch)).delivered
+    return (await _drain(conn, queue, batch, accept)).delivered
 
 
 async def age_head(conn: Conn, queue: str, blocked: str, max_blocked: int) -> int:
@@ -194,13 +215,13 @@ async def age_head(conn: Conn, queue: str, blocked: str, max_blocked: int) -> in
 
 
 async def deliver_flow_completions_aged(
-    conn: Conn, queue: str, batch: int, max_blocked: int
+    conn: Conn, queue: str, batch: int, max_blocked: int, *, accept: Accept | None = None
 ) -> int:
     """A tick that also ages a blocked head; past ``max_blocked`` ticks the head
     moves to the poison list and draining continues behind it in this call."""
     total = 0
     for _ in range(_MAX_ROUNDS):
-        report = await _drain(conn, queue, batch)
+        report = await _drain(conn, queue, batch, accept)
         total += report.delivered
         if report.blocked is None:
             break

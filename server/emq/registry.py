@@ -1,9 +1,8 @@
 """Every ``scripts/*.lua`` file: its parsed header, its moves, and running it.
 
 The server runs these very files and the pages list them, so this module is
-the one place that reads them. Each script is registered once per client as a
-redis-py ``AsyncScript`` (EVALSHA, with SCRIPT LOAD on NOSCRIPT), which works
-for ``Redis`` and ``RedisCluster`` alike; nothing here sends raw EVAL text.
+the one place that reads them. Each runs as a ``Script`` (``script.py``:
+EVALSHA, loaded on NOSCRIPT), on ``Redis`` and ``RedisCluster`` alike.
 
 Shared rules live once in ``scripts/includes/`` and a script pulls one in with
 a ``-- @include <name>`` line (see ``includes``). ``script_source`` is the
@@ -22,28 +21,21 @@ are in every prefix.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import re
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
-from redis.commands.core import AsyncScript
-from redis.exceptions import ResponseError
-
-from server.emq.errors import translate
 from server.emq.includes import IncludeError, expand
+from server.emq.script import Arg, Script
 from server.emq.wire import Conn
 
 __all__ = [
     "IncludeError",
     "Move",
     "ScriptDoc",
-    "call",
     "cut_moves",
     "doc",
     "file_source",
@@ -53,7 +45,7 @@ __all__ = [
     "prefix_source",
     "run",
     "run_prefix",
-    "script_for",
+    "script",
     "script_path",
     "script_source",
     "sha_of",
@@ -67,8 +59,6 @@ _TITLE_RE: Final = re.compile(r"^--\s*([a-z][a-z0-9_]*)\s*:\s*(.*)$")
 _KEYS_RE: Final = re.compile(r"^--\s*KEYS\[")
 _ARGV_RE: Final = re.compile(r"^--\s*ARGV\[")
 _RETURNS_RE: Final = re.compile(r"^--\s*(Returns|Errors)\b", re.IGNORECASE)
-
-Arg = str | bytes | int | float
 
 
 @dataclass(frozen=True)
@@ -133,7 +123,7 @@ def load_all() -> dict[str, str]:
 
 def sha_of(name: str) -> str:
     """The SHA1 Valkey knows the script by (of the expanded text)."""
-    return hashlib.sha1(script_source(name).encode("utf-8")).hexdigest()
+    return script(name).sha
 
 
 @cache
@@ -240,53 +230,19 @@ def prefix_source(name: str, n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-# One AsyncScript per (client, script text). Keyed weakly by the client so a
-# closed, dropped client takes its cache with it; we always call with
-# ``client=conn``, so the Script's own back-reference is made weak too (a
-# strong one would keep the key alive forever).
-_cache: weakref.WeakKeyDictionary[Any, dict[str, AsyncScript]] = weakref.WeakKeyDictionary()
-_fallback: dict[int, dict[str, AsyncScript]] = {}
-
-
-def _scripts_of(conn: Conn) -> dict[str, AsyncScript]:
-    try:
-        return _cache.setdefault(conn, {})
-    except TypeError:  # an unhashable / non-weakrefable client object
-        return _fallback.setdefault(id(conn), {})
-
-
-def _script(conn: Conn, cache_name: str, source: str) -> AsyncScript:
-    scripts = _scripts_of(conn)
-    found = scripts.get(cache_name)
-    if found is None:
-        found = conn.register_script(source)
-        with contextlib.suppress(TypeError):
-            found.registered_client = weakref.proxy(conn)
-        scripts[cache_name] = found
-    return found
-
-
-def script_for(conn: Conn, name: str) -> AsyncScript:
-    """The registered Script object of ``name`` on ``conn`` (for pipelines)."""
-    return _script(conn, name, script_source(name))
-
-
-async def call(script: AsyncScript, conn: Conn, keys: Sequence[str], args: Sequence[Arg]) -> Any:
-    """Run a registered script; an error reply raises its typed ``EmqError``."""
-    try:
-        return await script(keys=list(keys), args=list(args), client=conn)
-    except ResponseError as exc:
-        raise translate(exc) from exc
+@cache
+def script(name: str) -> Script:
+    """Script ``name`` as the server runs it (its includes expanded)."""
+    return Script(name, script_source(name))
 
 
 async def run(conn: Conn, name: str, keys: Sequence[str], args: Sequence[Arg]) -> Any:
     """Run script ``name`` by SHA; an error reply raises its typed ``EmqError``."""
-    return await call(script_for(conn, name), conn, keys, args)
+    return await script(name).run(conn, keys, args)
 
 
 async def run_prefix(
     conn: Conn, name: str, n: int, keys: Sequence[str], args: Sequence[Arg]
 ) -> Any:
     """Run ``name`` only through move ``n`` (the stepper's partial state)."""
-    source = prefix_source(name, n)
-    return await call(_script(conn, f"{name}#{n}", source), conn, keys, args)
+    return await Script(f"{name}#{n}", prefix_source(name, n)).run(conn, keys, args)

@@ -19,10 +19,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
+from server.emq.script import Call, Script
 from server.emq.wire import Conn
-from server.sandboxes import site_scripts
-from server.sandboxes.sandbox import REGISTRY_KEY
+from server.sandboxes.keys import REGISTRY_KEY
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+ADMIT = Script.from_file(SCRIPTS / "admit.lua")
+TOUCH = Script.from_file(SCRIPTS / "touch.lua")
+UNREGISTER_IF_IDLE = Script.from_file(SCRIPTS / "unregister_if_idle.lua")
 
 # Same slot as REGISTRY_KEY: a key without braces hashes as a whole, so
 # `{lab:sandboxes}` as a hashtag lands next to it on a cluster.
@@ -34,6 +40,10 @@ HELD_KEY = "{lab:sandboxes}:held"
 WINDOW = 600  # seconds: the window of the per-address count of new sandboxes
 
 ADMITTED, FULL, ADDRESS_FULL = 1, 0, -1
+
+
+class Full(Exception):
+    """No new sandbox can be admitted now (answered 503 with this sentence)."""
 
 
 @dataclass(frozen=True)
@@ -50,14 +60,24 @@ def address_key(address: str, now: float) -> str:
 async def admit(conn: Conn, sandbox: str, limits: Limits, address: str = "unknown", used: bool = False) -> int | str:
     """ADMITTED, FULL, ADDRESS_FULL, or the id of the sandbox evicted to admit this one."""
     now = time.time()
-    reply = await site_scripts.script(conn, "admit")(
-        keys=[REGISTRY_KEY, UNUSED_KEY, address_key(address, now), HELD_KEY],
-        args=[sandbox, int(now * 1000), limits.cap, limits.address_cap, int(used),
-              limits.unused_idle * 1000, WINDOW * 2],
-    )
-    if isinstance(reply, bytes):
-        reply = reply.decode()
+    reply = await ADMIT.run(conn, [REGISTRY_KEY, UNUSED_KEY, address_key(address, now), HELD_KEY],
+                            [sandbox, int(now * 1000), limits.cap, limits.address_cap, int(used),
+                             limits.unused_idle * 1000, WINDOW * 2])
     return reply if isinstance(reply, str) else int(reply)
+
+
+async def admit_or_refuse(conn: Conn, sandbox: str, limits: Limits, address: str, used: bool) -> None:
+    """`admit`, with a refusal raised as `Full` in words."""
+    answer = await admit(conn, sandbox, limits, address, used)
+    if answer == FULL:
+        raise Full("The site is full right now: too many learners at once. Try again in a few minutes.")
+    if answer == ADDRESS_FULL:
+        raise Full("Too many new visitors from your address in the last minutes; try again later.")
+
+
+def touch_call(sandbox: str, now_ms: int) -> Call:
+    """`touch.lua`: the sandbox was used just now (its place in the registry, kept from eviction)."""
+    return (TOUCH, [REGISTRY_KEY, UNUSED_KEY], [sandbox, now_ms])
 
 
 async def forget_unused(conn: Conn, cutoff_ms: float) -> None:
@@ -65,4 +85,5 @@ async def forget_unused(conn: Conn, cutoff_ms: float) -> None:
     await conn.zremrangebyscore(UNUSED_KEY, "-inf", cutoff_ms)
 
 
-__all__ = ["ADDRESS_FULL", "ADMITTED", "FULL", "HELD_KEY", "UNUSED_KEY", "Limits", "admit", "forget_unused"]
+__all__ = ["ADDRESS_FULL", "ADMITTED", "FULL", "HELD_KEY", "UNUSED_KEY", "Full", "Limits", "admit",
+           "admit_or_refuse", "forget_unused", "touch_call"]

@@ -14,6 +14,7 @@ the same hash on every request.
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import time
@@ -23,7 +24,8 @@ from typing import Any
 
 from server.emq.wire import Conn, Fields, as_text
 from server.sandboxes.learners import learner_ids, learners_key
-from server.sandboxes.sandbox import REGISTRY_KEY, new_id
+from server.sandboxes.keys import REGISTRY_KEY
+from server.sandboxes.sandbox import new_id
 
 ROOMS_KEY = "lab:rooms"
 ROOM_COOKIE = "emqlab_room"
@@ -39,6 +41,23 @@ MODE_WORDS = {
     "demo": "demo: everyone watches the instructor's sandbox, read-only",
     "together": "together: the class shares one sandbox",
 }
+
+
+@dataclass(frozen=True)
+class Ask:
+    widget: str
+    question: str
+    step: int
+    round: int = 1
+    revealed: bool = False
+
+
+def _ask(raw: str) -> Ask | None:
+    try:
+        data = json.loads(raw) if raw else None
+        return Ask(**data) if isinstance(data, dict) else None
+    except (TypeError, ValueError):
+        return None
 
 
 class BadRoom(ValueError):
@@ -58,6 +77,10 @@ class Room:
     created: float
     joins: int = 0
     host: str = ""  # the instructor's own sandbox, shown to everyone in demo
+    # The question put to the whole class ("Ask the class"), or None: which
+    # widget and question, at which tour step, which round (1, then 2), and
+    # whether its distribution is revealed to the learners.
+    ask: Ask | None = None
 
     @property
     def demo(self) -> bool:
@@ -132,6 +155,7 @@ def _room(code: str, raw: dict[Any, Any]) -> Room | None:
         created=float(fields.get("created") or 0),
         joins=int(fields.get("joins") or 0),
         host=fields.get("host", ""),
+        ask=_ask(fields.get("ask", "")),
     )
 
 
@@ -162,19 +186,20 @@ async def get(conn: Conn, code: str) -> Room | None:
     return _room(code, await conn.hgetall(room_key(code)))
 
 
-async def membership(conn: Conn, code: str, visitor: str) -> tuple[Room | None, bool]:
-    """The room and whether `visitor` is in it (a learner who joined, or its host):
-    one round trip, read afresh on every request."""
+async def membership(conn: Conn, code: str, visitor: str) -> tuple[Room | None, bool, str]:
+    """The room, whether `visitor` is in it (a learner who joined, or its
+    host), and their display name: one round trip, read afresh on every request."""
     if not CODE_RE.match(code):
-        return None, False
+        return None, False, ""
     async with conn.pipeline(transaction=False) as pipe:
         pipe.hgetall(room_key(code))
         pipe.zscore(learners_key(code), visitor)
-        raw, score = await pipe.execute()
+        pipe.hget(f"lab:{{{visitor}}}:meta", "name")
+        raw, score, name = await pipe.execute()
     room = _room(code, raw)
     if room is None:
-        return None, False
-    return room, score is not None or (bool(room.host) and room.host == visitor)
+        return None, False, ""
+    return room, score is not None or (bool(room.host) and room.host == visitor), as_text(name)
 
 
 async def find(conn: Conn, code_or_name: str) -> Room | None:

@@ -20,8 +20,6 @@ COOKIE = "emqlab_sandbox"
 # Anchored at both ends (\Z, not $): "s0123456789\n" is not an id, whichever
 # of match/fullmatch a caller uses.
 SANDBOX_RE = re.compile(r"\As[a-z0-9]{10}\Z")
-# Every live sandbox, scored by its last activity (ms). The reaper walks it.
-REGISTRY_KEY = "lab:sandboxes"
 
 
 class NoSandbox(Exception):
@@ -41,12 +39,6 @@ def queue_name(sandbox: str, *parts: str) -> str:
     if not SANDBOX_RE.fullmatch(sandbox):
         raise NoSandbox(f"not a sandbox id: {sandbox!r}")
     return ".".join((sandbox, *parts))
-
-
-def key_patterns(sandbox: str) -> list[str]:
-    """SCAN patterns that cover every key of one sandbox (emq rows and lab state)."""
-    # Ids have a fixed length, so one id is never a prefix of another.
-    return [f"emq:{{{sandbox}.*", f"lab:{{{sandbox}*"]
 
 
 class SandboxCookie:
@@ -78,6 +70,12 @@ class SandboxCookie:
         if not raw:
             raise NoSandbox("no sandbox cookie: open a page of the course first")
         return self.parse(raw)
+
+    def header(self, sandbox: str) -> str:
+        """The Set-Cookie header value that names `sandbox` (for a middleware)."""
+        carrier = Response()
+        self.attach(carrier, sandbox)
+        return carrier.headers["set-cookie"]
 
     def attach(self, response: Response, sandbox: str) -> None:
         response.set_cookie(

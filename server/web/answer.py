@@ -1,32 +1,24 @@
-"""The site's JSON, encoded once and fast: every JSON answer and stream frame.
-
-An action's answer carries the widget's whole snapshot (some 3 kB), and the
-stream encodes the same snapshot once per sandbox per change. The standard
-library's encoder was measured at an eighth of a click's instructions for
-that one answer; orjson (in C, UTF-8 out) does it in a fraction of that.
-What it writes is the same JSON Starlette's `JSONResponse` wrote (compact,
-UTF-8, no NaN: orjson writes null where `json` refused).
-"""
+"""The site's JSON answers: msgspec encodes them (typed structs and plain data alike)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import orjson
-from starlette.responses import JSONResponse
+import msgspec
+from starlette.responses import Response
 
-# Widget state never has non-string keys, but a count keyed by number (a
-# reading, a roster tally) must encode as `json` encodes it: the key as text.
-_OPTIONS = orjson.OPT_NON_STR_KEYS
+_encoder = msgspec.json.Encoder()
 
 
-def dumps(data: Any) -> str:
-    """`data` as JSON text (an SSE frame's data)."""
-    return orjson.dumps(data, option=_OPTIONS).decode()
+def dumps(data: Any) -> bytes:
+    """`data` as compact UTF-8 JSON (a Struct, a dict, a list…)."""
+    return _encoder.encode(data)
 
 
-class JSONAnswer(JSONResponse):
-    """Starlette's `JSONResponse`, its body encoded by orjson."""
+class JSONAnswer(Response):
+    """A JSON response whose body msgspec encodes."""
+
+    media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
-        return orjson.dumps(content, option=_OPTIONS)
+        return dumps(content)

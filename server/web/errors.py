@@ -5,8 +5,10 @@ wrong through `answer_error`, so the same fault gets the same words and the
 same status wherever it happens:
 
 * a widget's `Busy` (its action lock held too long) is a 503 to retry;
-* a refusal of ours (`Refused`, raised by the guards; a widget's `Refusal`, bad input) is a
-  4xx saying what was wrong;
+* a refusal of ours (the guards' `Refused`, a body that does not fit, a
+  widget's `Refused`, the site full) is a 4xx (or 503) saying what was wrong;
+* a key of the wrong type (a console made `pending` a string) is a 409
+  that says so and points at Reset;
 * Valkey away, loading, a replica, or a cluster mid-failover is a 503 the
   page retries (`VALKEY_DOWN`);
 * Valkey out of memory is a 503 too (`is_out_of_memory`): redis-py raises
@@ -27,6 +29,7 @@ from redis.exceptions import (
     OutOfMemoryError,
     ReadOnlyError,
     RedisClusterException,
+    ResponseError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeout
@@ -34,20 +37,19 @@ from starlette.requests import ClientDisconnect
 
 from server.emq.errors import EmqError
 from server.emq.keyspace import BadId
+from server.emq.shape import FlowShapeError
+from server.sandboxes.admission import Full
 from server.sandboxes.sandbox import NoSandbox
-from server.web import body
 from server.web.answer import JSONAnswer
-from server.widgets.base import BadInput, Busy, Refusal, TooManyKeys
+from server.web.bodies import BadBody
+from server.web.guards import Refused
+from server.widgets import base as widget_base
+from server.widgets.turn import Busy
 
 log = logging.getLogger("emqlab.api")
 
-
-class Refused(Exception):
-    """A guard's refusal: `status` (4xx, or 503 when the site is full) and a sentence."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+WRONG_TYPE = ("A key of this widget holds another type than the key grammar gives it (a console line "
+              "changed it), so the action cannot run on it. Press Reset: it removes the keys whatever they hold.")
 
 
 # Valkey away, loading, or a replica after a failover: the widget retries.
@@ -100,14 +102,18 @@ def answer_error(exc: Exception) -> JSONAnswer:
     if isinstance(exc, Refused):
         headers = {"Retry-After": "10"} if exc.status in (429, 503) else None
         return JSONAnswer({"error": str(exc)}, status_code=exc.status, headers=headers)
-    if isinstance(exc, body.BadBody):
+    if isinstance(exc, BadBody):
         return problem(exc.status, str(exc))
     if isinstance(exc, NoSandbox):
         return problem(403, str(exc))
-    if isinstance(exc, (BadInput, BadId)):
+    if isinstance(exc, (BadId, FlowShapeError)):
         return problem(400, str(exc))
-    if isinstance(exc, (Refusal, TooManyKeys)):
+    if isinstance(exc, widget_base.Refused):
         return problem(409, str(exc))
+    if isinstance(exc, Full):
+        return JSONAnswer({"error": str(exc)}, status_code=503, headers={"Retry-After": "60"})
+    if isinstance(exc, ResponseError) and "WRONGTYPE" in str(exc):
+        return problem(409, WRONG_TYPE)
     if isinstance(exc, Busy):
         return JSONAnswer({"error": str(exc)}, status_code=503, headers={"Retry-After": "1"})
     if is_out_of_memory(exc):

@@ -22,11 +22,7 @@ FILE_NAME = "secret"
 
 
 def state_dir(settings: Settings) -> Path:
-    if settings.state_dir:
-        return Path(settings.state_dir)
-    xdg = os.environ.get("XDG_STATE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".local" / "state"
-    return base / "emqlab"
+    return Path(settings.data_dir)
 
 
 def _read(path: Path) -> str | None:

@@ -1,30 +1,30 @@
-"""Every widget a dive can place, by the name its directive uses."""
+"""The widgets, found by the code: every module of this package that defines a
+`Widget` subclass with a `name` is one. No list of widgets is kept by hand
+anywhere: a new widget is its module, its partial
+(`site/templates/widgets/_<name>.html`), its script
+(`site/static/widgets/<name>.js`) and its place in a dive.
+"""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 from server.widgets.base import Widget
-from server.widgets.enqueue_stepper import EnqueueStepper
-from server.widgets.failure_policy import FailurePolicy
-from server.widgets.fanin import FanIn
-from server.widgets.ledger import Ledger
-from server.widgets.native import Native
-from server.widgets.outbox import Outbox
-from server.widgets.questions import QUESTIONS
-from server.widgets.results_reader import ResultsReader
-from server.widgets.tree import Tree
-
-WIDGETS: dict[str, Widget] = {
-    w.name: w
-    for w in (EnqueueStepper(), FanIn(), Native(), Outbox(), FailurePolicy(), Ledger(), ResultsReader(), Tree())
-}
-for _name, _asked in QUESTIONS.items():
-    WIDGETS[_name].questions = _asked  # each widget's questions, as server/widgets/questions.py sets them
 
 
-def widget_for_queue(queue: str) -> str | None:
-    """The widget that owns a queue name `<sandbox>.<part>[.<part>]`."""
-    _, _, rest = queue.partition(".")
-    for widget in WIDGETS.values():
-        if any(rest == ".".join(parts) for parts in widget.queue_parts):
-            return widget.name
-    return None
+def discover() -> dict[str, Widget]:
+    """One instance of each widget, by name, in name order."""
+    found: dict[str, Widget] = {}
+    for module in pkgutil.iter_modules(__path__):
+        loaded = importlib.import_module(f"{__name__}.{module.name}")
+        for value in vars(loaded).values():
+            if (isinstance(value, type) and issubclass(value, Widget) and value.__module__ == loaded.__name__
+                    and "name" in vars(value)):
+                if value.name in found:
+                    raise RuntimeError(f"two widgets are named {value.name!r}")
+                found[value.name] = value()
+    return dict(sorted(found.items()))
+
+
+WIDGETS = discover()

@@ -1,281 +1,258 @@
 """The fan-in counter: a parent held on three children, released at zero.
 
-Claiming and completing are two steps, as they are for a worker: "Claim" runs
-the real `claim` (the child enters `active` with its token and lease
-deadline), "Complete child" runs the real `complete` for the claimed child the
-learner picks (claiming one first when none is claimed, so one click still
-counts one child down). The guards inside `complete` are made to answer for
-real: a completion carrying a stale token while the row exists
-(`EMQSTALE`), a late completion after the lease lapsed (`requeue_lapsed`
-puts the child back in pending; claimed again it carries token 2), and the
-branch where the token matches but the child is no longer in `active` (the
-script answers 1 and skips the fan-in). Each outcome names the script's
-reply and the keys two readings found changed.
+Claiming and completing are two steps, as they are for a worker: "Claim"
+runs the real `claim` (the child enters `active` with its token and lease
+deadline); "Complete child" runs the real `complete` for the claimed child
+the learner picks (claiming one first when none is claimed, so one click
+still counts one child down). The guards inside `complete` are made to
+answer for real: a stale token while the row exists (`EMQSTALE`), a lease
+that lapses (`requeue_lapsed`) and the first worker's late completion, and a
+redelivered completion. Every sentence says what a script answered; the
+numbers after it come from the snapshot, read from Valkey.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from datetime import UTC, datetime
+from typing import Any
 
-from server.emq import jobs, keyspace
-from server.emq.errors import EmqError
-from server.widgets import flow, snapshot
-from server.widgets.base import BadInput, Context, Outcome, action
-from server.widgets.fanin_reading import (
-    CHILDREN,
-    PARENT,
-    Peek,
-    claimed,
-    line_of,
-    parent_status,
-    readout,
-    result_of,
-)
-from server.widgets.keydiff import diff_words, key_diff
-from server.widgets.one_flow import OneFlow
-from server.widgets.snapshot import QueueView
+from server.emq import flows, jobs, keyspace
+from server.emq.errors import EmqError, Gone
+from server.widgets import flow
+from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
+from server.widgets.turn import Turn
+from server.widgets.view import Moment, QueueView
 
+PARENT = "JOBparent"
+CHILDREN = ("JOBchild1", "JOBchild2", "JOBchild3")
 LEASE_MS = 30_000
 
 
-@dataclass(frozen=True)
-class Sent:
-    """A completion sent as a worker would: the script's answer, the counter
-    before and after, and the keys two readings found changed."""
+class ChildBody(Body):
+    """The claimed child the learner picked (the oldest claim when absent)."""
 
-    child: str
-    answer: str
-    before: int
-    after: int
-    changed: list[str]
-
-    def outcome(self, said: str, answer: str | None = None) -> Outcome:
-        """The refused outcome every replayed completion gets: `said`, then what changed."""
-        return Outcome(f"{said}; {diff_words(self.changed)}.", "refused",
-                       {"child": self.child, "answer": answer or self.answer, "before": self.before,
-                        "after": self.after, "changed": self.changed})
+    child: str | None = None
 
 
-def flow_spec() -> dict[str, Any]:
-    return {
-        "parent": {"id": PARENT, "payload": "build the report"},
-        "children": [{"id": c, "payload": f"part {i}"} for i, c in enumerate(CHILDREN, 1)],
-    }
+def result_of(job_id: str) -> str:
+    """What the learner's "worker" records as a child's result."""
+    return f"result of {job_id}"
 
 
-class FanIn(OneFlow):
+def claims(view: QueueView) -> list[dict[str, Any]]:
+    """The jobs in `active`, oldest lease first: id, token (the row's attempts), deadline."""
+    out = []
+    for member, score in view.scores("active").items():
+        deadline = datetime.fromtimestamp(float(score) / 1000, UTC)
+        out.append({"id": member, "token": view.fields(member).get("attempts"),
+                    "deadline": deadline.strftime("%H:%M:%S UTC")})
+    return out
+
+
+class FanIn(Widget):
     name = "fanin"
     title = "The fan-in counter"
-    queue_parts = (("fanin",),)
-    # `#fanin-step=N` and the static trace: claim and complete, a stale token,
-    # a redelivery, a lease that lapses and a late completion refused by the
-    # fence, and a late completion the fan-in skips because the child is not
-    # in active.
-    tour = ("complete-child", "redeliver", "claim", "stale", "lapse", "claim", "late",
-            "complete-child", "claim", "lapse", "late")
-    labels: ClassVar[dict[str, str]] = {
-              "claim": "Claim", "complete-child": "Complete child", "stale": "Complete with a stale token",
-              "lapse": "Let the lease lapse", "late": "Send the late completion",
-              "redeliver": "Redeliver last completion", "reset": "Reset"}
+    queue_parts = ("fanin",)
+    tour = (
+        Step("counted", "A completion counted down :dependencies", (do("complete-child"),)),
+        Step("redelivered", "A redelivered completion changed nothing", (do("redeliver"),)),
+        Step("claimed", "A child claimed with a token", (do("claim"),)),
+        Step("stale", "A stale token refused with EMQSTALE", (do("stale"),)),
+        Step("lapsed", "A lapsed lease put the child back in pending", (do("lapse"),)),
+        Step("fenced", "A late completion refused by the token fence", (do("claim"), do("late"))),
+        Step("released", "The last completion released the parent", (do("complete-child"), do("complete-child"))),
+        Step("skipped", "A late completion retired a row the fan-in never counted",
+             (do("reset"), do("claim"), do("lapse"), do("late"))),
+    )
 
-    parent, children = PARENT, CHILDREN
+    def job_ids(self, part: str) -> tuple[str, ...]:
+        return (PARENT, *CHILDREN)
 
-    def flow_spec(self) -> dict[str, Any]:
-        return flow_spec()
+    async def land(self, turn: Turn) -> None:
+        await flows.add(turn.conn, turn.queue(), {
+            "parent": {"id": PARENT, "payload": "build the report"},
+            "children": [{"id": c, "payload": f"part {i}"} for i, c in enumerate(CHILDREN, 1)],
+        })
 
-    def describe(self, views: list[QueueView], state: dict[str, str]) -> dict[str, Any]:
-        view = views[0]
-        status = parent_status(view)
-        active = claimed(view)
+    # -- what a page draws --------------------------------------------------------
+    def describe(self, moment: Moment) -> Description:
+        view = moment.first
+        reading_ = flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN])
+        active = claims(view)
         tokens = {a["id"]: a for a in active}
-        children = []
-        for child in flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN]).children:
-            row = view.row(child.id)
-            children.append({**child.as_json(), "token": row.value.get("attempts") if row else None,
-                             "deadline": tokens[child.id]["deadline"] if child.id in tokens else None})
-        last = json.loads(state["last"]) if state.get("last") else None
-        lapsed = json.loads(state["lapsed"]) if state.get("lapsed") else None
-        return {
-            "readout": readout(status, len(CHILDREN), active),
-            "picture": {"parent": {"id": PARENT, **status}, "children": children, "active": active,
-                        "last": last, "lapsed": lapsed},
-        }
-
-    # -- reading -------------------------------------------------------------
-    async def view(self, ctx: Context) -> QueueView:
-        return await snapshot.read_queue(ctx.conn, self.queues(ctx)[0], self.job_ids(self.queues(ctx)[0]))
-
-    async def peek(self, ctx: Context) -> Peek:
-        """What the actions decide on: the queue's keys, read by one script
-        call (the snapshot's), so each child's row comes along with them."""
-        queue = self.queues(ctx)[0]
-        view = ctx.take_start() or await snapshot.read_queue(ctx.conn, queue, self.job_ids(queue))
-        found = {cid: view.row(cid) for cid in CHILDREN}
-        rows = {cid: (row.value if row is not None else {}) for cid, row in found.items()}
-        deps, parent = view.row(PARENT, ":dependencies"), view.row(PARENT)
-        # active is scored by lease deadline: its head is the oldest claim;
-        # pending's head is the one claim takes (lowest score first)
-        return Peek(active=view.members("active"), head=next(iter(view.members("pending")), None),
-                    dependencies=int(deps.value) if deps is not None else 0,
-                    tokens={c: int(rows[c].get("attempts") or 0) for c in CHILDREN}, rows=rows,
-                    pending=view.members("pending"),
-                    parent_state=parent.value.get("state") if parent is not None else None)
+        children = [{**child.as_json(), "token": view.fields(child.id).get("attempts"),
+                     "deadline": tokens[child.id]["deadline"] if child.id in tokens else None}
+                    for child in reading_.children]
+        return Description(self.readout(view, reading_, active), {
+            "parent": reading_.parent.as_json(), "children": children, "active": active,
+            "last": _json(moment.state.get("last")), "lapsed": _json(moment.state.get("lapsed"))})
 
     @staticmethod
-    def chosen(peek: Peek, body: dict[str, Any]) -> tuple[str, int] | None:
-        """The claimed child the learner picked (or the oldest claim) and the
-        token its row holds; None when it is not claimed."""
-        child = body.get("child")
-        if child is not None and child not in CHILDREN:
-            raise BadInput(f"'child' must be one of: {', '.join(CHILDREN)}")
-        pick = child if child is not None else next(iter(peek.active), None)
-        if pick is None or pick not in peek.active or pick not in CHILDREN:
+    def readout(view: QueueView, reading_: flow.FlowReading, active: list[dict[str, Any]]) -> str:
+        parent = reading_.parent
+        if parent.state is None:
+            waiting = [c for c in CHILDREN if c in view.members("pending") or c in view.members("active")]
+            if not waiting and parent.dependencies is None:
+                return "No flow in this queue: press Reset to land it again."
+            return (f"The parent's row is gone, yet {flow.plural(len(waiting), 'child', 'children')} still wait "
+                    f"and {reading_.counter()}: completions count down a counter nothing will release. "
+                    "Press Reset.")
+        line = f"{reading_.tally()} → {reading_.counter()}; {parent.fate()}"
+        if active:
+            line += "; in active: " + ", ".join(f"{a['id']} (token {a['token']})" for a in active)
+        return line
+
+    # -- readings the dive's questions are judged on --------------------------------
+    @reading("dependencies")
+    def dependencies(self, now: Moment, before: Moment) -> Value:
+        found = now.first.number(PARENT, ":dependencies")
+        return found if found is not None else "no counter"
+
+    @reading("children-outstanding")
+    def children_outstanding(self, now: Moment, before: Moment) -> Value:
+        found = now.first.number(PARENT, ":dependencies")
+        return found is not None and found > 0 and now.first.fields(PARENT).get("state") == "awaiting_children"
+
+    @reading("completion-to-redeliver")
+    def completion_to_redeliver(self, now: Moment, before: Moment) -> Value:
+        """A completion was sent, so "Redeliver last completion" has one to send again."""
+        return _json(now.state.get("last")) is not None
+
+    @reading("parent-fate")
+    def parent_fate(self, now: Moment, before: Moment) -> Value:
+        state = now.first.fields(PARENT).get("state")
+        return {"awaiting_children": "held", "pending": "released", "failed": "failed"}.get(state or "", "gone")
+
+    # -- actions --------------------------------------------------------------------
+    def picked(self, turn: Turn, body: ChildBody) -> tuple[str, int] | None:
+        """The claimed child the learner picked (or the oldest claim) and its row's token."""
+        view = turn.moment.first
+        active = view.members("active")
+        pick = body.child if body.child is not None else next(iter(active), None)
+        if pick is None or pick not in active:
             return None
-        return pick, peek.tokens[pick]
+        return pick, int(view.fields(pick).get("attempts") or 0)
 
-    async def claim_and_complete(self, ctx: Context, peek: Peek) -> tuple[tuple[str, int] | None, bool]:
-        """Claim the next pending child and complete it, in one round trip
-        when the head is a child (`jobs.claim_and_complete`: the lock's read
-        names the job claim takes and its token), or in none of its own: the
-        action's closing one (`closing.py`)."""
-        head = peek.head
-        if head not in CHILDREN:
-            return None, False
-        queue = self.queues(ctx)[0]
-        line = line_of(queue, peek, head)
-        if line is None:  # no row to read the lineage from: claim alone, complete after
-            return await self.claim_child(ctx, peek), False
-        expected = (head, peek.tokens[head] + 1)
-        if ctx.closing is not None:
-            # both ride the closing round trip; the outcome stands once the parent counted the child
-            jobs.queue_claim_and_complete(ctx.closing.batch, queue, expected, result_of(head), line=line,
-                                          lease_ms=LEASE_MS, tail=ctx.tail)
-            ctx.closing.prove("HGET", keyspace.processed_key(queue, PARENT), head)
-            return expected, True
-        return await jobs.claim_and_complete(ctx.conn, queue, expected, result_of(head), line=line,
-                                             lease_ms=LEASE_MS, tail=ctx.tail)
+    async def take_next(self, turn: Turn) -> tuple[tuple[str, int] | None, list[str]]:
+        """Claim the next pending child (never the released parent), and the
+        ids claim dropped on the way because their rows were gone."""
+        pending = turn.moment.first.members("pending")
+        if not pending or pending[0] == PARENT:
+            return None, []
+        got = await jobs.claim(turn.conn, turn.queue(), LEASE_MS)
+        taken = got[0] if got else None
+        return got, pending[: pending.index(taken)] if taken in pending else pending
 
-    async def claim_child(self, ctx: Context, peek: Peek) -> tuple[str, int] | None:
-        """Claim the next pending child, never the parent once it is released."""
-        if peek.head not in CHILDREN:
-            return None
-        return await jobs.claim(ctx.conn, self.queues(ctx)[0], LEASE_MS)
-
-    # -- actions -------------------------------------------------------------
-    @action("claim")
-    async def claim(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        peek = await self.peek(ctx)
-        got = await self.claim_child(ctx, peek)
+    @action("claim", "Claim")
+    async def claim(self, turn: Turn, body: Body) -> Outcome:
+        got, dropped = await self.take_next(turn)
+        gone = (f"Claim dropped {', '.join(dropped)} from pending (no row: a late completion retired it). "
+                if dropped else "")
         if got is None:
-            return Outcome("No child is waiting in pending: Claim takes only children, never the parent.", "info")
+            return Outcome(text=gone + "No child waits in pending: Claim takes children only, never the parent.",
+                           kind="info", detail={"dropped": dropped})
         job_id, token = got
-        return Outcome(
-            f"Claimed {job_id}: it is in active with token {token} and a lease of {LEASE_MS // 1000} s; "
-            f":dependencies is still {peek.dependencies} (claiming counts nothing).",
-            detail={"child": job_id, "token": token},
-        )
+        return Outcome(text=f"{gone}Claimed {job_id}: in active with token {token}, a {LEASE_MS // 1000} s lease; "
+                            "nothing is counted yet.", reached=("claimed",),
+                       detail={"child": job_id, "token": token, "dropped": dropped})
 
-    @action("complete-child")
-    async def complete_child(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        queue = self.queues(ctx)[0]
-        peek = await self.peek(ctx)
-        got = self.chosen(peek, body)
-        done = False
+    @action("complete-child", "Complete child", ChildBody)
+    async def complete_child(self, turn: Turn, body: ChildBody) -> Outcome:
+        view = turn.moment.first
+        got = self.picked(turn, body)
+        if got is None and body.child is not None:
+            return Outcome(text=f"{body.child} is not in active: claim it first.", kind="info")
         if got is None:
-            if body.get("child") is not None:
-                return Outcome(f"{body['child']} is not in active: claim it first.", "info")
-            got, done = await self.claim_and_complete(ctx, peek)
+            got, _ = await self.take_next(turn)
             if got is None:
-                return Outcome("No child is claimed or waiting in pending; the parent was released or "
-                               "is stuck. Reset to start again.", "info")
+                return Outcome(text="No child is claimed or waiting in pending: press Reset to start again.",
+                               kind="info")
         job_id, token = got
-        before = peek.dependencies
-        result = result_of(job_id)
-        if not done:
-            await jobs.complete(ctx.conn, queue, job_id, token, result, line=line_of(queue, peek, job_id),
-                                tail=ctx.tail)
-        # the counter and the parent as the outcome is recorded: no read-back
-        clause, reads = flow.after_signal(queue, PARENT, before)
-        return Outcome(
-            f"Completed {job_id} with token {token}: {clause}.",
-            detail={"child": job_id, "token": token, "dependencies": "{{=deps}}", "parent_state": "{{=parent}}"},
-            # remembered for "Redeliver", with the outcome in the action's last round trip
-            keep={"last": {"id": job_id, "token": token, "result": result}},
-            reads=reads,
-        )
+        before = view.number(PARENT, ":dependencies")
+        # the row's parent link as the lock read it (jobs.complete reads it itself when the read has no row)
+        line = jobs.lineage_of_row(turn.queue(), view.fields(job_id))
+        await jobs.complete(turn.conn, turn.queue(), job_id, token, result_of(job_id), line=line, tail=turn.after)
+        turn.remember(last={"id": job_id, "token": token, "result": result_of(job_id)})
+        reached: tuple[str, ...] = ("counted",)
+        if before == 1 and self.parent_fate(await turn.read(), turn.moment) == "released":
+            reached += ("released",)  # the last child: read back, so the milestone is what Valkey holds
+        return Outcome(text=f"Completed {job_id} with token {token}: complete answered 1 and counted it off "
+                            "the parent.", reached=reached, detail={"child": job_id, "token": token})
 
-    async def send(self, ctx: Context, job_id: str, token: int, result: str) -> Sent:
-        """Run `complete` as a worker would; what it answered and what changed."""
-        queue = self.queues(ctx)[0]
-        before_view = ctx.take_start() or await self.view(ctx)
+    async def send(self, turn: Turn, job_id: str, token: int, result: str) -> str:
+        """Run `complete` as a worker would; what it answered, in Valkey's words."""
         try:
-            await jobs.complete(ctx.conn, queue, job_id, token, result)
-            answer = "1"
-        except jobs.Gone:
-            answer = "0 (gone: no row)"
+            await jobs.complete(turn.conn, turn.queue(), job_id, token, result)
+        except Gone:
+            return "0 (no row)"
         except EmqError as exc:
-            answer = str(exc)
-        after_view = await self.view(ctx)
-        before, after = (parent_status(v)["dependencies"] or 0 for v in (before_view, after_view))
-        return Sent(job_id, answer, before, after, key_diff(before_view, after_view))
+            return str(exc)
+        return "1"
 
-    @action("stale")
-    async def stale(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        got = self.chosen(await self.peek(ctx), body)
+    @action("stale", "Complete with a stale token", ChildBody)
+    async def stale(self, turn: Turn, body: ChildBody) -> Outcome:
+        got = self.picked(turn, body)
         if got is None:
-            return Outcome("No child is in active: Claim one first, then send its completion with a stale token.",
-                           "info")
+            return Outcome(text="No child is in active: Claim one, then send its completion with a stale token.",
+                           kind="info")
         job_id, token = got
-        sent = await self.send(ctx, job_id, token - 1, result_of(job_id))
-        return sent.outcome(f"Completed {job_id} with the stale token {token - 1} while its row holds attempts "
-                            f"{token}: the script answered {sent.answer}; :dependencies {sent.before} → {sent.after}")
+        answer = await self.send(turn, job_id, token - 1, result_of(job_id))
+        return Outcome(text=f"Sent {job_id}'s completion with token {token - 1} while its row holds {token}: "
+                            f"complete answered {answer}.", kind="refused",
+                       reached=("stale",) if answer.startswith("EMQSTALE") else (),
+                       detail={"child": job_id, "answer": answer})
 
-    @action("lapse")
-    async def lapse(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        queue = self.queues(ctx)[0]
-        got = self.chosen(await self.peek(ctx), body)
+    @action("lapse", "Let the lease lapse", ChildBody)
+    async def lapse(self, turn: Turn, body: ChildBody) -> Outcome:
+        got = self.picked(turn, body)
         if got is None:
-            return Outcome("No child is in active, so there is no lease to lapse: Claim one first.", "info")
+            return Outcome(text="No child is in active, so no lease can lapse: Claim one first.", kind="info")
         job_id, token = got
-        # The worker went quiet: wind its deadline back to the epoch instead of
-        # waiting 30 s; requeue_lapsed then compares it with the server clock.
-        await ctx.conn.zadd(keyspace.queue_key(queue, "active"), {job_id: 1}, xx=True)
-        requeued = await jobs.requeue_lapsed(ctx.conn, queue)
-        await self.remember(ctx, lapsed={"id": job_id, "token": token})
-        return Outcome(
-            f"The lease of {job_id} (token {token}) ran out: requeue_lapsed answered [{', '.join(requeued)}] "
-            f"and put it back in pending. Its first worker still holds token {token}.",
-            detail={"child": job_id, "token": token, "requeued": requeued},
-        )
+        # The worker went quiet: its deadline is wound back to the epoch rather
+        # than waiting 30 s; requeue_lapsed compares it with the server's clock.
+        await turn.conn.zadd(keyspace.queue_key(turn.queue(), "active"), {job_id: 1}, xx=True)
+        requeued = await jobs.requeue_lapsed(turn.conn, turn.queue())
+        turn.remember(lapsed={"id": job_id, "token": token})
+        return Outcome(text=f"{job_id}'s lease ran out: requeue_lapsed put it back in pending. Its first worker "
+                            f"still holds token {token}.", reached=("lapsed",) if job_id in requeued else (),
+                       detail={"child": job_id, "token": token, "requeued": requeued})
 
-    @action("late")
-    async def late(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        state = await self.state(ctx)
-        if not state.get("lapsed"):
-            return Outcome("No lease has lapsed yet: Claim a child, then Let the lease lapse.", "info")
-        lapsed = json.loads(state["lapsed"])
-        job_id, token = lapsed["id"], int(lapsed["token"])
-        sent = await self.send(ctx, job_id, token, f"late result of {job_id}")
-        if sent.answer.startswith("EMQSTALE"):
-            why = "the child was claimed again, so the row's token moved on and the fence refused it"
-        elif sent.answer == "1":
-            why = ("the token still matches but the child is not in active, so the script retired the row "
-                   "and skipped the fan-in")
+    @action("late", "Send the late completion")
+    async def late(self, turn: Turn, body: Body) -> Outcome:
+        lapsed = _json(turn.moment.state.get("lapsed"))
+        if not lapsed:
+            return Outcome(text="No lease has lapsed yet: Claim a child, then Let the lease lapse.", kind="info")
+        job_id, token = str(lapsed["id"]), int(lapsed["token"])
+        answer = await self.send(turn, job_id, token, f"late result of {job_id}")
+        if answer.startswith("EMQSTALE"):
+            why, reached = "the child was claimed again, so its token moved on and the fence refused it", "fenced"
+        elif answer == "1":
+            why, reached = "its token matched but it was not in active, so the row retired uncounted", "skipped"
         else:
-            why = "the row is gone"
-        return sent.outcome(f"The first worker's late completion of {job_id} with token {token}: the script "
-                            f"answered {sent.answer}; {why}; :dependencies {sent.before} → {sent.after}")
+            why, reached = "its row is gone", ""
+        return Outcome(text=f"The first worker's late completion of {job_id} (token {token}): complete answered "
+                            f"{answer}; {why}.", kind="refused", reached=(reached,) if reached else (),
+                       detail={"child": job_id, "answer": answer})
 
-    @action("redeliver")
-    async def redeliver(self, ctx: Context, body: dict[str, Any]) -> Outcome:
-        state = await self.state(ctx)
-        if not state.get("last"):
-            return Outcome("Nothing to redeliver yet: complete a child first.", "info")
-        last = json.loads(state["last"])
-        sent = await self.send(ctx, last["id"], last["token"], last["result"])
-        answer = "gone (0): the child's row was already retired" if sent.answer.startswith("0") else sent.answer
-        moved = "did not move" if sent.after == sent.before else f"moved from {sent.before} to {sent.after}"
-        return sent.outcome(f"Redelivered the completion of {last['id']} with its old token {last['token']}: "
-                            f"the script answered {answer}; dependencies {moved} (still {sent.after})", answer)
+    @action("redeliver", "Redeliver last completion")
+    async def redeliver(self, turn: Turn, body: Body) -> Outcome:
+        last = _json(turn.moment.state.get("last"))
+        if not last:
+            return Outcome(text="Nothing to redeliver yet: complete a child first.", kind="info")
+        answer = await self.send(turn, str(last["id"]), int(last["token"]), str(last["result"]))
+        said = "the row was already retired, so nothing was counted" if answer.startswith("0") else "see the keys"
+        return Outcome(text=f"Redelivered {last['id']}'s completion with its old token: complete answered "
+                            f"{answer}; {said}.", kind="refused",
+                       reached=("redelivered",) if answer.startswith("0") else (),
+                       detail={"child": str(last["id"]), "answer": answer})
+
+
+def _json(raw: str | None) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

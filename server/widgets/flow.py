@@ -19,9 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from server.emq import keyspace, pump
-from server.widgets.outcome import Reading
-from server.widgets.snapshot import QueueView
+from server.emq import pump
+from server.widgets.view import QueueView
 
 Counted = Literal["processed", "ignored"]
 EntryState = Literal["waiting", "applied"]
@@ -97,22 +96,6 @@ def fate(state: str | None, sets: list[str]) -> str:
     return f"the parent is released: state {state}, in {where}"
 
 
-# A parent's state after a child's signal, in the words an outcome uses.
-PARENT_WORDS = {"pending": "the parent is released into pending", "awaiting_children": "the parent is still held",
-                "failed": "the parent has failed", "none": "the parent's row is gone"}
-
-
-def after_signal(queue: str, parent: str, before: int) -> tuple[str, dict[str, Reading]]:
-    """The clause an outcome ends with after a child's signal reached (or
-    did not reach) the parent on `queue`: its counter against `before` and
-    its state, both read when the outcome is recorded (`Reading`)."""
-    moved = {str(n): f"fell from {before} to {n}" for n in range(before)}
-    moved[str(before)] = f"stayed at {before}"
-    reads = {"deps": Reading(("GET", keyspace.dependencies_key(queue, parent)), moved),
-             "parent": Reading(("HGET", keyspace.job_key(queue, parent), "state"), PARENT_WORDS)}
-    return ":dependencies {{deps}}; {{parent}}", reads
-
-
 @dataclass(frozen=True)
 class Parent:
     id: str
@@ -164,11 +147,6 @@ class FlowReading:
         return f":dependencies = {'—' if deps is None else deps}"
 
 
-def _text_of(view: QueueView, name: str, sub: str = "") -> dict[str, str]:
-    key = view.row(name, sub)
-    return dict(key.value) if key is not None and isinstance(key.value, dict) else {}
-
-
 def decode_entries(raw: Sequence[str], counted: set[str]) -> list[Entry]:
     found = []
     for item in raw:
@@ -182,41 +160,34 @@ def decode_entries(raw: Sequence[str], counted: set[str]) -> list[Entry]:
     return found
 
 
-def _listed(view: QueueView, suffix: str) -> list[str]:
-    key = view.get(suffix)
-    return [str(v) for v in key.value] if key is not None else []
-
-
 def read_flow(parent_view: QueueView, parent_id: str,
               children: Sequence[tuple[QueueView, str]]) -> FlowReading:
     """The flow whose parent is `parent_id` on `parent_view`'s queue, with
     `children` as (the view of the child's queue, child id)."""
-    row = parent_view.row(parent_id)
-    deps = parent_view.row(parent_id, ":dependencies")
-    processed = _text_of(parent_view, parent_id, ":processed")
-    ignored = _text_of(parent_view, parent_id, ":ignored")
+    row = parent_view.fields(parent_id)
+    processed = parent_view.fields(parent_id, ":processed")
+    ignored = parent_view.fields(parent_id, ":ignored")
     parent = Parent(
         id=parent_id, queue=parent_view.queue,
-        state=row.value.get("state") if row is not None else None,
+        state=(row.get("state") or "no state") if parent_view.row(parent_id) is not None else None,
         sets=parent_view.sets_of(parent_id),
-        dependencies=int(deps.value) if deps is not None else None,
-        processed=processed, ignored=ignored,
-        fields=dict(row.value) if row is not None else {},
+        dependencies=parent_view.number(parent_id, ":dependencies"),
+        processed=processed, ignored=ignored, fields=row,
     )
     counted = set(processed) | set(ignored)
     outboxes: dict[str, list[Entry]] = {}
     poison: dict[str, list[Entry]] = {}
     for view, _ in children:
         if view.queue != parent_view.queue and view.queue not in outboxes:
-            outboxes[view.queue] = decode_entries(_listed(view, "flow:outbox"), counted)
-            poison[view.queue] = decode_entries(_listed(view, "flow:outbox:poison"), counted)
+            outboxes[view.queue] = decode_entries(view.items("flow:outbox"), counted)
+            poison[view.queue] = decode_entries(view.items("flow:outbox:poison"), counted)
     kids = []
     for view, cid in children:
-        crow = view.row(cid)
+        crow = view.fields(cid)
         waiting = any(e.child == cid and e.state == "waiting" for e in outboxes.get(view.queue, []))
         kids.append(Child(
             id=cid, queue=view.queue,
-            state=crow.value.get("state") if crow is not None else None,
+            state=(crow.get("state") or "no state") if view.row(cid) is not None else None,
             set=next(iter(view.sets_of(cid)), None),
             counted="processed" if cid in processed else "ignored" if cid in ignored else None,
             entry="waiting" if waiting else None,

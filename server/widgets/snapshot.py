@@ -1,198 +1,109 @@
-"""Read the real keys of a widget's queues: name, type and value.
+"""The snapshot: everything a page draws of one widget, read from Valkey in one round trip.
 
-A snapshot is what every key panel draws. Each queue is read by ONE call of
-`scripts/queue_keys.lua` on the queue's own slot, which finds the names on
-the server (the queue's keys, the rows and subkeys of every id the widget
-knows of or a state set holds, and the lab's index of extra keys) and
-returns the existing ones with their values, together with the widget's lab
-state hash, which shares the queue's hashtag. Nothing is probed over the
-wire, and the same script, in its other modes, records an action's outcome
-before reading (`finish`) and removes the queue's keys for Reset (`clear`).
+Every open page of a sandbox paints the same snapshot: the widget's keys
+(`read.lua`, one call per queue), its lab state (the last outcome and who
+caused it, its version `ver`), the picture and readout built from those keys,
+the question open on them, and the sandbox's checklist of the widget's tour.
+Nothing in it is computed in the browser or kept in this process.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from server.emq import keyspace
-from server.emq.wire import Conn, Fields
-from server.valkey.connect import node_of
-from server.valkey.scripts import Call, SiteScript, execute
+import msgspec
 
-QUEUE_SUFFIXES = (
-    "pending",
-    "active",
-    "schedule",
-    "dead",
-    "flow:outbox",
-    "flow:outbox:poison",
-    "flow:outbox:head",
-    "metrics:completed",
-)
+from server.emq.script import Call, execute, raise_first
+from server.emq.wire import Conn
+from server.sandboxes import keys, progress
+from server.sandboxes.progress import WidgetProgress
+from server.widgets import questions, turn
+from server.widgets.base import Widget
+from server.widgets.questions import Question
+from server.widgets.view import Moment
 
 
-def _text(value: Any) -> Any:
-    kind = type(value)
-    if kind is str:  # the site's client decodes replies: the common case, first
-        return value
-    if kind is list and all(type(v) is str for v in value):
-        return value  # a decoded array: nothing to convert (most of a snapshot's values)
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, (list, tuple)):
-        return [_text(v) for v in value]
-    if isinstance(value, dict):
-        return {_text(k): _text(v) for k, v in value.items()}
-    return value
+class Snapshot(msgspec.Struct, kw_only=True):
+    widget: str
+    ver: int  # the server's clock at the widget's last action: pages paint in ver order
+    landed: bool
+    key_count: int
+    queues: list[dict[str, Any]]
+    readout: str
+    picture: dict[str, Any] | None
+    problem: str | None  # a key of the wrong type: what it is, and Reset
+    outcome: dict[str, Any] | None  # the last action's record (text, by whom, from which page)
+    questions: list[dict[str, Any]]  # the questions open now (one per action), never their answers
+    steps: list[dict[str, Any]]  # the tour's checklist: id, label, reached
+    progress: WidgetProgress
 
 
 @dataclass
-class KeyView:
-    name: str
-    type: str
-    value: Any
-    queue: str
+class Catalog:
+    """The site's widgets and the questions the dives declare on them."""
 
-    def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "type": self.type, "value": self.value, "queue": self.queue}
+    widgets: dict[str, Widget]
+    questions: dict[str, tuple[Question, ...]] = field(default_factory=dict)
 
+    def asked(self, widget: Widget) -> tuple[Question, ...]:
+        return self.questions.get(widget.name, ())
 
-@dataclass
-class QueueView:
-    queue: str
-    slot: int
-    keys: list[KeyView] = field(default_factory=list)
-    # On a cluster: "host:port" of the primary holding the queue's slot.
-    node: str | None = None
-    _by_name: dict[str, KeyView] | None = field(default=None, repr=False, compare=False)
-    # each state set's members, read once per view (a click asks some thirty times)
-    _members: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
+    def widget_of_queue(self, queue: str) -> str | None:
+        """The widget owning a sandbox queue `<sandbox>.<part>` (None: no widget's)."""
+        _, _, part = queue.partition(".")
+        return self._parts().get(part)
 
-    def _index(self) -> dict[str, KeyView]:
-        # an index by name, built on the first lookup, and again when keys
-        # were added (the members read from the old one go with it)
-        if self._by_name is None or len(self._by_name) != len(self.keys):
-            self._by_name = {k.name: k for k in self.keys}
-            self._members = {}
-        return self._by_name
-
-    def named(self, name: str) -> KeyView | None:
-        return self._index().get(name)
-
-    def get(self, suffix: str) -> KeyView | None:
-        return self.named(keyspace.queue_key(self.queue, suffix))
-
-    def row(self, job_id: str, sub: str = "") -> KeyView | None:
-        return self.named(keyspace.job_key(self.queue, job_id) + sub)
-
-    def members(self, suffix: str) -> list[str]:
-        return list(self._set(suffix))
-
-    def sets_of(self, job_id: str) -> list[str]:
-        """The state sets holding `job_id` (none, for a held parent)."""
-        return [s for s in keyspace.STATE_SETS if job_id in self._set(s)]
-
-    def _set(self, suffix: str) -> list[str]:
-        index = self._index()  # first: a rebuilt index empties the members read before
-        found = self._members.get(suffix)
+    def _parts(self) -> dict[str, str]:
+        found = self.__dict__.get("_by_part")
         if found is None:
-            key = index.get(keyspace.queue_key(self.queue, suffix))
-            found = self._members[suffix] = [m for m, _ in key.value] if key else []
-        return found
-
-    def as_json(self) -> dict[str, Any]:
-        found = {"queue": self.queue, "slot": self.slot, "count": len(self.keys),
-                 "keys": [k.as_json() for k in self.keys],
-                 # the state sets' members, in the grammar's order: the page draws them as they are
-                 "sets": {name: self.members(name) for name in keyspace.STATE_SETS}}
-        if self.node is not None:
-            found["node"] = self.node
+            found = self.__dict__["_by_part"] = {p: w.name for w in self.widgets.values() for p in w.queue_parts}
         return found
 
 
-SCRIPTS = Path(__file__).resolve().parent / "scripts"
-QUEUE_KEYS = SiteScript(SCRIPTS / "queue_keys.lua")
-RELEASE = SiteScript(SCRIPTS / "release.lua")  # the lock let go without a record
+def compose(catalog: Catalog, widget: Widget, moment: Moment, fields: Mapping[str, str]) -> Snapshot:
+    """The snapshot of one moment, with the sandbox's progress record's `fields`."""
+    problem = moment.misfit()
+    described = widget.describe(moment) if problem is None and moment.landed else None
+    asked = questions.offered(widget, catalog.asked(widget), moment) if problem is None and moment.landed else []
+    record = progress.of_widget(fields, widget.name, [s.id for s in widget.tour])
+    return Snapshot(
+        widget=widget.name,
+        ver=int(moment.state.get("ver") or 0),
+        landed=moment.landed,
+        key_count=sum(len(v.keys) + v.more for v in moment.views.values()),
+        queues=[v.as_json() for v in moment.views.values()],
+        readout=described.readout if described else "",
+        picture=described.picture if described else None,
+        problem=problem,
+        outcome=_json_object(moment.state.get("outcome")),
+        questions=[q.as_json() for q in asked],
+        steps=[{"id": s.id, "label": s.label, "reached": s.id in record.reached} for s in widget.tour],
+        progress=record,
+    )
 
 
-
-def state_key(queue: str) -> str:
-    """The lab hash of the widget whose first queue is `queue` (same slot)."""
-    return f"lab:{{{queue}}}:state"
-
-
-def lock_key(queue: str) -> str:
-    return f"lab:{{{queue}}}:lock"
-
-
-def index_key(queue: str) -> str:
-    """Extra key names of `queue` that no rule finds (e.g. typed in a console)."""
-    return f"lab:{{{queue}}}:index"
-
-
-def _gated(job_ids: list[str]) -> list[str]:
-    return [i for i in dict.fromkeys(job_ids) if keyspace.ID_RE.fullmatch(i)]
-
-
-def call(queue: str, job_ids: list[str], mode: str = "read", token: str = "", outcome: str = "",
-         fields: str = "", readings: str = "", drops: str = "", proof: str = "") -> Call:
-    """The queue_keys call for `queue` (queue it on a pipeline, or run it);
-    the arguments are the script's ARGV, named in its header."""
-    keys = [state_key(queue), lock_key(queue)]
-    args = [keyspace.base(queue), mode, token, outcome, fields, readings, drops, proof, *_gated(job_ids)]
-    return QUEUE_KEYS, keys, args
-
-
-def decode(conn: Conn, queue: str, reply: Any) -> tuple[dict[str, str], QueueView]:
-    """A read or finish reply as (lab state, the queue's view)."""
-    raw_state, found = reply
-    state = {str(_text(k)): str(_text(v)) for k, v in zip(raw_state[::2], raw_state[1::2])}
-    home = keyspace.queue_key(queue, "")
-    view = QueueView(queue=queue, slot=keyspace.hash_slot(home), node=node_of(conn, home))
-    for name, raw_kind, raw_value in found:
-        kind = _text(raw_kind)
-        view.keys.append(KeyView(name=_text(name), type=kind, value=_shaped(kind, _text(raw_value)), queue=queue))
-    return state, view
-
-
-def _shaped(kind: str, value: Any) -> Any:
-    """A key's value as the page reads it: a hash as an object, a zset as
-    [member, score] pairs, a set sorted; a list or a string as it is."""
-    if kind == "hash":
-        return dict(zip(value[::2], value[1::2], strict=True))
-    if kind == "zset":
-        return [[m, _score(s)] for m, s in zip(value[::2], value[1::2], strict=True)]
-    if kind == "set":
-        return sorted(value)
-    return value
-
-
-def _score(raw: str) -> int | float | str:
-    number = float(raw)
-    return int(number) if number.is_integer() else number
-
-
-async def read_queue(conn: Conn, queue: str, job_ids: list[str]) -> QueueView:
-    """Every existing key of `queue` that a flow on it can hold (one call)."""
-    script, keys, args = call(queue, job_ids)
-    return decode(conn, queue, await script.run(conn, keys, args))[1]
-
-
-async def delete_queues(conn: Conn, ids: dict[str, list[str]], fresh: tuple[str, Fields] | None = None) -> None:
-    """Remove every key of each queue (job ids: `ids`) and its lab state (the
-    lock stays): Reset. `fresh`: a lab hash (name, fields) written anew right
-    after, in the same round trip."""
-    calls: list[Call | None] = []
+async def read(conn: Conn, catalog: Catalog, widget: Widget, sandbox: str,
+               budget: int = turn.SNAPSHOT_BYTES) -> tuple[Moment, Snapshot]:
+    """Read the widget and the sandbox's record in one round trip; compose its snapshot."""
+    calls: Sequence[Call | None] = [*turn.read_calls(widget, sandbox, budget), None]
     async with conn.pipeline(transaction=False) as pipe:
-        for queue, job_ids in ids.items():
-            script, keys, args = call(queue, job_ids, "clear")
-            script.queue(pipe, keys, args)
-            calls.append((script, keys, args))
-        if fresh is not None and fresh[1]:
-            pipe.hset(fresh[0], mapping=fresh[1])
-            calls.append(None)
-        await execute(conn, pipe, calls)
+        for call in calls[:-1]:
+            assert call is not None
+            call[0].queue(pipe, call[1], call[2])
+        pipe.hgetall(keys.progress_key(sandbox))
+        replies = raise_first(await execute(conn, pipe, calls))
+    moment = turn.moment_of(conn, widget, sandbox, replies[:-1])
+    return moment, compose(catalog, widget, moment, progress.fields_of(replies[-1]))
+
+
+def _json_object(raw: str | None) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -1,19 +1,16 @@
 """Static traces: each widget's tour, run once on Valkey, kept as rows.
 
-Without JavaScript a widget cannot be driven, so its partial shows what a real
-run did instead: when the app starts, every widget plays its `tour` (the same
-walk-through `#<widget>-step=N` replays) in a scratch sandbox of its own, the
-keys are read back after landing and after each step, and each step becomes
-one row: the action, the outcome sentence the widget said, the readout built
-from the keys, and the keys that step created, changed or removed. The scratch
-sandbox is deleted afterwards. Nothing in a row is made up: it is what Valkey
-held at that moment.
+Without JavaScript a widget cannot be driven, so its partial shows what a
+real run did instead: when the site starts, every widget plays its tour in a
+scratch sandbox through the same executor a click takes (`runner.act`), and
+each step becomes a row drawn from the same snapshot the live widget paints
+(its outcome, its readout, the keys that changed, the question open before
+it). Nothing in a row is made up: it is what Valkey held at that moment.
 
-A trace is a function of the code (the scripts and the widgets), not of any
-visitor, so one recording serves every page of this process. If Valkey cannot
-be reached at startup, the pages render without traces and a background task
-retries; when the traces arrive, the cached page bodies are dropped so the
-next request renders them in.
+A trace is a function of the code, not of any visitor, so one recording
+serves every page of this process. If Valkey is away at start, pages render
+without traces and a background task retries; when the traces arrive, the
+cached page bodies are dropped so the next request renders them in.
 """
 
 from __future__ import annotations
@@ -25,27 +22,26 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-import redis
+import msgspec
+from redis.exceptions import RedisError
 
-from server.emq.wire import Conn
-from server.sandboxes.lifecycle import delete_sandbox_keys
-from server.widgets import WIDGETS, attempt, predict
-from server.widgets.base import Context, Widget
+from server.widgets import runner, snapshot
+from server.widgets.base import Widget
+from server.widgets.snapshot import Snapshot
+from server.widgets.turn import Actor
 
 log = logging.getLogger("emqlab.traces")
 
-# Every recorded trace by widget name: read by server/web/partials.py.
 RECORDED: dict[str, Trace] = {}
-VALUE_WIDTH = 90  # characters of a key's value shown in a row
-FIELD_WIDTH = 40  # characters of one hash field's value; the field names are never cut
-RETRY_FIRST, RETRY_MOST = 1.0, 30.0  # seconds between attempts while Valkey is away
+WIDTH = 90  # characters of a value shown in a row
+RETRY_FIRST, RETRY_MOST = 1.0, 30.0
 
 
 @dataclass(frozen=True)
 class KeyChange:
-    key: str  # the key's name after its hashtag, with the queue when the widget has several
+    key: str
     kind: str  # new | changed | gone
-    value: str  # its value in short, as Valkey holds it ("" when gone)
+    value: str
 
 
 @dataclass(frozen=True)
@@ -53,13 +49,11 @@ class Row:
     step: int
     label: str
     outcome: str
-    kind: str  # ok | refused | info
+    kind: str
     readout: str
     keys: int
     changes: tuple[KeyChange, ...] = ()
-    # The question the widget asks before this step, and what Valkey held after it.
-    question: str = ""
-    answer: str = ""
+    question: str = ""  # the question open before this step, when this step answers it
 
 
 @dataclass
@@ -73,142 +67,94 @@ def current(name: str) -> Trace | None:
     return RECORDED.get(name)
 
 
-def scratch_id() -> str:
-    """A valid sandbox id for one recording (several workers never share one)."""
-    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-    return "strace" + "".join(secrets.choice(alphabet) for _ in range(5))
-
-
-def _cut(text: str, width: int = VALUE_WIDTH) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _fields(pairs: list[tuple[Any, Any]]) -> str:
-    # Every field name shows in full (parent_queue, parent_policy are what a
-    # dive is about); only a long value, such as a payload, is shortened.
-    return ", ".join(f"{k}={_cut(str(v), FIELD_WIDTH)}" for k, v in pairs)
-
-
-def short_value(kind: str, value: Any) -> str:
-    """A key's value in a few words: hash fields, set members (no scores: a
-    lease deadline says nothing here), a list's length, a string as it is."""
-    if kind == "hash":
-        return _fields(list(value.items()))
-    elif kind == "zset":
+def _short(kind: str, value: Any) -> str:
+    if kind == "hash" and isinstance(value, dict):
+        text = ", ".join(f"{k}={str(v)[:40]}" for k, v in value.items())
+    elif kind == "zset" and isinstance(value, list):
         text = "[" + ", ".join(str(m) for m, _ in value) + "]"
-    elif kind == "list":
+    elif kind == "list" and isinstance(value, list):
         text = f"{len(value)} entr{'y' if len(value) == 1 else 'ies'}"
     else:
         text = str(value)
-    return _cut(text)
+    return text if len(text) <= WIDTH else text[: WIDTH - 1] + "…"
 
 
-def what_changed(kind: str, old: Any, new: Any) -> str:
-    """A changed key in short: the hash fields that moved, a string's before → after."""
-    if kind == "hash" and isinstance(old, dict):
-        moved = _fields([(k, v) for k, v in new.items() if old.get(k) != v])
-        gone = ", ".join(f"{k} removed" for k in old if k not in new)
-        return ", ".join(part for part in (moved, gone) if part)
-    if kind == "string":
-        return _cut(f"{old} → {new}")
-    return short_value(kind, new)
-
-
-def key_index(snap: dict[str, Any], sandbox: str, several: bool) -> dict[str, tuple[str, Any]]:
-    """name shown in the trace -> (type, value), for every key of a snapshot."""
-    found: dict[str, tuple[str, Any]] = {}
-    for queue in snap["queues"]:
-        where = queue["queue"].removeprefix(sandbox + ".")
-        for key in queue["keys"]:
-            suffix = key["name"].partition("}")[2].lstrip(":")
-            found[f"{where} · {suffix}" if several else suffix] = (key["type"], key["value"])
-    return found
+def keys_of(snap: Snapshot) -> dict[str, tuple[str, Any]]:
+    several = len(snap.queues) > 1
+    return {(f"{q['queue']} · " if several else "") + k["name"].partition("}")[2].lstrip(":"): (k["type"], k["value"])
+            for q in snap.queues for k in q["keys"]}
 
 
 def changes(before: dict[str, tuple[str, Any]], after: dict[str, tuple[str, Any]]) -> tuple[KeyChange, ...]:
-    out = []
-    for name, (kind, value) in after.items():
-        if name not in before:
-            out.append(KeyChange(name, "new", short_value(kind, value)))
-        elif before[name] != (kind, value):
-            old_kind, old = before[name]
-            out.append(KeyChange(name, "changed", what_changed(kind, old, value) if old_kind == kind
-                                 else short_value(kind, value)))
-    out.extend(KeyChange(name, "gone", "") for name in before if name not in after)
-    return tuple(out)
+    out = [KeyChange(n, "new" if n not in before else "changed", _short(*kv))
+           for n, kv in after.items() if before.get(n) != kv]
+    return (*out, *(KeyChange(n, "gone", "") for n in before if n not in after))
 
 
-async def record(conn: Conn, widget: Widget, sandbox: str) -> Trace:
-    """Play `widget`'s tour in `sandbox` (cleared first and afterwards)."""
-    ctx = Context(conn, sandbox)
-    several = len(widget.queue_parts) > 1
+async def record(lab: runner.Lab, widget: Widget, sandbox: str) -> Trace:
+    """Play `widget`'s tour in `sandbox` (landed afresh first)."""
+    actor = Actor(sandbox, sandbox)
     trace = Trace(widget.name, widget.title)
-    await delete_sandbox_keys(conn, sandbox)
-    try:
-        await widget.show(ctx)
-        snap = await widget.snapshot(ctx)
-        keys = key_index(snap, sandbox, several)
-        trace.rows.append(Row(0, "Start", "The scenario as it lands, through the real scripts.", "info",
-                              snap.get("readout", ""), len(keys), changes({}, keys)))
-        for step, entry in enumerate(widget.trace_tour or widget.tour, 1):
-            slug, body = widget.tour_step(entry)
-            before = await attempt.moment(widget, ctx)
-            question = predict.offer(widget.questions, before)
-            outcome = await widget.perform_and_keep(ctx, slug, body)
-            snap = await widget.snapshot(ctx)
-            after = key_index(snap, sandbox, several)
-            text = outcome.text.replace(sandbox + ".", "")  # queue names as the learner's page says them
-            asked = answer = ""
-            if question is not None and question.action == slug:
-                truth = question.measure(await attempt.moment(widget, ctx), before)
-                asked, answer = question.legend, f"Valkey held {predict.fact_of(question, truth)}."
-            trace.rows.append(Row(step, widget.label(slug), text, outcome.kind,
-                                  snap.get("readout", ""), len(after), changes(keys, after), asked, answer))
+    await runner.act(lab, widget, actor, "reset", widget.actions["reset"].body())
+    _, snap = await snapshot.read(lab.conn, lab.catalog, widget, sandbox)
+    keys = keys_of(snap)
+    trace.rows.append(Row(0, "Start", "The scenario as it lands, through the real scripts.", "info",
+                          snap.readout, len(keys), changes({}, keys)))
+    for step in widget.tour:
+        for slug, raw in step.replay:
+            action = widget.actions[slug]
+            asked = next((q["legend"] for q in snap.questions if q["action"] == slug), "")
+            acted = await runner.act(lab, widget, actor, slug, msgspec.convert(raw, action.body))
+            _, snap = await snapshot.read(lab.conn, lab.catalog, widget, sandbox)
+            after = keys_of(snap)
+            trace.rows.append(Row(len(trace.rows), action.label, str(acted.outcome["text"]),
+                                  str(acted.outcome["kind"]), snap.readout, len(after), changes(keys, after), asked))
             keys = after
-    finally:
-        await delete_sandbox_keys(conn, sandbox)
     return trace
 
 
-async def record_all(conn: Conn) -> dict[str, Trace]:
+async def record_all(lab: runner.Lab, clear: Any) -> dict[str, Trace]:
+    """Every widget's trace, in a scratch sandbox `clear(sandbox)` removes afterwards."""
+    sandbox = "strace" + "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(5))
     found: dict[str, Trace] = {}
-    sandbox = scratch_id()
-    for name, widget in WIDGETS.items():
-        try:
-            found[name] = await record(conn, widget, sandbox)
-        except (redis.ConnectionError, redis.TimeoutError, OSError):
-            raise  # Valkey is away: try them all again later
-        except Exception:
-            log.exception("could not record the trace of widget %s", name)
+    try:
+        for name, widget in lab.catalog.widgets.items():
+            try:
+                found[name] = await record(lab, widget, sandbox)
+            except (RedisError, OSError):
+                raise
+            except Exception:
+                log.exception("could not record the trace of widget %s", name)
+    finally:
+        with contextlib.suppress(RedisError, OSError):
+            await clear(sandbox)
     return found
 
 
-def _arrived(app: Any, found: dict[str, Trace]) -> None:
-    RECORDED.update(found)
-    bodies = getattr(app.state, "page_bodies", None)
-    if bodies:
-        bodies.clear()  # rendered without traces: render again with them
+async def start(app: Any, clear: Any) -> None:
+    """Record every trace now; if Valkey is away, keep retrying in the background."""
 
+    def arrived(found: dict[str, Trace]) -> None:
+        RECORDED.update(found)
+        bodies = getattr(app.state, "page_bodies", None)
+        if bodies:
+            bodies.clear()
 
-async def _retry(app: Any) -> None:
-    delay = RETRY_FIRST
-    while True:
-        await asyncio.sleep(delay)
-        try:
-            _arrived(app, await record_all(app.state.conn))
-            log.info("static traces recorded")
-            return
-        except (redis.RedisError, OSError):
-            delay = min(delay * 2, RETRY_MOST)
+    async def retry() -> None:
+        delay = RETRY_FIRST
+        while True:
+            await asyncio.sleep(delay)
+            try:
+                arrived(await record_all(app.state.lab, clear))
+                return
+            except (RedisError, OSError):
+                delay = min(delay * 2, RETRY_MOST)
 
-
-async def start(app: Any) -> None:
-    """Record every widget's trace now; if Valkey is away, keep retrying in the background."""
     try:
-        _arrived(app, await record_all(app.state.conn))
-    except (redis.RedisError, OSError) as exc:
+        arrived(await record_all(app.state.lab, clear))
+    except (RedisError, OSError) as exc:
         log.warning("Valkey unreachable (%s): pages show no static trace until it answers", exc)
-        app.state.trace_task = asyncio.create_task(_retry(app))
+        app.state.trace_task = asyncio.create_task(retry())
 
 
 async def stop(app: Any) -> None:

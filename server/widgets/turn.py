@@ -1,231 +1,212 @@
-"""One action at a time per widget and sandbox: the lock, the first round trip
-and the last.
+"""One action's turn on a widget: its lock, what it read, and what it writes last.
 
-An action costs two round trips of its own, whatever it does in between:
+Tabs, class members and Reset queue behind one lock per widget and sandbox
+(`lab:{<first queue>}:lock`, a plain `SET NX PX`), so any interleaving of
+clicks leaves a state that clicking one at a time reaches. The lock has a
+lease: a site killed mid-action lets go by itself.
 
-* **begin** (`queue_keys.lua`, mode `begin`): take the widget's lock with a
-  lease and read its first queue and lab state. The way in (admission's
-  activity record and rate budgets, `server/web/entry.py`) rides in the same
-  pipeline. Tabs, class members and Reset queue behind the lock, so any
-  interleaving of clicks leaves a state that clicking one at a time reaches.
-  A Reset of a one-queue widget takes the lock in mode `reset`: the same
-  call removes the widget's keys and writes its lab hash anew.
-* **finish** (mode `finish`): the writes the action left for it
-  (`closing.py`) go first, then the action's best-effort tail (a :logs DEL on
-  the queue's slot goes into the script, the rest beside it); the outcome's
-  proof is read, the values its sentence names read and written into it, the
-  outcome and kept fields recorded with a new `ver`, the lock released, and
-  every queue read for the snapshot the page paints.
-
-"Complete child" and the fan-in's Reset do all their work in those two.
+A turn costs two round trips of its own: taking the lock rides with the read
+of every queue and the lab state (`read.lua`), which the action decides from
+(`turn.moment`); the last one records the outcome and lets go (`finish.lua`),
+with whatever else must be written then (the learner's record, a finished
+job's `:logs` DEL) in the same pipeline.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
-import os
 import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from server.emq import keyspace
-from server.valkey import scripts
-from server.valkey.scripts import Call
-from server.widgets import snapshot
-from server.widgets.closing import Closing
-from server.widgets.context import Context
-from server.widgets.outcome import Busy, Outcome, TooManyKeys, encoded
+from server.emq.script import Call, Script, execute, raise_first
+from server.emq.wire import Conn
+from server.sandboxes import keys
+from server.sandboxes.sandbox import queue_name
+from server.valkey.client import node_of
+from server.widgets.view import Moment, decode
 
 if TYPE_CHECKING:
     from server.widgets.base import Widget
 
-# A lock token only has to differ from any other holder's: a random prefix,
-# the process id (a forked worker keeps the prefix) and a counter;
-# secrets.token_hex asked the kernel for fresh bytes every action.
-_TOKEN_PREFIX = secrets.token_hex(6)
-_tokens = itertools.count(1)
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+READ = Script.from_file(SCRIPTS / "read.lua")
+CLEAR = Script.from_file(SCRIPTS / "clear.lua")
+FINISH = Script.from_file(SCRIPTS / "finish.lua")
+RELEASE = Script.from_file(SCRIPTS / "release.lua")
 
 LOCK_LEASE_MS = 10_000  # an action that outlives this (a site killed mid-action) lets go
 LOCK_WAIT_S = 5.0  # how long an action queues behind another before it gives up
+SNAPSHOT_BYTES = 64 * 1024  # the values one read may carry (settings.snapshot_bytes)
+
+Command = tuple[Any, ...]
 
 
-async def begin(widget: Widget, ctx: Context, key_cap: int | None, *, reset: bool = False) -> str:
-    """Take the widget's lock (waiting behind another action); land the
-    scenario if it has not landed whole. Returns the lock token.
-
-    `reset`: the action is a Reset; a one-queue widget's keys go in the call
-    that takes the lock (`ctx.cleared`), none of them read."""
-    queues = widget.queues(ctx)
-    first = queues[0]
-    token = f"{_TOKEN_PREFIX}{os.getpid():x}.{next(_tokens):x}"
-    clearing = reset and len(queues) == 1
-    if clearing:
-        kept = json.dumps(list(widget.kept_on_reset)) if widget.kept_on_reset else ""
-        call = snapshot.call(first, (await widget.ids_after(ctx))[first], "reset", token, str(LOCK_LEASE_MS), kept)
-    else:
-        call = snapshot.call(first, widget.job_ids(first), "begin", token, str(LOCK_LEASE_MS))
-    reply = await _way_in_and_lock(widget, ctx, call, token)
-    deadline = asyncio.get_running_loop().time() + LOCK_WAIT_S
-    while len(reply) <= 1:
-        if asyncio.get_running_loop().time() > deadline:
-            raise Busy("another action on this widget is still running; try again in a moment")
-        await asyncio.sleep(0.005)
-        reply = await call[0].run(ctx.conn, call[1], call[2])
-    if clearing:
-        ctx.cleared = True
-        return token
-    state, view = snapshot.decode(ctx.conn, first, reply)
-    try:
-        if state.get("landed") != "1":
-            await widget.land_afresh(ctx)
-        elif key_cap is not None and int(state.get("keys") or 0) > key_cap:
-            raise TooManyKeys(f"this widget holds {state['keys']} keys, more than its cap of {key_cap}: "
-                              "press Reset")
-        else:
-            # what the action starts from, read with the lock (see `Context.start`)
-            ctx.start, ctx.start_state, ctx.start_of = view, state, widget.state_key(ctx)
-    except BaseException:
-        await release(widget, ctx, token)
-        raise
-    return token
+class Busy(Exception):
+    """Another action of this widget held the lock for too long (answered 503)."""
 
 
-async def _way_in_and_lock(widget: Widget, ctx: Context, call: Call, token: str) -> Any:
-    """The first try at the lock, with the way in's scripts in the same
-    pipeline; their counts are judged here (a refusal lets the lock go)."""
-    way_in, ctx.way_in = ctx.way_in, None
-    if way_in is None:
-        return await call[0].run(ctx.conn, call[1], call[2])
-    calls: list[Call | None] = [None] * len(way_in.commands)
-    calls += [*way_in.calls, call]
-    try:
-        async with ctx.conn.pipeline(transaction=False) as pipe:
-            for command in way_in.commands:
+@dataclass(frozen=True)
+class Actor:
+    """Who acts, where: the sandbox the keys are in, whose record the action
+    moves (the learner's own, also in a class's shared sandbox), and for the
+    other pages of the sandbox, who it was."""
+
+    sandbox: str
+    visitor: str
+    by: str = "learner"  # or "instructor"
+    name: str = ""  # a class member's display name
+    tab: str = ""  # the page that acted
+    room: str | None = None
+    # The question the class was asked, as (widget, question, step, round):
+    # an answer to it is counted in that round.
+    ask: tuple[str, str, int, int] | None = None
+
+
+def queues_of(widget: Widget, sandbox: str) -> dict[str, str]:
+    """The widget's queues in a sandbox, by part: {"fanin": "<sandbox>.fanin"}."""
+    return {part: queue_name(sandbox, part) for part in widget.queue_parts}
+
+
+def read_calls(widget: Widget, sandbox: str, budget: int = SNAPSHOT_BYTES) -> list[Call]:
+    """One `read.lua` call per queue (the lab state comes with the first)."""
+    queues = queues_of(widget, sandbox)
+    share = budget // len(queues)
+    return [(READ, [keys.state_key(queues[widget.queue_parts[0]]), keys.index_key(queue)],
+             [f"emq:{{{queue}}}:", share, *widget.job_ids(part)]) for part, queue in queues.items()]
+
+
+def moment_of(conn: Conn, widget: Widget, sandbox: str, replies: Sequence[Any]) -> Moment:
+    """The replies of `read_calls` as a Moment."""
+    views, state = {}, {}
+    for i, (part, queue) in enumerate(queues_of(widget, sandbox).items()):
+        found, view = decode(queue, part, sandbox, replies[i], node_of(conn, f"emq:{{{queue}}}:"))
+        views[part] = view
+        state = found if i == 0 else state
+    return Moment(views, state)
+
+
+async def read(conn: Conn, widget: Widget, sandbox: str, budget: int = SNAPSHOT_BYTES) -> Moment:
+    """Every queue of the widget and its lab state: one round trip."""
+    calls = read_calls(widget, sandbox, budget)
+    async with conn.pipeline(transaction=False) as pipe:
+        for script, k, a in calls:
+            script.queue(pipe, k, a)
+        replies = raise_first(await execute(conn, pipe, calls))
+    return moment_of(conn, widget, sandbox, replies)
+
+
+class Turn:
+    """One action's hold on a widget (see the module's docstring)."""
+
+    def __init__(self, conn: Conn, widget: Widget, actor: Actor, budget: int = SNAPSHOT_BYTES) -> None:
+        self.conn, self.widget, self.actor, self.budget = conn, widget, actor, budget
+        self.queues = queues_of(widget, actor.sandbox)
+        self.first = self.queues[widget.queue_parts[0]]
+        self.token = secrets.token_hex(8)
+        self.moment = Moment({}, {})
+        self.kept: dict[str, str] = {}  # lab state fields written with the finish
+        self.after: list[Command] = []  # best-effort writes riding the finish (a :logs DEL)
+
+    @property
+    def sandbox(self) -> str:
+        return self.actor.sandbox
+
+    def queue(self, part: str | None = None) -> str:
+        return self.first if part is None else self.queues[part]
+
+    async def take(self) -> Moment:
+        """Take the lock (waiting behind another action) and read what the action starts from."""
+        lock = ("SET", keys.lock_key(self.first), self.token, "NX", "PX", LOCK_LEASE_MS)
+        calls: list[Call | None] = [None, *read_calls(self.widget, self.sandbox, self.budget)]
+        deadline = asyncio.get_running_loop().time() + LOCK_WAIT_S
+        while True:
+            async with self.conn.pipeline(transaction=False) as pipe:
+                pipe.execute_command(*lock)
+                for call in calls[1:]:
+                    assert call is not None
+                    call[0].queue(pipe, call[1], call[2])
+                replies = await execute(self.conn, pipe, calls)
+            if replies[0] is not None and not isinstance(replies[0], Exception):
+                break
+            if asyncio.get_running_loop().time() > deadline:
+                raise Busy("another action on this widget is still running; try again in a moment")
+            await asyncio.sleep(0.005)
+        try:
+            self.moment = moment_of(self.conn, self.widget, self.sandbox, raise_first(replies[1:]))
+        except BaseException:
+            await self.release()
+            raise
+        return self.moment
+
+    async def read(self) -> Moment:
+        """Read again (after the action's writes: a verdict, a replay's next step)."""
+        await self.flush()
+        self.moment = await read(self.conn, self.widget, self.sandbox, self.budget)
+        return self.moment
+
+    def remember(self, **fields: Any) -> None:
+        """Keep lab state fields (text as it is, anything else as JSON), written with the finish."""
+        self.kept.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in fields.items()})
+
+    async def flush(self) -> None:
+        """Write now what waits for the finish (a replay's step before the next one reads)."""
+        if not (self.kept or self.after):
+            return
+        async with self.conn.pipeline(transaction=False) as pipe:
+            if self.kept:
+                pipe.hset(keys.state_key(self.first), mapping=dict(self.kept))
+            for command in self.after:
                 pipe.execute_command(*command)
-            for script, keys, args in (c for c in calls if c is not None):
-                script.queue(pipe, keys, args)
-            replies = await scripts.execute(ctx.conn, pipe, calls)
-        ctx.held = way_in.judge(replies[:-1])
-    except BaseException:
-        # the lock may have been taken in the same round trip: give it back
-        await release(widget, ctx, token)
-        raise
-    return replies[-1]
+            await pipe.execute(raise_on_error=False)
+        self.kept, self.after = {}, []
 
-
-async def release(widget: Widget, ctx: Context, token: str) -> None:
-    """Let go of the lock without recording anything (an action that failed).
-    What the action left unsent goes with it: a context used again must not
-    send a failed action's writes, or skip a clear its lock never made."""
-    ctx.closing, ctx.cleared = None, False
-    ctx.tail.clear()
-    await snapshot.RELEASE.run(ctx.conn, [snapshot.lock_key(widget.queues(ctx)[0])], [token])
-
-
-async def run(widget: Widget, ctx: Context, slug: str, body: dict[str, Any], key_cap: int | None,
-              perform: Any) -> tuple[Outcome, dict[str, Any]]:
-    """One action, start to finish: lock, land if needed, act, then record
-    the outcome, release the lock and read the snapshot in one round trip."""
-    resetting = slug == "reset" and "predict" not in body  # a refused prediction must find the keys in place
-    token = await begin(widget, ctx, None if slug == "reset" else key_cap, reset=resetting)
-
-    async def act() -> Outcome:
-        return await (perform(widget, ctx, slug, body) if perform else widget.perform(ctx, slug, body))
-
-    try:
-        ctx.closing = Closing()
-        outcome = await act()
-    except BaseException:
-        await release(widget, ctx, token)
-        raise
-    try:
-        snap = await close(widget, ctx, token, record(widget, ctx, slug, outcome), outcome)
-        if snap is None:
-            # The writes the action left for the finish did not all do what
-            # its outcome says, and nothing was recorded: the action runs
-            # again, under the same lock, from what Valkey holds now, each
-            # write in a round trip of its own (the closing is shut).
-            outcome = await act()
-            snap = await finish(widget, ctx, token, record(widget, ctx, slug, outcome), outcome)
-    except BaseException:
-        await release(widget, ctx, token)  # a refused close wrote nothing: let the next action in
-        raise
-    if outcome.reads:
-        # the answer says what Valkey recorded, readings filled in, like every other page
-        outcome.settle(snap["outcome"])
-    return outcome, snap
-
-
-def record(widget: Widget, ctx: Context, slug: str, outcome: Outcome) -> str:
-    """The outcome as the lab hash keeps it: what, which button, who, from which page."""
-    return json.dumps({**outcome.as_json(), "action": slug, "label": widget.label(slug), "by": ctx.by,
-                       "tab": ctx.tab})
-
-
-async def finish(widget: Widget, ctx: Context, token: str, recorded: str,
-                 outcome: Outcome | None = None) -> dict[str, Any]:
-    """Record the outcome, release the lock and read every queue: one round trip."""
-    snap = await close(widget, ctx, token, recorded, outcome)
-    if snap is None:  # only writes an action left for the finish carry a proof that can miss
-        raise RuntimeError(f"{widget.name}: the outcome's proof found nothing")
-    return snap
-
-
-async def close(widget: Widget, ctx: Context, token: str, recorded: str,
-                outcome: Outcome | None = None) -> dict[str, Any] | None:
-    """`finish`, the writes the action left for it (`ctx.closing`) sent
-    first in the same round trip. None: their proof found nothing, and
-    nothing was recorded (the lock is still held)."""
-    queues = widget.queues(ctx)
-    closing, ctx.closing = ctx.closing, None
-    left = closing.batch if closing is not None and closing.batch else None
-    proof = closing.proof_json() if closing is not None and left is not None else ""
-    drops, rest = _split_tail(ctx.tail, queues[0])
-    ctx.tail.clear()
-    keep = outcome.keep if outcome else {}
-    extras = (json.dumps(encoded(keep)) if keep else "", outcome.readings_json() if outcome else "",
-              json.dumps(drops) if drops else "", proof)
-    ids = await widget.ids_after(ctx)
-    calls: list[Call | None] = []
-    async with ctx.conn.pipeline(transaction=False) as pipe:
-        if left is not None:
-            left.queue(ctx.conn, pipe)
-        for command in rest:
-            pipe.execute_command(*command)
+    async def clear(self) -> None:
+        """Remove every key of the widget's queues, whatever their types (Reset);
+        the learner's kept choices stay, and the state says the scenario landed."""
+        kept = json.dumps(list(self.widget.kept_on_reset))
+        calls: list[Call | None] = [
+            (CLEAR, [keys.state_key(q), keys.index_key(q), keys.spent_key(q)],
+             [f"emq:{{{q}}}:", kept, *self.widget.job_ids(part)]) for part, q in self.queues.items()]
+        async with self.conn.pipeline(transaction=False) as pipe:
+            for call in calls:
+                assert call is not None
+                call[0].queue(pipe, call[1], call[2])
+            pipe.hset(keys.state_key(self.first), "landed", "1")
             calls.append(None)
-        for i, queue in enumerate(queues):
-            call = (snapshot.call(queue, ids[queue], "finish", token, recorded, *extras)
-                    if i == 0 else snapshot.call(queue, ids[queue]))
-            call[0].queue(pipe, call[1], call[2])
-            calls.append(call)
-        replies = await scripts.execute(ctx.conn, pipe, calls, answered=len(left) if left else 0)
-    if left is not None:
-        await left.load_missing(ctx.conn, replies[:len(left)])
-    finished = replies[len(replies) - len(queues):]
-    if len(finished[0]) <= 1:
-        return None
-    return widget.decode(ctx, finished)
+            raise_first(await execute(self.conn, pipe, calls))
+        self.kept, self.after = {}, []
 
+    async def finish(self, outcome: str, records: Sequence[Call | Command] = ()) -> tuple[str, list[Any]]:
+        """Record the outcome and let go, in one round trip with `records`
+        (scripts or plain commands on other slots). Returns the new `ver` and
+        the replies of `records` (an error among them is returned, not raised)."""
+        fields = json.dumps(self.kept) if self.kept else ""
+        finish: Call = (FINISH, [keys.state_key(self.first), keys.lock_key(self.first)], [self.token, outcome, fields])
+        calls: list[Call | None] = [finish]
+        async with self.conn.pipeline(transaction=False) as pipe:
+            FINISH.queue(pipe, finish[1], finish[2])
+            for command in self.after:
+                pipe.execute_command(*command)
+                calls.append(None)
+            for record in records:
+                if isinstance(record[0], Script):
+                    record[0].queue(pipe, record[1], record[2])
+                    calls.append(record)  # type: ignore[arg-type]
+                else:
+                    pipe.execute_command(*record)
+                    calls.append(None)
+            replies = await execute(self.conn, pipe, calls)
+        if isinstance(replies[0], Exception):
+            await self.release()
+            raise replies[0]
+        mine = replies[1 + len(self.after):]
+        self.kept, self.after = {}, []
+        return str(replies[0]), mine
 
-def _split_tail(tail: list[tuple[Any, ...]], queue: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """The tail's DELs of keys on `queue`'s slot (the finish script deletes
-    them itself) and every other command (sent beside it)."""
-    home = keyspace.base(queue)
-    drops: list[str] = []
-    rest: list[tuple[Any, ...]] = []
-    for command in tail:
-        if len(command) == 2 and command[0] == "DEL" and str(command[1]).startswith(home):
-            drops.append(str(command[1]))
-        else:
-            rest.append(command)
-    return drops, rest
-
-
-async def word(ctx: Context, queue: str, outcome: Outcome) -> None:
-    """Fill in an outcome's readings without recording it (a replayed step)."""
-    if not outcome.reads:
-        return
-    script, keys, args = snapshot.call(queue, [], "word", "", json.dumps(outcome.as_json()),
-                                       "", outcome.readings_json())
-    outcome.settle(json.loads(await script.run(ctx.conn, keys, args)))
+    async def release(self) -> None:
+        """Let go without recording anything (an action that failed)."""
+        await RELEASE.run(self.conn, [keys.lock_key(self.first)], [self.token])

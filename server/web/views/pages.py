@@ -31,7 +31,7 @@ from starlette.routing import Route
 
 from server.content import Page
 from server.web.answer import JSONAnswer
-from server.web.state import course_of, respond
+from server.web.templating import course_of, respond
 from server.web.views.progress import dive_progress
 
 

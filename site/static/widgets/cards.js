@@ -57,9 +57,8 @@ export function dependenciesBefore(previous, pick = (picture) => picture.parent)
 }
 
 export function queueLabel(queue) {
-  // "<sandbox>.outbox.mail" -> "outbox.mail": the sandbox is the same on every key
-  const dot = queue.indexOf(".");
-  return dot >= 0 ? queue.slice(dot + 1) : queue;
+  // the server names a queue as the learner writes it: "fanin", "outbox.mail"
+  return queue;
 }
 
 /** A key name that may wrap only after ":" and "}" (the grammar's joints),

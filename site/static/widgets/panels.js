@@ -10,28 +10,32 @@ import { $, el, keyName, queueLabel, shortName } from "./cards.js";
 // ---- the outcome, the announcements, the status ---------------------------
 
 /** The widget's last outcome as Valkey keeps it, or none (after a reset).
- *  `tab` is this page's own name: an outcome another page caused says so. */
+ *  `tab` is this page's own name: an outcome another page caused says who. */
 export function showOutcome(root, outcome, isNew, tab) {
   const box = $(root, "outcome");
+  delete box.dataset.stale;
   if (!outcome) {
     box.hidden = true;
-    box.textContent = "";
+    box.replaceChildren();
     return;
   }
-  const who = outcome.by === "instructor" && outcome.tab !== tab
-    ? "The instructor: "
-    : outcome.tab && outcome.tab !== tab ? "From another page of this sandbox: " : "";
-  const text = `${who}${outcome.text}`;
+  const mine = outcome.tab === tab;
+  const who = mine ? "" : outcome.by === "instructor" ? "The instructor: "
+    : outcome.name ? `${outcome.name}: ` : outcome.tab ? "From another page of this sandbox: " : "";
+  const parts = [];
+  if (outcome.verdict) {
+    const verdict = el("span", "verdict", outcome.verdict.text);
+    verdict.dataset.right = outcome.verdict.right ? "1" : "0";
+    parts.push(verdict, " ");
+  }
+  parts.push(el("span", "outcome-text", `${who}${outcome.text}`));
   box.hidden = false;
-  box.textContent = text;
+  box.replaceChildren(...parts);
   box.dataset.kind = outcome.kind;
   box.dataset.outcomeOf = outcome.action || "";
-  if (isNew) announce(root, text);
-  // The answer to this page's own click sits at the top of the panel (pinned
-  // there while the aside scrolls, widgets.css); bring it into view if it is not.
-  // Measured on the next frame, once the readout and picture above and around
-  // it have been drawn from the same snapshot.
-  if (isNew && outcome.tab === tab) requestAnimationFrame(() => bringIntoView(root, box));
+  if (isNew) announce(root, box.textContent);
+  // The answer to this page's own click sits at the top of the panel; bring it into view if it is not.
+  if (isNew && mine) requestAnimationFrame(() => bringIntoView(root, box));
 }
 
 function bringIntoView(root, box) {
@@ -96,7 +100,15 @@ export function renderSets(container, snapshot, previous) {
 
 export function formatValue(key) {
   const v = key.value;
-  switch (key.type) {
+  // the server cuts a long value so a snapshot stays small: it says so, with the whole size
+  const size = key.type === "string" ? `${key.size} bytes` : `${key.size} elements`;
+  if (v === null) return `(${size}; not shown: this snapshot's budget is spent)`;
+  const note = key.cut ? `\n… (${size} in all; the first shown)` : "";
+  return formatWhole(key.type, v) + note;
+}
+
+function formatWhole(type, v) {
+  switch (type) {
     case "hash":
       return Object.entries(v).map(([f, x]) => `${f} = ${x}`).join("\n") || "(empty)";
     case "zset":

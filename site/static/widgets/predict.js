@@ -1,5 +1,5 @@
 // predict.js — the question a widget asks before an action, and the learner's
-// progress. The question comes in the snapshot (the server picked it from the
+// progress (the widget's checklist and its badge). The question comes in the snapshot (the server picked it from the
 // keys Valkey holds); the answer rides in the body of the action's own button;
 // the verdict comes back in the outcome, judged by the server against what
 // Valkey holds after that action. Nothing here knows an answer or a verdict.
@@ -27,7 +27,7 @@ function question(name, q, root) {
     const label = el("label", "predict-label", "Your answer ");
     const input = el("input", "predict-number");
     input.type = "number";
-    input.step = "1";
+    input.step = "any"; // any number is an answer: a whole one, 2.5, 1e9; Valkey's value judges it
     input.id = id;
     label.htmlFor = id;
     box.append(label, input);
@@ -50,8 +50,13 @@ function question(name, q, root) {
 }
 
 function answer(box) {
-  const number = box.querySelector('input[type="number"]');
-  if (number) return number.value.trim() === "" ? null : Number(number.value);
+  const number = box.querySelector("input.predict-number");
+  if (number) {
+    // any answer is sent as typed (a number when it reads as one): Valkey's truth judges it
+    const typed = number.value.trim();
+    if (typed === "") return null;
+    return Number.isFinite(Number(typed)) ? Number(typed) : typed;
+  }
   const picked = box.querySelector('input[type="radio"]:checked');
   return picked ? picked.value : null;
 }
@@ -59,38 +64,59 @@ function answer(box) {
 extensions.push({
   paint(name, root, snapshot) {
     const place = slot(root);
-    const q = snapshot.question;
-    if (!q) return place.replaceChildren();
-    const shown = place.querySelector("fieldset");
-    // Keep what the learner is typing while the stream repaints the same question.
-    if (shown && shown.dataset.question === q.id && !shown.dataset.used) return;
-    place.replaceChildren(question(name, q, root));
+    // One fieldset per open question (one per action); one the learner is
+    // typing in, still open and not yet answered, is kept as it is.
+    const kept = new Map([...place.querySelectorAll("fieldset")].filter((f) => !f.dataset.used)
+      .map((f) => [f.dataset.question, f]));
+    const boxes = (snapshot.questions || []).map((q) => kept.get(q.id) || question(name, q, root));
+    const same = boxes.length === place.children.length && boxes.every((b, i) => place.children[i] === b);
+    if (!same) place.replaceChildren(...boxes);
+    ticks(root, snapshot.steps);
+    // In a class acting in another sandbox the record is the learner's own (the answer's), not this one's.
+    if (!root.dataset.classMode || root.dataset.classMode === "own") showWidget(root, snapshot.progress);
   },
   body(name, action, root) {
-    const box = root.querySelector('[data-role="predict"] fieldset');
-    if (!box || box.dataset.questionFor !== action) return {};
+    const box = root.querySelector(`[data-role="predict"] fieldset[data-question-for="${action}"]`);
+    if (!box) return {};
     const given = answer(box);
-    if (given === null || Number.isNaN(given)) return {};
+    if (given === null) return {};
     box.dataset.used = "1"; // answered: the next snapshot draws the next question afresh
     return { predict: { question: box.dataset.question, answer: given } };
   },
   acted(name, root, data) {
-    const progress = data.outcome && data.outcome.detail ? data.outcome.detail.progress : null;
-    if (!progress) return;
+    if (!data.progress) return;
     const before = shown.get(name);
-    showWidget(root, progress);
-    // The dive's line counts widgets done and predictions: it is read again
-    // only when this widget's count of those moved (most clicks move neither).
-    if (!before || before.done !== progress.done || before.asked !== progress.asked || before.right !== progress.right) {
-      refreshDive();
-    }
+    showWidget(root, data.progress);
+    const now = data.progress;
+    // The dive's line is read again only when this widget's counts moved.
+    if (!before || before.reached.length !== now.reached.length || before.asked !== now.asked) refreshDive();
   },
 });
+
+/** The checklist's ticks, as the snapshot says them (read from the learner's record). */
+function ticks(root, steps) {
+  for (const step of steps || []) {
+    const item = root.querySelector(`[data-role="checklist"] li[data-step="${step.id}"]`);
+    if (item && item.classList.contains("reached") !== step.reached) {
+      item.classList.toggle("reached", step.reached);
+      item.setAttribute("aria-label", `${step.label}: ${step.reached ? "reached" : "not reached yet"}`);
+    }
+  }
+}
 
 // The progress each widget's badge shows now, as the server said it.
 const shown = new Map();
 
+function summary(progress) {
+  const total = progress.steps.length;
+  const done = total > 0 && progress.reached.length === total;
+  let said = done ? `Done: all ${total} steps reached` : `${progress.reached.length} of ${total} steps reached`;
+  if (progress.asked) said += `; ${progress.right} of ${progress.asked} prediction${progress.asked === 1 ? "" : "s"} right`;
+  return { said: `${said}.`, done };
+}
+
 function showWidget(root, progress) {
+  if (!progress) return;
   shown.set(root.dataset.widget, progress);
   let badge = $(root, "widget-progress");
   if (!badge) {
@@ -98,11 +124,12 @@ function showWidget(root, progress) {
     badge.dataset.role = "widget-progress";
     root.querySelector(".widget-title").after(badge);
   }
-  // Written only when it changed: a page repainting the same words is not a change.
-  if (badge.textContent !== progress.summary) badge.textContent = progress.summary;
-  const done = progress.done ? "1" : "0";
-  if (badge.dataset.done !== done) badge.dataset.done = done;
-  if (root.classList.contains("is-done") !== progress.done) root.classList.toggle("is-done", progress.done);
+  const { said, done } = summary(progress);
+  if (badge.textContent !== said) badge.textContent = said;
+  if (root.classList.contains("is-done") !== done) root.classList.toggle("is-done", done);
+  const reached = new Set(progress.reached);
+  ticks(root, progress.steps.map((id) => ({ id, reached: reached.has(id),
+    label: (root.querySelector(`li[data-step="${id}"] a`) || {}).textContent || id })));
 }
 
 async function refreshDive() {
@@ -110,17 +137,11 @@ async function refreshDive() {
     const response = await fetch("/api/progress", { credentials: "same-origin" });
     if (!response.ok) return;
     const data = await response.json();
-    for (const [name, progress] of Object.entries(data.widgets)) {
-      const root = document.querySelector(`[data-widget="${name}"]`);
-      if (root) showWidget(root, progress);
-    }
     const line = document.querySelector('[data-role="dive-progress"]');
     const dive = data.dives.find((d) => d.path === location.pathname);
-    const summary = line && dive ? line.querySelector('[data-role="dive-progress-summary"]') : null;
-    if (summary && summary.textContent !== dive.summary) summary.textContent = dive.summary;
+    const text = line && dive ? line.querySelector('[data-role="dive-progress-summary"]') : null;
+    if (text && text.textContent !== dive.summary) text.textContent = dive.summary;
   } catch (err) {
     // The site is away: the server-rendered line stays as it was.
   }
 }
-
-refreshDive();

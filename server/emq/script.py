@@ -1,0 +1,112 @@
+"""One Lua script and the one way the site runs scripts: by SHA.
+
+Every script the site sends — EchoMQ's transitions (`registry`) and the
+site's own (`Script.from_file`) — is a `Script`: its expanded text and the
+SHA1 Valkey knows it by. It is always sent as EVALSHA, and there is one
+NOSCRIPT policy for all of them: a server that does not know the script (a
+restart, SCRIPT FLUSH, a new cluster node) answers NOSCRIPT, the script is
+loaded and that one call is sent again. A pipeline (`execute`) follows the
+same rule per call, so the calls of one pipeline must not depend on each
+other's effects: a call retried after NOSCRIPT runs after the others.
+
+An error reply that is EchoMQ's own refusal (`EMQKIND …`) becomes its typed
+exception (`errors.translate`); any other error reply is raised as redis-py
+gives it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import NoScriptError, ResponseError
+
+from server.emq.errors import EmqError, translate
+from server.emq.includes import expand
+from server.emq.wire import Conn, Pipe
+
+Arg = str | bytes | int | float
+
+
+@dataclass(frozen=True)
+class Script:
+    """A script as Valkey runs it: `source` (includes expanded) and its `sha`."""
+
+    name: str
+    source: str
+
+    @property
+    def sha(self) -> str:
+        return _sha(self.source)
+
+    @classmethod
+    def from_file(cls, path: Path) -> Script:
+        """A script from its file, `-- @include <name>` markers expanded from
+        the `includes/` folder beside it."""
+        return cls(path.stem, expand(path.name, path.read_text(encoding="utf-8"), path.parent))
+
+    async def run(self, conn: Conn, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+        """EVALSHA; on NOSCRIPT, load and send it again. EchoMQ refusals raise typed."""
+        try:
+            try:
+                return await conn.execute_command("EVALSHA", self.sha, len(keys), *keys, *args)
+            except NoScriptError:
+                await self.load(conn, keys)
+                return await conn.execute_command("EVALSHA", self.sha, len(keys), *keys, *args)
+        except ResponseError as exc:
+            raise _typed(exc) from exc
+
+    def queue(self, pipe: Pipe, keys: Sequence[str], args: Sequence[Arg]) -> None:
+        """Queue one EVALSHA on a pipeline (send it with `execute`)."""
+        pipe.execute_command("EVALSHA", self.sha, len(keys), *keys, *args)
+
+    async def load(self, conn: Conn, keys: Sequence[str] = ()) -> None:
+        """SCRIPT LOAD where the call goes: the node owning the first key on a cluster."""
+        if isinstance(conn, RedisCluster) and keys:
+            node = conn.get_node_from_key(keys[0])
+            await conn.execute_command("SCRIPT LOAD", self.source, target_nodes=node)
+        else:
+            await conn.execute_command("SCRIPT LOAD", self.source)
+
+
+def _sha(source: str) -> str:
+    return hashlib.sha1(source.encode("utf-8")).hexdigest()
+
+
+def _typed(exc: ResponseError) -> Exception:
+    found = translate(exc)
+    return found if type(found) is not EmqError else exc
+
+
+Call = tuple[Script, Sequence[str], Sequence[Arg]]
+
+
+async def execute(conn: Conn, pipe: Pipe, calls: Sequence[Call | None]) -> list[Any]:
+    """Send `pipe`; `calls` names, per queued command, the script call it was
+    (None for a plain command). A NOSCRIPT reply is retried alone (loaded
+    first); every other error reply is returned in its place, typed, for the
+    caller to read or raise (`raise_first`)."""
+    replies = list(await pipe.execute(raise_on_error=False))
+    for i, reply in enumerate(replies):
+        call = calls[i] if i < len(calls) else None
+        if isinstance(reply, NoScriptError) and call is not None:
+            script, keys, args = call
+            try:
+                replies[i] = await script.run(conn, keys, args)
+            except (ResponseError, EmqError) as exc:
+                replies[i] = exc
+        elif isinstance(reply, ResponseError):
+            replies[i] = _typed(reply)
+    return replies
+
+
+def raise_first(replies: Sequence[Any]) -> list[Any]:
+    """The replies, or the first error among them raised."""
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    return list(replies)

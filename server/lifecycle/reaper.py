@@ -1,0 +1,130 @@
+"""The reaper: idle sandboxes and classes expire, and no key lives forever.
+
+Every `every` seconds: sandboxes idle past the TTL (their registry score)
+are removed whole (`removal.delete`), rooms whose record expired take their
+shared sandbox with them, and sandboxes that were admitted but are no longer
+registered (orphans) are removed too. A round that fails for one sandbox
+logs it and goes on with the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+
+from redis.exceptions import RedisError
+
+from server.emq.wire import Conn, as_text
+from server.lifecycle import removal
+from server.sandboxes import admission, rooms
+from server.sandboxes.keys import REGISTRY_KEY
+from server.sandboxes.sandbox import SANDBOX_RE
+from server.valkey import acl
+from server.widgets.snapshot import Catalog
+
+log = logging.getLogger("emqlab.lifecycle")
+
+
+async def remove(conn: Conn, catalog: Catalog, sandbox: str) -> bool:
+    """Remove one sandbox's keys; False (logged) when that failed."""
+    try:
+        await removal.delete(conn, catalog, sandbox)
+        await acl.drop_user(conn, sandbox)  # its console's Valkey user goes with it
+        return True
+    except (RedisError, OSError):
+        raise  # Valkey away: the whole round waits for the next
+    except Exception as exc:  # noqa: BLE001 - one sandbox's trouble must not stop the round
+        log.warning("removing sandbox %s failed: %s", sandbox, exc)
+        return False
+
+
+async def expire_idle(conn: Conn, catalog: Catalog, ttl_seconds: int) -> list[str]:
+    cutoff = int((time.time() - ttl_seconds) * 1000)
+    stale = [as_text(m) for m in await conn.zrangebyscore(REGISTRY_KEY, "-inf", cutoff)]
+    gone = []
+    for sandbox in stale:
+        if not SANDBOX_RE.fullmatch(sandbox):
+            await conn.zrem(REGISTRY_KEY, sandbox)
+            continue
+        # ZREM only a sandbox still as idle as when it was picked: one step.
+        if int(await admission.UNREGISTER_IF_IDLE.run(conn, [REGISTRY_KEY], [sandbox, cutoff])):
+            if await remove(conn, catalog, sandbox):
+                gone.append(sandbox)
+    return gone
+
+
+async def expire_rooms(conn: Conn, catalog: Catalog) -> list[str]:
+    """Rooms whose record expired: forget them and remove their sandboxes."""
+    gone = []
+    for code, sandbox in await rooms.expired(conn):
+        if SANDBOX_RE.fullmatch(sandbox):
+            await conn.zrem(REGISTRY_KEY, sandbox)
+            await remove(conn, catalog, sandbox)
+        gone.append(code)
+    return gone
+
+
+async def remove_orphans(conn: Conn, catalog: Catalog) -> list[str]:
+    """Keys of sandboxes that are no longer live (a lost registry entry, a
+    write racing an expiry): removed, so no key lives forever."""
+    # The held index less the registry, on the server (both share one slot);
+    # a room's sandbox is live without a registry entry.
+    candidates = [as_text(m) for m in await conn.zdiff([admission.HELD_KEY, REGISTRY_KEY])]
+    in_rooms = set((await rooms.room_sandboxes(conn)).keys()) if candidates else set()
+    orphans = []
+    for sandbox in candidates:
+        if sandbox in in_rooms:
+            continue
+        if not SANDBOX_RE.fullmatch(sandbox):
+            await conn.zrem(admission.HELD_KEY, sandbox)
+            continue
+        if await remove(conn, catalog, sandbox):
+            orphans.append(sandbox)
+    return orphans
+
+
+async def reap(conn: Conn, catalog: Catalog, ttl_seconds: int) -> dict[str, list[str]]:
+    """One round of the reaper."""
+    # Never-used entries of sandboxes idle past the TTL: the registry's go below.
+    await admission.forget_unused(conn, int((time.time() - ttl_seconds) * 1000))
+    return {
+        "sandboxes": await expire_idle(conn, catalog, ttl_seconds),
+        "rooms": await expire_rooms(conn, catalog),
+        "orphans": await remove_orphans(conn, catalog),
+    }
+
+
+class Reaper:
+    """Runs `reap` every `every` seconds in the background."""
+
+    def __init__(self, conn: Conn, catalog: Catalog, ttl_seconds: int, every: float = 30.0) -> None:
+        self.conn, self.catalog = conn, catalog
+        self.ttl = ttl_seconds
+        self.every = every
+        self.task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.task = asyncio.create_task(self.run(), name="emqlab-reaper")
+
+    async def stop(self) -> None:
+        if self.task:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self.task
+
+    async def run(self) -> None:
+        while True:
+            try:
+                done = await reap(self.conn, self.catalog, self.ttl)
+                if any(done.values()):
+                    log.info(
+                        "reaper: expired %d idle sandboxes, %d rooms; removed %d orphans",
+                        len(done["sandboxes"]), len(done["rooms"]), len(done["orphans"]),
+                    )
+            except (RedisError, OSError):
+                pass  # Valkey away: try again next round
+            except Exception:
+                log.exception("reaper round failed")
+            await asyncio.sleep(self.every)

@@ -1,0 +1,110 @@
+"""The open streams, by sandbox, and what each is handed.
+
+A page's stream is a `Subscription`: the widgets it shows and a bounded
+queue. A closed batch of a sandbox's writes (`batches.Change`) becomes
+frames once: each touched widget is read once (`Read`, the widgets'
+snapshot, encoded as an SSE frame), each effect worded once; every page of
+the sandbox gets the frames of its own widgets as one chunk. So a thousand
+pages of one sandbox cost one read per change, and every page paints the
+same snapshot. Other news (Valkey's status, a reset, a class's move) is a
+`Notice` handed to each stream as it comes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from server.live import effects
+from server.live.batches import Change
+
+QUEUE_CAP = 500  # items one stream may lag behind before it is resynced instead
+
+# (sandbox, widget) -> the snapshot's SSE frame body (`event: snapshot` … as bytes)
+Read = Callable[[str, str], Awaitable[bytes]]
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something a page must hear that is not a change of its keys."""
+
+    kind: str  # status | reset | room | resync | …
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class Subscription:
+    """One open stream's inbox."""
+
+    def __init__(self, sandbox: str, widgets: tuple[str, ...]) -> None:
+        self.sandbox, self.widgets = sandbox, widgets
+        self.queue: asyncio.Queue[bytes | Notice] = asyncio.Queue(maxsize=QUEUE_CAP)
+        self.overflowed = False
+
+    def push(self, item: bytes | Notice) -> None:
+        try:
+            self.queue.put_nowait(item)
+        except asyncio.QueueFull:
+            self.overflowed = True  # a stalled page: it gets fresh snapshots when it reads again
+
+    def drain(self) -> list[bytes | Notice]:
+        items = []
+        while not self.queue.empty():
+            items.append(self.queue.get_nowait())
+        return items
+
+
+def frame(event: str, data: bytes) -> bytes:
+    """One SSE event with no id (the same bytes for every page)."""
+    return b"event: " + event.encode() + b"\r\ndata: " + data + b"\r\nretry: 1000\r\n\r\n"
+
+
+class Streams:
+    def __init__(self, read: Read) -> None:
+        self.read = read
+        self.subs: dict[str, set[Subscription]] = {}
+
+    def watched(self, sandbox: str) -> bool:
+        return sandbox in self.subs
+
+    @contextlib.contextmanager
+    def open(self, sandbox: str, widgets: tuple[str, ...]) -> Iterator[Subscription]:
+        sub = Subscription(sandbox, widgets)
+        self.subs.setdefault(sandbox, set()).add(sub)
+        try:
+            yield sub
+        finally:
+            found = self.subs.get(sandbox)
+            if found is not None:
+                found.discard(sub)
+                if not found:
+                    del self.subs[sandbox]
+
+    def broadcast(self, notice: Notice, sandboxes: list[str] | None = None) -> None:
+        """Hand `notice` to the streams of `sandboxes` (None: every stream)."""
+        targets = self.subs if sandboxes is None else {s: self.subs[s] for s in sandboxes if s in self.subs}
+        for subs in list(targets.values()):
+            for sub in list(subs):
+                sub.push(notice)
+
+    async def deliver(self, sandbox: str, change: Change) -> None:
+        """A closed batch of `sandbox`: each touched widget read once, each page its own frames."""
+        subs = list(self.subs.get(sandbox, ()))
+        followed = {w for sub in subs for w in sub.widgets} & change.widgets
+        snapshots = {w: await self.read(sandbox, w) for w in sorted(followed)}
+        worded: dict[str, list[bytes]] = {}
+        for effect in change.effects:
+            if effect.widget in followed:
+                data = {"widget": effect.widget, "queue": effect.queue.partition(".")[2],
+                        "key": effect.key.replace("{" + sandbox + ".", "{", 1), "event": effect.event,
+                        "at": effect.at, "words": effects.describe(effect.event, effect.key)}
+                worded.setdefault(effect.widget, []).append(frame("effect", msgspec.json.encode(data)))
+        for sub in subs:
+            chunk = [f for w in sub.widgets for f in worded.get(w, [])]
+            chunk += [snapshots[w] for w in sub.widgets if w in snapshots]
+            if chunk:
+                sub.push(b"".join(chunk))

@@ -1,0 +1,138 @@
+"""Which Valkey nodes the hub listens on, and keeping one subscriber on each.
+
+On one server: one subscriber on the URL's node. On a cluster, keyspace
+notifications are node-local, so one subscriber per online primary, read
+from CLUSTER SHARDS every few seconds; subscribers start and stop as
+primaries come and go. The hub is `up` when every node has its subscriber
+ready. Each node gets notifications switched on when its subscriber
+(re)connects: a restarted server has forgotten them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from server.emq.wire import Conn
+from server.live.heartbeat import NOTIFY_FLAGS, flags_on
+
+log = logging.getLogger("emqlab.stream")
+
+TOPOLOGY_EVERY = 3.0  # seconds between reads of a cluster's primaries
+
+# (node url, node name, ready(bool)) -> runs until cancelled
+Subscriber = Callable[[str, str, Callable[[bool], None]], Awaitable[None]]
+
+
+async def enable_notifications(client: Conn) -> bool:
+    """Switch keyspace notifications on for one node; False when CONFIG is refused."""
+    try:
+        found = await client.config_get("notify-keyspace-events")
+        if not flags_on(found.get("notify-keyspace-events", "") if isinstance(found, dict) else ""):
+            await client.config_set("notify-keyspace-events", NOTIFY_FLAGS)
+        return True
+    except RedisError as exc:
+        log.warning("cannot enable keyspace notifications (%s): streams poll", exc)
+        return False
+
+
+def node_url(url: str, address: str) -> str:
+    """The URL of one node: the site's URL (scheme, credentials) with that node's host:port."""
+    parts = urlsplit(url)
+    userinfo = parts.netloc.rpartition("@")[0]
+    return parts._replace(netloc=f"{userinfo}@{address}" if userinfo else address, path="/0").geturl()
+
+
+def online_primaries(shards: Iterable[Any]) -> list[str]:
+    """"host:port" of every online primary in a CLUSTER SHARDS reply."""
+    found = set()
+    for shard in shards:
+        for node in shard.get("nodes", []):
+            if node.get("role") == "master" and node.get("health", "online") == "online":
+                host = node.get("endpoint")
+                host = node.get("ip") if host in (None, "", "?") else host
+                found.add(f"{host}:{node['port']}")
+    return sorted(found)
+
+
+async def read_primaries(seeds: Iterable[str]) -> list[str]:
+    """The online primaries, asked of each seed URL in turn until one answers."""
+    last: Exception | None = None
+    for seed in dict.fromkeys(seeds):
+        client: Conn = aioredis.Redis.from_url(seed, decode_responses=True, socket_connect_timeout=1, socket_timeout=2)
+        try:
+            return online_primaries(await client.execute_command("CLUSTER SHARDS"))
+        except (RedisError, OSError, AttributeError, TypeError) as exc:
+            last = exc
+        finally:
+            with contextlib.suppress(Exception):
+                await client.aclose()
+    raise RedisError(f"no cluster node answered CLUSTER SHARDS: {last}")
+
+
+class Nodes:
+    """One subscriber task per node, and whether all of them are ready."""
+
+    def __init__(self, url: str, cluster: bool, subscriber: Subscriber) -> None:
+        self.url, self.cluster, self.subscriber = url, cluster, subscriber
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.ready: dict[str, bool] = {}
+        self.up = False
+        self.follower: asyncio.Task[None] | None = None
+        self.changed: Callable[[], None] = lambda: None
+
+    async def start(self, changed: Callable[[], None]) -> None:
+        self.changed = changed
+        if self.cluster:
+            self.follower = asyncio.create_task(self.follow_topology(), name="emqlab-topology")
+        else:
+            self.run("", self.url)
+
+    def run(self, name: str, url: str) -> None:
+        def ready(on: bool) -> None:
+            self.ready[name] = on
+            self.refresh()
+
+        self.tasks[name] = asyncio.create_task(self.subscriber(url, name, ready), name=f"emqlab-hub-{name}")
+
+    def refresh(self) -> None:
+        live = [n for n, t in self.tasks.items() if not t.done()]
+        up = bool(live) and all(self.ready.get(n, False) for n in live)
+        if up != self.up:
+            self.up = up
+            self.changed()
+
+    async def follow_topology(self) -> None:
+        while True:
+            try:
+                wanted = await read_primaries([self.url, *(node_url(self.url, a) for a in self.tasks)])
+            except asyncio.CancelledError:
+                raise
+            except (RedisError, OSError) as exc:
+                log.info("cluster topology unreadable for the live stream: %s", exc)
+                wanted = list(self.tasks)
+            for gone in [a for a in self.tasks if a not in wanted]:
+                self.tasks.pop(gone).cancel()
+                self.ready.pop(gone, None)
+            for address in wanted:
+                task = self.tasks.get(address)
+                if task is None or task.done():
+                    self.run(address, node_url(self.url, address))
+            self.refresh()
+            await asyncio.sleep(TOPOLOGY_EVERY)
+
+    async def stop(self) -> None:
+        tasks = [t for t in (self.follower, *self.tasks.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self.tasks.clear()

@@ -1,0 +1,131 @@
+"""Open the Valkey client the site talks through: one server, or a cluster.
+
+`open_client(url, cluster)` answers a `redis.asyncio.Redis` for a single
+server and a `redis.asyncio.RedisCluster` for a Valkey Cluster. The cluster
+is chosen when asked (`EMQLAB_VALKEY_CLUSTER=1`, which `emqlab serve
+--cluster` sets) or found: `INFO cluster` on the node the URL names says
+`cluster_enabled:1`. Every script runs unchanged on either: their keys share
+one hashtag, and redis-py's cluster client sends each EVALSHA to the node
+owning that slot (and SCRIPT LOAD to every primary on NOSCRIPT).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+from urllib.parse import urlsplit
+
+import hiredis
+import redis
+import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from server.emq.wire import Conn
+from server.settings import truth
+
+log = logging.getLogger("emqlab.connect")
+
+CLUSTER_ENV = "EMQLAB_VALKEY_CLUSTER"
+MAX_CONNECTIONS = 2048  # above any limit_concurrency the site is served with (server/cli.py)
+
+
+def cluster_from_env() -> bool | None:
+    """EMQLAB_VALKEY_CLUSTER: 1 = a cluster, 0 = one server, unset = find out."""
+    return truth(os.environ.get(CLUSTER_ENV, ""))
+
+
+def detect_cluster(url: str) -> bool:
+    """True when the node the URL names runs with cluster mode on."""
+    try:
+        client = redis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2, socket_timeout=2)
+        try:
+            return int(client.info("cluster").get("cluster_enabled", 0)) == 1
+        finally:
+            client.close()
+    except (redis.RedisError, OSError, ValueError) as exc:
+        log.warning("cannot tell whether %s is a cluster (%s): assuming one server", url, exc)
+        return False
+
+
+def wants_cluster(url: str, cluster: bool | None = None) -> bool:
+    """Asked for (argument, then EMQLAB_VALKEY_CLUSTER), else detected."""
+    if cluster is None:
+        cluster = cluster_from_env()
+    return detect_cluster(url) if cluster is None else cluster
+
+
+def _cluster_url(url: str) -> str:
+    # A cluster has database 0 only; `redis://h:p/0` is fine, drop anything else.
+    parts = urlsplit(url)
+    return parts._replace(path="").geturl() if parts.path not in ("", "/", "/0") else url
+
+
+class PackedConnection(aioredis.Connection):
+    """redis-py's async connection, its commands packed by hiredis in C, as
+    redis-py's own synchronous client packs them. Packing each argument in
+    Python was a tenth of a click's CPU (a click sends some ninety)."""
+
+    def pack_command(self, *args: Any) -> list[bytes]:
+        # redis-py sends a command name written with a space ("CONFIG GET") as two words
+        if isinstance(args[0], str) and " " in args[0]:
+            args = (*args[0].split(), *args[1:])
+        return [hiredis.pack_command(args)]
+
+
+def packed_on_tcp(url: str) -> dict[str, Any]:
+    """`PackedConnection` for a plain TCP URL; TLS and unix sockets keep redis-py's own classes."""
+    return {"connection_class": PackedConnection} if urlsplit(url).scheme == "redis" else {}
+
+
+def open_client(url: str, cluster: bool | None = None) -> aioredis.Redis | RedisCluster:
+    """The site's async client (decode_responses=True)."""
+    if wants_cluster(url, cluster):
+        # One pool per node inside the cluster client; a topology change
+        # (MOVED, a node gone) makes it refresh its slot map on its own.
+        return RedisCluster.from_url(
+            _cluster_url(url), decode_responses=True, socket_connect_timeout=1, socket_timeout=5,
+            health_check_interval=10,
+        )
+    # A plain pool, sized above what the server lets in at once (uvicorn's
+    # limit_concurrency): a request holds one connection at a time, and
+    # streams hold none (they are fed by the hub's own subscription), so the
+    # cap is never the queue; a waiting pool (BlockingConnectionPool) cost
+    # an eighth of an action's CPU in its checkout alone.
+    #
+    # One retry on a dropped connection: after a Valkey restart every pooled
+    # socket is dead, and the command that met a dead socket never reached
+    # the new server, so sending it again on a fresh connection is safe.
+    # Timeouts are not retried: a slow script may have run.
+    pool = aioredis.ConnectionPool.from_url(
+        url, decode_responses=True, socket_connect_timeout=1, socket_timeout=5, health_check_interval=10,
+        max_connections=MAX_CONNECTIONS, **packed_on_tcp(url),
+        retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
+    )
+    return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes it
+
+
+def open_sync_client(url: str, cluster: bool | None = None) -> Any:
+    """A short-lived synchronous client (the cookie secret at startup)."""
+    if wants_cluster(url, cluster):
+        return redis.RedisCluster.from_url(_cluster_url(url), decode_responses=True, socket_connect_timeout=2)
+    return redis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2)
+
+
+def is_cluster(conn: Conn) -> bool:
+    return isinstance(conn, (RedisCluster, redis.RedisCluster))
+
+
+def node_of(conn: Conn, key: str) -> str | None:
+    """"host:port" of the primary holding `key`'s slot (None on one server)."""
+    if not isinstance(conn, RedisCluster):
+        return None
+    try:
+        node = conn.get_node_from_key(key)
+    except Exception:  # noqa: BLE001 - the slot map is not loaded yet
+        return None
+    return node.name if node is not None else None
+

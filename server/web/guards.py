@@ -1,0 +1,230 @@
+"""The way in: every request meets its guards here, once, before any widget.
+
+`enter(request, write=…)` answers who asks and where they act (`Entry`), or
+raises `Refused(status, sentence)`:
+
+1. origin: a state change must come from a page of this site;
+2. the visitor: the signed sandbox cookie (never the body or the URL);
+3. the instructor: the signed sign-in cookie or `Authorization: Bearer`;
+4. the class: a signed room cookie names a class; its mode (read from
+   Valkey on every request: a change holds for the very next one, on any
+   worker) names the sandbox a member acts in, and whether it is read-only
+   (demo); an instructor's Watch cookie names a learner's sandbox, read-only;
+5. rates: actions per visitor / address / class, reads per visitor
+   (`rates.py`, counted in this worker's memory).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from redis.exceptions import RedisError
+from starlette.requests import Request
+
+from server.sandboxes import rooms
+from server.sandboxes.sandbox import COOKIE, SANDBOX_RE, NoSandbox
+from server.web import rates
+
+INSTRUCTOR_COOKIE = "emqlab_instructor"
+DEMO_REFUSAL = "demo mode: only the instructor acts in this class; you are watching the instructor's sandbox"
+WATCH_REFUSAL = "you are watching a learner's sandbox, read-only: stop watching to act"
+ROOM_DOWN = "Valkey is unreachable right now, so your class cannot be looked up; the page recovers when it returns."
+
+
+class Refused(Exception):
+    """A guard's refusal: `status` (4xx, or 503) and a sentence."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Entry:
+    """Who asks, and where they act."""
+
+    visitor: str  # their own sandbox: their identity and their record
+    sandbox: str  # the sandbox they act in (their own, or their class's)
+    instructor: bool = False
+    readonly: bool = False  # a demo's learner, an instructor's Watch
+    room: str | None = None
+    mode: str = "own"
+    name: str = ""  # a class member's display name
+    watching: str | None = None  # the learner an instructor watches
+    tab: str = ""  # the page that asks (X-Emqlab-Tab)
+    ask: rooms.Ask | None = None  # the question the instructor put to the class, if any
+
+    def where(self) -> dict[str, object]:
+        """The class (or the Watch) an answer comes from: the page says so, and
+        where it only watches, it disables its controls."""
+        if self.watching:
+            return {"room": {"watching": self.watching, "readonly": True, "mode": "watch"}}
+        if self.room is None:
+            return {}
+        return {"room": {"code": self.room, "mode": self.mode, "demo": self.mode == "demo",
+                         "readonly": self.readonly}}
+
+
+async def enter(request: Request, *, write: bool, counts: str = "actions") -> Entry:
+    """The guards of one request (see the module's docstring). `counts`:
+    which budget it spends — "actions", "reads", or "" for none."""
+    if write:
+        check_origin(request)
+    visitor = visitor_of(request)
+    instructor = is_instructor(request)
+    entry = Entry(visitor, visitor, instructor, tab=_tab(request))
+    watched = request.app.state.watch_cookie.read(request) if instructor else None
+    if isinstance(watched, str) and SANDBOX_RE.fullmatch(watched):
+        entry = Entry(visitor, watched, True, readonly=True, watching=watched, tab=entry.tab)
+    else:
+        entry = await _in_class(request, entry)
+    if write and entry.readonly:
+        raise Refused(403, WATCH_REFUSAL if entry.watching else DEMO_REFUSAL)
+    _spend(request, entry, counts)
+    return entry
+
+
+async def _in_class(request: Request, entry: Entry) -> Entry:
+    code = request.app.state.room_cookie.read(request)
+    if code is None:
+        return entry
+    if not isinstance(code, str):
+        raise Refused(403, "the class cookie is not one this site signed: join your class again at /room")
+    try:
+        room, member, name = await rooms.membership(request.app.state.conn, code, entry.visitor)
+    except (RedisError, OSError) as exc:
+        raise Refused(503, ROOM_DOWN) from exc
+    if room is None or not member:
+        return entry  # the class closed, or the learner left it: their own sandbox again
+    sandbox, readonly = room.acting(entry.visitor)
+    readonly = readonly and not entry.instructor
+    return Entry(entry.visitor, sandbox, entry.instructor, readonly, room.code, room.mode, name, tab=entry.tab,
+                 ask=room.ask)
+
+
+def _spend(request: Request, entry: Entry, counts: str) -> None:
+    settings, windows = request.app.state.settings, request.app.state.windows
+    try:
+        if counts == "reads":
+            windows.spend(f"r:{entry.visitor}", settings.read_limit, "per visitor", "reads")
+        elif counts == "actions":
+            windows.spend(f"a:{entry.visitor}", settings.rate_limit, "per visitor")
+            if entry.room is not None:
+                windows.spend(f"c:{entry.room}", settings.room_actions, "in this class")
+            else:  # a class behind one address is counted as a class, not as that address
+                windows.spend(f"ip:{rates.client_address(request)}", settings.address_actions, "from your address")
+    except rates.TooMany as exc:
+        raise Refused(429, str(exc)) from exc
+
+
+def visitor_of(request: Request) -> str:
+    """The visitor's own sandbox id, from the signed cookie (the middleware
+    names a fresh one for a page visit without a cookie)."""
+    noted = request.scope.get("state", {}).get("sandbox")
+    if noted:
+        return str(noted)
+    raw = request.cookies.get(COOKIE)
+    if not raw:
+        raise Refused(403, "no sandbox cookie: open a page of the course first")
+    try:
+        return str(request.app.state.cookie.parse(raw))
+    except NoSandbox as exc:
+        raise Refused(403, str(exc)) from exc
+
+
+def _tab(request: Request) -> str:
+    return "".join(ch for ch in request.headers.get("x-emqlab-tab", "")[:32] if ch.isalnum())
+
+
+# -- the instructor -----------------------------------------------------------------
+
+
+def token_fingerprint(token: str) -> str:
+    """What the instructor cookie carries: changing the token signs everyone out."""
+    return hashlib.sha256(b"emqlab-instructor:" + token.encode()).hexdigest()[:32]
+
+
+def token_matches(given: object, token: str) -> bool:
+    return isinstance(given, str) and hmac.compare_digest(given.encode(), token.encode())
+
+
+def bearer_of(request: Request) -> str | None:
+    auth = request.headers.get("authorization", "")
+    return auth[7:].strip() if auth.lower().startswith("bearer ") else None
+
+
+def signed_in(request: Request) -> bool:
+    """The instructor's sign-in cookie (no token compared: nothing to guess here)."""
+    token = request.app.state.settings.instructor_token
+    value = request.app.state.instructor_cookie.read(request) if token else None
+    return isinstance(value, str) and hmac.compare_digest(value, token_fingerprint(token))
+
+
+def is_instructor(request: Request) -> bool:
+    """Signed in, or a Bearer token that matches (callers that count failures
+    use `require_instructor`, which consults the limit first)."""
+    token = request.app.state.settings.instructor_token
+    return bool(token) and (signed_in(request) or token_matches(bearer_of(request), token))
+
+
+async def require_instructor(request: Request) -> None:
+    """403 when instructors are off or the Origin is foreign; 429 past the
+    failed-attempt limit (before any token is compared); 401 when not signed in."""
+    settings = request.app.state.settings
+    if not settings.instructor_token:
+        raise Refused(403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN")
+    check_origin(request)
+    if signed_in(request):
+        return
+    given = bearer_of(request)
+    if given is None:
+        raise Refused(401, "sign in as the instructor first (POST /instructor/sign-in with the token)")
+    await check_token(request, given)
+
+
+async def check_token(request: Request, given: str) -> None:
+    """Compare a token only while this address is under its failed-attempt limit."""
+    settings, conn = request.app.state.settings, request.app.state.conn
+    address = rates.client_address(request)
+    if await rates.over_attempts(conn, address, "sign-in", settings.attempt_limit):
+        raise Refused(429, rates.too_many_attempts(settings.attempt_limit))
+    if not token_matches(given, settings.instructor_token or ""):
+        await rates.count_failure(conn, address, "sign-in")
+        raise Refused(401, "that is not the instructor token")
+
+
+# -- cross-site requests ----------------------------------------------------------------
+
+
+def site_origin(request: Request) -> str:
+    """scheme://host the site's pages come from: the configured public origin
+    (behind a proxy), else the request's own scheme and Host."""
+    public = request.app.state.settings.origin
+    if public:
+        return str(public).lower()
+    return f"{request.scope.get('scheme', 'http')}://{request.headers.get('host', '')}".lower()
+
+
+@functools.lru_cache(maxsize=256)
+def _origin_of(origin: str) -> str:
+    try:
+        parts = urlsplit(origin)
+        return f"{parts.scheme}://{parts.netloc}".lower() if parts.scheme and parts.netloc else ""
+    except ValueError:
+        return ""
+
+
+def check_origin(request: Request) -> None:
+    """Refuse a state change sent from a page of another site (scheme, host and port)."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        if request.headers.get("sec-fetch-site", "") == "cross-site":
+            raise Refused(403, "cross-site request refused")
+        return
+    if _origin_of(origin) != site_origin(request) or not _origin_of(origin):
+        shown = origin if len(origin) <= 100 and origin.isprintable() else "(unreadable)"
+        raise Refused(403, f"cross-site request refused: Origin {shown} is not this site")

@@ -1,0 +1,64 @@
+"""Pages from templates: the one base layout, and each widget's partial.
+
+A widget's partial (`site/templates/widgets/_<name>.html`) is its markup:
+its region, its buttons (labels from the widget's actions), its checklist,
+the questions its dive declares, and for a reader without JavaScript its
+recorded trace (`server/widgets/traces.py`). It carries no visitor's state:
+the live keys come from `/api/widgets/<name>/state` and the stream, so a
+rendered dive is the same for every visitor and is rendered once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from markupsafe import Markup, escape
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.templating import Jinja2Templates
+
+from server.content import Course
+from server.widgets import traces
+from server.widgets.snapshot import Catalog
+
+# The partials of what is not a widget of the catalog (the console, the
+# exercises): name -> a function of the directive's options giving the context.
+Extra = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def course_of(request: Request) -> Course:
+    course: Course = request.app.state.course
+    return course
+
+
+def respond(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
+    """`template` rendered with `context` as the page's response."""
+    templates: Jinja2Templates = request.app.state.templates
+    return templates.TemplateResponse(request, template, context, status_code=status)
+
+
+def key_breaks(name: str) -> Markup:
+    """A key name that may wrap only after ":" and "}" (as lab.js keyName does)."""
+    pieces = re.split(r"(?<=[:}])", name)
+    return Markup("<wbr>").join(escape(piece) for piece in pieces if piece)
+
+
+def renderer(templates: Jinja2Templates, catalog: Catalog,
+             extras: dict[str, Extra] | None = None) -> Callable[[str, dict[str, Any]], str]:
+    """`(name, options) -> HTML` for the Markdown's `{widget}` directive."""
+    templates.env.filters.setdefault("key_breaks", key_breaks)
+    extra = extras or {}
+
+    def render(name: str, options: dict[str, Any] | None = None) -> str:
+        if name in extra:
+            return Markup(templates.get_template(f"widgets/_{name}.html").render(extra[name](options or {})))
+        widget = catalog.widgets.get(name)
+        if widget is None:
+            return Markup(f'<div class="widget-slot" data-widget-missing="{escape(name)}"></div>')
+        context = {"widget": widget, "trace": traces.current(name), "questions": catalog.asked(widget),
+                   **widget.partial_context()}
+        return Markup(templates.get_template(f"widgets/_{name}.html").render(context))
+
+    return render

@@ -1,0 +1,151 @@
+"""The executor: one action from its lock to its record, and a widget's first showing.
+
+`act` is the whole life of a click, in this order, each step once:
+
+1. take the widget's lock and read its queues and lab state (`Turn.take`);
+   land the scenario first if it is not there (a new or reaped sandbox);
+2. find the question the answer is for, if the learner answered one;
+3. run the action (the widget's method: the host library's calls);
+4. with an answer, read the keys again and judge it against them;
+5. record it all in one round trip (`Turn.finish`): the outcome and `ver`
+   in the lab state (which lets go of the lock), the learner's record
+   (`progress.record_call`), the registry's touch, a class's answer.
+
+The page that clicked gets the outcome and its progress back; every page of
+the sandbox, that one included, repaints from the stream, which reads the
+widget once the lock's deletion says the action is over (server/live).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from server.emq.script import Call
+from server.emq.wire import Conn
+from server.sandboxes import admission, answers, progress
+from server.widgets import questions, snapshot
+from server.widgets.base import Body, Outcome, Refused, Widget
+from server.widgets.questions import Verdict
+from server.widgets.snapshot import Catalog, Snapshot
+from server.widgets.turn import Actor, Turn
+
+Admit = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Lab:
+    """What the executor works with: the site's client, its widgets, its limits."""
+
+    conn: Conn
+    catalog: Catalog
+    ttl: int = 7200  # the learner's records' lifetime, s
+    snapshot_bytes: int = 64 * 1024
+
+
+class Acted(msgspec.Struct):
+    """The answer to the page that acted; every page repaints from the stream."""
+
+    outcome: dict[str, Any]
+    ver: int
+    progress: progress.WidgetProgress
+    verdict: Verdict | None = None
+
+
+async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = None) -> Snapshot:
+    """The snapshot a page opens with: one read; the first time the widget
+    shows in the sandbox, its scenario lands (under the lock: two tabs opening
+    at once land it once)."""
+    moment, snap = await snapshot.read(lab.conn, lab.catalog, widget, actor.sandbox, lab.snapshot_bytes)
+    if moment.landed:
+        return snap
+    if admit is not None:
+        await admit()
+    held = Turn(lab.conn, widget, actor, lab.snapshot_bytes)
+    await held.take()
+    if held.moment.landed:  # another page landed it while this one waited for the lock
+        await held.release()
+    else:
+        try:
+            await _land(widget, held)
+        except BaseException:
+            await held.release()
+            raise
+        await held.finish("", [admission.touch_call(actor.sandbox, _now_ms())])
+    return (await snapshot.read(lab.conn, lab.catalog, widget, actor.sandbox, lab.snapshot_bytes))[1]
+
+
+async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, admit: Admit | None = None) -> Acted:
+    """Run one action for a learner (see the module's docstring)."""
+    action = widget.actions[slug]
+    held = Turn(lab.conn, widget, actor, lab.snapshot_bytes)
+    before = await held.take()
+    try:
+        if not before.landed and slug != "reset":
+            if admit is not None:
+                await admit()
+            await _land(widget, held)
+            before = await held.read()
+        problem = before.misfit()
+        if problem is not None and slug not in ("reset", "goto"):
+            raise Refused(problem)
+        question = _question(lab, widget, slug, body, before) if problem is None else None
+        outcome = await action.fn(widget, held, body)
+        verdict = None
+        if question is not None and body.predict is not None:
+            verdict = questions.judge(widget, question, body.predict.answer, await held.read(), before)
+        if slug in ("reset", "goto"):
+            held.remember(landed="1")
+    except BaseException:
+        await held.release()
+        raise
+    record = _record(widget, actor, slug, outcome, verdict)
+    step = progress.Step(widget.name, outcome.reached if slug != "goto" else (),
+                         verdict.right if verdict else None, verdict.text if verdict else "")
+    calls: list[Call | tuple[Any, ...]] = [progress.record_call(actor.visitor, step, lab.ttl, _now_ms()),
+                                           admission.touch_call(actor.sandbox, _now_ms())]
+    if verdict is not None and actor.room:
+        asked = actor.ask if actor.ask and actor.ask[:2] == (widget.name, verdict.question) else None
+        calls.append(answers.answer_command(actor.room, actor.visitor, widget.name, verdict.question,
+                                            verdict.answer, verdict.right,
+                                            asked[3] if asked else None, asked[2] if asked else None))
+    ver, replies = await held.finish(json.dumps(record), calls)
+    fields = progress.fields_of(replies[0]) if replies and not isinstance(replies[0], Exception) else {}
+    mine = progress.of_widget(fields, widget.name, [s.id for s in widget.tour])
+    return Acted(record, int(ver), mine, verdict)
+
+
+def _question(lab: Lab, widget: Widget, slug: str, body: Body, before: Any) -> questions.Question | None:
+    """The open question the answer is for; None when no answer came, or it
+    answers a question no longer open for this action (another page moved
+    on): the action still runs, unjudged."""
+    if body.predict is None:
+        return None
+    for found in questions.offered(widget, lab.catalog.asked(widget), before):
+        if found.action == slug and found.id == body.predict.question:
+            return found
+    return None
+
+
+async def _land(widget: Widget, held: Turn) -> None:
+    """Land the scenario over whatever a half-finished landing left."""
+    await held.clear()
+    await widget.land(held)
+    held.remember(landed="1")
+
+
+def _record(widget: Widget, actor: Actor, slug: str, outcome: Outcome, verdict: Verdict | None) -> dict[str, Any]:
+    """The outcome as the lab state keeps it: what, which button, who, from which page."""
+    return {"text": outcome.text, "kind": outcome.kind, "detail": outcome.detail, "action": slug,
+            "label": widget.label(slug), "by": actor.by, "name": actor.name, "tab": actor.tab,
+            "reached": list(outcome.reached),
+            "verdict": msgspec.to_builtins(verdict) if verdict else None}
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,181 @@
+"""What one read of a widget's queues found: its keys (name, type, value) and lab state.
+
+`read.lua` finds and reads the keys on the server, one call per queue; this
+module only decodes its reply into `QueueView`s and a `Moment` (every queue
+of the widget plus its lab state at one moment), and says where a key holds
+a type the key grammar does not give it (a console can make `pending` a
+string): the widget then says so instead of drawing a picture, and Reset,
+which removes keys whatever their types, is the way back.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from server.emq import keyspace
+
+# The types the key grammar gives (DESIGN.md), by what follows `emq:{q}:`.
+GRAMMAR: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"job:[^:]+"), "hash"),
+    (re.compile(r"job:[^:]+:dependencies"), "string"),
+    (re.compile(r"job:[^:]+:(processed|ignored)"), "hash"),
+    (re.compile(r"pending|active|schedule|dead"), "zset"),
+    (re.compile(r"metrics:completed|flow:outbox:head"), "hash"),
+    (re.compile(r"flow:outbox(:poison)?"), "list"),
+)
+
+
+def grammar_type(suffix: str) -> str | None:
+    return next((kind for pattern, kind in GRAMMAR if pattern.fullmatch(suffix)), None)
+
+
+@dataclass(frozen=True)
+class KeyView:
+    name: str  # as Valkey holds it
+    type: str
+    value: Any  # a hash as a dict, a zset as [member, score] pairs; None when cut off
+    size: int  # a string's bytes, a collection's elements
+    shown: str  # the name as a learner writes it (no sandbox prefix)
+
+    @property
+    def cut(self) -> bool:
+        """The value is not whole: a long string or a big collection was cut by the read."""
+        if self.value is None:
+            return True
+        return (len(self.value) < self.size) if isinstance(self.value, (list, dict)) else \
+            (len(self.value.encode()) < self.size if isinstance(self.value, str) else False)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.shown, "type": self.type, "value": self.value, "size": self.size, "cut": self.cut}
+
+
+@dataclass
+class QueueView:
+    queue: str  # the full queue name, `<sandbox>.<part>`
+    part: str  # the part under the sandbox ("fanin", "outbox.orders")
+    keys: list[KeyView] = field(default_factory=list)
+    more: int = 0  # keys the read left out past its cap
+    node: str | None = None  # on a cluster, the primary holding the queue's slot
+
+    def __post_init__(self) -> None:
+        self._by_name = {k.name: k for k in self.keys}
+
+    def named(self, name: str) -> KeyView | None:
+        return self._by_name.get(name)
+
+    def get(self, suffix: str) -> KeyView | None:
+        return self.named(keyspace.queue_key(self.queue, suffix))
+
+    def row(self, job_id: str, sub: str = "") -> KeyView | None:
+        """The job's row (a dict once it is a hash), or one of its subkeys."""
+        return self.named(keyspace.job_key(self.queue, job_id) + sub)
+
+    def fields(self, job_id: str, sub: str = "") -> dict[str, str]:
+        found = self.row(job_id, sub)
+        return found.value if found is not None and isinstance(found.value, dict) else {}
+
+    def number(self, job_id: str, sub: str) -> int | None:
+        """A counter such as `:dependencies`, or None when it does not exist."""
+        found = self.row(job_id, sub)
+        try:
+            return int(found.value) if found is not None else None
+        except (TypeError, ValueError):
+            return None
+
+    def members(self, suffix: str) -> list[str]:
+        found = self.get(suffix)
+        return [m for m, _ in found.value] if found is not None and found.type == "zset" and found.value else []
+
+    def scores(self, suffix: str) -> dict[str, float]:
+        found = self.get(suffix)
+        return {m: s for m, s in found.value} if found is not None and found.type == "zset" and found.value else {}
+
+    def items(self, suffix: str) -> list[str]:
+        """A list key's elements (the outbox)."""
+        found = self.get(suffix)
+        return list(found.value) if found is not None and found.type == "list" and found.value else []
+
+    def sets_of(self, job_id: str) -> list[str]:
+        """The state sets holding `job_id` (none, for a held parent)."""
+        return [s for s in keyspace.STATE_SETS if job_id in self.members(s)]
+
+    def misfit(self) -> str | None:
+        """A sentence when a key of the grammar holds another type, else None."""
+        home = keyspace.base(self.queue)
+        for key in self.keys:
+            if not key.name.startswith(home):
+                continue
+            want = grammar_type(key.name[len(home):])
+            if want is not None and want != key.type:
+                return (f"{key.shown} holds a {key.type} where the key grammar has a {want}: "
+                        "the widget cannot read its scenario. Press Reset to land it again.")
+        return None
+
+    def as_json(self) -> dict[str, Any]:
+        found: dict[str, Any] = {
+            "queue": self.part, "slot": keyspace.queue_slot(self.queue), "count": len(self.keys) + self.more,
+            "more": self.more, "keys": [k.as_json() for k in self.keys],
+            # the state sets' members in the grammar's order: the page draws them as they are
+            "sets": {name: self.members(name) for name in keyspace.STATE_SETS},
+        }
+        if self.node is not None:
+            found["node"] = self.node
+        return found
+
+
+@dataclass(frozen=True)
+class Moment:
+    """A widget's queues and lab state, read at one moment."""
+
+    views: dict[str, QueueView]  # by queue part, in the widget's order
+    state: dict[str, str]
+
+    @property
+    def first(self) -> QueueView:
+        return next(iter(self.views.values()))
+
+    def view(self, part: str | None = None) -> QueueView:
+        return self.first if part is None else self.views[part]
+
+    @property
+    def landed(self) -> bool:
+        return self.state.get("landed") == "1"
+
+    def misfit(self) -> str | None:
+        return next((found for v in self.views.values() if (found := v.misfit()) is not None), None)
+
+
+def shown(name: str, sandbox: str) -> str:
+    """A key name without the sandbox prefix, as the course writes it."""
+    return name.replace("{" + sandbox + ".", "{", 1)
+
+
+def decode(queue: str, part: str, sandbox: str, reply: Any, node: str | None = None) -> tuple[dict[str, str], QueueView]:
+    """A `read.lua` reply as (lab state, the queue's view)."""
+    raw_state, found, more = reply
+    state = dict(zip(raw_state[::2], raw_state[1::2], strict=True))
+    keys = [KeyView(name, kind, _shaped(kind, value), int(size), shown(name, sandbox))
+            for name, kind, value, size in found]
+    return state, QueueView(queue, part, keys, int(more), node)
+
+
+def _shaped(kind: str, value: Any) -> Any:
+    """A value as the page reads it: a hash as an object, a zset as [member,
+    score] pairs, a set sorted; a list or a string as it is; None when the
+    read left it out (its budget spent)."""
+    if value is None or value is False:
+        return None
+    if kind == "hash":
+        return dict(zip(value[::2], value[1::2], strict=True))
+    if kind == "zset":
+        return [[m, _score(s)] for m, s in zip(value[::2], value[1::2], strict=True)]
+    if kind == "set":
+        return sorted(value)
+    return value
+
+
+def _score(raw: str) -> int | float:
+    number = float(raw)
+    return int(number) if number.is_integer() else number
