@@ -14,8 +14,8 @@ A grader serves one run at a time (the pool sees to that). For a run it:
 ``lost`` until ``restart()`` gives it a new process (new port, new
 password, nothing carried over: it never held anything but runs).
 Scripts loaded with SCRIPT LOAD stay in Valkey's cache, so it is flushed
-every ``FLUSH_EVERY`` loads; the course's scripts are registered with
-redis-py and come back on their own (NOSCRIPT, then load).
+every ``FLUSH_EVERY`` loads; the course's scripts and the grader's own are
+``Script``s and come back on their own (NOSCRIPT, then load).
 """
 
 from __future__ import annotations
