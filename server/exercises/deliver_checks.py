@@ -5,8 +5,11 @@ in ``<run>.<n>.orders``, the children in ``<run>.<n>.mail``) with the course's
 scripts (``flows.add``: ``hold_parent``, then ``enqueue_flow_child`` per
 child), finishes children with the course's ``claim`` and ``complete`` or
 ``fail`` (each leaves an entry in the mail queue's outbox), reads the
-outbox as the Pump does, and hands each entry to the learner's script with
-the KEYS/ARGV ``pump.deliver_one`` sends to ``flow_deliver.lua``:
+outbox as the Pump does (``read_page``, then ``trusted``), and hands each
+entry to the learner's script with the KEYS/ARGV ``pump.deliver_one`` sends
+to ``flow_deliver.lua`` (``deliver_call`` mirrors it: the host library has
+no builder of its own for them; the course's script passing every check is
+what keeps the two in step):
 
 * three children — each delivery counts once and records the result;
 * the last child — the third delivery releases the parent;
@@ -90,8 +93,10 @@ async def finish(scene: Scene, family: Family, child: str, *, fails: bool = Fals
     return page[0]
 
 
-async def deliver(scene: Scene, raw: str | bytes, step: str) -> tuple[Replied | Erred, Picture]:
-    keys, args = deliver_call(pump.decode_entry(raw))
+async def deliver(scene: Scene, family: Family, raw: str, step: str) -> tuple[Replied | Erred, Picture]:
+    """Hand one raw entry of the mail queue's outbox to the learner's script,
+    after the Pump's own check of it (``pump.trusted``)."""
+    keys, args = deliver_call(pump.trusted(raw, family.child_queue, None))
     return await scene.learner(keys, args, step)
 
 
@@ -103,7 +108,7 @@ async def trim(scene: Scene, family: Family, raw: str) -> None:
 async def counted(scene: Scene, family: Family, child: str, left: int) -> None:
     raw = await finish(scene, family, child)
     step = f"the delivery of {child}'s completion"
-    outcome, after = await deliver(scene, raw, step)
+    outcome, after = await deliver(scene, family, raw, step)
     expect_reply(outcome, 1, step)
     expect_counter(after, family.deps, left, step)
     expect_field(after, family.processed, ":processed", child, result_of(child), step)
@@ -133,7 +138,7 @@ async def last_child(scene: Scene) -> str:
     last = CHILDREN[2]
     raw = await finish(scene, family, last)
     step = f"the delivery of {last}'s completion, the last child"
-    outcome, after = await deliver(scene, raw, step)
+    outcome, after = await deliver(scene, family, raw, step)
     expect_reply(outcome, 1, step)
     expect_counter(after, family.deps, 0, step)
     expect_released(after, family, step)
@@ -145,12 +150,12 @@ async def crash_before_trim(scene: Scene) -> str:
     child = CHILDREN[0]
     raw = await finish(scene, family, child)
     first = f"the first delivery of {child}"
-    outcome, after = await deliver(scene, raw, first)
+    outcome, after = await deliver(scene, family, raw, first)
     expect_reply(outcome, 1, first)
     expect_counter(after, family.deps, 2, first)
     # the Pump crashes here, before its trim: the next tick reads the same entry
     again = f"the second delivery of {child} (a crash before trim)"
-    outcome, after = await deliver(scene, raw, again)
+    outcome, after = await deliver(scene, family, raw, again)
     expect_counter(after, family.deps, 2, again)
     expect_reply(outcome, 2, again)
     expect_unchanged(scene.before, after, again)
@@ -164,13 +169,13 @@ async def released_once(scene: Scene) -> str:
     last = CHILDREN[2]
     raw = await finish(scene, family, last)
     step = f"the delivery of {last}'s completion"
-    outcome, after = await deliver(scene, raw, step)
+    outcome, after = await deliver(scene, family, raw, step)
     expect_reply(outcome, 1, step)
     expect_released(after, family, step)
     # a crash before trim; meanwhile a worker claims the released parent
     await claim(scene, family.parent_queue, PARENT)
     again = f"the second delivery of {last}, after a worker claimed the parent"
-    outcome, after = await deliver(scene, raw, again)
+    outcome, after = await deliver(scene, family, raw, again)
     expect_claimed(after, family, again)
     expect_counter(after, family.deps, 0, again)
     expect_reply(outcome, 2, again)
@@ -183,14 +188,14 @@ async def ignored_failure(scene: Scene) -> str:
     family = await land(scene, **{child: {"ignore_dependency_on_failure": True}})
     raw = await finish(scene, family, child, fails=True)
     step = f"the delivery of {child}'s failure (policy: ignore the dependency)"
-    outcome, after = await deliver(scene, raw, step)
+    outcome, after = await deliver(scene, family, raw, step)
     expect_reply(outcome, 1, step)
     expect_counter(after, family.deps, 2, step)
     expect_field(after, family.ignored, ":ignored", child, error_of(child), step)
     expect_field(after, family.processed, ":processed", child, None, step)
     expect_held(after, family, step)
     again = f"the second delivery of {child}'s failure (a crash before trim)"
-    outcome, after = await deliver(scene, raw, again)
+    outcome, after = await deliver(scene, family, raw, again)
     expect_counter(after, family.deps, 2, again)
     expect_reply(outcome, 2, again)
     return (f"the ignored failure of {child} went into :ignored and counted once: "
@@ -202,12 +207,12 @@ async def failing_parent(scene: Scene) -> str:
     child = CHILDREN[0]
     raw = await finish(scene, family, child, fails=True)
     step = f"the delivery of {child}'s failure (policy: fail the parent)"
-    outcome, after = await deliver(scene, raw, step)
+    outcome, after = await deliver(scene, family, raw, step)
     expect_reply(outcome, 1, step)
     expect_failed(after, family, step)
     expect_counter(after, family.deps, 3, step)
     again = f"the second delivery of {child}'s failure"
-    outcome, after = await deliver(scene, raw, again)
+    outcome, after = await deliver(scene, family, raw, again)
     expect_reply(outcome, 2, again)
     expect_unchanged(scene.before, after, again)
     return (f"the failure of {child} failed the parent (state failed, in dead) without counting it, "
@@ -223,7 +228,7 @@ async def missing_parent(scene: Scene) -> str:
     scene.judge([keyspace.job_key(family.parent_queue, ghost), keyspace.dependencies_key(family.parent_queue, ghost),
                  keyspace.processed_key(family.parent_queue, ghost)])
     step = f"the delivery of an entry for {ghost} (a parent with no row)"
-    outcome, after = await deliver(scene, pump.encode_entry(entry), step)
+    outcome, after = await deliver(scene, family, pump.encode_entry(entry), step)
     expect_reply(outcome, 0, step)
     expect_unchanged(scene.before, after, step)
     return f"the entry for {ghost}, which has no row, answered 0 and wrote nothing, so the Pump stops there"
