@@ -19,6 +19,7 @@ from server.console import page as console_page
 from server.console.as_user import Runner
 from server.content import Course, Page, Placement, load_course
 from server.content.errors import ContentError
+from server.exercises import GraderPool, PoolSettings, catalogue
 from server.emq import registry
 from server.lifecycle import removal
 from server.lifecycle.reaper import Reaper
@@ -33,13 +34,18 @@ from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import SandboxCookie as NewVisitors
 from server.web.middleware import SecurityHeaders
 from server.web.secret import load_secret
-from server.web.views import console, pages, progress, stream, widgets
+from server.web.views import console, exercises, pages, progress, stream, widgets
 from server.widgets import WIDGETS, questions, snapshot, traces
 from server.widgets.runner import Lab
 from server.widgets.snapshot import Catalog
 
 SITE = Path(__file__).resolve().parent.parent / "site"
 ROOM_COOKIE, WATCH_COOKIE, FLASH_COOKIE = "emqlab_room", "emqlab_watch", "emqlab_flash"
+EXERCISE = "exercise"  # the {widget} name that places an exercise (its body names which: `name: fan-in`)
+
+
+def exercise_context(options: dict[str, object]) -> dict[str, object]:
+    return {"exercise": catalogue.get(str(options.get("name", "")))}
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,10 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     registry.load_all()  # every script with its includes: a broken one stops the start
     catalog = Catalog(dict(WIDGETS))
     course = load_course(SITE / "content", known_widgets=None)  # TRANSITION: widgets being ported
+    for page, placement in course.placements():
+        if placement.name == EXERCISE and placement.options.get("name") not in catalogue.names():
+            raise ContentError(f"no exercise named {placement.options.get('name')!r} "
+                               f"(known: {', '.join(catalogue.names())})", path=page.source, line=placement.line)
     bind_questions(catalog, course)
     app = Starlette(
         routes=_routes(),
@@ -109,7 +119,8 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     app.state.course = course
     app.state.catalog = catalog
     app.state.windows = rates.Windows()
-    app.state.render_widget = templating.renderer(templates, catalog, {console_page.NAME: console_page.context})
+    app.state.render_widget = templating.renderer(templates, catalog, {console_page.NAME: console_page.context,
+                                                                       EXERCISE: exercise_context})
     return app
 
 
@@ -128,6 +139,8 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog,
             return frame("snapshot", dumps(snap))
 
         hub = app.state.hub = Hub(url, Streams(read), catalog.widget_of_queue, cluster=cluster)
+        # graders start with the first run (server/exercises/): a site nobody grades on starts none
+        app.state.graders = GraderPool(PoolSettings.from_env())
         # the console runs each line as its sandbox's Valkey ACL user (server/console/as_user.py)
         app.state.console = Runner(conn, secret)
         with contextlib.suppress(RedisError, OSError):
@@ -145,6 +158,7 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog,
             await reaper.stop()
             await hub.stop()
             await app.state.console.aclose()
+            await app.state.graders.stop()
             await conn.aclose()
 
     return lifespan
@@ -155,6 +169,7 @@ def _routes() -> list[BaseRoute]:
         *widgets.routes(),
         *stream.routes(),
         *console.routes(),
+        *exercises.routes(),
         Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static"),
         *progress.routes(),
         *pages.routes(),  # catch-all page routes: keep last
