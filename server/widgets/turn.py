@@ -164,10 +164,12 @@ class Turn:
             await pipe.execute(raise_on_error=False)
         self.kept, self.after = {}, []
 
-    async def clear(self) -> None:
-        """Remove every key of the widget's queues, whatever their types (Reset);
-        the learner's kept choices stay, and the state says the scenario landed."""
-        kept = json.dumps(list(self.widget.kept_on_reset))
+    async def clear(self, *, keep_choices: bool = True) -> None:
+        """Remove every key of the widget's queues, whatever their types (Reset).
+        The state's `ver` and `landed` stay (a page paints nothing older than it has seen,
+        so a failed action after a clear must not take it back to 0), and the
+        learner's kept choices unless `keep_choices` is False (a deep link)."""
+        kept = json.dumps(["ver", "landed", *(self.widget.kept_on_reset if keep_choices else ())])
         calls: list[Call | None] = [
             (CLEAR, [keys.state_key(q), keys.index_key(q), keys.spent_key(q)],
              [f"emq:{{{q}}}:", kept, *self.widget.job_ids(part)]) for part, q in self.queues.items()]
@@ -175,8 +177,6 @@ class Turn:
             for call in calls:
                 assert call is not None
                 call[0].queue(pipe, call[1], call[2])
-            pipe.hset(keys.state_key(self.first), "landed", "1")
-            calls.append(None)
             raise_first(await execute(self.conn, pipe, calls))
         self.kept, self.after = {}, []
 
