@@ -19,8 +19,8 @@ from server.console import page as console_page
 from server.console.as_user import Runner
 from server.content import Course, Page, Placement, load_course
 from server.content.errors import ContentError
-from server.exercises import GraderPool, PoolSettings, catalogue
 from server.emq import registry
+from server.exercises import GraderPool, PoolSettings, catalogue
 from server.lifecycle import removal
 from server.lifecycle.reaper import Reaper
 from server.live.hub import Hub

@@ -27,7 +27,7 @@ from server.emq.wire import Conn
 from server.sandboxes import keys
 from server.sandboxes.sandbox import queue_name
 from server.valkey.client import node_of
-from server.widgets.view import Moment, decode
+from server.widgets.view import Moment, QueueView, decode
 
 if TYPE_CHECKING:
     from server.widgets.base import Widget
@@ -81,7 +81,8 @@ def read_calls(widget: Widget, sandbox: str, budget: int = SNAPSHOT_BYTES) -> li
 
 def moment_of(conn: Conn, widget: Widget, sandbox: str, replies: Sequence[Any]) -> Moment:
     """The replies of `read_calls` as a Moment."""
-    views, state = {}, {}
+    views: dict[str, QueueView] = {}
+    state: dict[str, str] = {}
     for i, (part, queue) in enumerate(queues_of(widget, sandbox).items()):
         found, view = decode(queue, part, sandbox, replies[i], node_of(conn, f"emq:{{{queue}}}:"))
         views[part] = view
@@ -158,7 +159,7 @@ class Turn:
             return
         async with self.conn.pipeline(transaction=False) as pipe:
             if self.kept:
-                pipe.hset(keys.state_key(self.first), mapping=dict(self.kept))
+                pipe.hset(keys.state_key(self.first), mapping=dict[Any, Any](self.kept))
             for command in self.after:
                 pipe.execute_command(*command)
             await pipe.execute(raise_on_error=False)
@@ -195,7 +196,7 @@ class Turn:
             for record in records:
                 if isinstance(record[0], Script):
                     record[0].queue(pipe, record[1], record[2])
-                    calls.append(record)  # type: ignore[arg-type]
+                    calls.append(record)
                 else:
                     pipe.execute_command(*record)
                     calls.append(None)
