@@ -151,6 +151,8 @@ def start_managed(args: argparse.Namespace, data: DataDir) -> ValkeyProcess | Va
         else:
             recorded = data.ports(SINGLE)
             port = recorded[0][0] if recorded and port_free(recorded[0][0]) else free_port()
+            if recorded and port != recorded[0][0]:
+                say(f"port {recorded[0][0]} of the last run is taken: valkey-server moves to {port}")
             data.keep_ports(SINGLE, [[port]])
             managed = ValkeyProcess(port, home=data.home(SINGLE), maxmemory=memory)
         managed.start(timeout=60.0)
@@ -177,16 +179,15 @@ def cluster_on(data: DataDir, ephemeral: bool, memory: str | None) -> ValkeyClus
     homes = [data.home(CLUSTER, index) for index in range(CLUSTER_PRIMARIES)]
     recorded = data.ports(CLUSTER)
     if len(recorded) == CLUSTER_PRIMARIES:
-        old = ValkeyCluster(nodes=[ClusterNode(port, bus, home=home) for (port, bus), home in zip(recorded, homes)])
-        if old.formed():
+        kept = ValkeyCluster(nodes=[ClusterNode(port, bus, home=home, maxmemory=memory)
+                                    for (port, bus), home in zip(recorded, homes)])
+        if kept.formed():
             taken = [port for pair in recorded for port in pair if not port_free(port)]
             if taken:
                 raise RuntimeError(f"the cluster kept in {data.path / CLUSTER} can only form again on its "
                                    f"old ports, and {', '.join(map(str, taken))} are taken: free them, or "
                                    f"remove {data.path / CLUSTER} to start a new, empty cluster")
-            nodes = [ClusterNode(port, bus, home=home, maxmemory=memory)
-                     for (port, bus), home in zip(recorded, homes)]
-            return ValkeyCluster(nodes=nodes)
-    nodes = [ClusterNode(home=home, maxmemory=memory) for home in homes]
-    data.keep_ports(CLUSTER, [[node.port, node.bus_port] for node in nodes])
-    return ValkeyCluster(nodes=nodes)
+            return kept
+    fresh = ValkeyCluster(nodes=[ClusterNode(home=home, maxmemory=memory) for home in homes])
+    data.keep_ports(CLUSTER, [[node.port, node.bus_port] for node in fresh.nodes])
+    return fresh

@@ -90,7 +90,10 @@ class DataDir:
     def ports(self, kind: str) -> list[list[int]]:
         """The ports the last start of `kind` used: [[port]] or [[port, bus port], …]; [] if none."""
         found = _read_json(self.path / "ports.json").get(kind, [])
-        return found if isinstance(found, list) else []
+        # a file edited by hand into another shape counts as no record
+        well_formed = isinstance(found, list) and all(
+            isinstance(entry, list) and entry and all(isinstance(port, int) for port in entry) for entry in found)
+        return found if well_formed else []
 
     def keep_ports(self, kind: str, ports: list[list[int]]) -> None:
         recorded = _read_json(self.path / "ports.json")
