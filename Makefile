@@ -28,6 +28,7 @@ serve: venv valkey module
 lint: venv
 	$(VENV)/bin/ruff check server bench tests
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 # Lint and types, then all three suites, fastest first; each in its own pytest
 # process (e2e's Playwright and the asyncio tests do not share one event loop well).

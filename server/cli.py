@@ -34,7 +34,7 @@ def find_valkey(data_dir: str | None) -> tuple[str, bool | None]:
 
 def reset(args: argparse.Namespace) -> int:
     from server.valkey import datadir
-    from server.valkey.connect import CLUSTER_ENV
+    from server.valkey.client import CLUSTER_ENV
 
     try:
         url, cluster = find_valkey(args.data_dir)
@@ -48,15 +48,20 @@ def reset(args: argparse.Namespace) -> int:
         return 0
     import redis
 
-    from server.sandboxes import learners, lifecycle, rooms
+    from server.lifecycle import resets
+    from server.sandboxes import learners, rooms
     from server.sandboxes.sandbox import SANDBOX_RE
-    from server.valkey.connect import open_client
+    from server.valkey.client import open_client
+    from server.widgets import WIDGETS
+    from server.widgets.runner import Lab
+    from server.widgets.snapshot import Catalog
 
     async def run() -> int:
         conn = open_client(url)  # a cluster when EMQLAB_VALKEY_CLUSTER=1 or INFO cluster says so
+        lab = Lab(conn, Catalog(dict(WIDGETS)))
         try:
             if args.all:
-                removed = await lifecycle.reset_sandboxes(conn, None, by="emqlab reset")
+                report = await resets.reset_sandboxes(lab, None, by="emqlab reset")
                 what = "every sandbox"
             elif args.room:
                 room = await rooms.find(conn, args.room)
@@ -64,18 +69,20 @@ def reset(args: argparse.Namespace) -> int:
                     print(f"emqlab: no open room with the code or name {args.room!r}", file=sys.stderr)
                     return 1
                 joined = await learners.learner_ids(conn, room.code)
-                removed = await lifecycle.reset_sandboxes(conn, [room.sandbox, *joined], by="emqlab reset")
+                report = await resets.reset_sandboxes(lab, [room.sandbox, *joined], by="emqlab reset")
                 what = f"room {room.code} ({room.name})"
             else:
                 if not SANDBOX_RE.fullmatch(args.sandbox):
                     raise ValueError(f"not a sandbox id: {args.sandbox!r} (s and 10 lowercase letters or digits)")
-                if not await lifecycle.is_live(conn, args.sandbox):
+                if args.sandbox not in await resets.every_sandbox(conn):
                     print(f"emqlab: no live sandbox {args.sandbox}", file=sys.stderr)
                     return 1
-                removed = await lifecycle.reset_sandboxes(conn, [args.sandbox], by="emqlab reset")
+                report = await resets.reset_sandboxes(lab, [args.sandbox], by="emqlab reset")
                 what = f"sandbox {args.sandbox}"
-            print(f"emqlab: reset {what}: {removed} keys removed")
-            return 0
+            print(f"emqlab: reset {what}: {len(report.reset)} sandboxes reset")
+            for sandbox, why in report.failed.items():
+                print(f"emqlab: sandbox {sandbox} could not be reset: {why}", file=sys.stderr)
+            return 1 if report.failed else 0
         except ValueError as exc:
             print(f"emqlab: {exc}", file=sys.stderr)
             return 2

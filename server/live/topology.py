@@ -39,7 +39,8 @@ async def enable_notifications(client: Conn) -> bool:
             await client.config_set("notify-keyspace-events", NOTIFY_FLAGS)
         return True
     except RedisError as exc:
-        log.warning("cannot enable keyspace notifications (%s): streams poll", exc)
+        # said once per subscription: the heartbeat reports the state to every page
+        log.info("cannot enable keyspace notifications (%s): streams poll", exc)
         return False
 
 
