@@ -109,6 +109,20 @@ def test_the_stream_through_nginx_delivers_its_first_event_at_once(nginx: str) -
     assert first.split(":", 1)[1].strip() in ("status", "snapshot")
 
 
+def test_an_action_through_nginx_reaches_the_stream_of_the_page(nginx: str) -> None:
+    with httpx.Client(base_url=nginx, timeout=10, headers={"Origin": nginx}) as client:
+        assert client.get("/flows/parent-and-children").status_code == 200  # the sandbox cookie
+        with client.stream("GET", "/api/stream", params={"widgets": "fanin"}) as stream:
+            lines = stream.iter_lines()
+            next(line for line in lines if line.startswith("event: snapshot"))
+            acted = client.post("/api/widgets/fanin/complete-child", json={})
+            assert acted.status_code == 200, acted.text
+            ver = str(acted.json()["ver"])
+            # the page's stream brings the action's snapshot, through the proxy, unbuffered
+            data = next(line for line in lines if line.startswith("data:") and f'"ver":{ver}' in line)
+    assert ":dependencies = 2" in data
+
+
 def test_nginx_cuts_off_a_client_that_dribbles_its_header(nginx: str) -> None:
     port = int(nginx.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
