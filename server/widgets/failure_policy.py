@@ -43,10 +43,10 @@ class FailurePolicy(Widget):
     # Both arms, one after the other, then the cross-queue death and the mixed
     # flow: the tour states its policy, so a reader without JavaScript sees each.
     tour = (
-        Step("fp-failed", "Under fail the parent, a death at the cap failed the parent",
+        Step("fp-failed", "Under fp, a death at the cap failed the parent",
              (do("policy", policy="fp"), do("fail-child"))),
         Step("fp-stays", "A sibling still counted, yet the failed parent stayed in dead", (do("complete-child"),)),
-        Step("id-ignored", "Under ignore the dependency, the error went to :ignored and the counter fell",
+        Step("id-ignored", "Under id, a death at the cap went to :ignored and the counter fell",
              (do("policy", policy="id"), do("fail-child"))),
         Step("id-released", "The last child released the parent despite a failure",
              (do("complete-child"), do("fail-child"))),
@@ -55,7 +55,7 @@ class FailurePolicy(Widget):
         Step("retry", "A failure with attempts left scheduled the child; the token was not read",
              (do("mixed"), do("fail-retry"))),
         Step("both-flags", "A child naming both flags took the ignore arm", (do("fail-child"),)),
-        Step("unknown-token", "An unknown token took the fail-the-parent arm", (do("fail-child"),)),
+        Step("unknown-token", "An unknown token took the fp arm", (do("fail-child"),)),
     )
 
     def job_ids(self, part: str) -> tuple[str, ...]:
