@@ -78,12 +78,11 @@ def entry_words(raw: str, view: QueueView) -> tuple[str, bool]:
     return f"{entry.kind} {entry.child} → {entry.parent} (policy {entry.policy}), waiting for the Pump", True
 
 
-def token_words(token: str | None, named: bool = True) -> str:
-    """`parent_policy fp (fail the parent)`; an unknown token says what it resolves to."""
-    head = "parent_policy " if named else ""
+def token_words(token: str) -> str:
+    """`fp (fail the parent)`; an unknown token says what it resolves to."""
     if token in WORDS:
-        return f"{head}{token} ({WORDS[token]})"
-    return f"{head}{token or '(none)'} (unknown: it resolves to fp, {WORDS['fp']})"
+        return f"{token} ({WORDS[token]})"
+    return f"{token} (unknown: it resolves to fp, {WORDS['fp']})"
 
 
 def parent_of(view: QueueView, parent: str, kids: list[tuple[QueueView, str]]) -> flow.FlowReading:
@@ -131,7 +130,7 @@ def readout(moment: Moment) -> str:
     home, mail = moment.view(HOME), moment.view(MAIL)
     main = parent_of(home, PARENT, [(home, c) for c in CHILDREN])
     tokens = sorted({t for c in CHILDREN if (t := home.fields(c).get("parent_policy"))})
-    words = [token_words(t, named=False) for t in tokens]
+    words = [token_words(t) for t in tokens]
     said = (f"The child rows say parent_policy {', '.join(words[:-1])}{' and ' if len(words) > 1 else ''}{words[-1]}"
             if words else "No child row is left to read a token from")
     parent = main.parent

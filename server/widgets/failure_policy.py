@@ -131,20 +131,21 @@ class FailurePolicy(Widget):
         was, fate = self.parent_fate(before, before), self.parent_fate(now, now)
         reached: tuple[str, ...] = ()
         if line.policy == "id":
-            effect = "its error went to the parent's :ignored and the counter fell"
+            effect = "the error went to the parent's :ignored and the counter fell"
             if job_id in now.view(ff.HOME).fields(ff.PARENT, ":ignored"):
                 both = job_id == ff.CHILDREN[1] and ff.choices(before.state)[1] == "mixed"
                 reached = ("id-ignored",) + (("both-flags",) if both else ())
             if fate == "released" and was == "held":
-                effect += "; at zero the parent was released into pending"
+                effect += ", releasing the parent into pending"
                 reached += ("id-released",)
         elif was == "held" and fate == "failed":
             effect = "the parent was failed and moved to dead"
             reached = ("fp-failed",) + (("unknown-token",) if said not in ff.POLICIES else ())
         else:
-            effect = f"the parent was not held any more ({was}), so nothing changed for it"
-        return Outcome(text=f"{job_id} died at its cap: fail answered {answer}. Its row says {ff.token_words(said)}, "
-                            f"so {effect}.", reached=reached,
+            effect = f"the parent was already {was}, so it did not change"
+        resolves = " resolves to fp" if said not in ff.POLICIES else ""
+        return Outcome(text=f"{job_id} died at its cap: fail answered {answer}. Its row's parent_policy "
+                            f"{said or '(none)'}{resolves}: {effect}.", reached=reached,
                        detail={"child": job_id, "answer": answer, "policy": said or "", "arm": line.policy})
 
     @action("fail-retry", "Fail child with attempts left")

@@ -102,12 +102,11 @@ class Outbox(Widget):
         outboxes = "; ".join(lane.summary(MAX_BLOCKED) for lane in lanes)
         aside = sum(len(lane.aside) for lane in lanes)
         moved = f"; {flow.plural(aside, 'entry', 'entries')} set aside on a poison list" if aside else ""
-        if parent.state is None:
-            return (f"{PARENT} has no row in {HOME}, so no entry for it can deliver ({outboxes}{moved}). "
-                    "Press Reset to land the flow again.")
+        fate = parent.fate() if parent.state is not None else (
+            f"{PARENT} has no row in {HOME}, so no entry for it can deliver: press Reset to land the flow again")
         counted = sum(c.counted is not None for c in reading_.children)
         return (f"{counted} of {len(CHILDREN)} children counted on the parent's slot; {outboxes}{moved} "
-                f"→ {reading_.counter()}; {parent.fate()}")
+                f"→ {reading_.counter()}; {fate}")
 
     # -- readings the dive's questions are judged on ------------------------------------
     @reading("dependencies")

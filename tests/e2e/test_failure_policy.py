@@ -35,7 +35,7 @@ def test_fail_the_parent_fails_it_into_dead_and_a_sibling_does_not_release_it(co
     expect(two.locator('[data-role="parent-sets"]')).to_have_text("in dead")
     assert r.hget(key(home, "job:JOBparent"), "state") == "failed"
     assert r.zscore(key(home, "dead"), "JOBparent") is not None
-    expect(outcome(two)).to_contain_text("Its row says parent_policy fp (fail the parent)")
+    expect(outcome(two)).to_contain_text("Its row's parent_policy fp: the parent was failed and moved to dead")
     press(two, "Complete child")
     expect(one.locator('[data-role="dependencies"]')).to_have_text("2")
     assert r.get(key(home, "job:JOBparent:dependencies")) == "2"
@@ -90,9 +90,9 @@ def test_without_javascript_the_recorded_run_shows_both_arms(still_page: Page) -
     expect(table).to_be_visible()
     text = table.inner_text()
     fp, ig = text.find("every child on fp (fail the parent)"), text.find("every child on id (ignore the dependency)")
-    assert 0 < fp < text.find("so the parent was failed and moved to dead") < ig, text
-    assert ig < text.find("so its error went to the parent's :ignored and the counter fell"), text
-    assert "skip (unknown: it resolves to fp" in text and "The Pump delivered 1" in text
+    assert 0 < fp < text.find("parent_policy fp: the parent was failed and moved to dead") < ig, text
+    assert ig < text.find("parent_policy id: the error went to the parent's :ignored and the counter fell"), text
+    assert "parent_policy skip resolves to fp" in text and "The Pump delivered 1" in text
     assert not re.search(r"strace[a-z0-9]{5}", text)  # the scratch sandbox's name never shows
 
 
@@ -122,6 +122,6 @@ def test_the_radio_moves_with_the_arrow_keys_and_a_button_presses_with_enter(pag
     widget.get_by_role("button", name="Fail child at the cap").focus()
     page.keyboard.press("Enter")
     expect(widget.locator('[data-role="ignored"]')).to_contain_text("JOBchild1 → card declined")
-    expect(widget.locator('[data-role="announce"]')).to_contain_text("went to the parent's :ignored")
+    expect(widget.locator('[data-role="announce"]')).to_contain_text("the error went to the parent's :ignored")
     assert site.redis().hget(key(queue(page, "failure-policy"), "job:JOBparent:ignored"), "JOBchild1") == \
         "card declined"

@@ -90,7 +90,8 @@ async def test_under_fp_a_death_at_the_cap_fails_the_parent_and_a_sibling_never_
     conn = landed
     died = await widgets.act(conn, W, "fail-child")
     assert died.outcome["reached"] == ["fp-failed"] and died.outcome["detail"]["answer"] == "dead"
-    assert "so the parent was failed and moved to dead" in died.outcome["text"]
+    assert died.outcome["text"] == ("JOBchild1 died at its cap: fail answered dead. Its row's parent_policy fp: "
+                                    "the parent was failed and moved to dead.")
     parent = await row(conn, PARENT)
     assert parent["state"] == "failed" and parent["failed_child"] == "JOBchild1" and parent["error"] == ERROR
     assert set(await members(conn, "dead")) == {"JOBchild1", PARENT}
@@ -109,7 +110,8 @@ async def test_under_id_the_error_is_ignored_and_the_last_child_releases_the_par
     assert "every child on id (ignore the dependency)" in chose.outcome["text"]
     assert [(await row(conn, c))["parent_policy"] for c in CHILDREN] == ["id"] * 3
     first = await widgets.act(conn, W, "fail-child")
-    assert first.outcome["reached"] == ["id-ignored"] and "went to the parent's :ignored" in first.outcome["text"]
+    assert first.outcome["reached"] == ["id-ignored"] and "id: the error went to the parent's :ignored" in \
+        first.outcome["text"]
     assert await results.ignored_failures(conn, home(), PARENT) == {"JOBchild1": ERROR}
     await widgets.act(conn, W, "complete-child")
     last = await widgets.act(conn, W, "fail-child")
@@ -168,7 +170,7 @@ async def test_the_mixed_flow_resolves_each_childs_token_as_the_design_says(land
     assert both.outcome["detail"]["child"] == "JOBchild2" and both.outcome["reached"] == ["id-ignored", "both-flags"]
     unknown = await widgets.act(conn, W, "fail-child")  # JOBchild3's skip resolves to fp
     assert unknown.outcome["reached"] == ["fp-failed", "unknown-token"]
-    assert "parent_policy skip (unknown: it resolves to fp" in unknown.outcome["text"]
+    assert "Its row's parent_policy skip resolves to fp: the parent was failed" in unknown.outcome["text"]
     assert (await row(conn, PARENT))["failed_child"] == "JOBchild3"
     await readout_is_true(conn)
     await widgets.act(conn, W, "reset")  # the variant is the learner's: Reset lands the mixed flow again
@@ -267,3 +269,18 @@ async def test_the_readings_measure_what_the_dives_questions_ask(landed: Any) ->
     assert widget.measure("parent-claimable", now, now) == "yes" and widget.measure("parent-fate", now, now) == \
         "released"
     assert widget.measure("child-pending", now, now) is False
+
+
+async def test_a_parent_row_a_console_removed_is_said_and_nothing_is_claimed_wrongly(landed: Any) -> None:
+    conn = landed
+    await conn.delete(keyspace.job_key(home(), PARENT))  # what the learner's console may do
+    assert "no parent row: press Reset to land the flow again" in await readout_is_true_without_parent(conn)
+    died = await widgets.act(conn, W, "fail-child")
+    assert died.outcome["text"].endswith("the parent was already gone, so it did not change.")
+    assert not await conn.exists(keyspace.job_key(home(), PARENT))
+
+
+async def readout_is_true_without_parent(conn: Any) -> str:
+    readout = (await widgets.snapshot_of(conn, W)).readout
+    assert f":dependencies = {await results.dependencies(conn, home(), PARENT)}" in readout
+    return readout

@@ -156,38 +156,6 @@ async def test_a_poison_head_blocks_until_the_aged_tick_sets_it_aside(landed: An
     assert "1 entry set aside on a poison list" in await readout_is_true(conn)
 
 
-async def test_an_entry_naming_another_sandbox_is_refused_and_that_sandbox_stays_byte_identical(conn: Any) -> None:
-    victim, learner = "s0a0a0a0a0a", "s0b0b0b0b0b"
-    for sandbox in (victim, learner):
-        await widgets.show(conn, W, sandbox)
-    await widgets.act(conn, W, "complete-child", victim)  # the victim mid-story: an entry of its own waits
-    before = await dumps(conn, victim)
-    assert any("outbox.orders" in name for name in before)
-    # Written by the admin connection, as a console that let it through would:
-    # the `\u0073` escape hides the victim's queue name from a raw-text check.
-    hidden = "\\u0073" + victim[1:]
-    crafted = [(f'{{"kind":"{kind}","child":"JOBmail1","child_queue":"{q("mail", learner)}","value":"pwned",'
-                f'"parent":"{PARENT}","parent_queue":"{hidden}.outbox.orders","policy":"fp"}}') for kind in
-               ("completed", "completed", "completed", "failed")]
-    assert pump.decode_entry(crafted[0]).parent_queue == q("orders", victim)
-    await conn.rpush(keyspace.outbox_key(q("mail", learner)), *crafted)
-    lane = (await widgets.snapshot_of(conn, W, learner)).picture["queues"][0]
-    assert lane["outbox"][0] == {"verdict": "refused", "text": "refused: completed JOBmail1 → JOBparent, but its "
-                                 "parent queue is outside your sandbox"}
-    assert "outbox.mail: 4 refused; its head blocks" in await readout_is_true(conn, learner)
-    tick = await widgets.act(conn, W, "pump-tick", learner)
-    assert "stopped at an entry it refused (its parent queue is outside your sandbox), 0 trimmed" in \
-        tick.outcome["text"]
-    await widgets.act(conn, W, "crash-before-trim", learner)
-    for _ in range(3 * (MAX_BLOCKED + 1)):  # long enough for the aged Pump to set all four aside
-        await widgets.act(conn, W, "aged-pump-tick", learner)
-    assert await conn.lrange(keyspace.poison_key(q("mail", learner)), 0, -1) == crafted
-    assert await dumps(conn, victim) == before
-    assert await deps(conn, victim) == 3
-    aside = (await widgets.snapshot_of(conn, W, learner)).picture["queues"][0]["poison"]
-    assert [p["verdict"] for p in aside] == ["refused"] * 4
-
-
 async def test_an_empty_outbox_says_what_is_true_before_and_after_the_story(landed: Any) -> None:
     conn = landed
     start = await widgets.act(conn, W, "pump-tick")
@@ -304,3 +272,15 @@ async def test_the_readings_measure_what_the_dives_questions_ask(landed: Any) ->
     now = await read(conn, widget, SANDBOX)
     assert widget.measure("trimmed-entry", now, before) == "both"  # the head aside AND the one behind delivered
     assert widget.measure("dependencies", now, before) == 2
+
+
+async def test_a_parent_row_a_console_removed_is_said_and_its_entries_block(landed: Any) -> None:
+    conn = landed
+    await widgets.act(conn, W, "complete-child")
+    await conn.delete(keyspace.job_key(q("orders"), PARENT))  # what the learner's console may do
+    readout = await readout_is_true(conn)
+    assert readout.endswith("JOBparent has no row in outbox.orders, so no entry for it can deliver: press Reset "
+                            "to land the flow again")
+    tick = await widgets.act(conn, W, "pump-tick")
+    assert "stopped at an entry JOBparent could not take (no parent row), 0 trimmed" in tick.outcome["text"]
+    assert len(await outbox(conn, "mail")) == 1 and await deps(conn) == 3

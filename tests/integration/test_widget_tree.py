@@ -202,3 +202,14 @@ async def test_the_readings_measure_what_the_dives_questions_ask(landed: Any) ->
     last = await read(conn, widget, SANDBOX)
     assert widget.measure("root-claimable", last, now) == "yes"
     assert widget.measure("root-held-child-pending", last, now) is False
+
+
+async def test_a_leaf_row_a_console_removed_is_landed_again_by_the_next_node(landed: Any) -> None:
+    conn = landed
+    for _ in range(4):
+        await widgets.act(conn, W, "next")
+    await conn.delete(keyspace.job_key(Q, LEAVES[0]))  # what the learner's console may do
+    assert (await readout_is_true(conn)).startswith("3 of 5 nodes landed (next in the walk: JOBleaf1)")
+    again = await widgets.act(conn, W, "next")
+    assert again.outcome["text"].startswith("Node 3 of 5, JOBleaf1: landed as a leaf")
+    assert (await readout_is_true(conn)).startswith("4 of 5 nodes landed (next in the walk: JOBtwig)")
