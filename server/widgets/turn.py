@@ -75,7 +75,8 @@ def read_calls(widget: Widget, sandbox: str, budget: int = SNAPSHOT_BYTES) -> li
     """One `read.lua` call per queue (the lab state comes with the first)."""
     queues = queues_of(widget, sandbox)
     share = budget // len(queues)
-    return [(READ, [keys.state_key(queues[widget.queue_parts[0]]), keys.index_key(queue)],
+    # each queue's own lab keys (one slot per call); the lab state is the first queue's
+    return [(READ, [keys.state_key(queue), keys.index_key(queue)],
              [f"emq:{{{queue}}}:", share, *widget.job_ids(part)]) for part, queue in queues.items()]
 
 
@@ -167,10 +168,13 @@ class Turn:
 
     async def clear(self, *, keep_choices: bool = True) -> None:
         """Remove every key of the widget's queues, whatever their types (Reset).
-        The state's `ver` and `landed` stay (a page paints nothing older than it has seen,
+        The state's `ver` stays (a page paints nothing older than it has seen,
         so a failed action after a clear must not take it back to 0), and the
-        learner's kept choices unless `keep_choices` is False (a deep link)."""
-        kept = json.dumps(["ver", "landed", *(self.widget.kept_on_reset if keep_choices else ())])
+        learner's kept choices unless `keep_choices` is False (a deep link).
+        `landed` goes: until the action's finish writes it again, a page that
+        opens the widget waits for the lock instead of reading a half-landed
+        scenario, and a site killed mid-action lands it afresh."""
+        kept = json.dumps(["ver", *(self.widget.kept_on_reset if keep_choices else ())])
         calls: list[Call | None] = [
             (CLEAR, [keys.state_key(q), keys.index_key(q), keys.spent_key(q)],
              [f"emq:{{{q}}}:", kept, *self.widget.job_ids(part)]) for part, q in self.queues.items()]

@@ -254,7 +254,7 @@ async def test_the_readings_measure_what_the_dives_questions_ask(landed: Any) ->
         "answer": "choice", "choices": [["held", "Stays held"], ["released", "Released"], ["failed", "Failed"]]},
         "test")
     before = await read(conn, widget, SANDBOX)
-    assert questions.offered(widget, [fate], before) == fate
+    assert questions.offered(widget, [fate], before) == [fate]
     assert widget.measure("parent-failed-child-pending", before, before) is False
     await widgets.act(conn, W, "fail-child")
     now = await read(conn, widget, SANDBOX)

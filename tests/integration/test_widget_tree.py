@@ -190,10 +190,10 @@ async def test_the_readings_measure_what_the_dives_questions_ask(landed: Any) ->
         "reading": "root-claimable", "when": "root-held-child-pending", "says": "the pending set's answer: {value}",
         "answer": "choice", "choices": [["yes", "Yes"], ["no", "No"]]}, "test")
     start = await read(conn, widget, SANDBOX)
-    assert questions.offered(widget, [root], start) is None  # nothing landed: no question
+    assert questions.offered(widget, [root], start) == []  # nothing landed: no question
     await widgets.act(conn, W, "walk")
     before = await read(conn, widget, SANDBOX)
-    assert questions.offered(widget, [root], before) == root
+    assert questions.offered(widget, [root], before) == [root]
     await widgets.act(conn, W, "complete-level")
     now = await read(conn, widget, SANDBOX)
     verdict = questions.judge(widget, root, "yes", now, before)
