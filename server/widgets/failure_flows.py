@@ -59,16 +59,11 @@ def linked_spec(policy: str, mail_queue: str) -> dict[str, Any]:
             "children": [{"id": REMOTE, "payload": "mail the receipt", "queue": mail_queue, **flag_for(policy)}]}
 
 
-def within(sandbox: str) -> pump.Accept:
-    """The Pump's check of a decoded entry: its parent queue is one of this sandbox's."""
-    return lambda entry: entry.parent_queue.startswith(sandbox + ".")
-
-
 def entry_words(raw: str, view: QueueView) -> tuple[str, bool]:
     """An outbox entry of `view`'s queue in words, and whether the Pump would deliver it."""
     sandbox = view.queue.partition(".")[0]
     try:
-        entry = pump.trusted(raw, view.queue, within(sandbox))
+        entry = pump.trusted(raw, view.queue, flow.trusted_by(sandbox))
     except pump.PoisonEntry:
         try:
             found = pump.decode_entry(raw)

@@ -20,6 +20,7 @@ from typing import Literal
 
 from server.emq import flows, jobs, keyspace, pump
 from server.widgets import failure_flows as ff
+from server.widgets import flow
 from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
@@ -228,7 +229,7 @@ class FailurePolicy(Widget):
     async def pump_tick(self, turn: Turn, body: Body) -> Outcome:
         mail = turn.moment.view(ff.MAIL)
         queue = mail.queue
-        delivered = await pump.deliver_flow_completions(turn.conn, queue, BATCH, accept=ff.within(turn.sandbox))
+        delivered = await pump.deliver_flow_completions(turn.conn, queue, BATCH, accept=flow.trusted_by(turn.sandbox))
         if delivered:
             now = await turn.read()
             linked = ff.parent_of(now.view(ff.HOME), ff.LINKED, [(now.view(ff.MAIL), ff.REMOTE)])

@@ -174,7 +174,7 @@ class Outbox(Widget):
             page = await pump.read_page(turn.conn, queue, BATCH)
             if not page:
                 continue
-            report = await pump.deliver_page(turn.conn, queue, page, outbox_entries.within(turn.sandbox))
+            report = await pump.deliver_page(turn.conn, queue, page, flow.trusted_by(turn.sandbox))
             removed = await pump.trim(turn.conn, queue, page[: report.delivered]) if trim else 0
             new, dup = report.delivered - report.duplicates, report.duplicates
             fresh, again, blocked = fresh + new, again + dup, blocked or report.blocked is not None
@@ -232,7 +232,7 @@ class Outbox(Widget):
         if not parts:
             return self.nothing(before)
         handed = {p: await pump.deliver_flow_completions_aged(
-            turn.conn, turn.queue(p), BATCH, MAX_BLOCKED, accept=outbox_entries.within(turn.sandbox)) for p in parts}
+            turn.conn, turn.queue(p), BATCH, MAX_BLOCKED, accept=flow.trusted_by(turn.sandbox)) for p in parts}
         now = await turn.read()
         lanes = {lane.part: lane for lane in self.lanes(now)}
         clauses, reached = [], set()

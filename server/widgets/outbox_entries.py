@@ -17,20 +17,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from server.emq import pump
+from server.widgets import flow
 from server.widgets.view import QueueView
 
 Verdict = Literal["waiting", "applied", "poison", "refused"]
 BLOCKING: tuple[Verdict, ...] = ("poison", "refused")
-
-
-def within(sandbox: str) -> pump.Accept:
-    """The Pump's check of a decoded entry: its parent queue is one of this sandbox's."""
-    prefix = sandbox + "."
-
-    def accept(entry: pump.OutboxEntry) -> bool:
-        return entry.parent_queue.startswith(prefix)
-
-    return accept
 
 
 @dataclass(frozen=True)
@@ -62,7 +53,7 @@ def judge(raw: str, queue: str, sandbox: str, home: str, parent: str, counted: s
     except pump.PoisonEntry:
         return Seen(raw, "poison", None, "it does not decode")
     try:
-        pump.trusted(raw, queue, within(sandbox))
+        pump.trusted(raw, queue, flow.trusted_by(sandbox))
     except pump.PoisonEntry:
         why = ("its child queue is not this outbox's" if entry.child_queue != queue
                else "its parent queue is outside your sandbox")
