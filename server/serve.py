@@ -105,7 +105,7 @@ def serve_on(args: argparse.Namespace, data: DataDir) -> int:
 
 def run_site(args: argparse.Namespace, data: DataDir, sock: socket.socket, url: str,
              managed: ValkeyProcess | ValkeyCluster | None) -> int:
-    from server.valkey.connect import CLUSTER_ENV, wants_cluster
+    from server.valkey.client import CLUSTER_ENV, wants_cluster
 
     supervisor = None
     try:
