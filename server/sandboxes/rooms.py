@@ -14,6 +14,7 @@ the same hash on every request.
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import time
@@ -22,8 +23,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from server.emq.wire import Conn, Fields, as_text
-from server.sandboxes.learners import learner_ids, learners_key
 from server.sandboxes.keys import REGISTRY_KEY
+from server.sandboxes.learners import learner_ids, learners_key
 from server.sandboxes.sandbox import new_id
 
 ROOMS_KEY = "lab:rooms"
@@ -40,6 +41,23 @@ MODE_WORDS = {
     "demo": "demo: everyone watches the instructor's sandbox, read-only",
     "together": "together: the class shares one sandbox",
 }
+
+
+@dataclass(frozen=True)
+class Ask:
+    widget: str
+    question: str
+    step: int
+    round: int = 1
+    revealed: bool = False
+
+
+def _ask(raw: str) -> Ask | None:
+    try:
+        data = json.loads(raw) if raw else None
+        return Ask(**data) if isinstance(data, dict) else None
+    except (TypeError, ValueError):
+        return None
 
 
 class BadRoom(ValueError):
@@ -59,6 +77,10 @@ class Room:
     created: float
     joins: int = 0
     host: str = ""  # the instructor's own sandbox, shown to everyone in demo
+    # The question put to the whole class ("Ask the class"), or None: which
+    # widget and question, at which tour step, which round (1, then 2), and
+    # whether its distribution is revealed to the learners.
+    ask: Ask | None = None
 
     @property
     def demo(self) -> bool:
@@ -133,6 +155,7 @@ def _room(code: str, raw: dict[Any, Any]) -> Room | None:
         created=float(fields.get("created") or 0),
         joins=int(fields.get("joins") or 0),
         host=fields.get("host", ""),
+        ask=_ask(fields.get("ask", "")),
     )
 
 

@@ -56,6 +56,7 @@ class Entry:
     name: str = ""  # a class member's display name
     watching: str | None = None  # the learner an instructor watches
     tab: str = ""  # the page that asks (X-Emqlab-Tab)
+    ask: rooms.Ask | None = None  # the question the instructor put to the class, if any
 
     def where(self) -> dict[str, object]:
         """The class (or the Watch) an answer comes from: the page says so, and
@@ -101,7 +102,8 @@ async def _in_class(request: Request, entry: Entry) -> Entry:
         return entry  # the class closed, or the learner left it: their own sandbox again
     sandbox, readonly = room.acting(entry.visitor)
     readonly = readonly and not entry.instructor
-    return Entry(entry.visitor, sandbox, entry.instructor, readonly, room.code, room.mode, name, tab=entry.tab)
+    return Entry(entry.visitor, sandbox, entry.instructor, readonly, room.code, room.mode, name, tab=entry.tab,
+                 ask=room.ask)
 
 
 def _spend(request: Request, entry: Entry, counts: str) -> None:

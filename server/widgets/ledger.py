@@ -17,6 +17,7 @@ from typing import Any
 from server.emq import flows, jobs, keyspace, pump
 from server.emq.errors import EmqError
 from server.emq.shape import FlowShapeError
+from server.widgets import flow
 from server.widgets import ledger_batch as lb
 from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
 from server.widgets.flow import plural
@@ -230,11 +231,10 @@ class LedgerWidget(Widget):
         if not done:
             return Outcome(text="No child waits in ledger.billing: flow 4's children have not landed yet, or are "
                                 "completed already.", kind="info")
-        orders = self.orders(turn)
         # the children live on another slot: their completions wait in billing's
-        # outbox until the Pump delivers them, only to this ledger's parents
+        # outbox until the Pump delivers them, only to this sandbox's parents
         delivered = await pump.deliver_flow_completions(turn.conn, billing, 100,
-                                                        accept=lambda e: e.parent_queue == orders)
+                                                        accept=flow.trusted_by(turn.sandbox))
         state = (await turn.read()).view(PARTS[0]).fields(FLOW4_PARENT).get("state")
         return Outcome(text=f"Completed {', '.join(done)} in ledger.billing; one Pump tick delivered "
                             f"{plural(delivered, 'completion')} to their parents.",

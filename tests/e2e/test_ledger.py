@@ -4,6 +4,7 @@ sandbox paint the same ledger."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from itsdangerous import URLSafeSerializer
@@ -172,3 +173,20 @@ def test_without_javascript_the_ledger_shows_its_recorded_run_on_valkey(browser:
         expect(table.locator('tbody tr[data-step="9"]')).to_contain_text("your 3 flows returned 3 entries")
     finally:
         context.close()
+
+
+def test_the_dives_questions_are_answered_on_the_page_and_judged_by_valkey(page: Page, site: Site) -> None:
+    widget = open_ledger(page)
+    size = widget.locator('fieldset[data-question="ledger-result"]')
+    expect(size.locator("legend")).to_have_text("Predict: how long will the result list be after this flow?")
+    size.locator('input[type="number"]').fill("1")
+    press(widget, "Next flow")
+    verdict = widget.locator('[data-role="outcome"] .verdict')
+    expect(verdict).to_have_text("Right: Valkey holds a result list of length 1.")
+    kept = site.redis().hget(f"lab:{{{sandbox_of(page.context)}.ledger.orders}}:state", "result")
+    assert len(json.loads(kept or "[]")) == 1
+    gate = widget.locator('fieldset[data-question="ledger-ill-formed"]')
+    gate.locator('input[type="number"]').fill("5")
+    press(widget, "Try an ill-formed id")
+    expect(verdict).to_have_text(
+        re.compile(r"^Not quite: you said 5; Valkey holds 0 new keys in the ledger's queues\. That is the first flow"))

@@ -105,3 +105,18 @@ def test_without_javascript_the_reader_shows_what_the_reads_returned_in_a_real_r
         expect(last).to_contain_text("the parent is released: state pending, in pending")
     finally:
         context.close()
+
+
+def test_the_dives_questions_are_answered_on_the_page_and_judged_by_valkey(page: Page, site: Site) -> None:
+    widget = open_reader(page)
+    death = widget.locator('fieldset[data-question="deps-after-death"]')
+    expect(death.locator("legend")).to_have_text(re.compile(r"^Predict: a child dies at its cap"))
+    death.locator('input[type="number"]').fill("3")
+    press(widget, "Fail child at the cap")
+    verdict = widget.locator('[data-role="outcome"] .verdict')
+    counter = site.redis().get(parent_key(page.context, ":dependencies"))
+    expect(verdict).to_have_text(re.compile(rf"^Not quite: you said 3; Valkey holds :dependencies = {counter}\. "))
+    read = widget.locator('fieldset[data-question="read-dependencies"]')
+    read.locator('input[type="number"]').fill(str(counter))
+    press(widget, "Read the results")
+    expect(verdict).to_have_text(f"Right: Valkey holds a counter of {counter}, which dependencies() returned.")

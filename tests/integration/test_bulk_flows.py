@@ -121,3 +121,5 @@ async def test_a_long_batch_returns_the_landed_flows_in_input_order(conn) -> Non
         assert exists == (1 if cross else 0)
         if not cross:
             assert await conn.exists(keyspace.job_key(Q, f"{parent}a")) == 0
+
+

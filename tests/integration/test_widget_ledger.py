@@ -313,7 +313,7 @@ async def test_the_dives_questions_are_offered_where_the_lesson_turns_and_judged
     lab = lab_with_questions(conn)
     await show(conn, "ledger")
     first = (await snapshot.read(conn, lab.catalog, WIDGETS["ledger"], SANDBOX))[1]
-    assert first.question is not None and first.question["id"] == "ledger-result"
+    assert [q["id"] for q in first.questions] == ["ledger-result", "ledger-ill-formed"]
     right = await answer(lab, "next", "ledger-result", 1)
     assert right.verdict is not None and right.verdict.text == "Right: Valkey holds a result list of length 1."
     await act(conn, "ledger", "next")
@@ -321,8 +321,8 @@ async def test_the_dives_questions_are_offered_where_the_lesson_turns_and_judged
     assert wrong.verdict is not None and not wrong.verdict.right
     assert wrong.verdict.text == ("Not quite: you said 3; Valkey holds a result list of length 2. "
                                   "This flow was refused: it adds no entry.")
-    asked = (await snapshot.read(conn, lab.catalog, WIDGETS["ledger"], SANDBOX))[1].question
-    assert asked is not None and asked["id"] == "ledger-flow4"
+    asked = (await snapshot.read(conn, lab.catalog, WIDGETS["ledger"], SANDBOX))[1].questions
+    assert [q["id"] for q in asked] == ["ledger-flow4", "ledger-ill-formed"]  # one per action, the first that holds
     held = await answer(lab, "next", "ledger-flow4", "held")
     assert held.verdict is not None and held.verdict.right and await state_of(conn, J) == "awaiting_children"
     gate = await answer(lab, "ill-formed", "ledger-ill-formed", 0)
@@ -380,3 +380,14 @@ def test_a_batch_that_does_not_fit_answers_400_and_nothing_runs_but_an_ill_forme
     assert "ill-formed job id 'JOB c'" in answered.json()["outcome"]["text"]
     assert store.keys(f"emq:{{{sandbox}.*") == []
 
+
+
+async def test_the_tour_runs_on_a_cluster_with_billing_on_another_node(cluster_conn) -> None:
+    await show(cluster_conn, "ledger")
+    done = await act(cluster_conn, "ledger", "goto", step=6)  # flow 4 retried and released across slots
+    assert "Step 6 of 9" in done.outcome["text"]
+    assert await state_of(cluster_conn, J) == "pending"
+    assert await readout_is_true(cluster_conn) == ("Flow 4 of 4 added one at a time: 2 entries in the result; "
+                                                   "parents — 1: held, 2: held, 3: no row, 4: released.")
+    own = await act(cluster_conn, "ledger", "own-batch", flows=ledger_batch.sample_batch())
+    assert own.outcome["reached"] == ["own"] and await state_of(cluster_conn, "JOBmine4") == "awaiting_children"

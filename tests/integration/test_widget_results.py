@@ -200,8 +200,8 @@ async def test_the_dives_questions_are_judged_by_what_valkey_holds(conn) -> None
     asked = tuple(questions.bind(widget, spec, f"test:{i}") for i, spec in enumerate(QUESTIONS))
     lab = runner.Lab(conn, Catalog({"results": widget}, {"results": asked}))
     await show(conn, "results")
-    offered = (await snapshot.read(conn, lab.catalog, widget, SANDBOX))[1].question
-    assert offered is not None and offered["id"] == "deps-after-death"
+    offered = (await snapshot.read(conn, lab.catalog, widget, SANDBOX))[1].questions
+    assert [q["id"] for q in offered] == ["deps-after-death", "read-dependencies"]  # one per action
 
     async def answer(slug: str, question: str, given: Any) -> Any:
         body = msgspec.convert({"predict": {"question": question, "answer": given}}, widget.actions[slug].body)
@@ -215,8 +215,8 @@ async def test_the_dives_questions_are_judged_by_what_valkey_holds(conn) -> None
     assert widget.measure("children-outstanding", moment, moment) is True  # one child left
     assert widget.measure("parent-fate", moment, moment) == "held"
     await act(conn, "results", "complete-child")
-    offered = (await snapshot.read(conn, lab.catalog, widget, SANDBOX))[1].question
-    assert offered is not None and offered["id"] == "read-dependencies"  # no child is outstanding now
+    offered = (await snapshot.read(conn, lab.catalog, widget, SANDBOX))[1].questions
+    assert [q["id"] for q in offered] == ["read-dependencies"]  # no child is outstanding now
     right = await answer("read", "read-dependencies", 0)
     assert right.right and right.text == "Right: Valkey holds a counter of 0."
 
@@ -230,3 +230,11 @@ def test_an_action_body_with_an_unknown_field_answers_400_and_nothing_runs(clean
                            headers={"Origin": clean.url})
     assert answered.status_code == 400 and "child" in answered.json()["error"]
     assert (store.hgetall(state), sorted(store.keys("emq:*"))) == before
+
+
+async def test_the_reader_runs_on_a_cluster(cluster_conn) -> None:
+    await show(cluster_conn, "results")
+    await act(cluster_conn, "results", "goto", step=5)
+    assert await results.ignored_failures(cluster_conn, Q, PARENT) == {"JOBleg2": ERROR}
+    assert await readout_is_true(cluster_conn) == ("2 of 3 children complete, 1 ignored → :dependencies = 0; "
+                                                   "the parent is released: state pending, in pending")

@@ -41,8 +41,9 @@ def find(request: Request) -> Widget:
 
 
 def actor(entry: guards.Entry) -> Actor:
+    ask = (entry.ask.widget, entry.ask.question, entry.ask.step, entry.ask.round) if entry.ask else None
     return Actor(entry.sandbox, entry.visitor, "instructor" if entry.instructor else "learner", entry.name,
-                 entry.tab, entry.room)
+                 entry.tab, entry.room, ask)
 
 
 def admitter(request: Request, sandbox: str, used: bool) -> runner.Admit:
