@@ -1,34 +1,64 @@
-"""What the e2e suite knows of the course: its pages and where each widget lives."""
+"""What the e2e suite knows of the course, read from the code, never listed by hand.
+
+The pages come from the course the site loads (`server.content.load_course`):
+the index, the hubs and the dives in course order. The widgets are the ones
+the site finds (`server.widgets.WIDGETS`); each lives on the dive that places
+it (`course.placements()`). A widget's root on a page is its
+`<section data-widget="<name>">`; the words its region's name must contain
+are the design's contract, checked once, in test_accessibility.py.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
 
 from playwright.sync_api import Locator, Page, expect
 
-INDEX, HUBS = "/", ("/flows", "/batches")
-DIVES = (
-    "/flows/parent-and-children",
-    "/flows/reading-the-results",
-    "/flows/cross-queue",
-    "/batches/bulk-flows",
-)
+from server.content import load_course
+from server.widgets import WIDGETS as FOUND
+from server.widgets.base import Widget
+
+SITE = Path(__file__).resolve().parents[2] / "site"
+THE_COURSE = load_course(SITE / "content", known_widgets=None)
+
+INDEX = THE_COURSE.index.path
+HUBS = tuple(hub.path for hub in THE_COURSE.hubs)
+DIVES = tuple(dive.path for dive in THE_COURSE.dives)
 COURSE = (INDEX, *HUBS, *DIVES)
-# widget -> (its dive, the words its region's name contains)
-WIDGETS = {
-    "enqueue-stepper": ("/flows/parent-and-children", "@enqueue_flow"),
-    "fanin": ("/flows/parent-and-children", "fan-in"),
-    "native": ("/flows/parent-and-children", "native"),
-    "results": ("/flows/reading-the-results", "results"),
-    "outbox": ("/flows/cross-queue", "outbox"),
-    "failure-policy": ("/flows/cross-queue", "failure policy"),
-    "ledger": ("/batches/bulk-flows", "ledger"),
-    "tree": ("/flows/cross-queue", "tree"),
-}
+
+
+class Placed(NamedTuple):
+    """A widget the site found and the dive that places it (`[0]` is the dive)."""
+
+    dive: str
+    widget: Widget
+
+
+def _placed() -> dict[str, Placed]:
+    found: dict[str, Placed] = {}
+    for page, placement in THE_COURSE.placements():
+        if placement.name in FOUND and placement.name not in found:
+            found[placement.name] = Placed(page.path, FOUND[placement.name])
+    unplaced = sorted(set(FOUND) - set(found))
+    assert not unplaced, f"widgets no dive places: {unplaced}"
+    return found
+
+
+# widget name -> its dive and the widget; in course order (the order of the placements)
+WIDGETS = _placed()
+
+
+def on_dive(dive: str) -> list[str]:
+    """The widgets a dive places, in the page's order."""
+    return [name for name, placed in WIDGETS.items() if placed.dive == dive]
 
 
 def region(page: Page, widget: str) -> Locator:
-    return page.get_by_role("region", name=re.compile(re.escape(WIDGETS[widget][1])))
+    """The widget's root on the page: its `<section data-widget>` region."""
+    return page.locator(f'section[data-widget="{widget}"]')
 
 
 def wait_until_live(page: Page) -> None:
@@ -37,4 +67,66 @@ def wait_until_live(page: Page) -> None:
     for i in range(widgets.count()):
         widget = widgets.nth(i)
         expect(widget).to_have_class(re.compile(r"\bis-live\b"))
-        expect(widget.locator('[data-role="readout"]')).not_to_have_text(re.compile(r"^(Reading the keys)?$"))
+        expect(widget).to_have_attribute("data-ver", re.compile(r"^\d+$"))
+        expect(widget.locator('[data-role="readout"]')).not_to_have_text(re.compile(r"^(Reading the keys.*)?$"))
+
+
+# -- a widget's controls, and pressing one ------------------------------------------
+
+CONTROLS = ", ".join(f".controls {kind}" for kind in (
+    "button[data-action]", "button[data-flow]", "button[data-own-action]",
+    "input[type=checkbox]", "input[type=radio]"))
+
+
+def controls(widget: Locator) -> list[str]:
+    """A selector for each control a learner can press in the widget, in page
+    order, Reset last (it undoes what the others did). A selector, not a
+    position: a widget may redraw its controls (the ledger's Flow N buttons)."""
+    found = widget.locator(CONTROLS).evaluate_all("""(nodes) => nodes
+        .filter((n) => n.offsetParent !== null)
+        .map((n) => n.dataset.action ? `button[data-action="${n.dataset.action}"]`
+          : n.dataset.flow ? `button[data-flow="${n.dataset.flow}"]`
+          : n.dataset.ownAction ? `button[data-own-action="${n.dataset.ownAction}"]`
+          : n.type === "radio" ? `input[type=radio][value="${n.value}"]`
+          : `input[data-role="${n.dataset.role}"]`)""")
+    return sorted(dict.fromkeys(found), key=lambda s: s == 'button[data-action="reset"]')
+
+
+def settled_after(widget: Locator, before: str | None) -> None:
+    """The press was answered: the widget painted a newer state, or said why not."""
+    widget.page.wait_for_function(
+        """([root, before]) => root.getAttribute("aria-busy") !== "true" && (root.dataset.ver !== before
+             || root.querySelector('[data-role="status"]').dataset.kind === "error")""",
+        arg=[widget.element_handle(), before or ""], polling=50,
+    )
+
+
+def press_every_control(widget: Locator, operate: Callable[[str, int], bool],
+                        after: Callable[[str], None] = lambda _: None) -> list[str]:
+    """Press every control of the widget once with `operate(selector, turn)`
+    (False: nothing to do now), waiting for each answer, then call `after`.
+
+    A control with nothing to do yet (Previous at the start, a radio already
+    chosen, a button the state disables) is tried again after each press
+    that worked; Reset goes last. Returns what was pressed, in order."""
+    # the page acted on is the front tab: a hidden one runs its animation frames once a second
+    widget.page.bring_to_front()
+    found = controls(widget)
+    waiting: list[str] = []
+    pressed: list[str] = []
+    for selector in found:
+        for tried in [*waiting, selector] if selector != found[-1] else [selector]:
+            before = widget.get_attribute("data-ver")
+            if not operate(tried, len(pressed)):
+                if tried == selector:
+                    waiting.append(selector)
+                continue
+            settled_after(widget, before)
+            status = widget.locator('[data-role="status"]').text_content()
+            assert widget.get_attribute("data-ver") != before, f"{tried} changed nothing: {status}"
+            pressed.append(tried)
+            if tried in waiting:
+                waiting.remove(tried)
+            after(tried)
+    assert sorted(pressed) == sorted(found), f"never pressed: {sorted(set(found) - set(pressed))}"
+    return pressed

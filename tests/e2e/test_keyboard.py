@@ -1,30 +1,25 @@
-"""Every widget driven by the keyboard alone: Tab to a control, Enter or Space.
+"""Every control of every widget, operated by the keyboard alone.
 
-No click anywhere: focus moves with the Tab key (from the widget's first
-control), a button is pressed with Enter or Space, a radio moves with the
-arrow keys, a checkbox toggles with Space. Each test then reads text the page
-drew from Valkey's answer, and the words the aria-live region announced.
+No click anywhere: focus moves with the Tab key from the widget's first
+control, a button is pressed with Enter or Space (in turn), a checkbox
+toggles with Space, a radio group moves with the arrow keys. Each press must
+be answered by the server (the widget paints a newer state of Valkey), the
+focus ring must show, and the aria-live region must announce the outcome.
+The widgets and their controls come from the page and the code, not a list.
 """
 
 from __future__ import annotations
 
-import re
-
+import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from tests.e2e.pages import WIDGETS, region, wait_until_live
-
-
-def open_widget(page: Page, widget: str) -> Locator:
-    page.goto(WIDGETS[widget][0])
-    wait_until_live(page)
-    return region(page, widget)
+from tests.e2e.pages import DIVES, on_dive, press_every_control, region, wait_until_live
 
 
 def tab_to(page: Page, widget: Locator, target: Locator) -> None:
     """Focus the widget's first control, then press Tab until `target` has focus."""
-    widget.locator("button:not([disabled]), input").first.focus()
-    for _ in range(40):
+    widget.locator(".controls").first.locator("button:visible:enabled, input:visible:enabled").first.focus()
+    for _ in range(60):
         if target.evaluate("(node) => node === document.activeElement"):
             break
         page.keyboard.press("Tab")
@@ -35,105 +30,50 @@ def tab_to(page: Page, widget: Locator, target: Locator) -> None:
     assert outline not in ("", "none"), outline
 
 
-def press(page: Page, widget: Locator, name: str, key: str = "Enter") -> None:
-    tab_to(page, widget, widget.get_by_role("button", name=name, exact=True))
-    page.keyboard.press(key)
+def operate(page: Page, widget: Locator, selector: str, turn: int) -> bool:
+    """Operate one control by keyboard; False when there was nothing to do (disabled, already chosen)."""
+    control = widget.locator(selector)
+    kind = control.evaluate("(n) => n.type")
+    if control.is_disabled() or (kind == "radio" and control.is_checked()):
+        return False
+    if kind == "radio" and widget.locator(f'input[type=radio][name="{control.get_attribute("name")}"]:checked').count():
+        # Tab lands on the group's checked radio; the arrows move the choice
+        group = f'input[type=radio][name="{control.get_attribute("name")}"]'
+        checked = widget.locator(f"{group}:checked")
+        tab_to(page, widget, checked)
+        radios = widget.locator(group).evaluate_all("(xs) => xs.map((x) => x.value)")
+        ahead = radios.index(control.get_attribute("value")) > radios.index(checked.get_attribute("value"))
+        page.keyboard.press("ArrowDown" if ahead else "ArrowUp")
+    else:
+        # a button, a checkbox, or a radio of a group where none is chosen yet
+        tab_to(page, widget, control)
+        page.keyboard.press(" " if kind in ("checkbox", "radio") or turn % 2 else "Enter")
+    return True
 
 
-def announced(widget: Locator) -> Locator:
-    return widget.locator('[data-role="announce"]')
+@pytest.mark.parametrize("dive", DIVES)
+def test_every_control_of_every_widget_works_by_keyboard_and_is_announced(page: Page, dive: str) -> None:
+    page.goto(dive)
+    wait_until_live(page)
+    for name in on_dive(dive):
+        widget = region(page, name)
 
+        def announced(_: str, widget: Locator = widget) -> None:
+            said = widget.locator('[data-role="outcome"] .outcome-text').inner_text()
+            expect(widget.locator('[data-role="announce"]')).to_contain_text(said)
 
-def test_the_stepper_moves_forward_and_back_by_keyboard(page: Page) -> None:
-    widget = open_widget(page, "enqueue-stepper")
-    readout = widget.locator('[data-role="readout"]')
-    expect(readout).to_contain_text("Before move 1")
-    press(page, widget, "Next move", "Enter")
-    expect(readout).to_contain_text("After move 1 of 4")
-    press(page, widget, "Next move", " ")
-    expect(readout).to_contain_text("After move 2 of 4")
-    expect(announced(widget)).to_contain_text("Move 2 of 4")
-    press(page, widget, "Previous move", "Enter")
-    expect(readout).to_contain_text("After move 1 of 4")
-    tab_to(page, widget, widget.get_by_label("Use a non-JOB id"))
-    page.keyboard.press(" ")
-    expect(widget.locator('[data-role="outcome"]')).to_contain_text("not JOB-prefixed")
-    press(page, widget, "Run atomically", "Enter")
-    expect(announced(widget)).to_contain_text("EMQKIND job id must be JOB-namespaced")
-
-
-def test_the_fan_in_counts_down_and_announces_it_by_keyboard(page: Page) -> None:
-    widget = open_widget(page, "fanin")
-    counter = widget.locator('[data-role="dependencies"]')
-    expect(counter).to_have_text("3")
-    press(page, widget, "Complete child", "Enter")
-    expect(counter).to_have_text("2")
-    expect(announced(widget)).to_contain_text(":dependencies fell from 3 to 2; the parent is still held")
-    press(page, widget, "Complete child", " ")
-    expect(counter).to_have_text("1")
-    press(page, widget, "Redeliver last completion", "Enter")
-    expect(announced(widget)).to_contain_text("did not move")
-    expect(counter).to_have_text("1")
-
-
-def test_the_results_reader_completes_fails_and_reads_by_keyboard(page: Page) -> None:
-    widget = open_widget(page, "results")
-    counter = widget.locator('[data-role="dependencies"]')
-    expect(counter).to_have_text("3")
-    press(page, widget, "Complete child", "Enter")
-    expect(counter).to_have_text("2")
-    press(page, widget, "Fail child at the cap", " ")
-    expect(counter).to_have_text("1")
-    press(page, widget, "Read the results", "Enter")
-    expect(widget.locator('[data-role="read-values"]')).to_have_text("{JOBleg1: subtotal 40.00}")
-    expect(announced(widget)).to_contain_text("no key changed (DUMPs equal)")
-
-
-def test_the_outbox_completes_and_pumps_by_keyboard(page: Page) -> None:
-    widget = open_widget(page, "outbox")
-    counter = widget.locator('[data-role="dependencies"]')
-    expect(counter).to_have_text("3")
-    press(page, widget, "Complete child", "Enter")
-    expect(widget.locator('[data-role="outbox-mail"]')).to_contain_text("completed JOBmail1")
-    expect(counter).to_have_text("3")
-    press(page, widget, "Pump tick", " ")
-    expect(counter).to_have_text("2")
-    expect(announced(widget)).to_contain_text(":dependencies fell from 3 to 2")
-
-
-def test_the_failure_policy_radio_and_buttons_work_by_keyboard(page: Page) -> None:
-    widget = open_widget(page, "failure-policy")
-    fail_parent = widget.get_by_label("fail the parent")
-    expect(fail_parent).to_be_checked()
-    tab_to(page, widget, fail_parent)
-    page.keyboard.press("ArrowRight")  # a radio group moves with the arrows
-    expect(widget.get_by_label("ignore the dependency")).to_be_checked()
-    expect(widget.locator('[data-role="readout"]')).to_contain_text("parent_policy id (ignore the dependency)")
-    press(page, widget, "Fail child at the cap", "Enter")
-    expect(widget.locator('[data-role="ignored"]')).to_contain_text("JOBchild1 → card declined")
-    expect(widget.locator('[data-role="dependencies"]')).to_have_text("2")
-    expect(announced(widget)).to_contain_text("parent_policy id")
-
-
-def test_the_ledger_steps_and_picks_a_flow_by_keyboard(page: Page) -> None:
-    widget = open_widget(page, "ledger")
-    readout = widget.locator('[data-role="readout"]')
-    expect(readout).to_contain_text("Before flow 1")
-    press(page, widget, "Next flow", "Enter")
-    expect(readout).to_contain_text("Flow 1 of 4 added one at a time")
-    press(page, widget, "Next flow", " ")
-    expect(readout).to_contain_text("Flow 2 of 4 added one at a time")
-    press(page, widget, "Previous flow", "Enter")
-    expect(readout).to_contain_text("Flow 1 of 4 added one at a time")
-    press(page, widget, "Flow 1", " ")
-    expect(widget.get_by_role("button", name="Flow 1", exact=True)).to_have_attribute("aria-pressed", "true")
-    expect(widget.locator('[data-role="picked"]')).to_contain_text(re.compile(r"Flow 1 \(same-queue\)"))
+        press_every_control(widget, lambda selector, turn, widget=widget: operate(page, widget, selector, turn),
+                            announced)
 
 
 def test_the_panels_open_and_close_from_the_keyboard(page: Page) -> None:
-    widget = open_widget(page, "fanin")
-    summary = widget.locator("details.raw-keys > summary")
-    tab_to(page, widget, summary)
-    page.keyboard.press("Enter")
-    expect(widget.locator("details.raw-keys")).to_have_attribute("open", "")
-    expect(widget.locator('[data-role="keys"] tr[data-key$=":job:JOBparent:dependencies"]')).to_be_visible()
+    page.goto(DIVES[0])
+    wait_until_live(page)
+    widget = region(page, on_dive(DIVES[0])[0])
+    for fold in ("details.raw-keys", "details.effects-box"):
+        summary = widget.locator(f"{fold} > summary")
+        tab_to(page, widget, summary)
+        page.keyboard.press("Enter")
+        expect(widget.locator(fold)).to_have_attribute("open", "")
+        page.keyboard.press(" ")
+        expect(widget.locator(fold)).not_to_have_attribute("open", "")
