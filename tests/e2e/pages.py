@@ -130,3 +130,13 @@ def press_every_control(widget: Locator, operate: Callable[[str, int], bool],
             after(tried)
     assert sorted(pressed) == sorted(found), f"never pressed: {sorted(set(found) - set(pressed))}"
     return pressed
+
+
+def click(widget: Locator, selector: str) -> bool:
+    """Click a control of the widget; False when there is nothing to press now
+    (a disabled button, or the radio already chosen)."""
+    control = widget.locator(selector)
+    if control.is_disabled() or (control.get_attribute("type") == "radio" and control.is_checked()):
+        return False
+    control.click()
+    return True

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import BrowserContext, Locator, Page, expect
 
-from tests.e2e.pages import WIDGETS, press_every_control, region, wait_until_live
+from tests.e2e.pages import WIDGETS, click, press_every_control, region, wait_until_live
 
 OTHER_PAGE = "From another page of this sandbox: "
 
@@ -52,14 +52,6 @@ def same_on_both(a: Locator, b: Locator) -> None:
     assert seen(b) == seen(a)
 
 
-def clicked(widget: Locator, selector: str) -> bool:
-    control = widget.locator(selector)
-    if control.is_disabled() or (control.get_attribute("type") == "radio" and control.is_checked()):
-        return False  # nothing to press now: a disabled button, or the choice already made
-    control.click()
-    return True
-
-
 def two_pages(context: BrowserContext, dive: str) -> tuple[Page, Page]:
     pages = context.new_page(), context.new_page()
     for page in pages:
@@ -75,7 +67,7 @@ def test_every_control_pressed_on_one_page_shows_on_the_other_page_of_the_sandbo
     page_a, page_b = two_pages(context, WIDGETS[name].dive)
     a, b = region(page_a, name), region(page_b, name)
     same_on_both(a, b)
-    pressed = press_every_control(a, lambda selector, _: clicked(a, selector), lambda _: same_on_both(a, b))
+    pressed = press_every_control(a, lambda selector, _: click(a, selector), lambda _: same_on_both(a, b))
     assert len(pressed) >= 4
 
 

@@ -10,29 +10,37 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Page, Request, Route, expect
 
-from tests.e2e.pages import WIDGETS, region, wait_until_live
+from tests.e2e.pages import DIVES, WIDGETS, on_dive, region, settled_after, wait_until_live
 
-DIVE = "/flows/parent-and-children"
-ON_DIVE = sorted(name for name, (dive, _) in WIDGETS.items() if dive == DIVE)
+# every widget that is not the first of its dive: its module may run after the stream opened
+LATE = [name for dive in DIVES for name in on_dive(dive)[1:]]
 
 
 def streamed(request: Request) -> list[str]:
     return sorted(parse_qs(urlsplit(request.url).query)["widgets"][0].split(","))
 
 
-@pytest.mark.parametrize("late", ON_DIVE[1:])
+@pytest.mark.parametrize("late", LATE)
 def test_a_widget_whose_module_loads_late_is_still_in_the_pages_stream(page: Page, late: str) -> None:
+    dive = WIDGETS[late].dive
+
     def slowly(route: Route) -> None:
-        time.sleep(0.6)  # long after the other modules ran
+        time.sleep(0.6)  # the route's own delay: this module arrives long after the others ran
         route.continue_()
 
     page.route(f"**/static/widgets/{late}.js", slowly)
-    with page.expect_request(lambda r: "/api/stream" in r.url, timeout=15_000) as opened:
-        page.goto(DIVE)
-    assert streamed(opened.value) == ON_DIVE
+    with page.expect_request(lambda r: "/api/stream" in r.url and late in r.url, timeout=15_000) as opened:
+        page.goto(dive)
+    assert streamed(opened.value) == sorted(on_dive(dive))
     wait_until_live(page)
-    # and it is live: a write from another page of the sandbox reaches it by the stream
+    # and it is live: a press on another page of the sandbox reaches it by the stream
     other = page.context.new_page()
-    other.goto(DIVE)
-    region(other, "fanin").get_by_role("button", name="Complete child").click()
-    expect(region(page, "fanin").locator('[data-role="dependencies"]')).to_have_text("2")
+    other.goto(dive)
+    wait_until_live(other)
+    acting = region(other, late)
+    before = acting.get_attribute("data-ver")
+    acting.locator("button[data-action].primary").click()
+    settled_after(acting, before)
+    expect(region(page, late)).to_have_attribute("data-ver", acting.get_attribute("data-ver") or "")
+    expect(region(page, late).locator('[data-role="readout"]')).to_have_text(
+        acting.locator('[data-role="readout"]').inner_text())
