@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from tests.e2e.pages import DIVES, on_dive, press_every_control, region, wait_until_live
+from tests.e2e.pages import DIVES, WIDGETS, on_dive, press_every_control, region, wait_until_live
 
 
 def tab_to(page: Page, widget: Locator, target: Locator) -> None:
@@ -28,6 +28,23 @@ def tab_to(page: Page, widget: Locator, target: Locator) -> None:
     # keyboard focus is visible: the focus ring is drawn
     outline = target.evaluate("(node) => getComputedStyle(node).outlineStyle")
     assert outline not in ("", "none"), outline
+
+
+def open_widget(page: Page, widget: str) -> Locator:
+    page.goto(WIDGETS[widget].dive)
+    wait_until_live(page)
+    return region(page, widget)
+
+
+def press(page: Page, widget: Locator, name: str, key: str = "Enter") -> None:
+    """Tab to the button labelled `name` and press it with `key`."""
+    tab_to(page, widget, widget.get_by_role("button", name=name, exact=True))
+    page.keyboard.press(key)
+
+
+def announced(widget: Locator) -> Locator:
+    """The widget's aria-live region: what a screen reader says."""
+    return widget.locator('[data-role="announce"]')
 
 
 def operate(page: Page, widget: Locator, selector: str, turn: int) -> bool:
@@ -58,12 +75,12 @@ def test_every_control_of_every_widget_works_by_keyboard_and_is_announced(page: 
     for name in on_dive(dive):
         widget = region(page, name)
 
-        def announced(_: str, widget: Locator = widget) -> None:
+        def spoken(_: str, widget: Locator = widget) -> None:
             said = widget.locator('[data-role="outcome"] .outcome-text').inner_text()
-            expect(widget.locator('[data-role="announce"]')).to_contain_text(said)
+            expect(announced(widget)).to_contain_text(said)
 
         press_every_control(widget, lambda selector, turn, widget=widget: operate(page, widget, selector, turn),
-                            announced)
+                            spoken)
 
 
 def test_the_panels_open_and_close_from_the_keyboard(page: Page) -> None:
