@@ -22,9 +22,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 
 from server.valkey.process import free_port, pid_alive
+from tests.e2e.branch_helpers import press
+from tests.e2e.pages import DIVES, WIDGETS, on_dive, region, settled_after, wait_until_live
 
 ROOT = Path(__file__).resolve().parents[2]
 CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot"
@@ -60,12 +62,15 @@ def command_of(pid: int) -> str:
 
 
 class ClusterSite:
-    def __init__(self) -> None:
+    def __init__(self, data_dir: Path) -> None:
         self.port = free_port()
-        env = {k: v for k, v in os.environ.items() if k not in ("EMQLAB_VALKEY_URL", "EMQLAB_VALKEY_CLUSTER")}
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("EMQLAB_VALKEY_URL", "EMQLAB_VALKEY_CLUSTER", "EMQLAB_DATA_DIR")}
         env.update(PYTHONPATH=str(ROOT), EMQLAB_RATE_LIMIT="100000")
+        # a data directory of its own: never the repository's .emqlab/, which a second run would find in use
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "serve", "--cluster", "--workers", "2", "--port", str(self.port)],
+            [sys.executable, "-m", "server.cli", "serve", "--cluster", "--workers", "2", "--port", str(self.port),
+             "--data-dir", str(data_dir)],
             env=env, cwd=str(ROOT), stdout=subprocess.PIPE, text=True,
         )
         self.lines: list[str] = []
@@ -101,8 +106,8 @@ class ClusterSite:
 
 
 @pytest.fixture(scope="module")
-def cluster_site() -> Iterator[ClusterSite]:
-    site = ClusterSite()
+def cluster_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterSite]:
+    site = ClusterSite(tmp_path_factory.mktemp("cluster-site"))
     try:
         yield site
     finally:
@@ -133,58 +138,66 @@ def page(context: BrowserContext) -> Page:
     return context.new_page()
 
 
-def region(page: Page, name: str):
-    return page.get_by_role("region", name=re.compile(name))
+def widget(page: Page, name: str) -> Locator:
+    page.goto(WIDGETS[name].dive)
+    wait_until_live(page)
+    return region(page, name)
 
 
-def test_complete_child_on_the_fanin_counts_down(page: Page) -> None:
-    page.goto("/flows/parent-and-children")
-    widget = region(page, "fan-in")
-    counter = widget.locator('[data-role="dependencies"]')
+def test_complete_child_on_the_fanin_counts_down_with_each_key_on_its_slots_node(page: Page) -> None:
+    fanin = widget(page, "fanin")
+    counter = fanin.locator('[data-role="dependencies"]')
     expect(counter).to_have_text("3")
-    widget.get_by_role("button", name="Complete child", exact=True).click()
+    press(fanin, "Complete child")
     expect(counter).to_have_text("2")
-    expect(widget.locator("table.keys caption").first).to_contain_text(
+    expect(fanin.locator("table.keys caption").first).to_contain_text(
         re.compile(r"hash slot \d+ · node 127\.0\.0\.1:\d+")
     )
 
 
 def test_outbox_complete_child_and_pump_tick_then_the_one_script_refusal(page: Page) -> None:
-    page.goto("/flows/cross-queue")
-    widget = region(page, "outbox")
-    counter = widget.locator('[data-role="dependencies"]')
+    outbox = widget(page, "outbox")
+    counter = outbox.locator('[data-role="dependencies"]')
     expect(counter).to_have_text("3")
-    widget.get_by_role("button", name="Complete child", exact=True).click()
-    expect(widget.locator('[data-role="outbox-mail"]')).to_contain_text("completed JOBmail1 → JOBparent")
-    widget.get_by_role("button", name="Pump tick", exact=True).click()
+    press(outbox, "Complete child")
+    expect(counter).to_have_text("3")  # the completion waits in the child's outbox, on its own slot
+    press(outbox, "Pump tick")
     expect(counter).to_have_text("2")
-    expect(widget.locator('[data-role="outbox-mail"]')).to_have_text("empty")
     # on a cluster the control shows; it sends the cross-queue add as ONE script
-    one = widget.get_by_role("button", name="Try it as one script", exact=True)
+    one = outbox.get_by_role("button", name="Try it as one script", exact=True)
     expect(one).to_be_visible()
-    one.click()
-    outcome = widget.locator('[data-role="outcome"]')
-    expect(outcome).to_contain_text(f"The cluster refused it: {CROSSSLOT}")
-    expect(outcome).to_contain_text("Nothing was written")
+    press(outbox, "Try it as one script")
+    expect(outbox.locator('[data-role="outcome"]')).to_contain_text(f"the cluster refused it with {CROSSSLOT}")
+    expect(outbox.locator('[data-role="outcome"]')).to_contain_text("Nothing was written.")
     expect(counter).to_have_text("2")
-    captions = widget.locator("table.keys caption")
-    expect(captions).to_have_count(3)
-    for i in range(3):
+    captions = outbox.locator("table.keys caption")
+    expect(captions).to_have_count(len(WIDGETS["outbox"].widget.queue_parts))
+    for i in range(captions.count()):
         expect(captions.nth(i)).to_contain_text(re.compile(r"· node 127\.0\.0\.1:\d+ ·"))
+
+
+def test_every_widget_lands_and_answers_its_main_button_on_the_cluster(page: Page) -> None:
+    for dive in DIVES:
+        page.goto(dive)
+        wait_until_live(page)
+        for name in on_dive(dive):
+            box = region(page, name)
+            before = box.get_attribute("data-ver")
+            box.locator("button[data-action].primary").click()
+            settled_after(box, before)
+            expect(box.locator('[data-role="status"]')).to_have_text("")
+            expect(box.locator('[data-role="outcome"]')).to_be_visible()
 
 
 def test_a_click_in_one_tab_reaches_the_other_tab(context: BrowserContext) -> None:
     a, b = context.new_page(), context.new_page()
-    a.goto("/flows/cross-queue")
-    b.goto("/flows/cross-queue")
-    counter_a = region(a, "outbox").locator('[data-role="dependencies"]')
-    counter_b = region(b, "outbox").locator('[data-role="dependencies"]')
-    expect(counter_a).to_have_text("3")
-    expect(counter_b).to_have_text("3")
-    region(a, "outbox").get_by_role("button", name="Complete child", exact=True).click()
-    expect(region(b, "outbox").locator('[data-role="outbox-mail"]')).to_contain_text("completed JOBmail1")
-    region(a, "outbox").get_by_role("button", name="Pump tick", exact=True).click()
-    expect(counter_b).to_have_text("2")  # painted by b's stream, not by b's own click
+    one, two = widget(a, "outbox"), widget(b, "outbox")
+    a.bring_to_front()
+    press(one, "Complete child")
+    expect(two.locator('[data-role="outbox-mail"]')).to_contain_text("JOBmail1")
+    press(one, "Pump tick")
+    expect(two.locator('[data-role="dependencies"]')).to_have_text("2")  # painted by b's stream, not by a click
+    expect(two).to_have_attribute("data-ver", one.get_attribute("data-ver") or "")
 
 
 def serving_pid(port: int, client_port: int) -> int | None:
