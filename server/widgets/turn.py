@@ -64,6 +64,10 @@ class Actor:
     # The question the class was asked, as (widget, question, step, round):
     # an answer to it is counted in that round.
     ask: tuple[str, str, int, int] | None = None
+    # False for an action done to the sandbox on its learner's behalf (an
+    # instructor's reset, a class's "Ask the class" rebuild): the learner's
+    # record and activity (last widget acted on, last seen) stay as they were.
+    records: bool = True
 
 
 def queues_of(widget: Widget, sandbox: str) -> dict[str, str]:
