@@ -31,7 +31,18 @@ from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import SandboxCookie as NewVisitors
 from server.web.middleware import SecurityHeaders
 from server.web.secret import load_secret
-from server.web.views import pages, progress, stream, widgets
+from server.web.views import (
+    asking,
+    class_stream,
+    classroom,
+    instructor,
+    pages,
+    progress,
+    results,
+    room,
+    stream,
+    widgets,
+)
 from server.widgets import WIDGETS, questions, snapshot, traces
 from server.widgets.runner import Lab
 from server.widgets.snapshot import Catalog
@@ -144,6 +155,12 @@ def _routes() -> list[BaseRoute]:
     return [
         *widgets.routes(),
         *stream.routes(),
+        *instructor.routes(),
+        *classroom.routes(),
+        *asking.routes(),
+        *results.routes(),
+        *class_stream.routes(),
+        *room.routes(),
         Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static"),
         *progress.routes(),
         *pages.routes(),  # catch-all page routes: keep last
