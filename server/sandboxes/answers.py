@@ -110,7 +110,7 @@ def parse(fields: dict[str, str]) -> tuple[list[Given], dict[tuple[str, str], in
             runs[(widget, learner)] = int(raw) if raw.isdecimal() else 0
         elif (found := _given(field, raw)) is not None:
             given.append(found)
-    given.sort(key=lambda g: g.at)
+    given.sort(key=lambda g: (g.at, g.widget, g.question, g.learner))  # the order met; ties in a fixed order
     return given, runs
 
 

@@ -77,7 +77,7 @@ function drawAnswers(answers) {
 // ---- the roster ------------------------------------------------------------
 
 const CELLS = [["Page", "page"], ["Widget", "widget"], ["Progress", "progress"], ["Exercises", "exercises"],
-  ["Last activity", "seen"], ["Online", "online"]];
+  ["Last activity", "seen"]];
 
 function cell(label, role, text) {
   const td = el("td", text, role);
@@ -111,7 +111,7 @@ function row(code, learner) {
   name.scope = "row";
   name.dataset.label = "Name";
   tr.append(name, ...CELLS.map(([label, role]) => cell(label, role, learner[role])),
-    cell("Needs a hand", "stuck", learner.stuck ? `Stuck: ${learner.stuck}` : "—"), actions(code, learner));
+    cell("Online", "online", learner.online ? "online" : "offline"), cell("Needs a hand", "stuck", learner.stuck ? `Stuck: ${learner.stuck}` : "—"), actions(code, learner));
   return tr;
 }
 
@@ -123,7 +123,7 @@ function drawRoster(data) {
   body.replaceChildren(...data.learners.map((learner) => {
     const fresh = row(data.code, learner);
     if (!focused || focused.dataset.learner !== learner.id) return fresh;
-    for (const role of ["name", ...CELLS.map(([, r]) => r), "stuck"]) {
+    for (const role of ["name", ...CELLS.map(([, r]) => r), "online", "stuck"]) {
       focused.querySelector(`[data-role="${role}"]`).textContent = fresh.querySelector(`[data-role="${role}"]`).textContent;
     }
     return focused;
@@ -148,7 +148,7 @@ if (page) {
   const projector = page.dataset.projector === "1";
   const code = encodeURIComponent(page.dataset.class);
   const source = new EventSource(`/instructor/rooms/${code}/events${projector ? "?view=projector" : ""}`);
-  source.addEventListener("update", (e) => {
+  source.addEventListener("roster", (e) => {
     const data = JSON.parse(e.data);
     if (data.down) return say(data.down);
     say("");

@@ -90,7 +90,7 @@ def roster_rows(state: ClassState) -> list[dict[str, Any]]:
     now = time.time()
     return [{"id": row.id, "name": row.name, "page": row.page or "—", "widget": row.widget or "—",
              "progress": roster.progress_words(row), "exercises": roster.exercise_words(row),
-             "seen": ago(row.last_seen, now), "online": "online" if row.online else "offline",
+             "seen": ago(row.last_seen, now), "last_seen": row.last_seen, "online": row.online,
              "stuck": row.stuck} for row in state.learners]
 
 

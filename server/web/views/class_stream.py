@@ -1,7 +1,7 @@
 """GET /instructor/rooms/{code}/events — the class page's live stream (and the projector's).
 
-The stream sends the class in words (class_state.class_json) as an `update`
-event whenever it changed: at once when the class's answers move (the answer
+The stream sends the class (class_state.class_json: the roster and the
+answers, in words) as a `roster` event whenever it changed: at once when the class's answers move (the answer
 script publishes a lab event for the class, `class:<CODE>`, which the hub hands
 to this stream: server/sandboxes/answers.py), and otherwise on a read every
 `EVERY` seconds for what no event announces (a learner's page opening, their
@@ -59,7 +59,7 @@ async def follow(request: Request, code: str, projector: bool) -> AsyncIterator[
                 encoded = dumps({"down": "Valkey is unreachable right now; the class page recovers when it returns."})
             if encoded != last:
                 last = encoded
-                yield frame("update", encoded)
+                yield frame("roster", encoded)
             try:
                 async with asyncio.timeout(EVERY):
                     await sub.queue.get()

@@ -144,7 +144,7 @@ export function settleNotice(root, started) {
   const status = $('[data-role="status"]', root);
   if (!keepsNotice(root) || !fresh(status.dataset.since, started)) setStatus(root, "");
   const box = $('[data-role="class-notice"]');
-  if (box && !box.hidden && box.dataset.widget === root.dataset.widget && !fresh(box.dataset.since, started)) {
+  if (box && !box.hidden && box.dataset.concerns === root.dataset.widget && !fresh(box.dataset.since, started)) {
     box.hidden = true;
     box.replaceChildren();
   }
@@ -162,7 +162,7 @@ function classNotice(text, widget = "") {
   }
   if (!box) return;
   box.hidden = false;
-  box.dataset.widget = widget;
+  box.dataset.concerns = widget; // not data-widget: that names a widget's own root
   box.dataset.since = String(Date.now());
   box.replaceChildren(document.createTextNode(text), " ", dismiss(() => { box.hidden = true; box.replaceChildren(); }));
 }
