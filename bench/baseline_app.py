@@ -8,7 +8,7 @@
 Served exactly like the site (same workers, same loop, same flags), on the
 same Valkey, in the same run, so the ratio compares the site's work per
 action with the least an HTTP endpoint backed by one script can do. On a
-cluster it takes the same client the site takes (`server.valkey.connect`): a
+cluster it takes the same client the site takes (`server.valkey.client`): a
 RedisCluster, so its EVALSHA goes to the node owning the key's slot.
 """
 
@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
-from server.valkey import connect
+from server.valkey import client as connect
 
 SCRIPT = "return redis.call('INCR', KEYS[1])"
 KEY = "bench:baseline:{evalsha}"

@@ -156,7 +156,8 @@ def serve(factory: str, valkey_url: str, ready_path: str, name: str, extra_env: 
 
 
 def serve_site(valkey_url: str, workers: int = 1, **extra: str) -> Served:
-    env = {"EMQLAB_RATE_LIMIT": "0", "EMQLAB_ADDRESS_RATE_LIMIT": "0", "EMQLAB_ADDRESS_SANDBOXES": "0",
+    env = {"EMQLAB_RATE_LIMIT": "0", "EMQLAB_READ_LIMIT": "0", "EMQLAB_ADDRESS_RATE_LIMIT": "0", "EMQLAB_ADDRESS_SANDBOXES": "0",
+           "EMQLAB_DATA_DIR": tempfile.mkdtemp(prefix="emqlab-bench-"),
            "EMQLAB_MAX_SANDBOXES": "100000", "EMQLAB_SECRET": BENCH_SECRET, **extra}
     return serve(SITE_FACTORY, valkey_url, DIVE, "site", env, workers)
 

@@ -13,10 +13,20 @@
  *   EMQ.FAIL 4 <active> <row> <schedule> <dead> <id> <token> <error> <max_attempts> <backoff_ms> <base>
  *     -> 0 (no row) | "scheduled" | "dead" | -EMQSTALE fail token mismatch
  *   numkeys 5 or 3 (complete), 8 or 5 (fail): -EMQSTATE <verb> flow not native
+ *   a base other than emq:{<the keys' hashtag>}: -> -ERR the base must be ...
+ *   a key or a command the caller's ACL denies -> -NOPERM ... (Valkey's words)
  *
  * Keys go through Call, one server command at a time; writes carry '!' so
  * replicas and the AOF see exactly the effects (fail reads TIME, so the
  * command itself must not be replayed).
+ *
+ * Every Call runs as the caller ('C'): a sandbox's Valkey ACL user reaches
+ * only its own keys through the module too, and a key it may not touch
+ * answers Valkey's own NOPERM ('E' hands that error back as a reply). The
+ * base is not a declared key (the server checked the declared ones before
+ * the command ran), so it must read emq:{<the keys' hashtag>}: exactly, and
+ * every write is first tried dry ('D') so that a refusal comes before the
+ * first write, never between two.
  */
 #include <string.h>
 
@@ -60,28 +70,59 @@ static int one_slot(ValkeyModuleString **names, int count) {
     return 1;
 }
 
-/* The base must end with ':' so that base + "metrics:completed" is a key of
- * the queue, as `base .. 'metrics:completed'` is in the script. */
+/* The base builds the metrics key (`base .. 'metrics:completed'` in the
+ * script), a key the server never saw among the declared ones: it must be
+ * emq:{<tag>}: exactly, <tag> a non-empty hashtag with no brace in it, so
+ * the key it builds is in the key grammar (and one_slot then holds it to
+ * the keys' own hashtag). A base such as LLL{q}: is refused. */
 static int base_ok(ValkeyModuleString *base) {
     size_t len;
     const char *s = ValkeyModule_StringPtrLen(base, &len);
-    return len > 0 && s[len - 1] == ':';
+    static const char head[] = "emq:{";
+    size_t headlen = sizeof(head) - 1;
+    if (len < headlen + 3 || memcmp(s, head, headlen) != 0 || s[len - 2] != '}' || s[len - 1] != ':') return 0;
+    for (size_t i = headlen; i < len - 2; i++)
+        if (s[i] == '{' || s[i] == '}') return 0;
+    return 1;
 }
+
+#define BASE_REFUSAL "ERR the base must be emq:{<hashtag>}: with the keys' own {hashtag}"
 
 /* A key is of `want` type or absent: checked before any write, so no write
- * fails halfway with WRONGTYPE and leaves the others done. */
-static int type_ok(ValkeyModuleCtx *ctx, const char *key, size_t keylen, const char *want) {
-    ValkeyModuleCallReply *r = ValkeyModule_Call(ctx, "TYPE", "b", key, keylen);
+ * fails halfway with WRONGTYPE and leaves the others done. TYPE runs as the
+ * caller: a key outside the caller's ACL answers NOPERM here, through
+ * `denied`, before anything is written. */
+enum check { CHECK_OK, CHECK_WRONGTYPE, CHECK_DENIED };
+
+static enum check type_ok(ValkeyModuleCtx *ctx, const char *key, size_t keylen, const char *want,
+                          ValkeyModuleCallReply **denied) {
+    ValkeyModuleCallReply *r = ValkeyModule_Call(ctx, "TYPE", "CEb", key, keylen);
+    if (r && ValkeyModule_CallReplyType(r) == VALKEYMODULE_REPLY_ERROR) return *denied = r, CHECK_DENIED;
     size_t len;
     const char *t = r ? ValkeyModule_CallReplyStringPtr(r, &len) : NULL;
-    if (!t) return 0;
-    return (len == 4 && memcmp(t, "none", 4) == 0) || (len == strlen(want) && memcmp(t, want, len) == 0);
+    if (!t) return CHECK_WRONGTYPE;
+    int ok = (len == 4 && memcmp(t, "none", 4) == 0) || (len == strlen(want) && memcmp(t, want, len) == 0);
+    return ok ? CHECK_OK : CHECK_WRONGTYPE;
 }
 
-static int key_type_ok(ValkeyModuleCtx *ctx, ValkeyModuleString *key, const char *want) {
+static enum check key_type_ok(ValkeyModuleCtx *ctx, ValkeyModuleString *key, const char *want,
+                              ValkeyModuleCallReply **denied) {
     size_t len;
     const char *s = ValkeyModule_StringPtrLen(key, &len);
-    return type_ok(ctx, s, len, want);
+    return type_ok(ctx, s, len, want, denied);
+}
+
+/* The checks of a list of keys, in order: the first that fails decides. */
+static enum check all_ok(enum check *found, int count) {
+    for (int i = 0; i < count; i++)
+        if (found[i] != CHECK_OK) return found[i];
+    return CHECK_OK;
+}
+
+/* A dry run of one write as the caller ('D': checked, not executed): NULL
+ * when it would run, else the error it would answer (NOPERM ...). */
+static ValkeyModuleCallReply *refusal_of(ValkeyModuleCallReply *dry) {
+    return dry && ValkeyModule_CallReplyType(dry) == VALKEYMODULE_REPLY_ERROR ? dry : NULL;
 }
 
 /* base + suffix into buf (the script's `base .. 'metrics:completed'`);
@@ -95,16 +136,25 @@ static size_t queue_key(ValkeyModuleString *base, const char *suffix, char *buf,
     return len + slen;
 }
 
-/* The server's clock in ms, from TIME (seconds, microseconds). */
-static long long now_ms(ValkeyModuleCtx *ctx) {
-    ValkeyModuleCallReply *r = ValkeyModule_Call(ctx, "TIME", "");
+/* The server's clock in ms, from TIME (seconds, microseconds), read as the
+ * caller; -1 when TIME answered an error (in *denied, to be replied). */
+static long long now_ms(ValkeyModuleCtx *ctx, ValkeyModuleCallReply **denied) {
+    ValkeyModuleCallReply *r = ValkeyModule_Call(ctx, "TIME", "CE");
+    if (!r || ValkeyModule_CallReplyType(r) != VALKEYMODULE_REPLY_ARRAY) return *denied = r, -1;
     long long part[2] = {0, 0};
-    for (size_t i = 0; r && i < 2 && i < ValkeyModule_CallReplyLength(r); i++) {
+    for (size_t i = 0; i < 2 && i < ValkeyModule_CallReplyLength(r); i++) {
         size_t len;
         const char *s = ValkeyModule_CallReplyStringPtr(ValkeyModule_CallReplyArrayElement(r, i), &len);
         for (size_t j = 0; s && j < len && s[j] >= '0' && s[j] <= '9'; j++) part[i] = part[i] * 10 + (s[j] - '0');
     }
     return part[0] * 1000 + part[1] / 1000;
+}
+
+/* Reply with a Call's error when there is one (an ACL refusal), else with
+ * `fallback`: the module's own words for a reply it could not read. */
+static int reply_failed(ValkeyModuleCtx *ctx, ValkeyModuleCallReply *r, const char *fallback) {
+    if (r && ValkeyModule_CallReplyType(r) == VALKEYMODULE_REPLY_ERROR) return ValkeyModule_ReplyWithCallReply(ctx, r);
+    return ValkeyModule_ReplyWithError(ctx, fallback);
 }
 
 /* ---- the gate both commands share ------------------------------------------ */
@@ -126,7 +176,7 @@ enum gate { GATE_PASS, GATE_REPLIED };
  * `attempts` given, it holds the row's attempts as a number. */
 static enum gate read_row(ValkeyModuleCtx *ctx, ValkeyModuleString *row, ValkeyModuleString *token,
                           const struct verb *verb, long long *attempts) {
-    ValkeyModuleCallReply *r = ValkeyModule_Call(ctx, "HGET", "sc", row, "attempts");
+    ValkeyModuleCallReply *r = ValkeyModule_Call(ctx, "HGET", "CEsc", row, "attempts");
     if (!r) return ValkeyModule_ReplyWithError(ctx, "ERR could not read the job row"), GATE_REPLIED;
     int type = ValkeyModule_CallReplyType(r);
     if (type == VALKEYMODULE_REPLY_ERROR) return ValkeyModule_ReplyWithCallReply(ctx, r), GATE_REPLIED;
@@ -136,9 +186,9 @@ static enum gate read_row(ValkeyModuleCtx *ctx, ValkeyModuleString *row, ValkeyM
     const char *want = ValkeyModule_StringPtrLen(token, &want_len);
     if (have_len != want_len || memcmp(have, want, have_len) != 0)
         return ValkeyModule_ReplyWithError(ctx, verb->stale), GATE_REPLIED;
-    ValkeyModuleCallReply *p = ValkeyModule_Call(ctx, "HEXISTS", "sc", row, "parent");
+    ValkeyModuleCallReply *p = ValkeyModule_Call(ctx, "HEXISTS", "CEsc", row, "parent");
     if (!p || ValkeyModule_CallReplyType(p) != VALKEYMODULE_REPLY_INTEGER)
-        return ValkeyModule_ReplyWithError(ctx, "ERR could not read the job row"), GATE_REPLIED;
+        return reply_failed(ctx, p, "ERR could not read the job row"), GATE_REPLIED;
     if (ValkeyModule_CallReplyInteger(p) == 1) return ValkeyModule_ReplyWithError(ctx, verb->flow), GATE_REPLIED;
     /* The token matched, so it is the attempts value; fail compares it. */
     if (attempts && ValkeyModule_StringToLongLong(token, attempts) != VALKEYMODULE_OK)
@@ -180,16 +230,24 @@ static int complete_command(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int
     ValkeyModuleString *names[] = {active, row, base};
     char metrics[512];
     size_t metrics_len = queue_key(base, "metrics:completed", metrics, sizeof(metrics));
-    if (!metrics_len || !base_ok(base) || !one_slot(names, 3))
-        return ValkeyModule_ReplyWithError(ctx, "ERR the keys and the base must share one {hashtag}, the base ending in ':'");
-    if (!key_type_ok(ctx, active, "zset") || !type_ok(ctx, metrics, metrics_len, "hash"))
+    if (!metrics_len || !base_ok(base) || !one_slot(names, 3)) return ValkeyModule_ReplyWithError(ctx, BASE_REFUSAL);
+    ValkeyModuleCallReply *denied = NULL;
+    enum check found[] = {key_type_ok(ctx, active, "zset", &denied), type_ok(ctx, metrics, metrics_len, "hash", &denied)};
+    if (all_ok(found, 2) == CHECK_DENIED) return ValkeyModule_ReplyWithCallReply(ctx, denied);
+    if (all_ok(found, 2) == CHECK_WRONGTYPE)
         return ValkeyModule_ReplyWithError(ctx, "WRONGTYPE active must be a sorted set and metrics:completed a hash");
     if (read_row(ctx, row, token, &COMPLETE, NULL) == GATE_REPLIED) return VALKEYMODULE_OK;
 
-    /* complete.lua's flat arm: out of active, the row retires, the metric counts. */
-    ValkeyModule_Call(ctx, "ZREM", "!ss", active, id);
-    ValkeyModule_Call(ctx, "DEL", "!s", row);
-    ValkeyModule_Call(ctx, "HINCRBY", "!bcl", metrics, metrics_len, "count", 1LL);
+    /* complete.lua's flat arm: out of active, the row retires, the metric
+     * counts. Each write tried dry first: a refusal leaves nothing written. */
+    ValkeyModuleCallReply *no;
+    if ((no = refusal_of(ValkeyModule_Call(ctx, "ZREM", "DCEss", active, id))) ||
+        (no = refusal_of(ValkeyModule_Call(ctx, "DEL", "DCEs", row))) ||
+        (no = refusal_of(ValkeyModule_Call(ctx, "HINCRBY", "DCEbcl", metrics, metrics_len, "count", 1LL))))
+        return ValkeyModule_ReplyWithCallReply(ctx, no);
+    ValkeyModule_Call(ctx, "ZREM", "!CEss", active, id);
+    ValkeyModule_Call(ctx, "DEL", "!CEs", row);
+    ValkeyModule_Call(ctx, "HINCRBY", "!CEbcl", metrics, metrics_len, "count", 1LL);
     return ValkeyModule_ReplyWithLongLong(ctx, 1);
 }
 
@@ -213,21 +271,33 @@ static int fail_command(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int arg
         ValkeyModule_StringToLongLong(argv[10], &backoff_ms) != VALKEYMODULE_OK)
         return ValkeyModule_ReplyWithError(ctx, "ERR max_attempts and backoff_ms must be whole numbers");
     ValkeyModuleString *names[] = {active, row, schedule, dead, base};
-    if (!base_ok(base) || !one_slot(names, 5))
-        return ValkeyModule_ReplyWithError(ctx, "ERR the keys and the base must share one {hashtag}, the base ending in ':'");
-    if (!key_type_ok(ctx, active, "zset") || !key_type_ok(ctx, schedule, "zset") || !key_type_ok(ctx, dead, "zset"))
+    if (!base_ok(base) || !one_slot(names, 5)) return ValkeyModule_ReplyWithError(ctx, BASE_REFUSAL);
+    ValkeyModuleCallReply *denied = NULL;
+    enum check found[] = {key_type_ok(ctx, active, "zset", &denied), key_type_ok(ctx, schedule, "zset", &denied),
+                          key_type_ok(ctx, dead, "zset", &denied)};
+    if (all_ok(found, 3) == CHECK_DENIED) return ValkeyModule_ReplyWithCallReply(ctx, denied);
+    if (all_ok(found, 3) == CHECK_WRONGTYPE)
         return ValkeyModule_ReplyWithError(ctx, "WRONGTYPE active, schedule and dead must be sorted sets");
     long long attempts;
     if (read_row(ctx, row, token, &FAIL, &attempts) == GATE_REPLIED) return VALKEYMODULE_OK;
+    long long now = now_ms(ctx, &denied);
+    if (now < 0) return reply_failed(ctx, denied, "ERR could not read the server's clock");
 
     /* fail.lua's flat arm: out of active; below the cap into schedule after
-     * the backoff, at the cap into dead; the row says which and why. */
-    ValkeyModule_Call(ctx, "ZREM", "!ss", active, id);
-    long long now = now_ms(ctx);
+     * the backoff, at the cap into dead; the row says which and why. Each
+     * write tried dry first: a refusal leaves nothing written. */
     int retry = attempts < max_attempts;
     const char *state = retry ? "scheduled" : "dead";
-    ValkeyModule_Call(ctx, "ZADD", "!sls", retry ? schedule : dead, retry ? now + backoff_ms : now, id);
-    ValkeyModule_Call(ctx, "HSET", "!scccs", row, "state", state, "last_error", error);
+    ValkeyModuleString *into = retry ? schedule : dead;
+    long long score = retry ? now + backoff_ms : now;
+    ValkeyModuleCallReply *no;
+    if ((no = refusal_of(ValkeyModule_Call(ctx, "ZREM", "DCEss", active, id))) ||
+        (no = refusal_of(ValkeyModule_Call(ctx, "ZADD", "DCEsls", into, score, id))) ||
+        (no = refusal_of(ValkeyModule_Call(ctx, "HSET", "DCEscccs", row, "state", state, "last_error", error))))
+        return ValkeyModule_ReplyWithCallReply(ctx, no);
+    ValkeyModule_Call(ctx, "ZREM", "!CEss", active, id);
+    ValkeyModule_Call(ctx, "ZADD", "!CEsls", into, score, id);
+    ValkeyModule_Call(ctx, "HSET", "!CEscccs", row, "state", state, "last_error", error);
     return ValkeyModule_ReplyWithStringBuffer(ctx, state, strlen(state));
 }
 

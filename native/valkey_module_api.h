@@ -66,9 +66,15 @@ static const char *(*ValkeyModule_StringPtrLen)(const ValkeyModuleString *str, s
 static int (*ValkeyModule_StringToLongLong)(const ValkeyModuleString *str, long long *out);
 
 /* Runs a server command. fmt gives one letter per argument: 's' a
- * ValkeyModuleString, 'c' a C string, 'l' a long long; the modifier '!'
- * propagates the command to replicas and the AOF. NULL when the call could
- * not even start (errno says why). */
+ * ValkeyModuleString, 'c' a C string, 'b' a buffer and its length, 'l' a
+ * long long. Modifiers take no argument: '!' propagates the command to
+ * replicas and the AOF; 'C' runs it as the user of the client that called
+ * the module (its ACL applies: key patterns and commands); 'E' hands an
+ * error found before the command ran (such as the ACL's NOPERM) back as an
+ * error reply instead of NULL; 'D' is a dry run: every check, no execution,
+ * NULL when the command would run, else its error reply. All four exist in
+ * Valkey 8 (C and E since Redis OSS 7.0, D since 7.2, which Valkey forked).
+ * NULL when the call could not even start (errno says why). */
 static ValkeyModuleCallReply *(*ValkeyModule_Call)(ValkeyModuleCtx *ctx, const char *cmd, const char *fmt, ...);
 static int (*ValkeyModule_CallReplyType)(ValkeyModuleCallReply *reply);
 static long long (*ValkeyModule_CallReplyInteger)(ValkeyModuleCallReply *reply);

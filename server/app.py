@@ -15,9 +15,12 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from server.content import load_course
+from server.console import page as console_page
+from server.console.as_user import Runner
+from server.content import Course, Page, Placement, load_course
 from server.content.errors import ContentError
 from server.emq import registry
+from server.exercises import GraderPool, PoolSettings, catalogue
 from server.lifecycle import removal
 from server.lifecycle.reaper import Reaper
 from server.live.hub import Hub
@@ -35,6 +38,8 @@ from server.web.views import (
     asking,
     class_stream,
     classroom,
+    console,
+    exercises,
     instructor,
     pages,
     progress,
@@ -49,6 +54,11 @@ from server.widgets.snapshot import Catalog
 
 SITE = Path(__file__).resolve().parent.parent / "site"
 ROOM_COOKIE, WATCH_COOKIE, FLASH_COOKIE = "emqlab_room", "emqlab_watch", "emqlab_flash"
+EXERCISE = "exercise"  # the {widget} name that places an exercise (its body names which: `name: fan-in`)
+
+
+def exercise_context(options: dict[str, object]) -> dict[str, object]:
+    return {"exercise": catalogue.get(str(options.get("name", "")))}
 
 
 @dataclass(frozen=True)
@@ -74,38 +84,45 @@ class Cookies:
         )
 
 
-def bind_questions(catalog: Catalog, course: object) -> None:
+def bind_questions(catalog: Catalog, course: Course) -> None:
     """Each dive's question declarations, checked against their widgets: a
     broken one stops the site at start, naming the dive and the line."""
-    for page, placement in getattr(course, "placements", lambda: [])():
+
+    def check(page: Page, placement: Placement) -> None:
         widget = catalog.widgets.get(placement.name)
         if widget is None:
-            continue
+            return
         bound = list(catalog.questions.get(widget.name, ()))
         for spec in placement.questions:
-            where = f"{page.source}:{spec.line}"
             try:
-                bound.append(questions.bind(widget, spec.fields, where))
+                bound.append(questions.bind(widget, spec.as_json(), f"{page.source}:{spec.line}"))
             except questions.BadQuestion as exc:
-                raise ContentError(f"{where}: {exc}") from exc
+                raise ContentError(str(exc), line=spec.line) from exc
         catalog.questions[widget.name] = tuple(bound)
+
+    course.check_placements(check)
 
 
 def create_app(url: str, settings: Settings | None = None, cluster: bool | None = None) -> Starlette:
     settings = settings or Settings.from_env()
     cluster = client.wants_cluster(url, cluster)
-    cookies = Cookies.made(load_secret(settings), settings)
+    secret = load_secret(settings)
+    cookies = Cookies.made(secret, settings)
     templates = Jinja2Templates(directory=str(SITE / "templates"))
     templates.env.auto_reload = False  # templates ship with the code: no stat() per render
     registry.load_all()  # every script with its includes: a broken one stops the start
     catalog = Catalog(dict(WIDGETS))
     course = load_course(SITE / "content", known_widgets=None)  # TRANSITION: widgets being ported
+    for page, placement in course.placements():
+        if placement.name == EXERCISE and placement.options.get("name") not in catalogue.names():
+            raise ContentError(f"no exercise named {placement.options.get('name')!r} "
+                               f"(known: {', '.join(catalogue.names())})", path=page.source, line=placement.line)
     bind_questions(catalog, course)
     app = Starlette(
         routes=_routes(),
         middleware=[Middleware(SecurityHeaders), Middleware(NewVisitors, cookie=cookies.cookie)],
         exception_handlers=pages.exception_handlers(),
-        lifespan=_lifespan(url, cluster, settings, catalog),
+        lifespan=_lifespan(url, cluster, settings, catalog, secret),
     )
     for name, cookie in vars(cookies).items():
         setattr(app.state, name, cookie)
@@ -115,12 +132,13 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     app.state.course = course
     app.state.catalog = catalog
     app.state.windows = rates.Windows()
-    app.state.render_widget = templating.renderer(templates, catalog)
+    app.state.render_widget = templating.renderer(templates, catalog, {console_page.NAME: console_page.context,
+                                                                       EXERCISE: exercise_context})
     return app
 
 
-def _lifespan(url: str, cluster: bool, settings: Settings,
-              catalog: Catalog) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog,
+              secret: str) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
     """Open the Valkey client, start the hub, the reaper and the traces; undo it all at the end."""
 
     @contextlib.asynccontextmanager
@@ -134,6 +152,12 @@ def _lifespan(url: str, cluster: bool, settings: Settings,
             return frame("snapshot", dumps(snap))
 
         hub = app.state.hub = Hub(url, Streams(read), catalog.widget_of_queue, cluster=cluster)
+        # graders start with the first run (server/exercises/): a site nobody grades on starts none
+        app.state.graders = GraderPool(PoolSettings.from_env())
+        # the console runs each line as its sandbox's Valkey ACL user (server/console/as_user.py)
+        app.state.console = Runner(conn, secret)
+        with contextlib.suppress(RedisError, OSError):
+            app.state.console_closed = await app.state.console.users.probe()
         with contextlib.suppress(RedisError, OSError):
             app.state.native = await native.ensure_loaded(conn)  # an external Valkey may allow MODULE LOAD
         await traces.start(app, lambda sandbox: removal.delete(conn, catalog, sandbox))
@@ -146,6 +170,8 @@ def _lifespan(url: str, cluster: bool, settings: Settings,
             await traces.stop(app)
             await reaper.stop()
             await hub.stop()
+            await app.state.console.aclose()
+            await app.state.graders.stop()
             await conn.aclose()
 
     return lifespan
@@ -155,6 +181,8 @@ def _routes() -> list[BaseRoute]:
     return [
         *widgets.routes(),
         *stream.routes(),
+        *console.routes(),
+        *exercises.routes(),
         *instructor.routes(),
         *classroom.routes(),
         *asking.routes(),

@@ -75,9 +75,7 @@ class Settings(BaseSettings):
     stream_ping: int = Field(default=15, ge=1)
     stream_send_timeout: int = Field(default=10, ge=1)
 
-    # -- exercises ----------------------------------------------------------------------
-    graders: int = Field(default=2, ge=1, le=16)  # grader valkey-servers
-    grader_queue: int = Field(default=8, ge=1, le=1000)  # runs that may wait for a grader
+    # (the exercises' graders read their own settings: server/exercises/settings.py)
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

@@ -19,12 +19,21 @@ Access = Literal["read", "write"]
 KeysAt = Literal["first", "all", "numkeys", "none"]
 
 
-class Refusal(Exception):
-    """A command the console will not send (a 4xx; nothing reached Valkey)."""
+# Why a line was refused, for the caller to pick its answer: a line that is
+# not a command the console can send (400), one it will not send (403), a
+# write past the sandbox's budget (409), the console closed on this server
+# or Valkey unable to take it now (503).
+Reason = Literal["bad-line", "not-allowed", "read-only", "over-budget", "busy", "closed", "unavailable"]
+_BY_STATUS: dict[int, Reason] = {400: "bad-line", 403: "not-allowed", 409: "over-budget", 503: "unavailable"}
 
-    def __init__(self, status: int, message: str) -> None:
+
+class Refusal(Exception):
+    """A line the console will not run; nothing of it was written."""
+
+    def __init__(self, status: int, message: str, reason: Reason | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.reason: Reason = reason or _BY_STATUS.get(status, "not-allowed")
 
 
 @dataclass(frozen=True)
@@ -68,13 +77,6 @@ RULES: dict[str, Rule] = {
         *_rules("write", "all", None, "DEL:1-16"),
         *_rules("write", "numkeys", None, "EVALSHA:2-64 EMQ.COMPLETE:1-64 EMQ.FAIL:1-64"),
     ]
-}
-
-# Writes that grow a collection: refused past GROWTH_CAP members (read first).
-GROWTH_CAP = 256
-GROWS: dict[str, str] = {
-    "HSET": "HLEN", "HSETNX": "HLEN", "HINCRBY": "HLEN", "ZADD": "ZCARD", "ZINCRBY": "ZCARD",
-    "LPUSH": "LLEN", "RPUSH": "LLEN",
 }
 
 _LUA = (

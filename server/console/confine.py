@@ -1,19 +1,22 @@
-"""Keys as the learner writes them -> keys of the sandbox the request acts in.
+"""Keys as the learner writes them -> keys of the sandbox the line acts in.
 
 A learner writes keys as the course and the panels show them:
 ``emq:{fanin}:job:JOBparent``. A queue name without the sandbox prefix means
-that queue in the request's sandbox (``emq:{<sandbox>.fanin}:…``); the full
-form is accepted for that sandbox only (it is the visitor's own, or their
-class's shared one: `guard.sandbox_of` names it). Anything else — another
-sandbox, a key outside the ``emq:{…}:`` grammar — is refused here, before a
-command is sent.
+that queue in the line's sandbox (``emq:{<sandbox>.fanin}:…``); the full
+form is accepted for that sandbox only. Anything else — another sandbox, a
+key outside the ``emq:{…}:`` grammar — is refused here, before a command is
+sent.
 
-Writes are narrower than reads: only the queues of the course's widgets (the
-widgets count their keys against the sandbox's cap), never the outbox lists
-(the Pump trusts what they hold), and never a key of the key grammar turned
-into another type. Values that name queues are confined as well: a row's
-``parent_queue`` and a script's queue arguments name the sandbox's queues,
-and no argument may name another sandbox's queue.
+These checks make good messages; they are not the boundary. Every line runs
+as the sandbox's own Valkey ACL user (server/valkey/acl.py), so a key this
+module failed to refuse would still answer Valkey's NOPERM.
+
+Writes are narrower than reads: only the queues the caller names (the
+course's widgets' queues, which the byte budget counts), never the outbox
+lists (the Pump trusts what they hold), and never a key of the key grammar
+turned into another type. Values that name queues are confined as well: a
+row's ``parent_queue`` and a script's queue arguments name the sandbox's
+queues, and no argument may name another sandbox's queue.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ GRAMMAR: Final = (
     (re.compile(r"metrics:completed"), "hash"),
 )
 WRITTEN_BY_SCRIPTS: Final = re.compile(r"flow:outbox(:.*)?")
+UNICODE_ESCAPE: Final = re.compile(r"\\u([0-9a-fA-F]{4})")
 
 
 @dataclass(frozen=True)
@@ -113,10 +117,14 @@ class Confinement:
         return self.full(queue)
 
     def check_value(self, text: str) -> None:
-        """Refuse a value that names another sandbox's queue."""
-        for found in FOREIGN.finditer(text):
-            if found[1] != self.sandbox:
-                raise Refusal(403, "an argument names a queue of another sandbox; the console reaches yours only.")
+        """Refuse a value that names another sandbox's queue, plainly or
+        through JSON's \\u escapes (what a JSON reader will make of it). Not
+        the boundary (Valkey's ACL is, and whoever decodes an entry checks it
+        again): a refusal here explains itself better than NOPERM later."""
+        for seen in (text, UNICODE_ESCAPE.sub(lambda m: chr(int(m[1], 16)), text)):
+            for found in FOREIGN.finditer(seen):
+                if found[1] != self.sandbox:
+                    raise Refusal(403, "an argument names a queue of another sandbox; the console reaches yours only.")
 
     def pattern(self, text: str) -> str:
         """A SCAN/KEYS pattern, moved into the sandbox: `*` is every key of it."""

@@ -1,11 +1,11 @@
 """A console line -> a plan checked end to end, before anything is sent.
 
-Every check happens here: the split, the allowlist, the confinement of each
-key and of each value that names a queue, the one-hashtag rule of a script
-call. A refusal raises `Refusal` or `Malformed`; a plan that comes back is
-what `run.py` sends, and nothing else.
+Every host-side check happens here: the split, the allowlist, the
+confinement of each key and of each value that names a queue or becomes a
+key, the one-hashtag rule of a script call, the numbers a script computes
+with. A refusal raises `Refusal` or `Malformed`; a plan that comes back is
+what `run.py` sends as the sandbox's ACL user, and nothing else.
 """
-
 
 from __future__ import annotations
 
@@ -13,15 +13,34 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Literal
+from typing import Final, Literal
 
-from server.console.allow import GROWS, Refusal, Rule, check_arity, rule_for
-from server.console.confine import Confinement, Key
+from server.console.allow import Refusal, Rule, check_arity, rule_for
+from server.console.confine import Confinement
 from server.console.parse import Limits, split
 from server.emq import registry
 
-_ARGV_RE = re.compile(r"ARGV\[(\d+)\]")
-_QUEUE_RE = re.compile(r"(?<![-\w])queue(?![-'\w])")
+_ARGV_RE: Final = re.compile(r"ARGV\[(\d+)\]")
+_QUEUE_RE: Final = re.compile(r"(?<![-\w])queue(?![-'\w])")
+NUMKEYS_RE: Final = re.compile(r"[0-9]{1,2}")
+# A number a script computes with: ASCII digits only. `str.isdigit` passes
+# '²' and Lua's tonumber passes '1e9' and '0x10'; neither is what a learner
+# means, and claim would pop the job before failing on the lease.
+NUMBER_RE: Final = re.compile(r"[0-9]{1,15}")
+
+# The Pump's own scripts: they move and trim outbox entries, which the Pump
+# then trusts, so a learner never runs them (issue 28: outbox_age_head moved
+# a crafted entry into an outbox).
+PUMP_SIDE: Final = frozenset({"flow_deliver", "outbox_age_head", "outbox_trim"})
+# ARGV positions each runnable script reads as a whole number (its header
+# names them; tests check every tonumber(ARGV[n]) of the files is here).
+NUMBERS: Final[dict[str, frozenset[int]]] = {
+    "claim": frozenset({2}), "complete": frozenset({2}), "fail": frozenset({2, 4, 5}),
+    "enqueue_flow": frozenset({3}), "hold_parent": frozenset({3}), "requeue_lapsed": frozenset({2}),
+    "EMQ.COMPLETE": frozenset({2}), "EMQ.FAIL": frozenset({2, 4, 5}),
+}
+# Where the EMQ module's commands take their base (after numkeys and keys).
+NATIVE_ROLES: Final[dict[str, dict[int, str]]] = {"EMQ.COMPLETE": {3: "base"}, "EMQ.FAIL": {6: "base"}}
 
 
 @dataclass
@@ -31,16 +50,30 @@ class Plan:
     args: list[str]  # direct: the command to send, keys moved into the sandbox
     rule: Rule | None = None
     script: str | None = None
-    keys: list[str] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)  # script: KEYS, moved into the sandbox
     argv: list[str] = field(default_factory=list)
-    written: dict[str, list[str]] = field(default_factory=dict)  # queue -> the keys a write names
-    grows: Key | None = None  # a collection to check against GROWTH_CAP first
+    queue: str | None = None  # the one queue a write touches ("fanin", "outbox.orders")
+    written: list[str] = field(default_factory=list)  # the keys a write names
     scan_as: str = ""  # "SCAN" or "KEYS"
     scan_type: str | None = None
 
     @property
     def writes(self) -> bool:
-        return self.how == "script" or (self.rule is not None and self.rule.access == "write")
+        return self.queue is not None
+
+    @property
+    def route(self) -> str | None:
+        """The key whose slot the command goes to on a cluster (None: any node)."""
+        if self.how == "script":
+            return self.keys[0]
+        if self.rule is not None and self.rule.keys == "numkeys":
+            return self.args[2]
+        return self.args[1] if self.rule is not None and self.rule.keys != "none" else None
+
+    @property
+    def sent(self) -> list[str]:
+        """What goes to Valkey's memory if the line writes: every argument after the name."""
+        return [*self.keys, *self.argv] if self.how == "script" else self.args[1:]
 
 
 # -- the course's scripts ----------------------------------------------------------
@@ -48,8 +81,8 @@ class Plan:
 
 @cache
 def script_names() -> frozenset[str]:
-    """The course's scripts (read once: the files ship with the code)."""
-    return frozenset(registry.names())
+    """The course's scripts a learner may run (read once: the files ship with the code)."""
+    return frozenset(registry.names()) - PUMP_SIDE
 
 
 @cache
@@ -73,55 +106,71 @@ def argv_roles(name: str) -> dict[int, str]:
     return roles
 
 
+def _pump_side(name: str) -> Refusal:
+    return Refusal(403, f"{name} is the Pump's own script: it moves outbox entries, which the Pump trusts, "
+                        "so the console does not run it.")
+
+
 # -- planning: every check, nothing sent -------------------------------------------
 
 
 def plan(line: str, where: Confinement, limits: Limits) -> Plan:
     args = split(line, limits)
     name = args[0]
+    if name.lower() in PUMP_SIDE:
+        raise _pump_side(name.lower())
     if name.lower() in script_names():
         return _script_plan(line, name.lower(), args[1:], where)
     rule = rule_for(name)
     check_arity(rule, args)
     if rule.name == "EVALSHA":
         script = script_shas().get(args[1].lower())
+        if script in PUMP_SIDE:
+            raise _pump_side(script)
         if script is None:
             raise Refusal(403, "EVALSHA runs the course's scripts only: that SHA is not one of theirs "
                                f"({', '.join(sorted(script_names()))}).")
         return _script_plan(line, script, args[2:], where)
     if rule.name in ("SCAN", "KEYS"):
         return _scan_plan(line, rule, args, where)
+    return _direct_plan(line, rule, args, where)
+
+
+def _direct_plan(line: str, rule: Rule, args: list[str], where: Confinement) -> Plan:
     sent = [rule.name, *args[1:]]
     found = Plan(line, "direct", sent, rule)
-    if rule.keys == "numkeys":  # EMQ.COMPLETE / EMQ.FAIL: sent as typed, keys confined
+    write = rule.access == "write"
+    if rule.keys == "numkeys":  # EMQ.COMPLETE / EMQ.FAIL: sent as typed, keys and base confined
         keys, argv = _numkeys(rule.name, args[1:])
         queue, real = _one_queue(keys, where)
-        sent[2:] = [*real, *_confined_argv(argv, where, queue, {})]
-        found.written[queue] = real
+        _check_numbers(rule.name, argv)
+        sent[2:] = [*real, *_confined_argv(argv, where, queue, NATIVE_ROLES[rule.name])]
+        found.queue, found.written = queue, real
     elif rule.keys == "first":
-        key = where.key(args[1], write=rule.access == "write", shape=rule.shape)
+        key = where.key(args[1], write=write, shape=rule.shape)
         sent[1] = key.real
-        sent[2:] = _values(rule, key, args[2:], where)
-        if rule.access == "write":
-            found.written[key.queue] = [key.real]
-            found.grows = key if rule.name in GROWS else None
+        sent[2:] = _values(rule, key.suffix, args[2:], where)
+        if write:
+            found.queue, found.written = key.queue, [key.real]
     elif rule.keys == "all":
-        named = [where.key(a, write=rule.access == "write", shape=rule.shape) for a in args[1:]]
+        named = [where.key(a, write=write, shape=rule.shape) for a in args[1:]]
         sent[1:] = [k.real for k in named]
-        if rule.access == "write":
-            for k in named:
-                found.written.setdefault(k.queue, []).append(k.real)
+        if write:
+            queues = sorted({k.queue for k in named})
+            if len(queues) > 1:
+                raise Refusal(400, f"a write names keys of one queue; these name {', '.join(queues)}.")
+            found.queue, found.written = queues[0], [k.real for k in named]
     else:
         for value in args[1:]:
             where.check_value(value)
     return found
 
 
-def _values(rule: Rule, key: Key, values: list[str], where: Confinement) -> list[str]:
+def _values(rule: Rule, suffix: str, values: list[str], where: Confinement) -> list[str]:
     """The arguments after the key: checked, and queue-naming fields confined."""
     for value in values:
         where.check_value(value)
-    if rule.name == "SET" and key.suffix.endswith(":dependencies") and not re.fullmatch(r"-?\d{1,18}", values[0]):
+    if rule.name == "SET" and suffix.endswith(":dependencies") and not re.fullmatch(r"-?[0-9]{1,18}", values[0]):
         raise Refusal(400, ":dependencies is a counter: SET it to a whole number.")
     if rule.name in ("HSET", "HSETNX"):
         if len(values) % 2:
@@ -134,12 +183,23 @@ def _values(rule: Rule, key: Key, values: list[str], where: Confinement) -> list
 
 
 def _numkeys(name: str, rest: list[str]) -> tuple[list[str], list[str]]:
-    if not rest or not rest[0].isdigit() or int(rest[0]) > len(rest) - 1:
-        raise Refusal(400, f"{name}: numkeys must be a whole number, at most the number of arguments after it.")
+    if not rest or not NUMKEYS_RE.fullmatch(rest[0]) or int(rest[0]) > len(rest) - 1:
+        raise Refusal(400, f"{name}: numkeys must be a whole number (digits 0-9), at most the number of "
+                           "arguments after it.")
     n = int(rest[0])
     if n < 1:
         raise Refusal(400, f"{name}: name at least one key, so the console knows the queue it runs on.")
     return rest[1:1 + n], rest[1 + n:]
+
+
+def _check_numbers(name: str, argv: list[str]) -> None:
+    """The ARGV a script computes with are whole numbers in ASCII digits,
+    checked before anything runs (a script that fails halfway keeps what it
+    wrote before the failure)."""
+    for i in sorted(NUMBERS.get(name, ())):
+        if i <= len(argv) and not NUMBER_RE.fullmatch(argv[i - 1]):
+            raise Refusal(400, f"{name}: ARGV[{i}] must be a whole number written with the digits 0-9; "
+                               f"got {argv[i - 1][:40]!r}.")
 
 
 def _one_queue(keys: list[str], where: Confinement) -> tuple[str, list[str]]:
@@ -153,13 +213,15 @@ def _one_queue(keys: list[str], where: Confinement) -> tuple[str, list[str]]:
 
 
 def _confined_argv(argv: list[str], where: Confinement, queue: str, roles: dict[int, str]) -> list[str]:
+    """A base (an argument the script or the module makes key names from) is
+    confined whatever its prefix; so is anything shaped like a key."""
     out = []
     for i, value in enumerate(argv, 1):
         role = roles.get(i)
         if role == "base" or value.startswith("emq:"):
             key = where.key(value, write=False, base=True)
-            if key.queue != queue:
-                raise Refusal(403, f"ARGV[{i}] names queue {key.queue}, the KEYS name {queue}:"
+            if key.queue != queue or (role == "base" and key.suffix):
+                raise Refusal(403, f"ARGV[{i}] must be the queue's base emq:{{{queue}}}: (the KEYS name {queue}):"
                                     " one script, one hashtag.")
             out.append(key.real)
         elif role == "queue":
@@ -173,8 +235,9 @@ def _confined_argv(argv: list[str], where: Confinement, queue: str, roles: dict[
 def _script_plan(line: str, script: str, rest: list[str], where: Confinement) -> Plan:
     keys, argv = _numkeys(script, rest)
     queue, real = _one_queue(keys, where)
+    _check_numbers(script, argv)
     confined = _confined_argv(argv, where, queue, argv_roles(script))
-    return Plan(line, "script", [], script=script, keys=real, argv=confined, written={queue: real})
+    return Plan(line, "script", [], script=script, keys=real, argv=confined, queue=queue, written=real)
 
 
 def _scan_plan(line: str, rule: Rule, args: list[str], where: Confinement) -> Plan:

@@ -1,16 +1,23 @@
 """The course: every page loaded once, linked together and cross-checked.
 
-Hubs list their dives by ``order``; each dive learns its hub, kicker and
-previous/next; ``next``, ``related`` and ``sources`` entries are resolved to
-links (a related page Flows Lab does not have becomes plain text, never a dead
-link); and every internal link of every body must name a page (and id) that
-exists. The front matter fields and the link-entry grammar are described in
-:mod:`.pages`.
+Hubs list their dives by ``order``; the dives are numbered across the whole
+course (hub order, then dive order) and each learns its hub, kicker and
+previous/next in that one sequence; ``next``, ``related`` and ``sources``
+entries are resolved to links (a related page Flows Lab does not have
+becomes plain text, never a dead link); and every internal link of every
+body must name a page (and id) that exists. The front matter fields and the
+link-entry grammar are described in :mod:`.pages`.
+
+Widgets and their questions: ``course.placements()`` yields every
+``{widget}`` fence with its page, in course order, so the widgets layer can
+check each against the widget it names; ``load_course(check_placement=…)``
+runs such a check while loading, and a problem stops the start naming the
+dive file and line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +25,15 @@ from markupsafe import Markup
 
 from .errors import ContentError
 from .markdown import make_markdown
-from .pages import CONTENT_DIR, STATIC_DIR, Link, Page, _as_list, _body_links, _load_page, _normal_title
+from .page_loader import as_list, line_of, load_page, normal_title
+from .pages import CONTENT_DIR, STATIC_DIR, Link, Page, body_links
+from .questions import QuestionSpec
 from .scripts import ScriptSource
+from .widget_directive import Placement
+
+#: ``check(page, placement)`` raises ContentError (a DirectiveError with the
+#: question's line, say) when the placement asks what its widget cannot do.
+CheckPlacement = Callable[[Page, Placement], None]
 
 
 class Course:
@@ -35,9 +49,11 @@ class Course:
         )
         self._link_hubs()
         self.dives: list[Page] = [d for hub in self.hubs for d in hub.dives]
+        self._number_dives()
         for page in self.pages.values():
             self._resolve_entries(page)
             self._check_links(page)
+        self._check_questions_declared_once()
 
     # -- public API ----------------------------------------------------------
     @classmethod
@@ -47,16 +63,21 @@ class Course:
         *,
         known_widgets: Iterable[str] | None = None,
         scripts: ScriptSource | None = None,
+        check_placement: CheckPlacement | None = None,
     ) -> Course:
         """Parse every ``*.md`` under ``content_dir``. ``known_widgets`` is the
         app's set of widget names (``None``: accept any); ``scripts`` is where
-        listings read Lua (default: the host library's registry)."""
+        listings read Lua (default: the host library's registry);
+        ``check_placement`` checks each widget fence (see :data:`CheckPlacement`)."""
         root = Path(content_dir)
         md = make_markdown(known_widgets, scripts)
         files = sorted(root.rglob("*.md"))
         if not files:
             raise ContentError(f"no Markdown files under {root}")
-        return cls(_load_page(md, root, path) for path in files)
+        course = cls(load_page(md, root, path) for path in files)
+        if check_placement is not None:
+            course.check_placements(check_placement)
+        return course
 
     def page(self, path: str) -> Page | None:
         """The page at URL ``path`` ("/flows/" and "/flows" are the same page)."""
@@ -64,13 +85,41 @@ class Course:
         return self.pages.get(clean)
 
     @property
+    def ordered_pages(self) -> list[Page]:
+        """The index, the hubs, then the dives in course order."""
+        return [self.index, *self.hubs, *self.dives]
+
+    @property
     def widget_names(self) -> list[str]:
         """Every widget any page uses, each once, in course order."""
         seen: dict[str, None] = {}
-        for page in [self.index, *self.hubs, *self.dives]:
+        for page in self.ordered_pages:
             for name in page.widgets:
                 seen.setdefault(name)
         return list(seen)
+
+    def placements(self) -> Iterator[tuple[Page, Placement]]:
+        """Every ``{widget}`` fence of the course with its page, in course order."""
+        for page in self.ordered_pages:
+            for placement in page.placements:
+                yield page, placement
+
+    def questions_of(self, widget: str) -> tuple[QuestionSpec, ...]:
+        """The questions the course declares on ``widget`` (in the order written)."""
+        for _, placement in self.placements():
+            if placement.name == widget and placement.questions:
+                return placement.questions
+        return ()
+
+    def check_placements(self, check: CheckPlacement) -> None:
+        """Run ``check`` on every placement; its ContentError comes back naming
+        the dive file, and the fence's line when it named none."""
+        for page, placement in self.placements():
+            try:
+                check(page, placement)
+            except ContentError as exc:
+                line = exc.line if exc.line is not None else placement.line
+                raise ContentError(exc.message, path=page.source, line=line) from None
 
     # -- building ------------------------------------------------------------
     def _link_hubs(self) -> None:
@@ -80,84 +129,102 @@ class Course:
             if page.kind != "dive":
                 continue
             if page.hub_slug not in hubs:
-                raise ContentError(
-                    f"{page.source}: dive has no hub (site/content/{page.hub_slug}/index.md)"
-                )
+                raise ContentError(f"dive has no hub (site/content/{page.hub_slug}/index.md)", path=page.source)
             grouped[page.hub_slug].append(page)
         for slug, dives in grouped.items():
-            hub = hubs[slug]
             dives.sort(key=lambda d: d.order)
             orders = [d.order for d in dives]
             if len(set(orders)) != len(orders):
                 raise ContentError(f"hub {slug!r}: two dives share one order: {orders}")
-            hub.dives = dives
-            for position, dive in enumerate(dives):
-                dive.hub = hub
-                if "kicker" not in dive.meta:
-                    dive.kicker = f"{hub.title} · dive {dive.order:02d}"
-                dive.prev_page = dives[position - 1] if position > 0 else None
-                dive.next_page = dives[position + 1] if position + 1 < len(dives) else None
+            hubs[slug].dives = dives
+            for dive in dives:
+                dive.hub = hubs[slug]
+
+    def _number_dives(self) -> None:
+        # One sequence for the whole course: a learner who finishes the last
+        # dive of a hub goes on to the first of the next, and the numbers say so.
+        for position, dive in enumerate(self.dives):
+            dive.number = position + 1
+            if "kicker" not in dive.meta and dive.hub is not None:
+                dive.kicker = f"{dive.hub.title} · dive {dive.number:02d}"
+            dive.prev_page = self.dives[position - 1] if position > 0 else None
+            dive.next_page = self.dives[position + 1] if position + 1 < len(self.dives) else None
+
+    def _check_questions_declared_once(self) -> None:
+        # A widget's actions are one API for the whole site, so its questions
+        # can only be written in one place.
+        declared: dict[str, tuple[Page, Placement]] = {}
+        for page, placement in self.placements():
+            if not placement.questions:
+                continue
+            if placement.name in declared:
+                first_page, first = declared[placement.name]
+                raise ContentError(
+                    f"questions for {placement.name!r} are declared again "
+                    f"(first at {first_page.source}:{first.line}); declare them once",
+                    path=page.source, line=placement.line,
+                )
+            declared[placement.name] = (page, placement)
 
     def _find_by_title(self, title: str) -> Page | None:
-        wanted = _normal_title(title)
-        for page in self.pages.values():
-            if _normal_title(page.title) == wanted:
-                return page
-        return None
+        wanted = normal_title(title)
+        return next((p for p in self.pages.values() if normal_title(p.title) == wanted), None)
 
     def _entry(self, page: Page, raw: Any, where: str) -> Link:
         link = self._bare_entry(page, raw, where)
-        assert page._md is not None
-        note_html = Markup(page._md.renderInline(link.note)) if link.note else Markup("")
+        note_html = Markup(page.md.renderInline(link.note)) if link.note and page.md else Markup("")
         return Link(link.title, link.note, link.href, link.external, note_html)
 
     def _bare_entry(self, page: Page, raw: Any, where: str) -> Link:
+        def problem(message: str) -> ContentError:
+            return ContentError(f"{where}: {message}", path=page.source, line=line_of(raw))
+
         if not isinstance(raw, dict):
-            raise ContentError(f"{page.source}: {where} entries are mappings, got {raw!r}")
+            raise problem(f"entries are mappings, got {raw!r}")
         unknown = set(raw) - {"page", "href", "title", "note"}
         if unknown:
-            raise ContentError(f"{page.source}: {where} entry has unknown key {sorted(unknown)}")
+            raise problem(f"entry has unknown key {sorted(unknown)}")
+        if not all(isinstance(value, str) for value in raw.values()):
+            raise problem("an entry's page, href, title and note are text")
         note = raw.get("note", "")
         if "page" in raw:
             if "href" in raw:
-                raise ContentError(f"{page.source}: {where} entry has both page and href")
+                raise problem("entry has both page and href")
             target = self.page(raw["page"])
             if target is None or raw["page"] != target.path:
-                raise ContentError(
-                    f"{page.source}: {where} names {raw['page']!r}, which is not a page of the course"
-                )
+                raise problem(f"{raw['page']!r} is not a page of the course")
             return Link(raw.get("title", target.title), note, target.path)
         if "title" not in raw:
-            raise ContentError(f"{page.source}: {where} entry needs a page, or a title")
+            raise problem("entry needs a page, or a title")
         if "href" in raw:
             href = raw["href"]
             if not href.startswith(("https://", "http://")):
-                raise ContentError(f"{page.source}: {where} href must be http(s), got {href!r}")
+                raise problem(f"href must be http(s), got {href!r}")
             return Link(raw["title"], note, href, external=True)
         target = self._find_by_title(raw["title"])
-        if target is not None:
-            return Link(raw["title"], note, target.path)
-        return Link(raw["title"], note, None)
+        return Link(raw["title"], note, target.path if target is not None else None)
 
     def _resolve_entries(self, page: Page) -> None:
         meta = page.meta
         if "next" in meta:
             page.next = self._entry(page, meta["next"], "next")
-        page.related = [self._entry(page, e, "related") for e in _as_list(page, meta, "related")]
+        page.related = [self._entry(page, e, "related") for e in as_list(page, meta, "related")]
         page.sources = []
-        for raw in _as_list(page, meta, "sources"):
+        for raw in as_list(page, meta, "sources"):
             if not isinstance(raw, dict) or set(raw) - {"title", "href", "note"} or "href" not in raw:
-                raise ContentError(f"{page.source}: a source needs title, href and note: {raw!r}")
+                raise ContentError(f"a source needs title, href and note: {raw!r}",
+                                   path=page.source, line=line_of(raw))
             link = self._entry(page, raw, "sources")
             if not link.external:
-                raise ContentError(f"{page.source}: a source must be an external page: {raw!r}")
+                raise ContentError(f"a source must be an external page: {raw!r}", path=page.source,
+                                   line=line_of(raw))
             page.sources.append(link)
 
     def _check_links(self, page: Page) -> None:
-        for href, line in _body_links(page.tokens):
+        for href, line in body_links(page.tokens):
             problem = self.broken_link(page, href)
             if problem:
-                raise ContentError(f"{page.source}:{line}: link {href!r}: {problem}")
+                raise ContentError(f"link {href!r}: {problem}", path=page.source, line=line)
 
     def broken_link(self, page: Page, href: str) -> str | None:
         """Why ``href`` (found on ``page``) would be a dead link, or ``None``."""
@@ -184,6 +251,8 @@ def load_course(
     *,
     known_widgets: Iterable[str] | None = None,
     scripts: ScriptSource | None = None,
+    check_placement: CheckPlacement | None = None,
 ) -> Course:
     """``Course.load`` as a function (what ``server.app`` calls at start-up)."""
-    return Course.load(content_dir, known_widgets=known_widgets, scripts=scripts)
+    return Course.load(content_dir, known_widgets=known_widgets, scripts=scripts,
+                       check_placement=check_placement)

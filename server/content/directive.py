@@ -4,34 +4,59 @@ A directive is a fenced code block whose info string starts with a braced
 name::
 
     ```{widget} fanin
-    start: 2
+    try-1: GET emq:{fanin}:job:JOBparent:dependencies
     ```
 
 ``{name}`` picks the directive, the rest of the info line is its argument,
-and the body holds optional ``key: value`` option lines (blank lines are
-allowed, anything else is an error). Each directive plugin calls
-:func:`find_directive` from its own core rule; no plugin renders here.
+and the body is a YAML mapping (see :mod:`.yaml_text`: every value stays
+text, every key knows its line). An empty body is an empty mapping. Each
+directive plugin calls :func:`find_directive` from its own core rule and
+reads the keys it knows; no plugin renders here.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from markdown_it.token import Token
 
 from .errors import DirectiveError
+from .yaml_text import YamlError, YamlMap, load_yaml
 
 _INFO = re.compile(r"^\{(?P<name>[a-z][a-z0-9_-]*)\}(?:\s+(?P<arg>.*?))?\s*$")
-_OPTION = re.compile(r"^(?P<key>[a-z][a-z0-9_-]*)\s*:\s*(?P<value>.*?)\s*$")
+OPTION_KEY = re.compile(r"^[a-z][a-z0-9_-]*$")
 
 
 @dataclass(frozen=True)
 class Directive:
     name: str
     argument: str
-    options: dict[str, str]
+    body: YamlMap  # the fence's body, parsed; {} when empty
     line: int | None
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.body)
+
+    def line_of(self, key: str) -> int | None:
+        """The file line of ``key`` in the body (the fence's line when unknown)."""
+        return self.body.key_lines.get(key, self.line)
+
+    def text_options(self, known: set[str] | None = None) -> dict[str, str]:
+        """The body's keys as ``name: text`` options; ``known`` limits the names."""
+        options: dict[str, str] = {}
+        for key, value in self.body.items():
+            if known is not None and key not in known:
+                raise DirectiveError(f"{{{self.name}}} has no option {key!r}", self.line_of(key))
+            if not OPTION_KEY.match(key):
+                raise DirectiveError(f"{{{self.name}}} option {key!r} is not a name (a-z, 0-9, '-', '_')",
+                                     self.line_of(key))
+            if not isinstance(value, str):
+                raise DirectiveError(f"{{{self.name}}} option {key!r} is one line of text", self.line_of(key))
+            options[key] = value
+        return options
 
 
 def fence_line(token: Token) -> int | None:
@@ -50,7 +75,7 @@ def find_directive(token: Token, name: str) -> Directive | None:
     return Directive(
         name=name,
         argument=(match.group("arg") or "").strip(),
-        options=parse_options(token.content, name, line),
+        body=parse_body(token.content, name, line),
         line=line,
     )
 
@@ -66,20 +91,18 @@ def as_leaf(token: Token, kind: str, tag: str) -> None:
     token.content = ""
 
 
-def parse_options(body: str, directive: str, line: int | None) -> dict[str, str]:
-    options: dict[str, str] = {}
-    for offset, raw in enumerate(body.splitlines(), start=1):
-        text = raw.strip()
-        if not text:
-            continue
-        match = _OPTION.match(text)
-        where = line + offset if line is not None else None
-        if not match:
-            raise DirectiveError(
-                f"{{{directive}}} body lines must read 'key: value', got {text!r}", where
-            )
-        key = match.group("key")
-        if key in options:
-            raise DirectiveError(f"{{{directive}}} option {key!r} given twice", where)
-        options[key] = match.group("value")
-    return options
+def parse_body(body: str, directive: str, line: int | None) -> YamlMap:
+    """A fence's body as a YAML mapping; ``line`` is the fence's own line, so
+    the body starts on the next one."""
+    first = line + 1 if line is not None else 1
+    try:
+        value = load_yaml(body, first)
+    except YamlError as exc:
+        raise DirectiveError(f"{{{directive}}} body: {exc.message}", exc.line if line is not None else None) from None
+    if value is None:
+        empty = YamlMap()
+        empty.line, empty.key_lines = first, {}
+        return empty
+    if not isinstance(value, YamlMap):
+        raise DirectiveError(f"{{{directive}}} body lines read 'key: value'", first if line is not None else None)
+    return value

@@ -89,9 +89,6 @@ def resolve_host_listing(
     match = HOST_ARGUMENT.match(argument)
     if match is None:
         return None
-    unknown = set(options) - {"caption"}
-    if unknown:
-        raise DirectiveError(f"{{listing}} has no option {sorted(unknown)[0]!r}", line)
     try:
         found = source.function(match.group("path"), match.group("name"))
     except (HostMissing, SyntaxError) as exc:

@@ -10,7 +10,12 @@ Markdown (argument forms)::
     caption: the fan-in branch
     ```
     ```{listing} server/emq/flows.py::add    one host function, by name
+    fold: How `flows.add` picks its path
     ```
+
+``fold: <summary>`` folds the listing into a ``<details>`` whose one-line
+summary (inline Markdown) says what is inside: for plumbing a learner may
+open, never for the script a widget runs.
 
 A host listing (``server/<path>.py::<function>``) is cut by
 :mod:`.host_code`; a function that no longer exists fails the course load.
@@ -55,7 +60,7 @@ _ARGUMENT = re.compile(
     r"^(?P<stem>[A-Za-z0-9_]+)\.lua"
     r"(?:#(?:(?P<move>\d+)|lines=(?P<first>\d+)-(?P<last>\d+)))?$"
 )
-_KNOWN_OPTIONS = {"caption"}
+KNOWN_OPTIONS = {"caption", "fold"}
 
 
 @dataclass(frozen=True)
@@ -76,11 +81,15 @@ def listing_plugin(
             directive = find_directive(token, "listing")
             if directive is None:
                 continue
+            arg, opts, where = directive.argument, directive.text_options(KNOWN_OPTIONS), directive.line
             as_leaf(token, "listing", "figure")
-            arg, opts, where = directive.argument, directive.options, directive.line
             # server/…py::name is a host function; anything else a Lua script
             meta = resolve_host_listing(host_files, arg, opts, where)
             token.meta = meta if meta is not None else _resolve(source, arg, opts, where)
+            fold = opts.get("fold", "").strip()
+            if "fold" in opts and not fold:
+                raise DirectiveError("{listing} fold: needs a one-line summary", directive.line_of("fold"))
+            token.meta["fold_html"] = state.md.renderInline(fold) if fold else None
 
     md.core.ruler.after("block", "listing_directive", listing_directive)
     md.add_render_rule("listing", render_listing)
@@ -95,9 +104,6 @@ def _resolve(source: ScriptSource, argument: str, options: dict[str, str], line:
             f"got {argument!r}",
             line,
         )
-    unknown = set(options) - _KNOWN_OPTIONS
-    if unknown:
-        raise DirectiveError(f"{{listing}} has no option {min(unknown)!r}", line)
     stem = match.group("stem")
     try:
         text = source.script_source(stem)
@@ -155,8 +161,14 @@ def render_listing(
     self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
 ) -> str:
     meta = tokens[idx].meta
-    if "host" in meta:
-        return render_host_listing(meta)
+    figure = render_host_listing(meta) if "host" in meta else _render_script(meta)
+    if not meta.get("fold_html"):
+        return figure
+    # Folded plumbing: the summary says what is inside, one click opens it.
+    return f'<details class="listing-fold"><summary>{meta["fold_html"]}</summary>\n{figure}</details>\n'
+
+
+def _render_script(meta: dict[str, Any]) -> str:
     attrs = f' data-script="{escapeHtml(meta["script"])}"'
     detail = ""
     if meta["move"] is not None:

@@ -6,7 +6,7 @@ Files and URLs::
     site/content/<hub>/index.md        ->  /<hub>            (a hub: flows, batches)
     site/content/<hub>/<slug>.md       ->  /<hub>/<slug>     (a dive)
 
-Each file opens with front matter (grammar in :mod:`.frontmatter`). Fields:
+Each file opens with YAML front matter (:mod:`.frontmatter`). Fields:
 
 ==============  ======  =====================================================
 field           pages   meaning
@@ -14,8 +14,8 @@ field           pages   meaning
 title           all     the page's h1
 lede            all     one paragraph under the title (inline Markdown)
 kicker          all     optional; a dive's default is "<Hub title> · dive NN"
-order           hub,    a hub's place on the index / a dive's number in its
-                dive    hub (an integer; also the "NN" of the kicker)
+order           hub,    a hub's place on the index / a dive's place in its
+                dive    hub (a whole number)
 summary         dive    optional one line for lists (defaults to the lede)
 pattern         dive    the pattern, one sentence (inline Markdown)
 implementation  dive    the implementation, one sentence (inline Markdown)
@@ -24,6 +24,11 @@ next            dive    a link entry: what to read next
 related         dive    list of link entries: "Related in this course"
 sources         dive    list of sources: title, href (http/https), note
 ==============  ======  =====================================================
+
+Dives are numbered in the course's own order, across hubs: the hubs by
+their ``order``, the dives of each hub by theirs. That number is the "NN"
+of the kicker, and Previous / Next follow the same order, from the first
+dive of the first hub to the last dive of the last.
 
 A *link entry* is a mapping with ``note`` and one of:
 
@@ -34,15 +39,14 @@ A *link entry* is a mapping with ``note`` and one of:
   matches, it is shown as plain text marked "(not in Flows Lab)", never as a
   link.
 
-Loading checks every internal link of every body: it must name a page of the
-course (and, with a ``#fragment``, an id on that page). Navigation (hub
-listing, previous/next) comes from ``order``, never from lists kept in
-templates.
+Loading (:mod:`.page_loader`) checks every internal link of every body: it
+must name a page of the course (and, with a ``#fragment``, an id on that
+page). Navigation (hub listing, previous/next) comes from ``order``, never
+from lists kept in templates.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,8 +56,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from markupsafe import Markup
 
-from .errors import ContentError
-from .frontmatter import parse_front_matter
+from .widget_directive import Placement
 
 CONTENT_DIR = Path(__file__).resolve().parents[2] / "site" / "content"
 STATIC_DIR = Path(__file__).resolve().parents[2] / "site" / "static"
@@ -62,17 +65,8 @@ STATIC_DIR = Path(__file__).resolve().parents[2] / "site" / "static"
 DIVE_PAGE_IDS = ("main", "pattern-and-implementation", "recap", "next", "references")
 
 RenderWidget = Callable[[str, dict[str, Any]], str]
+RenderPlacement = Callable[[Placement], str]
 PageKind = Literal["index", "hub", "dive"]
-
-_SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_FIELDS = {
-    "index": ({"title", "lede"}, {"kicker"}),
-    "hub": ({"title", "lede", "order"}, {"kicker"}),
-    "dive": (
-        {"title", "lede", "order", "pattern", "implementation", "recap", "next", "sources"},
-        {"kicker", "summary", "related"},
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -115,15 +109,17 @@ class Page:
     tokens: list[Token] = field(repr=False, default_factory=list)
     sections: list[SectionLink] = field(default_factory=list)
     widgets: list[str] = field(default_factory=list)  # in order, each name once
+    placements: list[Placement] = field(default_factory=list)  # every {widget} fence, in order
     next: Link | None = None
     related: list[Link] = field(default_factory=list)
     sources: list[Link] = field(default_factory=list)
     # set by the Course once every page is loaded
+    number: int = 0  # a dive's place in the whole course, from 1; 0 for the index and hubs
     hub: Page | None = field(default=None, repr=False)
     dives: list[Page] = field(default_factory=list, repr=False)  # a hub's dives
     prev_page: Page | None = field(default=None, repr=False)
     next_page: Page | None = field(default=None, repr=False)
-    _md: MarkdownIt | None = field(default=None, repr=False)
+    md: MarkdownIt | None = field(default=None, repr=False)
     _html: str | None = field(default=None, repr=False)
 
     # -- front matter fields -------------------------------------------------
@@ -141,14 +137,13 @@ class Page:
 
     @property
     def summary(self) -> str:
-        return self.meta.get("summary") or self.lede
+        return str(self.meta.get("summary") or self.lede)
 
     def inline(self, name: str) -> Markup:
         """A front matter text field rendered as inline Markdown (raw HTML
         stays escaped), ready for a template: ``page.inline("recap")``."""
         text = self.lede if name == "lede" else str(self.meta.get(name, ""))
-        assert self._md is not None
-        return Markup(self._md.renderInline(text))
+        return Markup(self._parser().renderInline(text))
 
     @property
     def lede_html(self) -> Markup:
@@ -159,14 +154,19 @@ class Page:
         return self.inline("summary") if self.meta.get("summary") else self.lede_html
 
     # -- body ----------------------------------------------------------------
-    def render_body(self, render_widget: RenderWidget | None = None) -> Markup:
-        """The body HTML. Widgets are drawn by ``render_widget(name, options)``
-        (the app's partials); without it each widget is an empty slot."""
-        assert self._md is not None
+    def render_body(
+        self, render_widget: RenderWidget | None = None, *, render_placement: RenderPlacement | None = None
+    ) -> Markup:
+        """The body HTML. Each widget is drawn by ``render_placement(placement)``
+        when given (the placement carries the questions), else by
+        ``render_widget(name, options)``; with neither, an empty slot."""
         env: dict[str, Any] = {}
         if render_widget is not None:
             env["render_widget"] = render_widget
-        return Markup(self._md.renderer.render(self.tokens, self._md.options, env))
+        if render_placement is not None:
+            env["render_placement"] = render_placement
+        md = self._parser()
+        return Markup(md.renderer.render(self.tokens, md.options, env))
 
     @property
     def html(self) -> Markup:
@@ -187,104 +187,19 @@ class Page:
 
     def links(self) -> list[str]:
         """Every href in the body, in order."""
-        return [href for href, _ in _body_links(self.tokens)]
+        return [href for href, _ in body_links(self.tokens)]
+
+    def _parser(self) -> MarkdownIt:
+        if self.md is None:
+            raise RuntimeError(f"{self.path} was built without its Markdown parser")
+        return self.md
 
 
-# -- loading one file ----------------------------------------------------------
-def _load_page(md: MarkdownIt, root: Path, file: Path) -> Page:
-    kind, path, hub_slug, slug = _place(root, file)
-    meta, tokens = _parse(md, file)
-    order = _checked_meta(file, kind, meta)
-    if any(t.type == "heading_open" and t.tag == "h1" for t in tokens):
-        raise ContentError(f"{file}: the title comes from front matter; use '## ' headings")
-    sections = [
-        SectionLink(t.meta["id"], t.meta["title"]) for t in tokens if t.type == "dive_section_open"
-    ]
-    if kind == "dive":
-        clash = {s.id for s in sections} & set(DIVE_PAGE_IDS)
-        if clash:
-            raise ContentError(f"{file}: section ids {sorted(clash)} clash with the page's own blocks")
-    widgets = dict.fromkeys(t.meta["name"] for t in tokens if t.type == "widget")
-    default_kicker = "Flows Lab" if kind == "index" else "Module" if kind == "hub" else ""
-    return Page(
-        path=path, kind=kind, source=file, meta=meta, title=meta["title"], lede=meta["lede"],
-        kicker=meta.get("kicker", default_kicker), order=order, hub_slug=hub_slug, slug=slug,
-        tokens=tokens, sections=sections, widgets=list(widgets), _md=md,
-    )
-
-
-def _place(root: Path, file: Path) -> tuple[PageKind, str, str | None, str]:
-    """(kind, URL path, hub slug, slug) of a content file, from where it lies."""
-    parts = file.relative_to(root).with_suffix("").parts
-    place: tuple[PageKind, str, str | None, str]
-    if parts == ("index",):
-        place = "index", "/", None, ""
-    elif len(parts) == 2 and parts[1] == "index":
-        place = "hub", f"/{parts[0]}", None, parts[0]
-    elif len(parts) == 2:
-        place = "dive", f"/{parts[0]}/{parts[1]}", parts[0], parts[1]
-    else:
-        raise ContentError(f"{file}: content files live at index.md, <hub>/index.md or <hub>/<slug>.md")
-    for part in parts:
-        if part != "index" and not _SLUG.match(part):
-            raise ContentError(f"{file}: {part!r} is not a URL slug (a-z, 0-9, '-')")
-    return place
-
-
-def _parse(md: MarkdownIt, file: Path) -> tuple[dict[str, Any], list[Token]]:
-    """The front matter and the body tokens of a content file."""
-    text = file.read_text(encoding="utf-8")
-    if not text.startswith("---\n"):
-        raise ContentError(f"{file}: a page opens with front matter between '---' lines")
-    try:
-        tokens = md.parse(text, {})
-    except ContentError as exc:
-        raise ContentError(f"{file}: {exc}") from None
-    front = next((t for t in tokens if t.type == "front_matter"), None)
-    if front is None:
-        raise ContentError(f"{file}: front matter is not closed with '---'")
-    try:
-        meta = parse_front_matter(front.content)
-    except ContentError as exc:
-        raise ContentError(f"{file}: {exc}") from None
-    return meta, [t for t in tokens if t.type != "front_matter"]
-
-
-def _checked_meta(file: Path, kind: str, meta: dict[str, Any]) -> int:
-    """The page's order, once its front matter has exactly the fields its kind allows."""
-    required, optional = _FIELDS[kind]
-    missing = required - set(meta)
-    unknown = set(meta) - required - optional
-    if missing:
-        raise ContentError(f"{file}: front matter lacks {sorted(missing)}")
-    if unknown:
-        raise ContentError(f"{file}: front matter has unknown fields {sorted(unknown)}")
-    for name in ("title", "lede", "kicker", "summary", "pattern", "implementation", "recap"):
-        if name in meta and not isinstance(meta[name], str):
-            raise ContentError(f"{file}: {name} must be text")
-    if "order" not in meta:
-        return 0
-    if not str(meta["order"]).isdigit():
-        raise ContentError(f"{file}: order must be a whole number, got {meta['order']!r}")
-    return int(meta["order"])
-
-
-def _as_list(page: Page, meta: dict[str, Any], name: str) -> list[Any]:
-    value = meta.get(name, [])
-    if not isinstance(value, list):
-        raise ContentError(f"{page.source}: {name} must be a list of entries")
-    return value
-
-
-def _body_links(tokens: list[Token]) -> list[tuple[str, int | None]]:
+def body_links(tokens: list[Token]) -> list[tuple[str, int | None]]:
+    """Every link of a body with the file line of its paragraph."""
     found = []
     for token in tokens:
         for child in token.children or []:
             if child.type == "link_open":
                 found.append((str(child.attrGet("href") or ""), token.map[0] + 1 if token.map else None))
     return found
-
-
-def _normal_title(title: str) -> str:
-    text = title.lower().replace("&", " and ")
-    return " ".join(re.sub(r"[^a-z0-9]+", " ", text).split())

@@ -3,15 +3,21 @@
 Parse (core rule ``dive_sections``, after the anchors rule has given every h2
 its slug): the top-level tokens from one h2 to the next become::
 
-    <section class="dive-section" id="SLUG">
-      <div class="prose"><h2 id="SLUG-title">…</h2> …prose, listings…</div>
+    <section class="dive-section has-aside" id="SLUG">
+      <div class="prose"><h2 id="SLUG-title">…</h2> …what comes before the widget…</div>
       <aside class="dive-aside">…the section's widgets…</aside>
+      <div class="prose prose-after">…what comes after it: the long reading…</div>
     </section>
 
-Top-level widgets move into the aside in the order they appear; a section
-with no widget has no aside. Anything before the first h2 is wrapped in
-``<div class="prose dive-intro">``. The section list (id, title) is left in
-``env["sections"]`` for the page's navigation row.
+The section is cut where its first widget is written. On a wide screen the
+aside is a sticky column beside both prose parts; on a phone the three follow
+each other, so the widget comes right after the words that introduce it and
+the long reading follows it: hands-on first, wherever the author put the
+widget, not after the whole section. Every top-level widget of the section
+moves into the aside in the order it appears; a section with no widget is
+one ``<div class="prose">`` and has no aside. Anything before the first h2 is
+wrapped in ``<div class="prose dive-intro">``. The section list (id, title) is
+left in ``env["sections"]`` for the page's navigation row.
 
 Render: one small rule per token type added here.
 """
@@ -67,18 +73,25 @@ def sections_plugin(md: MarkdownIt) -> None:
             title_id = f"{slug}-title"
             heading.attrSet("id", title_id)
             chunk = tokens[first:end]
-            prose = [t for t in chunk if not (t.level == 0 and t.type in ASIDE_TYPES)]
-            aside = [t for t in chunk if t.level == 0 and t.type in ASIDE_TYPES]
+            in_aside = [t.level == 0 and t.type in ASIDE_TYPES for t in chunk]
+            cut = in_aside.index(True) if any(in_aside) else len(chunk)
+            before = [t for t, aside in zip(chunk[:cut], in_aside[:cut], strict=True) if not aside]
+            after = [t for t, aside in zip(chunk[cut:], in_aside[cut:], strict=True) if not aside]
+            aside = [t for t, aside in zip(chunk, in_aside, strict=True) if aside]
             meta = {"id": slug, "title_id": title_id, "title": title, "aside": bool(aside)}
             found.append(meta)
             out.append(_marker(state, "dive_section_open", meta))
             out.append(_marker(state, "dive_prose_open"))
-            out.extend(prose)
+            out.extend(before)
             out.append(_marker(state, "dive_prose_close"))
             if aside:
                 out.append(_marker(state, "dive_aside_open", meta))
                 out.extend(aside)
                 out.append(_marker(state, "dive_aside_close"))
+            if after:
+                out.append(_marker(state, "dive_after_open"))
+                out.extend(after)
+                out.append(_marker(state, "dive_prose_close"))
             out.append(_marker(state, "dive_section_close"))
         state.tokens = out
         if isinstance(state.env, dict):
@@ -121,6 +134,7 @@ _RENDER = {
     "dive_section_close": lambda self, *a: "</section>\n",
     "dive_prose_open": lambda self, *a: '<div class="prose">\n',
     "dive_prose_close": lambda self, *a: "</div>\n",
+    "dive_after_open": lambda self, *a: '<div class="prose prose-after">\n',
     "dive_aside_open": _aside_open,
     "dive_aside_close": lambda self, *a: "</aside>\n",
 }

@@ -21,6 +21,7 @@ from server.lifecycle import removal
 from server.sandboxes import admission, rooms
 from server.sandboxes.keys import REGISTRY_KEY
 from server.sandboxes.sandbox import SANDBOX_RE
+from server.valkey import acl
 from server.widgets.snapshot import Catalog
 
 log = logging.getLogger("emqlab.lifecycle")
@@ -30,6 +31,7 @@ async def remove(conn: Conn, catalog: Catalog, sandbox: str) -> bool:
     """Remove one sandbox's keys; False (logged) when that failed."""
     try:
         await removal.delete(conn, catalog, sandbox)
+        await acl.drop_user(conn, sandbox)  # its console's Valkey user goes with it
         return True
     except (RedisError, OSError):
         raise  # Valkey away: the whole round waits for the next
@@ -47,9 +49,9 @@ async def expire_idle(conn: Conn, catalog: Catalog, ttl_seconds: int) -> list[st
             await conn.zrem(REGISTRY_KEY, sandbox)
             continue
         # ZREM only a sandbox still as idle as when it was picked: one step.
-        if int(await admission.UNREGISTER_IF_IDLE.run(conn, [REGISTRY_KEY], [sandbox, cutoff])):
-            if await remove(conn, catalog, sandbox):
-                gone.append(sandbox)
+        idle = int(await admission.UNREGISTER_IF_IDLE.run(conn, [REGISTRY_KEY], [sandbox, cutoff]))
+        if idle and await remove(conn, catalog, sandbox):
+            gone.append(sandbox)
     return gone
 
 

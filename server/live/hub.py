@@ -35,7 +35,10 @@ from server.live.streams import Notice, Streams
 
 log = logging.getLogger("emqlab.stream")
 
-PATTERNS = ("__keyspace@*__:emq:{*", "__keyspace@*__:lab:{*")
+# every learner key, and the site's keys about a widget queue (`lab:{<sandbox>.<part>}:…`,
+# a dot inside the braces), not a sandbox's own records (`lab:{<sandbox>}:meta`):
+# each action writes those too, and no page draws them
+PATTERNS = ("__keyspace@*__:emq:{*", "__keyspace@*__:lab:{*.*}:*")
 RECONNECT_EVERY = 0.25  # seconds between tries of a node that dropped
 NOTIFICATIONS_OFF = (
     "Keyspace notifications are off on this Valkey and the site may not switch them on (CONFIG is refused): "
@@ -107,12 +110,15 @@ class Hub:
                 async with client.pubsub() as pubsub:
                     await pubsub.psubscribe(*PATTERNS)
                     await pubsub.subscribe(events.EVENTS_CHANNEL)
+                    if not self.nodes.ready.get(node, True):
+                        log.warning("valkey %s reachable again: the live stream follows it", node or "server")
                     ready(True)
                     await self.follow(pubsub, client, node, on)
             except asyncio.CancelledError:
                 raise
             except (RedisError, OSError) as exc:
-                log.info("valkey %s unreachable for the live stream: %s", node or "server", exc)
+                if self.nodes.ready.get(node, True):  # once when it goes, not at every retry
+                    log.warning("valkey %s unreachable for the live stream (%s): retrying", node or "server", exc)
             finally:
                 with contextlib.suppress(Exception):
                     await client.aclose()

@@ -30,6 +30,7 @@ from server.settings import truth
 log = logging.getLogger("emqlab.connect")
 
 CLUSTER_ENV = "EMQLAB_VALKEY_CLUSTER"
+MAX_CONNECTIONS = 2048  # above any limit_concurrency the site is served with (server/cli.py)
 
 
 def cluster_from_env() -> bool | None:
@@ -89,17 +90,19 @@ def open_client(url: str, cluster: bool | None = None) -> aioredis.Redis | Redis
             _cluster_url(url), decode_responses=True, socket_connect_timeout=1, socket_timeout=5,
             health_check_interval=10,
         )
-    # A pool that blocks: more concurrent requests and streams than
-    # connections wait their turn (up to 5 s) instead of failing at once
-    # (redis-py's default pool raises past its cap: a 503 for the learner).
+    # A plain pool, sized above what the server lets in at once (uvicorn's
+    # limit_concurrency): a request holds one connection at a time, and
+    # streams hold none (they are fed by the hub's own subscription), so the
+    # cap is never the queue; a waiting pool (BlockingConnectionPool) cost
+    # an eighth of an action's CPU in its checkout alone.
     #
     # One retry on a dropped connection: after a Valkey restart every pooled
     # socket is dead, and the command that met a dead socket never reached
     # the new server, so sending it again on a fresh connection is safe.
     # Timeouts are not retried: a slow script may have run.
-    pool = aioredis.BlockingConnectionPool.from_url(
+    pool = aioredis.ConnectionPool.from_url(
         url, decode_responses=True, socket_connect_timeout=1, socket_timeout=5, health_check_interval=10,
-        max_connections=128, timeout=5, **packed_on_tcp(url),
+        max_connections=MAX_CONNECTIONS, **packed_on_tcp(url),
         retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
     )
     return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes it

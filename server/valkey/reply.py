@@ -15,13 +15,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from redis._parsers.base import BaseParser
-from redis.exceptions import ResponseError
+from redis import exceptions as errors
 
 # redis-py drops the code from the error replies it knows ("ERR", "NOSCRIPT",
-# ...) and picks a class instead; valkey-cli prints the reply whole.
+# ...) and keeps it in the exception's `status_code`; valkey-cli prints the
+# reply whole. An exception made without one (not read off the wire) is
+# known by its class, from redis-py's public exceptions.
 _CODES: dict[type, str] = {
-    cls: code for code, cls in BaseParser.EXCEPTION_CLASSES.items() if isinstance(cls, type)
+    errors.NoScriptError: "NOSCRIPT", errors.NoPermissionError: "NOPERM", errors.OutOfMemoryError: "OOM",
+    errors.ReadOnlyError: "READONLY", errors.BusyLoadingError: "LOADING", errors.ExecAbortError: "EXECABORT",
+    errors.MovedError: "MOVED", errors.AskError: "ASK", errors.TryAgainError: "TRYAGAIN",
+    errors.ClusterDownError: "CLUSTERDOWN", errors.ClusterCrossSlotError: "CROSSSLOT",
+    errors.MasterDownError: "MASTERDOWN", errors.AuthenticationError: "WRONGPASS",
 }
 _REPR = {0x5C: "\\\\", 0x22: '\\"', 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x07: "\\a", 0x08: "\\b"}
 
@@ -40,12 +45,12 @@ def quote(value: bytes) -> str:
     return "".join(out)
 
 
-def error_text(exc: ResponseError) -> str:
+def error_text(exc: Exception) -> str:
     """The error reply as Valkey sent it, its code restored."""
     message = str(exc)
-    code = _CODES.get(type(exc))
+    code = getattr(exc, "status_code", None) or _CODES.get(type(exc))
     if code is not None:
-        return f"{code} {message}" if message else code
+        return f"{code} {message}" if message else str(code)
     first = message.split(" ", 1)[0]
     if len(first) >= 2 and first.replace("_", "").isalnum() and first.isupper():
         return message  # a code redis-py does not know, kept: WRONGTYPE, EMQSTALE, ...
@@ -65,7 +70,7 @@ def _scalar(reply: Any, status: bool) -> str:
         return f"(integer) {reply}"
     if isinstance(reply, float):
         return f"(double) {reply:g}"
-    if isinstance(reply, ResponseError):
+    if isinstance(reply, errors.RedisError):
         return f"(error) {error_text(reply)}"
     raw = _as_bytes(reply)
     return raw.decode("utf-8", "replace") if status else quote(raw)
@@ -96,5 +101,5 @@ def lines(reply: Any, status: bool = False) -> list[str]:
     return _format(reply, "", status).rstrip("\n").split("\n")
 
 
-def error_lines(exc: ResponseError) -> list[str]:
+def error_lines(exc: Exception) -> list[str]:
     return [f"(error) {error_text(exc)}"]

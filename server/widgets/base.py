@@ -189,7 +189,9 @@ class Widget:
         total = len(self.tour)
         step = min(body.step, total)
         past = f"The tour has {total} steps; here is the last. " if body.step > total else ""
-        await self.reset(turn, Body())
+        # the tour runs from the scenario as it lands: a learner's kept choice does not apply
+        await turn.clear(keep_choices=False)
+        await self.land(turn)
         last = Outcome(text="the scenario as it lands.")
         for entry in self.tour[:step]:
             for slug, raw in entry.replay:

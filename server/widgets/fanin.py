@@ -114,6 +114,11 @@ class FanIn(Widget):
         found = now.first.number(PARENT, ":dependencies")
         return found is not None and found > 0 and now.first.fields(PARENT).get("state") == "awaiting_children"
 
+    @reading("completion-to-redeliver")
+    def completion_to_redeliver(self, now: Moment, before: Moment) -> Value:
+        """A completion was sent, so "Redeliver last completion" has one to send again."""
+        return _json(now.state.get("last")) is not None
+
     @reading("parent-fate")
     def parent_fate(self, now: Moment, before: Moment) -> Value:
         state = now.first.fields(PARENT).get("state")

@@ -67,9 +67,11 @@ class BadQuestion(ValueError):
 
 
 def bind(widget: Widget, spec: Mapping[str, Any], where: str) -> Question:
-    """A declared question, checked against the widget it is declared on."""
+    """A declared question (its shape checked by server/content), checked
+    against the widget it is declared on."""
+    fields = {k: v for k, v in spec.items() if k != "line"}
     try:
-        question = msgspec.convert({**spec, "widget": widget.name, "where": where}, Question)
+        question = msgspec.convert({**fields, "widget": widget.name, "where": where}, Question)
     except msgspec.ValidationError as exc:
         raise BadQuestion(f"question {spec.get('id')!r}: {exc}") from exc
     known = ", ".join(sorted(widget.readings))
@@ -85,12 +87,15 @@ def bind(widget: Widget, spec: Mapping[str, Any], where: str) -> Question:
     return question
 
 
-def offered(widget: Widget, questions: Sequence[Question], moment: Moment) -> Question | None:
-    """The question open now: the first whose `when` holds on these keys."""
+def offered(widget: Widget, questions: Sequence[Question], moment: Moment) -> list[Question]:
+    """The questions open now, one per action: for each action, the first
+    declared whose `when` holds on these keys (every page asks the same)."""
+    found: dict[str, Question] = {}
     for question in questions:
-        if question.when is None or widget.measure(question.when, moment, moment):
-            return question
-    return None
+        if question.action not in found and (
+                question.when is None or widget.measure(question.when, moment, moment)):
+            found[question.action] = question
+    return list(found.values())
 
 
 def judge(widget: Widget, question: Question, answer: object, now: Moment, before: Moment) -> Verdict:

@@ -68,13 +68,15 @@ async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = Non
         await admit()
     held = Turn(lab.conn, widget, actor, lab.snapshot_bytes)
     await held.take()
-    try:
-        if not held.moment.landed:
-            await _land(widget, held)
-    except BaseException:
+    if held.moment.landed:  # another page landed it while this one waited for the lock
         await held.release()
-        raise
-    await held.finish("", [admission.touch_call(actor.sandbox, _now_ms())])
+    else:
+        try:
+            await _land(widget, held)
+        except BaseException:
+            await held.release()
+            raise
+        await held.finish("", [admission.touch_call(actor.sandbox, _now_ms())])
     return (await snapshot.read(lab.conn, lab.catalog, widget, actor.sandbox, lab.snapshot_bytes))[1]
 
 
@@ -97,8 +99,7 @@ async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, adm
         verdict = None
         if question is not None and body.predict is not None:
             verdict = questions.judge(widget, question, body.predict.answer, await held.read(), before)
-        if slug in ("reset", "goto"):
-            held.remember(landed="1")
+        held.remember(landed="1")  # the scenario stands whole again (an action may have cleared it)
     except BaseException:
         await held.release()
         raise
@@ -127,10 +128,10 @@ def _question(lab: Lab, widget: Widget, slug: str, body: Body, before: Any) -> q
     on): the action still runs, unjudged."""
     if body.predict is None:
         return None
-    found = questions.offered(widget, lab.catalog.asked(widget), before)
-    if found is None or found.action != slug or found.id != body.predict.question:
-        return None
-    return found
+    for found in questions.offered(widget, lab.catalog.asked(widget), before):
+        if found.action == slug and found.id == body.predict.question:
+            return found
+    return None
 
 
 async def _land(widget: Widget, held: Turn) -> None:

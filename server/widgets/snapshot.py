@@ -36,7 +36,7 @@ class Snapshot(msgspec.Struct, kw_only=True):
     picture: dict[str, Any] | None
     problem: str | None  # a key of the wrong type: what it is, and Reset
     outcome: dict[str, Any] | None  # the last action's record (text, by whom, from which page)
-    question: dict[str, Any] | None  # the question open now, never its answer
+    questions: list[dict[str, Any]]  # the questions open now (one per action), never their answers
     steps: list[dict[str, Any]]  # the tour's checklist: id, label, reached
     progress: WidgetProgress
 
@@ -67,8 +67,7 @@ def compose(catalog: Catalog, widget: Widget, moment: Moment, fields: Mapping[st
     """The snapshot of one moment, with the sandbox's progress record's `fields`."""
     problem = moment.misfit()
     described = widget.describe(moment) if problem is None and moment.landed else None
-    question = (questions.offered(widget, catalog.asked(widget), moment)
-                if problem is None and moment.landed else None)
+    asked = questions.offered(widget, catalog.asked(widget), moment) if problem is None and moment.landed else []
     record = progress.of_widget(fields, widget.name, [s.id for s in widget.tour])
     return Snapshot(
         widget=widget.name,
@@ -80,7 +79,7 @@ def compose(catalog: Catalog, widget: Widget, moment: Moment, fields: Mapping[st
         picture=described.picture if described else None,
         problem=problem,
         outcome=_json_object(moment.state.get("outcome")),
-        question=question.as_json() if question else None,
+        questions=[q.as_json() for q in asked],
         steps=[{"id": s.id, "label": s.label, "reached": s.id in record.reached} for s in widget.tour],
         progress=record,
     )

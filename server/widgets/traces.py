@@ -103,7 +103,7 @@ async def record(lab: runner.Lab, widget: Widget, sandbox: str) -> Trace:
     for step in widget.tour:
         for slug, raw in step.replay:
             action = widget.actions[slug]
-            asked = snap.question["legend"] if snap.question and snap.question["action"] == slug else ""
+            asked = next((q["legend"] for q in snap.questions if q["action"] == slug), "")
             acted = await runner.act(lab, widget, actor, slug, msgspec.convert(raw, action.body))
             _, snap = await snapshot.read(lab.conn, lab.catalog, widget, sandbox)
             after = keys_of(snap)

@@ -79,8 +79,6 @@ async def test_one_ill_formed_id_anywhere_lands_nothing(conn, bad: str, where_at
     batch[where_at]["children"][-1]["id"] = bad  # type: ignore[index]
     with pytest.raises(keyspace.BadId):
         await flows.add_bulk(conn, Q, batch)
-    with pytest.raises(keyspace.BadId):
-        await flows.add_bulk_pipelined(conn, Q, batch)
     assert await dbsize(conn) == 0
 
 
@@ -106,10 +104,9 @@ def long_batch(rng: random.Random, size: int) -> tuple[list[dict[str, object]], 
     return batch, expected
 
 
-@pytest.mark.parametrize("adder", [flows.add_bulk, flows.add_bulk_pipelined])
-async def test_a_long_batch_returns_the_landed_flows_in_input_order(conn, adder) -> None:
+async def test_a_long_batch_returns_the_landed_flows_in_input_order(conn) -> None:
     batch, expected = long_batch(random.Random(7), 200)
-    landed = await adder(conn, Q, batch)
+    landed = await flows.add_bulk(conn, Q, batch)
     assert [parent for parent, _ in landed] == expected
     for parent, children in landed:
         assert children == [f"{parent}a", f"{parent}b", f"{parent}c"]
@@ -126,17 +123,3 @@ async def test_a_long_batch_returns_the_landed_flows_in_input_order(conn, adder)
             assert await conn.exists(keyspace.job_key(Q, f"{parent}a")) == 0
 
 
-async def test_pipelined_bulk_writes_the_same_keys_as_add_bulk(conn) -> None:
-    batch = seed_batch()
-    await flows.add_bulk(conn, Q, batch)
-    plain = {k: await conn.dump(k) for k in sorted(await all_keys(conn))}
-    await conn.flushdb()
-    await flows.add_bulk_pipelined(conn, Q, batch)
-    piped = {k: await conn.dump(k) for k in sorted(await all_keys(conn))}
-    assert plain.keys() == piped.keys()
-    for key in plain:
-        assert await conn.type(key) in ("hash", "zset", "string", "list")
-    assert await row(conn, Q, "JOB0KHTOWnGLuB") == {
-        "state": "pending", "attempts": "0", "payload": "p-JOB0KHTOWnGLuB",
-        "parent": "JOB0KHTOWnGLuA", "parent_policy": "fp",
-    }

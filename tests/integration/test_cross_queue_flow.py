@@ -58,7 +58,7 @@ async def test_parent_released_once_only_after_the_pump_delivered_everything(con
     # a crash-replayed entry is a harmless duplicate: still released once
     entry = pump.OutboxEntry("completed", "JOBm", MAIL, "r-JOBm", "JOBp", Q, "fp")
     await conn.rpush(keyspace.outbox_key(MAIL), pump.encode_entry(entry))
-    report = await pump.deliver_page(conn, await pump.read_page(conn, MAIL, 10))
+    report = await pump.deliver_page(conn, MAIL, await pump.read_page(conn, MAIL, 10))
     assert report == pump.DeliveryReport(delivered=1, duplicates=1, blocked=None)
     assert await members(conn, Q, "pending") == ["JOBp"]
     assert (await row(conn, Q, "JOBp"))["state"] == "pending"

@@ -89,7 +89,7 @@ async def _step(conn, model: Model, op: str, pick: int) -> None:
     elif op == "crash":
         # read and deliver, then "crash" before the trim
         queue = (MAIL, BILL)[pick % 2]
-        await pump.deliver_page(conn, await pump.read_page(conn, queue, 1 + pick % 3))
+        await pump.deliver_page(conn, queue, await pump.read_page(conn, queue, 1 + pick % 3))
 
 
 async def _check(conn, model: Model) -> None:

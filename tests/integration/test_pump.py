@@ -26,7 +26,7 @@ async def test_a_crash_before_trim_redelivers_harmlessly(conn) -> None:
     page = await pump.read_page(conn, MAIL, 10)
     assert len(page) == 2
     # crash: delivered, never trimmed
-    assert await pump.deliver_page(conn, page) == pump.DeliveryReport(2, 0, None)
+    assert await pump.deliver_page(conn, MAIL, page) == pump.DeliveryReport(2, 0, None)
     assert await conn.llen(keyspace.outbox_key(MAIL)) == 2
     assert await members(conn, Q, "pending") == ["JOBp"]
     # the next tick delivers the same page again: all duplicates, then trims
@@ -68,7 +68,7 @@ async def test_a_poison_entry_blocks_only_what_stands_behind_it(conn) -> None:
     for _ in range(3):
         assert await pump.deliver_flow_completions(conn, MAIL, 10) == 0
     assert await _outbox(conn, MAIL) == [poison, behind]
-    report = await pump.deliver_page(conn, await pump.read_page(conn, MAIL, 10))
+    report = await pump.deliver_page(conn, MAIL, await pump.read_page(conn, MAIL, 10))
     assert report == pump.DeliveryReport(0, 0, poison)
     assert await results.dependencies(conn, Q, "JOBp") == 1
 

@@ -187,7 +187,7 @@ def test_poison_entries_are_capped_with_a_409_and_nothing_is_written_past_the_ca
 
 
 def test_the_cookie_secret_lives_in_a_0600_file_and_survives_a_valkey_flush(tmp_path: Path) -> None:
-    env = {"EMQLAB_STATE_DIR": str(tmp_path / "state"), "EMQLAB_SECRET": ""}
+    env = {"EMQLAB_DATA_DIR": str(tmp_path / "state"), "EMQLAB_SECRET": ""}
     with ValkeyProcess() as valkey:
         with running(valkey.url, env) as site:
             client = site.visitor()

@@ -26,26 +26,6 @@ async def test_add_lands_claimable_children_and_a_held_parent(conn) -> None:
     assert await where(conn, Q, "JOBp") == []
 
 
-async def test_with_a_tail_the_policies_wait_for_the_callers_round_trip(conn) -> None:
-    tail: list[tuple] = []
-    landed = await flows.add(conn, Q, flow("JOBp", "JOBa", {"id": "JOBb", "ignore_dependency_on_failure": True}),
-                             tail=tail)
-    assert landed == ("JOBp", ["JOBa", "JOBb"])
-    # landed, the policies not yet written: they are the caller's, in child order, after the land
-    assert "parent_policy" not in await row(conn, Q, "JOBa")
-    assert tail == [("HSET", keyspace.job_key(Q, "JOBa"), "parent_policy", "fp"),
-                    ("HSET", keyspace.job_key(Q, "JOBb"), "parent_policy", "id")]
-    for command in tail:
-        await conn.execute_command(*command)
-    assert (await row(conn, Q, "JOBa"))["parent_policy"] == "fp"
-    assert (await row(conn, Q, "JOBb"))["parent_policy"] == "id"
-    # a refused land leaves nothing in the tail either
-    refused: list[tuple] = []
-    with pytest.raises(errors.KindRefused):
-        await flows.add(conn, Q, flow("JOBq", "TASKx"), tail=refused)
-    assert refused == []
-
-
 async def test_claim_never_returns_a_held_parent(conn) -> None:
     await flows.add(conn, Q, flow("JOBp", "JOBa", "JOBb"))
     assert set(await claim_all(conn, Q)) == {"JOBa", "JOBb"}

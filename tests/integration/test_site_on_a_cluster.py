@@ -170,22 +170,3 @@ def test_one_script_on_one_server_answers_409(valkey) -> None:
         answer = client.post("/api/widgets/outbox/one-script")
         assert answer.status_code == 409
         assert "needs a cluster" in answer.json()["error"] and "emqlab serve --cluster" in answer.json()["error"]
-
-
-def test_workers_keep_tcp_nodelay() -> None:
-    """`--workers N`: uvicorn's supervisor binds the listener with proto 0, and
-    asyncio then leaves TCP_NODELAY off on every accepted connection (~40 ms a
-    keep-alive request); `run_uvicorn` re-wraps it with IPPROTO_TCP."""
-    import socket
-
-    from uvicorn.config import Config
-
-    from server.cli import nodelay_listener
-    from server.valkey.process import free_port
-
-    nodelay_listener()
-    sock = Config("server.cli:app_from_env", host="127.0.0.1", port=free_port()).bind_socket()
-    try:
-        assert sock.proto == socket.IPPROTO_TCP and sock.get_inheritable()
-    finally:
-        sock.close()

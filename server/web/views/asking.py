@@ -202,8 +202,9 @@ async def press(request: Request) -> Response:
     widget = lab.catalog.widgets[found.widget]
     sandbox = room.host if room.mode == "demo" and room.host else room.sandbox
     before = await turn.read(conn, widget, sandbox)
-    question = questions.offered(widget, lab.catalog.asked(widget), before)
-    if question is None or question.id != found.question:
+    question = next((q for q in questions.offered(widget, lab.catalog.asked(widget), before)
+                     if q.id == found.question and q.action == found.action), None)
+    if question is None:
         raise guards.Refused(409, "the question is not open in the class's sandbox now: ask the class again")
     action = widget.actions[found.action]
     actor = Actor(sandbox, sandbox, by="instructor", records=room.mode == "demo")  # a demo's host is the instructor

@@ -1,130 +1,81 @@
 """The console's endpoints.
 
     POST /api/console   {"command": "HGETALL emq:{fanin}:job:JOBparent"}
-                        -> {"command", "reply_lines", "kind": "reply" | "error"}
+                        -> {"command", "reply_lines", "kind": "reply" | "error" | "refused"[, "error"]}
     GET  /api/console   -> {"transcript": [{"command", "reply_lines", "kind"}, ...]}
 
-A command passes the guards every widget action passes (Origin, the sandbox
-from the signed cookie, demo mode read-only for writes, the rate limit, the
-key cap for writes), then the console's own checks (server/console/). A
-refusal is a 4xx whose JSON names the reason, with the line the transcript
-shows (`kind: "refused"`), and nothing was sent to Valkey. A write runs under
-the action lock of the widgets whose queues it touches and ends as their
-actions do (a new version, the key count recorded), so every open page
-repaints; its effects reach the effects log through the keyspace
-notifications, as for any click.
+A line passes the guards every action passes (Origin, the sandbox from the
+signed cookie, a class's read-only demo, rates), then the console itself
+(server/console/): it runs as the sandbox's Valkey ACL user, so a key outside
+the sandbox answers Valkey's own NOPERM; a write runs under the lock of the
+widget owning its queue and within the sandbox's byte budget. Every open page
+of the widget repaints through the stream, as for a click.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Annotated, Any
 
+import msgspec
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
-from server.console import owners, run, transcript
-from server.console import plan as planning
-from server.console.allow import Refusal
-from server.console.confine import Confinement
-from server.console.parse import Limits, Malformed
-from server.sandboxes.sandbox import NoSandbox
-from server.web import body, guard
+from server.console import transcript
+from server.console.api import ConsoleContext, run_line
+from server.console.lock import queue_lock
+from server.console.parse import Limits
+from server.web import bodies, guards
 from server.web.answer import JSONAnswer
-from server.web.errors import OUT_OF_MEMORY, is_out_of_memory
-from server.web.views.api import answer_error, context
-from server.widgets import WIDGETS
-from server.widgets.base import TooManyKeys
-
-CONSOLE = "console"  # the name activity and rate records use
+from server.web.errors import answer_error
 
 
-def course_queues() -> frozenset[str]:
-    """Every queue a widget uses, relative to the sandbox ("fanin", "outbox.orders")."""
-    return frozenset(".".join(parts) for widget in WIDGETS.values() for parts in widget.queue_parts)
+class Line(msgspec.Struct, forbid_unknown_fields=True):
+    command: Annotated[str, msgspec.Meta(max_length=8192)]
 
 
-def limits(request: Request) -> Limits:
-    return Limits(argument_bytes=request.app.state.settings.max_payload_bytes)
+def widget_lock(request: Request, sandbox: str) -> Callable[[str], AbstractAsyncContextManager[Any]]:
+    """A queue's lock is its widget's: the lock of the widget's first queue,
+    the one every action of that widget takes (server/widgets/turn.py)."""
+    catalog = request.app.state.catalog
+    first = {part: w.queue_parts[0] for w in catalog.widgets.values() for part in w.queue_parts}
+    lock = queue_lock(request.app.state.conn, sandbox)
+    return lambda part: lock(first.get(part, part))
 
 
-def refused(status: int, message: str, command: str) -> JSONAnswer:
-    return JSONAnswer(
-        {"error": message, "command": command, "reply_lines": [f"(refused) {message}"], "kind": "refused"},
-        status_code=status, headers={"Retry-After": "10"} if status == 429 else None,
-    )
-
-
-async def read_command(request: Request) -> str:
-    payload = await body.read_json(request, request.app.state.settings.max_body_bytes)
-    command = payload.get("command")
-    if not isinstance(command, str) or set(payload) - {"command"}:
-        raise Malformed('send {"command": "<a Valkey command>"} and nothing else')
-    return command
+def context(request: Request, entry: guards.Entry) -> ConsoleContext:
+    settings, catalog = request.app.state.settings, request.app.state.catalog
+    queues = frozenset(part for w in catalog.widgets.values() for part in w.queue_parts)
+    return ConsoleContext(admin=request.app.state.conn, runner=request.app.state.console, sandbox=entry.sandbox,
+                          queues=queues, lock=widget_lock(request, entry.sandbox), budget=settings.sandbox_bytes,
+                          limits=Limits(argument_bytes=settings.max_payload_bytes),
+                          read_only=guards.DEMO_REFUSAL if entry.readonly else None)
 
 
 async def run_command(request: Request) -> JSONAnswer:
-    command = ""
     try:
-        guard.check_origin(request)
-        sandbox = guard.sandbox_of(request)
-        command = await read_command(request)
-        where = Confinement(sandbox, course_queues())
-        plan = planning.plan(command, where, limits(request))
-        if plan.writes:
-            guard.check_demo(request)
-        await guard.enter(request, sandbox, CONSOLE)
-        answer = await execute(request, sandbox, plan, where)
-        await transcript.record(
-            request.app.state.conn, sandbox, guard.visitor_of(request), answer.as_json(),
-            request.app.state.settings.sandbox_ttl,
-        )
-        return JSONAnswer(answer.as_json())
-    except (Refusal, guard.Refused) as exc:
-        return refused(exc.status, str(exc), command)
-    except TooManyKeys as exc:
-        return refused(409, str(exc), command)
-    except (Malformed, body.BadBody) as exc:
-        return refused(getattr(exc, "status", 400), str(exc), command)
+        # a read-only page may still read: its writes are refused by the console itself
+        entry = await guards.enter(request, write=False)
+        guards.check_origin(request)
+        line = await bodies.read(request, Line)
+        reply = await run_line(context(request, entry), line.command)
+        await transcript.record(request.app.state.conn, entry.sandbox, entry.visitor, reply.body(),
+                                request.app.state.settings.sandbox_ttl)
+        return JSONAnswer(reply.body(), status_code=reply.status)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a clear JSON answer
-        if is_out_of_memory(exc):
-            return out_of_memory(command, exc)
         return answer_error(exc)
-
-
-def out_of_memory(command: str, exc: Exception) -> JSONAnswer:
-    """Valkey refused the command for memory: the 503 every fault gets, and
-    the transcript's line in Valkey's own words (nothing was written)."""
-    lines = run.error_lines(exc)
-    return JSONAnswer({"error": OUT_OF_MEMORY, "command": command, "reply_lines": lines, "kind": "error"},
-                      status_code=503, headers={"Retry-After": "30"})
-
-
-async def execute(request: Request, sandbox: str, plan: planning.Plan, where: Confinement) -> run.Answer:
-    """Reads run as they are; a write runs under the locks of the widgets it touches."""
-    conn = request.app.state.console_conn
-    if not plan.writes:
-        return await run.execute(conn, plan, where)
-    ctx = context(request, sandbox)
-    async with owners.held(ctx, set(plan.written), request.app.state.settings.max_keys_per_sandbox):
-        await owners.index(ctx, plan.written)
-        return await run.execute(conn, plan, where)
 
 
 async def read_transcript(request: Request) -> JSONAnswer:
     try:
-        sandbox = guard.sandbox_of(request)
-        entries: list[dict[str, Any]] = await transcript.read(
-            request.app.state.conn, sandbox, guard.visitor_of(request)
-        )
+        entry = await guards.enter(request, write=False, counts="reads")
+        entries = await transcript.read(request.app.state.conn, entry.sandbox, entry.visitor)
         return JSONAnswer({"transcript": entries})
-    except NoSandbox as exc:
-        return JSONAnswer({"error": str(exc)}, status_code=403)
     except Exception as exc:  # noqa: BLE001
         return answer_error(exc)
 
 
 def routes() -> list[BaseRoute]:
-    return [
-        Route("/api/console", run_command, methods=["POST"]),
-        Route("/api/console", read_transcript, methods=["GET"]),
-    ]
+    return [Route("/api/console", run_command, methods=["POST"]),
+            Route("/api/console", read_transcript, methods=["GET"])]

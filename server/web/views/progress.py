@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from server.exercises import catalogue
 from server.lifecycle import resets
 from server.sandboxes import progress
 from server.sandboxes.progress import WidgetProgress
@@ -53,8 +54,11 @@ async def course_progress(request: Request, visitor: str) -> list[DiveProgress]:
     dives = []
     for dive in course_of(request).dives:
         found = [catalog.widgets[n] for n in dive.widgets if n in catalog.widgets]
+        exercises = [{"name": ex.name, "title": ex.title, "best": progress.exercise_best(fields, ex.name)}
+                     for ex in (catalogue.get(n) for n in catalogue.names()) if ex.page == dive.path]
         dives.append(DiveProgress(dive.path, dive.title,
-                                  [progress.of_widget(fields, w.name, [s.id for s in w.tour]) for w in found]))
+                                  [progress.of_widget(fields, w.name, [s.id for s in w.tour]) for w in found],
+                                  exercises))
     return dives
 
 
@@ -71,7 +75,8 @@ async def page(request: Request) -> Response:
     dives = await dive_progress(request)
     done = request.query_params.get("done") == "start-over"
     context = {"dives": list(dives.values()) if dives is not None else None, "page": None, "current_hub": None,
-               "course": course_of(request), "titles": {n: w.title for n, w in request.app.state.catalog.widgets.items()},
+               "course": course_of(request),
+               "titles": {n: w.title for n, w in request.app.state.catalog.widgets.items()},
                "started_over": done, "confirming": request.query_params.get("confirm") == "start-over"}
     return respond(request, "progress.html", context, 200 if dives is not None else 503)
 

@@ -1,6 +1,7 @@
-// enqueue-stepper.js — the @enqueue_flow stepper. Highlights the move Valkey
-// has run to, keeps the checkbox in step with the server's record, and draws
-// the parent, its counter and the children as the keys after that move hold them.
+// enqueue-stepper.js — the @enqueue_flow stepper. Marks the move Valkey has
+// run to (in the move list, in the widget's listing and in the text's
+// listing), keeps the checkbox as the server's record says, and draws the
+// parent, its counter and the children as the keys after that move hold them.
 import { register, act } from "./lab.js";
 import { $, el, parentCard, jobCard, counterBox, dependenciesBefore } from "./cards.js";
 
@@ -23,36 +24,39 @@ function picture(root, snapshot, previous) {
   $(root, "picture").replaceChildren(box);
 }
 
-function render(root, snapshot, previous) {
-  const { move, total, non_job: nonJob, refused, refused_at: refusedAt } = snapshot.picture;
-  // A refusal is drawn at the move whose lines refused (the gate), with no
-  // move done: nothing ran past it, so nothing was written.
-  const current = refused ? refusedAt : move;
+function markMoves(root, move, current, refused, refusedAt) {
   root.querySelectorAll(".moves li").forEach((li) => {
     const n = Number(li.dataset.move);
-    li.classList.toggle("done", n < move && !refused);
+    li.classList.toggle("done", n <= move && n !== current);
     li.classList.toggle("current", n === current);
-    li.classList.toggle("refused", Boolean(refused) && n === refusedAt);
+    li.classList.toggle("refused", refused && n === refusedAt);
     if (n === current) li.setAttribute("aria-current", "step");
     else li.removeAttribute("aria-current");
   });
   root.querySelectorAll(".stepper-listing .line").forEach((line) => {
     const n = Number(line.dataset.move || 0);
-    line.classList.toggle("current", n === current && n > 0);
-    line.classList.toggle("refused", Boolean(refused) && n === refusedAt);
-    line.classList.toggle("ran", !refused && n > 0 && n < move);
+    line.classList.toggle("current", n > 0 && n === current);
+    line.classList.toggle("refused", refused && n === refusedAt);
+    line.classList.toggle("ran", n > 0 && n <= move && n !== current);
   });
   // The text lists the whole file once; the widget points into it.
   document.querySelectorAll('figure.listing[data-script="enqueue_flow"]:not([data-move]) .line').forEach((line) => {
     line.classList.toggle("is-current", current > 0 && Number(line.dataset.move || 0) === current);
   });
+}
+
+function render(root, snapshot, previous) {
+  const { move, total, non_job: nonJob, refused, refused_at: refusedAt } = snapshot.picture;
+  // A refusal is drawn at the move whose lines refused; the moves before it ran.
+  const current = refused ? refusedAt : move;
+  markMoves(root, move, current, Boolean(refused), refusedAt);
   const shown = root.querySelectorAll(".stepper-listing .line.current");
   const span = shown.length ? `lines ${shown[0].dataset.line}–${shown[shown.length - 1].dataset.line}` : "";
   $(root, "listing-note").textContent = !shown.length
     ? "nothing has run yet; the whole file is listed in the text"
     : `move ${current}, ${span}${refused ? ", where it refused" : ""}, also marked in the listing in the text`;
   $(root, "non-job").checked = nonJob;
-  root.querySelector('button[data-action="previous"]').disabled = move === 0;
+  root.querySelector('button[data-action="previous"]').disabled = move === 0 && !refused;
   root.querySelector('button[data-action="next"]').disabled = move >= total || Boolean(refused);
   root.dataset.move = String(move);
   picture(root, snapshot, previous);

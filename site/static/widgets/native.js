@@ -3,13 +3,13 @@
 // reply and the queue's keys before and after, all as the server recorded
 // them in Valkey. Whether anything changed is the server's byte comparison.
 import { register } from "./lab.js";
-import { $, el, parentCard, jobCard, shortName } from "./cards.js";
+import { $, el, keyName, parentCard, jobCard, shortName } from "./cards.js";
 import { formatValue } from "./panels.js";
 
 function keyTable(caption, keys, role, marked) {
   const table = el("table", "keys");
   table.dataset.role = role;
-  table.createCaption().textContent = `${caption} · ${keys.length} keys`;
+  table.createCaption().textContent = `${caption} · ${keys.length} key${keys.length === 1 ? "" : "s"}`;
   const head = table.createTHead().insertRow();
   for (const label of ["key", "type", "value"]) {
     const th = el("th", "", label);
@@ -21,7 +21,9 @@ function keyTable(caption, keys, role, marked) {
     const row = body.insertRow();
     row.dataset.key = key.name;
     if (marked.has(key.name)) row.classList.add("changed");
-    row.append(el("td", "key-name", shortName(key.name)), el("td", "key-type", key.type), el("td", "", formatValue(key)));
+    const name = el("td", "key-name");
+    name.append(keyName(shortName(key.name)));
+    row.append(name, el("td", "key-type", key.type), el("td", "key-value", formatValue(key)));
   }
   return table;
 }
@@ -68,7 +70,9 @@ function render(root, snapshot) {
   box.append(list);
   const parts = [box];
   if (executor === "absent") {
-    parts.push(el("p", "widget-status", "This Valkey has no EMQ module loaded: the native executor is absent here."));
+    const note = el("p", "picture-note", "This Valkey has no EMQ module loaded: the native executor is absent here.");
+    note.dataset.role = "executor";
+    parts.push(note);
   }
   parts.push(lastLine(last));
   $(root, "picture").replaceChildren(...parts);

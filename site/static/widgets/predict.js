@@ -64,20 +64,20 @@ function answer(box) {
 extensions.push({
   paint(name, root, snapshot) {
     const place = slot(root);
-    const q = snapshot.question;
-    if (!q) place.replaceChildren();
-    else {
-      const shown = place.querySelector("fieldset");
-      // Keep what the learner is typing while the stream repaints the same question.
-      if (!(shown && shown.dataset.question === q.id && !shown.dataset.used)) place.replaceChildren(question(name, q, root));
-    }
+    // One fieldset per open question (one per action); one the learner is
+    // typing in, still open and not yet answered, is kept as it is.
+    const kept = new Map([...place.querySelectorAll("fieldset")].filter((f) => !f.dataset.used)
+      .map((f) => [f.dataset.question, f]));
+    const boxes = (snapshot.questions || []).map((q) => kept.get(q.id) || question(name, q, root));
+    const same = boxes.length === place.children.length && boxes.every((b, i) => place.children[i] === b);
+    if (!same) place.replaceChildren(...boxes);
     ticks(root, snapshot.steps);
     // In a class acting in another sandbox the record is the learner's own (the answer's), not this one's.
     if (!root.dataset.classMode || root.dataset.classMode === "own") showWidget(root, snapshot.progress);
   },
   body(name, action, root) {
-    const box = root.querySelector('[data-role="predict"] fieldset');
-    if (!box || box.dataset.questionFor !== action) return {};
+    const box = root.querySelector(`[data-role="predict"] fieldset[data-question-for="${action}"]`);
+    if (!box) return {};
     const given = answer(box);
     if (given === null) return {};
     box.dataset.used = "1"; // answered: the next snapshot draws the next question afresh

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from server.content import ContentError, Course
+from server.content.errors import DirectiveError
 from server.content.scripts import DirScripts
 
 SCRIPTS = DirScripts(Path(__file__).parent / "fixtures" / "scripts")
@@ -69,20 +70,26 @@ def test_hubs_and_dives_are_ordered_by_front_matter(tmp_path):
     ]
 
 
-def test_prev_and_next_stay_within_the_hub(tmp_path):
+def test_prev_and_next_run_through_the_whole_course_across_hubs(tmp_path):
     course = _site(tmp_path)
+    only = course.page("/beta/only")
     first, second, third = (course.page(f"/alpha/{s}") for s in ("first", "second", "third"))
-    assert (first.prev_page, first.next_page) == (None, second)
+    assert (only.prev_page, only.next_page) == (None, first)
+    assert (first.prev_page, first.next_page) == (only, second)
     assert (second.prev_page, second.next_page) == (first, third)
     assert (third.prev_page, third.next_page) == (second, None)
-    only = course.page("/beta/only")
-    assert only.prev_page is None and only.next_page is None
 
 
-def test_dive_kicker_names_the_hub_and_the_dive_number(tmp_path):
+def test_dive_kicker_names_the_hub_and_the_dives_number_in_the_course(tmp_path):
     course = _site(tmp_path)
-    assert course.page("/alpha/second").kicker == "Alpha · dive 02"
-    assert course.page("/beta/only").kicker == "Beta · dive 02"
+    # beta is the first hub (order 1): its only dive is dive 01 whatever its order in the hub
+    assert [(d.path, d.number, d.kicker) for d in course.dives] == [
+        ("/beta/only", 1, "Beta · dive 01"),
+        ("/alpha/first", 2, "Alpha · dive 02"),
+        ("/alpha/second", 3, "Alpha · dive 03"),
+        ("/alpha/third", 4, "Alpha · dive 04"),
+    ]
+    assert course.index.number == 0 and course.page("/alpha").number == 0
 
 
 def test_related_entries_link_only_to_pages_that_exist(tmp_path):
@@ -194,3 +201,81 @@ def test_inline_front_matter_fields_escape_raw_html(tmp_path):
     (tmp_path / "alpha/first.md").write_text(text)
     page = Course.load(tmp_path, scripts=SCRIPTS).page("/alpha/first")
     assert str(page.lede_html) == "Hi &lt;script&gt;x()&lt;/script&gt; <code>code</code>"
+
+
+QUESTIONED = """
+## Try it
+
+```{widget} fanin
+questions:
+  - id: deps
+    action: complete-child
+    legend: "Predict: what will :dependencies be?"
+    reading: dependencies
+    when: children-outstanding
+    answer: number
+    says: ":dependencies = {value}"
+```
+"""
+
+
+def test_placements_yield_every_widget_fence_with_its_page_in_course_order(tmp_path):
+    _site(tmp_path)
+    _write(tmp_path, "alpha/second.md", DIVE.format(title="Second", order=2, extra="") + QUESTIONED)
+    _write(tmp_path, "beta/only.md", DIVE.format(title="Only", order=2, extra="")
+           + "\n## Console\n\n```{widget} console\ntry-1: GET x\n```\n")
+    course = Course.load(tmp_path, scripts=SCRIPTS)
+    found = [(page.path, p.name, p.line, [q.id for q in p.questions]) for page, p in course.placements()]
+    assert found == [("/beta/only", "console", 23, []), ("/alpha/second", "fanin", 23, ["deps"])]
+    assert course.page("/alpha/second").placements[0].question("deps").reading == "dependencies"
+    assert [q.id for q in course.questions_of("fanin")] == ["deps"]
+    assert course.questions_of("console") == ()
+
+
+def test_a_placement_check_that_refuses_stops_the_load_naming_the_dive_and_the_line(tmp_path):
+    _site(tmp_path)
+    _write(tmp_path, "alpha/second.md", DIVE.format(title="Second", order=2, extra="") + QUESTIONED)
+    seen = []
+
+    def check(page, placement):
+        seen.append((page.path, placement.name))
+        for question in placement.questions:
+            if question.reading == "dependencies":
+                raise DirectiveError(f"fanin has no reading {question.reading!r}", question.line)
+
+    with pytest.raises(ContentError, match=r"alpha/second\.md:25: fanin has no reading 'dependencies'"):
+        Course.load(tmp_path, scripts=SCRIPTS, check_placement=check)
+    assert seen == [("/alpha/second", "fanin")]
+
+    def refuse_the_fence(page, placement):
+        raise ContentError("no such widget here")
+
+    with pytest.raises(ContentError, match=r"alpha/second\.md:23: no such widget here"):
+        Course.load(tmp_path, scripts=SCRIPTS, check_placement=refuse_the_fence)
+
+
+def test_a_broken_question_stops_the_load_naming_the_dive_and_its_line(tmp_path):
+    _site(tmp_path)
+    broken = QUESTIONED.replace('legend: "Predict: what', 'legend: "Guess: what')
+    _write(tmp_path, "alpha/second.md", DIVE.format(title="Second", order=2, extra="") + broken)
+    with pytest.raises(ContentError, match=r"alpha/second\.md:27: a question's legend starts with 'Predict'"):
+        Course.load(tmp_path, scripts=SCRIPTS)
+
+
+def test_one_widgets_questions_are_declared_in_one_place_only(tmp_path):
+    _site(tmp_path)
+    _write(tmp_path, "alpha/second.md", DIVE.format(title="Second", order=2, extra="") + QUESTIONED)
+    _write(tmp_path, "alpha/first.md", DIVE.format(title="First", order=1, extra="") + QUESTIONED)
+    with pytest.raises(ContentError, match=r"alpha/second\.md:23: questions for 'fanin' are declared again "
+                                           r"\(first at .*alpha/first\.md:23\)"):
+        Course.load(tmp_path, scripts=SCRIPTS)
+
+
+def test_render_placement_draws_each_widget_from_its_placement(tmp_path):
+    _site(tmp_path)
+    _write(tmp_path, "alpha/second.md", DIVE.format(title="Second", order=2, extra="") + QUESTIONED)
+    page = Course.load(tmp_path, scripts=SCRIPTS).page("/alpha/second")
+    html = page.render_body(render_placement=lambda p: f'<section data-q="{len(p.questions)}">{p.name}</section>')
+    assert '<section data-q="1">fanin</section>' in html
+    assert '<aside class="dive-aside">' in html
+    assert 'data-widget="fanin"' in page.render_body(lambda name, options: f'<b data-widget="{name}"></b>')

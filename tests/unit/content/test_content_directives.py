@@ -24,7 +24,11 @@ def test_widget_token_carries_name_and_options():
     md = make_markdown(None, SCRIPTS, sections=False)
     (token,) = _tokens(md, "```{widget} fanin\nstart: 2\nlabel: three children\n```\n")
     assert token.type == "widget"
-    assert token.meta == {"name": "fanin", "options": {"start": "2", "label": "three children"}}
+    assert token.meta["name"] == "fanin"
+    assert token.meta["options"] == {"start": "2", "label": "three children"}
+    placement = token.meta["placement"]
+    assert (placement.name, placement.options, placement.questions, placement.line) == (
+        "fanin", {"start": "2", "label": "three children"}, (), 1)
 
 
 def test_widget_render_calls_the_apps_render_widget_with_name_and_options():
@@ -67,6 +71,8 @@ def test_any_widget_name_is_accepted_without_a_known_set():
         "```{widget} two names\n```\n",
         "```{widget} fanin\nnot an option line\n```\n",
         "```{widget} fanin\nstart: 1\nstart: 2\n```\n",
+        "```{widget} fanin\nstart: [1, 2]\n```\n",  # an option is one line of text
+        "```{widget} fanin\n- a list\n```\n",
     ],
 )
 def test_malformed_widget_fence_is_an_error(fence):

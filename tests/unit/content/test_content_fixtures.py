@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from markdown_it.utils import read_fixture_file
 
+from server.content.errors import DirectiveError
 from server.content.host_code import HostFiles
 from server.content.markdown import make_markdown
 from server.content.scripts import DirScripts
@@ -47,3 +49,18 @@ def test_sections_fixture(line, title, text, expected):
 def test_raw_html_fixture_is_escaped(line, title, text, expected):
     md = make_markdown(WIDGETS, SCRIPTS, sections=True)
     assert md.render(text) == expected
+
+
+@_cases("questions.md")
+def test_questions_fixture_parses_each_widget_body_into_a_placement(line, title, text, expected):
+    md = make_markdown(None, SCRIPTS, sections=False)
+    placements = [t.meta["placement"].as_json() for t in md.parse(text, {}) if t.type == "widget"]
+    assert json.dumps(placements, indent=1, ensure_ascii=False) + "\n" == expected
+
+
+@_cases("question_errors.md")
+def test_question_errors_fixture_names_the_line_of_each_broken_declaration(line, title, text, expected):
+    md = make_markdown(None, SCRIPTS, sections=False)
+    with pytest.raises(DirectiveError) as info:
+        md.parse(text, {})
+    assert str(info.value) + "\n" == expected

@@ -63,7 +63,7 @@ def test_every_host_listing_of_the_course_names_a_function_that_exists_in_the_ru
         if token.type == "listing" and "host" in token.meta
     ]
     names = {f"{h.path}::{h.name}" for h in shown}
-    assert {"server/emq/flows.py::add", "server/emq/jobs.py::complete", "server/emq/jobs.py::lineage",
+    assert {"server/emq/flows.py::_path", "server/emq/jobs.py::complete_call", "server/emq/results.py::dependencies",
             "server/emq/jobs.py::policy_arm", "server/emq/flows.py::add_bulk"} <= names
     root = Path(__file__).resolve().parents[3]
     for host in shown:
@@ -78,9 +78,22 @@ def test_a_dive_naming_a_host_function_that_no_longer_exists_fails_the_course_lo
         dest.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
     dive = tmp_path / "flows" / "parent-and-children.md"
     text = dive.read_text(encoding="utf-8")
-    assert "server/emq/flows.py::add\n" in text
+    assert "server/emq/flows.py::_path\n" in text
     dive.write_text(
-        text.replace("server/emq/flows.py::add\n", "server/emq/flows.py::add_renamed\n", 1), encoding="utf-8"
+        text.replace("server/emq/flows.py::_path\n", "server/emq/flows.py::_path_renamed\n", 1), encoding="utf-8"
     )
-    with pytest.raises(ContentError, match=r"parent-and-children.md.*add_renamed"):
+    with pytest.raises(ContentError, match=r"parent-and-children.md:\d+: .*_path_renamed"):
         Course.load(tmp_path)
+
+
+def test_a_folded_listing_keeps_its_figure_inside_a_details_with_its_one_line_summary():
+    html = _md().render("```{listing} server/demo.py::land\nfold: How `land` builds its keys\n```\n")
+    assert html.startswith('<details class="listing-fold"><summary>How <code>land</code> builds its keys</summary>\n'
+                           '<figure class="listing listing-host" data-host="server/demo.py::land">')
+    assert html.endswith("</figure>\n</details>\n")
+
+
+def test_a_fold_without_a_summary_is_refused_at_its_line():
+    with pytest.raises(DirectiveError, match="fold: needs a one-line summary") as info:
+        _md().parse("```{listing} server/demo.py::land\nfold: ''\n```\n")
+    assert info.value.line == 2

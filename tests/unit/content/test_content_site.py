@@ -164,15 +164,12 @@ def test_dive_page_has_the_full_anatomy(client):
     assert "https://valkey.io/commands/evalsha/" in nav
 
 
-def test_related_entries_outside_flows_lab_are_plain_text_never_links(client):
-    page = client.get("/flows/parent-and-children").text
-    doc = Doc(page)
-    link_texts = set()
-    for match in re.finditer(r"<a [^>]*>(.*?)</a>", page, re.DOTALL):
-        link_texts.add(html.unescape(match.group(1)).strip())
-    for absent in ("The Protocol", "The native module", "redis-patterns · Reliable Queues"):
-        assert f"{absent} (not in Flows Lab)" in doc.text
-        assert absent not in link_texts
+def test_every_related_entry_of_a_dive_is_a_link_to_a_page_of_this_course(course):
+    # a page the learner cannot open is no reference: the dives name only pages of Flows Lab
+    for dive in course.dives:
+        assert dive.related, dive.path
+        for entry in dive.related:
+            assert entry.in_course and course.page(entry.href) is not None, (dive.path, entry.title)
 
 
 def test_dive_scripts_block_loads_one_module_per_widget_and_the_predictions(client):
@@ -235,13 +232,12 @@ def test_hub_lists_its_dives_in_order_with_ledes(client):
     assert "Flows · dive 02" in doc.text
 
 
-def test_batches_hub_names_the_dives_flows_lab_leaves_out_as_plain_text(client):
-    page = client.get("/batches").text
-    doc = Doc(page)
-    assert "Enqueue many" in doc.text and "Batch lease extension" in doc.text
-    hrefs = [a.get("href") for a in doc.all("a")]
-    assert "/batches/bulk-flows" in hrefs
-    assert not any("enqueue-many" in (h or "") or "lease" in (h or "") for h in hrefs)
+def test_batches_hub_links_its_dive_and_the_flows_dives_it_builds_on(client):
+    doc = Doc(client.get("/batches").text)
+    hrefs = {a.get("href") for a in doc.all("a")}
+    assert {"/batches/bulk-flows", "/flows/parent-and-children", "/flows/cross-queue"} <= hrefs
+    assert "Batches · dive 04" in doc.text
+    assert "(not in Flows Lab)" not in doc.text
 
 
 def test_index_lists_every_hub_and_every_dive(client, course):
@@ -294,10 +290,17 @@ def test_bulk_flows_ends_in_a_page_of_the_course_not_a_dead_end(client):
     assert {"/flows/parent-and-children", "/flows/cross-queue"} <= {a.get("href") for a in hub.all("a")}
 
 
-def test_host_listings_show_the_python_the_server_runs_beside_the_scripts(client):
+def test_host_plumbing_is_folded_while_the_scripts_the_widgets_run_stay_in_view(client):
     page = client.get("/flows/parent-and-children").text
-    for where in ("server/emq/flows.py::add", "server/emq/jobs.py::lineage", "server/emq/jobs.py::complete",
-                  "server/emq/errors.py::translate"):
-        assert f'data-host="{where}"' in page
+    folds = re.findall(r'<details class="listing-fold"><summary>(.*?)</summary>\n<figure class="listing[^"]*"'
+                       r'(?: data-host="([^"]+)")?', page)
+    folded = {where for _, where in folds}
+    assert {"server/emq/flows.py::_path", "server/emq/flows.py::_same_queue_call",
+            "server/emq/errors.py::translate", "server/emq/jobs.py::complete_call"} <= folded
+    assert all(summary for summary, _ in folds)
+    for script in ("enqueue_flow", "complete", "requeue_lapsed"):
+        at = page.index(f'<figure class="listing" data-script="{script}">')
+        before = page[:at]
+        assert before.count("<details") == before.count("</details>"), f"{script}.lua is folded"
     assert 'class="language-python"' in page
     assert "EMQ.COMPLETE 5 emq:{q}:active" in html.unescape(page)

@@ -28,5 +28,5 @@ def test_a_dive_naming_an_unknown_widget_fails_the_load_with_its_file_and_line(t
     dive = content / "flows" / "parent-and-children.md"
     dive.write_text(dive.read_text(encoding="utf-8").replace("```{widget} fanin", "```{widget} fanout", 1),
                     encoding="utf-8")
-    with pytest.raises(ContentError, match=r"parent-and-children\.md: line \d+: unknown widget 'fanout'"):
+    with pytest.raises(ContentError, match=r"parent-and-children\.md:\d+: unknown widget 'fanout'"):
         load_course(content, known_widgets=KNOWN)

@@ -1,0 +1,173 @@
+"""The exercise grader: a run's time, the same scenarios without the grading, and runs per second.
+
+    python -m bench.bench_grader                 # 200 runs per exercise, 5 s of load
+    python -m bench.bench_grader --runs 50 --seconds 2
+
+Three measures, printed as a Markdown table (never asserted: the machine is
+shared):
+
+1. **A graded run**: ``grade()`` of the course's own script for each exercise,
+   one at a time on an idle pool — SCRIPT LOAD, the run's ACL user, every
+   check's scenario (landed with the course's scripts), the learner's calls
+   as that user under the watchdog with a key picture before and after each,
+   the user deleted and the keys swept.
+2. **The same scenarios, directly**: each check's scenario and judgments
+   exactly as above, but the exercise's transition is the course's script
+   run by the admin (``registry.run``: EVALSHA), with no run user, no
+   watchdog, no compile and no sweep; the pictures the judgments read stay.
+   The difference is what grading a learner's script costs.
+3. **Runs per second the pool holds**: the default pool (2 graders), eight
+   sandboxes each running the checks back to back for ``--seconds``.
+
+It also times the answers the watchdog gives: a runaway (SCRIPT KILL at
+500 ms) and a loop after a write (SIGKILL, then the grader back in the pool).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections.abc import Sequence
+
+from bench.stats import distribution
+from server.emq import registry
+from server.emq.errors import EmqError
+from server.exercises import GraderPool, PoolSettings, catalogue, grade
+from server.exercises.grader import Grader
+from server.exercises.outcome import Picture
+from server.exercises.runkeys import run_pattern
+from server.exercises.runuser import new_run_id
+from server.exercises.scene import Run, Scene
+from server.exercises.watchdog import Erred, Replied, plain
+
+OPEN = PoolSettings(sandbox_in_flight=64, sandbox_burst=1_000_000, sandbox_per_minute=1e9, queue_bound=256)
+
+
+class DirectScene(Scene):
+    """A scene whose transition is the course's own script, run by the admin."""
+
+    def __init__(self, run: Run, index: int, script: str) -> None:
+        super().__init__(run, index)
+        self.script = script
+
+    async def learner(
+        self, keys: Sequence[str], args: Sequence[str | int], step: str
+    ) -> tuple[Replied | Erred, Picture]:
+        self.step = step
+        self.before = await self.picture()
+        outcome: Replied | Erred
+        try:
+            outcome = Replied(plain(await registry.run(self.admin, self.script, keys, args)))
+        except EmqError as exc:
+            outcome = Erred(exc.message)
+        self.after = await self.picture()
+        return outcome, self.after
+
+
+async def direct_run(grader: Grader, name: str) -> None:
+    exercise = catalogue.get(name)
+    run = Run(grader, grader.admin_client(), "", new_run_id())
+    for index, check in enumerate(exercise.checks, 1):
+        await check.run(DirectScene(run, index, exercise.script))
+    await grader.run_keys().sweep(run_pattern(run.run_id))
+
+
+async def timings(pool: GraderPool, name: str, runs: int) -> tuple[list[float], list[float]]:
+    """``runs`` graded runs and ``runs`` direct ones, interleaved so that a busy
+    moment of the machine weighs on both alike (one grader each)."""
+    script = registry.script_source(catalogue.get(name).script)
+    graded: list[float] = []
+    direct: list[float] = []
+    async with pool.turn("sbench00002") as held:
+        for _ in range(runs):
+            started = time.perf_counter()
+            result = await grade(pool, name, script, run_for="sbench00001")
+            graded.append(time.perf_counter() - started)
+            assert result.passed == result.total, result.failed()
+            started = time.perf_counter()
+            await direct_run(held, name)
+            direct.append(time.perf_counter() - started)
+    return graded, direct
+
+
+async def throughput(seconds: float, names: list[str]) -> float:
+    """Runs per second with every sandbox running back to back (default pool size)."""
+    async with GraderPool(PoolSettings(sandbox_in_flight=4, sandbox_burst=1_000_000,
+                                       sandbox_per_minute=1e9)) as pool:
+        scripts = {name: registry.script_source(catalogue.get(name).script) for name in names}
+        done = 0
+        stop_at = time.perf_counter() + seconds
+
+        async def learner(number: int) -> None:
+            nonlocal done
+            turn = 0
+            while time.perf_counter() < stop_at:
+                name = names[(number + turn) % len(names)]
+                await grade(pool, name, scripts[name], run_for=f"sload{number:06d}")
+                done += 1
+                turn += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(learner(i) for i in range(8)))
+        return done / (time.perf_counter() - started)
+
+
+async def watchdog_answers(pool: GraderPool, tries: int) -> tuple[list[float], list[float]]:
+    """Seconds until a runaway is answered; seconds until a SIGKILLed grader is back."""
+    answered: list[float] = []
+    back: list[float] = []
+    for _ in range(tries):
+        started = time.perf_counter()
+        await grade(pool, "fan-in", "while true do end", run_for="sbench00003")
+        answered.append(time.perf_counter() - started)
+        await grade(pool, "fan-in", "redis.call('SET', KEYS[2], 1) while true do end", run_for="sbench00003")
+        started = time.perf_counter()
+        while pool.status().restarting:  # noqa: ASYNC110 -- the pool's own count, polled
+            await asyncio.sleep(0.001)
+        back.append(time.perf_counter() - started)
+    return answered, back
+
+
+def ms(values: list[float]) -> str:
+    spread = distribution(values, 1000)
+    return f"{spread['p50']} / {spread['p99']}"
+
+
+async def measure(runs: int, seconds: float, tries: int) -> str:
+    names = catalogue.names()
+    rows: dict[str, tuple[str, str, int]] = {}
+    async with GraderPool(OPEN) as pool:
+        for name in names:
+            await timings(pool, name, 5)  # warm: scripts loaded, connections open
+            graded, direct = await timings(pool, name, runs)
+            rows[name] = (ms(graded), ms(direct), len(catalogue.get(name).checks))
+        answered, back = await watchdog_answers(pool, tries)
+    per_second = await throughput(seconds, names)
+    lines = [
+        f"Grader, {runs} runs per exercise, one at a time (ms, p50 / p99):",
+        "",
+        "| exercise | checks | graded run | same scenarios, course script direct |",
+        "|---|---:|---:|---:|",
+        *(f"| {name} | {checks} | {graded} | {direct} |" for name, (graded, direct, checks) in rows.items()),
+        "",
+        f"Runs per second the pool holds (2 graders, 8 sandboxes back to back, {seconds:g} s, "
+        f"the three exercises in turn): {per_second:.0f}",
+        "",
+        f"Watchdog ({tries} tries, ms p50 / p99): a runaway answered in {ms(answered)}; "
+        f"a SIGKILLed grader back in the pool {ms(back)} after its answer",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--runs", type=int, default=200, help="runs per exercise and measure")
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of the throughput run")
+    parser.add_argument("--tries", type=int, default=5, help="runaways and SIGKILLs timed")
+    options = parser.parse_args(argv)
+    print(asyncio.run(measure(options.runs, options.seconds, options.tries)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""The console's one entry point: `run_line(console, line) -> ConsoleReply`.
+
+The caller (the web layer) builds a `ConsoleContext` per request: the site's
+admin connection, the `Runner` that runs lines as sandboxes' ACL users (one
+per site), the sandbox, the queues a line may write, the byte budget and the
+lock of a queue. `run_line` never raises for a line or a fault of Valkey's:
+every outcome is a `ConsoleReply`, a refusal carrying the status to answer.
+
+A write runs under its queue's lock: the budget is read and charged, the
+line runs as the sandbox's user, and the reply names the queue it touched so
+the page repaints that widget.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict
+
+from redis.exceptions import LockError, OutOfMemoryError, RedisError
+
+from server.console import budget, run
+from server.console.allow import Reason, Refusal
+from server.console.as_user import Runner
+from server.console.confine import Confinement
+from server.console.parse import Limits, Malformed
+from server.console.plan import Plan, plan
+from server.emq.wire import Conn
+from server.valkey import acl
+
+log = logging.getLogger("emqlab.console")
+
+FULL = "Valkey is at its memory limit right now: nothing was written. Try again after a Reset."
+BUSY = "A widget of this queue is busy right now: nothing was written. Run the line again in a moment."
+FAULT = "Valkey could not take the line just now; run it again in a moment."
+
+
+@dataclass(frozen=True)
+class ConsoleContext:
+    admin: Conn  # the site's connection: SCAN/KEYS, the budget and index keys
+    runner: Runner  # runs a line as the sandbox's ACL user
+    sandbox: str  # s + 10 of [a-z0-9]
+    queues: frozenset[str]  # the queues a line may write: "fanin", "outbox.orders", ...
+    lock: Callable[[str], AbstractAsyncContextManager[Any]]  # held around a write, given the queue
+    budget: int = budget.DEFAULT_BUDGET  # bytes of keys the sandbox's console writes may add
+    limits: Limits = field(default_factory=Limits)  # the line's size caps
+    read_only: str | None = None  # when set, a write is refused (403) with this sentence: demo mode
+
+
+@dataclass(frozen=True)
+class Refused:
+    status: int  # 400 bad line, 403 not allowed, 409 over budget, 503 closed / busy / Valkey unavailable
+    reason: Reason
+    message: str
+
+
+class ReplyJSON(TypedDict, total=False):
+    """What the page reads (and the transcript keeps): `error` on a refusal only."""
+
+    command: str
+    reply_lines: list[str]
+    kind: Literal["reply", "error", "refused"]
+    error: str
+
+
+@dataclass(frozen=True)
+class ConsoleReply:
+    command: str
+    lines: tuple[str, ...]  # as valkey-cli prints the reply (server/valkey/reply.py)
+    kind: Literal["reply", "error", "refused"]  # error: Valkey answered an error reply
+    wrote: bool = False  # a write line ran (whatever Valkey answered)
+    touched: tuple[str, ...] = ()  # the queues it wrote: the widgets to repaint
+    refused: Refused | None = None
+
+    @property
+    def status(self) -> int:
+        return self.refused.status if self.refused is not None else 200
+
+    def body(self) -> ReplyJSON:
+        found: ReplyJSON = {"command": self.command, "reply_lines": list(self.lines), "kind": self.kind}
+        if self.refused is not None:
+            found["error"] = self.refused.message
+        return found
+
+
+def refusal(command: str, status: int, reason: Reason, message: str, lines: list[str] | None = None) -> ConsoleReply:
+    return ConsoleReply(command, tuple(lines or [f"(refused) {message}"]), "refused",
+                        refused=Refused(status, reason, message))
+
+
+async def run_line(console: ConsoleContext, line: str) -> ConsoleReply:
+    """Check `line`, run it as the sandbox's ACL user, and say what came of it."""
+    try:
+        found = plan(line, Confinement(console.sandbox, console.queues), console.limits)
+        if found.queue is not None and console.read_only is not None:
+            raise Refusal(403, console.read_only, "read-only")
+        if found.queue is None:
+            return answered(found, await _read(console, found))
+        async with console.lock(found.queue):
+            value = await _write(console, found)
+        return answered(found, value, wrote=True)
+    except Malformed as exc:
+        return refusal(line, 400, "bad-line", str(exc))
+    except Refusal as exc:
+        return refusal(line, exc.status, exc.reason, str(exc))
+    except acl.Closed as exc:
+        return refusal(line, 503, "closed", f"The console is closed here: {exc.reason}.")
+    except LockError:
+        return refusal(line, 503, "busy", BUSY)
+    except OutOfMemoryError:  # the lock or the budget's count, refused before the line ran
+        return refusal(line, 503, "unavailable", FULL)
+    except (RedisError, TimeoutError, OSError) as exc:  # a fault of Valkey's, not of the line
+        log.warning("console line in %s not run: %s", console.sandbox, exc)
+        return refusal(line, 503, "unavailable", FAULT)
+
+
+async def _read(console: ConsoleContext, found: Plan) -> Any:
+    where = Confinement(console.sandbox, console.queues)
+    return await run.execute(console.runner, console.admin, console.sandbox, found, where)
+
+
+async def _write(console: ConsoleContext, found: Plan) -> Any:
+    admitted = await budget.admit(console.admin, console.sandbox, console.queues, found, console.budget)
+    await budget.charge(console.admin, console.sandbox, admitted)
+    return await _read(console, found)
+
+
+def answered(found: Plan, value: Any, wrote: bool = False) -> ConsoleReply:
+    """The reply of a line that ran; Valkey's out-of-memory refusal is a 503."""
+    lines = run.printed(found, value)
+    if isinstance(value, OutOfMemoryError):
+        return refusal(found.command, 503, "unavailable", FULL, lines)
+    if isinstance(value, acl.PASSING):  # loading its data, or a cluster between two slot maps
+        return refusal(found.command, 503, "unavailable", FAULT, lines)
+    kind: Literal["reply", "error"] = "error" if isinstance(value, Exception) else "reply"
+    return ConsoleReply(found.command, tuple(lines), kind, wrote=wrote,
+                        touched=(found.queue,) if wrote and found.queue is not None else ())

@@ -1,0 +1,184 @@
+"""One command run as a sandbox's Valkey ACL user, in one round trip.
+
+The console's own pool (one per node on a cluster) holds connections that
+rest as the idle user (server/valkey/acl.py says why). A command goes out as
+three, written at once and read back together:
+
+    AUTH sbx-<sandbox> <password>     the connection becomes the sandbox's user
+    <the command>                     run under that user's ACL
+    AUTH emqlab-idle <password>       and back to the idle user
+
+A first AUTH that fails (the user is not on this node yet: a restart, a
+DELUSER, another cluster node) leaves the command to run as the idle user,
+who may do nothing; the user is made with ACL SETUSER and the line sent
+once more. A last AUTH that fails drops the connection instead of pooling it.
+On a cluster the command goes to the primary owning its key's slot, found
+with redis-py's public cluster API; a MOVED reply refreshes the slot map
+and the line is sent once more. Replies are RESP2 and undecoded, as
+valkey-cli shows them; an error reply comes back as its exception, not raised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any, Final
+
+import redis.asyncio as aioredis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.connection import AbstractConnection, Connection, SSLConnection, UnixDomainSocketConnection
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import AuthenticationError, MovedError, NoScriptError, ResponseError
+
+from server.emq.wire import Conn
+from server.valkey import acl
+
+Arg = str | bytes | int | float
+# Connection settings carried over from the site's own connection to a node:
+# where it is and how to reach it, never who it is (username, password,
+# credential provider) nor how replies are decoded.
+_CARRIED: Final = frozenset({"host", "port", "db", "path", "socket_timeout", "socket_connect_timeout",
+                             "socket_keepalive", "socket_keepalive_options", "socket_type"})
+# Commands that would change what a connection is rather than run on keys:
+# the identity (AUTH, HELLO, RESET), the database (SELECT), or the protocol
+# state (MULTI, SUBSCRIBE...). A pooled connection's state is one AUTH away
+# from idle, so none of them is ever sent here, whoever asks.
+_STATEFUL: Final = frozenset({"AUTH", "HELLO", "RESET", "SELECT", "MULTI", "EXEC", "WATCH", "CLIENT", "QUIT",
+                              "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "MONITOR", "READONLY", "READWRITE"})
+
+
+def _kind(cls: type[AbstractConnection]) -> type[AbstractConnection]:
+    """The plain redis-py class of the site's connection class (TLS, a unix
+    socket, or TCP), not the site's own subclass of it."""
+    for plain in (SSLConnection, UnixDomainSocketConnection):
+        if issubclass(cls, plain):
+            return plain
+    return Connection
+
+
+def _reach(settings: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in settings.items() if k in _CARRIED or k.startswith("ssl")}
+
+
+class Runner:
+    """Runs commands as sandboxes' ACL users (the console's only way to Valkey
+    for a learner's line). `admin` is the site's connection: it makes users
+    and loads scripts, and on a cluster it knows which node owns a slot."""
+
+    def __init__(self, admin: Conn, secret: str | bytes, *, max_connections: int = 16, timeout: float = 5.0) -> None:
+        self.admin = admin
+        self.secret = secret
+        self.users = acl.Users(admin, secret)
+        self.max_connections = max_connections
+        self.timeout = timeout
+        self._pools: dict[str, aioredis.BlockingConnectionPool] = {}
+
+    async def call(self, sandbox: str, args: Sequence[Arg], key: str | None) -> Any:
+        """The reply of `args` run as the sandbox's user on the node of `key`
+        (any node when None). Raises `acl.Closed` where users cannot be made,
+        and redis-py's ConnectionError or TimeoutError on a fault."""
+        name = args[0].decode("utf-8", "replace") if isinstance(args[0], bytes) else str(args[0])
+        if name.upper() in _STATEFUL:
+            raise ValueError(f"{name} changes the connection itself; it is never run as a sandbox's user")
+        node = await self._node(key)
+        made = moved = False
+        while True:
+            auth, found = await self._exchange(node, sandbox, args)
+            if isinstance(auth, Exception):
+                if made:
+                    raise acl.Closed(f"Valkey refused the sandbox's own user right after making it ({auth})")
+                await self.users.make(sandbox, node)
+                made = True
+            elif isinstance(found, MovedError) and isinstance(self.admin, RedisCluster) and not moved:
+                await self.admin.nodes_manager.initialize()
+                node, moved = await self._node(key), True
+            else:
+                return found
+
+    async def evalsha(self, sandbox: str, source: str, keys: Sequence[str], argv: Sequence[Arg]) -> Any:
+        """A script by SHA as the sandbox's user; on NOSCRIPT the site loads
+        it on that node (SCRIPT is denied to the user) and it runs once more."""
+        sha = hashlib.sha1(source.encode()).hexdigest()
+        args: list[Arg] = ["EVALSHA", sha, len(keys), *keys, *argv]
+        key = keys[0] if keys else None
+        found = await self.call(sandbox, args, key)
+        if isinstance(found, NoScriptError):
+            await self.users.load_script(source, await self._node(key))
+            found = await self.call(sandbox, args, key)
+        return found
+
+    async def aclose(self) -> None:
+        for pool in self._pools.values():
+            await pool.disconnect()
+        self._pools.clear()
+
+    async def _node(self, key: str | None) -> ClusterNode | None:
+        if not isinstance(self.admin, RedisCluster):
+            return None
+        await self.admin.initialize()  # a no-op once the slot map is loaded
+        return self.admin.get_node_from_key(key) if key is not None else self.admin.get_default_node()
+
+    def _pool(self, node: ClusterNode | None) -> aioredis.BlockingConnectionPool:
+        name = node.name if node is not None else ""
+        pool = self._pools.get(name)
+        if pool is None:
+            cls: type[AbstractConnection]
+            if node is not None:
+                cls, settings = node.connection_class, node.connection_kwargs
+            elif not isinstance(self.admin, RedisCluster):
+                site = self.admin.connection_pool
+                cls, settings = site.connection_class, site.connection_kwargs
+            else:
+                raise ValueError("a cluster command needs the node it goes to")
+            pool = aioredis.BlockingConnectionPool(
+                connection_class=_kind(cls), max_connections=self.max_connections, timeout=self.timeout,
+                username=acl.IDLE_USER, password=acl.password_of(self.secret, acl.IDLE_USER),
+                protocol=2, decode_responses=False, driver_info=None, health_check_interval=0,
+                retry=Retry(NoBackoff(), 0),  # a line is never sent twice by redis-py itself
+                **_reach(settings),
+            )
+            self._pools[name] = pool
+        return pool
+
+    async def _connection(self, node: ClusterNode | None) -> AbstractConnection:
+        pool = self._pool(node)
+        conn: AbstractConnection
+        try:
+            conn = await pool.get_connection()  # type: ignore[no-untyped-call]  # untyped in redis-py
+        except AuthenticationError:  # no idle user on this node yet
+            await self.users.make_idle(node)
+            conn = await pool.get_connection()  # type: ignore[no-untyped-call]
+        return conn
+
+    async def _exchange(self, node: ClusterNode | None, sandbox: str, args: Sequence[Arg]) -> tuple[Any, Any]:
+        """One round trip: (the first AUTH's reply, the command's reply)."""
+        user = acl.user_of(sandbox)
+        commands: list[Sequence[Arg]] = [
+            ("AUTH", user, acl.password_of(self.secret, user)),
+            args,
+            ("AUTH", acl.IDLE_USER, acl.password_of(self.secret, acl.IDLE_USER)),
+        ]
+        conn = await self._connection(node)
+        idle = False
+        try:
+            await conn.send_packed_command(conn.pack_commands(commands))
+            replies = [await _read(conn) for _ in commands]
+            idle = not isinstance(replies[2], Exception)
+        finally:
+            if not idle:  # who it is now is not known: it is not pooled
+                await conn.disconnect(nowait=True)
+            await self._pool(node).release(conn)
+        return replies[0], replies[1]
+
+
+async def _read(conn: AbstractConnection) -> Any:
+    """One reply; an error reply as its exception. redis-py raises a WRONGPASS
+    reply as AuthenticationError, and by default drops the connection on
+    anything raised: not here, since an error reply is read whole and leaves
+    the connection as sound as any reply (a real fault still drops it, in
+    `_exchange`)."""
+    try:
+        return await conn.read_response(disconnect_on_error=False)
+    except (ResponseError, AuthenticationError) as exc:
+        return exc

@@ -1,0 +1,135 @@
+"""Loading one content file into a :class:`~.pages.Page`.
+
+Where the file lies gives its kind and URL; the front matter gives its
+fields (checked against what its kind takes); the body gives its sections,
+widgets and placements. Every problem found here is a :class:`ContentError`
+naming the file, and the line when one is known.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from .errors import ContentError, in_file
+from .frontmatter import parse_front_matter
+from .pages import DIVE_PAGE_IDS, Page, PageKind, SectionLink
+from .yaml_text import YamlMap
+
+_SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_TEXT_FIELDS = ("title", "lede", "kicker", "summary", "pattern", "implementation", "recap")
+_FIELDS = {
+    "index": ({"title", "lede"}, {"kicker"}),
+    "hub": ({"title", "lede", "order"}, {"kicker"}),
+    "dive": (
+        {"title", "lede", "order", "pattern", "implementation", "recap", "next", "sources"},
+        {"kicker", "summary", "related"},
+    ),
+}
+
+
+def load_page(md: MarkdownIt, root: Path, file: Path) -> Page:
+    kind, path, hub_slug, slug = _place(root, file)
+    meta, tokens = _parse(md, file)
+    order = _checked_meta(file, kind, meta)
+    heading = next((t for t in tokens if t.type == "heading_open" and t.tag == "h1"), None)
+    if heading is not None:
+        raise ContentError("the title comes from front matter; use '## ' headings",
+                           path=file, line=heading.map[0] + 1 if heading.map else None)
+    sections = [
+        SectionLink(t.meta["id"], t.meta["title"]) for t in tokens if t.type == "dive_section_open"
+    ]
+    if kind == "dive":
+        clash = {s.id for s in sections} & set(DIVE_PAGE_IDS)
+        if clash:
+            raise ContentError(f"section ids {sorted(clash)} clash with the page's own blocks", path=file)
+    placements = [t.meta["placement"] for t in tokens if t.type == "widget"]
+    widgets = dict.fromkeys(p.name for p in placements)
+    default_kicker = "Flows Lab" if kind == "index" else "Module" if kind == "hub" else ""
+    return Page(
+        path=path, kind=kind, source=file, meta=meta, title=meta["title"], lede=meta["lede"],
+        kicker=meta.get("kicker", default_kicker), order=order, hub_slug=hub_slug, slug=slug,
+        tokens=tokens, sections=sections, widgets=list(widgets), placements=placements, md=md,
+    )
+
+
+def _place(root: Path, file: Path) -> tuple[PageKind, str, str | None, str]:
+    """(kind, URL path, hub slug, slug) of a content file, from where it lies."""
+    parts = file.relative_to(root).with_suffix("").parts
+    place: tuple[PageKind, str, str | None, str]
+    if parts == ("index",):
+        place = "index", "/", None, ""
+    elif len(parts) == 2 and parts[1] == "index":
+        place = "hub", f"/{parts[0]}", None, parts[0]
+    elif len(parts) == 2:
+        place = "dive", f"/{parts[0]}/{parts[1]}", parts[0], parts[1]
+    else:
+        raise ContentError("content files live at index.md, <hub>/index.md or <hub>/<slug>.md", path=file)
+    for part in parts:
+        if part != "index" and not _SLUG.match(part):
+            raise ContentError(f"{part!r} is not a URL slug (a-z, 0-9, '-')", path=file)
+    return place
+
+
+def _parse(md: MarkdownIt, file: Path) -> tuple[YamlMap, list[Token]]:
+    """The front matter and the body tokens of a content file."""
+    text = file.read_text(encoding="utf-8")
+    if not text.startswith("---\n"):
+        raise ContentError("a page opens with front matter between '---' lines", path=file, line=1)
+    try:
+        tokens = md.parse(text, {})
+    except ContentError as exc:
+        raise in_file(exc, file) from None
+    front = next((t for t in tokens if t.type == "front_matter"), None)
+    if front is None:
+        raise ContentError("front matter is not closed with '---'", path=file, line=1)
+    try:
+        # the block's text starts on line 2, right after the opening '---'
+        meta = parse_front_matter(front.content, first_line=2)
+    except ContentError as exc:
+        raise in_file(exc, file) from None
+    return meta, [t for t in tokens if t.type != "front_matter"]
+
+
+def _checked_meta(file: Path, kind: str, meta: YamlMap) -> int:
+    """The page's order, once its front matter has exactly the fields its kind allows."""
+    required, optional = _FIELDS[kind]
+    missing = required - set(meta)
+    unknown = set(meta) - required - optional
+    if missing:
+        raise ContentError(f"front matter lacks {sorted(missing)}", path=file, line=1)
+    if unknown:
+        first = min(unknown, key=meta.line_of)
+        raise ContentError(f"front matter has unknown fields {sorted(unknown)}", path=file, line=meta.line_of(first))
+    for name in _TEXT_FIELDS:
+        if name in meta and not isinstance(meta[name], str):
+            raise ContentError(f"{name} must be text", path=file, line=meta.line_of(name))
+    if "order" not in meta:
+        return 0
+    if not str(meta["order"]).isdigit():
+        raise ContentError(f"order must be a whole number, got {meta['order']!r}", path=file,
+                           line=meta.line_of("order"))
+    return int(meta["order"])
+
+
+def as_list(page: Page, meta: dict[str, Any], name: str) -> list[Any]:
+    value = meta.get(name, [])
+    if not isinstance(value, list):
+        raise ContentError(f"{name} must be a list of entries", path=page.source, line=line_of(meta, name))
+    return value
+
+
+def line_of(value: Any, key: str | None = None) -> int | None:
+    """The file line of a front matter value (of ``key`` in it), when known."""
+    if isinstance(value, YamlMap):
+        return value.line_of(key) if key is not None else value.line
+    return getattr(value, "line", None)
+
+
+def normal_title(title: str) -> str:
+    text = title.lower().replace("&", " and ")
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text).split())

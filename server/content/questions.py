@@ -1,0 +1,240 @@
+"""Questions a dive declares on a widget, parsed from the ``{widget}`` body.
+
+A question is asked where the lesson turns, before one action; Valkey's
+answer to that action judges it. The author writes it in the dive::
+
+    questions:
+      - id: deps-after-complete        # unique within the widget
+        action: complete-child         # the action whose button carries the answer
+        legend: "Predict: what will :dependencies be after this completion?"
+        reading: dependencies          # the widget's named reading, judged after the action
+        when: children-outstanding     # optional: a reading true while the question is open
+        answer: number                 # number | choice
+        says: ":dependencies = {value}"
+        feedback:                      # shown only for that answer, when Valkey disagreed
+          - answer: before             # a literal, or before / before-N / before+N
+            text: "That is the count before this completion; …"
+
+``choices`` (for ``answer: choice``) maps each value the reading can return
+to the label the learner picks; ``says`` fills ``{value}`` with that label,
+so a label reads well both as an option and in the verdict's sentence
+("Valkey holds the parent failed, in dead"). The list order is the order of
+preference: when two questions on one action are open at once, the first is
+asked.
+
+This module checks the declaration's shape only. Whether a widget has that
+action and those readings is for the widgets layer to say, through
+``Course.placements()`` or ``load_course(check_placement=…)``: the names here
+are names, never Python.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from .errors import DirectiveError
+from .yaml_text import YamlList, YamlMap
+
+NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+# before, before-1, before+2: the reading before the action, moved by a whole number
+RELATIVE = re.compile(r"^before(?:(?P<sign>[+-])(?P<step>[0-9]+))?$")
+INTEGER = re.compile(r"^-?[0-9]+$")
+
+_REQUIRED = ("id", "action", "legend", "reading", "answer", "says")
+_OPTIONAL = ("when", "choices", "feedback")
+
+AnswerKind = Literal["number", "choice"]
+
+
+@dataclass(frozen=True)
+class FeedbackSpec:
+    """What to tell a learner who gave ``answer`` when Valkey held something else."""
+
+    answer: str  # a literal value, or "before", "before-1", "before+1"
+    text: str
+    line: int
+
+    @property
+    def offset(self) -> int | None:
+        """How far from the reading before the action (None: a literal answer)."""
+        match = RELATIVE.match(self.answer)
+        if match is None:
+            return None
+        step = int(match.group("step") or 0)
+        return -step if match.group("sign") == "-" else step
+
+    def target(self, before: object) -> str | None:
+        """The answer this feedback is for, given the reading before the action
+        (a relative answer needs a whole number there; otherwise None)."""
+        offset = self.offset
+        if offset is None:
+            return self.answer
+        if isinstance(before, bool) or not isinstance(before, int | str) or not INTEGER.match(str(before)):
+            return None
+        return str(int(before) + offset)
+
+
+@dataclass(frozen=True)
+class QuestionSpec:
+    id: str
+    action: str
+    legend: str
+    reading: str
+    when: str | None  # a reading true while the question is open; None: always open
+    answer: AnswerKind
+    choices: tuple[tuple[str, str], ...]  # (value, label), in the order written; () for a number
+    says: str  # the fact in words; "{value}" is what Valkey holds (a choice by its label)
+    feedback: tuple[FeedbackSpec, ...]
+    line: int
+
+    def words(self, value: object) -> str:
+        """A value as the learner reads it: a choice by its label."""
+        return dict(self.choices).get(str(value), str(value))
+
+    def fact(self, value: object) -> str:
+        return self.says.format(value=self.words(value))
+
+    def feedback_for(self, given: object, before: object, truth: object) -> str | None:
+        """The authored text for this wrong answer, or None (right, or none written)."""
+        if _same(given, truth):
+            return None
+        for item in self.feedback:
+            target = item.target(before)
+            if target is not None and _same(given, target):
+                return item.text
+        return None
+
+    def as_json(self) -> dict[str, Any]:
+        """The declaration as plain data (choices as [value, label] pairs)."""
+        return {
+            "id": self.id, "action": self.action, "legend": self.legend, "reading": self.reading,
+            "when": self.when, "answer": self.answer,
+            "choices": [[value, label] for value, label in self.choices],
+            "says": self.says,
+            "feedback": [{"answer": f.answer, "text": f.text} for f in self.feedback],
+            "line": self.line,
+        }
+
+
+def parse_questions(raw: Any, line: int) -> tuple[QuestionSpec, ...]:
+    """The ``questions:`` list of one ``{widget}`` body (``line``: where the key is)."""
+    if not isinstance(raw, YamlList):
+        raise DirectiveError("questions: is a list of questions, each starting '- id: …'", line)
+    found: list[QuestionSpec] = []
+    seen: dict[str, int] = {}
+    for item, item_line in zip(raw, raw.item_lines, strict=True):
+        question = _question(item, item_line)
+        if question.id in seen:
+            raise DirectiveError(f"question id {question.id!r} is used twice (first on line {seen[question.id]})",
+                                 question.line)
+        seen[question.id] = question.line
+        found.append(question)
+    return tuple(found)
+
+
+def _question(raw: Any, line: int) -> QuestionSpec:
+    if not isinstance(raw, YamlMap):
+        raise DirectiveError("a question is a mapping: '- id: …' then its fields", line)
+    for key in raw:
+        if key not in _REQUIRED and key not in _OPTIONAL:
+            raise DirectiveError(f"a question has no field {key!r} (fields: {', '.join(_REQUIRED + _OPTIONAL)})",
+                                 raw.line_of(key))
+    missing = [key for key in _REQUIRED if key not in raw]
+    if missing:
+        raise DirectiveError(f"question {raw.get('id', '(no id)')!r} lacks {', '.join(missing)}", raw.line)
+    text = {key: _text(raw, key) for key in _REQUIRED}
+    for key in ("id", "action", "reading"):
+        if not NAME.match(text[key]):
+            raise DirectiveError(f"{key} {text[key]!r} is not a name (a-z, 0-9, '-')", raw.line_of(key))
+    if not text["legend"].startswith("Predict"):
+        raise DirectiveError(f"a question's legend starts with 'Predict', got {text['legend']!r}",
+                             raw.line_of("legend"))
+    kind = text["answer"]
+    if kind not in ("number", "choice"):
+        raise DirectiveError(f"answer is 'number' or 'choice', got {kind!r}", raw.line_of("answer"))
+    choices = _choices(raw, kind)
+    _check_says(text["says"], raw.line_of("says"))
+    question = QuestionSpec(
+        id=text["id"], action=text["action"], legend=text["legend"], reading=text["reading"],
+        when=_when(raw), answer="number" if kind == "number" else "choice", choices=choices,
+        says=text["says"], feedback=(), line=raw.line,
+    )
+    # feedback answers are checked against the question (its kind, its choices)
+    return replace(question, feedback=_feedback(raw, question))
+
+
+def _text(raw: YamlMap, key: str) -> str:
+    value = raw[key]
+    if not isinstance(value, str) or not value.strip():
+        raise DirectiveError(f"{key} is one line of text", raw.line_of(key))
+    return value.strip()
+
+
+def _when(raw: YamlMap) -> str | None:
+    if "when" not in raw:
+        return None
+    value = _text(raw, "when")
+    if not NAME.match(value):
+        raise DirectiveError(f"when names one reading (a-z, 0-9, '-'), got {value!r}", raw.line_of("when"))
+    return value
+
+
+def _choices(raw: YamlMap, kind: str) -> tuple[tuple[str, str], ...]:
+    value = raw.get("choices")
+    if kind == "number":
+        if value is not None:
+            raise DirectiveError("choices are for answer: choice only", raw.line_of("choices"))
+        return ()
+    if not isinstance(value, YamlMap) or len(value) < 2:
+        raise DirectiveError("answer: choice needs choices: at least two 'value: label' lines",
+                             raw.line_of("choices"))
+    for key, label in value.items():
+        if not isinstance(label, str) or not label.strip():
+            raise DirectiveError(f"choice {key!r} needs a label", value.line_of(key))
+    return tuple((key, label.strip()) for key, label in value.items())
+
+
+def _check_says(says: str, line: int) -> None:
+    try:
+        fields = {name for _, name, _, _ in string.Formatter().parse(says) if name is not None}
+    except ValueError as exc:
+        raise DirectiveError(f"says: {exc} (write a literal brace as {{{{ or }}}})", line) from None
+    if fields != {"value"}:
+        raise DirectiveError("says holds {value}, where what Valkey holds goes, and no other {…}", line)
+
+
+def _feedback(raw: YamlMap, question: QuestionSpec) -> tuple[FeedbackSpec, ...]:
+    value = raw.get("feedback")
+    if value is None:
+        return ()
+    if not isinstance(value, YamlList):
+        raise DirectiveError("feedback is a list of '- answer: …' / 'text: …' items", raw.line_of("feedback"))
+    items: list[FeedbackSpec] = []
+    for item, line in zip(value, value.item_lines, strict=True):
+        if not isinstance(item, YamlMap) or set(item) != {"answer", "text"}:
+            raise DirectiveError("each feedback item has exactly answer: and text:", line)
+        answer, text = _text(item, "answer"), _text(item, "text")
+        _check_feedback_answer(question, answer, item.line_of("answer"))
+        if any(f.answer == answer for f in items):
+            raise DirectiveError(f"feedback for answer {answer!r} is given twice", line)
+        items.append(FeedbackSpec(answer, text, line))
+    return tuple(items)
+
+
+def _check_feedback_answer(question: QuestionSpec, answer: str, line: int) -> None:
+    if question.answer == "choice":
+        if answer not in dict(question.choices):
+            raise DirectiveError(f"feedback answer {answer!r} is not one of the choices", line)
+    elif not RELATIVE.match(answer) and not INTEGER.match(answer):
+        raise DirectiveError(f"feedback answer {answer!r} is a whole number, before, before-N or before+N", line)
+
+
+def _same(a: object, b: object) -> bool:
+    """Equal as the learner means it: 2 and "2" (and " 2") are one answer."""
+    left, right = str(a).strip(), str(b).strip()
+    if INTEGER.match(left) and INTEGER.match(right):
+        return int(left) == int(right)
+    return left == right

@@ -1,0 +1,106 @@
+"""YAML as the course's authors write it: plain text, with the line of every value.
+
+Front matter and the body of a ``{widget}`` or ``{listing}`` fence are YAML,
+read by PyYAML. Two choices differ from ``yaml.safe_load``, each on purpose:
+
+* **Every scalar stays text.** Under ``safe_load`` a choice written ``no:``
+  becomes the boolean ``False``, ``1.10`` the float ``1.1`` and ``2024-01-02``
+  a date; an author's words would change meaning silently. The document is
+  composed with ``yaml.BaseLoader`` (no tags resolved, no objects built: as
+  safe as ``safe_load``) and each scalar is kept as the string written; the
+  schema that reads it converts what it needs (``order`` to an int).
+* **Every mapping and list knows its lines.** A later check (a link entry
+  naming no page, a question missing a field) names the line it is about,
+  not just the file. :class:`YamlMap` and :class:`YamlList` are a ``dict`` and
+  a ``list`` with those line numbers beside them.
+
+A key given twice is an error (PyYAML would keep the last one without a
+word), and so is a key that is not plain text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from .errors import ContentError
+
+# Deeper than any page needs; it stops an alias that refers to itself.
+_MAX_DEPTH = 12
+
+
+class YamlError(ContentError):
+    """The text is not YAML, or not YAML this pipeline accepts; ``line`` is 1-based."""
+
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(message, line=line)
+
+
+class YamlMap(dict[str, Any]):
+    """A mapping, with ``line`` (where it starts) and ``key_lines`` (each key's line)."""
+
+    line: int
+    key_lines: dict[str, int]
+
+    def line_of(self, key: str) -> int:
+        return self.key_lines.get(key, self.line)
+
+
+class YamlList(list[Any]):
+    """A list, with ``line`` (where it starts) and ``item_lines`` (each item's line)."""
+
+    line: int
+    item_lines: list[int]
+
+
+def load_yaml(text: str, first_line: int = 1) -> Any:
+    """The YAML document in ``text``; ``first_line`` is the file line ``text``
+    starts on, so every line reported is a line of the file. An empty document
+    is ``None``."""
+    try:
+        node = yaml.compose(text, Loader=yaml.BaseLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + first_line if mark is not None else None
+        problem = exc.problem or exc.context or "not valid YAML"
+        if "mapping values are not allowed" in problem:
+            problem += " (a value holding ': ' is written in quotes)"
+        raise YamlError(f"not valid YAML: {problem}", line) from None
+    except yaml.YAMLError as exc:
+        raise YamlError(f"not valid YAML: {exc}", first_line) from None
+    if node is None:
+        return None
+    return _value(node, first_line, 0)
+
+
+def _value(node: yaml.Node, first_line: int, depth: int) -> Any:
+    line = node.start_mark.line + first_line
+    if depth > _MAX_DEPTH:
+        raise YamlError("nested too deeply (an alias that refers to itself?)", line)
+    if isinstance(node, yaml.ScalarNode):
+        return str(node.value)
+    if isinstance(node, yaml.SequenceNode):
+        items = YamlList(_value(item, first_line, depth + 1) for item in node.value)
+        items.line = line
+        items.item_lines = [item.start_mark.line + first_line for item in node.value]
+        return items
+    if isinstance(node, yaml.MappingNode):
+        return _mapping(node, first_line, depth)
+    raise YamlError(f"unexpected YAML node {type(node).__name__}", line)
+
+
+def _mapping(node: yaml.MappingNode, first_line: int, depth: int) -> YamlMap:
+    mapping = YamlMap()
+    mapping.line = node.start_mark.line + first_line
+    mapping.key_lines = {}
+    for key_node, value_node in node.value:
+        key_line = key_node.start_mark.line + first_line
+        if not isinstance(key_node, yaml.ScalarNode) or not str(key_node.value):
+            raise YamlError("a key is a plain word, not a list or a mapping", key_line)
+        key = str(key_node.value)
+        if key in mapping:
+            raise YamlError(f"key {key!r} given twice (first on line {mapping.key_lines[key]})", key_line)
+        mapping[key] = _value(value_node, first_line, depth + 1)
+        mapping.key_lines[key] = key_line
+    return mapping

@@ -1,0 +1,130 @@
+"""The exercises: what each asks, the script it starts from, the checks it runs.
+
+``GET /api/exercises/<name>`` answers ``Exercise.as_json()``:
+``{"name", "title", "task", "starter", "checks": [names]}``.
+
+A starter is the course script's own header (its KEYS/ARGV lines, read from
+the file the pages list) followed by a body in ``starters/``, with its
+``-- @include`` markers expanded exactly as the course's scripts are
+(``server.emq.includes``), so the learner edits the text Valkey will run,
+helpers and all. ``learner_checks`` names the checks that need the learner's
+part: the starter fails every one of them (a test holds it to that).
+
+Titles stay clear of the other widgets' region words (fan-in, outbox,
+ledger, tree, native, results, console): the page names each exercise's
+region "Exercise: <title>".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Final
+
+from server.emq import includes, registry
+from server.exercises import deliver_checks, fanin_checks
+from server.exercises.errors import UnknownExercise
+from server.exercises.scene import Check
+
+STARTERS: Final = Path(__file__).resolve().parent / "starters"
+
+
+@dataclass(frozen=True)
+class Exercise:
+    name: str
+    title: str
+    task: str
+    page: str  # the dive the exercise sits on
+    script: str  # the course script the learner's replaces
+    starter_file: str
+    checks: tuple[Check, ...]
+    learner_checks: frozenset[str]
+
+    @property
+    def starter(self) -> str:
+        return _starter(self.script, self.starter_file)
+
+    def check_names(self) -> list[str]:
+        return [check.name for check in self.checks]
+
+    def as_json(self) -> dict[str, object]:
+        return {"name": self.name, "title": self.title, "task": self.task,
+                "starter": self.starter, "checks": self.check_names()}
+
+
+def header(script: str) -> str:
+    """The leading comment block of a course script: its summary, KEYS, ARGV, returns."""
+    lines = []
+    for line in registry.file_source(script).splitlines():
+        if not line.startswith("--"):
+            break
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+@cache
+def _starter(script: str, starter_file: str) -> str:
+    body = (STARTERS / starter_file).read_text("utf-8")
+    return includes.expand(starter_file, header(script) + "\n" + body, registry.SCRIPTS_DIR)
+
+
+_FANIN_TASK = (
+    "Write the fan-in of complete for a child in its parent's queue. The token fence, the cross-queue "
+    "arm and the shared tail are written; in the marked branch, count the child off its parent: record "
+    "its result in :processed, take one off :dependencies, and when that reaches zero put the parent in "
+    "pending with state pending. Count only in the call that took the child out of active, so that no "
+    "second or late completion counts it again and the parent is released exactly once."
+)
+_REDELIVERY_TASK = (
+    "This complete passes most checks, yet a parent can be released before its last child has finished. "
+    "A worker whose lease lapsed still sends its completion after the job went back to pending, and the "
+    "script counts it: its decrement sits outside the was-active guard. Run the checks, read what "
+    "Valkey holds after the late completion, and move the counting where only the call that took the "
+    "child out of active reaches it."
+)
+_DELIVER_TASK = (
+    "Write the branch of flow_deliver that applies a completion, or a failure whose policy ignores the "
+    "dependency, on the parent's slot: record the value (a result in :processed, an error in :ignored), "
+    "take one off :dependencies, and release the parent at zero. The Pump delivers an entry again when "
+    "it crashed before its trim, so a second delivery of the same entry must change nothing and answer "
+    "2. The failure branch that fails the parent is written."
+)
+
+EXERCISES: Final = {
+    exercise.name: exercise
+    for exercise in (
+        Exercise(
+            name="fan-in", title="Count the children down", task=_FANIN_TASK,
+            page="/flows/parent-and-children", script="complete", starter_file="fan_in.lua",
+            checks=fanin_checks.CHECKS,
+            learner_checks=frozenset({"three children", "the last child", "a redelivered completion",
+                                      "a completion after the lease lapsed"}),
+        ),
+        Exercise(
+            name="redelivery", title="Make a redelivery harmless", task=_REDELIVERY_TASK,
+            page="/flows/parent-and-children", script="complete", starter_file="redelivery.lua",
+            checks=fanin_checks.CHECKS,
+            learner_checks=frozenset({"a completion after the lease lapsed"}),
+        ),
+        Exercise(
+            name="deliver", title="Deliver a completion once", task=_DELIVER_TASK,
+            page="/flows/cross-queue", script="flow_deliver", starter_file="deliver.lua",
+            checks=deliver_checks.CHECKS,
+            learner_checks=frozenset({"three children", "the last child", "a crash before trim",
+                                      "released once", "an ignored failure"}),
+        ),
+    )
+}
+
+
+def names() -> list[str]:
+    return list(EXERCISES)
+
+
+def get(name: str) -> Exercise:
+    """The exercise called ``name``, or ``UnknownExercise`` (404)."""
+    found = EXERCISES.get(name)
+    if found is None:
+        raise UnknownExercise(f"There is no exercise called {name!r}; there are: {', '.join(EXERCISES)}.")
+    return found

@@ -1,0 +1,122 @@
+"""Why a run is refused, as typed exceptions that carry their HTTP status.
+
+A run the grader cannot judge is not a failed check: it never gets a
+``Graded``. Each refusal names the status the web layer answers with and a
+sentence for the learner, so the view needs no table of its own:
+
+* ``UnknownExercise`` 404, ``NotUtf8`` 400, ``TooLarge`` 413 — the input,
+  refused before the run waits for a grader;
+* ``TooOften`` and ``QueueFull`` 429 — the sandbox's own pace, or everybody's;
+* ``Restarting`` 503 — no grader can take a run while they start again;
+* ``DoesNotCompile`` 422 — Valkey's own compiler said no; it carries the
+  message as Valkey wrote it and the line it names.
+
+``check_script`` is the input gate (bytes or text in, the text out).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar, Final
+
+MAX_SCRIPT_BYTES: Final = 16_384
+
+# Valkey compiles an EVAL body as a chunk named ``user_script``; the first
+# number after it is the line the compiler stopped at.
+_LINE_RE: Final = re.compile(r"user_script:(\d+):")
+
+
+class GradeRefused(Exception):
+    """Base of every refusal; ``status`` is the HTTP status, ``message`` the sentence."""
+
+    status: ClassVar[int] = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def as_json(self) -> dict[str, object]:
+        """The body the web layer answers with: ``{"error": <sentence>}``."""
+        return {"error": self.message}
+
+
+class UnknownExercise(GradeRefused):
+    """No exercise has this name."""
+
+    status = 404
+
+
+class NotUtf8(GradeRefused):
+    """The script's bytes are not UTF-8 text."""
+
+    status = 400
+
+
+class TooLarge(GradeRefused):
+    """The script is over ``MAX_SCRIPT_BYTES`` of UTF-8."""
+
+    status = 413
+
+
+class TooOften(GradeRefused):
+    """This sandbox runs the checks faster than its share allows."""
+
+    status = 429
+
+
+class QueueFull(GradeRefused):
+    """Every place in the waiting line is taken."""
+
+    status = 429
+
+
+class Restarting(GradeRefused):
+    """No grader is up to take the run: they are starting again."""
+
+    status = 503
+
+
+class DoesNotCompile(GradeRefused):
+    """Valkey refused to load the script; ``line`` is the line it names (or None)."""
+
+    status = 422
+
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(message)
+        self.line = line
+
+    def as_json(self) -> dict[str, object]:
+        return {"error": self.message, "line": self.line}
+
+
+def check_script(script: bytes | str) -> str:
+    """The script as text, or ``NotUtf8`` / ``TooLarge``.
+
+    Text that arrived through JSON may hold lone surrogates, which are not
+    UTF-8 either; encoding with ``surrogatepass`` keeps them so the strict
+    decode below refuses them, as it refuses bad bytes.
+    """
+    raw = script.encode("utf-8", "surrogatepass") if isinstance(script, str) else bytes(script)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotUtf8(f"The script is not UTF-8 text (byte {exc.start} cannot be read).") from exc
+    if len(raw) > MAX_SCRIPT_BYTES:
+        raise TooLarge(
+            f"The script is {len(raw):,} bytes of UTF-8; the grader takes at most {MAX_SCRIPT_BYTES:,}."
+        )
+    if not text.strip():
+        # Valkey would load an empty script; a run of it teaches nothing and
+        # costs a grader, so it is refused like any text Lua cannot compile.
+        raise DoesNotCompile("The script is empty: write the Lua the checks should run.", None)
+    return text
+
+
+def compile_refusal(valkey_message: str) -> DoesNotCompile:
+    """A ``DoesNotCompile`` from the error SCRIPT LOAD answered, with its line."""
+    found = _LINE_RE.search(valkey_message)
+    line = int(found.group(1)) if found else None
+    message = valkey_message.strip()
+    if line is not None and f"line {line}" not in message:
+        message = f"{message} (line {line})"
+    return DoesNotCompile(message, line)

@@ -1,0 +1,131 @@
+"""A flow the checks land: one parent, three children, and how to judge the parent.
+
+Both exercises judge the same things about a parent: is it still held
+(``awaiting_children`` and in no state set), released (``pending`` and in
+the pending set), claimed by a worker (``active`` and in active only), or
+failed (``failed`` and in dead)? ``Family`` names every key of the flow, so
+a scene can ask for all of them in its pictures, and the ``expect_*``
+helpers say, when the parent is not where a check wants it, where Valkey
+holds it instead.
+
+``claim`` and ``lapse`` are the two worker moves the scenarios need besides
+completing: both run the course's own scripts (``claim``, ``requeue_lapsed``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from server.emq import jobs, keyspace
+from server.exercises.outcome import Picture
+from server.exercises.scene import CheckFailed, Scene
+
+LEASE_MS = 30_000
+SETS = ("pending", "active", "dead")
+
+
+@dataclass(frozen=True)
+class Family:
+    """A parent in ``parent_queue`` with ``children`` in ``child_queue`` (the same queue or another)."""
+
+    parent_queue: str
+    child_queue: str
+    parent: str
+    children: tuple[str, ...]
+
+    @property
+    def parent_row(self) -> str:
+        return keyspace.job_key(self.parent_queue, self.parent)
+
+    @property
+    def deps(self) -> str:
+        return keyspace.dependencies_key(self.parent_queue, self.parent)
+
+    @property
+    def processed(self) -> str:
+        return keyspace.processed_key(self.parent_queue, self.parent)
+
+    @property
+    def ignored(self) -> str:
+        return keyspace.ignored_key(self.parent_queue, self.parent)
+
+    def parent_set(self, name: str) -> str:
+        return keyspace.queue_key(self.parent_queue, name)
+
+    def keys(self) -> list[str]:
+        """Every key a check of this flow may judge, parent's first."""
+        found = [self.parent_row, self.deps, self.processed, self.ignored]
+        found += [keyspace.queue_key(self.parent_queue, name) for name in SETS]
+        if self.child_queue != self.parent_queue:
+            found += [keyspace.queue_key(self.child_queue, name) for name in SETS]
+            found.append(keyspace.outbox_key(self.child_queue))
+        found += [keyspace.job_key(self.child_queue, child) for child in self.children]
+        return found
+
+    def spec(self, **per_child: dict[str, Any]) -> dict[str, Any]:
+        """The flow as ``flows.add`` takes it; ``per_child`` adds fields to a named child."""
+        children = []
+        for number, child in enumerate(self.children, 1):
+            entry: dict[str, Any] = {"id": child, "payload": f"part {number}"}
+            if self.child_queue != self.parent_queue:
+                entry["queue"] = self.child_queue
+            entry.update(per_child.get(child, {}))
+            children.append(entry)
+        return {"parent": {"id": self.parent, "payload": "the whole"}, "children": children}
+
+
+def parent_status(picture: Picture, family: Family) -> str:
+    """Where Valkey holds the parent, in words: its state and its state sets."""
+    state = picture.field(family.parent_row, "state")
+    if state is None and picture.find(family.parent_row) is None:
+        return "no parent row"
+    inside = [name for name in SETS if picture.holds(family.parent_set(name), family.parent)]
+    where = "in " + " and ".join(inside) if inside else "in no state set"
+    return f"the parent with state {state or '(none)'}, {where}"
+
+
+def _parent_is(picture: Picture, family: Family, state: str, sets: tuple[str, ...]) -> bool:
+    inside = tuple(name for name in SETS if picture.holds(family.parent_set(name), family.parent))
+    return picture.field(family.parent_row, "state") == state and inside == sets
+
+
+def expect_held(picture: Picture, family: Family, step: str) -> None:
+    if not _parent_is(picture, family, "awaiting_children", ()):
+        raise CheckFailed(f"expected the parent still held (awaiting_children, in no state set), "
+                          f"Valkey holds {parent_status(picture, family)} after {step}")
+
+
+def expect_released(picture: Picture, family: Family, step: str) -> None:
+    if not _parent_is(picture, family, "pending", ("pending",)):
+        raise CheckFailed(f"expected the parent released (state pending, in pending), "
+                          f"Valkey holds {parent_status(picture, family)} after {step}")
+
+
+def expect_claimed(picture: Picture, family: Family, step: str) -> None:
+    if not _parent_is(picture, family, "active", ("active",)):
+        raise CheckFailed(f"expected the parent to stay with the worker that claimed it (state active, "
+                          f"in active only), Valkey holds {parent_status(picture, family)} after {step}")
+
+
+def expect_failed(picture: Picture, family: Family, step: str) -> None:
+    if not _parent_is(picture, family, "failed", ("dead",)):
+        raise CheckFailed(f"expected the parent failed (state failed, in dead), "
+                          f"Valkey holds {parent_status(picture, family)} after {step}")
+
+
+async def claim(scene: Scene, queue: str, want: str) -> int:
+    """Claim with the course's script; the scenario needs ``want`` next. Its token."""
+    got = await jobs.claim(scene.admin, queue, LEASE_MS)
+    if got is None or got[0] != want:
+        after = f" after {scene.step}" if scene.step else ""
+        handed = "nothing" if got is None else got[0]
+        raise CheckFailed(f"expected {want} to be claimable next, the course's claim handed out {handed}{after}")
+    return got[1]
+
+
+async def lapse(scene: Scene, queue: str, job_id: str) -> None:
+    """The job's lease runs out: its deadline is wound back, then the course's
+    ``requeue_lapsed`` hands it back to pending (its token unchanged)."""
+    await scene.admin.zadd(keyspace.queue_key(queue, "active"), {job_id: 1}, xx=True)
+    await jobs.requeue_lapsed(scene.admin, queue)

@@ -1,0 +1,163 @@
+"""The checks of a learner's ``complete``: the fan-in of a same-queue flow.
+
+Every check lands the flow JOBreport ← JOBpart1..3 with the course's
+``enqueue_flow`` (``flows.add``), claims with the course's ``claim``, and
+sends the learner's script exactly what ``jobs.complete`` would send to
+``complete.lua`` (``jobs.complete_call``: the seed's KEYS and ARGV, the
+lineage read by the host first). The judgments are on the keys:
+
+* three children — each completion counts once and records its result;
+* the last child — the third completion releases the parent;
+* a redelivered completion — the same call sent again answers 0, changes nothing;
+* a completion after the lease lapsed — a child no longer in active counts nothing;
+* a stale token — answers EMQSTALE and writes nothing;
+* a missing row — answers 0 and writes nothing.
+"""
+
+from __future__ import annotations
+
+from server.emq import flows, jobs
+from server.exercises.family import Family, claim, expect_held, expect_released, lapse
+from server.exercises.outcome import Picture
+from server.exercises.scene import (
+    Check,
+    Scene,
+    expect_counter,
+    expect_error,
+    expect_field,
+    expect_reply,
+    expect_unchanged,
+)
+from server.exercises.watchdog import Erred, Replied
+
+PARENT = "JOBreport"
+CHILDREN = ("JOBpart1", "JOBpart2", "JOBpart3")
+
+
+def result_of(child: str) -> str:
+    return f"pages of {child}"
+
+
+async def land(scene: Scene) -> Family:
+    queue = scene.queue("reports")
+    family = Family(parent_queue=queue, child_queue=queue, parent=PARENT, children=CHILDREN)
+    scene.judge(family.keys())
+    await flows.add(scene.admin, queue, family.spec())  # one atomic enqueue_flow
+    return family
+
+
+async def completion_call(scene: Scene, family: Family, child: str, token: int) -> tuple[list[str], list[str]]:
+    """The KEYS/ARGV ``jobs.complete`` would send for ``child`` now."""
+    line = await jobs.lineage(scene.admin, family.child_queue, child)
+    return jobs.complete_call(family.child_queue, child, token, line, result_of(child))
+
+
+async def complete(scene: Scene, family: Family, child: str, token: int, step: str) -> tuple[Replied | Erred, Picture]:
+    keys, args = await completion_call(scene, family, child, token)
+    return await scene.learner(keys, args, step)
+
+
+async def counted(scene: Scene, family: Family, child: str, left: int) -> Picture:
+    """Claim ``child``, complete it with the learner's script, and judge that it counted."""
+    token = await claim(scene, family.child_queue, child)
+    step = f"the completion of {child}"
+    outcome, after = await complete(scene, family, child, token, step)
+    expect_reply(outcome, 1, step)
+    expect_counter(after, family.deps, left, step)
+    expect_field(after, family.processed, ":processed", child, result_of(child), step)
+    if left > 0:
+        expect_held(after, family, step)
+    return after
+
+
+async def three_children(scene: Scene) -> str:
+    family = await land(scene)
+    for done, child in enumerate(CHILDREN, 1):
+        await counted(scene, family, child, len(CHILDREN) - done)
+    return "each child was counted once: :dependencies went 3 → 2 → 1 → 0 and :processed holds the three results"
+
+
+async def last_child(scene: Scene) -> str:
+    family = await land(scene)
+    for child in CHILDREN[:2]:  # the course's complete counts the first two
+        token = await claim(scene, family.child_queue, child)
+        await jobs.complete(scene.admin, family.child_queue, child, token, result_of(child))
+    last = CHILDREN[2]
+    token = await claim(scene, family.child_queue, last)
+    step = f"the completion of {last}, the last child"
+    outcome, after = await complete(scene, family, last, token, step)
+    expect_reply(outcome, 1, step)
+    expect_counter(after, family.deps, 0, step)
+    expect_released(after, family, step)
+    return "the parent was released after the third child: it is in pending with state pending"
+
+
+async def redelivered(scene: Scene) -> str:
+    family = await land(scene)
+    child = CHILDREN[0]
+    token = await claim(scene, family.child_queue, child)
+    keys, args = await completion_call(scene, family, child, token)
+    step = f"the completion of {child}"
+    outcome, after = await scene.learner(keys, args, step)
+    expect_reply(outcome, 1, step)
+    expect_counter(after, family.deps, 2, step)
+    again = f"the same completion of {child} sent a second time"
+    outcome, after = await scene.learner(keys, args, again)
+    expect_counter(after, family.deps, 2, again)
+    expect_reply(outcome, 0, again)
+    expect_unchanged(scene.before, after, again)
+    return (f"the completion of {child} sent a second time answered 0 and changed nothing: "
+            ":dependencies stayed 2")
+
+
+async def lapsed(scene: Scene) -> str:
+    family = await land(scene)
+    for done, child in enumerate(CHILDREN[:2], 1):
+        await counted(scene, family, child, len(CHILDREN) - done)
+    late = CHILDREN[2]
+    token = await claim(scene, family.child_queue, late)
+    await lapse(scene, family.child_queue, late)
+    step = f"the late completion of {late} (its lease had lapsed and it was back in pending)"
+    _, after = await complete(scene, family, late, token, step)
+    expect_counter(after, family.deps, 1, step)
+    expect_held(after, family, step)
+    expect_field(after, family.processed, ":processed", late, None, step)
+    return (f"the late completion of {late} counted nothing: :dependencies stayed 1 "
+            "and the parent stayed held")
+
+
+async def stale(scene: Scene) -> str:
+    family = await land(scene)
+    child = CHILDREN[0]
+    old = await claim(scene, family.child_queue, child)
+    await lapse(scene, family.child_queue, child)
+    new = await claim(scene, family.child_queue, child)
+    step = f"the completion of {child} with the stale token {old} (its row holds attempts {new})"
+    outcome, after = await complete(scene, family, child, old, step)
+    expect_error(outcome, "EMQSTALE", step)
+    expect_unchanged(scene.before, after, step)
+    return f"the completion with the stale token {old} answered EMQSTALE and wrote nothing"
+
+
+async def missing_row(scene: Scene) -> str:
+    family = await land(scene)
+    ghost = "JOBpart9"
+    # The call a worker holding a job that never landed would send: the
+    # same-queue layout, naming the real parent.
+    line = jobs.Lineage(mode="sq", parent=PARENT, parent_queue=family.parent_queue, policy="fp")
+    keys, args = jobs.complete_call(family.child_queue, ghost, 1, line, result_of(ghost))
+    step = f"the completion of {ghost} (a job with no row)"
+    outcome, after = await scene.learner(keys, args, step)
+    expect_reply(outcome, 0, step)
+    expect_unchanged(scene.before, after, step)
+    return f"the completion of {ghost}, which has no row, answered 0 and wrote nothing"
+
+
+CHECKS = (
+    Check("three children", three_children),
+    Check("the last child", last_child),
+    Check("a redelivered completion", redelivered),
+    Check("a completion after the lease lapsed", lapsed),
+    Check("a stale token", stale),
+    Check("a missing row", missing_row),
+)

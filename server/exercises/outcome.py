@@ -1,0 +1,144 @@
+"""What a run answers: each check's verdict in words, and the key pictures.
+
+``Graded.as_json`` is the 200 body of ``POST /api/exercises/<name>/run``:
+``{"checks": [{"name", "passed", "said"}], "passed", "total"}`` as the
+contract has it, plus ``"pictures"``: for each failing check that got as far
+as running the learner's script, the scenario's keys just before and just
+after the call the check judged (name, type, value, as the widgets' key
+panels draw them), so the page can show what the script did.
+
+A ``Picture`` is read by the checks too: they judge the keys Valkey returned
+in it, never a count kept on the Python side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+# A key's value as the picture shows it: a string's text, a hash's fields, a
+# list's or a set's members, a sorted set's (member, score) pairs; None for
+# a type the picture does not open (a stream, say).
+Value: TypeAlias = str | dict[str, str] | list[str] | list[tuple[str, str]] | None
+
+
+@dataclass(frozen=True, slots=True)
+class KeyShot:
+    """One key as Valkey held it: ``size`` is bytes (string) or elements;
+    ``whole`` is False when ``value`` shows only the first part."""
+
+    name: str
+    type: str
+    value: Value
+    size: int
+    whole: bool = True
+
+    def as_json(self) -> dict[str, object]:
+        shown: object = [list(pair) for pair in self.value] if self.type == "zset" and self.value else self.value
+        return {"name": self.name, "type": self.type, "value": shown, "size": self.size, "whole": self.whole}
+
+
+@dataclass(frozen=True, slots=True)
+class Picture:
+    """The keys of one scenario at one moment, sorted by name."""
+
+    keys: tuple[KeyShot, ...] = ()
+
+    def find(self, name: str) -> KeyShot | None:
+        return next((shot for shot in self.keys if shot.name == name), None)
+
+    def text(self, name: str) -> str | None:
+        """A string key's value; None when the key is missing or not a string."""
+        shot = self.find(name)
+        return shot.value if shot is not None and isinstance(shot.value, str) else None
+
+    def fields(self, name: str) -> dict[str, str]:
+        """A hash key's fields; empty when the key is missing or not a hash."""
+        shot = self.find(name)
+        return dict(shot.value) if shot is not None and isinstance(shot.value, dict) else {}
+
+    def field(self, name: str, field_name: str) -> str | None:
+        return self.fields(name).get(field_name)
+
+    def members(self, name: str) -> list[str]:
+        """The members of a sorted set, a set or a list (in the order shown)."""
+        shot = self.find(name)
+        if shot is None or not isinstance(shot.value, list):
+            return []
+        return [item[0] if isinstance(item, tuple) else item for item in shot.value]
+
+    def holds(self, name: str, member: str) -> bool:
+        return member in self.members(name)
+
+    def names(self) -> list[str]:
+        return [shot.name for shot in self.keys]
+
+    def as_json(self) -> list[dict[str, object]]:
+        return [shot.as_json() for shot in self.keys]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """One check's verdict: ``said`` is one sentence, passed or not.
+
+    ``step`` names the learner's call the pictures frame ("the second
+    delivery of JOBmail1"); a passing check and a check stopped before the
+    learner's script ran carry no pictures.
+    """
+
+    name: str
+    passed: bool
+    said: str
+    step: str | None = None
+    before: Picture | None = None
+    after: Picture | None = None
+
+    def as_json(self) -> dict[str, object]:
+        return {"name": self.name, "passed": self.passed, "said": self.said}
+
+    def picture_json(self) -> dict[str, object] | None:
+        if self.passed or self.before is None or self.after is None:
+            return None
+        return {"check": self.name, "step": self.step,
+                "before": self.before.as_json(), "after": self.after.as_json()}
+
+
+@dataclass(frozen=True, slots=True)
+class Graded:
+    """A whole run: every check of the exercise, in the exercise's order."""
+
+    exercise: str
+    checks: tuple[CheckResult, ...] = field(default_factory=tuple)
+
+    @property
+    def passed(self) -> int:
+        return sum(1 for check in self.checks if check.passed)
+
+    @property
+    def total(self) -> int:
+        return len(self.checks)
+
+    def check(self, name: str) -> CheckResult:
+        """The verdict of the check called ``name`` (KeyError when there is none)."""
+        for found in self.checks:
+            if found.name == name:
+                return found
+        raise KeyError(name)
+
+    def failed(self) -> list[str]:
+        return [check.name for check in self.checks if not check.passed]
+
+    def as_json(self) -> dict[str, object]:
+        pictures = [p for p in (check.picture_json() for check in self.checks) if p is not None]
+        return {
+            "checks": [check.as_json() for check in self.checks],
+            "passed": self.passed,
+            "total": self.total,
+            "pictures": pictures,
+        }
+
+
+def picture_of(shots: Iterable[KeyShot]) -> Picture:
+    """A Picture of ``shots`` in name order."""
+    return Picture(tuple(sorted(shots, key=lambda shot: shot.name)))

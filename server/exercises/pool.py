@@ -1,0 +1,263 @@
+"""The grader pool: a few graders, one run each, and a bounded line of waiting runs.
+
+``turn(run_for)`` is how a run gets a grader: ``submit`` admits it (the
+sandbox's share, ``admission``) and either hands it a free grader at once or
+gives it a place in the line; ``serve`` waits for the grader and gives it
+back afterwards. ``on_place`` hears the place each time it moves (1 is
+next, 0 is "being graded now"); ``Ticket.places()`` gives the same as an
+async iterator, for a caller that submits first and streams the places.
+The line is first come, first served; its bound and the shares are
+checked before the run waits, so a refusal is immediate:
+
+* the sandbox's share is used up → ``TooOften`` (429);
+* the line is full → ``QueueFull`` (429);
+* no grader is up (all starting again) → ``Restarting`` (503).
+
+A grader the watchdog had to end comes back to the pool as ``lost``; the
+pool starts it again in the background (a new process, ~30 ms) and hands
+it to the line once it answers. The other graders go on meanwhile. A caller
+that goes away while waiting (a closed request) leaves the line, and a
+grader handed to it at that instant goes to the next run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from server.exercises.admission import SandboxShares
+from server.exercises.errors import QueueFull, Restarting
+from server.exercises.grader import Grader
+from server.exercises.settings import PoolSettings
+
+log = logging.getLogger(__name__)
+
+RESTART_TRIES = 3
+PlaceHook = Callable[[int], None]
+
+
+class Ticket:
+    """One run's claim on a grader: a place in the line, then the grader."""
+
+    def __init__(self, run_for: str, on_place: PlaceHook | None) -> None:
+        self.run_for = run_for
+        self.place = 0
+        self.granted: asyncio.Future[Grader] = asyncio.get_running_loop().create_future()
+        self._moved = asyncio.Event()
+        self._on_place = on_place
+
+    def move(self, place: int) -> None:
+        if place == self.place and place != 0:
+            return
+        self.place = place
+        self._moved.set()
+        if self._on_place is not None:
+            try:
+                self._on_place(place)
+            except Exception:  # a listener's fault must not stall the line for every run
+                log.exception("a place listener failed; the run goes on")
+
+    async def places(self) -> AsyncIterator[int]:
+        """The place each time it changes (1 = next), ending once a grader has the run."""
+        while not self.granted.done():
+            yield self.place
+            self._moved.clear()
+            moved = asyncio.ensure_future(self._moved.wait())
+            either: set[asyncio.Future[Any]] = {moved, self.granted}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            moved.cancel()
+
+
+@dataclass(frozen=True)
+class PoolStatus:
+    graders: int
+    free: int
+    restarting: int
+    down: int
+    waiting: int
+
+
+class GraderPool:
+    """``settings.graders`` grading processes serving a bounded line of runs."""
+
+    def __init__(self, settings: PoolSettings | None = None) -> None:
+        self.settings = settings or PoolSettings()
+        s = self.settings
+        self.graders = [Grader(i, s.process, s.limits) for i in range(s.graders)]
+        self.shares = SandboxShares(s.sandbox_in_flight, s.sandbox_burst, s.sandbox_per_minute)
+        self._free: deque[Grader] = deque()
+        self._waiting: deque[Ticket] = deque()
+        self._restarting: set[Grader] = set()
+        self._down: set[Grader] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._started = False
+        self._lock: asyncio.Lock | None = None
+
+    # --- life ---------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start every grader (once; later calls return at once)."""
+        if self._started:
+            return
+        self._lock = self._lock or asyncio.Lock()
+        async with self._lock:
+            if self._started:
+                return
+            try:
+                await asyncio.gather(*(grader.start() for grader in self.graders))
+            except BaseException:
+                await asyncio.gather(*(grader.stop() for grader in self.graders), return_exceptions=True)
+                raise
+            self._free.extend(self.graders)
+            self._started = True
+
+    async def stop(self) -> None:
+        """Refuse the waiting runs, stop the restarts, end every grader process."""
+        self._started = False
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._fail_waiting("The graders are stopping; run the checks again once the site is back.")
+        await asyncio.gather(*(grader.stop() for grader in self.graders), return_exceptions=True)
+        self._free.clear()
+        self._restarting.clear()
+        self._down.clear()
+
+    async def __aenter__(self) -> GraderPool:
+        await self.start()
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        trace: TracebackType | None) -> None:
+        await self.stop()
+
+    def status(self) -> PoolStatus:
+        return PoolStatus(graders=len(self.graders), free=len(self._free), restarting=len(self._restarting),
+                          down=len(self._down), waiting=len(self._waiting))
+
+    # --- the line -----------------------------------------------------------
+
+    def submit(self, run_for: str, on_place: PlaceHook | None = None) -> Ticket:
+        """Admit a run of sandbox ``run_for`` or refuse it now (never after waiting)."""
+        if not self._started:
+            raise Restarting("The graders are not running yet; run the checks again in a moment.")
+        if len(self._restarting) + len(self._down) >= len(self.graders):
+            raise Restarting("The grader is starting again after a script it had to end; "
+                             "run the checks again in a moment.")
+        self.shares.admit(run_for)
+        ticket = Ticket(run_for, on_place)
+        if self._free and not self._waiting:
+            ticket.move(0)
+            ticket.granted.set_result(self._free.popleft())
+        elif len(self._waiting) >= self.settings.queue_bound:
+            self.shares.undo(run_for)
+            raise QueueFull(f"All {self.settings.queue_bound} places in the line for a grader are taken; "
+                            "run the checks again in a few seconds.")
+        else:
+            self._waiting.append(ticket)
+            ticket.move(len(self._waiting))
+        return ticket
+
+    async def wait(self, ticket: Ticket) -> Grader:
+        """``ticket``'s grader, once its turn comes; a caller that stops waiting
+        (cancelled, or refused because no grader came back) leaves the line."""
+        try:
+            return await ticket.granted
+        except BaseException:
+            self._withdraw(ticket)
+            raise
+
+    def give_back(self, ticket: Ticket, grader: Grader) -> None:
+        """The run is over: the grader goes to the next in line (or is restarted,
+        if the watchdog had to end it), and the sandbox's run stops counting."""
+        self.shares.done(ticket.run_for)
+        self._give_back(grader)
+
+    @asynccontextmanager
+    async def serve(self, ticket: Ticket) -> AsyncIterator[Grader]:
+        """``wait`` for the grader, hold it for the block, ``give_back`` after."""
+        grader = await self.wait(ticket)
+        try:
+            yield grader
+        finally:
+            self.give_back(ticket, grader)
+
+    @asynccontextmanager
+    async def turn(self, run_for: str, on_place: PlaceHook | None = None) -> AsyncIterator[Grader]:
+        """``submit`` and ``serve`` in one: a grader for one run of ``run_for``."""
+        async with self.serve(self.submit(run_for, on_place)) as grader:
+            yield grader
+
+    def _withdraw(self, ticket: Ticket) -> None:
+        """A run that stopped waiting: out of the line, its grader (if any) to the next."""
+        self.shares.done(ticket.run_for)
+        if ticket in self._waiting:
+            self._waiting.remove(ticket)
+            self._renumber()
+        granted = ticket.granted
+        if granted.done() and not granted.cancelled() and granted.exception() is None:
+            self._give_back(granted.result())
+
+    def _give_back(self, grader: Grader) -> None:
+        if grader.lost:
+            self._restart(grader)
+        else:
+            self._hand(grader)
+
+    def _hand(self, grader: Grader) -> None:
+        if not self._started:
+            return
+        while self._waiting:
+            ticket = self._waiting.popleft()
+            if ticket.granted.done():
+                continue  # cancelled while it waited
+            ticket.move(0)
+            ticket.granted.set_result(grader)
+            self._renumber()
+            return
+        self._free.append(grader)
+
+    def _renumber(self) -> None:
+        for place, ticket in enumerate(self._waiting, 1):
+            ticket.move(place)
+
+    def _fail_waiting(self, why: str) -> None:
+        while self._waiting:
+            ticket = self._waiting.popleft()
+            if not ticket.granted.done():
+                ticket.granted.set_exception(Restarting(why))
+
+    # --- restarts -----------------------------------------------------------
+
+    def _restart(self, grader: Grader) -> None:
+        if not self._started:
+            return  # stopping: the grader's process is ended by stop(), not started again
+        self._restarting.add(grader)
+        task = asyncio.get_running_loop().create_task(self._restart_loop(grader))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _restart_loop(self, grader: Grader) -> None:
+        for attempt in range(1, RESTART_TRIES + 1):
+            try:
+                await grader.restart()
+            except (RuntimeError, RedisError, OSError) as exc:
+                log.warning("grader %s did not start again (try %s): %s", grader.index, attempt, exc)
+                await asyncio.sleep(0.2 * attempt)
+                continue
+            self._restarting.discard(grader)
+            self._hand(grader)
+            return
+        self._restarting.discard(grader)
+        self._down.add(grader)
+        if len(self._down) >= len(self.graders):
+            self._fail_waiting("No grader could be started again; the site's operator has been told in its log.")
+            log.error("every grader is down: exercises answer 503 until the site restarts")

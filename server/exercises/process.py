@@ -1,0 +1,144 @@
+"""One grader's valkey-server: a managed process that holds no learner data.
+
+It is a ``ValkeyProcess`` (free loopback port, a temp dir, no persistence)
+with the settings that make a learner's script safe to run:
+
+* ``requirepass``: only the grader's admin client (and the run users it
+  creates) get in, though it listens on loopback only;
+* ``busy-reply-threshold`` low, so a SCRIPT KILL is heard 100 ms into a
+  script instead of after five seconds;
+* a small ``maxmemory`` (noeviction: a write past it fails, nothing is
+  dropped in silence) for the keys, and an address-space limit of the
+  process (``RLIMIT_AS``, set in the child before exec) for everything
+  else: ``maxmemory`` does not count Lua's heap, and a ``string.rep`` of a
+  gigabyte then fails inside Lua with "not enough memory";
+* no DEBUG, no MODULE, no keyspace notifications (nothing listens).
+
+It is started and waited for from the event loop's own thread: the
+kernel's parent-death signal (``PR_SET_PDEATHSIG``) fires when the *thread*
+that forked the child exits, and the loop thread lives as long as the site.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import resource
+import secrets
+import shutil
+import signal
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from server.valkey.process import ValkeyProcess
+
+_PR_SET_PDEATHSIG: Final = 1
+# Loaded once here: after fork the child should call into libc, not load it.
+_LIBC: Final = ctypes.CDLL(None, use_errno=True)
+
+
+@dataclass(frozen=True)
+class ProcessLimits:
+    """How one grader process is bounded."""
+
+    address_space_mb: int = 256
+    maxmemory_mb: int = 32
+    busy_reply_ms: int = 100
+    maxclients: int = 64
+
+
+def _bounded_child(limits: ProcessLimits, parent: int) -> Callable[[], None]:
+    address_space = limits.address_space_mb * 1024 * 1024
+
+    def in_child() -> None:
+        # SIGKILL, not SIGTERM: a grader may be inside a script and deaf to
+        # anything gentler, and it holds nothing worth a clean shutdown.
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+    return in_child
+
+
+class GraderProcess(ValkeyProcess):
+    """A valkey-server for grading; ``password`` is its admin password."""
+
+    def __init__(self, limits: ProcessLimits) -> None:
+        super().__init__(load_module=False)
+        self.limits = limits
+        self.password = secrets.token_urlsafe(24)
+
+    def command(self) -> list[str]:
+        base = super().command()
+        # The managed server's notification flags serve the site's live
+        # stream; nobody subscribes to a grader, so they would only cost.
+        if "--notify-keyspace-events" in base:
+            at = base.index("--notify-keyspace-events")
+            del base[at : at + 2]
+        # Later directives win, so what a grader must be is said last, here,
+        # whatever the site's own managed server comes to be configured with.
+        return [
+            *base,
+            "--save", "",
+            "--appendonly", "no",
+            "--bind", "127.0.0.1",
+            "--requirepass", self.password,
+            "--busy-reply-threshold", str(self.limits.busy_reply_ms),
+            "--maxmemory", f"{self.limits.maxmemory_mb}mb",
+            "--maxmemory-policy", "noeviction",
+            "--maxclients", str(self.limits.maxclients),
+            "--enable-debug-command", "no",
+            "--enable-module-command", "no",
+        ]
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def spawn(self) -> None:
+        """Start the process (not waiting for it to answer: see ``Grader.start``)."""
+        if not shutil.which(self.binary):
+            raise RuntimeError(f"{self.binary} not found: `make test` and `make serve` install valkey-server")
+        self.proc = subprocess.Popen(
+            self.command(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=_bounded_child(self.limits, os.getpid()),  # noqa: PLW1509 -- only prctl and setrlimit run there
+        )
+
+    def exit_note(self) -> str:
+        """Why the process is gone, for an error message: its code and the log's tail."""
+        code = self.proc.poll() if self.proc is not None else None
+        log = self.dir / "valkey.log"
+        tail = log.read_text("utf-8", "replace")[-400:] if log.exists() else ""
+        return f"valkey-server exited ({code}): {tail.strip()}"
+
+    def kill(self) -> None:
+        """SIGKILL and reap: for a process stuck inside a script. Its dir goes too."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=2)  # a SIGKILLed process is reaped in microseconds
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    async def close(self, grace: float = 2.0) -> None:
+        """SIGTERM, wait without blocking the loop, SIGKILL past ``grace``."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + grace
+            # A child's exit has no awaitable here (asyncio's child watchers
+            # would own every child of the process); a short poll costs nothing.
+            while proc.poll() is None and loop.time() < deadline:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+        self.kill()

@@ -1,0 +1,185 @@
+"""A run and its scenes: where a check lands keys and calls the learner's script.
+
+``Run`` is one learner's run on one grader: the run id, the connection of
+the run's own user, the SHA of the learner's script, and the script time
+spent so far (a run has a budget, so a slow script cannot stretch a run of
+many checks past the 2 s every answer must come within).
+
+``Scene`` is one check's part of it: its queues (``<run>.<check>.<role>``),
+the keys it judges, and ``learner()``, which runs the learner's script with
+the course's KEYS/ARGV under the watchdog and pictures the scenario's keys
+just before and just after. A check raises ``CheckFailed`` with its
+sentence; ``Scene.result`` attaches the last pictures to it.
+
+Everything else a scene does — landing flows, claiming, completing, the
+Pump's reads — goes through ``server.emq`` on the grader's admin client: the
+scenario is the course's own scripts at work, and only the one transition
+the exercise asks for is the learner's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+
+from server.emq import keyspace
+from server.exercises.grader import Grader
+from server.exercises.outcome import CheckResult, Picture
+from server.exercises.runkeys import scenario_pattern
+from server.exercises.watchdog import Erred, Halted, Replied
+
+
+class CheckFailed(Exception):
+    """A check's verdict against the script; ``said`` is its one sentence."""
+
+    def __init__(self, said: str) -> None:
+        super().__init__(said)
+        self.said = said
+
+
+@dataclass(frozen=True)
+class Check:
+    """A named scenario; ``run`` lands it, judges it and returns its passing sentence."""
+
+    name: str
+    run: Callable[[Scene], Awaitable[str]]
+
+
+class Run:
+    """One learner's run on one grader, as the run's own Valkey user."""
+
+    def __init__(self, grader: Grader, client: Redis, sha: str, run_id: str) -> None:
+        self.grader = grader
+        self.client = client
+        self.sha = sha
+        self.run_id = run_id
+        self.spent = 0.0  # seconds of the learner's script so far
+
+    async def call(self, keys: Sequence[str], args: Sequence[str | int]) -> Replied | Erred:
+        budget = self.grader.limits.budget_ms
+        if self.spent * 1000 >= budget:
+            raise Halted(f"stopped: the script had used the run's {budget} ms of script time", lost=False)
+        outcome, took = await self.grader.call(self.client, self.sha, keys, args)
+        self.spent += took
+        return outcome
+
+
+class Scene:
+    """One check's scenario inside a run."""
+
+    def __init__(self, run: Run, index: int) -> None:
+        self.run = run
+        self.index = index
+        self.judged: list[str] = []
+        self.step: str | None = None
+        self.before: Picture | None = None
+        self.after: Picture | None = None
+
+    @property
+    def admin(self) -> Redis:
+        """The grader's admin client: the course's scripts run on it."""
+        return self.run.grader.admin_client()
+
+    def queue(self, role: str) -> str:
+        """A queue of this scene: ``<run>.<check>.<role>``, inside the run's pattern."""
+        return keyspace.check_queue(f"{self.run.run_id}.{self.index}.{role}")
+
+    def judge(self, keys: Sequence[str]) -> None:
+        """Keys the check reads: always in the picture, whatever else is there."""
+        self.judged.extend(key for key in keys if key not in self.judged)
+
+    async def picture(self) -> Picture:
+        keys = self.run.grader.run_keys()
+        return await keys.picture(self.judged, scenario_pattern(self.run.run_id, self.index))
+
+    async def learner(
+        self, keys: Sequence[str], args: Sequence[str | int], step: str
+    ) -> tuple[Replied | Erred, Picture]:
+        """The learner's script in place of the course's, framed by two pictures."""
+        self.step = step
+        self.before = await self.picture()
+        self.after = None
+        outcome = await self.run.call(keys, args)
+        self.after = await self.picture()
+        return outcome, self.after
+
+    def result(self, name: str, said: str) -> CheckResult:
+        """A failed check, with the pictures of the learner's last call in it."""
+        return CheckResult(name=name, passed=False, said=said, step=self.step,
+                           before=self.before, after=self.after)
+
+
+# --- judging ---------------------------------------------------------------
+
+
+SHOWN_CHARS = 120  # a said quotes at most this much of a value: it is one sentence
+
+
+def clip(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + f"… ({len(text):,} characters)"
+
+
+def shown(value: str | None) -> str:
+    return "no such key" if value is None else clip(value)
+
+
+def short(name: str) -> str:
+    """A key as the learner knows it: ``emq:{r….3.reports}:pending`` → ``emq:{reports}:pending``."""
+    head, brace, rest = name.partition("{")
+    if not brace:
+        return name
+    tag, close, tail = rest.partition("}")
+    return f"{head}{{{tag.rsplit('.', 1)[-1]}}}{tail}" if close else name
+
+
+def expect_reply(outcome: Replied | Erred, want: int, step: str) -> None:
+    """The script's reply must be the integer ``want``."""
+    if isinstance(outcome, Erred):
+        raise CheckFailed(f"expected {step} to answer {want}, "
+                          f"the script stopped with the error: {clip(outcome.message)}")
+    if outcome.value != want:
+        raise CheckFailed(f"expected {step} to answer {want}, the script answered {clip(repr(outcome.value))}")
+
+
+def expect_error(outcome: Replied | Erred, code: str, step: str) -> None:
+    """The script must answer an error reply that starts with ``code``."""
+    if isinstance(outcome, Replied):
+        raise CheckFailed(f"expected {step} to answer an {code} error, "
+                          f"the script answered {clip(repr(outcome.value))}")
+    if not outcome.message.startswith(code):
+        raise CheckFailed(f"expected {step} to answer an {code} error, the script answered: {clip(outcome.message)}")
+
+
+def expect_counter(picture: Picture, key: str, want: int, step: str) -> None:
+    got = picture.text(key)
+    if got != str(want):
+        raise CheckFailed(f"expected :dependencies = {want}, Valkey holds {shown(got)} after {step}")
+
+
+def expect_field(picture: Picture, key: str, label: str, field: str, want: str | None, step: str) -> None:
+    """``label`` (e.g. ``:processed``) must hold ``want`` under ``field`` (None: no such field)."""
+    got = picture.field(key, field)
+    if got == want:
+        return
+    if want is None:
+        raise CheckFailed(f"expected no {field} in {label}, Valkey holds {field} = {shown(got)} after {step}")
+    held = "no such field" if got is None else clip(got)
+    raise CheckFailed(f"expected {label}[{field}] = {want}, Valkey holds {held} after {step}")
+
+
+def expect_unchanged(before: Picture | None, after: Picture, step: str) -> None:
+    """No key of the scenario may differ between the two pictures."""
+    earlier = {shot.name: shot for shot in (before.keys if before else ())}
+    later = {shot.name: shot for shot in after.keys}
+    for name in sorted(set(earlier) | set(later)):
+        was, now = earlier.get(name), later.get(name)
+        if was == now:
+            continue
+        if now is None:
+            raise CheckFailed(f"expected nothing to change, Valkey no longer holds {short(name)} after {step}")
+        if was is None:
+            raise CheckFailed(f"expected nothing to change, Valkey holds a new key {short(name)} after {step}")
+        raise CheckFailed(f"expected nothing to change, Valkey holds {short(name)} = {clip(str(now.value))} "
+                          f"(it was {clip(str(was.value))}) after {step}")

@@ -1,0 +1,173 @@
+"""The watchdog: one call of a learner's script, stopped if it runs too long.
+
+A learner's script gets ``script_ms`` (500 ms). Past it the watchdog asks
+Valkey, on a connection of its own, to ``SCRIPT KILL`` it; the grader's low
+``busy-reply-threshold`` makes Valkey hear that 100 ms into any script whose
+Lua hook still fires. Three things can follow:
+
+* ``OK`` (or ``NOTBUSY``: it finished meanwhile): the script ends, the
+  grader is fine, and the run stops there — a script that ran past its time
+  once will in the next check too, and every answer must come within 2 s;
+* ``UNKILLABLE``: the script has written, so Valkey refuses to stop it
+  half-way; the only way out is to end the process;
+* no answer at all by ``kill_ms``: Valkey is inside one long C call (a
+  ``string.rep`` of a gigabyte runs no Lua hook) or gone.
+
+In the last two cases the watchdog SIGKILLs the grader (it holds nothing but
+this run) and says so; the pool starts it again. Either way the learner gets
+``Halted`` with a sentence that says where the script was stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoPermissionError, RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+# Valkey ends a script's error with where it happened, by SHA and line.
+_WHERE_RE: Final = re.compile(r"\s*script: [0-9a-f]{40}, on @user_script:(\d+)\.?\s*$")
+_RUNNING_RE: Final = re.compile(r"Error running script [0-9a-f]{40}, ")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Time allowed to a learner's script (ms): per call, before SIGKILL, per run."""
+
+    script_ms: int = 500
+    kill_ms: int = 800
+    budget_ms: int = 600
+
+
+@dataclass(frozen=True)
+class Replied:
+    """The script returned; ``value`` is its reply (text decoded, lists kept)."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class Erred:
+    """The script answered an error (its own, or Valkey's refusal of a command)."""
+
+    message: str
+
+
+class Halted(Exception):
+    """The run cannot go on: ``said`` says why; ``lost`` means the grader was ended."""
+
+    def __init__(self, said: str, lost: bool) -> None:
+        super().__init__(said)
+        self.said = said
+        self.lost = lost
+
+
+def plain(value: Any) -> Any:
+    """A reply with bytes decoded (any bytes: the script chose them)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    return value
+
+
+def error_text(exc: ResponseError) -> str:
+    """Valkey's error as the learner should read it: the code (redis-py drops
+    NOPERM from its message), the words, and the script line — not the SHA."""
+    text = str(exc)
+    if isinstance(exc, NoPermissionError):
+        text = f"NOPERM {text}"
+    found = _WHERE_RE.search(text)
+    if found:
+        text = f"{text[: found.start()]} (line {found.group(1)})"
+    text = _RUNNING_RE.sub("Error running the script: ", text)
+    if "ACL failure" in text or text.startswith("NOPERM"):
+        text += "; the run's user may touch only this run's keys and no server-wide command"
+    return text
+
+
+def _settle(task: asyncio.Future[Any]) -> Replied | Erred:
+    exc = task.exception()
+    if exc is None:
+        return Replied(plain(task.result()))
+    if isinstance(exc, ResponseError):
+        return Erred(error_text(exc))
+    if isinstance(exc, (RedisConnectionError, RedisTimeoutError, OSError)):
+        raise Halted("the grader stopped while the script ran (out of memory, or it crashed) "
+                     "and was started again", lost=True) from exc
+    raise exc
+
+
+async def _ask_kill(guard: Redis, seconds: float) -> str | None:
+    """SCRIPT KILL's answer ('OK', 'UNKILLABLE', 'NOTBUSY'), None if none came."""
+    try:
+        kill = guard.execute_command("SCRIPT", "KILL")  # type: ignore[no-untyped-call]  # untyped in redis-py
+        await asyncio.wait_for(kill, max(seconds, 0.01))
+    except ResponseError as exc:
+        return str(exc).split(" ", 1)[0]
+    except (TimeoutError, RedisError, OSError):
+        return None
+    return "OK"
+
+
+async def _drain(task: asyncio.Future[Any]) -> None:
+    """Let a call whose server was killed fail, and keep its error to ourselves."""
+    await asyncio.wait({task}, timeout=1.0)
+    if not task.done():
+        task.cancel()
+    with contextlib.suppress(BaseException):
+        await task
+
+
+async def watched(
+    call: Awaitable[Any], guard: Redis, end_process: Callable[[], None], limits: Limits
+) -> tuple[Replied | Erred, float]:
+    """Run ``call`` (the learner's EVALSHA) under the watchdog.
+
+    Returns the outcome and the seconds it took; raises ``Halted`` when the
+    script ran past ``limits.script_ms`` or the grader had to be ended.
+    """
+    try:
+        return await _watch(call, guard, end_process, limits)
+    except Halted as halt:
+        if halt.lost:
+            # Gone, or not quite: a crashing valkey-server can hang in its own
+            # crash report, port open. Either way it is ended for good here.
+            end_process()
+        raise
+
+
+async def _watch(
+    call: Awaitable[Any], guard: Redis, end_process: Callable[[], None], limits: Limits
+) -> tuple[Replied | Erred, float]:
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    task = asyncio.ensure_future(call)
+    await asyncio.wait({task}, timeout=limits.script_ms / 1000)
+    if task.done():
+        return _settle(task), loop.time() - started
+
+    stopped = f"stopped after {limits.script_ms} ms: the script did not finish"
+    deadline = started + limits.kill_ms / 1000
+    answer = await _ask_kill(guard, deadline - loop.time())
+    if answer in ("OK", "NOTBUSY"):
+        await asyncio.wait({task}, timeout=max(deadline - loop.time(), 0))
+        if task.done():
+            _settle(task)  # raises if the grader went meanwhile; any reply is moot
+            raise Halted(stopped, lost=False)
+    if answer == "UNKILLABLE":
+        said = (f"{stopped}, and it had already written, so Valkey could not stop it "
+                "half-way: the grader was ended and started again")
+    else:
+        said = (f"{stopped}, and Valkey did not answer SCRIPT KILL (one long C call such as a huge "
+                "string.rep runs no Lua hook): the grader was ended and started again")
+    end_process()
+    await _drain(task)
+    raise Halted(said, lost=True)

@@ -1,0 +1,123 @@
+"""The exercises' endpoints: read one, and run a learner's script through its checks.
+
+    GET  /api/exercises/<name>       {"name", "title", "task", "starter", "checks": [names]}
+    POST /api/exercises/<name>/run   {"script": "<lua>"} -> {"checks": [...], "passed", "total", "pictures"}
+                                     with `Accept: text/event-stream`: `place` events while the run
+                                     waits for a grader, then one `result` (or `error`) event
+    POST /exercises/<name>/run       the same from a form without JavaScript: the results as a page
+
+A run passes the guards an action passes (origin, the sandbox, rates), then
+the grader (server/exercises/): the script never runs on the site's Valkey.
+Its best result is kept in the learner's progress record (`ex:<name>`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+import msgspec
+from sse_starlette.sse import EventSourceResponse
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from server.exercises import Graded, GradeRefused, catalogue, grade
+from server.live.streams import frame
+from server.sandboxes import progress
+from server.web import bodies, guards
+from server.web.answer import JSONAnswer, dumps
+from server.web.errors import answer_error, problem
+from server.web.templating import course_of, respond
+
+# A script of 16,384 bytes may need six bytes of JSON per byte (\u escapes).
+BODY_CAP = 6 * 16_384 + 1024
+
+
+class Run(msgspec.Struct, forbid_unknown_fields=True):
+    script: Annotated[str, msgspec.Meta(max_length=BODY_CAP)]
+
+
+async def describe(request: Request) -> Response:
+    try:
+        await guards.enter(request, write=False, counts="reads")
+        return JSONAnswer(catalogue.get(request.path_params["name"]).as_json())
+    except GradeRefused as exc:
+        return JSONAnswer(exc.as_json(), status_code=exc.status)
+    except Exception as exc:  # noqa: BLE001 - said in words
+        return answer_error(exc)
+
+
+async def _graded(request: Request, entry: guards.Entry, script: str,
+                  places: asyncio.Queue[int] | None = None) -> Graded:
+    """Grade, then keep the result in the learner's record (a best is never lowered)."""
+    name = request.path_params["name"]
+    graded = await grade(request.app.state.graders, name, script, run_for=entry.visitor,
+                         on_place=places.put_nowait if places is not None else None)
+    step = progress.Step(f"ex:{name}", result=f"{graded.passed}/{graded.total}")
+    settings = request.app.state.settings
+    script_, keys, args = progress.record_call(entry.visitor, step, settings.sandbox_ttl * 2, int(time.time() * 1000))
+    await script_.run(request.app.state.conn, keys, args)
+    return graded
+
+
+async def run(request: Request) -> Response:
+    try:
+        entry = await guards.enter(request, write=True)
+        body = bodies.decode(await bodies.raw(request, BODY_CAP), Run)
+        if "text/event-stream" in request.headers.get("accept", ""):
+            return EventSourceResponse(_streamed(request, entry, body.script), send_timeout=10)
+        return JSONAnswer((await _graded(request, entry, body.script)).as_json())
+    except GradeRefused as exc:
+        return JSONAnswer(exc.as_json(), status_code=exc.status)
+    except Exception as exc:  # noqa: BLE001
+        return answer_error(exc)
+
+
+async def _streamed(request: Request, entry: guards.Entry, script: str) -> AsyncIterator[bytes]:
+    """The run's place in the grader's line as it moves, then its result."""
+    places: asyncio.Queue[int] = asyncio.Queue()
+    task = asyncio.create_task(_graded(request, entry, script, places))
+    while not task.done():
+        getter = asyncio.ensure_future(places.get())
+        done, _ = await asyncio.wait({task, getter}, return_when=asyncio.FIRST_COMPLETED)
+        if getter in done:
+            yield frame("place", dumps({"place": getter.result()}))
+        else:
+            getter.cancel()
+    try:
+        yield frame("result", dumps(task.result().as_json()))
+    except GradeRefused as exc:
+        yield frame("error", dumps({**exc.as_json(), "status": exc.status}))
+
+
+async def run_form(request: Request) -> Response:
+    """A form's run (no JavaScript): the results as a page, the script kept in the form."""
+    name = request.path_params["name"]
+    try:
+        entry = await guards.enter(request, write=True)
+        form = await request.form()
+        script = form.get("script")
+        if not isinstance(script, str):
+            return problem(400, "the form's field 'script' holds the Lua to run")
+        exercise = catalogue.get(name)
+    except GradeRefused as exc:
+        return JSONAnswer(exc.as_json(), status_code=exc.status)
+    except Exception as exc:  # noqa: BLE001
+        return answer_error(exc)
+    context = {"exercise": exercise, "script": script, "graded": None, "error": None, "page": None,
+               "current_hub": None, "course": course_of(request), "dive": course_of(request).page(exercise.page)}
+    try:
+        context["graded"] = await _graded(request, entry, script)
+        status = 200
+    except GradeRefused as exc:
+        context["error"], status = exc.message, exc.status
+    return respond(request, "exercise.html", context, status)
+
+
+def routes() -> list[BaseRoute]:
+    return [Route("/api/exercises/{name}", describe, methods=["GET"]),
+            Route("/api/exercises/{name}/run", run, methods=["POST"]),
+            Route("/exercises/{name}/run", run_form, methods=["POST"])]

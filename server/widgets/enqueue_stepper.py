@@ -1,0 +1,281 @@
+"""The @enqueue_flow stepper: the real script, run one move further each click.
+
+The moves are the script's own marker comments (`-- @move N: …`,
+`registry.moves`). Move N is shown by emptying the stepper's queue and running
+the script from its top through move N (`registry.run_prefix`: a prefix of the
+very file the server runs, sent by its SHA), so the keys on the page are what
+Valkey holds after those lines. The queue is the stepper's own: its partial
+states, which in real life exist only inside one EVAL, are never claimable by
+another widget.
+
+The lab state remembers how far the script ran (`move`), the learner's choice
+of ids (`non_job`, kept by Reset) and, after a refusal, Valkey's words
+(`refused`) and the move that refused (`refused_at`).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from server.emq import flows, registry
+from server.emq.errors import EmqError
+from server.widgets.base import Body, Description, GotoBody, Outcome, Step, Value, Widget, action, do, reading
+from server.widgets.flow import plural
+from server.widgets.turn import Turn
+from server.widgets.view import Moment, QueueView
+
+SCRIPT = "enqueue_flow"
+PARENT = "JOBparent"
+CHILDREN = ("JOBchild1", "JOBchild2")
+NON_JOB_CHILD = "child2"  # well-formed, so the host's id gate lets it by; the script's kind law refuses it
+MOVES = tuple(registry.moves(SCRIPT))  # read at import: a script that lost its markers stops the start
+TOTAL = len(MOVES)
+
+
+def flow_spec(non_job: bool) -> dict[str, Any]:
+    second = NON_JOB_CHILD if non_job else CHILDREN[1]
+    return {"parent": {"id": PARENT, "payload": "ship the order"},
+            "children": [{"id": c, "payload": f"step {i}"} for i, c in enumerate((CHILDREN[0], second), 1)]}
+
+
+def title(move: int) -> str:
+    return MOVES[move - 1].title
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where the stepper stands, as its lab state says."""
+
+    move: int  # the moves the script ran through (0: nothing ran)
+    non_job: bool
+    refused: str  # Valkey's refusal, "" when the last run was not refused
+    refused_at: int
+
+    @classmethod
+    def of(cls, moment: Moment) -> Place:
+        state = moment.state
+        return cls(_bounded(state.get("move")), state.get("non_job") == "1",
+                   state.get("refused") or "", _bounded(state.get("refused_at")))
+
+
+def _bounded(raw: str | None) -> int:
+    try:
+        return min(max(int(raw or 0), 0), TOTAL)
+    except ValueError:
+        return 0
+
+
+@dataclass(frozen=True)
+class Line:
+    number: int
+    text: str
+    move: int | None
+
+
+@functools.cache
+def listing() -> dict[str, Any]:
+    """The script's listing for the partial: each line tagged with its move."""
+    path = registry.script_path(SCRIPT)
+    owner = {n: m.number for m in MOVES for n in range(m.first_line, m.last_line + 1)}
+    lines = [Line(i, text, owner.get(i)) for i, text in enumerate(registry.script_source(SCRIPT).splitlines(), 1)]
+    # server/emq/scripts/<name>.lua, as the repository names it
+    return {"script": SCRIPT, "script_path": path.relative_to(path.parents[3]).as_posix(),
+            "lines": lines, "moves": MOVES}
+
+
+def job(view: QueueView, job_id: str) -> dict[str, Any]:
+    """One job as the keys just read hold it: its row's state, its sets, its counter."""
+    return {"id": job_id, "state": view.fields(job_id).get("state") if view.row(job_id) else None,
+            "dependencies": view.number(job_id, ":dependencies"), "sets": view.sets_of(job_id)}
+
+
+def contents(view: QueueView, children: list[dict[str, Any]], parent: dict[str, Any]) -> str:
+    """What the queue holds, in words: its key count, the children, the parent, the counter."""
+    count = len(view.keys) + view.more
+    if count == 0:
+        return "the stepper's queue holds no key"
+    groups: dict[str, list[str]] = {}
+    for child in children:
+        if child["state"] is not None:
+            groups.setdefault(f"state {child['state']}, in {', '.join(child['sets']) or 'no state set'}",
+                              []).append(child["id"])
+    kids = "; ".join(f"{' and '.join(ids)}: {words}" for words, ids in groups.items()) or "no child row"
+    held = (f"{parent['id']}: no row yet" if parent["state"] is None else
+            f"{parent['id']}: state {parent['state']}, in {', '.join(parent['sets']) or 'no state set'}")
+    deps = parent["dependencies"]
+    counter = "no :dependencies yet" if deps is None else f":dependencies = {deps}"
+    return f"{plural(count, 'key')} in the stepper's queue; {kids}; {held}; {counter}"
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One run of the script (or a prefix of it) on the emptied queue."""
+
+    move: int  # the move it ran through
+    answer: Any = None  # the script's reply: N at its end, nil after a prefix
+    error: str = ""  # Valkey's refusal, when it refused
+    at: int = 0  # the move that refused
+
+
+class IdChoice(Body):
+    non_job: bool
+
+
+class EnqueueStepper(Widget):
+    name = "enqueue-stepper"
+    title = "The @enqueue_flow transition"
+    queue_parts = ("stepper",)
+    kept_on_reset = ("non_job",)
+    # One step per move, then the two whole runs (the kind law's refusal, then
+    # the flow landed at once), then going back a move.
+    tour = (
+        *(Step(f"move-{m.number}", f"Move {m.number}: {m.title}", (do("next"),)) for m in MOVES),
+        Step("refused", "A non-JOB id refused by the kind law, nothing written",
+             (do("non-job", non_job=True), do("run-atomically"))),
+        Step("atomic", "The whole script run as one call", (do("non-job", non_job=False), do("run-atomically"))),
+        Step("back", "Previous move rebuilt the move before", (do("previous"),)),
+    )
+
+    def job_ids(self, part: str) -> tuple[str, ...]:
+        return (PARENT, *CHILDREN, NON_JOB_CHILD)
+
+    def partial_context(self) -> dict[str, Any]:
+        return listing()
+
+    async def land(self, turn: Turn) -> None:
+        """The stepper starts before move 1: an empty queue, nothing to land."""
+
+    # -- what a page draws --------------------------------------------------------
+    def describe(self, moment: Moment) -> Description:
+        at, view = Place.of(moment), moment.first
+        second = NON_JOB_CHILD if at.non_job else CHILDREN[1]
+        parent, children = job(view, PARENT), [job(view, c) for c in (CHILDREN[0], second)]
+        held = contents(view, children, parent)
+        if at.refused:
+            count = len(view.keys) + view.more
+            after = "nothing was written, the stepper's queue holds no key" if count == 0 else held
+            readout = f"Refused in move {at.refused_at} ({title(at.refused_at)}) with {at.refused}: {after}."
+        elif at.move == 0:
+            readout = f"Before move 1: {held}."
+        else:
+            readout = f"After move {at.move} of {TOTAL} ({title(at.move)}): {held}."
+        return Description(readout, {
+            "move": at.move, "total": TOTAL, "moves": [{"number": m.number, "title": m.title} for m in MOVES],
+            "non_job": at.non_job, "refused": at.refused, "refused_at": at.refused_at,
+            "parent": parent, "children": children})
+
+    # -- readings the dive's questions are judged on --------------------------------
+    @reading("keys")
+    def keys(self, now: Moment, before: Moment) -> Value:
+        """How many keys the stepper's queue holds."""
+        return len(now.first.keys) + now.first.more
+
+    @reading("can-move")
+    def can_move(self, now: Moment, before: Moment) -> Value:
+        """Whether Next move would run one more move (not refused, not at the end)."""
+        at = Place.of(now)
+        return not at.refused and at.move < TOTAL
+
+    @reading("non-job-armed")
+    def non_job_armed(self, now: Moment, before: Moment) -> Value:
+        """Whether the next run carries the non-JOB child and has not been refused yet."""
+        at = Place.of(now)
+        return at.non_job and not at.refused
+
+    # -- actions --------------------------------------------------------------------
+    async def rebuild(self, turn: Turn, move: int, non_job: bool) -> Ran:
+        """Empty the queue, then run the script through `move` (the whole
+        script at the last move); remember where that left the stepper."""
+        await turn.clear()  # each move is rebuilt from nothing, as the script starts from nothing
+        turn.remember(move=str(move), non_job="1" if non_job else "0", refused="", refused_at="0")
+        if move == 0:
+            return Ran(0)
+        keys, argv = flows.enqueue_flow_call(turn.queue(), flow_spec(non_job))
+        try:
+            if move == TOTAL:
+                return Ran(move, await registry.run(turn.conn, SCRIPT, keys, argv))
+            return Ran(move, await registry.run_prefix(turn.conn, SCRIPT, move, keys, argv))
+        except EmqError as exc:
+            at = move
+            # Which move refused, measured: the first shorter prefix that
+            # refuses too. A probe only repeats writes the refused run already
+            # made (same keys, same values), so the keys stay what it left.
+            for shorter in range(1, move):
+                try:
+                    await registry.run_prefix(turn.conn, SCRIPT, shorter, keys, argv)
+                except EmqError:
+                    at = shorter
+                    break
+            turn.remember(move=str(at - 1), refused=str(exc), refused_at=str(at))
+            return Ran(at - 1, error=str(exc), at=at)
+
+    @staticmethod
+    def refusal(ran: Ran) -> Outcome:
+        return Outcome(text=f"enqueue_flow refused in move {ran.at} ({title(ran.at)}): {ran.error}.",
+                       kind="refused", reached=("refused",), detail={"error": ran.error, "refused_at": ran.at})
+
+    @action("next", "Next move")
+    async def next_move(self, turn: Turn, body: Body) -> Outcome:
+        at = Place.of(turn.moment)
+        if at.refused:
+            return Outcome(text=f"enqueue_flow already refused in move {at.refused_at}: untick Use a non-JOB id, "
+                                "or press Previous move or Reset.", kind="info")
+        if at.move >= TOTAL:
+            return Outcome(text="The script has run to its end: press Previous move or Reset.", kind="info")
+        ran = await self.rebuild(turn, at.move + 1, at.non_job)
+        if ran.error:
+            return self.refusal(ran)
+        ending = f"it answered {ran.answer}" if ran.move == TOTAL else "it stops there"
+        return Outcome(text=f"Move {ran.move} of {TOTAL}, {title(ran.move)}: enqueue_flow ran from its top "
+                            f"through this move on an empty queue; {ending}.",
+                       reached=(f"move-{ran.move}",), detail={"move": ran.move})
+
+    @action("previous", "Previous move")
+    async def previous_move(self, turn: Turn, body: Body) -> Outcome:
+        at = Place.of(turn.moment)
+        if at.move == 0 and not at.refused:
+            return Outcome(text="Already before move 1: nothing of the script has run.", kind="info")
+        # After a refusal the moves before the refusing one stand; otherwise one move back.
+        ran = await self.rebuild(turn, at.move if at.refused else at.move - 1, at.non_job)
+        if ran.error:
+            return self.refusal(ran)
+        back = ("back",) if at.move > 0 else ()
+        if ran.move == 0:
+            return Outcome(text="Back before move 1: the stepper's queue was emptied.", reached=back,
+                           detail={"move": 0})
+        return Outcome(text=f"Back to move {ran.move} of {TOTAL}, {title(ran.move)}: the queue was emptied and "
+                            "the script ran again through it.", reached=(*back, f"move-{ran.move}"),
+                       detail={"move": ran.move})
+
+    @action("run-atomically", "Run atomically")
+    async def run_atomically(self, turn: Turn, body: Body) -> Outcome:
+        ran = await self.rebuild(turn, TOTAL, Place.of(turn.moment).non_job)
+        if ran.error:
+            return self.refusal(ran)
+        return Outcome(text=f"The whole script ran as one call and answered {ran.answer}: every move's writes "
+                            "landed at once.", reached=("atomic",), detail={"move": ran.move})
+
+    @action("non-job", "Use a non-JOB id", IdChoice)
+    async def choose_ids(self, turn: Turn, body: IdChoice) -> Outcome:
+        again = " again" if Place.of(turn.moment).non_job else ""
+        await self.rebuild(turn, 0, body.non_job)
+        which = (f"The second child is now {NON_JOB_CHILD!r}, not JOB-prefixed" if body.non_job
+                 else f"Every id is JOB-prefixed{again}")
+        return Outcome(text=f"{which}; the stepper is back before move 1.", kind="info")
+
+    @action("reset", "Reset")
+    async def reset(self, turn: Turn, body: Body) -> Outcome:
+        await turn.clear()
+        await self.land(turn)
+        return Outcome(text="Reset: the stepper's queue is empty, before move 1; your choice of ids is kept.")
+
+    @action("goto", "Go to step", GotoBody)
+    async def goto(self, turn: Turn, body: GotoBody) -> Outcome:
+        """`#step=N` opens the stepper at move N of the lesson's flow: a kept
+        non-JOB choice would stop every move at the gate, so a link unticks it
+        first; then the tour is replayed as for any widget."""
+        turn.remember(non_job="0")
+        await turn.flush()  # written now: the Reset inside the replay keeps what the state holds
+        return await super().goto(turn, body)

@@ -1,0 +1,209 @@
+"""The native refusal: one completion line, sent to two executors.
+
+The scenario, in the queue `<sandbox>.native`: a same-queue flow (JOBparent
+held on one child, JOBchild, claimed) and a flat job (JOBflat, claimed). Each
+button sends one real line (`native_line.py`) and the lab state keeps the
+press: the line, Valkey's reply, the queue's keys before and after, and which
+keys changed by a single byte (DUMP compared).
+
+* "Send as a script": the EVALSHA line `jobs.complete` sends for the child
+  (complete.lua with the same-queue flow layout); it completes the child.
+* "Send as EMQ.COMPLETE": the same keys and values as the module's command,
+  refused straight after numkeys.
+* "Send the flat form": the two-key form on the child, refused once the
+  command has read `parent` on its row.
+* "Complete a flat job natively": the two-key form on JOBflat, which the
+  module completes.
+
+On a Valkey without the EMQ module the native lines get Valkey's own
+"unknown command", and the widget says the native executor is absent there.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from server.emq import flows, jobs, keyspace
+from server.valkey import native as module
+from server.widgets import flow
+from server.widgets import native_line as wire
+from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
+from server.widgets.flow import plural
+from server.widgets.turn import Turn
+from server.widgets.view import Moment, QueueView
+
+PARENT, CHILD, FLAT = "JOBparent", "JOBchild", "JOBflat"
+RESULT = "packed"  # one word: the line reads as it was sent
+ABSENT = "This Valkey has no EMQ module loaded: the native executor is absent here."
+WHO = {"script": "The script", "native": "EMQ.COMPLETE", "flat-form": "EMQ.COMPLETE in its flat form",
+       "flat-job": "EMQ.COMPLETE on the flat job"}
+
+
+def flow_spec() -> dict[str, Any]:
+    return {"parent": {"id": PARENT, "payload": "ship the order"},
+            "children": [{"id": CHILD, "payload": "pack the box"}]}
+
+
+def last_press(state: dict[str, str]) -> dict[str, Any] | None:
+    try:
+        found = json.loads(state.get("last") or "null")
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def flat_words(view: QueueView) -> str:
+    """The flat job as the keys hold it, and the queue's completed count."""
+    if view.row(FLAT) is None:
+        said = f"{FLAT}: no row"
+    else:
+        sets = ", ".join(view.sets_of(FLAT)) or "no state set"
+        said = f"{FLAT}: {view.fields(FLAT).get('state') or 'no state'}, in {sets}"
+    metrics = view.get("metrics:completed")
+    done = metrics.value.get("count") if metrics is not None and isinstance(metrics.value, dict) else None
+    return said + (f"; metrics:completed count = {done}" if done is not None else "")
+
+
+@dataclass(frozen=True)
+class Press:
+    """One line sent: Valkey's answer, the keys whose bytes it changed, the queue after it."""
+
+    sent: wire.Sent
+    moved: list[tuple[str, str]]  # (name without the sandbox prefix, new | gone | changed)
+    after: QueueView
+
+    @property
+    def first(self) -> str:
+        """The reply's first line: `(integer) 1`, `(error) EMQSTATE …`."""
+        return self.sent.reply.splitlines()[0] if self.sent.reply else ""
+
+    def refused_whole(self) -> bool:
+        """Refused with EMQSTATE and not one byte changed: the lesson's refusal."""
+        return self.first.startswith("(error) EMQSTATE") and not self.moved
+
+
+class Native(Widget):
+    name = "native"
+    title = "The native refusal"
+    queue_parts = ("native",)
+    # The refusals first (no key may move), then the two lines that complete.
+    tour = (
+        Step("refused", "EMQ.COMPLETE refused the flow layout; no key changed", (do("native"),)),
+        Step("flat-refused", "The flat form refused once it read parent; no key changed", (do("flat-form"),)),
+        Step("scripted", "The script completed the child and released the parent", (do("script"),)),
+        Step("flat-native", "EMQ.COMPLETE completed a flat job", (do("flat-job"),)),
+    )
+
+    def job_ids(self, part: str) -> tuple[str, ...]:
+        return (PARENT, CHILD, FLAT)
+
+    async def land(self, turn: Turn) -> None:
+        queue = turn.queue()
+        await flows.add(turn.conn, queue, flow_spec())
+        child = await jobs.claim(turn.conn, queue)
+        # A flat job has no add script: its row and its pending entry in one
+        # MULTI on the queue's slot, then the real claim.
+        async with turn.conn.pipeline(transaction=True) as pipe:
+            pipe.hset(keyspace.job_key(queue, FLAT), mapping={"state": "pending", "attempts": "0",
+                                                              "payload": "email the receipt"})
+            pipe.zadd(keyspace.queue_key(queue, "pending"), {FLAT: 0})
+            await pipe.execute()
+        flat = await jobs.claim(turn.conn, queue)
+        present = await module.loaded(turn.conn)
+        # The workers' tokens: what each line carries, as a worker would send it.
+        turn.remember(child_token=str(child[1] if child else 1), flat_token=str(flat[1] if flat else 1),
+                      executor="present" if present else "absent")
+
+    # -- what a page draws --------------------------------------------------------
+    def describe(self, moment: Moment) -> Description:
+        view, state = moment.first, moment.state
+        reading_ = flow.read_flow(view, PARENT, [(view, CHILD)])
+        child = reading_.children[0]
+        readout = (f"{CHILD}: {child.words()}; {reading_.parent.fate()}, {reading_.counter()}; "
+                   f"{flat_words(view)}.")
+        if state.get("executor") == "absent":
+            readout += " " + ABSENT
+        flat = {"id": FLAT, "state": view.fields(FLAT).get("state") if view.row(FLAT) else None,
+                "set": next(iter(view.sets_of(FLAT)), None)}
+        return Description(readout, {
+            "parent": reading_.parent.as_json(), "child": child.as_json(), "flat": flat,
+            "executor": state.get("executor", ""), "last": last_press(state)})
+
+    # -- readings the dive's questions are judged on --------------------------------
+    @reading("keys-changed")
+    def keys_changed(self, now: Moment, before: Moment) -> Value:
+        """"yes" when any key of the queue differs in name, type or value from before the action."""
+        def keys(moment: Moment) -> list[tuple[str, str, str]]:
+            return [(k.name, k.type, json.dumps(k.value, sort_keys=True)) for k in moment.first.keys]
+
+        return "yes" if keys(now) != keys(before) else "no"
+
+    # -- the four lines ------------------------------------------------------------
+    def child_call(self, turn: Turn) -> tuple[list[str], list[str]]:
+        """The KEYS and ARGV `jobs.complete` sends for the child: a same-queue flow child."""
+        queue = turn.queue()
+        line = jobs.Lineage(mode="sq", parent=PARENT, parent_queue=queue)
+        return jobs.complete_call(queue, CHILD, turn.moment.state.get("child_token") or "1", line, RESULT)
+
+    async def press(self, turn: Turn, slug: str, parts: list[Any] | None = None,
+                    script: tuple[list[str], list[str]] | None = None) -> Press:
+        """Send one line between two readings of the queue's bytes; remember all of it."""
+        before = turn.moment.first
+        names = [k.name for k in before.keys]
+        old = await wire.dumps(turn.conn, names)
+        sent = await (wire.send_script(turn.conn, "complete", *script) if script is not None
+                      else wire.send(turn.conn, parts or []))
+        after = (await turn.read()).first
+        moved = wire.changes(old, await wire.dumps(turn.conn, sorted({*names, *(k.name for k in after.keys)})))
+        shown = [(wire.unprefixed(name, turn.sandbox), kind) for name, kind in moved]
+        turn.remember(last={
+            "action": slug, "line": wire.unprefixed(sent.line, turn.sandbox),
+            "reply": wire.unprefixed(sent.reply, turn.sandbox), "error": sent.error, "absent": sent.absent,
+            "before": [k.as_json() for k in before.keys], "after": [k.as_json() for k in after.keys],
+            "changes": [{"name": n, "kind": k} for n, k in shown], "unchanged": not moved})
+        if slug != "script":  # a native line tells whether this Valkey has the executor
+            turn.remember(executor="absent" if sent.absent else "present")
+        return Press(sent, shown, after)
+
+    @staticmethod
+    def said(slug: str, press: Press, reached: bool, milestone: str) -> Outcome:
+        """The press in one sentence: who answered what, and what moved (DUMP compared)."""
+        moved = press.moved
+        effect = ("every key is byte-for-byte as before (DUMP compared)" if not moved
+                  else f"{plural(len(moved), 'key')} changed (DUMP compared)")
+        detail: dict[str, Value | list[str]] = {"reply": press.sent.reply, "unchanged": not moved}
+        if press.sent.absent:
+            return Outcome(text=f"{WHO[slug]} met ERR unknown command: this Valkey has no EMQ module, so the "
+                                f"native executor is absent; {effect}.", kind="refused", detail=detail)
+        gloss = ", no such row" if press.first == "(integer) 0" else ""  # the scripts' and the module's 0
+        return Outcome(text=f"{WHO[slug]} answered {press.first}{gloss}; {effect}.",
+                       kind="refused" if press.sent.error else "ok",
+                       reached=(milestone,) if reached else (), detail=detail)
+
+    @action("script", "Send as a script")
+    async def send_script(self, turn: Turn, body: Body) -> Outcome:
+        press = await self.press(turn, "script", script=self.child_call(turn))
+        released = press.after.fields(PARENT).get("state") == "pending"
+        return self.said("script", press, press.first == "(integer) 1" and released, "scripted")
+
+    @action("native", "Send as EMQ.COMPLETE")
+    async def send_native(self, turn: Turn, body: Body) -> Outcome:
+        keys, args = self.child_call(turn)
+        press = await self.press(turn, "native", ["EMQ.COMPLETE", len(keys), *keys, *args])
+        return self.said("native", press, press.refused_whole(), "refused")
+
+    @action("flat-form", "Send the flat form")
+    async def send_flat_form(self, turn: Turn, body: Body) -> Outcome:
+        keys, args = self.child_call(turn)
+        press = await self.press(turn, "flat-form", ["EMQ.COMPLETE", 2, *keys[:2], *args[:3]])
+        return self.said("flat-form", press, press.refused_whole(), "flat-refused")
+
+    @action("flat-job", "Complete a flat job natively")
+    async def complete_flat_job(self, turn: Turn, body: Body) -> Outcome:
+        keys, args = jobs.complete_call(turn.queue(), FLAT, turn.moment.state.get("flat_token") or "1",
+                                        jobs.Lineage(mode=""))
+        press = await self.press(turn, "flat-job", ["EMQ.COMPLETE", 2, *keys, *args])
+        return self.said("flat-job", press, press.first == "(integer) 1" and press.after.row(FLAT) is None,
+                         "flat-native")

@@ -1,0 +1,99 @@
+"""A script Valkey cannot stop ends its grader; the grader comes back, holding nothing.
+
+These tests run a pool of ONE grader, so what happens while it restarts is
+seen from outside: a run that arrives then is refused with ``Restarting``
+(503), and once it answers again the next run is graded normally. The
+grader here may use 2 GiB of address space, so a gigabyte ``string.rep``
+stays inside one C call (where no Lua hook fires and SCRIPT KILL is never
+heard) until the watchdog's SIGKILL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from server.exercises import GraderPool, PoolSettings, Restarting, grade
+from server.exercises.process import ProcessLimits
+from server.valkey.process import pid_alive
+from tests.integration.exercises.support import COURSE, sandbox, valkey_children
+
+LIVENESS = 2.0
+
+
+async def until_up(pool: GraderPool) -> None:
+    deadline = time.monotonic() + 5.0
+    while pool.status().restarting and time.monotonic() < deadline:  # noqa: ASYNC110 -- polling the pool's own count
+        await asyncio.sleep(0.01)
+    assert pool.status().free == 1
+
+
+async def test_a_script_stuck_in_a_c_call_is_ended_by_sigkill_and_its_grader_restarted() -> None:
+    settings = PoolSettings(graders=1, process=ProcessLimits(address_space_mb=2048))
+    async with GraderPool(settings) as pool:
+        grader = pool.graders[0]
+        old_pid = grader.process.pid if grader.process else None
+        started = time.monotonic()
+        graded = await grade(pool, "fan-in", "local s = string.rep('x', 2^30) return #s", run_for=sandbox())
+        assert time.monotonic() - started < LIVENESS
+        said = graded.checks[0].said
+        assert said.startswith("stopped after 500 ms: the script did not finish, and Valkey did not answer SCRIPT KILL")
+        assert "the grader was ended and started again" in said
+        assert old_pid is not None and not pid_alive(old_pid)
+
+        # while it starts again, a run is refused in words, not queued behind nothing
+        if pool.status().restarting:
+            try:
+                await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
+            except Restarting as refused:
+                assert refused.status == 503 and "starting again" in refused.message
+        await until_up(pool)
+        assert grader.starts == 2 and grader.process is not None and grader.process.pid != old_pid
+        again = await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
+        assert again.passed == again.total
+
+
+async def test_a_run_arriving_while_the_only_grader_restarts_is_refused_with_restarting() -> None:
+    async with GraderPool(PoolSettings(graders=1)) as pool:
+        graded = await grade(pool, "fan-in", "redis.call('SET', KEYS[2], 'x') while true do end", run_for=sandbox())
+        assert "the grader was ended and started again" in graded.checks[0].said
+        assert pool.status().restarting == 1  # the restart runs in the background, after the answer
+        try:
+            await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
+        except Restarting as refused:
+            assert refused.status == 503
+            assert refused.as_json() == {"error": refused.message}
+        else:
+            raise AssertionError("a run was taken while no grader was up")
+        await until_up(pool)
+        again = await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
+        assert again.passed == again.total
+
+
+async def test_a_grader_that_died_while_idle_answers_restarting_once_and_then_grades_again() -> None:
+    async with GraderPool(PoolSettings(graders=1)) as pool:
+        grader = pool.graders[0]
+        assert grader.process is not None and grader.process.proc is not None
+        grader.process.proc.kill()  # a crash nobody saw: no run was on it
+        grader.process.proc.wait()
+        try:
+            await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
+        except Restarting as refused:
+            assert refused.message.startswith("The grader stopped during the run and is starting again")
+        else:
+            raise AssertionError("a dead grader graded a run")
+        await until_up(pool)
+        again = await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
+        assert again.passed == again.total
+
+
+async def test_stopping_the_pool_leaves_no_grader_process_behind() -> None:
+    before = valkey_children()
+    pool = GraderPool(PoolSettings(graders=2))
+    await pool.start()
+    pids = {grader.process.pid for grader in pool.graders if grader.process and grader.process.pid}
+    assert len(pids) == 2 and pids <= valkey_children() - before
+    await grade(pool, "fan-in", "redis.call('SET', KEYS[2], 'x') while true do end", run_for=sandbox())
+    await pool.stop()  # a restart is under way: it is cancelled, and its new process ended too
+    assert valkey_children() == before
+    assert not any(pid_alive(pid) for pid in pids)

@@ -1,0 +1,40 @@
+"""What one learner may cost the others: a snapshot stays small, reads have a budget."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from server.valkey.process import ValkeyProcess
+from tests.support import LiveSite, running
+
+
+@pytest.fixture(scope="module")
+def limited() -> Iterator[LiveSite]:
+    with ValkeyProcess() as valkey, running(valkey.url, {"EMQLAB_READ_LIMIT": "40", "EMQLAB_RATE_LIMIT": "100"}) as site:
+        yield site
+
+
+def test_a_snapshot_stays_under_64_kb_whatever_the_console_wrote(clean: LiveSite) -> None:
+    client = clean.visitor()
+    assert client.get("/api/widgets/fanin/state").status_code == 200
+    big = "x" * 900
+    for i in range(0, 600, 4):
+        fields = " ".join(f"f{j} {big}" for j in range(i, i + 4))
+        answer = client.post("/api/console", json={"command": f"HSET emq:{{fanin}}:job:JOBbig {fields}"})
+        assert answer.status_code == 200, answer.text
+    state = client.get("/api/widgets/fanin/state")
+    assert len(state.content) < 64 * 1024
+    keys = {k["name"]: k for q in state.json()["snapshot"]["queues"] for k in q["keys"]}
+    assert keys["emq:{fanin}:job:JOBbig"]["size"] == 600 and keys["emq:{fanin}:job:JOBbig"]["cut"]
+
+
+def test_a_flood_of_reads_from_one_learner_is_refused_and_another_learner_acts(limited: LiveSite) -> None:
+    flooder, other = limited.visitor(), limited.visitor()
+    assert other.get("/api/widgets/fanin/state").status_code == 200
+    statuses = [flooder.get("/api/widgets/fanin/state").status_code for _ in range(80)]
+    assert statuses.count(429) >= 30 and statuses.count(200) <= 40
+    refused = next(r for r in (flooder.get("/api/widgets/fanin/state") for _ in range(3)) if r.status_code == 429)
+    assert "too many reads" in refused.json()["error"]
+    assert other.post("/api/widgets/fanin/complete-child", json={}).status_code == 200

@@ -1,0 +1,59 @@
+"""One click's cost on the wire: round trips and commands (they do not drift with machine noise).
+
+The README's "How one click travels" and docs/ARCHITECTURE.md state these figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from starlette.testclient import TestClient
+
+from bench.wire import WireCount
+from server.app import create_app
+from server.settings import Settings
+from server.valkey.process import ValkeyProcess
+
+DIVE = "/flows/parent-and-children"
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    with ValkeyProcess() as valkey:
+        settings = Settings(data_dir=str(tmp_path_factory.mktemp("data")), rate_limit=0, read_limit=0)
+        with TestClient(create_app(valkey.url, settings, cluster=False)) as client:
+            assert client.get(DIVE).status_code == 200
+            yield client
+
+
+def sandbox_of(client: TestClient) -> str:
+    snap = client.get("/api/widgets/fanin/state").json()["snapshot"]
+    assert snap["landed"]
+    return str(client.app.state.cookie.parse(client.cookies["emqlab_sandbox"]))  # type: ignore[attr-defined]
+
+
+def test_complete_child_is_four_round_trips_and_eight_commands(client: TestClient) -> None:
+    sandbox = sandbox_of(client)
+    client.post("/api/widgets/fanin/reset", json={})
+    with WireCount(sandbox) as wire:
+        answer = client.post("/api/widgets/fanin/complete-child", json={})
+    assert answer.status_code == 200, answer.text
+    # the lock with the read; claim; complete; the finish with the records
+    assert wire.round_trips == 4, wire.names
+    assert wire.commands == 8, wire.names
+    assert wire.names.count("EVALSHA") == 6 and wire.names.count("SET") == 1 and wire.names.count("DEL") == 1
+
+
+def test_a_page_reading_a_landed_widget_costs_one_round_trip(client: TestClient) -> None:
+    sandbox = sandbox_of(client)
+    with WireCount(sandbox) as wire:
+        assert client.get("/api/widgets/fanin/state").status_code == 200
+    assert wire.round_trips == 1 and wire.commands == 2, wire.names
+
+
+def test_the_answer_carries_the_outcome_and_no_snapshot(client: TestClient) -> None:
+    sandbox_of(client)
+    answer = client.post("/api/widgets/fanin/claim", json={}).json()
+    assert set(answer) >= {"outcome", "ver", "progress"}
+    assert "snapshot" not in answer  # every page, this one included, paints the stream's snapshot

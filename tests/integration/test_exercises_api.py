@@ -1,0 +1,71 @@
+"""The exercises' contract on the real site: what each endpoint answers, and that a
+runaway script on a grader leaves the site's own widgets answering."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+
+import httpx
+
+from server.emq import registry
+from tests.support import LiveSite
+
+CONTRACT = {"name", "title", "task", "starter", "checks"}
+
+
+def test_an_exercise_is_described_as_the_contract_says(clean: LiveSite) -> None:
+    client = clean.visitor()
+    for name in ("fan-in", "redelivery", "deliver"):
+        answer = client.get(f"/api/exercises/{name}")
+        assert answer.status_code == 200
+        body = answer.json()
+        assert CONTRACT <= set(body) and body["name"] == name and len(body["checks"]) >= 5
+        for word in ("fan-in", "outbox", "ledger", "tree", "native", "results", "console"):
+            assert word not in body["title"].lower()
+    assert client.get("/api/exercises/nope").status_code == 404
+
+
+def test_the_course_script_passes_every_check_and_is_kept_as_the_best_result(clean: LiveSite) -> None:
+    client = clean.visitor()
+    answer = client.post("/api/exercises/fan-in/run", json={"script": registry.script_source("complete")})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["passed"] == body["total"] == len(body["checks"])
+    assert all(c["passed"] and c["said"] for c in body["checks"])
+    fields = clean.redis().hgetall(next(iter(clean.redis().keys("lab:{*}:progress"))))
+    assert fields["ex:fan-in"] == f"{body['total']}/{body['total']}"
+
+
+def test_bad_scripts_are_refused_in_words_with_their_status(clean: LiveSite) -> None:
+    client = clean.visitor()
+    does_not_compile = client.post("/api/exercises/fan-in/run", json={"script": "return (("})
+    assert does_not_compile.status_code == 422 and "line" in does_not_compile.json()["error"]
+    too_large = client.post("/api/exercises/fan-in/run", json={"script": "-- " + "x" * 16_400})
+    assert too_large.status_code == 413
+    not_utf8 = client.post("/api/exercises/fan-in/run", content=b'{"script": "\\ud800"}',
+                           headers={"Content-Type": "application/json"})
+    assert not_utf8.status_code == 400
+    foreign = client.post("/api/exercises/fan-in/run", json={"script": "return 1"},
+                          headers={"Origin": "http://elsewhere.example"})
+    assert foreign.status_code == 403
+    assert client.post("/api/exercises/fan-in/run", json={"code": "return 1"}).status_code == 400
+
+
+def test_a_runaway_script_is_stopped_in_words_while_the_sites_widgets_answer(clean: LiveSite) -> None:
+    learner, other = clean.visitor(), clean.visitor()
+    assert other.get("/api/widgets/fanin/state").status_code == 200
+
+    def runaway() -> httpx.Response:
+        return learner.post("/api/exercises/fan-in/run", json={"script": "while true do end"}, timeout=20)
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        started = time.monotonic()
+        pending = pool.submit(runaway)
+        statuses = [other.post("/api/widgets/fanin/" + ("reset" if i % 4 == 0 else "complete-child"),
+                               json={}).status_code for i in range(10)]
+        answer = pending.result()
+    assert statuses == [200] * 10
+    assert answer.status_code == 200
+    assert "stopped" in answer.json()["checks"][0]["said"]
+    assert time.monotonic() - started < 10  # a liveness bound, not a speed claim
