@@ -4,19 +4,13 @@ they look at (each person in a browser context of their own: the `contexts`
 fixture, tests/e2e/conftest.py). The integration tests of classes use the
 site and the HTTP helpers here too.
 
-The site is the real one under uvicorn (`ClassSite`, a `LiveSite`), built
-by `app_with_fanin_question`: the app `emqlab serve` builds, and, while the
-dive does not declare it yet (its Markdown's `questions:` body is another
-change's), the fan-in's question before "Complete child" bound onto the
-app's catalog in the site's own process, exactly as the dive will declare it.
-Once the dive declares a question for that button, nothing is added.
+The fan-in's question is the one its dive declares
+(site/content/flows/parent-and-children.md), quoted here as the tests read it.
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -24,66 +18,24 @@ from typing import Any
 import httpx
 from playwright.sync_api import BrowserContext, Locator, Page, expect
 
-from bench import uvicorn_workers
-from server.valkey.process import ValkeyProcess
 from tests.e2e.pages import WIDGETS, region
-from tests.support import INSTRUCTOR_TOKEN, LiveSite, Site
+from tests.support import INSTRUCTOR_TOKEN, LiveSite
 
 DIVE = WIDGETS["fanin"][0]  # the fan-in's dive
-FANIN_QUESTION: dict[str, Any] = {  # as site/content/flows/parent-and-children.md declares it
+FANIN_QUESTION: dict[str, Any] = {  # as the dive declares it
     "id": "deps-after-complete",
-    "action": "complete-child",
     "legend": "Predict: what will :dependencies be after this completion?",
-    "reading": "dependencies",
-    "when": "children-outstanding",
-    "answer": "number",
-    "says": ":dependencies = {value}",
-    "feedback": [{"answer": "before", "text": "That is the count before this completion. The child leaves "
-                  "active in this very call, so the fan-in takes one off the counter."}],
+    "feedback": "That is the count before this completion. The child leaves active in this very call, "
+                "so the fan-in takes one off the counter.",
 }
 LEGEND = FANIN_QUESTION["legend"]
 
 
-def app_with_fanin_question() -> Any:
-    """uvicorn factory: the site's app, its fan-in asking before "Complete child"."""
-    from server.cli import app_from_env
-    from server.widgets import questions
-
-    app = app_from_env()
-    catalog = app.state.catalog
-    fanin = catalog.widgets["fanin"]
-    if not any(q.action == "complete-child" for q in catalog.asked(fanin)):
-        bound = questions.bind(fanin, FANIN_QUESTION, "tests/e2e/rooms.py")
-        catalog.questions["fanin"] = (*catalog.asked(fanin), bound)
-    return app
-
-
-class ClassSite(LiveSite):
-    """The live site, served by `app_with_fanin_question`."""
-
-    def start(self, timeout: float = 30.0, output: Any = None) -> ClassSite:
-        self.proc = subprocess.Popen(
-            uvicorn_workers.command("tests.e2e.rooms:app_with_fanin_question", self.port),
-            env=self.env, cwd=str(self.env["PYTHONPATH"]), stdout=output, stderr=output)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the site exited early with {self.proc.returncode}")
-            try:
-                if httpx.get(self.url + "/", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"the site did not answer within {timeout} s")
-
-
 @contextmanager
 def class_site(valkey_url: str, env: dict[str, str] | None = None,
-               without: tuple[str, ...] = ()) -> Iterator[ClassSite]:
-    """The site on `valkey_url`, with `env` set and the variables `without` unset."""
-    live = ClassSite(valkey_url, env)
+               without: tuple[str, ...] = ()) -> Iterator[LiveSite]:
+    """The real site on `valkey_url`, with `env` set and the variables `without` unset."""
+    live = LiveSite(valkey_url, env)
     for name in without:
         live.env.pop(name, None)
     live.start()
@@ -91,14 +43,6 @@ def class_site(valkey_url: str, env: dict[str, str] | None = None,
         yield live
     finally:
         live.stop()
-
-
-@contextmanager
-def own_class_site(env: dict[str, str] | None = None) -> Iterator[Site]:
-    """A Valkey of its own and the class site on it (the e2e modules' `site`)."""
-    with ValkeyProcess() as valkey, class_site(valkey.url, env) as live:
-        assert live.proc is not None
-        yield Site(live.url, valkey, live.proc)
 
 
 # -- HTTP: the instructor and learners as clients ------------------------------------
@@ -175,8 +119,8 @@ def join_room(ctx: BrowserContext, code: str, name: str = "Learner") -> Page:
 
 
 def question(page: Page) -> Locator:
-    """The fan-in's Predict fieldset (its legend starts with "Predict")."""
-    return fanin(page).locator("fieldset").filter(has=page.locator("legend", has_text=re.compile(r"^Predict")))
+    """The fan-in's Predict fieldset before "Complete child" (one per action may be open)."""
+    return fanin(page).get_by_role("group", name=LEGEND)
 
 
 def answer_and_complete(page: Page, value: int) -> None:

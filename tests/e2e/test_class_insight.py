@@ -22,21 +22,18 @@ from tests.e2e.rooms import (
     fanin,
     join_room,
     open_room,
-    own_class_site,
     question,
     signed_in_instructor,
 )
-from tests.support import Site
 
-FEEDBACK = FANIN_QUESTION["feedback"][0]["text"]
+FEEDBACK = FANIN_QUESTION["feedback"]
 DELAYS: list[float] = []  # the class page's update delay, printed at the end of the module
 
 
-@pytest.fixture(scope="module")
-def site() -> Iterator[Site]:
-    """This module's own site: the fan-in asks its question (tests/e2e/rooms.py)."""
-    with own_class_site() as running:
-        yield running
+@pytest.fixture(scope="module", autouse=True)
+def delays() -> Iterator[None]:
+    """The class page's update delays, said at the end of the module (`pytest -s` shows them)."""
+    yield
     if DELAYS:
         print(f"\nclass page update after the last answer: {', '.join(f'{d * 1000:.0f} ms' for d in DELAYS)}")
 
@@ -105,7 +102,8 @@ def test_ask_the_class_brings_every_page_to_the_question_reveal_shows_it_and_a_s
     fanin(ada).get_by_role("button", name="Complete child", exact=True).click()
     expect(counter(ada)).to_have_text("2")
 
-    class_page.get_by_label("Question and step").select_option(f"fanin|{FANIN_QUESTION['id']}|0")
+    picks = class_page.get_by_role("group", name="Question and step")
+    picks.get_by_role("radio", name=re.compile(r"^fanin · step 0 .*" + re.escape(LEGEND))).check()
     class_page.get_by_role("button", name="Ask the class").click()
     expect(class_page.locator('[data-role="asked"]')).to_contain_text("round 1")
     expect(linus).to_have_url(re.compile(f"{DIVE}#w-fanin$"))

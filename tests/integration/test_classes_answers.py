@@ -10,25 +10,16 @@ from __future__ import annotations
 import csv
 import io
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
-from server.valkey.process import ValkeyProcess
-from tests.e2e.rooms import FANIN_QUESTION, LEGEND, class_site, joined, open_class, own_sandbox, predict
+from tests.e2e.rooms import FANIN_QUESTION, LEGEND, joined, open_class, own_sandbox, predict
 from tests.support import Events, LiveSite
 
 QUESTION = FANIN_QUESTION["id"]
-FEEDBACK = FANIN_QUESTION["feedback"][0]["text"]
+FEEDBACK = FANIN_QUESTION["feedback"]
 ENTRY = {"widget", "question", "step", "round", "legend", "answered", "answers"}
-
-
-@pytest.fixture(scope="module")
-def site(valkey_server: ValkeyProcess) -> Iterator[LiveSite]:
-    with class_site(valkey_server.url) as live:
-        yield live
 
 
 def class_of_three(site: LiveSite) -> tuple[httpx.Client, str, list[httpx.Client]]:

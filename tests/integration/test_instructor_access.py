@@ -5,10 +5,7 @@ foreign Origin refused — on the real site under uvicorn and a real Valkey."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
-import pytest
 
 from server.valkey.process import ValkeyProcess
 from tests.e2e.rooms import class_site, joined, open_class
@@ -27,12 +24,6 @@ POSTS = [("/instructor/reset", {"all": True}), ("/instructor/rooms", {"name": "x
          ("/instructor/rooms/{code}/ask/end", {}), ("/instructor/rooms/{code}/press", {}),
          ("/instructor/rooms/{code}/join", {}), ("/instructor/rooms/{code}/close", {}),
          ("/instructor/watch/stop", {})]
-
-
-@pytest.fixture(scope="module")
-def site(valkey_server: ValkeyProcess) -> Iterator[LiveSite]:
-    with class_site(valkey_server.url) as live:
-        yield live
 
 
 def everything(site: LiveSite) -> dict[str, object]:

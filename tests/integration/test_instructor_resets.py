@@ -4,20 +4,10 @@ open pages told, and the learner's own record left as it was."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
-import pytest
 
-from server.valkey.process import ValkeyProcess
-from tests.e2e.rooms import class_site, joined, open_class, own_sandbox
+from tests.e2e.rooms import joined, open_class, own_sandbox
 from tests.support import Events, LiveSite
-
-
-@pytest.fixture(scope="module")
-def site(valkey_server: ValkeyProcess) -> Iterator[LiveSite]:
-    with class_site(valkey_server.url) as live:
-        yield live
 
 
 def counter(site: LiveSite, sandbox: str) -> str | None:
