@@ -88,7 +88,8 @@ def step_words(catalog: Catalog, widget: str, step: int | None) -> str:
 def roster_rows(state: ClassState) -> list[dict[str, Any]]:
     """Each learner in words, for the roster table."""
     now = time.time()
-    return [{"id": row.id, "name": row.name, "page": row.page or "—", "widget": row.widget or "—",
+    return [{"id": row.id, "name": row.name, "page": row.page or "—",
+             "widget": (row.widget or "—").replace("ex:", "exercise ", 1),  # an exercise's run is recorded as ex:<name>
              "progress": roster.progress_words(row), "exercises": roster.exercise_words(row),
              "seen": ago(row.last_seen, now), "last_seen": row.last_seen, "online": row.online,
              "stuck": row.stuck} for row in state.learners]
