@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -271,44 +270,3 @@ def test_reset_of_one_learner_leaves_the_other_and_refuses_a_sandbox_not_in_the_
     assert instructor.post(f"/instructor/rooms/{code}/learners/s0000000000/reset", json={}).status_code == 404
     assert instructor.post(f"/instructor/rooms/{code}/learners/x*y/reset", json={}).status_code == 404
     assert everything(clean) == before
-
-
-def test_watch_shows_the_instructor_a_learner_read_only_and_says_whom(clean: LiveSite) -> None:
-    instructor, code = open_class(clean)
-    ada = joined(clean, code, "Ada")
-    complete(ada)
-    ada_id = own_sandbox(clean, code, "Ada")
-    answer = instructor.get(f"/instructor/rooms/{code}/learners/{ada_id}/watch")
-    assert answer.status_code == 303 and answer.headers["location"] == DIVE
-    state = instructor.get("/api/widgets/fanin/state").json()
-    assert state["room"]["readonly"] is True and state["room"]["watching"] == ada_id
-    assert state["snapshot"]["picture"]["parent"]["dependencies"] == 2
-    assert instructor.get("/instructor/watching").json() == {"sandbox": ada_id, "name": "Ada", "room": code}
-    refused = instructor.post("/api/widgets/fanin/complete-child", json={})
-    assert refused.status_code == 403 and "read-only" in refused.json()["error"]
-    assert instructor.post("/instructor/watch/stop", json={}).status_code == 200
-    assert dependencies(instructor) == 3
-
-
-def test_the_instructor_page_lists_each_live_sandbox_with_its_learner_and_class(clean: LiveSite) -> None:
-    instructor, code = open_class(clean)
-    complete(joined(clean, code, "Ada"))
-    sandbox = own_sandbox(clean, code, "Ada")
-    listed = {row["id"]: row for row in instructor.get("/instructor/overview").json()["sandboxes"]}
-    assert listed[sandbox]["name"] == "Ada" and listed[sandbox]["room"] == code
-    assert listed[sandbox]["widget"] == "fanin"
-    page = instructor.get("/instructor").text
-    assert f'<tr data-sandbox="{sandbox}">' in page and f'href="/instructor/rooms/{code}">{code}</a>' in page
-
-
-def test_the_class_lives_in_valkey_so_a_second_site_serves_the_same_class(clean: LiveSite) -> None:
-    instructor, code = open_class(clean)
-    ada = joined(clean, code, "Ada")
-    instructor.post(f"/instructor/rooms/{code}/mode", json={"mode": "together"})
-    complete(ada)
-    secret = (Path(clean.env["EMQLAB_DATA_DIR"]) / "secret").read_text().strip()  # the same site, another process
-    with class_site(clean.valkey_url, {"EMQLAB_SECRET": secret}) as other:
-        moved = other.client(cookies=dict(ada.cookies))
-        assert dependencies(moved) == 2
-        seen = roster(other.instructor(), code)
-        assert seen["mode"] == "together" and [r["name"] for r in seen["learners"]] == ["Ada"]

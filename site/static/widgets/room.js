@@ -13,11 +13,9 @@ let watched = null; // whom an instructor's Watch shows: { sandbox, name, room }
 let askedIn = null; // the class whose question was last read
 
 const CONTROLS = "button, input, select, textarea";
-// A notice that stays (an instructor's reset, a class's move) is cleared by
-// the learner's Dismiss, or by their action on the widget it concerns — not
-// by a click already on its way when it came, nor by one in the first
-// seconds after (a learner clicking fast has not read it yet), nor by an
-// answer on another widget.
+// A notice that stays (an instructor's reset, a class's move) is cleared by the learner's Dismiss, or by
+// their action on the widget it concerns — not by a click already on its way when it came, nor by one in
+// its first seconds (a learner clicking fast has not read it yet), nor by an answer on another widget.
 const NOTICE_READ_MS = 4000;
 const CARRIED = "emqlab-class-notice"; // a notice carried to the page the class was brought to
 
@@ -151,15 +149,20 @@ export function settleNotice(root, started) {
   if (askedWidget === root.dataset.widget) refreshAsk();
 }
 
-function classNotice(text, widget = "") {
-  let box = $('[data-role="class-notice"]');
+/** The element with `role` placed after the banner (made once): a class notice, the class's question. */
+function besideBanner(tag, role, setup) {
+  let box = $(`[data-role="${role}"]`);
   const node = banner();
   if (!box && node) {
-    box = el("p", undefined, "class-notice");
-    box.className = "room-notice";
-    box.setAttribute("role", "status");
+    box = el(tag, undefined, role);
+    setup(box);
     node.after(box);
   }
+  return box;
+}
+
+function classNotice(text, widget = "") {
+  const box = besideBanner("p", "class-notice", (b) => { b.className = "room-notice"; b.setAttribute("role", "status"); });
   if (!box) return;
   box.hidden = false;
   box.dataset.concerns = widget; // not data-widget: that names a widget's own root
@@ -167,6 +170,7 @@ function classNotice(text, widget = "") {
   box.replaceChildren(document.createTextNode(text), " ", dismiss(() => { box.hidden = true; box.replaceChildren(); }));
 }
 
+// A notice carried in the tab's session to the page the class was brought to (storage refused: none).
 function carried() {
   try {
     const raw = sessionStorage.getItem(CARRIED);
@@ -178,11 +182,7 @@ function carried() {
 }
 
 function carry(text, widget) {
-  try {
-    sessionStorage.setItem(CARRIED, JSON.stringify({ text, widget: widget || "" }));
-  } catch (err) {
-    // storage refused: the page the class is brought to shows no notice
-  }
+  try { sessionStorage.setItem(CARRIED, JSON.stringify({ text, widget: widget || "" })); } catch (err) { /* none */ }
 }
 
 // ---- the question the class is asked ------------------------------------
@@ -190,41 +190,26 @@ function carry(text, widget) {
 let askedWidget = null;
 
 function askBox() {
-  let box = $('[data-role="class-ask"]');
-  const node = banner();
-  if (!box && node) {
-    box = el("section", undefined, "class-ask");
-    box.className = "class-ask";
-    box.setAttribute("aria-label", "Your class's question");
-    node.after(box);
-  }
-  return box;
+  return besideBanner("section", "class-ask", (b) => { b.className = "class-ask"; b.setAttribute("aria-label", "Your class's question"); });
+}
+
+function input(type, name, value) {
+  const node = el("input");
+  Object.assign(node, { type, name, value });
+  return node;
 }
 
 function voteForm(ask, box) {
   const form = el("form", undefined, "class-vote");
   const set = el("fieldset");
   set.append(el("legend", `Your answer to: ${ask.legend}`));
-  let read;
-  if (ask.kind === "choice") {
-    for (const choice of ask.choices) {
-      const label = el("label");
-      const radio = el("input");
-      radio.type = "radio";
-      radio.name = "class-vote";
-      radio.value = choice.value;
-      label.append(radio, ` ${choice.label}`);
-      set.append(label);
-    }
-    read = () => { const picked = $('input[name="class-vote"]:checked', form); return picked ? picked.value : null; };
-  } else {
-    const label = el("label", "Your answer ");
-    const input = el("input");
-    input.type = "number";
-    input.step = "any";
-    label.append(input);
+  const choices = ask.kind === "choice" ? ask.choices : [{ value: "", label: "Your answer" }];
+  for (const choice of choices) {
+    const label = el("label");
+    const field = ask.kind === "choice" ? input("radio", "class-vote", choice.value) : input("number", "class-vote", "");
+    if (field.type === "number") field.step = "any";
+    label.append(`${choice.label} `, field);
     set.append(label);
-    read = () => (input.value.trim() === "" ? null : Number(input.value));
   }
   const send = el("button", "Send my answer");
   send.type = "submit";
@@ -232,8 +217,9 @@ function voteForm(ask, box) {
   form.append(set);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const answer = read();
-    if (answer === null) return;
+    const picked = $('input[name="class-vote"]:checked, input[type="number"][name="class-vote"]', form);
+    if (!picked || picked.value.trim() === "") return;
+    const answer = picked.type === "number" ? Number(picked.value) : picked.value;
     const response = await fetch("/room/answer", { method: "POST", credentials: "same-origin",
       headers: { "Content-Type": "application/json" }, body: JSON.stringify({ answer }) });
     const data = await response.json();
@@ -241,6 +227,12 @@ function voteForm(ask, box) {
     else refreshAsk();
   });
   return form;
+}
+
+function list(title, role, lines) {
+  const items = el("ul", undefined, role);
+  for (const line of lines) items.append(el("li", line));
+  return [el("p", title), items];
 }
 
 function drawAsk(ask) {
@@ -253,17 +245,9 @@ function drawAsk(ask) {
     el("p", ask.answered, "class-ask-answered")];
   if (ask.mine) parts.push(el("p", ask.mine, "class-ask-mine"));
   if (ask.votes && !ask.revealed && ask.page === location.pathname) parts.push(voteForm(ask, box));
-  if (ask.counts) {
-    parts.push(el("p", "How the class answered:"));
-    const list = el("ul", undefined, "class-ask-counts");
-    for (const c of ask.counts) list.append(el("li", `${c.value}: ${c.count} (${c.mark})`));
-    parts.push(list);
-  }
+  if (ask.counts) parts.push(...list("How the class answered:", "class-ask-counts", ask.counts.map((c) => `${c.value}: ${c.count} (${c.mark})`)));
   if (ask.moved && ask.moved.length) {
-    parts.push(el("p", "First vote → second vote:"));
-    const list = el("ul", undefined, "class-ask-moved");
-    for (const m of ask.moved) list.append(el("li", `${m.value}: ${m.first} → ${m.second}`));
-    parts.push(list);
+    parts.push(...list("First vote → second vote:", "class-ask-moved", ask.moved.map((m) => `${m.value}: ${m.first} → ${m.second}`)));
   }
   box.replaceChildren(...parts);
 }
