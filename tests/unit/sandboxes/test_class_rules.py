@@ -1,13 +1,13 @@
 """The rules of a class that need no server: which sandbox each mode makes a
-member act in, how a display name is cleaned, how progress is said on the
-roster, and who counts as online."""
+member act in, how a display name is cleaned, and who counts as online."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from server.live import presence
-from server.sandboxes import learners, rooms, roster
+from server.sandboxes import learners, presence, rooms
 
 HOST, SHARED, ADA = "shost000000", "sshared0000", "sada0000000"
 
@@ -46,20 +46,11 @@ def test_a_display_name_that_cannot_be_one_is_refused(raw: object) -> None:
         learners.clean_name(raw)
 
 
-def test_the_roster_says_each_widget_progress_in_words() -> None:
-    made = {
-        "fanin": {"reached": 2, "steps": 4, "done": False, "asked": 2, "right": 1, "verdict": "Not quite: …"},
-        "outbox": {"reached": 5, "steps": 5, "done": True, "asked": 0, "right": 0, "verdict": ""},
-    }
-    assert roster.progress_words(made) == (
-        "fanin 2 of 4 steps, 1 of 2 predictions right (last: Not quite) · outbox done"
-    )
-    assert roster.progress_words({}) == "not started"
-
-
-def test_online_needs_a_counted_stream_and_a_recent_beat() -> None:
-    now = 1_000_000
-    assert presence.is_online({"streams": "1", "beat": str(now - 1000)}, now)
-    assert not presence.is_online({"streams": "0", "beat": str(now)}, now)
-    assert not presence.is_online({"streams": "2", "beat": str(now - int(presence.ONLINE_WITHIN * 1000) - 1)}, now)
-    assert not presence.is_online({"streams": "x"}, now)
+def test_online_needs_an_open_stream_whose_lifetime_has_not_run_out() -> None:
+    later = str(int(time.time()) + 60)
+    assert presence.online({"streams": "1", "online_until": later})
+    assert presence.page({"streams": "2", "online_until": later, "page": "/flows"}) == "/flows"
+    assert not presence.online({"streams": "0", "online_until": later})
+    assert not presence.online({"streams": "1", "online_until": str(int(time.time()) - 1)})  # a killed worker's count
+    assert not presence.online({"streams": "x", "online_until": later})
+    assert presence.page({"streams": "0", "online_until": later, "page": "/flows"}) is None
