@@ -8,7 +8,7 @@
 Served exactly like the site (same workers, same loop, same flags), on the
 same Valkey, in the same run, so the ratio compares the site's work per
 action with the least an HTTP endpoint backed by one script can do. On a
-cluster it takes the same client the site takes (`server.valkey.connect`): a
+cluster it takes the same client the site takes (`server.valkey.client`): a
 RedisCluster, so its EVALSHA goes to the node owning the key's slot.
 """
 

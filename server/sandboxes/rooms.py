@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from server.emq.wire import Conn, Fields, as_text
-from server.sandboxes.learners import learner_ids, learners_key
 from server.sandboxes.keys import REGISTRY_KEY
+from server.sandboxes.learners import learner_ids, learners_key
 from server.sandboxes.sandbox import new_id
 
 ROOMS_KEY = "lab:rooms"

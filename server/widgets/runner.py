@@ -99,8 +99,7 @@ async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, adm
         verdict = None
         if question is not None and body.predict is not None:
             verdict = questions.judge(widget, question, body.predict.answer, await held.read(), before)
-        if slug in ("reset", "goto"):
-            held.remember(landed="1")
+        held.remember(landed="1")  # the scenario stands whole again (an action may have cleared it)
     except BaseException:
         await held.release()
         raise

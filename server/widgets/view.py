@@ -90,7 +90,7 @@ class QueueView:
 
     def scores(self, suffix: str) -> dict[str, float]:
         found = self.get(suffix)
-        return {m: s for m, s in found.value} if found is not None and found.type == "zset" and found.value else {}
+        return dict(found.value) if found is not None and found.type == "zset" and found.value else {}
 
     def items(self, suffix: str) -> list[str]:
         """A list key's elements (the outbox)."""
@@ -152,7 +152,8 @@ def shown(name: str, sandbox: str) -> str:
     return name.replace("{" + sandbox + ".", "{", 1)
 
 
-def decode(queue: str, part: str, sandbox: str, reply: Any, node: str | None = None) -> tuple[dict[str, str], QueueView]:
+def decode(queue: str, part: str, sandbox: str, reply: Any,
+           node: str | None = None) -> tuple[dict[str, str], QueueView]:
     """A `read.lua` reply as (lab state, the queue's view)."""
     raw_state, found, more = reply
     state = dict(zip(raw_state[::2], raw_state[1::2], strict=True))

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from server.exercises import GradeRefused, Graded, catalogue, grade
+from server.exercises import Graded, GradeRefused, catalogue, grade
 from server.live.streams import frame
 from server.sandboxes import progress
 from server.web import bodies, guards
