@@ -19,7 +19,7 @@ from server.widgets import WIDGETS
 from tests.support import LiveSite
 
 STREAMS = 300
-GONE_WITHIN = 30.0  # seconds after the streams stall: a liveness deadline (the send timeout is 2 s)
+GONE_WITHIN = 20.0  # seconds after the streams stall: a liveness deadline (the send timeout is 2 s)
 
 
 def rss_mb(pid: int) -> float:
