@@ -176,6 +176,23 @@ def test_a_megabyte_is_refused_without_being_read_with_or_without_a_length(
         refused(caller.post("/api/console", json={"command": "GET " + megabyte}), 413)
 
 
+def test_a_batch_of_ones_own_past_its_caps_is_refused_before_anything_runs(
+    world: dict[str, Any], raw: redis.Redis
+) -> None:
+    caller = world["caller"]
+
+    def batch(flows: int = 1, children: int = 1, payload: str = "p") -> dict[str, Any]:
+        return {"flows": [{"parent": {"id": f"JOBp{f}", "payload": payload},
+                           "children": [{"id": f"JOBc{f}x{c}", "payload": "c"} for c in range(children)]}
+                          for f in range(flows)]}
+
+    with Unchanged(raw, world["sandbox"]):
+        for body in (batch(children=17), batch(flows=17), batch(payload="x" * 2048), batch(children=10_000),
+                     {"flows": [{"parent": {"id": "JOBp"}, "children": [{"id": "JOBc", "queue": world["other"]}]}]},
+                     {"flows": []}):
+            refused(caller.post("/api/widgets/ledger/own-batch", json=body), 400, 413)
+
+
 # -- who asks ---------------------------------------------------------------------------
 
 

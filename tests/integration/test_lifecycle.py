@@ -30,6 +30,7 @@ from server.live import events
 from server.sandboxes import admission, keys, learners, progress, rooms
 from server.sandboxes.keys import REGISTRY_KEY
 from server.valkey.process import ValkeyProcess
+from server.web import rates
 from server.widgets import WIDGETS, fanin
 from tests.support import LiveSite, running, sandbox_of
 from tests.widgets import act, catalog, lab, show, snapshot_of
@@ -165,6 +166,21 @@ async def test_the_reaper_drops_a_removed_sandboxs_valkey_user(conn: Conn, runne
     await conn.zadd(REGISTRY_KEY, {IDLE: 1})
     assert await reaper.expire_idle(conn, catalog(), ttl_seconds=3600) == [IDLE]
     assert f"sbx-{IDLE}" not in await conn.execute_command("ACL", "USERS")
+
+
+async def test_the_sites_own_keys_outside_a_sandbox_expire_or_are_bounded(conn: Conn) -> None:
+    room = await rooms.create(conn, "Ttl", ttl=120, max_rooms=2)
+    assert 0 < await conn.ttl(rooms.room_key(room.code)) <= 120
+    await rooms.create(conn, "Second", ttl=120, max_rooms=2)
+    with pytest.raises(rooms.RoomsFull):
+        await rooms.create(conn, "One too many", ttl=120, max_rooms=2)
+    await learners.join(conn, room.code, FRESH, "Ada", 120, 240)
+    assert 0 < await conn.ttl(learners.learners_key(room.code)) <= 120
+    await rates.count_failure(conn, "127.0.0.9", "sign-in")
+    assert 0 < await conn.ttl(rates.attempts_key("127.0.0.9", "sign-in")) <= 120
+    limits = admission.Limits(cap=10, address_cap=5)
+    assert await admission.admit(conn, IDLE, limits, "127.0.0.9") == admission.ADMITTED
+    assert 0 < await conn.ttl(admission.address_key("127.0.0.9", time.time())) <= 2 * admission.WINDOW
 
 
 # -- removal and resets by name ----------------------------------------------------------
