@@ -24,7 +24,7 @@ def read_by_the_code() -> set[str]:
 
 def test_docs_limits_names_every_variable_the_settings_read() -> None:
     read = {"EMQLAB_" + name.upper() for name in Settings.model_fields}
-    assert read - documented() == set(), "settings docs/LIMITS.md does not name"
+    assert read - documented() == set(), "variables the settings read that docs/LIMITS.md does not name"
 
 
 def test_docs_limits_names_no_variable_the_site_does_not_read() -> None:
