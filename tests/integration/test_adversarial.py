@@ -186,10 +186,11 @@ def test_a_batch_of_ones_own_past_its_caps_is_refused_before_anything_runs(
                            "children": [{"id": f"JOBc{f}x{c}", "payload": "c"} for c in range(children)]}
                           for f in range(flows)]}
 
+    bodies: list[dict[str, Any]] = [
+        batch(children=17), batch(flows=17), batch(payload="x" * 2048), batch(children=10_000), {"flows": []},
+        {"flows": [{"parent": {"id": "JOBp"}, "children": [{"id": "JOBc", "queue": world["other"]}]}]}]
     with Unchanged(raw, world["sandbox"]):
-        for body in (batch(children=17), batch(flows=17), batch(payload="x" * 2048), batch(children=10_000),
-                     {"flows": [{"parent": {"id": "JOBp"}, "children": [{"id": "JOBc", "queue": world["other"]}]}]},
-                     {"flows": []}):
+        for body in bodies:
             refused(caller.post("/api/widgets/ledger/own-batch", json=body), 400, 413)
 
 
