@@ -66,7 +66,9 @@ def dump_outside(r: redis.Redis, sandbox: str) -> dict[bytes, Any]:
             continue
         if r.type(key) == b"zset" and key.startswith((b"lab:sandboxes", b"{lab:sandboxes}")):
             entries: list[tuple[bytes, float]] = r.zrange(key, 0, -1, withscores=True)  # type: ignore[assignment]
-            found[key] = sorted((m, s) for m, s in entries if m != sandbox.encode())
+            others = sorted((m, s) for m, s in entries if m != sandbox.encode())
+            if others:  # a side set may exist only because of the caller's entry
+                found[key] = others
         else:
             found[key] = r.dump(key)
     return found

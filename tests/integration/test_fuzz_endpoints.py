@@ -151,7 +151,9 @@ def outside(r: redis.Redis, sandbox: str) -> dict[bytes, Any]:
         if key.startswith(mine) or key.startswith(b"emq:{lab-heartbeat"):
             continue
         if r.type(key) == b"zset":  # the registry and its side sets: the caller's activity moves there
-            found[key] = sorted(m for m in r.zrange(key, 0, -1) if m != sandbox.encode())
+            others = sorted(m for m in r.zrange(key, 0, -1) if m != sandbox.encode())
+            if others:  # a side set may exist only because of the caller's entry
+                found[key] = others
         else:
             found[key] = r.dump(key)
     return found
