@@ -164,7 +164,7 @@ def test_a_bad_setting_stops_the_site_at_start_naming_the_variable(
     assert "the site cannot start" in text and variable in text and said in text
 
 
-def test_the_cookie_secret_lives_in_the_data_directory_and_outlives_a_valkey_flush(tmp_path: Path) -> None:
+def test_the_cookie_secret_outlives_a_valkey_flush_and_a_restart_of_the_site(tmp_path: Path) -> None:
     env = {"EMQLAB_DATA_DIR": str(tmp_path / "data")}
     with ValkeyProcess() as valkey:
         with running(valkey.url, env) as site:
