@@ -55,6 +55,8 @@ from server.widgets.snapshot import Catalog
 SITE = Path(__file__).resolve().parent.parent / "site"
 ROOM_COOKIE, WATCH_COOKIE, FLASH_COOKIE = "emqlab_room", "emqlab_watch", "emqlab_flash"
 EXERCISE = "exercise"  # the {widget} name that places an exercise (its body names which: `name: fan-in`)
+# what a dive may place besides the widgets: the console and the exercises
+PLACEABLE = (console_page.NAME, EXERCISE)
 
 
 def exercise_context(options: dict[str, object]) -> dict[str, object]:
@@ -112,7 +114,8 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     templates.env.auto_reload = False  # templates ship with the code: no stat() per render
     registry.load_all()  # every script with its includes: a broken one stops the start
     catalog = Catalog(dict(WIDGETS))
-    course = load_course(SITE / "content", known_widgets=None)  # TRANSITION: widgets being ported
+    # a dive naming a widget the site does not have stops the start, not a page view
+    course = load_course(SITE / "content", known_widgets=[*catalog.widgets, *PLACEABLE])
     for page, placement in course.placements():
         if placement.name == EXERCISE and placement.options.get("name") not in catalogue.names():
             raise ContentError(f"no exercise named {placement.options.get('name')!r} "

@@ -76,7 +76,7 @@ async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = Non
         except BaseException:
             await held.release()
             raise
-        await held.finish("", [admission.touch_call(actor.sandbox, _now_ms())])
+        await held.finish("")  # a first showing is not a use: the sandbox stays evictable until an action
     return (await snapshot.read(lab.conn, lab.catalog, widget, actor.sandbox, lab.snapshot_bytes))[1]
 
 

@@ -136,7 +136,9 @@ class Turn:
                     assert call is not None
                     call[0].queue(pipe, call[1], call[2])
                 replies = await execute(self.conn, pipe, calls)
-            if replies[0] is not None and not isinstance(replies[0], Exception):
+            if isinstance(replies[0], Exception):
+                raise replies[0]  # the lock itself refused (out of memory): said at once, not as Busy
+            if replies[0] is not None:
                 break
             if asyncio.get_running_loop().time() > deadline:
                 raise Busy("another action on this widget is still running; try again in a moment")

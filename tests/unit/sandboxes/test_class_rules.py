@@ -58,7 +58,8 @@ def test_online_needs_a_counted_stream_whose_lifetime_has_not_run_out() -> None:
     assert presence.online({"streams": "1", "online_until": later})
     assert presence.page({"streams": "1", "online_until": later, "page": "/flows"}) == "/flows"
     assert not presence.online({"streams": "0", "online_until": later})
-    assert not presence.online({"streams": "2", "online_until": str(int(time.time()) - 1)})
+    assert not presence.online({"streams": "2", "online_until": str(int(time.time()) - 1)})  # a killed worker's count
+    assert not presence.online({"streams": "x", "online_until": later})
     assert presence.page({"streams": "0", "online_until": later, "page": "/flows"}) is None
 
 
