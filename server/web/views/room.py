@@ -10,7 +10,7 @@ The name (1 to 40 characters of readable text: learners.clean_name) is kept
 with the learner's own sandbox, so a learner who leaves and joins again keeps
 it. While the class exists, the guards resolve each request of a member to
 the sandbox the class's mode names. Unknown codes count as failed attempts of
-the address (the limit is consulted before the code is looked up).
+the address (counted before the code is looked up; past the limit, 429).
 The distribution of an asked question reaches learners only once revealed.
 """
 
@@ -105,16 +105,17 @@ async def join(request: Request) -> Response:
 
 
 async def admitted(request: Request, code: str) -> rooms.Room:
-    """The class with that code; a wrong code counts against the address, whose
-    limit is consulted before any code is looked up."""
+    """The class with that code. The attempt is counted before any code is
+    looked up (one INCR, however many arrive at once: rates.take_attempt) and
+    given back when the code is a class's."""
     conn, limit = request.app.state.conn, request.app.state.settings.attempt_limit
-    address = rates.client_address(request)
-    if await rates.over_attempts(conn, address, "join", limit):
+    counted = await rates.take_attempt(conn, rates.client_address(request), "join", limit)
+    if counted is None:
         raise guards.Refused(429, rates.too_many_attempts(limit))
     room = await rooms.get(conn, code)
     if room is None:
-        await rates.count_failure(conn, address, "join")
         raise guards.Refused(404, f"no open class has the code {code}: check it with your instructor")
+    await conn.decr(counted)  # a class's code: not a failed attempt
     return room
 
 
