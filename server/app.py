@@ -34,7 +34,20 @@ from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import SandboxCookie as NewVisitors
 from server.web.middleware import SecurityHeaders
 from server.web.secret import load_secret
-from server.web.views import console, exercises, pages, progress, stream, widgets
+from server.web.views import (
+    asking,
+    class_stream,
+    classroom,
+    console,
+    exercises,
+    instructor,
+    pages,
+    progress,
+    results,
+    room,
+    stream,
+    widgets,
+)
 from server.widgets import WIDGETS, questions, snapshot, traces
 from server.widgets.runner import Lab
 from server.widgets.snapshot import Catalog
@@ -173,6 +186,12 @@ def _routes() -> list[BaseRoute]:
         *stream.routes(),
         *console.routes(),
         *exercises.routes(),
+        *instructor.routes(),
+        *classroom.routes(),
+        *asking.routes(),
+        *results.routes(),
+        *class_stream.routes(),
+        *room.routes(),
         Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static"),
         *progress.routes(),
         *pages.routes(),  # catch-all page routes: keep last

@@ -47,6 +47,13 @@ def connection_limits(descriptors: int) -> tuple[int, int]:
     return limit, max(16, min(2048, limit // 4))
 
 
+def stalled_ms() -> int:
+    """How long a connection may go without an ACK: the stream's send timeout (EMQLAB_STREAM_SEND_TIMEOUT)."""
+    from server.settings import Settings
+
+    return 1000 * Settings.from_env().stream_send_timeout
+
+
 def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
     """A TCP socket bound and listening on host:port; OSError when the port is taken."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -59,6 +66,12 @@ def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
         # without it Nagle meets the client's delayed ACK and each keep-alive
         # response after the first waits about 40 ms.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # Linux hands TCP_USER_TIMEOUT down too. A page that stops reading its
+        # stream: sse-starlette's send_timeout ends the response, but uvicorn's
+        # close waits for the unsent bytes, which a reader that never reads
+        # never takes; past this many ms without an ACK the kernel drops the
+        # connection and its buffers instead of keeping them for ever.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, stalled_ms())
         sock.bind((host, port))
         sock.listen(backlog)
     except OSError:

@@ -14,14 +14,13 @@ has moved on since.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from server.emq import flows, jobs, results
 from server.widgets import flow
 from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
 from server.widgets.turn import Turn
-from server.widgets.view import Moment, QueueView
+from server.widgets.view import Moment, QueueView, json_object
 
 PARENT = "JOBquote"
 CHILDREN = ("JOBleg1", "JOBleg2", "JOBleg3")
@@ -38,11 +37,7 @@ def answers_now(view: QueueView) -> dict[str, Any]:
 
 
 def last_read(state: dict[str, str]) -> dict[str, Any] | None:
-    try:
-        found = json.loads(state.get("read") or "null")
-    except ValueError:
-        return None
-    return found if isinstance(found, dict) else None
+    return json_object(state.get("read"))
 
 
 def dict_words(found: dict[str, str]) -> str:

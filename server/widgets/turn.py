@@ -64,6 +64,10 @@ class Actor:
     # The question the class was asked, as (widget, question, step, round):
     # an answer to it is counted in that round.
     ask: tuple[str, str, int, int] | None = None
+    # False for an action done to the sandbox on its learner's behalf (an
+    # instructor's reset, a class's "Ask the class" rebuild): the learner's
+    # record and activity (last widget acted on, last seen) stay as they were.
+    records: bool = True
 
 
 def queues_of(widget: Widget, sandbox: str) -> dict[str, str]:
@@ -132,7 +136,9 @@ class Turn:
                     assert call is not None
                     call[0].queue(pipe, call[1], call[2])
                 replies = await execute(self.conn, pipe, calls)
-            if replies[0] is not None and not isinstance(replies[0], Exception):
+            if isinstance(replies[0], Exception):
+                raise replies[0]  # the lock itself refused (out of memory): said at once, not as Busy
+            if replies[0] is not None:
                 break
             if asyncio.get_running_loop().time() > deadline:
                 raise Busy("another action on this widget is still running; try again in a moment")

@@ -95,20 +95,3 @@ def test_a_stream_for_an_unknown_widget_is_refused_with_json(site: Site) -> None
     assert "nope" in answer.json()["error"]
 
 
-def test_the_hub_follows_a_sandbox_only_while_a_page_of_it_is_open(site: Site) -> None:
-    """No page open, no notification: Valkey sends the site the keys of the
-    sandboxes some page watches (two patterns each), joined with the first
-    stream and dropped with the last."""
-    r = site.redis()
-    with httpx.Client(base_url=site.url, timeout=10) as client:
-        client.get(DIVE)
-        sandbox = client.get("/api/widgets/fanin/state").json()["snapshot"]["queues"][0]["queue"].split(".")[0]
-        assert sandbox.startswith("s")
-        before = int(r.execute_command("PUBSUB", "NUMPAT"))
-        with client.stream("GET", "/api/stream", params={"widgets": "fanin"}) as stream:
-            read_events(stream.iter_lines(), 2)
-            assert int(r.execute_command("PUBSUB", "NUMPAT")) == before + 2
-        deadline = time.monotonic() + 5
-        while int(r.execute_command("PUBSUB", "NUMPAT")) != before and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert int(r.execute_command("PUBSUB", "NUMPAT")) == before

@@ -68,3 +68,36 @@ def test_a_restart_of_the_site_on_its_data_directory_keeps_the_sandbox_and_its_p
         assert snap["readout"].startswith("2 of 3 children complete")
         assert client.post("/api/widgets/fanin/complete-child", json={}).status_code == 200
         assert "released" in checklist(client)
+
+
+TOKEN = "a-class-token-of-twenty-chars"
+
+
+def test_a_restart_keeps_the_class_its_learners_and_the_instructors_sign_in(tmp_path: Path) -> None:
+    site = Serve(tmp_path, env={"EMQLAB_INSTRUCTOR_TOKEN": TOKEN})
+    with site:
+        teacher = learner(site)
+        assert teacher.get("/").status_code == 200
+        assert teacher.post("/instructor/sign-in", data={"token": TOKEN}).status_code in (200, 303)
+        opened = teacher.post("/instructor/rooms", json={"name": "Tuesday flows"})
+        assert opened.status_code == 201, opened.text
+        code = opened.json()["room"]["code"]
+        pupil = learner(site)
+        assert pupil.get(DIVE).status_code == 200
+        joined = pupil.post("/room/join", json={"code": code, "name": "Ada"}, headers={"Accept": "application/json"})
+        assert joined.status_code == 200, joined.text
+        assert pupil.post("/api/widgets/fanin/complete-child", json={}).status_code == 200
+        teacher_cookies, pupil_cookies = teacher.cookies, pupil.cookies
+        time.sleep(1.2)  # the append-only file is written every second
+    assert site.stop() == 0
+    again = Serve(tmp_path, data_dir=site.data_dir, env={"EMQLAB_INSTRUCTOR_TOKEN": TOKEN})
+    with again:
+        teacher, pupil = learner(again, teacher_cookies), learner(again, pupil_cookies)
+        roster = teacher.get(f"/instructor/rooms/{code}/roster.json")
+        assert roster.status_code == 200, roster.text  # the sign-in outlived the restart
+        body = roster.json()
+        assert body["code"] == code and [row["name"] for row in body["learners"]] == ["Ada"]
+        assert body["learners"][0]["progress"]  # the learner's record came back with the class
+        assert "Tuesday flows" in teacher.get(f"/instructor/rooms/{code}").text
+        # the learner is still in the class: their answers are the class's
+        assert pupil.get("/room").status_code == 200 and code in pupil.get("/room").text
