@@ -5,7 +5,7 @@ the index, the hubs and the dives in course order. The widgets are the ones
 the site finds (`server.widgets.WIDGETS`); each lives on the dive that places
 it (`course.placements()`). A widget's root on a page is its
 `<section data-widget="<name>">`; the words its region's name must contain
-are the design's contract, checked once, in test_accessibility.py.
+are the design's contract (tests/contract.py), checked in test_accessibility.py.
 """
 
 from __future__ import annotations

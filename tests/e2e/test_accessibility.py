@@ -5,9 +5,10 @@ Each page is checked once its widgets have drawn the keys Valkey returned,
 then again with every panel a learner can open (raw keys, effects log, the
 recorded run) opened, so what hides behind a click is checked too.
 
-DESIGN.md's table of widgets is the contract of the region names and the
-controls' visible labels; it lives here, and only here. Every other e2e
-file finds a widget by its `data-widget` name, taken from the code.
+DESIGN.md's table of widgets is the contract of the region names (written
+once, in tests/contract.py) and of the controls' visible labels (here).
+Every other e2e file finds a widget by its `data-widget` name, taken from
+the code.
 """
 
 from __future__ import annotations
@@ -21,39 +22,39 @@ from starlette.routing import Route
 
 from server.app import create_app
 from server.settings import Settings
+from tests.contract import CONSOLE_WORDS, REGION_WORDS
 from tests.e2e.pages import COURSE, DIVES, WIDGETS, on_dive, region, wait_until_live
 
 AXE = Axe()
 
 Name = str | re.Pattern[str]
-# DESIGN.md, "The site": widget -> (its region's name contains, the buttons by
-# visible label, the checkboxes and radios by label, the groups by name).
-CONTRACT: dict[str, tuple[str, tuple[Name, ...], tuple[str, ...], tuple[str, ...]]] = {
-    "enqueue-stepper": ("@enqueue_flow", ("Next move", "Previous move", "Run atomically", "Reset"),
-                        ("Use a non-JOB id",), ()),
-    "fanin": ("fan-in", ("Claim", "Complete child", "Redeliver last completion", re.compile("stale"), "Reset"),
-              (), ()),
-    "native": ("native", ("Send as a script", "Send as EMQ.COMPLETE", "Send the flat form",
-                          "Complete a flat job natively", "Reset"), (), ()),
-    "tree": ("tree", ("Reset",), (), ()),
-    "ledger": ("ledger", ("Next flow", "Run the batch", "Retry flow 4", "Try an ill-formed id", "Reset",
-                          "Flow 1", "Flow 2", "Flow 3", "Flow 4"), (), ("Your own batch",)),
-    "outbox": ("outbox", ("Complete child", "Pump tick", "Crash before trim", "Add a poison entry",
-                          "Aged pump tick", "Reset"), (), ()),
-    "failure-policy": ("failure policy", ("Fail child at the cap", re.compile("attempts left"), "Reset"),
+# DESIGN.md's table, by the words of each region's name (tests/contract.py
+# holds which widget's region they name): the buttons by visible label, the
+# checkboxes and radios by label, the groups by name.
+CONTROLS: dict[str, tuple[tuple[Name, ...], tuple[str, ...], tuple[str, ...]]] = {
+    "@enqueue_flow": (("Next move", "Previous move", "Run atomically", "Reset"), ("Use a non-JOB id",), ()),
+    "fan-in": (("Claim", "Complete child", "Redeliver last completion", re.compile("stale"), "Reset"), (), ()),
+    "native": (("Send as a script", "Send as EMQ.COMPLETE", "Send the flat form", "Complete a flat job natively",
+                "Reset"), (), ()),
+    "tree": (("Reset",), (), ()),
+    "ledger": (("Next flow", "Run the batch", "Retry flow 4", "Try an ill-formed id", "Reset",
+                "Flow 1", "Flow 2", "Flow 3", "Flow 4"), (), ("Your own batch",)),
+    "outbox": (("Complete child", "Pump tick", "Crash before trim", "Add a poison entry", "Aged pump tick",
+                "Reset"), (), ()),
+    "failure policy": (("Fail child at the cap", re.compile("attempts left"), "Reset"),
                        ("fail the parent", "ignore the dependency"), ()),
-    "results": ("results", ("Complete child", "Fail child at the cap", "Read the results", "Reset"), (), ()),
+    "results": (("Complete child", "Fail child at the cap", "Read the results", "Reset"), (), ()),
 }
 
 
 def app_pages() -> list[str]:
     """The site's own pages besides the course (progress, a room, the
-    instructor's sign-in…): every GET route without a parameter, from the app."""
+    instructor's sign-in…): every GET route without a parameter whose view
+    is a page (the views name their HTML endpoint `page`), from the app."""
     app = create_app("redis://127.0.0.1:1/0", Settings(secret="only-to-list-the-routes" * 2), cluster=False)
     return sorted(route.path for route in app.routes
-                  if isinstance(route, Route) and "GET" in (route.methods or ())
-                  and "{" not in route.path and not route.path.startswith("/api/")
-                  and route.path not in COURSE and not route.path.endswith((".ico", ".json")))
+                  if isinstance(route, Route) and "GET" in (route.methods or ()) and "{" not in route.path
+                  and route.endpoint.__name__ == "page" and route.path not in COURSE)
 
 
 def violations(page: Page) -> str:
@@ -93,7 +94,8 @@ def test_axe_finds_no_violation_on_a_dive_live_then_with_every_panel_open(page: 
 
 
 def test_the_design_table_names_every_widget_the_site_has() -> None:
-    assert set(CONTRACT) == set(WIDGETS)
+    assert set(REGION_WORDS) == set(WIDGETS)
+    assert set(CONTROLS) == set(REGION_WORDS.values())
 
 
 @pytest.mark.parametrize("path", DIVES)
@@ -101,7 +103,8 @@ def test_each_widget_is_the_region_the_design_names_with_its_controls(page: Page
     page.goto(path)
     wait_until_live(page)
     for name in on_dive(path):
-        words, buttons, choices, groups = CONTRACT[name]
+        words = REGION_WORDS[name]
+        buttons, choices, groups = CONTROLS[words]
         found = page.get_by_role("region", name=re.compile(re.escape(words), re.IGNORECASE))
         expect(found).to_have_count(1)
         # the region the words find is the widget's own root
@@ -115,7 +118,7 @@ def test_each_widget_is_the_region_the_design_names_with_its_controls(page: Page
         # its state changes are announced: the region holds a polite live region
         expect(found.locator('[aria-live="polite"]').first).to_be_attached()
         previous_beside_next(region(page, name), [a.label for a in WIDGETS[name].widget.actions.values()])
-    console = page.get_by_role("region", name=re.compile("console", re.IGNORECASE))
+    console = page.get_by_role("region", name=re.compile(re.escape(CONSOLE_WORDS), re.IGNORECASE))
     expect(console).to_have_count(1)
     expect(console.get_by_role("textbox", name="Command", exact=True)).to_be_visible()
     expect(console.get_by_role("button", name="Run", exact=True)).to_be_visible()
