@@ -16,8 +16,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 from playwright.sync_api import Locator, Page, expect
+from starlette.routing import Route
 
+from server.app import create_app
 from server.content import load_course
+from server.settings import Settings
 from server.widgets import WIDGETS as FOUND
 from server.widgets.base import Widget
 
@@ -49,6 +52,16 @@ def _placed() -> dict[str, Placed]:
 
 # widget name -> its dive and the widget; in course order (the order of the placements)
 WIDGETS = _placed()
+
+
+def app_pages() -> list[str]:
+    """The site's own pages besides the course (progress, a room, the
+    instructor's sign-in…): every GET route without a parameter whose view
+    is a page (the views name their HTML endpoint `page`), from the app."""
+    app = create_app("redis://127.0.0.1:1/0", Settings(secret="only-to-list-the-routes" * 2), cluster=False)
+    return sorted(route.path for route in app.routes
+                  if isinstance(route, Route) and "GET" in (route.methods or ()) and "{" not in route.path
+                  and route.endpoint.__name__ == "page" and route.path not in COURSE)
 
 
 def on_dive(dive: str) -> list[str]:

@@ -18,12 +18,9 @@ import re
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Locator, Page, expect
-from starlette.routing import Route
 
-from server.app import create_app
-from server.settings import Settings
 from tests.contract import CONSOLE_WORDS, REGION_WORDS
-from tests.e2e.pages import COURSE, DIVES, WIDGETS, on_dive, region, wait_until_live
+from tests.e2e.pages import COURSE, DIVES, WIDGETS, app_pages, on_dive, region, wait_until_live
 
 AXE = Axe()
 
@@ -45,16 +42,6 @@ CONTROLS: dict[str, tuple[tuple[Name, ...], tuple[str, ...], tuple[str, ...]]] =
                        ("fail the parent", "ignore the dependency"), ()),
     "results": (("Complete child", "Fail child at the cap", "Read the results", "Reset"), (), ()),
 }
-
-
-def app_pages() -> list[str]:
-    """The site's own pages besides the course (progress, a room, the
-    instructor's sign-in…): every GET route without a parameter whose view
-    is a page (the views name their HTML endpoint `page`), from the app."""
-    app = create_app("redis://127.0.0.1:1/0", Settings(secret="only-to-list-the-routes" * 2), cluster=False)
-    return sorted(route.path for route in app.routes
-                  if isinstance(route, Route) and "GET" in (route.methods or ()) and "{" not in route.path
-                  and route.endpoint.__name__ == "page" and route.path not in COURSE)
 
 
 def violations(page: Page) -> str:

@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.e2e.conftest import Site
-from tests.e2e.pages import COURSE, DIVES, on_dive, region, settled_after, wait_until_live
+from tests.e2e.pages import COURSE, DIVES, app_pages, on_dive, region, settled_after, wait_until_live
 from tests.unit.content.prose import prose_words
 from tests.unit.content.test_content_prose import BUILT_FROM, NO_SEED_BOUND, SEED_DIRS
 
@@ -115,9 +115,10 @@ def test_a_dive_is_hands_on_within_its_first_screens_and_as_tight_as_its_seed(
     assert first["button_top"] < limit and words <= bound, figures
 
 
-@pytest.mark.parametrize("path", [p for p in COURSE if p not in DIVES])
-def test_no_listing_line_and_no_key_name_is_clipped(sized: tuple[str, BrowserContext], path: str) -> None:
-    """On the pages without widgets (a dive is measured with its figures above)."""
+@pytest.mark.parametrize("path", [*(p for p in COURSE if p not in DIVES), *app_pages()])
+def test_no_page_scrolls_sideways_and_no_listing_line_is_clipped(sized: tuple[str, BrowserContext], path: str) -> None:
+    """On the pages without widgets (a dive is measured with its figures above).
+    Issue 31: /progress scrolled sideways at 390 px."""
     page = sized[1].new_page()
     page.goto(path)
     page.evaluate("document.querySelectorAll('details').forEach((d) => { d.open = true; })")
