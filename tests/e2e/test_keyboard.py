@@ -4,7 +4,8 @@ No click anywhere: focus moves with the Tab key from the widget's first
 control, a button is pressed with Enter or Space (in turn), a checkbox
 toggles with Space, a radio group moves with the arrow keys. Each press must
 be answered by the server (the widget paints a newer state of Valkey), the
-focus ring must show, and the aria-live region must announce the outcome.
+focus ring must show, and the aria-live region must announce the outcome,
+one sentence of at most about 25 words (issue 31).
 The widgets and their controls come from the page and the code, not a list.
 """
 
@@ -14,6 +15,8 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from tests.e2e.pages import DIVES, WIDGETS, on_dive, press_every_control, region, wait_until_live
+
+ONE_BREATH = 25  # words of an outcome
 
 
 def tab_to(page: Page, widget: Locator, target: Locator) -> None:
@@ -69,7 +72,9 @@ def operate(page: Page, widget: Locator, selector: str, turn: int) -> bool:
 
 
 @pytest.mark.parametrize("dive", DIVES)
-def test_every_control_of_every_widget_works_by_keyboard_and_is_announced(page: Page, dive: str) -> None:
+def test_every_control_of_every_widget_works_by_keyboard_and_is_announced_in_one_breath(
+    page: Page, dive: str
+) -> None:
     page.goto(dive)
     wait_until_live(page)
     for name in on_dive(dive):
@@ -78,6 +83,8 @@ def test_every_control_of_every_widget_works_by_keyboard_and_is_announced(page: 
         def spoken(_: str, widget: Locator = widget) -> None:
             said = widget.locator('[data-role="outcome"] .outcome-text').inner_text()
             expect(announced(widget)).to_contain_text(said)
+            # issue 31: one sentence a learner reads in one breath (the numbers are the readout's)
+            assert len(said.split()) <= ONE_BREATH, said
 
         press_every_control(widget, lambda selector, turn, widget=widget: operate(page, widget, selector, turn),
                             spoken)
