@@ -5,6 +5,8 @@ Valkey in tests/unit/content/test_content_site.py."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from starlette.testclient import TestClient
 
@@ -47,4 +49,10 @@ def test_every_page_is_reachable_from_the_index_and_no_internal_link_is_dead(sit
     # every page of the course, plus the app's own pages the footer links to
     assert set(seen) == ALL_PAGES | {"/room", "/progress"}
     for source, target, fragment in fragments:
+        # a deep link (#<widget>-step=N) opens a widget of that page at a step of its tour
+        step = re.fullmatch(r"(?P<widget>[a-z-]+)-step=\d+", fragment)
+        if step:
+            widgets = {a.get("data-widget") for t, a in seen[target].tags}
+            assert step["widget"] in widgets, f"{source} links to {target}#{fragment}"
+            continue
         assert fragment in seen[target].ids, f"{source} links to {target}#{fragment}"
