@@ -1,14 +1,14 @@
 """Action throughput: the fan-in mix against the one-EVALSHA endpoint, with
-wrk, 50 connections, in the same run (issue 12's figure).
+wrk, 50 connections, in the same run (issue 29's figure).
 
-A sandbox holds one fan-in flow of three children, so "Complete child" runs
-out after three clicks. wrk (bench/wrk/actions.lua) therefore walks a pool of
-sandboxes (cookies from first visits to a dive page), never two requests in
-flight on one sandbox: per sandbox, `reset` (lands the flow again through the
-real scripts) then three `complete-child` (claim + complete + the snapshot
-of the real keys in the answer). The site runs with its rate limits off
-(bench/servers.py). Every answer is counted by status on both sides, so a
-non-2xx can never pass for throughput.
+The mix is what a learner does (bench/mix.py): Reset, then the actions the
+fan-in's tour replays, again and again (2 Resets in 14 actions). wrk
+(bench/wrk/actions.lua) walks a pool of sandboxes (cookies from first visits
+to a dive page), never two requests in flight on one sandbox, each sandbox
+one step of the walk per round. Each answer carries the outcome, `ver` and
+the learner's progress, no snapshot (every page paints the stream's). The
+site runs with its rate limits off (bench/servers.py). Every answer is
+counted by status on both sides, so a non-2xx can never pass for throughput.
 
 The two loads take turns, six rounds of a sixth of the time each
 (baseline, site, baseline, site, ...): this machine's speed was seen to
@@ -28,21 +28,28 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import servers
+from bench import mix, servers
 from bench.wrkrun import combined, run_wrk
 
-MIX = "1 reset : 3 complete-child per sandbox"
+MIX = mix.describe()
 ROUNDS = 6  # turns each load takes (see above)
 
 
-def preflight(site_url: str, cookie: str) -> None:
-    """The sequence wrk sends does what it says (answers, not timings)."""
-    expected = ["Reset", "Completed JOBchild1", "Completed JOBchild2", "Completed JOBchild3"]
-    for action, text in zip(["reset", "complete-child", "complete-child", "complete-child"], expected):
-        status, body = servers.post(site_url, f"/api/widgets/fanin/{action}", cookie)
+def preflight(site_url: str, cookie: str) -> list[str]:
+    """The walk wrk sends does what a learner's clicks do: every answer 200,
+    and the tour's milestones reached (answers, not timings). Returns the
+    milestones reached, in order."""
+    reached: list[str] = []
+    for action in mix.WALK:
+        status, body = servers.post(site_url, f"/api/widgets/{mix.WIDGET}/{action}", cookie)
         answer = json.loads(body)
-        if status != 200 or not answer["outcome"]["text"].startswith(text):
+        if status != 200 or "ver" not in answer or "snapshot" in answer:
             raise RuntimeError(f"{action} answered {status}: {answer}")
+        reached += answer["outcome"].get("reached", [])
+    tour = [step.id for step in mix.WIDGETS[mix.WIDGET].tour]
+    if sorted(set(reached)) != sorted(tour):
+        raise RuntimeError(f"the walk reached {reached}, the tour has {tour}")
+    return reached
 
 
 def run(site_url: str, baseline_url: str, seconds: float = 10, connections: int = 50,
@@ -50,9 +57,10 @@ def run(site_url: str, baseline_url: str, seconds: float = 10, connections: int 
     """The baseline, then the site's mix, each after a 1 s warm-up (not reported)."""
     cookies = servers.cookies(site_url, sandboxes)
     preflight(site_url, cookies[0])
+    preflight(site_url, cookies[0])  # twice: the walk starts again from where it ends
     with tempfile.NamedTemporaryFile("w", suffix=".cookies", prefix="emqlab-bench-", delete=False) as handle:
         handle.write("\n".join(cookies))
-    mix_args = [handle.name, str(threads)]
+    mix_args = [handle.name, str(threads), mix.WIDGET, ",".join(mix.WALK)]
     settle = 1.0 if seconds >= 5 else 0.3
     rounds = ROUNDS if seconds >= 6 else 1
     baselines: list[dict[str, Any]] = []
@@ -69,14 +77,15 @@ def run(site_url: str, baseline_url: str, seconds: float = 10, connections: int 
         time.sleep(settle)
     finally:
         Path(handle.name).unlink(missing_ok=True)
-    baseline, mix = combined(baselines), combined(mixes)
+    baseline, site = combined(baselines), combined(mixes)
     return {
         "connections": connections,
         "sandboxes": sandboxes,
         "mix": MIX,
+        "walk": list(mix.WALK),
         "baseline": baseline,
-        "site_mix": mix,
-        "ratio": round(mix["rps"] / baseline["rps"], 3) if baseline["rps"] else 0.0,
+        "site_mix": site,
+        "ratio": round(site["rps"] / baseline["rps"], 3) if baseline["rps"] else 0.0,
         "round_ratios": [round(m["rps"] / b["rps"], 3) if b["rps"] else 0.0 for b, m in zip(baselines, mixes)],
     }
 

@@ -1,8 +1,11 @@
 """Fan-out: N concurrent SSE streams on one worker, all watching one
 sandbox (what a room is: every learner of a class on the instructor's
-sandbox). One "Complete child" is posted; each client's latency runs from the
+sandbox), each the stream the dive's page opens (every widget it shows).
+One "Complete child" is posted; each client's latency runs from the
 moment the POST is sent to the moment that client receives the snapshot
 showing the new `:dependencies` (and, separately, its first `effect` event).
+The snapshot is read once per change and the same frame handed to every
+stream (server/live/streams.py).
 Server memory is the uvicorn process's VmRSS from /proc, idle and with every
 stream open, and its peak (VmHWM).
 
@@ -24,8 +27,6 @@ from typing import Any
 from bench import servers
 from bench.rawhttp import HttpConn, dependencies_of, raise_fd_limit, sse_stream
 from bench.stats import distribution
-
-STREAM_PATH = "/api/stream?widgets=fanin"
 
 
 class Client:
@@ -50,9 +51,10 @@ async def open_crowd(site: servers.Served, cookie: str, clients: int,
     """`clients` streams on the sandbox, once each has its first snapshot; and how long that took."""
     crowd = [Client() for _ in range(clients)]
     tasks: list[asyncio.Task[Any]] = []
+    path = servers.page_stream(site.url)
     opened_at = time.perf_counter()
     for index, client in enumerate(crowd):
-        tasks.append(asyncio.create_task(sse_stream(site.host, site.port, STREAM_PATH, cookie, client.on_event)))
+        tasks.append(asyncio.create_task(sse_stream(site.host, site.port, path, cookie, client.on_event)))
         if index % 100 == 99:
             await asyncio.sleep(0.05)  # a class arriving, not a SYN flood
     deadline = time.perf_counter() + within

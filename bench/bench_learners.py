@@ -1,0 +1,325 @@
+"""How many learners this machine holds (issue 29's figure), beside a bare
+one-EVALSHA endpoint with a bare SSE stream, in the same run.
+
+A simulated learner (bench/crowd.py, a process of its own) has its page's
+live stream open and acts once every 10 s in its own sandbox, walking the
+fan-in's tour (bench/mix.py). Learners are added level by level (250, 500,
+1,000, 1,500, 2,000, 2,500, 3,000, 4,000); at each level, after the new ones
+arrived and a few seconds passed, a probe learner (this process, its own
+sandbox and stream) acts every 0.2 s for a window and times each click to
+its frame: from sending the POST to its stream bringing the widget's
+snapshot with a `ver` at least the answer's (the frame may come before the
+answer; it is the frame that paints every page). The climb stops at the
+first level where the probe's p99 passes 100 ms or any answer fails (a
+non-2xx, a connection error, a stream that failed, a learner that could not
+arrive, a probe frame that never came): the knee is the last level that held.
+
+The bare side is the same crowd and probe against bench/baseline_app.py:
+`POST /act/<learner>` (one EVALSHA that INCRs the learner's key and
+PUBLISHes it on one channel) and `GET /stream/<learner>` (fed by the
+process's one SUBSCRIBE). Each side has a fresh server process.
+
+At every level the window's CPU is priced per action (every action of the
+crowd and the probe in the window): valkey-server's (INFO cpu,
+used_cpu_sys + used_cpu_user) and the site's (its uvicorn process, from
+/proc). An action's cost independent of how many learners are online shows
+as a flat Valkey CPU per action from level to level.
+
+The site runs with its rate limits off (bench/servers.py) and a stream
+lifetime of an hour: every learner's stream opened within seconds of the
+others', so with the default 10 minutes they would all reconnect together
+in the middle of a level, a burst no class makes.
+
+    python -m bench.bench_learners [--levels 250,500,1000] [--window 25] [--side site|bare|both]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from bench import mix, servers
+from bench.profile import Recording
+from bench.rawhttp import HttpConn, raise_fd_limit, sse_stream
+from bench.stats import distribution
+
+LEVELS = (250, 500, 1000, 1500, 2000, 2500, 3000, 4000)
+P99_LIMIT_MS = 100.0  # the probe's click-to-frame p99 a level must stay under
+TARGET_LEARNERS = 2000  # the site's knee must be above this
+CPU_RATIO = 1.5  # Valkey CPU per action, highest held level / lowest: "independent" within this
+PERIOD = 10.0  # seconds between one learner's actions
+PROBE_EVERY = 0.2  # seconds between the probe's actions
+FRAME_WITHIN = 5.0  # a probe frame later than this counts as never come
+STREAM_LIFETIME = "3600"  # see the module's docstring
+
+
+class Probe:
+    """One learner whose every click is timed to its frame."""
+
+    def __init__(self, served: servers.Served, kind: str, stream: str) -> None:
+        self.host, self.port, self.kind = served.host, served.port, kind
+        self.learner = "probe" + str(int(time.time() * 1000) % 100000)
+        self.cookie = servers.new_cookie(served.url) if kind == "site" else ""
+        self.stream = stream if kind == "site" else f"/stream/{self.learner}"
+        self.step = 1  # the scenario lands with the stream: the walk goes on after its Reset
+        self.frames: list[tuple[int, float]] = []
+        self.news = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    def on_event(self, event: str, data: str, at: float) -> None:
+        if self.kind == "bare" and event == "value":
+            ver = int(data)
+        elif self.kind == "site" and event == "snapshot" and f'"widget":"{mix.WIDGET}"' in data[:64]:
+            ver = int(json.loads(data)["ver"])
+        else:
+            return
+        self.frames.append((ver, at))
+        self.news.set()
+
+    async def open(self) -> None:
+        self.task = asyncio.create_task(sse_stream(self.host, self.port, self.stream, self.cookie, self.on_event))
+        deadline = time.perf_counter() + 60
+        while not self.frames:
+            if self.task.done():
+                raise RuntimeError(f"the probe's stream ended: {self.task.exception()!r}")
+            if time.perf_counter() > deadline:
+                raise RuntimeError("the probe's stream brought no frame within 60 s")
+            self.news.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.news.wait(), 1)
+
+    async def close(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+
+    def path(self) -> str:
+        if self.kind == "site":
+            return f"/api/widgets/{mix.WIDGET}/{mix.WALK[self.step % len(mix.WALK)]}"
+        return f"/act/{self.learner}"
+
+    async def frame_for(self, ver: int, sent: float) -> float | None:
+        """When the first frame at `ver` or later came (None: not within FRAME_WITHIN)."""
+        deadline = sent + FRAME_WITHIN
+        while True:
+            hit = next((at for v, at in self.frames if v >= ver), None)
+            if hit is not None:
+                return hit
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                return None
+            self.news.clear()
+            try:
+                await asyncio.wait_for(self.news.wait(), left)
+            except TimeoutError:
+                return None
+
+    async def measure(self, seconds: float, every: float) -> dict[str, Any]:
+        conn = HttpConn(self.host, self.port, self.cookie or None)
+        latencies: list[float] = []
+        answers: list[float] = []
+        failures: dict[str, int] = {"non_2xx": 0, "errors": 0, "frames_missing": 0}
+        statuses: dict[str, int] = {}
+        stop_at = time.perf_counter() + seconds
+        actions = 0
+        try:
+            while time.perf_counter() < stop_at:
+                self.frames = []
+                sent = time.perf_counter()
+                try:
+                    status, body = await conn.post(self.path())
+                except (OSError, asyncio.IncompleteReadError):
+                    failures["errors"] += 1
+                    await conn.close()
+                    conn = HttpConn(self.host, self.port, self.cookie or None)
+                    continue
+                answers.append(time.perf_counter() - sent)
+                statuses[str(status)] = statuses.get(str(status), 0) + 1
+                actions += 1
+                self.step += 1
+                if status != 200:
+                    failures["non_2xx"] += 1
+                else:
+                    at = await self.frame_for(int(json.loads(body)["ver"]), sent)
+                    if at is None:
+                        failures["frames_missing"] += 1
+                        latencies.append(FRAME_WITHIN)
+                    else:
+                        latencies.append(max(0.0, at - sent))
+                await asyncio.sleep(max(0.0, sent + every - time.perf_counter()))
+        finally:
+            await conn.close()
+        return {"click_to_frame_ms": distribution(latencies, 1000), "answer_ms": distribution(answers, 1000),
+                "actions": actions, "statuses": statuses, **failures,
+                "raw": {"answer_s": answers, "frame_s": latencies}}  # for a caller that joins windows
+
+
+class CrowdProcess:
+    """bench/crowd.py in its own process, spoken to line by line."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+
+    @classmethod
+    async def start(cls, url: str, kind: str, period: float, stream: str) -> CrowdProcess:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bench.crowd", url, "--kind", kind, "--period", str(period), "--stream", stream,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=str(servers.ROOT),
+            env=servers.child_env(), limit=1 << 20)
+        return cls(proc)
+
+    async def ask(self, command: str, within: float = 600) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(command.encode() + b"\n")
+        await self.proc.stdin.drain()
+        line = await asyncio.wait_for(self.proc.stdout.readline(), within)
+        if not line:
+            raise RuntimeError(f"the crowd process ended (exit {self.proc.returncode}) on {command!r}")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    async def stop(self) -> None:
+        if self.proc.returncode is None:
+            with contextlib.suppress(RuntimeError, TimeoutError, ValueError, OSError):  # it may be gone already
+                await self.ask("quit", within=30)
+            try:
+                await asyncio.wait_for(self.proc.wait(), 30)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+
+
+async def valkey_cpu(client: Any) -> float:
+    info = await client.info("cpu")
+    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+
+
+def held(level: dict[str, Any]) -> bool:
+    probe, crowd = level["probe"], level["crowd"]["window"]
+    return (level["arrival_failures"] == 0 and probe["click_to_frame_ms"]["p99"] <= P99_LIMIT_MS
+            and probe["non_2xx"] == probe["errors"] == probe["frames_missing"] == 0
+            and crowd["non_2xx"] == crowd["action_errors"] == crowd["stream_failures"] == 0)
+
+
+async def profiled(served: servers.Served, seconds: float) -> dict[str, Any]:
+    """py-spy on the server for `seconds` while the crowd goes on (after a level's window: not in its figures)."""
+    with Recording(served.proc.pid, seconds) as recording:
+        await asyncio.sleep(seconds + 0.5)
+    return recording.top()
+
+
+async def climb(served: servers.Served, kind: str, valkey_url: str, levels: tuple[int, ...], window: float,
+                period: float, probe_every: float, settle: float, log: Any = print,
+                profile_at: int | None = None) -> dict[str, Any]:
+    """Raise the crowd level by level until one does not hold; every level's
+    figures (and a profile of the server at `profile_at` learners, if reached)."""
+    stream = servers.page_stream(served.url) if kind == "site" else ""
+    valkey = aioredis.Redis.from_url(valkey_url)
+    crowd = await CrowdProcess.start(served.url, kind, period, stream)
+    probe = Probe(served, kind, stream)
+    found: list[dict[str, Any]] = []
+    profile: dict[str, Any] | None = None
+    try:
+        await probe.open()
+        for learners in levels:
+            grown = await crowd.ask(f"grow {learners}")
+            await asyncio.sleep(settle)
+            await crowd.ask("mark")
+            cpu_valkey, cpu_site = await valkey_cpu(valkey), served.cpu_seconds()
+            probed = await probe.measure(window, probe_every)
+            del probed["raw"]
+            stats = await crowd.ask("stats")
+            spent_valkey, spent_site = await valkey_cpu(valkey) - cpu_valkey, served.cpu_seconds() - cpu_site
+            actions = stats["window"]["actions"] + probed["actions"]
+            level = {"learners": learners, "online": stats["online"],
+                     "arrival_seconds": grown["seconds"],
+                     "arrival_failures": grown["failed"] + stats["arrival_failures"],
+                     "probe": probed, "crowd": stats, "actions": actions,
+                     "actions_per_second": round(actions / stats["window"]["seconds"], 1),
+                     "valkey_cpu_us_per_action": round(spent_valkey / actions * 1e6, 1) if actions else 0.0,
+                     "server_cpu_us_per_action": round(spent_site / actions * 1e6, 1) if actions else 0.0,
+                     "valkey_cpu_share": round(spent_valkey / stats["window"]["seconds"], 3),
+                     "server_cpu_share": round(spent_site / stats["window"]["seconds"], 3)}
+            level["held"] = held(level)
+            found.append(level)
+            shown = probed["click_to_frame_ms"]
+            log(f"  {kind}: {learners} learners, probe p50 {shown['p50']} / p99 {shown['p99']} ms, "
+                f"{level['actions_per_second']} actions/s, valkey {level['valkey_cpu_us_per_action']} µs/action, "
+                f"{'held' if level['held'] else 'did not hold'}")
+            if learners == profile_at:
+                profile = {"learners": learners, **await profiled(served, window)}
+            if not level["held"]:
+                break
+    finally:
+        await probe.close()
+        await crowd.stop()
+        await valkey.aclose()
+    kept = [lv["learners"] for lv in found if lv["held"]]
+    knee = max(kept) if kept and found[0]["held"] else 0
+    return {"kind": kind, "levels": found, "knee": knee, "top": levels[-1],
+            "held_every_level": len(kept) == len(levels), "profile": profile}
+
+
+def cpu_flat(side: dict[str, Any]) -> dict[str, Any] | None:
+    """Valkey's CPU per action at the lowest level and at the highest that held."""
+    kept = [lv for lv in side["levels"] if lv["held"]] or side["levels"][:1]
+    if not kept:
+        return None
+    low, high = kept[0], kept[-1]
+    base = low["valkey_cpu_us_per_action"]
+    return {"low": low["learners"], "high": high["learners"], "low_us": base,
+            "high_us": high["valkey_cpu_us_per_action"],
+            "ratio": round(high["valkey_cpu_us_per_action"] / base, 2) if base else 0.0}
+
+
+def run(valkey_url: str, levels: tuple[int, ...] = LEVELS, window: float = 25.0, period: float = PERIOD,
+        probe_every: float = PROBE_EVERY, settle: float = 3.0, sides: tuple[str, ...] = ("site", "bare"),
+        log: Any = print, profile_at: int | None = TARGET_LEARNERS) -> dict[str, Any]:
+    """Both sides' climbs, each on a fresh server process of its own; the
+    site profiled at `profile_at` learners (None: not profiled)."""
+    raise_fd_limit(65536)  # inherited by the servers and the crowd: thousands of streams each
+    result: dict[str, Any] = {"levels": list(levels), "window_seconds": window, "period_seconds": period,
+                              "probe_every_seconds": probe_every, "p99_limit_ms": P99_LIMIT_MS,
+                              "target_learners": TARGET_LEARNERS, "mix": mix.describe()}
+    for kind in sides:
+        if kind == "site":
+            with servers.serve_site(valkey_url, EMQLAB_STREAM_LIFETIME=STREAM_LIFETIME) as served:
+                result[kind] = asyncio.run(climb(served, kind, valkey_url, levels, window, period, probe_every,
+                                                 settle, log, profile_at))
+                result[kind]["server_errors"] = served.tracebacks()
+        else:
+            with servers.serve_baseline(valkey_url) as served:
+                result[kind] = asyncio.run(climb(served, kind, valkey_url, levels, window, period, probe_every,
+                                                 settle, log))
+                result[kind]["server_errors"] = served.tracebacks()
+        result[kind]["cpu_flat"] = cpu_flat(result[kind])
+    return result
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    from server.valkey.process import ValkeyProcess
+
+    parser = argparse.ArgumentParser(description="how many learners this machine holds, beside a bare endpoint")
+    parser.add_argument("--levels", default=",".join(map(str, LEVELS)))
+    parser.add_argument("--window", type=float, default=25.0, help="seconds the probe is timed at each level")
+    parser.add_argument("--period", type=float, default=PERIOD, help="seconds between one learner's actions")
+    parser.add_argument("--side", choices=("site", "bare", "both"), default="both")
+    parser.add_argument("--profile-at", type=int, default=TARGET_LEARNERS, help="py-spy the site at this level")
+    args = parser.parse_args(argv)
+    sides = ("site", "bare") if args.side == "both" else (args.side,)
+    with ValkeyProcess() as valkey:
+        result = run(valkey.url, tuple(int(n) for n in args.levels.split(",")), args.window, args.period,
+                     sides=sides, profile_at=args.profile_at)
+    print(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()
