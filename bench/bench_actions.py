@@ -25,8 +25,11 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import redis
 
 from bench import mix, servers
 from bench.wrkrun import combined, run_wrk
@@ -52,9 +55,46 @@ def preflight(site_url: str, cookie: str) -> list[str]:
     return reached
 
 
+class Meter:
+    """CPU seconds spent by Valkey (INFO cpu) and by each server process (/proc), per load."""
+
+    def __init__(self, valkey_url: str | None, processes: dict[str, Callable[[], float]]) -> None:
+        self.valkey = redis.Redis.from_url(valkey_url) if valkey_url else None
+        self.processes = processes
+        self.spent: dict[str, dict[str, float]] = {}
+
+    def now(self) -> dict[str, float]:
+        found = {name: cpu() for name, cpu in self.processes.items()}
+        if self.valkey is not None:
+            info = self.valkey.info("cpu")
+            found["valkey"] = float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+        return found
+
+    def during(self, load: str, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        before = self.now()
+        result = work()
+        after = self.now()
+        spent = self.spent.setdefault(load, {})
+        for name in after:
+            spent[name] = spent.get(name, 0.0) + after[name] - before[name]
+        return result
+
+    def per_request(self, load: str, requests: int) -> dict[str, float]:
+        """µs of CPU per request of `load`, by process."""
+        return {name: round(seconds / requests * 1e6, 1) for name, seconds in self.spent.get(load, {}).items()
+                if requests}
+
+    def close(self) -> None:
+        if self.valkey is not None:
+            self.valkey.close()
+
+
 def run(site_url: str, baseline_url: str, seconds: float = 10, connections: int = 50,
-        sandboxes: int = 200, threads: int = 2) -> dict[str, Any]:
-    """The baseline, then the site's mix, each after a 1 s warm-up (not reported)."""
+        sandboxes: int = 200, threads: int = 2, valkey_url: str | None = None,
+        cpu: dict[str, Callable[[], float]] | None = None) -> dict[str, Any]:
+    """The baseline, then the site's mix, each after a 1 s warm-up (not reported).
+    With `valkey_url` (and `cpu`: each server's CPU seconds by name), what each
+    load cost Valkey and the servers, per request."""
     cookies = servers.cookies(site_url, sandboxes)
     preflight(site_url, cookies[0])
     preflight(site_url, cookies[0])  # twice: the walk starts again from where it ends
@@ -65,18 +105,22 @@ def run(site_url: str, baseline_url: str, seconds: float = 10, connections: int 
     rounds = ROUNDS if seconds >= 6 else 1
     baselines: list[dict[str, Any]] = []
     mixes: list[dict[str, Any]] = []
+    meter = Meter(valkey_url, cpu or {})
     try:
         run_wrk(baseline_url + "/evalsha", "post.lua", 1, connections, threads)
         run_wrk(site_url + "/", "actions.lua", 1, connections, threads, mix_args)
         for _ in range(rounds):
             time.sleep(settle)
-            baselines.append(run_wrk(baseline_url + "/evalsha", "post.lua", seconds / rounds, connections, threads))
+            baselines.append(meter.during("baseline", lambda: run_wrk(
+                baseline_url + "/evalsha", "post.lua", seconds / rounds, connections, threads)))
             time.sleep(settle)
-            mixes.append(run_wrk(site_url + "/", "actions.lua", seconds / rounds, connections, threads, mix_args))
+            mixes.append(meter.during("site", lambda: run_wrk(
+                site_url + "/", "actions.lua", seconds / rounds, connections, threads, mix_args)))
         # the requests wrk left in flight finish before anything resets those sandboxes again
         time.sleep(settle)
     finally:
         Path(handle.name).unlink(missing_ok=True)
+        meter.close()
     baseline, site = combined(baselines), combined(mixes)
     return {
         "connections": connections,
@@ -87,6 +131,8 @@ def run(site_url: str, baseline_url: str, seconds: float = 10, connections: int 
         "site_mix": site,
         "ratio": round(site["rps"] / baseline["rps"], 3) if baseline["rps"] else 0.0,
         "round_ratios": [round(m["rps"] / b["rps"], 3) if b["rps"] else 0.0 for b, m in zip(baselines, mixes)],
+        "cpu_us_per_request": {"baseline": meter.per_request("baseline", baseline["requests"]),
+                               "site": meter.per_request("site", site["requests"])},
     }
 
 

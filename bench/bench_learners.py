@@ -21,9 +21,11 @@ process's one SUBSCRIBE). Each side has a fresh server process.
 
 At every level the window's CPU is priced per action (every action of the
 crowd and the probe in the window): valkey-server's (INFO cpu,
-used_cpu_sys + used_cpu_user) and the site's (its uvicorn process, from
-/proc). An action's cost independent of how many learners are online shows
-as a flat Valkey CPU per action from level to level.
+used_cpu_sys + used_cpu_user), also net of what Valkey spends with nobody
+acting (measured before the first level: its cron, the server's heartbeat),
+and the site's (its uvicorn process, from /proc). An action's cost
+independent of how many learners are online shows as a flat Valkey CPU per
+action from level to level.
 
 The site runs with its rate limits off (bench/servers.py) and a stream
 lifetime of an hour: every learner's stream opened within seconds of the
@@ -228,6 +230,13 @@ async def climb(served: servers.Served, kind: str, valkey_url: str, levels: tupl
     profile: dict[str, Any] | None = None
     try:
         await probe.open()
+        # Valkey's own work with nobody acting (its cron, the server's heartbeat):
+        # taken off each window's CPU before it is divided by the window's actions,
+        # or a level with few actions would look dearer per action than it is
+        quiet = max(2.0, settle)
+        before = await valkey_cpu(valkey)
+        await asyncio.sleep(quiet)
+        idle_rate = (await valkey_cpu(valkey) - before) / quiet
         for learners in levels:
             grown = await crowd.ask(f"grow {learners}")
             await asyncio.sleep(settle)
@@ -238,12 +247,14 @@ async def climb(served: servers.Served, kind: str, valkey_url: str, levels: tupl
             stats = await crowd.ask("stats")
             spent_valkey, spent_site = await valkey_cpu(valkey) - cpu_valkey, served.cpu_seconds() - cpu_site
             actions = stats["window"]["actions"] + probed["actions"]
+            net = max(0.0, spent_valkey - idle_rate * stats["window"]["seconds"])
             level = {"learners": learners, "online": stats["online"],
                      "arrival_seconds": grown["seconds"],
                      "arrival_failures": grown["failed"] + stats["arrival_failures"],
                      "probe": probed, "crowd": stats, "actions": actions,
                      "actions_per_second": round(actions / stats["window"]["seconds"], 1),
                      "valkey_cpu_us_per_action": round(spent_valkey / actions * 1e6, 1) if actions else 0.0,
+                     "valkey_net_us_per_action": round(net / actions * 1e6, 1) if actions else 0.0,
                      "server_cpu_us_per_action": round(spent_site / actions * 1e6, 1) if actions else 0.0,
                      "valkey_cpu_share": round(spent_valkey / stats["window"]["seconds"], 3),
                      "server_cpu_share": round(spent_site / stats["window"]["seconds"], 3)}
@@ -264,19 +275,21 @@ async def climb(served: servers.Served, kind: str, valkey_url: str, levels: tupl
     kept = [lv["learners"] for lv in found if lv["held"]]
     knee = max(kept) if kept and found[0]["held"] else 0
     return {"kind": kind, "levels": found, "knee": knee, "top": levels[-1],
-            "held_every_level": len(kept) == len(levels), "profile": profile}
+            "held_every_level": len(kept) == len(levels), "profile": profile,
+            "valkey_idle_cpu_share": round(idle_rate, 4)}
 
 
 def cpu_flat(side: dict[str, Any]) -> dict[str, Any] | None:
-    """Valkey's CPU per action at the lowest level and at the highest that held."""
+    """Valkey's CPU per action (net of its idle work) at the lowest level and
+    at the highest that held (or the first, when none held)."""
     kept = [lv for lv in side["levels"] if lv["held"]] or side["levels"][:1]
     if not kept:
         return None
     low, high = kept[0], kept[-1]
-    base = low["valkey_cpu_us_per_action"]
+    base = low["valkey_net_us_per_action"]
     return {"low": low["learners"], "high": high["learners"], "low_us": base,
-            "high_us": high["valkey_cpu_us_per_action"],
-            "ratio": round(high["valkey_cpu_us_per_action"] / base, 2) if base else 0.0}
+            "high_us": high["valkey_net_us_per_action"],
+            "ratio": round(high["valkey_net_us_per_action"] / base, 2) if base else 0.0}
 
 
 def run(valkey_url: str, levels: tuple[int, ...] = LEVELS, window: float = 25.0, period: float = PERIOD,

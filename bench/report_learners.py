@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.bench_grader import render
+from bench.bench_learners import CPU_RATIO
 from bench.markdown import profile_table, table
 
 LEARNERS_HEADING = "## Learners this machine holds"
@@ -43,9 +45,7 @@ def learner_rows(r: dict[str, Any]) -> list[list[str]]:
                      f"> {target:,}", verdict(above)])
         flat, bare_flat = (site or {}).get("cpu_flat"), (bare or {}).get("cpu_flat")
         if flat:
-            from bench.bench_learners import CPU_RATIO
-
-            rows.append([f"Valkey CPU per action, {flat['low']:,} → {flat['high']:,} learners (µs)",
+            rows.append([f"Valkey CPU per action net of idle, {flat['low']:,} → {flat['high']:,} learners (µs)",
                          f"{flat['low_us']} → {flat['high_us']}",
                          f"{bare_flat['low_us']} → {bare_flat['high_us']} (bare, {bare_flat['low']:,} → "
                          f"{bare_flat['high']:,})" if bare_flat else "—",
@@ -88,13 +88,14 @@ def levels_table(lr: dict[str, Any]) -> str:
 
         rows.append([f"{learners:,}", probe(site), probe(bare),
                      f"{site['actions_per_second']}" if site else "—",
-                     f"{site['valkey_cpu_us_per_action']} / {bare['valkey_cpu_us_per_action'] if bare else '—'}"
-                     if site else (f"— / {bare['valkey_cpu_us_per_action']}" if bare else "—"),
+                     f"{site['valkey_net_us_per_action']} / {bare['valkey_net_us_per_action'] if bare else '—'}"
+                     if site else (f"— / {bare['valkey_net_us_per_action']}" if bare else "—"),
                      f"{site['server_cpu_us_per_action']}" if site else "—",
                      f"{site['valkey_cpu_share']:.0%} / {site['server_cpu_share']:.0%}" if site else "—",
                      f"{held(site)} / {held(bare)}"])
     return table(["learners online", "site: probe click→frame p50 / p99 ms", "bare: p50 / p99 ms",
-                  "site actions/s", "Valkey CPU µs per action, site / bare", "site process CPU µs per action",
+                  "site actions/s", "Valkey CPU µs per action (net of idle), site / bare",
+                  "site process CPU µs per action",
                   "site: Valkey / site process, share of a core", "held: site / bare"], rows)
 
 
@@ -111,6 +112,10 @@ def learners_section(r: dict[str, Any]) -> list[str]:
             f"The site holds **{knee_text(site)}** learners; the bare one-EVALSHA endpoint with a bare SSE stream, "
             f"**{knee_text(bare)}** (same run, same Valkey, same load generator).", "",
             levels_table(lr), ""]
+
+
+def pct(share: float | None) -> str:
+    return "—" if share is None else f"{share:.1%}"
 
 
 def failures(level: dict[str, Any]) -> str:
@@ -135,8 +140,11 @@ def learners_notes(r: dict[str, Any]) -> list[str]:
            "bare learner opens `/stream/<learner>` of `bench/baseline_app.py` and POSTs `/act/<learner>`: one "
            "EVALSHA that INCRs the learner's key and PUBLISHes the value on one channel, which the process's one "
            "SUBSCRIBE hands to the learner's streams. Valkey's CPU is INFO cpu's `used_cpu_sys + used_cpu_user` "
-           "over each window, divided by every action of the window (the crowd's and the probe's); the site's "
-           "is its uvicorn process's, from /proc. The site runs with its stream lifetime at an hour (learners "
+           "over each window, less what Valkey spent per second with nobody acting (measured before the first "
+           f"level: site side {pct((lr.get('site') or {}).get('valkey_idle_cpu_share'))}, bare side "
+           f"{pct((lr.get('bare') or {}).get('valkey_idle_cpu_share'))} of a core), divided by every action of "
+           "the window (the crowd's and the probe's); the site's is its uvicorn process's, from /proc (whole, "
+           "with its idle work). The site runs with its stream lifetime at an hour (learners "
            "that arrived together would otherwise all reconnect together, mid-level).", ""]
     rows = []
     for kind in ("site", "bare"):
@@ -186,8 +194,6 @@ def grader_notes(r: dict[str, Any]) -> list[str]:
     g = r.get("grader")
     if not g:
         return []
-    from bench.bench_grader import render
-
     return ["### The exercise grader", "",
             "`bench/bench_grader.py` (its docstring says how): each exercise's own course script graded on an idle "
             "pool (a run's ACL user, every check's scenario, the watchdog, the sweep) beside the same scenarios "

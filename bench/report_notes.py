@@ -26,6 +26,13 @@ def throughput(r: dict[str, Any]) -> list[str]:
            "Every answer is counted by status on both sides.", "",
            table(WRK_HEADER, [wrk_row("baseline: one EVALSHA", a["baseline"]), wrk_row(f"site: {a['mix']}",
                                                                                       a["site_mix"])]), ""]
+    cpu = a.get("cpu_us_per_request") or {}
+    if cpu.get("site") and cpu.get("baseline"):
+        site, base = cpu["site"], cpu["baseline"]
+        out += ["CPU per request, in µs, over the same wrk runs (valkey-server from INFO cpu, the servers from /proc): "
+                f"Valkey {site.get('valkey', '—')} for the site's mix against {base.get('valkey', '—')} for one "
+                f"EVALSHA; the site's process {site.get('site', '—')} against the baseline app's "
+                f"{base.get('baseline', '—')}. (wrk's own CPU is not counted.)", ""]
     rounds = a.get("round_ratios") or []
     if len(rounds) > 1:
         out += [f"The two loads took turns in {len(rounds)} rounds of an equal share of that time each (baseline, then "

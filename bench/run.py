@@ -138,7 +138,9 @@ def run_all(quick: bool = False, log: Any = print) -> dict[str, Any]:
                                "tours": bench_commands.run(valkey.url)}
         with servers.serve_site(valkey.url) as site, servers.serve_baseline(valkey.url) as base:
             say("action throughput: the fan-in mix vs one EVALSHA ...")
-            results["actions"] = bench_actions.run(site.url, base.url, p["seconds"], 50, p["sandboxes"])
+            results["actions"] = bench_actions.run(site.url, base.url, p["seconds"], 50, p["sandboxes"],
+                                                   valkey_url=valkey.url,
+                                                   cpu={"site": site.cpu_seconds, "baseline": base.cpu_seconds})
             if p["profile_seconds"]:
                 say("  profiling the action mix with py-spy ...")
                 results["actions"]["profile"] = profile_actions(site, p["profile_seconds"], p["sandboxes"])
