@@ -6,7 +6,7 @@ live stream open and acts once every 10 s in its own sandbox, walking the
 fan-in's tour (bench/mix.py). Learners are added level by level (250, 500,
 1,000, 1,500, 2,000, 2,500, 3,000, 4,000); at each level, after the new ones
 arrived and a few seconds passed, a probe learner (this process, its own
-sandbox and stream) acts every 0.2 s for a window and times each click to
+sandbox and stream) acts every 0.1 s for a window and times each click to
 its frame: from sending the POST to its stream bringing the widget's
 snapshot with a `ver` at least the answer's (the frame may come before the
 answer; it is the frame that paints every page). The climb stops at the
@@ -57,7 +57,8 @@ P99_LIMIT_MS = 100.0  # the probe's click-to-frame p99 a level must stay under
 TARGET_LEARNERS = 2000  # the site's knee must be above this
 CPU_RATIO = 1.5  # Valkey CPU per action, highest held level / lowest: "independent" within this
 PERIOD = 10.0  # seconds between one learner's actions
-PROBE_EVERY = 0.2  # seconds between the probe's actions
+PROBE_EVERY = 0.1  # seconds between the probe's actions: 300 in a 30 s window, so p99 is not the max
+LAG_EVERY = 0.01  # seconds the lag watch sleeps between looks
 FRAME_WITHIN = 5.0  # a probe frame later than this counts as never come
 STREAM_LIFETIME = "3600"  # see the module's docstring
 
@@ -124,6 +125,16 @@ class Probe:
                 return None
 
     async def measure(self, seconds: float, every: float) -> dict[str, Any]:
+        lags: list[float] = []
+        watch = asyncio.create_task(lag_watch(lags))
+        try:
+            found = await self.timed(seconds, every)
+        finally:
+            watch.cancel()
+            await asyncio.gather(watch, return_exceptions=True)
+        return {**found, "own_lag_ms": distribution(lags, 1000)}
+
+    async def timed(self, seconds: float, every: float) -> dict[str, Any]:
         conn = HttpConn(self.host, self.port, self.cookie or None)
         latencies: list[float] = []
         answers: list[float] = []
@@ -161,6 +172,16 @@ class Probe:
         return {"click_to_frame_ms": distribution(latencies, 1000), "answer_ms": distribution(answers, 1000),
                 "actions": actions, "statuses": statuses, **failures,
                 "raw": {"answer_s": answers, "frame_s": latencies}}  # for a caller that joins windows
+
+
+async def lag_watch(lags: list[float]) -> None:
+    """How late this process's own sleeps wake: the machine's noise as the
+    probe itself meets it (other work on these CPUs), told apart from the
+    server's lateness."""
+    while True:
+        started = time.perf_counter()
+        await asyncio.sleep(LAG_EVERY)
+        lags.append(max(0.0, time.perf_counter() - started - LAG_EVERY))
 
 
 class CrowdProcess:
@@ -219,9 +240,11 @@ async def profiled(served: servers.Served, seconds: float) -> dict[str, Any]:
 
 async def climb(served: servers.Served, kind: str, valkey_url: str, levels: tuple[int, ...], window: float,
                 period: float, probe_every: float, settle: float, log: Any = print,
-                profile_at: int | None = None) -> dict[str, Any]:
-    """Raise the crowd level by level until one does not hold; every level's
-    figures (and a profile of the server at `profile_at` learners, if reached)."""
+                profile_at: int | None = None, keep_going: bool = False) -> dict[str, Any]:
+    """Raise the crowd level by level until one does not hold (`keep_going`:
+    through every level, to see the curve past a noisy one; the knee is still
+    the last level before the first that did not hold); every level's figures,
+    and a profile of the server at `profile_at` learners, if reached."""
     stream = servers.page_stream(served.url) if kind == "site" else ""
     valkey = aioredis.Redis.from_url(valkey_url)
     crowd = await CrowdProcess.start(served.url, kind, period, stream)
@@ -262,39 +285,42 @@ async def climb(served: servers.Served, kind: str, valkey_url: str, levels: tupl
             found.append(level)
             shown = probed["click_to_frame_ms"]
             log(f"  {kind}: {learners} learners, probe p50 {shown['p50']} / p99 {shown['p99']} ms, "
-                f"{level['actions_per_second']} actions/s, valkey {level['valkey_cpu_us_per_action']} µs/action, "
-                f"{'held' if level['held'] else 'did not hold'}")
+                f"{level['actions_per_second']} actions/s, valkey {level['valkey_net_us_per_action']} µs/action "
+                f"net, server {level['server_cpu_share']:.0%} of a core, own lag max {probed['own_lag_ms']['max']} "
+                f"ms, {'held' if level['held'] else 'did not hold'}")
             if learners == profile_at:
                 profile = {"learners": learners, **await profiled(served, window)}
-            if not level["held"]:
+            if not level["held"] and not keep_going:
                 break
     finally:
         await probe.close()
         await crowd.stop()
         await valkey.aclose()
-    kept = [lv["learners"] for lv in found if lv["held"]]
-    knee = max(kept) if kept and found[0]["held"] else 0
+    first_miss = next((i for i, lv in enumerate(found) if not lv["held"]), len(found))
+    kept = [lv["learners"] for lv in found[:first_miss]]
+    knee = kept[-1] if kept else 0
     return {"kind": kind, "levels": found, "knee": knee, "top": levels[-1],
-            "held_every_level": len(kept) == len(levels), "profile": profile,
+            "held_every_level": first_miss == len(levels), "profile": profile,
             "valkey_idle_cpu_share": round(idle_rate, 4)}
 
 
 def cpu_flat(side: dict[str, Any]) -> dict[str, Any] | None:
     """Valkey's CPU per action (net of its idle work) at the lowest level and
-    at the highest that held (or the first, when none held)."""
-    kept = [lv for lv in side["levels"] if lv["held"]] or side["levels"][:1]
-    if not kept:
+    the highest measured: a level that did not hold still prices its actions
+    (the CPU an action costs does not depend on the probe's latency)."""
+    levels = side["levels"]
+    if not levels:
         return None
-    low, high = kept[0], kept[-1]
+    low, high = levels[0], levels[-1]
     base = low["valkey_net_us_per_action"]
     return {"low": low["learners"], "high": high["learners"], "low_us": base,
             "high_us": high["valkey_net_us_per_action"],
             "ratio": round(high["valkey_net_us_per_action"] / base, 2) if base else 0.0}
 
 
-def run(valkey_url: str, levels: tuple[int, ...] = LEVELS, window: float = 25.0, period: float = PERIOD,
+def run(valkey_url: str, levels: tuple[int, ...] = LEVELS, window: float = 30.0, period: float = PERIOD,
         probe_every: float = PROBE_EVERY, settle: float = 3.0, sides: tuple[str, ...] = ("site", "bare"),
-        log: Any = print, profile_at: int | None = TARGET_LEARNERS) -> dict[str, Any]:
+        log: Any = print, profile_at: int | None = TARGET_LEARNERS, keep_going: bool = False) -> dict[str, Any]:
     """Both sides' climbs, each on a fresh server process of its own; the
     site profiled at `profile_at` learners (None: not profiled)."""
     raise_fd_limit(65536)  # inherited by the servers and the crowd: thousands of streams each
@@ -305,12 +331,12 @@ def run(valkey_url: str, levels: tuple[int, ...] = LEVELS, window: float = 25.0,
         if kind == "site":
             with servers.serve_site(valkey_url, EMQLAB_STREAM_LIFETIME=STREAM_LIFETIME) as served:
                 result[kind] = asyncio.run(climb(served, kind, valkey_url, levels, window, period, probe_every,
-                                                 settle, log, profile_at))
+                                                 settle, log, profile_at, keep_going))
                 result[kind]["server_errors"] = served.tracebacks()
         else:
             with servers.serve_baseline(valkey_url) as served:
                 result[kind] = asyncio.run(climb(served, kind, valkey_url, levels, window, period, probe_every,
-                                                 settle, log))
+                                                 settle, log, None, keep_going))
                 result[kind]["server_errors"] = served.tracebacks()
         result[kind]["cpu_flat"] = cpu_flat(result[kind])
     return result
@@ -321,15 +347,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     parser = argparse.ArgumentParser(description="how many learners this machine holds, beside a bare endpoint")
     parser.add_argument("--levels", default=",".join(map(str, LEVELS)))
-    parser.add_argument("--window", type=float, default=25.0, help="seconds the probe is timed at each level")
+    parser.add_argument("--window", type=float, default=30.0, help="seconds the probe is timed at each level")
     parser.add_argument("--period", type=float, default=PERIOD, help="seconds between one learner's actions")
     parser.add_argument("--side", choices=("site", "bare", "both"), default="both")
     parser.add_argument("--profile-at", type=int, default=TARGET_LEARNERS, help="py-spy the site at this level")
+    parser.add_argument("--keep-going", action="store_true", help="climb every level, past one that did not hold")
     args = parser.parse_args(argv)
     sides = ("site", "bare") if args.side == "both" else (args.side,)
     with ValkeyProcess() as valkey:
         result = run(valkey.url, tuple(int(n) for n in args.levels.split(",")), args.window, args.period,
-                     sides=sides, profile_at=args.profile_at)
+                     sides=sides, profile_at=args.profile_at, keep_going=args.keep_going)
     print(json.dumps(result, indent=2))
     return result
 

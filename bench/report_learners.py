@@ -150,11 +150,15 @@ def learners_notes(r: dict[str, Any]) -> list[str]:
     for kind in ("site", "bare"):
         for level in (lr.get(kind) or {}).get("levels", []):
             crowd = level["crowd"]["window"]
+            lag = level["probe"].get("own_lag_ms") or {}
             rows.append([kind, f"{level['learners']:,}", str(level["online"]), f"{level['arrival_seconds']}",
                          p50_p99(crowd["answer_ms"]), p50_p99(level["probe"]["answer_ms"]), str(crowd["frames"]),
-                         failures(level)])
+                         f"{lag.get('p99', '—')} / {lag.get('max', '—')}", failures(level)])
     out += [table(["side", "learners", "streams open", "arrival s", "crowd answer p50 / p99 ms",
-                   "probe answer p50 / p99 ms", "frames received", "failures in the window"], rows), ""]
+                   "probe answer p50 / p99 ms", "frames received", "probe's own loop lag p99 / max ms",
+                   "failures in the window"], rows), "",
+            "The probe's own loop lag is how late its own 10 ms sleeps woke during the window: the machine's noise "
+            "as the probe met it (other work on these CPUs), not the server's.", ""]
     errors = [f"{kind}: {(lr.get(kind) or {}).get('server_errors', 0)}" for kind in ("site", "bare")]
     out += [f"Unhandled errors logged by the servers during the climb: {', '.join(errors)}.", ""]
     prof = (lr.get("site") or {}).get("profile")

@@ -54,7 +54,7 @@ OUT = servers.ROOT / "docs" / "PERFORMANCE.md"
 
 FULL = {"seconds": 10, "clicks": 200, "clients": 1000, "fan_actions": 12, "sandboxes": 200, "bulk_flows": 1000,
         "bulk_seconds": 2.0, "profile_seconds": 6, "load_rate": 100.0, "load_sandboxes": 100,
-        "learner_levels": bench_learners.LEVELS, "learner_window": 25.0, "learner_period": bench_learners.PERIOD,
+        "learner_levels": bench_learners.LEVELS, "learner_window": 30.0, "learner_period": bench_learners.PERIOD,
         "learner_settle": 3.0, "probe_every": bench_learners.PROBE_EVERY,
         "learner_profile_at": bench_learners.TARGET_LEARNERS,
         "fair_window": 20.0, "grader_runs": 200, "grader_seconds": 5.0, "grader_tries": 5}

@@ -33,9 +33,9 @@ def level(learners: int, p99: float = 10.0, stream_failures: int = 0, net_us: fl
 
 def side(kind: str, levels: list[dict[str, Any]]) -> dict[str, Any]:
     """A climb over exactly these levels, as bench_learners.climb sums it up."""
-    kept = [lv["learners"] for lv in levels if lv["held"]]
-    found = {"kind": kind, "levels": levels, "knee": max(kept) if kept and levels[0]["held"] else 0,
-             "top": levels[-1]["learners"], "held_every_level": len(kept) == len(levels), "profile": None,
+    first_miss = next((i for i, lv in enumerate(levels) if not lv["held"]), len(levels))
+    found = {"kind": kind, "levels": levels, "knee": levels[first_miss - 1]["learners"] if first_miss else 0,
+             "top": levels[-1]["learners"], "held_every_level": first_miss == len(levels), "profile": None,
              "server_errors": 0, "valkey_idle_cpu_share": 0.01}
     found["cpu_flat"] = bench_learners.cpu_flat(found)
     return found
@@ -144,10 +144,15 @@ def test_a_level_holds_only_under_the_p99_limit_with_no_failure() -> None:
     assert not bench_learners.held(level(500, stream_failures=1))
 
 
-def test_the_cpu_per_action_compares_the_lowest_and_highest_level_that_held() -> None:
+def test_the_cpu_per_action_compares_the_lowest_and_highest_level_measured() -> None:
     flat = bench_learners.cpu_flat(side("site", [level(250, net_us=100.0), level(500, net_us=120.0),
-                                                 level(1000, net_us=400.0, p99=300.0)]))
-    assert flat == {"low": 250, "high": 500, "low_us": 100.0, "high_us": 120.0, "ratio": 1.2}
+                                                 level(1000, net_us=150.0, p99=300.0)]))
+    assert flat == {"low": 250, "high": 1000, "low_us": 100.0, "high_us": 150.0, "ratio": 1.5}
+
+
+def test_the_knee_stays_below_the_first_level_that_did_not_hold_when_the_climb_keeps_going() -> None:
+    climbed = side("site", [level(250), level(500, p99=300.0), level(1000)])
+    assert climbed["knee"] == 250 and report_learners.knee_text(climbed) == "250"
 
 
 def test_the_reset_figure_is_reported_once_bench_reset_gives_it() -> None:
