@@ -4,10 +4,10 @@ one-EVALSHA endpoint with a bare SSE stream, in the same run.
 A simulated learner (bench/crowd.py, a process of its own) has its page's
 live stream open and acts once every 10 s in its own sandbox, walking the
 fan-in's tour (bench/mix.py). Learners are added level by level (250, 500,
-1,000, 1,500, 2,000, 2,500, 3,000, 4,000); at each level, after the new ones
-arrived and a few seconds passed, a probe learner (this process, its own
-sandbox and stream) acts every 0.1 s for a window and times each click to
-its frame: from sending the POST to its stream bringing the widget's
+1,000, 1,500, 2,000, 2,500, 3,000, 4,000), arriving at 50 a second; at each
+level, a whole period (10 s) after the last one arrived, a probe learner
+(this process, its own sandbox and stream) acts every 0.1 s for a window
+and times each click to its frame: from sending the POST to its stream bringing the widget's
 snapshot with a `ver` at least the answer's (the frame may come before the
 answer; it is the frame that paints every page). The climb stops at the
 first level where the probe's p99 passes 100 ms or any answer fails (a
@@ -41,8 +41,10 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -219,6 +221,19 @@ class CrowdProcess:
                 await self.proc.wait()
 
 
+def machine_jiffies() -> tuple[int, int]:
+    """(busy, total) jiffies of every CPU together, from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def cores_busy(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """How many CPUs the whole machine kept busy between two readings."""
+    total = after[1] - before[1]
+    return round((after[0] - before[0]) / total * (os.cpu_count() or 1), 2) if total else 0.0
+
+
 async def valkey_cpu(client: Any) -> float:
     info = await client.info("cpu")
     return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
@@ -262,13 +277,18 @@ async def climb(served: servers.Served, kind: str, valkey_url: str, levels: tupl
         idle_rate = (await valkey_cpu(valkey) - before) / quiet
         for learners in levels:
             grown = await crowd.ask(f"grow {learners}")
-            await asyncio.sleep(settle)
-            await crowd.ask("mark")
-            cpu_valkey, cpu_site = await valkey_cpu(valkey), served.cpu_seconds()
+            # a whole period after the last arrival: every new learner has acted once and
+            # the landings of the arrivals are behind the server before the window opens
+            await asyncio.sleep(max(settle, period))
+            marked = await crowd.ask("mark")
+            cpu_valkey, cpu_site, cpu_own, jiffies = (await valkey_cpu(valkey), served.cpu_seconds(),
+                                                      time.process_time(), machine_jiffies())
             probed = await probe.measure(window, probe_every)
             del probed["raw"]
             stats = await crowd.ask("stats")
             spent_valkey, spent_site = await valkey_cpu(valkey) - cpu_valkey, served.cpu_seconds() - cpu_site
+            spent_own, busy = time.process_time() - cpu_own, cores_busy(jiffies, machine_jiffies())
+            spent_crowd = stats["cpu_seconds"] - marked["cpu_seconds"]
             actions = stats["window"]["actions"] + probed["actions"]
             net = max(0.0, spent_valkey - idle_rate * stats["window"]["seconds"])
             level = {"learners": learners, "online": stats["online"],
@@ -280,14 +300,18 @@ async def climb(served: servers.Served, kind: str, valkey_url: str, levels: tupl
                      "valkey_net_us_per_action": round(net / actions * 1e6, 1) if actions else 0.0,
                      "server_cpu_us_per_action": round(spent_site / actions * 1e6, 1) if actions else 0.0,
                      "valkey_cpu_share": round(spent_valkey / stats["window"]["seconds"], 3),
-                     "server_cpu_share": round(spent_site / stats["window"]["seconds"], 3)}
+                     "server_cpu_share": round(spent_site / stats["window"]["seconds"], 3),
+                     "crowd_cpu_share": round(spent_crowd / stats["window"]["seconds"], 3),
+                     "probe_cpu_share": round(spent_own / stats["window"]["seconds"], 3),
+                     "machine_cores_busy": busy}
             level["held"] = held(level)
             found.append(level)
             shown = probed["click_to_frame_ms"]
             log(f"  {kind}: {learners} learners, probe p50 {shown['p50']} / p99 {shown['p99']} ms, "
                 f"{level['actions_per_second']} actions/s, valkey {level['valkey_net_us_per_action']} µs/action "
-                f"net, server {level['server_cpu_share']:.0%} of a core, own lag max {probed['own_lag_ms']['max']} "
-                f"ms, {'held' if level['held'] else 'did not hold'}")
+                f"net; cores: server {level['server_cpu_share']:.2f}, valkey {level['valkey_cpu_share']:.2f}, crowd "
+                f"{level['crowd_cpu_share']:.2f}, whole machine {busy}; own lag max {probed['own_lag_ms']['max']} "
+                f"ms; {'held' if level['held'] else 'did not hold'}")
             if learners == profile_at:
                 profile = {"learners": learners, **await profiled(served, window)}
             if not level["held"] and not keep_going:

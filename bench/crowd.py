@@ -1,6 +1,6 @@
 """The learners of bench_learners.py, in a process of their own.
 
-    python -m bench.crowd URL --kind site|bare [--period 10] [--stream PATH] [--arrivals 150]
+    python -m bench.crowd URL --kind site|bare [--period 10] [--stream PATH] [--arrivals 50]
 
 A learner arrives as a browser would: the site's learner opens the dive
 (its sandbox cookie), then the page's live stream (every widget the page
@@ -43,6 +43,10 @@ from server.sandboxes.sandbox import COOKIE
 
 RECONNECT_AFTER = 1.0  # seconds, the site's `retry: 1000`
 ARRIVAL_WITHIN = 60.0  # seconds a learner may take to arrive before it counts as failed
+# A class arriving, not a flood: a learner's arrival (the dive's page, then a
+# stream whose first open lands every widget of the page) costs the site some
+# ten times an action, so arrivals are paced below what the site can land
+ARRIVALS = 50.0
 
 
 @dataclass
@@ -56,12 +60,14 @@ class Window:
     stream_ends: int = 0
     frames: int = 0
     answers: list[float] = field(default_factory=list)  # seconds from sending to the answer
+    statuses: dict[str, int] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
 
     def as_json(self) -> dict[str, Any]:
         seconds = time.perf_counter() - self.started
         return {"actions": self.actions, "non_2xx": self.non_2xx, "action_errors": self.action_errors,
                 "stream_failures": self.stream_failures, "stream_ends": self.stream_ends, "frames": self.frames,
+                "statuses": self.statuses,
                 "seconds": round(seconds, 2), "rate": round(self.actions / seconds, 1) if seconds > 0 else 0.0,
                 "answer_ms": distribution(self.answers, 1000)}
 
@@ -77,6 +83,7 @@ class Crowd:
         self.arrived = 0
         self.arrival_failures = 0
         self.tasks: list[asyncio.Task[None]] = []
+        self.watchers: list[asyncio.Task[None]] = []
 
     # -- one learner ---------------------------------------------------------------
     async def cookie(self) -> str:
@@ -142,6 +149,7 @@ class Crowd:
         self.window.answers.append(time.perf_counter() - sent)
         for w in (self.window, self.total):
             w.actions += 1
+            w.statuses[str(status)] = w.statuses.get(str(status), 0) + 1
             if not 200 <= status < 300:
                 w.non_2xx += 1
 
@@ -151,6 +159,7 @@ class Crowd:
             cookie = await asyncio.wait_for(self.cookie(), ARRIVAL_WITHIN) if self.kind == "site" else None
             opened = asyncio.Event()
             watcher = asyncio.create_task(self.watch(learner, cookie, opened))
+            self.watchers.append(watcher)
             await asyncio.wait_for(opened.wait(), ARRIVAL_WITHIN)
         except (OSError, asyncio.IncompleteReadError, RuntimeError, TimeoutError, ValueError):
             self.arrival_failures += 1
@@ -186,6 +195,7 @@ class Crowd:
 
     def stats(self) -> dict[str, Any]:
         return {"learners": len(self.tasks), "online": self.online, "arrival_failures": self.arrival_failures,
+                "cpu_seconds": round(time.process_time(), 3),
                 "window": self.window.as_json(),
                 "total": {k: v for k, v in self.total.as_json().items() if k != "answer_ms"}}
 
@@ -199,7 +209,7 @@ class Crowd:
                 answer = await self.grow(int(arg))
             elif word == "mark":
                 self.window = Window()
-                answer = {"marked": True}
+                answer = {"marked": True, "cpu_seconds": round(time.process_time(), 3)}
             elif word == "stats":
                 answer = self.stats()
             elif word == "quit":
@@ -207,9 +217,9 @@ class Crowd:
             else:
                 answer = {"error": f"unknown command {word!r}"}
             print(json.dumps(answer), flush=True)
-        for task in self.tasks:
+        for task in [*self.tasks, *self.watchers]:
             task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await asyncio.gather(*self.tasks, *self.watchers, return_exceptions=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -218,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--kind", choices=("site", "bare"), required=True)
     parser.add_argument("--period", type=float, default=10.0, help="seconds between one learner's actions")
     parser.add_argument("--stream", default="", help="the site page's stream path (kind site)")
-    parser.add_argument("--arrivals", type=float, default=150.0, help="learners arriving per second at most")
+    parser.add_argument("--arrivals", type=float, default=ARRIVALS, help="learners arriving per second at most")
     args = parser.parse_args(argv)
     raise_fd_limit(65536)
     asyncio.run(Crowd(args.url, args.kind, args.period, args.stream, args.arrivals).serve())

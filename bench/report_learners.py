@@ -120,12 +120,16 @@ def pct(share: float | None) -> str:
 
 def failures(level: dict[str, Any]) -> str:
     crowd, probe = level["crowd"]["window"], level["probe"]
+    odd = {k: v for k, v in {**crowd.get("statuses", {}), **probe.get("statuses", {})}.items()
+           if not k.startswith("2")}
     parts = [f"{n} {what}" for what, n in (
         ("learners that could not arrive", level["arrival_failures"]),
         ("non-2xx answers", crowd["non_2xx"] + probe["non_2xx"]),
         ("connection errors", crowd["action_errors"] + probe["errors"]),
         ("streams failed", crowd["stream_failures"]), ("probe frames that never came", probe["frames_missing"]))
         if n]
+    if odd:
+        parts.append("statuses " + ", ".join(f"{k}: {v}" for k, v in sorted(odd.items())))
     return ", ".join(parts) or "none"
 
 
@@ -151,14 +155,22 @@ def learners_notes(r: dict[str, Any]) -> list[str]:
         for level in (lr.get(kind) or {}).get("levels", []):
             crowd = level["crowd"]["window"]
             lag = level["probe"].get("own_lag_ms") or {}
+            mine = sum(level.get(k, 0.0) for k in ("server_cpu_share", "valkey_cpu_share", "crowd_cpu_share",
+                                                     "probe_cpu_share"))
             rows.append([kind, f"{level['learners']:,}", str(level["online"]), f"{level['arrival_seconds']}",
                          p50_p99(crowd["answer_ms"]), p50_p99(level["probe"]["answer_ms"]), str(crowd["frames"]),
+                         f"{level.get('server_cpu_share', 0):.2f} / {level.get('valkey_cpu_share', 0):.2f} / "
+                         f"{level.get('crowd_cpu_share', 0):.2f} / "
+                         f"{max(0.0, level.get('machine_cores_busy', 0) - mine):.2f}",
                          f"{lag.get('p99', '—')} / {lag.get('max', '—')}", failures(level)])
     out += [table(["side", "learners", "streams open", "arrival s", "crowd answer p50 / p99 ms",
-                   "probe answer p50 / p99 ms", "frames received", "probe's own loop lag p99 / max ms",
+                   "probe answer p50 / p99 ms", "frames received",
+                   "cores busy: server / Valkey / crowd / everything else", "probe's own loop lag p99 / max ms",
                    "failures in the window"], rows), "",
-            "The probe's own loop lag is how late its own 10 ms sleeps woke during the window: the machine's noise "
-            "as the probe met it (other work on these CPUs), not the server's.", ""]
+            "Cores busy: CPU seconds per second of the window, by process (/proc, INFO cpu); *everything else* is "
+            "the whole machine's busy time (/proc/stat) less those and the probe's own: other work on these CPUs. "
+            "The probe's own loop lag is how late its own 10 ms sleeps woke: the machine's noise as the probe met "
+            "it, not the server's.", ""]
     errors = [f"{kind}: {(lr.get(kind) or {}).get('server_errors', 0)}" for kind in ("site", "bare")]
     out += [f"Unhandled errors logged by the servers during the climb: {', '.join(errors)}.", ""]
     prof = (lr.get("site") or {}).get("profile")
