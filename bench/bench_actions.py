@@ -62,6 +62,13 @@ class Meter:
         self.valkey = redis.Redis.from_url(valkey_url) if valkey_url else None
         self.processes = processes
         self.spent: dict[str, dict[str, float]] = {}
+        self.commands: dict[str, dict[str, list[float]]] = {}  # load -> command -> [calls, µs]
+
+    def commandstats(self) -> dict[str, tuple[float, float]]:
+        if self.valkey is None:
+            return {}
+        stats = self.valkey.info("commandstats")
+        return {name.removeprefix("cmdstat_"): (float(v["calls"]), float(v["usec"])) for name, v in stats.items()}
 
     def now(self) -> dict[str, float]:
         found = {name: cpu() for name, cpu in self.processes.items()}
@@ -71,13 +78,25 @@ class Meter:
         return found
 
     def during(self, load: str, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        before = self.now()
+        before, stats = self.now(), self.commandstats()
         result = work()
-        after = self.now()
+        after, stats_after = self.now(), self.commandstats()
         spent = self.spent.setdefault(load, {})
         for name in after:
             spent[name] = spent.get(name, 0.0) + after[name] - before[name]
+        commands = self.commands.setdefault(load, {})
+        for name, (calls, usec) in stats_after.items():
+            was = stats.get(name, (0.0, 0.0))
+            found = commands.setdefault(name, [0.0, 0.0])
+            found[0] += calls - was[0]
+            found[1] += usec - was[1]
         return result
+
+    def commands_per_request(self, load: str, requests: int, top: int = 8) -> list[dict[str, Any]]:
+        """Valkey's own time per request by command (INFO commandstats), dearest first."""
+        found = sorted(self.commands.get(load, {}).items(), key=lambda kv: -kv[1][1])[:top]
+        return [{"command": name, "calls": round(calls / requests, 2), "us": round(usec / requests, 1)}
+                for name, (calls, usec) in found if requests and calls > 0]
 
     def per_request(self, load: str, requests: int) -> dict[str, float]:
         """µs of CPU per request of `load`, by process."""
@@ -133,6 +152,8 @@ def run(site_url: str, baseline_url: str, seconds: float = 10, connections: int 
         "round_ratios": [round(m["rps"] / b["rps"], 3) if b["rps"] else 0.0 for b, m in zip(baselines, mixes)],
         "cpu_us_per_request": {"baseline": meter.per_request("baseline", baseline["requests"]),
                                "site": meter.per_request("site", site["requests"])},
+        "valkey_commands_per_request": {"baseline": meter.commands_per_request("baseline", baseline["requests"]),
+                                        "site": meter.commands_per_request("site", site["requests"])},
     }
 
 

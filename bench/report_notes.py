@@ -33,6 +33,12 @@ def throughput(r: dict[str, Any]) -> list[str]:
                 f"Valkey {site.get('valkey', '—')} for the site's mix against {base.get('valkey', '—')} for one "
                 f"EVALSHA; the site's process {site.get('site', '—')} against the baseline app's "
                 f"{base.get('baseline', '—')}. (wrk's own CPU is not counted.)", ""]
+    commands = (a.get("valkey_commands_per_request") or {}).get("site")
+    if commands:
+        out += ["Valkey's own time per action of the mix, by command (INFO commandstats over the same runs; a "
+                "script's inner calls are counted both in it and as themselves):", "",
+                table(["command", "calls per action", "µs per action"],
+                      [[c["command"], str(c["calls"]), str(c["us"])] for c in commands]), ""]
     rounds = a.get("round_ratios") or []
     if len(rounds) > 1:
         out += [f"The two loads took turns in {len(rounds)} rounds of an equal share of that time each (baseline, then "
