@@ -35,7 +35,7 @@ import time
 from typing import Any
 
 from bench import servers
-from bench.bench_learners import Probe
+from bench.probe import Probe
 from bench.stats import distribution
 
 TARGET_RATIO = 2.0  # flooded p50 / unflooded p50 of the other learner's actions

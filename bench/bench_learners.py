@@ -39,20 +39,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import os
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
 
 from bench import mix, servers
+from bench.cpu import cores_busy, machine_jiffies, valkey_cpu
+from bench.crowd import CrowdProcess
+from bench.probe import Probe
 from bench.profile import Recording
-from bench.rawhttp import HttpConn, raise_fd_limit, sse_stream
-from bench.stats import distribution
+from bench.rawhttp import raise_fd_limit
 
 LEVELS = (250, 500, 1000, 1500, 2000, 2500, 3000, 4000)
 P99_LIMIT_MS = 100.0  # the probe's click-to-frame p99 a level must stay under
@@ -60,183 +58,7 @@ TARGET_LEARNERS = 2000  # the site's knee must be above this
 CPU_RATIO = 1.5  # Valkey CPU per action, highest held level / lowest: "independent" within this
 PERIOD = 10.0  # seconds between one learner's actions
 PROBE_EVERY = 0.1  # seconds between the probe's actions: 300 in a 30 s window, so p99 is not the max
-LAG_EVERY = 0.01  # seconds the lag watch sleeps between looks
-FRAME_WITHIN = 5.0  # a probe frame later than this counts as never come
 STREAM_LIFETIME = "3600"  # see the module's docstring
-
-
-class Probe:
-    """One learner whose every click is timed to its frame."""
-
-    def __init__(self, served: servers.Served, kind: str, stream: str) -> None:
-        self.host, self.port, self.kind = served.host, served.port, kind
-        self.learner = "probe" + str(int(time.time() * 1000) % 100000)
-        self.cookie = servers.new_cookie(served.url) if kind == "site" else ""
-        self.stream = stream if kind == "site" else f"/stream/{self.learner}"
-        self.step = 1  # the scenario lands with the stream: the walk goes on after its Reset
-        self.frames: list[tuple[int, float]] = []
-        self.news = asyncio.Event()
-        self.task: asyncio.Task[None] | None = None
-
-    def on_event(self, event: str, data: str, at: float) -> None:
-        if self.kind == "bare" and event == "value":
-            ver = int(data)
-        elif self.kind == "site" and event == "snapshot" and f'"widget":"{mix.WIDGET}"' in data[:64]:
-            ver = int(json.loads(data)["ver"])
-        else:
-            return
-        self.frames.append((ver, at))
-        self.news.set()
-
-    async def open(self) -> None:
-        self.task = asyncio.create_task(sse_stream(self.host, self.port, self.stream, self.cookie, self.on_event))
-        deadline = time.perf_counter() + 60
-        while not self.frames:
-            if self.task.done():
-                raise RuntimeError(f"the probe's stream ended: {self.task.exception()!r}")
-            if time.perf_counter() > deadline:
-                raise RuntimeError("the probe's stream brought no frame within 60 s")
-            self.news.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.news.wait(), 1)
-
-    async def close(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            await asyncio.gather(self.task, return_exceptions=True)
-
-    def path(self) -> str:
-        if self.kind == "site":
-            return f"/api/widgets/{mix.WIDGET}/{mix.WALK[self.step % len(mix.WALK)]}"
-        return f"/act/{self.learner}"
-
-    async def frame_for(self, ver: int, sent: float) -> float | None:
-        """When the first frame at `ver` or later came (None: not within FRAME_WITHIN)."""
-        deadline = sent + FRAME_WITHIN
-        while True:
-            hit = next((at for v, at in self.frames if v >= ver), None)
-            if hit is not None:
-                return hit
-            left = deadline - time.perf_counter()
-            if left <= 0:
-                return None
-            self.news.clear()
-            try:
-                await asyncio.wait_for(self.news.wait(), left)
-            except TimeoutError:
-                return None
-
-    async def measure(self, seconds: float, every: float) -> dict[str, Any]:
-        lags: list[float] = []
-        watch = asyncio.create_task(lag_watch(lags))
-        try:
-            found = await self.timed(seconds, every)
-        finally:
-            watch.cancel()
-            await asyncio.gather(watch, return_exceptions=True)
-        return {**found, "own_lag_ms": distribution(lags, 1000)}
-
-    async def timed(self, seconds: float, every: float) -> dict[str, Any]:
-        conn = HttpConn(self.host, self.port, self.cookie or None)
-        latencies: list[float] = []
-        answers: list[float] = []
-        failures: dict[str, int] = {"non_2xx": 0, "errors": 0, "frames_missing": 0}
-        statuses: dict[str, int] = {}
-        stop_at = time.perf_counter() + seconds
-        actions = 0
-        try:
-            while time.perf_counter() < stop_at:
-                self.frames = []
-                sent = time.perf_counter()
-                try:
-                    status, body = await conn.post(self.path())
-                except (OSError, asyncio.IncompleteReadError):
-                    failures["errors"] += 1
-                    await conn.close()
-                    conn = HttpConn(self.host, self.port, self.cookie or None)
-                    continue
-                answers.append(time.perf_counter() - sent)
-                statuses[str(status)] = statuses.get(str(status), 0) + 1
-                actions += 1
-                self.step += 1
-                if status != 200:
-                    failures["non_2xx"] += 1
-                else:
-                    at = await self.frame_for(int(json.loads(body)["ver"]), sent)
-                    if at is None:
-                        failures["frames_missing"] += 1
-                        latencies.append(FRAME_WITHIN)
-                    else:
-                        latencies.append(max(0.0, at - sent))
-                await asyncio.sleep(max(0.0, sent + every - time.perf_counter()))
-        finally:
-            await conn.close()
-        return {"click_to_frame_ms": distribution(latencies, 1000), "answer_ms": distribution(answers, 1000),
-                "actions": actions, "statuses": statuses, **failures,
-                "raw": {"answer_s": answers, "frame_s": latencies}}  # for a caller that joins windows
-
-
-async def lag_watch(lags: list[float]) -> None:
-    """How late this process's own sleeps wake: the machine's noise as the
-    probe itself meets it (other work on these CPUs), told apart from the
-    server's lateness."""
-    while True:
-        started = time.perf_counter()
-        await asyncio.sleep(LAG_EVERY)
-        lags.append(max(0.0, time.perf_counter() - started - LAG_EVERY))
-
-
-class CrowdProcess:
-    """bench/crowd.py in its own process, spoken to line by line."""
-
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
-
-    @classmethod
-    async def start(cls, url: str, kind: str, period: float, stream: str) -> CrowdProcess:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bench.crowd", url, "--kind", kind, "--period", str(period), "--stream", stream,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=str(servers.ROOT),
-            env=servers.child_env(), limit=1 << 20)
-        return cls(proc)
-
-    async def ask(self, command: str, within: float = 600) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(command.encode() + b"\n")
-        await self.proc.stdin.drain()
-        line = await asyncio.wait_for(self.proc.stdout.readline(), within)
-        if not line:
-            raise RuntimeError(f"the crowd process ended (exit {self.proc.returncode}) on {command!r}")
-        answer: dict[str, Any] = json.loads(line)
-        return answer
-
-    async def stop(self) -> None:
-        if self.proc.returncode is None:
-            with contextlib.suppress(RuntimeError, TimeoutError, ValueError, OSError):  # it may be gone already
-                await self.ask("quit", within=30)
-            try:
-                await asyncio.wait_for(self.proc.wait(), 30)
-            except TimeoutError:
-                self.proc.kill()
-                await self.proc.wait()
-
-
-def machine_jiffies() -> tuple[int, int]:
-    """(busy, total) jiffies of every CPU together, from /proc/stat."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return sum(fields) - idle, sum(fields)
-
-
-def cores_busy(before: tuple[int, int], after: tuple[int, int]) -> float:
-    """How many CPUs the whole machine kept busy between two readings."""
-    total = after[1] - before[1]
-    return round((after[0] - before[0]) / total * (os.cpu_count() or 1), 2) if total else 0.0
-
-
-async def valkey_cpu(client: Any) -> float:
-    info = await client.info("cpu")
-    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
 
 
 def held(level: dict[str, Any]) -> bool:

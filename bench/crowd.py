@@ -20,12 +20,16 @@ Commands on stdin, one JSON line answered on stdout for each:
     mark     a new window starts: its counters and answer times from now
     stats    the window so far (and the totals)
     quit
+
+`CrowdProcess` is the other end, for bench_learners: it starts this module
+in a process of its own and asks it one line at a time.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import http.cookies
 import json
 import random
@@ -35,9 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench import mix
+from bench import mix, servers
 from bench.rawhttp import one_shot, raise_fd_limit, sse_stream
-from bench.servers import DIVE
 from bench.stats import distribution
 from server.sandboxes.sandbox import COOKIE
 
@@ -90,7 +93,7 @@ class Crowd:
         """A first visit to the dive: the sandbox cookie it sets."""
         reader, writer = await asyncio.open_connection(self.host, self.port, limit=1 << 20)
         try:
-            writer.write(f"GET {DIVE} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nConnection: close\r\n\r\n"
+            writer.write(f"GET {servers.DIVE} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nConnection: close\r\n\r\n"
                          .encode())
             head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
             await reader.read()  # the page itself, until the server closes
@@ -220,6 +223,41 @@ class Crowd:
         for task in [*self.tasks, *self.watchers]:
             task.cancel()
         await asyncio.gather(*self.tasks, *self.watchers, return_exceptions=True)
+
+
+class CrowdProcess:
+    """bench/crowd.py in its own process, spoken to line by line."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+
+    @classmethod
+    async def start(cls, url: str, kind: str, period: float, stream: str) -> CrowdProcess:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bench.crowd", url, "--kind", kind, "--period", str(period), "--stream", stream,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=str(servers.ROOT),
+            env=servers.child_env(), limit=1 << 20)
+        return cls(proc)
+
+    async def ask(self, command: str, within: float = 600) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(command.encode() + b"\n")
+        await self.proc.stdin.drain()
+        line = await asyncio.wait_for(self.proc.stdout.readline(), within)
+        if not line:
+            raise RuntimeError(f"the crowd process ended (exit {self.proc.returncode}) on {command!r}")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    async def stop(self) -> None:
+        if self.proc.returncode is None:
+            with contextlib.suppress(RuntimeError, TimeoutError, ValueError, OSError):  # it may be gone already
+                await self.ask("quit", within=30)
+            try:
+                await asyncio.wait_for(self.proc.wait(), 30)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
 
 
 def main(argv: list[str] | None = None) -> None:
