@@ -33,6 +33,7 @@ import redis
 
 from bench import mix, servers
 from bench.wrkrun import combined, run_wrk
+from server.widgets import WIDGETS
 
 MIX = mix.describe()
 ROUNDS = 6  # turns each load takes (see above)
@@ -49,7 +50,7 @@ def preflight(site_url: str, cookie: str) -> list[str]:
         if status != 200 or "ver" not in answer or "snapshot" in answer:
             raise RuntimeError(f"{action} answered {status}: {answer}")
         reached += answer["outcome"].get("reached", [])
-    tour = [step.id for step in mix.WIDGETS[mix.WIDGET].tour]
+    tour = [step.id for step in WIDGETS[mix.WIDGET].tour]
     if sorted(set(reached)) != sorted(tour):
         raise RuntimeError(f"the walk reached {reached}, the tour has {tour}")
     return reached

@@ -62,8 +62,9 @@ STREAM_LIFETIME = "3600"  # see the module's docstring
 
 
 def held(level: dict[str, Any]) -> bool:
+    """Whether a level held: the probe's p99 within the limit, and no answer failed."""
     probe, crowd = level["probe"], level["crowd"]["window"]
-    return (level["arrival_failures"] == 0 and probe["click_to_frame_ms"]["p99"] <= P99_LIMIT_MS
+    return bool(level["arrival_failures"] == 0 and probe["click_to_frame_ms"]["p99"] <= P99_LIMIT_MS
             and probe["non_2xx"] == probe["errors"] == probe["frames_missing"] == 0
             and crowd["non_2xx"] == crowd["action_errors"] == crowd["stream_failures"] == 0)
 
@@ -175,7 +176,7 @@ def run(valkey_url: str, levels: tuple[int, ...] = LEVELS, window: float = 30.0,
                               "target_learners": TARGET_LEARNERS, "mix": mix.describe()}
     for kind in sides:
         if kind == "site":
-            with servers.serve_site(valkey_url, EMQLAB_STREAM_LIFETIME=STREAM_LIFETIME) as served:
+            with servers.serve_site(valkey_url, env={"EMQLAB_STREAM_LIFETIME": STREAM_LIFETIME}) as served:
                 result[kind] = asyncio.run(climb(served, kind, valkey_url, levels, window, period, probe_every,
                                                  settle, log, profile_at, keep_going))
                 result[kind]["server_errors"] = served.tracebacks()

@@ -176,6 +176,7 @@ def dependencies_of(data: str) -> int | None:
         snap: Any = json.loads(data)
         if snap.get("widget") != "fanin":
             return None
-        return snap["picture"]["parent"]["dependencies"]
+        found = snap["picture"]["parent"]["dependencies"]
+        return int(found) if found is not None else None
     except (ValueError, KeyError, TypeError):
         return None

@@ -52,13 +52,15 @@ from server.valkey.process import ValkeyProcess
 
 OUT = servers.ROOT / "docs" / "PERFORMANCE.md"
 
-FULL = {"seconds": 10, "clicks": 200, "clients": 1000, "fan_actions": 12, "sandboxes": 200, "bulk_flows": 1000,
+FULL: dict[str, Any] = {
+        "seconds": 10, "clicks": 200, "clients": 1000, "fan_actions": 12, "sandboxes": 200, "bulk_flows": 1000,
         "bulk_seconds": 2.0, "profile_seconds": 6, "load_rate": 100.0, "load_sandboxes": 100,
         "learner_levels": bench_learners.LEVELS, "learner_window": 30.0, "learner_period": bench_learners.PERIOD,
         "learner_settle": 3.0, "probe_every": bench_learners.PROBE_EVERY,
         "learner_profile_at": bench_learners.TARGET_LEARNERS,
         "fair_window": 20.0, "grader_runs": 200, "grader_seconds": 5.0, "grader_tries": 5}
-QUICK = {"seconds": 1, "clicks": 12, "clients": 50, "fan_actions": 3, "sandboxes": 120, "bulk_flows": 50,
+QUICK: dict[str, Any] = {
+         "seconds": 1, "clicks": 12, "clients": 50, "fan_actions": 3, "sandboxes": 120, "bulk_flows": 50,
          "bulk_seconds": 0.0, "profile_seconds": 0, "load_rate": 100.0, "load_sandboxes": 100,
          "learner_levels": (10, 20), "learner_window": 1.0, "learner_period": 1.0, "learner_settle": 0.3,
          "probe_every": 0.1, "learner_profile_at": None,

@@ -163,11 +163,13 @@ def serve(factory: str, valkey_url: str, ready_path: str, name: str, extra_env: 
 NO_RATE_LIMITS = {"EMQLAB_RATE_LIMIT": "0", "EMQLAB_READ_LIMIT": "0", "EMQLAB_ADDRESS_RATE_LIMIT": "0"}
 
 
-def serve_site(valkey_url: str, workers: int = 1, limits: bool = False, **extra: str) -> Served:
-    """The site; `limits`: with its default rate limits (per visitor, address, class)."""
+def serve_site(valkey_url: str, workers: int = 1, limits: bool = False, env: dict[str, str] | None = None,
+               **extra: str) -> Served:
+    """The site; `limits`: with its default rate limits (per visitor, address,
+    class); `env` and `extra`: settings of its own (EMQLAB_… variables)."""
     env = {**({} if limits else NO_RATE_LIMITS), "EMQLAB_ADDRESS_SANDBOXES": "0",
            "EMQLAB_DATA_DIR": tempfile.mkdtemp(prefix="emqlab-bench-"),
-           "EMQLAB_MAX_SANDBOXES": "100000", "EMQLAB_SECRET": BENCH_SECRET, **extra}
+           "EMQLAB_MAX_SANDBOXES": "100000", "EMQLAB_SECRET": BENCH_SECRET, **(env or {}), **extra}
     return serve(SITE_FACTORY, valkey_url, DIVE, "site", env, workers)
 
 
