@@ -10,6 +10,7 @@ report is older than the run that wrote it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bench.markdown import table
@@ -100,12 +101,15 @@ def command_rows(cc: dict[str, Any]) -> list[list[str]]:
     ]
 
 
-def other_rows(pg: dict[str, Any], fp: dict[str, Any]) -> list[list[str]]:
+def pages_rows(pg: dict[str, Any]) -> list[list[str]]:
+    return [["Dive page (req/s)", f"{pg['dive']['rps']:,.0f}", f"{pg['baseline_static']['rps']:,.0f} (static file)",
+             f"{pg['ratio']}×", f"≥ {TARGETS['pages']}×", verdict(pg["ratio"] >= TARGETS["pages"])]]
+
+
+def footprint_rows(fp: dict[str, Any]) -> list[list[str]]:
     dump = max(w["landed"]["dump_bytes"] for w in fp["widgets"].values())
     left = fp["after_expiry"]
     return [
-        ["Dive page (req/s)", f"{pg['dive']['rps']:,.0f}", f"{pg['baseline_static']['rps']:,.0f} (static file)",
-         f"{pg['ratio']}×", f"≥ {TARGETS['pages']}×", verdict(pg["ratio"] >= TARGETS["pages"])],
         ["Valkey memory per widget scenario, worst (bytes)", f"{fp['max_landed_bytes']:,}", f"{dump:,} (DUMP size)",
          ratio(fp["max_landed_bytes"], dump), f"≤ {TARGETS['footprint']:,}",
          verdict(fp["max_landed_bytes"] <= TARGETS["footprint"])],
@@ -118,14 +122,15 @@ def non_2xx_row(r: dict[str, Any]) -> list[str]:
     """Every answer outside 2xx where none is expected (the learners' climb
     ends at its first failing level by design, and the fairness flood is
     meant to be refused: both are reported in their own sections)."""
-    a, pg = r["actions"], r["pages"]
-    clusters = list((r.get("cluster") or {}).get("workers", {}).values())
-    site_runs = [a["site_mix"], pg["dive"], pg["dive_first_visit"]] + [c["site_mix"] for c in clusters]
-    site = sum(w["non_2xx"] for w in site_runs) + r["paint"]["load"].get("non_2xx", 0)
-    fair = r.get("fairness")
+    a, pg, pt, fair = (measured(r, key) or {} for key in ("actions", "pages", "paint", "fairness"))
+    clusters = list((measured(r, "cluster") or {}).get("workers", {}).values())
+    site_runs = [w for w in (a.get("site_mix"), pg.get("dive"), pg.get("dive_first_visit")) if w]
+    site = sum(w["non_2xx"] for w in site_runs + [c["site_mix"] for c in clusters])
+    site += pt.get("load", {}).get("non_2xx", 0)
     if fair:
         site += fair["unflooded"]["non_2xx"] + fair["flooded"]["non_2xx"]
-    base = sum(w["non_2xx"] for w in [a["baseline"], pg["baseline_static"]] + [c["baseline"] for c in clusters])
+    bases = [w for w in (a.get("baseline"), pg.get("baseline_static")) if w] + [c["baseline"] for c in clusters]
+    base = sum(w["non_2xx"] for w in bases)
     return ["Non-2xx answers (wrk runs, the background load, the fairness learner)", str(site),
             f"{base} (baselines)", "—", "0", verdict(site == 0 and base == 0)]
 
@@ -136,11 +141,40 @@ def cluster_rows(c: dict[str, Any]) -> list[list[str]]:
              f"{run['ratio']:.3f}×", "—", "(reported)"] for n, run in c["workers"].items()]
 
 
+def measured(r: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """A benchmark's results; None when it was not run or failed (its row says which)."""
+    found = r.get(key)
+    return None if not isinstance(found, dict) or "error" in found else found
+
+
+# Each benchmark's rows, in the table's order: (results key, label when it failed, rows)
+SECTIONS: tuple[tuple[str, str, Callable[[dict[str, Any]], list[list[str]]]], ...] = (
+    ("actions", "Action throughput", throughput_rows),
+    ("cluster", CLUSTER_ROW + " cluster", cluster_rows),
+    ("paint", "Click to settled", paint_rows),
+    ("fanout", "Fan-out and RSS", fanout_rows),
+    ("commands", "\"Complete child\" round trips and commands", lambda c: command_rows(c["complete_child"])),
+    ("pages", "Dive page", pages_rows),
+    ("footprint", "Valkey memory per widget scenario", footprint_rows),
+)
+
+
+def failed_row(label: str, error: str) -> list[str]:
+    return [label, f"not measured: {error}", "—", "—", "—", "**not measured**"]
+
+
 def figure_rows(r: dict[str, Any]) -> list[list[str]]:
-    rows = throughput_rows(r["actions"]) + (cluster_rows(r["cluster"]) if r.get("cluster") else [])
-    rows += paint_rows(r["paint"]) + reset_rows(r.get("reset")) + fanout_rows(r["fanout"])
-    rows += command_rows(r["commands"]["complete_child"]) + learner_rows(r)
-    rows += other_rows(r["pages"], r["footprint"])
+    rows: list[list[str]] = []
+    for key, label, build in SECTIONS:
+        found = r.get(key)
+        if isinstance(found, dict) and "error" in found:
+            rows.append(failed_row(label, found["error"]))
+        elif found:
+            rows += build(found)
+        if key == "paint":
+            rows += reset_rows(r.get("reset"))
+        if key == "commands":
+            rows += learner_rows(r)
     return [*rows, non_2xx_row(r)]
 
 
@@ -193,7 +227,8 @@ def render(r: dict[str, Any]) -> str:
             "tour is walked from its Reset; an action its tour reaches more than once shows the range. The figures "
             "table's \"Complete child\" is the fan-in's first, right after Reset (it claims, then completes). "
             "Same-run baseline: the one-EVALSHA endpoint, 1 round trip and 1 command.", "",
-            commands_table(r["commands"]["tours"]), "",
+            commands_table(r["commands"]["tours"]) if measured(r, "commands") else "Not measured in this run: "
+            + str((r.get("commands") or {}).get("error", "")), "",
             notes(r)]
     return "\n".join(out) + "\n"
 

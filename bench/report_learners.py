@@ -32,9 +32,17 @@ def p50_p99(found: dict[str, Any]) -> str:
     return f"{found['p50']} / {found['p99']}"
 
 
+def failed(found: Any) -> str | None:
+    return str(found["error"]) if isinstance(found, dict) and "error" in found else None
+
+
 def learner_rows(r: dict[str, Any]) -> list[list[str]]:
     rows: list[list[str]] = []
-    lr = r.get("learners")
+    for key, label in (("learners", "Learners this machine holds"), ("fairness", "Fairness"),
+                       ("grader", "Grader")):
+        if (error := failed(r.get(key))) is not None:
+            rows.append([label, f"not measured: {error}", "—", "—", "—", "**not measured**"])
+    lr = None if failed(r.get("learners")) else r.get("learners")
     if lr:
         site, bare = lr.get("site"), lr.get("bare")
         target = lr["target_learners"]
@@ -51,7 +59,7 @@ def learner_rows(r: dict[str, Any]) -> list[list[str]]:
                          f"{bare_flat['high']:,})" if bare_flat else "—",
                          f"{flat['ratio']:.2f}×", f"≤ {CPU_RATIO}× (independent of learners online)",
                          verdict(flat["ratio"] <= CPU_RATIO)])
-    fair = r.get("fairness")
+    fair = None if failed(r.get("fairness")) else r.get("fairness")
     if fair:
         loud, quiet = fair["flooded"]["answer_ms"], fair["unflooded"]["answer_ms"]
         rows += [["Fairness: another learner's action p50 while one floods reads and console writes (ms)",
@@ -59,7 +67,7 @@ def learner_rows(r: dict[str, Any]) -> list[list[str]]:
                   f"≤ {fair['target_ratio']:.0f}×", verdict(fair["ratio_p50"] <= fair["target_ratio"])],
                  ["Fairness: another learner's action p99 while one floods (ms)", f"{loud['p99']}",
                   f"{quiet['p99']} (the same learner, no flood)", f"{fair['ratio_p99']:.2f}×", "—", "(reported)"]]
-    grader = r.get("grader")
+    grader = None if failed(r.get("grader")) else r.get("grader")
     if grader:
         for name, row in grader["exercises"].items():
             graded, direct = row["graded_ms"], row["direct_ms"]
@@ -101,7 +109,7 @@ def levels_table(lr: dict[str, Any]) -> str:
 
 def learners_section(r: dict[str, Any]) -> list[str]:
     lr = r.get("learners")
-    if not lr:
+    if not lr or failed(lr):
         return []
     site, bare = lr.get("site") or {}, lr.get("bare") or {}
     return [LEARNERS_HEADING, "",

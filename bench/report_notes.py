@@ -4,6 +4,7 @@ the results of the run, never by hand, so none of it goes stale."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bench import report_learners, servers
@@ -107,27 +108,33 @@ def fanout(r: dict[str, Any]) -> list[str]:
     return ["### Fan-out", "",
             f"{many['clients']:,} concurrent SSE streams on one uvicorn worker (a fresh site process), all on one "
             f"sandbox, each the stream the dive's page opens (every widget it shows), opened in "
-            f"{many['connect_seconds']} s. For each of {many['actions']} \"Complete child\" "
-            "actions: from sending the POST to each client receiving the snapshot with the new `:dependencies` "
+            f"{many['connect_seconds']} s ({many.get('without_first_snapshot', 0)} of them without their first "
+            f"snapshot after 60 s, {many.get('said_valkey_down', 0)} told \"Valkey is down\" while opening). "
+            f"For each of {many['actions']} \"Complete child\" actions: from sending the POST to each client "
+            "receiving the snapshot with the new `:dependencies` "
             "(and its first `effect` event). Clients: one asyncio process on raw sockets (`bench/rawhttp.py`). "
             "Baseline: the same with one stream.", "",
             table(["", "deliveries", "snapshot p50 ms", "p99 ms", "max ms", "first effect p50 ms", "p99 ms",
                    "RSS MB idle / open / peak"], rows), ""]
 
 
-def pages_and_footprint(r: dict[str, Any]) -> list[str]:
-    pg, fp = r["pages"], r["footprint"]
-    widgets = [[name, str(w["landed"]["keys"]), f"{w['landed']['bytes']:,}", f"{w['landed']['dump_bytes']:,}",
-                str(w["after_actions"]["keys"]), f"{w['after_actions']['bytes']:,}"]
-               for name, w in fp["widgets"].items()]
-    left = fp["after_expiry"]
+def pages(r: dict[str, Any]) -> list[str]:
+    pg = r["pages"]
     return ["### Pages", "",
             f"wrk, 50 connections, the dive `{pg['page']}` ({pg['page_bytes']:,} bytes) against `{pg['static']}` "
             "served by the same app (Starlette `StaticFiles`).", "",
             table(WRK_HEADER, [wrk_row("baseline: static file", pg["baseline_static"]),
                                wrk_row("dive, returning visitor (cookie)", pg["dive"]),
-                               wrk_row("dive, first visit (new signed cookie)", pg["dive_first_visit"])]), "",
-            "### Footprint", "",
+                               wrk_row("dive, first visit (new signed cookie)", pg["dive_first_visit"])]), ""]
+
+
+def footprint(r: dict[str, Any]) -> list[str]:
+    fp = r["footprint"]
+    widgets = [[name, str(w["landed"]["keys"]), f"{w['landed']['bytes']:,}", f"{w['landed']['dump_bytes']:,}",
+                str(w["after_actions"]["keys"]), f"{w['after_actions']['bytes']:,}"]
+               for name, w in fp["widgets"].items()]
+    left = fp["after_expiry"]
+    return ["### Footprint", "",
             "Per widget, a fresh sandbox: its state read lands the scenario; every key of the sandbox priced with "
             "`MEMORY USAGE`, again after each of its actions ran once. Baseline: the same keys' `DUMP` size. Then "
             "`reaper.expire_idle(conn, catalog, 0)`.", "",
@@ -175,12 +182,33 @@ def render_cluster(c: dict[str, Any], seconds: float) -> str:
         f"the site: {errors}.", ""])
 
 
+def cluster(r: dict[str, Any]) -> list[str]:
+    return [render_cluster(r["cluster"], r["params"]["seconds"])]
+
+
+# Each benchmark's notes, in order: (results key, heading when it failed, notes)
+NOTES: tuple[tuple[str, str, Callable[[dict[str, Any]], list[str]]], ...] = (
+    ("actions", "### Action throughput", throughput),
+    ("cluster", CLUSTER_HEADING, cluster),
+    ("paint", "### Click to settled", paint),
+    ("reset", "### Reset with idle sandboxes", reset),
+    ("fanout", "### Fan-out", fanout),
+    ("learners", "### Learners this machine holds", report_learners.learners_notes),
+    ("fairness", "### Fairness", report_learners.fairness_notes),
+    ("grader", "### The exercise grader", report_learners.grader_notes),
+    ("pages", "### Pages", pages),
+    ("footprint", "### Footprint", footprint),
+    ("bulk", "### Bulk flows (host library)", bulk),
+)
+
+
 def notes(r: dict[str, Any]) -> str:
     out = ["## Notes: how each figure was measured", ""]
-    out += throughput(r)
-    if r.get("cluster"):
-        out += [render_cluster(r["cluster"], r["params"]["seconds"])]
-    out += paint(r) + reset(r) + fanout(r)
-    out += report_learners.learners_notes(r) + report_learners.fairness_notes(r) + report_learners.grader_notes(r)
-    out += pages_and_footprint(r) + bulk(r) + report_learners.dropped_notes()
+    for key, heading, write in NOTES:
+        found = r.get(key)
+        if isinstance(found, dict) and "error" in found:
+            out += [heading, "", f"Not measured in this run: {found['error']}", ""]
+        elif found:
+            out += write(r)
+    out += report_learners.dropped_notes()
     return "\n".join(out)

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -134,56 +135,61 @@ def run_all(quick: bool = False, log: Any = print) -> dict[str, Any]:
             results["load"][line.split(":")[0].split(" (")[0].rstrip(". ")] = load_average()
         log(line)
 
+    def attempt(key: str, measure: Callable[[], dict[str, Any]]) -> None:
+        """One benchmark's results; a failure is reported in its row and the others still run."""
+        try:
+            results[key] = measure()
+        except Exception as exc:  # noqa: BLE001 - one broken figure is reported, never hides the rest
+            results[key] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+            say(f"  {key} failed: {results[key]['error']}")
+
+    def errors_of(served: servers.Served) -> None:
+        results["site_errors"] = results.get("site_errors", 0) + served.tracebacks()
+
     with ValkeyProcess() as valkey:
         say("round trips and commands per action ...")
-        results["commands"] = {"complete_child": bench_commands.fanin_complete_child(valkey.url),
-                               "tours": bench_commands.run(valkey.url)}
+        attempt("commands", lambda: {"complete_child": bench_commands.fanin_complete_child(valkey.url),
+                                     "tours": bench_commands.run(valkey.url)})
         with servers.serve_site(valkey.url) as site, servers.serve_baseline(valkey.url) as base:
             say("action throughput: the fan-in mix vs one EVALSHA ...")
-            results["actions"] = bench_actions.run(site.url, base.url, p["seconds"], 50, p["sandboxes"],
-                                                   valkey_url=valkey.url,
-                                                   cpu={"site": site.cpu_seconds, "baseline": base.cpu_seconds})
-            if p["profile_seconds"]:
+            attempt("actions", lambda: bench_actions.run(
+                site.url, base.url, p["seconds"], 50, p["sandboxes"], valkey_url=valkey.url,
+                cpu={"site": site.cpu_seconds, "baseline": base.cpu_seconds}))
+            if p["profile_seconds"] and "error" not in results["actions"]:
                 say("  profiling the action mix with py-spy ...")
                 results["actions"]["profile"] = profile_actions(site, p["profile_seconds"], p["sandboxes"])
             say(f"click to settled, idle and with {p['load_sandboxes']} sandboxes at {p['load_rate']}/s ...")
-            results["paint"] = bench_paint.run(site.url, base.url, p["clicks"], p["load_rate"], p["load_sandboxes"])
+            attempt("paint", lambda: bench_paint.run(site.url, base.url, p["clicks"], p["load_rate"],
+                                                     p["load_sandboxes"]))
             say("pages ...")
-            results["pages"] = bench_pages.run(site.url, p["seconds"])
+            attempt("pages", lambda: bench_pages.run(site.url, p["seconds"]))
             say("bulk flows ...")
-            results["bulk"] = bench_bulk.run(valkey.url, p["bulk_flows"], p["bulk_seconds"])
+            attempt("bulk", lambda: bench_bulk.run(valkey.url, p["bulk_flows"], p["bulk_seconds"]))
             say("footprint ...")
-            results["footprint"] = bench_footprint.run(site.url, valkey.url)
-            results["site_errors"] = site.tracebacks()
+            attempt("footprint", lambda: bench_footprint.run(site.url, valkey.url))
+            errors_of(site)
         say(f"fan-out ({p['clients']} streams, fresh site process) ...")
         with servers.serve_site(valkey.url) as fresh:
-            results["fanout"] = bench_fanout.run(fresh, p["clients"], p["fan_actions"])
-            results["site_errors"] += fresh.tracebacks()
+            attempt("fanout", lambda: bench_fanout.run(fresh, p["clients"], p["fan_actions"]))
+            errors_of(fresh)
         say("reset with 5,000 idle sandboxes vs none ...")
         with servers.serve_site(valkey.url) as fresh:
-            results["reset"] = run_reset(fresh.url, valkey.url, quick)
-            results["site_errors"] += fresh.tracebacks()
+            attempt("reset", lambda: bench_reset.run(fresh.url, valkey.url, quick=quick,
+                                                     crowd=500 if quick else 5000))
+            errors_of(fresh)
         say("fairness: another learner's actions while one floods (rate limits on) ...")
-        results["fairness"] = bench_fairness.run(valkey.url, p["fair_window"])
-        results["site_errors"] += results["fairness"]["site_errors"]
+        attempt("fairness", lambda: bench_fairness.run(valkey.url, p["fair_window"]))
+        results["site_errors"] += results["fairness"].get("site_errors", 0)
         say(f"learners this machine holds: {', '.join(map(str, p['learner_levels']))} ...")
-        results["learners"] = bench_learners.run(
+        attempt("learners", lambda: bench_learners.run(
             valkey.url, tuple(p["learner_levels"]), p["learner_window"], p["learner_period"], p["probe_every"],
-            p["learner_settle"], log=say, profile_at=p["learner_profile_at"])
-        results["site_errors"] += results["learners"]["site"]["server_errors"]
+            p["learner_settle"], log=say, profile_at=p["learner_profile_at"]))
+        results["site_errors"] += (results["learners"].get("site") or {}).get("server_errors", 0)
     say("the exercise grader ...")
-    results["grader"] = bench_grader.run(p["grader_runs"], p["grader_seconds"], p["grader_tries"])
+    attempt("grader", lambda: bench_grader.run(p["grader_runs"], p["grader_seconds"], p["grader_tries"]))
     say(f"cluster: action throughput on a {bench_cluster.PRIMARIES}-primary cluster, 1 and 2 workers ...")
-    results["cluster"] = run_cluster(p)
+    attempt("cluster", lambda: run_cluster(p))
     return results
-
-
-def run_reset(site_url: str, valkey_url: str, quick: bool) -> dict[str, Any]:
-    """bench/bench_reset.py's figure; a failure is reported in the table, the others still run."""
-    try:
-        return bench_reset.run(site_url, valkey_url, quick=quick, crowd=500 if quick else 5000)
-    except Exception as exc:  # noqa: BLE001 - one broken figure is reported in the table, the others still run
-        return {"error": f"bench_reset failed: {exc!r}"[:300]}
 
 
 def run_cluster(p: dict[str, Any]) -> dict[str, Any]:
