@@ -107,7 +107,8 @@ def fanout(r: dict[str, Any]) -> list[str]:
                      str(e["p99"]), f"{rss['idle']} / {rss['streams_open']} / {rss['peak']}"])
     return ["### Fan-out", "",
             f"{many['clients']:,} concurrent SSE streams on one uvicorn worker (a fresh site process), all on one "
-            f"sandbox, each the stream the dive's page opens (every widget it shows), opened in "
+            f"sandbox, each the stream the dive's page opens (every widget it shows, each landed before: the "
+            f"instructor's page was there first), opened in "
             f"{many['connect_seconds']} s ({many.get('without_first_snapshot', 0)} of them without their first "
             f"snapshot after 60 s, {many.get('said_valkey_down', 0)} told \"Valkey is down\" while opening). "
             f"For each of {many['actions']} \"Complete child\" actions: from sending the POST to each client "
