@@ -15,15 +15,20 @@ MODULE := native/build/emq.so
 MODULE_SRC := native/emq_module.c native/valkey_module_api.h
 CFLAGS_MODULE := -O2 -fPIC -shared -std=c11 -Wall -Wextra -Wpedantic
 
-.PHONY: serve lint test test-unit test-integration test-e2e bench reliability screenshots valkey chromium system venv module compiler clean
+.PHONY: serve lint test test-unit test-integration test-e2e bench reliability screenshots valkey chromium wrk nginx ps ss system venv module compiler clean
+
+# The site keeps its data in .emqlab/ here (git-ignored); SERVE_FLAGS passes
+# more, e.g. `make serve SERVE_FLAGS="--port 8080"` or `SERVE_FLAGS=--ephemeral`.
+SERVE_FLAGS ?=
 
 serve: venv valkey module
-	$(VENV)/bin/emqlab serve
+	$(VENV)/bin/emqlab serve $(SERVE_FLAGS)
 
 # Lint and types first: a few seconds, and they fail before any server starts.
 lint: venv
 	$(VENV)/bin/ruff check server bench tests
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 # Lint and types, then all three suites, fastest first; each in its own pytest
 # process (e2e's Playwright and the asyncio tests do not share one event loop well).
@@ -33,8 +38,9 @@ test: lint test-unit test-integration test-e2e
 test-unit: venv
 	$(PY) -m pytest tests/unit $(PYTEST_FLAGS)
 
-# Everything on a real valkey-server (and a cluster) outside the browser.
-test-integration: venv valkey module
+# Everything on a real valkey-server (and a cluster) outside the browser; the
+# bench smoke tests drive wrk, tests/integration/ops puts nginx in front.
+test-integration: venv valkey module wrk nginx
 	$(PY) -m pytest tests --ignore=tests/e2e --ignore=tests/unit $(PYTEST_FLAGS)
 
 # A failed browser test runs once more before it counts (pytest-rerunfailures;
@@ -43,10 +49,10 @@ test-integration: venv valkey module
 # that fails twice fails the suite.
 E2E_RERUNS ?= 1
 
-test-e2e: venv valkey chromium module
+test-e2e: venv valkey chromium ps ss module
 	$(PY) -m pytest tests/e2e $(PYTEST_FLAGS) --reruns $(E2E_RERUNS) -rR
 
-bench: venv valkey chromium module
+bench: venv valkey chromium wrk module
 	@[ -x $(VENV)/bin/py-spy ] || $(PY) -m pip install -q --disable-pip-version-check -e '.[test,bench]' 2>&1 | grep -v '^WARNING: Location' || true
 	$(PY) -m bench.run
 
@@ -88,9 +94,28 @@ $(MODULE): $(MODULE_SRC) | compiler
 compiler:
 	@command -v gcc >/dev/null && [ -f /usr/include/string.h ] || { $(APT) update && $(APT) install gcc libc6-dev; }
 
+# One target per program a suite runs; each says nothing when it is there.
+# tests/unit/test_make_installs.py checks that every program a suite's tests
+# look up is installed by that suite's target.
 chromium:
 	@command -v chromium >/dev/null || { $(APT) update && $(APT) install chromium; }
+
+wrk:
 	@command -v wrk >/dev/null || { $(APT) update && $(APT) install wrk; }
+
+# tests/e2e/test_cluster.py reads processes and sockets with ps (procps) and ss
+# (iproute2), which a minimal Debian image lacks.
+ps:
+	@command -v ps >/dev/null || { $(APT) update && $(APT) install procps; }
+
+ss:
+	@command -v ss >/dev/null || { $(APT) update && $(APT) install iproute2; }
+
+# Debian's nginx (tests/integration/ops/test_nginx.py, docs/DEPLOY.md). It lives
+# in /usr/sbin, which is not on a normal user's PATH. On a machine with an init
+# system the package also starts nginx as a service on port 80.
+nginx:
+	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { $(APT) update && $(APT) install nginx; }
 
 clean:
 	rm -rf $(VENV) .pytest_cache native/build

@@ -19,8 +19,8 @@ from server.console import page as console_page
 from server.console.as_user import Runner
 from server.content import Course, Page, Placement, load_course
 from server.content.errors import ContentError
-from server.exercises import GraderPool, PoolSettings, catalogue
 from server.emq import registry
+from server.exercises import GraderPool, PoolSettings, catalogue
 from server.lifecycle import removal
 from server.lifecycle.reaper import Reaper
 from server.live.hub import Hub
@@ -34,7 +34,20 @@ from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import SandboxCookie as NewVisitors
 from server.web.middleware import SecurityHeaders
 from server.web.secret import load_secret
-from server.web.views import console, exercises, pages, progress, stream, widgets
+from server.web.views import (
+    asking,
+    class_stream,
+    classroom,
+    console,
+    exercises,
+    instructor,
+    pages,
+    progress,
+    results,
+    room,
+    stream,
+    widgets,
+)
 from server.widgets import WIDGETS, questions, snapshot, traces
 from server.widgets.runner import Lab
 from server.widgets.snapshot import Catalog
@@ -42,6 +55,8 @@ from server.widgets.snapshot import Catalog
 SITE = Path(__file__).resolve().parent.parent / "site"
 ROOM_COOKIE, WATCH_COOKIE, FLASH_COOKIE = "emqlab_room", "emqlab_watch", "emqlab_flash"
 EXERCISE = "exercise"  # the {widget} name that places an exercise (its body names which: `name: fan-in`)
+# what a dive may place besides the widgets: the console and the exercises
+PLACEABLE = (console_page.NAME, EXERCISE)
 
 
 def exercise_context(options: dict[str, object]) -> dict[str, object]:
@@ -99,7 +114,8 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     templates.env.auto_reload = False  # templates ship with the code: no stat() per render
     registry.load_all()  # every script with its includes: a broken one stops the start
     catalog = Catalog(dict(WIDGETS))
-    course = load_course(SITE / "content", known_widgets=None)  # TRANSITION: widgets being ported
+    # a dive naming a widget the site does not have stops the start, not a page view
+    course = load_course(SITE / "content", known_widgets=[*catalog.widgets, *PLACEABLE])
     for page, placement in course.placements():
         if placement.name == EXERCISE and placement.options.get("name") not in catalogue.names():
             raise ContentError(f"no exercise named {placement.options.get('name')!r} "
@@ -170,6 +186,12 @@ def _routes() -> list[BaseRoute]:
         *stream.routes(),
         *console.routes(),
         *exercises.routes(),
+        *instructor.routes(),
+        *classroom.routes(),
+        *asking.routes(),
+        *results.routes(),
+        *class_stream.routes(),
+        *room.routes(),
         Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static"),
         *progress.routes(),
         *pages.routes(),  # catch-all page routes: keep last

@@ -1,25 +1,15 @@
-"""The `emqlab` command: `serve` the site, `reset` sandboxes from a shell,
-`module-path` (where `make module` puts the EMQ module for Valkey)."""
+"""The `emqlab` command: `serve` the site (server/serve.py), `reset` sandboxes
+from a shell, `module-path` (where `make module` puts the EMQ module for Valkey)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import os
-import socket
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from server.valkey.process import ValkeyCluster, ValkeyProcess
-
-# `emqlab reset` finds the Valkey of a running `emqlab serve` through this file
-# when EMQLAB_VALKEY_URL is not set.
-URL_FILE = Path(tempfile.gettempdir()) / "emqlab-serve.url"
-CLUSTER_PRIMARIES = 3
+from server.listen import run_uvicorn  # bench/uvicorn_workers.py starts every bench server with it
+from server.serve import CLUSTER_PRIMARIES, serve
 
 
 def app_from_env():  # type: ignore[no-untyped-def]
@@ -30,139 +20,48 @@ def app_from_env():  # type: ignore[no-untyped-def]
     return create_app(os.environ["EMQLAB_VALKEY_URL"])
 
 
-def port_free(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
+def find_valkey(data_dir: str | None) -> tuple[str, bool | None]:
+    """The Valkey `emqlab reset` acts on: that of the site running on `--data-dir`
+    when given, else EMQLAB_VALKEY_URL, else that of the site on the default
+    data directory (EMQLAB_DATA_DIR, else .emqlab here). datadir.NotRunning when none runs there."""
+    from server.valkey import datadir
 
-
-def nodelay_listener() -> None:
-    """Keep TCP_NODELAY on with `--workers N`.
-
-    uvicorn's multiprocess supervisor binds the listening socket itself
-    (`Config.bind_socket`) with `proto` 0; accepted sockets inherit it, and
-    asyncio turns TCP_NODELAY on only for `proto == IPPROTO_TCP`. Nagle then
-    meets the client's delayed ACK and every keep-alive response after the
-    first waits about 40 ms (uvicorn issue #3149; 1 worker is not affected).
-    Re-wrapping the bound socket's descriptor with IPPROTO_TCP fixes it; the
-    socket reaches the workers with its proto intact.
-    """
-    from uvicorn.config import Config
-
-    original = Config.bind_socket
-    if getattr(original, "emqlab_nodelay", False):
-        return
-
-    def bind_socket(self: Config) -> socket.socket:
-        sock = original(self)
-        if sock.family in (socket.AF_INET, socket.AF_INET6) and sock.type == socket.SOCK_STREAM \
-                and sock.proto != socket.IPPROTO_TCP:
-            sock = socket.socket(sock.family, sock.type, socket.IPPROTO_TCP, fileno=sock.detach())
-            sock.set_inheritable(True)
-        return sock
-
-    bind_socket.emqlab_nodelay = True  # type: ignore[attr-defined]
-    Config.bind_socket = bind_socket  # type: ignore[method-assign]
-
-
-def run_uvicorn(factory: str, host: str, port: int, workers: int = 1, log_level: str = "warning",
-                **options: object) -> None:
-    """uvicorn.run on an app factory, with 1 or N workers (TCP_NODELAY kept)."""
-    import uvicorn
-
-    if workers > 1:
-        nodelay_listener()
-    # The site reads X-Forwarded-For itself, only when EMQLAB_TRUST_FORWARDED_FOR
-    # says a proxy stands in front: uvicorn must not rewrite the client first.
-    options.setdefault("proxy_headers", False)
-    uvicorn.run(factory, factory=True, host=host, port=port, workers=workers, log_level=log_level,
-                timeout_graceful_shutdown=3, **options)  # type: ignore[arg-type]
-
-
-def serve(args: argparse.Namespace) -> int:
-    from server.valkey.connect import CLUSTER_ENV, wants_cluster
-    from server.valkey.process import ValkeyCluster, ValkeyProcess
-
-    if not port_free(args.host, args.port):
-        print(f"emqlab: port {args.port} on {args.host} is in use; pick another with --port", file=sys.stderr)
-        return 2
-    if args.workers < 1:
-        print("emqlab: --workers must be at least 1", file=sys.stderr)
-        return 2
-    managed: ValkeyProcess | ValkeyCluster | None = None
     url = os.environ.get("EMQLAB_VALKEY_URL")
-    if url:
-        print(f"emqlab: using the Valkey at {url}", flush=True)
-    else:
-        managed = ValkeyCluster(CLUSTER_PRIMARIES) if args.cluster else ValkeyProcess()
-        url = start_managed(managed)
-        if url is None:
-            return 3
-    cluster = True if args.cluster else wants_cluster(url)
-    os.environ[CLUSTER_ENV] = "1" if cluster else "0"
-    if cluster and not args.cluster:
-        print("emqlab: that Valkey is a cluster: using the cluster client", flush=True)
-    os.environ["EMQLAB_VALKEY_URL"] = url
-    URL_FILE.write_text(url)
-    print(f"emqlab: Flows Lab is running — open http://{args.host}:{args.port}/", flush=True)
-    try:
-        run_uvicorn("server.cli:app_from_env", args.host, args.port, args.workers, args.log_level)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        if managed is not None:
-            managed.stop()
-            print("emqlab: stopped the Valkey cluster" if cluster and args.cluster else "emqlab: stopped valkey-server",
-                  flush=True)
-        if URL_FILE.exists() and URL_FILE.read_text() == url:
-            URL_FILE.unlink()
-    return 0
-
-
-def start_managed(managed: ValkeyProcess | ValkeyCluster) -> str | None:
-    """Start the site's own Valkey (one server or a cluster) and say where; None
-    when a cluster would not start."""
-    from server.valkey import native
-    from server.valkey.process import ValkeyCluster
-
-    if isinstance(managed, ValkeyCluster):
-        try:
-            url = managed.start()
-        except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
-            managed.stop()
-            print(f"emqlab: could not start the Valkey cluster: {exc}", file=sys.stderr)
-            return None
-        ports = ", ".join(str(node.port) for node in managed.nodes)
-        print(f"emqlab: started a {CLUSTER_PRIMARIES}-primary Valkey cluster on 127.0.0.1 ports {ports} "
-              "(temporary, no persistence)", flush=True)
-        return url
-    url = managed.start()
-    loaded = ", the EMQ module loaded" if native.built() else ", no EMQ module (run `make module`)"
-    print(f"emqlab: started valkey-server on {url} (temporary, no persistence{loaded})", flush=True)
-    return url
+    if url and not data_dir:
+        return url, None
+    return datadir.running(datadir.resolve(data_dir))
 
 
 def reset(args: argparse.Namespace) -> int:
+    from server.valkey import datadir
+    from server.valkey.client import CLUSTER_ENV
+
+    try:
+        url, cluster = find_valkey(args.data_dir)
+    except datadir.NotRunning as exc:
+        print(f"emqlab: {exc}", file=sys.stderr)
+        return 2
+    if cluster is not None:
+        os.environ[CLUSTER_ENV] = "1" if cluster else "0"
+    if args.print_url:
+        print(url)
+        return 0
     import redis
 
-    from server.sandboxes import learners, lifecycle, rooms
+    from server.lifecycle import resets
+    from server.sandboxes import learners, rooms
     from server.sandboxes.sandbox import SANDBOX_RE
-    from server.valkey.connect import open_client
-
-    url = os.environ.get("EMQLAB_VALKEY_URL") or (URL_FILE.read_text().strip() if URL_FILE.exists() else "")
-    if not url:
-        print("emqlab: no Valkey to reset: set EMQLAB_VALKEY_URL or start `emqlab serve`", file=sys.stderr)
-        return 2
+    from server.valkey.client import open_client
+    from server.widgets import WIDGETS
+    from server.widgets.runner import Lab
+    from server.widgets.snapshot import Catalog
 
     async def run() -> int:
         conn = open_client(url)  # a cluster when EMQLAB_VALKEY_CLUSTER=1 or INFO cluster says so
+        lab = Lab(conn, Catalog(dict(WIDGETS)))
         try:
             if args.all:
-                removed = await lifecycle.reset_sandboxes(conn, None, by="emqlab reset")
+                report = await resets.reset_sandboxes(lab, None, by="emqlab reset")
                 what = "every sandbox"
             elif args.room:
                 room = await rooms.find(conn, args.room)
@@ -170,18 +69,20 @@ def reset(args: argparse.Namespace) -> int:
                     print(f"emqlab: no open room with the code or name {args.room!r}", file=sys.stderr)
                     return 1
                 joined = await learners.learner_ids(conn, room.code)
-                removed = await lifecycle.reset_sandboxes(conn, [room.sandbox, *joined], by="emqlab reset")
+                report = await resets.reset_sandboxes(lab, [room.sandbox, *joined], by="emqlab reset")
                 what = f"room {room.code} ({room.name})"
             else:
                 if not SANDBOX_RE.fullmatch(args.sandbox):
                     raise ValueError(f"not a sandbox id: {args.sandbox!r} (s and 10 lowercase letters or digits)")
-                if not await lifecycle.is_live(conn, args.sandbox):
+                if args.sandbox not in await resets.every_sandbox(conn):
                     print(f"emqlab: no live sandbox {args.sandbox}", file=sys.stderr)
                     return 1
-                removed = await lifecycle.reset_sandboxes(conn, [args.sandbox], by="emqlab reset")
+                report = await resets.reset_sandboxes(lab, [args.sandbox], by="emqlab reset")
                 what = f"sandbox {args.sandbox}"
-            print(f"emqlab: reset {what}: {removed} keys removed")
-            return 0
+            print(f"emqlab: reset {what}: {len(report.reset)} sandboxes reset")
+            for sandbox, why in report.failed.items():
+                print(f"emqlab: sandbox {sandbox} could not be reset: {why}", file=sys.stderr)
+            return 1 if report.failed else 0
         except ValueError as exc:
             print(f"emqlab: {exc}", file=sys.stderr)
             return 2
@@ -218,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     p_serve.add_argument("--cluster", action="store_true",
                          help=f"start a managed {CLUSTER_PRIMARIES}-primary Valkey Cluster instead of one server "
                               "(with EMQLAB_VALKEY_URL: that Valkey is a cluster)")
+    p_serve.add_argument("--data-dir", metavar="DIR",
+                         help="where the site keeps its Valkey's data and its cookie secret "
+                              "(default: EMQLAB_DATA_DIR, else .emqlab here)")
+    p_serve.add_argument("--ephemeral", action="store_true",
+                         help="keep nothing: a temporary folder, no persistence, gone when the site stops")
     p_serve.add_argument("--log-level", default="warning")
     p_serve.set_defaults(func=serve)
     p_reset = sub.add_parser("reset", help="the instructor's reset, from a shell")
@@ -225,12 +131,18 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--sandbox", metavar="ID")
     group.add_argument("--room", metavar="NAME", help="a room's code (or its name)")
     group.add_argument("--all", action="store_true")
+    group.add_argument("--print-url", action="store_true", help="print the URL of the Valkey it would reset")
+    p_reset.add_argument("--data-dir", metavar="DIR",
+                         help="reset the site running on DIR (default: EMQLAB_VALKEY_URL, else EMQLAB_DATA_DIR, "
+                              "else .emqlab here)")
     p_reset.set_defaults(func=reset)
     p_module = sub.add_parser("module-path", help="print the absolute path of the built EMQ module for Valkey")
     p_module.set_defaults(func=module_path)
     args = parser.parse_args(argv)
     return int(args.func(args))
 
+
+__all__ = ["app_from_env", "main", "run_uvicorn"]
 
 if __name__ == "__main__":
     sys.exit(main())

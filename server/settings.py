@@ -27,7 +27,7 @@ def truth(raw: str) -> bool | None:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="EMQLAB_", frozen=True, extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="EMQLAB_", frozen=True, extra="ignore", env_ignore_empty=True)
 
     # -- where the site keeps what lasts ------------------------------------------
     # The data directory: the managed Valkey's files and the cookie secret.

@@ -13,7 +13,7 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +21,10 @@ from typing import Any
 
 import httpx
 import redis
+from itsdangerous import URLSafeSerializer
 
 from bench import uvicorn_workers
+from server.sandboxes.sandbox import COOKIE, SANDBOX_RE
 from server.valkey.process import ValkeyProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,6 +83,11 @@ class LiveSite:
     def client(self, **kwargs: Any) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=10, **kwargs)
 
+    def client_from(self, address: str, **kwargs: Any) -> httpx.Client:
+        """A client whose connections leave from `address` (127.0.0.2, 127.0.0.3, …):
+        another address to the site's per-address limits."""
+        return self.client(transport=httpx.HTTPTransport(local_address=address), **kwargs)
+
     def visitor(self, page: str = DIVE) -> httpx.Client:
         """A client holding a fresh sandbox cookie (it opened a page)."""
         client = self.client()
@@ -106,11 +113,31 @@ def running(valkey_url: str, env: dict[str, str] | None = None) -> Iterator[Live
         site.stop()
 
 
-def sandbox_of(client: httpx.Client) -> str:
-    """The visitor's sandbox id, read back through the API (the cookie is signed)."""
-    answer = client.get("/api/widgets/fanin/state")
-    assert answer.status_code == 200, answer.text
-    return answer.json()["snapshot"]["queues"][0]["queue"].split(".")[0]
+def sandbox_of(client: httpx.Client | httpx.AsyncClient) -> str:
+    """The visitor's own sandbox id, read from the payload of their cookie
+    (signed, not encrypted: no secret is needed to read it, only to forge it).
+    Pages never name a sandbox, so a class's shared one is not found here."""
+    raw = client.cookies.get(COOKIE)
+    assert raw, "the client holds no sandbox cookie: open a page first (LiveSite.visitor)"
+    _, sandbox = URLSafeSerializer("").loads_unsafe(raw)
+    assert isinstance(sandbox, str) and SANDBOX_RE.fullmatch(sandbox), raw
+    return sandbox
+
+
+def deps(snapshot: dict[str, Any]) -> int | None:
+    """The fan-in's `:dependencies` as a snapshot draws it (None: no counter)."""
+    found = snapshot["picture"]["parent"]["dependencies"]
+    return None if found is None else int(found)
+
+
+@contextmanager
+def streaming(client: httpx.Client, widgets: str = "fanin", page: str = DIVE,
+              read_timeout: float = 15) -> Iterator[Events]:
+    """A page's stream of `widgets`, opened from `page` (its Referer), as Events."""
+    with client.stream("GET", f"/api/stream?widgets={widgets}", headers={"Referer": f"{client.base_url}{page}"},
+                       timeout=httpx.Timeout(10, read=read_timeout)) as response:
+        assert response.status_code == 200, response.read()
+        yield Events(response)
 
 
 class Events:
@@ -133,14 +160,16 @@ class Events:
                 return item
         raise AssertionError(f"the stream ended; events so far: {[e for e, _ in self.seen]}")
 
-    def until(self, wanted: str, timeout: float = 10.0, **match: Any) -> list[tuple[str, dict[str, Any]]]:
-        """Every event up to and including the first `wanted` whose data has `match`."""
+    def until(self, wanted: str, timeout: float = 10.0, where: Callable[[dict[str, Any]], bool] | None = None,
+              **match: Any) -> list[tuple[str, dict[str, Any]]]:
+        """Every event up to and including the first `wanted` whose data has `match`
+        (and for which `where(data)` holds, when given)."""
         got: list[tuple[str, dict[str, Any]]] = []
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             event, data = self.next()
             got.append((event, data))
-            if event == wanted and all(data.get(k) == v for k, v in match.items()):
+            if event == wanted and all(data.get(k) == v for k, v in match.items()) and (where is None or where(data)):
                 return got
         raise AssertionError(f"no {wanted!r} {match} within {timeout} s: {[e for e, _ in got]}")
 

@@ -49,9 +49,9 @@ async def expire_idle(conn: Conn, catalog: Catalog, ttl_seconds: int) -> list[st
             await conn.zrem(REGISTRY_KEY, sandbox)
             continue
         # ZREM only a sandbox still as idle as when it was picked: one step.
-        if int(await admission.UNREGISTER_IF_IDLE.run(conn, [REGISTRY_KEY], [sandbox, cutoff])):
-            if await remove(conn, catalog, sandbox):
-                gone.append(sandbox)
+        idle = int(await admission.UNREGISTER_IF_IDLE.run(conn, [REGISTRY_KEY], [sandbox, cutoff]))
+        if idle and await remove(conn, catalog, sandbox):
+            gone.append(sandbox)
     return gone
 
 

@@ -44,7 +44,7 @@ async def reset_sandbox(lab: runner.Lab, sandbox: str, by: str = "instructor") -
     """Reset one sandbox (see the module's docstring)."""
     if not SANDBOX_RE.fullmatch(sandbox):
         raise ValueError(f"not a sandbox id: {sandbox!r}")
-    actor = Actor(sandbox, sandbox, by=by)
+    actor = Actor(sandbox, sandbox, by=by, records=False)  # done to the sandbox, not by its learner
     for widget in lab.catalog.widgets.values():
         landed = await lab.conn.hget(keys.state_key(queue_name(sandbox, widget.queue_parts[0])), "landed")
         if landed == "1":

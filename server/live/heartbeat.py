@@ -34,6 +34,7 @@ from redis.exceptions import AskError, OutOfMemoryError, RedisError, ResponseErr
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from server.emq.wire import Conn
+from server.valkey.process import NOTIFY_FLAGS  # what the stream needs on: written once, beside the server's start
 
 log = logging.getLogger("emqlab.stream")
 
@@ -42,10 +43,6 @@ SILENCE = 2.0  # seconds without a beat's notification before notifications coun
 BEAT_TAG = "lab-heartbeat"
 KEY_LIFETIME_MS = 10_000
 
-# K = keyspace channels (__keyspace@0__:<key>), A = every event class. The live
-# stream listens on keyspace channels only, so keyevent channels stay off. The
-# managed valkey-server starts with these (server/valkey/process.py).
-NOTIFY_FLAGS = "KA"
 
 # Judgements a heartbeat reports to its hub.
 RESTORED, OFF, ON, MEMORY_FULL, MEMORY_OK = "restored", "off", "on", "memory full", "memory ok"

@@ -110,12 +110,15 @@ class Hub:
                 async with client.pubsub() as pubsub:
                     await pubsub.psubscribe(*PATTERNS)
                     await pubsub.subscribe(events.EVENTS_CHANNEL)
+                    if not self.nodes.ready.get(node, True):
+                        log.warning("valkey %s reachable again: the live stream follows it", node or "server")
                     ready(True)
                     await self.follow(pubsub, client, node, on)
             except asyncio.CancelledError:
                 raise
             except (RedisError, OSError) as exc:
-                log.info("valkey %s unreachable for the live stream: %s", node or "server", exc)
+                if self.nodes.ready.get(node, True):  # once when it goes, not at every retry
+                    log.warning("valkey %s unreachable for the live stream (%s): retrying", node or "server", exc)
             finally:
                 with contextlib.suppress(Exception):
                     await client.aclose()

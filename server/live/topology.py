@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,7 +28,7 @@ log = logging.getLogger("emqlab.stream")
 TOPOLOGY_EVERY = 3.0  # seconds between reads of a cluster's primaries
 
 # (node url, node name, ready(bool)) -> runs until cancelled
-Subscriber = Callable[[str, str, Callable[[bool], None]], Awaitable[None]]
+Subscriber = Callable[[str, str, Callable[[bool], None]], Coroutine[Any, Any, None]]
 
 
 async def enable_notifications(client: Conn) -> bool:
@@ -39,7 +39,8 @@ async def enable_notifications(client: Conn) -> bool:
             await client.config_set("notify-keyspace-events", NOTIFY_FLAGS)
         return True
     except RedisError as exc:
-        log.warning("cannot enable keyspace notifications (%s): streams poll", exc)
+        # said once per subscription: the heartbeat reports the state to every page
+        log.info("cannot enable keyspace notifications (%s): streams poll", exc)
         return False
 
 

@@ -46,6 +46,10 @@ class Full(Exception):
     """No new sandbox can be admitted now (answered 503 with this sentence)."""
 
 
+class AddressFull(Full):
+    """This address opened its share of new sandboxes (answered 429: the client may slow down)."""
+
+
 @dataclass(frozen=True)
 class Limits:
     cap: int
@@ -72,7 +76,7 @@ async def admit_or_refuse(conn: Conn, sandbox: str, limits: Limits, address: str
     if answer == FULL:
         raise Full("The site is full right now: too many learners at once. Try again in a few minutes.")
     if answer == ADDRESS_FULL:
-        raise Full("Too many new visitors from your address in the last minutes; try again later.")
+        raise AddressFull("Too many new visitors from your address in the last minutes; try again later.")
 
 
 def touch_call(sandbox: str, now_ms: int) -> Call:

@@ -1,28 +1,152 @@
-"""A class's answers: each learner's verdict per question, kept on the class.
+"""A class's answers: each learner's judged answer per question, kept on the class.
 
-    lab:room:<CODE>:answers   a hash: "<widget>|<question>|<round>|<learner>" ->
-                              {"value", "right", "step", "at"} as JSON
+    lab:room:<CODE>:answers   a hash:
+        "<widget>|<question>|<round>|<learner>" -> {"value", "right", "step", "at", "feedback"} (JSON)
+        "wrong|<widget>|<learner>"              -> the learner's run of wrong answers on the widget
+    lab:room:<CODE>:votes     a hash: "<round>|<learner>" -> {"value", "at"} (JSON): answers
+                              given in a demo (or together), judged when the instructor presses
 
 A learner's answer is written by the action that judged it, in the action's
-last round trip (`answer_command`); the class page reads the hash whole and
-counts it. `round` is "-" for a question met on one's own, else 1 or 2 of an
-asked question (the class page's "Ask the class").
+last round trip (`answer_command`, a script: the answer, the learner's run of
+wrong answers, and a lab event that tells the class page at once, so its
+counts move within the second, not at its next poll). `round` is "-" for a
+question met on one's own, else 1 or 2 of an asked question ("Ask the
+class"), whose `step` is where it was asked. The feedback kept is the
+authored note the verdict carried: a note written for "the count before"
+cannot be found again from the value alone.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 import time
+from pathlib import Path
 from typing import Any
+
+import msgspec
+
+from server.emq.script import Call, Script
+from server.emq.wire import Conn, as_dict
+from server.live.events import EVENTS_CHANNEL
+
+ANSWER = Script.from_file(Path(__file__).resolve().parent / "scripts" / "answer.lua")
+KEPT_FOR = 7 * 24 * 3600  # s: the answers of a class closed or expired without its cleanup go after this
+Value = int | float | str | bool | None
+
+
+class Given(msgspec.Struct, frozen=True):
+    """One learner's latest answer to one question, in one round."""
+
+    widget: str
+    question: str
+    round: int | None  # None: met on their own; 1 or 2: an asked question's round
+    learner: str
+    value: Value
+    right: bool
+    step: int | None = None  # where an asked question was put
+    at: int = 0  # ms
+    feedback: str = ""
+
+
+class Kept(msgspec.Struct):
+    value: Value
+    right: bool
+    step: int | None = None
+    at: int = 0
+    feedback: str = ""
 
 
 def answers_key(code: str) -> str:
     return f"lab:room:{code}:answers"
 
 
+def votes_key(code: str) -> str:
+    return f"lab:room:{code}:votes"
+
+
+def class_stream(code: str) -> str:
+    """The name the class page's stream is opened under (never a sandbox id:
+    those are `s` and ten characters), and the lab events for it are sent to."""
+    return f"class:{code}"
+
+
+def told(code: str, action: str) -> str:
+    """A lab event (server/live/events.py's shape) for the class page's stream."""
+    return json.dumps({"type": "room", "sandboxes": [class_stream(code)], "id": secrets.token_hex(8),
+                       "data": {"code": code, "action": action}})
+
+
 def answer_command(code: str, learner: str, widget: str, question: str, value: object, right: bool,
-                   round_: int | None = None, step: int | None = None) -> tuple[Any, ...]:
-    """The HSET that keeps one learner's latest answer to one question (per round)."""
+                   round_: int | None = None, step: int | None = None, *, feedback: str = "") -> Call:
+    """The call that keeps one learner's latest answer to one question (per round)."""
     field = f"{widget}|{question}|{round_ if round_ is not None else '-'}|{learner}"
-    kept = json.dumps({"value": value, "right": right, "step": step, "at": int(time.time() * 1000)})
-    return ("HSET", answers_key(code), field, kept)
+    kept = json.dumps({"value": value, "right": right, "step": step, "at": int(time.time() * 1000),
+                       "feedback": feedback})
+    return (ANSWER, [answers_key(code)], [field, kept, f"wrong|{widget}|{learner}", int(right), KEPT_FOR,
+                                          told(code, "answered"), EVENTS_CHANNEL])
+
+
+def _given(field: str, raw: str) -> Given | None:
+    parts = field.split("|")
+    if len(parts) < 4:
+        return None
+    round_, learner = parts[-2], parts[-1]
+    try:
+        kept = msgspec.json.decode(raw, type=Kept)
+    except msgspec.DecodeError:
+        return None  # a value this site did not write: not counted
+    return Given(parts[0], "|".join(parts[1:-2]), int(round_) if round_.isdecimal() else None, learner,
+                 kept.value, kept.right, kept.step, kept.at, kept.feedback)
+
+
+def parse(fields: dict[str, str]) -> tuple[list[Given], dict[tuple[str, str], int]]:
+    """The answers hash: every answer, and each (widget, learner)'s run of wrong answers."""
+    given: list[Given] = []
+    runs: dict[tuple[str, str], int] = {}
+    for field, raw in fields.items():
+        if field.startswith("wrong|"):
+            _, widget, learner = [*field.split("|"), "", ""][:3]
+            runs[(widget, learner)] = int(raw) if raw.isdecimal() else 0
+        elif (found := _given(field, raw)) is not None:
+            given.append(found)
+    given.sort(key=lambda g: (g.at, g.widget, g.question, g.learner))  # the order met; ties in a fixed order
+    return given, runs
+
+
+async def read(conn: Conn, code: str) -> tuple[list[Given], dict[tuple[str, str], int]]:
+    return parse(as_dict(await conn.hgetall(answers_key(code))))
+
+
+# -- votes: answers given where only the instructor presses (demo, together) ------------
+
+
+async def vote(conn: Conn, code: str, round_: int, learner: str, value: Value, ttl: int) -> None:
+    """Keep a learner's vote for this round (the latest counts) and tell the class page."""
+    async with conn.pipeline(transaction=False) as pipe:
+        pipe.hset(votes_key(code), f"{round_}|{learner}", json.dumps({"value": value, "at": int(time.time() * 1000)}))
+        pipe.expire(votes_key(code), ttl)
+        pipe.publish(EVENTS_CHANNEL, told(code, "voted"))
+        await pipe.execute()
+
+
+async def votes(conn: Conn, code: str, round_: int) -> dict[str, Value]:
+    """This round's votes not judged yet: learner -> value."""
+    found: dict[str, Value] = {}
+    for field, raw in as_dict(await conn.hgetall(votes_key(code))).items():
+        at, _, learner = field.partition("|")
+        if at == str(round_):
+            try:
+                found[learner] = msgspec.json.decode(raw, type=dict[str, Any]).get("value")
+            except msgspec.DecodeError:
+                continue
+    return found
+
+
+async def clear_votes(conn: Conn, code: str) -> None:
+    await conn.delete(votes_key(code))
+
+
+async def tell(conn: Conn, code: str, action: str) -> None:
+    """Wake the class page's stream (an ask, a reveal, a press)."""
+    await conn.publish(EVENTS_CHANNEL, told(code, action))

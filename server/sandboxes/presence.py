@@ -13,6 +13,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+import anyio
+
 from server.emq.wire import Conn
 from server.sandboxes.keys import meta_key
 
@@ -27,9 +29,14 @@ async def arrive(conn: Conn, visitor: str, page: str | None, lasts: int, ttl: in
 
 
 async def leave(conn: Conn, visitor: str) -> None:
+    """Counted out. Called as a page's stream ends, which is mostly because the
+    page went away and its stream is being cancelled: the writes are shielded,
+    or the cancellation (level-triggered in the stream's task group) would
+    stop them and the page would stay "open" until `online_until`."""
     key = meta_key(visitor)
-    if int(await conn.hincrby(key, "streams", -1)) <= 0:
-        await conn.hset(key, mapping={"streams": 0, "page": ""})
+    with anyio.CancelScope(shield=True):
+        if int(await conn.hincrby(key, "streams", -1)) <= 0:
+            await conn.hset(key, mapping={"streams": 0, "page": ""})
 
 
 def online(meta: Mapping[str, str]) -> bool:

@@ -1,9 +1,11 @@
 """Classes ("rooms"): a short code, a mode and a host (learners: learners.py).
 
 A room is one hash in Valkey, `lab:room:<CODE>` {name, sandbox, mode, host,
-created, joins}, with a lifetime refreshed by activity, and an index
-`lab:rooms` (code -> the room's shared sandbox) the instructor page and the
-reaper walk.
+created, joins, ask}, with a lifetime refreshed by activity (a join, an
+instructor's move), and an index `lab:rooms` (code -> the room's shared
+sandbox) the instructor page and the reaper walk. Its learners, answers and
+demo votes are keys of their own beside it (learners.py, answers.py), removed
+with it.
 
 The mode decides which sandbox a member's requests act in (see `acting`):
 *own* (the default): their own; *demo*: the host's (the instructor who
@@ -18,18 +20,16 @@ import json
 import re
 import secrets
 import time
-import unicodedata
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from server.emq.wire import Conn, Fields, as_text
-from server.sandboxes.learners import learner_ids, learners_key
+from server.sandboxes.answers import answers_key, votes_key
 from server.sandboxes.keys import REGISTRY_KEY
+from server.sandboxes.learners import BadName, learner_ids, learners_key, readable
 from server.sandboxes.sandbox import new_id
 
 ROOMS_KEY = "lab:rooms"
-ROOM_COOKIE = "emqlab_room"
-WATCH_COOKIE = "emqlab_watch"  # the instructor watching one learner, read-only
 # No 0/O or 1/I: a code read aloud to a class is typed right the first time.
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 6
@@ -45,11 +45,17 @@ MODE_WORDS = {
 
 @dataclass(frozen=True)
 class Ask:
+    """The question put to the whole class: which widget and question, at
+    which tour step, which round (1, then 2), revealed to the learners or not."""
+
     widget: str
     question: str
     step: int
     round: int = 1
     revealed: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def _ask(raw: str) -> Ask | None:
@@ -77,10 +83,7 @@ class Room:
     created: float
     joins: int = 0
     host: str = ""  # the instructor's own sandbox, shown to everyone in demo
-    # The question put to the whole class ("Ask the class"), or None: which
-    # widget and question, at which tour step, which round (1, then 2), and
-    # whether its distribution is revealed to the learners.
-    ask: Ask | None = None
+    ask: Ask | None = None  # the question put to the whole class ("Ask the class")
 
     @property
     def demo(self) -> bool:
@@ -108,32 +111,22 @@ def new_code() -> str:
 
 def normalize_code(raw: object) -> str:
     """A code as typed (`abc-234`, ` ABC 234 `) -> `ABC234`; BadRoom otherwise."""
-    if not isinstance(raw, str):
-        raise BadRoom("the room code must be text, like ABC234")
-    code = re.sub(r"[\s-]", "", raw).upper()
+    code = re.sub(r"[\s-]", "", raw).upper() if isinstance(raw, str) else ""
     if not CODE_RE.match(code):
-        raise BadRoom(
-            f"a room code is {CODE_LENGTH} letters and digits (no 0, O, 1 or I), like ABC234"
-        )
+        raise BadRoom(f"a room code is {CODE_LENGTH} letters and digits (no 0, O, 1 or I), like ABC234")
     return code
 
 
-def clean_text(raw: str, limit: int, what: str) -> str:
-    if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn") for ch in raw):
-        raise BadRoom(f"{what} cannot hold control characters")
-    text = " ".join(raw.split())
-    if len(text) > limit:
-        raise BadRoom(f"{what} is at most {limit} characters")
-    return text
-
-
 def clean_name(raw: object) -> str:
-    """A room's name; empty gives "Class room"."""
+    """A room's name (the rule of a learner's name, learners.readable); empty gives "Class room"."""
     if raw is None or raw == "":
         return "Class room"
     if not isinstance(raw, str):
         raise BadRoom("the room name must be text")
-    return clean_text(raw, NAME_MAX, "a room name") or "Class room"
+    try:
+        return readable(raw, NAME_MAX, "a room name") or "Class room"
+    except BadName as exc:
+        raise BadRoom(str(exc)) from exc
 
 
 def clean_mode(raw: object) -> str:
@@ -147,16 +140,9 @@ def _room(code: str, raw: dict[Any, Any]) -> Room | None:
     if "sandbox" not in fields:
         return None
     mode = fields.get("mode") or ("demo" if fields.get("demo") == "1" else "own")
-    return Room(
-        code=code,
-        name=fields.get("name", "Class room"),
-        sandbox=fields["sandbox"],
-        mode=mode if mode in MODES else "own",
-        created=float(fields.get("created") or 0),
-        joins=int(fields.get("joins") or 0),
-        host=fields.get("host", ""),
-        ask=_ask(fields.get("ask", "")),
-    )
+    return Room(code=code, name=fields.get("name", "Class room"), sandbox=fields["sandbox"],
+                mode=mode if mode in MODES else "own", created=float(fields.get("created") or 0),
+                joins=int(fields.get("joins") or 0), host=fields.get("host", ""), ask=_ask(fields.get("ask", "")))
 
 
 async def create(conn: Conn, name: object, ttl: int, max_rooms: int, host: str = "") -> Room:
@@ -248,6 +234,11 @@ async def record_join(conn: Conn, code: str, ttl: int) -> None:
         await pipe.execute()
 
 
+async def touch(conn: Conn, code: str, ttl: int) -> None:
+    """The instructor worked with the class: its lifetime starts again."""
+    await conn.expire(room_key(code), ttl)
+
+
 async def audience(conn: Conn, room: Room) -> list[str]:
     """Every sandbox a member's open page may be listening on: the learners'
     own, the host's and the shared one (room events go to all of them)."""
@@ -257,12 +248,29 @@ async def audience(conn: Conn, room: Room) -> list[str]:
     return sorted(set(found))
 
 
+async def set_ask(conn: Conn, code: str, ask: Ask | None, ttl: int) -> None:
+    """Put a question to the class (None: no question asked); the class lives on."""
+    async with conn.pipeline(transaction=False) as pipe:
+        if ask is None:
+            pipe.hdel(room_key(code), "ask")
+        else:
+            pipe.hset(room_key(code), "ask", json.dumps(ask.as_json()))
+        pipe.expire(room_key(code), ttl)
+        await pipe.execute()
+
+
+def class_keys(code: str) -> list[str]:
+    """The keys a class holds beside its record: its learners, their answers, demo votes."""
+    return [learners_key(code), answers_key(code), votes_key(code)]
+
+
 async def close(conn: Conn, code: str) -> Room | None:
     """Forget the room (its sandbox's keys are the caller's to reset)."""
     room = await get(conn, code)
     async with conn.pipeline(transaction=False) as pipe:
         pipe.delete(room_key(code))
-        pipe.delete(learners_key(code))
+        for key in class_keys(code):
+            pipe.delete(key)
         pipe.hdel(ROOMS_KEY, code)
         await pipe.execute()
     return room
@@ -275,7 +283,8 @@ async def expired(conn: Conn) -> list[tuple[str, str]]:
         code_s = as_text(code)
         if not await conn.exists(room_key(code_s)):
             await conn.hdel(ROOMS_KEY, code_s)
-            await conn.delete(learners_key(code_s))
+            for key in class_keys(code_s):
+                await conn.delete(key)
             gone.append((code_s, as_text(sandbox)))
     return gone
 

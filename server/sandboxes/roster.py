@@ -1,26 +1,43 @@
-"""The class roster, read from Valkey in two round trips.
+"""The class roster, read from Valkey in two round trips, telling what is so.
 
-One row per learner who joined: their display name, the dive and widget they
-were last on, their progress through each widget's tour, when they last acted
-and whether a page of theirs is open now. Everything comes from the learner's
-own sandbox (`lab:{<sandbox>}:meta`, `lab:{<sandbox>}:progress`), so any worker
-reads the same roster.
+One row per learner who joined, everything read from the learner's own
+records, so any worker reads the same roster and every mode reads the same
+way (in a demo or together the keys are another sandbox's, but each action
+is still recorded on the learner who made it):
+
+* `widget`: the last widget the learner acted on (`lab:{<visitor>}:meta`
+  field `widget`, written by every action's record.lua, never by a page
+  merely loading a widget, nor by an instructor's reset);
+* `page`: the path of the page they have open now (presence.py), null when none;
+* `progress`: their own record (`lab:{<visitor>}:progress`) per widget;
+* `online`, `last_seen` (seconds since the epoch, from their last action);
+* `stuck`: why the learner may need a hand, in words, or "": the last
+  `STUCK_WRONG` answers on one widget were wrong, or their page is open but
+  they have not acted for `STUCK_IDLE` seconds with that widget unfinished.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
 
 from server.emq.wire import Conn, as_dict
-from server.live import presence
+from server.sandboxes import keys, presence, progress
 from server.sandboxes import learners as class_learners
-from server.sandboxes import progress, rooms
+from server.sandboxes.progress import WidgetProgress
 
 PUBLIC_FIELDS = ("name", "page", "widget", "online", "last_seen", "progress")
+STUCK_WRONG = 3  # wrong answers in a row on one widget
+STUCK_IDLE = 300  # seconds on one step, page open, no action
+
+Tours = Mapping[str, Sequence[str]]  # widget -> its tour's milestone ids, in the course's order
 
 
-class LearnerRow(TypedDict):
-    """One learner as the class page and roster.json read it."""
+class Learner(msgspec.Struct):
+    """One learner as the class page, roster.json and results.csv read them."""
 
     id: str  # the learner's sandbox: Reset and Watch on the class page; not in roster.json
     name: str
@@ -28,73 +45,115 @@ class LearnerRow(TypedDict):
     widget: str | None
     online: bool
     last_seen: float | None
-    progress: dict[str, dict[str, Any]]
+    joined: float
+    records: list[WidgetProgress]  # each widget the learner did something on, in the course's order
+    exercises: dict[str, tuple[int, int]]  # exercise -> its best run (passed, total)
+    checks: dict[str, dict[str, bool]]  # exercise -> check -> passed, when the record names checks
+    stuck: str = ""
+
+    def progress_json(self) -> dict[str, dict[str, Any]]:
+        """roster.json's `progress`: per widget, steps reached of all, and predictions."""
+        return {r.widget: {"reached": len(r.reached), "steps": len(r.steps), "done": r.done, "asked": r.asked,
+                           "right": r.right, "verdict": r.verdict} for r in self.records}
+
+    def public(self) -> dict[str, Any]:
+        return {"name": self.name, "page": self.page, "widget": self.widget, "online": self.online,
+                "last_seen": self.last_seen, "progress": self.progress_json()}
+
+    @property
+    def asked(self) -> int:
+        return sum(r.asked for r in self.records)
+
+    @property
+    def right(self) -> int:
+        return sum(r.right for r in self.records)
 
 
-class Roster(TypedDict):
-    code: str
-    mode: str
-    learners: list[LearnerRow]
+def _seen(meta: Mapping[str, str]) -> float | None:
+    raw = meta.get("seen", "")
+    return int(raw) / 1000 if raw.isdecimal() else None
 
 
-def _seen(meta: dict[str, str]) -> float | None:
-    try:
-        return float(meta["seen"])
-    except (KeyError, ValueError):
-        return None
+def exercises_of(fields: Mapping[str, str]) -> tuple[dict[str, tuple[int, int]], dict[str, dict[str, bool]]]:
+    """Each exercise's best run (`ex:<exercise>` = "passed/total", progress.py) and,
+    where the record names them, its checks (`ex:<exercise>:<check>` = "1" or "0")."""
+    best: dict[str, tuple[int, int]] = {}
+    checks: dict[str, dict[str, bool]] = {}
+    for field, value in fields.items():
+        if not field.startswith("ex:"):
+            continue
+        name, _, check = field[3:].partition(":")
+        if check:
+            checks.setdefault(name, {})[check] = value == "1"
+        elif (found := progress.exercise_best(fields, name)) is not None:
+            best[name] = found
+    return dict(sorted(best.items())), {k: dict(sorted(v.items())) for k, v in sorted(checks.items())}
 
 
-def shown(record: progress.WidgetProgress) -> dict[str, Any]:
-    """One widget's record as the roster gives it (server/sandboxes/progress.py)."""
-    found = record.as_json()
-    return {k: found[k] for k in ("reached", "steps", "done", "asked", "right", "verdict")}
+def stuck(meta: Mapping[str, str], records: Sequence[WidgetProgress], runs: Mapping[str, int], now: float) -> str:
+    """Why a learner may be stuck, in words ("" when they are not)."""
+    for widget, run in sorted(runs.items()):
+        if run >= STUCK_WRONG:
+            return f"{run} wrong answers in a row on {widget}"
+    seen, last = _seen(meta), meta.get("widget")
+    record = next((r for r in records if r.widget == last), None)
+    if presence.online(meta) and seen is not None and now - seen >= STUCK_IDLE and record and not record.done:
+        return (f"no action for {int(now - seen) // 60} min on {last}, "
+                f"{len(record.reached)} of {len(record.steps)} steps")
+    return ""
 
 
-async def read(conn: Conn, room: rooms.Room) -> Roster:
-    """{"code", "mode", "learners": [{"id", "name", "page", "widget", "online",
-    "last_seen", "progress"}]} — `id` is the learner's sandbox (for Reset and
-    Watch on the class page; `public` drops it)."""
-    ids = await class_learners.learner_ids(conn, room.code)
+def learner(sandbox: str, meta: Mapping[str, str], made: Mapping[str, str], joined: float, tours: Tours,
+            runs: Mapping[str, int], now: float) -> Learner:
+    """One row from the learner's two records."""
+    records = [found for name, steps in tours.items()
+               if (found := progress.of_widget(made, name, steps)).reached or found.asked]
+    best, checks = exercises_of(made)
+    return Learner(id=sandbox, name=meta.get("name") or "(no name)", page=presence.page(meta),
+                   widget=meta.get("widget") or None, online=presence.online(meta), last_seen=_seen(meta),
+                   joined=joined, records=records, exercises=best, checks=checks,
+                   stuck=stuck(meta, records, runs, now))
+
+
+async def read(conn: Conn, code: str, tours: Tours,
+               runs: Mapping[tuple[str, str], int] | None = None) -> list[Learner]:
+    """Every learner of the class, in joining order. `runs`: (widget, learner)
+    -> wrong answers in a row, from the class's answers (answers.parse)."""
+    joined = await class_learners.joined_at(conn, code)
     replies: list[Any] = []
-    if ids:
+    if joined:
         async with conn.pipeline(transaction=False) as pipe:
-            for sandbox in ids:
-                pipe.hgetall(presence.meta_key(sandbox))
-                pipe.hgetall(progress.progress_key(sandbox))
+            for sandbox in joined:
+                pipe.hgetall(keys.meta_key(sandbox))
+                pipe.hgetall(keys.progress_key(sandbox))
             replies = await pipe.execute()
-    now = presence.now_ms()
-    learners: list[LearnerRow] = []
-    for index, sandbox in enumerate(ids):
-        meta = as_dict(replies[2 * index])
-        made = as_dict(replies[2 * index + 1])
-        learners.append({
-            "id": sandbox,
-            "name": meta.get("name") or "(no name)",
-            "page": meta.get("page"),
-            "widget": meta.get("widget"),
-            "online": presence.is_online(meta, now),
-            "last_seen": _seen(meta),
-            "progress": {name: shown(record) for name, record in sorted(progress.parse(made).items())},
-        })
-    return {"code": room.code, "mode": room.mode, "learners": learners}
+    now, found = time.time(), runs or {}
+    return [learner(sandbox, as_dict(replies[2 * i]), as_dict(replies[2 * i + 1]), at, tours,
+                    {w: n for (w, who), n in found.items() if who == sandbox}, now)
+            for i, (sandbox, at) in enumerate(joined.items())]
 
 
-def public(roster: Roster) -> dict[str, Any]:
+def public(code: str, mode: str, rows: Sequence[Learner]) -> dict[str, Any]:
     """The roster as roster.json gives it: exactly the documented fields."""
-    return {
-        "code": roster["code"],
-        "mode": roster["mode"],
-        "learners": [{k: v for k, v in row.items() if k in PUBLIC_FIELDS} for row in roster["learners"]],
-    }
+    return {"code": code, "mode": mode, "learners": [row.public() for row in rows]}
 
 
-def progress_words(made: dict[str, Any]) -> str:
-    """The progress cell: "fanin 2 of 4 steps, 1 of 2 predictions right (last: Right)" per widget."""
+def progress_words(row: Learner) -> str:
+    """The progress cell: "fanin 2 of 8 steps, 1 of 2 predictions right" per widget."""
     parts = []
-    for name, record in made.items():
-        said = f"{name} done" if record["done"] else f"{name} {record['reached']} of {record['steps']} steps"
-        if record["asked"]:
-            last = "Right" if record["verdict"].startswith("Right") else "Not quite"
-            said += f", {record['right']} of {record['asked']} predictions right (last: {last})"
+    for record in row.records:
+        said = (f"{record.widget} done" if record.done
+                else f"{record.widget} {len(record.reached)} of {len(record.steps)} steps")
+        if record.asked:
+            said += f", {record.right} of {record.asked} predictions right"
         parts.append(said)
     return " · ".join(parts) or "not started"
+
+
+def exercise_words(row: Learner) -> str:
+    """The exercises cell: "fan-in 3 of 5 checks (failed: redelivered)" per exercise."""
+    parts = []
+    for name, (passed, total) in row.exercises.items():
+        failed = [check for check, ok in row.checks.get(name, {}).items() if not ok]
+        parts.append(f"{name} {passed} of {total} checks" + (f" (failed: {', '.join(failed)})" if failed else ""))
+    return " · ".join(parts) or "—"

@@ -4,6 +4,11 @@
 fixtures use it for every integration and end-to-end test, so both run on the
 same real server configured the same way, the EMQ module loaded (every
 primary of a cluster too) when it is built.
+
+Without a `home` a server lives in a temporary folder of its own and keeps
+nothing (the tests, `emqlab serve --ephemeral`); with one it keeps an
+append-only file there and comes back with every key when started again on
+that folder (`emqlab serve`, see datadir.py).
 """
 
 from __future__ import annotations
@@ -18,8 +23,20 @@ import tempfile
 import time
 from pathlib import Path
 
-from server.live.heartbeat import NOTIFY_FLAGS  # what the live stream needs on, written once
 from server.valkey import native
+
+# K = keyspace channels (__keyspace@0__:<key>), A = every event class: what the
+# live stream listens for. Defined here, below the live package, because the
+# managed server starts with them; the live package turns them on elsewhere.
+NOTIFY_FLAGS = "KA"
+
+# Loaded once in the parent: the child of a fork must not dlopen (another
+# thread of ours may hold the loader's lock at the moment of the fork).
+try:
+    _LIBC: ctypes.CDLL | None = ctypes.CDLL("libc.so.6", use_errno=True)
+except OSError:
+    _LIBC = None
+_PR_SET_PDEATHSIG = 1
 
 
 def free_port() -> int:
@@ -29,27 +46,52 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether `port` can be bound now (as valkey-server binds: SO_REUSEADDR)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
 def _die_with_parent() -> None:
     # PR_SET_PDEATHSIG: if the Python process is killed outright (SIGKILL),
-    # the kernel still stops the valkey-server it started.
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)
-    except OSError:
-        pass
+    # the kernel still stops the valkey-server it started. The "parent" is the
+    # thread that started it: a server restarted by the supervisor's thread
+    # is stopped when that thread ends, which it does only at shutdown.
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class ValkeyProcess:
-    """One managed valkey-server: free loopback port, temp dir, no persistence."""
+    """One managed valkey-server on a loopback port."""
 
     def __init__(self, port: int | None = None, binary: str = "valkey-server", load_module: bool = True,
-                 extra_args: tuple[str, ...] = ()) -> None:
+                 extra_args: tuple[str, ...] = (), *, home: Path | None = None,
+                 maxmemory: str | None = None) -> None:
         self.binary = shutil.which(binary) or binary
         self.port = port or free_port()
         # Tests start a server without the module, or with more settings, too.
         self.load_module = load_module
         self.extra_args = extra_args
-        self.dir = Path(tempfile.mkdtemp(prefix="emqlab-valkey-"))
+        self.maxmemory = maxmemory
+        self.persistent = home is not None
+        if home is None:
+            self.dir = Path(tempfile.mkdtemp(prefix="emqlab-valkey-"))
+        else:
+            home.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.dir = home
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -57,13 +99,18 @@ class ValkeyProcess:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def command(self) -> list[str]:
+        # everysec: at most a second of writes lost to a crash, without an
+        # fsync on every click's write. No RDB snapshots beside it.
+        keep = ["--appendonly", "yes", "--appendfsync", "everysec"] if self.persistent else ["--appendonly", "no"]
+        memory = ["--maxmemory", self.maxmemory, "--maxmemory-policy", "noeviction"] if self.maxmemory else []
         return [
             self.binary,
             "--port", str(self.port),
             "--bind", "127.0.0.1",
             "--dir", str(self.dir),
             "--save", "",
-            "--appendonly", "no",
+            *keep,
+            *memory,
             "--daemonize", "no",
             "--notify-keyspace-events", NOTIFY_FLAGS,
             "--logfile", str(self.dir / "valkey.log"),
@@ -82,19 +129,30 @@ class ValkeyProcess:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 -- runs before any thread of ours exists in the child
+            # A session of its own: Ctrl-C in the terminal reaches `emqlab
+            # serve`, which stops the server itself, and not the server first
+            # (which its supervisor would then start again mid-shutdown).
+            start_new_session=True,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 -- one prctl through a handle loaded before the fork
         )
-        self.wait_ready(timeout)
+        try:
+            self.wait_ready(timeout)
+        except RuntimeError:
+            self.stop(remove_dir=False)
+            raise
         return self.url
+
+    def log_tail(self) -> str:
+        log = self.dir / "valkey.log"
+        return log.read_text(errors="replace")[-800:] if log.exists() else ""
 
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
-                log = (self.dir / "valkey.log")
-                tail = log.read_text()[-800:] if log.exists() else ""
-                raise RuntimeError(f"valkey-server exited early ({self.proc.returncode}): {tail}")
-            if self.ping():
+                raise RuntimeError(f"valkey-server exited early (status {self.proc.returncode}); the end of "
+                                   f"{self.dir / 'valkey.log'}:\n{self.log_tail()}")
+            if self.ping():  # -LOADING while it reads its append-only file: not yet
                 return
             time.sleep(0.02)
         raise RuntimeError(f"valkey-server did not answer on port {self.port} within {timeout}s")
@@ -108,6 +166,8 @@ class ValkeyProcess:
             return False
 
     def stop(self, remove_dir: bool = True) -> None:
+        """Stop the server (SIGTERM: it flushes its append-only file first).
+        A temporary folder goes with it unless `remove_dir` is False; a home never does."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -116,7 +176,7 @@ class ValkeyProcess:
                 self.proc.kill()
                 self.proc.wait(timeout=5)
         self.proc = None
-        if remove_dir:
+        if remove_dir and not self.persistent:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> ValkeyProcess:
@@ -127,27 +187,37 @@ class ValkeyProcess:
         self.stop()
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    return True
-
-
 class ClusterNode(ValkeyProcess):
     """A valkey-server with cluster mode on; its bus port is picked free too
     (the default, port + 10000, may be taken or out of range)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.bus_port = free_port()
+    def __init__(self, port: int | None = None, bus_port: int | None = None, *, home: Path | None = None,
+                 maxmemory: str | None = None) -> None:
+        super().__init__(port, home=home, maxmemory=maxmemory)
+        self.bus_port = bus_port or free_port()
+
+    @property
+    def config_file(self) -> Path:
+        return self.dir / "nodes.conf"
+
+    def holds_slots(self) -> bool:
+        """Whether this node's nodes.conf gives it slots (it was part of a formed cluster)."""
+        try:
+            lines = self.config_file.read_text().splitlines()
+        except FileNotFoundError:
+            return False
+        for line in lines:
+            # `<id> <addr> myself,master - 0 0 <epoch> connected 0-5460`: slots follow the 8th field
+            fields = line.split()
+            if len(fields) > 8 and "myself" in fields[2]:
+                return True
+        return False
 
     def command(self) -> list[str]:
         return [
             *super().command(),
             "--cluster-enabled", "yes",
-            "--cluster-config-file", str(self.dir / "nodes.conf"),
+            "--cluster-config-file", str(self.config_file),
             "--cluster-port", str(self.bus_port),
             "--cluster-node-timeout", "2000",
         ]
@@ -157,28 +227,41 @@ class ValkeyCluster:
     """A managed Valkey Cluster of `primaries` nodes, joined by valkey-cli.
 
     Real processes, real slot ownership: a script whose keys span two slots is
-    refused by the server with CROSSSLOT, exactly as in production.
+    refused by the server with CROSSSLOT, exactly as in production. Nodes with
+    homes whose nodes.conf already hold slots form again by themselves on
+    their old ports (their peers' addresses are in nodes.conf), with their data.
     """
 
-    def __init__(self, primaries: int = 3, cli: str = "valkey-cli") -> None:
+    def __init__(self, primaries: int = 3, cli: str = "valkey-cli", *, nodes: list[ClusterNode] | None = None) -> None:
         self.cli = shutil.which(cli) or cli
-        self.nodes = [ClusterNode() for _ in range(primaries)]
+        self.nodes = nodes if nodes is not None else [ClusterNode() for _ in range(primaries)]
 
     @property
     def url(self) -> str:
         return self.nodes[0].url
 
+    def formed(self) -> bool:
+        """True when every node already belongs to a formed cluster, False when none does."""
+        holding = [node.holds_slots() for node in self.nodes]
+        if any(holding) and not all(holding):
+            folders = ", ".join(str(node.dir) for node in self.nodes)
+            raise RuntimeError(f"only some nodes of the cluster in {folders} hold slots: "
+                               "remove those folders to start a new, empty cluster")
+        return all(holding)
+
     def start(self, timeout: float = 30.0) -> str:
         if not shutil.which(self.cli):
             raise RuntimeError(f"{self.cli} not found: run `make serve` or `make test`, which install valkey-tools")
         try:
+            formed = self.formed()  # read before a start writes a fresh nodes.conf
             for node in self.nodes:
                 node.start()
-            addresses = [f"127.0.0.1:{node.port}" for node in self.nodes]
-            subprocess.run(
-                [self.cli, "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
-                check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            )
+            if not formed:
+                addresses = [f"127.0.0.1:{node.port}" for node in self.nodes]
+                subprocess.run(
+                    [self.cli, "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
+                    check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                )
         except BaseException:
             self.stop()  # no node left behind by a start that failed halfway
             raise

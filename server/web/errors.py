@@ -38,7 +38,7 @@ from starlette.requests import ClientDisconnect
 from server.emq.errors import EmqError
 from server.emq.keyspace import BadId
 from server.emq.shape import FlowShapeError
-from server.sandboxes.admission import Full
+from server.sandboxes.admission import AddressFull, Full
 from server.sandboxes.sandbox import NoSandbox
 from server.web.answer import JSONAnswer
 from server.web.bodies import BadBody
@@ -110,6 +110,8 @@ def answer_error(exc: Exception) -> JSONAnswer:
         return problem(400, str(exc))
     if isinstance(exc, widget_base.Refused):
         return problem(409, str(exc))
+    if isinstance(exc, AddressFull):
+        return JSONAnswer({"error": str(exc)}, status_code=429, headers={"Retry-After": "60"})
     if isinstance(exc, Full):
         return JSONAnswer({"error": str(exc)}, status_code=503, headers={"Retry-After": "60"})
     if isinstance(exc, ResponseError) and "WRONGTYPE" in str(exc):

@@ -189,12 +189,12 @@ async def require_instructor(request: Request) -> None:
 async def check_token(request: Request, given: str) -> None:
     """Compare a token only while this address is under its failed-attempt limit."""
     settings, conn = request.app.state.settings, request.app.state.conn
-    address = rates.client_address(request)
-    if await rates.over_attempts(conn, address, "sign-in", settings.attempt_limit):
+    counted = await rates.take_attempt(conn, rates.client_address(request), "sign-in", settings.attempt_limit)
+    if counted is None:
         raise Refused(429, rates.too_many_attempts(settings.attempt_limit))
     if not token_matches(given, settings.instructor_token or ""):
-        await rates.count_failure(conn, address, "sign-in")
         raise Refused(401, "that is not the instructor token")
+    await conn.decr(counted)  # the right token: not a failed attempt
 
 
 # -- cross-site requests ----------------------------------------------------------------

@@ -10,7 +10,6 @@ import functools
 from collections.abc import Mapping
 from http.cookies import SimpleCookie
 from types import MappingProxyType
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 

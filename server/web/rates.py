@@ -85,5 +85,17 @@ async def count_failure(conn: Conn, address: str, kind: str) -> None:
         await pipe.execute()
 
 
+async def take_attempt(conn: Conn, address: str, kind: str, limit: int) -> str | None:
+    """Count one attempt BEFORE anything is compared, with one INCR (atomic
+    however many arrive at once): the key it was counted in, or None when it
+    is past the limit (then nothing may be compared)."""
+    key = attempts_key(address, kind)
+    async with conn.pipeline(transaction=False) as pipe:
+        pipe.incr(key)
+        pipe.expire(key, 120)
+        count, _ = await pipe.execute()
+    return key if limit <= 0 or int(count) <= limit else None
+
+
 def too_many_attempts(limit: int) -> str:
     return f"too many failed attempts: at most {limit} a minute from one address; wait a minute and try again"

@@ -20,6 +20,7 @@ from starlette.responses import Response
 from starlette.templating import Jinja2Templates
 
 from server.content import Course
+from server.web import guards
 from server.widgets import traces
 from server.widgets.snapshot import Catalog
 
@@ -34,9 +35,13 @@ def course_of(request: Request) -> Course:
 
 
 def respond(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
-    """`template` rendered with `context` as the page's response."""
+    """`template` rendered with `context` as the page's response. `in_class`:
+    a learner of a class (not its instructor), so a page without widgets
+    still follows the class's moves (base.html loads room-follow.js)."""
     templates: Jinja2Templates = request.app.state.templates
-    return templates.TemplateResponse(request, template, context, status_code=status)
+    room = getattr(request.app.state, "room_cookie", None)
+    in_class = room is not None and room.read(request) is not None and not guards.is_instructor(request)
+    return templates.TemplateResponse(request, template, {"in_class": in_class, **context}, status_code=status)
 
 
 def key_breaks(name: str) -> Markup:

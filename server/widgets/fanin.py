@@ -13,7 +13,6 @@ numbers after it come from the snapshot, read from Valkey.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -86,7 +85,7 @@ class FanIn(Widget):
                     for child in reading_.children]
         return Description(self.readout(view, reading_, active), {
             "parent": reading_.parent.as_json(), "children": children, "active": active,
-            "last": _json(moment.state.get("last")), "lapsed": _json(moment.state.get("lapsed"))})
+            "last": moment.kept("last"), "lapsed": moment.kept("lapsed")})
 
     @staticmethod
     def readout(view: QueueView, reading_: flow.FlowReading, active: list[dict[str, Any]]) -> str:
@@ -117,7 +116,7 @@ class FanIn(Widget):
     @reading("completion-to-redeliver")
     def completion_to_redeliver(self, now: Moment, before: Moment) -> Value:
         """A completion was sent, so "Redeliver last completion" has one to send again."""
-        return _json(now.state.get("last")) is not None
+        return now.kept("last") is not None
 
     @reading("parent-fate")
     def parent_fate(self, now: Moment, before: Moment) -> Value:
@@ -220,7 +219,7 @@ class FanIn(Widget):
 
     @action("late", "Send the late completion")
     async def late(self, turn: Turn, body: Body) -> Outcome:
-        lapsed = _json(turn.moment.state.get("lapsed"))
+        lapsed = turn.moment.kept("lapsed")
         if not lapsed:
             return Outcome(text="No lease has lapsed yet: Claim a child, then Let the lease lapse.", kind="info")
         job_id, token = str(lapsed["id"]), int(lapsed["token"])
@@ -237,7 +236,7 @@ class FanIn(Widget):
 
     @action("redeliver", "Redeliver last completion")
     async def redeliver(self, turn: Turn, body: Body) -> Outcome:
-        last = _json(turn.moment.state.get("last"))
+        last = turn.moment.kept("last")
         if not last:
             return Outcome(text="Nothing to redeliver yet: complete a child first.", kind="info")
         answer = await self.send(turn, str(last["id"]), int(last["token"]), str(last["result"]))
@@ -247,12 +246,3 @@ class FanIn(Widget):
                        reached=("redelivered",) if answer.startswith("0") else (),
                        detail={"child": str(last["id"]), "answer": answer})
 
-
-def _json(raw: str | None) -> dict[str, Any] | None:
-    if not raw:
-        return None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None

@@ -26,6 +26,14 @@ Counted = Literal["processed", "ignored"]
 EntryState = Literal["waiting", "applied"]
 
 
+def trusted_by(sandbox: str) -> pump.Accept:
+    """The site's one rule for an outbox entry a learner could have written:
+    its parent queue is one of this sandbox's, else the Pump treats it as
+    poison and never delivers it (every Pump a widget runs passes this)."""
+    prefix = sandbox + "."
+    return lambda entry: entry.parent_queue.startswith(prefix)
+
+
 def plural(n: int, one: str, many: str | None = None) -> str:
     """`1 entry`, `2 entries`: every count a sentence shows goes through here."""
     return f"{n} {one if n == 1 else (many or one + 's')}"

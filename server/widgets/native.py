@@ -32,7 +32,7 @@ from server.widgets import native_line as wire
 from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
 from server.widgets.flow import plural
 from server.widgets.turn import Turn
-from server.widgets.view import Moment, QueueView
+from server.widgets.view import Moment, QueueView, json_object
 
 PARENT, CHILD, FLAT = "JOBparent", "JOBchild", "JOBflat"
 RESULT = "packed"  # one word: the line reads as it was sent
@@ -47,11 +47,7 @@ def flow_spec() -> dict[str, Any]:
 
 
 def last_press(state: dict[str, str]) -> dict[str, Any] | None:
-    try:
-        found = json.loads(state.get("last") or "null")
-    except ValueError:
-        return None
-    return found if isinstance(found, dict) else None
+    return json_object(state.get("last"))
 
 
 def flat_words(view: QueueView) -> str:

@@ -76,7 +76,7 @@ async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = Non
         except BaseException:
             await held.release()
             raise
-        await held.finish("", [admission.touch_call(actor.sandbox, _now_ms())])
+        await held.finish("")  # a first showing is not a use: the sandbox stays evictable until an action
     return (await snapshot.read(lab.conn, lab.catalog, widget, actor.sandbox, lab.snapshot_bytes))[1]
 
 
@@ -99,23 +99,25 @@ async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, adm
         verdict = None
         if question is not None and body.predict is not None:
             verdict = questions.judge(widget, question, body.predict.answer, await held.read(), before)
-        if slug in ("reset", "goto"):
-            held.remember(landed="1")
+        held.remember(landed="1")  # the scenario stands whole again (an action may have cleared it)
     except BaseException:
         await held.release()
         raise
     record = _record(widget, actor, slug, outcome, verdict)
     step = progress.Step(widget.name, outcome.reached if slug != "goto" else (),
                          verdict.right if verdict else None, verdict.text if verdict else "")
-    calls: list[Call | tuple[Any, ...]] = [progress.record_call(actor.visitor, step, lab.ttl, _now_ms()),
-                                           admission.touch_call(actor.sandbox, _now_ms())]
+    calls: list[Call | tuple[Any, ...]] = [admission.touch_call(actor.sandbox, _now_ms())]
+    if actor.records:
+        calls.insert(0, progress.record_call(actor.visitor, step, lab.ttl, _now_ms()))
     if verdict is not None and actor.room:
         asked = actor.ask if actor.ask and actor.ask[:2] == (widget.name, verdict.question) else None
         calls.append(answers.answer_command(actor.room, actor.visitor, widget.name, verdict.question,
                                             verdict.answer, verdict.right,
-                                            asked[3] if asked else None, asked[2] if asked else None))
+                                            asked[3] if asked else None, asked[2] if asked else None,
+                                            feedback=verdict.feedback))
     ver, replies = await held.finish(json.dumps(record), calls)
-    fields = progress.fields_of(replies[0]) if replies and not isinstance(replies[0], Exception) else {}
+    recorded = actor.records and replies and not isinstance(replies[0], Exception)
+    fields = progress.fields_of(replies[0]) if recorded else {}
     mine = progress.of_widget(fields, widget.name, [s.id for s in widget.tour])
     return Acted(record, int(ver), mine, verdict)
 

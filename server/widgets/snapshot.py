@@ -9,7 +9,6 @@ Nothing in it is computed in the browser or kept in this process.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,7 +77,7 @@ def compose(catalog: Catalog, widget: Widget, moment: Moment, fields: Mapping[st
         readout=described.readout if described else "",
         picture=described.picture if described else None,
         problem=problem,
-        outcome=_json_object(moment.state.get("outcome")),
+        outcome=moment.kept("outcome"),
         questions=[q.as_json() for q in asked],
         steps=[{"id": s.id, "label": s.label, "reached": s.id in record.reached} for s in widget.tour],
         progress=record,
@@ -98,12 +97,3 @@ async def read(conn: Conn, catalog: Catalog, widget: Widget, sandbox: str,
     moment = turn.moment_of(conn, widget, sandbox, replies[:-1])
     return moment, compose(catalog, widget, moment, progress.fields_of(replies[-1]))
 
-
-def _json_object(raw: str | None) -> dict[str, Any] | None:
-    if not raw:
-        return None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None

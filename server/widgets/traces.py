@@ -27,6 +27,7 @@ from redis.exceptions import RedisError
 
 from server.widgets import runner, snapshot
 from server.widgets.base import Widget
+from server.widgets.questions import Verdict
 from server.widgets.snapshot import Snapshot
 from server.widgets.turn import Actor
 
@@ -54,6 +55,7 @@ class Row:
     keys: int
     changes: tuple[KeyChange, ...] = ()
     question: str = ""  # the question open before this step, when this step answers it
+    answer: str = ""  # what Valkey held for that question after the step, in the question's words
 
 
 @dataclass
@@ -103,14 +105,25 @@ async def record(lab: runner.Lab, widget: Widget, sandbox: str) -> Trace:
     for step in widget.tour:
         for slug, raw in step.replay:
             action = widget.actions[slug]
-            asked = next((q["legend"] for q in snap.questions if q["action"] == slug), "")
-            acted = await runner.act(lab, widget, actor, slug, msgspec.convert(raw, action.body))
+            open_ = next((q for q in snap.questions if q["action"] == slug), None)
+            asked = open_["legend"] if open_ else ""
+            # the question goes with the step, unanswered: the verdict says what Valkey held
+            ask = {"predict": {"question": open_["id"], "answer": None}} if open_ else {}
+            acted = await runner.act(lab, widget, actor, slug, msgspec.convert({**raw, **ask}, action.body))
+            held = _held(lab, widget, acted.verdict) if acted.verdict else ""
             _, snap = await snapshot.read(lab.conn, lab.catalog, widget, sandbox)
             after = keys_of(snap)
             trace.rows.append(Row(len(trace.rows), action.label, str(acted.outcome["text"]),
-                                  str(acted.outcome["kind"]), snap.readout, len(after), changes(keys, after), asked))
+                                  str(acted.outcome["kind"]), snap.readout, len(after), changes(keys, after), asked,
+                                  held))
             keys = after
     return trace
+
+
+def _held(lab: runner.Lab, widget: Widget, verdict: Verdict) -> str:
+    """What Valkey held for a question after its step, in the question's own words."""
+    question = next((q for q in lab.catalog.asked(widget) if q.id == verdict.question), None)
+    return f"Valkey held {question.says.format(value=question.words(verdict.truth))}." if question else ""
 
 
 async def record_all(lab: runner.Lab, clear: Any) -> dict[str, Trace]:

@@ -27,7 +27,7 @@ from server.emq.wire import Conn
 from server.sandboxes import keys
 from server.sandboxes.sandbox import queue_name
 from server.valkey.client import node_of
-from server.widgets.view import Moment, decode
+from server.widgets.view import Moment, QueueView, decode
 
 if TYPE_CHECKING:
     from server.widgets.base import Widget
@@ -64,6 +64,10 @@ class Actor:
     # The question the class was asked, as (widget, question, step, round):
     # an answer to it is counted in that round.
     ask: tuple[str, str, int, int] | None = None
+    # False for an action done to the sandbox on its learner's behalf (an
+    # instructor's reset, a class's "Ask the class" rebuild): the learner's
+    # record and activity (last widget acted on, last seen) stay as they were.
+    records: bool = True
 
 
 def queues_of(widget: Widget, sandbox: str) -> dict[str, str]:
@@ -75,13 +79,15 @@ def read_calls(widget: Widget, sandbox: str, budget: int = SNAPSHOT_BYTES) -> li
     """One `read.lua` call per queue (the lab state comes with the first)."""
     queues = queues_of(widget, sandbox)
     share = budget // len(queues)
-    return [(READ, [keys.state_key(queues[widget.queue_parts[0]]), keys.index_key(queue)],
+    # each queue's own lab keys (one slot per call); the lab state is the first queue's
+    return [(READ, [keys.state_key(queue), keys.index_key(queue)],
              [f"emq:{{{queue}}}:", share, *widget.job_ids(part)]) for part, queue in queues.items()]
 
 
 def moment_of(conn: Conn, widget: Widget, sandbox: str, replies: Sequence[Any]) -> Moment:
     """The replies of `read_calls` as a Moment."""
-    views, state = {}, {}
+    views: dict[str, QueueView] = {}
+    state: dict[str, str] = {}
     for i, (part, queue) in enumerate(queues_of(widget, sandbox).items()):
         found, view = decode(queue, part, sandbox, replies[i], node_of(conn, f"emq:{{{queue}}}:"))
         views[part] = view
@@ -130,7 +136,9 @@ class Turn:
                     assert call is not None
                     call[0].queue(pipe, call[1], call[2])
                 replies = await execute(self.conn, pipe, calls)
-            if replies[0] is not None and not isinstance(replies[0], Exception):
+            if isinstance(replies[0], Exception):
+                raise replies[0]  # the lock itself refused (out of memory): said at once, not as Busy
+            if replies[0] is not None:
                 break
             if asyncio.get_running_loop().time() > deadline:
                 raise Busy("another action on this widget is still running; try again in a moment")
@@ -158,7 +166,7 @@ class Turn:
             return
         async with self.conn.pipeline(transaction=False) as pipe:
             if self.kept:
-                pipe.hset(keys.state_key(self.first), mapping=dict(self.kept))
+                pipe.hset(keys.state_key(self.first), mapping=dict[Any, Any](self.kept))
             for command in self.after:
                 pipe.execute_command(*command)
             await pipe.execute(raise_on_error=False)
@@ -166,10 +174,13 @@ class Turn:
 
     async def clear(self, *, keep_choices: bool = True) -> None:
         """Remove every key of the widget's queues, whatever their types (Reset).
-        The state's `ver` and `landed` stay (a page paints nothing older than it has seen,
+        The state's `ver` stays (a page paints nothing older than it has seen,
         so a failed action after a clear must not take it back to 0), and the
-        learner's kept choices unless `keep_choices` is False (a deep link)."""
-        kept = json.dumps(["ver", "landed", *(self.widget.kept_on_reset if keep_choices else ())])
+        learner's kept choices unless `keep_choices` is False (a deep link).
+        `landed` goes: until the action's finish writes it again, a page that
+        opens the widget waits for the lock instead of reading a half-landed
+        scenario, and a site killed mid-action lands it afresh."""
+        kept = json.dumps(["ver", *(self.widget.kept_on_reset if keep_choices else ())])
         calls: list[Call | None] = [
             (CLEAR, [keys.state_key(q), keys.index_key(q), keys.spent_key(q)],
              [f"emq:{{{q}}}:", kept, *self.widget.job_ids(part)]) for part, q in self.queues.items()]
@@ -195,7 +206,7 @@ class Turn:
             for record in records:
                 if isinstance(record[0], Script):
                     record[0].queue(pipe, record[1], record[2])
-                    calls.append(record)  # type: ignore[arg-type]
+                    calls.append(record)
                 else:
                     pipe.execute_command(*record)
                     calls.append(None)

@@ -10,6 +10,7 @@ which removes keys whatever their types, is the way back.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,7 +91,7 @@ class QueueView:
 
     def scores(self, suffix: str) -> dict[str, float]:
         found = self.get(suffix)
-        return {m: s for m, s in found.value} if found is not None and found.type == "zset" and found.value else {}
+        return dict(found.value) if found is not None and found.type == "zset" and found.value else {}
 
     def items(self, suffix: str) -> list[str]:
         """A list key's elements (the outbox)."""
@@ -125,6 +126,19 @@ class QueueView:
         return found
 
 
+def json_object(raw: str | None) -> dict[str, Any] | None:
+    """A JSON object the lab state keeps (an outcome, a remembered press), or
+    None when absent or not an object: a learner cannot reach the lab state,
+    but a half-written or older one must not break a picture."""
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 @dataclass(frozen=True)
 class Moment:
     """A widget's queues and lab state, read at one moment."""
@@ -139,6 +153,10 @@ class Moment:
     def view(self, part: str | None = None) -> QueueView:
         return self.first if part is None else self.views[part]
 
+    def kept(self, field: str) -> dict[str, Any] | None:
+        """A JSON object the widget remembered in its lab state (`turn.remember`)."""
+        return json_object(self.state.get(field))
+
     @property
     def landed(self) -> bool:
         return self.state.get("landed") == "1"
@@ -152,7 +170,8 @@ def shown(name: str, sandbox: str) -> str:
     return name.replace("{" + sandbox + ".", "{", 1)
 
 
-def decode(queue: str, part: str, sandbox: str, reply: Any, node: str | None = None) -> tuple[dict[str, str], QueueView]:
+def decode(queue: str, part: str, sandbox: str, reply: Any,
+           node: str | None = None) -> tuple[dict[str, str], QueueView]:
     """A `read.lua` reply as (lab state, the queue's view)."""
     raw_state, found, more = reply
     state = dict(zip(raw_state[::2], raw_state[1::2], strict=True))

@@ -1,87 +1,164 @@
-// class.js — the class page's live roster. The server reads the roster from
-// Valkey and sends it on /instructor/rooms/<CODE>/events each time it changes;
-// this module only redraws the table from what it receives (every word in a
-// cell, the progress included, is the server's).
+// class.js — the class page (and its projector view), live. The server reads
+// the class from Valkey and sends it in words on /instructor/rooms/<CODE>/events
+// each time it changed (at once when a learner answers); this module only lays
+// the words out, the same way the page's template does: every word in a cell,
+// a count, a mark, a feedback, is the server's.
 
 const page = document.querySelector("[data-class]");
 
-function cell(tag, label, role, text) {
+function el(tag, text, role) {
   const node = document.createElement(tag);
-  node.dataset.label = label;
+  if (text !== undefined && text !== null) node.textContent = text;
   if (role) node.dataset.role = role;
-  if (text !== undefined) node.textContent = text;
   return node;
 }
 
+// ---- the answers: one block per question and round -----------------------
+
+function distribution(items, role, line) {
+  const list = el("ul", undefined, role);
+  list.className = "distribution";
+  if (role === "distribution") list.setAttribute("aria-label", "Answers and their counts");
+  for (const item of items) list.append(line(item));
+  return list;
+}
+
+function answerLine(a) {
+  const li = el("li");
+  li.dataset.mark = a.mark;
+  const value = el("span", a.value);
+  value.className = "answer-value";
+  li.append(value, ": ", el("span", a.count, "count"));
+  if (a.mark) {
+    const mark = el("span", `(${a.mark})`);
+    mark.className = "answer-mark";
+    li.append(" ", mark);
+  }
+  return li;
+}
+
+function movedLine(m) {
+  const li = el("li");
+  const value = el("span", m.value);
+  value.className = "answer-value";
+  li.append(value, `: ${m.first} → ${m.second}`);
+  return li;
+}
+
+function question(q) {
+  const box = el("article");
+  box.className = "class-question";
+  box.dataset.question = q.key;
+  box.dataset.revealed = q.revealed ? "1" : "0";
+  const where = el("p", `${q.widget} · ${q.where}`, "where");
+  where.className = "hint";
+  const counts = el("p");
+  counts.append(el("strong", q.answered, "answered"), "; ", el("span", q.waiting, "waiting"));
+  box.append(el("h3", q.legend), where, counts, distribution(q.answers, "distribution", answerLine));
+  if (q.common_wrong) {
+    const wrong = el("p", undefined, "common-wrong");
+    wrong.append("Most common wrong answer: ", el("strong", q.common_wrong.value), ` (${q.common_wrong.count}).`);
+    if (q.common_wrong.feedback) wrong.append(" ", el("span", q.common_wrong.feedback, "feedback"));
+    box.append(wrong);
+  }
+  if (q.moved.length) {
+    box.append(el("p", "First vote → second vote:"), distribution(q.moved, "moved", movedLine),
+      el("p", q.moved_words, "moved-words"));
+  }
+  return box;
+}
+
+function drawAnswers(answers) {
+  const list = page.querySelector('[data-role="answer-list"]');
+  if (!answers.length) list.replaceChildren(el("p", "No learner has answered a question yet.", "no-answers"));
+  else list.replaceChildren(...answers.map(question));
+}
+
+// ---- the roster ------------------------------------------------------------
+
+const CELLS = [["Page", "page"], ["Widget", "widget"], ["Progress", "progress"], ["Exercises", "exercises"],
+  ["Last activity", "seen"]];
+
+function cell(label, role, text) {
+  const td = el("td", text, role);
+  td.dataset.label = label;
+  return td;
+}
+
 function actions(code, learner) {
-  const td = cell("td", "Actions", null);
+  const td = cell("Actions", null);
   td.className = "lab-actions";
-  const form = document.createElement("form");
+  const form = el("form");
   form.method = "post";
   form.action = `/instructor/rooms/${code}/learners/${learner.id}/reset`;
-  const reset = document.createElement("button");
+  const reset = el("button", "Reset");
   reset.type = "submit";
-  reset.textContent = "Reset";
   reset.setAttribute("aria-label", `Reset ${learner.name}`);
   form.append(reset);
-  const watch = document.createElement("a");
+  const watch = el("a", "Watch");
   watch.className = "lab-button";
   watch.href = `/instructor/rooms/${code}/learners/${learner.id}/watch`;
-  watch.textContent = "Watch";
   watch.setAttribute("aria-label", `Watch ${learner.name}`);
   td.append(form, watch);
   return td;
 }
 
 function row(code, learner) {
-  const tr = document.createElement("tr");
+  const tr = el("tr");
   tr.dataset.learner = learner.id;
-  const name = cell("th", "Name", "name", learner.name);
+  if (learner.stuck) tr.dataset.stuck = "1";
+  const name = el("th", learner.name, "name");
   name.scope = "row";
-  tr.append(
-    name,
-    cell("td", "Dive", "page", learner.page || "—"),
-    cell("td", "Widget", "widget", learner.widget || "—"),
-    cell("td", "Progress", "progress", learner.progress_text),
-    cell("td", "Last activity", "seen", learner.ago),
-    cell("td", "Online", "online", learner.online ? "online" : "offline"),
-    actions(code, learner),
-  );
+  name.dataset.label = "Name";
+  tr.append(name, ...CELLS.map(([label, role]) => cell(label, role, learner[role])),
+    cell("Online", "online", learner.online ? "online" : "offline"), cell("Needs a hand", "stuck", learner.stuck ? `Stuck: ${learner.stuck}` : "—"), actions(code, learner));
   return tr;
 }
 
-function draw(roster) {
+function drawRoster(data) {
   const body = page.querySelector('[data-role="roster"] tbody');
+  if (!body) return;
   // Keep the row that holds the keyboard focus in place: only its cells change.
   const focused = document.activeElement && document.activeElement.closest("tr[data-learner]");
-  const rows = roster.learners.map((learner) => {
-    const fresh = row(roster.code, learner);
-    if (focused && focused.dataset.learner === learner.id) {
-      for (const role of ["name", "page", "widget", "progress", "seen", "online"]) {
-        focused.querySelector(`[data-role="${role}"]`).textContent = fresh.querySelector(`[data-role="${role}"]`).textContent;
-      }
-      return focused;
+  body.replaceChildren(...data.learners.map((learner) => {
+    const fresh = row(data.code, learner);
+    if (!focused || focused.dataset.learner !== learner.id) return fresh;
+    for (const role of ["name", ...CELLS.map(([, r]) => r), "online", "stuck"]) {
+      focused.querySelector(`[data-role="${role}"]`).textContent = fresh.querySelector(`[data-role="${role}"]`).textContent;
     }
-    return fresh;
-  });
-  body.replaceChildren(...rows);
-  const count = roster.learners.length;
+    return focused;
+  }));
   const status = page.querySelector('[data-role="roster-status"]');
-  const text = `${count} learner${count === 1 ? "" : "s"} joined.`;
+  const text = `${data.count} learner${data.count === 1 ? "" : "s"} joined.`;
   if (status.textContent !== text) status.textContent = text;
   const mode = page.querySelector('[data-role="mode"]');
-  if (mode.dataset.mode !== roster.mode) {
-    mode.dataset.mode = roster.mode;
-    mode.textContent = `The mode changed to "${roster.mode}": reload the page for its controls.`;
+  if (mode && mode.dataset.mode !== data.mode) {
+    mode.dataset.mode = data.mode;
+    mode.textContent = `The mode changed to "${data.mode}": reload the page for its controls.`;
   }
 }
 
+function say(text) {
+  const status = page.querySelector('[data-role="class-status"]');
+  status.hidden = !text;
+  if (status.textContent !== text) status.textContent = text;
+}
+
 if (page) {
-  const code = page.dataset.class;
-  const source = new EventSource(`/instructor/rooms/${encodeURIComponent(code)}/events`);
-  source.addEventListener("roster", (e) => draw(JSON.parse(e.data)));
+  const projector = page.dataset.projector === "1";
+  const code = encodeURIComponent(page.dataset.class);
+  const source = new EventSource(`/instructor/rooms/${code}/events${projector ? "?view=projector" : ""}`);
+  source.addEventListener("roster", (e) => {
+    const data = JSON.parse(e.data);
+    if (data.down) return say(data.down);
+    say("");
+    drawAnswers(data.answers);
+    if (!projector) drawRoster(data);
+    page.dataset.live = "1"; // tools and tests can tell the page follows the class
+  });
   source.addEventListener("closed", () => {
     source.close();
-    page.querySelector('[data-role="roster-status"]').textContent = "This class was closed.";
+    say("This class was closed; its results stay downloadable from the instructor's page.");
   });
+  source.onerror = () => say("The live view is reconnecting…");
 }

@@ -85,7 +85,7 @@ def test_a_step_past_the_tour_says_how_many_steps_it_has_and_opens_the_last(page
     page.goto("/flows/reading-the-results#step=99")
     widget = region(page, "results")
     expect(widget.locator('[data-role="outcome"]')).to_contain_text(
-        "This tour has 4 steps, so the link to step 99 opened the last one. Step 4 of 4"
+        "The tour has 5 steps; here is the last. Step 5 of 5"
     )
     expect(widget.locator('[data-role="status"]')).to_have_text("")
 

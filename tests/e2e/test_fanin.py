@@ -70,7 +70,7 @@ def test_two_browser_contexts_get_separate_sandboxes(context: BrowserContext, br
         b.reload()
         expect(fanin(b).locator('[data-role="dependencies"]')).to_have_text("3")
         counters = sorted(site.redis().mget(site.redis().keys("emq:{*.fanin}:job:JOBparent:dependencies")))
-        assert counters[:2] == ["2", "3"] or "2" in counters and "3" in counters
+        assert counters[:2] == ["2", "3"] or ("2" in counters and "3" in counters)
     finally:
         other.close()
 

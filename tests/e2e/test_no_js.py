@@ -70,14 +70,6 @@ def test_the_stepper_trace_shows_each_move_and_the_emqkind_refusal(still_page: P
     expect(row(table, 6)).to_have_attribute("data-kind", "refused")
 
 
-def test_the_results_trace_shows_what_the_three_reads_returned(still_page: Page) -> None:
-    table = trace_of(still_page, "results")
-    last = row(table, 4)
-    expect(last).to_contain_text("children_values → {JOBleg1: subtotal 40.00, JOBleg2: tax 8.00}")
-    expect(last).to_contain_text("ignored_failures → {JOBleg3: carrier API timed out}")
-    expect(last).to_contain_text("the three reads wrote nothing")
-
-
 def test_the_outbox_trace_ends_with_the_parent_released(still_page: Page) -> None:
     table = trace_of(still_page, "outbox")
     expect(row(table, 1)).to_contain_text("mail · flow:outbox")
@@ -101,13 +93,6 @@ def test_the_failure_policy_trace_shows_both_policies_the_pump_and_the_mixed_flo
     expect(row(table, 14)).to_contain_text("does not read the policy token")
     expect(row(table, 15)).to_contain_text("parent_policy id (ignore the dependency)")
     expect(row(table, 16)).to_contain_text("resolves to fp")
-
-
-def test_the_ledger_trace_shows_refused_flows_the_retry_and_the_id_gate(still_page: Page) -> None:
-    table = trace_of(still_page, "ledger")
-    expect(row(table, 3)).to_contain_text("EMQKIND")
-    expect(row(table, 5)).to_contain_text("Retried flow 4")
-    expect(row(table, 7)).to_contain_text("BadId")
 
 
 def test_with_javascript_the_trace_folds_away_under_the_live_widget(page: Page) -> None:

@@ -100,16 +100,6 @@ def flow(parent: str, *children: Any) -> dict[str, Any]:
 SANDBOX = "s0123456789"  # the sandbox the widget tests act in
 
 
-async def landed_widget(conn: Any, name: str) -> tuple[Any, Any]:
-    """A widget of the registry and its context in SANDBOX, its scenario landed."""
-    from server.widgets import WIDGETS
-    from server.widgets.base import Context
-
-    widget, ctx = WIDGETS[name], Context(conn, SANDBOX)
-    await widget.show(ctx)
-    return widget, ctx
-
-
 async def act(widget: Any, ctx: Any, slug: str, body: dict[str, Any] | None = None) -> Any:
     """One widget action the way the API runs it: under the widget's lock,
     recorded by `finish` (readings filled in); returns the outcome."""

@@ -12,7 +12,8 @@ from tests.support import LiveSite, running
 
 @pytest.fixture(scope="module")
 def limited() -> Iterator[LiveSite]:
-    with ValkeyProcess() as valkey, running(valkey.url, {"EMQLAB_READ_LIMIT": "40", "EMQLAB_RATE_LIMIT": "100"}) as site:
+    limits = {"EMQLAB_READ_LIMIT": "40", "EMQLAB_RATE_LIMIT": "100"}
+    with ValkeyProcess() as valkey, running(valkey.url, limits) as site:
         yield site
 
 

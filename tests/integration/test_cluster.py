@@ -43,7 +43,7 @@ async def test_flows_run_end_to_end_on_a_cluster(cluster_conn) -> None:
     )
     with pytest.raises(errors.KindRefused):
         await flows.add(conn, Q, flow("JOBk", "TASKk1"))
-    landed = await flows.add_bulk_pipelined(conn, Q, [flow("JOBb", "JOBb1"), flow("JOBc", "TASKc1")])
+    landed = await flows.add_bulk(conn, Q, [flow("JOBb", "JOBb1"), flow("JOBc", "TASKc1")])
     assert landed == [("JOBb", ["JOBb1"])]
     for _ in range(6):
         for queue in (Q, MAIL):

@@ -1,349 +1,340 @@
-"""Lifecycle and caps: idle sandboxes and rooms expire with their keys, orphan
-keys are removed, and the caps on sandboxes and keys per sandbox hold.
-
-Removing or resetting a sandbox finds its keys by name: it leaves no key of
-the sandbox (console writes and transcripts included), touches no key of
-another sandbox, and sends the same commands whether 200 other sandboxes are
-there or none (counted on the wire)."""
+"""A sandbox's life outside one click (server/lifecycle/), on a real Valkey:
+the reaper expires idle sandboxes and classes and removes orphans; a removal
+leaves no key of the sandbox; an instructor's reset lands every widget again
+and keeps who the learner is and their progress; reset-all reaches every
+sandbox the site knows. Every one of them names the sandbox's keys, so it
+sends the same commands with 200 other sandboxes in Valkey as with none
+(counted by Valkey itself, INFO commandstats), and touches no byte of
+another sandbox.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-from collections import Counter
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from redis.asyncio.cluster import RedisCluster
 
-from bench.wire import WireCount
-from server.console import owners, transcript
-from server.sandboxes import admission, lifecycle, rooms
-from server.sandboxes.sandbox import REGISTRY_KEY
-from server.settings import Settings
+from server.console import transcript
+from server.console.api import ConsoleContext, run_line
+from server.console.as_user import Runner
+from server.console.lock import queue_lock
+from server.emq import flows
+from server.emq.wire import Conn
+from server.lifecycle import reaper, removal, resets
+from server.live import events
+from server.sandboxes import admission, keys, learners, progress, rooms
+from server.sandboxes.keys import REGISTRY_KEY
 from server.valkey.process import ValkeyProcess
-from server.web import guard, limits
-from server.widgets import WIDGETS
-from server.widgets.base import Context
-from tests.integration.conftest import all_keys
+from server.web import rates
+from server.widgets import WIDGETS, fanin
 from tests.support import LiveSite, running, sandbox_of
+from tests.widgets import act, catalog, lab, show, snapshot_of
 
-IDLE = "s0000000idl"
-FRESH = "s0000000frs"
+IDLE, FRESH, OTHER = "s0000000idl", "s0000000frs", "s0000000oth"
+SECRET = "lifecycle-test-secret"
+QUEUES = frozenset(part for widget in WIDGETS.values() for part in widget.queue_parts)
+HOUR_MS = 3600_000
 
 
-async def land(conn: aioredis.Redis, sandbox: str, seen_ms: int) -> int:
-    # admitted as the site admits it (the registry and the held index), then aged
+@pytest.fixture
+async def runner(conn: Conn) -> AsyncIterator[Runner]:
+    """The console's runner of sandbox ACL users (dropped afterwards: users outlive FLUSHDB)."""
+    made = Runner(conn, SECRET)
+    yield made
+    await made.aclose()
+    users = [u for u in await conn.execute_command("ACL", "USERS") if u.startswith("sbx-")]
+    if users:
+        await conn.execute_command("ACL", "DELUSER", *users)
+
+
+async def admitted(conn: Conn, sandbox: str, seen_ms: int | None = None) -> None:
+    """Admitted as the site admits a sandbox (registry and held index), last seen at `seen_ms`."""
     assert await admission.admit(conn, sandbox, admission.Limits(cap=10_000), used=True) == admission.ADMITTED
-    await conn.zadd(REGISTRY_KEY, {sandbox: seen_ms})
-    ctx = Context(conn, sandbox)
-    for name in ("fanin", "enqueue-stepper"):
-        await WIDGETS[name].show(ctx)
-    await conn.hset(f"lab:{{{sandbox}}}:meta", "widget", "fanin")
-    return len(await sandbox_keys(conn, sandbox))
+    if seen_ms is not None:
+        await conn.zadd(REGISTRY_KEY, {sandbox: seen_ms})
 
 
-async def sandbox_keys(conn: aioredis.Redis, sandbox: str) -> set[str]:
-    return {k for k in await conn.keys("*") if lifecycle.sandbox_of_key(k) == sandbox}
+async def use(conn: Conn, sandbox: str, console: Runner | None = None) -> None:
+    """A learner who did everything: every widget landed and walked through its
+    tour, console writes under names no rule finds, two transcripts, progress."""
+    await admitted(conn, sandbox)
+    for name, widget in WIDGETS.items():
+        await show(conn, name, sandbox)
+        for step in widget.tour:
+            for slug, body in step.replay:
+                await act(conn, name, slug, sandbox, **body)
+    if console is not None:
+        context = ConsoleContext(conn, console, sandbox, QUEUES, queue_lock(conn, sandbox))
+        for line in ("SET emq:{fanin}:my-note hello", "HSET emq:{native}:job:JOBextra state pending"):
+            reply = await run_line(context, line)
+            assert reply.kind == "reply", reply
+    for visitor in (sandbox, "s0000000vis"):
+        await transcript.record(conn, sandbox, visitor, {"command": "PING", "reply_lines": ["PONG"]}, 600)
 
 
-async def test_idle_sandboxes_expire_with_every_key_and_active_ones_stay(conn: aioredis.Redis) -> None:
+async def names_of(conn: Conn, sandbox: str) -> set[str]:
+    """Every key of the sandbox: its queues' (emq: and lab:) and its own records."""
+    found = set()
+    for pattern in (f"emq:{{{sandbox}.*", f"lab:{{{sandbox}.*", f"lab:{{{sandbox}}}:*"):
+        found |= {k async for k in conn.scan_iter(match=pattern, count=1000)}
+    return found
+
+
+async def dumped(url: str, sandbox: str) -> dict[str, bytes | None]:
+    """Every key of the sandbox, byte for byte (DUMP), and its places in the site's indexes."""
+    raw = aioredis.Redis.from_url(url)
+    text = aioredis.Redis.from_url(url, decode_responses=True)
+    try:
+        found: dict[str, bytes | None] = {k: await raw.dump(k) for k in sorted(await names_of(text, sandbox))}
+        for index in (REGISTRY_KEY, admission.HELD_KEY):
+            found[index] = str(await text.zscore(index, sandbox)).encode()
+        return found
+    finally:
+        await raw.aclose()
+        await text.aclose()
+
+
+# -- the reaper -----------------------------------------------------------------------
+
+
+async def test_idle_sandboxes_expire_with_every_key_and_active_ones_stay(conn: Conn, valkey: ValkeyProcess) -> None:
     now = int(time.time() * 1000)
-    await land(conn, IDLE, now - 7200_000)
-    kept = await land(conn, FRESH, now)
+    await use(conn, IDLE)
+    await use(conn, FRESH)
+    await conn.zadd(REGISTRY_KEY, {IDLE: now - 2 * HOUR_MS})
     await conn.set("not-a-sandbox:key", "1")
-    gone = await lifecycle.expire_idle(conn, ttl_seconds=3600)
-    assert gone == [IDLE]
-    assert await sandbox_keys(conn, IDLE) == set()
-    assert await conn.zscore(REGISTRY_KEY, IDLE) is None
-    assert len(await sandbox_keys(conn, FRESH)) == kept
+    kept = await dumped(valkey.url, FRESH)
+    assert await reaper.expire_idle(conn, catalog(), ttl_seconds=3600) == [IDLE]
+    assert await names_of(conn, IDLE) == set()
+    assert await conn.zscore(REGISTRY_KEY, IDLE) is None and await conn.zscore(admission.HELD_KEY, IDLE) is None
+    assert await dumped(valkey.url, FRESH) == kept
     assert await conn.get("not-a-sandbox:key") == "1"
 
 
-async def test_a_sandbox_that_came_back_while_being_picked_is_kept(conn: aioredis.Redis) -> None:
-    now = int(time.time() * 1000)
-    kept = await land(conn, IDLE, now - 7200_000)
-    await conn.zadd(REGISTRY_KEY, {IDLE: now})  # the visitor came back
-    assert await lifecycle.expire_idle(conn, ttl_seconds=3600) == []
-    assert len(await sandbox_keys(conn, IDLE)) == kept
-
-
-async def test_keys_of_a_sandbox_that_is_not_live_are_removed_as_orphans(conn: aioredis.Redis) -> None:
-    now = int(time.time() * 1000)
-    await land(conn, IDLE, now)
-    await land(conn, FRESH, now)
-    await conn.zrem(REGISTRY_KEY, IDLE)  # a lost registry entry
-    assert await lifecycle.remove_orphans(conn) == [IDLE]
-    assert await sandbox_keys(conn, IDLE) == set()
-    assert await sandbox_keys(conn, FRESH)
-
-
-async def test_an_expired_room_is_forgotten_with_its_sandbox(conn: aioredis.Redis) -> None:
-    room = await rooms.create(conn, "Short-lived", ttl=60, max_rooms=10)
-    await land(conn, room.sandbox, int(time.time() * 1000))
-    kept = await rooms.create(conn, "Still open", ttl=60, max_rooms=10)
-    await conn.delete(rooms.room_key(room.code))  # as its TTL would
-    done = await lifecycle.reap(conn, ttl_seconds=3600)
-    assert done["rooms"] == [room.code]
-    assert await sandbox_keys(conn, room.sandbox) == set()
-    assert await conn.hget(rooms.ROOMS_KEY, room.code) is None
-    assert (await rooms.get(conn, kept.code)) is not None
-    assert await conn.ttl(rooms.room_key(kept.code)) > 0
-
-
-async def test_every_lab_key_outside_sandboxes_has_an_expiry_or_is_bounded(conn: aioredis.Redis) -> None:
-    room = await rooms.create(conn, "Ttl", ttl=120, max_rooms=10)
-    assert 0 < await conn.ttl(rooms.room_key(room.code)) <= 120
-    with pytest.raises(rooms.RoomsFull):
-        await rooms.create(conn, "One too many", ttl=120, max_rooms=1)
-
-
-async def test_the_sandbox_cap_admits_known_sandboxes_and_refuses_new_ones(conn: aioredis.Redis) -> None:
-    await guard.admit(conn, "s000000000a", cap=2)
-    await guard.admit(conn, "s000000000b", cap=2)
-    with pytest.raises(guard.Refused) as refused:
-        await guard.admit(conn, "s000000000c", cap=2)
-    assert refused.value.status == 503 and "full" in str(refused.value)
-    await guard.admit(conn, "s000000000a", cap=2)  # a known one still acts
-
-
-def test_settings_refuse_values_out_of_range(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EMQLAB_MAX_CHILDREN", "lots")
-    with pytest.raises(SystemExit, match="EMQLAB_MAX_CHILDREN must be a whole number"):
-        Settings.from_env()
-    monkeypatch.setenv("EMQLAB_MAX_CHILDREN", "0")
-    with pytest.raises(SystemExit, match="EMQLAB_MAX_CHILDREN must be from 1 to 1000"):
-        Settings.from_env()
-    monkeypatch.setenv("EMQLAB_MAX_CHILDREN", "8")
-    monkeypatch.setenv("EMQLAB_SECURE_COOKIES", "yes")
-    settings = Settings.from_env()
-    assert settings.max_children == 8 and settings.secure_cookies is True
-
-
-@pytest.fixture(scope="module")
-def capped_valkey() -> Iterator[ValkeyProcess]:
-    with ValkeyProcess() as server:
-        yield server
-
-
-def test_past_the_sandbox_cap_pages_render_and_widgets_answer_503(capped_valkey: ValkeyProcess) -> None:
-    with running(capped_valkey.url, {"EMQLAB_MAX_SANDBOXES": "2"}) as site:
-        first, second = site.visitor(), site.visitor()
-        assert first.get("/api/widgets/fanin/state").status_code == 200
-        assert second.get("/api/widgets/fanin/state").status_code == 200
-        third = site.visitor()  # the page renders
-        full = third.get("/api/widgets/fanin/state")
-        assert full.status_code == 503
-        assert "Flows Lab is full" in full.json()["error"]
-        assert third.post("/api/widgets/fanin/complete-child").status_code == 503
-        assert first.post("/api/widgets/fanin/complete-child").status_code == 200
-
-
-def test_past_the_key_cap_actions_are_refused_until_a_reset(capped_valkey: ValkeyProcess) -> None:
-    with running(capped_valkey.url, {"EMQLAB_MAX_KEYS_PER_SANDBOX": "50"}) as site:
-        client = site.visitor()
-        flows = [
-            {"parent": {"id": f"JOBp{i}", "payload": "p"},
-             "children": [{"id": f"JOBc{i}x{j}", "payload": "c"} for j in range(16)]}
-            for i in range(4)
-        ]
-        landed = client.post("/api/widgets/ledger/custom-batch", json={"flows": flows})
-        assert landed.status_code == 200, landed.text
-        refused = client.post("/api/widgets/ledger/next")
-        assert refused.status_code == 409
-        assert "cap of 50" in refused.json()["error"] and "Reset" in refused.json()["error"]
-        assert client.post("/api/widgets/ledger/reset").status_code == 200
-        assert client.post("/api/widgets/ledger/next").status_code == 200
-
-
-# -- removal and reset by name ---------------------------------------------------------
-
-OTHER = "s0000000oth"
-
-
-async def use(conn: aioredis.Redis, sandbox: str) -> None:
-    """A learner who did everything: every widget landed and walked through
-    its tour, a batch of their own, console writes outside every rule, two
-    transcripts, a rate counter, meta and progress."""
-    await land(conn, sandbox, int(time.time() * 1000))
-    for widget in WIDGETS.values():
-        ctx = Context(conn, sandbox)
-        await widget.show(ctx)
-        for step in widget.tour:
-            slug, body = widget.tour_step(step)
-            await widget.run(ctx, slug, body)
-    batch = {"flows": [{"parent": {"id": "JOBmine", "payload": "p"},
-                        "children": [{"id": "JOBmine1", "payload": "c"}]}]}
-    await WIDGETS["ledger"].run(Context(conn, sandbox), "custom-batch", batch)
-    ctx = Context(conn, sandbox)
-    note = f"emq:{{{sandbox}.fanin}}:my-note"
-    await owners.index(ctx, {"fanin": [note]})  # as the console names what it writes
-    await conn.set(note, "hello")
-    for visitor in (sandbox, "s0000000vis"):
-        await transcript.record(conn, sandbox, visitor, {"command": "GET x", "reply_lines": []}, 60)
-    await conn.incr(limits.rate_key(sandbox))
-    await conn.hset(f"lab:{{{sandbox}}}:progress", "reached:fanin", 1)
-
-
-async def dumped(conn: aioredis.Redis, sandbox: str) -> dict[str, bytes | None]:
-    """Every key of `sandbox` with its value, byte for byte."""
-    raw = aioredis.Redis(connection_pool=conn.connection_pool.__class__(**conn.connection_pool.connection_kwargs
-                                                                        | {"decode_responses": False}))
-    try:
-        return {k: await raw.dump(k) for k in sorted(await sandbox_keys(conn, sandbox))}
-    finally:
-        await raw.aclose()
-
-
-async def test_a_removed_sandbox_leaves_no_key_and_another_sandbox_keeps_every_byte(conn: aioredis.Redis) -> None:
+async def test_a_sandbox_that_came_back_while_being_picked_is_kept(conn: Conn) -> None:
     await use(conn, IDLE)
-    await use(conn, OTHER)
-    before = await dumped(conn, OTHER)
-    held = len(await sandbox_keys(conn, IDLE))
-    assert f"emq:{{{IDLE}.fanin}}:my-note" in await sandbox_keys(conn, IDLE)
-    assert await lifecycle.delete_sandbox_keys(conn, IDLE) == held
-    assert await sandbox_keys(conn, IDLE) == set()
-    assert await conn.zscore(admission.HELD_KEY, IDLE) is None
-    assert await dumped(conn, OTHER) == before
+    before = await names_of(conn, IDLE)
+    await conn.zadd(REGISTRY_KEY, {IDLE: int(time.time() * 1000)})  # the visitor came back
+    assert await reaper.expire_idle(conn, catalog(), ttl_seconds=3600) == []
+    assert await names_of(conn, IDLE) == before
 
 
-async def test_a_reset_sandbox_keeps_meta_and_progress_lands_again_and_another_keeps_every_byte(
-        conn: aioredis.Redis) -> None:
-    await use(conn, IDLE)
-    await use(conn, OTHER)
-    before = await dumped(conn, OTHER)
-    kept = lifecycle.survives_reset(IDLE)
-    held = await sandbox_keys(conn, IDLE)
-    assert await lifecycle.reset_sandbox(conn, IDLE) == len(held - kept)
-    after = await sandbox_keys(conn, IDLE)
-    assert kept <= after
-    assert f"emq:{{{IDLE}.fanin}}:my-note" not in after
-    # a learner's own ledger batch goes too: Reset clears every id the lab state names
-    assert not [k for k in after if ":job:JOBmine" in k]
-    assert not [k for k in after if ":console" in k or ":rate:" in k]
-    assert await conn.get(f"emq:{{{IDLE}.fanin}}:job:JOBparent:dependencies") == "3"
-    assert await conn.hget(f"lab:{{{IDLE}}}:progress", "reached:fanin") == "1"
-    state = await WIDGETS["fanin"].state(Context(conn, IDLE))
-    assert "Reset by the instructor" in state["outcome"]
-    assert await dumped(conn, OTHER) == before
-
-
-async def crowd(conn: aioredis.Redis, n: int) -> None:
-    """`n` idle sandboxes, each with its widgets landed (through the real scripts)."""
-    async def one(i: int) -> None:
-        sandbox = f"s{i:010d}"
-        await land(conn, sandbox, int(time.time() * 1000))
-        for widget in WIDGETS.values():
-            await widget.show(Context(conn, sandbox))
-
-    for start in range(0, n, 8):  # a few at a time: the client's pool is bounded
-        await asyncio.gather(*(one(i) for i in range(start, min(n, start + 8))))
-
-
-# What a client sends when its pool opens one more connection: the pool's
-# doing (how many run at once), not the reset's, so it is left out.
-HANDSHAKE = {"HELLO", "CLIENT", "AUTH", "SELECT"}
-
-
-def sent(wire: WireCount) -> tuple[int, dict[str, int]]:
-    """Round trips, and commands by name, that the work itself sent."""
-    names = [n for n in wire.names if n not in HANDSHAKE]
-    return wire.round_trips - (len(wire.names) - len(names)), dict(Counter(names))
-
-
-async def wire_of(conn: aioredis.Redis, n: int) -> dict[str, tuple[int, dict[str, int]]]:
-    """What a reset and a removal of IDLE send, and the fan-in's own Reset, with `n` others present."""
-    await conn.flushdb()
-    await crowd(conn, n)
+async def test_keys_of_a_sandbox_that_is_not_live_are_removed_as_orphans(conn: Conn) -> None:
     await use(conn, IDLE)
     await use(conn, FRESH)
-    # scripts loaded once beforehand, so neither count carries a NOSCRIPT reload
-    await lifecycle.reset_sandbox(conn, FRESH)
-    await lifecycle.delete_sandbox_keys(conn, FRESH)
-    counts = {}
-    with WireCount("") as wire:  # every command this process sends, whatever it names
-        await lifecycle.reset_sandbox(conn, IDLE)
-    counts["reset"] = sent(wire)
-    with WireCount("") as wire:
-        await WIDGETS["fanin"].run(Context(conn, IDLE), "reset", {})
-    counts["widget reset"] = sent(wire)
-    with WireCount("") as wire:
-        await lifecycle.delete_sandbox_keys(conn, IDLE)
-    counts["removal"] = sent(wire)
-    return counts
+    await conn.zrem(REGISTRY_KEY, IDLE)  # a lost registry entry
+    assert (await reaper.reap(conn, catalog(), ttl_seconds=3600))["orphans"] == [IDLE]
+    assert await names_of(conn, IDLE) == set()
+    assert await names_of(conn, FRESH)
 
 
-async def test_a_reset_and_a_removal_send_the_same_commands_with_200_other_sandboxes_as_with_none(
-        conn: aioredis.Redis) -> None:
-    alone = await wire_of(conn, 0)
-    crowded = await wire_of(conn, 200)
-    assert len(await conn.zrange(admission.HELD_KEY, 0, -1)) == 200
-    assert all(trips > 0 for trips, _ in alone.values()), alone  # the counter saw the work
+async def test_a_sandbox_evicted_to_admit_another_is_removed_by_the_reaper(conn: Conn) -> None:
+    full = admission.Limits(cap=1, unused_idle=0)
+    assert await admission.admit(conn, IDLE, full) == admission.ADMITTED  # never used
+    # the fan-in's flow, landed without the executor (whose landing counts as a use)
+    await flows.add(conn, f"{IDLE}.fanin", {"parent": {"id": fanin.PARENT, "payload": "p"},
+                                            "children": [{"id": c, "payload": "c"} for c in fanin.CHILDREN]})
+    assert await admission.admit(conn, FRESH, full, used=True) == IDLE  # the site was full: IDLE made room
+    assert await conn.zscore(REGISTRY_KEY, IDLE) is None
+    assert (await reaper.reap(conn, catalog(), ttl_seconds=3600))["orphans"] == [IDLE]
+    assert await names_of(conn, IDLE) == set()
+    assert await reaper.reap(conn, catalog(), ttl_seconds=3600) == {"sandboxes": [], "rooms": [], "orphans": []}
+
+
+async def test_an_expired_class_is_forgotten_with_its_shared_sandbox(conn: Conn) -> None:
+    room = await rooms.create(conn, "Short-lived", ttl=60, max_rooms=10)
+    await use(conn, room.sandbox)
+    kept = await rooms.create(conn, "Still open", ttl=60, max_rooms=10)
+    await learners.join(conn, room.code, FRESH, "Ada", 60, 120)
+    await conn.delete(rooms.room_key(room.code))  # as its TTL would
+    done = await reaper.reap(conn, catalog(), ttl_seconds=3600)
+    assert done["rooms"] == [room.code]
+    assert await names_of(conn, room.sandbox) == set()
+    assert await conn.hget(rooms.ROOMS_KEY, room.code) is None
+    assert await learners.learner_ids(conn, room.code) == []
+    assert await rooms.get(conn, kept.code) is not None and await conn.ttl(rooms.room_key(kept.code)) > 0
+
+
+async def test_the_reaper_drops_a_removed_sandboxs_valkey_user(conn: Conn, runner: Runner) -> None:
+    await use(conn, IDLE, runner)
+    assert f"sbx-{IDLE}" in await conn.execute_command("ACL", "USERS")
+    await conn.zadd(REGISTRY_KEY, {IDLE: 1})
+    assert await reaper.expire_idle(conn, catalog(), ttl_seconds=3600) == [IDLE]
+    assert f"sbx-{IDLE}" not in await conn.execute_command("ACL", "USERS")
+
+
+async def test_the_sites_own_keys_outside_a_sandbox_expire_or_are_bounded(conn: Conn) -> None:
+    room = await rooms.create(conn, "Ttl", ttl=120, max_rooms=2)
+    assert 0 < await conn.ttl(rooms.room_key(room.code)) <= 120
+    await rooms.create(conn, "Second", ttl=120, max_rooms=2)
+    with pytest.raises(rooms.RoomsFull):
+        await rooms.create(conn, "One too many", ttl=120, max_rooms=2)
+    await learners.join(conn, room.code, FRESH, "Ada", 120, 240)
+    assert 0 < await conn.ttl(learners.learners_key(room.code)) <= 120
+    await rates.count_failure(conn, "127.0.0.9", "sign-in")
+    assert 0 < await conn.ttl(rates.attempts_key("127.0.0.9", "sign-in")) <= 120
+    limits = admission.Limits(cap=10, address_cap=5)
+    assert await admission.admit(conn, IDLE, limits, "127.0.0.9") == admission.ADMITTED
+    assert 0 < await conn.ttl(admission.address_key("127.0.0.9", time.time())) <= 2 * admission.WINDOW
+
+
+# -- removal and resets by name ----------------------------------------------------------
+
+
+async def test_a_removed_sandbox_leaves_no_key_and_another_keeps_every_byte(
+    conn: Conn, runner: Runner, valkey: ValkeyProcess
+) -> None:
+    await use(conn, IDLE, runner)
+    await use(conn, OTHER, runner)
+    before = await dumped(valkey.url, OTHER)
+    held = await names_of(conn, IDLE)
+    assert {f"emq:{{{IDLE}.fanin}}:my-note", transcript.transcript_key(IDLE, "s0000000vis"),
+            keys.progress_key(IDLE)} <= held
+    assert await removal.delete(conn, catalog(), IDLE) == len(held)
+    assert await names_of(conn, IDLE) == set()
+    assert await conn.zscore(admission.HELD_KEY, IDLE) is None
+    assert await dumped(valkey.url, OTHER) == before
+
+
+async def test_an_instructors_reset_lands_every_widget_again_and_keeps_who_the_learner_is_and_their_progress(
+    conn: Conn, runner: Runner, valkey: ValkeyProcess
+) -> None:
+    await use(conn, IDLE, runner)
+    await use(conn, OTHER, runner)
+    await conn.hset(keys.meta_key(IDLE), "name", "Ada")
+    record = await progress.read(conn, IDLE)
+    assert record, "the tours left a record"
+    before = await dumped(valkey.url, OTHER)
+    report = await resets.reset_sandboxes(lab(conn), [IDLE])
+    assert (report.reset, report.failed) == ([IDLE], {})
+    after = await names_of(conn, IDLE)
+    assert f"emq:{{{IDLE}.fanin}}:my-note" not in after and f"emq:{{{IDLE}.native}}:job:JOBextra" not in after
+    assert not [k for k in after if ":console" in k]
+    assert await progress.read(conn, IDLE) == record
+    assert await conn.hget(keys.meta_key(IDLE), "name") == "Ada"
+    for name in WIDGETS:
+        snap = await snapshot_of(conn, name, IDLE)
+        assert snap.landed and snap.problem is None and snap.outcome is not None
+        assert snap.outcome["by"] == "instructor"
+        assert snap.outcome["text"].startswith("Reset")
+    fanin = await snapshot_of(conn, "fanin", IDLE)
+    assert fanin.readout.startswith("0 of 3 children complete → :dependencies = 3")
+    assert await dumped(valkey.url, OTHER) == before
+
+
+async def test_reset_all_resets_every_sandbox_the_site_knows_and_tells_every_page(conn: Conn) -> None:
+    room = await rooms.create(conn, "Everyone", ttl=600, max_rooms=10)
+    registered, held_only = IDLE, FRESH
+    for sandbox in (registered, held_only, room.sandbox):
+        await admitted(conn, sandbox)
+        await act(conn, "fanin", "complete-child", sandbox)
+    await conn.zrem(REGISTRY_KEY, held_only, room.sandbox)  # known only by the held index, or by its class
+    async with conn.pubsub() as pubsub:
+        await pubsub.subscribe(events.EVENTS_CHANNEL)
+        await pubsub.get_message(timeout=1)
+        report = await resets.reset_sandboxes(lab(conn), None, by="instructor")
+        message = None
+        for _ in range(20):
+            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.5)
+            if message:
+                break
+    assert sorted(report.reset) == sorted([registered, held_only, room.sandbox]) and report.failed == {}
+    for sandbox in report.reset:
+        assert (await snapshot_of(conn, "fanin", sandbox)).readout.startswith("0 of 3 children complete")
+    assert message is not None
+    told = json.loads(message["data"])
+    assert told["type"] == "reset" and told["sandboxes"] is None and told["data"] == {"by": "instructor"}
+
+
+# -- the same commands however many other sandboxes -----------------------------------------
+
+
+async def crowd(conn: Conn, n: int) -> None:
+    """`n` other sandboxes, admitted and with the fan-in landed (a few at a time)."""
+    async def one(i: int) -> None:
+        sandbox = f"s{i:010d}"
+        await admitted(conn, sandbox)
+        await show(conn, "fanin", sandbox)
+
+    for first in range(0, n, 10):
+        await asyncio.gather(*(one(i) for i in range(first, min(n, first + 10))))
+
+
+HANDSHAKE = {"hello", "client|setinfo", "auth", "select", "info", "config|resetstat"}
+
+
+async def commands_of(conn: Conn, work: Any) -> dict[str, int]:
+    """What Valkey ran for `work`, by command (calls inside scripts included)."""
+    await conn.config_resetstat()
+    await work()
+    stats = await conn.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()
+            if name.removeprefix("cmdstat_") not in HANDSHAKE}
+
+
+async def commands_with(conn: Conn, others: int) -> dict[str, dict[str, int]]:
+    await conn.flushdb()
+    await crowd(conn, others)
+    for sandbox in (FRESH, IDLE):
+        await use(conn, sandbox)
+    # scripts loaded once beforehand, so no count carries a NOSCRIPT reload
+    await resets.reset_sandboxes(lab(conn), [FRESH])
+    await removal.delete(conn, catalog(), FRESH)
+    return {
+        "an instructor's reset": await commands_of(conn, lambda: resets.reset_sandboxes(lab(conn), [IDLE])),
+        "a widget's Reset": await commands_of(conn, lambda: act(conn, "fanin", "reset", IDLE)),
+        "a removal": await commands_of(conn, lambda: removal.delete(conn, catalog(), IDLE)),
+    }
+
+
+async def test_a_reset_and_a_removal_send_the_same_commands_with_200_other_sandboxes_as_with_none() -> None:
+    with ValkeyProcess() as own:  # nobody else talks to it: its command counts are the work's alone
+        conn = aioredis.Redis.from_url(own.url, decode_responses=True)
+        try:
+            alone = await commands_with(conn, 0)
+            crowded = await commands_with(conn, 200)
+            assert await conn.zcard(admission.HELD_KEY) == 200  # the crowd was there all along
+        finally:
+            await conn.aclose()
+    assert all(alone.values()), alone  # the counts saw the work
     assert crowded == alone
 
 
-async def test_on_a_cluster_a_removal_and_a_reset_reach_every_slot_of_the_sandbox(cluster_conn: RedisCluster) -> None:
-    conn = cluster_conn
-    for sandbox in (IDLE, OTHER):
-        assert await admission.admit(conn, sandbox, admission.Limits(cap=100), used=True) == admission.ADMITTED
-        for widget in WIDGETS.values():
-            await widget.show(Context(conn, sandbox))
-        await owners.index(Context(conn, sandbox), {"fanin": [f"emq:{{{sandbox}.fanin}}:my-note"]})
-        await conn.set(f"emq:{{{sandbox}.fanin}}:my-note", "hello")
-        await transcript.record(conn, sandbox, sandbox, {"command": "GET x", "reply_lines": []}, 60)
-
-    def of(keys: set[str], sandbox: str) -> set[str]:
-        return {k for k in keys if lifecycle.sandbox_of_key(k) == sandbox}
-
-    others = of(await all_keys(conn), OTHER)
-    await lifecycle.reset_sandbox(conn, IDLE)
-    after = of(await all_keys(conn), IDLE)
-    assert f"emq:{{{IDLE}.fanin}}:my-note" not in after and not [k for k in after if ":console" in k]
-    assert await conn.get(f"emq:{{{IDLE}.fanin}}:job:JOBparent:dependencies") == "3"
-    assert await lifecycle.delete_sandbox_keys(conn, IDLE) > 0
-    assert of(await all_keys(conn), IDLE) == set()
-    assert of(await all_keys(conn), OTHER) == others
+# -- on the running site ------------------------------------------------------------------
 
 
-def test_console_writes_and_transcripts_go_with_an_instructor_reset_and_with_the_reaper(site: LiveSite) -> None:
-    visitor = site.visitor()
+def test_the_sites_own_reaper_removes_an_idle_sandbox_and_its_visitor_starts_afresh() -> None:
+    with ValkeyProcess() as valkey, running(valkey.url, {"EMQLAB_REAP_EVERY": "1"}) as site:
+        visitor = site.visitor()
+        sandbox = sandbox_of(visitor)
+        assert visitor.post("/api/widgets/fanin/complete-child", json={}).status_code == 200
+        r = site.redis()
+        r.zadd(REGISTRY_KEY, {sandbox: 1})  # idle since the epoch
+        deadline = time.monotonic() + 10
+        while r.exists(keys.progress_key(sandbox)) or r.keys(f"emq:{{{sandbox}.*"):
+            assert time.monotonic() < deadline, "the reaper did not remove the idle sandbox"
+            time.sleep(0.1)
+        answer = visitor.get("/api/widgets/fanin/state")
+        assert answer.status_code == 200
+        assert answer.json()["snapshot"]["readout"].startswith("0 of 3 children complete")
+        assert r.zscore(REGISTRY_KEY, sandbox) is not None
+
+
+def test_start_over_is_a_reset_of_the_learners_own_sandbox_that_also_forgets_the_record(
+    clean: LiveSite,
+) -> None:
+    visitor = clean.visitor()
     sandbox = sandbox_of(visitor)
-    r = site.redis()
-    written = [f"emq:{{{sandbox}.fanin}}:my-note", f"emq:{{{sandbox}.results}}:job:JOBextra"]
-
-    def console_writes() -> None:
-        for command in ("SET emq:{fanin}:my-note hello", "HSET emq:{results}:job:JOBextra state pending"):
-            answer = visitor.post("/api/console", json={"command": command})
-            assert answer.status_code == 200, answer.text
-        assert all(r.exists(k) for k in written)
-        assert r.exists(transcript.transcript_key(sandbox, sandbox))
-
-    console_writes()
-    answer = site.instructor().post("/instructor/reset", json={"sandbox": sandbox})
-    assert answer.status_code == 200, answer.text
-    assert not any(r.exists(k) for k in written)
-    assert not r.exists(transcript.transcript_key(sandbox, sandbox))
-    console_writes()
-
-    async def reap() -> int:
-        conn = aioredis.Redis.from_url(site.valkey_url, decode_responses=True)
-        try:
-            return await lifecycle.delete_sandbox_keys(conn, sandbox)
-        finally:
-            await conn.aclose()
-
-    assert asyncio.run(reap()) > 0
-    assert {k for k in r.scan_iter("*") if lifecycle.sandbox_of_key(k) == sandbox} == set()
-
-
-async def test_a_sandbox_evicted_to_admit_another_is_removed_by_the_reaper(conn: aioredis.Redis) -> None:
-    full = admission.Limits(cap=1, unused_idle=0)
-    assert await admission.admit(conn, IDLE, full) == admission.ADMITTED  # never used
-    await WIDGETS["fanin"].show(Context(conn, IDLE))
-    assert await admission.admit(conn, FRESH, full, used=True) == IDLE  # the site was full: IDLE made room
-    assert await conn.zscore(REGISTRY_KEY, IDLE) is None
-    done = await lifecycle.reap(conn, ttl_seconds=3600)
-    assert done["orphans"] == [IDLE]
-    assert await sandbox_keys(conn, IDLE) == set()
-    assert await lifecycle.reap(conn, ttl_seconds=3600) == {"sandboxes": [], "rooms": [], "orphans": []}
+    assert visitor.post("/api/widgets/fanin/complete-child", json={}).status_code == 200
+    assert visitor.post("/api/console", json={"command": "SET emq:{fanin}:my-note hi"}).status_code == 200
+    r = clean.redis()
+    done = visitor.post("/progress/start-over", data={"confirm": "yes"}, follow_redirects=False)
+    assert done.status_code == 303
+    assert not r.exists(keys.progress_key(sandbox)) and not r.exists(f"emq:{{{sandbox}.fanin}}:my-note")
+    assert visitor.get("/api/console").json()["transcript"] == []
+    assert visitor.get("/api/widgets/fanin/state").json()["snapshot"]["readout"].startswith("0 of 3")

@@ -21,7 +21,8 @@ def visitor(clean: LiveSite) -> Iterator[httpx.Client]:
 
 
 def open_stream(client: httpx.Client, widgets: str = "fanin") -> tuple[Any, Events]:
-    context = client.stream("GET", f"/api/stream?widgets={widgets}", headers={"Referer": client.base_url.join(DIVE).__str__()},
+    referer = str(client.base_url.join(DIVE))
+    context = client.stream("GET", f"/api/stream?widgets={widgets}", headers={"Referer": referer},
                             timeout=httpx.Timeout(10, read=15))
     response = context.__enter__()
     assert response.status_code == 200

@@ -1,100 +1,109 @@
-"""Predictions and progress through the real site: the API, /progress, Start over, expiry."""
+"""A learner's progress through the real site: an answered prediction comes back
+judged against Valkey with the learner's record; /progress lists the record
+beside every dive; "Start over" asks first, then lands every scenario afresh,
+forgets the record and says so; /api/progress gives the same as JSON.
+"""
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
-import redis.asyncio as aioredis
 
-from server.sandboxes import lifecycle
-from server.sandboxes.progress import progress_key
-from tests.support import LiveSite, sandbox_of
+from server.sandboxes import keys
+from tests.support import DIVE, LiveSite, sandbox_of
+
+QUESTION = "deps-after-complete"
 
 
 def complete(client: httpx.Client, answer: object) -> httpx.Response:
-    body = {"predict": {"question": "fanin-dependencies", "answer": answer}}
-    return client.post("/api/widgets/fanin/complete-child", json=body)
+    return client.post("/api/widgets/fanin/complete-child", json={"predict": {"question": QUESTION, "answer": answer}})
 
 
-def test_an_action_carries_its_verdict_and_the_learners_record(site: LiveSite) -> None:
-    client = site.visitor()
-    assert client.get("/api/widgets/fanin/state").json()["snapshot"]["question"]["id"] == "fanin-dependencies"
-    answer = complete(client, 2).json()
-    assert answer["outcome"]["text"].startswith("Right: Valkey now holds :dependencies = 2.")
-    assert answer["outcome"]["detail"]["progress"]["reached"] == 1
-    record = site.redis().hgetall(progress_key(sandbox_of(client)))
-    assert {k: record[k] for k in ("at:fanin", "reached:fanin", "steps:fanin", "asked:fanin", "right:fanin")} == {
-        "at:fanin": "1", "reached:fanin": "1", "steps:fanin": "11", "asked:fanin": "1", "right:fanin": "1"}
-    assert record["verdict:fanin"].startswith("Right")
+def test_an_answered_action_comes_back_with_its_verdict_and_the_learners_record(clean: LiveSite) -> None:
+    client = clean.visitor()
+    asked = client.get("/api/widgets/fanin/state").json()["snapshot"]["questions"]
+    assert [q["id"] for q in asked if q["action"] == "complete-child"] == [QUESTION]
+    answer = complete(client, 2)
+    assert answer.status_code == 200, answer.text
+    acted = answer.json()
+    assert acted["verdict"]["right"] is True
+    assert acted["verdict"]["text"] == "Right: Valkey holds :dependencies = 2."
+    mine = acted["progress"]
+    assert (mine["reached"], mine["asked"], mine["right"]) == (["counted"], 1, 1)
+    wrong = complete(client, 7).json()["verdict"]
+    assert wrong["right"] is False
+    assert wrong["text"].startswith("Not quite: you said 7; Valkey holds :dependencies = 1.")
+    record = clean.redis().hgetall(keys.progress_key(sandbox_of(client)))
+    assert (record["asked:fanin"], record["right:fanin"], record["m:fanin:counted"]) == ("2", "1", "1")
 
 
-def test_a_malformed_prediction_is_a_400_naming_the_field_and_writes_nothing(site: LiveSite) -> None:
-    client = site.visitor()
-    client.get("/api/widgets/fanin/state")
+def test_a_malformed_prediction_is_a_400_naming_the_field_and_writes_nothing(clean: LiveSite) -> None:
+    client = clean.visitor()
+    assert client.get("/api/widgets/fanin/state").status_code == 200
     sandbox = sandbox_of(client)
-    valkey = site.redis()
-    before = {k: valkey.dump(k) for k in sorted(valkey.scan_iter(match=f"emq:{{{sandbox}*"))}
-    for bad, field in ((["2"], "'predict.answer'"), ("two", "'predict.answer'"), ({"a": 1}, "'predict.answer'")):
-        answer = complete(client, bad)
-        assert answer.status_code == 400 and field in answer.json()["error"], answer.text
-    refused = client.post(
-        "/api/widgets/fanin/redeliver", json={"predict": {"question": "fanin-dependencies", "answer": 2}}
-    )
-    assert refused.status_code == 400 and "'predict.question'" in refused.json()["error"]
-    assert {k: valkey.dump(k) for k in sorted(valkey.scan_iter(match=f"emq:{{{sandbox}*"))} == before
-    assert not valkey.exists(progress_key(sandbox))
+    valkey = clean.redis()
+    before = {k: valkey.dump(k) for k in sorted(valkey.scan_iter(match=f"*{sandbox}*"))}
+    for body, field in (({"predict": 3}, "$.predict"), ({"predict": {"question": 3}}, "$.predict.question"),
+                        ({"predict": {"question": QUESTION, "answer": [2]}}, "$.predict.answer"),
+                        ({"predict": {"question": QUESTION, "answer": 2, "more": 1}}, "more")):
+        answer = client.post("/api/widgets/fanin/complete-child", json=body)
+        assert answer.status_code == 400 and field in answer.json()["error"], (body, answer.text)
+    assert {k: valkey.dump(k) for k in sorted(valkey.scan_iter(match=f"*{sandbox}*"))} == before
 
 
-def test_the_progress_page_and_its_json_show_the_record_per_sandbox(site: LiveSite) -> None:
-    one, two = site.visitor(), site.visitor()
-    one.get("/api/widgets/fanin/state")
-    complete(one, 9)
+def test_an_answer_to_a_question_not_open_for_the_action_runs_it_unjudged(clean: LiveSite) -> None:
+    client = clean.visitor()
+    answer = client.post("/api/widgets/fanin/claim", json={"predict": {"question": QUESTION, "answer": 2}})
+    assert answer.status_code == 200 and answer.json()["verdict"] is None
+    assert answer.json()["progress"]["asked"] == 0
+
+
+def test_the_progress_page_and_its_json_show_each_visitors_own_record(clean: LiveSite) -> None:
+    one, two = clean.visitor(), clean.visitor()
+    assert complete(one, 9).status_code == 200
     page = one.get("/progress")
-    assert page.status_code == 200 and "Not quite: you said 9" in page.text and "Start over" in page.text
-    mine = one.get("/api/progress").json()
-    assert mine["widgets"]["fanin"] | {"verdict": ""} == {
-        "widget": "fanin", "steps": 11, "reached": 1, "done": False, "asked": 1, "right": 0, "verdict": "",
-        "summary": "1 of 11 tour steps reached; 0 of 1 prediction right."}
-    theirs = two.get("/api/progress").json()
-    assert theirs["widgets"]["fanin"]["asked"] == 0
-    assert "0 of 1 prediction right" in one.get("/flows").text  # the hub beside its dives
-    assert "Your progress on this page" in one.get("/flows/parent-and-children").text
+    assert page.status_code == 200
+    assert 'data-progress-of="fanin"' in page.text and "1 of 8 steps" in page.text
+    assert "Not quite: you said 9" in page.text and "Start over…" in page.text
+    mine = one.get("/api/progress").json()["widgets"]["fanin"]
+    assert (mine["reached"], mine["asked"], mine["right"]) == (["counted"], 1, 0)
+    assert mine["verdict"].startswith("Not quite")
+    theirs = two.get("/api/progress").json()["widgets"]["fanin"]
+    assert (theirs["reached"], theirs["asked"]) == ([], 0)
+    dive = one.get("/api/progress").json()["dives"][0]
+    assert {"path", "title", "widgets", "summary"} <= set(dive)
+    summary = one.get(DIVE).text.split('data-role="dive-progress-summary">')[1].split("<")[0]
+    assert summary == dive["summary"] and "0 of 1 prediction right" in summary
 
 
-def test_start_over_from_another_site_is_refused_and_forgets_nothing(site: LiveSite) -> None:
-    client = site.visitor()
-    client.get("/api/widgets/fanin/state")
-    complete(client, 2)
-    refused = client.post("/progress/start-over", headers={"Origin": "https://evil.example"})
-    assert refused.status_code == 403
-    assert site.redis().exists(progress_key(sandbox_of(client)))
-    done = client.post("/progress/start-over", headers={"Origin": site.url})
-    assert done.status_code == 303 and done.headers["location"] == "/progress"
-    assert not site.redis().exists(progress_key(sandbox_of(client)))
-    # The scenario started over too: the fan-in lands afresh when it next shows.
-    snap = client.get("/api/widgets/fanin/state").json()["snapshot"]
-    assert "0 of 3 children complete" in snap["readout"]
-
-
-def test_the_record_survives_a_widget_reset_and_expires_with_its_sandbox(site: LiveSite) -> None:
-    client = site.visitor()
-    client.get("/api/widgets/fanin/state")
-    complete(client, 2)
-    assert client.post("/api/widgets/fanin/reset", json={}).status_code == 200
+def test_start_over_asks_first_and_changes_nothing_until_confirmed(clean: LiveSite) -> None:
+    client = clean.visitor()
+    assert complete(client, 2).status_code == 200
     sandbox = sandbox_of(client)
-    key = progress_key(sandbox)
-    valkey = site.redis()
-    assert valkey.hget(key, "reached:fanin") == "1" and valkey.hget(key, "at:fanin") == "0"
-    assert valkey.ttl(key) > 0
+    valkey = clean.redis()
+    before = {k: valkey.dump(k) for k in sorted(valkey.scan_iter(match=f"*{sandbox}*"))}
+    asked = client.post("/progress/start-over", data={}, follow_redirects=False)
+    assert asked.status_code == 303 and asked.headers["location"] == "/progress?confirm=start-over"
+    confirm = client.get(asked.headers["location"]).text
+    assert 'data-role="confirm-start-over"' in confirm and "cannot be undone" in confirm
+    assert {k: valkey.dump(k) for k in sorted(valkey.scan_iter(match=f"*{sandbox}*"))} == before
 
-    async def expire() -> list[str]:
-        conn = aioredis.Redis.from_url(site.valkey_url, decode_responses=True)
-        try:
-            await conn.zadd("lab:sandboxes", {sandbox: 0})  # idle since the epoch
-            return await lifecycle.expire_idle(conn, 60)
-        finally:
-            await conn.aclose()
 
-    assert sandbox in asyncio.run(expire())
-    assert not valkey.exists(key)
+def test_start_over_confirmed_lands_every_scenario_afresh_forgets_the_record_and_says_so(clean: LiveSite) -> None:
+    client = clean.visitor()
+    assert complete(client, 2).status_code == 200
+    sandbox = sandbox_of(client)
+    done = client.post("/progress/start-over", data={"confirm": "yes"}, follow_redirects=False)
+    assert done.status_code == 303 and done.headers["location"] == "/progress?done=start-over"
+    said = client.get(done.headers["location"]).text
+    assert 'data-role="started-over"' in said and "your record is forgotten" in said
+    assert not clean.redis().exists(keys.progress_key(sandbox))
+    snap = client.get("/api/widgets/fanin/state").json()["snapshot"]
+    assert snap["readout"].startswith("0 of 3 children complete") and snap["progress"]["reached"] == []
+
+
+def test_start_over_from_another_site_is_refused_and_forgets_nothing(clean: LiveSite) -> None:
+    client = clean.visitor()
+    assert complete(client, 2).status_code == 200
+    refused = client.post("/progress/start-over", data={"confirm": "yes"}, headers={"Origin": "https://evil.example"})
+    assert refused.status_code == 403 and "cross-site" in refused.json()["error"]
+    assert clean.redis().exists(keys.progress_key(sandbox_of(client)))

@@ -39,7 +39,7 @@ async def test_the_registered_script_is_the_expanded_text_by_its_sha(conn) -> No
     for name in ("enqueue_flow", "claim", "complete"):
         expected = hashlib.sha1(registry.script_source(name).encode("utf-8")).hexdigest()
         assert registry.sha_of(name) == expected
-        assert registry.script_for(conn, name).sha == expected
+        assert registry.script(name).sha == expected
         assert await conn.script_exists(expected) == [True]
     # the file as written is not what runs: its SHA is unknown to the server
     raw_sha = hashlib.sha1(registry.file_source("complete").encode("utf-8")).hexdigest()

@@ -1,4 +1,5 @@
-"""`emqlab serve` and the live stream, against real processes (no test client).
+"""The live stream, against the real site under uvicorn (no test client);
+`make serve` itself is tested in tests/integration/ops/test_make_serve.py.
 
 TestClient and ASGITransport buffer whole responses, so the endless SSE stream
 is read from the real site under uvicorn.
@@ -7,17 +8,12 @@ is read from the real site under uvicorn.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from server.valkey.process import free_port, pid_alive
 from tests.support import Site, own_site
 
 DIVE = "/flows/parent-and-children"
@@ -27,11 +23,6 @@ DIVE = "/flows/parent-and-children"
 def site() -> Iterator[Site]:
     with own_site() as running:
         yield running
-
-
-def children_of(pid: int) -> list[int]:
-    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True, check=False)
-    return [int(p) for p in out.stdout.split()]
 
 
 def read_events(lines: Iterator[str], want: int, timeout: float = 10.0) -> list[tuple[str, dict]]:
@@ -52,41 +43,6 @@ def read_events(lines: Iterator[str], want: int, timeout: float = 10.0) -> list[
         if time.monotonic() > deadline:
             break
     return events
-
-
-def test_serve_starts_its_own_valkey_prints_the_url_and_leaves_no_process_on_ctrl_c() -> None:
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "EMQLAB_VALKEY_URL"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
-        env=env, stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        lines = []
-        while proc.stdout is not None:
-            line = proc.stdout.readline()
-            lines.append(line)
-            if "open http://" in line or not line:
-                break
-        assert f"open http://127.0.0.1:{port}/" in "".join(lines)
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the site never answered"
-            time.sleep(0.1)
-        valkeys = children_of(proc.pid)
-        assert valkeys, "serve started no valkey-server child"
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=15) == 0
-        time.sleep(0.2)
-        assert not any(pid_alive(p) for p in valkeys), "a valkey-server outlived serve"
-    finally:
-        if proc.poll() is None:
-            proc.kill()
 
 
 def dependencies_in(snapshot: dict) -> str | None:
@@ -139,20 +95,3 @@ def test_a_stream_for_an_unknown_widget_is_refused_with_json(site: Site) -> None
     assert "nope" in answer.json()["error"]
 
 
-def test_the_hub_follows_a_sandbox_only_while_a_page_of_it_is_open(site: Site) -> None:
-    """No page open, no notification: Valkey sends the site the keys of the
-    sandboxes some page watches (two patterns each), joined with the first
-    stream and dropped with the last."""
-    r = site.redis()
-    with httpx.Client(base_url=site.url, timeout=10) as client:
-        client.get(DIVE)
-        sandbox = client.get("/api/widgets/fanin/state").json()["snapshot"]["queues"][0]["queue"].split(".")[0]
-        assert sandbox.startswith("s")
-        before = int(r.execute_command("PUBSUB", "NUMPAT"))
-        with client.stream("GET", "/api/stream", params={"widgets": "fanin"}) as stream:
-            read_events(stream.iter_lines(), 2)
-            assert int(r.execute_command("PUBSUB", "NUMPAT")) == before + 2
-        deadline = time.monotonic() + 5
-        while int(r.execute_command("PUBSUB", "NUMPAT")) != before and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert int(r.execute_command("PUBSUB", "NUMPAT")) == before

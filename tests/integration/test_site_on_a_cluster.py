@@ -1,36 +1,38 @@
-"""Flows Lab on a managed 3-primary Valkey Cluster: the client, the hub, the
-site under uvicorn and `emqlab reset`.
+"""Flows Lab on a managed 3-primary Valkey Cluster (ValkeyCluster, real
+`valkey-server --cluster-enabled yes` processes): the hub and the site.
 
 Keyspace notifications are node-local, so the hub subscribes on every
-primary; a PUBLISH is broadcast to every node, so the hub hands each event
-on once. The site finds the cluster by itself (`INFO cluster`) when
-EMQLAB_VALKEY_CLUSTER is not set.
+primary (two patterns each) and follows the topology; a PUBLISH reaches
+every node, so the hub hands each lab event on once. The site finds the
+cluster by itself (`INFO cluster`) and streams, acts, runs the console and
+resets there.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
+import pytest
 from redis.asyncio.cluster import RedisCluster
 
 from server.emq import keyspace
-from server.live import hub as stream
-from server.live.hub import EVENTS_CHANNEL, Hub, publish_reset
-from server.valkey import connect
+from server.lifecycle import resets
+from server.live import events, topology
+from server.live.hub import Hub
+from server.live.streams import Notice, Streams, frame
 from server.valkey.process import ValkeyCluster
-from tests.support import Events, running, sandbox_of
+from tests.integration.conftest import cluster_client, flush
+from tests.support import LiveSite, deps, running, sandbox_of, streaming
+from tests.widgets import lab
 
-ROOT = Path(__file__).resolve().parents[2]
+SANDBOX = "s0123456789"
 
 
-async def wait_for(condition, seconds: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+async def wait_for(condition: Any, seconds: float = 10.0) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
@@ -38,154 +40,157 @@ async def wait_for(condition, seconds: float = 10.0) -> None:  # type: ignore[no
 
 
 async def notify_flags(conn: RedisCluster) -> dict[str, str]:
-    found = await conn.config_get("notify-keyspace-events", target_nodes=RedisCluster.PRIMARIES)
+    found: dict[str, dict[str, str]] = await conn.config_get(  # type: ignore[assignment]
+        "notify-keyspace-events", target_nodes=RedisCluster.PRIMARIES)
     return {name: value["notify-keyspace-events"] for name, value in found.items()}
 
 
-def test_open_client_finds_the_cluster_or_is_told(valkey_cluster: ValkeyCluster, valkey, monkeypatch) -> None:
-    monkeypatch.delenv(connect.CLUSTER_ENV, raising=False)
-    assert isinstance(connect.open_client(valkey_cluster.url), RedisCluster)
-    assert not isinstance(connect.open_client(valkey.url), RedisCluster)
-    monkeypatch.setenv(connect.CLUSTER_ENV, "1")
-    assert isinstance(connect.open_client(valkey_cluster.url), RedisCluster)
-    assert connect.wants_cluster(valkey.url) is True  # asked for: not detected
+@pytest.fixture
+async def hub(valkey_cluster: ValkeyCluster, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[Hub, list[Any]]]:
+    """A hub on the cluster whose streams' reads are recorded (no widget is read)."""
+    monkeypatch.setattr(topology, "TOPOLOGY_EVERY", 0.2)
+    reads: list[Any] = []
+
+    async def read(sandbox: str, widget: str) -> bytes:
+        reads.append((sandbox, widget))
+        return frame("snapshot", b"{}")
+
+    made = Hub(valkey_cluster.url, Streams(read), lambda queue: queue.partition(".")[2] or None, cluster=True)
+    await made.start()
+    try:
+        await wait_for(lambda: made.up)
+        yield made, reads
+    finally:
+        await made.stop()
+    assert all(task.done() for task in made.nodes.tasks.values())
 
 
-async def test_notifications_are_enabled_on_every_primary(cluster_conn) -> None:
-    await cluster_conn.config_set("notify-keyspace-events", "", target_nodes=RedisCluster.PRIMARIES)
-    assert set((await notify_flags(cluster_conn)).values()) == {""}
-    assert await stream.enable_notifications(cluster_conn) is True
-    flags = await notify_flags(cluster_conn)
-    assert len(flags) == 3 and all("K" in f and "A" in f for f in flags.values())
+def queue_per_primary(conn: RedisCluster) -> dict[str, str]:
+    """One queue of SANDBOX on each primary: node name -> queue."""
+    found: dict[str, str] = {}
+    for i in range(300):
+        queue = f"{SANDBOX}.q{i}"
+        node = conn.get_node_from_key(keyspace.queue_key(queue, "pending"))
+        assert node is not None
+        found.setdefault(node.name, queue)
+    return found
 
 
-async def test_the_hub_subscribes_on_every_primary_and_hands_each_event_on_once(
-    cluster_conn, valkey_cluster: ValkeyCluster, monkeypatch
+async def drained(sub: Any, wanted: Any, seconds: float = 5.0) -> list[Any]:
+    got: list[Any] = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not wanted(got):
+        with contextlib.suppress(TimeoutError):
+            got.append(await asyncio.wait_for(sub.queue.get(), 0.2))
+    return got
+
+
+async def test_the_hub_listens_on_every_primary_with_two_patterns_and_hands_each_event_on_once(
+    cluster_conn: RedisCluster, hub: tuple[Hub, list[Any]]
 ) -> None:
-    monkeypatch.setattr(stream, "TOPOLOGY_EVERY", 0.2)
-    hub = Hub(valkey_cluster.url, cluster=True)
-    await hub.start()
-    try:
-        await wait_for(lambda: hub.up)
-        primaries = sorted(n.name for n in cluster_conn.get_primaries())
-        assert sorted(hub.nodes) == primaries and hub.notifications_on
-        # one queue per primary: each write's notification comes from its own node
-        queues = {}
-        for i in range(200):
-            queue = f"s0123456789.q{i}"
-            node = cluster_conn.get_node_from_key(keyspace.queue_key(queue, "pending")).name
-            queues.setdefault(node, queue)
-        assert len(queues) == 3
-        async with hub.listen("s0123456789") as sub:
-            for queue in queues.values():
-                await cluster_conn.zadd(keyspace.queue_key(queue, "pending"), {"JOBx": 1})
-            await publish_reset(cluster_conn, ["s0123456789"], by="test")
-            got = []
-            deadline = time.monotonic() + 5
-            while time.monotonic() < deadline and (len([n for n in got if n.kind == "effect"]) < 3
-                                                   or not any(n.kind == "reset" for n in got)):
-                with contextlib.suppress(TimeoutError):
-                    got.append(await asyncio.wait_for(sub.queue.get(), 0.5))
-            await asyncio.sleep(0.3)  # a duplicate would arrive by now
-            while not sub.queue.empty():
-                got.append(sub.queue.get_nowait())
-        effects = {n.data["queue"] for n in got if n.kind == "effect"}
-        assert effects == set(queues.values())
-        resets = [n for n in got if n.kind == "reset"]
-        assert len(resets) == 1, "the cluster broadcast the PUBLISH through every node; the hub passes it on once"
-        # one subscriber of the events channel on each primary (redis-py sums them)
-        numsub = await cluster_conn.execute_command(
-            "PUBSUB NUMSUB", EVENTS_CHANNEL, target_nodes=RedisCluster.PRIMARIES
-        )
-        assert [tuple(x) for x in numsub] == [(EVENTS_CHANNEL, 3)]
-
-        # a node's subscription drops: the hub reconnects and enables notifications there again
-        victim = primaries[0]
-        node = cluster_conn.get_node(node_name=victim)
-        await cluster_conn.config_set("notify-keyspace-events", "", target_nodes=node)
-        await cluster_conn.execute_command("CLIENT KILL", "TYPE", "pubsub", target_nodes=node)
-        deadline = time.monotonic() + 10
-        while True:
-            flags = await notify_flags(cluster_conn)
-            if "K" in flags[victim] and hub.up:
-                break
-            assert time.monotonic() < deadline, f"notifications not enabled again on {victim}: {flags}"
-            await asyncio.sleep(0.1)
-
-        # the topology changes: the hub follows it (a primary leaves, then comes back)
-        real = hub.primaries
-
-        async def two() -> list[str]:
-            return (await real())[1:]
-
-        monkeypatch.setattr(hub, "primaries", two)
-        await wait_for(lambda: sorted(hub.nodes) == primaries[1:])
-        assert hub.up
-        monkeypatch.setattr(hub, "primaries", real)
-        await wait_for(lambda: sorted(hub.nodes) == primaries and hub.up)
-    finally:
-        await hub.stop()
-    assert all(task.done() for task in hub.nodes.values())
+    live, reads = hub
+    primaries = sorted(n.name for n in cluster_conn.get_primaries())
+    assert sorted(live.nodes.tasks) == primaries and live.notifications_on
+    for node in cluster_conn.get_primaries():
+        assert await cluster_conn.execute_command("PUBSUB NUMPAT", target_nodes=node) == 2, node.name
+    queues = queue_per_primary(cluster_conn)
+    assert len(queues) == 3
+    widgets = tuple(q.partition(".")[2] for q in queues.values())
+    with live.streams.open(SANDBOX, widgets) as sub:
+        for queue in queues.values():
+            await cluster_conn.zadd(keyspace.queue_key(queue, "pending"), {"JOBx": 1})
+        await events.publish_reset(cluster_conn, [SANDBOX], by="test")
+        got = await drained(sub, lambda got: len({w for _, w in reads}) == 3
+                            and any(isinstance(g, Notice) for g in got))
+        await asyncio.sleep(0.3)  # a second copy of the PUBLISH would be here by now
+        got += sub.drain()
+    assert {widget for _, widget in reads} == set(widgets)  # each primary's write reached the hub
+    resets_told = [g for g in got if isinstance(g, Notice) and g.kind == "reset"]
+    assert len(resets_told) == 1, "the cluster delivers a PUBLISH through every node; the hub hands it on once"
 
 
-def test_the_site_on_a_cluster_streams_acts_and_resets(valkey_cluster: ValkeyCluster) -> None:
-    env = {connect.CLUSTER_ENV: ""}  # not told: the site finds the cluster by itself
-    with running(valkey_cluster.url, env) as site:
-        client = site.visitor("/flows/cross-queue")
-        state = client.get("/api/widgets/outbox/state").json()["snapshot"]
-        assert state["picture"]["cluster"] is True
-        assert all(view["node"].startswith("127.0.0.1:") for view in state["queues"])
-        with client.stream("GET", "/api/stream", params={"widgets": "outbox,fanin"}) as response:
-            events = Events(response)
-            assert events.until("status")[-1][1]["valkey"] == "up"
-            answer = client.post("/api/widgets/outbox/one-script")
+async def test_the_hub_switches_notifications_on_again_on_a_node_whose_subscription_dropped(
+    cluster_conn: RedisCluster, hub: tuple[Hub, list[Any]]
+) -> None:
+    live, _ = hub
+    victim = sorted(n.name for n in cluster_conn.get_primaries())[0]
+    node = cluster_conn.get_node(node_name=victim)
+    await cluster_conn.config_set("notify-keyspace-events", "", target_nodes=node)
+    await cluster_conn.execute_command("CLIENT KILL", "TYPE", "pubsub", target_nodes=node)
+    deadline = time.monotonic() + 10
+    while "K" not in (await notify_flags(cluster_conn))[victim] or not live.up:
+        assert time.monotonic() < deadline, "notifications were not switched on again"
+        await asyncio.sleep(0.1)
+
+
+async def test_the_hub_follows_the_topology_as_a_primary_leaves_and_comes_back(
+    cluster_conn: RedisCluster, hub: tuple[Hub, list[Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    live, _ = hub
+    primaries = sorted(n.name for n in cluster_conn.get_primaries())
+    real = topology.read_primaries
+
+    async def without_first(seeds: Any) -> list[str]:
+        return [p for p in await real(seeds) if p != primaries[0]]
+
+    monkeypatch.setattr(topology, "read_primaries", without_first)
+    await wait_for(lambda: sorted(live.nodes.tasks) == primaries[1:])
+    assert live.up
+    monkeypatch.setattr(topology, "read_primaries", real)
+    await wait_for(lambda: sorted(live.nodes.tasks) == primaries and live.up)
+
+
+@pytest.fixture(scope="module")
+def cluster_site(valkey_cluster: ValkeyCluster) -> Iterator[LiveSite]:
+    async def flushed() -> None:
+        client = await cluster_client(valkey_cluster)
+        await flush(client)
+        await client.aclose()
+
+    asyncio.run(flushed())
+    with running(valkey_cluster.url, {"EMQLAB_VALKEY_CLUSTER": ""}) as site:  # not told: it finds the cluster
+        yield site
+
+
+def test_the_site_on_a_cluster_streams_and_acts_with_each_queue_on_its_primary(cluster_site: LiveSite) -> None:
+    client = cluster_site.visitor()
+    state = client.get("/api/widgets/fanin/state").json()["snapshot"]
+    assert all(view["node"].startswith("127.0.0.1:") for view in state["queues"])
+    with streaming(client, "fanin,native,enqueue-stepper") as page:
+        assert page.until("status")[-1][1]["valkey"] == "up"
+        acted = client.post("/api/widgets/fanin/complete-child", json={})
+        assert acted.status_code == 200, acted.text
+        seen = page.until("snapshot", widget="fanin", ver=acted.json()["ver"])
+        assert any(kind == "effect" and data["key"].startswith("emq:{fanin}:") for kind, data in seen)
+        assert deps(seen[-1][1]) == 2
+        for widget, action in (("native", "script"), ("enqueue-stepper", "run-atomically")):
+            answer = client.post(f"/api/widgets/{widget}/{action}", json={})
             assert answer.status_code == 200, answer.text
-            outcome = answer.json()["outcome"]
-            assert outcome["kind"] == "refused"
-            assert "CROSSSLOT Keys in request don't hash to the same slot" in outcome["text"]
-            assert client.post("/api/widgets/outbox/complete-child").status_code == 200
-            effect = events.until("effect", widget="outbox")[-1][1]
-            assert ".outbox.mail}" in effect["key"]
-            assert client.post("/api/widgets/fanin/complete-child").status_code == 200
-            events.until("effect", widget="fanin")
-        sandbox = sandbox_of(client)
-        # `emqlab reset` from a shell, against the cluster (found by INFO cluster)
-        done = subprocess.run(
-            [sys.executable, "-m", "server.cli", "reset", "--sandbox", sandbox],
-            env={**os.environ, "PYTHONPATH": str(ROOT), "EMQLAB_VALKEY_URL": valkey_cluster.url},
-            capture_output=True, text=True, timeout=30, cwd=str(ROOT), check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        assert f"reset sandbox {sandbox}" in done.stdout
-        removed = int(done.stdout.split(":")[-1].split()[0])
-        assert removed > 5
-        after = client.get("/api/widgets/fanin/state").json()["snapshot"]
-        assert json.dumps(after).count("JOBchild") >= 3  # landed again, fresh
+            page.until("snapshot", widget=widget, ver=answer.json()["ver"])
+        line = client.post("/api/console", json={"command": "GET emq:{fanin}:job:JOBparent:dependencies"})
+        assert line.status_code == 200 and line.json()["reply_lines"] == ['"2"'], line.text
 
 
-def test_one_script_on_one_server_answers_409(valkey) -> None:
-    with running(valkey.url) as site:
-        client = site.visitor("/flows/cross-queue")
-        assert client.get("/api/widgets/outbox/state").json()["snapshot"]["picture"]["cluster"] is False
-        answer = client.post("/api/widgets/outbox/one-script")
-        assert answer.status_code == 409
-        assert "needs a cluster" in answer.json()["error"] and "emqlab serve --cluster" in answer.json()["error"]
+def test_on_a_cluster_a_widgets_reset_and_an_instructors_reset_land_the_scenario_again(
+    cluster_site: LiveSite, valkey_cluster: ValkeyCluster
+) -> None:
+    client = cluster_site.visitor()
+    sandbox = sandbox_of(client)
+    assert client.post("/api/widgets/fanin/complete-child", json={}).status_code == 200
+    assert client.post("/api/widgets/fanin/reset", json={}).status_code == 200
+    assert deps(client.get("/api/widgets/fanin/state").json()["snapshot"]) == 3
+    assert client.post("/api/widgets/fanin/complete-child", json={}).status_code == 200
+    with streaming(client) as page:
+        page.until("snapshot", widget="fanin")
 
+        async def reset() -> resets.Report:
+            conn = await cluster_client(valkey_cluster)
+            try:
+                return await resets.reset_sandboxes(lab(conn), [sandbox])
+            finally:
+                await conn.aclose()
 
-def test_workers_keep_tcp_nodelay() -> None:
-    """`--workers N`: uvicorn's supervisor binds the listener with proto 0, and
-    asyncio then leaves TCP_NODELAY off on every accepted connection (~40 ms a
-    keep-alive request); `run_uvicorn` re-wraps it with IPPROTO_TCP."""
-    import socket
-
-    from uvicorn.config import Config
-
-    from server.cli import nodelay_listener
-    from server.valkey.process import free_port
-
-    nodelay_listener()
-    sock = Config("server.cli:app_from_env", host="127.0.0.1", port=free_port()).bind_socket()
-    try:
-        assert sock.proto == socket.IPPROTO_TCP and sock.get_inheritable()
-    finally:
-        sock.close()
+        report = asyncio.run(reset())
+        assert report.reset == [sandbox] and report.failed == {}
+        page.until("reset")
+        assert deps(page.until("snapshot", widget="fanin")[-1][1]) == 3

@@ -1,113 +1,84 @@
-"""Static traces and the shared tour machinery against a real Valkey."""
+"""The no-JavaScript traces (server/widgets/traces.py): each widget's tour,
+played once on Valkey through the executor, drawn on the dive as rows.
+
+A site that starts while Valkey is away renders its pages without traces,
+and the traces arrive once Valkey answers (the cached page bodies dropped,
+so the next request draws them); each row is what Valkey held; a question
+asked before a step comes with the answer Valkey gave.
+"""
 
 from __future__ import annotations
 
-import asyncio
-from types import SimpleNamespace
+import re
+import time
 
-import pytest
-import redis.asyncio as aioredis
-
-from server.valkey.process import free_port
+from server.emq.wire import Conn
+from server.lifecycle import removal
+from server.valkey.process import ValkeyProcess
 from server.widgets import WIDGETS, traces
-from server.widgets.base import BadInput, Context
+from tests.support import DIVE, LiveSite
+from tests.widgets import catalog, lab
 
-from .conftest import act, all_keys
-
-SANDBOX = "s0123456789"
+ARRIVE_WITHIN = 20.0  # seconds: the retries back off from 1 s; a liveness deadline
 
 
-async def test_every_widget_records_one_row_per_recorded_step_and_leaves_no_key(conn) -> None:
-    found = await traces.record_all(conn)
+def trace_rows(page: str, widget: str) -> list[str]:
+    """The rows of one widget's trace table on a rendered dive."""
+    section = page.split(f'data-widget="{widget}"', 1)[1]
+    box = section.split('data-role="trace"', 1)[1].split("</details>\n</section>", 1)[0]
+    return re.findall(r'<tr data-step="\d+".*?</tr>', box, flags=re.S)
+
+
+def test_without_valkey_at_start_pages_render_without_traces_and_the_traces_arrive_later() -> None:
+    valkey = ValkeyProcess()  # its port chosen, nothing listening on it yet
+    site = LiveSite(valkey.url).start()
+    try:
+        page = site.client().get(DIVE)
+        assert page.status_code == 200
+        assert "The recorded run is not available yet" in page.text
+        assert trace_rows(page.text, "fanin") == []
+        valkey.start()
+        deadline = time.monotonic() + ARRIVE_WITHIN
+        while not trace_rows(page.text, "fanin"):
+            assert time.monotonic() < deadline, "the traces did not arrive after Valkey came back"
+            time.sleep(0.25)
+            page = site.client().get(DIVE)
+        assert len(trace_rows(page.text, "fanin")) == sum(len(s.replay) for s in WIDGETS["fanin"].tour) + 1
+        assert "The recorded run is not available yet" not in page.text
+        assert not site.redis().keys("*strace*"), "the scratch sandbox was removed"
+    finally:
+        site.stop()
+        valkey.stop()
+
+
+def test_a_question_asked_before_a_step_of_the_trace_comes_with_the_answer_valkey_gave(site: LiveSite) -> None:
+    rows = trace_rows(site.client().get(DIVE).text, "fanin")
+    asked = [row for row in rows if 'class="trace-question"' in row]
+    assert asked, "the fan-in's trace asks its questions"
+    for row in asked:
+        answer = row.split('class="trace-answer"', 1)[1].split("<p>", 1)[1].split("</p>", 1)[0]
+        assert "Valkey" in answer and ":dependencies = " in answer, row
+
+
+async def test_each_row_of_the_fan_in_trace_is_what_valkey_held_after_that_step(conn: Conn) -> None:
+    trace = await traces.record(lab(conn), WIDGETS["fanin"], "strace00000")
+    readouts = [row.readout for row in trace.rows]
+    assert readouts[0].startswith("0 of 3 children complete → :dependencies = 3")
+    counter = [c for c in trace.rows[1].changes if c.key == "job:JOBparent:dependencies"]
+    assert counter == [traces.KeyChange("job:JOBparent:dependencies", "changed", "2")]
+    redelivered = trace.rows[2]
+    assert "complete answered 0 (no row)" in redelivered.outcome and redelivered.changes == ()
+    stale = next(row for row in trace.rows if row.label == "Complete with a stale token")
+    assert "EMQSTALE" in stale.outcome and stale.changes == ()
+    released = next(row for row in trace.rows if ":dependencies = 0" in row.readout)
+    assert "the parent is released" in released.readout
+    assert not any("strace00000" in row.outcome + row.readout for row in trace.rows)
+
+
+async def test_recording_every_trace_leaves_no_key_of_its_scratch_sandbox(conn: Conn) -> None:
+    found = await traces.record_all(lab(conn), lambda sandbox: removal.delete(conn, catalog(), sandbox))
     assert set(found) == set(WIDGETS)
     for name, trace in found.items():
-        widget = WIDGETS[name]
-        steps = widget.trace_tour or widget.tour
-        assert [r.step for r in trace.rows] == list(range(len(steps) + 1)), name
-    assert not [k for k in await all_keys(conn) if k.startswith(("emq:", "lab:"))]
-
-
-async def test_the_fan_in_trace_reads_the_counter_from_valkey_at_each_step(conn) -> None:
-    trace = await traces.record(conn, WIDGETS["fanin"], "strace00000")
-    readouts = [r.readout for r in trace.rows]
-    assert ":dependencies = 3" in readouts[0]
-    counter = [c for c in trace.rows[1].changes if c.key == "job:JOBparent:dependencies"]
-    assert counter == [traces.KeyChange("job:JOBparent:dependencies", "changed", "3 → 2")]
-    assert trace.rows[2].changes == () and "did not move" in trace.rows[2].outcome
-    assert "in active: JOBchild2 (token 1)" in readouts[3]
-    # the stale token: refused by the fence, and the two readings found no key changed
-    assert "EMQSTALE complete token mismatch" in trace.rows[4].outcome and trace.rows[4].changes == ()
-    assert "EMQSTALE" in trace.rows[7].outcome and trace.rows[7].changes == ()
-    assert "skipped the fan-in" in trace.rows[11].outcome and ":dependencies = 1" in readouts[11]
-    assert "strace00000" not in " ".join(r.outcome for r in trace.rows)
-
-
-async def test_the_stepper_trace_ends_in_the_emqkind_refusal(conn) -> None:
-    trace = await traces.record(conn, WIDGETS["enqueue-stepper"], "strace00000")
-    last = trace.rows[-1]
-    assert last.kind == "refused" and "EMQKIND job id must be JOB-namespaced" in last.outcome
-    assert last.keys == 0
-
-
-@pytest.mark.parametrize("name", list(WIDGETS))
-async def test_goto_takes_a_step_of_the_tour_and_refuses_anything_else(conn, name) -> None:
-    widget, ctx = WIDGETS[name], Context(conn, SANDBOX)
-    await widget.show(ctx)
-    last = len(widget.tour)
-    outcome = await act(widget, ctx, "goto", {"step": last})
-    # the stepper keeps one numbering, the script's moves: it names the button instead
-    opened = "Rebuilt on Valkey from the link, up to" if name == "enqueue-stepper" else f"Step {last} of {last}"
-    assert outcome.text.startswith(opened)
-    for body in ({}, {"step": -1}, {"step": "1"}, {"step": True}, {"move": 1}, {"flow": 1}):
-        with pytest.raises(BadInput):
-            await act(widget, ctx, "goto", body)
-
-
-@pytest.mark.parametrize("name", list(WIDGETS))
-async def test_goto_past_the_tour_opens_the_last_step_and_says_how_many_there_are(conn, name) -> None:
-    widget, ctx = WIDGETS[name], Context(conn, SANDBOX)
-    await widget.show(ctx)
-    last = len(widget.tour)
-    outcome = await act(widget, ctx, "goto", {"step": last + 1})
-    said = f"This tour has {last} steps, so the link to step {last + 1} opened the last one. "
-    assert outcome.text.startswith(said)
-    exact = await act(widget, ctx, "goto", {"step": last})
-    assert outcome.text.removeprefix(said) == exact.text
-
-
-async def test_goto_replays_the_same_state_as_the_clicks_do(conn) -> None:
-    widget = WIDGETS["results"]
-    clicked, jumped = Context(conn, "s000000000a"), Context(conn, "s000000000b")
-    await widget.show(clicked)
-    for slug in widget.tour[:3]:
-        await act(widget, clicked, slug, {})
-    await act(widget, jumped, "goto", {"step": 3})
-    a, b = await widget.snapshot(clicked), await widget.snapshot(jumped)
-    assert a["readout"] == b["readout"]
-    assert a["picture"]["children"] == b["picture"]["children"]
-
-
-async def test_without_valkey_the_traces_arrive_later_and_cached_pages_are_dropped(valkey) -> None:
-    port = free_port()  # nothing listens here yet
-    app = SimpleNamespace(state=SimpleNamespace(
-        conn=aioredis.Redis.from_url(f"redis://127.0.0.1:{port}/0", decode_responses=True, socket_connect_timeout=0.2),
-        page_bodies={"/flows/parent-and-children": "rendered without traces"},
-    ))
-    saved = dict(traces.RECORDED)
-    traces.RECORDED.clear()
-    try:
-        await traces.start(app)
-        assert app.state.trace_task is not None and not traces.RECORDED
-        await app.state.conn.aclose()
-        app.state.conn = aioredis.Redis.from_url(valkey.url, decode_responses=True)  # Valkey is back
-        for _ in range(100):
-            if traces.RECORDED:
-                break
-            await asyncio.sleep(0.05)
-        assert set(traces.RECORDED) == set(WIDGETS)
-        assert app.state.page_bodies == {}
-        await traces.stop(app)
-    finally:
-        await app.state.conn.aclose()
-        traces.RECORDED.clear()
-        traces.RECORDED.update(saved)
+        assert [row.step for row in trace.rows] == list(range(len(trace.rows))), name
+        assert len(trace.rows) == 1 + sum(len(step.replay) for step in WIDGETS[name].tour), name
+    assert [k async for k in conn.scan_iter(match="*")] == []

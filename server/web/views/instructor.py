@@ -1,46 +1,62 @@
 """The instructor's page and endpoints.
 
-    GET  /instructor                     the page: sign-in form (401) or the live sandboxes and rooms
-    POST /instructor/sign-in             {token} -> signed instructor cookie, 303 to /instructor
+    GET  /instructor                 the page: the sign-in form (401), or the classes and the live sandboxes
+    POST /instructor/sign-in         {token} -> the signed instructor cookie (303 to /instructor, or JSON)
     POST /instructor/sign-out
-    GET  /instructor/overview            JSON: sandboxes and rooms
-    POST /instructor/reset               {sandbox: ID} | {room: CODE} | {all: true}
-    POST /instructor/rooms               {name} -> a new class (its host: this browser), 303 to its page
+    GET  /instructor/overview        JSON: the classes, the live sandboxes, the closed classes' results
+    GET  /instructor/watching        JSON: whom the instructor watches (room.js names them on the banner)
+    POST /instructor/reset           {sandbox: ID} | {room: CODE} | {all: true}
+    POST /instructor/rooms           {name} -> a new class (its host: this browser), 201 / 303 to its page
 
-The class page and every class control are in classroom.py.
-
-Without EMQLAB_INSTRUCTOR_TOKEN every one answers 403; without the signed
-instructor cookie (or `Authorization: Bearer <token>`) 401; a state change
-from a foreign Origin 403. Forms work without JavaScript (POST, then 303 back
-to the page, with a one-shot notice in a signed cookie); JSON callers get JSON.
+The class page and its controls are classroom.py's. Without
+EMQLAB_INSTRUCTOR_TOKEN every one answers 403; without the signed cookie or
+`Authorization: Bearer <token>` 401; from a foreign Origin 403. The sign-in
+consults the address's failed-attempt limit before it looks at the token
+(guards.check_token), and an instructor already signed in stays signed in
+whatever that limit says.
 """
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
+import msgspec
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
-from server.sandboxes import learners, lifecycle, rooms
-from server.sandboxes.sandbox import REGISTRY_KEY, SANDBOX_RE
-from server.web import body, forms, guard
+from server.emq.wire import as_dict, as_text
+from server.lifecycle import resets
+from server.sandboxes import kept, keys, learners, presence, rooms
+from server.sandboxes.sandbox import SANDBOX_RE
+from server.web import forms, guards
 from server.web.answer import JSONAnswer
-from server.web.errors import VALKEY_FAULTS, fault_message
-from server.web.state import course_of, respond
-from server.widgets.flow import plural
+from server.web.views.replies import done, guarded, instructor_only, refused, render
 
-FLASH_COOKIE = "emqlab_flash"
 LISTED = 500  # sandboxes shown on the page, most recent first
-UNAVAILABLE = "Valkey is unreachable right now; try again when it returns."
+EPHEMERAL = ("This site runs ephemeral (EMQLAB_EPHEMERAL): its classes, sandboxes and progress live in a "
+             "temporary Valkey and will not survive a restart.")
 
 
-def ago(seconds_since_epoch: float, now: float) -> str:
-    delta = max(0, int(now - seconds_since_epoch))
+class SignIn(msgspec.Struct, forbid_unknown_fields=True):
+    token: str = ""
+
+
+class ResetBody(msgspec.Struct, forbid_unknown_fields=True):
+    sandbox: str | None = None
+    room: str | None = None
+    all: bool = False
+
+
+class NewRoom(msgspec.Struct, forbid_unknown_fields=True):
+    name: str = ""
+
+
+def ago(seconds: float | None, now: float) -> str:
+    if seconds is None:
+        return "—"
+    delta = max(0, int(now - seconds))
     if delta < 60:
         return f"{delta} s ago"
     if delta < 3600:
@@ -48,152 +64,93 @@ def ago(seconds_since_epoch: float, now: float) -> str:
     return f"{delta // 3600} h {delta % 3600 // 60} min ago"
 
 
+def plural(count: int, word: str, many: str | None = None) -> str:
+    return f"{count} {word if count == 1 else many or word + 's'}"
+
+
+async def live_sandboxes(request: Request, open_rooms: list[rooms.Room]) -> list[dict[str, Any]]:
+    """The most recently active sandboxes: who (name, class) and where (page, widget)."""
+    conn = request.app.state.conn
+    found: Any = await conn.zrevrange(keys.REGISTRY_KEY, 0, LISTED - 1, withscores=True)
+    ids = [(as_text(s), float(score) / 1000) for s, score in found if SANDBOX_RE.match(as_text(s))]
+    metas: list[Any] = []
+    if ids:
+        async with conn.pipeline(transaction=False) as pipe:
+            for sandbox, _ in ids:
+                pipe.hgetall(keys.meta_key(sandbox))
+            metas = await pipe.execute()
+    shared = {r.sandbox: r.code for r in open_rooms}
+    codes = {r.code for r in open_rooms}
+    now, rows = time.time(), []
+    for (sandbox, seen), raw in zip(ids, metas):
+        meta = as_dict(raw)
+        room = meta.get("room") if meta.get("room") in codes else None
+        rows.append({"id": sandbox, "name": meta.get("name") or None, "room": room or shared.get(sandbox),
+                     "shared": sandbox in shared, "page": presence.page(meta), "widget": meta.get("widget"),
+                     "last_seen": seen, "ago": ago(seen, now)})
+    return rows
+
+
 async def overview_data(request: Request) -> dict[str, Any]:
     conn = request.app.state.conn
     now = time.time()
-    sandboxes = await lifecycle.list_sandboxes(conn, limit=LISTED)
-    total = int(await conn.zcard(REGISTRY_KEY))
-    room_list = await rooms.list_rooms(conn)
-    by_id = {s.id: s for s in sandboxes}
-
-    def room_row(room: rooms.Room) -> dict[str, Any]:
-        live = by_id.get(room.sandbox)
-        return {
-            **room.as_json(), "opened": ago(room.created, now),
-            "last_seen": live.last_seen if live else None,
-            "ago": ago(live.last_seen, now) if live else None,
-            "page": live.page if live else None, "widget": live.widget if live else None,
-        }
-
+    open_rooms = await rooms.list_rooms(conn)
     return {
-        "now": now,
-        "total_sandboxes": total,
-        "sandboxes": [{**s.as_json(), "ago": ago(s.last_seen, now)} for s in sandboxes],
-        "rooms": [room_row(r) for r in room_list],
+        "total_sandboxes": int(await conn.zcard(keys.REGISTRY_KEY)),
+        "sandboxes": await live_sandboxes(request, open_rooms),
+        "rooms": [{**r.as_json(), "opened": ago(r.created, now)} for r in open_rooms],
+        "closed": [{"code": code, "until": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(until))}
+                   for code, until in await kept.listed(conn)],
     }
 
 
-def render(request: Request, status: int = 200, **context: Any) -> Response:
+def page_context(request: Request, **extra: Any) -> dict[str, Any]:
     settings = request.app.state.settings
-    flash = request.app.state.flash_cookie.read(request)
-    ctx = {
-        "course": course_of(request),
-        "enabled": bool(settings.instructor_token),
-        "signed_in": guard.is_instructor(request),
-        "flash": flash if isinstance(flash, str) else None,
-        "my_room": guard.room_of(request),
-        "modes": rooms.MODE_WORDS,
-        "confirm_all": request.query_params.get("confirm") == "all",
-        "error": None,
-        **context,
-    }
-    response = respond(request, "instructor.html", ctx, status)
-    if flash is not None or request.cookies.get(FLASH_COOKIE):
-        request.app.state.flash_cookie.clear(response)
-    if status == 401:
-        response.headers["WWW-Authenticate"] = 'Bearer realm="emqlab-instructor"'
-    return response
-
-
-def done(request: Request, message: str, data: dict[str, Any], status: int = 200,
-         back: str = "/instructor") -> Response:
-    """The answer to a successful change: JSON, or a 303 back to the page with a notice."""
-    if forms.wants_json(request):
-        return JSONAnswer({"ok": True, "message": message, **data}, status_code=status)
-    response = RedirectResponse(back, status_code=303)
-    request.app.state.flash_cookie.attach(response, message)
-    return response
-
-
-async def refused(request: Request, status: int, message: str) -> Response:
-    if forms.wants_json(request) or (request.method == "GET" and request.url.path != "/instructor"):
-        headers = {"WWW-Authenticate": 'Bearer realm="emqlab-instructor"'} if status == 401 else None
-        return JSONAnswer({"error": message}, status_code=status, headers=headers)
-    context: dict[str, Any] = {"error": message}
-    if guard.is_instructor(request):
-        try:
-            context.update(await overview_data(request))
-        except VALKEY_FAULTS:
-            context["error"] = f"{message} ({UNAVAILABLE})"
-    return render(request, status, **context)
-
-
-Handler = Callable[[Request], Awaitable[Response]]
-
-
-def instructor_only(handler: Handler) -> Handler:
-    """The endpoint run `guarded`: an instructor's, every refusal a clear 4xx (or 503)."""
-
-    @functools.wraps(handler)
-    async def endpoint(request: Request) -> Response:
-        return await guarded(request, handler)
-
-    return endpoint
-
-
-async def guarded(request: Request, handler: Handler) -> Response:
-    """Run an instructor endpoint: every refusal a clear 4xx (or 503)."""
-    try:
-        await guard.require_instructor(request)
-        return await handler(request)
-    except guard.Refused as exc:
-        return await refused(request, exc.status, str(exc))
-    except (body.BadBody, rooms.BadRoom) as exc:
-        return await refused(request, getattr(exc, "status", 400), str(exc))
-    except rooms.RoomsFull as exc:
-        return await refused(request, 409, str(exc))
-    except VALKEY_FAULTS as exc:
-        return await refused(request, 503, fault_message(exc))
-
-
-# -- pages -------------------------------------------------------------------------
+    code = request.app.state.room_cookie.read(request)
+    return {"enabled": bool(settings.instructor_token), "signed_in": guards.is_instructor(request),
+            "ephemeral": EPHEMERAL if settings.ephemeral else "", "modes": rooms.MODE_WORDS,
+            "my_room": code if isinstance(code, str) else None, "back": None, "overview": None,
+            "confirm_all": request.query_params.get("confirm") == "all", **extra}
 
 
 async def page(request: Request) -> Response:
+    """The sign-in form until the instructor is known; then the classes and the sandboxes."""
     settings = request.app.state.settings
     if not settings.instructor_token:
-        return render(request, 403, error="Instructor features are off:"
-                      " start the site with EMQLAB_INSTRUCTOR_TOKEN set.")
-    if not guard.is_instructor(request):
-        return render(request, 401)
-    try:
-        return render(request, 200, **await overview_data(request))
-    except VALKEY_FAULTS as exc:
-        return render(request, 503, error=fault_message(exc), sandboxes=[], rooms=[], total_sandboxes=0)
+        return render(request, "instructor.html", page_context(
+            request, error="Instructor features are off: start the site with EMQLAB_INSTRUCTOR_TOKEN set."), 403)
+    if guards.bearer_of(request) is None and not guards.signed_in(request):
+        return render(request, "instructor.html", page_context(request), 401)
+
+    async def run(request: Request) -> Response:
+        return render(request, "instructor.html", page_context(request, signed_in=True,
+                                                               overview=await overview_data(request)))
+
+    return await guarded(request, run)
 
 
 async def sign_in(request: Request) -> Response:
     settings = request.app.state.settings
     try:
         if not settings.instructor_token:
-            raise guard.Refused(403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN")
-        guard.check_origin(request)
-        fields = await forms.read_fields(request)
-        # The token is judged first: a right one signs in even while this
-        # address is locked out; a wrong one counts (INCR first) and past the
-        # limit answers 429.
-        if not guard.token_matches(fields.get("token"), settings.instructor_token):
-            await guard.count_failed_attempt(request, "sign-in")
-            raise guard.Refused(401, "that is not the instructor token")
-    except guard.Refused as exc:
-        return await refused(request, exc.status, str(exc))
-    except body.BadBody as exc:
-        return await refused(request, exc.status, str(exc))
-    except VALKEY_FAULTS as exc:
-        return await refused(request, 503, fault_message(exc))
-    response = done(request, "Signed in as the instructor.", {})
-    request.app.state.instructor_cookie.attach(response, guard.token_fingerprint(settings.instructor_token))
+            raise guards.Refused(403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN")
+        guards.check_origin(request)
+        body = await forms.read(request, SignIn)
+        if not guards.signed_in(request):  # signed in already: nothing to compare, nothing to count
+            await guards.check_token(request, body.token)
+    except Exception as exc:  # noqa: BLE001 - said in words, 4xx or 503
+        return refused(request, exc)
+    response = done(request, "Signed in as the instructor.")
+    request.app.state.instructor_cookie.attach(response, guards.token_fingerprint(settings.instructor_token))
     return response
 
 
 async def sign_out(request: Request) -> Response:
     try:
-        guard.check_origin(request)
-    except guard.Refused as exc:
-        return await refused(request, exc.status, str(exc))
-    response = (
-        JSONAnswer({"ok": True}) if forms.wants_json(request) else RedirectResponse("/instructor", status_code=303)
-    )
+        guards.check_origin(request)
+    except guards.Refused as exc:
+        return refused(request, exc)
+    response = done(request, "Signed out.") if forms.wants_json(request) else RedirectResponse("/instructor", 303)
     request.app.state.instructor_cookie.clear(response)
     return response
 
@@ -203,70 +160,78 @@ async def overview(request: Request) -> Response:
     return JSONAnswer(await overview_data(request))
 
 
-# -- resets ------------------------------------------------------------------------
+@instructor_only
+async def watching(request: Request) -> Response:
+    """Whom the instructor's Watch cookie names: their sandbox, name and class."""
+    watched = request.app.state.watch_cookie.read(request)
+    if not isinstance(watched, str) or not SANDBOX_RE.fullmatch(watched):
+        return JSONAnswer({"sandbox": None, "name": None, "room": None})
+    meta = as_dict(await request.app.state.conn.hgetall(keys.meta_key(watched)))
+    return JSONAnswer({"sandbox": watched, "name": meta.get("name") or None, "room": meta.get("room") or None})
 
 
+def report_words(report: resets.Report, names: dict[str, str]) -> str:
+    """"3 reset" and, when any failed, which and why: one broken sandbox never hides the others."""
+    said = f"{plural(len(report.reset), 'sandbox', 'sandboxes')} reset"
+    if report.failed:
+        said += "; failed: " + "; ".join(f"{names.get(s) or s} ({why})" for s, why in sorted(report.failed.items()))
+    return said
+
+
+@instructor_only
 async def reset(request: Request) -> Response:
-    return await guarded(request, do_reset)
-
-
-async def do_reset(request: Request) -> Response:
-    fields = await forms.read_fields(request)
-    conn = request.app.state.conn
-    chosen = [name for name in ("sandbox", "room", "all") if fields.get(name) not in (None, "", False)]
+    body = await forms.read(request, ResetBody)
+    lab, conn = request.app.state.lab, request.app.state.conn
+    chosen = [name for name, given in (("sandbox", body.sandbox), ("room", body.room), ("all", body.all)) if given]
     if len(chosen) != 1:
-        raise body.BadBody("say what to reset: exactly one of sandbox (an id), room (a code) or all (true)")
-    what = chosen[0]
-    if what == "all":
-        if not forms.as_flag(fields["all"], "all"):
-            raise body.BadBody("'all' must be true to reset every sandbox")
-        removed = await lifecycle.reset_sandboxes(conn, None)
-        said = f"Every sandbox was reset: {plural(removed, 'key')} removed."
-        return done(request, said, {"reset": "all", "removed": removed})
-    if what == "sandbox":
-        sandbox = fields["sandbox"]
-        if not isinstance(sandbox, str) or not SANDBOX_RE.fullmatch(sandbox):
-            raise body.BadBody("'sandbox' must be a sandbox id: s and 10 lowercase letters or digits")
-        if not await lifecycle.is_live(conn, sandbox):
-            raise guard.Refused(404, f"no live sandbox {sandbox}")
-        removed = await lifecycle.reset_sandboxes(conn, [sandbox])
-        return done(request, f"Sandbox {sandbox} was reset: {plural(removed, 'key')} removed.",
-                    {"reset": "sandbox", "sandbox": sandbox, "removed": removed})
-    room = await rooms.get(conn, rooms.normalize_code(fields["room"]))
+        raise forms.BadBody(400, "say what to reset: exactly one of sandbox (an id), room (a code) or all (true)")
+    if body.all:
+        report = await resets.reset_sandboxes(lab, None)
+        return done(request, f"Every sandbox was reset: {report_words(report, {})}.",
+                    {"reset": "all", "count": len(report.reset), "failed": report.failed})
+    if body.sandbox is not None:
+        sandbox = body.sandbox
+        if not SANDBOX_RE.fullmatch(sandbox):
+            raise forms.BadBody(400, "'sandbox' must be a sandbox id: s and 10 lowercase letters or digits")
+        if await conn.zscore(keys.REGISTRY_KEY, sandbox) is None:
+            raise guards.Refused(404, f"no live sandbox {sandbox}")
+        report = await resets.reset_sandboxes(lab, [sandbox])
+        name = await learners.name_of(conn, sandbox)
+        said = (f"Sandbox {sandbox}{f' ({name})' if name else ''} was reset." if not report.failed
+                else f"Sandbox {sandbox} could not be reset: {report.failed[sandbox]}")
+        return done(request, said, {"reset": "sandbox", "sandbox": sandbox, "failed": report.failed})
+    room = await rooms.get(conn, rooms.normalize_code(body.room))
     if room is None:
-        raise guard.Refused(404, "no open room has that code")
-    removed = await lifecycle.reset_sandboxes(conn, [room.sandbox, *await learners.learner_ids(conn, room.code)])
-    return done(request, f"Room {room.code} ({room.name}) was reset: {plural(removed, 'key')} removed.",
-                {"reset": "room", "room": room.code, "sandbox": room.sandbox, "removed": removed})
-
-
-# -- rooms -------------------------------------------------------------------------
+        raise guards.Refused(404, "no open class has that code")
+    ids = await learners.learner_ids(conn, room.code)
+    report = await resets.reset_sandboxes(lab, [room.sandbox, *ids])
+    return done(request, f"Class {room.code} ({room.name}) was reset: {report_words(report, {})}.",
+                {"reset": "room", "room": room.code, "count": len(report.reset), "failed": report.failed})
 
 
 @instructor_only
 async def create_room(request: Request) -> Response:
     settings = request.app.state.settings
-    fields = await forms.read_fields(request)
+    body = await forms.read(request, NewRoom)
     try:
-        host = guard.visitor_of(request)
-    except guard.NoSandbox:
-        host = ""  # a Bearer caller without a browser sandbox: the demo names one later
-    room = await rooms.create(request.app.state.conn, fields.get("name"), settings.room_ttl,
-                              settings.max_rooms, host=host)
-    response = done(
-        request, f"Room {room.code} ({room.name}) is open: learners join at /room with the code {room.code} "
-        "and their name.", {"room": room.as_json()}, status=201, back=f"/instructor/rooms/{room.code}",
-    )
+        host = guards.visitor_of(request)
+    except guards.Refused:
+        host = ""  # a Bearer caller without a browser sandbox: a demo names its sandbox later
+    room = await rooms.create(request.app.state.conn, body.name, settings.room_ttl, settings.max_rooms, host=host)
+    response = done(request, f"Class {room.code} ({room.name}) is open: learners join at /room with the code "
+                             f"{room.code} and their name.", {"room": room.as_json()}, status=201,
+                    back=f"/instructor/rooms/{room.code}")
     request.app.state.room_cookie.attach(response, room.code)
     return response
 
 
-def routes() -> list[Route]:
+def routes() -> list[BaseRoute]:
     return [
         Route("/instructor", page, methods=["GET"]),
         Route("/instructor/sign-in", sign_in, methods=["POST"]),
         Route("/instructor/sign-out", sign_out, methods=["POST"]),
         Route("/instructor/overview", overview, methods=["GET"]),
+        Route("/instructor/watching", watching, methods=["GET"]),
         Route("/instructor/reset", reset, methods=["POST"]),
         Route("/instructor/rooms", create_room, methods=["POST"]),
     ]

@@ -1,150 +1,210 @@
-"""The room page: join a class with its code and your name, see its mode, leave.
+"""The room page: join a class with its code and your name, see its mode, leave; the class's question.
 
     GET  /room          the page (the class you are in, its mode; the join form)
     POST /room/join     {code, name} -> signed room cookie, 303 to /room (404 for an unknown code)
     POST /room/leave    back to your own sandbox, out of the class
+    GET  /room/ask      the question the class is asked now, as this learner sees it (room.js)
+    POST /room/answer   {answer}: a learner's vote, in a demo or together (the instructor presses)
 
-The name (1 to 40 characters) is kept with the learner's own sandbox, so a
-learner who leaves and joins again keeps it. While the class exists, the
-middleware resolves each request of a member to the sandbox the class's mode
-names: their own, the instructor's (demo: read-only, actions answer 403) or
-the class's shared one (together).
+The name (1 to 40 characters of readable text: learners.clean_name) is kept
+with the learner's own sandbox, so a learner who leaves and joins again keeps
+it. While the class exists, the guards resolve each request of a member to
+the sandbox the class's mode names. Unknown codes count as failed attempts of
+the address (counted before the code is looked up; past the limit, 429).
+The distribution of an asked question reaches learners only once revealed.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
-from server.sandboxes import learners, rooms
-from server.web import body, forms, guard
+from server.sandboxes import answers, insight, learners, rooms
+from server.web import forms, guards, rates
 from server.web.answer import JSONAnswer
-from server.web.errors import VALKEY_FAULTS, fault_message
-from server.web.state import course_of, respond
+from server.web.views import asking, class_state
+from server.web.views.instructor import plural
+from server.web.views.replies import render, status_of
+from server.web.views.widgets import admitter
+
+
+class JoinBody(msgspec.Struct, forbid_unknown_fields=True):
+    code: str | int | None = None
+    name: str | int | None = None
+
+
+class Vote(msgspec.Struct, forbid_unknown_fields=True):
+    answer: int | float | str
 
 
 async def current_room(request: Request) -> rooms.Room | None:
-    code = guard.room_of(request)
-    if code is None:
+    code = request.app.state.room_cookie.read(request)
+    if not isinstance(code, str):
         return None
-    return await rooms.get(request.app.state.conn, code)
+    room, member, _ = await rooms.membership(request.app.state.conn, code, guards.visitor_of(request))
+    return room if member else None
 
 
-async def known_name(request: Request) -> str:
-    """The name this visitor joined with before, if any (kept with their sandbox)."""
-    try:
-        return await learners.name_of(request.app.state.conn, guard.visitor_of(request))
-    except guard.NoSandbox:
-        return ""
-
-
-def render(request: Request, status: int = 200, **context: Any) -> Response:
-    ctx: dict[str, Any] = {
-        "course": course_of(request),
-        "room": None,
-        "error": None,
-        "code": "",
-        "name": "",
-        "modes": rooms.MODE_WORDS,
-        "is_instructor": guard.is_instructor(request),
-        "dives": course_of(request).dives,
-        **context,
-    }
-    return respond(request, "room.html", ctx, status)
+def page_context(request: Request, **extra: Any) -> dict[str, Any]:
+    return {"room": None, "code": "", "name": "", "modes": rooms.MODE_WORDS, "dives": request.app.state.course.dives,
+            "is_instructor": guards.is_instructor(request), **extra}
 
 
 async def page(request: Request) -> Response:
     try:
         room = await current_room(request)
-        name = await known_name(request)
-    except VALKEY_FAULTS as exc:
-        return render(request, 503, error=fault_message(exc))
-    prefill = request.query_params.get("code", "")
+        name = await learners.name_of(request.app.state.conn, guards.visitor_of(request))
+    except Exception as exc:  # noqa: BLE001 - Valkey away: said, the form still shows
+        status, message, _ = status_of(exc)
+        return render(request, "room.html", page_context(request, error=message), status)
     try:
-        prefill = rooms.normalize_code(prefill) if prefill else ""
+        prefill = rooms.normalize_code(request.query_params.get("code", ""))
     except rooms.BadRoom:
         prefill = ""
-    return render(request, 200, room=room, code=prefill, name=name)
+    return render(request, "room.html", page_context(request, room=room, code=prefill, name=name))
 
 
-async def refused(request: Request, status: int, message: str, code: str = "", name: str = "") -> Response:
+async def refused(request: Request, exc: Exception, typed: str = "", named: str = "") -> Response:
+    status, message, headers = status_of(exc)
     if forms.wants_json(request):
-        return JSONAnswer({"error": message}, status_code=status)
+        return JSONAnswer({"error": message}, status_code=status, headers=headers)
     try:
         room = await current_room(request)
-    except VALKEY_FAULTS:
+    except Exception:  # noqa: BLE001 - the refusal is what this page says; Valkey's trouble is not the point
         room = None
-    return render(request, status, room=room, error=message, code=code, name=name)
+    return render(request, "room.html", page_context(request, room=room, error=message, code=typed[:12],
+                                                     name=named[:40]), status)
 
 
 async def join(request: Request) -> Response:
-    typed, named = "", ""
+    typed = named = ""
     try:
-        guard.check_origin(request)
-        visitor = guard.visitor_of(request)  # a visitor has a sandbox cookie (they opened a page)
-        fields = await forms.read_fields(request)
-        typed = fields["code"] if isinstance(fields.get("code"), str) else ""
-        named = fields["name"] if isinstance(fields.get("name"), str) else ""
-        code = rooms.normalize_code(fields.get("code"))
-        name = learners.clean_name(fields.get("name"))
+        guards.check_origin(request)
+        visitor = guards.visitor_of(request)  # a visitor has a sandbox cookie: they opened a page
+        body = await forms.read(request, JoinBody)
+        typed, named = (v if isinstance(v, str) else "" for v in (body.code, body.name))
+        code = rooms.normalize_code(body.code)
+        name = learners.clean_name(body.name)
         room = await admitted(request, code)
-        settings = request.app.state.settings
-        # Registered live now: the name is kept with a sandbox the reaper keeps.
-        await guard.admit_request(request, visitor, used=True)
-        await learners.join(request.app.state.conn, code, visitor, name, settings.room_ttl, settings.sandbox_ttl * 2)
-        await rooms.record_join(request.app.state.conn, code, settings.room_ttl)
-    except guard.Refused as exc:
-        return await refused(request, exc.status, str(exc), typed[:12], named[:40])
-    except guard.NoSandbox as exc:
-        return await refused(request, 403, str(exc))
-    except (body.BadBody, rooms.BadRoom, learners.BadName) as exc:
-        return await refused(request, getattr(exc, "status", 400), str(exc), typed[:12], named[:40])
-    except VALKEY_FAULTS as exc:
-        return await refused(request, 503, fault_message(exc), typed[:12], named[:40])
-    if forms.wants_json(request):
-        response: Response = JSONAnswer({
-            "ok": True, "room": {"code": room.code, "name": room.name, "mode": room.mode},
-            "message": f"You joined class {room.code} as {name} ({rooms.MODE_WORDS[room.mode]}).",
-        })
-    else:
-        response = RedirectResponse("/room", status_code=303)
+        settings, conn = request.app.state.settings, request.app.state.conn
+        await admitter(request, visitor, used=True)()  # live now: the reaper keeps the name's sandbox
+        await learners.join(conn, code, visitor, name, settings.room_ttl, settings.sandbox_ttl * 2)
+        await rooms.record_join(conn, code, settings.room_ttl)
+    except Exception as exc:  # noqa: BLE001 - every refusal in words, the form refilled
+        return await refused(request, exc, typed, named)
+    message = f"You joined class {room.code} as {name} ({rooms.MODE_WORDS[room.mode]})."
+    response: Response = (JSONAnswer({"ok": True, "message": message, "room": {
+        "code": room.code, "name": room.name, "mode": room.mode}}) if forms.wants_json(request)
+        else RedirectResponse("/room", status_code=303))
     request.app.state.room_cookie.attach(response, room.code)
     return response
 
 
 async def admitted(request: Request, code: str) -> rooms.Room:
-    """The class with that code; a guessed code counts against the client."""
-    await guard.check_attempts(request, "join")
-    room = await rooms.get(request.app.state.conn, code)
+    """The class with that code. The attempt is counted before any code is
+    looked up (one INCR, however many arrive at once: rates.take_attempt) and
+    given back when the code is a class's."""
+    conn, limit = request.app.state.conn, request.app.state.settings.attempt_limit
+    counted = await rates.take_attempt(conn, rates.client_address(request), "join", limit)
+    if counted is None:
+        raise guards.Refused(429, rates.too_many_attempts(limit))
+    room = await rooms.get(conn, code)
     if room is None:
-        await guard.count_failed_attempt(request, "join")
-        raise guard.Refused(404, f"no open room has the code {code}: check it with your instructor")
+        raise guards.Refused(404, f"no open class has the code {code}: check it with your instructor")
+    await conn.decr(counted)  # a class's code: not a failed attempt
     return room
 
 
 async def leave(request: Request) -> Response:
     try:
-        guard.check_origin(request)
-        code = guard.room_of(request)
-        if code is not None:
-            await learners.leave(request.app.state.conn, code, guard.visitor_of(request))
-    except guard.Refused as exc:
-        return await refused(request, exc.status, str(exc))
-    except guard.NoSandbox as exc:
-        return await refused(request, 403, str(exc))
-    except VALKEY_FAULTS as exc:
-        return await refused(request, 503, fault_message(exc))
+        guards.check_origin(request)
+        code = request.app.state.room_cookie.read(request)
+        if isinstance(code, str):
+            await learners.leave(request.app.state.conn, code, guards.visitor_of(request))
+    except Exception as exc:  # noqa: BLE001
+        return await refused(request, exc)
     response = JSONAnswer({"ok": True}) if forms.wants_json(request) else RedirectResponse("/room", status_code=303)
     request.app.state.room_cookie.clear(response)
     return response
 
 
-def routes() -> list[Route]:
+# -- the class's question, as a learner sees it ----------------------------------------------
+
+
+async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
+    """The question put to the learner's class, their own answer, and once revealed how the class answered."""
+    if entry.room is None or entry.ask is None:
+        return None
+    conn = request.app.state.conn
+    room = await rooms.get(conn, entry.room)
+    if room is None or room.ask is None:
+        return None
+    found, ask = asking.current(request, room), room.ask
+    question = class_state.question_of(request.app.state.catalog, ask.widget, ask.question)
+    words = question.words if question else str
+    given, _ = await answers.read(conn, room.code)
+    ids = await learners.learner_ids(conn, room.code)
+    counted = {c.key: c for c in insight.counted(given, ids, {})}
+    this = counted.get((ask.widget, ask.question, ask.round, ask.step))
+    mine = next((g for g in given if g.learner == entry.visitor and g.round == ask.round
+                 and (g.widget, g.question, g.step) == (ask.widget, ask.question, ask.step)), None)
+    vote = (await answers.votes(conn, room.code, ask.round)).get(entry.visitor)
+    shown: dict[str, Any] = {
+        "widget": ask.widget, "question": ask.question, "legend": found.legend, "step": ask.step,
+        "round": ask.round, "revealed": ask.revealed, "page": asking.dive_of(request, ask.widget),
+        "votes": room.mode != "own", "kind": question.answer if question else "number",
+        "choices": [{"value": v, "label": label} for v, label in (question.choices if question else ())],
+        "answered": f"{plural(this.answered if this else 0, 'learner')} of {len(ids)} answered",
+        "mine": (f"Your answer: {words(mine.value)} — {'Right' if mine.right else 'Not quite'}." if mine else
+                 f"Your answer {words(vote)} is in: it is judged when your instructor presses." if vote is not None
+                 else ""),
+    }
+    if ask.revealed and this is not None:
+        shown["counts"] = [{"value": words(c.value), "count": plural(c.count, "learner"),
+                            "mark": "right" if c.right else "not quite"} for c in this.answers]
+        shown["moved"] = [{"value": words(m.value), "first": m.first, "second": m.second} for m in this.moved]
+    return shown
+
+
+async def ask_state(request: Request) -> Response:
+    try:
+        entry = await guards.enter(request, write=False, counts="reads")
+        return JSONAnswer({"ask": await asked(request, entry)})
+    except Exception as exc:  # noqa: BLE001
+        status, message, headers = status_of(exc)
+        return JSONAnswer({"error": message}, status_code=status, headers=headers)
+
+
+async def answer(request: Request) -> Response:
+    """A vote where only the instructor presses (a demo's learners may not act: read-only)."""
+    try:
+        guards.check_origin(request)
+        entry = await guards.enter(request, write=False)
+        body = await forms.read(request, Vote)
+        if entry.room is None or entry.ask is None:
+            raise guards.Refused(409, "your class is asked no question now")
+        if entry.mode == "own":
+            raise guards.Refused(409, "in own sandboxes you answer in the widget itself, with its button")
+        if entry.ask.revealed:
+            raise guards.Refused(409, "the answers of this round are revealed: wait for the next question")
+        value = body.answer if not isinstance(body.answer, str) else body.answer.strip()[:200]
+        await answers.vote(request.app.state.conn, entry.room, entry.ask.round, entry.visitor, value,
+                           request.app.state.settings.room_ttl)
+    except Exception as exc:  # noqa: BLE001
+        status, message, headers = status_of(exc)
+        return JSONAnswer({"error": message}, status_code=status, headers=headers)
+    return JSONAnswer({"ok": True, "message": "Your answer is in: it is judged when your instructor presses."})
+
+
+def routes() -> list[BaseRoute]:
     return [
         Route("/room", page, methods=["GET"]),
         Route("/room/join", join, methods=["POST"]),
         Route("/room/leave", leave, methods=["POST"]),
+        Route("/room/ask", ask_state, methods=["GET"]),
+        Route("/room/answer", answer, methods=["POST"]),
     ]

@@ -13,7 +13,7 @@
 
 -- @include queue_names
 
-local CUT, ELEMENTS, MAX_KEYS = 256, 64, 200
+local CUT, ELEMENTS, MAX_KEYS = 1024, 64, 200
 local budget = tonumber(ARGV[2])
 local ids = {}
 for i = 3, #ARGV do

@@ -11,7 +11,7 @@
 
 import { $ } from "./cards.js";
 import { announce, changedKeys, logEffect, renderKeys, renderSets, setStatus, showOutcome } from "./panels.js";
-import { afterPaint, followRoom, showRoom } from "./room.js";
+import { afterPaint, followRoom, keepsNotice, settleNotice, showRoom, stickyNotice } from "./room.js";
 
 const registry = new Map(); // widget name -> { root, render, last, before, changed }
 // This page's name for itself: an outcome caused by another page says so.
@@ -97,6 +97,7 @@ export async function act(name, action, body = {}) {
   const entry = registry.get(name);
   await entry.ready;
   entry.root.setAttribute("aria-busy", "true"); // for assistive technology; no style depends on it
+  const started = Date.now(); // a notice that came after this click is not settled by it (room.js)
   try {
     const extra = extensions.map((x) => (x.body ? x.body(name, action, entry.root) : {}));
     const response = await fetch(`/api/widgets/${name}/${action}`, {
@@ -110,7 +111,7 @@ export async function act(name, action, body = {}) {
       showProblem(name, data.error || response.statusText, response.status);
       return null;
     }
-    setStatus(entry.root, "");
+    settleNotice(entry.root, started);
     showRoom(data.room);
     for (const x of extensions) if (x.acted) x.acted(name, entry.root, data);
     // The snapshot of this action comes by the stream, as to every page; if
@@ -179,7 +180,9 @@ function openStream() {
     const status = JSON.parse(e.data);
     for (const { root } of registry.values()) {
       if (status.valkey === "down") setStatus(root, "Valkey is unreachable right now; the widget will recover when it returns.", "down");
-      else if (typeof status.message === "string") setStatus(root, status.message, status.message ? "notice" : "");
+      else if (typeof status.message === "string" && (status.message || !keepsNotice(root))) {
+        setStatus(root, status.message, status.message ? "notice" : "");
+      }
     }
   });
   source.addEventListener("room", (e) => followRoom(JSON.parse(e.data), { reconnect, reloadAll }));
@@ -188,7 +191,7 @@ function openStream() {
     const text = data.by === "learner" ? "You started over: every scenario lands again."
       : "Your sandbox was reset by the instructor: the scenario starts again.";
     // a notice that stays until the learner dismisses it or acts on the widget (room.js)
-    for (const { root } of registry.values()) setStatus(root, text, "notice");
+    for (const { root } of registry.values()) stickyNotice(root, text);
     for (const { root } of registry.values()) announce(root, text);
   });
   source.onerror = () => {

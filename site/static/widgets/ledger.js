@@ -1,5 +1,7 @@
-// ledger.js — the bulk ledger. Draws the result list the adds returned and,
-// per flow, its parent and children as the snapshot read them from Valkey.
+// ledger.js — the bulk ledger. Draws the result list the adds returned (kept
+// in Valkey) and, per flow, its parent and children as the snapshot read them
+// from Valkey; sends the learner's own batch as typed (the server's id gate
+// judges every id).
 import { register, act } from "./lab.js";
 import { $, el } from "./cards.js";
 
@@ -18,63 +20,40 @@ function resultList(result, retry) {
 }
 
 // One card per flow (not a wide table): the widget sits in a narrow column.
-function flowCards(flows, picked) {
-  const list = el("ol", "ledger-flows");
-  list.setAttribute("aria-label", "Each flow's parent and children as Valkey holds them");
-  for (const f of flows) {
-    const item = el("li", "ledger-flow");
-    item.dataset.flow = String(f.number);
-    item.classList.toggle("picked", f.number === picked);
-    if (f.number === picked) item.setAttribute("aria-current", "true");
-    item.append(el("span", "ledger-flow-title", `Flow ${f.number} · ${f.path}`));
-    const entry = f.entry ? entryText(f.entry) : f.tried ? "not in the result" : "not added yet";
-    item.append(el("span", `ledger-entry${f.entry ? "" : " absent"}`, entry));
-    const parent = el("div", "ledger-parent");
-    parent.append(el("span", "job-id", f.parent));
-    const state = el("span", `job-state state-${f.state || "none"}`, f.state || "no row");
-    state.dataset.role = "parent-state";
-    parent.append(state);
-    if (f.state) {
-      const deps = f.dependencies === null ? "no :dependencies" : `:dependencies = ${f.dependencies}`;
-      parent.append(el("span", "job-sets", `${deps} · ${f.sets.length ? `in ${f.sets.join(", ")}` : "in no state set"}`));
-    }
-    const kids = el("ul", "ledger-children");
-    for (const c of f.children) {
-      const where = c.sets.length ? ` (ledger.${c.queue})` : "";
-      kids.append(el("li", `state-${(c.state || "none").split(",")[0]}`, `${c.id} · ${c.state || "no row"}${where}`));
-    }
-    item.append(parent, kids);
-    list.append(item);
+function flowCard(f, picked) {
+  const item = el("li", "ledger-flow");
+  item.dataset.flow = String(f.number);
+  item.classList.toggle("picked", f.number === picked);
+  if (f.number === picked) item.setAttribute("aria-current", "true");
+  item.append(el("span", "ledger-flow-title", `Flow ${f.number} · ${f.path}`));
+  const entry = f.entry ? entryText(f.entry) : f.tried ? "not in the result" : "not added yet";
+  item.append(el("span", `ledger-entry${f.entry ? "" : " absent"}`, entry));
+  const parent = el("div", "ledger-parent");
+  parent.append(el("span", "job-id", f.parent));
+  const state = el("span", `job-state state-${f.state || "none"}`, f.state || "no row");
+  state.dataset.role = "parent-state";
+  parent.append(state);
+  if (f.state) {
+    const deps = f.dependencies === null ? "no :dependencies" : `:dependencies = ${f.dependencies}`;
+    parent.append(el("span", "job-sets", `${deps} · ${f.sets.length ? `in ${f.sets.join(", ")}` : "in no state set"}`));
   }
-  return list;
+  const kids = el("ul", "ledger-children");
+  for (const c of f.children) {
+    kids.append(el("li", `state-${c.state || "none"}`, `${c.id} (ledger.${c.queue}) · ${c.where}`));
+  }
+  item.append(parent, kids);
+  return item;
 }
 
-function render(root, snapshot) {
-  const { mode, move, total, picked, result, retry, flows } = snapshot.picture;
-  const box = el("div", "ledger-picture");
-  box.append(resultList(result, retry), flowCards(flows, picked));
-  const chosen = flows.find((f) => f.number === picked);
-  const line = el("p", "ledger-picked", chosen ? chosen.line : "Pick a flow to read its entry and its parent's state.");
-  line.dataset.role = "picked";
-  box.append(line);
-  $(root, "picture").replaceChildren(box);
-  root.querySelector('button[data-action="previous"]').disabled = move === 0 || mode === "custom";
-  root.querySelector('button[data-action="next"]').disabled = move >= total || mode === "custom";
-  pickButtons(root, total, picked);
-  root.dataset.move = String(move);
-}
-
-// One "Flow N" button per flow of the batch on the ledger (four, or as many
-// as the learner's own batch has).
+// One "Flow N" button per flow on the ledger (four, or as many as your batch has).
 function pickButtons(root, total, picked) {
-  const group = root.querySelector(".ledger-pick");
+  const group = $(root, "pick");
   if (group.querySelectorAll("button[data-flow]").length !== total) {
     const buttons = [];
     for (let n = 1; n <= total; n += 1) {
       const button = el("button", "", `Flow ${n}`);
       button.type = "button";
       button.dataset.flow = String(n);
-      button.addEventListener("click", () => act("ledger", "pick", { flow: n }));
       buttons.push(button);
     }
     group.replaceChildren(...buttons);
@@ -84,8 +63,27 @@ function pickButtons(root, total, picked) {
   });
 }
 
+function render(root, snapshot) {
+  const { mode, move, total, picked, result, retry, refused, flows } = snapshot.picture;
+  const box = el("div", "ledger-picture");
+  box.append(resultList(result, retry));
+  if (refused) box.append(el("p", "ledger-refused", `add_bulk refused your batch: ${refused}`));
+  const list = el("ol", "ledger-flows");
+  list.setAttribute("aria-label", "Each flow's parent and children as Valkey holds them");
+  for (const f of flows) list.append(flowCard(f, picked));
+  box.append(list);
+  const chosen = flows.find((f) => f.number === picked);
+  const line = el("p", "ledger-picked", chosen ? chosen.line : "Pick a flow to read its entry and its parent's state.");
+  line.dataset.role = "picked";
+  box.append(line);
+  $(root, "picture").replaceChildren(box);
+  root.querySelector('button[data-action="previous"]').disabled = move === 0 || mode === "own";
+  root.querySelector('button[data-action="next"]').disabled = move >= total || mode !== "step";
+  pickButtons(root, total, picked);
+}
+
 // The batch as typed: the words go to the server as they are (the spoil
-// option only rewrites one id); the server judges every field.
+// option only rewrites one id); the server's gate judges every id.
 function ownBatch(form) {
   const data = new FormData(form);
   const flows = [];
@@ -108,12 +106,14 @@ function ownBatch(form) {
 
 const root = register("ledger", render);
 if (root) {
-  root.querySelectorAll("button[data-flow]").forEach((button) => {
-    button.addEventListener("click", () => act("ledger", "pick", { flow: Number(button.dataset.flow) }));
+  // one listener for every Flow N button, the ones redrawn for your own batch too
+  $(root, "pick").addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-flow]");
+    if (button) act("ledger", "pick", { flow: Number(button.dataset.flow) });
   });
   const form = $(root, "own-batch");
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    act("ledger", "custom-batch", ownBatch(form));
+    act("ledger", "own-batch", ownBatch(form));
   });
 }

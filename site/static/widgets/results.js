@@ -1,18 +1,14 @@
 // results.js — the results reader. Draws the parent and its children as the
-// snapshot read them, and beside them the answers the three reads returned.
+// snapshot read them from Valkey and, beside them, what the three reads
+// returned at the last "Read the results" (kept in Valkey, with the server's
+// word on whether Valkey still holds exactly that).
 import { register } from "./lab.js";
-import { $, el, jobCard, parentCard } from "./cards.js";
+import { $, el, jobCard, parentCard, counterBox, dependenciesBefore } from "./cards.js";
 
 const asDict = (found) => {
-  const pairs = Object.entries(found);
+  const pairs = Object.entries(found || {});
   return pairs.length ? `{${pairs.map(([k, v]) => `${k}: ${v}`).join(", ")}}` : "{} (empty)";
 };
-
-function parent(job) {
-  const deps = el("span", "job-sets", `:dependencies = ${job.dependencies}`);
-  deps.dataset.role = "dependencies";
-  return parentCard(job, { extra: [deps] });
-}
 
 function reads(read) {
   const box = el("div", "results-reads");
@@ -34,7 +30,7 @@ function reads(read) {
   }
   box.append(list);
   const proof = read.unchanged
-    ? `The reads wrote nothing: ${read.keys} key${read.keys === 1 ? "" : "s"} unchanged.`
+    ? `The reads wrote nothing: all ${read.keys} key${read.keys === 1 ? "" : "s"} DUMP as before.`
     : "The queue's keys changed while the reads ran.";
   const note = read.current ? "Valkey still holds exactly this." : "Valkey has moved on since this read: read again.";
   const p = el("p", read.current ? "results-note" : "results-note stale", `${proof} ${note}`);
@@ -43,16 +39,19 @@ function reads(read) {
   return box;
 }
 
-function render(root, snapshot) {
-  const { children, read } = snapshot.picture;
-  const box = el("div", "results-picture");
+function render(root, snapshot, previous) {
+  const { parent, children, read } = snapshot.picture;
+  const box = el("div", "flow-picture results-picture");
+  box.append(parentCard(parent), counterBox(parent.dependencies, dependenciesBefore(previous)));
   const list = el("ul", "children");
+  list.setAttribute("aria-label", "The children");
   for (const child of children) {
     const item = el("li");
+    item.dataset.child = child.id;
     item.append(jobCard(child));
     list.append(item);
   }
-  box.append(parent(snapshot.picture.parent), list, reads(read));
+  box.append(list, reads(read));
   $(root, "picture").replaceChildren(box);
 }
 

@@ -1,14 +1,14 @@
-// tree.js — the two-level tree. Draws each node, indented by its depth, in
-// the order the host walk lands them, with the state, counter, parent field
-// and state sets the snapshot read from Valkey.
+// tree.js — the two-level tree. Draws each node, indented by its depth, in the
+// order the host's walk lands them: its state, counter, parent field and state
+// sets as the snapshot read them from Valkey. Next and Previous are disabled
+// where the keys say the walk cannot go on (every node landed, or none).
 import { register } from "./lab.js";
 import { $, el } from "./cards.js";
 
 function nodeItem(n) {
   const item = el("li", `tree-node depth-${n.depth} state-${n.state || "none"}`);
   item.dataset.node = n.id;
-  item.append(el("span", "job-kind", n.role));
-  item.append(el("span", "job-id", n.id));
+  item.append(el("span", "job-kind", n.role), el("span", "job-id", n.id));
   const state = el("span", "job-state", n.state || "not landed");
   state.dataset.role = `state-${n.id}`;
   item.append(state);
@@ -23,13 +23,13 @@ function nodeItem(n) {
 }
 
 function render(root, snapshot) {
-  const { walked, total, nodes } = snapshot.picture;
+  const { landed, total, nodes } = snapshot.picture;
   const list = el("ol", "tree-nodes");
   list.setAttribute("aria-label", "The tree's nodes in the order the walk lands them");
   for (const n of nodes) list.append(nodeItem(n));
   $(root, "picture").replaceChildren(list);
-  root.querySelector('button[data-action="previous"]').disabled = walked === 0;
-  root.querySelector('button[data-action="next"]').disabled = walked >= total;
+  root.querySelector('button[data-action="previous"]').disabled = landed === 0;
+  root.querySelector('button[data-action="next"]').disabled = landed >= total;
 }
 
 register("tree", render);

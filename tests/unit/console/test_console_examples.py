@@ -3,7 +3,6 @@ console runs (no refusal) on the queues of that dive's own widgets."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -22,10 +21,11 @@ DIVES = list(COURSE.dives)
 
 
 def console_options(path: str) -> dict[str, str]:
-    text = (ROOT / "site" / "content" / (path.strip("/") + ".md")).read_text()
-    body = re.search(r"```\{widget\} console\n(.*?)```", text, re.S)
-    assert body is not None, f"{path} has no console"
-    return dict(line.split(": ", 1) for line in body.group(1).strip().splitlines())
+    page = COURSE.page(path)
+    assert page is not None
+    found = next((p.options for p in page.placements if p.name == "console"), None)
+    assert found is not None, f"{path} has no console"
+    return dict(found)
 
 
 @pytest.mark.parametrize("dive", DIVES, ids=[d.path for d in DIVES])
@@ -38,8 +38,8 @@ def test_every_example_runs_on_the_queues_of_that_dives_widgets(dive: object) ->
     path, widgets = dive.path, dive.widgets
     found = examples(console_options(path))
     assert len(found) >= 3
-    own = {".".join(parts) for name in widgets if name in WIDGETS for parts in WIDGETS[name].queue_parts}
-    course = frozenset(".".join(parts) for widget in WIDGETS.values() for parts in widget.queue_parts)
+    own = {part for name in widgets if name in WIDGETS for part in WIDGETS[name].queue_parts}
+    course = frozenset(part for widget in WIDGETS.values() for part in widget.queue_parts)
     where = Confinement("s0a1b2c3d4e", course)
     for command in found:
         plan(command, where, Limits())  # raises on a refusal

@@ -12,11 +12,12 @@ from server.content.errors import DirectiveError
 from server.content.host_code import HostFiles
 from server.content.markdown import make_markdown
 from server.content.scripts import DirScripts
+from server.widgets import WIDGETS as FOUND
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPTS = DirScripts(FIXTURES / "scripts")
 HOST = HostFiles(FIXTURES / "host")
-WIDGETS = {"enqueue-stepper", "fanin", "native", "outbox", "failure-policy", "ledger", "results", "tree"}
+WIDGETS = set(FOUND)
 
 
 def _cases(name: str):

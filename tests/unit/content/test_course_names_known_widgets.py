@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from server.console import page as console_page
+from server.app import PLACEABLE
 from server.content import ContentError, load_course
 from server.widgets import WIDGETS
 
 CONTENT = Path(__file__).resolve().parents[3] / "site" / "content"
-KNOWN = [*WIDGETS, console_page.NAME]
+KNOWN = [*WIDGETS, *PLACEABLE]
 
 
 def test_every_widget_the_course_places_is_one_the_site_has() -> None:

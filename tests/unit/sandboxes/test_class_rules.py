@@ -1,15 +1,20 @@
 """The rules of a class that need no server: which sandbox each mode makes a
-member act in, how a display name is cleaned, how progress is said on the
-roster, and who counts as online."""
+member act in, which names are text, who counts as online and stuck, how the
+roster says progress, and how the class's answers are counted."""
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 
-from server.live import presence
-from server.sandboxes import learners, rooms, roster
+from server.sandboxes import answers, insight, learners, presence, rooms, roster
+from server.sandboxes.answers import Given
+from server.sandboxes.progress import WidgetProgress
 
-HOST, SHARED, ADA = "shost000000", "sshared0000", "sada0000000"
+HOST, SHARED, ADA, GRACE, LINUS = "shost000000", "sshared0000", "sada0000000", "sgrace00000", "slinus00000"
+STEPS = ["counted", "redelivered", "claimed"]
 
 
 def room(mode: str, host: str = HOST) -> rooms.Room:
@@ -17,12 +22,8 @@ def room(mode: str, host: str = HOST) -> rooms.Room:
 
 
 @pytest.mark.parametrize(("mode", "visitor", "acting"), [
-    ("own", ADA, (ADA, False)),
-    ("own", HOST, (HOST, False)),
-    ("demo", ADA, (HOST, True)),
-    ("demo", HOST, (HOST, False)),
-    ("together", ADA, (SHARED, False)),
-    ("together", HOST, (SHARED, False)),
+    ("own", ADA, (ADA, False)), ("own", HOST, (HOST, False)), ("demo", ADA, (HOST, True)),
+    ("demo", HOST, (HOST, False)), ("together", ADA, (SHARED, False)), ("together", HOST, (SHARED, False)),
 ])
 def test_each_mode_names_the_sandbox_a_member_acts_in_and_whether_it_is_read_only(
     mode: str, visitor: str, acting: tuple[str, bool]
@@ -30,36 +31,99 @@ def test_each_mode_names_the_sandbox_a_member_acts_in_and_whether_it_is_read_onl
     assert room(mode).acting(visitor) == acting
 
 
-def test_a_demo_without_a_host_leaves_each_learner_in_their_own_sandbox() -> None:
-    assert room("demo", host="").acting(ADA) == (ADA, False)
-
-
-@pytest.mark.parametrize(("raw", "clean"), [("  Ada   Lovelace ", "Ada Lovelace"), ("é" * 40, "é" * 40),
-                                            ("<b>x</b>", "<b>x</b>")])
-def test_a_display_name_keeps_its_text_with_spaces_collapsed(raw: str, clean: str) -> None:
+@pytest.mark.parametrize(("raw", "clean"), [
+    ("  Ada   Lovelace ", "Ada Lovelace"), ("é" * 40, "é" * 40), ("<b>x</b>", "<b>x</b>"),
+    ("👩\u200d💻", "👩\u200d💻"), ("می\u200cخواهم", "می\u200cخواهم"), ("e\u0301", "é"),  # NFC: one letter
+    ("Nguye\u0302\u0303n", "Nguyễn"),
+])
+def test_a_display_name_keeps_its_text_joiners_and_spelling_marks(raw: str, clean: str) -> None:
     assert learners.clean_name(raw) == clean
 
 
-@pytest.mark.parametrize("raw", ["", "   ", "x" * 41, None, 7, "a\x00b", "a\u200bb"])
-def test_a_display_name_that_cannot_be_one_is_refused(raw: object) -> None:
+@pytest.mark.parametrize("raw", ["", "   ", "x" * 41, None, 7, "a\x00b", "a\u200bb", "Ada\u202eevil",
+                                 "e" + "\u0301" * 40, "\u0301Ada", "\u200d", "a" + "\u0316\u0317\u0318\u0319\u031a"])
+def test_a_display_name_that_only_hides_or_garbles_is_refused(raw: object) -> None:
     with pytest.raises(learners.BadName):
         learners.clean_name(raw)
 
 
-def test_the_roster_says_each_widget_progress_in_words() -> None:
-    made = {
-        "fanin": {"reached": 2, "steps": 4, "done": False, "asked": 2, "right": 1, "verdict": "Not quite: …"},
-        "outbox": {"reached": 5, "steps": 5, "done": True, "asked": 0, "right": 0, "verdict": ""},
-    }
-    assert roster.progress_words(made) == (
-        "fanin 2 of 4 steps, 1 of 2 predictions right (last: Not quite) · outbox done"
-    )
-    assert roster.progress_words({}) == "not started"
+def test_a_room_name_follows_the_same_rule_and_an_empty_one_is_class_room() -> None:
+    assert rooms.clean_name("") == "Class room" and rooms.clean_name(" 👩\u200d🏫 Tuesday ") == "👩\u200d🏫 Tuesday"
+    with pytest.raises(rooms.BadRoom):
+        rooms.clean_name("x\u202e")
 
 
-def test_online_needs_a_counted_stream_and_a_recent_beat() -> None:
-    now = 1_000_000
-    assert presence.is_online({"streams": "1", "beat": str(now - 1000)}, now)
-    assert not presence.is_online({"streams": "0", "beat": str(now)}, now)
-    assert not presence.is_online({"streams": "2", "beat": str(now - int(presence.ONLINE_WITHIN * 1000) - 1)}, now)
-    assert not presence.is_online({"streams": "x"}, now)
+def test_online_needs_a_counted_stream_whose_lifetime_has_not_run_out() -> None:
+    later = str(int(time.time()) + 60)
+    assert presence.online({"streams": "1", "online_until": later})
+    assert presence.page({"streams": "1", "online_until": later, "page": "/flows"}) == "/flows"
+    assert not presence.online({"streams": "0", "online_until": later})
+    assert not presence.online({"streams": "2", "online_until": str(int(time.time()) - 1)})  # a killed worker's count
+    assert not presence.online({"streams": "x", "online_until": later})
+    assert presence.page({"streams": "0", "online_until": later, "page": "/flows"}) is None
+
+
+def record(reached: list[str], asked: int = 0, right: int = 0) -> WidgetProgress:
+    return WidgetProgress("fanin", STEPS, reached, asked, right)
+
+
+def test_a_learner_is_stuck_after_three_wrong_answers_in_a_row_or_idle_on_an_unfinished_widget() -> None:
+    now = time.time()
+    open_page = {"streams": "1", "online_until": str(int(now) + 60), "widget": "fanin"}
+    assert roster.stuck({}, [record(["counted"])], {"fanin": 3}, now) == "3 wrong answers in a row on fanin"
+    assert roster.stuck({}, [record(["counted"])], {"fanin": 2}, now) == ""
+    idle = {**open_page, "seen": str(int((now - 400) * 1000))}
+    assert roster.stuck(idle, [record(["counted"])], {}, now) == "no action for 6 min on fanin, 1 of 3 steps"
+    assert roster.stuck(idle, [record(STEPS)], {}, now) == ""  # done: nothing to be stuck on
+    assert roster.stuck({**idle, "streams": "0"}, [record(["counted"])], {}, now) == ""  # gone home
+
+
+def test_the_roster_says_progress_and_exercises_in_words_and_reads_exercise_checks() -> None:
+    best, checks = roster.exercises_of({"ex:fan-in": "3/5", "ex:fan-in:redelivered": "0", "ex:fan-in:counted": "1",
+                                        "ex:deliver": "junk", "m:fanin:counted": "1"})
+    assert best == {"fan-in": (3, 5)} and checks == {"fan-in": {"counted": True, "redelivered": False}}
+    row = roster.Learner(id=ADA, name="Ada", page=None, widget="fanin", online=False, last_seen=None, joined=0.0,
+                         records=[record(["counted"], asked=2, right=1)], exercises=best, checks=checks)
+    assert roster.progress_words(row) == "fanin 1 of 3 steps, 1 of 2 predictions right"
+    assert roster.exercise_words(row) == "fan-in 3 of 5 checks (failed: redelivered)"
+    assert row.public()["progress"] == {"fanin": {"reached": 1, "steps": 3, "done": False, "asked": 2, "right": 1,
+                                                  "verdict": ""}}
+
+
+def given(learner: str, value: object, right: bool, round_: int | None = None, feedback: str = "") -> Given:
+    return Given("fanin", "deps", round_, learner, value, right, 0 if round_ else None, 0, feedback)  # type: ignore[arg-type]
+
+
+def test_the_answers_hash_reads_back_as_answers_and_runs_of_wrong_answers() -> None:
+    kept = json.dumps({"value": 3, "right": False, "step": None, "at": 5, "feedback": "the count before"})
+    fields = {f"fanin|deps|-|{ADA}": kept, f"wrong|fanin|{ADA}": "2", "fanin|odd": "x", f"fanin|q|1|{ADA}": "not json"}
+    found, runs = answers.parse(fields)
+    assert found == [Given("fanin", "deps", None, ADA, 3, False, None, 5, "the count before")]
+    assert runs == {("fanin", ADA): 2}
+
+
+def test_answers_are_counted_per_value_and_verdict_with_the_common_wrong_one_and_who_is_missing() -> None:
+    found = [given(ADA, 3, False, feedback="the count before"), given(GRACE, 3, False, feedback="the count before"),
+             given(LINUS, 2, True), given(HOST, 9, False)]  # the host is no learner: not counted
+    [counted] = insight.counted(found, [ADA, GRACE, LINUS, "snobody0000"], {("fanin", "deps"): "Predict: deps?"})
+    assert counted.contract() == {"widget": "fanin", "question": "deps", "step": None, "round": None,
+                                  "legend": "Predict: deps?", "answered": 3,
+                                  "answers": [{"value": 3, "count": 2, "right": False},
+                                              {"value": 2, "count": 1, "right": True}]}
+    assert counted.common_wrong == insight.Count(3, 2, False) and counted.feedback == "the count before"
+    assert counted.missing == ["snobody0000"]
+
+
+def test_the_same_value_right_at_one_step_and_wrong_at_another_is_two_entries_and_2_is_not_the_text_2() -> None:
+    found = [given(ADA, 2, True), given(GRACE, 2, False), given(LINUS, "2", False)]
+    [counted] = insight.counted(found, [ADA, GRACE, LINUS], {})
+    assert [(c.value, c.count, c.right) for c in counted.answers] == [(2, 1, True), (2, 1, False), ("2", 1, False)]
+
+
+def test_a_second_round_says_how_the_answers_moved_from_the_first() -> None:
+    found = [given(ADA, 3, False, 1), given(GRACE, 2, True, 1), given(LINUS, 3, False, 1),
+             given(ADA, 2, True, 2), given(GRACE, 2, True, 2), given(LINUS, 3, False, 2)]
+    first, second = insight.counted(found, [ADA, GRACE, LINUS], {})
+    assert first.moved == [] and (second.round, second.step) == (2, 0)
+    assert [(m.value, m.first, m.second) for m in second.moved] == [(2, 1, 2), (3, 2, 1)]
+    assert (second.changed, second.now_right) == (1, 1)

@@ -45,18 +45,20 @@ def request(
     state: dict[str, Any] | None = None,
     host: str = "lab.example",
     scheme: str = "http",
+    client: str = "127.0.0.1",
+    method: str = "POST",
 ) -> Request:
-    """A POST to / on `host`, with these headers, this body and this request state."""
+    """A request to / on `host` from `client`, with these headers, this body and this request state."""
     sent = {"host": host, **(headers or {})}
     scope = {
         "type": "http",
-        "method": "POST",
+        "method": method,
         "scheme": scheme,
         "path": "/",
         "raw_path": b"/",
         "query_string": b"",
         "server": (host, 80),
-        "client": ("127.0.0.1", 40000),
+        "client": (client, 40000),
         "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in sent.items()],
         "app": app or app_with(),
         "state": dict(state or {}),

@@ -14,14 +14,14 @@ SNAPSHOT = {
 
 
 def test_an_answer_decodes_to_exactly_what_was_given() -> None:
-    body = JSONAnswer(SNAPSHOT).body
+    body = bytes(JSONAnswer(SNAPSHOT).body)
     assert json.loads(body) == SNAPSHOT
     assert body == json.dumps(SNAPSHOT, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def test_an_answer_is_utf8_json_with_its_content_type() -> None:
     answer = JSONAnswer({"text": "→ é"}, status_code=409)
-    assert answer.body.decode("utf-8") == '{"text":"→ é"}'
+    assert bytes(answer.body).decode("utf-8") == '{"text":"→ é"}'
     assert answer.status_code == 409 and answer.headers["content-type"] == "application/json"
 
 

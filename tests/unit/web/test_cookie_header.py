@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from http.cookies import SimpleCookie
+
 import pytest
 
 from server.web import middleware
@@ -28,8 +30,13 @@ def test_a_garbled_header_is_no_cookie_and_no_error(garbled: bytes) -> None:
 def test_one_header_is_parsed_once_however_many_cookies_a_request_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     middleware._cookies.cache_clear()
     loads: list[str] = []
-    real = middleware.SimpleCookie.load
-    monkeypatch.setattr(middleware.SimpleCookie, "load", lambda jar, raw: loads.append(raw) or real(jar, raw))
+    real = SimpleCookie.load
+
+    def counted(jar: SimpleCookie, raw: str) -> None:
+        loads.append(raw)
+        real(jar, raw)
+
+    monkeypatch.setattr(SimpleCookie, "load", counted)
     header = (b"cookie", b"emqlab_sandbox=v1; emqlab_room=R2")
     for name in ("emqlab_sandbox", "emqlab_room", "emqlab_watch") * 3:
         cookie_value(scope(header), name)

@@ -1,0 +1,159 @@
+"""How the site listens: a socket of its own, handed to uvicorn by descriptor,
+connection bounds sized to the process's descriptors, and a log a flood cannot fill.
+
+uvicorn has no header timeout: a client that sends one header line every few
+seconds holds its connection for ever. In front of the public, nginx closes
+those (docs/DEPLOY.md). What the embedded server does itself:
+
+- `limit_concurrency` leaves a reserve of descriptors below the process's
+  limit for what the site opens on its own (Valkey connections, templates,
+  logs): past it uvicorn answers 503 at once rather than taking work it
+  cannot finish;
+- `backlog` is no longer than what the process could accept;
+- `Throttle` lets through one line a second of the errors a flood repeats
+  per connection (accept failing with "Too many open files", 503s over the
+  limit), each as one line with a count of those held back, never a
+  traceback per connection.
+"""
+
+from __future__ import annotations
+
+import copy
+import errno
+import logging
+import resource
+import socket
+import threading
+import time
+from typing import Any
+
+MOST_DESCRIPTORS = 1 << 20  # what RLIM_INFINITY counts as
+NOISY = {
+    "accept failed": "socket.accept() out of system resource",
+    "over the limit": "Exceeded concurrency limit",
+    "out of descriptors": "Too many open files",
+}
+
+
+def descriptor_limit() -> int:
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return MOST_DESCRIPTORS if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def connection_limits(descriptors: int) -> tuple[int, int]:
+    """(limit_concurrency, backlog) for a process allowed `descriptors` open files."""
+    reserve = max(64, descriptors // 10)
+    limit = max(16, descriptors - reserve)
+    return limit, max(16, min(2048, limit // 4))
+
+
+def stalled_ms() -> int:
+    """How long a connection may go without an ACK: the stream's send timeout (EMQLAB_STREAM_SEND_TIMEOUT)."""
+    from server.settings import Settings
+
+    return 1000 * Settings.from_env().stream_send_timeout
+
+
+def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
+    """A TCP socket bound and listening on host:port; OSError when the port is taken."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Linux hands TCP_NODELAY down to every accepted connection. asyncio
+        # sets it only on sockets it knows to be TCP, and uvicorn wraps a
+        # descriptor it is given as a unix socket, so it is set here once:
+        # without it Nagle meets the client's delayed ACK and each keep-alive
+        # response after the first waits about 40 ms.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # Linux hands TCP_USER_TIMEOUT down too. A page that stops reading its
+        # stream: sse-starlette's send_timeout ends the response, but uvicorn's
+        # close waits for the unsent bytes, which a reader that never reads
+        # never takes; past this many ms without an ACK the kernel drops the
+        # connection and its buffers instead of keeping them for ever.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, stalled_ms())
+        sock.bind((host, port))
+        sock.listen(backlog)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class Throttle(logging.Filter):
+    """At most one record a second of each noisy kind, made one line."""
+
+    def __init__(self, name: str = "") -> None:
+        super().__init__(name)
+        self.lock = threading.Lock()
+        self.last: dict[str, float] = {}
+        self.held: dict[str, int] = {}
+
+    @staticmethod
+    def kind(record: logging.LogRecord) -> str | None:
+        message = record.getMessage()
+        for kind, text in NOISY.items():
+            if text in message:
+                return kind
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, OSError) and error.errno in (errno.EMFILE, errno.ENFILE):
+            return "out of descriptors"
+        return None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        kind = self.kind(record)
+        if kind is None:
+            return True
+        now = time.monotonic()
+        with self.lock:
+            if now - self.last.get(kind, -1.0) < 1.0:
+                self.held[kind] = self.held.get(kind, 0) + 1
+                return False
+            self.last[kind] = now
+            held = self.held.pop(kind, 0)
+        line = record.getMessage().splitlines()[0]
+        if record.exc_info and record.exc_info[1] is not None:
+            line = f"{line}: {record.exc_info[1]}"
+        if held:
+            line = f"{line} ({held} more like it held back since the last one)"
+        record.msg, record.args = line, None
+        record.exc_info, record.exc_text = None, None
+        return True
+
+
+def log_config() -> dict[str, Any]:
+    """uvicorn's own logging setup, every handler throttled; asyncio's errors
+    (accept failures) and the site's `emqlab` loggers go through it too, the
+    latter printed as before (the bare message, WARNING and up, on stderr)."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["filters"] = {"throttle": {"()": "server.listen.Throttle"}}
+    config["formatters"]["plain"] = {"format": "%(message)s"}
+    for handler in config["handlers"].values():
+        handler["filters"] = ["throttle"]
+    config["handlers"]["plain"] = {"class": "logging.StreamHandler", "stream": "ext://sys.stderr",
+                                   "formatter": "plain", "filters": ["throttle"]}
+    config["loggers"]["asyncio"] = {"handlers": ["default"], "level": "WARNING", "propagate": False}
+    config["loggers"]["emqlab"] = {"handlers": ["plain"], "level": "WARNING", "propagate": False}
+    return config
+
+
+def run_uvicorn(factory: str, host: str, port: int, workers: int = 1, log_level: str = "warning",
+                *, sock: socket.socket | None = None, **options: Any) -> None:
+    """uvicorn.run on an app factory, 1 or N workers, on `sock` (else one bound to host:port here)."""
+    import uvicorn
+
+    limit, backlog = connection_limits(descriptor_limit())
+    if sock is None:
+        sock = listening_socket(host, port, backlog)
+    # The site reads X-Forwarded-For itself, only when EMQLAB_TRUST_FORWARDED_FOR
+    # says a proxy stands in front: uvicorn must not rewrite the client first.
+    options.setdefault("proxy_headers", False)
+    options.setdefault("limit_concurrency", limit)
+    options.setdefault("log_config", log_config())
+    try:
+        uvicorn.run(factory, factory=True, fd=sock.fileno(), workers=workers, log_level=log_level,
+                    backlog=backlog, timeout_graceful_shutdown=3, **options)
+    finally:
+        sock.close()

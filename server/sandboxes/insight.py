@@ -1,0 +1,132 @@
+"""What the class thinks: the answers of its learners, counted per question.
+
+Each question the class has met is counted per round: the answers given on
+one's own (round None), and each round of an asked question (1, then 2) at
+the step it was asked. Per count: how many learners answered, the
+distribution of the answers (one entry per value and verdict: the same value
+can be right for a learner at one step and wrong at another), the most common
+wrong answer with the feedback its verdict carried, who has not answered
+yet, and for a second round how the answers moved from the first.
+
+Only the class's current learners count (an instructor answering in their
+own demo is not a learner). Pure: the answers and the learners come in
+(answers.read, learners.learner_ids), the counts go out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from server.sandboxes.answers import Given, Value
+
+Key = tuple[str, str, int | None, int | None]  # widget, question, round, step
+
+
+class Count(msgspec.Struct, frozen=True):
+    value: Value
+    count: int
+    right: bool
+
+
+class Move(msgspec.Struct, frozen=True):
+    """One value's count in the first vote and in the second."""
+
+    value: Value
+    first: int
+    second: int
+
+
+class Counted(msgspec.Struct):
+    """One question in one round, as the class answered it."""
+
+    widget: str
+    question: str
+    step: int | None
+    round: int | None
+    legend: str
+    answered: int
+    answers: list[Count]
+    missing: list[str]  # the learners (sandbox ids, joining order) who have not answered
+    common_wrong: Count | None = None
+    feedback: str = ""  # the authored note of the most common wrong answer
+    moved: list[Move] = []  # a second round: each value, first vote -> second vote
+    changed: int = 0  # learners whose second vote differs from their first
+    now_right: int = 0  # of them, those whose second vote is right
+
+    @property
+    def key(self) -> Key:
+        return (self.widget, self.question, self.round, self.step)
+
+    def contract(self) -> dict[str, Any]:
+        """The entry of answers.json: exactly the fields DESIGN.md gives."""
+        return {"widget": self.widget, "question": self.question, "step": self.step, "round": self.round,
+                "legend": self.legend, "answered": self.answered,
+                "answers": [{"value": c.value, "count": c.count, "right": c.right} for c in self.answers]}
+
+
+def _same(value: Value) -> str:
+    """A value's identity for counting: 2 and "2" stay apart, as they were given."""
+    return json.dumps(value, sort_keys=True)
+
+
+def group(given: Sequence[Given], learners: Sequence[str]) -> dict[Key, list[Given]]:
+    """The current learners' answers by question and round, in the order first met."""
+    members = set(learners)
+    found: dict[Key, list[Given]] = {}
+    for answer in given:
+        if answer.learner in members:
+            step = answer.step if answer.round is not None else None
+            found.setdefault((answer.widget, answer.question, answer.round, step), []).append(answer)
+    return found
+
+
+def count(key: Key, answers: Sequence[Given], learners: Sequence[str], legend: str) -> Counted:
+    """One question's round counted (see the module's docstring)."""
+    tally: Counter[tuple[str, bool]] = Counter((_same(a.value), a.right) for a in answers)
+    values = {_same(a.value): a.value for a in answers}
+    first_seen = {k: i for i, k in reversed(list(enumerate((_same(a.value), a.right) for a in answers)))}
+    ranked = sorted(tally.items(), key=lambda item: (-item[1], first_seen[item[0]]))
+    counts = [Count(values[v], n, right) for (v, right), n in ranked]
+    wrong = next((c for c in counts if not c.right), None)
+    notes = Counter(a.feedback for a in answers
+                    if wrong is not None and not a.right and _same(a.value) == _same(wrong.value) and a.feedback)
+    who = {a.learner for a in answers}
+    widget, question, round_, step = key
+    return Counted(widget, question, step, round_, legend, len(who), counts,
+                   [learner for learner in learners if learner not in who], wrong,
+                   notes.most_common(1)[0][0] if notes else "")
+
+
+def moved(first: Counted, second: Counted, answers: Mapping[Key, Sequence[Given]]) -> None:
+    """Fill `second` with how the answers moved from `first` (peer instruction's two votes)."""
+    before = Counter({_same(c.value): 0 for c in first.answers})
+    after = Counter({_same(c.value): 0 for c in second.answers})
+    values: dict[str, Value] = {}
+    for c in first.answers:
+        before[_same(c.value)] += c.count
+        values[_same(c.value)] = c.value
+    for c in second.answers:
+        after[_same(c.value)] += c.count
+        values[_same(c.value)] = c.value
+    order = sorted(values, key=lambda v: (-after[v], -before[v]))
+    second.moved = [Move(values[v], before[v], after[v]) for v in order]
+    earlier = {a.learner: _same(a.value) for a in answers.get(first.key, ())}
+    changed = [a for a in answers.get(second.key, ()) if a.learner in earlier and earlier[a.learner] != _same(a.value)]
+    second.changed, second.now_right = len(changed), sum(a.right for a in changed)
+
+
+def counted(given: Sequence[Given], learners: Sequence[str],
+            legends: Mapping[tuple[str, str], str]) -> list[Counted]:
+    """Every question the class has met, counted per round, in the order met."""
+    groups = group(given, learners)
+    found = {key: count(key, answers, learners, legends.get(key[:2], key[1])) for key, answers in groups.items()}
+    for (widget, question, round_, step), second in found.items():
+        first = found.get((widget, question, 1, step))
+        if round_ == 2 and first is not None:
+            moved(first, second, groups)
+    return list(found.values())

@@ -1,0 +1,64 @@
+"""A closed class's results, kept for the instructor to download for some days.
+
+When a class closes its learners go back to their own sandboxes and its
+record, learners and answers are removed (rooms.close); what the instructor
+takes away is written first, as it stood at the close:
+
+    lab:results:<CODE>   a hash {name, closed, csv, answers}, expiring after `days`
+    lab:results          a zset: code -> when its results expire (s), for the instructor's page
+
+A code can be drawn again by a new class later; while the new class is open
+its own results are served, and its close writes over the kept ones.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgspec
+
+from server.emq.wire import Conn, as_dict, as_text
+
+INDEX_KEY = "lab:results"
+
+
+class Closed(msgspec.Struct):
+    code: str
+    name: str
+    closed: float  # s since the epoch
+    csv: str
+    answers: str  # answers.json's text
+
+
+def results_key(code: str) -> str:
+    return f"lab:results:{code}"
+
+
+async def keep(conn: Conn, code: str, name: str, csv: str, answers: str, days: int) -> None:
+    now = time.time()
+    async with conn.pipeline(transaction=False) as pipe:
+        pipe.hset(results_key(code), mapping={"name": name, "closed": str(now), "csv": csv, "answers": answers})
+        pipe.expire(results_key(code), days * 86400)
+        pipe.zadd(INDEX_KEY, {code: now + days * 86400})
+        pipe.zremrangebyscore(INDEX_KEY, "-inf", now)
+        await pipe.execute()
+
+
+async def find(conn: Conn, code: str) -> Closed | None:
+    """The kept results of a closed class, None when there are none (or they expired)."""
+    fields = as_dict(await conn.hgetall(results_key(code)))
+    if "csv" not in fields:
+        return None
+    try:
+        closed = float(fields.get("closed", "0"))
+    except ValueError:
+        closed = 0.0
+    return Closed(code, fields.get("name", ""), closed, fields["csv"], fields.get("answers", ""))
+
+
+async def listed(conn: Conn) -> list[tuple[str, float]]:
+    """(code, when its results expire) for every closed class whose results are kept, newest first."""
+    now = time.time()
+    found: Any = await conn.zrangebyscore(INDEX_KEY, now, "+inf", withscores=True)
+    return sorted(((as_text(code), float(until)) for code, until in found), key=lambda item: -item[1])

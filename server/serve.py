@@ -1,0 +1,193 @@
+"""`emqlab serve`: the site, its data directory and the Valkey it manages.
+
+In order: hold the data directory (a second site on it stops here and says
+who holds it), bind the listening socket (a taken port stops here, before
+any Valkey starts), make the cookie secret once (before any worker, so no two
+race for it), start the managed Valkey on the folder's ports and data (or
+take EMQLAB_VALKEY_URL's), watch it, and run uvicorn. Ctrl-C undoes it all.
+
+What the app's workers learn from here, through their environment:
+EMQLAB_DATA_DIR (absolute), EMQLAB_EPHEMERAL (1/0), EMQLAB_VALKEY_URL and
+EMQLAB_VALKEY_CLUSTER (1/0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from server.listen import connection_limits, descriptor_limit, listening_socket, run_uvicorn
+from server.valkey import datadir, native
+from server.valkey.datadir import CLUSTER, SINGLE, DataDir
+from server.valkey.process import ClusterNode, ValkeyCluster, ValkeyProcess, free_port, port_free
+from server.valkey.supervise import Supervisor
+
+CLUSTER_PRIMARIES = 3
+MAXMEMORY_ENV = "EMQLAB_VALKEY_MAXMEMORY"
+MAXMEMORY = "256mb"  # per node; noeviction: a full Valkey refuses writes, it never drops a learner's keys
+
+
+def say(text: str) -> None:
+    print(f"emqlab: {text}", flush=True)
+
+
+def fail(text: str) -> None:
+    print(f"emqlab: {text}", file=sys.stderr, flush=True)
+
+
+def stop_like_ctrl_c(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def serve(args: argparse.Namespace) -> int:
+    # SIGTERM (a service manager's stop) ends the site the way Ctrl-C does.
+    # uvicorn catches both while it runs and raises the signal again once it
+    # has shut down: with the default handler the process would then die on
+    # the spot, before Valkey is stopped and the folder let go.
+    signal.signal(signal.SIGTERM, stop_like_ctrl_c)
+    if args.workers < 1:
+        fail("--workers must be at least 1")
+        return 2
+    folder = Path(tempfile.mkdtemp(prefix="emqlab-ephemeral-")) if args.ephemeral else datadir.resolve(args.data_dir)
+    data = DataDir(folder)
+    try:
+        data.claim()
+    except datadir.Busy as exc:
+        fail(str(exc))
+        return 2
+    except OSError as exc:
+        fail(f"cannot keep the site's data in {folder} ({exc.strerror or exc}): pick a folder with --data-dir")
+        return 2
+    try:
+        return serve_on(args, data)
+    finally:
+        data.release()
+        if args.ephemeral:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def serve_on(args: argparse.Namespace, data: DataDir) -> int:
+    _limit, backlog = connection_limits(descriptor_limit())
+    try:
+        sock = listening_socket(args.host, args.port, backlog)
+    except OSError as exc:
+        fail(f"cannot listen on {args.host} port {args.port} ({exc.strerror or exc}); pick another with --port")
+        return 2
+    try:
+        os.environ[datadir.ENV] = str(data.path)
+        os.environ[datadir.EPHEMERAL_ENV] = "1" if args.ephemeral else "0"
+        if not os.environ.get("EMQLAB_SECRET"):
+            try:  # an ephemeral site's secret dies with it: it takes nobody's
+                datadir.load_secret(data.path, None if args.ephemeral else datadir.old_state_dir())
+            except OSError as exc:
+                fail(f"cannot keep the cookie-signing secret in {data.path}: {exc.strerror or exc}")
+                return 2
+        managed = None
+        url = os.environ.get("EMQLAB_VALKEY_URL")
+        if url:
+            say(f"using the Valkey at {url}")
+        else:
+            managed = start_managed(args, data)
+            if managed is None:
+                return 3
+            url = managed.url
+        return run_site(args, data, sock, url, managed)
+    finally:
+        sock.close()
+
+
+def run_site(args: argparse.Namespace, data: DataDir, sock: socket.socket, url: str,
+             managed: ValkeyProcess | ValkeyCluster | None) -> int:
+    from server.valkey.client import CLUSTER_ENV, wants_cluster
+
+    supervisor = None
+    try:
+        cluster = True if args.cluster else wants_cluster(url)
+        if cluster and not args.cluster:
+            say("that Valkey is a cluster: using the cluster client")
+        os.environ[CLUSTER_ENV] = "1" if cluster else "0"
+        os.environ["EMQLAB_VALKEY_URL"] = url
+        site = f"http://{args.host}:{args.port}/"
+        data.announce(url, cluster, site)
+        if managed is not None:
+            supervisor = Supervisor(managed.nodes if isinstance(managed, ValkeyCluster) else [managed])
+            supervisor.start()
+        if args.ephemeral:
+            say(f"ephemeral: nothing is kept after this run (`emqlab reset --data-dir {data.path}` reaches it)")
+        say(f"Flows Lab is running — open {site}")
+        run_uvicorn("server.cli:app_from_env", args.host, args.port, args.workers, args.log_level, sock=sock)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if supervisor is not None:
+            supervisor.stop()
+        if managed is not None:
+            managed.stop()
+            say("stopped the Valkey cluster" if isinstance(managed, ValkeyCluster) else "stopped valkey-server")
+    return 0
+
+
+def maxmemory() -> str | None:
+    value = os.environ.get(MAXMEMORY_ENV, "").strip() or MAXMEMORY
+    return None if value == "0" else value
+
+
+def start_managed(args: argparse.Namespace, data: DataDir) -> ValkeyProcess | ValkeyCluster | None:
+    """Start the site's own Valkey (one server or a cluster) on the folder; None when it would not start."""
+    memory = maxmemory()
+    try:
+        managed: ValkeyProcess | ValkeyCluster
+        if args.cluster:
+            managed = cluster_on(data, args.ephemeral, memory)
+        elif args.ephemeral:
+            managed = ValkeyProcess(maxmemory=memory)
+        else:
+            recorded = data.ports(SINGLE)
+            port = recorded[0][0] if recorded and port_free(recorded[0][0]) else free_port()
+            if recorded and port != recorded[0][0]:
+                say(f"port {recorded[0][0]} of the last run is taken: valkey-server moves to {port}")
+            data.keep_ports(SINGLE, [[port]])
+            managed = ValkeyProcess(port, home=data.home(SINGLE), maxmemory=memory)
+        managed.start(timeout=60.0)
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
+        said = exc.stderr.strip() if isinstance(exc, subprocess.CalledProcessError) and exc.stderr else exc
+        fail(f"could not start {'the Valkey cluster' if args.cluster else 'valkey-server'}: {said}")
+        return None
+    kept = "temporary, no persistence" if args.ephemeral else f"data in {data.path}, append-only file"
+    limit = f", maxmemory {memory}" if memory else ""
+    if isinstance(managed, ValkeyCluster):
+        ports = ", ".join(str(node.port) for node in managed.nodes)
+        say(f"started a {len(managed.nodes)}-primary Valkey cluster on 127.0.0.1 ports {ports} ({kept}{limit})")
+    else:
+        module = ", the EMQ module loaded" if native.built() else ", no EMQ module (run `make module`)"
+        say(f"started valkey-server on {managed.url} ({kept}{limit}{module})")
+    return managed
+
+
+def cluster_on(data: DataDir, ephemeral: bool, memory: str | None) -> ValkeyCluster:
+    """The managed cluster's nodes, each on its own folder; a cluster formed
+    before comes back on the ports its nodes.conf files name, or not at all."""
+    if ephemeral:
+        return ValkeyCluster(nodes=[ClusterNode(maxmemory=memory) for _ in range(CLUSTER_PRIMARIES)])
+    homes = [data.home(CLUSTER, index) for index in range(CLUSTER_PRIMARIES)]
+    recorded = data.ports(CLUSTER)
+    if len(recorded) == CLUSTER_PRIMARIES:
+        kept = ValkeyCluster(nodes=[ClusterNode(port, bus, home=home, maxmemory=memory)
+                                    for (port, bus), home in zip(recorded, homes)])
+        if kept.formed():
+            taken = [port for pair in recorded for port in pair if not port_free(port)]
+            if taken:
+                raise RuntimeError(f"the cluster kept in {data.path / CLUSTER} can only form again on its "
+                                   f"old ports, and {', '.join(map(str, taken))} are taken: free them, or "
+                                   f"remove {data.path / CLUSTER} to start a new, empty cluster")
+            return kept
+    fresh = ValkeyCluster(nodes=[ClusterNode(home=home, maxmemory=memory) for home in homes])
+    data.keep_ports(CLUSTER, [[node.port, node.bus_port] for node in fresh.nodes])
+    return fresh

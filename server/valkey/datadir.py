@@ -1,0 +1,209 @@
+"""The data directory: what one site keeps between two runs of `emqlab serve`.
+
+    .emqlab/              --data-dir DIR or EMQLAB_DATA_DIR; 0700, git-ignored
+      lock                held (flock) by the serve using the folder; holds its pid
+      secret              the cookie-signing secret, 0600
+      ports.json          the managed Valkey's ports, taken again by the next start
+      running.json        while a site runs: its Valkey's URL (`emqlab reset` reads it)
+      valkey/             the managed valkey-server's folder: append-only file, log
+      cluster/node-<i>/   one folder per node of a managed cluster, nodes.conf too
+
+A cluster can only form again on the ports its nodes.conf files name, hence
+ports.json. The lock is an flock, not a pid file alone: the kernel drops it
+when its holder dies, however it died, so a crash never leaves a folder that
+looks in use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+ENV = "EMQLAB_DATA_DIR"
+EPHEMERAL_ENV = "EMQLAB_EPHEMERAL"
+DEFAULT = ".emqlab"
+SECRET = "secret"
+SINGLE, CLUSTER = "valkey", "cluster"
+
+
+class Busy(RuntimeError):
+    """Another live process holds the folder."""
+
+
+class NotRunning(RuntimeError):
+    """No site runs on the folder, so there is no Valkey to find through it."""
+
+
+def resolve(given: str | None = None) -> Path:
+    """The folder asked for (`--data-dir`), else EMQLAB_DATA_DIR, else .emqlab here; absolute."""
+    return Path(given or os.environ.get(ENV) or DEFAULT).absolute()
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    aside = path.with_name(f".{path.name}.{os.getpid()}")
+    aside.write_text(text, encoding="utf-8")
+    os.replace(aside, path)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+class DataDir:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock: int | None = None
+
+    def claim(self) -> None:
+        """Create the folder and hold its lock for this process's life; Busy when another holds it."""
+        self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise Busy(f"{self.path} is in use by process {pid} (another `emqlab serve`): "
+                       "stop that one, or give this one a folder of its own with --data-dir") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock = fd
+
+    def release(self) -> None:
+        self.withdraw()
+        if self._lock is not None:
+            os.close(self._lock)  # the lock file stays: unlinking it would race the next claim
+            self._lock = None
+
+    def home(self, kind: str, index: int = 0) -> Path:
+        return self.path / SINGLE if kind == SINGLE else self.path / CLUSTER / f"node-{index}"
+
+    def ports(self, kind: str) -> list[list[int]]:
+        """The ports the last start of `kind` used: [[port]] or [[port, bus port], …]; [] if none."""
+        found = _read_json(self.path / "ports.json").get(kind, [])
+        # a file edited by hand into another shape counts as no record
+        well_formed = isinstance(found, list) and all(
+            isinstance(entry, list) and entry and all(isinstance(port, int) for port in entry) for entry in found)
+        return found if well_formed else []
+
+    def keep_ports(self, kind: str, ports: list[list[int]]) -> None:
+        recorded = _read_json(self.path / "ports.json")
+        recorded[kind] = ports
+        _write_atomically(self.path / "ports.json", json.dumps(recorded) + "\n")
+
+    def announce(self, url: str, cluster: bool, site: str) -> None:
+        """Say where this site's Valkey is, for `emqlab reset`."""
+        body = {"url": url, "cluster": cluster, "site": site, "pid": os.getpid()}
+        _write_atomically(self.path / "running.json", json.dumps(body) + "\n")
+
+    def withdraw(self) -> None:
+        if self._lock is not None:
+            (self.path / "running.json").unlink(missing_ok=True)
+
+
+def holder(path: Path) -> str | None:
+    """The pid (as written) of the process holding `path`, or None when nobody does."""
+    try:
+        fd = os.open(path / "lock", os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def running(path: Path) -> tuple[str, bool]:
+    """The URL of the Valkey the site running on `path` uses, and whether it is a cluster."""
+    found = _read_json(path / "running.json")
+    if holder(path) is None or not isinstance(found.get("url"), str):
+        raise NotRunning(f"no site is running on {path}: start one with `emqlab serve --data-dir {path}`, "
+                         "or name the Valkey with EMQLAB_VALKEY_URL")
+    return found["url"], bool(found.get("cluster"))
+
+
+# -- the cookie-signing secret -----------------------------------------------
+
+def old_state_dir() -> Path:
+    """Where sites before the data directory kept their secret."""
+    named = os.environ.get("EMQLAB_STATE_DIR")
+    if named:
+        return Path(named)
+    xdg = os.environ.get("XDG_STATE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".local" / "state") / "emqlab"
+
+
+def _read_secret(path: Path) -> str | None:
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    return value or None
+
+
+def _place_secret(path: Path, value: str) -> str:
+    """Put `value` at `path` unless another process did first; return the one in place.
+
+    Written aside, then hard-linked into place, which fails when another
+    worker won: every worker of one site ends up signing with the same secret."""
+    aside = path.with_name(f".{SECRET}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(value + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileExistsError):
+            os.link(aside, path)
+    finally:
+        aside.unlink(missing_ok=True)
+    found = _read_secret(path)
+    if found is None:
+        raise OSError(f"{path} is empty")
+    return found
+
+
+def load_secret(folder: Path, adopt_from: Path | None = None) -> str:
+    """The secret kept in `folder`; made once. A secret found in `adopt_from`
+    (the old state folder) is moved in first, so nobody is signed out."""
+    path = folder / SECRET
+    found = _read_secret(path)
+    if found is not None:
+        return found
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    old = adopt_from / SECRET if adopt_from is not None else None
+    value = _read_secret(old) if old is not None else None
+    placed = _place_secret(path, value or secrets.token_urlsafe(32))
+    if old is not None and value is not None and placed == value:
+        old.unlink(missing_ok=True)
+    return placed
+
+
+def site_secret(given: str | None = None) -> str:
+    """The secret of the site this process serves: in `given`, else EMQLAB_DATA_DIR's (else .emqlab's).
+
+    `emqlab serve` made it before any worker started, moving an old state
+    folder's secret in; an app started some other way (a test's uvicorn)
+    makes its own here and never takes the machine's old one."""
+    folder = resolve(given)
+    try:
+        return load_secret(folder)
+    except OSError as exc:
+        raise SystemExit(
+            f"cannot keep the cookie-signing secret in {folder / SECRET} ({exc.strerror or exc}): "
+            f"set EMQLAB_SECRET, or {ENV} to a folder the site may write"
+        ) from exc

@@ -1,0 +1,106 @@
+"""Keeps the site's managed valkey-server(s) running.
+
+A thread of `emqlab serve` (the parent of every valkey-server it starts)
+polls each server's process. `Popen.poll` reaps a dead child, so none stays
+a zombie; the server is started again on its own port and folder, so the
+site's URL stays right and its append-only file brings the keys back. One
+log line per restart. A server that keeps dying is started again after a
+growing pause (0.5 s doubling to 30 s), so a broken configuration or a full
+disk costs a line every half minute, not a busy loop; one that stayed up
+for a while starts with a clean slate again.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from server.valkey.process import ValkeyProcess
+
+log = logging.getLogger("emqlab.valkey")
+
+POLL = 0.2  # seconds between two looks at each process
+STEADY = 30.0  # seconds up after which a server's earlier deaths are forgotten
+FIRST_PAUSE, LONGEST_PAUSE = 0.5, 30.0
+
+
+def how_it_ended(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+@dataclass
+class Watch:
+    server: ValkeyProcess
+    started: float
+    deaths: int = 0  # in a row, without a steady stretch between them
+    retry_at: float = 0.0
+    ended: str = ""
+
+
+class Supervisor:
+    def __init__(self, servers: Sequence[ValkeyProcess], poll: float = POLL) -> None:
+        now = time.monotonic()
+        self.watches = [Watch(server, now) for server in servers]
+        self.poll = poll
+        self.restarts = 0
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="emqlab-valkey-supervisor", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """No more restarts; returns once a restart under way has finished."""
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stopping.wait(self.poll):
+            for watch in self.watches:
+                if self._stopping.is_set():
+                    return
+                self.check(watch)
+
+    def check(self, watch: Watch) -> None:
+        server, now = watch.server, time.monotonic()
+        if server.proc is not None:
+            code = server.proc.poll()  # reaps it when it has ended
+            if code is None:
+                if now - watch.started > STEADY:
+                    watch.deaths = 0
+                return
+            watch.ended = how_it_ended(code)
+            watch.retry_at = now + self.pause(watch.deaths)
+            watch.deaths += 1
+            server.proc = None
+        if now < watch.retry_at:
+            return
+        try:
+            server.start(timeout=30.0)
+        except (RuntimeError, OSError) as exc:
+            watch.retry_at = time.monotonic() + self.pause(watch.deaths)
+            watch.deaths += 1
+            said = (str(exc).strip() or repr(exc)).splitlines()[0]
+            log.warning("emqlab: valkey-server on port %d (%s) did not start again: %s; next try in %.1f s",
+                        server.port, watch.ended, said, watch.retry_at - time.monotonic())
+            return
+        watch.started = time.monotonic()
+        self.restarts += 1
+        assert server.proc is not None
+        log.warning("emqlab: valkey-server on port %d %s; started it again on the same port and data (pid %d)",
+                    server.port, watch.ended, server.proc.pid)
+
+    @staticmethod
+    def pause(deaths: int) -> float:
+        """Seconds to wait before the next start, after `deaths` deaths in a row."""
+        return 0.0 if deaths == 0 else min(LONGEST_PAUSE, FIRST_PAUSE * 2 ** (deaths - 1))

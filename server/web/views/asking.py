@@ -1,0 +1,235 @@
+"""Ask the class: one question, at one step of its widget's tour, put to every learner.
+
+    POST /instructor/rooms/{code}/ask           {widget, question, step}: round 1, hidden from learners
+    POST /instructor/rooms/{code}/reveal        learners see the distribution
+    POST /instructor/rooms/{code}/second-round  the same step rebuilt; answers again, counted as round 2
+    POST /instructor/rooms/{code}/ask/end       no question asked any more
+    POST /instructor/rooms/{code}/press         demo/together: the instructor presses; the votes are judged
+
+Which (question, step) pairs exist is read from the widgets' static traces
+(server/widgets/traces.py): a row records the question open before it when
+the row's action is that question's; the state before the first action of a
+step's replay is the state the tour leaves at the step before. So a pair is
+a question open where the tour presses its button next, which is where a
+class can answer it from one same state.
+
+The step is rebuilt as a deep link does (the widget's `goto` through
+`runner.act`): in own sandboxes, in each learner's sandbox, and their open
+pages brought to the widget (a `room` event with a goto); in a demo in the
+instructor's sandbox, together in the class's. Each learner then answers in
+their own widget and presses (own), or answers on their page and the
+instructor presses once for the class (demo, together: `press`), every
+answer judged against what Valkey returned for that action.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from typing import Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from server.emq.script import Call, execute
+from server.live import events
+from server.sandboxes import answers, learners, rooms
+from server.web import forms, guards
+from server.web.views.class_state import back, the_room
+from server.web.views.replies import done, instructor_only
+from server.widgets import questions, runner, traces, turn
+from server.widgets.base import GotoBody, Widget
+from server.widgets.snapshot import Catalog
+from server.widgets.turn import Actor
+
+REBUILDS_AT_ONCE = 8  # learners' widgets rebuilt side by side
+
+
+@dataclass(frozen=True)
+class Askable:
+    widget: str
+    question: str
+    legend: str
+    step: int
+    step_label: str
+    action: str
+    label: str  # the action's button, as the widget shows it
+
+    @property
+    def value(self) -> str:
+        return f"{self.widget}|{self.question}|{self.step}"
+
+
+class AskBody(msgspec.Struct, forbid_unknown_fields=True):
+    widget: str = ""
+    question: str = ""
+    step: int = 0
+    pick: str = ""  # the class page's select: "<widget>|<question>|<step>"
+
+
+def askable(catalog: Catalog) -> list[Askable]:
+    """Every (question, step) a class can be asked, from the recorded traces."""
+    found: list[Askable] = []
+    for name, widget in catalog.widgets.items():
+        trace = traces.current(name)
+        declared = catalog.asked(widget)
+        if trace is None or not declared:
+            continue
+        start = 1  # the row of each step's first action (row 0 is the scenario as it lands)
+        for step, entry in enumerate(widget.tour):
+            row = trace.rows[start] if start < len(trace.rows) else None
+            slug = entry.replay[0][0] if entry.replay else ""
+            question = next((q for q in declared if row and q.legend == row.question and q.action == slug), None)
+            if question is not None:
+                label = widget.tour[step - 1].label if step else "the scenario as it lands"
+                found.append(Askable(name, question.id, question.legend, step, label, slug, widget.label(slug)))
+            start += len(entry.replay)
+    return found
+
+
+def chosen(request: Request, body: AskBody) -> Askable:
+    pick = body.pick.split("|") if body.pick else [body.widget, body.question, str(body.step)]
+    for found in askable(request.app.state.catalog):
+        if [found.widget, found.question, str(found.step)] == pick:
+            return found
+    raise forms.BadBody(400, "that question cannot be asked at that step: pick one the class page lists")
+
+
+async def rebuild(request: Request, room: rooms.Room, widget: Widget, step: int) -> list[str]:
+    """The step rebuilt where the class acts; the learners whose sandbox could not be (in words)."""
+    lab, conn = request.app.state.lab, request.app.state.conn
+    if room.mode == "own":
+        targets = await learners.learner_ids(conn, room.code)
+    else:
+        targets = [room.host if room.mode == "demo" and room.host else room.sandbox]
+    gate, failed = asyncio.Semaphore(REBUILDS_AT_ONCE), []
+
+    async def one(sandbox: str) -> None:
+        async with gate:
+            try:
+                await runner.act(lab, widget, Actor(sandbox, sandbox, by="instructor", records=False), "goto",
+                                 GotoBody(step=step))
+            except Exception as exc:  # noqa: BLE001 - one learner's trouble is said, the others are rebuilt
+                failed.append(f"{await learners.name_of(conn, sandbox) or sandbox} ({exc})")
+
+    await asyncio.gather(*(one(s) for s in targets))
+    return failed
+
+
+async def announce(request: Request, room: rooms.Room, data: dict[str, Any]) -> None:
+    """A `room` event to every page of the class, and the class page woken."""
+    conn = request.app.state.conn
+    await events.publish(conn, "room", await rooms.audience(conn, room), {"code": room.code, **data})
+    await answers.tell(conn, room.code, str(data.get("action", "")))
+
+
+def dive_of(request: Request, widget: str) -> str | None:
+    return next((d.path for d in request.app.state.course.dives if widget in d.widgets), None)
+
+
+async def put(request: Request, room: rooms.Room, ask: rooms.Ask, found: Askable) -> Response:
+    """Rebuild the step, keep the ask, bring the class to it."""
+    conn, settings = request.app.state.conn, request.app.state.settings
+    await answers.clear_votes(conn, room.code)
+    failed = await rebuild(request, room, request.app.state.catalog.widgets[found.widget], found.step)
+    await rooms.set_ask(conn, room.code, ask, settings.room_ttl)
+    text = f"Your instructor asks the class: {found.legend}" + (" (second round)" if ask.round == 2 else "")
+    await announce(request, room, {"action": "goto", "page": dive_of(request, found.widget), "widget": found.widget,
+                                   "ask": True, "text": text})
+    said = f"Asked class {room.code}, round {ask.round}: {found.legend} (at step {found.step}, {found.step_label})."
+    if failed:
+        said += f" Not rebuilt for: {'; '.join(failed)}."
+    return done(request, said, {"ask": ask.as_json(), "failed": failed}, back=back(room))
+
+
+def current(request: Request, room: rooms.Room) -> Askable:
+    ask = room.ask
+    if ask is None:
+        raise guards.Refused(409, "no question is asked in this class now: Ask the class first")
+    for found in askable(request.app.state.catalog):
+        if (found.widget, found.question, found.step) == (ask.widget, ask.question, ask.step):
+            return found
+    raise guards.Refused(409, "the asked question is no longer in the course: ask another")
+
+
+@instructor_only
+async def ask(request: Request) -> Response:
+    body = await forms.read(request, AskBody)
+    room = await the_room(request)
+    found = chosen(request, body)
+    return await put(request, room, rooms.Ask(found.widget, found.question, found.step), found)
+
+
+@instructor_only
+async def second_round(request: Request) -> Response:
+    room = await the_room(request)
+    found = current(request, room)
+    return await put(request, room, rooms.Ask(found.widget, found.question, found.step, round=2), found)
+
+
+@instructor_only
+async def reveal(request: Request) -> Response:
+    room = await the_room(request)
+    found = current(request, room)
+    assert room.ask is not None
+    await rooms.set_ask(request.app.state.conn, room.code, replace(room.ask, revealed=True),
+                        request.app.state.settings.room_ttl)
+    await announce(request, room, {"action": "reveal", "widget": found.widget})
+    return done(request, f"Revealed to class {room.code}: how the class answered {found.legend}", back=back(room))
+
+
+@instructor_only
+async def end(request: Request) -> Response:
+    room = await the_room(request)
+    await rooms.set_ask(request.app.state.conn, room.code, None, request.app.state.settings.room_ttl)
+    await answers.clear_votes(request.app.state.conn, room.code)
+    await announce(request, room, {"action": "ask-ended"})
+    return done(request, f"Class {room.code} is asked nothing now; the answers stay counted.", back=back(room))
+
+
+@instructor_only
+async def press(request: Request) -> Response:
+    """Demo or together: the instructor presses the question's button once for the class,
+    and every vote of the round is judged against what Valkey returned for that action."""
+    room = await the_room(request)
+    found = current(request, room)
+    assert room.ask is not None
+    if room.mode == "own":
+        raise guards.Refused(409, "in own sandboxes each learner presses in their own widget")
+    lab, conn = request.app.state.lab, request.app.state.conn
+    widget = lab.catalog.widgets[found.widget]
+    sandbox = room.host if room.mode == "demo" and room.host else room.sandbox
+    before = await turn.read(conn, widget, sandbox)
+    question = next((q for q in questions.offered(widget, lab.catalog.asked(widget), before)
+                     if q.id == found.question and q.action == found.action), None)
+    if question is None:
+        raise guards.Refused(409, "the question is not open in the class's sandbox now: ask the class again")
+    action = widget.actions[found.action]
+    actor = Actor(sandbox, sandbox, by="instructor", records=room.mode == "demo")  # a demo's host is the instructor
+    acted = await runner.act(lab, widget, actor, found.action, msgspec.convert({}, action.body))
+    now = await turn.read(conn, widget, sandbox)
+    votes = await answers.votes(conn, room.code, room.ask.round)
+    calls: list[Call | None] = []
+    for learner, value in votes.items():
+        verdict = questions.judge(widget, question, value, now, before)
+        calls.append(answers.answer_command(room.code, learner, widget.name, question.id, verdict.answer,
+                                            verdict.right, room.ask.round, found.step, feedback=verdict.feedback))
+    if calls:
+        async with conn.pipeline(transaction=False) as pipe:
+            for call in calls:
+                assert call is not None
+                call[0].queue(pipe, call[1], call[2])
+            await execute(conn, pipe, calls)
+    await answers.clear_votes(conn, room.code)
+    await announce(request, room, {"action": "pressed", "widget": found.widget})
+    return done(request, f"Pressed {action.label} for class {room.code}: {acted.outcome['text']} "
+                         f"{len(votes)} vote{'' if len(votes) == 1 else 's'} judged.", back=back(room))
+
+
+def routes() -> list[BaseRoute]:
+    base = "/instructor/rooms/{code}"
+    return [Route(f"{base}/ask", ask, methods=["POST"]), Route(f"{base}/reveal", reveal, methods=["POST"]),
+            Route(f"{base}/second-round", second_round, methods=["POST"]),
+            Route(f"{base}/ask/end", end, methods=["POST"]), Route(f"{base}/press", press, methods=["POST"])]

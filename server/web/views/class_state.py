@@ -1,0 +1,132 @@
+"""A class as its pages show it: the roster and the answers, read once, put in words.
+
+`read(request, room)` reads the class's answers and its learners' records
+(three round trips whatever the class's size) and counts the answers
+(server/sandboxes/insight.py). The class page renders the words below, its
+stream sends the same words as JSON for class.js to lay out (so the page reads
+the same with and without JavaScript), and the results are built from the
+same read.
+
+What is marked right, and the most common wrong answer with its feedback,
+shows once the question is revealed: at once for a question learners met on
+their own (each saw their verdict), after "Reveal" for one the instructor
+asked. The projector view is the same without a single name.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+
+from server.sandboxes import answers, insight, rooms, roster
+from server.sandboxes.insight import Counted
+from server.sandboxes.rooms import Ask, Room
+from server.web import guards
+from server.web.views.instructor import ago, plural
+from server.widgets.questions import Question
+from server.widgets.snapshot import Catalog
+
+
+@dataclass(frozen=True)
+class ClassState:
+    room: Room
+    learners: list[roster.Learner]
+    counted: list[Counted]
+
+
+async def the_room(request: Request) -> Room:
+    """The open class the URL names: 400 for a code that cannot be one, 404 for none open."""
+    code = rooms.normalize_code(request.path_params["code"])
+    room = await rooms.get(request.app.state.conn, code)
+    if room is None:
+        raise guards.Refused(404, f"no open class has the code {code}")
+    return room
+
+
+def back(room: Room) -> str:
+    return f"/instructor/rooms/{room.code}"
+
+
+def tours(catalog: Catalog) -> dict[str, list[str]]:
+    """Each widget's tour milestones, in the catalog's order."""
+    return {name: [s.id for s in widget.tour] for name, widget in catalog.widgets.items()}
+
+
+def question_of(catalog: Catalog, widget: str, question: str) -> Question | None:
+    found = catalog.widgets.get(widget)
+    return next((q for q in catalog.asked(found) if q.id == question), None) if found else None
+
+
+async def read(request: Request, room: Room) -> ClassState:
+    conn, catalog = request.app.state.conn, request.app.state.catalog
+    given, runs = await answers.read(conn, room.code)
+    learners = await roster.read(conn, room.code, tours(catalog), runs)
+    legends = {(q.widget, q.id): q.legend for qs in catalog.questions.values() for q in qs}
+    return ClassState(room, learners, insight.counted(given, [row.id for row in learners], legends))
+
+
+def revealed(counted: Counted, ask: Ask | None) -> bool:
+    """Met on their own: shown at once. Asked: once revealed, or once the class moved on to another question."""
+    if counted.round is None:
+        return True
+    if ask is None or (ask.widget, ask.question, ask.step) != (counted.widget, counted.question, counted.step):
+        return True
+    return ask.revealed and counted.round <= ask.round
+
+
+def step_words(catalog: Catalog, widget: str, step: int | None) -> str:
+    found = catalog.widgets.get(widget)
+    if found is None or step is None:
+        return ""
+    label = found.tour[step - 1].label if 0 < step <= len(found.tour) else "the scenario as it lands"
+    return f"step {step} ({label})"
+
+
+def roster_rows(state: ClassState) -> list[dict[str, Any]]:
+    """Each learner in words, for the roster table."""
+    now = time.time()
+    return [{"id": row.id, "name": row.name, "page": row.page or "—",
+             "widget": (row.widget or "—").replace("ex:", "exercise ", 1),  # an exercise's run is recorded as ex:<name>
+             "progress": roster.progress_words(row), "exercises": roster.exercise_words(row),
+             "seen": ago(row.last_seen, now), "last_seen": row.last_seen, "online": row.online,
+             "stuck": row.stuck} for row in state.learners]
+
+
+def answers_view(request: Request, state: ClassState, projector: bool = False) -> list[dict[str, Any]]:
+    """Each question the class met, per round, in words (no names on the projector)."""
+    catalog: Catalog = request.app.state.catalog
+    names = {row.id: row.name for row in state.learners}
+    shown = []
+    for counted in state.counted:
+        question = question_of(catalog, counted.widget, counted.question)
+        words = question.words if question else str
+        open_ = revealed(counted, state.room.ask)
+        where = ("met on their own" if counted.round is None else
+                 f"asked the class at {step_words(catalog, counted.widget, counted.step)}, round {counted.round}")
+        missing = [names[m] for m in counted.missing if m in names]
+        wrong = counted.common_wrong if open_ else None
+        moved = [{"value": words(m.value), "first": m.first, "second": m.second} for m in counted.moved]
+        shown.append({
+            "key": f"{counted.widget}|{counted.question}|{counted.round or '-'}|{counted.step}",
+            "legend": counted.legend, "widget": counted.widget, "where": where, "revealed": open_,
+            "answered": f"{counted.answered} answered",
+            "waiting": (f"{len(missing)} not yet" + ("" if projector or not missing else ": " + ", ".join(missing))),
+            "answers": [{"value": words(c.value), "count": plural(c.count, "learner"),
+                         "mark": ("right" if c.right else "not quite") if open_ else ""} for c in counted.answers],
+            "common_wrong": ({"value": words(wrong.value), "count": plural(wrong.count, "learner"),
+                              "feedback": counted.feedback} if wrong else None),
+            "moved": moved if open_ else [],
+            "moved_words": (f"{plural(counted.changed, 'learner')} changed their answer, "
+                            f"{counted.now_right} of them to the right one" if open_ and moved else ""),
+        })
+    return shown
+
+
+def class_json(request: Request, state: ClassState, projector: bool = False) -> dict[str, Any]:
+    """What the class page's stream sends: the roster (not to the projector) and the answers."""
+    learners = [] if projector else roster_rows(state)
+    return {"code": state.room.code, "mode": state.room.mode, "learners": learners,
+            "count": len(state.learners), "answers": answers_view(request, state, projector)}

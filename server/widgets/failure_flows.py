@@ -1,0 +1,139 @@
+"""The failure-policy widget's two flows, and how each reads back from Valkey.
+
+The main flow, a parent and three children on `failure-policy`, lands in one
+of two variants: every child on the policy the learner picked (`uniform`),
+or each child its own (`mixed`: one plain `fp`, one naming both flags, whose
+row then says `id`, and one whose row carries `skip`, a token no writer of
+this library produces and which resolves to `fp`). The second flow is
+cross-queue: its parent on `failure-policy`, its one child on
+`failure-policy.mail`, so the child's death travels through mail's outbox
+before a Pump applies the policy on the parent's slot. The Pump trusts an
+entry only when its parent queue is inside the learner's sandbox
+(`within`): an entry a console wrote naming another sandbox never delivers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.emq import pump
+from server.widgets import flow
+from server.widgets.view import Moment, QueueView
+
+HOME, MAIL = "failure-policy", "failure-policy.mail"
+PARENT = "JOBparent"
+CHILDREN = ("JOBchild1", "JOBchild2", "JOBchild3")
+LINKED, REMOTE = "JOBlinked", "JOBremote"  # the cross-queue flow: parent here, child in mail
+POLICIES = ("fp", "id")
+VARIANTS = ("uniform", "mixed")
+WORDS = {"fp": "fail the parent", "id": "ignore the dependency"}
+ERROR = "card declined"
+UNKNOWN_TOKEN = "skip"  # what an old or foreign writer might leave in parent_policy
+
+
+def choices(state: dict[str, str]) -> tuple[str, str]:
+    """The learner's policy and variant as the lab state keeps them (the defaults otherwise)."""
+    policy, variant = state.get("policy", ""), state.get("variant", "")
+    return (policy if policy in POLICIES else "fp", variant if variant in VARIANTS else "uniform")
+
+
+def flag_for(policy: str) -> dict[str, bool]:
+    return {"ignore_dependency_on_failure": True} if policy == "id" else {"fail_parent_on_failure": True}
+
+
+def flow_spec(policy: str, variant: str) -> dict[str, Any]:
+    if variant == "mixed":
+        flags: list[dict[str, bool]] = [
+            {"fail_parent_on_failure": True},
+            {"fail_parent_on_failure": True, "ignore_dependency_on_failure": True},
+            {"fail_parent_on_failure": True},  # its row's token is then overwritten with UNKNOWN_TOKEN
+        ]
+    else:
+        flags = [flag_for(policy)] * len(CHILDREN)
+    return {"parent": {"id": PARENT, "payload": "settle invoice 7"},
+            "children": [{"id": c, "payload": f"charge {i}", **f} for i, (c, f) in enumerate(zip(CHILDREN, flags), 1)]}
+
+
+def linked_spec(policy: str, mail_queue: str) -> dict[str, Any]:
+    return {"parent": {"id": LINKED, "payload": "send the receipt"},
+            "children": [{"id": REMOTE, "payload": "mail the receipt", "queue": mail_queue, **flag_for(policy)}]}
+
+
+def entry_words(raw: str, view: QueueView) -> tuple[str, bool]:
+    """An outbox entry of `view`'s queue in words, and whether the Pump would deliver it."""
+    sandbox = view.queue.partition(".")[0]
+    try:
+        entry = pump.trusted(raw, view.queue, flow.trusted_by(sandbox))
+    except pump.PoisonEntry:
+        try:
+            found = pump.decode_entry(raw)
+        except pump.PoisonEntry:
+            return f"poison (it does not decode): {raw[:40]}…", False
+        return f"refused: {found.kind} {found.child} → {found.parent} names a queue outside your sandbox", False
+    return f"{entry.kind} {entry.child} → {entry.parent} (policy {entry.policy}), waiting for the Pump", True
+
+
+def token_words(token: str) -> str:
+    """`fp (fail the parent)`; an unknown token says what it resolves to."""
+    if token in WORDS:
+        return f"{token} ({WORDS[token]})"
+    return f"{token} (unknown: it resolves to fp, {WORDS['fp']})"
+
+
+def parent_of(view: QueueView, parent: str, kids: list[tuple[QueueView, str]]) -> flow.FlowReading:
+    return flow.read_flow(view, parent, kids)
+
+
+def child_json(view: QueueView, child: flow.Child) -> dict[str, Any]:
+    fields = view.fields(child.id)
+    return {**child.as_json(), "policy": fields.get("parent_policy"), "error": fields.get("last_error"),
+            "attempts": fields.get("attempts")}
+
+
+def parent_json(reading: flow.FlowReading, part: str) -> dict[str, Any]:
+    return {**reading.parent.as_json(), "queue": part, "failed_child": reading.parent.fields.get("failed_child")}
+
+
+def picture(moment: Moment) -> dict[str, Any]:
+    home, mail = moment.view(HOME), moment.view(MAIL)
+    main = parent_of(home, PARENT, [(home, c) for c in CHILDREN])
+    linked = parent_of(home, LINKED, [(mail, REMOTE)])
+    policy, variant = choices(moment.state)
+    children = [child_json(home, c) for c in main.children]
+    return {
+        "policy": policy, "variant": variant,
+        "tokens": sorted({c["policy"] for c in children if c["policy"]}),
+        "parent": parent_json(main, HOME), "children": children,
+        "linked": {"parent": parent_json(linked, HOME), "child": child_json(mail, linked.children[0]),
+                   "outbox": [entry_words(raw, mail)[0] for raw in mail.items("flow:outbox")]},
+    }
+
+
+def tally(children: list[flow.Child]) -> str:
+    """Where the main flow's children are: `1 died at the cap, 2 waiting in pending`."""
+    kinds = (("died at the cap", lambda c: c.state == "dead"),
+             ("completed", lambda c: c.state is None and c.counted == "processed"),
+             ("waiting in pending", lambda c: c.set == "pending"),
+             ("scheduled for a retry", lambda c: c.state == "scheduled"),
+             ("claimed, in active", lambda c: c.set == "active"),
+             ("gone (no row, not counted)", lambda c: c.state is None and c.counted is None))
+    said = [f"{n} {words}" for words, test in kinds if (n := sum(1 for c in children if test(c)))]
+    return ", ".join(said)
+
+
+def readout(moment: Moment) -> str:
+    home, mail = moment.view(HOME), moment.view(MAIL)
+    main = parent_of(home, PARENT, [(home, c) for c in CHILDREN])
+    tokens = sorted({t for c in CHILDREN if (t := home.fields(c).get("parent_policy"))})
+    words = [token_words(t) for t in tokens]
+    said = (f"The child rows say parent_policy {', '.join(words[:-1])}{' and ' if len(words) > 1 else ''}{words[-1]}"
+            if words else "No child row is left to read a token from")
+    parent = main.parent
+    line = (f"{said}. {tally(main.children)} → {main.counter()}, :ignored holds {len(parent.ignored)}; "
+            f"{parent.fate()}.")
+    linked = parent_of(home, LINKED, [(mail, REMOTE)])
+    waiting = mail.items("flow:outbox")
+    outbox = (f"mail's outbox holds {flow.plural(len(waiting), 'entry', 'entries')} "
+              f"({'; '.join(entry_words(raw, mail)[0] for raw in waiting)})" if waiting else "mail's outbox is empty")
+    return (f"{line} Cross-queue: {REMOTE} in {MAIL}: {linked.children[0].words()}; {outbox}; "
+            f"{LINKED}: {linked.parent.fate()}.")

@@ -1,0 +1,251 @@
+"""The failure policy: a child dies at its attempt cap, and its row's token decides.
+
+`flows.add` lands the main flow (a parent and three children, each child's
+`parent_policy` written by the host) and a cross-queue flow beside it
+(`failure_flows.py`). "Fail child at the cap" claims the next child and runs
+the real `fail` with this attempt as the last: the one moment the script is
+handed the policy arm. Under `fp` the held parent gets `state failed` and
+enters `dead`; under `id` the error goes to the parent's `:ignored` and the
+counter falls as if the child had completed. "Fail child with attempts left"
+runs `fail` with attempts to spare: the child is scheduled and the parent's
+keys do not move. The cross-queue child's death is an outbox entry until the
+Pump (trusting only entries inside the sandbox) delivers it on the parent's
+slot. The radio's policy and the variant are the learner's choices, kept in
+the lab state across Reset.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from server.emq import flows, jobs, keyspace, pump
+from server.widgets import failure_flows as ff
+from server.widgets import flow
+from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
+from server.widgets.turn import Turn
+from server.widgets.view import Moment
+
+RETRY_CAP = 3  # "attempts left": the first failure of three allowed
+BATCH = 10
+FATES = {"awaiting_children": "held", "pending": "released", "failed": "failed"}
+
+
+class PolicyBody(Body):
+    """The radio: the policy every child of the main flow lands with."""
+
+    policy: Literal["fp", "id"]
+
+
+class FailurePolicy(Widget):
+    name = "failure-policy"
+    title = "The failure policy"
+    queue_parts = (ff.HOME, ff.MAIL)
+    kept_on_reset = ("policy", "variant")
+    # Both arms, one after the other, then the cross-queue death and the mixed
+    # flow: the tour states its policy, so a reader without JavaScript sees each.
+    tour = (
+        Step("fp-failed", "Under fp, a death at the cap failed the parent",
+             (do("policy", policy="fp"), do("fail-child"))),
+        Step("fp-stays", "A sibling still counted, yet the failed parent stayed in dead", (do("complete-child"),)),
+        Step("id-ignored", "Under id, a death at the cap went to :ignored and the counter fell",
+             (do("policy", policy="id"), do("fail-child"))),
+        Step("id-released", "The last child released the parent despite a failure",
+             (do("complete-child"), do("fail-child"))),
+        Step("remote-entry", "A cross-queue death waited in its queue's outbox", (do("fail-remote"),)),
+        Step("remote-applied", "The Pump applied the policy on the parent's slot", (do("pump"),)),
+        Step("retry", "A failure with attempts left scheduled the child; the token was not read",
+             (do("mixed"), do("fail-retry"))),
+        Step("both-flags", "A child naming both flags took the ignore arm", (do("fail-child"),)),
+        Step("unknown-token", "An unknown token took the fp arm", (do("fail-child"),)),
+    )
+
+    def job_ids(self, part: str) -> tuple[str, ...]:
+        return (ff.REMOTE,) if part == ff.MAIL else (ff.PARENT, *ff.CHILDREN, ff.LINKED)
+
+    async def land(self, turn: Turn) -> None:
+        await self.land_with(turn, *ff.choices(turn.moment.state))
+
+    async def land_with(self, turn: Turn, policy: str, variant: str) -> None:
+        home = turn.queue(ff.HOME)
+        await flows.add(turn.conn, home, ff.flow_spec(policy, variant))
+        if variant == "mixed":
+            # a token this library never writes, as an old or foreign writer might leave it
+            await turn.conn.hset(keyspace.job_key(home, ff.CHILDREN[2]), "parent_policy", ff.UNKNOWN_TOKEN)
+        await flows.add(turn.conn, home, ff.linked_spec(policy, turn.queue(ff.MAIL)))
+
+    def describe(self, moment: Moment) -> Description:
+        return Description(ff.readout(moment), ff.picture(moment))
+
+    # -- readings the dive's questions are judged on --------------------------------
+    @reading("parent-fate")
+    def parent_fate(self, now: Moment, before: Moment) -> Value:
+        state = now.view(ff.HOME).fields(ff.PARENT).get("state")
+        return FATES.get(state or "", "gone")
+
+    @reading("parent-claimable")
+    def parent_claimable(self, now: Moment, before: Moment) -> Value:
+        return "yes" if ff.PARENT in now.view(ff.HOME).members("pending") else "no"
+
+    @reading("dependencies")
+    def dependencies(self, now: Moment, before: Moment) -> Value:
+        found = now.view(ff.HOME).number(ff.PARENT, ":dependencies")
+        return found if found is not None else "no counter"
+
+    @reading("child-pending")
+    def child_pending(self, now: Moment, before: Moment) -> Value:
+        return any(c in now.view(ff.HOME).members("pending") for c in ff.CHILDREN)
+
+    @reading("parent-held-child-pending")
+    def parent_held_child_pending(self, now: Moment, before: Moment) -> Value:
+        return bool(self.child_pending(now, now)) and self.parent_fate(now, now) == "held"
+
+    @reading("parent-failed-child-pending")
+    def parent_failed_child_pending(self, now: Moment, before: Moment) -> Value:
+        return bool(self.child_pending(now, now)) and self.parent_fate(now, now) == "failed"
+
+    # -- the main flow ----------------------------------------------------------------
+    async def claim_child(self, turn: Turn) -> tuple[str, int, jobs.Lineage] | Outcome:
+        """Claim the next child of the main flow (never its released parent), with its row's lineage."""
+        view = turn.moment.view(ff.HOME)
+        pending = view.members("pending")
+        if not pending or pending[0] not in ff.CHILDREN:
+            return Outcome(text="No child of the main flow waits in pending: press Reset, or pick a policy, "
+                                "to land it again.", kind="info")
+        got = await jobs.claim(turn.conn, turn.queue(ff.HOME))
+        if got is None or got[0] not in ff.CHILDREN:
+            taken = got[0] if got else "nothing"
+            return Outcome(text=f"Claim took {taken}, not a child of the flow: their rows are gone. Press Reset.",
+                           kind="info")
+        line = jobs.lineage_of_row(turn.queue(ff.HOME), view.fields(got[0]))
+        return got[0], got[1], line or await jobs.lineage(turn.conn, turn.queue(ff.HOME), got[0])
+
+    @action("fail-child", "Fail child at the cap")
+    async def fail_child(self, turn: Turn, body: Body) -> Outcome:
+        claimed = await self.claim_child(turn)
+        if isinstance(claimed, Outcome):
+            return claimed
+        job_id, token, line = claimed
+        before = turn.moment
+        said = before.view(ff.HOME).fields(job_id).get("parent_policy")
+        answer = await jobs.fail(turn.conn, turn.queue(ff.HOME), job_id, token, ff.ERROR, token, line=line)
+        now = await turn.read()
+        was, fate = self.parent_fate(before, before), self.parent_fate(now, now)
+        reached: tuple[str, ...] = ()
+        if line.policy == "id":
+            effect = "the error went to the parent's :ignored and the counter fell"
+            if job_id in now.view(ff.HOME).fields(ff.PARENT, ":ignored"):
+                both = job_id == ff.CHILDREN[1] and ff.choices(before.state)[1] == "mixed"
+                reached = ("id-ignored",) + (("both-flags",) if both else ())
+            if fate == "released" and was == "held":
+                effect += ", releasing the parent into pending"
+                reached += ("id-released",)
+        elif was == "held" and fate == "failed":
+            effect = "the parent was failed and moved to dead"
+            reached = ("fp-failed",) + (("unknown-token",) if said not in ff.POLICIES else ())
+        else:
+            effect = f"the parent was already {was}, so it did not change"
+        resolves = " resolves to fp" if said not in ff.POLICIES else ""
+        return Outcome(text=f"{job_id} died at its cap: fail answered {answer}. Its row's parent_policy "
+                            f"{said or '(none)'}{resolves}: {effect}.", reached=reached,
+                       detail={"child": job_id, "answer": answer, "policy": said or "", "arm": line.policy})
+
+    @action("fail-retry", "Fail child with attempts left")
+    async def fail_retry(self, turn: Turn, body: Body) -> Outcome:
+        claimed = await self.claim_child(turn)
+        if isinstance(claimed, Outcome):
+            return claimed
+        job_id, token, line = claimed
+        before = _parent_keys(turn.moment)
+        answer = await jobs.fail(turn.conn, turn.queue(ff.HOME), job_id, token, ff.ERROR, RETRY_CAP, line=line)
+        now = await turn.read()
+        if answer != "scheduled":
+            return Outcome(text=f"{job_id} failed attempt {token} of {RETRY_CAP}: fail answered {answer}, the last "
+                                "attempt, so its policy applied.", detail={"child": job_id, "answer": answer})
+        return Outcome(text=f"{job_id} failed attempt {token} of {RETRY_CAP}: fail answered scheduled. Below the cap "
+                            "no policy is applied: the parent's keys did not move.",
+                       reached=("retry",) if _parent_keys(now) == before else (),
+                       detail={"child": job_id, "answer": answer})
+
+    @action("complete-child", "Complete child")
+    async def complete_child(self, turn: Turn, body: Body) -> Outcome:
+        claimed = await self.claim_child(turn)
+        if isinstance(claimed, Outcome):
+            return claimed
+        job_id, token, line = claimed
+        was = self.parent_fate(turn.moment, turn.moment)
+        await jobs.complete(turn.conn, turn.queue(ff.HOME), job_id, token, f"{job_id} charged", line=line,
+                            tail=turn.after)
+        fate = str(self.parent_fate(await turn.read(), turn.moment))
+        reached: tuple[str, ...] = ()
+        if was == "failed":
+            effect, reached = "the counter fell, but the failed parent stays in dead", ("fp-stays",)
+        elif was == "held" and fate == "released":
+            effect, reached = "at zero the parent was released into pending", ("id-released",)
+        else:
+            effect = {"held": "the parent stays held", "released": "the parent is released"}.get(
+                fate, f"the parent is {fate}")
+        return Outcome(text=f"Completed {job_id}: complete answered 1 and counted it off the parent; {effect}.",
+                       reached=reached, detail={"child": job_id})
+
+    # -- the learner's choices ------------------------------------------------------------
+    @action("policy", "Choose the policy", PolicyBody)
+    async def set_policy(self, turn: Turn, body: PolicyBody) -> Outcome:
+        await turn.clear()
+        await self.land_with(turn, body.policy, "uniform")
+        turn.remember(policy=body.policy, variant="uniform")
+        return Outcome(text=f"Landed the flows again with every child on {body.policy} ({ff.WORDS[body.policy]}).",
+                       detail={"policy": body.policy})
+
+    @action("mixed", "Land a mixed flow")
+    async def mixed(self, turn: Turn, body: Body) -> Outcome:
+        await turn.clear()
+        await self.land_with(turn, ff.choices(turn.moment.state)[0], "mixed")
+        turn.remember(variant="mixed")
+        return Outcome(text=f"Landed a mixed flow: {ff.CHILDREN[0]} asks fp, {ff.CHILDREN[1]} names both flags "
+                            f"(its row says id), {ff.CHILDREN[2]}'s row says {ff.UNKNOWN_TOKEN}.",
+                       detail={"variant": "mixed"})
+
+    # -- the cross-queue flow ---------------------------------------------------------------
+    @action("fail-remote", "Fail the cross-queue child at the cap")
+    async def fail_remote(self, turn: Turn, body: Body) -> Outcome:
+        mail = turn.moment.view(ff.MAIL)
+        if ff.REMOTE not in mail.members("pending"):
+            return Outcome(text=f"{ff.REMOTE} does not wait in pending in {ff.MAIL}: press Reset to land it again.",
+                           kind="info")
+        got = await jobs.claim(turn.conn, mail.queue)
+        if got is None or got[0] != ff.REMOTE:
+            return Outcome(text=f"Claim took {got[0] if got else 'nothing'} in {ff.MAIL}, not {ff.REMOTE}: "
+                                "press Reset.", kind="info")
+        line = jobs.lineage_of_row(mail.queue, mail.fields(ff.REMOTE)) or await jobs.lineage(turn.conn, mail.queue,
+                                                                                          ff.REMOTE)
+        answer = await jobs.fail(turn.conn, mail.queue, ff.REMOTE, got[1], ff.ERROR, got[1], line=line)
+        if line.mode != "xq":
+            return Outcome(text=f"{ff.REMOTE} died at its cap: fail answered {answer}.", detail={"answer": answer})
+        return Outcome(text=f"{ff.REMOTE} died at its cap in {ff.MAIL}: its parent is on another slot, so fail "
+                            f"appended a failed entry (policy {line.policy}) to mail's flow:outbox.",
+                       reached=("remote-entry",), detail={"answer": answer, "policy": line.policy})
+
+    @action("pump", "Deliver with the Pump")
+    async def pump_tick(self, turn: Turn, body: Body) -> Outcome:
+        mail = turn.moment.view(ff.MAIL)
+        queue = mail.queue
+        delivered = await pump.deliver_flow_completions(turn.conn, queue, BATCH, accept=flow.trusted_by(turn.sandbox))
+        if delivered:
+            now = await turn.read()
+            linked = ff.parent_of(now.view(ff.HOME), ff.LINKED, [(now.view(ff.MAIL), ff.REMOTE)])
+            return Outcome(text=f"The Pump delivered {delivered} from mail's outbox on {ff.LINKED}'s slot: "
+                                f"{linked.parent.fate()}.", reached=("remote-applied",),
+                           detail={"delivered": delivered})
+        waiting = mail.items("flow:outbox")
+        if waiting:
+            words, _ = ff.entry_words(waiting[0], mail)
+            return Outcome(text=f"The Pump stopped at the head of mail's outbox, {words}; nothing was delivered.",
+                           kind="refused", detail={"delivered": 0})
+        hint = "fail the cross-queue child first" if ff.REMOTE in mail.members("pending") else "nothing waits"
+        return Outcome(text=f"mail's flow:outbox is empty: {hint}.", kind="info", detail={"delivered": 0})
+
+
+def _parent_keys(moment: Moment) -> list[object]:
+    """The main parent's row, counter and :ignored as Valkey holds them (name, value)."""
+    view = moment.view(ff.HOME)
+    return [None if (k := view.row(ff.PARENT, sub)) is None else k.value for sub in ("", ":dependencies", ":ignored")]

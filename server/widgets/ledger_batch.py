@@ -1,0 +1,296 @@
+"""The ledger's batches, the learner's own batch as a typed body, the
+ledger's lab state, and one flow's card read back from Valkey.
+
+Flows here name their children's queues RELATIVE to the ledger (`orders`,
+`mail`, `billing`); `as_flow` maps them into the sandbox's real queues at
+the last moment, so a learner's batch can never name a key outside its
+sandbox. The body of "Run your batch" is bounded by the site's settings
+(flows, children, payload bytes) and refused with a 400 before anything
+runs when it is off; its ids stay plain strings, because judging an id is
+the lesson: `add_bulk`'s gate refuses an ill-formed one, in words. Those ids
+are not the widget's `job_ids`, so `index_commands` lists their row names in
+each queue's index, where the snapshot's read and Reset's clear find them.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from server.emq import keyspace
+from server.sandboxes import keys
+from server.settings import Settings
+from server.widgets import flow
+from server.widgets.base import Body
+from server.widgets.view import QueueView
+
+# The limits a learner's batch is held to: the site reads them from the same
+# environment when it starts (an action's body type is fixed at import).
+LIMITS = Settings.from_env()
+ID_CHARS = 256  # past the gate's 128, so an over-long id still reaches the gate and is refused there
+
+LEDGER_QUEUES = ("orders", "mail", "billing")  # orders first: every parent's queue
+Rel = Literal["orders", "mail", "billing"]
+FLOW4_CHILD_FIXED = "JOB0KHTOWnGLuK"
+
+
+def _flow(parent: str, what: str, *children: tuple[str, str | None]) -> dict[str, Any]:
+    specs = []
+    for i, (child, queue) in enumerate(children, 1):
+        spec: dict[str, Any] = {"id": child, "payload": f"{what}, step {i}"}
+        if queue:
+            spec["queue"] = queue
+        specs.append(spec)
+    return {"parent": {"id": parent, "payload": what}, "children": specs}
+
+
+FIXED: tuple[dict[str, Any], ...] = (
+    # 1: same-queue, lands whole in one enqueue_flow
+    _flow("JOB0KHTOWnGLuA", "pack order A", ("JOB0KHTOWnGLuB", None), ("JOB0KHTOWnGLuC", None)),
+    # 2: cross-queue (a child in mail), lands parent first
+    _flow("JOB0KHTOWnGLuD", "confirm order D", ("JOB0KHTOWnGLuE", "mail"), ("JOB0KHTOWnGLuF", None)),
+    # 3: same-queue, one child well-formed but not JOB: the kind law refuses it before any write
+    _flow("JOB0KHTOWnGLuG", "pack order G", ("JOB0KHTOWnGLuH", None), ("TASK0KHTOWnGLuI", None)),
+    # 4: cross-queue, its second child not JOB: stops partway, its parent held
+    _flow("JOB0KHTOWnGLuJ", "bill order J", ("JOB0KHTOWnGLuL", "billing"), ("TASK0KHTOWnGLuK", "billing")),
+)
+# One well-formed flow, then one whose child id cannot be a key: the gate
+# refuses the whole batch before the first flow is written.
+BAD_ID = "JOB bad}"
+BAD_BATCH: tuple[dict[str, Any], ...] = (
+    _flow("JOB0KHTOWnGLuM", "pack order M", ("JOB0KHTOWnGLuN", None), ("JOB0KHTOWnGLuO", None)),
+    _flow("JOB0KHTOWnGLuP", "pack order P", (BAD_ID, None)),
+)
+# What the form of "Your own batch" holds when the page opens (and the tour runs).
+OWN_SAMPLE: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("JOBmine1", (("JOBmine2", "orders"), ("JOBmine3", "mail"))),
+    ("JOBmine4", (("JOBmine5", "billing"), ("JOBmine6", "billing"))),
+    ("JOBmine7", (("JOBmine8", "orders"),)),
+)
+
+
+def flow4_corrected() -> dict[str, Any]:
+    """Flow 4 as "Retry flow 4" sends it: the same ids, the bad child made a JOB id."""
+    fixed = copy.deepcopy(FIXED[3])
+    fixed["children"][1]["id"] = FLOW4_CHILD_FIXED
+    return fixed
+
+
+def well_formed(job_id: str) -> bool:
+    return keyspace.ID_RE.fullmatch(job_id) is not None
+
+
+# -- the learner's own batch: the body of "Run your batch" ---------------------------
+
+class OwnJob(msgspec.Struct, forbid_unknown_fields=True):
+    id: Annotated[str, msgspec.Meta(max_length=ID_CHARS)]
+    payload: Annotated[str, msgspec.Meta(max_length=LIMITS.max_payload_bytes)] = ""
+
+    def __post_init__(self) -> None:
+        # the cap is in bytes, which a length in characters does not bound
+        size = len(self.payload.encode())
+        if size > LIMITS.max_payload_bytes:
+            raise ValueError(f"a payload of {size} bytes; at most {LIMITS.max_payload_bytes} are taken")
+
+
+class OwnChild(OwnJob, forbid_unknown_fields=True, kw_only=True):
+    queue: Rel = "orders"
+    fail_parent_on_failure: bool = False
+    ignore_dependency_on_failure: bool = False
+
+
+class OwnFlow(msgspec.Struct, forbid_unknown_fields=True):
+    parent: OwnJob
+    children: Annotated[list[OwnChild], msgspec.Meta(min_length=1, max_length=LIMITS.max_children)]
+
+    def __post_init__(self) -> None:
+        # One id twice in one queue of a flow is a shape the library refuses
+        # outright (FlowShapeError): it is answered here, before anything runs.
+        seen = {("orders", self.parent.id)}
+        for child in self.children:
+            if (child.queue, child.id) in seen:
+                raise ValueError(f"job {child.id!r} appears twice in ledger.{child.queue} in one flow")
+            seen.add((child.queue, child.id))
+
+
+class OwnBatch(Body):
+    flows: Annotated[list[OwnFlow], msgspec.Meta(min_length=1, max_length=LIMITS.max_flows)]
+
+
+class PickBody(Body):
+    flow: Annotated[int, msgspec.Meta(ge=1, le=LIMITS.max_flows)]
+
+
+def own_flow_spec(given: OwnFlow) -> dict[str, Any]:
+    """A learner's flow as a flow dict, its queues still relative."""
+    children = []
+    for child in given.children:
+        spec: dict[str, Any] = {"id": child.id, "payload": child.payload, "queue": child.queue}
+        for flag in ("fail_parent_on_failure", "ignore_dependency_on_failure"):
+            if getattr(child, flag):
+                spec[flag] = True
+        children.append(spec)
+    return {"parent": {"id": given.parent.id, "payload": given.parent.payload}, "children": children}
+
+
+def sample_batch() -> list[dict[str, Any]]:
+    """OWN_SAMPLE as the body's `flows` (the tour's replay of Run your batch)."""
+    return [{"parent": {"id": p, "payload": f"your flow {f}"},
+             "children": [{"id": c, "payload": f"your flow {f}, child {i}", "queue": q} for i, (c, q) in
+                          enumerate(kids, 1)]} for f, (p, kids) in enumerate(OWN_SAMPLE, 1)]
+
+
+def as_flow(spec: dict[str, Any], queue_of: Callable[[str], str]) -> dict[str, Any]:
+    """The flow with each child's relative queue mapped into the sandbox."""
+    out = copy.deepcopy(spec)
+    for child in out["children"]:
+        child["queue"] = queue_of(child.get("queue") or "orders")
+    return out
+
+
+# -- a batch as the ledger keeps it, and one flow's card ----------------------------
+
+@dataclass(frozen=True)
+class Planned:
+    """One flow of the batch on the ledger: its parent and (child id, relative queue)."""
+
+    parent: str
+    children: tuple[tuple[str, str], ...]
+
+    @property
+    def path(self) -> str:
+        return "same-queue" if all(rel == "orders" for _, rel in self.children) else "cross-queue"
+
+    def ids(self, rel: str) -> list[str]:
+        found = [self.parent] if rel == "orders" else []
+        return found + [c for c, q in self.children if q == rel]
+
+    def as_json(self) -> list[Any]:
+        return [self.parent, [list(c) for c in self.children]]
+
+
+def planned(spec: dict[str, Any]) -> Planned:
+    return Planned(spec["parent"]["id"], tuple((c["id"], c.get("queue") or "orders") for c in spec["children"]))
+
+
+def entries_of(plans: Sequence[Planned], result: Sequence[Any]) -> list[list[Any] | None]:
+    """Each flow's entry in the result, by position: the result lists the
+    landed flows in input order, so the pointer walks it once (two flows
+    with the same parent id are still told apart)."""
+    found: list[list[Any] | None] = []
+    at = 0
+    for plan in plans:
+        hit = at < len(result) and result[at][0] == plan.parent
+        found.append(list(result[at]) if hit else None)
+        at += hit
+    return found
+
+
+def card(n: int, plan: Planned, views: dict[str, QueueView], entry: list[Any] | None,
+         tried: bool, error: str | None) -> dict[str, Any]:
+    """One flow as Valkey holds it now, beside what the add returned for it."""
+    status: dict[str, Any] = {"number": n, "parent": plan.parent, "path": plan.path, "entry": entry,
+                              "tried": tried, "error": error, "state": None, "dependencies": None,
+                              "processed": 0, "sets": []}
+    if all(well_formed(i) for i in (plan.parent, *(c for c, _ in plan.children))):
+        found = flow.read_flow(views["orders"], plan.parent, [(views[q], c) for c, q in plan.children])
+        p = found.parent
+        status.update(state=p.state, dependencies=p.dependencies, processed=len(p.processed), sets=p.sets)
+        status["children"] = [{**c.as_json(), "queue": rel} for c, (_, rel) in zip(found.children, plan.children)]
+    else:
+        # an ill-formed id never became a key: the gate refused the batch it was in
+        status["children"] = [{"id": c, "queue": q, "state": None, "set": None,
+                               "where": "no row" if well_formed(c) else "ill-formed: no key can be built for it"}
+                              for c, q in plan.children]
+    status["word"] = parent_word(status)
+    status["line"] = card_line(status)
+    return status
+
+
+def parent_word(s: dict[str, Any]) -> str:
+    """The parent in one or two words, for the readout."""
+    if s["state"] is None:
+        return "no row" if s["tried"] else "not added yet"
+    return {"awaiting_children": "held", "pending": "released"}.get(s["state"], str(s["state"]))
+
+
+def card_line(s: dict[str, Any]) -> str:
+    """The sentence for one flow, built from its card."""
+    if s["entry"]:
+        found = f"in the result as ({s['entry'][0]}, [{', '.join(s['entry'][1])}])"
+    elif not s["tried"]:
+        found = "not added yet"
+    else:
+        found = "not in the result" + (f" (refused: {s['error']})" if s["error"] else "")
+    if s["state"] is None:
+        parent = f"parent {s['parent']}: no row"
+    else:
+        deps = "no :dependencies" if s["dependencies"] is None else f":dependencies = {s['dependencies']}"
+        where = f"in {', '.join(s['sets'])}" if s["sets"] else "in no state set"
+        parent = f"parent {s['parent']}: {s['state']}, {deps}, {where}"
+    kids = "; ".join(f"{c['id']} (ledger.{c['queue']}) {c['where']}" for c in s["children"])
+    return f"Flow {s['number']} ({s['path']}) is {found}; {parent}; children: {kids}."
+
+
+FIXED_PLAN = tuple(planned(f) for f in FIXED)
+
+
+def _json(raw: str | None, default: Any) -> Any:
+    try:
+        return json.loads(raw) if raw else default
+    except ValueError:
+        return default
+
+
+@dataclass
+class LedgerState:
+    """The ledger's lab state: how the batch got there and what the adds returned."""
+
+    mode: str = "step"  # step (Next flow), batch (Run the batch), own (Run your batch)
+    move: int = 0  # flows tried
+    result: list[Any] = field(default_factory=list)  # [[parent, [children]], ...] as the adds returned
+    errors: dict[str, str] = field(default_factory=dict)  # flow number -> flows.add's refusal (step mode)
+    retry: list[Any] | None = None  # what the retry of flow 4 returned
+    picked: int | None = None
+    batch: list[Any] = field(default_factory=list)  # the learner's own batch, as Planned.as_json
+    refused: str = ""  # the gate's words when the learner's batch was refused whole
+
+    @classmethod
+    def of(cls, state: dict[str, str]) -> LedgerState:
+        picked = state.get("picked", "")
+        return cls(mode=state.get("mode") or "step", move=int(state.get("move") or 0),
+                   result=_json(state.get("result"), []), errors=_json(state.get("errors"), {}),
+                   retry=_json(state.get("retry"), None), picked=int(picked) if picked.isdecimal() else None,
+                   batch=_json(state.get("batch"), []), refused=state.get("refused", ""))
+
+    def plans(self) -> tuple[Planned, ...]:
+        if self.mode == "own":
+            return tuple(Planned(str(p), tuple((str(c), str(q)) for c, q in kids)) for p, kids in self.batch)
+        return (*FIXED_PLAN[:3], planned(flow4_corrected()) if self.retry else FIXED_PLAN[3])
+
+    def kept(self) -> dict[str, Any]:
+        return {"mode": self.mode, "move": self.move, "result": self.result, "errors": self.errors,
+                "retry": self.retry or "", "picked": self.picked or "", "batch": self.batch,
+                "refused": self.refused}
+
+
+
+ROW_KEYS = ("", ":dependencies", ":processed", ":ignored")  # a row and the subkeys a flow gives it
+
+
+def index_commands(plans: Sequence[Planned], queue_of: Callable[[str], str]) -> list[tuple[Any, ...]]:
+    """SADDs listing every row name `plans` may create in its queue's index
+    (`lab:{q}:index`). Ill-formed ids never become keys: none is listed."""
+    commands: list[tuple[Any, ...]] = []
+    for rel in LEDGER_QUEUES:
+        queue = queue_of(rel)
+        ids = dict.fromkeys(i for p in plans for i in p.ids(rel) if well_formed(i))
+        names = [keyspace.job_key(queue, i) + sub for i in ids for sub in ROW_KEYS]
+        if names:
+            commands.append(("SADD", keys.index_key(queue), *names))
+    return commands

@@ -1,0 +1,122 @@
+"""The outbox widget's lanes as its Pump sees them: each entry decoded, checked, worded.
+
+An outbox entry is data in the learner's own keys: `complete` and `fail`
+append it, but a console can append one too, naming any parent queue it
+likes (a JSON escape such as `\\u0073` hides a name from a raw-text check,
+so only the decoded entry is judged). The widget's Pump trusts an entry
+only when it decodes, names the outbox's own queue as its child's
+(`pump.trusted`) and names a parent queue inside the learner's sandbox
+(`within`); anything else is poison to it and blocks the outbox where it
+sits, never delivered. The page words every entry by the same check, so the
+picture says what the Pump will do with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from server.emq import pump
+from server.widgets import flow
+from server.widgets.view import QueueView
+
+Verdict = Literal["waiting", "applied", "poison", "refused"]
+BLOCKING: tuple[Verdict, ...] = ("poison", "refused")
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One raw entry and what the widget's Pump makes of it."""
+
+    raw: str
+    verdict: Verdict
+    entry: pump.OutboxEntry | None  # None: it does not decode
+    why: str = ""  # for a poison or refused entry: the reason, in words
+
+    def words(self, home: str) -> str:
+        if self.entry is None:
+            return f"poison ({self.why}): {self.raw[:48]}{'…' if len(self.raw) > 48 else ''}"
+        e = self.entry
+        if self.verdict == "refused":
+            return f"refused: {e.kind} {e.child} → {e.parent}, but {self.why}"
+        where = "" if e.parent_queue == home else f" in {e.parent_queue.partition('.')[2]}"
+        if self.verdict == "applied":
+            return f"{e.kind} {e.child} → {e.parent}{where}, delivered already, not yet trimmed"
+        return f"{e.kind} {e.child} → {e.parent}{where}, waiting for the Pump"
+
+
+def judge(raw: str, queue: str, sandbox: str, home: str, parent: str, counted: set[str]) -> Seen:
+    """`raw`, an entry of `queue`'s outbox: poison, refused, or deliverable
+    (waiting, or applied already when `parent` in `home` counted its child)."""
+    try:
+        entry = pump.decode_entry(raw)
+    except pump.PoisonEntry:
+        return Seen(raw, "poison", None, "it does not decode")
+    try:
+        pump.trusted(raw, queue, flow.trusted_by(sandbox))
+    except pump.PoisonEntry:
+        why = ("its child queue is not this outbox's" if entry.child_queue != queue
+               else "its parent queue is outside your sandbox")
+        return Seen(raw, "refused", entry, why)
+    mine = entry.parent_queue == home and entry.parent == parent
+    return Seen(raw, "applied" if mine and entry.child in counted else "waiting", entry)
+
+
+def blocked_why(seen: Seen) -> str:
+    """Why the Pump stopped at this entry, in words."""
+    if seen.verdict == "poison":
+        return "a poison entry (it does not decode)"
+    if seen.verdict == "refused":
+        return f"an entry it refused ({seen.why})"
+    return f"an entry {seen.entry.parent if seen.entry else 'its parent'} could not take (no parent row)"
+
+
+@dataclass(frozen=True)
+class Lane:
+    """One child queue: its outbox, its poison list and its head counter, judged."""
+
+    part: str
+    entries: list[Seen]
+    aside: list[Seen]
+    head_count: int  # aged ticks the current head has blocked (0: not counted)
+
+    def count(self, verdict: Verdict) -> int:
+        return sum(s.verdict == verdict for s in self.entries)
+
+    @property
+    def head_blocks(self) -> bool:
+        return bool(self.entries) and self.entries[0].verdict in BLOCKING
+
+    def summary(self, max_blocked: int) -> str:
+        """`outbox.mail: 1 poison, 1 waiting; its head blocks (1 of 2 aged ticks)`."""
+        if not self.entries:
+            return f"{self.part}: empty"
+        said = [f"{n} {words}" for words, n in (
+            ("waiting", self.count("waiting")), ("delivered, not yet trimmed", self.count("applied")),
+            ("poison", self.count("poison")), ("refused", self.count("refused"))) if n]
+        line = f"{self.part}: " + ", ".join(said)
+        if self.head_blocks:
+            line += "; its head blocks"
+            if self.head_count:
+                line += f" (blocked {self.head_count} of {max_blocked} aged ticks)"
+        return line
+
+    def as_json(self, home: str, slot: int) -> dict[str, Any]:
+        return {"part": self.part, "slot": slot, "head_count": self.head_count,
+                "outbox": [{"text": s.words(home), "verdict": s.verdict} for s in self.entries],
+                "poison": [{"text": s.words(home), "verdict": s.verdict} for s in self.aside]}
+
+
+def lane_of(view: QueueView, sandbox: str, home: str, parent: str, counted: set[str]) -> Lane:
+    """The lane of one child queue's view, every entry judged."""
+    judged = [judge(raw, view.queue, sandbox, home, parent, counted) for raw in view.items("flow:outbox")]
+    aside = [judge(raw, view.queue, sandbox, home, parent, counted) for raw in view.items("flow:outbox:poison")]
+    head = view.get("flow:outbox:head")
+    fields = head.value if head is not None and isinstance(head.value, dict) else {}
+    # The counter belongs to one entry: it speaks of the head only while that entry is still the head.
+    counting = bool(judged) and fields.get("entry") == judged[0].raw
+    try:
+        count = int(fields.get("count", 0)) if counting else 0
+    except ValueError:
+        count = 0
+    return Lane(view.part, judged, aside, count)

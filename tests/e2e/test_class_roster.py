@@ -1,0 +1,107 @@
+"""A roster that tells the truth, and notices that stay, in Chromium: the
+instructor and learners each in a browser context of their own."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable
+
+from playwright.sync_api import BrowserContext, Locator, Page, expect
+
+from tests.e2e.rooms import DIVE, counter, fanin, join_room, open_room, signed_in_instructor
+
+
+def row(class_page: Page, name: str) -> Locator:
+    return class_page.locator("tr[data-learner]", has=class_page.locator('[data-role="name"]', has_text=name))
+
+
+def complete(page: Page) -> Locator:
+    return fanin(page).get_by_role("button", name="Complete child", exact=True)
+
+
+def on_dive(ctx: BrowserContext, code: str, name: str) -> Page:
+    page = join_room(ctx, code, name)
+    page.goto(DIVE)
+    expect(counter(page)).to_have_text("3")
+    return page
+
+
+def test_the_roster_shows_the_widget_acted_on_the_page_open_and_results_csv_the_same_numbers(
+    contexts: Callable[..., BrowserContext],
+) -> None:
+    instructor_ctx = contexts()
+    class_page = signed_in_instructor(instructor_ctx)
+    code = open_room(class_page, "Roster e2e")
+    ada, grace = on_dive(contexts(), code, "Ada"), on_dive(contexts(), code, "Grace")
+    complete(ada).click()
+    expect(counter(ada)).to_have_text("2")
+    ada.reload()  # every widget of the dive loads again (the console too): the one she acted on stays
+    expect(counter(ada)).to_have_text("2")
+    ada_row, grace_row = row(class_page, "Ada"), row(class_page, "Grace")
+    expect(ada_row.locator('[data-role="page"]')).to_have_text(DIVE)
+    expect(ada_row.locator('[data-role="widget"]')).to_have_text("fanin")
+    expect(ada_row.locator('[data-role="progress"]')).to_have_text("fanin 1 of 8 steps")
+    expect(ada_row.locator('[data-role="online"]')).to_have_text("online")
+    expect(grace_row.locator('[data-role="page"]')).to_have_text(DIVE)
+    expect(grace_row.locator('[data-role="widget"]')).to_have_text("—")  # she loaded it, never acted
+    expect(grace_row.locator('[data-role="progress"]')).to_have_text("not started")
+    grace.close()
+    expect(grace_row.locator('[data-role="page"]')).to_have_text("—")
+    expect(grace_row.locator('[data-role="online"]')).to_have_text("offline")
+
+    answer = instructor_ctx.request.get(f"/instructor/rooms/{code}/results.csv")
+    assert answer.status == 200
+    table = {r["name"]: r for r in csv.DictReader(io.StringIO(answer.text()))}
+    assert list(table) == ["Ada", "Grace"]
+    assert (table["Ada"]["fanin steps"], table["Grace"]["fanin steps"]) == ("1", "0")
+    assert table["Ada"]["pages"] == DIVE and table["Ada"]["last seen"]
+
+
+def test_working_together_each_learner_is_credited_with_their_own_action_and_named_on_the_other_pages(
+    contexts: Callable[..., BrowserContext],
+) -> None:
+    class_page = signed_in_instructor(contexts())
+    code = open_room(class_page, "Together e2e")
+    ada, grace = on_dive(contexts(), code, "Ada"), on_dive(contexts(), code, "Grace")
+    class_page.get_by_role("button", name="Work together").click()
+    expect(ada.locator('[data-role="room-banner"]')).to_contain_text("working together")
+    expect(grace.locator('[data-role="room-banner"]')).to_contain_text("working together")
+    complete(ada).click()
+    expect(counter(grace)).to_have_text("2")  # one shared sandbox, live on both pages
+    expect(fanin(grace).locator('[data-role="outcome"]')).to_contain_text("Ada: Completed JOBchild1")
+    complete(grace).click()
+    expect(counter(ada)).to_have_text("1")
+    expect(fanin(ada).locator('[data-role="outcome"]')).to_contain_text("Grace: Completed JOBchild2")
+    for name in ("Ada", "Grace"):
+        expect(row(class_page, name).locator('[data-role="progress"]')).to_have_text("fanin 1 of 8 steps")
+        expect(row(class_page, name).locator('[data-role="widget"]')).to_have_text("fanin")
+
+
+def test_the_reset_notice_is_seen_by_a_learner_who_keeps_clicking_and_stays_for_one_who_does_not(
+    contexts: Callable[..., BrowserContext],
+) -> None:
+    class_page = signed_in_instructor(contexts())
+    code = open_room(class_page, "Notice e2e")
+    busy, idle = on_dive(contexts(), code, "Busy"), on_dive(contexts(), code, "Idle")
+    complete(idle).click()
+    expect(counter(idle)).to_have_text("2")
+    # Busy clicks Claim every 250 ms (a click's answer never clears a notice that came after it left)
+    busy.evaluate("""() => { const b = [...document.querySelectorAll('[data-widget="fanin"] button')]
+        .find((x) => x.textContent.trim() === 'Claim'); window.clicking = setInterval(() => b.click(), 250); }""")
+    expect(fanin(busy).locator('[data-role="outcome"]')).to_contain_text("Claim")
+    class_page.get_by_role("button", name="Reset every learner").click()
+    class_page.locator('[data-role="confirm"]').get_by_role("button", name="Yes, reset 2 learners").click()
+    expect(class_page.locator('[data-role="flash"]')).to_contain_text("2 learners")
+    notice = "Your sandbox was reset by the instructor"
+    expect(fanin(busy).locator('[data-role="status"]')).to_contain_text(notice)
+    busy.wait_for_timeout(1000)  # four more clicks answered
+    expect(fanin(busy).locator('[data-role="status"]')).to_contain_text(notice)
+    busy.evaluate("clearInterval(window.clicking)")
+    status = fanin(idle).locator('[data-role="status"]')
+    expect(counter(idle)).to_have_text("3")
+    expect(status).to_contain_text(notice)
+    idle.wait_for_timeout(5000)  # no timer takes it away
+    expect(status).to_contain_text(notice)
+    status.get_by_role("button", name="Dismiss this notice").click()
+    expect(status).to_have_text("")

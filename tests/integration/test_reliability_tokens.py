@@ -1,0 +1,112 @@
+"""The instructor's token cannot be guessed (issue 28, item 6): past an
+address's failed-attempt limit the token is not compared at all, however
+many guesses arrive at once; another address is unaffected; an instructor
+already signed in stays signed in.
+
+The sign-in route is not on main yet (the instructor pages are being ported),
+so the guard every sign-in calls (`guards.check_token`, and
+`guards.require_instructor` for a Bearer token) runs here in a small app of
+the test's own, with the site's real settings and a real Valkey, where the
+failed attempts are counted for every worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from server.emq.wire import Conn
+from server.sandboxes.sandbox import SignedCookie
+from server.settings import Settings
+from server.web import guards
+
+TOKEN = "the-instructor-token-16+"
+SECRET = "token-test-secret"
+LIMIT = 20
+
+
+def guarded_app(conn: Conn) -> Starlette:
+    async def sign_in(request: Request) -> JSONResponse:
+        try:
+            given = (await request.json()).get("token", "")
+            await guards.check_token(request, str(given))
+        except guards.Refused as exc:
+            return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        response = JSONResponse({"ok": True})
+        request.app.state.instructor_cookie.attach(response, guards.token_fingerprint(TOKEN))
+        return response
+
+    async def overview(request: Request) -> JSONResponse:
+        try:
+            await guards.require_instructor(request)
+        except guards.Refused as exc:
+            return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        return JSONResponse({"ok": True})
+
+    app = Starlette(routes=[Route("/sign-in", sign_in, methods=["POST"]), Route("/overview", overview)])
+    app.state.settings = Settings(instructor_token=TOKEN, attempt_limit=LIMIT)
+    app.state.conn = conn
+    app.state.instructor_cookie = SignedCookie(guards.INSTRUCTOR_COOKIE, SECRET, "emqlab-instructor", 3600)
+    return app
+
+
+def from_address(app: Starlette, address: str) -> httpx.AsyncClient:
+    transport = httpx.ASGITransport(app=app, client=(address, 40000))
+    return httpx.AsyncClient(transport=transport, base_url="http://lab.example", timeout=20)
+
+
+async def at_once(calls: list[Any], width: int = 50) -> list[int]:
+    gate = asyncio.Semaphore(width)
+
+    async def one(call: Any) -> int:
+        async with gate:
+            return int((await call).status_code)
+
+    return list(await asyncio.gather(*(one(c) for c in calls)))
+
+
+async def test_300_wrong_tokens_at_once_then_the_right_one_from_that_address_is_refused_while_another_signs_in(
+    conn: Conn,
+) -> None:
+    app = guarded_app(conn)
+    async with from_address(app, "127.0.0.2") as guesser, from_address(app, "127.0.0.3") as other:
+        codes = await at_once([guesser.post("/sign-in", json={"token": f"guess-{n:04d}-padding"}) for n in range(300)])
+        # the limit is consulted before any token is compared: exactly LIMIT guesses were looked at
+        assert (codes.count(401), codes.count(429)) == (LIMIT, 300 - LIMIT)
+        right = await guesser.post("/sign-in", json={"token": TOKEN})
+        assert right.status_code == 429 and "too many failed attempts" in right.json()["error"]
+        bearer = await guesser.get("/overview", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert bearer.status_code == 429
+        signed = await other.post("/sign-in", json={"token": TOKEN})
+        assert signed.status_code == 200, signed.text
+
+
+async def test_bearer_guesses_count_against_the_same_limit(conn: Conn) -> None:
+    app = guarded_app(conn)
+    async with from_address(app, "127.0.0.4") as guesser:
+        codes = await at_once([guesser.get("/overview", headers={"Authorization": f"Bearer no-{n}-of-sixteen"})
+                               for n in range(LIMIT + 8)], width=8)
+        assert (codes.count(401), codes.count(429)) == (LIMIT, 8)
+        assert (await guesser.post("/sign-in", json={"token": "one-more-guess-xx"})).status_code == 429
+
+
+async def test_an_instructor_signed_in_before_the_flood_stays_signed_in(conn: Conn) -> None:
+    app = guarded_app(conn)
+    async with from_address(app, "127.0.0.5") as instructor, from_address(app, "127.0.0.5") as guesser:
+        assert (await instructor.post("/sign-in", json={"token": TOKEN})).status_code == 200
+        await at_once([guesser.post("/sign-in", json={"token": f"guess-{n}-of-sixteen"}) for n in range(LIMIT + 5)])
+        assert (await guesser.post("/sign-in", json={"token": TOKEN})).status_code == 429
+        assert (await instructor.get("/overview")).status_code == 200  # its cookie is not a guess
+
+
+async def test_a_right_token_is_not_counted_as_a_failed_attempt(conn: Conn) -> None:
+    app = guarded_app(conn)
+    async with from_address(app, "127.0.0.6") as instructor:
+        codes = await at_once([instructor.post("/sign-in", json={"token": TOKEN}) for _ in range(LIMIT + 5)], width=5)
+        assert codes == [200] * (LIMIT + 5)
