@@ -47,7 +47,7 @@ def learner_rows(r: dict[str, Any]) -> list[list[str]]:
         site, bare = lr.get("site"), lr.get("bare")
         target = lr["target_learners"]
         above = bool(site) and (site["knee"] > target or (site["held_every_level"] and site["top"] > target))
-        ratio = f"{site['knee'] / bare['knee']:.2f}×" if site and bare and bare["knee"] else "—"
+        ratio = f"{site['knee'] / bare['knee']:.2f}×" if site and bare and site["knee"] and bare["knee"] else "—"
         rows.append([f"Learners this machine holds (probe click→frame p99 ≤ {lr['p99_limit_ms']:.0f} ms, "
                      "no failed answer)", knee_text(site), f"{knee_text(bare)} (bare EVALSHA + SSE)", ratio,
                      f"> {target:,}", verdict(above)])
