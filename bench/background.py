@@ -16,8 +16,8 @@ from bench.servers import ROOT, child_env
 class Background:
     """``with Background(url, cookies, rate) as load: ...``; ``load.result`` afterwards."""
 
-    def __init__(self, url: str, cookies: list[str], rate: float, streams: bool = True) -> None:
-        self.url, self.cookies, self.rate, self.streams = url, cookies, rate, streams
+    def __init__(self, url: str, cookies: list[str], rate: float, streams: bool = True, stream_path: str = "") -> None:
+        self.url, self.cookies, self.rate, self.streams, self.stream_path = url, cookies, rate, streams, stream_path
         self.proc: subprocess.Popen[str] | None = None
         self.result: dict[str, Any] = {}
         self.file = ""
@@ -30,6 +30,8 @@ class Background:
         command = [sys.executable, "-m", "bench.load", self.url, self.file, "--rate", str(self.rate)]
         if not self.streams:
             command.append("--no-streams")
+        if self.stream_path:
+            command += ["--stream", self.stream_path]
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=str(ROOT), env=child_env())
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()

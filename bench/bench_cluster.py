@@ -42,7 +42,7 @@ def run(seconds: float = 10, connections: int = 50, sandboxes: int = 200, thread
     }
     with ValkeyCluster(PRIMARIES) as cluster:
         for workers in WORKERS:
-            with servers.serve_site(cluster.url, workers=workers, **CLUSTER_ENV) as site, \
+            with servers.serve_site(cluster.url, workers=workers, env=CLUSTER_ENV) as site, \
                     servers.serve_baseline(cluster.url, workers=workers, **CLUSTER_ENV) as base:
                 result["workers"][str(workers)] = measure(site, base, seconds, connections, sandboxes, threads)
     if single_reference:

@@ -1,13 +1,17 @@
 """Round trips and top-level commands per widget action, counted on the wire.
 
 The site runs in this process (Starlette's TestClient, the real app on a
-real Valkey); `bench.wire.WireCount` counts what each action sends. Each
-widget's tour is walked from a fresh Reset, so every action is counted in
-the state its tour reaches it in, plus the widget's Reset and its state read.
+real Valkey, the whole click: guards, body, `server.widgets.runner.act`);
+`bench.wire.WireCount` counts what each action sends. Each widget's tour is
+walked from a fresh Reset: every `Step`'s `replay` actions, in order, as a
+deep link replays them (`Widget.goto`) but one request each, so every action
+is counted in the state its tour reaches it in, plus the widget's Reset and
+its state read.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -26,9 +30,11 @@ FANIN_DIVE = "/flows/parent-and-children"
 
 @contextmanager
 def in_process_site(url: str) -> Iterator[TestClient]:
-    app = create_app(url, Settings.from_env())
-    with TestClient(app) as client:
-        yield client
+    # its data directory (the cookie secret) is a temporary one, never the repository's .emqlab/
+    with tempfile.TemporaryDirectory(prefix="emqlab-bench-") as data:
+        settings = Settings(data_dir=data, rate_limit=0, read_limit=0, address_sandboxes=0)
+        with TestClient(create_app(url, settings, cluster=False)) as client:
+            yield client
 
 
 def sandbox_of(client: TestClient) -> str:
@@ -54,17 +60,20 @@ def tour_counts(client: TestClient, sandbox: str, widget: Widget) -> list[dict[s
             {"action": "state (GET)", **count(client, sandbox, "GET", f"{base}/state")},
             {"action": "reset", **count(client, sandbox, "POST", f"{base}/reset")}]
     for step in widget.tour:
-        slug, body = widget.tour_step(step)
-        rows.append({"action": slug, **count(client, sandbox, "POST", f"{base}/{slug}", body)})
+        for slug, body in step.replay:
+            rows.append({"action": slug, "step": step.id,
+                         **count(client, sandbox, "POST", f"{base}/{slug}", body)})
     return rows
 
 
 def dive_of(client: TestClient, name: str) -> str:
-    """The first dive of the course that places the widget (its page sets the sandbox cookie)."""
+    """The first dive of the course that places the widget (its page sets the
+    sandbox cookie); the fan-in's dive for a widget no dive places yet (any
+    page names the visitor's sandbox)."""
     for page in client.app.state.course.dives:  # type: ignore[attr-defined]
         if name in page.widgets:
             return str(page.path)
-    raise LookupError(f"no dive places the {name} widget")
+    return FANIN_DIVE
 
 
 def run(url: str) -> dict[str, Any]:
@@ -72,6 +81,7 @@ def run(url: str) -> dict[str, Any]:
     found: dict[str, Any] = {}
     with in_process_site(url) as client:
         for name, widget in WIDGETS.items():
+            client.cookies.clear()  # a fresh visitor per widget: its first view lands the scenario
             client.get(dive_of(client, name))
             found[name] = tour_counts(client, sandbox_of(client), widget)
     return found

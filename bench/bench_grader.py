@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from bench.stats import distribution
 from server.emq import registry
@@ -129,33 +130,50 @@ async def watchdog_answers(pool: GraderPool, tries: int) -> tuple[list[float], l
     return answered, back
 
 
-def ms(values: list[float]) -> str:
+def ms(values: list[float]) -> dict[str, float]:
     spread = distribution(values, 1000)
-    return f"{spread['p50']} / {spread['p99']}"
+    return {"p50": spread["p50"], "p99": spread["p99"], "samples": spread["samples"]}
 
 
-async def measure(runs: int, seconds: float, tries: int) -> str:
+async def measure(runs: int, seconds: float, tries: int) -> dict[str, Any]:
     names = catalogue.names()
-    rows: dict[str, tuple[str, str, int]] = {}
+    rows: dict[str, dict[str, Any]] = {}
     async with GraderPool(OPEN) as pool:
         for name in names:
-            await timings(pool, name, 5)  # warm: scripts loaded, connections open
+            await timings(pool, name, min(5, runs))  # warm: scripts loaded, connections open
             graded, direct = await timings(pool, name, runs)
-            rows[name] = (ms(graded), ms(direct), len(catalogue.get(name).checks))
+            rows[name] = {"checks": len(catalogue.get(name).checks), "graded_ms": ms(graded), "direct_ms": ms(direct)}
         answered, back = await watchdog_answers(pool, tries)
     per_second = await throughput(seconds, names)
+    return {"runs": runs, "seconds": seconds, "tries": tries, "graders": PoolSettings().graders,
+            "exercises": rows, "runs_per_second": round(per_second, 1),
+            "runaway_answered_ms": ms(answered), "sigkilled_back_ms": ms(back)}
+
+
+def run(runs: int = 200, seconds: float = 5.0, tries: int = 5) -> dict[str, Any]:
+    """The three measures (see the module's docstring), as a dict for the report."""
+    return asyncio.run(measure(runs, seconds, tries))
+
+
+def spread(found: dict[str, float]) -> str:
+    return f"{found['p50']} / {found['p99']}"
+
+
+def render(result: dict[str, Any]) -> str:
     lines = [
-        f"Grader, {runs} runs per exercise, one at a time (ms, p50 / p99):",
+        f"Grader, {result['runs']} runs per exercise, one at a time (ms, p50 / p99):",
         "",
         "| exercise | checks | graded run | same scenarios, course script direct |",
         "|---|---:|---:|---:|",
-        *(f"| {name} | {checks} | {graded} | {direct} |" for name, (graded, direct, checks) in rows.items()),
+        *(f"| {name} | {row['checks']} | {spread(row['graded_ms'])} | {spread(row['direct_ms'])} |"
+          for name, row in result["exercises"].items()),
         "",
-        f"Runs per second the pool holds (2 graders, 8 sandboxes back to back, {seconds:g} s, "
-        f"the three exercises in turn): {per_second:.0f}",
+        f"Runs per second the pool holds ({result['graders']} graders, 8 sandboxes back to back, "
+        f"{result['seconds']:g} s, the three exercises in turn): {result['runs_per_second']:.0f}",
         "",
-        f"Watchdog ({tries} tries, ms p50 / p99): a runaway answered in {ms(answered)}; "
-        f"a SIGKILLed grader back in the pool {ms(back)} after its answer",
+        f"Watchdog ({result['tries']} tries, ms p50 / p99): a runaway answered in "
+        f"{spread(result['runaway_answered_ms'])}; a SIGKILLed grader back in the pool "
+        f"{spread(result['sigkilled_back_ms'])} after its answer",
     ]
     return "\n".join(lines)
 
@@ -166,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="length of the throughput run")
     parser.add_argument("--tries", type=int, default=5, help="runaways and SIGKILLs timed")
     options = parser.parse_args(argv)
-    print(asyncio.run(measure(options.runs, options.seconds, options.tries)))
+    print(render(run(options.runs, options.seconds, options.tries)))
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ async def by_native(conn: Any, queue: str, ids: list[str]) -> None:
 
 
 async def by_script(conn: Any, queue: str, ids: list[str]) -> None:
-    script = registry.script_for(conn, "complete")
+    script = registry.script("complete")
     for start in range(0, len(ids), BATCH):
         async with conn.pipeline(transaction=False) as pipe:
             for job in ids[start:start + BATCH]:
@@ -64,7 +64,7 @@ async def by_script(conn: Any, queue: str, ids: list[str]) -> None:
 
 async def one_at_a_time(conn: Any, queue: str, ids: list[str], native_call: bool) -> float:
     """Median microseconds of one completion, one round trip each."""
-    script = registry.script_for(conn, "complete")
+    script = registry.script("complete")
     spent = []
     for job in ids:
         keys, args = line(queue, job)

@@ -1,24 +1,29 @@
 """Click to settled: in Chromium, from the click on "Complete child" to the
-moment the fan-in widget's DOM stops changing, idle and while 100 other
-sandboxes act at 100 actions/s in all, each beside a bare page measured the
-same way in the same run.
+moment the fan-in widget shows the stream's snapshot of that action, idle
+and while 100 other sandboxes act at 100 actions/s in all, each beside a
+bare page measured the same way in the same run.
 
-Issue 12's figure: the stream's frames for the change (effects, and the
-snapshot the action itself read) reach the page that clicked before the
-answer and wait for it (lab.js `hold`); the answer paints the readout and
-the effects log appends in the same task. The widget is *settled* once its
-DOM has not changed for 150 ms. Measured inside the page with
-performance.now() and a MutationObserver on the widget (children, text and
-attributes of every node under it): `settled_ms` is the time of the LAST
-mutation before the first 150 ms without one (not that time plus 150 ms);
-`first_paint_ms` is the mutation that first shows the expected number in
-`[data-role="dependencies"]`. After three completions the widget is Reset
-(not measured).
+The site has one paint path: the answer to an action carries only
+{outcome, ver, progress}; every page of the sandbox, the one that clicked
+too, paints the snapshot the live stream brings (site/static/widgets/lab.js),
+and never one older than the `ver` it shows. Measured inside the page with
+performance.now(): the page's `fetch` is wrapped for the click so the
+answer's `ver` and its arrival are seen; a MutationObserver on the widget
+notes each paint (a change of `data-ver`, with the readout at that moment).
 
-Baseline: `bench/baseline_app.py`'s `/paint`, a bare page whose button does
-one fetch to the one-EVALSHA endpoint and writes the answer into its
-readout, clicked and observed by the same script, idle and under the same
-load. The load (bench/background.py) counts its non-2xx answers.
+* `answer_ms`: the action's answer arrived (JSON parsed);
+* `painted_ms`: the widget painted a snapshot with `data-ver` at least the
+  answer's `ver` and the expected `[data-role="dependencies"]` number: the
+  stream's snapshot of the action (it may come before the answer);
+* `settled_ms`: the later of the two, when the page has both (the figure).
+
+After three completions the widget is Reset (not measured).
+
+Baseline: `bench/baseline_app.py`'s `/paint`, a bare page whose button POSTs
+`/act/<learner>` (one EVALSHA that INCRs and PUBLISHes) and paints the
+value its bare SSE stream brings, clicked and timed by the same script,
+idle and under the same load. The load (bench/background.py) counts its
+non-2xx answers.
 
     python -m bench.bench_paint [--clicks 200] [--rate 100]
 """
@@ -28,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import subprocess
 import time
 from dataclasses import dataclass
@@ -40,37 +46,49 @@ from bench.stats import distribution
 CHROMIUM = os.environ.get("EMQLAB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update", "--no-first-run"]
-QUIET_MS = 150  # issue 12: settled once the widget's DOM has not changed for this long
+LIMIT_MS = 15000  # a click whose paint never comes fails the run, never hangs it
 
-# Clicks one button of a widget and resolves with [ms to the first paint of the
-# expected readout, ms to the last mutation before QUIET_MS of quiet]. `want`
-# null: the first change of the readout's text is the paint. A mutation seen
-# after a quiet period longer than QUIET_MS (a late timer under load) comes
-# after the widget settled, so it does not move the figure.
+# Clicks one button of a widget and resolves with [ms to the answer, ms to the
+# paint of the action's snapshot, ms to settled (the later of the two)].
+# `want` null: any readout will do once `data-ver` reached the answer's.
 CLICK_JS = """
-async ([widget, action, readout, want, quietMs]) => {
+async ([widget, action, readout, want, limitMs]) => {
   const root = document.querySelector(`[data-widget="${widget}"]`);
   const shown = () => { const node = root.querySelector(readout); return node ? node.textContent : null; };
-  const before = shown();
-  const painted = (text) => (want === null ? text !== before : text === want);
+  const ver = () => Number(root.dataset.ver || 0);
+  const original = window.fetch;
   return await new Promise((resolve, reject) => {
-    let t0 = 0, paint = -1, last = 0, quiet = 0;
-    const finish = () => {
-      observer.disconnect(); clearTimeout(quiet); clearTimeout(limit);
-      resolve([paint - t0, last - t0]);
+    let t0 = 0, answerAt = -1, answerVer = null, paintAt = -1;
+    const paints = [];
+    const done = (error) => {
+      observer.disconnect(); clearTimeout(limit); window.fetch = original;
+      if (error) reject(error); else resolve([answerAt - t0, paintAt - t0, Math.max(answerAt, paintAt) - t0]);
     };
-    const limit = setTimeout(() => {
-      observer.disconnect(); clearTimeout(quiet);
-      reject(new Error(`${widget}: ${readout} never showed ${want} and settled`));
-    }, 15000);
+    const check = () => {
+      if (answerVer === null) return;
+      const hit = paints.find((p) => p.ver >= answerVer && (want === null || p.text === want));
+      if (hit) { paintAt = hit.at; done(null); }
+    };
+    const limit = setTimeout(() => done(new Error(`${widget}: no paint of ver >= ${answerVer} with ` +
+      `${readout} = ${want} (shows ver ${ver()}, ${shown()})`)), limitMs);
     const observer = new MutationObserver(() => {
       const now = performance.now();
-      if (paint >= 0 && now - last >= quietMs) { finish(); return; }
-      last = now;
-      if (paint < 0 && painted(shown())) paint = now;
-      if (paint >= 0) { clearTimeout(quiet); quiet = setTimeout(finish, quietMs); }
+      const last = paints[paints.length - 1];
+      if (!last || last.ver !== ver() || last.text !== shown()) paints.push({ ver: ver(), text: shown(), at: now });
+      check();
     });
     observer.observe(root, { subtree: true, childList: true, characterData: true, attributes: true });
+    window.fetch = async (...args) => {
+      const response = await original(...args);
+      if ((args[1] || {}).method === "POST" && String(args[0]).includes(`/${action}`)) {
+        response.clone().json().then((data) => {
+          answerAt = performance.now();
+          answerVer = Number(data.ver);
+          check();
+        });
+      }
+      return response;
+    };
     t0 = performance.now();
     root.querySelector(`button[data-action="${action}"]`).click();
   });
@@ -95,13 +113,18 @@ def chromium_version() -> str:
         return "not found"
 
 
-def click(page: Any, target: Target, action: str, want: str | None) -> tuple[float, float]:
-    paint, settled = page.evaluate(CLICK_JS, [target.widget, action, target.readout, want, QUIET_MS])
-    return float(paint), float(settled)
+Timing = tuple[float, float, float]  # answer, painted, settled (ms)
 
 
-def figures(paints: list[float], settles: list[float]) -> dict[str, Any]:
-    return {"first_paint_ms": distribution(paints), "settled_ms": distribution(settles)}
+def click(page: Any, target: Target, action: str, want: str | None) -> Timing:
+    answer, painted, settled = page.evaluate(CLICK_JS, [target.widget, action, target.readout, want, LIMIT_MS])
+    return float(answer), float(painted), float(settled)
+
+
+def figures(timings: list[Timing]) -> dict[str, Any]:
+    return {"answer_ms": distribution([t[0] for t in timings]),
+            "painted_ms": distribution([t[1] for t in timings]),
+            "settled_ms": distribution([t[2] for t in timings])}
 
 
 def fanin_clicks(page: Any, target: Target, clicks: int) -> dict[str, Any]:
@@ -109,25 +132,22 @@ def fanin_clicks(page: Any, target: Target, clicks: int) -> dict[str, Any]:
     page.wait_for_function(
         "() => document.querySelector('[data-widget=\"fanin\"] [data-role=\"dependencies\"]')?.textContent === '3'")
     time.sleep(0.5)  # the page's EventSource opens right after the widgets register
-    click(page, target, "reset", "3")  # not timed: waits out the stream's first snapshot, settled
-    paints: list[float] = []
-    settles: list[float] = []
+    click(page, target, "reset", "3")  # not timed: the stream is open once its snapshot painted
+    timings: list[Timing] = []
     left = 3
-    while len(paints) < clicks:
+    while len(timings) < clicks:
         if left == 0:
             click(page, target, "reset", "3")
             left = 3
             continue
         left -= 1
-        paint, settled = click(page, target, "complete-child", str(left))
-        paints.append(paint)
-        settles.append(settled)
-    return figures(paints, settles)
+        timings.append(click(page, target, "complete-child", str(left)))
+    return figures(timings)
 
 
 def bare_clicks(page: Any, target: Target, clicks: int) -> dict[str, Any]:
-    results = [click(page, target, "evalsha", None) for _ in range(clicks)]
-    return figures([p for p, _ in results], [s for _, s in results])
+    page.wait_for_function("() => document.querySelector('[data-widget=\"bare\"]').dataset.ver !== undefined")
+    return figures([click(page, target, "act", None) for _ in range(clicks)])
 
 
 def measure(browser: Any, target: Target, clicks: int) -> dict[str, Any]:
@@ -155,20 +175,19 @@ def ratio(figure: float, base: float) -> float:
 def measure_all(browser: Any, site_url: str, baseline_url: str, clicks: int, load_rate: float,
                 load_sandboxes: int) -> dict[str, Any]:
     site = Target(site_url + servers.DIVE, "fanin", '[data-role="dependencies"]')
-    bare = Target(baseline_url + "/paint", "bare", '[data-role="value"]')
+    bare = Target(baseline_url + "/paint?u=paint" + secrets.token_hex(4), "bare", '[data-role="value"]')
     both(browser, site, bare, 6)  # warm-up: caches, JIT, connections
     idle = both(browser, site, bare, clicks)
     cookies = servers.cookies(site_url, load_sandboxes)
-    with Background(site_url, cookies, rate=load_rate, streams=True) as load:
+    with Background(site_url, cookies, rate=load_rate, streams=True, stream_path=servers.page_stream(site_url)) as load:
         loaded = both(browser, site, bare, clicks)
     return {
         "clicks": clicks,
-        "quiet_ms": QUIET_MS,
         "idle": idle,
         "loaded": loaded,
         "load": load.result,
         "ratios": {phase: {what: {p: ratio(run["site"][what][p], run["bare"][what][p]) for p in ("p50", "p99")}
-                           for what in ("first_paint_ms", "settled_ms")}
+                           for what in ("answer_ms", "painted_ms", "settled_ms")}
                    for phase, run in (("idle", idle), ("loaded", loaded))},
     }
 

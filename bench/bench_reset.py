@@ -4,8 +4,8 @@ One learner's sandbox is landed through the site (every widget of the
 course, as a learner who opened every page). Two resets of it are timed:
 
 * `emqlab reset --sandbox` (and the instructor's reset, which runs the same
-  function): `lifecycle.reset_sandboxes(conn, [sandbox])`, called in this
-  process on a redis-py asyncio client, as `server/cli.py` calls it;
+  function): `server.lifecycle.resets.reset_sandboxes(lab, [sandbox])`, called
+  in this process on the site's own client (`server.valkey.client.open_client`);
 * the fan-in widget's own Reset, `POST /api/widgets/fanin/reset` through the
   site (a uvicorn process, as a click sends it).
 
@@ -29,14 +29,16 @@ import time
 from typing import Any
 
 import redis
-import redis.asyncio as aioredis
 
 from bench import servers
+from bench.bench_footprint import key_patterns
 from bench.stats import percentile  # one percentile rule for every bench
-from server.sandboxes import lifecycle
+from server.lifecycle import resets
 from server.sandboxes.admission import HELD_KEY
-from server.sandboxes.sandbox import REGISTRY_KEY, key_patterns
-from server.widgets import WIDGETS
+from server.sandboxes.keys import REGISTRY_KEY
+from server.valkey.client import open_client
+from server.widgets import WIDGETS, runner
+from server.widgets.snapshot import Catalog
 
 TARGET = 1.5  # the issue's bound on crowded / alone
 BATCH = 1000  # RESTOREs per pipeline while landing the crowd
@@ -113,14 +115,17 @@ def widget_reset(site_url: str, cookie: str, samples: int) -> list[float]:
 
 
 def emqlab_reset(valkey_url: str, sandbox: str, samples: int) -> list[float]:
-    """`lifecycle.reset_sandboxes` of the one sandbox, as `emqlab reset --sandbox` runs it."""
+    """`resets.reset_sandboxes` of the one sandbox, as `emqlab reset --sandbox` runs it."""
     async def timed() -> list[float]:
-        conn = aioredis.Redis.from_url(valkey_url)
+        conn = open_client(valkey_url)
+        lab = runner.Lab(conn, Catalog(dict(WIDGETS)))
         times = []
         try:
             for i in range(WARM_UP + samples):
                 start = time.perf_counter()
-                await lifecycle.reset_sandboxes(conn, [sandbox], by="emqlab reset")
+                report = await resets.reset_sandboxes(lab, [sandbox], by="emqlab reset")
+                if report.failed:
+                    raise RuntimeError(f"emqlab reset failed: {report.failed}")
                 if i >= WARM_UP:
                     times.append((time.perf_counter() - start) * 1000)
         finally:

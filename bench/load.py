@@ -1,10 +1,10 @@
 """Background load: N sandboxes acting together at a fixed aggregate rate,
 each with its live stream open the way its page would have it.
 
-    python -m bench.load URL COOKIE_FILE --rate R [--no-streams] [--seconds S]
+    python -m bench.load URL COOKIE_FILE --rate R [--stream PATH] [--no-streams] [--seconds S]
 
-Each sandbox walks the fan-in scenario (reset, then three "Complete child")
-on its own keep-alive connection, at ``rate / N`` actions per second, spread
+Each sandbox walks the fan-in's tour (bench/mix.py) on its own keep-alive
+connection, at ``rate / N`` actions per second, spread
 evenly; a sandbox never has two actions in flight, and a late action is not
 made up for (the schedule slips instead), so the rate is an upper bound and
 the achieved rate is reported. ``--rate 0`` only holds the streams open.
@@ -22,12 +22,14 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
+from bench import mix
 from bench.rawhttp import HttpConn, raise_fd_limit, sse_stream
 
-STREAM_PATH = "/api/stream?widgets=fanin"
+STREAM_PATH = "/api/stream?widgets=fanin"  # the default; a page's stream names every widget it shows
 
 
-async def watch(host: str, port: int, cookie: str, counts: dict[str, int], opened: asyncio.Event) -> None:
+async def watch(host: str, port: int, cookie: str, counts: dict[str, int], opened: asyncio.Event,
+                path: str = STREAM_PATH) -> None:
     """One sandbox's live stream; `opened` once its first snapshot arrived (its
     landing and first read are done, so the measured window leaves them out)."""
     def on_event(event: str, data: str, at: float) -> None:
@@ -36,7 +38,7 @@ async def watch(host: str, port: int, cookie: str, counts: dict[str, int], opene
             opened.set()
 
     try:
-        await sse_stream(host, port, STREAM_PATH, cookie, on_event)
+        await sse_stream(host, port, path, cookie, on_event)
     except (OSError, asyncio.IncompleteReadError, RuntimeError):
         counts["errors"] += 1
         opened.set()
@@ -56,9 +58,9 @@ async def act(host: str, port: int, cookie: str, counts: dict[str, int], first_a
                     break
                 except TimeoutError:
                     pass
-            action = "reset" if step % 4 == 0 else "complete-child"
+            action = mix.WALK[step % len(mix.WALK)]
             step += 1
-            status, _ = await conn.post(f"/api/widgets/fanin/{action}")
+            status, _ = await conn.post(f"/api/widgets/{mix.WIDGET}/{action}")
             counts["actions"] += 1
             if not 200 <= status < 300:
                 counts["non_2xx"] += 1
@@ -71,7 +73,7 @@ async def act(host: str, port: int, cookie: str, counts: dict[str, int], first_a
 
 async def generate(url: str, cookies: list[str], rate: float, seconds: float | None = None,
                    streams: bool = True, stop: asyncio.Event | None = None,
-                   ready: asyncio.Event | None = None) -> dict[str, Any]:
+                   ready: asyncio.Event | None = None, stream_path: str = STREAM_PATH) -> dict[str, Any]:
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", int(parts.port or 80)
     stop = stop or asyncio.Event()
@@ -80,7 +82,7 @@ async def generate(url: str, cookies: list[str], rate: float, seconds: float | N
     tasks: list[asyncio.Task[Any]] = []
     if streams:
         opened = [asyncio.Event() for _ in cookies]
-        tasks += [asyncio.create_task(watch(host, port, c, counts, e)) for c, e in zip(cookies, opened)]
+        tasks += [asyncio.create_task(watch(host, port, c, counts, e, stream_path)) for c, e in zip(cookies, opened)]
         await asyncio.wait_for(asyncio.gather(*(e.wait() for e in opened)), 60)
     if ready is not None:
         ready.set()
@@ -117,6 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rate", type=float, required=True)
     parser.add_argument("--seconds", type=float, default=None)
     parser.add_argument("--no-streams", action="store_true")
+    parser.add_argument("--stream", default=STREAM_PATH, help="the stream each sandbox's page opens")
     args = parser.parse_args(argv)
     raise_fd_limit()
     with open(args.cookie_file) as handle:
@@ -134,7 +137,8 @@ def main(argv: list[str] | None = None) -> None:
             print("READY", flush=True)
 
         announcer = asyncio.create_task(announce())
-        result = await generate(args.url, cookies, args.rate, args.seconds, not args.no_streams, stop, ready)
+        result = await generate(args.url, cookies, args.rate, args.seconds, not args.no_streams, stop, ready,
+                                args.stream)
         announcer.cancel()
         return result
 

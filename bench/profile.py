@@ -1,8 +1,10 @@
-"""Optional: sample the site with py-spy while a benchmark runs, and sum the
-samples by function (what docs/PERFORMANCE.md shows beside a missed target).
+"""Sample the site with py-spy while a benchmark runs, and sum the samples
+by function (what docs/PERFORMANCE.md shows beside the figures).
 
-py-spy is not a dependency of the project: when it is not installed (on PATH
-or beside the running Python), `record` returns None and the report says so.
+py-spy comes with the `bench` extra (`make bench` installs it); when it is not
+installed (on PATH or beside the running Python), the report says so. A
+profile is always taken in a window of its own, after the measured one, so
+its pauses never touch a figure.
 """
 
 from __future__ import annotations
@@ -37,8 +39,10 @@ class Recording:
             self.error = "py-spy is not installed"
             return self
         self.proc = subprocess.Popen(
+            # blocking (the default): each sample pauses the process for a moment, but
+            # its stacks are whole; --nonblocking cut them, and the shares with them
             [binary, "record", "-p", str(self.pid), "-d", str(max(1, round(self.seconds))), "-r", str(self.rate),
-             "-f", "raw", "-o", str(self.out), "--nonblocking"],
+             "-f", "raw", "-o", str(self.out)],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
         return self

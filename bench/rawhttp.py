@@ -85,6 +85,27 @@ class HttpConn:
         return await self.request("POST", path, body)
 
 
+async def one_shot(host: str, port: int, method: str, path: str, cookie: str | None = None,
+                   body: bytes = b"") -> tuple[int, bytes]:
+    """One exchange on a connection of its own, closed after it (`Connection:
+    close`): what a browser does when its page acts more seldom than the
+    server keeps an idle connection (uvicorn: 5 s)."""
+    conn = HttpConn(host, port, cookie)
+    await conn.open()
+    assert conn.reader is not None and conn.writer is not None
+    try:
+        conn.writer.write(conn.head(method, path, body, {"Connection": "close"}))
+        status, headers = await read_head(conn.reader)
+        if headers.get("transfer-encoding") == "chunked":
+            chunks = []
+            while (chunk := await read_chunk(conn.reader)) is not None:
+                chunks.append(chunk)
+            return status, b"".join(chunks)
+        return status, await conn.reader.readexactly(int(headers.get("content-length", "0")))
+    finally:
+        await conn.close()
+
+
 async def read_head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]]:
     raw = await reader.readuntil(b"\r\n\r\n")
     lines = raw.decode("latin-1").split("\r\n")
@@ -149,9 +170,13 @@ async def sse_stream(host: str, port: int, path: str, cookie: str, on_event: Han
 
 
 def dependencies_of(data: str) -> int | None:
-    """`:dependencies` in a fan-in snapshot event (None when it is not one)."""
+    """`:dependencies` in a fan-in snapshot event (None when it is not one:
+    a page's stream brings the snapshots of every widget it shows)."""
     try:
         snap: Any = json.loads(data)
-        return snap["picture"]["parent"]["dependencies"]
+        if snap.get("widget") != "fanin":
+            return None
+        found = snap["picture"]["parent"]["dependencies"]
+        return int(found) if found is not None else None
     except (ValueError, KeyError, TypeError):
         return None

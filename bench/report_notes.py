@@ -4,22 +4,13 @@ the results of the run, never by hand, so none of it goes stale."""
 
 from __future__ import annotations
 
-from itertools import zip_longest
+from collections.abc import Callable
 from typing import Any
 
-from bench import servers
-from bench.markdown import WRK_HEADER, table, wrk_row
+from bench import report_learners, servers
+from bench.markdown import WRK_HEADER, profile_table, table, wrk_row
 
 CLUSTER_HEADING = "### Cluster: action throughput with 1 and 2 workers"
-
-
-def profile_table(prof: dict[str, Any]) -> str:
-    if "error" in prof:
-        return f"_no profile: {prof['error']} (install py-spy to get one)_"
-    return table(["% of samples in (ours)", "frame", "% self", "frame (self time)"],
-                 [[str(a["share"]) if a else "", f"`{a['frame']}`" if a else "",
-                   str(b["share"]) if b else "", f"`{b['frame']}`" if b else ""]
-                  for a, b in zip_longest(prof["ours_inclusive"], prof["self"])])
 
 
 def throughput(r: dict[str, Any]) -> list[str]:
@@ -28,12 +19,27 @@ def throughput(r: dict[str, Any]) -> list[str]:
            f"wrk, {a['connections']} connections, 2 threads, {r['params']['seconds']} s per side, against "
            "`POST /api/widgets/fanin/<action>` with a sandbox cookie; `bench/wrk/actions.lua` writes the Host "
            f"header itself and walks {a['sandboxes']} sandboxes (cookies from first visits to the dive), never two "
-           "requests in flight on one sandbox: `reset`, then three `complete-child`. Baseline: "
+           "requests in flight on one sandbox, each one step further along its walk per round: `reset`, then the "
+           f"actions the fan-in's tour replays (`bench/mix.py`: {', '.join(a.get('walk', []))}). The answer "
+           "carries the outcome, `ver` and progress, no snapshot. Baseline: "
            "`bench/baseline_app.py`, a Starlette endpoint running one registered script (EVALSHA: an INCR) on "
            "the same Valkey, served the same way, in the same run. The site runs with its rate limits off. "
            "Every answer is counted by status on both sides.", "",
            table(WRK_HEADER, [wrk_row("baseline: one EVALSHA", a["baseline"]), wrk_row(f"site: {a['mix']}",
                                                                                       a["site_mix"])]), ""]
+    cpu = a.get("cpu_us_per_request") or {}
+    if cpu.get("site") and cpu.get("baseline"):
+        site, base = cpu["site"], cpu["baseline"]
+        out += ["CPU per request, in µs, over the same wrk runs (valkey-server from INFO cpu, the servers from /proc): "
+                f"Valkey {site.get('valkey', '—')} for the site's mix against {base.get('valkey', '—')} for one "
+                f"EVALSHA; the site's process {site.get('site', '—')} against the baseline app's "
+                f"{base.get('baseline', '—')}. (wrk's own CPU is not counted.)", ""]
+    commands = (a.get("valkey_commands_per_request") or {}).get("site")
+    if commands:
+        out += ["Valkey's own time per action of the mix, by command (INFO commandstats over the same runs; a "
+                "script's inner calls are counted both in it and as themselves):", "",
+                table(["command", "calls per action", "µs per action"],
+                      [[c["command"], str(c["calls"]), str(c["us"])] for c in commands]), ""]
     rounds = a.get("round_ratios") or []
     if len(rounds) > 1:
         out += [f"The two loads took turns in {len(rounds)} rounds of an equal share of that time each (baseline, then "
@@ -51,24 +57,24 @@ def paint(r: dict[str, Any]) -> list[str]:
     rows = []
     for phase, label in (("idle", "idle"), ("loaded", "under load")):
         for page, name in (("site", "fan-in widget"), ("bare", "bare page (baseline)")):
-            for what, to in (("first_paint_ms", "first paint"), ("settled_ms", "settled")):
+            for what, to in (("answer_ms", "answer"), ("painted_ms", "stream's paint"), ("settled_ms", "settled")):
                 s = pt[phase][page][what]
                 rows.append([label, name, to, str(s["samples"]), str(s["p50"]), str(s["p95"]), str(s["p99"]),
                              str(s["max"])])
     return ["### Click to settled", "",
             f"Chromium ({r['machine'].get('chromium', 'Chromium')}) on `{servers.DIVE}`, a fresh sandbox: in the "
             "page, `performance.now()` from `element.click()` on \"Complete child\" (a Reset after every third, not "
-            "timed). A MutationObserver watches the whole widget (children, text, attributes): *first paint* is "
-            "the mutation that shows the new `[data-role=\"dependencies\"]` number; *settled* is the time of the "
-            f"last mutation before the widget's DOM has not changed for {pt['quiet_ms']} ms (the stream's frames "
-            "for the change reach the page first and wait for the answer; the answer paints and the effects log "
-            "appends in one task; the stream's copy of the snapshot, the action's own, changes nothing). "
-            "Baseline: `/paint` of the baseline app, a bare page "
-            "whose button does one fetch to the one-EVALSHA endpoint and writes the answer, timed by the same "
-            "script, idle and under the same load.", "",
+            "timed). The page's `fetch` is wrapped for the click, so the answer's `ver` and its arrival are seen; a "
+            "MutationObserver on the widget notes every paint. *Answer*: the answer arrived. *Stream's paint*: the "
+            "widget painted a snapshot whose `data-ver` is at least the answer's, with the expected "
+            "`[data-role=\"dependencies\"]`: the stream's snapshot of the action, the only paint there is (it may "
+            "come before the answer). *Settled*: the later of the two, the figure. Baseline: `/paint` of the "
+            "baseline app, a bare page whose button POSTs `/act/<learner>` (one EVALSHA that INCRs and PUBLISHes) "
+            "and paints what its bare SSE stream brings, timed by the same script, idle and under the same load.",
+            "",
             f"Load (`bench/load.py`, its own process): {load.get('sandboxes', 0)} other sandboxes, each with its "
-            f"live stream open, acting at {load.get('target_rate', 0)} actions/s in all; achieved "
-            f"{load.get('achieved_rate', 0)} actions/s, {load.get('non_2xx', 0)} non-2xx answers, "
+            f"page's stream open, walking the fan-in's tour at {load.get('target_rate', 0)} actions/s in all; "
+            f"achieved {load.get('achieved_rate', 0)} actions/s, {load.get('non_2xx', 0)} non-2xx answers, "
             f"{load.get('errors', 0)} connection errors, {load.get('events', 0):,} stream events received.", "",
             table(["", "page", "to", "clicks", "p50 ms", "p95 ms", "p99 ms", "max ms"], rows), ""]
 
@@ -101,30 +107,38 @@ def fanout(r: dict[str, Any]) -> list[str]:
                      str(e["p99"]), f"{rss['idle']} / {rss['streams_open']} / {rss['peak']}"])
     return ["### Fan-out", "",
             f"{many['clients']:,} concurrent SSE streams on one uvicorn worker (a fresh site process), all on one "
-            f"sandbox, opened in {many['connect_seconds']} s. For each of {many['actions']} \"Complete child\" "
-            "actions: from sending the POST to each client receiving the snapshot with the new `:dependencies` "
+            f"sandbox, each the stream the dive's page opens (every widget it shows, each landed before: the "
+            f"instructor's page was there first), opened in "
+            f"{many['connect_seconds']} s ({many.get('without_first_snapshot', 0)} of them without their first "
+            f"snapshot after 60 s, {many.get('said_valkey_down', 0)} told \"Valkey is down\" while opening). "
+            f"For each of {many['actions']} \"Complete child\" actions: from sending the POST to each client "
+            "receiving the snapshot with the new `:dependencies` "
             "(and its first `effect` event). Clients: one asyncio process on raw sockets (`bench/rawhttp.py`). "
             "Baseline: the same with one stream.", "",
             table(["", "deliveries", "snapshot p50 ms", "p99 ms", "max ms", "first effect p50 ms", "p99 ms",
                    "RSS MB idle / open / peak"], rows), ""]
 
 
-def pages_and_footprint(r: dict[str, Any]) -> list[str]:
-    pg, fp = r["pages"], r["footprint"]
-    widgets = [[name, str(w["landed"]["keys"]), f"{w['landed']['bytes']:,}", f"{w['landed']['dump_bytes']:,}",
-                str(w["after_actions"]["keys"]), f"{w['after_actions']['bytes']:,}"]
-               for name, w in fp["widgets"].items()]
-    left = fp["after_expiry"]
+def pages(r: dict[str, Any]) -> list[str]:
+    pg = r["pages"]
     return ["### Pages", "",
             f"wrk, 50 connections, the dive `{pg['page']}` ({pg['page_bytes']:,} bytes) against `{pg['static']}` "
             "served by the same app (Starlette `StaticFiles`).", "",
             table(WRK_HEADER, [wrk_row("baseline: static file", pg["baseline_static"]),
                                wrk_row("dive, returning visitor (cookie)", pg["dive"]),
-                               wrk_row("dive, first visit (new signed cookie)", pg["dive_first_visit"])]), "",
-            "### Footprint", "",
+                               wrk_row("dive, first visit (new signed cookie)", pg["dive_first_visit"])]), ""]
+
+
+def footprint(r: dict[str, Any]) -> list[str]:
+    fp = r["footprint"]
+    widgets = [[name, str(w["landed"]["keys"]), f"{w['landed']['bytes']:,}", f"{w['landed']['dump_bytes']:,}",
+                str(w["after_actions"]["keys"]), f"{w['after_actions']['bytes']:,}"]
+               for name, w in fp["widgets"].items()]
+    left = fp["after_expiry"]
+    return ["### Footprint", "",
             "Per widget, a fresh sandbox: its state read lands the scenario; every key of the sandbox priced with "
             "`MEMORY USAGE`, again after each of its actions ran once. Baseline: the same keys' `DUMP` size. Then "
-            "`lifecycle.expire_idle(conn, 0)`.", "",
+            "`reaper.expire_idle(conn, catalog, 0)`.", "",
             table(["widget", "keys", "bytes (MEMORY USAGE)", "DUMP bytes", "keys after actions",
                    "bytes after actions"], widgets), "",
             f"After expiry: {fp['expired_sandboxes']} of {len(fp['widgets'])} sandboxes expired; {left['keys']} keys, "
@@ -136,7 +150,9 @@ def bulk(r: dict[str, Any]) -> list[str]:
     singles = b["variants"].get("flows.add x N", {}).get("flows_per_second", 0) or 1
     return ["### Bulk flows (host library)", "",
             f"`bench/bench_bulk.py`: {b['flows']:,} flows × {b['children_per_flow']} children into a fresh queue, "
-            "best round; baseline: one `flows.add` per flow.", "",
+            "best round; baseline: one `flows.add` per flow. `add_bulk` adds one flow at a time on the new core; "
+            "the reference row is the same flows' calls sent in one pipeline by the bench itself (what a "
+            "pipelined bulk add in the host library would win).", "",
             table(["variant", "flows/s", "ratio to flows.add × N"],
                   [[k, f"{v['flows_per_second']:,.1f}", f"{v['flows_per_second'] / singles:.1f}×"]
                    for k, v in b["variants"].items()]), ""]
@@ -167,10 +183,33 @@ def render_cluster(c: dict[str, Any], seconds: float) -> str:
         f"the site: {errors}.", ""])
 
 
+def cluster(r: dict[str, Any]) -> list[str]:
+    return [render_cluster(r["cluster"], r["params"]["seconds"])]
+
+
+# Each benchmark's notes, in order: (results key, heading when it failed, notes)
+NOTES: tuple[tuple[str, str, Callable[[dict[str, Any]], list[str]]], ...] = (
+    ("actions", "### Action throughput", throughput),
+    ("cluster", CLUSTER_HEADING, cluster),
+    ("paint", "### Click to settled", paint),
+    ("reset", "### Reset with idle sandboxes", reset),
+    ("fanout", "### Fan-out", fanout),
+    ("learners", "### Learners this machine holds", report_learners.learners_notes),
+    ("fairness", "### Fairness", report_learners.fairness_notes),
+    ("grader", "### The exercise grader", report_learners.grader_notes),
+    ("pages", "### Pages", pages),
+    ("footprint", "### Footprint", footprint),
+    ("bulk", "### Bulk flows (host library)", bulk),
+)
+
+
 def notes(r: dict[str, Any]) -> str:
     out = ["## Notes: how each figure was measured", ""]
-    out += throughput(r)
-    if r.get("cluster"):
-        out += [render_cluster(r["cluster"], r["params"]["seconds"])]
-    out += paint(r) + reset(r) + fanout(r) + pages_and_footprint(r) + bulk(r)
+    for key, heading, write in NOTES:
+        found = r.get(key)
+        if isinstance(found, dict) and "error" in found:
+            out += [heading, "", f"Not measured in this run: {found['error']}", ""]
+        elif found:
+            out += write(r)
+    out += report_learners.dropped_notes()
     return "\n".join(out)

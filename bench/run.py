@@ -1,7 +1,8 @@
 """`make bench`: start a Valkey, the site and the baseline app, run every
 benchmark, and write docs/PERFORMANCE.md (bench/report.py lays it out: the
 machine, one table of every figure beside its same-run baseline, the ratio,
-the target and met/missed, the round trips and commands per action, notes).
+the target and met/missed, the learners the machine holds, the round trips
+and commands per action, notes).
 
     python -m bench.run            # the full run
     python -m bench.run --quick    # every benchmark for about a second (checks the harness, not the numbers)
@@ -17,9 +18,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import importlib
-import importlib.util
-import inspect
 import json
 import os
 import platform
@@ -27,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +34,15 @@ from bench import (
     bench_bulk,
     bench_cluster,
     bench_commands,
+    bench_fairness,
     bench_fanout,
     bench_footprint,
+    bench_grader,
+    bench_learners,
     bench_pages,
     bench_paint,
+    bench_reset,
+    mix,
     servers,
 )
 from bench.profile import Recording
@@ -48,12 +52,20 @@ from bench.wrkrun import run_wrk, wrk_version
 from server.valkey.process import ValkeyProcess
 
 OUT = servers.ROOT / "docs" / "PERFORMANCE.md"
-RESET_MODULE = "bench.bench_reset"  # written beside this one (issue 12's Reset figure); optional until it lands
 
-FULL = {"seconds": 10, "clicks": 200, "clients": 1000, "fan_actions": 12, "sandboxes": 200, "bulk_flows": 1000,
-        "bulk_seconds": 2.0, "profile_seconds": 6, "load_rate": 100.0, "load_sandboxes": 100}
-QUICK = {"seconds": 1, "clicks": 12, "clients": 50, "fan_actions": 3, "sandboxes": 120, "bulk_flows": 50,
-         "bulk_seconds": 0.0, "profile_seconds": 0, "load_rate": 100.0, "load_sandboxes": 100}
+FULL: dict[str, Any] = {
+        "seconds": 10, "clicks": 200, "clients": 1000, "fan_actions": 12, "sandboxes": 200, "bulk_flows": 1000,
+        "bulk_seconds": 2.0, "profile_seconds": 6, "load_rate": 100.0, "load_sandboxes": 100,
+        "learner_levels": bench_learners.LEVELS, "learner_window": 30.0, "learner_period": bench_learners.PERIOD,
+        "learner_settle": 3.0, "probe_every": bench_learners.PROBE_EVERY,
+        "learner_profile_at": bench_learners.TARGET_LEARNERS,
+        "fair_window": 20.0, "grader_runs": 200, "grader_seconds": 5.0, "grader_tries": 5}
+QUICK: dict[str, Any] = {
+         "seconds": 1, "clicks": 12, "clients": 50, "fan_actions": 3, "sandboxes": 120, "bulk_flows": 50,
+         "bulk_seconds": 0.0, "profile_seconds": 0, "load_rate": 100.0, "load_sandboxes": 100,
+         "learner_levels": (10, 20), "learner_window": 1.0, "learner_period": 1.0, "learner_settle": 0.3,
+         "probe_every": 0.1, "learner_profile_at": None,
+         "fair_window": 1.0, "grader_runs": 3, "grader_seconds": 1.0, "grader_tries": 1}
 
 
 # -- the machine ---------------------------------------------------------------
@@ -82,9 +94,7 @@ def machine() -> dict[str, str]:
         ram = f"{kb / 1024 / 1024:.1f} GiB"
     except (OSError, StopIteration, ValueError):
         pass
-    load = "unknown"
-    with contextlib.suppress(OSError):
-        load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    load = load_average()
     import redis
     import starlette
     import uvicorn
@@ -109,53 +119,77 @@ def machine() -> dict[str, str]:
 
 # -- the run -------------------------------------------------------------------
 
+def load_average() -> str:
+    with contextlib.suppress(OSError):
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    return "unknown"
+
+
 def run_all(quick: bool = False, log: Any = print) -> dict[str, Any]:
     p = QUICK if quick else FULL
-    results: dict[str, Any] = {"quick": quick, "params": p, "machine": machine()}
+    results: dict[str, Any] = {"quick": quick, "params": p, "machine": machine(), "load": {}}
+
+    def say(line: str) -> None:
+        """A step's line, and the machine's load as it starts (other work shares these CPUs)."""
+        if not line.startswith(" "):
+            results["load"][line.split(":")[0].split(" (")[0].rstrip(". ")] = load_average()
+        log(line)
+
+    def attempt(key: str, measure: Callable[[], dict[str, Any]]) -> None:
+        """One benchmark's results; a failure is reported in its row and the others still run."""
+        try:
+            results[key] = measure()
+        except Exception as exc:  # noqa: BLE001 - one broken figure is reported, never hides the rest
+            results[key] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+            say(f"  {key} failed: {results[key]['error']}")
+
+    def errors_of(served: servers.Served) -> None:
+        results["site_errors"] = results.get("site_errors", 0) + served.tracebacks()
+
     with ValkeyProcess() as valkey:
-        log("round trips and commands per action ...")
-        results["commands"] = {"complete_child": bench_commands.fanin_complete_child(valkey.url),
-                               "tours": bench_commands.run(valkey.url)}
+        say("round trips and commands per action ...")
+        attempt("commands", lambda: {"complete_child": bench_commands.fanin_complete_child(valkey.url),
+                                     "tours": bench_commands.run(valkey.url)})
         with servers.serve_site(valkey.url) as site, servers.serve_baseline(valkey.url) as base:
-            log("action throughput: the fan-in mix vs one EVALSHA ...")
-            results["actions"] = bench_actions.run(site.url, base.url, p["seconds"], 50, p["sandboxes"])
-            if p["profile_seconds"]:
-                log("  profiling the action mix with py-spy ...")
+            say("action throughput: the fan-in mix vs one EVALSHA ...")
+            attempt("actions", lambda: bench_actions.run(
+                site.url, base.url, p["seconds"], 50, p["sandboxes"], valkey_url=valkey.url,
+                cpu={"site": site.cpu_seconds, "baseline": base.cpu_seconds}))
+            if p["profile_seconds"] and "error" not in results["actions"]:
+                say("  profiling the action mix with py-spy ...")
                 results["actions"]["profile"] = profile_actions(site, p["profile_seconds"], p["sandboxes"])
-            log(f"click to settled, idle and with {p['load_sandboxes']} sandboxes at {p['load_rate']}/s ...")
-            results["paint"] = bench_paint.run(site.url, base.url, p["clicks"], p["load_rate"], p["load_sandboxes"])
-            log("pages ...")
-            results["pages"] = bench_pages.run(site.url, p["seconds"])
-            log("bulk flows ...")
-            results["bulk"] = bench_bulk.run(valkey.url, p["bulk_flows"], p["bulk_seconds"])
-            log("footprint ...")
-            results["footprint"] = bench_footprint.run(site.url, valkey.url)
-            results["site_errors"] = site.tracebacks()
-        log(f"fan-out ({p['clients']} streams, fresh site process) ...")
+            say(f"click to settled, idle and with {p['load_sandboxes']} sandboxes at {p['load_rate']}/s ...")
+            attempt("paint", lambda: bench_paint.run(site.url, base.url, p["clicks"], p["load_rate"],
+                                                     p["load_sandboxes"]))
+            say("pages ...")
+            attempt("pages", lambda: bench_pages.run(site.url, p["seconds"]))
+            say("bulk flows ...")
+            attempt("bulk", lambda: bench_bulk.run(valkey.url, p["bulk_flows"], p["bulk_seconds"]))
+            say("footprint ...")
+            attempt("footprint", lambda: bench_footprint.run(site.url, valkey.url))
+            errors_of(site)
+        say(f"fan-out ({p['clients']} streams, fresh site process) ...")
         with servers.serve_site(valkey.url) as fresh:
-            results["fanout"] = bench_fanout.run(fresh, p["clients"], p["fan_actions"])
-            results["site_errors"] += fresh.tracebacks()
-        log("reset with 5,000 idle sandboxes vs none ...")
+            attempt("fanout", lambda: bench_fanout.run(fresh, p["clients"], p["fan_actions"]))
+            errors_of(fresh)
+        say("reset with 5,000 idle sandboxes vs none ...")
         with servers.serve_site(valkey.url) as fresh:
-            results["reset"] = run_reset(fresh.url, valkey.url, quick)
-            results["site_errors"] += fresh.tracebacks()
-    log(f"cluster: action throughput on a {bench_cluster.PRIMARIES}-primary cluster, 1 and 2 workers ...")
-    results["cluster"] = run_cluster(p)
+            attempt("reset", lambda: bench_reset.run(fresh.url, valkey.url, quick=quick,
+                                                     crowd=500 if quick else 5000))
+            errors_of(fresh)
+        say("fairness: another learner's actions while one floods (rate limits on) ...")
+        attempt("fairness", lambda: bench_fairness.run(valkey.url, p["fair_window"]))
+        results["site_errors"] += results["fairness"].get("site_errors", 0)
+        say(f"learners this machine holds: {', '.join(map(str, p['learner_levels']))} ...")
+        attempt("learners", lambda: bench_learners.run(
+            valkey.url, tuple(p["learner_levels"]), p["learner_window"], p["learner_period"], p["probe_every"],
+            p["learner_settle"], log=say, profile_at=p["learner_profile_at"]))
+        results["site_errors"] += (results["learners"].get("site") or {}).get("server_errors", 0)
+    say("the exercise grader ...")
+    attempt("grader", lambda: bench_grader.run(p["grader_runs"], p["grader_seconds"], p["grader_tries"]))
+    say(f"cluster: action throughput on a {bench_cluster.PRIMARIES}-primary cluster, 1 and 2 workers ...")
+    attempt("cluster", lambda: run_cluster(p))
     return results
-
-
-def run_reset(site_url: str, valkey_url: str, quick: bool) -> dict[str, Any] | None:
-    """bench/bench_reset.py's figure when the module is there, else None ("not measured")."""
-    if importlib.util.find_spec(RESET_MODULE) is None:
-        return None
-    module = importlib.import_module(RESET_MODULE)
-    offered = {"valkey_url": valkey_url, "quick": quick}
-    accepted = inspect.signature(module.run).parameters
-    try:
-        result: dict[str, Any] = module.run(site_url, **{k: v for k, v in offered.items() if k in accepted})
-    except Exception as exc:  # noqa: BLE001 - one broken figure is reported in the table, the others still run
-        return {"error": f"bench_reset failed: {exc!r}"[:300]}
-    return result
 
 
 def run_cluster(p: dict[str, Any]) -> dict[str, Any]:
@@ -170,7 +204,7 @@ def profile_actions(site: servers.Served, seconds: float, sandboxes: int) -> dic
     try:
         with Recording(site.proc.pid, seconds) as rec:
             time.sleep(0.3)
-            run_wrk(site.url + "/", "actions.lua", seconds, 50, 2, [handle.name, "2"])
+            run_wrk(site.url + "/", "actions.lua", seconds, 50, 2, [handle.name, "2", mix.WIDGET, ",".join(mix.WALK)])
         return rec.top()
     finally:
         Path(handle.name).unlink(missing_ok=True)

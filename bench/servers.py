@@ -5,7 +5,9 @@ Both HTTP apps run the same way, the way `emqlab serve` runs the site
 worker (or N) in its own process, the same event loop and HTTP
 implementation (uvicorn's "auto" choice, recorded in the report), log level
 warning and no access log. The site runs with
-``EMQLAB_RATE_LIMIT=0`` so the benchmark measures the work, not the limiter.
+its rate limits off (``EMQLAB_RATE_LIMIT=0`` …) so a benchmark measures the
+work, not the limiter, except where the limiter is what it measures
+(``serve_site(limits=True)``: the fairness figure).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import contextlib
 import http.cookies
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -155,10 +158,18 @@ def serve(factory: str, valkey_url: str, ready_path: str, name: str, extra_env: 
     raise RuntimeError(f"{name} did not answer within 30 s")
 
 
-def serve_site(valkey_url: str, workers: int = 1, **extra: str) -> Served:
-    env = {"EMQLAB_RATE_LIMIT": "0", "EMQLAB_READ_LIMIT": "0", "EMQLAB_ADDRESS_RATE_LIMIT": "0", "EMQLAB_ADDRESS_SANDBOXES": "0",
+# The site's rate limits, off unless a benchmark measures them (fairness):
+# the other figures measure the work, not the limiter.
+NO_RATE_LIMITS = {"EMQLAB_RATE_LIMIT": "0", "EMQLAB_READ_LIMIT": "0", "EMQLAB_ADDRESS_RATE_LIMIT": "0"}
+
+
+def serve_site(valkey_url: str, workers: int = 1, limits: bool = False, env: dict[str, str] | None = None,
+               **extra: str) -> Served:
+    """The site; `limits`: with its default rate limits (per visitor, address,
+    class); `env` and `extra`: settings of its own (EMQLAB_… variables)."""
+    env = {**({} if limits else NO_RATE_LIMITS), "EMQLAB_ADDRESS_SANDBOXES": "0",
            "EMQLAB_DATA_DIR": tempfile.mkdtemp(prefix="emqlab-bench-"),
-           "EMQLAB_MAX_SANDBOXES": "100000", "EMQLAB_SECRET": BENCH_SECRET, **extra}
+           "EMQLAB_MAX_SANDBOXES": "100000", "EMQLAB_SECRET": BENCH_SECRET, **(env or {}), **extra}
     return serve(SITE_FACTORY, valkey_url, DIVE, "site", env, workers)
 
 
@@ -175,6 +186,23 @@ def new_cookie(site_url: str, path: str = DIVE) -> str:
             if COOKIE in jar:
                 return jar[COOKIE].value
     raise RuntimeError(f"{path} set no {COOKIE} cookie")
+
+
+def page_widgets(site_url: str, path: str = DIVE) -> list[str]:
+    """The widgets a page shows, in its order: what its lab.js registers and
+    names in its one stream (`/api/stream?widgets=…`)."""
+    from server.widgets import WIDGETS
+
+    status, body = get(site_url, path)
+    if status != 200:
+        raise RuntimeError(f"{path} answered {status}")
+    found = re.findall(r'data-widget="([a-z0-9-]+)"', body.decode("utf-8", "replace"))
+    return [name for name in dict.fromkeys(found) if name in WIDGETS]
+
+
+def page_stream(site_url: str, path: str = DIVE) -> str:
+    """The stream a page opens: every widget it shows."""
+    return "/api/stream?widgets=" + ",".join(page_widgets(site_url, path))
 
 
 def cookies(site_url: str, count: int) -> list[str]:

@@ -31,8 +31,8 @@ from server.valkey import client, native
 from server.web import rates, templating
 from server.web.answer import dumps
 from server.web.guards import INSTRUCTOR_COOKIE
+from server.web.middleware import Deadline, SecurityHeaders
 from server.web.middleware import SandboxCookie as NewVisitors
-from server.web.middleware import SecurityHeaders
 from server.web.secret import load_secret
 from server.web.views import (
     asking,
@@ -123,7 +123,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     bind_questions(catalog, course)
     app = Starlette(
         routes=_routes(),
-        middleware=[Middleware(SecurityHeaders), Middleware(NewVisitors, cookie=cookies.cookie)],
+        middleware=[Middleware(SecurityHeaders), Middleware(Deadline), Middleware(NewVisitors, cookie=cookies.cookie)],
         exception_handlers=pages.exception_handlers(),
         lifespan=_lifespan(url, cluster, settings, catalog, secret),
     )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +40,9 @@ class Script:
     name: str
     source: str
 
-    @property
+    @cached_property
     def sha(self) -> str:
+        # hashed once: a click sends half a dozen scripts, and the SHA1 of their text was 3% of it
         return _sha(self.source)
 
     @classmethod

@@ -24,6 +24,8 @@ from server.live import effects
 from server.live.batches import Change
 
 QUEUE_CAP = 500  # items one stream may lag behind before it is resynced instead
+READS_AT_ONCE = 64  # snapshot reads in flight for the streams: an overload queues here, not in the pool
+READ_DEADLINE = 5.0  # seconds one read may take before the change is dropped (the page resyncs later)
 
 # (sandbox, widget) -> the snapshot's SSE frame body (`event: snapshot` … as bytes)
 Read = Callable[[str, str], Awaitable[bytes]]
@@ -67,6 +69,7 @@ class Streams:
     def __init__(self, read: Read) -> None:
         self.read = read
         self.subs: dict[str, set[Subscription]] = {}
+        self.gate = asyncio.Semaphore(READS_AT_ONCE)
 
     def watched(self, sandbox: str) -> bool:
         return sandbox in self.subs
@@ -95,7 +98,10 @@ class Streams:
         """A closed batch of `sandbox`: each touched widget read once, each page its own frames."""
         subs = list(self.subs.get(sandbox, ()))
         followed = {w for sub in subs for w in sub.widgets} & change.widgets
-        snapshots = {w: await self.read(sandbox, w) for w in sorted(followed)}
+        snapshots = {}
+        for widget in sorted(followed):
+            async with self.gate, asyncio.timeout(READ_DEADLINE):
+                snapshots[widget] = await self.read(sandbox, widget)
         worded: dict[str, list[bytes]] = {}
         for effect in change.effects:
             if effect.widget in followed:

@@ -99,9 +99,13 @@ def open_client(url: str, cluster: bool | None = None) -> aioredis.Redis | Redis
     # One retry on a dropped connection: after a Valkey restart every pooled
     # socket is dead, and the command that met a dead socket never reached
     # the new server, so sending it again on a fresh connection is safe.
-    # Timeouts are not retried: a slow script may have run.
+    #
+    # No timeout per command and no health check per command: redis-py wraps
+    # every send in a task of its own for a socket timeout (a tenth of a
+    # click's CPU). A request has one deadline instead, for all its commands
+    # (server/web/middleware.py `Deadline`), and the stream's reads their own.
     pool = aioredis.ConnectionPool.from_url(
-        url, decode_responses=True, socket_connect_timeout=1, socket_timeout=5, health_check_interval=10,
+        url, decode_responses=True, socket_connect_timeout=1,
         max_connections=MAX_CONNECTIONS, **packed_on_tcp(url),
         retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
     )

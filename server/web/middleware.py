@@ -6,6 +6,7 @@ unbuffered.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Mapping
 from http.cookies import SimpleCookie
@@ -119,4 +120,41 @@ class SandboxCookie:
         await self.app(scope, receive, send_with_cookie)
 
 
-__all__ = ["SandboxCookie", "SecurityHeaders"]
+class Deadline:
+    """One deadline for a whole request, whatever it sends to Valkey: past it,
+    a request that has not started its answer gets a 503 in words (a Valkey
+    stopped, not dead, answers nothing at all). Streams are long-lived and
+    keep their own deadlines per read."""
+
+    def __init__(self, app: ASGIApp, seconds: float = 10.0) -> None:
+        self.app = app
+        self.seconds = seconds
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path", "") == "/api/stream" or _wants_stream(scope):
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            async with asyncio.timeout(self.seconds):
+                await self.app(scope, receive, watched)
+        except TimeoutError:
+            if started:
+                raise
+            body = b'{"error":"Valkey did not answer in time; the page will try again."}'
+            await send({"type": "http.response.start", "status": 503,
+                        "headers": [(b"content-type", b"application/json"), (b"retry-after", b"2")]})
+            await send({"type": "http.response.body", "body": body})
+
+
+def _wants_stream(scope: Scope) -> bool:
+    return any(name == b"accept" and b"text/event-stream" in value for name, value in scope.get("headers", ()))
+
+
+__all__ = ["Deadline", "SandboxCookie", "SecurityHeaders"]

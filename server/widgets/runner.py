@@ -18,6 +18,7 @@ widget once the lock's deletion says the action is over (server/live).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -33,7 +34,7 @@ from server.widgets import questions, snapshot
 from server.widgets.base import Body, Outcome, Refused, Widget
 from server.widgets.questions import Verdict
 from server.widgets.snapshot import Catalog, Snapshot
-from server.widgets.turn import Actor, Turn
+from server.widgets.turn import LOCK_WAIT_S, Actor, Busy, Turn
 
 Admit = Callable[[], Awaitable[None]]
 
@@ -66,9 +67,21 @@ async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = Non
         return snap
     if admit is not None:
         await admit()
-    held = Turn(lab.conn, widget, actor, lab.snapshot_bytes)
-    await held.take()
-    if held.moment.landed:  # another page landed it while this one waited for the lock
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        held = Turn(lab.conn, widget, actor, lab.snapshot_bytes)
+        taken = await held.try_take()
+        if taken is not None:
+            break
+        # another page is landing it (a class opening one sandbox at once): read
+        # until it stands, rather than every page queueing on the lock
+        await asyncio.sleep(0.02)
+        moment, snap = await snapshot.read(lab.conn, lab.catalog, widget, actor.sandbox, lab.snapshot_bytes)
+        if moment.landed:
+            return snap
+        if time.monotonic() > deadline:
+            raise Busy("the scenario is still landing; the page will show it in a moment")
+    if taken.landed:  # another page landed it just before this one took the lock
         await held.release()
     else:
         try:

@@ -126,23 +126,27 @@ class Turn:
 
     async def take(self) -> Moment:
         """Take the lock (waiting behind another action) and read what the action starts from."""
-        lock = ("SET", keys.lock_key(self.first), self.token, "NX", "PX", LOCK_LEASE_MS)
-        calls: list[Call | None] = [None, *read_calls(self.widget, self.sandbox, self.budget)]
         deadline = asyncio.get_running_loop().time() + LOCK_WAIT_S
-        while True:
-            async with self.conn.pipeline(transaction=False) as pipe:
-                pipe.execute_command(*lock)
-                for call in calls[1:]:
-                    assert call is not None
-                    call[0].queue(pipe, call[1], call[2])
-                replies = await execute(self.conn, pipe, calls)
-            if isinstance(replies[0], Exception):
-                raise replies[0]  # the lock itself refused (out of memory): said at once, not as Busy
-            if replies[0] is not None:
-                break
+        while (found := await self.try_take()) is None:
             if asyncio.get_running_loop().time() > deadline:
                 raise Busy("another action on this widget is still running; try again in a moment")
             await asyncio.sleep(0.005)
+        return found
+
+    async def try_take(self) -> Moment | None:
+        """One try at the lock, with the read in the same round trip; None when another holds it."""
+        lock = ("SET", keys.lock_key(self.first), self.token, "NX", "PX", LOCK_LEASE_MS)
+        calls: list[Call | None] = [None, *read_calls(self.widget, self.sandbox, self.budget)]
+        async with self.conn.pipeline(transaction=False) as pipe:
+            pipe.execute_command(*lock)
+            for call in calls[1:]:
+                assert call is not None
+                call[0].queue(pipe, call[1], call[2])
+            replies = await execute(self.conn, pipe, calls)
+        if isinstance(replies[0], Exception):
+            raise replies[0]  # the lock itself refused (out of memory): said at once, not as Busy
+        if replies[0] is None:
+            return None
         try:
             self.moment = moment_of(self.conn, self.widget, self.sandbox, raise_first(replies[1:]))
         except BaseException:

@@ -30,8 +30,10 @@ from server.web.answer import dumps
 from server.web.errors import answer_error, is_fault, problem
 from server.web.views.widgets import actor, admitter
 from server.widgets import runner
+from server.widgets.turn import Busy
 
-POLL_EVERY = 1.5  # seconds between reads while notifications are off
+POLL_EVERY = 1.5  # seconds between reads while notifications are off (or a read failed)
+READ_DEADLINE = 8.0  # seconds a first showing may take (landing included) before the stream says so
 log = logging.getLogger("emqlab.stream")
 
 
@@ -71,19 +73,24 @@ async def events(request: Request, entry: guards.Entry, names: tuple[str, ...]) 
     with hub.streams.open(entry.sandbox, names) as sub:
         async with _present(request, entry):
             yield frame("status", dumps(hub.status()))
-            yield await _snapshots(request, entry, names)
+            chunk_, whole = await _snapshots(request, entry, names)
+            yield chunk_
             while (left := deadline - time.monotonic()) > 0:
+                # notifications off, or a read that failed: read again on a timer, not only on news
+                reread = hub.polling() or not whole
                 try:
-                    async with asyncio.timeout(min(left, POLL_EVERY) if hub.polling() else left):
+                    async with asyncio.timeout(min(left, POLL_EVERY) if reread else left):
                         first = await sub.queue.get()
                 except TimeoutError:
-                    if hub.polling():
-                        yield await _snapshots(request, entry, names)
+                    if reread:
+                        chunk_, whole = await _snapshots(request, entry, names)
+                        yield chunk_
                     continue
                 chunk, resync, ending = _react(sub, [first, *sub.drain()], entry)
                 if resync or sub.overflowed:
                     sub.overflowed = False
-                    chunk.append(await _snapshots(request, entry, names))
+                    chunk_, whole = await _snapshots(request, entry, names)
+                    chunk.append(chunk_)
                 if chunk:
                     yield b"".join(chunk)
                 if ending:
@@ -107,21 +114,23 @@ def _react(sub: Subscription, items: list[bytes | Notice], entry: guards.Entry) 
     return chunk, resync, ending
 
 
-async def _snapshots(request: Request, entry: guards.Entry, names: tuple[str, ...]) -> bytes:
-    """A fresh snapshot of each widget; Valkey's faults said as a status frame."""
+async def _snapshots(request: Request, entry: guards.Entry, names: tuple[str, ...]) -> tuple[bytes, bool]:
+    """A fresh snapshot of each widget, and whether every one was read; Valkey's
+    faults said as a status frame (the stream reads again on a timer)."""
     lab = request.app.state.lab
     frames = []
     for name in names:
         try:
-            snap = await runner.show(lab, lab.catalog.widgets[name], actor(entry),
-                                     admitter(request, entry.sandbox, used=False))
+            async with asyncio.timeout(READ_DEADLINE):
+                snap = await runner.show(lab, lab.catalog.widgets[name], actor(entry),
+                                         admitter(request, entry.sandbox, used=False))
             frames.append(frame("snapshot", dumps(snap)))
         except Exception as exc:
-            if is_fault(exc):
+            if is_fault(exc) or isinstance(exc, (TimeoutError, Busy)):
                 frames.append(frame("status", dumps(request.app.state.hub.status())))
-                break
+                return b"".join(frames), False
             log.exception("snapshot of %s failed", name)
-    return b"".join(frames)
+    return b"".join(frames), True
 
 
 @contextlib.asynccontextmanager
