@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -68,20 +68,39 @@ def compose(catalog: Catalog, widget: Widget, moment: Moment, fields: Mapping[st
     described = widget.describe(moment) if problem is None and moment.landed else None
     asked = questions.offered(widget, catalog.asked(widget), moment) if problem is None and moment.landed else []
     record = progress.of_widget(fields, widget.name, [s.id for s in widget.tour])
+    prefix = moment.first.queue.partition(".")[0] + "." if moment.views else ""
     return Snapshot(
         widget=widget.name,
         ver=int(moment.state.get("ver") or 0),
         landed=moment.landed,
         key_count=sum(len(v.keys) + v.more for v in moment.views.values()),
-        queues=[v.as_json() for v in moment.views.values()],
-        readout=described.readout if described else "",
-        picture=described.picture if described else None,
+        # names and values as the learner writes them: no sandbox prefix, a row's parent_queue included
+        queues=unsandboxed([v.as_json() for v in moment.views.values()], prefix),
+        readout=unsandboxed(described.readout, prefix) if described else "",
+        picture=unsandboxed(described.picture, prefix) if described else None,
         problem=problem,
-        outcome=moment.kept("outcome"),
+        outcome=unsandboxed(moment.kept("outcome"), prefix),
         questions=[q.as_json() for q in asked],
         steps=[{"id": s.id, "label": s.label, "reached": s.id in record.reached} for s in widget.tour],
         progress=record,
     )
+
+
+T = TypeVar("T")
+
+
+def unsandboxed(value: T, prefix: str) -> T:
+    """`value` with every `<sandbox>.` inside its strings removed: a page never
+    shows the sandbox id (a class member would learn the target of an attack)."""
+    if not prefix:
+        return value
+    if isinstance(value, str):
+        return value.replace(prefix, "")  # type: ignore[return-value]
+    if isinstance(value, list):
+        return [unsandboxed(v, prefix) for v in value]  # type: ignore[return-value]
+    if isinstance(value, dict):
+        return {unsandboxed(k, prefix): unsandboxed(v, prefix) for k, v in value.items()}  # type: ignore[return-value]
+    return value
 
 
 async def read(conn: Conn, catalog: Catalog, widget: Widget, sandbox: str,

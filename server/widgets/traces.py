@@ -71,14 +71,19 @@ def current(name: str) -> Trace | None:
 
 def _short(kind: str, value: Any) -> str:
     if kind == "hash" and isinstance(value, dict):
-        text = ", ".join(f"{k}={str(v)[:40]}" for k, v in value.items())
-    elif kind == "zset" and isinstance(value, list):
+        # every field name in full (parent_queue, parent_policy are what a dive is about); long values cut
+        return ", ".join(f"{k}={_cut(str(v), 40)}" for k, v in value.items())
+    if kind == "zset" and isinstance(value, list):
         text = "[" + ", ".join(str(m) for m, _ in value) + "]"
     elif kind == "list" and isinstance(value, list):
         text = f"{len(value)} entr{'y' if len(value) == 1 else 'ies'}"
     else:
         text = str(value)
-    return text if len(text) <= WIDTH else text[: WIDTH - 1] + "…"
+    return _cut(text, WIDTH)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def keys_of(snap: Snapshot) -> dict[str, tuple[str, Any]]:
@@ -113,8 +118,9 @@ async def record(lab: runner.Lab, widget: Widget, sandbox: str) -> Trace:
             held = _held(lab, widget, acted.verdict) if acted.verdict else ""
             _, snap = await snapshot.read(lab.conn, lab.catalog, widget, sandbox)
             after = keys_of(snap)
-            trace.rows.append(Row(len(trace.rows), action.label, str(acted.outcome["text"]),
-                                  str(acted.outcome["kind"]), snap.readout, len(after), changes(keys, after), asked,
+            said = snap.outcome or acted.outcome  # the snapshot's: as a page shows it, no sandbox id
+            trace.rows.append(Row(len(trace.rows), action.label, str(said["text"]),
+                                  str(said["kind"]), snap.readout, len(after), changes(keys, after), asked,
                                   held))
             keys = after
     return trace

@@ -28,7 +28,7 @@ def two_pages(context: BrowserContext) -> tuple[Locator, Locator, Page]:
 def test_fail_the_parent_fails_it_into_dead_and_a_sibling_does_not_release_it(context: BrowserContext,
                                                                               site: Site) -> None:
     one, two, page = two_pages(context)
-    r, home = site.redis(), queue(page, "failure-policy")
+    r, home = site.redis(), queue(site, page, "failure-policy")
     expect(two.get_by_role("radio", name="fail the parent")).to_be_checked()
     press(one, "Fail child at the cap")
     expect(two.locator('[data-role="parent-state"]')).to_have_text("failed")
@@ -45,7 +45,7 @@ def test_fail_the_parent_fails_it_into_dead_and_a_sibling_does_not_release_it(co
 
 def test_ignore_the_dependency_is_picked_on_one_page_and_kept_by_valkey(context: BrowserContext, site: Site) -> None:
     one, two, page = two_pages(context)
-    r, home = site.redis(), queue(page, "failure-policy")
+    r, home = site.redis(), queue(site, page, "failure-policy")
     one.get_by_role("radio", name="ignore the dependency").check()
     # the other page follows the choice Valkey keeps
     expect(two.get_by_role("radio", name="ignore the dependency")).to_be_checked()
@@ -66,7 +66,7 @@ def test_ignore_the_dependency_is_picked_on_one_page_and_kept_by_valkey(context:
 
 def test_a_failure_with_attempts_left_parks_the_child_in_schedule(page: Page, site: Site) -> None:
     widget = open_widget(page, W)
-    home = queue(page, "failure-policy")
+    home = queue(site, page, "failure-policy")
     button = widget.get_by_role("button", name=re.compile("attempts left"))
     expect(button).to_have_text("Fail child with attempts left")
     button.click()
@@ -99,7 +99,7 @@ def test_without_javascript_the_recorded_run_shows_both_arms(still_page: Page) -
 def test_a_cross_queue_death_waits_in_the_outbox_until_the_pump_applies_it_on_the_parents_slot(
         page: Page, site: Site) -> None:
     widget = open_widget(page, W)
-    r, home, mail = site.redis(), queue(page, "failure-policy"), queue(page, "failure-policy.mail")
+    r, home, mail = site.redis(), queue(site, page, "failure-policy"), queue(site, page, "failure-policy.mail")
     press(widget, "Fail the cross-queue child at the cap")
     expect(widget.locator('[data-role="linked-outbox"]')).to_have_text(
         "failed JOBremote → JOBlinked (policy fp), waiting for the Pump")
@@ -123,5 +123,5 @@ def test_the_radio_moves_with_the_arrow_keys_and_a_button_presses_with_enter(pag
     page.keyboard.press("Enter")
     expect(widget.locator('[data-role="ignored"]')).to_contain_text("JOBchild1 → card declined")
     expect(widget.locator('[data-role="announce"]')).to_contain_text("the error went to the parent's :ignored")
-    assert site.redis().hget(key(queue(page, "failure-policy"), "job:JOBparent:ignored"), "JOBchild1") == \
+    assert site.redis().hget(key(queue(site, page, "failure-policy"), "job:JOBparent:ignored"), "JOBchild1") == \
         "card declined"

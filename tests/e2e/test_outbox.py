@@ -32,7 +32,7 @@ def counter(widget: Locator) -> Locator:
 def test_a_completion_waits_in_its_outbox_until_a_tick_on_the_other_page_delivers_it(context: BrowserContext,
                                                                                       site: Site) -> None:
     one, two, page = two_pages(context)
-    r, orders, mail = site.redis(), queue(page, "outbox.orders"), queue(page, "outbox.mail")
+    r, orders, mail = site.redis(), queue(site, page, "outbox.orders"), queue(site, page, "outbox.mail")
     expect(counter(two)).to_have_text("3")
     press(one, "Complete child")
     expect(two.locator('[data-role="outbox-mail"]')).to_have_text(
@@ -51,7 +51,7 @@ def test_a_completion_waits_in_its_outbox_until_a_tick_on_the_other_page_deliver
 
 def test_a_crash_before_trim_then_a_tick_delivers_one_entry_twice_and_counts_it_once(page: Page, site: Site) -> None:
     widget = open_widget(page, W)
-    r, orders, mail = site.redis(), queue(page, "outbox.orders"), queue(page, "outbox.mail")
+    r, orders, mail = site.redis(), queue(site, page, "outbox.orders"), queue(site, page, "outbox.mail")
     press(widget, "Complete child")
     expect(widget.locator('[data-role="outbox-mail"]')).to_contain_text("JOBmail1")
     press(widget, "Crash before trim")
@@ -67,7 +67,7 @@ def test_a_crash_before_trim_then_a_tick_delivers_one_entry_twice_and_counts_it_
 
 def test_a_poison_head_blocks_until_the_aged_tick_moves_it_to_the_poison_list(page: Page, site: Site) -> None:
     widget = open_widget(page, W)
-    r, mail = site.redis(), queue(page, "outbox.mail")
+    r, mail = site.redis(), queue(site, page, "outbox.mail")
     press(widget, "Add a poison entry")
     expect(outcome(widget)).to_contain_text("not EchoMQ")
     press(widget, "Complete child")
@@ -89,7 +89,7 @@ def test_a_poison_head_blocks_until_the_aged_tick_moves_it_to_the_poison_list(pa
 
 def test_an_entry_naming_another_sandbox_shows_as_refused_and_is_never_delivered(page: Page, site: Site) -> None:
     widget = open_widget(page, W)
-    r, mail = site.redis(), queue(page, "outbox.mail")
+    r, mail = site.redis(), queue(site, page, "outbox.mail")
     other = "s9z9z9z9z9z.outbox.orders"
     crafted = json.dumps({"kind": "completed", "child": "JOBmail1", "child_queue": mail, "value": "pwned",
                           "parent": "JOBparent", "parent_queue": other, "policy": "fp"})
@@ -103,14 +103,14 @@ def test_an_entry_naming_another_sandbox_shows_as_refused_and_is_never_delivered
     assert not r.exists(key(other, "job:JOBparent:processed")) and r.llen(key(mail, "flow:outbox")) == 1
 
 
-def test_the_key_panel_shows_one_table_per_queue_each_captioned_with_its_own_slot(page: Page) -> None:
+def test_the_key_panel_shows_one_table_per_queue_each_captioned_with_its_own_slot(page: Page, site: Site) -> None:
     widget = open_widget(page, W)
     captions = widget.locator("table.keys caption")
     expect(captions).to_have_count(3)
     texts = [captions.nth(i).text_content() or "" for i in range(3)]
     parts = ["outbox.orders", "outbox.mail", "outbox.billing"]
     for text, part in zip(texts, parts, strict=True):
-        assert text.startswith(f"queue {part} · hash slot {keyspace.queue_slot(queue(page, part))} ·"), text
+        assert text.startswith(f"queue {part} · hash slot {keyspace.queue_slot(queue(site, page, part))} ·"), text
     expect(widget.get_by_role("button", name="Try it as one script")).to_be_hidden()  # one server: no slots to cross
 
 
@@ -118,7 +118,7 @@ def test_the_outbox_step_link_replays_the_story_to_a_released_parent(page: Page,
     widget = open_widget(page, W, "#outbox-step=7")
     expect(outcome(widget)).to_contain_text(re.compile(r"^Step 7 of 7 \(Past its bound"))
     expect(widget.locator('[data-role="parent-state"]')).to_have_text("pending")
-    orders = queue(page, "outbox.orders")
+    orders = queue(site, page, "outbox.orders")
     assert site.redis().hget(key(orders, "job:JOBparent"), "state") == "pending"
 
 
@@ -131,4 +131,4 @@ def test_the_buttons_press_with_enter_and_space(page: Page, site: Site) -> None:
     page.keyboard.press(" ")
     expect(counter(widget)).to_have_text("2")
     expect(widget.locator('[data-role="announce"]')).to_contain_text("Pump tick — outbox.mail: 1 delivered")
-    assert site.redis().get(key(queue(page, "outbox.orders"), "job:JOBparent:dependencies")) == "2"
+    assert site.redis().get(key(queue(site, page, "outbox.orders"), "job:JOBparent:dependencies")) == "2"

@@ -17,7 +17,7 @@ def test_the_walk_lands_parent_first_and_the_other_page_draws_each_node(context:
     page = context.new_page()
     one = open_widget(page, W)
     two = open_widget(context.new_page(), W)
-    r, tree = site.redis(), queue(page, "tree")
+    r, tree = site.redis(), queue(site, page, "tree")
     expect(two.locator('[data-role="readout"]')).to_contain_text("Before the walk")
     expect(two.get_by_role("button", name="Previous node")).to_be_disabled()
     press(one, "Next node")
@@ -34,7 +34,7 @@ def test_the_walk_lands_parent_first_and_the_other_page_draws_each_node(context:
 
 def test_the_tree_releases_level_by_level_and_a_finished_tree_says_so(page: Page, site: Site) -> None:
     widget = open_widget(page, W)
-    r, tree = site.redis(), queue(page, "tree")
+    r, tree = site.redis(), queue(site, page, "tree")
     press(widget, "Walk the whole tree")
     expect(outcome(widget)).to_contain_text("returned (JOBtree, [JOBbranch, JOBtwig])")
     expect(widget.get_by_role("button", name="Next node")).to_be_disabled()
@@ -54,6 +54,6 @@ def test_the_tree_step_link_replays_the_walk_and_the_first_level(page: Page, sit
     widget = open_widget(page, W, "#tree-step=6")
     expect(outcome(widget)).to_contain_text("Step 6 of 7 (The leaves' completions released JOBbranch into pending)")
     expect(widget.locator('[data-role="state-JOBbranch"]')).to_have_text("pending")
-    tree = queue(page, "tree")
+    tree = queue(site, page, "tree")
     assert site.redis().hget(key(tree, "job:JOBbranch"), "state") == "pending"
     assert site.redis().get(key(tree, "job:JOBtree:dependencies")) == "2"

@@ -14,11 +14,13 @@ from tests.unit.content.test_content_site import ALL_PAGES, Doc
 
 
 @pytest.fixture
-def site_client(valkey):
-    """The real app (real partials, /room and /instructor included) on the test Valkey."""
+def site_client(valkey, tmp_path):
+    """The real app (real partials, /room and /instructor included) on the test Valkey,
+    its data (the cookie secret) in a folder of the test's, never the repository's."""
     from server.app import create_app
+    from server.settings import Settings
 
-    with TestClient(create_app(valkey.url)) as test_client:
+    with TestClient(create_app(valkey.url, Settings(data_dir=str(tmp_path)), cluster=False)) as test_client:
         yield test_client
 
 

@@ -60,11 +60,19 @@ async def run_command(request: Request) -> JSONAnswer:
         guards.check_origin(request)
         line = await bodies.read(request, Line)
         reply = await run_line(context(request, entry), line.command)
-        await transcript.record(request.app.state.conn, entry.sandbox, entry.visitor, reply.body(),
+        body = shown(dict(reply.body()), entry.sandbox)
+        await transcript.record(request.app.state.conn, entry.sandbox, entry.visitor, body,
                                 request.app.state.settings.sandbox_ttl)
-        return JSONAnswer(reply.body(), status_code=reply.status)
+        return JSONAnswer(body, status_code=reply.status)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a clear JSON answer
         return answer_error(exc)
+
+
+def shown(body: dict[str, Any], sandbox: str) -> dict[str, Any]:
+    """A reply as the learner writes keys: without the sandbox's prefix (a queue
+    name inside a value, e.g. a row's parent_queue, included)."""
+    prefix = sandbox + "."
+    return {**body, "reply_lines": [line.replace(prefix, "") for line in body.get("reply_lines", ())]}
 
 
 async def read_transcript(request: Request) -> JSONAnswer:

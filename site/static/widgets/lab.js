@@ -143,7 +143,10 @@ function paint(name, snapshot) {
   if (entry.last && snapshot.ver < entry.last.ver) return;
   entry.root.dataset.ver = String(snapshot.ver);
   const isNew = !entry.last || snapshot.ver !== entry.last.ver;
-  showOutcome(entry.root, snapshot.outcome, isNew && snapshot.outcome !== null && entry.last !== null, TAB);
+  // an outcome recorded before this page opened is nobody else's news: not "from another page"
+  if (entry.openedAt === undefined) entry.openedAt = snapshot.ver;
+  showOutcome(entry.root, snapshot.outcome, isNew && snapshot.outcome !== null && entry.last !== null, TAB,
+    snapshot.ver > entry.openedAt);
   const same = entry.last !== null && JSON.stringify(entry.last.queues) === JSON.stringify(snapshot.queues);
   if (!same) {
     entry.before = entry.last;
@@ -218,6 +221,7 @@ export function reconnect() {
 export function reloadAll() {
   for (const [name, entry] of registry) {
     entry.last = null;
+    entry.openedAt = undefined;
     entry.ready = load(name);
   }
 }

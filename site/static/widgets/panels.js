@@ -11,7 +11,7 @@ import { $, el, keyName, queueLabel, shortName } from "./cards.js";
 
 /** The widget's last outcome as Valkey keeps it, or none (after a reset).
  *  `tab` is this page's own name: an outcome another page caused says who. */
-export function showOutcome(root, outcome, isNew, tab) {
+export function showOutcome(root, outcome, isNew, tab, sinceOpened = true) {
   const box = $(root, "outcome");
   delete box.dataset.stale;
   if (!outcome) {
@@ -21,7 +21,7 @@ export function showOutcome(root, outcome, isNew, tab) {
   }
   const mine = outcome.tab === tab;
   const who = mine ? "" : outcome.by === "instructor" ? "The instructor: "
-    : outcome.name ? `${outcome.name}: ` : outcome.tab ? "From another page of this sandbox: " : "";
+    : outcome.name ? `${outcome.name}: ` : outcome.tab && sinceOpened ? "From another page of this sandbox: " : "";
   const parts = [];
   if (outcome.verdict) {
     const verdict = el("span", "verdict", outcome.verdict.text);

@@ -12,7 +12,8 @@ function slot(root) {
     found = el("div", "predict");
     found.dataset.role = "predict";
     const controls = root.querySelector(".controls");
-    controls.before(found);
+    // after the buttons: the first control stays on the first screen (issue 31)
+    controls.after(found);
   }
   return found;
 }
