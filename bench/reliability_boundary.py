@@ -6,14 +6,12 @@ compared byte for byte (DUMP) before and after; no key may appear."""
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import redis
 
 from bench.reliability_drive import Mode, Row, act, console, counted, dumps, instructor, said, sandbox_of, visitor
-from bench.reliability_procs import Serve
+from bench.reliability_procs import Serve, scratch
 from server.valkey import acl, datadir
 
 PARENT = "JOBparent"  # the outbox widget's parent, on the victim's outbox.orders
@@ -68,7 +66,7 @@ def demo_class(url: str) -> tuple[Any, Any, str]:
 
 
 def crafted_entry(mode: Mode) -> list[Row]:
-    work = Path(tempfile.mkdtemp(prefix="emqlab-rel-crafted-"))
+    work = scratch("crafted")
     with Serve(work) as site:
         r = site.redis()
         teacher, attacker_page, _code = demo_class(site.url)
@@ -125,7 +123,7 @@ def crafted_entry(mode: Mode) -> list[Row]:
 
 
 def outside_grammar(mode: Mode) -> list[Row]:
-    work = Path(tempfile.mkdtemp(prefix="emqlab-rel-grammar-"))
+    work = scratch("grammar")
     with Serve(work) as site:
         r = site.redis()
         other, learner = land_on(visitor(site.url), ("native",)), land_on(visitor(site.url), ("native",))

@@ -7,16 +7,14 @@ reports)."""
 
 from __future__ import annotations
 
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
 
 from bench import bench_fairness
 from bench.reliability_drive import Mode, Row, act, console, counted, dumps, memory_of, said, sandbox_of, visitor
-from bench.reliability_procs import Serve
+from bench.reliability_procs import Serve, scratch
 from server.valkey.process import ValkeyProcess
 
 VALUE = "x" * 1000  # about 1 KB a field, under the console's 1 KB an argument
@@ -32,8 +30,8 @@ def until_refused(learner: httpx.Client, line: Any, most: int) -> tuple[int, htt
 
 
 def flooding(mode: Mode) -> list[Row]:
-    budget = mode.pick(256 * 1024, 1 << 20)
-    work = Path(tempfile.mkdtemp(prefix="emqlab-rel-cost-"))
+    budget = mode.pick(128 * 1024, 1 << 20)
+    work = scratch("cost")
     # no rate limits here: the byte budget is what is tried, not how fast one visitor may type
     env = {"EMQLAB_RATE_LIMIT": "0", "EMQLAB_READ_LIMIT": "0", "EMQLAB_SANDBOX_BYTES": str(budget)}
     rows = []
@@ -88,7 +86,7 @@ def spent_again(mode: Mode, site: Serve, budget: int) -> Row:
 
 def snapshot_size(mode: Mode, learner: httpx.Client) -> Row:
     learner.get("/api/widgets/fanin/state")
-    fields = mode.pick(240, 600)
+    fields = mode.pick(120, 600)  # 108 KB or 540 KB of values: either way past the 64 KB a snapshot may weigh
     codes = []
     for start in range(0, fields, 4):
         pairs = " ".join(f"f{j} {'y' * 900}" for j in range(start, start + 4))
@@ -105,7 +103,7 @@ def snapshot_size(mode: Mode, learner: httpx.Client) -> Row:
 
 
 def fairness(mode: Mode) -> Row:
-    window = mode.pick(2.0, 10.0)
+    window = mode.pick(1.5, 10.0)
     with ValkeyProcess() as valkey:
         found = bench_fairness.run(valkey.url, window=window)
     quiet, loud, flood = found["unflooded"]["answer_ms"], found["flooded"]["answer_ms"], found["flood"]

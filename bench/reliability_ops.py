@@ -8,7 +8,6 @@ import os
 import re
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from bench.reliability_drive import (
     visitor,
     wait_for,
 )
-from bench.reliability_procs import Serve, Watch, state_of
+from bench.reliability_procs import Serve, Watch, scratch, state_of
 from server.sandboxes.sandbox import COOKIE
 
 # What test_make_installs.py reads, kept in step by hand: bench must not import tests.
@@ -89,7 +88,7 @@ def size_of(folder: Path) -> int:
 
 
 def restart(mode: Mode) -> list[Row]:
-    work = Path(tempfile.mkdtemp(prefix="emqlab-rel-restart-"))
+    work = scratch("restart")
     site = Serve(work)
     with site:
         teacher, signed = instructor(site.url)
@@ -99,6 +98,9 @@ def restart(mode: Mode) -> list[Row]:
         joined = pupil.post("/room/join", json={"code": code, "name": "Ada"}, headers={"Accept": "application/json"})
         acted = [act(pupil, "complete-child").status_code for _ in range(2)]
         before = deps(pupil)
+        second = Serve(work / "second", data_dir=site.data_dir)
+        refused = second.launch().wait(timeout=60)
+        holder = site.proc.pid if site.proc else 0
         time.sleep(1.2)  # appendfsync everysec: Valkey writes its append-only file each second
     stopped = site.stop()
     kept = size_of(site.data_dir / "valkey")
@@ -108,6 +110,10 @@ def restart(mode: Mode) -> list[Row]:
             f"class {code}; Ada's :dependencies 3 → {before}",
             signed == 303 and opened.status_code == 201 and joined.status_code == 200 and before == 1),
     ]
+    words = second.said().strip().splitlines()
+    rows.append(Row("a second `emqlab serve` on the same data directory while the first runs", f"exit {refused}",
+                    None, None, words[-1][:160] if words else "(nothing said)",
+                    refused != 0 and f"process {holder}" in second.said()))
     again = Serve(work, data_dir=site.data_dir)
     with again:
         rows.append(Row("`emqlab serve` stopped with Ctrl-C, started again on the same `--data-dir`",
@@ -143,7 +149,7 @@ def restart(mode: Mode) -> list[Row]:
 
 
 def kill_valkey(mode: Mode) -> list[Row]:
-    work = Path(tempfile.mkdtemp(prefix="emqlab-rel-kill-"))
+    work = scratch("kill")
     with Serve(work) as site:
         pupil = visitor(site.url)
         first = act(pupil, "complete-child").status_code
@@ -166,7 +172,7 @@ def kill_valkey(mode: Mode) -> list[Row]:
             new = [pid for pid in site.valkeys() if pid != old]
             kept = deps(pupil)
             wait_for(lambda: page.after(killed + seconds, "snapshot"), 10)
-            time.sleep(mode.pick(1.0, 5.0))  # would the log go on repeating itself?
+            time.sleep(mode.pick(0.5, 5.0))  # would the log go on repeating itself?
             painted = page.after(killed, "snapshot")
             reopened = page.opened
         lines = site.said().splitlines()[logged:]

@@ -6,11 +6,14 @@ read from /proc, and a page's stream followed as a browser follows it."""
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -58,6 +61,13 @@ def state_of(pid: int) -> str | None:
     except OSError:
         return None
     return None
+
+
+def scratch(name: str) -> Path:
+    """A folder of the scenario's own (data directories, logs), removed when the run ends."""
+    folder = Path(tempfile.mkdtemp(prefix=f"emqlab-rel-{name}-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def others() -> dict[str, int]:

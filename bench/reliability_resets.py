@@ -6,15 +6,13 @@ fan-in must work again after it."""
 
 from __future__ import annotations
 
-import tempfile
 import time
-from pathlib import Path
 
 import httpx
 
 from bench import reliability_drive as drive
 from bench.reliability_drive import Mode, Row, act, console, counted, deps, keys_of, said, wait_for
-from bench.reliability_procs import Serve, emqlab
+from bench.reliability_procs import Serve, emqlab, scratch
 from server.sandboxes.keys import REGISTRY_KEY
 
 TYPE_CHANGING = "hold_parent 2 emq:{fanin}:job:JOBx emq:{fanin}:pending JOBx p 3"
@@ -27,11 +25,13 @@ def works_again(learner: httpx.Client) -> tuple[list[int], bool]:
     return [done.status_code], done.status_code == 200 and deps(learner) == 2
 
 
-def after_reset(tried: str, reset: list[int], learner: httpx.Client, note: str = "") -> Row:
+def after_reset(tried: str, reset: list[int], learner: httpx.Client, note: str = "", exit_status: int = 0) -> Row:
+    """The row of one reset (`exit_status`: of a reset run from a shell), and the fan-in's next click."""
     codes, ok = works_again(learner)
-    return Row(tried, counted([*reset, *codes]), None, None,
+    shell = f"exit {exit_status}, " if reset == [] else ""
+    return Row(tried, shell + counted([*reset, *codes]), None, None,
                f"{note}{'; ' if note else ''}then Complete child: the fan-in works again: {ok}",
-               all(0 < c < 500 for c in reset) and ok)
+               all(0 < c < 500 for c in reset) and exit_status == 0 and ok)
 
 
 def corrupt(learner: httpx.Client) -> int:
@@ -40,7 +40,7 @@ def corrupt(learner: httpx.Client) -> int:
 
 
 def resets(mode: Mode) -> list[Row]:
-    work = Path(tempfile.mkdtemp(prefix="emqlab-rel-resets-"))
+    work = scratch("resets")
     # the shortest idle time the settings allow, and a reaper looking every second
     env = {"EMQLAB_SANDBOX_TTL": "10", "EMQLAB_STREAM_LIFETIME": "10", "EMQLAB_REAP_EVERY": "1"}
     rows = []
@@ -76,11 +76,11 @@ def resets(mode: Mode) -> list[Row]:
         failed = everyone.json().get("failed") if everyone.status_code == 200 else None
         rows.append(after_reset("the line again, then reset-all from /instructor", [everyone.status_code], ada,
                                 f"{said(everyone, 80)} failed: {failed}"))
-        corrupt(ada)
+        line = corrupt(ada)
         shell = emqlab("reset", "--all", "--data-dir", str(site.data_dir))
-        rows.append(after_reset("the line again, then `emqlab reset --all --data-dir <dir>` from a shell",
-                                [200 if shell.returncode == 0 else 500], ada,
-                                f"exit {shell.returncode}: {drive.last_line(shell.stdout + shell.stderr)}"))
+        rows.append(after_reset("the line again, then `emqlab reset --all --data-dir <dir>` from a shell", [], ada,
+                                f"the line: {line}; said: {drive.last_line(shell.stdout + shell.stderr)}",
+                                shell.returncode))
         rows.append(outbox_line(ada))
         rows.append(reaped(mode, site, ada, sandbox))
     return rows

@@ -12,7 +12,6 @@ import resource
 import shutil
 import socket
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import httpx
 
 from bench.rawhttp import raise_fd_limit
 from bench.reliability_drive import ROOT, Mode, Row, act, client, counted, status_of, visitor, wait_for
-from bench.reliability_procs import Serve
+from bench.reliability_procs import Serve, scratch
 from server.listen import connection_limits
 from server.valkey.process import free_port
 
@@ -64,11 +63,12 @@ def closed(sock: socket.socket) -> bool:
 def slow_site(mode: Mode) -> list[Row]:
     raise_fd_limit(4 * DESCRIPTORS)
     limit, backlog = connection_limits(DESCRIPTORS)
-    every, rounds = mode.pick(1.0, 5.0), mode.pick(2, 4)
-    site = Serve(Path(tempfile.mkdtemp(prefix="emqlab-rel-slow-")), "--ephemeral", preexec=few_descriptors)
+    every, rounds = mode.pick(0.5, 5.0), mode.pick(2, 4)
+    site = Serve(scratch("slow"), "--ephemeral", preexec=few_descriptors)
     sockets: list[socket.socket] = []
     with site:
         logged = len(site.said())  # what it said before the slow clients came
+        flooded = time.monotonic()
         try:
             sockets += [half_open(site.port, wait=True) for _ in range(limit)]
             over, seconds = wait_for(lambda: status_of(lambda: httpx.get(site.url + "/", timeout=3)) == 503, 10)
@@ -83,6 +83,7 @@ def slow_site(mode: Mode) -> list[Row]:
             for sock in sockets:
                 sock.close()
         gone = time.monotonic()
+        flooded = round(gone - flooded, 1)
         back, _ = wait_for(lambda: status_of(lambda: httpx.get(site.url + "/", timeout=3)) == 200, 30)
         recovered = round(time.monotonic() - gone, 2)
         log = site.said()[logged:]
@@ -91,15 +92,17 @@ def slow_site(mode: Mode) -> list[Row]:
         Row(f"{limit} half-open connections (limit_concurrency for {DESCRIPTORS} descriptors; backlog {backlog}), "
             "then a normal GET", "503" if over else "no 503", seconds if over else None, None,
             "a request past the limit answered at once", bool(over)),
-        Row(f"{DESCRIPTORS} more connections (past the descriptors), a header line on each every {every:.0f} s for "
-            f"{rounds * every:.0f} s, a normal GET each round (0: no answer within 1 s)", counted(during), None, None,
+        Row(f"{DESCRIPTORS} more connections (past the descriptors), a header line on each every {every:g} s for "
+            f"{rounds * every:g} s, a normal GET each round (0: no answer within 1 s: no descriptor left to "
+            "accept it)", counted(during), None, None,
             f"half-open connections the site still held at the end: {still} of {limit} (uvicorn has no header "
             "timeout)", all(code in (0, 503) for code in during)),
         Row("every slow client gone: a normal GET until 200", "200" if back else "none", recovered if back else None,
             None, "", bool(back)),
         Row("the site's log meanwhile", "—", None, len(log.encode()),
-            f"{len(lines)} lines, {log.count('Traceback')} tracebacks: " + " / ".join(x[:100] for x in lines[:3]),
-            "Traceback" not in log and len(lines) <= 20),
+            f"{len(lines)} lines in {flooded} s, {log.count('Traceback')} tracebacks (the errors a flood repeats: "
+            "one line a second each at most): " + " / ".join(x[:100] for x in lines[:3]),
+            "Traceback" not in log and len(lines) <= 2 * flooded + 5),
     ]
 
 
@@ -138,8 +141,8 @@ def behind_nginx(mode: Mode) -> list[Row]:
     binary = nginx_binary()
     if binary is None:
         return [Row("the same through nginx", "—", None, None, "nginx is not installed (`make nginx`)", False)]
-    deadline, count, every = mode.pick(2, 10), mode.pick(100, 400), mode.pick(0.5, 2.0)
-    folder = Path(tempfile.mkdtemp(prefix="emqlab-rel-nginx-"))
+    deadline, count, every = mode.pick(1, 10), mode.pick(100, 400), mode.pick(0.25, 2.0)
+    folder = scratch("nginx")
     port = free_port()
     env = {"EMQLAB_TRUST_FORWARDED_FOR": "1", "EMQLAB_PUBLIC_ORIGIN": f"http://127.0.0.1:{port}"}
     with Serve(folder, env=env) as site:

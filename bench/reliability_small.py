@@ -6,12 +6,11 @@ behind one NAT address."""
 
 from __future__ import annotations
 
-import tempfile
 import time
 from pathlib import Path
 
 from bench.reliability_drive import Mode, Row, act, console, counted, deps, dumps, instructor, said, sandbox_of, visitor
-from bench.reliability_procs import Serve, emqlab
+from bench.reliability_procs import Serve, emqlab, scratch
 from server.web.rates import WINDOW
 
 NUMBERS = ("claim ² emq:{fanin}:pending emq:{fanin}:active emq:{fanin}: 30000",
@@ -94,7 +93,7 @@ def behind_one_address(mode: Mode, site: Serve) -> Row:
 
 
 def small_ones(mode: Mode) -> list[Row]:
-    work = Path(tempfile.mkdtemp(prefix="emqlab-rel-small-"))
+    work = scratch("small")
     with Serve(work / "first", env=RATES) as first, Serve(work / "second") as second:
         rows = reset_by_folder(first, second, work)
         rows.append(not_numbers(first))

@@ -7,7 +7,6 @@ and a 12-character token at start."""
 from __future__ import annotations
 
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +15,7 @@ from pathlib import Path
 import httpx
 
 from bench.reliability_drive import TOKEN, Mode, Row, client, counted, instructor, said, status_of
-from bench.reliability_procs import Serve
+from bench.reliability_procs import Serve, scratch
 from server.web.rates import attempts_key
 
 GUESSES = 300
@@ -48,7 +47,7 @@ def bearer_guess(via: httpx.Client, n: int) -> Callable[[], httpx.Response]:
 
 
 def guessing(mode: Mode) -> list[Row]:
-    work = Path(tempfile.mkdtemp(prefix="emqlab-rel-tokens-"))
+    work = scratch("tokens")
     rows = []
     with Serve(work, env={"EMQLAB_ATTEMPT_LIMIT": str(LIMIT)}) as site:
         r = site.redis()
