@@ -57,7 +57,7 @@ bench: venv valkey chromium wrk module
 	$(PY) -m bench.run
 
 # Each fault and attack of docs/RELIABILITY.md, tried on loopback; rewrites that page.
-reliability: venv valkey module
+reliability: venv valkey module nginx
 	$(PY) -m bench.reliability
 
 screenshots: venv valkey chromium module

@@ -53,9 +53,10 @@ def cost(found: Plan) -> int:
 
 
 def extra_names(found: Plan, sandbox: str) -> list[str]:
-    """The keys a plain write names that no snapshot rule finds (scripts
-    write rows and sets the widgets already read)."""
-    if found.how != "direct" or found.queue is None:
+    """The keys a write names that no snapshot rule finds: a direct write's
+    keys, a script's KEYS and the rows its ids make (`clear.lua` removes
+    each listed row with its subkeys)."""
+    if found.queue is None:
         return []
     base = f"emq:{{{sandbox}.{found.queue}}}:"
     names = (k for k in found.written if k.startswith(base) and k[len(base):] not in FOUND_BY_SNAPSHOT)

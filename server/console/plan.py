@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Final, Literal
@@ -19,6 +20,7 @@ from server.console.allow import Refusal, Rule, check_arity, rule_for
 from server.console.confine import Confinement
 from server.console.parse import Limits, split
 from server.emq import registry
+from server.emq.keyspace import ID_RE
 
 _ARGV_RE: Final = re.compile(r"ARGV\[(\d+)\]")
 _QUEUE_RE: Final = re.compile(r"(?<![-\w])queue(?![-'\w])")
@@ -236,8 +238,21 @@ def _script_plan(line: str, script: str, rest: list[str], where: Confinement) ->
     keys, argv = _numkeys(script, rest)
     queue, real = _one_queue(keys, where)
     _check_numbers(script, argv)
-    confined = _confined_argv(argv, where, queue, argv_roles(script))
-    return Plan(line, "script", [], script=script, keys=real, argv=confined, queue=queue, written=real)
+    roles = argv_roles(script)
+    confined = _confined_argv(argv, where, queue, roles)
+    return Plan(line, "script", [], script=script, keys=real, argv=confined, queue=queue,
+                written=real + _rows_named(confined, roles, NUMBERS.get(script, ())))
+
+
+def _rows_named(argv: list[str], roles: dict[int, str], numbers: Iterable[int]) -> list[str]:
+    """The job rows a script may make from its base and the ids among its
+    ARGV (add_flow's children, a parent id): named so a Reset finds them."""
+    bases = [argv[i - 1] for i, role in roles.items() if role == "base" and i <= len(argv)]
+    if not bases:
+        return []
+    skip = set(roles) | set(numbers)
+    ids = [v for i, v in enumerate(argv, 1) if i not in skip and ID_RE.fullmatch(v)]
+    return [f"{bases[0]}job:{v}" for v in ids]
 
 
 def _scan_plan(line: str, rule: Rule, args: list[str], where: Confinement) -> Plan:

@@ -110,6 +110,22 @@ def test_a_key_the_console_writes_shows_in_its_widget_and_goes_with_the_widgets_
     assert not site.redis().exists(f"emq:{{{sandbox}.fanin}}:my-note")
 
 
+def test_rows_a_console_script_makes_under_new_ids_go_with_the_widgets_reset(site: LiveSite) -> None:
+    visitor = site.visitor()
+    sandbox = sandbox_of(visitor)
+    assert visitor.get("/api/widgets/fanin/state").status_code == 200
+    base = f"emq:{{{sandbox}.fanin}}:"
+    for round_ in range(2):
+        made = [f"JOBnew{round_}x{i}" for i in range(3)]
+        for job in made:
+            q = "emq:{fanin}:"
+            run(visitor, f"hold_parent 2 {q}job:{job} {q}job:{job}:dependencies {job} p 3")
+        assert all(site.redis().exists(f"{base}job:{job}", f"{base}job:{job}:dependencies") == 2 for job in made)
+        assert visitor.post("/api/widgets/fanin/reset", json={}).status_code == 200
+        left = list(site.redis().scan_iter(match=f"{base}job:JOBnew*", count=1000))
+        assert left == [], left
+
+
 def test_in_demo_mode_a_learner_reads_the_instructors_sandbox_but_every_write_is_refused(site: LiveSite) -> None:
     instructor, learner = site.visitor(), site.visitor()
     assert instructor.post("/api/widgets/fanin/complete-child", json={}).status_code == 200

@@ -1,8 +1,9 @@
 -- queue_names: the names of every key a widget queue may hold, found on the
 -- server (never probed over the wire): the queue's own keys, the row and
 -- subkeys of each known id and of the first ids each state set holds, and
--- the names the queue's index lists (extra keys a console wrote). A key of
--- the wrong type is still named: whoever reads it looks at its TYPE first.
+-- the names the queue's index lists (extra keys a console wrote; a listed
+-- row brings its subkeys). A key of the wrong type is still named: whoever
+-- reads it looks at its TYPE first.
 local queue_suffixes = { 'pending', 'active', 'schedule', 'dead', 'flow:outbox',
   'flow:outbox:poison', 'flow:outbox:head', 'metrics:completed' }
 local state_sets = { 'pending', 'active', 'schedule', 'dead' }
@@ -37,8 +38,14 @@ local function queue_names(base, ids, index_key)
     end
   end
   if redis.call('TYPE', index_key)['ok'] == 'set' then
+    local rows = base .. 'job:'
     for _, name in ipairs(redis.call('SMEMBERS', index_key)) do
-      add(name)
+      local id = string.sub(name, #rows + 1)
+      if string.sub(name, 1, #rows) == rows and id ~= '' and not string.find(id, ':', 1, true) then
+        add_job(id) -- a row the console's script made: its subkeys go with it
+      else
+        add(name)
+      end
     end
   end
   return names
