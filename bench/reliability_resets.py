@@ -62,8 +62,9 @@ def resets(mode: Mode) -> list[Row]:
                                 f"the line: {line}; the widget says: {problem}; Complete child: {said(refused, 80)}"))
         one = [corrupt(ada), teacher.post(f"/instructor/rooms/{code}/learners/{sandbox}/reset", json={}).status_code]
         rows.append(after_reset("the line again, then the instructor's reset of Ada (class page)", one, ada))
+        line = corrupt(ada)
         again = teacher.post("/instructor/reset", json={"sandbox": sandbox})
-        one = [corrupt(ada), again.status_code]
+        one = [line, again.status_code]
         rows.append(after_reset("the line again, then the instructor's reset of her sandbox by id (/instructor)",
                                 one, ada, said(again, 80)))
         corrupt(ada)
