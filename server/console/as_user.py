@@ -29,7 +29,7 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.connection import AbstractConnection, Connection, SSLConnection, UnixDomainSocketConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import AuthenticationError, MovedError, NoScriptError, ResponseError
+from redis.exceptions import AuthenticationError, ConnectionError, MovedError, NoScriptError, ResponseError
 
 from server.emq.wire import Conn
 from server.valkey import acl
@@ -82,9 +82,15 @@ class Runner:
         if name.upper() in _STATEFUL:
             raise ValueError(f"{name} changes the connection itself; it is never run as a sandbox's user")
         node = await self._node(key)
-        made = moved = False
+        made = moved = resent = False
         while True:
-            auth, found = await self._exchange(node, sandbox, args)
+            try:
+                auth, found = await self._exchange(node, sandbox, args)
+            except _Unread:
+                if resent:
+                    raise
+                resent = True  # the server closed a pooled connection unread: nothing of the line ran
+                continue
             if isinstance(auth, Exception):
                 if made:
                     raise acl.Closed(f"Valkey refused the sandbox's own user right after making it ({auth})")
@@ -163,13 +169,24 @@ class Runner:
         idle = False
         try:
             await conn.send_packed_command(conn.pack_commands(commands))
-            replies = [await _read(conn) for _ in commands]
+            try:
+                first = await _read(conn)
+            except ConnectionError as exc:
+                # Valkey closes the connections of a user it deletes (ACL
+                # DELUSER of the idle user, a restart): a pooled one may be
+                # found closed with no reply at all, so the line never ran.
+                raise _Unread(str(exc)) from exc
+            replies = [first] + [await _read(conn) for _ in commands[1:]]
             idle = not isinstance(replies[2], Exception)
         finally:
             if not idle:  # who it is now is not known: it is not pooled
                 await conn.disconnect(nowait=True)
             await self._pool(node).release(conn)
         return replies[0], replies[1]
+
+
+class _Unread(ConnectionError):
+    """The connection was closed before any reply to the line was read."""
 
 
 async def _read(conn: AbstractConnection) -> Any:
