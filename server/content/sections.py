@@ -1,7 +1,6 @@
 """Group a page body into sections, one per ``## `` heading.
 
-Parse (core rule ``dive_sections``, after the anchors rule has given every h2
-its slug): the top-level tokens from one h2 to the next become::
+Core rule ``dive_sections`` (after the anchors rule has slugged every h2)::
 
     <section class="dive-section has-aside" id="SLUG">
       <div class="prose"><h2 id="SLUG-title">…</h2> …what comes before the widget…</div>
@@ -9,17 +8,10 @@ its slug): the top-level tokens from one h2 to the next become::
       <div class="prose prose-after">…what comes after it: the long reading…</div>
     </section>
 
-The section is cut where its first widget is written. On a wide screen the
-aside is a sticky column beside both prose parts; on a phone the three follow
-each other, so the widget comes right after the words that introduce it and
-the long reading follows it: hands-on first, wherever the author put the
-widget, not after the whole section. Every top-level widget of the section
-moves into the aside in the order it appears; a section with no widget is
-one ``<div class="prose">`` and has no aside. Anything before the first h2 is
-wrapped in ``<div class="prose dive-intro">``. The section list (id, title) is
-left in ``env["sections"]`` for the page's navigation row.
-
-Render: one small rule per token type added here.
+The section is cut at its first widget, so on a phone (one column) the widget
+follows the words that introduce it and the long reading follows it. A section
+with no widget is one ``<div class="prose">``; anything before the first h2 is
+a ``<div class="prose dive-intro">``. ``env["sections"]`` lists (id, title).
 """
 
 from __future__ import annotations
