@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -85,7 +86,6 @@ class Page:
     prev_page: Page | None = field(default=None, repr=False)
     next_page: Page | None = field(default=None, repr=False)
     md: MarkdownIt | None = field(default=None, repr=False)
-    _html: str | None = field(default=None, repr=False)
 
     # -- front matter fields -------------------------------------------------
     @property
@@ -113,12 +113,10 @@ class Page:
         md = self._parser()
         return Markup(md.renderer.render(self.tokens, md.options, env))
 
-    @property
+    @cached_property
     def html(self) -> Markup:
-        """The body with empty widget slots (cached)."""
-        if self._html is None:
-            self._html = self.render_body(None)
-        return Markup(self._html)
+        """The body with empty widget slots."""
+        return self.render_body(None)
 
     @property
     def ids(self) -> set[str]:
