@@ -1,18 +1,10 @@
 """The course: every page loaded once, linked together and cross-checked.
 
-Hubs list their dives by ``order``; the dives are numbered across the whole
-course (hub order, then dive order) and each learns its hub, kicker and
-previous/next in that one sequence; ``next``, ``related`` and ``sources``
-entries are resolved to links (a related page Flows Lab does not have
-becomes plain text, never a dead link); and every internal link of every
-body must name a page (and id) that exists. The front matter fields and the
-link-entry grammar are described in :mod:`.pages`.
-
-Widgets and their questions: ``course.placements()`` yields every
-``{widget}`` fence with its page, in course order, so the widgets layer can
-check each against the widget it names; ``load_course(check_placement=…)``
-runs such a check while loading, and a problem stops the start naming the
-dive file and line.
+Dives are numbered across the course and learn their hub, kicker and
+previous/next; link entries become links (see :mod:`.pages`); every internal
+link of every body must name a page (and id) that exists. ``check_placement``
+lets the widgets layer check each ``{widget}`` fence while loading, so a
+problem stops the start naming the dive file and line.
 """
 
 from __future__ import annotations
@@ -65,10 +57,8 @@ class Course:
         scripts: ScriptSource | None = None,
         check_placement: CheckPlacement | None = None,
     ) -> Course:
-        """Parse every ``*.md`` under ``content_dir``. ``known_widgets`` is the
-        app's set of widget names (``None``: accept any); ``scripts`` is where
-        listings read Lua (default: the host library's registry);
-        ``check_placement`` checks each widget fence (see :data:`CheckPlacement`)."""
+        """Parse every ``*.md`` under ``content_dir``; ``known_widgets`` ``None`` accepts
+        any widget name, ``scripts`` ``None`` reads listings from the host library's registry."""
         root = Path(content_dir)
         md = make_markdown(known_widgets, scripts)
         files = sorted(root.rglob("*.md"))
@@ -246,13 +236,5 @@ class Course:
         return None
 
 
-def load_course(
-    content_dir: str | Path = CONTENT_DIR,
-    *,
-    known_widgets: Iterable[str] | None = None,
-    scripts: ScriptSource | None = None,
-    check_placement: CheckPlacement | None = None,
-) -> Course:
-    """``Course.load`` as a function (what ``server.app`` calls at start-up)."""
-    return Course.load(content_dir, known_widgets=known_widgets, scripts=scripts,
-                       check_placement=check_placement)
+
+load_course = Course.load  # what server.app calls at start-up

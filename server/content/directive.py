@@ -1,24 +1,14 @@
-"""Shared parsing for MyST-style directive fences.
+"""Shared parsing for MyST-style directive fences: ```` ```{name} argument ````.
 
-A directive is a fenced code block whose info string starts with a braced
-name::
-
-    ```{widget} fanin
-    try-1: GET emq:{fanin}:job:JOBparent:dependencies
-    ```
-
-``{name}`` picks the directive, the rest of the info line is its argument,
-and the body is a YAML mapping (see :mod:`.yaml_text`: every value stays
-text, every key knows its line). An empty body is an empty mapping. Each
-directive plugin calls :func:`find_directive` from its own core rule and
-reads the keys it knows; no plugin renders here.
+The body is a YAML mapping (:mod:`.yaml_text`: every value stays text, every
+key knows its line); an empty body is an empty mapping. Each directive plugin
+calls :func:`find_directive` from its own core rule; no plugin renders here.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from markdown_it.token import Token
 
@@ -36,18 +26,16 @@ class Directive:
     body: YamlMap  # the fence's body, parsed; {} when empty
     line: int | None
 
-    @property
-    def options(self) -> dict[str, Any]:
-        return dict(self.body)
-
     def line_of(self, key: str) -> int | None:
         """The file line of ``key`` in the body (the fence's line when unknown)."""
         return self.body.key_lines.get(key, self.line)
 
-    def text_options(self, known: set[str] | None = None) -> dict[str, str]:
-        """The body's keys as ``name: text`` options; ``known`` limits the names."""
+    def text_options(self, known: set[str] | None = None, skip: str = "") -> dict[str, str]:
+        """The body's keys but ``skip`` as ``name: text`` options; ``known`` limits the names."""
         options: dict[str, str] = {}
         for key, value in self.body.items():
+            if key == skip:
+                continue
             if known is not None and key not in known:
                 raise DirectiveError(f"{{{self.name}}} has no option {key!r}", self.line_of(key))
             if not OPTION_KEY.match(key):

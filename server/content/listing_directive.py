@@ -1,38 +1,13 @@
 """The ``{listing}`` directive: show a Lua script exactly as the server runs it.
 
-Markdown (argument forms)::
-
-    ```{listing} enqueue_flow.lua            the whole file
-    ```
-    ```{listing} enqueue_flow.lua#2          one marked move (-- @move 2: ...)
-    ```
-    ```{listing} complete.lua#lines=10-30    a line range, inclusive
-    caption: the fan-in branch
-    ```
-    ```{listing} server/emq/flows.py::add    one host function, by name
-    fold: How `flows.add` picks its path
-    ```
-
-``fold: <summary>`` folds the listing into a ``<details>`` whose one-line
-summary (inline Markdown) says what is inside: for plumbing a learner may
-open, never for the script a widget runs.
-
-A host listing (``server/<path>.py::<function>``) is cut by
-:mod:`.host_code`; a function that no longer exists fails the course load.
-
-Parse (core rule ``listing_directive``): reads the file through a script
-source (see :mod:`server.content.scripts`) and stores the numbered lines, each
-tagged with the move it belongs to, in a ``listing`` token. A missing script,
-move or range is an error at load time.
-
-Render (rule ``listing``)::
-
-    <figure class="listing" data-script="enqueue_flow" data-move="2">
-      <figcaption>…</figcaption>
-      <pre tabindex="0"><code class="language-lua"><span class="line" data-line="12" data-move="2">…</span>
-    …</code></pre></figure>
-
-Every line is escaped; ``data-move`` is left off lines outside any move.
+The argument is ``NAME.lua`` (the whole script, includes expanded),
+``NAME.lua#2`` (one ``-- @move``), ``NAME.lua#lines=10-30`` (inclusive), or
+``server/PATH.py::FUNCTION`` (a host function, :mod:`.host_code`). Options:
+``caption:``, and ``fold: <summary>``, which folds the listing into a
+``<details>`` (for plumbing a learner may open, never for a widget's script).
+A missing script, move, range or function fails the course load. It renders
+as a ``<figure class="listing">`` of escaped ``<span class="line">`` lines,
+each with its ``data-line`` and, inside a move, ``data-move``.
 """
 
 from __future__ import annotations
@@ -53,8 +28,8 @@ from server.emq.includes import helpers_shown
 
 from .directive import as_leaf, find_directive
 from .errors import DirectiveError
-from .host_code import HostFiles, HostSource, render_host_listing, resolve_host_listing
-from .scripts import DISPLAY_DIR, ScriptMissing, ScriptSource, default_scripts
+from .host_code import HOST_ARGUMENT, HostFiles, HostFunction, HostMissing, HostSource
+from .scripts import DISPLAY_DIR, RegistryScripts, ScriptMissing, ScriptSource
 
 _ARGUMENT = re.compile(
     r"^(?P<stem>[A-Za-z0-9_]+)\.lua"
@@ -73,7 +48,7 @@ class ListingLine:
 def listing_plugin(
     md: MarkdownIt, scripts: ScriptSource | None = None, host: HostSource | None = None
 ) -> None:
-    source = scripts if scripts is not None else default_scripts()
+    source = scripts if scripts is not None else RegistryScripts()
     host_files = host if host is not None else HostFiles()
 
     def listing_directive(state: StateCore) -> None:
@@ -83,9 +58,10 @@ def listing_plugin(
                 continue
             arg, opts, where = directive.argument, directive.text_options(KNOWN_OPTIONS), directive.line
             as_leaf(token, "listing", "figure")
-            # server/…py::name is a host function; anything else a Lua script
-            meta = resolve_host_listing(host_files, arg, opts, where)
-            token.meta = meta if meta is not None else _resolve(source, arg, opts, where)
+            if HOST_ARGUMENT.match(arg):
+                token.meta = _resolve_host(host_files, arg, opts, where)
+            else:
+                token.meta = _resolve(source, arg, opts, where)
             fold = opts.get("fold", "").strip()
             if "fold" in opts and not fold:
                 raise DirectiveError("{listing} fold: needs a one-line summary", directive.line_of("fold"))
@@ -93,6 +69,15 @@ def listing_plugin(
 
     md.core.ruler.after("block", "listing_directive", listing_directive)
     md.add_render_rule("listing", render_listing)
+
+
+def _resolve_host(source: HostSource, argument: str, options: dict[str, str], line: int | None) -> dict[str, Any]:
+    path, _, name = argument.partition("::")
+    try:
+        found = source.function(path, name)
+    except (HostMissing, SyntaxError) as exc:
+        raise DirectiveError(f"{{listing}} {argument}: {exc}", line) from None
+    return {"host": found, "caption": options.get("caption")}
 
 
 def _resolve(source: ScriptSource, argument: str, options: dict[str, str], line: int | None) -> dict[str, Any]:
@@ -161,11 +146,19 @@ def render_listing(
     self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
 ) -> str:
     meta = tokens[idx].meta
-    figure = render_host_listing(meta) if "host" in meta else _render_script(meta)
+    figure = _render_host(meta["host"], meta["caption"]) if "host" in meta else _render_script(meta)
     if not meta.get("fold_html"):
         return figure
     # Folded plumbing: the summary says what is inside, one click opens it.
     return f'<details class="listing-fold"><summary>{meta["fold_html"]}</summary>\n{figure}</details>\n'
+
+
+def _render_host(found: HostFunction, note: str | None) -> str:
+    caption = (f"<code>{escapeHtml(found.path)}</code> · <code>{escapeHtml(found.name)}</code>"
+               f" · lines {found.first_line}–{found.last_line}")
+    lines = [ListingLine(number, text, None) for number, text in enumerate(found.lines, start=found.first_line)]
+    where = escapeHtml(f"{found.path}::{found.name}")
+    return _figure("listing listing-host", f' data-host="{where}"', caption, note, lines, "python")
 
 
 def _render_script(meta: dict[str, Any]) -> str:
@@ -181,12 +174,17 @@ def _render_script(meta: dict[str, Any]) -> str:
     elif meta.get("includes"):  # the whole script: say which helpers it shows
         detail = " · includes expanded: " + ", ".join(escapeHtml(name) for name in meta["includes"])
     caption = f"<code>{escapeHtml(meta['file'])}</code>{detail}"
-    if meta["caption"]:
-        caption += f' <span class="listing-note">— {escapeHtml(meta["caption"])}</span>'
-    body = "\n".join(_render_line(line) for line in meta["lines"])
+    return _figure("listing", attrs, caption, meta["caption"], meta["lines"], "lua")
+
+
+def _figure(classes: str, attrs: str, caption: str, note: str | None, lines: Sequence[ListingLine],
+            language: str) -> str:
+    if note:
+        caption += f' <span class="listing-note">— {escapeHtml(note)}</span>'
+    body = "\n".join(_render_line(line) for line in lines)
     return (
-        f'<figure class="listing"{attrs}><figcaption>{caption}</figcaption>'
-        f'<pre tabindex="0"><code class="language-lua">{body}\n</code></pre></figure>\n'
+        f'<figure class="{classes}"{attrs}><figcaption>{caption}</figcaption>'
+        f'<pre tabindex="0"><code class="language-{language}">{body}\n</code></pre></figure>\n'
     )
 
 

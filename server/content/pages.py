@@ -1,54 +1,21 @@
 """A page of the course: one ``site/content/**/*.md`` file, parsed.
 
-Files and URLs::
-
-    site/content/index.md              ->  /                 (the course index)
-    site/content/<hub>/index.md        ->  /<hub>            (a hub: flows, batches)
-    site/content/<hub>/<slug>.md       ->  /<hub>/<slug>     (a dive)
-
-Each file opens with YAML front matter (:mod:`.frontmatter`). Fields:
-
-==============  ======  =====================================================
-field           pages   meaning
-==============  ======  =====================================================
-title           all     the page's h1
-lede            all     one paragraph under the title (inline Markdown)
-kicker          all     optional; a dive's default is "<Hub title> · dive NN"
-order           hub,    a hub's place on the index / a dive's place in its
-                dive    hub (a whole number)
-summary         dive    optional one line for lists (defaults to the lede)
-pattern         dive    the pattern, one sentence (inline Markdown)
-implementation  dive    the implementation, one sentence (inline Markdown)
-recap           dive    the recap paragraph (inline Markdown)
-next            dive    a link entry: what to read next
-related         dive    list of link entries: "Related in this course"
-sources         dive    list of sources: title, href (http/https), note
-==============  ======  =====================================================
-
-Dives are numbered in the course's own order, across hubs: the hubs by
-their ``order``, the dives of each hub by theirs. That number is the "NN"
-of the kicker, and Previous / Next follow the same order, from the first
-dive of the first hub to the last dive of the last.
-
-A *link entry* is a mapping with ``note`` and one of:
-
-* ``page: /flows/cross-queue`` — a page of this site; it must exist (loading
-  fails otherwise), and its title is used unless ``title`` is given;
-* ``href: https://…`` with ``title`` — an external page;
-* ``title`` alone — resolved against the site's page titles; when no page
-  matches, it is shown as plain text marked "(not in Flows Lab)", never as a
-  link.
-
-Loading (:mod:`.page_loader`) checks every internal link of every body: it
-must name a page of the course (and, with a ``#fragment``, an id on that
-page). Navigation (hub listing, previous/next) comes from ``order``, never
-from lists kept in templates.
+``index.md`` is ``/``, ``<hub>/index.md`` the hub ``/<hub>``, ``<hub>/<slug>.md``
+a dive at ``/<hub>/<slug>``. Front matter: every page has ``title`` and ``lede``
+(inline Markdown) and may set ``kicker``; hubs and dives have an ``order``;
+dives have ``pattern``, ``implementation``, ``recap``, ``next`` and ``sources``,
+and may have ``summary`` and ``related``. A link entry (``next``, ``related``)
+has a ``note`` and one of ``page: /path`` (must exist), ``href`` with a
+``title`` (external), or a ``title`` alone (matched to a page's title; no match
+is plain text, never a dead link). Dives are numbered across the course (hub
+order, then dive order): the kicker's "NN", and Previous / Next.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -65,7 +32,6 @@ STATIC_DIR = Path(__file__).resolve().parents[2] / "site" / "static"
 DIVE_PAGE_IDS = ("main", "pattern-and-implementation", "recap", "next", "references")
 
 RenderWidget = Callable[[str, dict[str, Any]], str]
-RenderPlacement = Callable[[Placement], str]
 PageKind = Literal["index", "hub", "dive"]
 
 
@@ -120,24 +86,11 @@ class Page:
     prev_page: Page | None = field(default=None, repr=False)
     next_page: Page | None = field(default=None, repr=False)
     md: MarkdownIt | None = field(default=None, repr=False)
-    _html: str | None = field(default=None, repr=False)
 
     # -- front matter fields -------------------------------------------------
     @property
     def pattern(self) -> str:
         return str(self.meta.get("pattern", ""))
-
-    @property
-    def implementation(self) -> str:
-        return str(self.meta.get("implementation", ""))
-
-    @property
-    def recap(self) -> str:
-        return str(self.meta.get("recap", ""))
-
-    @property
-    def summary(self) -> str:
-        return str(self.meta.get("summary") or self.lede)
 
     def inline(self, name: str) -> Markup:
         """A front matter text field rendered as inline Markdown (raw HTML
@@ -154,26 +107,16 @@ class Page:
         return self.inline("summary") if self.meta.get("summary") else self.lede_html
 
     # -- body ----------------------------------------------------------------
-    def render_body(
-        self, render_widget: RenderWidget | None = None, *, render_placement: RenderPlacement | None = None
-    ) -> Markup:
-        """The body HTML. Each widget is drawn by ``render_placement(placement)``
-        when given (the placement carries the questions), else by
-        ``render_widget(name, options)``; with neither, an empty slot."""
-        env: dict[str, Any] = {}
-        if render_widget is not None:
-            env["render_widget"] = render_widget
-        if render_placement is not None:
-            env["render_placement"] = render_placement
+    def render_body(self, render_widget: RenderWidget | None = None) -> Markup:
+        """The body HTML, each widget drawn by ``render_widget(name, options)`` (else an empty slot)."""
+        env: dict[str, Any] = {"render_widget": render_widget} if render_widget is not None else {}
         md = self._parser()
         return Markup(md.renderer.render(self.tokens, md.options, env))
 
-    @property
+    @cached_property
     def html(self) -> Markup:
-        """The body with empty widget slots (cached)."""
-        if self._html is None:
-            self._html = self.render_body(None)
-        return Markup(self._html)
+        """The body with empty widget slots."""
+        return self.render_body(None)
 
     @property
     def ids(self) -> set[str]:

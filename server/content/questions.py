@@ -9,23 +9,14 @@ answer to that action judges it. The author writes it in the dive::
         legend: "Predict: what will :dependencies be after this completion?"
         reading: dependencies          # the widget's named reading, judged after the action
         when: children-outstanding     # optional: a reading true while the question is open
-        answer: number                 # number | choice
+        answer: number                 # number | choice (then choices: value -> label)
         says: ":dependencies = {value}"
         feedback:                      # shown only for that answer, when Valkey disagreed
           - answer: before             # a literal, or before / before-N / before+N
             text: "That is the count before this completion; …"
 
-``choices`` (for ``answer: choice``) maps each value the reading can return
-to the label the learner picks; ``says`` fills ``{value}`` with that label,
-so a label reads well both as an option and in the verdict's sentence
-("Valkey holds the parent failed, in dead"). The list order is the order of
-preference: when two questions on one action are open at once, the first is
-asked.
-
-This module checks the declaration's shape only. Whether a widget has that
-action and those readings is for the widgets layer to say, through
-``Course.placements()`` or ``load_course(check_placement=…)``: the names here
-are names, never Python.
+This checks the declaration's shape only; whether the widget has that action
+and those readings is for the widgets layer (``load_course(check_placement=…)``).
 """
 
 from __future__ import annotations
@@ -57,25 +48,6 @@ class FeedbackSpec:
     text: str
     line: int
 
-    @property
-    def offset(self) -> int | None:
-        """How far from the reading before the action (None: a literal answer)."""
-        match = RELATIVE.match(self.answer)
-        if match is None:
-            return None
-        step = int(match.group("step") or 0)
-        return -step if match.group("sign") == "-" else step
-
-    def target(self, before: object) -> str | None:
-        """The answer this feedback is for, given the reading before the action
-        (a relative answer needs a whole number there; otherwise None)."""
-        offset = self.offset
-        if offset is None:
-            return self.answer
-        if isinstance(before, bool) or not isinstance(before, int | str) or not INTEGER.match(str(before)):
-            return None
-        return str(int(before) + offset)
-
 
 @dataclass(frozen=True)
 class QuestionSpec:
@@ -89,23 +61,6 @@ class QuestionSpec:
     says: str  # the fact in words; "{value}" is what Valkey holds (a choice by its label)
     feedback: tuple[FeedbackSpec, ...]
     line: int
-
-    def words(self, value: object) -> str:
-        """A value as the learner reads it: a choice by its label."""
-        return dict(self.choices).get(str(value), str(value))
-
-    def fact(self, value: object) -> str:
-        return self.says.format(value=self.words(value))
-
-    def feedback_for(self, given: object, before: object, truth: object) -> str | None:
-        """The authored text for this wrong answer, or None (right, or none written)."""
-        if _same(given, truth):
-            return None
-        for item in self.feedback:
-            target = item.target(before)
-            if target is not None and _same(given, target):
-                return item.text
-        return None
 
     def as_json(self) -> dict[str, Any]:
         """The declaration as plain data (choices as [value, label] pairs)."""
@@ -231,10 +186,3 @@ def _check_feedback_answer(question: QuestionSpec, answer: str, line: int) -> No
     elif not RELATIVE.match(answer) and not INTEGER.match(answer):
         raise DirectiveError(f"feedback answer {answer!r} is a whole number, before, before-N or before+N", line)
 
-
-def _same(a: object, b: object) -> bool:
-    """Equal as the learner means it: 2 and "2" (and " 2") are one answer."""
-    left, right = str(a).strip(), str(b).strip()
-    if INTEGER.match(left) and INTEGER.match(right):
-        return int(left) == int(right)
-    return left == right

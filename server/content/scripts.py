@@ -1,21 +1,9 @@
 """Where listings read Lua from: the very files the server runs.
 
-The listing directive asks a *script source* for two things:
-
-* ``script_source(stem) -> str`` — the whole file, ``stem`` without ``.lua``;
-* ``moves(stem) -> list[Move]`` — the stepper's moves, each with ``number``,
-  ``title``, ``first_line`` and ``last_line`` (1-based, inclusive).
-
-In the app this is the host library's registry (``server.emq.registry``),
-which loads ``server/emq/scripts/*.lua`` for Valkey. Tests, or any code that
-wants another folder, pass a :class:`DirScripts` pointed at it; it reads the
-same ``-- @move <n>: <title>`` markers on its own.
-
-Either way the text is the script *as the server runs it*: every
-``-- @include <name>`` line expanded (by the host library's include step)
-into the helper's lines between a ``-- ▼ included from includes/<name>.lua``
-and a ``-- ▲ end of …`` comment, so a listing shows each shared rule where it
-runs and its line numbers are those of the registered text.
+A *script source* gives ``script_source(stem)`` (the text as the server runs
+it, includes expanded, so a listing's line numbers are the registered text's)
+and ``moves(stem)``. The app reads the host library's registry; tests point a
+:class:`DirScripts` at a folder of their own.
 """
 
 from __future__ import annotations
@@ -26,14 +14,11 @@ from typing import Any, Protocol
 from server.emq import registry
 from server.emq.includes import IncludeError, expand
 
-SCRIPTS_DIR = registry.SCRIPTS_DIR
 DISPLAY_DIR = "server/emq/scripts"
-
-Move = registry.Move  # one Move for the registry and the listings
 
 
 class ScriptMissing(LookupError):
-    pass
+    """No such script, or one whose includes do not expand."""
 
 
 class ScriptSource(Protocol):
@@ -42,7 +27,7 @@ class ScriptSource(Protocol):
     def moves(self, stem: str) -> list[Any]: ...
 
 
-def cut_moves(source: str) -> list[Move]:
+def cut_moves(source: str) -> list[registry.Move]:
     """Split a script at its ``-- @move`` markers: the host library's one cutter."""
     return list(registry.cut_moves(source))
 
@@ -64,7 +49,7 @@ class DirScripts:
         except IncludeError as exc:
             raise ScriptMissing(str(exc)) from None
 
-    def moves(self, stem: str) -> list[Move]:
+    def moves(self, stem: str) -> list[registry.Move]:
         return cut_moves(self.script_source(stem))
 
 
@@ -80,9 +65,4 @@ class RegistryScripts:
             raise ScriptMissing(f"no script {stem}.lua in the registry: {exc}") from None
 
     def moves(self, stem: str) -> list[Any]:
-        return list(registry.moves(stem))
-
-
-def default_scripts() -> ScriptSource:
-    """The registry: the files the server runs, includes expanded."""
-    return RegistryScripts()
+        return registry.moves(stem)

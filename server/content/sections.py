@@ -1,7 +1,6 @@
 """Group a page body into sections, one per ``## `` heading.
 
-Parse (core rule ``dive_sections``, after the anchors rule has given every h2
-its slug): the top-level tokens from one h2 to the next become::
+Core rule ``dive_sections`` (after the anchors rule has slugged every h2)::
 
     <section class="dive-section has-aside" id="SLUG">
       <div class="prose"><h2 id="SLUG-title">…</h2> …what comes before the widget…</div>
@@ -9,17 +8,10 @@ its slug): the top-level tokens from one h2 to the next become::
       <div class="prose prose-after">…what comes after it: the long reading…</div>
     </section>
 
-The section is cut where its first widget is written. On a wide screen the
-aside is a sticky column beside both prose parts; on a phone the three follow
-each other, so the widget comes right after the words that introduce it and
-the long reading follows it: hands-on first, wherever the author put the
-widget, not after the whole section. Every top-level widget of the section
-moves into the aside in the order it appears; a section with no widget is
-one ``<div class="prose">`` and has no aside. Anything before the first h2 is
-wrapped in ``<div class="prose dive-intro">``. The section list (id, title) is
-left in ``env["sections"]`` for the page's navigation row.
-
-Render: one small rule per token type added here.
+The section is cut at its first widget, so on a phone (one column) the widget
+follows the words that introduce it and the long reading follows it. A section
+with no widget is one ``<div class="prose">``; anything before the first h2 is
+a ``<div class="prose dive-intro">``. ``env["sections"]`` lists (id, title).
 """
 
 from __future__ import annotations
@@ -39,11 +31,7 @@ ASIDE_TYPES = frozenset({"widget"})
 
 
 def heading_text(inline: Token) -> str:
-    parts = []
-    for child in inline.children or []:
-        if child.type in {"text", "code_inline"}:
-            parts.append(child.content)
-    return "".join(parts).strip()
+    return "".join(c.content for c in inline.children or [] if c.type in {"text", "code_inline"}).strip()
 
 
 def sections_plugin(md: MarkdownIt) -> None:
@@ -62,9 +50,9 @@ def sections_plugin(md: MarkdownIt) -> None:
         out.extend(t for t in intro if t.type == "front_matter")
         intro = [t for t in intro if t.type != "front_matter"]
         if intro:
-            out.append(_marker(state, "dive_intro_open"))
+            out.append(_marker("dive_intro_open"))
             out.extend(intro)
-            out.append(_marker(state, "dive_intro_close"))
+            out.append(_marker("dive_intro_close"))
         bounds = [*starts, len(tokens)]
         for first, end in itertools.pairwise(bounds):
             heading = tokens[first]
@@ -80,32 +68,29 @@ def sections_plugin(md: MarkdownIt) -> None:
             aside = [t for t, aside in zip(chunk, in_aside, strict=True) if aside]
             meta = {"id": slug, "title_id": title_id, "title": title, "aside": bool(aside)}
             found.append(meta)
-            out.append(_marker(state, "dive_section_open", meta))
-            out.append(_marker(state, "dive_prose_open"))
+            out.append(_marker("dive_section_open", meta))
+            out.append(_marker("dive_prose_open"))
             out.extend(before)
-            out.append(_marker(state, "dive_prose_close"))
+            out.append(_marker("dive_prose_close"))
             if aside:
-                out.append(_marker(state, "dive_aside_open", meta))
+                out.append(_marker("dive_aside_open", meta))
                 out.extend(aside)
-                out.append(_marker(state, "dive_aside_close"))
+                out.append(_marker("dive_aside_close"))
             if after:
-                out.append(_marker(state, "dive_after_open"))
+                out.append(_marker("dive_after_open"))
                 out.extend(after)
-                out.append(_marker(state, "dive_prose_close"))
-            out.append(_marker(state, "dive_section_close"))
+                out.append(_marker("dive_prose_close"))
+            out.append(_marker("dive_section_close"))
         state.tokens = out
         if isinstance(state.env, dict):
             state.env["sections"] = [{"id": m["id"], "title": m["title"]} for m in found]
 
-    if "anchor" in md.core.ruler.get_all_rules():
-        md.core.ruler.after("anchor", "dive_sections", dive_sections)
-    else:
-        md.core.ruler.push("dive_sections", dive_sections)
+    md.core.ruler.after("anchor", "dive_sections", dive_sections)
     for name, fn in _RENDER.items():
         md.add_render_rule(name, fn)
 
 
-def _marker(state: StateCore, kind: str, meta: dict[str, Any] | None = None) -> Token:
+def _marker(kind: str, meta: dict[str, Any] | None = None) -> Token:
     token = Token(kind, "", 0)
     token.block = True
     token.meta = dict(meta or {})

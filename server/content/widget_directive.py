@@ -1,32 +1,10 @@
 """The ``{widget}`` directive: a live widget placed in a dive.
 
-Markdown::
-
-    ```{widget} fanin
-    questions:
-      - id: deps-after-complete
-        action: complete-child
-        …
-    ```
-
-    ```{widget} console
-    try-1: GET emq:{fanin}:job:JOBparent:dependencies
-    ```
-
-The body is a YAML mapping (:mod:`.directive`). ``questions:`` is the list of
-questions asked on the widget (:mod:`.questions`); every other key is a plain
-text option for the widget's partial (the console's ``try-N`` examples).
-
-Parse (core rule ``widget_directive``): every ``{widget}`` fence becomes a
-``widget`` token whose ``meta`` is ``{"name", "options", "placement"}``,
-``placement`` a :class:`Placement`. A name outside the known set is an error
-at load time. The known set comes from the plugin parameter ``known`` or from
-``env["known_widgets"]``; when neither is given, any well-formed name is
-accepted.
-
-Render (rule ``widget``): ``env["render_placement"](placement)`` when the app
-gives it, else ``env["render_widget"](name, options)``; with neither, an empty
-slot, ``<div class="widget-slot" data-widget="name"></div>``.
+Its body is a YAML mapping: ``questions:`` lists the questions asked on the
+widget (:mod:`.questions`); every other key is a text option for the widget's
+partial (the console's ``try-N`` examples). A name outside the known set fails
+the load. It renders as ``env["render_widget"](name, options)`` when the app
+gives one, else an empty ``<div class="widget-slot" data-widget="name">``.
 """
 
 from __future__ import annotations
@@ -75,32 +53,22 @@ def placement_of(directive: Directive) -> Placement:
     questions: tuple[QuestionSpec, ...] = ()
     if "questions" in body:
         questions = parse_questions(body["questions"], body.line_of("questions"))
-    plain = Directive(directive.name, directive.argument, _without(body, "questions"), directive.line)
-    return Placement(directive.argument, plain.text_options(), questions, directive.line)
+    return Placement(directive.argument, directive.text_options(skip="questions"), questions, directive.line)
 
 
 def widget_plugin(md: MarkdownIt, known: Iterable[str] | None = None) -> None:
-    plugin_known = frozenset(known) if known is not None else None
+    allowed = frozenset(known) if known is not None else None
 
     def widget_directive(state: StateCore) -> None:
-        env_known = state.env.get("known_widgets") if isinstance(state.env, dict) else None
-        allowed = plugin_known
-        if allowed is None and env_known is not None:
-            allowed = frozenset(env_known)
         for token in state.tokens:
             directive = find_directive(token, "widget")
             if directive is None:
                 continue
             name = directive.argument
             if not WIDGET_NAME.match(name):
-                raise DirectiveError(
-                    f"{{widget}} needs one widget name, got {name!r}", directive.line
-                )
+                raise DirectiveError(f"{{widget}} needs one widget name, got {name!r}", directive.line)
             if allowed is not None and name not in allowed:
-                raise DirectiveError(
-                    f"unknown widget {name!r} (known: {', '.join(sorted(allowed))})",
-                    directive.line,
-                )
+                raise DirectiveError(f"unknown widget {name!r} (known: {', '.join(sorted(allowed))})", directive.line)
             placement = placement_of(directive)
             as_leaf(token, "widget", "div")
             token.meta = {"name": name, "options": placement.options, "placement": placement}
@@ -111,20 +79,9 @@ def widget_plugin(md: MarkdownIt, known: Iterable[str] | None = None) -> None:
 
 def render_widget(self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     meta = tokens[idx].meta
-    hooks = env if isinstance(env, dict) else {}
-    html: str | None = None
-    if hooks.get("render_placement") is not None:
-        html = hooks["render_placement"](meta["placement"])
-    elif hooks.get("render_widget") is not None:
-        html = hooks["render_widget"](meta["name"], dict(meta["options"]))
+    draw = env.get("render_widget") if isinstance(env, dict) else None
+    html: str | None = draw(meta["name"], dict(meta["options"])) if draw is not None else None
     if html is None:
         return f'<div class="widget-slot" data-widget="{escapeHtml(meta["name"])}"></div>\n'
     return html if html.endswith("\n") else html + "\n"
 
-
-def _without(body: Any, key: str) -> Any:
-    """A copy of the body mapping without ``key``, its line numbers kept."""
-    copy = type(body)((k, v) for k, v in body.items() if k != key)
-    copy.line = body.line
-    copy.key_lines = {k: n for k, n in body.key_lines.items() if k != key}
-    return copy

@@ -1,21 +1,11 @@
 """YAML as the course's authors write it: plain text, with the line of every value.
 
-Front matter and the body of a ``{widget}`` or ``{listing}`` fence are YAML,
-read by PyYAML. Two choices differ from ``yaml.safe_load``, each on purpose:
-
-* **Every scalar stays text.** Under ``safe_load`` a choice written ``no:``
-  becomes the boolean ``False``, ``1.10`` the float ``1.1`` and ``2024-01-02``
-  a date; an author's words would change meaning silently. The document is
-  composed with ``yaml.BaseLoader`` (no tags resolved, no objects built: as
-  safe as ``safe_load``) and each scalar is kept as the string written; the
-  schema that reads it converts what it needs (``order`` to an int).
-* **Every mapping and list knows its lines.** A later check (a link entry
-  naming no page, a question missing a field) names the line it is about,
-  not just the file. :class:`YamlMap` and :class:`YamlList` are a ``dict`` and
-  a ``list`` with those line numbers beside them.
-
-A key given twice is an error (PyYAML would keep the last one without a
-word), and so is a key that is not plain text.
+Front matter and directive bodies are composed with ``yaml.BaseLoader`` (no
+tags resolved: as safe as ``safe_load``) and every scalar stays the string
+written, so ``no:`` is not ``False`` nor ``1.10`` the float ``1.1``; the schema
+converts what it needs. :class:`YamlMap` and :class:`YamlList` carry the line
+of each key and item, so a later check names the line it is about. A key given
+twice is an error (PyYAML would silently keep the last).
 """
 
 from __future__ import annotations
@@ -32,9 +22,6 @@ _MAX_DEPTH = 12
 
 class YamlError(ContentError):
     """The text is not YAML, or not YAML this pipeline accepts; ``line`` is 1-based."""
-
-    def __init__(self, message: str, line: int | None) -> None:
-        super().__init__(message, line=line)
 
 
 class YamlMap(dict[str, Any]):

@@ -1,10 +1,7 @@
-"""Typed exceptions for the replies the scripts refuse with.
+"""Typed exceptions for the scripts' refusals (``EMQKIND``, ``EMQSTALE``, ``EMQSTATE``).
 
-The scripts answer a refusal with an error reply whose first word is a code
-(``EMQKIND``, ``EMQSTALE``, ``EMQSTATE``). ``translate`` turns redis-py's
-``ResponseError`` into the matching class and keeps the server's whole text as
-the message, so ``str(exc)`` is what Valkey said. ``Gone`` has no error reply:
-the scripts answer 0 for a missing row and the host raises it.
+``str(exc)`` is what Valkey said. ``Gone`` has no error reply: the scripts
+answer 0 for a missing row and the host raises it.
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ class EmqError(Exception):
     @property
     def code(self) -> str:
         """The reply's first word, e.g. ``EMQKIND``."""
-        return self.message.split(" ", 1)[0] if self.message else ""
+        return self.message.split(" ", 1)[0]
 
 
 class KindRefused(EmqError):

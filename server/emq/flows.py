@@ -1,16 +1,10 @@
 """Adding flows: ``add``, ``add_bulk`` and the three paths ``add`` picks from.
 
-``add`` checks the flow (``shape.parse_flow``: shape and every id, before any
-wire) and then takes the first path that fits:
-
-1. a child with children of its own: a tree, walked host-side, parent first;
-2. a child in another queue: the cross-queue add, parent first, fail-closed;
-3. otherwise: one atomic ``enqueue_flow`` on the queue's slot.
-
-Paths 1 and 2 share one walker: hold a parent (``hold_parent``), then land
-each child on its own slot (``enqueue_flow_child``, or ``hold_parent`` again
-for an inner node). The first refusal stops the walk and is raised; the
-parent stays held, and calling ``add`` again with the same ids resumes it.
+A flow is checked whole first (``shape.parse_flow``, before any wire). A tree or
+a cross-queue flow is walked host-side, parent first: hold the parent
+(``hold_parent``), then land each child on its own slot. The first refusal
+stops the walk and is raised; the parent stays held, and ``add`` again with
+the same ids resumes it. A same-queue flow is one atomic ``enqueue_flow``.
 """
 
 from __future__ import annotations
@@ -57,10 +51,6 @@ async def _sequential(conn: Conn, roots: list[Node]) -> list[Landed]:
     return landed
 
 
-def _landed(root: Node) -> Landed:
-    return root.id, [child.id for child in root.children]
-
-
 def _path(root: Node) -> str:
     if any(child.children for child in root.children):
         return "tree"
@@ -76,17 +66,14 @@ async def _add_node(conn: Conn, root: Node) -> Landed:
         # trees and cross-queue flows: parent first, then each child
         retry = await _hold(conn, root, None)
         await _land_children(conn, root, retry)
-    return _landed(root)
+    return root.id, [child.id for child in root.children]
 
 
 # --- path 3: the atomic same-queue add ---------------------------------------
 
 
 def enqueue_flow_call(queue: str, flow: Any) -> tuple[list[str], list[str]]:
-    """The KEYS and ARGV ``enqueue_flow`` runs with for a same-queue ``flow``.
-
-    The web stepper runs prefixes of the script with exactly these arguments.
-    """
+    """The KEYS and ARGV ``enqueue_flow`` runs with (the web stepper runs its prefixes with them)."""
     return _same_queue_call(parse_flow(queue, flow))
 
 
@@ -203,9 +190,8 @@ def walk_order(root: Node) -> list[tuple[Node, Node | None]]:
 
 
 async def land_node(conn: Conn, node: Node, up: Node | None) -> None:
-    """Land one node of the walk as ``add`` does on a first walk: hold a parent
-    (the root, or an inner node counted by ``up``), or land a leaf; then write
-    the node's policy on its row. The nodes before it must have landed."""
+    """Land one node as ``add``'s first walk does (hold a parent or land a leaf,
+    then write its policy); the nodes before it must have landed."""
     if node.children or up is None:
         already = await _hold(conn, node, up)
         if up is not None and not already:

@@ -1,24 +1,11 @@
-"""The include step: one shared Lua rule written once, pasted where it is used.
+"""The include step: a shared Lua rule written once, pasted where it is used.
 
-A script names a helper with a marker line of its own::
-
-    -- @include release_parent
-
-and ``expand`` replaces that line with the text of ``includes/release_parent.lua``,
-fenced by two comment lines, so whoever reads the expanded script (Valkey, the
-page's listing, ``SCRIPT LOAD`` by hand) sees where each rule came from::
-
-    -- ▼ included from includes/release_parent.lua
-    ...the helper's lines...
-    -- ▲ end of includes/release_parent.lua
-
-The expanded text is what the registry registers (its SHA is the SHA of the
-expanded text) and what the listings show, so "the listing is the text the
-server runs" holds with the rules shared. An include may include another; each
-helper is pasted once per script, at its first marker (a later marker for it
-becomes a one-line note), because its ``local function`` is then in scope for
-the rest of the chunk. A marker naming no file, or a cycle, raises
-``IncludeError`` when the script is first loaded, never at run time.
+A line ``-- @include release_parent`` becomes the text of
+``includes/release_parent.lua`` between a ``-- ▼ included from …`` and a
+``-- ▲ end of …`` fence line. The expanded text is what is registered (its SHA)
+and what the listings show. Each helper is pasted once per script, at its
+first marker (its ``local function`` is then in scope for the rest of the
+chunk). An unknown name or a cycle raises ``IncludeError`` at load, never at run.
 """
 
 from __future__ import annotations
@@ -63,12 +50,8 @@ def includes_of(source: str) -> list[str]:
 
 
 def expand(where: str, source: str, scripts_dir: Path) -> str:
-    """``source`` with every include marker replaced by its helper's text.
-
-    ``where`` names the source in error messages (e.g. ``complete.lua``);
-    helpers are read from ``scripts_dir / "includes"``. A text with no marker
-    comes back unchanged, byte for byte.
-    """
+    """``source`` with every marker replaced by its helper from ``scripts_dir/includes``
+    (``where`` names it in errors); a text with no marker comes back byte for byte."""
     if not includes_of(source):
         return source
     lines = _expand_lines(where, source, scripts_dir / FOLDER, pasted=set(), chain=())

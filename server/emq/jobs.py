@@ -1,22 +1,10 @@
-"""The job verbs: ``claim``, ``complete`` and ``fail``.
+"""The job verbs: ``claim``, ``complete`` and ``fail``, where the fan-in starts.
 
-``complete`` and ``fail`` are where the fan-in starts. Before running the
-script, the host reads the row's ``parent``, ``parent_queue`` and
-``parent_policy`` in one HMGET and passes the parent's keys as KEYS, so the
-script never builds a key out of a hash value. Which arm the script takes
-(flat, same-queue 'sq', cross-queue 'xq') follows from that read, and shows
-in the layout it is sent:
-
-* ``complete`` keeps the seed's: KEYS[1] active, KEYS[2] the row, ARGV[1..3]
-  the id, the token and the base; a same-queue child adds the parent's
-  ``:dependencies``, ``:processed`` and row as KEYS[3..5] and the parent's id
-  and the result as ARGV[4..5]; a cross-queue child sends KEYS[3] its
-  queue's outbox, ARGV[4..5] as above, ARGV[6] ``xq``, ARGV[7..8] the parent's
-  queue and the policy token.
-* ``fail`` sends four keys for a flat job, eight for a same-queue child (the
-  parent row, ``:dependencies``, ``:ignored`` and the pending set the 'id' arm
-  releases into), five for a cross-queue child (the outbox); the native
-  ``EMQ.FAIL`` refuses the eight- and five-key layouts by their count.
+Before running the script, the host reads the row's ``parent``,
+``parent_queue`` and ``parent_policy`` (one HMGET) and passes the parent's keys
+as KEYS, so the script never builds a key out of a hash value. The arm (flat,
+same-queue ``sq``, cross-queue ``xq``) shows in the layout sent: the native
+``EMQ.FAIL`` refuses the flow layouts by their key count.
 """
 
 from __future__ import annotations
@@ -35,21 +23,8 @@ from server.emq.wire import Conn, as_int, text
 
 # Re-exported: the public contract names them jobs.Stale and jobs.Gone.
 __all__ = [
-    "EmqError",
-    "Gone",
-    "KindRefused",
-    "Lineage",
-    "Stale",
-    "StateRefused",
-    "claim",
-    "complete",
-    "complete_call",
-    "fail",
-    "fail_call",
-    "lineage",
-    "lineage_of",
-    "policy_arm",
-    "requeue_lapsed",
+    "EmqError", "Gone", "KindRefused", "Lineage", "Stale", "StateRefused", "claim", "complete",
+    "complete_call", "fail", "fail_call", "lineage", "lineage_of", "policy_arm", "requeue_lapsed",
 ]
 
 Mode = Literal["", "sq", "xq"]
@@ -107,17 +82,12 @@ def _as_value(value: Any, default: str) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
-def _claim_call(queue: str, lease_ms: int) -> tuple[str, list[str], list[Any]]:
-    return ("claim", [keyspace.queue_key(queue, "pending"), keyspace.queue_key(queue, "active")],
-            [keyspace.base(queue), int(lease_ms)])
-
-
 async def claim(conn: Conn, queue: str, lease_ms: int = 30000) -> tuple[str, int] | None:
     """Take the lowest-scored pending job; ``(job_id, token)`` or None."""
-    return _claimed(await registry.run(conn, *_claim_call(queue, lease_ms)))
-
-
-def _claimed(reply: Any) -> tuple[str, int] | None:
+    reply = await registry.run(
+        conn, "claim", [keyspace.queue_key(queue, "pending"), keyspace.queue_key(queue, "active")],
+        [keyspace.base(queue), int(lease_ms)],
+    )
     if not reply:
         return None
     job_id, token = reply
@@ -162,13 +132,10 @@ async def complete(
     conn: Conn, queue: str, job_id: str, token: int | str, result: Any = None,
     *, line: Lineage | None = None, tail: list[tuple[Any, ...]] | None = None,
 ) -> None:
-    """Complete a claimed job. Raises ``Stale`` (wrong token) or ``Gone`` (no row).
+    """Complete a claimed job (recording ``result``, else its own id). Raises ``Stale`` or ``Gone``.
 
-    The recorded result is ``result``, or the job's own id when none is given.
-    ``line``: the row's lineage when the caller read its parent fields already
-    (``lineage_of``); otherwise one HMGET reads them. ``tail``: a list the
-    best-effort DEL of the job's ``:logs`` is appended to, for the caller's
-    next round trip, instead of being sent here.
+    ``line``: the row's lineage when the caller has read it (else one HMGET).
+    ``tail``: where the best-effort DEL of ``:logs`` goes, for the caller's next round trip.
     """
     if line is None:
         line = await lineage(conn, queue, job_id)
@@ -179,28 +146,18 @@ async def complete(
     await _drop_logs(conn, queue, job_id, tail)
 
 
-def _logs_del(queue: str, job_id: str) -> tuple[Any, ...]:
-    return ("DEL", keyspace.logs_key(queue, job_id))
-
-
 async def _drop_logs(conn: Conn, queue: str, job_id: str, tail: list[tuple[Any, ...]] | None) -> None:
-    """Logs of a finished job are dead weight; losing this DEL only leaves a
-    key. With a `tail`, the DEL rides the caller's next round trip."""
+    # Logs of a finished job are dead weight; losing this DEL only leaves a key.
+    command = ("DEL", keyspace.logs_key(queue, job_id))
     if tail is not None:
-        tail.append(_logs_del(queue, job_id))
+        tail.append(command)
         return
     with contextlib.suppress(RedisError):
-        await conn.execute_command(*_logs_del(queue, job_id))
+        await conn.execute_command(*command)
 
 
 def fail_call(
-    queue: str,
-    job_id: str,
-    token: int | str,
-    line: Lineage,
-    error: str,
-    max_attempts: int,
-    backoff_ms: int,
+    queue: str, job_id: str, token: int | str, line: Lineage, error: str, max_attempts: int, backoff_ms: int,
 ) -> tuple[list[str], list[str]]:
     """The KEYS and ARGV ``fail.lua`` runs with: 4, 8 or 5 keys by the arm."""
     keys = [
@@ -235,20 +192,11 @@ def fail_call(
 
 
 async def fail(
-    conn: Conn,
-    queue: str,
-    job_id: str,
-    token: int | str,
-    error: str,
-    max_attempts: int,
-    backoff_ms: int = 1000,
-    *, line: Lineage | None = None,
+    conn: Conn, queue: str, job_id: str, token: int | str, error: str, max_attempts: int,
+    backoff_ms: int = 1000, *, line: Lineage | None = None,
 ) -> str:
-    """Fail a claimed job: ``"scheduled"`` below the cap, ``"dead"`` at it.
-
-    At the cap a flow child's policy decides what happens to its parent.
-    Raises ``Stale`` or ``Gone`` like ``complete``; ``line`` as for ``complete``.
-    """
+    """Fail a claimed job: ``"scheduled"`` below the cap, ``"dead"`` at it (where a
+    flow child's policy decides its parent's fate). Raises and ``line`` as ``complete``."""
     if line is None:
         line = await lineage(conn, queue, job_id)
     keys, args = fail_call(queue, job_id, token, line, error, max_attempts, backoff_ms)

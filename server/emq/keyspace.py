@@ -1,30 +1,24 @@
 """The key grammar ``emq:{<queue>}:<suffix>`` and the host-side id gate.
 
-Every key the library builds goes through this module, so an ill-formed id or
-queue name is refused here (``BadId``) before anything reaches the wire. The
-queue name sits inside ``{...}``: it is the cluster hashtag, which keeps every
-key of one queue on one slot and lets one script touch them all.
+Every key the library builds goes through here, so an ill-formed id or queue
+name raises ``BadId`` before any wire. The queue inside ``{...}`` is the
+cluster hashtag: one queue's keys share one slot, so one script can touch them all.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from binascii import crc_hqx
 from typing import Final
+
+from redis.crc import key_slot
 
 # 1..128 characters of A-Z a-z 0-9 _ . -  (no braces, colons, globs, spaces).
 ID_RE: Final = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
-CLUSTER_SLOTS: Final = 16384
-
 
 class BadId(ValueError):
     """An id or queue name that is not well-formed; raised before any write."""
-
-
-def _well_formed(value: object) -> bool:
-    return isinstance(value, str) and _matches(value)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -34,20 +28,20 @@ def _matches(value: str) -> bool:
     return ID_RE.fullmatch(value) is not None
 
 
+def _checked(value: object, what: str) -> str:
+    if not isinstance(value, str) or not _matches(value):
+        raise BadId(f"ill-formed {what} {value!r}: want 1-128 chars of [A-Za-z0-9_.-]")
+    return value
+
+
 def check_id(job_id: object) -> str:
     """Return ``job_id`` unchanged when well-formed, else raise ``BadId``."""
-    if not _well_formed(job_id):
-        raise BadId(f"ill-formed job id {job_id!r}: want 1-128 chars of [A-Za-z0-9_.-]")
-    assert isinstance(job_id, str)
-    return job_id
+    return _checked(job_id, "job id")
 
 
 def check_queue(queue: object) -> str:
     """Return ``queue`` unchanged when well-formed, else raise ``BadId``."""
-    if not _well_formed(queue):
-        raise BadId(f"ill-formed queue name {queue!r}: want 1-128 chars of [A-Za-z0-9_.-]")
-    assert isinstance(queue, str)
-    return queue
+    return _checked(queue, "queue name")
 
 
 def slot_tag(queue: str) -> str:
@@ -72,10 +66,8 @@ def job_key(queue: str, job_id: str) -> str:
     return base(queue) + "job:" + check_id(job_id)
 
 
-# Cached (an ill-formed name raises, and a raise is never cached): one click
-# builds some sixty key names on the same two or three queues and few ids.
-# Only str arguments reach them; anything else is refused above (BadId), not
-# left to fail as an unhashable key.
+# Cached (a raise is never cached): one click builds some sixty key names on a
+# few queues and ids. Only str reaches them; anything else is refused above.
 @functools.lru_cache(maxsize=8192)
 def _base(queue: str) -> str:
     return f"emq:{slot_tag(queue)}:"
@@ -130,18 +122,8 @@ STATE_SETS: Final = ("pending", "active", "schedule", "dead")
 
 
 def hash_slot(key: str | bytes) -> int:
-    """The cluster slot of ``key`` (CRC16/XMODEM mod 16384, honoring ``{tag}``).
-
-    Only the text between the first ``{`` and the next ``}`` is hashed, when it
-    is non-empty; that is why all of one queue's keys share a slot.
-    """
-    raw = key.encode("utf-8") if isinstance(key, str) else key
-    opening = raw.find(b"{")
-    if opening != -1:
-        closing = raw.find(b"}", opening + 1)
-        if closing > opening + 1:
-            raw = raw[opening + 1 : closing]
-    return crc_hqx(raw, 0) % CLUSTER_SLOTS
+    """The cluster slot of ``key`` (only the text inside a non-empty ``{tag}`` is hashed)."""
+    return key_slot(key.encode("utf-8") if isinstance(key, str) else key)
 
 
 def queue_slot(queue: str) -> int:

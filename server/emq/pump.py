@@ -1,25 +1,13 @@
 """The outbox Pump: deliver cross-queue completions to their parents' slots.
 
-A cross-queue child cannot touch its parent's keys (another slot), so its
-``complete``/``fail`` appends an entry to its own queue's ``flow:outbox``. The
-Pump reads a page without removing it, applies each entry on the parent's slot
-(``flow_deliver``), stops at the first entry that does not deliver, and then
-trims exactly the delivered prefix (``outbox_trim``, compare-and-trim).
-
-A crash between read and trim delivers the page again; ``flow_deliver``'s
-HSETNX guard turns the repeats into no-ops. An entry that cannot be decoded
-or delivered is a poison entry: it never raises out of the Pump, it blocks
-the outbox at that point. The aged variant counts a blocked head and, past a
-bound, sets it aside on ``flow:outbox:poison`` so the outbox moves again.
-
-Whoever runs the Pump decides which entries it trusts: an entry is data a
-job's writer could forge, so `accept` (a caller's check of the decoded entry,
-e.g. "its parent queue is one of mine") makes a refused entry poison, never
-delivered. Every entry must name the outbox's own queue as its child's.
-
-Building blocks for the web widget: ``read_page`` + ``deliver_page`` +
-``trim`` is one tick; ``read_page`` + ``deliver_page`` alone is "crash
-before trim".
+A cross-queue child cannot touch its parent's keys (another slot), so it
+appends an entry to its own queue's ``flow:outbox``. The Pump reads a page
+without removing it, delivers each entry on the parent's slot
+(``flow_deliver``), stops at the first that does not deliver, and trims
+exactly the delivered prefix. A crash before the trim re-delivers; the HSETNX
+guard makes that harmless. An entry is data a job's writer could forge: one
+that cannot be decoded, names another child queue or is refused by the
+caller's ``accept`` is poison, and blocks the outbox (the aged variant sets it aside).
 """
 
 from __future__ import annotations
@@ -64,12 +52,8 @@ class OutboxEntry:
 
 @dataclass(frozen=True)
 class DeliveryReport:
-    """What ``deliver_page`` did with a page.
-
-    ``delivered`` is the length of the delivered prefix (the entries that may
-    be trimmed), duplicates included; ``duplicates`` is how many of those the
-    HSETNX guard refused; ``blocked`` is the raw entry delivery stopped at.
-    """
+    """What ``deliver_page`` did: the delivered prefix's length (duplicates included),
+    how many of those the HSETNX guard refused, and the raw entry it stopped at."""
 
     delivered: int
     duplicates: int
@@ -176,11 +160,8 @@ async def deliver_page(conn: Conn, queue: str, entries: Sequence[str],
 
 
 async def trim(conn: Conn, queue: str, entries_delivered: Sequence[str]) -> int:
-    """Pop the delivered entries off the head, only while they are still there.
-
-    Returns how many were removed; a concurrent Pump that trimmed them first
-    leaves nothing for this call to remove.
-    """
+    """Pop the delivered entries off the head while they are still there; how many
+    were removed (none when a concurrent Pump trimmed them first)."""
     if not entries_delivered:
         return 0
     reply = await registry.run(

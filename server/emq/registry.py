@@ -1,22 +1,11 @@
 """Every ``scripts/*.lua`` file: its parsed header, its moves, and running it.
 
-The server runs these very files and the pages list them, so this module is
-the one place that reads them. Each runs as a ``Script`` (``script.py``:
-EVALSHA, loaded on NOSCRIPT), on ``Redis`` and ``RedisCluster`` alike.
-
-Shared rules live once in ``scripts/includes/`` and a script pulls one in with
-a ``-- @include <name>`` line (see ``includes``). ``script_source`` is the
-script with its includes expanded: the text that is registered (its SHA is the
-SHA of that text), listed on the pages and cut into moves. ``file_source`` is
-the file as written.
-
-Stepper support: a script may mark its body with ``-- @move <n>: <title>``.
-The moves tile the body (each runs from its marker to the next one, the last
-to the end of the script); ``prefix_source(name, n)`` is the script from the
-top through move ``n`` plus a ``return``, so running it leaves exactly the
-state Valkey holds after that move. Moves are cut from the expanded text, so
-their line numbers are those of the listing, and includes placed above move 1
-are in every prefix.
+The server runs these very files and the pages list them, so this is the one
+place that reads them. ``script_source`` is a file with its includes expanded:
+the text registered (its SHA), listed and cut into moves. A script marks its
+stepper moves with ``-- @move <n>: <title>``; ``prefix_source(name, n)`` is the
+script through move ``n`` plus a ``return``, so running it leaves the state
+Valkey holds after that move.
 """
 
 from __future__ import annotations
@@ -28,28 +17,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
-from server.emq.includes import IncludeError, expand
+from server.emq.includes import IncludeError as IncludeError  # re-exported: callers catch registry.IncludeError
+from server.emq.includes import expand
 from server.emq.script import Arg, Script
 from server.emq.wire import Conn
-
-__all__ = [
-    "IncludeError",
-    "Move",
-    "ScriptDoc",
-    "cut_moves",
-    "doc",
-    "file_source",
-    "load_all",
-    "moves",
-    "names",
-    "prefix_source",
-    "run",
-    "run_prefix",
-    "script",
-    "script_path",
-    "script_source",
-    "sha_of",
-]
 
 SCRIPTS_DIR: Final = Path(__file__).resolve().parent / "scripts"
 
@@ -108,11 +79,7 @@ def file_source(name: str) -> str:
 
 @cache
 def script_source(name: str) -> str:
-    """The script as the server runs it: the file with its includes expanded.
-
-    Raises ``IncludeError`` when a marker names no helper, so a broken
-    include is found when the script is first loaded, not when it runs.
-    """
+    """The script as the server runs it: the file with its includes expanded."""
     return expand(f"{name}.lua", file_source(name), SCRIPTS_DIR)
 
 
@@ -177,11 +144,8 @@ def doc(name: str) -> ScriptDoc:
 
 
 def cut_moves(source: str, where: str = "script") -> tuple[Move, ...]:
-    """Cut ``source`` at its ``-- @move <n>: <title>`` markers (numbered 1..n).
-
-    A move runs from its marker line to the line before the next marker (the
-    last one to the end); blank lines between moves belong to neither.
-    """
+    """Cut ``source`` at its ``-- @move <n>: <title>`` markers (numbered 1..n); a move
+    runs to the line before the next marker, blank lines between moves in neither."""
     lines = source.splitlines()
     marks = [
         (index, int(found.group(1)), found.group(2))
@@ -213,12 +177,8 @@ def moves(name: str) -> list[Move]:
 
 @cache
 def prefix_source(name: str, n: int) -> str:
-    """The script from the top through move ``n``, then a ``return``.
-
-    Everything before move 1 (header, locals, helpers) is in every prefix.
-    The prefix through the last move is the whole script, unchanged: its own
-    final ``return`` must stay the last statement.
-    """
+    """The script from the top through move ``n``, then a ``return``; through the
+    last move, the whole script unchanged (its own ``return`` stays last)."""
     all_moves = _moves(name)
     if not 1 <= n <= len(all_moves):
         raise ValueError(f"{name}.lua has {len(all_moves)} moves; no move {n}")

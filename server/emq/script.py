@@ -1,17 +1,10 @@
-"""One Lua script and the one way the site runs scripts: by SHA.
+"""One Lua script and the one way the site runs scripts: EVALSHA.
 
-Every script the site sends — EchoMQ's transitions (`registry`) and the
-site's own (`Script.from_file`) — is a `Script`: its expanded text and the
-SHA1 Valkey knows it by. It is always sent as EVALSHA, and there is one
-NOSCRIPT policy for all of them: a server that does not know the script (a
-restart, SCRIPT FLUSH, a new cluster node) answers NOSCRIPT, the script is
-loaded and that one call is sent again. A pipeline (`execute`) follows the
-same rule per call, so the calls of one pipeline must not depend on each
-other's effects: a call retried after NOSCRIPT runs after the others.
-
-An error reply that is EchoMQ's own refusal (`EMQKIND …`) becomes its typed
-exception (`errors.translate`); any other error reply is raised as redis-py
-gives it.
+A server that does not know the script (a restart, SCRIPT FLUSH, a new cluster
+node) answers NOSCRIPT; the script is loaded and that one call sent again. In a
+pipeline (`execute`) that retry runs after the other calls, so the calls of one
+pipeline must not depend on each other's effects. EchoMQ's own refusals
+(`EMQKIND …`) raise typed (`errors.translate`), other errors as redis-py gives them.
 """
 
 from __future__ import annotations
@@ -43,12 +36,11 @@ class Script:
     @cached_property
     def sha(self) -> str:
         # hashed once: a click sends half a dozen scripts, and the SHA1 of their text was 3% of it
-        return _sha(self.source)
+        return hashlib.sha1(self.source.encode("utf-8")).hexdigest()
 
     @classmethod
     def from_file(cls, path: Path) -> Script:
-        """A script from its file, `-- @include <name>` markers expanded from
-        the `includes/` folder beside it."""
+        """A script from its file, `-- @include` markers expanded from `includes/` beside it."""
         return cls(path.stem, expand(path.name, path.read_text(encoding="utf-8"), path.parent))
 
     async def run(self, conn: Conn, keys: Sequence[str], args: Sequence[Arg]) -> Any:
@@ -73,10 +65,6 @@ class Script:
             await conn.execute_command("SCRIPT LOAD", self.source, target_nodes=node)
         else:
             await conn.execute_command("SCRIPT LOAD", self.source)
-
-
-def _sha(source: str) -> str:
-    return hashlib.sha1(source.encode("utf-8")).hexdigest()
 
 
 def _typed(exc: ResponseError) -> Exception:

@@ -51,13 +51,6 @@ def test_unknown_widget_name_is_an_error_when_the_known_set_is_given():
     assert info.value.line == 3
 
 
-def test_known_widget_names_may_come_from_env():
-    md = make_markdown(None, SCRIPTS, sections=False)
-    with pytest.raises(DirectiveError, match="unknown widget"):
-        md.parse("```{widget} nope\n```\n", {"known_widgets": {"fanin"}})
-    assert _tokens(md, "```{widget} fanin\n```\n", {"known_widgets": {"fanin"}})
-
-
 def test_any_widget_name_is_accepted_without_a_known_set():
     md = make_markdown(None, SCRIPTS, sections=False)
     (token,) = _tokens(md, "```{widget} something-new\n```\n")
