@@ -107,6 +107,10 @@ class Served:
                 self._signal(signal.SIGKILL)
                 self.proc.wait(timeout=5)
         self._signal(signal.SIGKILL)  # whatever of the group is still there
+        if self.log is not None and self.tracebacks():
+            kept = Path(tempfile.gettempdir()) / f"emqlab-bench-{self.name}-{self.proc.pid}.log"
+            shutil.copyfile(self.log, kept)  # its unhandled errors, for whoever reads the report
+            print(f"{self.name}: {self.tracebacks()} unhandled errors, its log kept in {kept}")
         if self.log is not None:
             shutil.rmtree(self.log.parent, ignore_errors=True)
 
