@@ -1,14 +1,8 @@
 """The console's one entry point: `run_line(console, line) -> ConsoleReply`.
 
-The caller (the web layer) builds a `ConsoleContext` per request: the site's
-admin connection, the `Runner` that runs lines as sandboxes' ACL users (one
-per site), the sandbox, the queues a line may write, the byte budget and the
-lock of a queue. `run_line` never raises for a line or a fault of Valkey's:
-every outcome is a `ConsoleReply`, a refusal carrying the status to answer.
-
-A write runs under its queue's lock: the budget is read and charged, the
-line runs as the sandbox's user, and the reply names the queue it touched so
-the page repaints that widget.
+It never raises for a line or a fault of Valkey's: every outcome is a reply, a
+refusal carrying the status to answer. A write runs under its queue's lock,
+charged to the byte budget first, and names the queue it touched for a repaint.
 """
 
 from __future__ import annotations

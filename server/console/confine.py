@@ -1,22 +1,11 @@
 """Keys as the learner writes them -> keys of the sandbox the line acts in.
 
-A learner writes keys as the course and the panels show them:
-``emq:{fanin}:job:JOBparent``. A queue name without the sandbox prefix means
-that queue in the line's sandbox (``emq:{<sandbox>.fanin}:…``); the full
-form is accepted for that sandbox only. Anything else — another sandbox, a
-key outside the ``emq:{…}:`` grammar — is refused here, before a command is
-sent.
-
-These checks make good messages; they are not the boundary. Every line runs
-as the sandbox's own Valkey ACL user (server/valkey/acl.py), so a key this
-module failed to refuse would still answer Valkey's NOPERM.
-
-Writes are narrower than reads: only the queues the caller names (the
-course's widgets' queues, which the byte budget counts), never the outbox
-lists (the Pump trusts what they hold), and never a key of the key grammar
-turned into another type. Values that name queues are confined as well: a
-row's ``parent_queue`` and a script's queue arguments name the sandbox's
-queues, and no argument may name another sandbox's queue.
+``emq:{fanin}:job:JOBparent`` means that queue in the line's sandbox
+(``emq:{<sandbox>.fanin}:…``); another sandbox's key, or one outside the
+grammar, is refused with a message (the boundary is the ACL user's NOPERM).
+Writes reach only the course's queues, never the outbox lists (the Pump trusts
+them), never turning a grammar key into another type; values naming queues are
+confined too.
 """
 
 from __future__ import annotations
@@ -117,10 +106,8 @@ class Confinement:
         return self.full(queue)
 
     def check_value(self, text: str) -> None:
-        """Refuse a value that names another sandbox's queue, plainly or
-        through JSON's \\u escapes (what a JSON reader will make of it). Not
-        the boundary (Valkey's ACL is, and whoever decodes an entry checks it
-        again): a refusal here explains itself better than NOPERM later."""
+        """Refuse a value naming another sandbox's queue, plainly or through JSON's \\u
+        escapes: not the boundary, but it explains itself better than NOPERM later."""
         for seen in (text, UNICODE_ESCAPE.sub(lambda m: chr(int(m[1], 16)), text)):
             for found in FOREIGN.finditer(seen):
                 if found[1] != self.sandbox:

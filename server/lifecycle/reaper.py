@@ -1,10 +1,8 @@
 """The reaper: idle sandboxes and classes expire, and no key lives forever.
 
-Every `every` seconds: sandboxes idle past the TTL (their registry score)
-are removed whole (`removal.delete`), rooms whose record expired take their
-shared sandbox with them, and sandboxes that were admitted but are no longer
-registered (orphans) are removed too. A round that fails for one sandbox
-logs it and goes on with the others.
+Every `every` seconds it removes whole (`removal.delete`) the sandboxes idle
+past the TTL, those of expired rooms, and orphans (admitted, no longer
+registered); one sandbox's failure is logged and the round goes on.
 """
 
 from __future__ import annotations
