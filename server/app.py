@@ -160,9 +160,9 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog,
         # the console runs each line as its sandbox's Valkey ACL user (server/console/as_user.py)
         app.state.console = Runner(conn, secret)
         with contextlib.suppress(RedisError, OSError):
-            app.state.console_closed = await app.state.console.users.probe()
+            await app.state.console.users.probe()  # the idle user on every primary, before the first line
         with contextlib.suppress(RedisError, OSError):
-            app.state.native = await native.ensure_loaded(conn)  # an external Valkey may allow MODULE LOAD
+            await native.ensure_loaded(conn)  # an external Valkey may allow MODULE LOAD
         await traces.start(app, lambda sandbox: removal.delete(conn, catalog, sandbox))
         reaper = Reaper(conn, catalog, settings.sandbox_ttl, every=settings.reap_every)
         await hub.start()

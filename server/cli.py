@@ -21,9 +21,8 @@ def app_from_env():  # type: ignore[no-untyped-def]
 
 
 def find_valkey(data_dir: str | None) -> tuple[str, bool | None]:
-    """The Valkey `emqlab reset` acts on: that of the site running on `--data-dir`
-    when given, else EMQLAB_VALKEY_URL, else that of the site on the default
-    data directory (EMQLAB_DATA_DIR, else .emqlab here). datadir.NotRunning when none runs there."""
+    """The Valkey `emqlab reset` acts on: the site's on `--data-dir`, else EMQLAB_VALKEY_URL,
+    else the site's on the default data directory (datadir.NotRunning when none runs there)."""
     from server.valkey import datadir
 
     url = os.environ.get("EMQLAB_VALKEY_URL")
