@@ -119,16 +119,10 @@ class Heartbeat:
     async def judge_silence(self) -> None:
         try:
             current = await self.client.config_get("notify-keyspace-events")
-            flags = current.get("notify-keyspace-events", "") if isinstance(current, dict) else ""
-        except ResponseError:
-            flags = None  # CONFIG refused: we cannot even look
-        if flags is not None and flags_on(flags):
-            raise RedisConnectionError("no heartbeat notification although notifications are on: resubscribing")
-        try:
-            if flags is None:
-                raise ResponseError("CONFIG is refused")
+            if flags_on(current.get("notify-keyspace-events", "") if isinstance(current, dict) else ""):
+                raise RedisConnectionError("no heartbeat notification although notifications are on: resubscribing")
             await self.client.config_set("notify-keyspace-events", NOTIFY_FLAGS)
-        except ResponseError as exc:
+        except ResponseError as exc:  # CONFIG refused
             if self.notifications:
                 log.warning("keyspace notifications are off and may not be switched on (%s): streams poll", exc)
                 self.notifications = False

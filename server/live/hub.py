@@ -81,12 +81,9 @@ class Hub:
         resync = judgement in (heartbeat.RESTORED, heartbeat.ON, heartbeat.MEMORY_OK)
         self.tell(resync, NOTIFICATIONS_RESTORED if judgement == heartbeat.RESTORED else None)
 
-    def changed_up(self) -> None:
-        self.tell(resync=self.up)
-
     # -- running ------------------------------------------------------------------
     async def start(self) -> None:
-        await self.nodes.start(self.changed_up)
+        await self.nodes.start(lambda: self.tell(resync=self.up))
 
     async def stop(self) -> None:
         await self.nodes.stop()

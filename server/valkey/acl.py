@@ -68,13 +68,10 @@ def user_of(sandbox: str) -> str:
     return PREFIX + sandbox
 
 
-def _secret_bytes(secret: str | bytes) -> bytes:
-    return secret if isinstance(secret, bytes) else secret.encode()
-
-
 def password_of(secret: str | bytes, name: str) -> str:
     """The password of ACL user `name`: derived, so never stored anywhere."""
-    return hmac.new(_secret_bytes(secret), b"emqlab-acl:" + name.encode(), hashlib.sha256).hexdigest()
+    key = secret if isinstance(secret, bytes) else secret.encode()
+    return hmac.new(key, b"emqlab-acl:" + name.encode(), hashlib.sha256).hexdigest()
 
 
 def _hashed(secret: str | bytes, name: str) -> str:

@@ -32,11 +32,8 @@ MAX_CONNECTIONS = 2048  # above any limit_concurrency the site is served with (s
 def detect_cluster(url: str) -> bool:
     """True when the node the URL names runs with cluster mode on."""
     try:
-        client = redis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2, socket_timeout=2)
-        try:
+        with redis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2, socket_timeout=2) as client:
             return int(client.info("cluster").get("cluster_enabled", 0)) == 1
-        finally:
-            client.close()
     except (redis.RedisError, OSError, ValueError) as exc:
         log.warning("cannot tell whether %s is a cluster (%s): assuming one server", url, exc)
         return False
