@@ -59,25 +59,23 @@ def reset(args: argparse.Namespace) -> int:
         conn = open_client(url)  # a cluster when EMQLAB_VALKEY_CLUSTER=1 or INFO cluster says so
         lab = Lab(conn, Catalog(dict(WIDGETS)))
         try:
-            if args.all:
-                report = await resets.reset_sandboxes(lab, None, by="emqlab reset")
-                what = "every sandbox"
-            elif args.room:
+            targets: list[str] | None = None
+            what = "every sandbox"
+            if args.room:
                 room = await rooms.find(conn, args.room)
                 if room is None:
                     print(f"emqlab: no open room with the code or name {args.room!r}", file=sys.stderr)
                     return 1
-                joined = await learners.learner_ids(conn, room.code)
-                report = await resets.reset_sandboxes(lab, [room.sandbox, *joined], by="emqlab reset")
+                targets = [room.sandbox, *await learners.learner_ids(conn, room.code)]
                 what = f"room {room.code} ({room.name})"
-            else:
+            elif not args.all:
                 if not SANDBOX_RE.fullmatch(args.sandbox):
                     raise ValueError(f"not a sandbox id: {args.sandbox!r} (s and 10 lowercase letters or digits)")
                 if args.sandbox not in await resets.every_sandbox(conn):
                     print(f"emqlab: no live sandbox {args.sandbox}", file=sys.stderr)
                     return 1
-                report = await resets.reset_sandboxes(lab, [args.sandbox], by="emqlab reset")
-                what = f"sandbox {args.sandbox}"
+                targets, what = [args.sandbox], f"sandbox {args.sandbox}"
+            report = await resets.reset_sandboxes(lab, targets, by="emqlab reset")
             print(f"emqlab: reset {what}: {len(report.reset)} sandboxes reset")
             for sandbox, why in report.failed.items():
                 print(f"emqlab: sandbox {sandbox} could not be reset: {why}", file=sys.stderr)

@@ -43,6 +43,12 @@ def flags_on(flags: Any) -> bool:
     return "K" in flags and ("A" in flags or {"g", "h", "z", "l", "$"} <= set(flags))
 
 
+async def notifications_on(client: Conn) -> bool:
+    """Whether the node's `notify-keyspace-events` include what the hub listens for."""
+    found = await client.config_get("notify-keyspace-events")
+    return flags_on(found.get("notify-keyspace-events", "") if isinstance(found, dict) else "")
+
+
 def is_beat_key(key: str) -> bool:
     """True for a heartbeat key itself (`emq:{lab-heartbeat}:beat`, or `-N` on a cluster)."""
     return key.startswith("emq:{" + BEAT_TAG)
@@ -118,8 +124,7 @@ class Heartbeat:
 
     async def judge_silence(self) -> None:
         try:
-            current = await self.client.config_get("notify-keyspace-events")
-            if flags_on(current.get("notify-keyspace-events", "") if isinstance(current, dict) else ""):
+            if await notifications_on(self.client):
                 raise RedisConnectionError("no heartbeat notification although notifications are on: resubscribing")
             await self.client.config_set("notify-keyspace-events", NOTIFY_FLAGS)
         except ResponseError as exc:  # CONFIG refused

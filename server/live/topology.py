@@ -17,7 +17,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from server.emq.wire import Conn
-from server.live.heartbeat import flags_on
+from server.live.heartbeat import notifications_on
 from server.valkey.process import NOTIFY_FLAGS
 
 log = logging.getLogger("emqlab.stream")
@@ -31,8 +31,7 @@ Subscriber = Callable[[str, str, Callable[[bool], None]], Coroutine[Any, Any, No
 async def enable_notifications(client: Conn) -> bool:
     """Switch keyspace notifications on for one node; False when CONFIG is refused."""
     try:
-        found = await client.config_get("notify-keyspace-events")
-        if not flags_on(found.get("notify-keyspace-events", "") if isinstance(found, dict) else ""):
+        if not await notifications_on(client):
             await client.config_set("notify-keyspace-events", NOTIFY_FLAGS)
         return True
     except RedisError as exc:
