@@ -64,16 +64,10 @@ class PackedConnection(aioredis.Connection):
         return [hiredis.pack_command(args)]
 
 
-def packed_on_tcp(url: str) -> dict[str, Any]:
-    """`PackedConnection` for a plain TCP URL; TLS and unix sockets keep redis-py's own classes."""
-    return {"connection_class": PackedConnection} if urlsplit(url).scheme == "redis" else {}
-
-
 def open_client(url: str, cluster: bool | None = None) -> aioredis.Redis | RedisCluster:
     """The site's async client (decode_responses=True)."""
     if wants_cluster(url, cluster):
-        # One pool per node inside the cluster client; a topology change
-        # (MOVED, a node gone) makes it refresh its slot map on its own.
+        # One pool per node; a MOVED or a node gone refreshes its slot map by itself.
         return RedisCluster.from_url(
             _cluster_url(url), decode_responses=True, socket_connect_timeout=1, socket_timeout=5,
             health_check_interval=10,
@@ -85,8 +79,9 @@ def open_client(url: str, cluster: bool | None = None) -> aioredis.Redis | Redis
     # No socket timeout or health check per command (a task per send, a tenth of
     # a click's CPU): a request has one deadline for all (web/middleware.py `Deadline`).
     pool = aioredis.ConnectionPool.from_url(
-        url, decode_responses=True, socket_connect_timeout=1,
-        max_connections=MAX_CONNECTIONS, **packed_on_tcp(url),
+        url, decode_responses=True, socket_connect_timeout=1, max_connections=MAX_CONNECTIONS,
+        # hiredis packing on plain TCP; TLS and unix sockets keep redis-py's own classes
+        **({"connection_class": PackedConnection} if urlsplit(url).scheme == "redis" else {}),
         retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
     )
     return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes it

@@ -77,8 +77,8 @@ class DataDir:
         self._lock = fd
 
     def release(self) -> None:
-        self.withdraw()
         if self._lock is not None:
+            (self.path / "running.json").unlink(missing_ok=True)
             os.close(self._lock)  # the lock file stays: unlinking it would race the next claim
             self._lock = None
 
@@ -101,10 +101,6 @@ class DataDir:
         """Say where this site's Valkey is, for `emqlab reset`."""
         body = {"url": url, "cluster": cluster, "site": site, "pid": os.getpid()}
         _write_atomically(self.path / "running.json", json.dumps(body) + "\n")
-
-    def withdraw(self) -> None:
-        if self._lock is not None:
-            (self.path / "running.json").unlink(missing_ok=True)
 
 
 def holder(path: Path) -> str | None:

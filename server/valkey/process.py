@@ -116,9 +116,7 @@ class ValkeyProcess:
             )
         self.proc = subprocess.Popen(
             self.command(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             # Ctrl-C reaches `emqlab serve` only, which stops the server itself
             # (else its supervisor would start it again mid-shutdown).
             start_new_session=True,
