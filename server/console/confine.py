@@ -68,11 +68,8 @@ class Confinement:
         """The sandbox's key for `text`; `base`: the queue's prefix emq:{q}: is accepted."""
         found = KEY_RE.fullmatch(text)
         if not found:
-            raise Refusal(
-                403,
-                f"{_show(text)} is outside every sandbox: the console reaches keys written "
-                "emq:{<queue>}:<suffix>, e.g. emq:{fanin}:pending.",
-            )
+            raise Refusal(403, f"{_show(text)} is outside every sandbox: the console reaches keys written "
+                               "emq:{<queue>}:<suffix>, e.g. emq:{fanin}:pending.")
         queue, suffix = self.queue(found["queue"]), found["rest"]
         if not SUFFIX_RE.fullmatch(suffix) or (not suffix and not base):
             raise Refusal(400, f"{_show(text)}: the part after the hashtag must be 1-256 printable characters,"
@@ -83,18 +80,14 @@ class Confinement:
 
     def check_writable(self, queue: str, suffix: str, shape: str | None) -> None:
         if queue not in self.writable:
-            raise Refusal(
-                403,
-                f"the console writes only the course's queues in your sandbox ({', '.join(sorted(self.writable))}); "
-                f"{queue} is not one of them.",
-            )
+            raise Refusal(403, "the console writes only the course's queues in your sandbox "
+                               f"({', '.join(sorted(self.writable))}); {queue} is not one of them.")
         if WRITTEN_BY_SCRIPTS.fullmatch(suffix):
             raise Refusal(403, "the outbox is written by complete and fail only: the Pump trusts every entry it holds.")
         kind = grammar_type(suffix)
         if shape is not None and kind is not None and shape != kind:
-            raise Refusal(
-                403, f"emq:{{{queue}}}:{suffix} is a {kind} in the key grammar; this command would make it a {shape}."
-            )
+            raise Refusal(403, f"emq:{{{queue}}}:{suffix} is a {kind} in the key grammar; "
+                               f"this command would make it a {shape}.")
 
     def queue_value(self, text: str) -> str:
         """A value naming a queue (a row's parent_queue, a script's queue argument)."""

@@ -111,9 +111,7 @@ class ValkeyProcess:
 
     def start(self, timeout: float = 10.0) -> str:
         if not shutil.which(self.binary):
-            raise RuntimeError(
-                f"{self.binary} not found: run `make serve` or `make test`, which install it"
-            )
+            raise RuntimeError(f"{self.binary} not found: run `make serve` or `make test`, which install it")
         self.proc = subprocess.Popen(
             self.command(),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
