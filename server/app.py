@@ -63,8 +63,7 @@ def exercise_context(options: dict[str, object]) -> dict[str, object]:
 
 
 def bind_questions(catalog: Catalog, course: Course) -> None:
-    """Each dive's question declarations, checked against their widgets: a
-    broken one stops the site at start, naming the dive and the line."""
+    """Bind each dive's questions to their widgets: a broken one stops the start, naming the dive and line."""
 
     def check(page: Page, placement: Placement) -> None:
         widget = catalog.widgets.get(placement.name)

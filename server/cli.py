@@ -13,8 +13,7 @@ from server.serve import CLUSTER_PRIMARIES, serve
 
 
 def app_from_env():  # type: ignore[no-untyped-def]
-    """uvicorn factory: each worker builds the app on the URL serve chose
-    (EMQLAB_VALKEY_URL; EMQLAB_VALKEY_CLUSTER=1 when it is a cluster)."""
+    """uvicorn factory: each worker builds the app on the URL serve chose (EMQLAB_VALKEY_URL)."""
     from server.app import create_app
 
     return create_app(os.environ["EMQLAB_VALKEY_URL"])

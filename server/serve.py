@@ -165,8 +165,7 @@ def start_managed(args: argparse.Namespace, data: DataDir) -> ValkeyProcess | Va
 
 
 def cluster_on(data: DataDir, ephemeral: bool, memory: str | None) -> ValkeyCluster:
-    """The managed cluster's nodes, each on its own folder; a cluster formed
-    before comes back on the ports its nodes.conf files name, or not at all."""
+    """The managed cluster's nodes; one formed before comes back on its nodes.conf ports, or not at all."""
     if ephemeral:
         return ValkeyCluster(nodes=[ClusterNode(maxmemory=memory) for _ in range(CLUSTER_PRIMARIES)])
     homes = [data.home(CLUSTER, index) for index in range(CLUSTER_PRIMARIES)]

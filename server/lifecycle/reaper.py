@@ -65,8 +65,7 @@ async def expire_rooms(conn: Conn, catalog: Catalog) -> list[str]:
 
 
 async def remove_orphans(conn: Conn, catalog: Catalog) -> list[str]:
-    """Keys of sandboxes that are no longer live (a lost registry entry, a
-    write racing an expiry): removed, so no key lives forever."""
+    """Sandboxes admitted but no longer live (a lost registry entry, a write racing an expiry)."""
     # The held index less the registry, on the server (both share one slot);
     # a room's sandbox is live without a registry entry.
     candidates = [as_text(m) for m in await conn.zdiff([admission.HELD_KEY, REGISTRY_KEY])]

@@ -163,8 +163,7 @@ class Hub:
             self.batches.notice(sandbox, widget, queue, key, event)
 
     def lab_event(self, raw: Any) -> None:
-        """A reset or a class change, published by some worker: handed on once
-        (a cluster delivers a PUBLISH through every node this hub subscribes on)."""
+        """A reset or a class change: handed on once (a cluster delivers a PUBLISH through every node)."""
         event = events.decode(raw)
         if event is None or not self.seen.first(event.get("id")):
             return

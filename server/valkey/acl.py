@@ -81,8 +81,7 @@ def _hashed(secret: str | bytes, name: str) -> str:
 
 
 def sandbox_rules(sandbox: str, secret: str | bytes) -> list[str]:
-    """ACL SETUSER rules of the sandbox's user (`reset` first: the same result
-    whatever the user held before)."""
+    """ACL SETUSER rules of the sandbox's user (`reset` first: whatever it held before)."""
     return [
         "reset", "on", _hashed(secret, user_of(sandbox)), "resetchannels", f"~emq:{{{sandbox}.*",
         "-@all", *(f"+{c}" for c in COMMANDS), *(f"-{c}" for c in DENIED),
@@ -133,8 +132,7 @@ class Users:
         await drop_user(self.admin, sandbox)
 
     async def probe(self) -> str | None:
-        """Make the idle user on every primary now: None when the site may,
-        else the reason the console is closed here (for the start-up log)."""
+        """Make the idle user on every primary now: None, or why the console is closed here."""
         try:
             for node in await primaries(self.admin):
                 await self.make_idle(node)

@@ -167,8 +167,7 @@ def _place_secret(path: Path, value: str) -> str:
 
 
 def load_secret(folder: Path, adopt_from: Path | None = None) -> str:
-    """The secret kept in `folder`; made once. A secret found in `adopt_from`
-    (the old state folder) is moved in first, so nobody is signed out."""
+    """The secret kept in `folder`, made once; `adopt_from`'s (an old state folder) moved in first."""
     path = folder / SECRET
     found = _read_secret(path)
     if found is not None:

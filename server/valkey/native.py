@@ -34,8 +34,7 @@ def built() -> bool:
 
 
 def build() -> bool:
-    """`make -s module` when the module is missing (the test fixtures' safety
-    net: `make test` builds it first). True when the file is there afterwards."""
+    """`make -s module` when the module is missing (the test fixtures'): True when it is there after."""
     if not built():
         done = subprocess.run(["make", "-s", "module"], cwd=ROOT, capture_output=True, text=True, check=False)
         if done.returncode != 0:

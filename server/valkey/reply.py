@@ -47,10 +47,8 @@ def _as_bytes(value: str | bytes) -> bytes:
 def _scalar(reply: Any, status: bool) -> str:
     if reply is None:
         return "(nil)"
-    if isinstance(reply, bool):
+    if isinstance(reply, int):  # a bool too
         return f"(integer) {int(reply)}"
-    if isinstance(reply, int):
-        return f"(integer) {reply}"
     if isinstance(reply, float):
         return f"(double) {reply:g}"
     if isinstance(reply, errors.RedisError):
