@@ -11,10 +11,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from server.emq.wire import Conn
-
-
-def lock_key(sandbox: str, queue: str) -> str:
-    return f"lab:{{{sandbox}.{queue}}}:lock"
+from server.sandboxes.keys import lock_key
 
 
 def queue_lock(admin: Conn, sandbox: str, hold: float = 10.0, wait: float = 5.0
@@ -25,7 +22,7 @@ def queue_lock(admin: Conn, sandbox: str, hold: float = 10.0, wait: float = 5.0
     def lock(queue: str) -> AbstractAsyncContextManager[Any]:
         # Not thread-local: every task shares the one thread. A release finding the
         # lock expired does not raise: the write ran, its reply is the answer.
-        return admin.lock(lock_key(sandbox, queue), timeout=hold, blocking_timeout=wait, sleep=0.02,
+        return admin.lock(lock_key(f"{sandbox}.{queue}"), timeout=hold, blocking_timeout=wait, sleep=0.02,
                           thread_local=False, raise_on_release_error=False)
 
     return lock

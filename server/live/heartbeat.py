@@ -37,9 +37,7 @@ RESTORED, OFF, ON, MEMORY_FULL, MEMORY_OK = "restored", "off", "on", "memory ful
 
 def flags_on(flags: Any) -> bool:
     """Whether `notify-keyspace-events` flags include what the hub listens for."""
-    if isinstance(flags, bytes):
-        flags = flags.decode()
-    flags = flags or ""
+    flags = (flags.decode() if isinstance(flags, bytes) else flags) or ""
     return "K" in flags and ("A" in flags or {"g", "h", "z", "l", "$"} <= set(flags))
 
 
