@@ -104,10 +104,8 @@ def module_path(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="emqlab", description="Flows Lab: EchoMQ flows, live on Valkey")
     sub = parser.add_subparsers(dest="command", required=True)
-    p_serve = sub.add_parser(
-        "serve",
-        help="run the site (starts its own valkey-server unless EMQLAB_VALKEY_URL is set)",
-    )
+    p_serve = sub.add_parser("serve",
+                             help="run the site (starts its own valkey-server unless EMQLAB_VALKEY_URL is set)")
     p_serve.add_argument("--host", default="127.0.0.1")
     p_serve.add_argument("--port", type=int, default=8000)
     p_serve.add_argument("--workers", type=int, default=1,

@@ -116,10 +116,8 @@ class Reaper:
             try:
                 done = await reap(self.conn, self.catalog, self.ttl)
                 if any(done.values()):
-                    log.info(
-                        "reaper: expired %d idle sandboxes, %d rooms; removed %d orphans",
-                        len(done["sandboxes"]), len(done["rooms"]), len(done["orphans"]),
-                    )
+                    log.info("reaper: expired %d idle sandboxes, %d rooms; removed %d orphans",
+                             len(done["sandboxes"]), len(done["rooms"]), len(done["orphans"]))
             except (RedisError, OSError):
                 pass  # Valkey away: try again next round
             except Exception:

@@ -39,12 +39,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def port_free(port: int, host: str = "127.0.0.1") -> bool:
+def port_free(port: int) -> bool:
     """Whether `port` can be bound now (as valkey-server binds: SO_REUSEADDR)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind((host, port))
+            sock.bind(("127.0.0.1", port))
         except OSError:
             return False
     return True
@@ -68,10 +68,9 @@ def _die_with_parent() -> None:
 class ValkeyProcess:
     """One managed valkey-server on a loopback port."""
 
-    def __init__(self, port: int | None = None, binary: str = "valkey-server", load_module: bool = True,
-                 extra_args: tuple[str, ...] = (), *, home: Path | None = None,
-                 maxmemory: str | None = None) -> None:
-        self.binary = shutil.which(binary) or binary
+    def __init__(self, port: int | None = None, load_module: bool = True, extra_args: tuple[str, ...] = (), *,
+                 home: Path | None = None, maxmemory: str | None = None) -> None:
+        self.binary = shutil.which("valkey-server") or "valkey-server"
         self.port = port or free_port()
         self.load_module = load_module
         self.extra_args = extra_args
@@ -206,8 +205,8 @@ class ValkeyCluster:
     """A managed Valkey Cluster of `primaries` nodes, joined by valkey-cli. Nodes whose
     nodes.conf already hold slots form again by themselves on their old ports, with their data."""
 
-    def __init__(self, primaries: int = 3, cli: str = "valkey-cli", *, nodes: list[ClusterNode] | None = None) -> None:
-        self.cli = shutil.which(cli) or cli
+    def __init__(self, primaries: int = 3, *, nodes: list[ClusterNode] | None = None) -> None:
+        self.cli = shutil.which("valkey-cli") or "valkey-cli"
         self.nodes = nodes if nodes is not None else [ClusterNode() for _ in range(primaries)]
 
     @property
