@@ -1,8 +1,9 @@
 """Each sandbox's own Valkey ACL user: its rules, its password, making and dropping it.
 
-User ``sbx-<sandbox>`` reaches keys matching ``emq:{<sandbox>.*`` only: the
-very pattern a reset or the reaper matches, so whatever the user wrote is
-removed with the sandbox, and it never goes stale when widgets' queues change.
+User ``sbx-<sandbox>`` reaches keys matching ``emq:{<sandbox>.*`` only (no
+``lab:`` key, no channel; such a key's hashtag starts with ``<sandbox>.`` too):
+the very pattern a reset or the reaper matches, so whatever the user wrote goes
+with the sandbox, and it never goes stale when widgets' queues change.
 Nothing is stored: the password is an HMAC of the site's secret, and a user is
 made with ``ACL SETUSER`` when its AUTH first fails on a node (ACL users live
 in memory only). A failed AUTH leaves a connection as whoever it was, so
