@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from pathlib import Path
 
 from redis.exceptions import RedisError
@@ -63,32 +62,8 @@ def exercise_context(options: dict[str, object]) -> dict[str, object]:
     return {"exercise": catalogue.get(str(options.get("name", "")))}
 
 
-@dataclass(frozen=True)
-class Cookies:
-    """The site's signed cookies, each named as the `app.state` attribute it lives on."""
-
-    cookie: SandboxCookie
-    room_cookie: SignedCookie
-    instructor_cookie: SignedCookie
-    flash_cookie: SignedCookie
-    watch_cookie: SignedCookie
-
-    @classmethod
-    def made(cls, secret: str, settings: Settings) -> Cookies:
-        secure = settings.secure_cookies
-        return cls(
-            cookie=SandboxCookie(secret, secure=secure),
-            room_cookie=SignedCookie(ROOM_COOKIE, secret, "emqlab-room", settings.room_ttl, secure),
-            instructor_cookie=SignedCookie(INSTRUCTOR_COOKIE, secret, "emqlab-instructor",
-                                           settings.instructor_session, secure),
-            flash_cookie=SignedCookie(FLASH_COOKIE, secret, "emqlab-flash", 60, secure),
-            watch_cookie=SignedCookie(WATCH_COOKIE, secret, "emqlab-watch", 3600, secure),
-        )
-
-
 def bind_questions(catalog: Catalog, course: Course) -> None:
-    """Each dive's question declarations, checked against their widgets: a
-    broken one stops the site at start, naming the dive and the line."""
+    """Bind each dive's questions to their widgets: a broken one stops the start, naming the dive and line."""
 
     def check(page: Page, placement: Placement) -> None:
         widget = catalog.widgets.get(placement.name)
@@ -109,7 +84,8 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     settings = settings or Settings.from_env()
     cluster = client.wants_cluster(url, cluster)
     secret = load_secret(settings)
-    cookies = Cookies.made(secret, settings)
+    secure = settings.secure_cookies
+    cookie = SandboxCookie(secret, secure=secure)
     templates = Jinja2Templates(directory=str(SITE / "templates"))
     templates.env.auto_reload = False  # templates ship with the code: no stat() per render
     registry.load_all()  # every script with its includes: a broken one stops the start
@@ -123,12 +99,16 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     bind_questions(catalog, course)
     app = Starlette(
         routes=_routes(),
-        middleware=[Middleware(SecurityHeaders), Middleware(Deadline), Middleware(NewVisitors, cookie=cookies.cookie)],
+        middleware=[Middleware(SecurityHeaders), Middleware(Deadline), Middleware(NewVisitors, cookie=cookie)],
         exception_handlers=pages.exception_handlers(),
         lifespan=_lifespan(url, cluster, settings, catalog, secret),
     )
-    for name, cookie in vars(cookies).items():
-        setattr(app.state, name, cookie)
+    app.state.cookie = cookie
+    app.state.room_cookie = SignedCookie(ROOM_COOKIE, secret, "emqlab-room", settings.room_ttl, secure)
+    app.state.instructor_cookie = SignedCookie(INSTRUCTOR_COOKIE, secret, "emqlab-instructor",
+                                               settings.instructor_session, secure)
+    app.state.flash_cookie = SignedCookie(FLASH_COOKIE, secret, "emqlab-flash", 60, secure)
+    app.state.watch_cookie = SignedCookie(WATCH_COOKIE, secret, "emqlab-watch", 3600, secure)
     app.state.settings = settings
     app.state.cluster = cluster
     app.state.templates = templates
@@ -160,9 +140,9 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog,
         # the console runs each line as its sandbox's Valkey ACL user (server/console/as_user.py)
         app.state.console = Runner(conn, secret)
         with contextlib.suppress(RedisError, OSError):
-            app.state.console_closed = await app.state.console.users.probe()
+            await app.state.console.users.probe()  # the idle user on every primary, before the first line
         with contextlib.suppress(RedisError, OSError):
-            app.state.native = await native.ensure_loaded(conn)  # an external Valkey may allow MODULE LOAD
+            await native.ensure_loaded(conn)  # an external Valkey may allow MODULE LOAD
         await traces.start(app, lambda sandbox: removal.delete(conn, catalog, sandbox))
         reaper = Reaper(conn, catalog, settings.sandbox_ttl, every=settings.reap_every)
         await hub.start()

@@ -13,17 +13,15 @@ from server.serve import CLUSTER_PRIMARIES, serve
 
 
 def app_from_env():  # type: ignore[no-untyped-def]
-    """uvicorn factory: each worker builds the app on the URL serve chose
-    (EMQLAB_VALKEY_URL; EMQLAB_VALKEY_CLUSTER=1 when it is a cluster)."""
+    """uvicorn factory: each worker builds the app on the URL serve chose (EMQLAB_VALKEY_URL)."""
     from server.app import create_app
 
     return create_app(os.environ["EMQLAB_VALKEY_URL"])
 
 
 def find_valkey(data_dir: str | None) -> tuple[str, bool | None]:
-    """The Valkey `emqlab reset` acts on: that of the site running on `--data-dir`
-    when given, else EMQLAB_VALKEY_URL, else that of the site on the default
-    data directory (EMQLAB_DATA_DIR, else .emqlab here). datadir.NotRunning when none runs there."""
+    """The Valkey `emqlab reset` acts on: the site's on `--data-dir`, else EMQLAB_VALKEY_URL,
+    else the site's on the default data directory (datadir.NotRunning when none runs there)."""
     from server.valkey import datadir
 
     url = os.environ.get("EMQLAB_VALKEY_URL")
@@ -60,25 +58,23 @@ def reset(args: argparse.Namespace) -> int:
         conn = open_client(url)  # a cluster when EMQLAB_VALKEY_CLUSTER=1 or INFO cluster says so
         lab = Lab(conn, Catalog(dict(WIDGETS)))
         try:
-            if args.all:
-                report = await resets.reset_sandboxes(lab, None, by="emqlab reset")
-                what = "every sandbox"
-            elif args.room:
+            targets: list[str] | None = None
+            what = "every sandbox"
+            if args.room:
                 room = await rooms.find(conn, args.room)
                 if room is None:
                     print(f"emqlab: no open room with the code or name {args.room!r}", file=sys.stderr)
                     return 1
-                joined = await learners.learner_ids(conn, room.code)
-                report = await resets.reset_sandboxes(lab, [room.sandbox, *joined], by="emqlab reset")
+                targets = [room.sandbox, *await learners.learner_ids(conn, room.code)]
                 what = f"room {room.code} ({room.name})"
-            else:
+            elif not args.all:
                 if not SANDBOX_RE.fullmatch(args.sandbox):
                     raise ValueError(f"not a sandbox id: {args.sandbox!r} (s and 10 lowercase letters or digits)")
                 if args.sandbox not in await resets.every_sandbox(conn):
                     print(f"emqlab: no live sandbox {args.sandbox}", file=sys.stderr)
                     return 1
-                report = await resets.reset_sandboxes(lab, [args.sandbox], by="emqlab reset")
-                what = f"sandbox {args.sandbox}"
+                targets, what = [args.sandbox], f"sandbox {args.sandbox}"
+            report = await resets.reset_sandboxes(lab, targets, by="emqlab reset")
             print(f"emqlab: reset {what}: {len(report.reset)} sandboxes reset")
             for sandbox, why in report.failed.items():
                 print(f"emqlab: sandbox {sandbox} could not be reset: {why}", file=sys.stderr)
@@ -108,10 +104,8 @@ def module_path(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="emqlab", description="Flows Lab: EchoMQ flows, live on Valkey")
     sub = parser.add_subparsers(dest="command", required=True)
-    p_serve = sub.add_parser(
-        "serve",
-        help="run the site (starts its own valkey-server unless EMQLAB_VALKEY_URL is set)",
-    )
+    p_serve = sub.add_parser("serve",
+                             help="run the site (starts its own valkey-server unless EMQLAB_VALKEY_URL is set)")
     p_serve.add_argument("--host", default="127.0.0.1")
     p_serve.add_argument("--port", type=int, default=8000)
     p_serve.add_argument("--workers", type=int, default=1,

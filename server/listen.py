@@ -1,19 +1,10 @@
 """How the site listens: a socket of its own, handed to uvicorn by descriptor,
 connection bounds sized to the process's descriptors, and a log a flood cannot fill.
 
-uvicorn has no header timeout: a client that sends one header line every few
-seconds holds its connection for ever. In front of the public, nginx closes
-those (docs/DEPLOY.md). What the embedded server does itself:
-
-- `limit_concurrency` leaves a reserve of descriptors below the process's
-  limit for what the site opens on its own (Valkey connections, templates,
-  logs): past it uvicorn answers 503 at once rather than taking work it
-  cannot finish;
-- `backlog` is no longer than what the process could accept;
-- `Throttle` lets through one line a second of the errors a flood repeats
-  per connection (accept failing with "Too many open files", 503s over the
-  limit), each as one line with a count of those held back, never a
-  traceback per connection.
+`limit_concurrency` keeps a reserve of descriptors for what the site opens
+itself (past it uvicorn answers 503 at once); `Throttle` lets through one line
+a second of each error a flood repeats, with a count of those held back.
+(uvicorn has no header timeout: nginx in front closes slow clients, docs/DEPLOY.md.)
 """
 
 from __future__ import annotations
@@ -60,17 +51,11 @@ def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        # Linux hands TCP_NODELAY down to every accepted connection. asyncio
-        # sets it only on sockets it knows to be TCP, and uvicorn wraps a
-        # descriptor it is given as a unix socket, so it is set here once:
-        # without it Nagle meets the client's delayed ACK and each keep-alive
-        # response after the first waits about 40 ms.
+        # Inherited by accepted connections; uvicorn takes a given descriptor for a
+        # unix socket and never sets it, and Nagle would delay keep-alive replies 40 ms.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        # Linux hands TCP_USER_TIMEOUT down too. A page that stops reading its
-        # stream: sse-starlette's send_timeout ends the response, but uvicorn's
-        # close waits for the unsent bytes, which a reader that never reads
-        # never takes; past this many ms without an ACK the kernel drops the
-        # connection and its buffers instead of keeping them for ever.
+        # Inherited too: uvicorn's close waits for unsent bytes a stalled reader never
+        # takes; past this many ms without an ACK the kernel drops the connection.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, stalled_ms())
         sock.bind((host, port))
         sock.listen(backlog)

@@ -1,14 +1,9 @@
 """`emqlab serve`: the site, its data directory and the Valkey it manages.
 
-In order: hold the data directory (a second site on it stops here and says
-who holds it), bind the listening socket (a taken port stops here, before
-any Valkey starts), make the cookie secret once (before any worker, so no two
-race for it), start the managed Valkey on the folder's ports and data (or
-take EMQLAB_VALKEY_URL's), watch it, and run uvicorn. Ctrl-C undoes it all.
-
-What the app's workers learn from here, through their environment:
-EMQLAB_DATA_DIR (absolute), EMQLAB_EPHEMERAL (1/0), EMQLAB_VALKEY_URL and
-EMQLAB_VALKEY_CLUSTER (1/0).
+In order: hold the data directory, bind the socket (a taken port stops here,
+before any Valkey starts), make the cookie secret (before any worker, so none
+race for it), start and supervise the managed Valkey (or take
+EMQLAB_VALKEY_URL's), run uvicorn. Workers learn the rest from the environment.
 """
 
 from __future__ import annotations
@@ -47,10 +42,8 @@ def stop_like_ctrl_c(signum: int, frame: object) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    # SIGTERM (a service manager's stop) ends the site the way Ctrl-C does.
-    # uvicorn catches both while it runs and raises the signal again once it
-    # has shut down: with the default handler the process would then die on
-    # the spot, before Valkey is stopped and the folder let go.
+    # SIGTERM ends the site the way Ctrl-C does: uvicorn raises it again once shut
+    # down, and the default handler would die before Valkey is stopped.
     signal.signal(signal.SIGTERM, stop_like_ctrl_c)
     if args.workers < 1:
         fail("--workers must be at least 1")
@@ -172,8 +165,7 @@ def start_managed(args: argparse.Namespace, data: DataDir) -> ValkeyProcess | Va
 
 
 def cluster_on(data: DataDir, ephemeral: bool, memory: str | None) -> ValkeyCluster:
-    """The managed cluster's nodes, each on its own folder; a cluster formed
-    before comes back on the ports its nodes.conf files name, or not at all."""
+    """The managed cluster's nodes; one formed before comes back on its nodes.conf ports, or not at all."""
     if ephemeral:
         return ValkeyCluster(nodes=[ClusterNode(maxmemory=memory) for _ in range(CLUSTER_PRIMARIES)])
     homes = [data.home(CLUSTER, index) for index in range(CLUSTER_PRIMARIES)]

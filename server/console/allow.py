@@ -1,11 +1,8 @@
 """The allowlist: every command the console sends, and why the others are refused.
 
-An allowlist, not a blocklist: a command the table does not name is refused
-before anything reaches Valkey. Each entry says whether the command reads or
-writes, where its keys are (so `confine.py` can move them into the sandbox),
-how many arguments it takes at most, and which type of key it works on (a
-write may not turn a key of the key grammar into another type: the widgets
-read `emq:{q}:job:<id>` as a hash and `:dependencies` as a counter).
+Each entry says whether the command reads or writes, where its keys are, its
+arity, and the key type it works on (a write may not turn a key of the key
+grammar into another type: the widgets read them as that type).
 """
 
 from __future__ import annotations
@@ -79,33 +76,26 @@ RULES: dict[str, Rule] = {
     ]
 }
 
-_LUA = (
-    "runs Lua of your own; the console runs the course's scripts by name (e.g. complete, claim)"
-    " or EVALSHA of their SHA"
-)
-_SERVER = "changes or reveals the whole server, not your sandbox"
-_BLOCKS = "would hold the console's connection open"
+
+def _each(names: str, reason: str) -> dict[str, str]:
+    return dict.fromkeys(names.split(), reason)
+
+
 REASONS: dict[str, str] = {
-    "FLUSHALL": "it would delete every visitor's keys, not only yours",
-    "FLUSHDB": "it would delete every visitor's keys, not only yours",
-    "CONFIG": "it " + _SERVER,
-    "EVAL": "it " + _LUA, "EVAL_RO": "it " + _LUA, "EVALSHA_RO": "it " + _LUA,
-    "FCALL": "it " + _LUA, "FCALL_RO": "it " + _LUA, "FUNCTION": "it " + _LUA, "SCRIPT": "it " + _LUA,
-    "MODULE": "it " + _SERVER, "DEBUG": "it " + _SERVER, "SHUTDOWN": "it would stop the server for everyone",
-    "CLIENT": "it " + _SERVER, "INFO": "it " + _SERVER, "ACL": "it " + _SERVER, "AUTH": "it " + _SERVER,
-    "CLUSTER": "it " + _SERVER, "SAVE": "it " + _SERVER, "BGSAVE": "it " + _SERVER,
-    "BGREWRITEAOF": "it " + _SERVER, "REPLICAOF": "it " + _SERVER, "SLAVEOF": "it " + _SERVER,
-    "FAILOVER": "it " + _SERVER, "SWAPDB": "it " + _SERVER, "SELECT": "it " + _SERVER,
-    "MONITOR": "it " + _BLOCKS, "SUBSCRIBE": "it " + _BLOCKS, "PSUBSCRIBE": "it " + _BLOCKS,
-    "SSUBSCRIBE": "it " + _BLOCKS, "BLPOP": "it " + _BLOCKS, "BRPOP": "it " + _BLOCKS,
-    "BZPOPMIN": "it " + _BLOCKS, "WAIT": "it " + _BLOCKS,
+    **_each("EVAL EVAL_RO EVALSHA_RO FCALL FCALL_RO FUNCTION SCRIPT", "it runs Lua of your own; the console runs "
+            "the course's scripts by name (e.g. complete, claim) or EVALSHA of their SHA"),
+    **_each("CONFIG MODULE DEBUG CLIENT INFO ACL AUTH CLUSTER SAVE BGSAVE BGREWRITEAOF REPLICAOF SLAVEOF FAILOVER "
+            "SWAPDB SELECT OBJECT MEMORY LATENCY SLOWLOG", "it changes or reveals the whole server, not your sandbox"),
+    **_each("MONITOR SUBSCRIBE PSUBSCRIBE SSUBSCRIBE BLPOP BRPOP BZPOPMIN WAIT", "it would hold the console's "
+            "connection open"),
+    **_each("FLUSHALL FLUSHDB", "it would delete every visitor's keys, not only yours"),
+    "SHUTDOWN": "it would stop the server for everyone",
     "MULTI": "transactions span commands the console checks one by one",
     "PUBLISH": "the lab's own events travel on the server's channels",
     "SORT": "its BY and GET patterns read keys the console cannot check",
     "MIGRATE": "it moves keys to another server", "RESTORE": "it writes raw key dumps",
     "DUMP": "it reads raw key dumps; read the key with its own command",
     "RENAME": "a renamed key could leave your sandbox", "COPY": "a copied key could leave your sandbox",
-    "OBJECT": "it " + _SERVER, "MEMORY": "it " + _SERVER, "LATENCY": "it " + _SERVER, "SLOWLOG": "it " + _SERVER,
 }
 
 

@@ -1,14 +1,8 @@
 """The console's one entry point: `run_line(console, line) -> ConsoleReply`.
 
-The caller (the web layer) builds a `ConsoleContext` per request: the site's
-admin connection, the `Runner` that runs lines as sandboxes' ACL users (one
-per site), the sandbox, the queues a line may write, the byte budget and the
-lock of a queue. `run_line` never raises for a line or a fault of Valkey's:
-every outcome is a `ConsoleReply`, a refusal carrying the status to answer.
-
-A write runs under its queue's lock: the budget is read and charged, the
-line runs as the sandbox's user, and the reply names the queue it touched so
-the page repaints that widget.
+It never raises for a line or a fault of Valkey's: every outcome is a reply, a
+refusal carrying the status to answer. A write runs under its queue's lock,
+charged to the byte budget first, and names the queue it touched for a repaint.
 """
 
 from __future__ import annotations
@@ -93,13 +87,16 @@ def refusal(command: str, status: int, reason: Reason, message: str, lines: list
 async def run_line(console: ConsoleContext, line: str) -> ConsoleReply:
     """Check `line`, run it as the sandbox's ACL user, and say what came of it."""
     try:
-        found = plan(line, Confinement(console.sandbox, console.queues), console.limits)
-        if found.queue is not None and console.read_only is not None:
-            raise Refusal(403, console.read_only, "read-only")
+        where = Confinement(console.sandbox, console.queues)
+        found = plan(line, where, console.limits)
         if found.queue is None:
-            return answered(found, await _read(console, found))
+            return answered(found, await run.execute(console.runner, console.admin, console.sandbox, found, where))
+        if console.read_only is not None:
+            raise Refusal(403, console.read_only, "read-only")
         async with console.lock(found.queue):
-            value = await _write(console, found)
+            admitted = await budget.admit(console.admin, console.sandbox, console.queues, found, console.budget)
+            await budget.charge(console.admin, console.sandbox, admitted)
+            value = await run.execute(console.runner, console.admin, console.sandbox, found, where)
         return answered(found, value, wrote=True)
     except Malformed as exc:
         return refusal(line, 400, "bad-line", str(exc))
@@ -114,17 +111,6 @@ async def run_line(console: ConsoleContext, line: str) -> ConsoleReply:
     except (RedisError, TimeoutError, OSError) as exc:  # a fault of Valkey's, not of the line
         log.warning("console line in %s not run: %s", console.sandbox, exc)
         return refusal(line, 503, "unavailable", FAULT)
-
-
-async def _read(console: ConsoleContext, found: Plan) -> Any:
-    where = Confinement(console.sandbox, console.queues)
-    return await run.execute(console.runner, console.admin, console.sandbox, found, where)
-
-
-async def _write(console: ConsoleContext, found: Plan) -> Any:
-    admitted = await budget.admit(console.admin, console.sandbox, console.queues, found, console.budget)
-    await budget.charge(console.admin, console.sandbox, admitted)
-    return await _read(console, found)
 
 
 def answered(found: Plan, value: Any, wrote: bool = False) -> ConsoleReply:

@@ -8,14 +8,11 @@ three, written at once and read back together:
     <the command>                     run under that user's ACL
     AUTH emqlab-idle <password>       and back to the idle user
 
-A first AUTH that fails (the user is not on this node yet: a restart, a
-DELUSER, another cluster node) leaves the command to run as the idle user,
-who may do nothing; the user is made with ACL SETUSER and the line sent
-once more. A last AUTH that fails drops the connection instead of pooling it.
-On a cluster the command goes to the primary owning its key's slot, found
-with redis-py's public cluster API; a MOVED reply refreshes the slot map
-and the line is sent once more. Replies are RESP2 and undecoded, as
-valkey-cli shows them; an error reply comes back as its exception, not raised.
+A first AUTH that fails (no such user on this node yet) leaves the command to
+the idle user, who may do nothing: the user is made and the line sent once
+more; so is it after a MOVED, with the slot map refreshed. A last AUTH that
+fails drops the connection. Replies are RESP2, undecoded, as valkey-cli shows
+them; an error reply comes back as its exception, not raised.
 """
 
 from __future__ import annotations
@@ -35,22 +32,18 @@ from server.emq.wire import Conn
 from server.valkey import acl
 
 Arg = str | bytes | int | float
-# Connection settings carried over from the site's own connection to a node:
-# where it is and how to reach it, never who it is (username, password,
-# credential provider) nor how replies are decoded.
+# Settings carried over from the site's connection: where the node is and how
+# to reach it, never who it is nor how replies are decoded.
 _CARRIED: Final = frozenset({"host", "port", "db", "path", "socket_timeout", "socket_connect_timeout",
                              "socket_keepalive", "socket_keepalive_options", "socket_type"})
-# Commands that would change what a connection is rather than run on keys:
-# the identity (AUTH, HELLO, RESET), the database (SELECT), or the protocol
-# state (MULTI, SUBSCRIBE...). A pooled connection's state is one AUTH away
-# from idle, so none of them is ever sent here, whoever asks.
+# Commands that change what a connection is (identity, database, protocol state):
+# a pooled connection must stay one AUTH away from idle, so none is ever sent here.
 _STATEFUL: Final = frozenset({"AUTH", "HELLO", "RESET", "SELECT", "MULTI", "EXEC", "WATCH", "CLIENT", "QUIT",
                               "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "MONITOR", "READONLY", "READWRITE"})
 
 
 def _kind(cls: type[AbstractConnection]) -> type[AbstractConnection]:
-    """The plain redis-py class of the site's connection class (TLS, a unix
-    socket, or TCP), not the site's own subclass of it."""
+    """The plain redis-py class (TLS, unix socket or TCP) of the site's connection class."""
     for plain in (SSLConnection, UnixDomainSocketConnection):
         if issubclass(cls, plain):
             return plain
@@ -62,9 +55,8 @@ def _reach(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 class Runner:
-    """Runs commands as sandboxes' ACL users (the console's only way to Valkey
-    for a learner's line). `admin` is the site's connection: it makes users
-    and loads scripts, and on a cluster it knows which node owns a slot."""
+    """Runs commands as sandboxes' ACL users; `admin`, the site's connection, makes
+    the users, loads scripts, and knows which node owns a slot."""
 
     def __init__(self, admin: Conn, secret: str | bytes, *, max_connections: int = 16, timeout: float = 5.0) -> None:
         self.admin = admin
@@ -75,9 +67,8 @@ class Runner:
         self._pools: dict[str, aioredis.BlockingConnectionPool] = {}
 
     async def call(self, sandbox: str, args: Sequence[Arg], key: str | None) -> Any:
-        """The reply of `args` run as the sandbox's user on the node of `key`
-        (any node when None). Raises `acl.Closed` where users cannot be made,
-        and redis-py's ConnectionError or TimeoutError on a fault."""
+        """The reply of `args` run as the sandbox's user on the node of `key` (None: any).
+        Raises `acl.Closed` where users cannot be made, redis-py's errors on a fault."""
         name = args[0].decode("utf-8", "replace") if isinstance(args[0], bytes) else str(args[0])
         if name.upper() in _STATEFUL:
             raise ValueError(f"{name} changes the connection itself; it is never run as a sandbox's user")
@@ -172,9 +163,8 @@ class Runner:
             try:
                 first = await _read(conn)
             except ConnectionError as exc:
-                # Valkey closes the connections of a user it deletes (ACL
-                # DELUSER of the idle user, a restart): a pooled one may be
-                # found closed with no reply at all, so the line never ran.
+                # Valkey closes the connections of a user it deletes (DELUSER of the idle
+                # user, a restart): found closed with no reply, the line never ran.
                 raise _Unread(str(exc)) from exc
             replies = [first] + [await _read(conn) for _ in commands[1:]]
             idle = not isinstance(replies[2], Exception)
@@ -190,11 +180,8 @@ class _Unread(ConnectionError):
 
 
 async def _read(conn: AbstractConnection) -> Any:
-    """One reply; an error reply as its exception. redis-py raises a WRONGPASS
-    reply as AuthenticationError, and by default drops the connection on
-    anything raised: not here, since an error reply is read whole and leaves
-    the connection as sound as any reply (a real fault still drops it, in
-    `_exchange`)."""
+    """One reply; an error reply (WRONGPASS too) as its exception, the connection kept:
+    an error reply read whole leaves it as sound as any (a real fault drops it in `_exchange`)."""
     try:
         return await conn.read_response(disconnect_on_error=False)
     except (ResponseError, AuthenticationError) as exc:

@@ -1,22 +1,11 @@
 """What a sandbox's console writes may cost, and the names they leave behind.
 
-A sandbox holds at most about `budget` bytes of keys (1 MB by default). The
-console cannot weigh what Valkey will hold before it writes, so it counts
-what a write line sends: the bytes of every argument after the command's
-name, plus `OVERHEAD` for the line itself (a key's or a member's own
-bookkeeping in Valkey; it also bounds a flood of tiny writes). The count is
-charged whatever Valkey answers, before the line runs: a script that fails
-halfway keeps what it wrote, and a refused line costs its overhead only
-in a budget a Reset gives back.
-
-Each queue keeps its share in `lab:{<sandbox>.<queue>}:spent`, a string
-counter on the queue's own slot, so a widget's Reset (which deletes the
-queue's lab keys) frees that share; the sandbox's total is the sum over its
-queues, read in one pipeline. The same pipeline reads the queue's index of
-extra key names, `lab:{<sandbox>.<queue>}:index`: the keys a console write
-named that a widget's snapshot would not find by itself (a row of an id in
-no state set, `emq:{fanin}:note`), so the key panel lists them and the
-widget's Reset removes them.
+The console cannot weigh what Valkey will hold, so it counts what a write
+line sends (every argument after the name, plus `OVERHEAD`), charged before
+the line runs, whatever Valkey answers (a script failing halfway keeps its writes).
+Each queue keeps its share in `lab:{<sandbox>.<queue>}:spent`, so a widget's
+Reset frees it, and an index of the key names a write made that its snapshot
+would not find by itself (`:index`), so the panel lists them and Reset removes them.
 """
 
 from __future__ import annotations
@@ -31,8 +20,7 @@ from server.emq.wire import Conn
 DEFAULT_BUDGET: Final = 1_048_576
 OVERHEAD: Final = 64  # bytes counted for every write line, whatever it sends
 INDEX_CAP: Final = 64  # extra key names one queue's index lists at most
-# The keys of a queue a widget's snapshot finds by name (server/widgets):
-# never listed in the index.
+# The keys of a queue a widget's snapshot finds by name: never in the index.
 FOUND_BY_SNAPSHOT: Final = frozenset({
     "pending", "active", "schedule", "dead", "flow:outbox", "flow:outbox:poison", "flow:outbox:head",
     "metrics:completed",
@@ -53,9 +41,7 @@ def cost(found: Plan) -> int:
 
 
 def extra_names(found: Plan, sandbox: str) -> list[str]:
-    """The keys a write names that no snapshot rule finds: a direct write's
-    keys, a script's KEYS and the rows its ids make (`clear.lua` removes
-    each listed row with its subkeys)."""
+    """The keys a write names that no snapshot finds (`clear.lua` removes each with its subkeys)."""
     if found.queue is None:
         return []
     base = f"emq:{{{sandbox}.{found.queue}}}:"

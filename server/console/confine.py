@@ -1,22 +1,11 @@
 """Keys as the learner writes them -> keys of the sandbox the line acts in.
 
-A learner writes keys as the course and the panels show them:
-``emq:{fanin}:job:JOBparent``. A queue name without the sandbox prefix means
-that queue in the line's sandbox (``emq:{<sandbox>.fanin}:…``); the full
-form is accepted for that sandbox only. Anything else — another sandbox, a
-key outside the ``emq:{…}:`` grammar — is refused here, before a command is
-sent.
-
-These checks make good messages; they are not the boundary. Every line runs
-as the sandbox's own Valkey ACL user (server/valkey/acl.py), so a key this
-module failed to refuse would still answer Valkey's NOPERM.
-
-Writes are narrower than reads: only the queues the caller names (the
-course's widgets' queues, which the byte budget counts), never the outbox
-lists (the Pump trusts what they hold), and never a key of the key grammar
-turned into another type. Values that name queues are confined as well: a
-row's ``parent_queue`` and a script's queue arguments name the sandbox's
-queues, and no argument may name another sandbox's queue.
+``emq:{fanin}:job:JOBparent`` means that queue in the line's sandbox
+(``emq:{<sandbox>.fanin}:…``); another sandbox's key, or one outside the
+grammar, is refused with a message (the boundary is the ACL user's NOPERM).
+Writes reach only the course's queues, never the outbox lists (the Pump trusts
+them), never turning a grammar key into another type; values naming queues are
+confined too.
 """
 
 from __future__ import annotations
@@ -79,11 +68,8 @@ class Confinement:
         """The sandbox's key for `text`; `base`: the queue's prefix emq:{q}: is accepted."""
         found = KEY_RE.fullmatch(text)
         if not found:
-            raise Refusal(
-                403,
-                f"{_show(text)} is outside every sandbox: the console reaches keys written "
-                "emq:{<queue>}:<suffix>, e.g. emq:{fanin}:pending.",
-            )
+            raise Refusal(403, f"{_show(text)} is outside every sandbox: the console reaches keys written "
+                               "emq:{<queue>}:<suffix>, e.g. emq:{fanin}:pending.")
         queue, suffix = self.queue(found["queue"]), found["rest"]
         if not SUFFIX_RE.fullmatch(suffix) or (not suffix and not base):
             raise Refusal(400, f"{_show(text)}: the part after the hashtag must be 1-256 printable characters,"
@@ -94,18 +80,14 @@ class Confinement:
 
     def check_writable(self, queue: str, suffix: str, shape: str | None) -> None:
         if queue not in self.writable:
-            raise Refusal(
-                403,
-                f"the console writes only the course's queues in your sandbox ({', '.join(sorted(self.writable))}); "
-                f"{queue} is not one of them.",
-            )
+            raise Refusal(403, "the console writes only the course's queues in your sandbox "
+                               f"({', '.join(sorted(self.writable))}); {queue} is not one of them.")
         if WRITTEN_BY_SCRIPTS.fullmatch(suffix):
             raise Refusal(403, "the outbox is written by complete and fail only: the Pump trusts every entry it holds.")
         kind = grammar_type(suffix)
         if shape is not None and kind is not None and shape != kind:
-            raise Refusal(
-                403, f"emq:{{{queue}}}:{suffix} is a {kind} in the key grammar; this command would make it a {shape}."
-            )
+            raise Refusal(403, f"emq:{{{queue}}}:{suffix} is a {kind} in the key grammar; "
+                               f"this command would make it a {shape}.")
 
     def queue_value(self, text: str) -> str:
         """A value naming a queue (a row's parent_queue, a script's queue argument)."""
@@ -117,10 +99,8 @@ class Confinement:
         return self.full(queue)
 
     def check_value(self, text: str) -> None:
-        """Refuse a value that names another sandbox's queue, plainly or
-        through JSON's \\u escapes (what a JSON reader will make of it). Not
-        the boundary (Valkey's ACL is, and whoever decodes an entry checks it
-        again): a refusal here explains itself better than NOPERM later."""
+        """Refuse a value naming another sandbox's queue, plainly or through JSON's \\u
+        escapes: not the boundary, but it explains itself better than NOPERM later."""
         for seen in (text, UNICODE_ESCAPE.sub(lambda m: chr(int(m[1], 16)), text)):
             for found in FOREIGN.finditer(seen):
                 if found[1] != self.sandbox:

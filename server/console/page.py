@@ -1,16 +1,5 @@
-"""What the console's partial shows: the dive's example commands.
-
-A dive places the console with its own examples in the directive body, one
-per `try-N` option, written with the queues of the dive's widgets:
-
-    ```{widget} console
-    try-1: HGETALL emq:{fanin}:job:JOBparent
-    try-2: GET emq:{fanin}:job:JOBparent:dependencies
-    ```
-
-The page shows each as a "try: …" button that puts the command in the input
-and runs it; without JavaScript they are listed as text.
-"""
+"""What the console's partial shows: the dive's example commands, one per
+`try-N` option of its directive (``try-1: HGETALL emq:{fanin}:job:JOBparent``)."""
 
 from __future__ import annotations
 

@@ -64,9 +64,8 @@ def _quoted(line: str, at: int, quote: str, out: bytearray) -> int:
             i += 2
         elif ch == quote:
             if i + 1 < len(line) and line[i + 1] not in SPACE:
-                raise Malformed(
-                    f"the quote closed at column {i + 1} must be followed by a space or the end of the line"
-                )
+                raise Malformed(f"the quote closed at column {i + 1} must be followed by a space or the end of "
+                                "the line")
             return i + 1
         else:  # a backslash with nothing it escapes: kept as it is
             out += b"\\"
@@ -102,17 +101,13 @@ def split(line: str, limits: Limits = Limits()) -> list[str]:
             break
         raw, i = _word(line, i)
         if len(raw) > limits.argument_bytes:
-            raise Malformed(
-                f"argument {len(args) + 1} is {len(raw)} bytes long; each argument may be at most "
-                f"{limits.argument_bytes} bytes"
-            )
+            raise Malformed(f"argument {len(args) + 1} is {len(raw)} bytes long; each argument may be at most "
+                            f"{limits.argument_bytes} bytes")
         try:
             args.append(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
-            raise Malformed(
-                f"argument {len(args) + 1} is not UTF-8 text (its \\x escapes make invalid bytes); "
-                "the widgets read these keys as text"
-            ) from exc
+            raise Malformed(f"argument {len(args) + 1} is not UTF-8 text (its \\x escapes make invalid bytes); "
+                            "the widgets read these keys as text") from exc
         if len(args) > limits.arguments:
             raise Malformed(f"more than {limits.arguments} arguments; the console takes at most {limits.arguments}")
     if not args:

@@ -1,10 +1,7 @@
 """A console line -> a plan checked end to end, before anything is sent.
 
-Every host-side check happens here: the split, the allowlist, the
-confinement of each key and of each value that names a queue or becomes a
-key, the one-hashtag rule of a script call, the numbers a script computes
-with. A refusal raises `Refusal` or `Malformed`; a plan that comes back is
-what `run.py` sends as the sandbox's ACL user, and nothing else.
+Every host-side check happens here (`Refusal` or `Malformed`); a plan that
+comes back is what `run.py` sends as the sandbox's ACL user, and nothing else.
 """
 
 from __future__ import annotations
@@ -58,10 +55,6 @@ class Plan:
     written: list[str] = field(default_factory=list)  # the keys a write names
     scan_as: str = ""  # "SCAN" or "KEYS"
     scan_type: str | None = None
-
-    @property
-    def writes(self) -> bool:
-        return self.queue is not None
 
     @property
     def route(self) -> str | None:
@@ -195,9 +188,8 @@ def _numkeys(name: str, rest: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _check_numbers(name: str, argv: list[str]) -> None:
-    """The ARGV a script computes with are whole numbers in ASCII digits,
-    checked before anything runs (a script that fails halfway keeps what it
-    wrote before the failure)."""
+    """The ARGV a script computes with are ASCII whole numbers, checked before it
+    runs (a script failing halfway keeps what it wrote)."""
     for i in sorted(NUMBERS.get(name, ())):
         if i <= len(argv) and not NUMBER_RE.fullmatch(argv[i - 1]):
             raise Refusal(400, f"{name}: ARGV[{i}] must be a whole number written with the digits 0-9; "

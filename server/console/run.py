@@ -1,12 +1,8 @@
 """A checked plan run on Valkey, and the lines the page prints.
 
-Plain commands and the course's scripts run as the sandbox's Valkey ACL user
-(`as_user.Runner`), so Valkey itself refuses a key outside the sandbox; the
-scripts go by SHA of the text the server runs. SCAN and KEYS cannot be
-confined by key patterns (the user may not run them at all): they run as
-the site, host-side, matching the sandbox's own keys only, and answer in the
-learner's short form. Valkey's error replies become `(error) …` lines, a
-refusal by the ACL followed by a line that says it in words.
+Commands and scripts run as the sandbox's ACL user (`as_user.Runner`). SCAN
+and KEYS, which key patterns cannot confine (the user may not run them), run as
+the site, matching the sandbox's own keys only, and answer in the short form.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The console's transcript, kept in Valkey: the last commands and their replies.
 
-The page keeps the transcript it shows, but a reload or a second tab reads it
-back from here, so every view of one sandbox shows the same commands. One
-list per visitor inside the sandbox the request acts in (a class sharing a
-sandbox does not share its members' typing); it expires with the sandbox's
-idle time, and a reset of the sandbox removes it with every other key.
+A reload or a second tab reads it back from here. One list per visitor in the
+sandbox (a class sharing one does not share its members' typing), expiring with it.
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from server.emq.wire import Conn
+from server.emq.wire import Conn, as_text
 
 KEEP = 20  # commands kept, newest last
 KEEP_LINES = 40  # reply lines kept per command (the page showed them all when it ran)
@@ -26,6 +23,12 @@ def transcript_key(sandbox: str, visitor: str) -> str:
 def visitors_key(sandbox: str) -> str:
     """The visitors with a transcript in `sandbox`: how a reset finds them without a scan."""
     return f"lab:{{{sandbox}}}:consoles"
+
+
+async def keys_of(conn: Conn, sandbox: str) -> list[str]:
+    """The visitors' set and every transcript of `sandbox`: what a reset or a removal deletes."""
+    visitors = [as_text(v) for v in await conn.smembers(visitors_key(sandbox))]
+    return [visitors_key(sandbox), *(transcript_key(sandbox, v) for v in dict.fromkeys([sandbox, *visitors]))]
 
 
 def kept(entry: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,10 +1,8 @@
 """The reaper: idle sandboxes and classes expire, and no key lives forever.
 
-Every `every` seconds: sandboxes idle past the TTL (their registry score)
-are removed whole (`removal.delete`), rooms whose record expired take their
-shared sandbox with them, and sandboxes that were admitted but are no longer
-registered (orphans) are removed too. A round that fails for one sandbox
-logs it and goes on with the others.
+Every `every` seconds it removes whole (`removal.delete`) the sandboxes idle
+past the TTL, those of expired rooms, and orphans (admitted, no longer
+registered); one sandbox's failure is logged and the round goes on.
 """
 
 from __future__ import annotations
@@ -67,8 +65,7 @@ async def expire_rooms(conn: Conn, catalog: Catalog) -> list[str]:
 
 
 async def remove_orphans(conn: Conn, catalog: Catalog) -> list[str]:
-    """Keys of sandboxes that are no longer live (a lost registry entry, a
-    write racing an expiry): removed, so no key lives forever."""
+    """Sandboxes admitted but no longer live (a lost registry entry, a write racing an expiry)."""
     # The held index less the registry, on the server (both share one slot);
     # a room's sandbox is live without a registry entry.
     candidates = [as_text(m) for m in await conn.zdiff([admission.HELD_KEY, REGISTRY_KEY])]
@@ -119,10 +116,8 @@ class Reaper:
             try:
                 done = await reap(self.conn, self.catalog, self.ttl)
                 if any(done.values()):
-                    log.info(
-                        "reaper: expired %d idle sandboxes, %d rooms; removed %d orphans",
-                        len(done["sandboxes"]), len(done["rooms"]), len(done["orphans"]),
-                    )
+                    log.info("reaper: expired %d idle sandboxes, %d rooms; removed %d orphans",
+                             len(done["sandboxes"]), len(done["rooms"]), len(done["orphans"]))
             except (RedisError, OSError):
                 pass  # Valkey away: try again next round
             except Exception:

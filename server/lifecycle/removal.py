@@ -1,21 +1,17 @@
 """Removing a sandbox: every key it may hold, found by name, never by a scan.
 
-A sandbox's keys are of two kinds, both named without looking at any other
-sandbox's: its widgets' queues (`<sandbox>.<part>`, cleared by `clear.lua`
-on each queue's own slot, whatever types the keys hold, with the queue's lab
-state, index, byte counter and lock), and its own `lab:{<sandbox>}:…` records
-(activity, progress, the console's transcripts). So removing one sandbox
-sends the same commands whether Valkey holds one sandbox or thousands.
+Its widgets' queues are cleared by `clear.lua` (whatever types the keys hold),
+and its own `lab:{<sandbox>}:…` records deleted, so removing one sandbox costs
+the same whether Valkey holds one sandbox or thousands.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from server.console import transcript
 from server.emq.script import Call, execute
-from server.emq.wire import Conn, as_text
+from server.emq.wire import Conn
 from server.sandboxes import admission, keys
 from server.sandboxes.sandbox import SANDBOX_RE, queue_name
 from server.widgets.snapshot import Catalog
@@ -39,27 +35,18 @@ def clear_calls(catalog: Catalog, sandbox: str) -> list[Call]:
     return calls
 
 
-async def own_names(conn: Conn, sandbox: str) -> list[str]:
-    """The sandbox's own records: activity, progress and its console transcripts."""
-    visitors = [as_text(v) for v in await conn.smembers(transcript.visitors_key(sandbox))]
-    consoles = [transcript.transcript_key(sandbox, v) for v in dict.fromkeys([sandbox, *visitors])]
-    return [keys.meta_key(sandbox), keys.progress_key(sandbox), transcript.visitors_key(sandbox), *consoles]
-
-
 async def delete(conn: Conn, catalog: Catalog, sandbox: str) -> int:
     """Remove every key of `sandbox`: the number removed."""
     checked(sandbox)
-    calls: list[Call | None] = list(clear_calls(catalog, sandbox))
+    calls = clear_calls(catalog, sandbox)
     locks = [keys.lock_key(queue_name(sandbox, w.queue_parts[0])) for w in catalog.widgets.values()]
-    names = await own_names(conn, sandbox)
+    names = [keys.meta_key(sandbox), keys.progress_key(sandbox), *await transcript.keys_of(conn, sandbox)]
     async with conn.pipeline(transaction=False) as pipe:
-        for call in calls:
-            assert call is not None
-            call[0].queue(pipe, call[1], call[2])
+        for script, call_keys, argv in calls:
+            script.queue(pipe, call_keys, argv)
         for lock in locks:
             pipe.delete(lock)
         pipe.delete(*names)  # one DEL: every lab:{<sandbox>}:… key shares the sandbox's slot
         pipe.zrem(admission.HELD_KEY, sandbox)
-        calls += [None] * (len(locks) + 2)
-        replies: list[Any] = await execute(conn, pipe, calls)
+        replies = await execute(conn, pipe, [*calls, *[None] * (len(locks) + 2)])
     return sum(int(r) for r in replies[:-1] if isinstance(r, int))

@@ -1,15 +1,9 @@
 """Resetting sandboxes: an instructor's reset, reset-all, a learner's "Start over".
 
-A sandbox is reset the way each widget's own Reset button does it: through
-the executor, under the widget's lock, recorded as the instructor's outcome
-(so a learner's open page says who reset it); the learner's kept choices
-stay, the scenario lands again. A widget that has not landed yet is only
-cleared. The sandbox's console transcripts go; who the learner is and their
-progress stay. Every key is named, so the cost does not grow with other
-sandboxes, and Reset removes keys whatever types they hold.
-
-One corrupted sandbox never fails another's reset: each sandbox is reset on
-its own, and a failure is logged and counted, not raised through the others.
+Each landed widget is reset the way its own Reset button does it (through the
+executor, under its lock, said as the resetter's outcome); the console
+transcripts go, the learner and their progress stay. One sandbox's failure is
+logged and counted, never raised through the others.
 """
 
 from __future__ import annotations
@@ -20,6 +14,7 @@ from dataclasses import dataclass, field
 
 from server.console import transcript
 from server.emq.wire import Conn, as_text
+from server.lifecycle.removal import checked
 from server.live import events
 from server.sandboxes import admission, keys, rooms
 from server.sandboxes.sandbox import SANDBOX_RE, queue_name
@@ -42,16 +37,13 @@ class Report:
 
 async def reset_sandbox(lab: runner.Lab, sandbox: str, by: str = "instructor") -> None:
     """Reset one sandbox (see the module's docstring)."""
-    if not SANDBOX_RE.fullmatch(sandbox):
-        raise ValueError(f"not a sandbox id: {sandbox!r}")
+    checked(sandbox)
     actor = Actor(sandbox, sandbox, by=by, records=False)  # done to the sandbox, not by its learner
     for widget in lab.catalog.widgets.values():
         landed = await lab.conn.hget(keys.state_key(queue_name(sandbox, widget.queue_parts[0])), "landed")
         if landed == "1":
             await runner.act(lab, widget, actor, "reset", Body())
-    visitors = [as_text(v) for v in await lab.conn.smembers(transcript.visitors_key(sandbox))]
-    await lab.conn.delete(transcript.visitors_key(sandbox),
-                          *(transcript.transcript_key(sandbox, v) for v in dict.fromkeys([sandbox, *visitors])))
+    await lab.conn.delete(*await transcript.keys_of(lab.conn, sandbox))
 
 
 async def reset_sandboxes(lab: runner.Lab, sandboxes: list[str] | None, by: str = "instructor") -> Report:

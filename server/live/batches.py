@@ -1,17 +1,9 @@
 """When a sandbox's keyspace notifications make one change a page should see.
 
-An action writes several keys; its pages should repaint once, with all of
-them. Every widget action holds its widget's lock (`lab:{q}:lock`) from
-before its first write to after its last, and deletes it last, so:
-
-* a notice of a widget whose lock is held waits for the lock's deletion,
-  which closes the batch at once (at most HELD_MAX, in case the lock lapses);
-* a notice with no lock held (a console write, a shell) closes the batch
-  after QUIET, so a burst of writes is one change.
-
-A closed batch is one `Change`: the widgets whose keys it touched and the
-effects (each notice of a learner key), handed to `flush`, one at a time per
-sandbox; notices that come during a flush make the next batch.
+An action holds its widget's lock (`lab:{q}:lock`) around its writes and
+deletes it last, so a batch with a lock held closes at the lock's deletion (at
+most HELD_MAX); one without closes after QUIET. A closed batch is one `Change`,
+handed to `flush` one at a time per sandbox.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """What one keyspace notification did, in the course's words.
 
-Valkey reports a write as an event name and a key (``incrby`` on
-``emq:{q}:job:P:dependencies``). That is exact but says little: a ``DECR``
-reports ``incrby``, ``HSETNX`` reports ``hset``. ``describe`` names the write
-by what the key is for (its suffix) and what the command did to it, so the
-effects log reads "one fewer outstanding child" rather than "changed a
-counter". One rule, here; the page shows the words it is sent.
+Valkey reports ``incrby`` on ``emq:{q}:job:P:dependencies``; ``describe`` names
+the write by what the key is for and what was done: "one fewer outstanding child".
 """
 
 from __future__ import annotations

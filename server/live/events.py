@@ -1,9 +1,7 @@
 """The lab's own events (resets, class changes), published to every worker.
 
-Every worker's hub subscribes to one channel; an event names the sandboxes
-whose open streams must hear it (None: every stream), and the stream hands it
-on to the page as an SSE event of the same kind. A PUBLISH reaches every node
-of a cluster, so each event carries an id and a hub hands it on once.
+An event names the sandboxes whose streams must hear it (None: all); a
+PUBLISH reaches every node of a cluster, so each carries an id, handed on once.
 """
 
 from __future__ import annotations

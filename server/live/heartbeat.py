@@ -1,25 +1,12 @@
 """The heartbeat: proof, every second, that keyspace notifications still arrive.
 
-Keyspace notifications can be switched off behind the site's back
-(`CONFIG SET notify-keyspace-events ""`), and then nothing fails: the
-streams simply fall silent. So the hub writes a small key under the very
-pattern it subscribes to, once a second, on every node it listens on, and
-expects the notification back:
-
-* the notification arrives: all is well;
-* none for `SILENCE` seconds while the writes succeed: notifications are off.
-  The heartbeat switches them back on (CONFIG SET) where Valkey allows it and
-  reports "restored" (every stream resyncs with fresh snapshots); where CONFIG
-  is refused it reports "off" (every page says so, and the streams follow
-  Valkey by polling snapshots until the notifications come back);
-* the server's flags say notifications are on but none arrives: the
-  subscription itself is broken, so it raises and the hub reconnects;
-* the write is refused for memory: Valkey is out of memory ("memory full"),
-  reported once, and "memory ok" on the first write that succeeds again.
-
-The key lives ten seconds (PX), so a stopped site leaves nothing behind. On a
-cluster each primary gets a key of its own slot: `emq:{lab-heartbeat-N}:beat`
-for the first N the node accepts without a MOVED.
+Notifications switched off behind the site's back fail nothing: the streams
+just fall silent. So the hub writes a key under the pattern it subscribes to,
+every second on every node, and expects the notice back. After `SILENCE`
+without one it switches them on again ("restored") or, where CONFIG is
+refused, reports "off" (the streams poll); if the flags say on, the
+subscription is broken and it raises (the hub reconnects). A write refused
+for memory reports "memory full", then "memory ok".
 """
 
 from __future__ import annotations
@@ -34,7 +21,7 @@ from redis.exceptions import AskError, OutOfMemoryError, RedisError, ResponseErr
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from server.emq.wire import Conn
-from server.valkey.process import NOTIFY_FLAGS  # what the stream needs on: written once, beside the server's start
+from server.valkey.process import NOTIFY_FLAGS
 
 log = logging.getLogger("emqlab.stream")
 
@@ -50,20 +37,19 @@ RESTORED, OFF, ON, MEMORY_FULL, MEMORY_OK = "restored", "off", "on", "memory ful
 
 def flags_on(flags: Any) -> bool:
     """Whether `notify-keyspace-events` flags include what the hub listens for."""
-    if isinstance(flags, bytes):
-        flags = flags.decode()
-    flags = flags or ""
+    flags = (flags.decode() if isinstance(flags, bytes) else flags) or ""
     return "K" in flags and ("A" in flags or {"g", "h", "z", "l", "$"} <= set(flags))
+
+
+async def notifications_on(client: Conn) -> bool:
+    """Whether the node's `notify-keyspace-events` include what the hub listens for."""
+    found = await client.config_get("notify-keyspace-events")
+    return flags_on(found.get("notify-keyspace-events", "") if isinstance(found, dict) else "")
 
 
 def is_beat_key(key: str) -> bool:
     """True for a heartbeat key itself (`emq:{lab-heartbeat}:beat`, or `-N` on a cluster)."""
     return key.startswith("emq:{" + BEAT_TAG)
-
-
-def is_beat(channel: str) -> bool:
-    """True for the notification of a heartbeat key (`__keyspace@0__:emq:{lab-heartbeat…}:beat`)."""
-    return ":emq:{" + BEAT_TAG in channel
 
 
 class Heartbeat:
@@ -87,7 +73,7 @@ class Heartbeat:
             self.report(ON)
 
     async def beat_key(self) -> str:
-        """This node's heartbeat key (a cluster node: one of its own slots)."""
+        """This node's heartbeat key (on a cluster, the first N whose slot the node holds)."""
         if self.key is not None:
             return self.key
         for n in range(2000):
@@ -126,9 +112,8 @@ class Heartbeat:
             wrote = await self.write()
             slept = time.monotonic()
             await asyncio.sleep(BEAT_EVERY)
-            # A worker so busy that its sleep overran is behind on every message,
-            # the beat's too: that is not silence, and resubscribing would only
-            # add to the load. Judge only when the loop kept time.
+            # A sleep that overran means a worker behind on every message: not
+            # silence, and resubscribing would only add load.
             late = time.monotonic() - slept > 2 * BEAT_EVERY
             if late:
                 self.last_seen = max(self.last_seen, time.monotonic() - SILENCE / 2)
@@ -137,17 +122,10 @@ class Heartbeat:
 
     async def judge_silence(self) -> None:
         try:
-            current = await self.client.config_get("notify-keyspace-events")
-            flags = current.get("notify-keyspace-events", "") if isinstance(current, dict) else ""
-        except ResponseError:
-            flags = None  # CONFIG refused: we cannot even look
-        if flags is not None and flags_on(flags):
-            raise RedisConnectionError("no heartbeat notification although notifications are on: resubscribing")
-        try:
-            if flags is None:
-                raise ResponseError("CONFIG is refused")
+            if await notifications_on(self.client):
+                raise RedisConnectionError("no heartbeat notification although notifications are on: resubscribing")
             await self.client.config_set("notify-keyspace-events", NOTIFY_FLAGS)
-        except ResponseError as exc:
+        except ResponseError as exc:  # CONFIG refused
             if self.notifications:
                 log.warning("keyspace notifications are off and may not be switched on (%s): streams poll", exc)
                 self.notifications = False
@@ -159,18 +137,3 @@ class Heartbeat:
         self.last_seen = time.monotonic()
         self.report(RESTORED)
 
-
-__all__ = [
-    "BEAT_EVERY",
-    "MEMORY_FULL",
-    "MEMORY_OK",
-    "NOTIFY_FLAGS",
-    "OFF",
-    "ON",
-    "RESTORED",
-    "SILENCE",
-    "Heartbeat",
-    "flags_on",
-    "is_beat",
-    "is_beat_key",
-]

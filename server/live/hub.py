@@ -1,19 +1,11 @@
 """The live stream's listener: keyspace notifications in, changes out.
 
-One `Hub` per process holds ONE subscription per Valkey primary, the same
-whoever is online: two patterns (every `emq:{…}` and `lab:{…}` key) and the
-lab's event channel. Valkey matches each write against those two patterns
-only, so an action costs the same with two thousand learners online as with
-one. The hub drops at once a notice of a sandbox no page of this worker
-shows (a dict lookup), and hands the rest to `Batches`, which closes one
-change per action for the streams (`Streams.deliver`).
-
-On a cluster notifications are node-local: the hub subscribes on every
-primary and follows the topology (CLUSTER SHARDS), `up` when every primary
-is subscribed. When a node goes away the hub says so, reconnects, switches
-notifications on again (a restarted server forgets them) and tells the
-streams to resync. A heartbeat (`heartbeat.py`) proves, every second, that
-notifications still arrive.
+One subscription per Valkey primary, the same whoever is online (two patterns
+and the events channel), so an action costs Valkey the same with two thousand
+learners as with one. A notice of a sandbox no page here shows is dropped with
+one dict lookup; the rest go to `Batches`. On a drop the hub reconnects,
+switches notifications on again (a restarted server forgets them) and tells
+the streams to resync.
 """
 
 from __future__ import annotations
@@ -89,20 +81,16 @@ class Hub:
         resync = judgement in (heartbeat.RESTORED, heartbeat.ON, heartbeat.MEMORY_OK)
         self.tell(resync, NOTIFICATIONS_RESTORED if judgement == heartbeat.RESTORED else None)
 
-    def changed_up(self) -> None:
-        self.tell(resync=self.up)
-
     # -- running ------------------------------------------------------------------
     async def start(self) -> None:
-        await self.nodes.start(self.changed_up)
+        await self.nodes.start(lambda: self.tell(resync=self.up))
 
     async def stop(self) -> None:
         await self.nodes.stop()
         await self.batches.stop()
 
     async def subscriber(self, url: str, node: str, ready: Callable[[bool], None]) -> None:
-        """Subscribe on one node until cancelled; on a drop, reconnect and switch
-        notifications on again there."""
+        """Subscribe on one node until cancelled, reconnecting on a drop."""
         while True:
             client: Conn = aioredis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=1)
             try:
@@ -175,8 +163,7 @@ class Hub:
             self.batches.notice(sandbox, widget, queue, key, event)
 
     def lab_event(self, raw: Any) -> None:
-        """A reset or a class change, published by some worker: handed on once
-        (a cluster delivers a PUBLISH through every node this hub subscribes on)."""
+        """A reset or a class change: handed on once (a cluster delivers a PUBLISH through every node)."""
         event = events.decode(raw)
         if event is None or not self.seen.first(event.get("id")):
             return

@@ -1,13 +1,9 @@
 """The open streams, by sandbox, and what each is handed.
 
-A page's stream is a `Subscription`: the widgets it shows and a bounded
-queue. A closed batch of a sandbox's writes (`batches.Change`) becomes
-frames once: each touched widget is read once (`Read`, the widgets'
-snapshot, encoded as an SSE frame), each effect worded once; every page of
-the sandbox gets the frames of its own widgets as one chunk. So a thousand
-pages of one sandbox cost one read per change, and every page paints the
-same snapshot. Other news (Valkey's status, a reset, a class's move) is a
-`Notice` handed to each stream as it comes.
+A closed batch (`batches.Change`) becomes frames once: each touched widget
+read once, each effect worded once, and every page of the sandbox gets its
+widgets' frames as one chunk, so a thousand pages cost one read per change.
+Other news (status, a reset, a class's move) is a `Notice`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Which Valkey nodes the hub listens on, and keeping one subscriber on each.
 
-On one server: one subscriber on the URL's node. On a cluster, keyspace
-notifications are node-local, so one subscriber per online primary, read
-from CLUSTER SHARDS every few seconds; subscribers start and stop as
-primaries come and go. The hub is `up` when every node has its subscriber
-ready. Each node gets notifications switched on when its subscriber
-(re)connects: a restarted server has forgotten them.
+Notifications are node-local: on a cluster one subscriber per online primary
+(CLUSTER SHARDS, read every few seconds). `up` when every subscriber is ready.
 """
 
 from __future__ import annotations
@@ -21,7 +17,8 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from server.emq.wire import Conn
-from server.live.heartbeat import NOTIFY_FLAGS, flags_on
+from server.live.heartbeat import notifications_on
+from server.valkey.process import NOTIFY_FLAGS
 
 log = logging.getLogger("emqlab.stream")
 
@@ -34,8 +31,7 @@ Subscriber = Callable[[str, str, Callable[[bool], None]], Coroutine[Any, Any, No
 async def enable_notifications(client: Conn) -> bool:
     """Switch keyspace notifications on for one node; False when CONFIG is refused."""
     try:
-        found = await client.config_get("notify-keyspace-events")
-        if not flags_on(found.get("notify-keyspace-events", "") if isinstance(found, dict) else ""):
+        if not await notifications_on(client):
             await client.config_set("notify-keyspace-events", NOTIFY_FLAGS)
         return True
     except RedisError as exc:

@@ -1,29 +1,14 @@
 """Each sandbox's own Valkey ACL user: its rules, its password, making and dropping it.
 
-The sandbox boundary is Valkey's to enforce, not only the console's: user
-``sbx-<sandbox>`` may touch keys matching ``emq:{<sandbox>.*`` and nothing
-else (no ``lab:`` key, no pub/sub channel), and runs only the commands the
-course needs. Why one pattern for the whole sandbox rather than one per queue:
-it is the very pattern a sandbox reset or the reaper matches, so whatever the
-user could write, the reset removes; it never goes stale when the widgets'
-queues change (a user made before a deploy would lack a new queue's pattern);
-and which queues inside the sandbox a line may write is the console's
-concern, decided with better words than NOPERM. The first ``{`` of such a
-key is the one after ``emq:``, so its cluster hashtag starts with
-``<sandbox>.`` too: whatever the user writes is named in its own sandbox.
-
-Nothing is stored: the password is an HMAC of the site's secret and the
-sandbox id, and a user is made with ``ACL SETUSER`` the first time its AUTH
-fails on a node (ACL users live in the server's memory: a restart, a
-failover or another cluster node simply has none yet).
-
-Why a connection never runs a line as the wrong user (server/console/as_user.py
-does the running): a failed AUTH leaves a connection as whoever it was
-before. So between two lines a connection rests as ``emqlab-idle``, a user
-with no key and no command, and each line is one round trip of
-``AUTH <user>``, the command, ``AUTH emqlab-idle``. If the first AUTH fails,
-the command runs as the idle user and is refused; if the last one fails, the
-connection is dropped rather than pooled.
+User ``sbx-<sandbox>`` reaches keys matching ``emq:{<sandbox>.*`` only (no
+``lab:`` key, no channel; such a key's hashtag starts with ``<sandbox>.`` too):
+the very pattern a reset or the reaper matches, so whatever the user wrote goes
+with the sandbox, and it never goes stale when widgets' queues change.
+Nothing is stored: the password is an HMAC of the site's secret, and a user is
+made with ``ACL SETUSER`` when its AUTH first fails on a node (ACL users live
+in memory only). A failed AUTH leaves a connection as whoever it was, so
+between lines a connection rests as ``emqlab-idle``, a user with no key and no
+command (server/console/as_user.py runs the lines).
 """
 
 from __future__ import annotations
@@ -31,9 +16,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
-from typing import Any, Final
+from typing import Final
 
-from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.cluster import ClusterNode
 from redis.exceptions import (
     BusyLoadingError,
     ClusterDownError,
@@ -45,14 +30,12 @@ from redis.exceptions import (
 
 from server.emq.wire import Conn
 from server.valkey import reply
+from server.valkey.client import command_on, primaries
 
 PREFIX: Final = "sbx-"
 IDLE_USER: Final = "emqlab-idle"
-# What a sandbox's user runs: the console's reads and writes of the key
-# grammar's types, the course's scripts by SHA and the EMQ module's
-# commands, plus what those scripts and the module call inside (TIME for
-# the clock, EXISTS, HSETNX, ...): Valkey checks every call of a script or of
-# the module (its `C` flag) against this same list.
+# The console's commands, plus what the scripts and the module call inside
+# (TIME, EXISTS, ...): Valkey checks those calls against this list too.
 COMMANDS: Final = (
     "ping", "time", "type", "ttl", "pttl", "exists", "get", "strlen", "set", "incr", "decr", "incrby",
     "decrby", "hget", "hgetall", "hmget", "hlen", "hexists", "hkeys", "hvals", "hset", "hsetnx", "hdel",
@@ -60,20 +43,16 @@ COMMANDS: Final = (
     "zcount", "zadd", "zrem", "zincrby", "zpopmin", "lrange", "llen", "lindex", "lpush", "rpush", "lpop",
     "rpop", "lrem", "expire", "pexpire", "persist", "del", "evalsha", "emq.complete", "emq.fail",
 )
-# Denied by name although `-@all` already denies them: key patterns cannot
-# confine a command without keys (KEYS, SCAN and RANDOMKEY list every
-# sandbox's keys, FLUSHALL and FLUSHDB delete them), and the rest change or
-# reveal the server. Named, they stay denied even if a category is ever
-# added to the rules, and ACL GETUSER shows the decision.
+# Denied by name although `-@all` denies them: key patterns cannot confine a
+# keyless command, and named they stay denied if a category is ever added.
 DENIED: Final = (
     "keys", "scan", "randomkey", "flushall", "flushdb", "config", "script", "function", "eval", "eval_ro",
     "fcall", "fcall_ro", "debug", "acl", "module", "shutdown", "migrate", "client", "object", "memory",
     "info", "monitor", "subscribe", "psubscribe", "publish", "sort", "rename", "copy", "move", "restore",
     "dump", "select", "swapdb", "cluster", "save", "bgsave", "replicaof", "multi", "wait",
 )
-# Error replies that pass by themselves: a server loading its data, a cluster
-# between two slot maps. Any other refusal of ACL SETUSER (NOPERM, an unknown
-# command or rule on an older server) means the site may not make users here.
+# Error replies that pass by themselves (loading, between two slot maps); any
+# other refusal of ACL SETUSER means the site may not make users here.
 PASSING: Final = (BusyLoadingError, ClusterDownError, MasterDownError, TryAgainError)
 CLOSED_FOR: Final = 30.0  # seconds a node that refused ACL SETUSER is not asked again
 
@@ -90,13 +69,10 @@ def user_of(sandbox: str) -> str:
     return PREFIX + sandbox
 
 
-def _secret_bytes(secret: str | bytes) -> bytes:
-    return secret if isinstance(secret, bytes) else secret.encode()
-
-
 def password_of(secret: str | bytes, name: str) -> str:
     """The password of ACL user `name`: derived, so never stored anywhere."""
-    return hmac.new(_secret_bytes(secret), b"emqlab-acl:" + name.encode(), hashlib.sha256).hexdigest()
+    key = secret if isinstance(secret, bytes) else secret.encode()
+    return hmac.new(key, b"emqlab-acl:" + name.encode(), hashlib.sha256).hexdigest()
 
 
 def _hashed(secret: str | bytes, name: str) -> str:
@@ -106,8 +82,7 @@ def _hashed(secret: str | bytes, name: str) -> str:
 
 
 def sandbox_rules(sandbox: str, secret: str | bytes) -> list[str]:
-    """ACL SETUSER rules of the sandbox's user (`reset` first: the same result
-    whatever the user held before)."""
+    """ACL SETUSER rules of the sandbox's user (`reset` first: whatever it held before)."""
     return [
         "reset", "on", _hashed(secret, user_of(sandbox)), "resetchannels", f"~emq:{{{sandbox}.*",
         "-@all", *(f"+{c}" for c in COMMANDS), *(f"-{c}" for c in DENIED),
@@ -128,18 +103,13 @@ class Users:
         self.secret = secret
         self._closed: dict[str, tuple[float, str]] = {}  # node name -> (until, reason)
 
-    async def _on(self, node: ClusterNode | None, *args: Any) -> Any:
-        if isinstance(self.admin, RedisCluster):
-            return await self.admin.execute_command(*args, target_nodes=node or self.admin.get_default_node())
-        return await self.admin.execute_command(*args)  # type: ignore[no-untyped-call]  # untyped in redis-py
-
     async def _set(self, node: ClusterNode | None, name: str, rules: list[str]) -> None:
         where = node.name if node is not None else ""
         until, reason = self._closed.get(where, (0.0, ""))
         if time.monotonic() < until:
             raise Closed(reason)
         try:
-            await self._on(node, "ACL", "SETUSER", name, *rules)
+            await command_on(self.admin, node, "ACL", "SETUSER", name, *rules)
         except PASSING:
             raise  # the server is starting or moving slots: a fault for now, not a closed console
         except ResponseError as exc:
@@ -157,21 +127,16 @@ class Users:
 
     async def load_script(self, source: str, node: ClusterNode | None) -> None:
         """SCRIPT LOAD as the site: the sandbox users may not (SCRIPT is denied)."""
-        await self._on(node, "SCRIPT", "LOAD", source)
+        await command_on(self.admin, node, "SCRIPT", "LOAD", source)
 
     async def drop(self, sandbox: str) -> None:
         await drop_user(self.admin, sandbox)
 
     async def probe(self) -> str | None:
-        """Make the idle user on every primary now: None when the site may,
-        else the reason the console is closed here (for the start-up log)."""
+        """Make the idle user on every primary now: None, or why the console is closed here."""
         try:
-            if isinstance(self.admin, RedisCluster):
-                await self.admin.initialize()
-                for node in self.admin.get_primaries():
-                    await self.make_idle(node)
-            else:
-                await self.make_idle()
+            for node in await primaries(self.admin):
+                await self.make_idle(node)
         except Closed as exc:
             return exc.reason
         except RedisError as exc:
@@ -180,13 +145,7 @@ class Users:
 
 
 async def drop_user(admin: Conn, sandbox: str) -> None:
-    """ACL DELUSER of the sandbox's user on every primary: the reaper's call
-    when a sandbox goes (a user that is not there is not an error). Valkey
-    closes connections authenticated as it; the console's rest as the idle
-    user between lines, so none of its connections is among them."""
-    if isinstance(admin, RedisCluster):
-        await admin.initialize()
-        for node in admin.get_primaries():
-            await admin.execute_command("ACL", "DELUSER", user_of(sandbox), target_nodes=node)
-    else:
-        await admin.execute_command("ACL", "DELUSER", user_of(sandbox))  # type: ignore[no-untyped-call]
+    """ACL DELUSER of the sandbox's user on every primary (a missing user is no error).
+    Valkey closes connections authenticated as it: the console's rest as the idle user."""
+    for node in await primaries(admin):
+        await command_on(admin, node, "ACL", "DELUSER", user_of(sandbox))

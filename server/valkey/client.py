@@ -1,12 +1,8 @@
-"""Open the Valkey client the site talks through: one server, or a cluster.
+"""The Valkey client the site talks through: `Redis` for one server, `RedisCluster` for a cluster.
 
-`open_client(url, cluster)` answers a `redis.asyncio.Redis` for a single
-server and a `redis.asyncio.RedisCluster` for a Valkey Cluster. The cluster
-is chosen when asked (`EMQLAB_VALKEY_CLUSTER=1`, which `emqlab serve
---cluster` sets) or found: `INFO cluster` on the node the URL names says
-`cluster_enabled:1`. Every script runs unchanged on either: their keys share
-one hashtag, and redis-py's cluster client sends each EVALSHA to the node
-owning that slot (and SCRIPT LOAD to every primary on NOSCRIPT).
+A cluster is used when asked (`EMQLAB_VALKEY_CLUSTER=1`) or found (`INFO
+cluster` says `cluster_enabled:1`); every script runs unchanged on either,
+since its keys share one hashtag.
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ from urllib.parse import urlsplit
 import hiredis
 import redis
 import redis.asyncio as aioredis
-from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -33,28 +29,20 @@ CLUSTER_ENV = "EMQLAB_VALKEY_CLUSTER"
 MAX_CONNECTIONS = 2048  # above any limit_concurrency the site is served with (server/cli.py)
 
 
-def cluster_from_env() -> bool | None:
-    """EMQLAB_VALKEY_CLUSTER: 1 = a cluster, 0 = one server, unset = find out."""
-    return truth(os.environ.get(CLUSTER_ENV, ""))
-
-
 def detect_cluster(url: str) -> bool:
     """True when the node the URL names runs with cluster mode on."""
     try:
-        client = redis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2, socket_timeout=2)
-        try:
+        with redis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2, socket_timeout=2) as client:
             return int(client.info("cluster").get("cluster_enabled", 0)) == 1
-        finally:
-            client.close()
     except (redis.RedisError, OSError, ValueError) as exc:
         log.warning("cannot tell whether %s is a cluster (%s): assuming one server", url, exc)
         return False
 
 
 def wants_cluster(url: str, cluster: bool | None = None) -> bool:
-    """Asked for (argument, then EMQLAB_VALKEY_CLUSTER), else detected."""
+    """Asked for (argument, then EMQLAB_VALKEY_CLUSTER: 1 or 0), else detected."""
     if cluster is None:
-        cluster = cluster_from_env()
+        cluster = truth(os.environ.get(CLUSTER_ENV, ""))
     return detect_cluster(url) if cluster is None else cluster
 
 
@@ -76,51 +64,46 @@ class PackedConnection(aioredis.Connection):
         return [hiredis.pack_command(args)]
 
 
-def packed_on_tcp(url: str) -> dict[str, Any]:
-    """`PackedConnection` for a plain TCP URL; TLS and unix sockets keep redis-py's own classes."""
-    return {"connection_class": PackedConnection} if urlsplit(url).scheme == "redis" else {}
-
-
 def open_client(url: str, cluster: bool | None = None) -> aioredis.Redis | RedisCluster:
     """The site's async client (decode_responses=True)."""
     if wants_cluster(url, cluster):
-        # One pool per node inside the cluster client; a topology change
-        # (MOVED, a node gone) makes it refresh its slot map on its own.
+        # One pool per node; a MOVED or a node gone refreshes its slot map by itself.
         return RedisCluster.from_url(
             _cluster_url(url), decode_responses=True, socket_connect_timeout=1, socket_timeout=5,
             health_check_interval=10,
         )
-    # A plain pool, sized above what the server lets in at once (uvicorn's
-    # limit_concurrency): a request holds one connection at a time, and
-    # streams hold none (they are fed by the hub's own subscription), so the
-    # cap is never the queue; a waiting pool (BlockingConnectionPool) cost
-    # an eighth of an action's CPU in its checkout alone.
-    #
-    # One retry on a dropped connection: after a Valkey restart every pooled
-    # socket is dead, and the command that met a dead socket never reached
-    # the new server, so sending it again on a fresh connection is safe.
-    #
-    # No timeout per command and no health check per command: redis-py wraps
-    # every send in a task of its own for a socket timeout (a tenth of a
-    # click's CPU). A request has one deadline instead, for all its commands
-    # (server/web/middleware.py `Deadline`), and the stream's reads their own.
+    # A plain pool sized above uvicorn's limit_concurrency, so the cap is never
+    # the queue (a BlockingConnectionPool's checkout cost an eighth of an action's CPU).
+    # One retry on a dropped connection: after a Valkey restart a command that
+    # met a dead pooled socket never reached the new server.
+    # No socket timeout or health check per command (a task per send, a tenth of
+    # a click's CPU): a request has one deadline for all (web/middleware.py `Deadline`).
     pool = aioredis.ConnectionPool.from_url(
-        url, decode_responses=True, socket_connect_timeout=1,
-        max_connections=MAX_CONNECTIONS, **packed_on_tcp(url),
+        url, decode_responses=True, socket_connect_timeout=1, max_connections=MAX_CONNECTIONS,
+        # hiredis packing on plain TCP; TLS and unix sockets keep redis-py's own classes
+        **({"connection_class": PackedConnection} if urlsplit(url).scheme == "redis" else {}),
         retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
     )
     return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes it
 
 
-def open_sync_client(url: str, cluster: bool | None = None) -> Any:
-    """A short-lived synchronous client (the cookie secret at startup)."""
-    if wants_cluster(url, cluster):
-        return redis.RedisCluster.from_url(_cluster_url(url), decode_responses=True, socket_connect_timeout=2)
-    return redis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2)
-
-
 def is_cluster(conn: Conn) -> bool:
     return isinstance(conn, (RedisCluster, redis.RedisCluster))
+
+
+async def primaries(conn: Conn) -> list[ClusterNode | None]:
+    """Every primary of a cluster (its slot map loaded first); [None] for one server."""
+    if not isinstance(conn, RedisCluster):
+        return [None]
+    await conn.initialize()
+    return list(conn.get_primaries())
+
+
+async def command_on(conn: Conn, node: ClusterNode | None, *args: Any) -> Any:
+    """A command sent to `node` (None: one server, or a cluster's default node)."""
+    if isinstance(conn, RedisCluster):
+        return await conn.execute_command(*args, target_nodes=node or conn.get_default_node())
+    return await conn.execute_command(*args)  # type: ignore[no-untyped-call]  # untyped in redis-py
 
 
 def node_of(conn: Conn, key: str) -> str | None:

@@ -8,10 +8,8 @@
       valkey/             the managed valkey-server's folder: append-only file, log
       cluster/node-<i>/   one folder per node of a managed cluster, nodes.conf too
 
-A cluster can only form again on the ports its nodes.conf files name, hence
-ports.json. The lock is an flock, not a pid file alone: the kernel drops it
-when its holder dies, however it died, so a crash never leaves a folder that
-looks in use.
+A cluster forms again only on the ports its nodes.conf files name, hence
+ports.json. The lock is an flock, which the kernel drops however its holder dies.
 """
 
 from __future__ import annotations
@@ -79,8 +77,8 @@ class DataDir:
         self._lock = fd
 
     def release(self) -> None:
-        self.withdraw()
         if self._lock is not None:
+            (self.path / "running.json").unlink(missing_ok=True)
             os.close(self._lock)  # the lock file stays: unlinking it would race the next claim
             self._lock = None
 
@@ -90,7 +88,6 @@ class DataDir:
     def ports(self, kind: str) -> list[list[int]]:
         """The ports the last start of `kind` used: [[port]] or [[port, bus port], …]; [] if none."""
         found = _read_json(self.path / "ports.json").get(kind, [])
-        # a file edited by hand into another shape counts as no record
         well_formed = isinstance(found, list) and all(
             isinstance(entry, list) and entry and all(isinstance(port, int) for port in entry) for entry in found)
         return found if well_formed else []
@@ -105,10 +102,6 @@ class DataDir:
         body = {"url": url, "cluster": cluster, "site": site, "pid": os.getpid()}
         _write_atomically(self.path / "running.json", json.dumps(body) + "\n")
 
-    def withdraw(self) -> None:
-        if self._lock is not None:
-            (self.path / "running.json").unlink(missing_ok=True)
-
 
 def holder(path: Path) -> str | None:
     """The pid (as written) of the process holding `path`, or None when nobody does."""
@@ -117,14 +110,12 @@ def holder(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return os.read(fd, 32).decode(errors="replace").strip() or "unknown"
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # the lock goes with the descriptor
+    except BlockingIOError:
+        return os.read(fd, 32).decode(errors="replace").strip() or "unknown"
     finally:
         os.close(fd)
+    return None
 
 
 def running(path: Path) -> tuple[str, bool]:
@@ -156,10 +147,8 @@ def _read_secret(path: Path) -> str | None:
 
 
 def _place_secret(path: Path, value: str) -> str:
-    """Put `value` at `path` unless another process did first; return the one in place.
-
-    Written aside, then hard-linked into place, which fails when another
-    worker won: every worker of one site ends up signing with the same secret."""
+    """Put `value` at `path` unless another process did first; return the one in place
+    (written aside, then hard-linked: the link fails when another worker won)."""
     aside = path.with_name(f".{SECRET}.{os.getpid()}.{secrets.token_hex(4)}")
     fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -178,8 +167,7 @@ def _place_secret(path: Path, value: str) -> str:
 
 
 def load_secret(folder: Path, adopt_from: Path | None = None) -> str:
-    """The secret kept in `folder`; made once. A secret found in `adopt_from`
-    (the old state folder) is moved in first, so nobody is signed out."""
+    """The secret kept in `folder`, made once; `adopt_from`'s (an old state folder) moved in first."""
     path = folder / SECRET
     found = _read_secret(path)
     if found is not None:
@@ -195,10 +183,7 @@ def load_secret(folder: Path, adopt_from: Path | None = None) -> str:
 
 def site_secret(given: str | None = None) -> str:
     """The secret of the site this process serves: in `given`, else EMQLAB_DATA_DIR's (else .emqlab's).
-
-    `emqlab serve` made it before any worker started, moving an old state
-    folder's secret in; an app started some other way (a test's uvicorn)
-    makes its own here and never takes the machine's old one."""
+    Made here when missing, never adopting an old state folder's (only `emqlab serve` does)."""
     folder = resolve(given)
     try:
         return load_secret(folder)

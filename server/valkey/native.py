@@ -1,12 +1,8 @@
-"""The EMQ module for Valkey: where it is built, and getting it loaded.
+"""The EMQ module for Valkey: where `make module` builds it, and getting it loaded.
 
-`native/emq_module.c` is built by `make module` into `native/build/emq.so`
-(`emqlab module-path` prints that path). A valkey-server Flows Lab starts
-loads it with `--loadmodule` (see `process.py`); an external Valkey
-(`EMQLAB_VALKEY_URL`) gets a `MODULE LOAD` when it allows one. Most servers
-do not (`enable-module-command` is off by default), and then the native
-widget says the executor is absent there: it shows the replies Valkey gave,
-"unknown command" included, and nothing else.
+A managed valkey-server loads it with `--loadmodule` (process.py); an external
+Valkey gets a `MODULE LOAD` where it allows one (most do not), else the native
+widget shows the replies Valkey gave, "unknown command" included.
 """
 
 from __future__ import annotations
@@ -16,10 +12,10 @@ import subprocess
 from pathlib import Path
 from typing import Any, Final
 
-from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisClusterException, RedisError
 
 from server.emq.wire import Conn
+from server.valkey.client import command_on, primaries
 
 log = logging.getLogger("emqlab.native")
 
@@ -38,8 +34,7 @@ def built() -> bool:
 
 
 def build() -> bool:
-    """`make -s module` when the module is missing (the test fixtures' safety
-    net: `make test` builds it first). True when the file is there afterwards."""
+    """`make -s module` when the module is missing (the test fixtures'): True when it is there after."""
     if not built():
         done = subprocess.run(["make", "-s", "module"], cwd=ROOT, capture_output=True, text=True, check=False)
         if done.returncode != 0:
@@ -71,23 +66,16 @@ async def loaded(conn: Conn) -> bool:
 
 
 async def try_load(conn: Conn) -> tuple[bool, str]:
-    """Load the module where it is missing: (loaded now, what happened in words).
-
-    On a cluster, every primary. Refusals are normal (MODULE LOAD is off on
-    most servers): they come back as words, nothing raises.
-    """
+    """Load the module on every primary where it is missing: (loaded now, in words).
+    Refusals are normal (MODULE LOAD is off on most servers): words, nothing raised."""
     if await loaded(conn):
         return True, "the EMQ module is loaded"
     if not built():
         return False, f"the EMQ module is not built ({MODULE_PATH}): run `make module`"
     try:
-        if isinstance(conn, RedisCluster):
-            await conn.initialize()
-            for node in conn.get_primaries():
-                if MODULE_NAME not in module_names(await conn.execute_command("MODULE", "LIST", target_nodes=node)):
-                    await conn.execute_command("MODULE", "LOAD", str(MODULE_PATH), target_nodes=node)
-        else:
-            await conn.module_load(str(MODULE_PATH))
+        for node in await primaries(conn):
+            if MODULE_NAME not in module_names(await command_on(conn, node, "MODULE", "LIST")):
+                await command_on(conn, node, "MODULE", "LOAD", str(MODULE_PATH))
     except (RedisError, RedisClusterException) as exc:
         return False, f"this Valkey does not load the EMQ module ({exc}): the native widget says so"
     return True, "loaded the EMQ module with MODULE LOAD"

@@ -1,14 +1,8 @@
-"""A valkey-server child process that Flows Lab starts, owns and stops.
+"""A valkey-server child process (or a cluster of them) that Flows Lab starts, owns and stops.
 
-`emqlab serve` uses it when no `EMQLAB_VALKEY_URL` is set, and the test
-fixtures use it for every integration and end-to-end test, so both run on the
-same real server configured the same way, the EMQ module loaded (every
-primary of a cluster too) when it is built.
-
-Without a `home` a server lives in a temporary folder of its own and keeps
-nothing (the tests, `emqlab serve --ephemeral`); with one it keeps an
-append-only file there and comes back with every key when started again on
-that folder (`emqlab serve`, see datadir.py).
+`emqlab serve` and the test fixtures run the same server configured the same
+way. Without a `home` it keeps nothing (a temporary folder); with one it keeps
+an append-only file there and comes back with every key (see datadir.py).
 """
 
 from __future__ import annotations
@@ -25,9 +19,8 @@ from pathlib import Path
 
 from server.valkey import native
 
-# K = keyspace channels (__keyspace@0__:<key>), A = every event class: what the
-# live stream listens for. Defined here, below the live package, because the
-# managed server starts with them; the live package turns them on elsewhere.
+# Keyspace channels, every event class: what the live stream listens for
+# (here, below the live package, because the managed server starts with them).
 NOTIFY_FLAGS = "KA"
 
 # Loaded once in the parent: the child of a fork must not dlopen (another
@@ -40,18 +33,18 @@ _PR_SET_PDEATHSIG = 1
 
 
 def free_port() -> int:
-    """Ask the kernel for a loopback port nobody is listening on."""
+    """A loopback port nobody is listening on."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-def port_free(port: int, host: str = "127.0.0.1") -> bool:
+def port_free(port: int) -> bool:
     """Whether `port` can be bound now (as valkey-server binds: SO_REUSEADDR)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind((host, port))
+            sock.bind(("127.0.0.1", port))
         except OSError:
             return False
     return True
@@ -66,10 +59,8 @@ def pid_alive(pid: int) -> bool:
 
 
 def _die_with_parent() -> None:
-    # PR_SET_PDEATHSIG: if the Python process is killed outright (SIGKILL),
-    # the kernel still stops the valkey-server it started. The "parent" is the
-    # thread that started it: a server restarted by the supervisor's thread
-    # is stopped when that thread ends, which it does only at shutdown.
+    # If the site is killed outright (SIGKILL), the kernel still stops its server. The
+    # "parent" is the starting thread: the supervisor's ends only at shutdown.
     if _LIBC is not None:
         _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
@@ -77,12 +68,10 @@ def _die_with_parent() -> None:
 class ValkeyProcess:
     """One managed valkey-server on a loopback port."""
 
-    def __init__(self, port: int | None = None, binary: str = "valkey-server", load_module: bool = True,
-                 extra_args: tuple[str, ...] = (), *, home: Path | None = None,
-                 maxmemory: str | None = None) -> None:
-        self.binary = shutil.which(binary) or binary
+    def __init__(self, port: int | None = None, load_module: bool = True, extra_args: tuple[str, ...] = (), *,
+                 home: Path | None = None, maxmemory: str | None = None) -> None:
+        self.binary = shutil.which("valkey-server") or "valkey-server"
         self.port = port or free_port()
-        # Tests start a server without the module, or with more settings, too.
         self.load_module = load_module
         self.extra_args = extra_args
         self.maxmemory = maxmemory
@@ -121,17 +110,12 @@ class ValkeyProcess:
 
     def start(self, timeout: float = 10.0) -> str:
         if not shutil.which(self.binary):
-            raise RuntimeError(
-                f"{self.binary} not found: run `make serve` or `make test`, which install it"
-            )
+            raise RuntimeError(f"{self.binary} not found: run `make serve` or `make test`, which install it")
         self.proc = subprocess.Popen(
             self.command(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            # A session of its own: Ctrl-C in the terminal reaches `emqlab
-            # serve`, which stops the server itself, and not the server first
-            # (which its supervisor would then start again mid-shutdown).
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            # Ctrl-C reaches `emqlab serve` only, which stops the server itself
+            # (else its supervisor would start it again mid-shutdown).
             start_new_session=True,
             preexec_fn=_die_with_parent,  # noqa: PLW1509 -- one prctl through a handle loaded before the fork
         )
@@ -166,8 +150,7 @@ class ValkeyProcess:
             return False
 
     def stop(self, remove_dir: bool = True) -> None:
-        """Stop the server (SIGTERM: it flushes its append-only file first).
-        A temporary folder goes with it unless `remove_dir` is False; a home never does."""
+        """SIGTERM (the append-only file is flushed); a temporary folder goes too unless `remove_dir` is False."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -188,8 +171,7 @@ class ValkeyProcess:
 
 
 class ClusterNode(ValkeyProcess):
-    """A valkey-server with cluster mode on; its bus port is picked free too
-    (the default, port + 10000, may be taken or out of range)."""
+    """A valkey-server in cluster mode; its bus port is picked free too (port + 10000 may not be)."""
 
     def __init__(self, port: int | None = None, bus_port: int | None = None, *, home: Path | None = None,
                  maxmemory: str | None = None) -> None:
@@ -206,12 +188,8 @@ class ClusterNode(ValkeyProcess):
             lines = self.config_file.read_text().splitlines()
         except FileNotFoundError:
             return False
-        for line in lines:
-            # `<id> <addr> myself,master - 0 0 <epoch> connected 0-5460`: slots follow the 8th field
-            fields = line.split()
-            if len(fields) > 8 and "myself" in fields[2]:
-                return True
-        return False
+        # `<id> <addr> myself,master - 0 0 <epoch> connected 0-5460`: slots follow the 8th field
+        return any(len(fields) > 8 and "myself" in fields[2] for fields in map(str.split, lines))
 
     def command(self) -> list[str]:
         return [
@@ -224,16 +202,11 @@ class ClusterNode(ValkeyProcess):
 
 
 class ValkeyCluster:
-    """A managed Valkey Cluster of `primaries` nodes, joined by valkey-cli.
+    """A managed Valkey Cluster of `primaries` nodes, joined by valkey-cli. Nodes whose
+    nodes.conf already hold slots form again by themselves on their old ports, with their data."""
 
-    Real processes, real slot ownership: a script whose keys span two slots is
-    refused by the server with CROSSSLOT, exactly as in production. Nodes with
-    homes whose nodes.conf already hold slots form again by themselves on
-    their old ports (their peers' addresses are in nodes.conf), with their data.
-    """
-
-    def __init__(self, primaries: int = 3, cli: str = "valkey-cli", *, nodes: list[ClusterNode] | None = None) -> None:
-        self.cli = shutil.which(cli) or cli
+    def __init__(self, primaries: int = 3, *, nodes: list[ClusterNode] | None = None) -> None:
+        self.cli = shutil.which("valkey-cli") or "valkey-cli"
         self.nodes = nodes if nodes is not None else [ClusterNode() for _ in range(primaries)]
 
     @property

@@ -1,13 +1,6 @@
-"""Valkey's replies as valkey-cli prints them on a terminal.
+"""Valkey's replies as valkey-cli prints them on a terminal (its cliFormatReplyTTY).
 
-The rules are valkey-cli's (cliFormatReplyTTY): an integer is ``(integer) 3``,
-a bulk string is quoted with its bytes escaped (``"a\\"b"``, ``"\\xe2\\x86\\x92"``),
-a status is printed bare (``OK``), a missing value is ``(nil)``, an error is
-``(error) ...``, an empty array ``(empty array)``, and an array numbers its
-items ``1)``, right-aligned to the widest index, with nested arrays indented
-under their parent's number.
-
-redis-py hands a status reply over as bytes, like a bulk string; which
+redis-py hands a status reply over as bytes, like a bulk string: which
 commands answer a status is known from the command (`status=True`).
 """
 
@@ -17,10 +10,8 @@ from typing import Any
 
 from redis import exceptions as errors
 
-# redis-py drops the code from the error replies it knows ("ERR", "NOSCRIPT",
-# ...) and keeps it in the exception's `status_code`; valkey-cli prints the
-# reply whole. An exception made without one (not read off the wire) is
-# known by its class, from redis-py's public exceptions.
+# redis-py drops the code of the error replies it knows, keeping it in
+# `status_code` (not on an exception made here): valkey-cli prints it.
 _CODES: dict[type, str] = {
     errors.NoScriptError: "NOSCRIPT", errors.NoPermissionError: "NOPERM", errors.OutOfMemoryError: "OOM",
     errors.ReadOnlyError: "READONLY", errors.BusyLoadingError: "LOADING", errors.ExecAbortError: "EXECABORT",
@@ -33,16 +24,8 @@ _REPR = {0x5C: "\\\\", 0x22: '\\"', 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x07:
 
 def quote(value: bytes) -> str:
     """A bulk string as valkey-cli shows it: quoted, escaped like sdscatrepr."""
-    out = ['"']
-    for byte in value:
-        if byte in _REPR:
-            out.append(_REPR[byte])
-        elif 0x20 <= byte <= 0x7E:
-            out.append(chr(byte))
-        else:
-            out.append(f"\\x{byte:02x}")
-    out.append('"')
-    return "".join(out)
+    escaped = (_REPR.get(b) or (chr(b) if 0x20 <= b <= 0x7E else f"\\x{b:02x}") for b in value)
+    return '"' + "".join(escaped) + '"'
 
 
 def error_text(exc: Exception) -> str:
@@ -64,10 +47,8 @@ def _as_bytes(value: str | bytes) -> bytes:
 def _scalar(reply: Any, status: bool) -> str:
     if reply is None:
         return "(nil)"
-    if isinstance(reply, bool):
+    if isinstance(reply, int):  # a bool too
         return f"(integer) {int(reply)}"
-    if isinstance(reply, int):
-        return f"(integer) {reply}"
     if isinstance(reply, float):
         return f"(double) {reply:g}"
     if isinstance(reply, errors.RedisError):

@@ -1,13 +1,9 @@
 """Keeps the site's managed valkey-server(s) running.
 
-A thread of `emqlab serve` (the parent of every valkey-server it starts)
-polls each server's process. `Popen.poll` reaps a dead child, so none stays
-a zombie; the server is started again on its own port and folder, so the
-site's URL stays right and its append-only file brings the keys back. One
-log line per restart. A server that keeps dying is started again after a
-growing pause (0.5 s doubling to 30 s), so a broken configuration or a full
-disk costs a line every half minute, not a busy loop; one that stayed up
-for a while starts with a clean slate again.
+A thread of `emqlab serve` polls each server's process (`Popen.poll` reaps a
+dead one) and starts it again on its own port and folder, one log line per
+restart. A server that keeps dying waits longer each time (0.5 s doubling to
+30 s), so a broken configuration costs a line every half minute, not a busy loop.
 """
 
 from __future__ import annotations
