@@ -59,12 +59,6 @@ class SandboxCookie:
             raise NoSandbox("the sandbox cookie does not name a sandbox")
         return value
 
-    def read(self, request: Request) -> str:
-        raw = request.cookies.get(COOKIE)
-        if not raw:
-            raise NoSandbox("no sandbox cookie: open a page of the course first")
-        return self.parse(raw)
-
     def header(self, sandbox: str) -> str:
         """The Set-Cookie header value that names `sandbox` (for a middleware)."""
         carrier = Response()

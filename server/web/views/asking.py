@@ -36,7 +36,7 @@ from starlette.routing import BaseRoute, Route
 from server.emq.script import Call, execute
 from server.live import events
 from server.sandboxes import answers, learners, rooms
-from server.web import forms, guards
+from server.web import bodies, guards
 from server.web.views.class_state import back, the_room
 from server.web.views.replies import done, instructor_only
 from server.widgets import questions, runner, traces, turn
@@ -94,7 +94,7 @@ def chosen(request: Request, body: AskBody) -> Askable:
     for found in askable(request.app.state.catalog):
         if [found.widget, found.question, str(found.step)] == pick:
             return found
-    raise forms.BadBody(400, "that question cannot be asked at that step: pick one the class page lists")
+    raise bodies.BadBody(400, "that question cannot be asked at that step: pick one the class page lists")
 
 
 async def rebuild(request: Request, room: rooms.Room, widget: Widget, step: int) -> list[str]:
@@ -156,7 +156,7 @@ def current(request: Request, room: rooms.Room) -> Askable:
 
 @instructor_only
 async def ask(request: Request) -> Response:
-    body = await forms.read(request, AskBody)
+    body = await bodies.read_form(request, AskBody)
     room = await the_room(request)
     found = chosen(request, body)
     return await put(request, room, rooms.Ask(found.widget, found.question, found.step), found)

@@ -31,7 +31,7 @@ from server.lifecycle import resets
 from server.live import events
 from server.sandboxes import answers, keys, learners, presence, rooms, roster
 from server.sandboxes.sandbox import SANDBOX_RE
-from server.web import forms, guards
+from server.web import bodies, guards
 from server.web.answer import JSONAnswer
 from server.web.views import asking, class_state, results
 from server.web.views.class_state import back, the_room
@@ -112,23 +112,23 @@ async def switch(request: Request, room: rooms.Room, mode: str) -> Response:
 
 @instructor_only
 async def mode(request: Request) -> Response:
-    body = await forms.read(request, ModeBody)
+    body = await bodies.read_form(request, ModeBody)
     return await switch(request, await the_room(request), rooms.clean_mode(body.mode))
 
 
 @instructor_only
 async def demo(request: Request) -> Response:
-    body = await forms.read(request, DemoBody)
+    body = await bodies.read_form(request, DemoBody)
     return await switch(request, await the_room(request), "demo" if body.demo else "own")
 
 
 @instructor_only
 async def bring(request: Request) -> Response:
-    body = await forms.read(request, BringBody)
+    body = await bodies.read_form(request, BringBody)
     room = await the_room(request)
     dives = {d.path: d for d in request.app.state.course.dives}
     if body.page not in dives:
-        raise forms.BadBody(400, f"'page' must be one of the course's dives: {', '.join(sorted(dives))}")
+        raise bodies.BadBody(400, f"'page' must be one of the course's dives: {', '.join(sorted(dives))}")
     title = dives[body.page].title
     await asking.announce(request, room, {"action": "goto", "page": body.page,
                                    "text": f"Your instructor brought everyone to {title}."})
@@ -138,10 +138,10 @@ async def bring(request: Request) -> Response:
 
 @instructor_only
 async def reset_learners(request: Request) -> Response:
-    body = await forms.read(request, ConfirmBody)
+    body = await bodies.read_form(request, ConfirmBody)
     room = await the_room(request)
     if not body.confirm:
-        raise forms.BadBody(400, "'confirm' must be true: this resets every learner's sandbox")
+        raise bodies.BadBody(400, "'confirm' must be true: this resets every learner's sandbox")
     conn = request.app.state.conn
     ids = await learners.learner_ids(conn, room.code)
     names = {s: await learners.name_of(conn, s) for s in ids}
@@ -161,7 +161,7 @@ async def learner_of(request: Request, room: rooms.Room) -> str:
 
 @instructor_only
 async def reset_learner(request: Request) -> Response:
-    await forms.read(request, Empty)
+    await bodies.read_form(request, Empty)
     room = await the_room(request)
     sandbox = await learner_of(request, room)
     name = await learners.name_of(request.app.state.conn, sandbox)

@@ -30,7 +30,7 @@ from server.emq.wire import as_dict, as_text
 from server.lifecycle import resets
 from server.sandboxes import kept, keys, learners, presence, rooms
 from server.sandboxes.sandbox import SANDBOX_RE
-from server.web import forms, guards
+from server.web import bodies, guards
 from server.web.answer import JSONAnswer
 from server.web.views.replies import done, guarded, instructor_only, refused, render
 
@@ -135,7 +135,7 @@ async def sign_in(request: Request) -> Response:
         if not settings.instructor_token:
             raise guards.Refused(403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN")
         guards.check_origin(request)
-        body = await forms.read(request, SignIn)
+        body = await bodies.read_form(request, SignIn)
         if not guards.signed_in(request):  # signed in already: nothing to compare, nothing to count
             await guards.check_token(request, body.token)
     except Exception as exc:  # noqa: BLE001 - said in words, 4xx or 503
@@ -150,7 +150,7 @@ async def sign_out(request: Request) -> Response:
         guards.check_origin(request)
     except guards.Refused as exc:
         return refused(request, exc)
-    response = done(request, "Signed out.") if forms.wants_json(request) else RedirectResponse("/instructor", 303)
+    response = done(request, "Signed out.") if bodies.wants_json(request) else RedirectResponse("/instructor", 303)
     request.app.state.instructor_cookie.clear(response)
     return response
 
@@ -180,11 +180,11 @@ def report_words(report: resets.Report, names: dict[str, str]) -> str:
 
 @instructor_only
 async def reset(request: Request) -> Response:
-    body = await forms.read(request, ResetBody)
+    body = await bodies.read_form(request, ResetBody)
     lab, conn = request.app.state.lab, request.app.state.conn
     chosen = [name for name, given in (("sandbox", body.sandbox), ("room", body.room), ("all", body.all)) if given]
     if len(chosen) != 1:
-        raise forms.BadBody(400, "say what to reset: exactly one of sandbox (an id), room (a code) or all (true)")
+        raise bodies.BadBody(400, "say what to reset: exactly one of sandbox (an id), room (a code) or all (true)")
     if body.all:
         report = await resets.reset_sandboxes(lab, None)
         return done(request, f"Every sandbox was reset: {report_words(report, {})}.",
@@ -192,7 +192,7 @@ async def reset(request: Request) -> Response:
     if body.sandbox is not None:
         sandbox = body.sandbox
         if not SANDBOX_RE.fullmatch(sandbox):
-            raise forms.BadBody(400, "'sandbox' must be a sandbox id: s and 10 lowercase letters or digits")
+            raise bodies.BadBody(400, "'sandbox' must be a sandbox id: s and 10 lowercase letters or digits")
         if await conn.zscore(keys.REGISTRY_KEY, sandbox) is None:
             raise guards.Refused(404, f"no live sandbox {sandbox}")
         report = await resets.reset_sandboxes(lab, [sandbox])
@@ -212,7 +212,7 @@ async def reset(request: Request) -> Response:
 @instructor_only
 async def create_room(request: Request) -> Response:
     settings = request.app.state.settings
-    body = await forms.read(request, NewRoom)
+    body = await bodies.read_form(request, NewRoom)
     try:
         host = guards.visitor_of(request)
     except guards.Refused:

@@ -22,8 +22,8 @@ from server.sandboxes.learners import BadName
 from server.sandboxes.rooms import BadRoom, RoomsFull
 from server.web import guards
 from server.web.answer import JSONAnswer
+from server.web.bodies import wants_json
 from server.web.errors import answer_error
-from server.web.forms import wants_json
 from server.web.templating import course_of, respond
 
 Handler = Callable[[Request], Awaitable[Response]]

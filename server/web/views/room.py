@@ -24,7 +24,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from server.sandboxes import answers, insight, learners, rooms
-from server.web import forms, guards, rates
+from server.web import bodies, guards, rates
 from server.web.answer import JSONAnswer
 from server.web.views import asking, class_state
 from server.web.views.instructor import plural
@@ -70,7 +70,7 @@ async def page(request: Request) -> Response:
 
 async def refused(request: Request, exc: Exception, typed: str = "", named: str = "") -> Response:
     status, message, headers = status_of(exc)
-    if forms.wants_json(request):
+    if bodies.wants_json(request):
         return JSONAnswer({"error": message}, status_code=status, headers=headers)
     try:
         room = await current_room(request)
@@ -85,7 +85,7 @@ async def join(request: Request) -> Response:
     try:
         guards.check_origin(request)
         visitor = guards.visitor_of(request)  # a visitor has a sandbox cookie: they opened a page
-        body = await forms.read(request, JoinBody)
+        body = await bodies.read_form(request, JoinBody)
         typed, named = (v if isinstance(v, str) else "" for v in (body.code, body.name))
         code = rooms.normalize_code(body.code)
         name = learners.clean_name(body.name)
@@ -98,7 +98,7 @@ async def join(request: Request) -> Response:
         return await refused(request, exc, typed, named)
     message = f"You joined class {room.code} as {name} ({rooms.MODE_WORDS[room.mode]})."
     response: Response = (JSONAnswer({"ok": True, "message": message, "room": {
-        "code": room.code, "name": room.name, "mode": room.mode}}) if forms.wants_json(request)
+        "code": room.code, "name": room.name, "mode": room.mode}}) if bodies.wants_json(request)
         else RedirectResponse("/room", status_code=303))
     request.app.state.room_cookie.attach(response, room.code)
     return response
@@ -127,7 +127,7 @@ async def leave(request: Request) -> Response:
             await learners.leave(request.app.state.conn, code, guards.visitor_of(request))
     except Exception as exc:  # noqa: BLE001
         return await refused(request, exc)
-    response = JSONAnswer({"ok": True}) if forms.wants_json(request) else RedirectResponse("/room", status_code=303)
+    response = JSONAnswer({"ok": True}) if bodies.wants_json(request) else RedirectResponse("/room", status_code=303)
     request.app.state.room_cookie.clear(response)
     return response
 
@@ -184,7 +184,7 @@ async def answer(request: Request) -> Response:
     try:
         guards.check_origin(request)
         entry = await guards.enter(request, write=False)
-        body = await forms.read(request, Vote)
+        body = await bodies.read_form(request, Vote)
         if entry.room is None or entry.ask is None:
             raise guards.Refused(409, "your class is asked no question now")
         if entry.mode == "own":
