@@ -24,7 +24,10 @@ from starlette.requests import ClientDisconnect
 from server.emq.errors import EmqError
 from server.emq.keyspace import BadId
 from server.emq.shape import FlowShapeError
+from server.exercises import GradeRefused
 from server.sandboxes.admission import AddressFull, Full
+from server.sandboxes.learners import BadName
+from server.sandboxes.rooms import BadRoom, RoomsFull
 from server.sandboxes.sandbox import NoSandbox
 from server.web.answer import JSONAnswer
 from server.web.bodies import BadBody
@@ -72,35 +75,44 @@ def is_fault(exc: BaseException) -> bool:
     return isinstance(exc, VALKEY_DOWN) or is_out_of_memory(exc)
 
 
-def answer_error(exc: Exception) -> JSONAnswer:
+def status_of(exc: Exception) -> tuple[int, str, int | None]:
+    """A failure's status, sentence and Retry-After seconds (a bug of ours logged, never shown)."""
+    if isinstance(exc, GradeRefused):
+        return exc.status, exc.message, None
     if isinstance(exc, LookupError):
-        return problem(404, str(exc).strip("'\""))
+        return 404, str(exc).strip("'\""), None
     if isinstance(exc, Refused):
-        return problem(exc.status, str(exc), 10 if exc.status in (429, 503) else None)
+        return exc.status, str(exc), 10 if exc.status in (429, 503) else None
     if isinstance(exc, BadBody):
-        return problem(exc.status, str(exc))
+        return exc.status, str(exc), None
     if isinstance(exc, NoSandbox):
-        return problem(403, str(exc))
-    if isinstance(exc, (BadId, FlowShapeError)):
-        return problem(400, str(exc))
-    if isinstance(exc, widget_base.Refused):
-        return problem(409, str(exc))
+        return 403, str(exc), None
+    if isinstance(exc, (BadId, FlowShapeError, BadRoom, BadName)):
+        return 400, str(exc), None
+    if isinstance(exc, (widget_base.Refused, RoomsFull)):
+        return 409, str(exc), None
     if isinstance(exc, Full):
-        return problem(429 if isinstance(exc, AddressFull) else 503, str(exc), 60)
+        return 429 if isinstance(exc, AddressFull) else 503, str(exc), 60
     if isinstance(exc, ResponseError) and "WRONGTYPE" in str(exc):
-        return problem(409, WRONG_TYPE)
+        return 409, WRONG_TYPE, None
     if isinstance(exc, Busy):
-        return problem(503, str(exc), 1)
+        return 503, str(exc), 1
     if is_out_of_memory(exc):
         log.warning("valkey is out of memory: answered 503")
-        return problem(503, OUT_OF_MEMORY, 30)
+        return 503, OUT_OF_MEMORY, 30
     if isinstance(exc, EmqError):
-        return problem(409, str(exc))
+        return 409, str(exc), None
     if isinstance(exc, VALKEY_DOWN):
-        return problem(503, UNREACHABLE, 2)
+        return 503, UNREACHABLE, 2
     if isinstance(exc, ClientDisconnect):
         # The visitor closed the tab mid-upload: no one is waiting for this answer.
         log.info("client went away before its request body arrived")
-        return problem(400, "the request body did not arrive: the client disconnected")
+        return 400, "the request body did not arrive: the client disconnected", None
     log.exception("widget action failed", exc_info=exc)
-    return problem(500, "the server failed on this action; it has been logged")
+    return 500, "the server failed on this action; it has been logged", None
+
+
+def answer_error(exc: Exception) -> JSONAnswer:
+    if isinstance(exc, GradeRefused):  # its body may name the line a script failed on
+        return JSONAnswer(exc.as_json(), status_code=exc.status)
+    return problem(*status_of(exc))

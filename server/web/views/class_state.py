@@ -1,16 +1,8 @@
 """A class as its pages show it: the roster and the answers, read once, put in words.
 
-`read(request, room)` reads the class's answers and its learners' records
-(three round trips whatever the class's size) and counts the answers
-(server/sandboxes/insight.py). The class page renders the words below, its
-stream sends the same words as JSON for class.js to lay out (so the page reads
-the same with and without JavaScript), and the results are built from the
-same read.
-
-What is marked right, and the most common wrong answer with its feedback,
-shows once the question is revealed: at once for a question learners met on
-their own (each saw their verdict), after "Reveal" for one the instructor
-asked. The projector view is the same without a single name.
+The class page renders these words and its stream sends the same as JSON, so
+the page reads the same with and without JavaScript. Verdicts show once
+revealed; the projector view has no names.
 """
 
 from __future__ import annotations
@@ -38,7 +30,7 @@ class ClassState:
 
 
 async def the_room(request: Request) -> Room:
-    """The open class the URL names: 400 for a code that cannot be one, 404 for none open."""
+    """The open class the URL names: 400 for a code that cannot be one, 404 for none."""
     code = rooms.normalize_code(request.path_params["code"])
     room = await rooms.get(request.app.state.conn, code)
     if room is None:
@@ -51,7 +43,6 @@ def back(room: Room) -> str:
 
 
 def tours(catalog: Catalog) -> dict[str, list[str]]:
-    """Each widget's tour milestones, in the catalog's order."""
     return {name: [s.id for s in widget.tour] for name, widget in catalog.widgets.items()}
 
 
@@ -69,7 +60,7 @@ async def read(request: Request, room: Room) -> ClassState:
 
 
 def revealed(counted: Counted, ask: Ask | None) -> bool:
-    """Met on their own: shown at once. Asked: once revealed, or once the class moved on to another question."""
+    """Met on their own (each saw their verdict): at once. Asked: once revealed, or the class moved on."""
     if counted.round is None:
         return True
     if ask is None or (ask.widget, ask.question, ask.step) != (counted.widget, counted.question, counted.step):
@@ -86,7 +77,6 @@ def step_words(catalog: Catalog, widget: str, step: int | None) -> str:
 
 
 def roster_rows(state: ClassState) -> list[dict[str, Any]]:
-    """Each learner in words, for the roster table."""
     now = time.time()
     return [{"id": row.id, "name": row.name, "page": row.page or "—",
              "widget": (row.widget or "—").replace("ex:", "exercise ", 1),  # an exercise's run is recorded as ex:<name>
@@ -96,7 +86,6 @@ def roster_rows(state: ClassState) -> list[dict[str, Any]]:
 
 
 def answers_view(request: Request, state: ClassState, projector: bool = False) -> list[dict[str, Any]]:
-    """Each question the class met, per round, in words (no names on the projector)."""
     catalog: Catalog = request.app.state.catalog
     names = {row.id: row.name for row in state.learners}
     shown = []
@@ -126,7 +115,6 @@ def answers_view(request: Request, state: ClassState, projector: bool = False) -
 
 
 def class_json(request: Request, state: ClassState, projector: bool = False) -> dict[str, Any]:
-    """What the class page's stream sends: the roster (not to the projector) and the answers."""
     learners = [] if projector else roster_rows(state)
     return {"code": state.room.code, "mode": state.room.mode, "learners": learners,
             "count": len(state.learners), "answers": answers_view(request, state, projector)}

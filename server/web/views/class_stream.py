@@ -1,12 +1,8 @@
 """GET /instructor/rooms/{code}/events — the class page's live stream (and the projector's).
 
-The stream sends the class (class_state.class_json: the roster and the
-answers, in words) as a `roster` event whenever it changed: at once when the class's answers move (the answer
-script publishes a lab event for the class, `class:<CODE>`, which the hub hands
-to this stream: server/sandboxes/answers.py), and otherwise on a read every
-`EVERY` seconds for what no event announces (a learner's page opening, their
-progress, the clock of "last seen"). A class that closes sends `closed` and
-the stream ends. `?view=projector` leaves out every name.
+It sends the class (roster and answers, in words) whenever it changed: at once
+when an answer's lab event arrives, else on a read every `EVERY` seconds for
+what no event announces (a page opening, "last seen").
 """
 
 from __future__ import annotations

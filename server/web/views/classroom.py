@@ -1,23 +1,7 @@
-"""The class page and the instructor's class controls.
+"""The class page and the instructor's class controls (modes, bring, resets, Watch, close).
 
-    GET  /instructor/rooms/{code}                  the class page (?confirm=reset asks first)
-    GET  /instructor/rooms/{code}/projector        the answers alone, without a name: safe to project
-    GET  /instructor/rooms/{code}/roster.json      {"code", "mode", "learners": [...]}
-    POST /instructor/rooms/{code}/mode             {mode: own|demo|together}
-    POST /instructor/rooms/{code}/demo             {demo: true|false} (demo, or back to own)
-    POST /instructor/rooms/{code}/bring            {page: a dive's path}: open pages go there
-    POST /instructor/rooms/{code}/reset-learners   {confirm: true}: every learner's sandbox
-    POST /instructor/rooms/{code}/learners/{sandbox}/reset
-    GET  /instructor/rooms/{code}/learners/{sandbox}/watch   the learner's page, read-only
-    POST /instructor/watch/stop
-    POST /instructor/rooms/{code}/join | close
-
-Every one is the instructor's (replies.instructor_only: 403 with the site's
-instructors off, or for a learner; 401 not signed in). A mode change or a
-close is a `room` event to every sandbox a member's page may be listening on:
-their pages reconnect, resolved afresh by the guards. A close keeps the
-class's results first (results.keep). Ask and reveal are asking.py's; the
-live roster and answers come over class_stream.py.
+A mode change or a close is a `room` event to every sandbox a member's page
+may listen on: the pages reconnect, resolved afresh by the guards.
 """
 
 from __future__ import annotations

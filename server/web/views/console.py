@@ -1,15 +1,7 @@
-"""The console's endpoints.
+"""The console's endpoints: run a line (`POST /api/console`), read the transcript (`GET`).
 
-    POST /api/console   {"command": "HGETALL emq:{fanin}:job:JOBparent"}
-                        -> {"command", "reply_lines", "kind": "reply" | "error" | "refused"[, "error"]}
-    GET  /api/console   -> {"transcript": [{"command", "reply_lines", "kind"}, ...]}
-
-A line passes the guards every action passes (Origin, the sandbox from the
-signed cookie, a class's read-only demo, rates), then the console itself
-(server/console/): it runs as the sandbox's Valkey ACL user, so a key outside
-the sandbox answers Valkey's own NOPERM; a write runs under the lock of the
-widget owning its queue and within the sandbox's byte budget. Every open page
-of the widget repaints through the stream, as for a click.
+A line passes the guards an action passes, then runs as the sandbox's Valkey
+ACL user (server/console/), a write under its widget's lock.
 """
 
 from __future__ import annotations
@@ -36,8 +28,7 @@ class Line(msgspec.Struct, forbid_unknown_fields=True):
 
 
 def widget_lock(request: Request, sandbox: str) -> Callable[[str], AbstractAsyncContextManager[Any]]:
-    """A queue's lock is its widget's: the lock of the widget's first queue,
-    the one every action of that widget takes (server/widgets/turn.py)."""
+    """A queue's lock is its widget's: the lock of the widget's first queue, which every action takes."""
     catalog = request.app.state.catalog
     first = {part: w.queue_parts[0] for w in catalog.widgets.values() for part in w.queue_parts}
     lock = queue_lock(request.app.state.conn, sandbox)
@@ -69,8 +60,7 @@ async def run_command(request: Request) -> JSONAnswer:
 
 
 def shown(body: dict[str, Any], sandbox: str) -> dict[str, Any]:
-    """A reply as the learner writes keys: without the sandbox's prefix (a queue
-    name inside a value, e.g. a row's parent_queue, included)."""
+    """A reply as the learner writes keys: without the sandbox's prefix (inside values too)."""
     prefix = sandbox + "."
     return {**body, "reply_lines": [line.replace(prefix, "") for line in body.get("reply_lines", ())]}
 

@@ -1,19 +1,7 @@
-"""The instructor's page and endpoints.
+"""The instructor's page and endpoints: sign-in, the overview, resets, a new class.
 
-    GET  /instructor                 the page: the sign-in form (401), or the classes and the live sandboxes
-    POST /instructor/sign-in         {token} -> the signed instructor cookie (303 to /instructor, or JSON)
-    POST /instructor/sign-out
-    GET  /instructor/overview        JSON: the classes, the live sandboxes, the closed classes' results
-    GET  /instructor/watching        JSON: whom the instructor watches (room.js names them on the banner)
-    POST /instructor/reset           {sandbox: ID} | {room: CODE} | {all: true}
-    POST /instructor/rooms           {name} -> a new class (its host: this browser), 201 / 303 to its page
-
-The class page and its controls are classroom.py's. Without
-EMQLAB_INSTRUCTOR_TOKEN every one answers 403; without the signed cookie or
-`Authorization: Bearer <token>` 401; from a foreign Origin 403. The sign-in
-consults the address's failed-attempt limit before it looks at the token
-(guards.check_token), and an instructor already signed in stays signed in
-whatever that limit says.
+An instructor already signed in stays signed in whatever the address's
+failed-attempt limit says: nothing is compared, so nothing is counted.
 """
 
 from __future__ import annotations
@@ -114,7 +102,6 @@ def page_context(request: Request, **extra: Any) -> dict[str, Any]:
 
 
 async def page(request: Request) -> Response:
-    """The sign-in form until the instructor is known; then the classes and the sandboxes."""
     settings = request.app.state.settings
     if not settings.instructor_token:
         return render(request, "instructor.html", page_context(
@@ -136,7 +123,7 @@ async def sign_in(request: Request) -> Response:
             raise guards.Refused(403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN")
         guards.check_origin(request)
         body = await bodies.read_form(request, SignIn)
-        if not guards.signed_in(request):  # signed in already: nothing to compare, nothing to count
+        if not guards.signed_in(request):
             await guards.check_token(request, body.token)
     except Exception as exc:  # noqa: BLE001 - said in words, 4xx or 503
         return refused(request, exc)
@@ -162,7 +149,6 @@ async def overview(request: Request) -> Response:
 
 @instructor_only
 async def watching(request: Request) -> Response:
-    """Whom the instructor's Watch cookie names: their sandbox, name and class."""
     watched = request.app.state.watch_cookie.read(request)
     if not isinstance(watched, str) or not SANDBOX_RE.fullmatch(watched):
         return JSONAnswer({"sandbox": None, "name": None, "room": None})
@@ -171,7 +157,7 @@ async def watching(request: Request) -> Response:
 
 
 def report_words(report: resets.Report, names: dict[str, str]) -> str:
-    """"3 reset" and, when any failed, which and why: one broken sandbox never hides the others."""
+    """"3 reset" and which failed and why: one broken sandbox never hides the others."""
     said = f"{plural(len(report.reset), 'sandbox', 'sandboxes')} reset"
     if report.failed:
         said += "; failed: " + "; ".join(f"{names.get(s) or s} ({why})" for s, why in sorted(report.failed.items()))

@@ -1,21 +1,8 @@
 """HTML pages: the course index, the hubs, the dives, and the 404 page.
 
-What the endpoints expect on ``request.app.state`` (set up by ``server.app``):
-
-* ``course`` — a :class:`server.content.Course` (``Course.load(...)``);
-* ``templates`` — a ``starlette.templating.Jinja2Templates`` on ``site/templates``;
-* ``render_widget`` — optional, ``(name, options) -> str``: the HTML of one
-  widget partial. Without it, each widget is an empty slot.
-
-A page body does not depend on the visitor, so each one is rendered once and
-kept in ``app.state.page_bodies`` (a dict: path -> HTML). Every page is whole
-without JavaScript; a dive lists one ``/static/widgets/<name>.js`` module per
-widget it uses, for the live part.
-
-Mount ``routes()`` after the app's own routes (``/api/...``, ``/static``,
-``/instructor``...): ``/{hub}`` and ``/{hub}/{slug}`` match any one- or two-part
-path and answer 404 for anything that is not a page of the course. Register
-the 404 page with ``exception_handlers=exception_handlers()``.
+A page body does not depend on the visitor, so each is rendered once and kept
+in `app.state.page_bodies`. `routes()` match any one- or two-part path: mount
+them after the app's own routes.
 """
 
 from __future__ import annotations
@@ -37,26 +24,18 @@ from server.web.views.progress import dive_progress
 
 def _body(request: Request, page: Page) -> Markup:
     state = request.app.state
-    cache: dict[str, Markup] | None = getattr(state, "page_bodies", None)
-    if cache is None:
-        cache = {}
-        state.page_bodies = cache
-    body = cache.get(page.path)
-    if body is None:
-        body = page.render_body(getattr(state, "render_widget", None))
-        cache[page.path] = body
-    return body
+    if not hasattr(state, "page_bodies"):
+        state.page_bodies = {}
+    cache: dict[str, Markup] = state.page_bodies
+    if page.path not in cache:
+        cache[page.path] = page.render_body(getattr(state, "render_widget", None))
+    return cache[page.path]
 
 
 def _render(request: Request, template: str, page: Page | None, status: int = 200, **extra: Any) -> Response:
-    course = getattr(request.app.state, "course", None)
-    context: dict[str, Any] = {
-        "course": course,
-        "page": page,
-        "body": _body(request, page) if page is not None else Markup(""),
-        "current_hub": _hub_of(page),
-        **extra,
-    }
+    context = {"course": getattr(request.app.state, "course", None), "page": page,
+               "body": _body(request, page) if page is not None else Markup(""), "current_hub": _hub_of(page),
+               **extra}
     return respond(request, template, context, status)
 
 
@@ -77,8 +56,7 @@ def _page_of_kind(request: Request, kind: str) -> Page:
     return page
 
 
-# Each page shows the visitor's progress beside its dives (the body stays cached:
-# the progress is the page's frame, rendered per request).
+# The progress beside the dives is the page's frame, rendered per request (the body stays cached).
 async def index(request: Request) -> Response:
     return _render(request, "index.html", course_of(request).index, progress=await dive_progress(request))
 
@@ -94,7 +72,6 @@ async def dive(request: Request) -> Response:
 
 
 async def not_found(request: Request, exc: Exception) -> Response:
-    """The friendly 404 page; API paths get a short JSON answer instead."""
     detail = getattr(exc, "detail", "Not Found")
     if request.url.path.startswith("/api/"):
         return JSONAnswer({"error": detail}, status_code=404)
@@ -105,12 +82,11 @@ FAVICON = Path(__file__).resolve().parents[3] / "site" / "static" / "favicon.svg
 
 
 async def favicon(request: Request) -> Response:
-    """Browsers ask for /favicon.ico whatever the page says: answer with the site's icon."""
+    """Browsers ask for /favicon.ico whatever the page says."""
     return FileResponse(FAVICON, media_type="image/svg+xml", headers={"Cache-Control": "public, max-age=86400"})
 
 
 def routes() -> list[Route]:
-    """The page routes; mount them after the app's own routes."""
     return [
         Route("/favicon.ico", favicon, name="favicon"),
         Route("/", index, name="index"),
@@ -120,5 +96,4 @@ def routes() -> list[Route]:
 
 
 def exception_handlers() -> dict[int, Any]:
-    """``Starlette(exception_handlers=...)``: the friendly 404 page."""
     return {404: not_found}

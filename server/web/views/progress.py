@@ -1,13 +1,4 @@
-"""The learner's progress: `/progress`, "Start over", and the same as JSON.
-
-    GET  /progress             every dive: each widget's checklist and predictions
-    POST /progress/start-over  with confirm=yes: the scenarios land afresh, the record is forgotten
-    GET  /api/progress         the same record as JSON, for the live pages
-
-The record is the visitor's own (`lab:{<visitor>}:progress`, also in a
-class). The index, the hubs and the dives show `dive_progress` beside their
-links; with Valkey away they show none.
-"""
+"""The learner's own progress (also in a class): `/progress`, "Start over", and the same as JSON."""
 
 from __future__ import annotations
 
@@ -48,7 +39,6 @@ class DiveProgress(msgspec.Struct):
 
 
 async def course_progress(request: Request, visitor: str) -> list[DiveProgress]:
-    """Every dive of the course with the visitor's record."""
     fields = await progress.read(request.app.state.conn, visitor)
     catalog = request.app.state.catalog
     dives = []
@@ -82,7 +72,7 @@ async def page(request: Request) -> Response:
 
 
 async def start_over(request: Request) -> Response:
-    """Forget the record, and land every scenario afresh — only once confirmed."""
+    """Forget the record and land every scenario afresh, once confirmed."""
     try:
         entry = await guards.enter(request, write=True)
         form = await request.form()

@@ -26,9 +26,10 @@ from starlette.routing import BaseRoute, Route
 from server.sandboxes import answers, insight, learners, rooms
 from server.web import bodies, guards, rates
 from server.web.answer import JSONAnswer
+from server.web.errors import answer_error, status_of
 from server.web.views import asking, class_state
 from server.web.views.instructor import plural
-from server.web.views.replies import render, status_of
+from server.web.views.replies import render
 from server.web.views.widgets import admitter
 
 
@@ -69,9 +70,9 @@ async def page(request: Request) -> Response:
 
 
 async def refused(request: Request, exc: Exception, typed: str = "", named: str = "") -> Response:
-    status, message, headers = status_of(exc)
     if bodies.wants_json(request):
-        return JSONAnswer({"error": message}, status_code=status, headers=headers)
+        return answer_error(exc)
+    status, message, _ = status_of(exc)
     try:
         room = await current_room(request)
     except Exception:  # noqa: BLE001 - the refusal is what this page says; Valkey's trouble is not the point
@@ -175,8 +176,7 @@ async def ask_state(request: Request) -> Response:
         entry = await guards.enter(request, write=False, counts="reads")
         return JSONAnswer({"ask": await asked(request, entry)})
     except Exception as exc:  # noqa: BLE001
-        status, message, headers = status_of(exc)
-        return JSONAnswer({"error": message}, status_code=status, headers=headers)
+        return answer_error(exc)
 
 
 async def answer(request: Request) -> Response:
@@ -195,8 +195,7 @@ async def answer(request: Request) -> Response:
         await answers.vote(request.app.state.conn, entry.room, entry.ask.round, entry.visitor, value,
                            request.app.state.settings.room_ttl)
     except Exception as exc:  # noqa: BLE001
-        status, message, headers = status_of(exc)
-        return JSONAnswer({"error": message}, status_code=status, headers=headers)
+        return answer_error(exc)
     return JSONAnswer({"ok": True, "message": "Your answer is in: it is judged when your instructor presses."})
 
 
