@@ -36,7 +36,6 @@ from server.web.middleware import SandboxCookie as NewVisitors
 from server.web.secret import load_secret
 from server.web.views import (
     asking,
-    class_stream,
     classroom,
     console,
     exercises,
@@ -190,7 +189,6 @@ def _routes() -> list[BaseRoute]:
         *classroom.routes(),
         *asking.routes(),
         *results.routes(),
-        *class_stream.routes(),
         *room.routes(),
         Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static"),
         *progress.routes(),

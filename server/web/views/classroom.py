@@ -1,22 +1,31 @@
-"""The class page and the instructor's class controls (modes, bring, resets, Watch, close).
+"""The class page, its live stream, and the instructor's class controls (modes, bring, resets, Watch, close).
 
 A mode change or a close is a `room` event to every sandbox a member's page
-may listen on: the pages reconnect, resolved afresh by the guards.
+may listen on: the pages reconnect, resolved afresh by the guards. The class
+page's stream sends the class whenever it changed: at once on an answer's lab
+event, else on a read every `EVERY` seconds for what no event announces.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
 import msgspec
+from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from server.lifecycle import resets
 from server.live import events
+from server.live.streams import frame
 from server.sandboxes import answers, keys, learners, presence, rooms, roster
 from server.sandboxes.sandbox import SANDBOX_RE
 from server.web import bodies, guards
-from server.web.answer import JSONAnswer
+from server.web.answer import JSONAnswer, dumps
+from server.web.errors import is_fault
 from server.web.views import asking, class_state, results
 from server.web.views.class_state import back, the_room
 from server.web.views.instructor import plural, report_words
@@ -28,6 +37,7 @@ MODE_TEXT = {
     "together": "Together: the whole class shares one sandbox; every click shows on every page.",
 }
 CLOSED_TEXT = "The class was closed: you are back in your own sandbox."
+EVERY = 1.0  # seconds between the class stream's reads when no event came
 
 
 class ModeBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -64,6 +74,44 @@ async def page(request: Request) -> Response:
         })
 
     return await guarded(request, run)
+
+
+@instructor_only
+async def follow(request: Request) -> Response:
+    """The class page's stream (and the projector's: `?view=projector`, no names)."""
+    room = await the_room(request)
+    settings = request.app.state.settings
+    return EventSourceResponse(_class_events(request, room.code, request.query_params.get("view") == "projector"),
+                               ping=settings.stream_ping, send_timeout=settings.stream_send_timeout,
+                               headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+
+async def _class_events(request: Request, code: str, projector: bool) -> AsyncIterator[bytes]:
+    conn, hub = request.app.state.conn, request.app.state.hub
+    deadline = time.monotonic() + request.app.state.settings.stream_lifetime
+    last = b""
+    with hub.streams.open(answers.class_stream(code), ()) as sub:
+        while time.monotonic() < deadline:
+            try:
+                room = await rooms.get(conn, code)
+                if room is None:
+                    yield frame("closed", dumps({"code": code}))
+                    return
+                state = await class_state.read(request, room)
+                encoded = dumps(class_state.class_json(request, state, projector))
+            except Exception as exc:
+                if not is_fault(exc):
+                    raise
+                encoded = dumps({"down": "Valkey is unreachable right now; the class page recovers when it returns."})
+            if encoded != last:
+                last = encoded
+                yield frame("roster", encoded)
+            try:
+                async with asyncio.timeout(EVERY):
+                    await sub.queue.get()
+                sub.drain()  # a burst of answers is one read
+            except TimeoutError:
+                pass
 
 
 @instructor_only
@@ -218,4 +266,5 @@ def routes() -> list[BaseRoute]:
         Route("/instructor/watch/stop", stop_watching, methods=["POST"]),
         Route(f"{base}/join", join, methods=["POST"]),
         Route(f"{base}/close", close, methods=["POST"]),
+        Route(f"{base}/events", follow, methods=["GET"]),
     ]

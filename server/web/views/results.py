@@ -1,20 +1,7 @@
-"""Results to take away: a class's roster as a spreadsheet, its answers as JSON.
+"""Results to take away: a class's roster as results.csv, its answers as answers.json.
 
-    GET /instructor/rooms/{code}/results.csv   a header row, then one row per learner
-    GET /instructor/rooms/{code}/answers.json  {"code", "questions": [{"widget", "question", "step",
-                                                 "round", "legend", "answered", "answers": [...]}]}
-
-Instructor only (the cookie or `Authorization: Bearer`): a learner gets 403,
-a stranger 401. While the class is open both are read live; when it closes
-they are written as they stood (server/sandboxes/kept.py) and stay
-downloadable for `settings.results_days` days.
-
-results.csv's columns: `name`; `joined` (UTC); `pages` (the dives the learner
-worked on, space-separated); per widget `<widget> steps` (tour steps reached,
-the roster's count); `predictions asked`, `predictions right`; per exercise
-`<exercise> checks passed` (the best run); `last seen` (UTC). A cell that a
-spreadsheet would read as a formula (=, +, -, @) is written with a leading
-apostrophe, so a learner's name cannot run in the instructor's spreadsheet.
+Read live while the class is open; kept as they stood when it closes
+(server/sandboxes/kept.py) for `settings.results_days` days.
 """
 
 from __future__ import annotations
@@ -43,11 +30,11 @@ def when(seconds: float | None) -> str:
 
 
 def cell(text: str) -> str:
+    """A learner's name cannot run as a formula in the instructor's spreadsheet."""
     return "'" + text if text.startswith(FORMULA) else text
 
 
 def pages_of(request: Request, row: Learner) -> list[str]:
-    """The dives whose widgets the learner worked on (a step reached or a prediction answered)."""
     worked = {r.widget for r in row.records}
     return [d.path for d in request.app.state.course.dives if worked & set(d.widgets)]
 
@@ -73,7 +60,7 @@ def answers_text(state: ClassState) -> str:
 
 
 async def texts(request: Request) -> tuple[str, str, str]:
-    """(code, csv, answers.json) of an open class read now, or of a closed one as kept."""
+    """(code, csv, answers.json) of an open class now, or of a closed one as kept."""
     code = rooms.normalize_code(request.path_params["code"])
     room = await rooms.get(request.app.state.conn, code)
     if room is not None:
@@ -88,7 +75,6 @@ async def texts(request: Request) -> tuple[str, str, str]:
 
 
 async def keep(request: Request, room: rooms.Room) -> None:
-    """Write the class's results as they stand (before it closes)."""
     state = await class_state.read(request, room)
     await kept.keep(request.app.state.conn, room.code, room.name, csv_text(request, state), answers_text(state),
                     request.app.state.settings.results_days)

@@ -1,17 +1,7 @@
-"""The room page: join a class with its code and your name, see its mode, leave; the class's question.
+"""The room page: join a class with its code and your name, leave it; the class's question.
 
-    GET  /room          the page (the class you are in, its mode; the join form)
-    POST /room/join     {code, name} -> signed room cookie, 303 to /room (404 for an unknown code)
-    POST /room/leave    back to your own sandbox, out of the class
-    GET  /room/ask      the question the class is asked now, as this learner sees it (room.js)
-    POST /room/answer   {answer}: a learner's vote, in a demo or together (the instructor presses)
-
-The name (1 to 40 characters of readable text: learners.clean_name) is kept
-with the learner's own sandbox, so a learner who leaves and joins again keeps
-it. While the class exists, the guards resolve each request of a member to
-the sandbox the class's mode names. Unknown codes count as failed attempts of
-the address (counted before the code is looked up; past the limit, 429).
-The distribution of an asked question reaches learners only once revealed.
+Unknown codes count as failed attempts of the address, counted before the code
+is looked up. An asked question's distribution reaches learners once revealed.
 """
 
 from __future__ import annotations
@@ -106,9 +96,7 @@ async def join(request: Request) -> Response:
 
 
 async def admitted(request: Request, code: str) -> rooms.Room:
-    """The class with that code. The attempt is counted before any code is
-    looked up (one INCR, however many arrive at once: rates.take_attempt) and
-    given back when the code is a class's."""
+    """The class with that code; the attempt is counted first and given back when the code is a class's."""
     conn, limit = request.app.state.conn, request.app.state.settings.attempt_limit
     counted = await rates.take_attempt(conn, rates.client_address(request), "join", limit)
     if counted is None:
@@ -131,9 +119,6 @@ async def leave(request: Request) -> Response:
     response = JSONAnswer({"ok": True}) if bodies.wants_json(request) else RedirectResponse("/room", status_code=303)
     request.app.state.room_cookie.clear(response)
     return response
-
-
-# -- the class's question, as a learner sees it ----------------------------------------------
 
 
 async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
@@ -180,10 +165,9 @@ async def ask_state(request: Request) -> Response:
 
 
 async def answer(request: Request) -> Response:
-    """A vote where only the instructor presses (a demo's learners may not act: read-only)."""
     try:
         guards.check_origin(request)
-        entry = await guards.enter(request, write=False)
+        entry = await guards.enter(request, write=False)  # write=False: a demo's learners vote, read-only
         body = await bodies.read_form(request, Vote)
         if entry.room is None or entry.ask is None:
             raise guards.Refused(409, "your class is asked no question now")

@@ -1,12 +1,8 @@
 """GET /api/stream?widgets=a,b — a page's live stream: snapshots, effects, status.
 
-On (re)connect the stream sends Valkey's status and a fresh snapshot of each
-widget (landing a scenario not there yet), so a page never depends on
-replaying what it missed. Then it forwards what the hub hands it: a change's
-frames (effects and the touched widgets' snapshots, composed once for every
-page of the sandbox), status news, resets and class moves. While keyspace
-notifications are off, it reads the widgets every POLL_EVERY instead.
-`?widgets=` empty: a page without widgets following its class's events.
+On (re)connect it sends a fresh snapshot of each widget, so a page never
+depends on replaying what it missed; then whatever the hub hands it. While
+keyspace notifications are off, it reads the widgets every POLL_EVERY instead.
 """
 
 from __future__ import annotations
@@ -115,8 +111,7 @@ def _react(sub: Subscription, items: list[bytes | Notice], entry: guards.Entry) 
 
 
 async def _snapshots(request: Request, entry: guards.Entry, names: tuple[str, ...]) -> tuple[bytes, bool]:
-    """A fresh snapshot of each widget, and whether every one was read; Valkey's
-    faults said as a status frame (the stream reads again on a timer)."""
+    """A fresh snapshot of each widget, and whether every one was read (Valkey's faults: a status frame)."""
     lab = request.app.state.lab
     frames = []
     for name in names:
@@ -135,8 +130,7 @@ async def _snapshots(request: Request, entry: guards.Entry, names: tuple[str, ..
 
 @contextlib.asynccontextmanager
 async def _present(request: Request, entry: guards.Entry) -> AsyncIterator[None]:
-    """The visitor counted online, on the page they have open, while the stream
-    lasts (not an instructor watching someone else)."""
+    """The visitor counted online on this page while the stream lasts (not an instructor watching)."""
     if entry.watching:
         yield
         return
@@ -152,7 +146,6 @@ async def _present(request: Request, entry: guards.Entry) -> AsyncIterator[None]
 
 
 def _page_of(request: Request) -> str | None:
-    """The course page the stream was opened from (its Referer), if it is one."""
     referer = request.headers.get("referer")
     if not referer:
         return None

@@ -1,14 +1,7 @@
-"""The widget API: one endpoint reads a widget, one runs its actions.
+"""The widget API: read a widget's snapshot, run one of its actions.
 
-    GET  /api/widgets/<widget>/state      the snapshot (the scenario lands the first time)
-    POST /api/widgets/<widget>/<action>   run one action: its outcome, `ver` and progress
-
-A click travels: the guards (`guards.enter`: origin, sandbox, class, rates),
-the body typed (`bodies.read`), the executor (`runner.act`: lock, action,
-verdict, record), and back. The page repaints from the stream, like every
-other page of the sandbox. Every failure is a JSON answer in words
-(`errors.answer_error`): 4xx for what the learner can change, 503 for Valkey
-away, never a 500 for either.
+A click travels: the guards, the body typed, `runner.act` (lock, action,
+verdict, record), and back; the page repaints from the stream.
 """
 
 from __future__ import annotations
@@ -47,7 +40,7 @@ def actor(entry: guards.Entry) -> Actor:
 
 
 def admitter(request: Request, sandbox: str, used: bool) -> runner.Admit:
-    """The admission a first landing needs (the site's cap, this address's new sandboxes)."""
+    """The admission a first landing needs (the site's cap, this address's share)."""
     settings = request.app.state.settings
     limits = admission.Limits(settings.max_sandboxes, settings.address_sandboxes, settings.unused_idle)
 
