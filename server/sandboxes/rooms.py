@@ -190,13 +190,8 @@ async def find(conn: Conn, code_or_name: str) -> Room | None:
 
 
 async def list_rooms(conn: Conn) -> list[Room]:
-    codes = sorted(as_text(c) for c in await conn.hkeys(ROOMS_KEY))
-    found = []
-    for code in codes:
-        room = await get(conn, code)
-        if room is not None:
-            found.append(room)
-    return found
+    found = [await get(conn, code) for code in sorted(as_text(c) for c in await conn.hkeys(ROOMS_KEY))]
+    return [room for room in found if room is not None]
 
 
 async def set_mode(conn: Conn, code: str, mode: str, host: str | None = None) -> Room | None:

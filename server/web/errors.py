@@ -81,10 +81,8 @@ def status_of(exc: Exception) -> tuple[int, str, int | None]:
         return exc.status, exc.message, None
     if isinstance(exc, LookupError):
         return 404, str(exc).strip("'\""), None
-    if isinstance(exc, Refused):
+    if isinstance(exc, (Refused, BadBody)):
         return exc.status, str(exc), 10 if exc.status in (429, 503) else None
-    if isinstance(exc, BadBody):
-        return exc.status, str(exc), None
     if isinstance(exc, NoSandbox):
         return 403, str(exc), None
     if isinstance(exc, (BadId, FlowShapeError, BadRoom, BadName)):

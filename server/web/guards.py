@@ -51,8 +51,7 @@ class Entry:
     ask: rooms.Ask | None = None  # the question the instructor put to the class, if any
 
     def where(self) -> dict[str, object]:
-        """The class (or the Watch) an answer comes from: the page says so, and
-        where it only watches, it disables its controls."""
+        """The class (or the Watch) an answer comes from: where it only watches, the page disables its controls."""
         if self.watching:
             return {"room": {"watching": self.watching, "readonly": True, "mode": "watch"}}
         if self.room is None:

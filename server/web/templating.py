@@ -44,14 +44,13 @@ def key_breaks(name: str) -> Markup:
 
 
 def renderer(templates: Jinja2Templates, catalog: Catalog,
-             extras: dict[str, Extra] | None = None) -> Callable[[str, dict[str, Any]], str]:
+             extras: dict[str, Extra]) -> Callable[[str, dict[str, Any]], str]:
     """`(name, options) -> HTML` for the Markdown's `{widget}` directive."""
     templates.env.filters.setdefault("key_breaks", key_breaks)
-    extra = extras or {}
 
     def render(name: str, options: dict[str, Any] | None = None) -> str:
-        if name in extra:
-            return Markup(templates.get_template(f"widgets/_{name}.html").render(extra[name](options or {})))
+        if name in extras:
+            return Markup(templates.get_template(f"widgets/_{name}.html").render(extras[name](options or {})))
         widget = catalog.widgets.get(name)
         if widget is None:
             return Markup(f'<div class="widget-slot" data-widget-missing="{escape(name)}"></div>')

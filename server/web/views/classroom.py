@@ -13,7 +13,6 @@ import time
 from collections.abc import AsyncIterator
 
 import msgspec
-from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -30,6 +29,7 @@ from server.web.views import asking, class_state, results
 from server.web.views.class_state import back, the_room
 from server.web.views.instructor import plural, report_words
 from server.web.views.replies import done, guarded, instructor_only, render
+from server.web.views.stream import sse
 
 MODE_TEXT = {
     "own": "The class is back in own sandboxes: each of you acts in your own.",
@@ -80,10 +80,7 @@ async def page(request: Request) -> Response:
 async def follow(request: Request) -> Response:
     """The class page's stream (and the projector's: `?view=projector`, no names)."""
     room = await the_room(request)
-    settings = request.app.state.settings
-    return EventSourceResponse(_class_events(request, room.code, request.query_params.get("view") == "projector"),
-                               ping=settings.stream_ping, send_timeout=settings.stream_send_timeout,
-                               headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+    return sse(request, _class_events(request, room.code, request.query_params.get("view") == "projector"))
 
 
 async def _class_events(request: Request, code: str, projector: bool) -> AsyncIterator[bytes]:

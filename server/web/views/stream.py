@@ -48,11 +48,12 @@ async def stream(request: Request) -> Response:
     except Exception as exc:  # noqa: BLE001 - a refusal, or Valkey away: said in words
         if not is_fault(exc) and getattr(exc, "status", 0) != 503:
             return answer_error(exc)
-        return _respond(request, _down_then_close(str(exc)))
-    return _respond(request, events(request, entry, names))
+        return sse(request, _down_then_close(str(exc)))
+    return sse(request, events(request, entry, names))
 
 
-def _respond(request: Request, content: AsyncIterator[bytes]) -> Response:
+def sse(request: Request, content: AsyncIterator[bytes]) -> Response:
+    """A live stream with the site's keep-alive, send deadline and no proxy buffering."""
     settings = request.app.state.settings
     return EventSourceResponse(content, ping=settings.stream_ping, send_timeout=settings.stream_send_timeout,
                                headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
