@@ -74,9 +74,7 @@ def group(given: Sequence[Given], learners: Sequence[str]) -> dict[Key, list[Giv
 def count(key: Key, answers: Sequence[Given], learners: Sequence[str], legend: str) -> Counted:
     tally: Counter[tuple[str, bool]] = Counter((_same(a.value), a.right) for a in answers)
     values = {_same(a.value): a.value for a in answers}
-    first_seen = {k: i for i, k in reversed(list(enumerate((_same(a.value), a.right) for a in answers)))}
-    ranked = sorted(tally.items(), key=lambda item: (-item[1], first_seen[item[0]]))
-    counts = [Count(values[v], n, right) for (v, right), n in ranked]
+    counts = [Count(values[v], n, right) for (v, right), n in tally.most_common()]  # ties: in the order first met
     wrong = next((c for c in counts if not c.right), None)
     notes = Counter(a.feedback for a in answers
                     if wrong is not None and not a.right and _same(a.value) == _same(wrong.value) and a.feedback)

@@ -25,13 +25,9 @@ REALM = 'Bearer realm="emqlab-instructor"'
 LEARNER = "that is the instructor's: a learner of a class cannot use it (the instructor signs in at /instructor)"
 
 
-def flash_of(request: Request) -> str | None:
-    found = request.app.state.flash_cookie.read(request)
-    return found if isinstance(found, str) else None
-
-
 def render(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
-    flash = flash_of(request)
+    flash = request.app.state.flash_cookie.read(request)
+    flash = flash if isinstance(flash, str) else None
     response = respond(request, template, {"course": course_of(request), "flash": flash, "error": None,
                                            "page": None, "current_hub": None, **context}, status)
     if flash is not None or request.cookies.get(request.app.state.flash_cookie.name):
@@ -69,17 +65,13 @@ async def guarded(request: Request, handler: Handler, back: str = "/instructor")
         try:
             await guards.require_instructor(request)
         except guards.Refused as exc:
-            if exc.status == 401 and guards.bearer_of(request) is None and member(request):
+            learner = isinstance(request.app.state.room_cookie.read(request), str)  # refused, not asked to sign in
+            if exc.status == 401 and guards.bearer_of(request) is None and learner:
                 raise guards.Refused(403, LEARNER) from exc
             raise
         return await handler(request)
     except Exception as exc:  # noqa: BLE001 - every failure is answered in words (status_of)
         return refused(request, exc, back)
-
-
-def member(request: Request) -> bool:
-    """A class's learner: refused, not asked to sign in."""
-    return isinstance(request.app.state.room_cookie.read(request), str)
 
 
 def instructor_only(handler: Handler) -> Handler:

@@ -6,6 +6,8 @@ verdict, record), and back; the page repaints from the stream.
 
 from __future__ import annotations
 
+import functools
+
 import msgspec
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
@@ -43,11 +45,8 @@ def admitter(request: Request, sandbox: str, used: bool) -> runner.Admit:
     """The admission a first landing needs (the site's cap, this address's share)."""
     settings = request.app.state.settings
     limits = admission.Limits(settings.max_sandboxes, settings.address_sandboxes, settings.unused_idle)
-
-    async def admit() -> None:
-        await admission.admit_or_refuse(request.app.state.conn, sandbox, limits, client_address(request), used)
-
-    return admit
+    return functools.partial(admission.admit_or_refuse, request.app.state.conn, sandbox, limits,
+                             client_address(request), used)
 
 
 async def state(request: Request) -> JSONAnswer:
