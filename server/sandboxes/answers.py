@@ -1,15 +1,8 @@
-"""A class's answers: each learner's judged answer per question, kept on the class.
-
-    lab:room:<CODE>:answers   a hash:
-        "<widget>|<question>|<round>|<learner>" -> {"value", "right", "step", "at", "feedback"} (JSON)
-        "wrong|<widget>|<learner>"              -> the learner's run of wrong answers on the widget
-    lab:room:<CODE>:votes     a hash: "<round>|<learner>" -> {"value", "at"} (JSON): answers
-                              given in a demo (or together), judged when the instructor presses
+"""A class's answers (`lab:room:<CODE>:answers`) and its demo votes (`…:votes`), kept on the class.
 
 An answer is written by the action that judged it, in its last round trip, with
-a lab event so the class page's counts move at once. `round` is "-" for a
-question met on one's own. The verdict's feedback is kept: a note written for
-"the count before" cannot be found again from the value alone.
+a lab event so the class page's counts move at once. Its feedback is kept: a
+note written for "the count before" cannot be found again from the value alone.
 """
 
 from __future__ import annotations
@@ -79,6 +72,7 @@ def answer_command(code: str, learner: str, widget: str, question: str, value: o
 
 
 def _given(field: str, raw: str) -> Given | None:
+    """`<widget>|<question>|<round or ->|<learner>` -> a JSON `Kept`."""
     parts = field.split("|")
     if len(parts) < 4:
         return None
@@ -92,7 +86,7 @@ def _given(field: str, raw: str) -> Given | None:
 
 
 def parse(fields: dict[str, str]) -> tuple[list[Given], dict[tuple[str, str], int]]:
-    """The answers hash: every answer, and each (widget, learner)'s run of wrong answers."""
+    """Every answer, and each (widget, learner)'s run of wrong answers (`wrong|<widget>|<learner>`)."""
     given: list[Given] = []
     runs: dict[tuple[str, str], int] = {}
     for field, raw in fields.items():

@@ -1,12 +1,5 @@
-"""A learner's progress through the course, per sandbox, in one Valkey hash.
-
-    lab:{<sandbox>}:progress
-      m:<widget>:<milestone>   "1" once an action reached that milestone of the
-                               widget's tour (in any order that reaches it)
-      asked:<widget>           predictions answered
-      right:<widget>           predictions Valkey bore out
-      verdict:<widget>         the last verdict, in words
-      ex:<exercise>            the best run of an exercise, "passed/total"
+"""A learner's progress, per sandbox, in one Valkey hash: `m:<widget>:<milestone>`,
+`asked:`/`right:`/`verdict:<widget>`, `ex:<exercise>` ("passed/total").
 
 The hashtag is the sandbox, not a widget queue, so resets leave the record
 alone. Each action writes it with `record.lua` in its last round trip, no read first.

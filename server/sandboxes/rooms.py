@@ -92,10 +92,6 @@ def room_key(code: str) -> str:
     return f"lab:room:{code}"
 
 
-def new_code() -> str:
-    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
-
-
 def normalize_code(raw: object) -> str:
     """A code as typed (`abc-234`, ` ABC 234 `) -> `ABC234`; BadRoom otherwise."""
     code = re.sub(r"[\s-]", "", raw).upper() if isinstance(raw, str) else ""
@@ -137,7 +133,7 @@ async def create(conn: Conn, name: object, ttl: int, max_rooms: int, host: str =
     if await conn.hlen(ROOMS_KEY) >= max_rooms:
         raise RoomsFull(f"at most {max_rooms} rooms can be open at once; close one first")
     for _ in range(20):
-        code = new_code()
+        code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
         room = Room(code=code, name=clean, sandbox=new_id(), mode="own", created=time.time(), host=host)
         # HSETNX on the index claims the code; a clash simply draws another.
         if await conn.hsetnx(ROOMS_KEY, code, room.sandbox):

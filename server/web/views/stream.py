@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from server.live.streams import Notice, Subscription, frame
+from server.live.streams import Notice, frame
 from server.sandboxes import presence
 from server.web import guards
 from server.web.answer import dumps
@@ -83,7 +83,7 @@ async def events(request: Request, entry: guards.Entry, names: tuple[str, ...]) 
                         chunk_, whole = await _snapshots(request, entry, names)
                         yield chunk_
                     continue
-                chunk, resync, ending = _react(sub, [first, *sub.drain()], entry)
+                chunk, resync, ending = _react([first, *sub.drain()], entry)
                 if resync or sub.overflowed:
                     sub.overflowed = False
                     chunk_, whole = await _snapshots(request, entry, names)
@@ -94,7 +94,7 @@ async def events(request: Request, entry: guards.Entry, names: tuple[str, ...]) 
                     return
 
 
-def _react(sub: Subscription, items: list[bytes | Notice], entry: guards.Entry) -> tuple[list[bytes], bool, bool]:
+def _react(items: list[bytes | Notice], entry: guards.Entry) -> tuple[list[bytes], bool, bool]:
     """The frames to send, whether to read every widget afresh, whether to end."""
     chunk: list[bytes] = []
     resync = ending = False
