@@ -7,7 +7,9 @@ memory a 503 to retry, a bug of ours a logged 500.
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Awaitable, Callable
 
 from redis.exceptions import (
     BusyLoadingError,
@@ -19,7 +21,8 @@ from redis.exceptions import (
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeout
-from starlette.requests import ClientDisconnect
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
 
 from server.emq.errors import EmqError
 from server.emq.keyspace import BadId
@@ -36,6 +39,7 @@ from server.widgets import base as widget_base
 from server.widgets.turn import Busy
 
 log = logging.getLogger("emqlab.api")
+Handler = Callable[[Request], Awaitable[Response]]
 
 WRONG_TYPE = ("A key of this widget holds another type than the key grammar gives it (a console line "
               "changed it), so the action cannot run on it. Press Reset: it removes the keys whatever they hold.")
@@ -114,3 +118,16 @@ def answer_error(exc: Exception) -> JSONAnswer:
     if isinstance(exc, GradeRefused):  # its body may name the line a script failed on
         return JSONAnswer(exc.as_json(), status_code=exc.status)
     return problem(*status_of(exc))
+
+
+def answered(handler: Handler) -> Handler:
+    """`handler` with every failure answered in words (`answer_error`), never a traceback."""
+
+    @functools.wraps(handler)
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a clear JSON answer
+            return answer_error(exc)
+
+    return endpoint

@@ -20,7 +20,7 @@ from server.console.lock import queue_lock
 from server.console.parse import Limits
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer
-from server.web.errors import answer_error
+from server.web.errors import answered
 
 
 class Line(msgspec.Struct, forbid_unknown_fields=True):
@@ -44,19 +44,17 @@ def context(request: Request, entry: guards.Entry) -> ConsoleContext:
                           read_only=guards.DEMO_REFUSAL if entry.readonly else None)
 
 
+@answered
 async def run_command(request: Request) -> JSONAnswer:
-    try:
-        # a read-only page may still read: its writes are refused by the console itself
-        entry = await guards.enter(request, write=False)
-        guards.check_origin(request)
-        line = await bodies.read(request, Line)
-        reply = await run_line(context(request, entry), line.command)
-        body = shown(dict(reply.body()), entry.sandbox)
-        await transcript.record(request.app.state.conn, entry.sandbox, entry.visitor, body,
-                                request.app.state.settings.sandbox_ttl)
-        return JSONAnswer(body, status_code=reply.status)
-    except Exception as exc:  # noqa: BLE001 - every failure becomes a clear JSON answer
-        return answer_error(exc)
+    # a read-only page may still read: its writes are refused by the console itself
+    entry = await guards.enter(request, write=False)
+    guards.check_origin(request)
+    line = await bodies.read(request, Line)
+    reply = await run_line(context(request, entry), line.command)
+    body = shown(dict(reply.body()), entry.sandbox)
+    await transcript.record(request.app.state.conn, entry.sandbox, entry.visitor, body,
+                            request.app.state.settings.sandbox_ttl)
+    return JSONAnswer(body, status_code=reply.status)
 
 
 def shown(body: dict[str, Any], sandbox: str) -> dict[str, Any]:
@@ -65,13 +63,11 @@ def shown(body: dict[str, Any], sandbox: str) -> dict[str, Any]:
     return {**body, "reply_lines": [line.replace(prefix, "") for line in body.get("reply_lines", ())]}
 
 
+@answered
 async def read_transcript(request: Request) -> JSONAnswer:
-    try:
-        entry = await guards.enter(request, write=False, counts="reads")
-        entries = await transcript.read(request.app.state.conn, entry.sandbox, entry.visitor)
-        return JSONAnswer({"transcript": entries})
-    except Exception as exc:  # noqa: BLE001
-        return answer_error(exc)
+    entry = await guards.enter(request, write=False, counts="reads")
+    entries = await transcript.read(request.app.state.conn, entry.sandbox, entry.visitor)
+    return JSONAnswer({"transcript": entries})
 
 
 def routes() -> list[BaseRoute]:

@@ -24,7 +24,7 @@ from server.live.streams import frame
 from server.sandboxes import progress
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer, dumps
-from server.web.errors import answer_error, problem
+from server.web.errors import answer_error, answered, problem
 from server.web.templating import course_of, respond
 
 # A script of 16,384 bytes may need six bytes of JSON per byte (\u escapes).
@@ -35,12 +35,10 @@ class Run(msgspec.Struct, forbid_unknown_fields=True):
     script: Annotated[str, msgspec.Meta(max_length=BODY_CAP)]
 
 
+@answered
 async def describe(request: Request) -> Response:
-    try:
-        await guards.enter(request, write=False, counts="reads")
-        return JSONAnswer(catalogue.get(request.path_params["name"]).as_json())
-    except Exception as exc:  # noqa: BLE001 - said in words (a GradeRefused at its own status)
-        return answer_error(exc)
+    await guards.enter(request, write=False, counts="reads")
+    return JSONAnswer(catalogue.get(request.path_params["name"]).as_json())
 
 
 async def _graded(request: Request, entry: guards.Entry, script: str,
@@ -60,15 +58,13 @@ async def _graded(request: Request, entry: guards.Entry, script: str,
     return graded
 
 
+@answered
 async def run(request: Request) -> Response:
-    try:
-        entry = await guards.enter(request, write=True)
-        body = bodies.decode(await bodies.raw(request, BODY_CAP), Run)
-        if "text/event-stream" in request.headers.get("accept", ""):
-            return EventSourceResponse(_streamed(request, entry, body.script), send_timeout=10)
-        return JSONAnswer((await _graded(request, entry, body.script)).as_json())
-    except Exception as exc:  # noqa: BLE001
-        return answer_error(exc)
+    entry = await guards.enter(request, write=True)
+    body = bodies.decode(await bodies.raw(request, BODY_CAP), Run)
+    if "text/event-stream" in request.headers.get("accept", ""):
+        return EventSourceResponse(_streamed(request, entry, body.script), send_timeout=10)
+    return JSONAnswer((await _graded(request, entry, body.script)).as_json())
 
 
 async def _streamed(request: Request, entry: guards.Entry, script: str) -> AsyncIterator[bytes]:

@@ -16,7 +16,7 @@ from server.sandboxes import progress
 from server.sandboxes.progress import WidgetProgress
 from server.web import guards
 from server.web.answer import JSONAnswer
-from server.web.errors import answer_error
+from server.web.errors import answered
 from server.web.templating import course_of, respond
 
 
@@ -71,26 +71,22 @@ async def page(request: Request) -> Response:
     return respond(request, "progress.html", context, 200 if dives is not None else 503)
 
 
+@answered
 async def start_over(request: Request) -> Response:
     """Forget the record and land every scenario afresh, once confirmed."""
-    try:
-        entry = await guards.enter(request, write=True)
-        form = await request.form()
-        if form.get("confirm") != "yes":
-            return RedirectResponse("/progress?confirm=start-over", status_code=303)
-        await resets.reset_sandboxes(request.app.state.lab, [entry.visitor], by="learner")
-        await progress.clear(request.app.state.conn, entry.visitor)
-    except Exception as exc:  # noqa: BLE001 - said in words
-        return answer_error(exc)
+    entry = await guards.enter(request, write=True)
+    form = await request.form()
+    if form.get("confirm") != "yes":
+        return RedirectResponse("/progress?confirm=start-over", status_code=303)
+    await resets.reset_sandboxes(request.app.state.lab, [entry.visitor], by="learner")
+    await progress.clear(request.app.state.conn, entry.visitor)
     return RedirectResponse("/progress?done=start-over", status_code=303)
 
 
+@answered
 async def as_json(request: Request) -> Response:
-    try:
-        entry = await guards.enter(request, write=False, counts="reads")
-        dives = await course_progress(request, entry.visitor)
-    except Exception as exc:  # noqa: BLE001
-        return answer_error(exc)
+    entry = await guards.enter(request, write=False, counts="reads")
+    dives = await course_progress(request, entry.visitor)
     widgets = {w.widget: w for d in dives for w in d.widgets}
     return JSONAnswer({"dives": [{**msgspec.structs.asdict(d), "summary": d.summary} for d in dives],
                        "widgets": widgets})

@@ -8,7 +8,6 @@ with the sentence at the refusal's status.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -17,10 +16,9 @@ from starlette.responses import RedirectResponse, Response
 from server.web import guards
 from server.web.answer import JSONAnswer
 from server.web.bodies import wants_json
-from server.web.errors import status_of
+from server.web.errors import Handler, status_of
 from server.web.templating import course_of, respond
 
-Handler = Callable[[Request], Awaitable[Response]]
 REALM = 'Bearer realm="emqlab-instructor"'
 LEARNER = "that is the instructor's: a learner of a class cannot use it (the instructor signs in at /instructor)"
 

@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute, Route
 from server.sandboxes import answers, insight, learners, rooms
 from server.web import bodies, guards, rates
 from server.web.answer import JSONAnswer
-from server.web.errors import answer_error, status_of
+from server.web.errors import answer_error, answered, status_of
 from server.web.views import asking, class_state
 from server.web.views.instructor import plural
 from server.web.views.replies import render
@@ -156,30 +156,26 @@ async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
     return shown
 
 
+@answered
 async def ask_state(request: Request) -> Response:
-    try:
-        entry = await guards.enter(request, write=False, counts="reads")
-        return JSONAnswer({"ask": await asked(request, entry)})
-    except Exception as exc:  # noqa: BLE001
-        return answer_error(exc)
+    entry = await guards.enter(request, write=False, counts="reads")
+    return JSONAnswer({"ask": await asked(request, entry)})
 
 
+@answered
 async def answer(request: Request) -> Response:
-    try:
-        guards.check_origin(request)
-        entry = await guards.enter(request, write=False)  # write=False: a demo's learners vote, read-only
-        body = await bodies.read_form(request, Vote)
-        if entry.room is None or entry.ask is None:
-            raise guards.Refused(409, "your class is asked no question now")
-        if entry.mode == "own":
-            raise guards.Refused(409, "in own sandboxes you answer in the widget itself, with its button")
-        if entry.ask.revealed:
-            raise guards.Refused(409, "the answers of this round are revealed: wait for the next question")
-        value = body.answer if not isinstance(body.answer, str) else body.answer.strip()[:200]
-        await answers.vote(request.app.state.conn, entry.room, entry.ask.round, entry.visitor, value,
-                           request.app.state.settings.room_ttl)
-    except Exception as exc:  # noqa: BLE001
-        return answer_error(exc)
+    guards.check_origin(request)
+    entry = await guards.enter(request, write=False)  # write=False: a demo's learners vote, read-only
+    body = await bodies.read_form(request, Vote)
+    if entry.room is None or entry.ask is None:
+        raise guards.Refused(409, "your class is asked no question now")
+    if entry.mode == "own":
+        raise guards.Refused(409, "in own sandboxes you answer in the widget itself, with its button")
+    if entry.ask.revealed:
+        raise guards.Refused(409, "the answers of this round are revealed: wait for the next question")
+    value = body.answer if not isinstance(body.answer, str) else body.answer.strip()[:200]
+    await answers.vote(request.app.state.conn, entry.room, entry.ask.round, entry.visitor, value,
+                       request.app.state.settings.room_ttl)
     return JSONAnswer({"ok": True, "message": "Your answer is in: it is judged when your instructor presses."})
 
 

@@ -15,7 +15,7 @@ from starlette.routing import BaseRoute, Route
 from server.sandboxes import admission
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer
-from server.web.errors import answer_error, problem
+from server.web.errors import answered, problem
 from server.web.rates import client_address
 from server.widgets import runner
 from server.widgets.base import Widget
@@ -49,28 +49,24 @@ def admitter(request: Request, sandbox: str, used: bool) -> runner.Admit:
                              client_address(request), used)
 
 
+@answered
 async def state(request: Request) -> JSONAnswer:
-    try:
-        widget = find(request)
-        entry = await guards.enter(request, write=False, counts="reads")
-        snap = await runner.show(request.app.state.lab, widget, actor(entry),
-                                 admitter(request, entry.sandbox, used=False))
-        return JSONAnswer({"snapshot": snap, **entry.where()})
-    except Exception as exc:  # noqa: BLE001 - every failure becomes a clear JSON answer
-        return answer_error(exc)
+    widget = find(request)
+    entry = await guards.enter(request, write=False, counts="reads")
+    snap = await runner.show(request.app.state.lab, widget, actor(entry),
+                             admitter(request, entry.sandbox, used=False))
+    return JSONAnswer({"snapshot": snap, **entry.where()})
 
 
+@answered
 async def act(request: Request) -> JSONAnswer:
-    try:
-        widget = find(request)
-        found = widget.actions.get(request.path_params["action"])
-        if found is None:
-            return problem(404, f"widget {widget.name!r} has no action {request.path_params['action'][:40]!r}; "
-                                f"known: {', '.join(sorted(widget.actions))}")
-        entry = await guards.enter(request, write=True)
-        body = await bodies.read(request, found.body)
-        acted = await runner.act(request.app.state.lab, widget, actor(entry), found.slug, body,
-                                 admitter(request, entry.sandbox, used=True))
-        return JSONAnswer({**msgspec.structs.asdict(acted), **entry.where()})
-    except Exception as exc:  # noqa: BLE001
-        return answer_error(exc)
+    widget = find(request)
+    found = widget.actions.get(request.path_params["action"])
+    if found is None:
+        return problem(404, f"widget {widget.name!r} has no action {request.path_params['action'][:40]!r}; "
+                            f"known: {', '.join(sorted(widget.actions))}")
+    entry = await guards.enter(request, write=True)
+    body = await bodies.read(request, found.body)
+    acted = await runner.act(request.app.state.lab, widget, actor(entry), found.slug, body,
+                             admitter(request, entry.sandbox, used=True))
+    return JSONAnswer({**msgspec.structs.asdict(acted), **entry.where()})
