@@ -34,7 +34,8 @@ def respond(request: Request, template: str, context: dict[str, Any], status: in
     templates: Jinja2Templates = request.app.state.templates
     room = getattr(request.app.state, "room_cookie", None)
     in_class = room is not None and room.read(request) is not None and not guards.is_instructor(request)
-    return templates.TemplateResponse(request, template, {"in_class": in_class, **context}, status_code=status)
+    frame = {"in_class": in_class, "course": course_of(request), "page": None, "current_hub": None}
+    return templates.TemplateResponse(request, template, {**frame, **context}, status_code=status)
 
 
 def key_breaks(name: str) -> Markup:

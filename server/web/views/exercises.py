@@ -95,8 +95,8 @@ async def run_form(request: Request) -> Response:
         exercise = catalogue.get(name)
     except Exception as exc:  # noqa: BLE001
         return answer_error(exc)
-    context = {"exercise": exercise, "script": script, "graded": None, "error": None, "page": None,
-               "current_hub": None, "course": course_of(request), "dive": course_of(request).page(exercise.page)}
+    context = {"exercise": exercise, "script": script, "graded": None, "error": None,
+               "dive": course_of(request).page(exercise.page)}
     try:
         context["graded"] = await _graded(request, entry, script)
         status = 200

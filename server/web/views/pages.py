@@ -33,9 +33,8 @@ def _body(request: Request, page: Page) -> Markup:
 
 
 def _render(request: Request, template: str, page: Page | None, status: int = 200, **extra: Any) -> Response:
-    context = {"course": getattr(request.app.state, "course", None), "page": page,
-               "body": _body(request, page) if page is not None else Markup(""), "current_hub": _hub_of(page),
-               **extra}
+    context = {"page": page, "body": _body(request, page) if page is not None else Markup(""),
+               "current_hub": _hub_of(page), **extra}
     return respond(request, template, context, status)
 
 

@@ -64,8 +64,7 @@ async def dive_progress(request: Request) -> dict[str, DiveProgress] | None:
 async def page(request: Request) -> Response:
     dives = await dive_progress(request)
     done = request.query_params.get("done") == "start-over"
-    context = {"dives": list(dives.values()) if dives is not None else None, "page": None, "current_hub": None,
-               "course": course_of(request),
+    context = {"dives": list(dives.values()) if dives is not None else None,
                "titles": {n: w.title for n, w in request.app.state.catalog.widgets.items()},
                "started_over": done, "confirming": request.query_params.get("confirm") == "start-over"}
     return respond(request, "progress.html", context, 200 if dives is not None else 503)

@@ -17,7 +17,7 @@ from server.web import guards
 from server.web.answer import JSONAnswer
 from server.web.bodies import wants_json
 from server.web.errors import Handler, status_of
-from server.web.templating import course_of, respond
+from server.web.templating import respond
 
 REALM = 'Bearer realm="emqlab-instructor"'
 LEARNER = "that is the instructor's: a learner of a class cannot use it (the instructor signs in at /instructor)"
@@ -26,8 +26,7 @@ LEARNER = "that is the instructor's: a learner of a class cannot use it (the ins
 def render(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
     flash = request.app.state.flash_cookie.read(request)
     flash = flash if isinstance(flash, str) else None
-    response = respond(request, template, {"course": course_of(request), "flash": flash, "error": None,
-                                           "page": None, "current_hub": None, **context}, status)
+    response = respond(request, template, {"flash": flash, "error": None, **context}, status)
     if flash is not None or request.cookies.get(request.app.state.flash_cookie.name):
         request.app.state.flash_cookie.clear(response)
     if status == 401:
