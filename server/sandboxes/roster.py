@@ -37,14 +37,12 @@ class Learner(msgspec.Struct):
     checks: dict[str, dict[str, bool]]  # exercise -> check -> passed, when the record names checks
     stuck: str = ""
 
-    def progress_json(self) -> dict[str, dict[str, Any]]:
-        """roster.json's `progress`: per widget, steps reached of all, and predictions."""
-        return {r.widget: {"reached": len(r.reached), "steps": len(r.steps), "done": r.done, "asked": r.asked,
-                           "right": r.right, "verdict": r.verdict} for r in self.records}
-
     def public(self) -> dict[str, Any]:
+        """roster.json's row; its `progress` per widget: steps reached of all, and predictions."""
+        per_widget = {r.widget: {"reached": len(r.reached), "steps": len(r.steps), "done": r.done, "asked": r.asked,
+                                 "right": r.right, "verdict": r.verdict} for r in self.records}
         return {"name": self.name, "page": self.page, "widget": self.widget, "online": self.online,
-                "last_seen": self.last_seen, "progress": self.progress_json()}
+                "last_seen": self.last_seen, "progress": per_widget}
 
     @property
     def asked(self) -> int:
