@@ -118,9 +118,6 @@ async def roster_json(request: Request) -> Response:
     return JSONAnswer(roster.public(room.code, room.mode, rows))
 
 
-# -- changes -------------------------------------------------------------------------
-
-
 async def switch(request: Request, room: rooms.Room, mode: str) -> Response:
     host = None
     if mode == "demo":
