@@ -170,15 +170,22 @@ async def require_instructor(request: Request) -> None:
     await check_token(request, given)
 
 
+async def take_attempt(request: Request, kind: str) -> str:
+    """Count this address's attempt BEFORE anything is compared: the key to DECR when it was right."""
+    limit = request.app.state.settings.attempt_limit
+    counted = await rates.take_attempt(request.app.state.conn, rates.client_address(request), kind, limit)
+    if counted is None:
+        raise Refused(429, f"too many failed attempts: at most {limit} a minute from one address; "
+                           "wait a minute and try again")
+    return counted
+
+
 async def check_token(request: Request, given: str) -> None:
     """Compare a token only while this address is under its failed-attempt limit."""
-    settings, conn = request.app.state.settings, request.app.state.conn
-    counted = await rates.take_attempt(conn, rates.client_address(request), "sign-in", settings.attempt_limit)
-    if counted is None:
-        raise Refused(429, rates.too_many_attempts(settings.attempt_limit))
-    if not token_matches(given, settings.instructor_token or ""):
+    counted = await take_attempt(request, "sign-in")
+    if not token_matches(given, request.app.state.settings.instructor_token or ""):
         raise Refused(401, "that is not the instructor token")
-    await conn.decr(counted)  # the right token: not a failed attempt
+    await request.app.state.conn.decr(counted)  # the right token: not a failed attempt
 
 
 def site_origin(request: Request) -> str:

@@ -65,7 +65,3 @@ async def take_attempt(conn: Conn, address: str, kind: str, limit: int) -> str |
         pipe.expire(key, 120)
         count, _ = await pipe.execute()
     return key if limit <= 0 or int(count) <= limit else None
-
-
-def too_many_attempts(limit: int) -> str:
-    return f"too many failed attempts: at most {limit} a minute from one address; wait a minute and try again"

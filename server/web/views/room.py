@@ -14,7 +14,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from server.sandboxes import answers, insight, learners, rooms
-from server.web import bodies, guards, rates
+from server.web import bodies, guards
 from server.web.answer import JSONAnswer
 from server.web.errors import answer_error, answered, status_of
 from server.web.views import asking, class_state
@@ -97,14 +97,11 @@ async def join(request: Request) -> Response:
 
 async def admitted(request: Request, code: str) -> rooms.Room:
     """The class with that code; the attempt is counted first and given back when the code is a class's."""
-    conn, limit = request.app.state.conn, request.app.state.settings.attempt_limit
-    counted = await rates.take_attempt(conn, rates.client_address(request), "join", limit)
-    if counted is None:
-        raise guards.Refused(429, rates.too_many_attempts(limit))
-    room = await rooms.get(conn, code)
+    counted = await guards.take_attempt(request, "join")
+    room = await rooms.get(request.app.state.conn, code)
     if room is None:
         raise guards.Refused(404, f"no open class has the code {code}: check it with your instructor")
-    await conn.decr(counted)  # a class's code: not a failed attempt
+    await request.app.state.conn.decr(counted)  # a class's code: not a failed attempt
     return room
 
 
