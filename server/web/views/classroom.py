@@ -25,7 +25,7 @@ from server.sandboxes.sandbox import SANDBOX_RE
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer, dumps
 from server.web.errors import is_fault
-from server.web.views import asking, class_state, results
+from server.web.views import asking, class_state
 from server.web.views.class_state import back, the_room
 from server.web.views.instructor import plural, report_words
 from server.web.views.replies import done, guarded, instructor_only, render
@@ -232,7 +232,7 @@ async def join(request: Request) -> Response:
 async def close(request: Request) -> Response:
     room = await the_room(request)
     conn = request.app.state.conn
-    await results.keep(request, room)
+    await class_state.keep(request, room)
     audience = await rooms.audience(conn, room)
     await rooms.close(conn, room.code)
     report = await resets.reset_sandboxes(request.app.state.lab, [room.sandbox])
@@ -261,4 +261,6 @@ def routes() -> list[BaseRoute]:
         Route(f"{base}/join", join, methods=["POST"]),
         Route(f"{base}/close", close, methods=["POST"]),
         Route(f"{base}/events", follow, methods=["GET"]),
+        Route(f"{base}/results.csv", class_state.results_csv, methods=["GET"]),
+        Route(f"{base}/answers.json", class_state.answers_json, methods=["GET"]),
     ]
