@@ -43,7 +43,6 @@ from server.web.views import (
     pages,
     progress,
     room,
-    stream,
     widgets,
 )
 from server.widgets import WIDGETS, questions, snapshot, traces
@@ -181,7 +180,6 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog,
 def _routes() -> list[BaseRoute]:
     return [
         *widgets.routes(),
-        *stream.routes(),
         *console.routes(),
         *exercises.routes(),
         *instructor.routes(),

@@ -29,7 +29,7 @@ from server.web.views import asking, class_state
 from server.web.views.class_state import back, the_room
 from server.web.views.instructor import plural, report_words
 from server.web.views.replies import done, guarded, instructor_only, render
-from server.web.views.stream import sse
+from server.web.views.widgets import sse
 
 MODE_TEXT = {
     "own": "The class is back in own sandboxes: each of you acts in your own.",
