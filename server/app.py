@@ -41,7 +41,6 @@ from server.web.views import (
     exercises,
     instructor,
     pages,
-    progress,
     room,
     widgets,
 )
@@ -187,6 +186,5 @@ def _routes() -> list[BaseRoute]:
         *asking.routes(),
         *room.routes(),
         Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static"),
-        *progress.routes(),
         *pages.routes(),  # catch-all page routes: keep last
     ]
