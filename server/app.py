@@ -35,16 +35,12 @@ from server.web.middleware import SandboxCookie as NewVisitors
 from server.web.secret import load_secret
 from server.web.views import (
     asking,
-    class_stream,
     classroom,
     console,
     exercises,
     instructor,
     pages,
-    progress,
-    results,
     room,
-    stream,
     widgets,
 )
 from server.widgets import WIDGETS, questions, snapshot, traces
@@ -163,16 +159,12 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog,
 def _routes() -> list[BaseRoute]:
     return [
         *widgets.routes(),
-        *stream.routes(),
         *console.routes(),
         *exercises.routes(),
         *instructor.routes(),
         *classroom.routes(),
         *asking.routes(),
-        *results.routes(),
-        *class_stream.routes(),
         *room.routes(),
         Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static"),
-        *progress.routes(),
         *pages.routes(),  # catch-all page routes: keep last
     ]

@@ -1,18 +1,9 @@
 """Admission: which sandboxes are live, and who may open a new one.
 
-A sandbox is created lazily: a page visit only mints the cookie, and the
-sandbox is registered (and so counts against the site's cap) when a widget
-first asks for its state, its stream or an action. Admission is one script
-(`scripts/admit.lua`), so two new visitors cannot both take the last place and
-a flood cannot slip past its address's limit:
-
-* a known sandbox is always admitted (its activity recorded);
-* a new one is refused when its client address already opened
-  `address_sandboxes` this window (-1), or when the site holds its cap and no
-  never-used sandbox has been idle `unused_idle` seconds (0);
-* when the site is full, the longest-idle never-used sandbox (one that never
-  ran an action) is evicted to make room: abandoned visits go first, never a
-  learner's work. The reaper removes the evicted sandbox's keys.
+A sandbox is registered (and counts against the site's cap) when a widget
+first shows or acts, not on a page visit. Admission is one script
+(`scripts/admit.lua`), so two new visitors cannot both take the last place; a
+full site evicts the longest-idle never-used sandbox, never a learner's work.
 """
 
 from __future__ import annotations
@@ -30,12 +21,9 @@ ADMIT = Script.from_file(SCRIPTS / "admit.lua")
 TOUCH = Script.from_file(SCRIPTS / "touch.lua")
 UNREGISTER_IF_IDLE = Script.from_file(SCRIPTS / "unregister_if_idle.lua")
 
-# Same slot as REGISTRY_KEY: a key without braces hashes as a whole, so
-# `{lab:sandboxes}` as a hashtag lands next to it on a cluster.
+# `{lab:sandboxes}` as a hashtag lands in REGISTRY_KEY's slot (a key without braces hashes whole).
 UNUSED_KEY = "{lab:sandboxes}:unused"
-# Every sandbox that may hold keys (sandbox -> first admission, ms), same slot:
-# admission is the one gate before any key of a sandbox is written, so the
-# reaper finds orphans (an evicted or lost registry entry) without a scan.
+# Every sandbox that may hold keys (-> first admission, ms): the reaper finds orphans without a scan.
 HELD_KEY = "{lab:sandboxes}:held"
 WINDOW = 600  # seconds: the window of the per-address count of new sandboxes
 
@@ -71,7 +59,6 @@ async def admit(conn: Conn, sandbox: str, limits: Limits, address: str = "unknow
 
 
 async def admit_or_refuse(conn: Conn, sandbox: str, limits: Limits, address: str, used: bool) -> None:
-    """`admit`, with a refusal raised as `Full` in words."""
     answer = await admit(conn, sandbox, limits, address, used)
     if answer == FULL:
         raise Full("The site is full right now: too many learners at once. Try again in a few minutes.")
@@ -87,7 +74,3 @@ def touch_call(sandbox: str, now_ms: int) -> Call:
 async def forget_unused(conn: Conn, cutoff_ms: float) -> None:
     """Drop never-used entries idle since before `cutoff_ms` (the reaper's round)."""
     await conn.zremrangebyscore(UNUSED_KEY, "-inf", cutoff_ms)
-
-
-__all__ = ["ADDRESS_FULL", "ADMITTED", "FULL", "HELD_KEY", "UNUSED_KEY", "Full", "Limits", "admit",
-           "admit_or_refuse", "forget_unused", "touch_call"]

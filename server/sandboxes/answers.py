@@ -1,19 +1,8 @@
-"""A class's answers: each learner's judged answer per question, kept on the class.
+"""A class's answers (`lab:room:<CODE>:answers`) and its demo votes (`…:votes`), kept on the class.
 
-    lab:room:<CODE>:answers   a hash:
-        "<widget>|<question>|<round>|<learner>" -> {"value", "right", "step", "at", "feedback"} (JSON)
-        "wrong|<widget>|<learner>"              -> the learner's run of wrong answers on the widget
-    lab:room:<CODE>:votes     a hash: "<round>|<learner>" -> {"value", "at"} (JSON): answers
-                              given in a demo (or together), judged when the instructor presses
-
-A learner's answer is written by the action that judged it, in the action's
-last round trip (`answer_command`, a script: the answer, the learner's run of
-wrong answers, and a lab event that tells the class page at once, so its
-counts move within the second, not at its next poll). `round` is "-" for a
-question met on one's own, else 1 or 2 of an asked question ("Ask the
-class"), whose `step` is where it was asked. The feedback kept is the
-authored note the verdict carried: a note written for "the count before"
-cannot be found again from the value alone.
+An answer is written by the action that judged it, in its last round trip, with
+a lab event so the class page's counts move at once. Its feedback is kept: a
+note written for "the count before" cannot be found again from the value alone.
 """
 
 from __future__ import annotations
@@ -36,8 +25,6 @@ Value = int | float | str | bool | None
 
 
 class Given(msgspec.Struct, frozen=True):
-    """One learner's latest answer to one question, in one round."""
-
     widget: str
     question: str
     round: int | None  # None: met on their own; 1 or 2: an asked question's round
@@ -66,20 +53,17 @@ def votes_key(code: str) -> str:
 
 
 def class_stream(code: str) -> str:
-    """The name the class page's stream is opened under (never a sandbox id:
-    those are `s` and ten characters), and the lab events for it are sent to."""
+    """The class page's stream name (never a sandbox id), which its lab events name."""
     return f"class:{code}"
 
 
 def told(code: str, action: str) -> str:
-    """A lab event (server/live/events.py's shape) for the class page's stream."""
     return json.dumps({"type": "room", "sandboxes": [class_stream(code)], "id": secrets.token_hex(8),
                        "data": {"code": code, "action": action}})
 
 
 def answer_command(code: str, learner: str, widget: str, question: str, value: object, right: bool,
                    round_: int | None = None, step: int | None = None, *, feedback: str = "") -> Call:
-    """The call that keeps one learner's latest answer to one question (per round)."""
     field = f"{widget}|{question}|{round_ if round_ is not None else '-'}|{learner}"
     kept = json.dumps({"value": value, "right": right, "step": step, "at": int(time.time() * 1000),
                        "feedback": feedback})
@@ -88,6 +72,7 @@ def answer_command(code: str, learner: str, widget: str, question: str, value: o
 
 
 def _given(field: str, raw: str) -> Given | None:
+    """`<widget>|<question>|<round or ->|<learner>` -> a JSON `Kept`."""
     parts = field.split("|")
     if len(parts) < 4:
         return None
@@ -101,7 +86,7 @@ def _given(field: str, raw: str) -> Given | None:
 
 
 def parse(fields: dict[str, str]) -> tuple[list[Given], dict[tuple[str, str], int]]:
-    """The answers hash: every answer, and each (widget, learner)'s run of wrong answers."""
+    """Every answer, and each (widget, learner)'s run of wrong answers (`wrong|<widget>|<learner>`)."""
     given: list[Given] = []
     runs: dict[tuple[str, str], int] = {}
     for field, raw in fields.items():
@@ -118,11 +103,8 @@ async def read(conn: Conn, code: str) -> tuple[list[Given], dict[tuple[str, str]
     return parse(as_dict(await conn.hgetall(answers_key(code))))
 
 
-# -- votes: answers given where only the instructor presses (demo, together) ------------
-
-
 async def vote(conn: Conn, code: str, round_: int, learner: str, value: Value, ttl: int) -> None:
-    """Keep a learner's vote for this round (the latest counts) and tell the class page."""
+    """A vote where only the instructor presses (demo, together); the latest counts."""
     async with conn.pipeline(transaction=False) as pipe:
         pipe.hset(votes_key(code), f"{round_}|{learner}", json.dumps({"value": value, "at": int(time.time() * 1000)}))
         pipe.expire(votes_key(code), ttl)
@@ -131,7 +113,6 @@ async def vote(conn: Conn, code: str, round_: int, learner: str, value: Value, t
 
 
 async def votes(conn: Conn, code: str, round_: int) -> dict[str, Value]:
-    """This round's votes not judged yet: learner -> value."""
     found: dict[str, Value] = {}
     for field, raw in as_dict(await conn.hgetall(votes_key(code))).items():
         at, _, learner = field.partition("|")

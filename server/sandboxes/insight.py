@@ -1,16 +1,7 @@
-"""What the class thinks: the answers of its learners, counted per question.
+"""What the class thinks: its current learners' answers, counted per question and round.
 
-Each question the class has met is counted per round: the answers given on
-one's own (round None), and each round of an asked question (1, then 2) at
-the step it was asked. Per count: how many learners answered, the
-distribution of the answers (one entry per value and verdict: the same value
-can be right for a learner at one step and wrong at another), the most common
-wrong answer with the feedback its verdict carried, who has not answered
-yet, and for a second round how the answers moved from the first.
-
-Only the class's current learners count (an instructor answering in their
-own demo is not a learner). Pure: the answers and the learners come in
-(answers.read, learners.learner_ids), the counts go out.
+Pure. One entry per value and verdict: the same value can be right at one step
+and wrong at another. A second round also says how the answers moved.
 """
 
 from __future__ import annotations
@@ -34,16 +25,12 @@ class Count(msgspec.Struct, frozen=True):
 
 
 class Move(msgspec.Struct, frozen=True):
-    """One value's count in the first vote and in the second."""
-
     value: Value
     first: int
     second: int
 
 
 class Counted(msgspec.Struct):
-    """One question in one round, as the class answered it."""
-
     widget: str
     question: str
     step: int | None
@@ -75,7 +62,6 @@ def _same(value: Value) -> str:
 
 
 def group(given: Sequence[Given], learners: Sequence[str]) -> dict[Key, list[Given]]:
-    """The current learners' answers by question and round, in the order first met."""
     members = set(learners)
     found: dict[Key, list[Given]] = {}
     for answer in given:
@@ -86,12 +72,9 @@ def group(given: Sequence[Given], learners: Sequence[str]) -> dict[Key, list[Giv
 
 
 def count(key: Key, answers: Sequence[Given], learners: Sequence[str], legend: str) -> Counted:
-    """One question's round counted (see the module's docstring)."""
     tally: Counter[tuple[str, bool]] = Counter((_same(a.value), a.right) for a in answers)
     values = {_same(a.value): a.value for a in answers}
-    first_seen = {k: i for i, k in reversed(list(enumerate((_same(a.value), a.right) for a in answers)))}
-    ranked = sorted(tally.items(), key=lambda item: (-item[1], first_seen[item[0]]))
-    counts = [Count(values[v], n, right) for (v, right), n in ranked]
+    counts = [Count(values[v], n, right) for (v, right), n in tally.most_common()]  # ties: in the order first met
     wrong = next((c for c in counts if not c.right), None)
     notes = Counter(a.feedback for a in answers
                     if wrong is not None and not a.right and _same(a.value) == _same(wrong.value) and a.feedback)
@@ -104,15 +87,13 @@ def count(key: Key, answers: Sequence[Given], learners: Sequence[str], legend: s
 
 def moved(first: Counted, second: Counted, answers: Mapping[Key, Sequence[Given]]) -> None:
     """Fill `second` with how the answers moved from `first` (peer instruction's two votes)."""
-    before = Counter({_same(c.value): 0 for c in first.answers})
-    after = Counter({_same(c.value): 0 for c in second.answers})
+    before: Counter[str] = Counter()
+    after: Counter[str] = Counter()
     values: dict[str, Value] = {}
-    for c in first.answers:
-        before[_same(c.value)] += c.count
-        values[_same(c.value)] = c.value
-    for c in second.answers:
-        after[_same(c.value)] += c.count
-        values[_same(c.value)] = c.value
+    for tally, round_ in ((before, first), (after, second)):
+        for c in round_.answers:
+            tally[_same(c.value)] += c.count
+            values[_same(c.value)] = c.value
     order = sorted(values, key=lambda v: (-after[v], -before[v]))
     second.moved = [Move(values[v], before[v], after[v]) for v in order]
     earlier = {a.learner: _same(a.value) for a in answers.get(first.key, ())}

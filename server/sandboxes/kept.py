@@ -1,14 +1,9 @@
 """A closed class's results, kept for the instructor to download for some days.
 
-When a class closes its learners go back to their own sandboxes and its
-record, learners and answers are removed (rooms.close); what the instructor
-takes away is written first, as it stood at the close:
-
     lab:results:<CODE>   a hash {name, closed, csv, answers}, expiring after `days`
-    lab:results          a zset: code -> when its results expire (s), for the instructor's page
+    lab:results          a zset: code -> when its results expire (s)
 
-A code can be drawn again by a new class later; while the new class is open
-its own results are served, and its close writes over the kept ones.
+A code drawn again by a new class serves the open class's results; its close writes over these.
 """
 
 from __future__ import annotations
@@ -46,7 +41,6 @@ async def keep(conn: Conn, code: str, name: str, csv: str, answers: str, days: i
 
 
 async def find(conn: Conn, code: str) -> Closed | None:
-    """The kept results of a closed class, None when there are none (or they expired)."""
     fields = as_dict(await conn.hgetall(results_key(code)))
     if "csv" not in fields:
         return None

@@ -1,11 +1,7 @@
 """The names of the site's own keys (`lab:…`), beside the learners' `emq:…` ones.
 
-A widget queue `<sandbox>.<part>` has its learner keys `emq:{<sandbox>.<part>}:…`
-(EchoMQ's grammar) and, in the same hashtag (so one slot, one script), the
-site's keys about it: its lab state, its lock, the index of extra key names a
-console wrote, and the bytes those writes added. A sandbox has two records
-of its own, on its own slot. Learners never reach `lab:` keys: their Valkey
-ACL user covers `emq:{<sandbox>.…}` only.
+A queue's `lab:` keys share its hashtag (one slot, one script); learners never
+reach them, as their ACL user covers `emq:{<sandbox>.…}` only.
 """
 
 from __future__ import annotations
@@ -44,8 +40,3 @@ def meta_key(sandbox: str) -> str:
 def progress_key(sandbox: str) -> str:
     """The learner's progress record (server/sandboxes/progress.py)."""
     return f"lab:{{{sandbox}}}:progress"
-
-
-def queue_lab_keys(queue: str) -> list[str]:
-    """Every `lab:` key one queue may have."""
-    return [state_key(queue), lock_key(queue), index_key(queue), spent_key(queue)]

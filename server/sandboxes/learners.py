@@ -1,16 +1,9 @@
-"""The learners of a class: who joined (each by their own sandbox) and their names.
+"""The learners of a class (a zset of their own sandboxes, by join time) and their names.
 
-`lab:room:<CODE>:learners` is a zset of the learners' own sandbox ids, scored by
-when they joined (ms). A learner's display name lives with their own sandbox
-(`lab:{<sandbox>}:meta` field `name`), so leaving and joining again keeps it,
-and an instructor's reset of the sandbox keeps it too.
-
-A name is text a person writes: letters of any script, emoji sequences and
-Persian or Indic words whose joiners (ZWJ U+200D, ZWNJ U+200C) are part of
-the spelling. What is refused is what only hides or garbles: control and
-format characters other than those two joiners (a right-to-left override
-would turn the roster's other columns around), and long runs of combining
-marks stacked on one letter ("Zalgo" text that paints over the rows above).
+A name lives with the learner's sandbox (`meta` field `name`), so leaving and
+joining again keeps it. Refused in a name is only what hides or garbles:
+format characters (a right-to-left override turns the roster's columns around)
+and stacks of combining marks that paint over the rows above.
 """
 
 from __future__ import annotations
@@ -30,16 +23,13 @@ MARKS_IN_A_ROW = 4
 REFUSED = ("Cc", "Cf", "Cs", "Co", "Cn")
 MARKS = ("Mn", "Me")
 
-__all__ = ["LEARNER_NAME_MAX", "BadName", "clean_name", "join", "joined_at", "learner_ids", "learners_key",
-           "leave", "meta_key", "name_of", "readable"]
-
 
 def learners_key(code: str) -> str:
     return f"lab:room:{code}:learners"
 
 
 class BadName(ValueError):
-    """A display name that cannot be one (answered with a 400)."""
+    """A display name that cannot be one (400)."""
 
 
 def readable(raw: str, limit: int, what: str) -> str:
@@ -72,9 +62,7 @@ def clean_name(raw: object) -> str:
 
 
 async def join(conn: Conn, code: str, visitor: str, name: str, ttl: int, meta_ttl: int) -> None:
-    """Record a learner in the class, their name kept with their own sandbox.
-    Joining again keeps the first join's time (NX): the roster's order and
-    the results' `joined` column do not move."""
+    """Joining again keeps the first join's time (NX): the roster's order does not move."""
     async with conn.pipeline(transaction=False) as pipe:
         pipe.zadd(learners_key(code), {visitor: int(time.time() * 1000)}, nx=True)
         pipe.expire(learners_key(code), ttl)
@@ -92,12 +80,11 @@ async def leave(conn: Conn, code: str, visitor: str) -> None:
 
 
 async def learner_ids(conn: Conn, code: str) -> list[str]:
-    """The learners' own sandboxes, in the order they joined."""
     return [s for s in (as_text(m) for m in await conn.zrange(learners_key(code), 0, -1)) if SANDBOX_RE.match(s)]
 
 
 async def joined_at(conn: Conn, code: str) -> dict[str, float]:
-    """Each learner's sandbox -> when they joined (seconds since the epoch), in joining order."""
+    """Each learner's sandbox -> when they joined (s), in joining order."""
     found: Any = await conn.zrange(learners_key(code), 0, -1, withscores=True)
     return {as_text(m): float(s) / 1000 for m, s in found if SANDBOX_RE.match(as_text(m))}
 

@@ -1,11 +1,8 @@
 """Who has a page open, and which: kept in the visitor's activity record.
 
-A page's stream counts itself in `lab:{<visitor>}:meta` when it opens
-(`streams` up by one, `page`, and `online_until`: the stream's lifetime and a
-margin) and out when it ends. The browser reopens a stream at the end of its
-lifetime, which renews `online_until`; a worker killed mid-stream leaves a
-count that `online_until` outlives. No beat per online visitor: presence
-costs one write when a page opens and one when it closes.
+A page's stream counts itself in (`streams`, `page`, `online_until`) when it
+opens and out when it ends: no beat per visitor. `online_until` outlives the
+count of a worker killed mid-stream.
 """
 
 from __future__ import annotations
@@ -29,10 +26,7 @@ async def arrive(conn: Conn, visitor: str, page: str | None, lasts: int, ttl: in
 
 
 async def leave(conn: Conn, visitor: str) -> None:
-    """Counted out. Called as a page's stream ends, which is mostly because the
-    page went away and its stream is being cancelled: the writes are shielded,
-    or the cancellation (level-triggered in the stream's task group) would
-    stop them and the page would stay "open" until `online_until`."""
+    """Shielded: a stream ends mostly by being cancelled, which would stop the writes."""
     key = meta_key(visitor)
     with anyio.CancelScope(shield=True):
         if int(await conn.hincrby(key, "streams", -1)) <= 0:
@@ -40,11 +34,9 @@ async def leave(conn: Conn, visitor: str) -> None:
 
 
 def online(meta: Mapping[str, str]) -> bool:
-    """Whether the record says a page of the visitor is open now."""
     streams, until = meta.get("streams", "0"), meta.get("online_until", "0")
     return streams.lstrip("-").isdecimal() and int(streams) > 0 and until.isdecimal() and int(until) > time.time()
 
 
 def page(meta: Mapping[str, str]) -> str | None:
-    """The page the visitor has open (None when none is)."""
     return (meta.get("page") or None) if online(meta) else None

@@ -1,20 +1,8 @@
-"""A learner's progress through the course, per sandbox, in one Valkey hash.
+"""A learner's progress, per sandbox, in one Valkey hash: `m:<widget>:<milestone>`,
+`asked:`/`right:`/`verdict:<widget>`, `ex:<exercise>` ("passed/total").
 
-    lab:{<sandbox>}:progress
-      m:<widget>:<milestone>   "1" once an action reached that milestone of the
-                               widget's tour (in any order that reaches it)
-      asked:<widget>           predictions answered
-      right:<widget>           predictions Valkey bore out
-      verdict:<widget>         the last verdict, in words
-      ex:<exercise>            the best run of an exercise, "passed/total"
-
-Every field is a plain string or integer, so anything that reads the hash
-(the class roster, a shell's HGETALL) needs no code of ours. The key's
-hashtag is the sandbox, not a widget queue, so a widget's Reset leaves the
-record alone, and so does an instructor's reset of the sandbox; the reaper
-removes it with the sandbox. Each action writes it with `record.lua` in the
-action's last round trip, no read first: a milestone is a field set to 1,
-the counts are increments.
+The hashtag is the sandbox, not a widget queue, so resets leave the record
+alone. Each action writes it with `record.lua` in its last round trip, no read first.
 """
 
 from __future__ import annotations
@@ -33,8 +21,6 @@ RECORD = Script.from_file(Path(__file__).resolve().parent / "scripts" / "record.
 
 
 class WidgetProgress(msgspec.Struct):
-    """One widget's record: its checklist and its predictions."""
-
     widget: str
     steps: list[str]  # the tour's milestones in order
     reached: list[str]  # those reached
@@ -56,7 +42,6 @@ class WidgetProgress(msgspec.Struct):
 
 
 def of_widget(fields: Mapping[str, str], widget: str, steps: Iterable[str]) -> WidgetProgress:
-    """One widget's record out of the hash's fields."""
     order = list(steps)
     return WidgetProgress(widget, order, [s for s in order if fields.get(f"m:{widget}:{s}") == "1"],
                           _number(fields.get(f"asked:{widget}")), _number(fields.get(f"right:{widget}")),
@@ -64,7 +49,6 @@ def of_widget(fields: Mapping[str, str], widget: str, steps: Iterable[str]) -> W
 
 
 def exercise_best(fields: Mapping[str, str], exercise: str) -> tuple[int, int] | None:
-    """The best run of an exercise as (passed, total), None when never run."""
     raw = fields.get(f"ex:{exercise}", "")
     passed, _, total = raw.partition("/")
     return (int(passed), int(total)) if passed.isdecimal() and total.isdecimal() else None
@@ -86,7 +70,6 @@ class Step:
 
 
 def record_call(sandbox: str, step: Step, ttl: int, now_ms: int) -> Call:
-    """`record.lua` for one action: the activity record and the progress, one call."""
     asked = step.right is not None
     return (RECORD, [keys.meta_key(sandbox), keys.progress_key(sandbox)],
             [ttl, now_ms, step.widget, int(asked), int(bool(step.right)), step.verdict if asked else "",
@@ -107,5 +90,4 @@ async def read(conn: Conn, sandbox: str) -> dict[str, str]:
 
 
 async def clear(conn: Conn, sandbox: str) -> bool:
-    """Start over: forget the whole record (the widgets' scenarios stay)."""
     return bool(await conn.delete(keys.progress_key(sandbox)))

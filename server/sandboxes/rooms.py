@@ -1,17 +1,9 @@
-"""Classes ("rooms"): a short code, a mode and a host (learners: learners.py).
+"""Classes ("rooms"): a short code, a mode and a host, in one Valkey hash.
 
-A room is one hash in Valkey, `lab:room:<CODE>` {name, sandbox, mode, host,
-created, joins, ask}, with a lifetime refreshed by activity (a join, an
-instructor's move), and an index `lab:rooms` (code -> the room's shared
-sandbox) the instructor page and the reaper walk. Its learners, answers and
-demo votes are keys of their own beside it (learners.py, answers.py), removed
-with it.
-
-The mode decides which sandbox a member's requests act in (see `acting`):
-*own* (the default): their own; *demo*: the host's (the instructor who
-started the demo), read-only for everyone else; *together*: the room's one
-shared sandbox. Nothing here is kept in process memory: every worker reads
-the same hash on every request.
+`lab:room:<CODE>` {name, sandbox, mode, host, created, joins, ask} lives while
+the class is active; the index `lab:rooms` (code -> shared sandbox) is what the
+instructor page and the reaper walk. Nothing is kept in process memory: every
+worker reads the same hash on every request.
 """
 
 from __future__ import annotations
@@ -25,7 +17,7 @@ from typing import Any
 
 from server.emq.wire import Conn, Fields, as_text
 from server.sandboxes.answers import answers_key, votes_key
-from server.sandboxes.keys import REGISTRY_KEY
+from server.sandboxes.keys import REGISTRY_KEY, meta_key
 from server.sandboxes.learners import BadName, learner_ids, learners_key, readable
 from server.sandboxes.sandbox import new_id
 
@@ -45,8 +37,7 @@ MODE_WORDS = {
 
 @dataclass(frozen=True)
 class Ask:
-    """The question put to the whole class: which widget and question, at
-    which tour step, which round (1, then 2), revealed to the learners or not."""
+    """The question put to the whole class ("Ask the class"), round 1 then 2."""
 
     widget: str
     question: str
@@ -67,11 +58,11 @@ def _ask(raw: str) -> Ask | None:
 
 
 class BadRoom(ValueError):
-    """A room code or name that cannot be one (answered with a 400)."""
+    """A room code or name that cannot be one (400)."""
 
 
 class RoomsFull(Exception):
-    """No room can be opened now: the cap is reached (answered with a 409)."""
+    """No room can be opened now: the cap is reached (409)."""
 
 
 @dataclass
@@ -83,17 +74,13 @@ class Room:
     created: float
     joins: int = 0
     host: str = ""  # the instructor's own sandbox, shown to everyone in demo
-    ask: Ask | None = None  # the question put to the whole class ("Ask the class")
-
-    @property
-    def demo(self) -> bool:
-        return self.mode == "demo"
+    ask: Ask | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {**asdict(self), "demo": self.demo}
+        return {**asdict(self), "demo": self.mode == "demo"}
 
     def acting(self, visitor: str) -> tuple[str, bool]:
-        """(the sandbox a member acts in, whether it is read-only for them)."""
+        """(the sandbox a member acts in, whether it is read-only for them): own, the host's demo, or shared."""
         if self.mode == "together":
             return self.sandbox, False
         if self.mode == "demo" and self.host and visitor != self.host:
@@ -105,10 +92,6 @@ def room_key(code: str) -> str:
     return f"lab:room:{code}"
 
 
-def new_code() -> str:
-    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
-
-
 def normalize_code(raw: object) -> str:
     """A code as typed (`abc-234`, ` ABC 234 `) -> `ABC234`; BadRoom otherwise."""
     code = re.sub(r"[\s-]", "", raw).upper() if isinstance(raw, str) else ""
@@ -118,7 +101,7 @@ def normalize_code(raw: object) -> str:
 
 
 def clean_name(raw: object) -> str:
-    """A room's name (the rule of a learner's name, learners.readable); empty gives "Class room"."""
+    """A room's name (a learner's name's rule); empty gives "Class room"."""
     if raw is None or raw == "":
         return "Class room"
     if not isinstance(raw, str):
@@ -150,7 +133,7 @@ async def create(conn: Conn, name: object, ttl: int, max_rooms: int, host: str =
     if await conn.hlen(ROOMS_KEY) >= max_rooms:
         raise RoomsFull(f"at most {max_rooms} rooms can be open at once; close one first")
     for _ in range(20):
-        code = new_code()
+        code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
         room = Room(code=code, name=clean, sandbox=new_id(), mode="own", created=time.time(), host=host)
         # HSETNX on the index claims the code; a clash simply draws another.
         if await conn.hsetnx(ROOMS_KEY, code, room.sandbox):
@@ -173,14 +156,13 @@ async def get(conn: Conn, code: str) -> Room | None:
 
 
 async def membership(conn: Conn, code: str, visitor: str) -> tuple[Room | None, bool, str]:
-    """The room, whether `visitor` is in it (a learner who joined, or its
-    host), and their display name: one round trip, read afresh on every request."""
+    """The room, whether `visitor` is in it (a learner or its host), and their name: one round trip."""
     if not CODE_RE.match(code):
         return None, False, ""
     async with conn.pipeline(transaction=False) as pipe:
         pipe.hgetall(room_key(code))
         pipe.zscore(learners_key(code), visitor)
-        pipe.hget(f"lab:{{{visitor}}}:meta", "name")
+        pipe.hget(meta_key(visitor), "name")
         raw, score, name = await pipe.execute()
     room = _room(code, raw)
     if room is None:
@@ -204,13 +186,8 @@ async def find(conn: Conn, code_or_name: str) -> Room | None:
 
 
 async def list_rooms(conn: Conn) -> list[Room]:
-    codes = sorted(as_text(c) for c in await conn.hkeys(ROOMS_KEY))
-    found = []
-    for code in codes:
-        room = await get(conn, code)
-        if room is not None:
-            found.append(room)
-    return found
+    found = [await get(conn, code) for code in sorted(as_text(c) for c in await conn.hkeys(ROOMS_KEY))]
+    return [room for room in found if room is not None]
 
 
 async def set_mode(conn: Conn, code: str, mode: str, host: str | None = None) -> Room | None:
@@ -240,8 +217,7 @@ async def touch(conn: Conn, code: str, ttl: int) -> None:
 
 
 async def audience(conn: Conn, room: Room) -> list[str]:
-    """Every sandbox a member's open page may be listening on: the learners'
-    own, the host's and the shared one (room events go to all of them)."""
+    """Every sandbox a member's open page may listen on: the learners', the host's, the shared one."""
     found = [*await learner_ids(conn, room.code), room.sandbox]
     if room.host:
         found.append(room.host)
@@ -249,7 +225,7 @@ async def audience(conn: Conn, room: Room) -> list[str]:
 
 
 async def set_ask(conn: Conn, code: str, ask: Ask | None, ttl: int) -> None:
-    """Put a question to the class (None: no question asked); the class lives on."""
+    """Put a question to the class (None: none); the class lives on."""
     async with conn.pipeline(transaction=False) as pipe:
         if ask is None:
             pipe.hdel(room_key(code), "ask")
@@ -260,7 +236,6 @@ async def set_ask(conn: Conn, code: str, ask: Ask | None, ttl: int) -> None:
 
 
 def class_keys(code: str) -> list[str]:
-    """The keys a class holds beside its record: its learners, their answers, demo votes."""
     return [learners_key(code), answers_key(code), votes_key(code)]
 
 

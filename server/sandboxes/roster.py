@@ -1,19 +1,8 @@
-"""The class roster, read from Valkey in two round trips, telling what is so.
+"""The class roster, read from Valkey in two round trips.
 
-One row per learner who joined, everything read from the learner's own
-records, so any worker reads the same roster and every mode reads the same
-way (in a demo or together the keys are another sandbox's, but each action
-is still recorded on the learner who made it):
-
-* `widget`: the last widget the learner acted on (`lab:{<visitor>}:meta`
-  field `widget`, written by every action's record.lua, never by a page
-  merely loading a widget, nor by an instructor's reset);
-* `page`: the path of the page they have open now (presence.py), null when none;
-* `progress`: their own record (`lab:{<visitor>}:progress`) per widget;
-* `online`, `last_seen` (seconds since the epoch, from their last action);
-* `stuck`: why the learner may need a hand, in words, or "": the last
-  `STUCK_WRONG` answers on one widget were wrong, or their page is open but
-  they have not acted for `STUCK_IDLE` seconds with that widget unfinished.
+Every row is read from the learner's own records (each action is recorded on
+the learner who made it, whatever sandbox it ran in), so every mode and every
+worker reads the same roster.
 """
 
 from __future__ import annotations
@@ -29,7 +18,6 @@ from server.sandboxes import keys, presence, progress
 from server.sandboxes import learners as class_learners
 from server.sandboxes.progress import WidgetProgress
 
-PUBLIC_FIELDS = ("name", "page", "widget", "online", "last_seen", "progress")
 STUCK_WRONG = 3  # wrong answers in a row on one widget
 STUCK_IDLE = 300  # seconds on one step, page open, no action
 
@@ -37,8 +25,6 @@ Tours = Mapping[str, Sequence[str]]  # widget -> its tour's milestone ids, in th
 
 
 class Learner(msgspec.Struct):
-    """One learner as the class page, roster.json and results.csv read them."""
-
     id: str  # the learner's sandbox: Reset and Watch on the class page; not in roster.json
     name: str
     page: str | None
@@ -51,14 +37,12 @@ class Learner(msgspec.Struct):
     checks: dict[str, dict[str, bool]]  # exercise -> check -> passed, when the record names checks
     stuck: str = ""
 
-    def progress_json(self) -> dict[str, dict[str, Any]]:
-        """roster.json's `progress`: per widget, steps reached of all, and predictions."""
-        return {r.widget: {"reached": len(r.reached), "steps": len(r.steps), "done": r.done, "asked": r.asked,
-                           "right": r.right, "verdict": r.verdict} for r in self.records}
-
     def public(self) -> dict[str, Any]:
+        """roster.json's row; its `progress` per widget: steps reached of all, and predictions."""
+        per_widget = {r.widget: {"reached": len(r.reached), "steps": len(r.steps), "done": r.done, "asked": r.asked,
+                                 "right": r.right, "verdict": r.verdict} for r in self.records}
         return {"name": self.name, "page": self.page, "widget": self.widget, "online": self.online,
-                "last_seen": self.last_seen, "progress": self.progress_json()}
+                "last_seen": self.last_seen, "progress": per_widget}
 
     @property
     def asked(self) -> int:
@@ -75,8 +59,7 @@ def _seen(meta: Mapping[str, str]) -> float | None:
 
 
 def exercises_of(fields: Mapping[str, str]) -> tuple[dict[str, tuple[int, int]], dict[str, dict[str, bool]]]:
-    """Each exercise's best run (`ex:<exercise>` = "passed/total", progress.py) and,
-    where the record names them, its checks (`ex:<exercise>:<check>` = "1" or "0")."""
+    """Each exercise's best run (`ex:<exercise>`) and its checks (`ex:<exercise>:<check>` = "1" or "0")."""
     best: dict[str, tuple[int, int]] = {}
     checks: dict[str, dict[str, bool]] = {}
     for field, value in fields.items():
@@ -91,7 +74,7 @@ def exercises_of(fields: Mapping[str, str]) -> tuple[dict[str, tuple[int, int]],
 
 
 def stuck(meta: Mapping[str, str], records: Sequence[WidgetProgress], runs: Mapping[str, int], now: float) -> str:
-    """Why a learner may be stuck, in words ("" when they are not)."""
+    """Why a learner may need a hand ("" when not): wrong answers in a row, or idle on an unfinished widget."""
     for widget, run in sorted(runs.items()):
         if run >= STUCK_WRONG:
             return f"{run} wrong answers in a row on {widget}"
@@ -105,7 +88,6 @@ def stuck(meta: Mapping[str, str], records: Sequence[WidgetProgress], runs: Mapp
 
 def learner(sandbox: str, meta: Mapping[str, str], made: Mapping[str, str], joined: float, tours: Tours,
             runs: Mapping[str, int], now: float) -> Learner:
-    """One row from the learner's two records."""
     records = [found for name, steps in tours.items()
                if (found := progress.of_widget(made, name, steps)).reached or found.asked]
     best, checks = exercises_of(made)
@@ -117,8 +99,7 @@ def learner(sandbox: str, meta: Mapping[str, str], made: Mapping[str, str], join
 
 async def read(conn: Conn, code: str, tours: Tours,
                runs: Mapping[tuple[str, str], int] | None = None) -> list[Learner]:
-    """Every learner of the class, in joining order. `runs`: (widget, learner)
-    -> wrong answers in a row, from the class's answers (answers.parse)."""
+    """Every learner of the class, in joining order. `runs`: (widget, learner) -> wrong answers in a row."""
     joined = await class_learners.joined_at(conn, code)
     replies: list[Any] = []
     if joined:
@@ -134,7 +115,7 @@ async def read(conn: Conn, code: str, tours: Tours,
 
 
 def public(code: str, mode: str, rows: Sequence[Learner]) -> dict[str, Any]:
-    """The roster as roster.json gives it: exactly the documented fields."""
+    """roster.json: exactly the documented fields."""
     return {"code": code, "mode": mode, "learners": [row.public() for row in rows]}
 
 

@@ -1,9 +1,8 @@
 """Sandboxes: one per visitor, named by a signed cookie.
 
-A sandbox id is carried inside every queue name a widget uses
-(`<sandbox>.<widget>`), and so inside every `{…}` hashtag: two visitors can
-never name the same key, and no request can name a key outside its sandbox
-because queue names are built here, never taken from the request.
+The sandbox id is carried inside every queue name (`<sandbox>.<widget>`), so
+inside every `{…}` hashtag: queue names are built here, never taken from the
+request, and no request can name a key outside its sandbox.
 """
 
 from __future__ import annotations
@@ -17,8 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 COOKIE = "emqlab_sandbox"
-# Anchored at both ends (\Z, not $): "s0123456789\n" is not an id, whichever
-# of match/fullmatch a caller uses.
+# \A…\Z, not $: "s0123456789\n" is not an id, whichever of match/fullmatch a caller uses.
 SANDBOX_RE = re.compile(r"\As[a-z0-9]{10}\Z")
 
 
@@ -31,11 +29,9 @@ def new_id() -> str:
     return "s" + "".join(secrets.choice(alphabet) for _ in range(10))
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=8192)  # an action names its queues some ten times from one id; a raise is not kept
 def queue_name(sandbox: str, *parts: str) -> str:
     """The queue a widget uses inside a sandbox, e.g. `s0a1b2c3d4e.fanin`."""
-    # Cached (a refusal raises and is not kept): an action names its queues
-    # some ten times, always from the same sandbox id.
     if not SANDBOX_RE.fullmatch(sandbox):
         raise NoSandbox(f"not a sandbox id: {sandbox!r}")
     return ".".join((sandbox, *parts))
@@ -47,9 +43,7 @@ class SandboxCookie:
     def __init__(self, secret: str, secure: bool = False) -> None:
         self.serializer = URLSafeSerializer(secret, salt="emqlab-sandbox")
         self.secure = secure
-        # A signature checked once per cookie value, not once per request (an
-        # HMAC, a base64 and a JSON decode). Only good cookies are kept: a
-        # refusal raises, and lru_cache keeps no raise.
+        # A signature checked once per cookie value, not per request; lru_cache keeps no raise.
         self._checked = functools.lru_cache(maxsize=4096)(self._verify)
 
     def parse(self, raw: str) -> str:
@@ -65,33 +59,16 @@ class SandboxCookie:
             raise NoSandbox("the sandbox cookie does not name a sandbox")
         return value
 
-    def read(self, request: Request) -> str:
-        raw = request.cookies.get(COOKIE)
-        if not raw:
-            raise NoSandbox("no sandbox cookie: open a page of the course first")
-        return self.parse(raw)
-
     def header(self, sandbox: str) -> str:
         """The Set-Cookie header value that names `sandbox` (for a middleware)."""
         carrier = Response()
-        self.attach(carrier, sandbox)
+        carrier.set_cookie(COOKIE, self.serializer.dumps(sandbox), max_age=30 * 24 * 3600, httponly=True,
+                           samesite="strict", secure=self.secure, path="/")
         return carrier.headers["set-cookie"]
-
-    def attach(self, response: Response, sandbox: str) -> None:
-        response.set_cookie(
-            COOKIE,
-            self.serializer.dumps(sandbox),
-            max_age=30 * 24 * 3600,
-            httponly=True,
-            samesite="strict",
-            secure=self.secure,
-            path="/",
-        )
 
 
 class SignedCookie:
-    """A small signed, expiring cookie (the room a visitor joined, the
-    instructor's sign-in). HttpOnly and SameSite=strict like the sandbox's."""
+    """A small signed, expiring cookie (a class joined, the instructor's sign-in…)."""
 
     def __init__(self, name: str, secret: str, salt: str, max_age: int, secure: bool = False) -> None:
         self.name = name
@@ -99,8 +76,9 @@ class SignedCookie:
         self.max_age = max_age
         self.secure = secure
 
-    def value(self, raw: str | None) -> object | None:
-        """The signed value inside a raw cookie; None when absent, forged or expired."""
+    def read(self, request: Request) -> object | None:
+        """The signed value; None when absent, forged or expired."""
+        raw = request.cookies.get(self.name)
         if not raw:
             return None
         try:
@@ -109,19 +87,9 @@ class SignedCookie:
         except (BadSignature, ValueError, TypeError):
             return None
 
-    def read(self, request: Request) -> object | None:
-        return self.value(request.cookies.get(self.name))
-
     def attach(self, response: Response, value: object) -> None:
-        response.set_cookie(
-            self.name,
-            self.serializer.dumps(value),
-            max_age=self.max_age,
-            httponly=True,
-            samesite="strict",
-            secure=self.secure,
-            path="/",
-        )
+        response.set_cookie(self.name, self.serializer.dumps(value), max_age=self.max_age, httponly=True,
+                            samesite="strict", secure=self.secure, path="/")
 
     def clear(self, response: Response) -> None:
         response.delete_cookie(self.name, path="/", httponly=True, samesite="strict", secure=self.secure)

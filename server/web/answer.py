@@ -11,13 +11,10 @@ _encoder = msgspec.json.Encoder()
 
 
 def dumps(data: Any) -> bytes:
-    """`data` as compact UTF-8 JSON (a Struct, a dict, a list…)."""
     return _encoder.encode(data)
 
 
 class JSONAnswer(Response):
-    """A JSON response whose body msgspec encodes."""
-
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:

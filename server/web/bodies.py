@@ -1,18 +1,20 @@
-"""Request bodies: read up to a cap, then decoded into the action's own type.
+"""Request bodies: read up to a cap, then decoded into the endpoint's own `msgspec.Struct`.
 
-Each action declares its body as a `msgspec.Struct` (`server/widgets/base.py`
-`Body`): unknown fields are refused, sizes bounded, and a body that does not
-fit answers 400 naming the field, before anything runs. An empty body is `{}`.
+Unknown fields are refused and a body that does not fit answers 400 naming the
+field, before anything runs. The instructor's and the room's pages post plain
+HTML forms (they work without JavaScript); scripts post JSON: `read_form` takes both.
 """
 
 from __future__ import annotations
 
 from typing import TypeVar
+from urllib.parse import parse_qsl
 
 import msgspec
 from starlette.requests import Request
 
 T = TypeVar("T")
+FORM = "application/x-www-form-urlencoded"
 
 
 class BadBody(ValueError):
@@ -49,3 +51,27 @@ def decode(data: bytes, kind: type[T]) -> T:
 
 async def read(request: Request, kind: type[T]) -> T:
     return decode(await raw(request, request.app.state.settings.max_body_bytes), kind)
+
+
+def wants_json(request: Request) -> bool:
+    """A script's call (it sent JSON, or asks for it) rather than a page's form."""
+    kind = request.headers.get("content-type", "")
+    return kind.startswith("application/json") or "application/json" in request.headers.get("accept", "")
+
+
+async def read_form(request: Request, kind: type[T]) -> T:
+    """The body as `kind`: JSON (empty means {}), or a urlencoded form read as msgspec reads strings."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    data = await raw(request, request.app.state.settings.max_body_bytes)
+    if content_type != FORM:
+        if data and content_type not in ("", "application/json"):
+            raise BadBody(415, "send the body as JSON or as an HTML form (application/x-www-form-urlencoded)")
+        return decode(data, kind)
+    try:
+        fields = dict(parse_qsl(data.decode("utf-8"), keep_blank_values=True, strict_parsing=False))
+    except UnicodeDecodeError as exc:
+        raise BadBody(400, "the form is not UTF-8 text") from exc
+    try:
+        return msgspec.convert(fields, kind, strict=False)
+    except msgspec.ValidationError as exc:
+        raise BadBody(400, f"the form does not fit this action: {exc}") from exc

@@ -1,27 +1,15 @@
 """One answer for every failure a view can meet: a clear JSON status, never a traceback.
 
-Every view (widget API, stream, instructor, room, console) maps what went
-wrong through `answer_error`, so the same fault gets the same words and the
-same status wherever it happens:
-
-* a widget's `Busy` (its action lock held too long) is a 503 to retry;
-* a refusal of ours (the guards' `Refused`, a body that does not fit, a
-  widget's `Refused`, the site full) is a 4xx (or 503) saying what was wrong;
-* a key of the wrong type (a console made `pending` a string) is a 409
-  that says so and points at Reset;
-* Valkey away, loading, a replica, or a cluster mid-failover is a 503 the
-  page retries (`VALKEY_DOWN`);
-* Valkey out of memory is a 503 too (`is_out_of_memory`): redis-py raises
-  `OutOfMemoryError` for a plain command, and a script that met the limit
-  arrives translated into an `EmqError` whose cause is that error;
-* a client that went away mid-upload is nobody's failure: one log line;
-* anything else is a bug of ours, logged with its traceback and answered 500.
+Every view maps what went wrong through `answer_error`, so the same fault gets
+the same words and status everywhere: our refusals a 4xx, Valkey away or out of
+memory a 503 to retry, a bug of ours a logged 500.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from redis.exceptions import (
     BusyLoadingError,
@@ -33,12 +21,16 @@ from redis.exceptions import (
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeout
-from starlette.requests import ClientDisconnect
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
 
 from server.emq.errors import EmqError
 from server.emq.keyspace import BadId
 from server.emq.shape import FlowShapeError
+from server.exercises import GradeRefused
 from server.sandboxes.admission import AddressFull, Full
+from server.sandboxes.learners import BadName
+from server.sandboxes.rooms import BadRoom, RoomsFull
 from server.sandboxes.sandbox import NoSandbox
 from server.web.answer import JSONAnswer
 from server.web.bodies import BadBody
@@ -47,20 +39,15 @@ from server.widgets import base as widget_base
 from server.widgets.turn import Busy
 
 log = logging.getLogger("emqlab.api")
+Handler = Callable[[Request], Awaitable[Response]]
 
 WRONG_TYPE = ("A key of this widget holds another type than the key grammar gives it (a console line "
               "changed it), so the action cannot run on it. Press Reset: it removes the keys whatever they hold.")
 
 
-# Valkey away, loading, or a replica after a failover: the widget retries.
-# On a cluster: no node answers (RedisClusterException), or the command's
-# retries ran out while the topology changed (ClusterError, ClusterDownError).
+# Valkey away, loading, a replica after a failover, or a cluster whose topology is changing: retried.
 VALKEY_DOWN = (RedisConnectionError, RedisTimeout, BusyLoadingError, ReadOnlyError, OSError,
                RedisClusterException, ClusterError)
-
-# What the pages and forms catch: every fault of Valkey's that a retry outlives.
-VALKEY_FAULTS = (*VALKEY_DOWN, OutOfMemoryError)
-
 UNREACHABLE = "Valkey is unreachable right now; the widget will recover when it returns."
 OUT_OF_MEMORY = (
     "Valkey is out of memory right now, so nothing was written; "
@@ -68,12 +55,13 @@ OUT_OF_MEMORY = (
 )
 
 
-def problem(status: int, message: str, **extra: Any) -> JSONAnswer:
-    return JSONAnswer({"error": message, **extra}, status_code=status)
+def problem(status: int, message: str, retry_after: int | None = None) -> JSONAnswer:
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+    return JSONAnswer({"error": message}, status_code=status, headers=headers)
 
 
 def is_out_of_memory(exc: BaseException | None) -> bool:
-    """True for Valkey's OOM refusal, however it travelled (plain, or out of a script)."""
+    """Valkey's OOM refusal, plain or out of a script (an `EmqError` whose cause is it)."""
     seen = 0
     while exc is not None and seen < 5:
         if isinstance(exc, OutOfMemoryError):
@@ -91,58 +79,55 @@ def is_fault(exc: BaseException) -> bool:
     return isinstance(exc, VALKEY_DOWN) or is_out_of_memory(exc)
 
 
-def fault_message(exc: BaseException) -> str:
-    return OUT_OF_MEMORY if is_out_of_memory(exc) else UNREACHABLE
-
-
-def answer_error(exc: Exception) -> JSONAnswer:
-    """The JSON answer for `exc`, raised anywhere in a view."""
+def status_of(exc: Exception) -> tuple[int, str, int | None]:
+    """A failure's status, sentence and Retry-After seconds (a bug of ours logged, never shown)."""
+    if isinstance(exc, GradeRefused):
+        return exc.status, exc.message, None
     if isinstance(exc, LookupError):
-        return problem(404, str(exc).strip("'\""))
-    if isinstance(exc, Refused):
-        headers = {"Retry-After": "10"} if exc.status in (429, 503) else None
-        return JSONAnswer({"error": str(exc)}, status_code=exc.status, headers=headers)
-    if isinstance(exc, BadBody):
-        return problem(exc.status, str(exc))
+        return 404, str(exc).strip("'\""), None
+    if isinstance(exc, (Refused, BadBody)):
+        return exc.status, str(exc), 10 if exc.status in (429, 503) else None
     if isinstance(exc, NoSandbox):
-        return problem(403, str(exc))
-    if isinstance(exc, (BadId, FlowShapeError)):
-        return problem(400, str(exc))
-    if isinstance(exc, widget_base.Refused):
-        return problem(409, str(exc))
-    if isinstance(exc, AddressFull):
-        return JSONAnswer({"error": str(exc)}, status_code=429, headers={"Retry-After": "60"})
+        return 403, str(exc), None
+    if isinstance(exc, (BadId, FlowShapeError, BadRoom, BadName)):
+        return 400, str(exc), None
+    if isinstance(exc, (widget_base.Refused, RoomsFull)):
+        return 409, str(exc), None
     if isinstance(exc, Full):
-        return JSONAnswer({"error": str(exc)}, status_code=503, headers={"Retry-After": "60"})
+        return 429 if isinstance(exc, AddressFull) else 503, str(exc), 60
     if isinstance(exc, ResponseError) and "WRONGTYPE" in str(exc):
-        return problem(409, WRONG_TYPE)
+        return 409, WRONG_TYPE, None
     if isinstance(exc, Busy):
-        return JSONAnswer({"error": str(exc)}, status_code=503, headers={"Retry-After": "1"})
+        return 503, str(exc), 1
     if is_out_of_memory(exc):
         log.warning("valkey is out of memory: answered 503")
-        return JSONAnswer({"error": OUT_OF_MEMORY}, status_code=503, headers={"Retry-After": "30"})
+        return 503, OUT_OF_MEMORY, 30
     if isinstance(exc, EmqError):
-        return problem(409, str(exc))
+        return 409, str(exc), None
     if isinstance(exc, VALKEY_DOWN):
-        return JSONAnswer({"error": UNREACHABLE}, status_code=503, headers={"Retry-After": "2"})
+        return 503, UNREACHABLE, 2
     if isinstance(exc, ClientDisconnect):
         # The visitor closed the tab mid-upload: no one is waiting for this answer.
         log.info("client went away before its request body arrived")
-        return problem(400, "the request body did not arrive: the client disconnected")
-    # A bug of ours: logged with its traceback on the server, never shown.
+        return 400, "the request body did not arrive: the client disconnected", None
     log.exception("widget action failed", exc_info=exc)
-    return problem(500, "the server failed on this action; it has been logged")
+    return 500, "the server failed on this action; it has been logged", None
 
 
-__all__ = [
-    "OUT_OF_MEMORY",
-    "UNREACHABLE",
-    "VALKEY_DOWN",
-    "VALKEY_FAULTS",
-    "Refused",
-    "answer_error",
-    "fault_message",
-    "is_fault",
-    "is_out_of_memory",
-    "problem",
-]
+def answer_error(exc: Exception) -> JSONAnswer:
+    if isinstance(exc, GradeRefused):  # its body may name the line a script failed on
+        return JSONAnswer(exc.as_json(), status_code=exc.status)
+    return problem(*status_of(exc))
+
+
+def answered(handler: Handler) -> Handler:
+    """`handler` with every failure answered in words (`answer_error`), never a traceback."""
+
+    @functools.wraps(handler)
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a clear JSON answer
+            return answer_error(exc)
+
+    return endpoint

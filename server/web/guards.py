@@ -1,17 +1,9 @@
 """The way in: every request meets its guards here, once, before any widget.
 
-`enter(request, write=…)` answers who asks and where they act (`Entry`), or
-raises `Refused(status, sentence)`:
-
-1. origin: a state change must come from a page of this site;
-2. the visitor: the signed sandbox cookie (never the body or the URL);
-3. the instructor: the signed sign-in cookie or `Authorization: Bearer`;
-4. the class: a signed room cookie names a class; its mode (read from
-   Valkey on every request: a change holds for the very next one, on any
-   worker) names the sandbox a member acts in, and whether it is read-only
-   (demo); an instructor's Watch cookie names a learner's sandbox, read-only;
-5. rates: actions per visitor / address / class, reads per visitor
-   (`rates.py`, counted in this worker's memory).
+`enter` answers who asks and where they act (`Entry`), or raises `Refused`:
+origin, the signed sandbox cookie (never the body or the URL), the instructor,
+the class (its mode read from Valkey on every request, so a change holds for
+the very next one on any worker) or a Watch, then the rates.
 """
 
 from __future__ import annotations
@@ -59,8 +51,7 @@ class Entry:
     ask: rooms.Ask | None = None  # the question the instructor put to the class, if any
 
     def where(self) -> dict[str, object]:
-        """The class (or the Watch) an answer comes from: the page says so, and
-        where it only watches, it disables its controls."""
+        """The class (or the Watch) an answer comes from: where it only watches, the page disables its controls."""
         if self.watching:
             return {"room": {"watching": self.watching, "readonly": True, "mode": "watch"}}
         if self.room is None:
@@ -70,8 +61,7 @@ class Entry:
 
 
 async def enter(request: Request, *, write: bool, counts: str = "actions") -> Entry:
-    """The guards of one request (see the module's docstring). `counts`:
-    which budget it spends — "actions", "reads", or "" for none."""
+    """The guards of one request; `counts` is the budget it spends: "actions", "reads", or "" for none."""
     if write:
         check_origin(request)
     visitor = visitor_of(request)
@@ -122,8 +112,7 @@ def _spend(request: Request, entry: Entry, counts: str) -> None:
 
 
 def visitor_of(request: Request) -> str:
-    """The visitor's own sandbox id, from the signed cookie (the middleware
-    names a fresh one for a page visit without a cookie)."""
+    """The visitor's own sandbox id, from the signed cookie (or the one the middleware just named)."""
     noted = request.scope.get("state", {}).get("sandbox")
     if noted:
         return str(noted)
@@ -138,9 +127,6 @@ def visitor_of(request: Request) -> str:
 
 def _tab(request: Request) -> str:
     return "".join(ch for ch in request.headers.get("x-emqlab-tab", "")[:32] if ch.isalnum())
-
-
-# -- the instructor -----------------------------------------------------------------
 
 
 def token_fingerprint(token: str) -> str:
@@ -165,15 +151,13 @@ def signed_in(request: Request) -> bool:
 
 
 def is_instructor(request: Request) -> bool:
-    """Signed in, or a Bearer token that matches (callers that count failures
-    use `require_instructor`, which consults the limit first)."""
+    """Signed in, or a matching Bearer token (uncounted: `require_instructor` counts failures)."""
     token = request.app.state.settings.instructor_token
     return bool(token) and (signed_in(request) or token_matches(bearer_of(request), token))
 
 
 async def require_instructor(request: Request) -> None:
-    """403 when instructors are off or the Origin is foreign; 429 past the
-    failed-attempt limit (before any token is compared); 401 when not signed in."""
+    """403 when instructors are off or the Origin is foreign; 429 past the failed-attempt limit; else 401."""
     settings = request.app.state.settings
     if not settings.instructor_token:
         raise Refused(403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN")
@@ -186,23 +170,26 @@ async def require_instructor(request: Request) -> None:
     await check_token(request, given)
 
 
+async def take_attempt(request: Request, kind: str) -> str:
+    """Count this address's attempt BEFORE anything is compared: the key to DECR when it was right."""
+    limit = request.app.state.settings.attempt_limit
+    counted = await rates.take_attempt(request.app.state.conn, rates.client_address(request), kind, limit)
+    if counted is None:
+        raise Refused(429, f"too many failed attempts: at most {limit} a minute from one address; "
+                           "wait a minute and try again")
+    return counted
+
+
 async def check_token(request: Request, given: str) -> None:
     """Compare a token only while this address is under its failed-attempt limit."""
-    settings, conn = request.app.state.settings, request.app.state.conn
-    counted = await rates.take_attempt(conn, rates.client_address(request), "sign-in", settings.attempt_limit)
-    if counted is None:
-        raise Refused(429, rates.too_many_attempts(settings.attempt_limit))
-    if not token_matches(given, settings.instructor_token or ""):
+    counted = await take_attempt(request, "sign-in")
+    if not token_matches(given, request.app.state.settings.instructor_token or ""):
         raise Refused(401, "that is not the instructor token")
-    await conn.decr(counted)  # the right token: not a failed attempt
-
-
-# -- cross-site requests ----------------------------------------------------------------
+    await request.app.state.conn.decr(counted)  # the right token: not a failed attempt
 
 
 def site_origin(request: Request) -> str:
-    """scheme://host the site's pages come from: the configured public origin
-    (behind a proxy), else the request's own scheme and Host."""
+    """scheme://host of the site's pages: the configured public origin (behind a proxy), else the request's."""
     public = request.app.state.settings.origin
     if public:
         return str(public).lower()

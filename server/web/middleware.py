@@ -1,8 +1,5 @@
-"""Two pure ASGI middlewares: security headers, and a new visitor's sandbox cookie.
-
-Pure ASGI (not BaseHTTPMiddleware) so the SSE stream passes through
-unbuffered.
-"""
+"""Pure ASGI middlewares (not BaseHTTPMiddleware, so the SSE stream passes unbuffered):
+security headers, a new visitor's sandbox cookie, and one deadline per request."""
 
 from __future__ import annotations
 
@@ -36,8 +33,7 @@ PRIVATE_PATHS = ("/instructor", "/room", "/api/")
 
 
 class SecurityHeaders:
-    """Adds the security headers an answer does not set itself (and
-    ``Cache-Control: no-store`` under the private paths)."""
+    """Adds the security headers an answer does not set itself (and no-store under the private paths)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -51,8 +47,7 @@ class SecurityHeaders:
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                # one pass over the answer's own headers, not one per header
-                # added (MutableHeaders.setdefault scans and encodes each time)
+                # one pass over the headers (MutableHeaders.setdefault scans and encodes per header)
                 headers = list(message.get("headers", ()))
                 present = {name.lower() for name, _ in headers}
                 headers += [h for h in SECURITY_HEADERS if h[0] not in present]
@@ -73,8 +68,7 @@ def cookie_value(scope: Scope, name: str = COOKIE) -> str | None:
 
 @functools.lru_cache(maxsize=1024)
 def _cookies(header: bytes) -> Mapping[str, str]:
-    # A visitor sends the same Cookie header with every request, and a request
-    # reads up to three of its cookies: parsed once, not three times per request.
+    # A visitor sends the same Cookie header every time, and a request reads up to three cookies.
     jar: SimpleCookie = SimpleCookie()
     try:
         jar.load(header.decode("latin-1"))
@@ -85,11 +79,8 @@ def _cookies(header: bytes) -> Mapping[str, str]:
 
 
 class SandboxCookie:
-    """A page visit without a valid sandbox cookie gets a new sandbox id (named
-    on the request's state, set as a cookie on its answer). API requests never
-    get one here: an action without a valid cookie is refused (403), so a
-    forged cookie cannot conjure a sandbox mid-session. Classes and Watches
-    are resolved by the guards (server/web/guards.py), not here."""
+    """A page visit without a valid sandbox cookie gets a new sandbox id (on the request's state
+    and as a cookie). API requests never do: a forged cookie cannot conjure a sandbox mid-session."""
 
     def __init__(self, app: ASGIApp, cookie: Cookie) -> None:
         self.app = app
@@ -121,10 +112,8 @@ class SandboxCookie:
 
 
 class Deadline:
-    """One deadline for a whole request, whatever it sends to Valkey: past it,
-    a request that has not started its answer gets a 503 in words (a Valkey
-    stopped, not dead, answers nothing at all). Streams are long-lived and
-    keep their own deadlines per read."""
+    """One deadline per request, whatever it sends to Valkey (a stopped Valkey answers nothing at all):
+    past it, an answer not yet started is a 503 in words. Streams keep their own deadlines."""
 
     def __init__(self, app: ASGIApp, seconds: float = 10.0) -> None:
         self.app = app
@@ -155,6 +144,3 @@ class Deadline:
 
 def _wants_stream(scope: Scope) -> bool:
     return any(name == b"accept" and b"text/event-stream" in value for name, value in scope.get("headers", ()))
-
-
-__all__ = ["Deadline", "SandboxCookie", "SecurityHeaders"]

@@ -1,11 +1,7 @@
 """Pages from templates: the one base layout, and each widget's partial.
 
-A widget's partial (`site/templates/widgets/_<name>.html`) is its markup:
-its region, its buttons (labels from the widget's actions), its checklist,
-the questions its dive declares, and for a reader without JavaScript its
-recorded trace (`server/widgets/traces.py`). It carries no visitor's state:
-the live keys come from `/api/widgets/<name>/state` and the stream, so a
-rendered dive is the same for every visitor and is rendered once.
+A partial carries no visitor's state (the live keys come from the API and the
+stream), so a rendered dive is the same for every visitor and is rendered once.
 """
 
 from __future__ import annotations
@@ -24,8 +20,7 @@ from server.web import guards
 from server.widgets import traces
 from server.widgets.snapshot import Catalog
 
-# The partials of what is not a widget of the catalog (the console, the
-# exercises): name -> a function of the directive's options giving the context.
+# The partials of what is not a widget (the console, the exercises): name -> options -> context.
 Extra = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -35,13 +30,12 @@ def course_of(request: Request) -> Course:
 
 
 def respond(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
-    """`template` rendered with `context` as the page's response. `in_class`:
-    a learner of a class (not its instructor), so a page without widgets
-    still follows the class's moves (base.html loads room-follow.js)."""
+    """`in_class`: a class's learner, so a page without widgets still follows the class (room-follow.js)."""
     templates: Jinja2Templates = request.app.state.templates
     room = getattr(request.app.state, "room_cookie", None)
     in_class = room is not None and room.read(request) is not None and not guards.is_instructor(request)
-    return templates.TemplateResponse(request, template, {"in_class": in_class, **context}, status_code=status)
+    frame = {"in_class": in_class, "course": course_of(request), "page": None, "current_hub": None}
+    return templates.TemplateResponse(request, template, {**frame, **context}, status_code=status)
 
 
 def key_breaks(name: str) -> Markup:
@@ -51,14 +45,13 @@ def key_breaks(name: str) -> Markup:
 
 
 def renderer(templates: Jinja2Templates, catalog: Catalog,
-             extras: dict[str, Extra] | None = None) -> Callable[[str, dict[str, Any]], str]:
+             extras: dict[str, Extra]) -> Callable[[str, dict[str, Any]], str]:
     """`(name, options) -> HTML` for the Markdown's `{widget}` directive."""
     templates.env.filters.setdefault("key_breaks", key_breaks)
-    extra = extras or {}
 
     def render(name: str, options: dict[str, Any] | None = None) -> str:
-        if name in extra:
-            return Markup(templates.get_template(f"widgets/_{name}.html").render(extra[name](options or {})))
+        if name in extras:
+            return Markup(templates.get_template(f"widgets/_{name}.html").render(extras[name](options or {})))
         widget = catalog.widgets.get(name)
         if widget is None:
             return Markup(f'<div class="widget-slot" data-widget-missing="{escape(name)}"></div>')

@@ -1,25 +1,10 @@
 """Ask the class: one question, at one step of its widget's tour, put to every learner.
 
-    POST /instructor/rooms/{code}/ask           {widget, question, step}: round 1, hidden from learners
-    POST /instructor/rooms/{code}/reveal        learners see the distribution
-    POST /instructor/rooms/{code}/second-round  the same step rebuilt; answers again, counted as round 2
-    POST /instructor/rooms/{code}/ask/end       no question asked any more
-    POST /instructor/rooms/{code}/press         demo/together: the instructor presses; the votes are judged
-
-Which (question, step) pairs exist is read from the widgets' static traces
-(server/widgets/traces.py): a row records the question open before it when
-the row's action is that question's; the state before the first action of a
-step's replay is the state the tour leaves at the step before. So a pair is
-a question open where the tour presses its button next, which is where a
-class can answer it from one same state.
-
-The step is rebuilt as a deep link does (the widget's `goto` through
-`runner.act`): in own sandboxes, in each learner's sandbox, and their open
-pages brought to the widget (a `room` event with a goto); in a demo in the
-instructor's sandbox, together in the class's. Each learner then answers in
-their own widget and presses (own), or answers on their page and the
-instructor presses once for the class (demo, together: `press`), every
-answer judged against what Valkey returned for that action.
+The askable (question, step) pairs come from the widgets' recorded traces: a
+question open where the tour presses its button next, so the whole class can
+answer it from one same state. The step is rebuilt as a deep link does
+(`goto`) where the class acts; in a demo or together the instructor then
+presses once for the class (`press`) and every vote is judged.
 """
 
 from __future__ import annotations
@@ -36,8 +21,9 @@ from starlette.routing import BaseRoute, Route
 from server.emq.script import Call, execute
 from server.live import events
 from server.sandboxes import answers, learners, rooms
-from server.web import forms, guards
+from server.web import bodies, guards
 from server.web.views.class_state import back, the_room
+from server.web.views.instructor import plural
 from server.web.views.replies import done, instructor_only
 from server.widgets import questions, runner, traces, turn
 from server.widgets.base import GotoBody, Widget
@@ -94,11 +80,11 @@ def chosen(request: Request, body: AskBody) -> Askable:
     for found in askable(request.app.state.catalog):
         if [found.widget, found.question, str(found.step)] == pick:
             return found
-    raise forms.BadBody(400, "that question cannot be asked at that step: pick one the class page lists")
+    raise bodies.BadBody(400, "that question cannot be asked at that step: pick one the class page lists")
 
 
 async def rebuild(request: Request, room: rooms.Room, widget: Widget, step: int) -> list[str]:
-    """The step rebuilt where the class acts; the learners whose sandbox could not be (in words)."""
+    """The step rebuilt where the class acts; the learners whose sandbox could not be, in words."""
     lab, conn = request.app.state.lab, request.app.state.conn
     if room.mode == "own":
         targets = await learners.learner_ids(conn, room.code)
@@ -130,7 +116,6 @@ def dive_of(request: Request, widget: str) -> str | None:
 
 
 async def put(request: Request, room: rooms.Room, ask: rooms.Ask, found: Askable) -> Response:
-    """Rebuild the step, keep the ask, bring the class to it."""
     conn, settings = request.app.state.conn, request.app.state.settings
     await answers.clear_votes(conn, room.code)
     failed = await rebuild(request, room, request.app.state.catalog.widgets[found.widget], found.step)
@@ -156,7 +141,7 @@ def current(request: Request, room: rooms.Room) -> Askable:
 
 @instructor_only
 async def ask(request: Request) -> Response:
-    body = await forms.read(request, AskBody)
+    body = await bodies.read_form(request, AskBody)
     room = await the_room(request)
     found = chosen(request, body)
     return await put(request, room, rooms.Ask(found.widget, found.question, found.step), found)
@@ -191,8 +176,7 @@ async def end(request: Request) -> Response:
 
 @instructor_only
 async def press(request: Request) -> Response:
-    """Demo or together: the instructor presses the question's button once for the class,
-    and every vote of the round is judged against what Valkey returned for that action."""
+    """Demo or together: the button pressed once, every vote judged against what Valkey returned."""
     room = await the_room(request)
     found = current(request, room)
     assert room.ask is not None
@@ -211,21 +195,20 @@ async def press(request: Request) -> Response:
     acted = await runner.act(lab, widget, actor, found.action, msgspec.convert({}, action.body))
     now = await turn.read(conn, widget, sandbox)
     votes = await answers.votes(conn, room.code, room.ask.round)
-    calls: list[Call | None] = []
+    calls: list[Call] = []
     for learner, value in votes.items():
         verdict = questions.judge(widget, question, value, now, before)
         calls.append(answers.answer_command(room.code, learner, widget.name, question.id, verdict.answer,
                                             verdict.right, room.ask.round, found.step, feedback=verdict.feedback))
     if calls:
         async with conn.pipeline(transaction=False) as pipe:
-            for call in calls:
-                assert call is not None
-                call[0].queue(pipe, call[1], call[2])
+            for script, keys, args in calls:
+                script.queue(pipe, keys, args)
             await execute(conn, pipe, calls)
     await answers.clear_votes(conn, room.code)
     await announce(request, room, {"action": "pressed", "widget": found.widget})
     return done(request, f"Pressed {action.label} for class {room.code}: {acted.outcome['text']} "
-                         f"{len(votes)} vote{'' if len(votes) == 1 else 's'} judged.", back=back(room))
+                         f"{plural(len(votes), 'vote')} judged.", back=back(room))
 
 
 def routes() -> list[BaseRoute]:

@@ -1,31 +1,29 @@
-"""A class as its pages show it: the roster and the answers, read once, put in words.
+"""A class as its pages show it and as the instructor takes it away: roster and answers, read once.
 
-`read(request, room)` reads the class's answers and its learners' records
-(three round trips whatever the class's size) and counts the answers
-(server/sandboxes/insight.py). The class page renders the words below, its
-stream sends the same words as JSON for class.js to lay out (so the page reads
-the same with and without JavaScript), and the results are built from the
-same read.
-
-What is marked right, and the most common wrong answer with its feedback,
-shows once the question is revealed: at once for a question learners met on
-their own (each saw their verdict), after "Reveal" for one the instructor
-asked. The projector view is the same without a single name.
+The class page renders the words and its stream sends the same as JSON, so the
+page reads the same with and without JavaScript; verdicts show once revealed,
+and the projector view has no names. results.csv and answers.json are read
+live while the class is open, and kept as they stood when it closes.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
+from starlette.responses import Response
 
-from server.sandboxes import answers, insight, rooms, roster
+from server.sandboxes import answers, insight, kept, rooms, roster
 from server.sandboxes.insight import Counted
 from server.sandboxes.rooms import Ask, Room
 from server.web import guards
+from server.web.answer import dumps
 from server.web.views.instructor import ago, plural
+from server.web.views.replies import instructor_only
 from server.widgets.questions import Question
 from server.widgets.snapshot import Catalog
 
@@ -38,7 +36,7 @@ class ClassState:
 
 
 async def the_room(request: Request) -> Room:
-    """The open class the URL names: 400 for a code that cannot be one, 404 for none open."""
+    """The open class the URL names: 400 for a code that cannot be one, 404 for none."""
     code = rooms.normalize_code(request.path_params["code"])
     room = await rooms.get(request.app.state.conn, code)
     if room is None:
@@ -51,7 +49,6 @@ def back(room: Room) -> str:
 
 
 def tours(catalog: Catalog) -> dict[str, list[str]]:
-    """Each widget's tour milestones, in the catalog's order."""
     return {name: [s.id for s in widget.tour] for name, widget in catalog.widgets.items()}
 
 
@@ -69,7 +66,7 @@ async def read(request: Request, room: Room) -> ClassState:
 
 
 def revealed(counted: Counted, ask: Ask | None) -> bool:
-    """Met on their own: shown at once. Asked: once revealed, or once the class moved on to another question."""
+    """Met on their own (each saw their verdict): at once. Asked: once revealed, or the class moved on."""
     if counted.round is None:
         return True
     if ask is None or (ask.widget, ask.question, ask.step) != (counted.widget, counted.question, counted.step):
@@ -86,7 +83,6 @@ def step_words(catalog: Catalog, widget: str, step: int | None) -> str:
 
 
 def roster_rows(state: ClassState) -> list[dict[str, Any]]:
-    """Each learner in words, for the roster table."""
     now = time.time()
     return [{"id": row.id, "name": row.name, "page": row.page or "—",
              "widget": (row.widget or "—").replace("ex:", "exercise ", 1),  # an exercise's run is recorded as ex:<name>
@@ -96,7 +92,6 @@ def roster_rows(state: ClassState) -> list[dict[str, Any]]:
 
 
 def answers_view(request: Request, state: ClassState, projector: bool = False) -> list[dict[str, Any]]:
-    """Each question the class met, per round, in words (no names on the projector)."""
     catalog: Catalog = request.app.state.catalog
     names = {row.id: row.name for row in state.learners}
     shown = []
@@ -126,7 +121,78 @@ def answers_view(request: Request, state: ClassState, projector: bool = False) -
 
 
 def class_json(request: Request, state: ClassState, projector: bool = False) -> dict[str, Any]:
-    """What the class page's stream sends: the roster (not to the projector) and the answers."""
     learners = [] if projector else roster_rows(state)
     return {"code": state.room.code, "mode": state.room.mode, "learners": learners,
             "count": len(state.learners), "answers": answers_view(request, state, projector)}
+
+
+FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def when(seconds: float | None) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds)) if seconds else ""
+
+
+def cell(text: str) -> str:
+    """A learner's name cannot run as a formula in the instructor's spreadsheet."""
+    return "'" + text if text.startswith(FORMULA) else text
+
+
+def pages_of(request: Request, row: roster.Learner) -> list[str]:
+    worked = {r.widget for r in row.records}
+    return [d.path for d in request.app.state.course.dives if worked & set(d.widgets)]
+
+
+def csv_text(request: Request, state: ClassState) -> str:
+    widgets = list(request.app.state.catalog.widgets)
+    exercises = sorted({name for row in state.learners for name in row.exercises})
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(["name", "joined", "pages", *(f"{w} steps" for w in widgets), "predictions asked",
+                     "predictions right", *(f"{e} checks passed" for e in exercises), "last seen"])
+    for row in state.learners:
+        reached = {r.widget: len(r.reached) for r in row.records}
+        writer.writerow([cell(row.name), when(row.joined), " ".join(pages_of(request, row)),
+                         *(reached.get(w, 0) for w in widgets), row.asked, row.right,
+                         *(row.exercises[e][0] if e in row.exercises else "" for e in exercises),
+                         when(row.last_seen)])
+    return out.getvalue()
+
+
+def answers_text(state: ClassState) -> str:
+    return dumps({"code": state.room.code, "questions": [c.contract() for c in state.counted]}).decode()
+
+
+async def texts(request: Request) -> tuple[str, str, str]:
+    """(code, csv, answers.json) of an open class now, or of a closed one as kept."""
+    code = rooms.normalize_code(request.path_params["code"])
+    room = await rooms.get(request.app.state.conn, code)
+    if room is not None:
+        state = await read(request, room)
+        return code, csv_text(request, state), answers_text(state)
+    found = await kept.find(request.app.state.conn, code)
+    if found is None:
+        days = request.app.state.settings.results_days
+        raise guards.Refused(404, f"no open class has the code {code}, and no class closed in the last "
+                                  f"{days} days kept results under it")
+    return code, found.csv, found.answers
+
+
+async def keep(request: Request, room: rooms.Room) -> None:
+    state = await read(request, room)
+    await kept.keep(request.app.state.conn, room.code, room.name, csv_text(request, state), answers_text(state),
+                    request.app.state.settings.results_days)
+
+
+@instructor_only
+async def results_csv(request: Request) -> Response:
+    code, text, _ = await texts(request)
+    return Response(text, media_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="class-{code}-results.csv"'})
+
+
+@instructor_only
+async def answers_json(request: Request) -> Response:
+    _, _, text = await texts(request)
+    return Response(text, media_type="application/json")
+

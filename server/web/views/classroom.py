@@ -1,26 +1,16 @@
-"""The class page and the instructor's class controls.
+"""The class page, its live stream, and the instructor's class controls (modes, bring, resets, Watch, close).
 
-    GET  /instructor/rooms/{code}                  the class page (?confirm=reset asks first)
-    GET  /instructor/rooms/{code}/projector        the answers alone, without a name: safe to project
-    GET  /instructor/rooms/{code}/roster.json      {"code", "mode", "learners": [...]}
-    POST /instructor/rooms/{code}/mode             {mode: own|demo|together}
-    POST /instructor/rooms/{code}/demo             {demo: true|false} (demo, or back to own)
-    POST /instructor/rooms/{code}/bring            {page: a dive's path}: open pages go there
-    POST /instructor/rooms/{code}/reset-learners   {confirm: true}: every learner's sandbox
-    POST /instructor/rooms/{code}/learners/{sandbox}/reset
-    GET  /instructor/rooms/{code}/learners/{sandbox}/watch   the learner's page, read-only
-    POST /instructor/watch/stop
-    POST /instructor/rooms/{code}/join | close
-
-Every one is the instructor's (replies.instructor_only: 403 with the site's
-instructors off, or for a learner; 401 not signed in). A mode change or a
-close is a `room` event to every sandbox a member's page may be listening on:
-their pages reconnect, resolved afresh by the guards. A close keeps the
-class's results first (results.keep). Ask and reveal are asking.py's; the
-live roster and answers come over class_stream.py.
+A mode change or a close is a `room` event to every sandbox a member's page
+may listen on: the pages reconnect, resolved afresh by the guards. The class
+page's stream sends the class whenever it changed: at once on an answer's lab
+event, else on a read every `EVERY` seconds for what no event announces.
 """
 
 from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
 
 import msgspec
 from starlette.requests import Request
@@ -29,14 +19,17 @@ from starlette.routing import BaseRoute, Route
 
 from server.lifecycle import resets
 from server.live import events
+from server.live.streams import frame
 from server.sandboxes import answers, keys, learners, presence, rooms, roster
 from server.sandboxes.sandbox import SANDBOX_RE
-from server.web import forms, guards
-from server.web.answer import JSONAnswer
-from server.web.views import asking, class_state, results
+from server.web import bodies, guards
+from server.web.answer import JSONAnswer, dumps
+from server.web.errors import is_fault
+from server.web.views import asking, class_state
 from server.web.views.class_state import back, the_room
 from server.web.views.instructor import plural, report_words
 from server.web.views.replies import done, guarded, instructor_only, render
+from server.web.views.widgets import sse
 
 MODE_TEXT = {
     "own": "The class is back in own sandboxes: each of you acts in your own.",
@@ -44,6 +37,7 @@ MODE_TEXT = {
     "together": "Together: the whole class shares one sandbox; every click shows on every page.",
 }
 CLOSED_TEXT = "The class was closed: you are back in your own sandbox."
+EVERY = 1.0  # seconds between the class stream's reads when no event came
 
 
 class ModeBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -83,13 +77,45 @@ async def page(request: Request) -> Response:
 
 
 @instructor_only
+async def follow(request: Request) -> Response:
+    """The class page's stream (and the projector's: `?view=projector`, no names)."""
+    room = await the_room(request)
+    return sse(request, _class_events(request, room.code, request.query_params.get("view") == "projector"))
+
+
+async def _class_events(request: Request, code: str, projector: bool) -> AsyncIterator[bytes]:
+    conn, hub = request.app.state.conn, request.app.state.hub
+    deadline = time.monotonic() + request.app.state.settings.stream_lifetime
+    last = b""
+    with hub.streams.open(answers.class_stream(code), ()) as sub:
+        while time.monotonic() < deadline:
+            try:
+                room = await rooms.get(conn, code)
+                if room is None:
+                    yield frame("closed", dumps({"code": code}))
+                    return
+                state = await class_state.read(request, room)
+                encoded = dumps(class_state.class_json(request, state, projector))
+            except Exception as exc:
+                if not is_fault(exc):
+                    raise
+                encoded = dumps({"down": "Valkey is unreachable right now; the class page recovers when it returns."})
+            if encoded != last:
+                last = encoded
+                yield frame("roster", encoded)
+            try:
+                async with asyncio.timeout(EVERY):
+                    await sub.queue.get()
+                sub.drain()  # a burst of answers is one read
+            except TimeoutError:
+                pass
+
+
+@instructor_only
 async def roster_json(request: Request) -> Response:
     room = await the_room(request)
     rows = await roster.read(request.app.state.conn, room.code, class_state.tours(request.app.state.catalog))
     return JSONAnswer(roster.public(room.code, room.mode, rows))
-
-
-# -- changes -------------------------------------------------------------------------
 
 
 async def switch(request: Request, room: rooms.Room, mode: str) -> Response:
@@ -112,23 +138,23 @@ async def switch(request: Request, room: rooms.Room, mode: str) -> Response:
 
 @instructor_only
 async def mode(request: Request) -> Response:
-    body = await forms.read(request, ModeBody)
+    body = await bodies.read_form(request, ModeBody)
     return await switch(request, await the_room(request), rooms.clean_mode(body.mode))
 
 
 @instructor_only
 async def demo(request: Request) -> Response:
-    body = await forms.read(request, DemoBody)
+    body = await bodies.read_form(request, DemoBody)
     return await switch(request, await the_room(request), "demo" if body.demo else "own")
 
 
 @instructor_only
 async def bring(request: Request) -> Response:
-    body = await forms.read(request, BringBody)
+    body = await bodies.read_form(request, BringBody)
     room = await the_room(request)
     dives = {d.path: d for d in request.app.state.course.dives}
     if body.page not in dives:
-        raise forms.BadBody(400, f"'page' must be one of the course's dives: {', '.join(sorted(dives))}")
+        raise bodies.BadBody(400, f"'page' must be one of the course's dives: {', '.join(sorted(dives))}")
     title = dives[body.page].title
     await asking.announce(request, room, {"action": "goto", "page": body.page,
                                    "text": f"Your instructor brought everyone to {title}."})
@@ -138,10 +164,10 @@ async def bring(request: Request) -> Response:
 
 @instructor_only
 async def reset_learners(request: Request) -> Response:
-    body = await forms.read(request, ConfirmBody)
+    body = await bodies.read_form(request, ConfirmBody)
     room = await the_room(request)
     if not body.confirm:
-        raise forms.BadBody(400, "'confirm' must be true: this resets every learner's sandbox")
+        raise bodies.BadBody(400, "'confirm' must be true: this resets every learner's sandbox")
     conn = request.app.state.conn
     ids = await learners.learner_ids(conn, room.code)
     names = {s: await learners.name_of(conn, s) for s in ids}
@@ -161,7 +187,7 @@ async def learner_of(request: Request, room: rooms.Room) -> str:
 
 @instructor_only
 async def reset_learner(request: Request) -> Response:
-    await forms.read(request, Empty)
+    await bodies.read_form(request, Empty)
     room = await the_room(request)
     sandbox = await learner_of(request, room)
     name = await learners.name_of(request.app.state.conn, sandbox)
@@ -206,7 +232,7 @@ async def join(request: Request) -> Response:
 async def close(request: Request) -> Response:
     room = await the_room(request)
     conn = request.app.state.conn
-    await results.keep(request, room)
+    await class_state.keep(request, room)
     audience = await rooms.audience(conn, room)
     await rooms.close(conn, room.code)
     report = await resets.reset_sandboxes(request.app.state.lab, [room.sandbox])
@@ -234,4 +260,7 @@ def routes() -> list[BaseRoute]:
         Route("/instructor/watch/stop", stop_watching, methods=["POST"]),
         Route(f"{base}/join", join, methods=["POST"]),
         Route(f"{base}/close", close, methods=["POST"]),
+        Route(f"{base}/events", follow, methods=["GET"]),
+        Route(f"{base}/results.csv", class_state.results_csv, methods=["GET"]),
+        Route(f"{base}/answers.json", class_state.answers_json, methods=["GET"]),
     ]

@@ -1,15 +1,7 @@
-"""The console's endpoints.
+"""The console's endpoints: run a line (`POST /api/console`), read the transcript (`GET`).
 
-    POST /api/console   {"command": "HGETALL emq:{fanin}:job:JOBparent"}
-                        -> {"command", "reply_lines", "kind": "reply" | "error" | "refused"[, "error"]}
-    GET  /api/console   -> {"transcript": [{"command", "reply_lines", "kind"}, ...]}
-
-A line passes the guards every action passes (Origin, the sandbox from the
-signed cookie, a class's read-only demo, rates), then the console itself
-(server/console/): it runs as the sandbox's Valkey ACL user, so a key outside
-the sandbox answers Valkey's own NOPERM; a write runs under the lock of the
-widget owning its queue and within the sandbox's byte budget. Every open page
-of the widget repaints through the stream, as for a click.
+A line passes the guards an action passes, then runs as the sandbox's Valkey
+ACL user (server/console/), a write under its widget's lock.
 """
 
 from __future__ import annotations
@@ -28,7 +20,7 @@ from server.console.lock import queue_lock
 from server.console.parse import Limits
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer
-from server.web.errors import answer_error
+from server.web.errors import answered
 
 
 class Line(msgspec.Struct, forbid_unknown_fields=True):
@@ -36,8 +28,7 @@ class Line(msgspec.Struct, forbid_unknown_fields=True):
 
 
 def widget_lock(request: Request, sandbox: str) -> Callable[[str], AbstractAsyncContextManager[Any]]:
-    """A queue's lock is its widget's: the lock of the widget's first queue,
-    the one every action of that widget takes (server/widgets/turn.py)."""
+    """A queue's lock is its widget's: the lock of the widget's first queue, which every action takes."""
     catalog = request.app.state.catalog
     first = {part: w.queue_parts[0] for w in catalog.widgets.values() for part in w.queue_parts}
     lock = queue_lock(request.app.state.conn, sandbox)
@@ -53,35 +44,30 @@ def context(request: Request, entry: guards.Entry) -> ConsoleContext:
                           read_only=guards.DEMO_REFUSAL if entry.readonly else None)
 
 
+@answered
 async def run_command(request: Request) -> JSONAnswer:
-    try:
-        # a read-only page may still read: its writes are refused by the console itself
-        entry = await guards.enter(request, write=False)
-        guards.check_origin(request)
-        line = await bodies.read(request, Line)
-        reply = await run_line(context(request, entry), line.command)
-        body = shown(dict(reply.body()), entry.sandbox)
-        await transcript.record(request.app.state.conn, entry.sandbox, entry.visitor, body,
-                                request.app.state.settings.sandbox_ttl)
-        return JSONAnswer(body, status_code=reply.status)
-    except Exception as exc:  # noqa: BLE001 - every failure becomes a clear JSON answer
-        return answer_error(exc)
+    # a read-only page may still read: its writes are refused by the console itself
+    entry = await guards.enter(request, write=False)
+    guards.check_origin(request)
+    line = await bodies.read(request, Line)
+    reply = await run_line(context(request, entry), line.command)
+    body = shown(dict(reply.body()), entry.sandbox)
+    await transcript.record(request.app.state.conn, entry.sandbox, entry.visitor, body,
+                            request.app.state.settings.sandbox_ttl)
+    return JSONAnswer(body, status_code=reply.status)
 
 
 def shown(body: dict[str, Any], sandbox: str) -> dict[str, Any]:
-    """A reply as the learner writes keys: without the sandbox's prefix (a queue
-    name inside a value, e.g. a row's parent_queue, included)."""
+    """A reply as the learner writes keys: without the sandbox's prefix (inside values too)."""
     prefix = sandbox + "."
     return {**body, "reply_lines": [line.replace(prefix, "") for line in body.get("reply_lines", ())]}
 
 
+@answered
 async def read_transcript(request: Request) -> JSONAnswer:
-    try:
-        entry = await guards.enter(request, write=False, counts="reads")
-        entries = await transcript.read(request.app.state.conn, entry.sandbox, entry.visitor)
-        return JSONAnswer({"transcript": entries})
-    except Exception as exc:  # noqa: BLE001
-        return answer_error(exc)
+    entry = await guards.enter(request, write=False, counts="reads")
+    entries = await transcript.read(request.app.state.conn, entry.sandbox, entry.visitor)
+    return JSONAnswer({"transcript": entries})
 
 
 def routes() -> list[BaseRoute]:

@@ -1,14 +1,8 @@
 """The exercises' endpoints: read one, and run a learner's script through its checks.
 
-    GET  /api/exercises/<name>       {"name", "title", "task", "starter", "checks": [names]}
-    POST /api/exercises/<name>/run   {"script": "<lua>"} -> {"checks": [...], "passed", "total", "pictures"}
-                                     with `Accept: text/event-stream`: `place` events while the run
-                                     waits for a grader, then one `result` (or `error`) event
-    POST /exercises/<name>/run       the same from a form without JavaScript: the results as a page
-
-A run passes the guards an action passes (origin, the sandbox, rates), then
-the grader (server/exercises/): the script never runs on the site's Valkey.
-Its best result is kept in the learner's progress record (`ex:<name>`).
+A run passes the guards an action passes, then the grader (server/exercises/):
+the script never runs on the site's Valkey. With `Accept: text/event-stream` it
+streams its place in the grader's line, then its result.
 """
 
 from __future__ import annotations
@@ -30,7 +24,7 @@ from server.live.streams import frame
 from server.sandboxes import progress
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer, dumps
-from server.web.errors import answer_error, problem
+from server.web.errors import answer_error, answered, problem
 from server.web.templating import course_of, respond
 
 # A script of 16,384 bytes may need six bytes of JSON per byte (\u escapes).
@@ -41,19 +35,15 @@ class Run(msgspec.Struct, forbid_unknown_fields=True):
     script: Annotated[str, msgspec.Meta(max_length=BODY_CAP)]
 
 
+@answered
 async def describe(request: Request) -> Response:
-    try:
-        await guards.enter(request, write=False, counts="reads")
-        return JSONAnswer(catalogue.get(request.path_params["name"]).as_json())
-    except GradeRefused as exc:
-        return JSONAnswer(exc.as_json(), status_code=exc.status)
-    except Exception as exc:  # noqa: BLE001 - said in words
-        return answer_error(exc)
+    await guards.enter(request, write=False, counts="reads")
+    return JSONAnswer(catalogue.get(request.path_params["name"]).as_json())
 
 
 async def _graded(request: Request, entry: guards.Entry, script: str,
                   places: asyncio.Queue[int] | None = None) -> Graded:
-    """Grade, then keep the result in the learner's record (a best is never lowered)."""
+    """Grade, then keep the result in the learner's record (record.lua never lowers a best)."""
     name = request.path_params["name"]
     graded = await grade(request.app.state.graders, name, script, run_for=entry.visitor,
                          on_place=places.put_nowait if places is not None else None)
@@ -68,21 +58,16 @@ async def _graded(request: Request, entry: guards.Entry, script: str,
     return graded
 
 
+@answered
 async def run(request: Request) -> Response:
-    try:
-        entry = await guards.enter(request, write=True)
-        body = bodies.decode(await bodies.raw(request, BODY_CAP), Run)
-        if "text/event-stream" in request.headers.get("accept", ""):
-            return EventSourceResponse(_streamed(request, entry, body.script), send_timeout=10)
-        return JSONAnswer((await _graded(request, entry, body.script)).as_json())
-    except GradeRefused as exc:
-        return JSONAnswer(exc.as_json(), status_code=exc.status)
-    except Exception as exc:  # noqa: BLE001
-        return answer_error(exc)
+    entry = await guards.enter(request, write=True)
+    body = bodies.decode(await bodies.raw(request, BODY_CAP), Run)
+    if "text/event-stream" in request.headers.get("accept", ""):
+        return EventSourceResponse(_streamed(request, entry, body.script), send_timeout=10)
+    return JSONAnswer((await _graded(request, entry, body.script)).as_json())
 
 
 async def _streamed(request: Request, entry: guards.Entry, script: str) -> AsyncIterator[bytes]:
-    """The run's place in the grader's line as it moves, then its result."""
     places: asyncio.Queue[int] = asyncio.Queue()
     task = asyncio.create_task(_graded(request, entry, script, places))
     while not task.done():
@@ -99,7 +84,7 @@ async def _streamed(request: Request, entry: guards.Entry, script: str) -> Async
 
 
 async def run_form(request: Request) -> Response:
-    """A form's run (no JavaScript): the results as a page, the script kept in the form."""
+    """A form's run (no JavaScript): the results as a page."""
     name = request.path_params["name"]
     try:
         entry = await guards.enter(request, write=True)
@@ -108,12 +93,10 @@ async def run_form(request: Request) -> Response:
         if not isinstance(script, str):
             return problem(400, "the form's field 'script' holds the Lua to run")
         exercise = catalogue.get(name)
-    except GradeRefused as exc:
-        return JSONAnswer(exc.as_json(), status_code=exc.status)
     except Exception as exc:  # noqa: BLE001
         return answer_error(exc)
-    context = {"exercise": exercise, "script": script, "graded": None, "error": None, "page": None,
-               "current_hub": None, "course": course_of(request), "dive": course_of(request).page(exercise.page)}
+    context = {"exercise": exercise, "script": script, "graded": None, "error": None,
+               "dive": course_of(request).page(exercise.page)}
     try:
         context["graded"] = await _graded(request, entry, script)
         status = 200

@@ -1,19 +1,7 @@
-"""The instructor's page and endpoints.
+"""The instructor's page and endpoints: sign-in, the overview, resets, a new class.
 
-    GET  /instructor                 the page: the sign-in form (401), or the classes and the live sandboxes
-    POST /instructor/sign-in         {token} -> the signed instructor cookie (303 to /instructor, or JSON)
-    POST /instructor/sign-out
-    GET  /instructor/overview        JSON: the classes, the live sandboxes, the closed classes' results
-    GET  /instructor/watching        JSON: whom the instructor watches (room.js names them on the banner)
-    POST /instructor/reset           {sandbox: ID} | {room: CODE} | {all: true}
-    POST /instructor/rooms           {name} -> a new class (its host: this browser), 201 / 303 to its page
-
-The class page and its controls are classroom.py's. Without
-EMQLAB_INSTRUCTOR_TOKEN every one answers 403; without the signed cookie or
-`Authorization: Bearer <token>` 401; from a foreign Origin 403. The sign-in
-consults the address's failed-attempt limit before it looks at the token
-(guards.check_token), and an instructor already signed in stays signed in
-whatever that limit says.
+An instructor already signed in stays signed in whatever the address's
+failed-attempt limit says: nothing is compared, so nothing is counted.
 """
 
 from __future__ import annotations
@@ -30,7 +18,7 @@ from server.emq.wire import as_dict, as_text
 from server.lifecycle import resets
 from server.sandboxes import kept, keys, learners, presence, rooms
 from server.sandboxes.sandbox import SANDBOX_RE
-from server.web import forms, guards
+from server.web import bodies, guards
 from server.web.answer import JSONAnswer
 from server.web.views.replies import done, guarded, instructor_only, refused, render
 
@@ -114,7 +102,6 @@ def page_context(request: Request, **extra: Any) -> dict[str, Any]:
 
 
 async def page(request: Request) -> Response:
-    """The sign-in form until the instructor is known; then the classes and the sandboxes."""
     settings = request.app.state.settings
     if not settings.instructor_token:
         return render(request, "instructor.html", page_context(
@@ -135,8 +122,8 @@ async def sign_in(request: Request) -> Response:
         if not settings.instructor_token:
             raise guards.Refused(403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN")
         guards.check_origin(request)
-        body = await forms.read(request, SignIn)
-        if not guards.signed_in(request):  # signed in already: nothing to compare, nothing to count
+        body = await bodies.read_form(request, SignIn)
+        if not guards.signed_in(request):
             await guards.check_token(request, body.token)
     except Exception as exc:  # noqa: BLE001 - said in words, 4xx or 503
         return refused(request, exc)
@@ -150,7 +137,7 @@ async def sign_out(request: Request) -> Response:
         guards.check_origin(request)
     except guards.Refused as exc:
         return refused(request, exc)
-    response = done(request, "Signed out.") if forms.wants_json(request) else RedirectResponse("/instructor", 303)
+    response = done(request, "Signed out.") if bodies.wants_json(request) else RedirectResponse("/instructor", 303)
     request.app.state.instructor_cookie.clear(response)
     return response
 
@@ -162,7 +149,6 @@ async def overview(request: Request) -> Response:
 
 @instructor_only
 async def watching(request: Request) -> Response:
-    """Whom the instructor's Watch cookie names: their sandbox, name and class."""
     watched = request.app.state.watch_cookie.read(request)
     if not isinstance(watched, str) or not SANDBOX_RE.fullmatch(watched):
         return JSONAnswer({"sandbox": None, "name": None, "room": None})
@@ -171,7 +157,7 @@ async def watching(request: Request) -> Response:
 
 
 def report_words(report: resets.Report, names: dict[str, str]) -> str:
-    """"3 reset" and, when any failed, which and why: one broken sandbox never hides the others."""
+    """"3 reset" and which failed and why: one broken sandbox never hides the others."""
     said = f"{plural(len(report.reset), 'sandbox', 'sandboxes')} reset"
     if report.failed:
         said += "; failed: " + "; ".join(f"{names.get(s) or s} ({why})" for s, why in sorted(report.failed.items()))
@@ -180,11 +166,11 @@ def report_words(report: resets.Report, names: dict[str, str]) -> str:
 
 @instructor_only
 async def reset(request: Request) -> Response:
-    body = await forms.read(request, ResetBody)
+    body = await bodies.read_form(request, ResetBody)
     lab, conn = request.app.state.lab, request.app.state.conn
     chosen = [name for name, given in (("sandbox", body.sandbox), ("room", body.room), ("all", body.all)) if given]
     if len(chosen) != 1:
-        raise forms.BadBody(400, "say what to reset: exactly one of sandbox (an id), room (a code) or all (true)")
+        raise bodies.BadBody(400, "say what to reset: exactly one of sandbox (an id), room (a code) or all (true)")
     if body.all:
         report = await resets.reset_sandboxes(lab, None)
         return done(request, f"Every sandbox was reset: {report_words(report, {})}.",
@@ -192,7 +178,7 @@ async def reset(request: Request) -> Response:
     if body.sandbox is not None:
         sandbox = body.sandbox
         if not SANDBOX_RE.fullmatch(sandbox):
-            raise forms.BadBody(400, "'sandbox' must be a sandbox id: s and 10 lowercase letters or digits")
+            raise bodies.BadBody(400, "'sandbox' must be a sandbox id: s and 10 lowercase letters or digits")
         if await conn.zscore(keys.REGISTRY_KEY, sandbox) is None:
             raise guards.Refused(404, f"no live sandbox {sandbox}")
         report = await resets.reset_sandboxes(lab, [sandbox])
@@ -212,7 +198,7 @@ async def reset(request: Request) -> Response:
 @instructor_only
 async def create_room(request: Request) -> Response:
     settings = request.app.state.settings
-    body = await forms.read(request, NewRoom)
+    body = await bodies.read_form(request, NewRoom)
     try:
         host = guards.visitor_of(request)
     except guards.Refused:

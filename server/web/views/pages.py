@@ -1,21 +1,9 @@
-"""HTML pages: the course index, the hubs, the dives, and the 404 page.
+"""HTML pages: the course index, the hubs, the dives, the 404 page, and the learner's progress.
 
-What the endpoints expect on ``request.app.state`` (set up by ``server.app``):
-
-* ``course`` — a :class:`server.content.Course` (``Course.load(...)``);
-* ``templates`` — a ``starlette.templating.Jinja2Templates`` on ``site/templates``;
-* ``render_widget`` — optional, ``(name, options) -> str``: the HTML of one
-  widget partial. Without it, each widget is an empty slot.
-
-A page body does not depend on the visitor, so each one is rendered once and
-kept in ``app.state.page_bodies`` (a dict: path -> HTML). Every page is whole
-without JavaScript; a dive lists one ``/static/widgets/<name>.js`` module per
-widget it uses, for the live part.
-
-Mount ``routes()`` after the app's own routes (``/api/...``, ``/static``,
-``/instructor``...): ``/{hub}`` and ``/{hub}/{slug}`` match any one- or two-part
-path and answer 404 for anything that is not a page of the course. Register
-the 404 page with ``exception_handlers=exception_handlers()``.
+A page body does not depend on the visitor, so each is rendered once and kept
+in `app.state.page_bodies`; the progress beside its dives (the visitor's own
+record, also in a class) is the page's frame. `routes()` match any one- or
+two-part path: mount them after the app's own routes.
 """
 
 from __future__ import annotations
@@ -23,40 +11,38 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from markupsafe import Markup
+from redis.exceptions import RedisError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response
+from starlette.responses import FileResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from server.content import Page
+from server.exercises import catalogue
+from server.lifecycle import resets
+from server.sandboxes import progress
+from server.sandboxes.progress import WidgetProgress
+from server.web import guards
 from server.web.answer import JSONAnswer
+from server.web.errors import answered
 from server.web.templating import course_of, respond
-from server.web.views.progress import dive_progress
 
 
 def _body(request: Request, page: Page) -> Markup:
     state = request.app.state
-    cache: dict[str, Markup] | None = getattr(state, "page_bodies", None)
-    if cache is None:
-        cache = {}
-        state.page_bodies = cache
-    body = cache.get(page.path)
-    if body is None:
-        body = page.render_body(getattr(state, "render_widget", None))
-        cache[page.path] = body
-    return body
+    if not hasattr(state, "page_bodies"):
+        state.page_bodies = {}
+    cache: dict[str, Markup] = state.page_bodies
+    if page.path not in cache:
+        cache[page.path] = page.render_body(getattr(state, "render_widget", None))
+    return cache[page.path]
 
 
 def _render(request: Request, template: str, page: Page | None, status: int = 200, **extra: Any) -> Response:
-    course = getattr(request.app.state, "course", None)
-    context: dict[str, Any] = {
-        "course": course,
-        "page": page,
-        "body": _body(request, page) if page is not None else Markup(""),
-        "current_hub": _hub_of(page),
-        **extra,
-    }
+    context = {"page": page, "body": _body(request, page) if page is not None else Markup(""),
+               "current_hub": _hub_of(page), **extra}
     return respond(request, template, context, status)
 
 
@@ -77,8 +63,6 @@ def _page_of_kind(request: Request, kind: str) -> Page:
     return page
 
 
-# Each page shows the visitor's progress beside its dives (the body stays cached:
-# the progress is the page's frame, rendered per request).
 async def index(request: Request) -> Response:
     return _render(request, "index.html", course_of(request).index, progress=await dive_progress(request))
 
@@ -94,7 +78,6 @@ async def dive(request: Request) -> Response:
 
 
 async def not_found(request: Request, exc: Exception) -> Response:
-    """The friendly 404 page; API paths get a short JSON answer instead."""
     detail = getattr(exc, "detail", "Not Found")
     if request.url.path.startswith("/api/"):
         return JSONAnswer({"error": detail}, status_code=404)
@@ -105,13 +88,87 @@ FAVICON = Path(__file__).resolve().parents[3] / "site" / "static" / "favicon.svg
 
 
 async def favicon(request: Request) -> Response:
-    """Browsers ask for /favicon.ico whatever the page says: answer with the site's icon."""
+    """Browsers ask for /favicon.ico whatever the page says."""
     return FileResponse(FAVICON, media_type="image/svg+xml", headers={"Cache-Control": "public, max-age=86400"})
 
 
+class DiveProgress(msgspec.Struct):
+    path: str
+    title: str
+    widgets: list[WidgetProgress]
+    exercises: list[dict[str, Any]] = []
+
+    @property
+    def done(self) -> int:
+        return sum(w.done for w in self.widgets)
+
+    @property
+    def summary(self) -> str:
+        total = len(self.widgets)
+        said = f"{self.done} of {total} widget{'' if total == 1 else 's'} done"
+        asked, right = sum(w.asked for w in self.widgets), sum(w.right for w in self.widgets)
+        return said + (f", {right} of {asked} prediction{'' if asked == 1 else 's'} right" if asked else "")
+
+
+async def course_progress(request: Request, visitor: str) -> list[DiveProgress]:
+    fields = await progress.read(request.app.state.conn, visitor)
+    catalog = request.app.state.catalog
+    dives = []
+    for dive in course_of(request).dives:
+        found = [catalog.widgets[n] for n in dive.widgets if n in catalog.widgets]
+        exercises = [{"name": ex.name, "title": ex.title, "best": progress.exercise_best(fields, ex.name)}
+                     for ex in (catalogue.get(n) for n in catalogue.names()) if ex.page == dive.path]
+        dives.append(DiveProgress(dive.path, dive.title,
+                                  [progress.of_widget(fields, w.name, [s.id for s in w.tour]) for w in found],
+                                  exercises))
+    return dives
+
+
+async def dive_progress(request: Request) -> dict[str, DiveProgress] | None:
+    """Each dive's progress by path, for the pages; None when it cannot be read."""
+    try:
+        visitor = guards.visitor_of(request)
+        return {d.path: d for d in await course_progress(request, visitor)}
+    except (guards.Refused, RedisError, OSError):
+        return None
+
+
+async def progress_page(request: Request) -> Response:
+    dives = await dive_progress(request)
+    done = request.query_params.get("done") == "start-over"
+    context = {"dives": list(dives.values()) if dives is not None else None,
+               "titles": {n: w.title for n, w in request.app.state.catalog.widgets.items()},
+               "started_over": done, "confirming": request.query_params.get("confirm") == "start-over"}
+    return respond(request, "progress.html", context, 200 if dives is not None else 503)
+
+
+@answered
+async def start_over(request: Request) -> Response:
+    """Forget the record and land every scenario afresh, once confirmed."""
+    entry = await guards.enter(request, write=True)
+    form = await request.form()
+    if form.get("confirm") != "yes":
+        return RedirectResponse("/progress?confirm=start-over", status_code=303)
+    await resets.reset_sandboxes(request.app.state.lab, [entry.visitor], by="learner")
+    await progress.clear(request.app.state.conn, entry.visitor)
+    return RedirectResponse("/progress?done=start-over", status_code=303)
+
+
+@answered
+async def progress_json(request: Request) -> Response:
+    entry = await guards.enter(request, write=False, counts="reads")
+    dives = await course_progress(request, entry.visitor)
+    widgets = {w.widget: w for d in dives for w in d.widgets}
+    return JSONAnswer({"dives": [{**msgspec.structs.asdict(d), "summary": d.summary} for d in dives],
+                       "widgets": widgets})
+
+
+
 def routes() -> list[Route]:
-    """The page routes; mount them after the app's own routes."""
     return [
+        Route("/progress", progress_page, methods=["GET"], name="progress"),
+        Route("/progress/start-over", start_over, methods=["POST"]),
+        Route("/api/progress", progress_json, methods=["GET"]),
         Route("/favicon.ico", favicon, name="favicon"),
         Route("/", index, name="index"),
         Route("/{hub:str}", hub, name="hub"),
@@ -120,5 +177,4 @@ def routes() -> list[Route]:
 
 
 def exception_handlers() -> dict[int, Any]:
-    """``Starlette(exception_handlers=...)``: the friendly 404 page."""
     return {404: not_found}

@@ -1,17 +1,7 @@
-"""The room page: join a class with its code and your name, see its mode, leave; the class's question.
+"""The room page: join a class with its code and your name, leave it; the class's question.
 
-    GET  /room          the page (the class you are in, its mode; the join form)
-    POST /room/join     {code, name} -> signed room cookie, 303 to /room (404 for an unknown code)
-    POST /room/leave    back to your own sandbox, out of the class
-    GET  /room/ask      the question the class is asked now, as this learner sees it (room.js)
-    POST /room/answer   {answer}: a learner's vote, in a demo or together (the instructor presses)
-
-The name (1 to 40 characters of readable text: learners.clean_name) is kept
-with the learner's own sandbox, so a learner who leaves and joins again keeps
-it. While the class exists, the guards resolve each request of a member to
-the sandbox the class's mode names. Unknown codes count as failed attempts of
-the address (counted before the code is looked up; past the limit, 429).
-The distribution of an asked question reaches learners only once revealed.
+Unknown codes count as failed attempts of the address, counted before the code
+is looked up. An asked question's distribution reaches learners once revealed.
 """
 
 from __future__ import annotations
@@ -24,11 +14,12 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from server.sandboxes import answers, insight, learners, rooms
-from server.web import forms, guards, rates
+from server.web import bodies, guards
 from server.web.answer import JSONAnswer
+from server.web.errors import answer_error, answered, status_of
 from server.web.views import asking, class_state
 from server.web.views.instructor import plural
-from server.web.views.replies import render, status_of
+from server.web.views.replies import render
 from server.web.views.widgets import admitter
 
 
@@ -69,9 +60,9 @@ async def page(request: Request) -> Response:
 
 
 async def refused(request: Request, exc: Exception, typed: str = "", named: str = "") -> Response:
-    status, message, headers = status_of(exc)
-    if forms.wants_json(request):
-        return JSONAnswer({"error": message}, status_code=status, headers=headers)
+    if bodies.wants_json(request):
+        return answer_error(exc)
+    status, message, _ = status_of(exc)
     try:
         room = await current_room(request)
     except Exception:  # noqa: BLE001 - the refusal is what this page says; Valkey's trouble is not the point
@@ -85,7 +76,7 @@ async def join(request: Request) -> Response:
     try:
         guards.check_origin(request)
         visitor = guards.visitor_of(request)  # a visitor has a sandbox cookie: they opened a page
-        body = await forms.read(request, JoinBody)
+        body = await bodies.read_form(request, JoinBody)
         typed, named = (v if isinstance(v, str) else "" for v in (body.code, body.name))
         code = rooms.normalize_code(body.code)
         name = learners.clean_name(body.name)
@@ -98,24 +89,19 @@ async def join(request: Request) -> Response:
         return await refused(request, exc, typed, named)
     message = f"You joined class {room.code} as {name} ({rooms.MODE_WORDS[room.mode]})."
     response: Response = (JSONAnswer({"ok": True, "message": message, "room": {
-        "code": room.code, "name": room.name, "mode": room.mode}}) if forms.wants_json(request)
+        "code": room.code, "name": room.name, "mode": room.mode}}) if bodies.wants_json(request)
         else RedirectResponse("/room", status_code=303))
     request.app.state.room_cookie.attach(response, room.code)
     return response
 
 
 async def admitted(request: Request, code: str) -> rooms.Room:
-    """The class with that code. The attempt is counted before any code is
-    looked up (one INCR, however many arrive at once: rates.take_attempt) and
-    given back when the code is a class's."""
-    conn, limit = request.app.state.conn, request.app.state.settings.attempt_limit
-    counted = await rates.take_attempt(conn, rates.client_address(request), "join", limit)
-    if counted is None:
-        raise guards.Refused(429, rates.too_many_attempts(limit))
-    room = await rooms.get(conn, code)
+    """The class with that code; the attempt is counted first and given back when the code is a class's."""
+    counted = await guards.take_attempt(request, "join")
+    room = await rooms.get(request.app.state.conn, code)
     if room is None:
         raise guards.Refused(404, f"no open class has the code {code}: check it with your instructor")
-    await conn.decr(counted)  # a class's code: not a failed attempt
+    await request.app.state.conn.decr(counted)  # a class's code: not a failed attempt
     return room
 
 
@@ -127,12 +113,9 @@ async def leave(request: Request) -> Response:
             await learners.leave(request.app.state.conn, code, guards.visitor_of(request))
     except Exception as exc:  # noqa: BLE001
         return await refused(request, exc)
-    response = JSONAnswer({"ok": True}) if forms.wants_json(request) else RedirectResponse("/room", status_code=303)
+    response = JSONAnswer({"ok": True}) if bodies.wants_json(request) else RedirectResponse("/room", status_code=303)
     request.app.state.room_cookie.clear(response)
     return response
-
-
-# -- the class's question, as a learner sees it ----------------------------------------------
 
 
 async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
@@ -170,33 +153,26 @@ async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
     return shown
 
 
+@answered
 async def ask_state(request: Request) -> Response:
-    try:
-        entry = await guards.enter(request, write=False, counts="reads")
-        return JSONAnswer({"ask": await asked(request, entry)})
-    except Exception as exc:  # noqa: BLE001
-        status, message, headers = status_of(exc)
-        return JSONAnswer({"error": message}, status_code=status, headers=headers)
+    entry = await guards.enter(request, write=False, counts="reads")
+    return JSONAnswer({"ask": await asked(request, entry)})
 
 
+@answered
 async def answer(request: Request) -> Response:
-    """A vote where only the instructor presses (a demo's learners may not act: read-only)."""
-    try:
-        guards.check_origin(request)
-        entry = await guards.enter(request, write=False)
-        body = await forms.read(request, Vote)
-        if entry.room is None or entry.ask is None:
-            raise guards.Refused(409, "your class is asked no question now")
-        if entry.mode == "own":
-            raise guards.Refused(409, "in own sandboxes you answer in the widget itself, with its button")
-        if entry.ask.revealed:
-            raise guards.Refused(409, "the answers of this round are revealed: wait for the next question")
-        value = body.answer if not isinstance(body.answer, str) else body.answer.strip()[:200]
-        await answers.vote(request.app.state.conn, entry.room, entry.ask.round, entry.visitor, value,
-                           request.app.state.settings.room_ttl)
-    except Exception as exc:  # noqa: BLE001
-        status, message, headers = status_of(exc)
-        return JSONAnswer({"error": message}, status_code=status, headers=headers)
+    guards.check_origin(request)
+    entry = await guards.enter(request, write=False)  # write=False: a demo's learners vote, read-only
+    body = await bodies.read_form(request, Vote)
+    if entry.room is None or entry.ask is None:
+        raise guards.Refused(409, "your class is asked no question now")
+    if entry.mode == "own":
+        raise guards.Refused(409, "in own sandboxes you answer in the widget itself, with its button")
+    if entry.ask.revealed:
+        raise guards.Refused(409, "the answers of this round are revealed: wait for the next question")
+    value = body.answer if not isinstance(body.answer, str) else body.answer.strip()[:200]
+    await answers.vote(request.app.state.conn, entry.room, entry.ask.round, entry.visitor, value,
+                       request.app.state.settings.room_ttl)
     return JSONAnswer({"ok": True, "message": "Your answer is in: it is judged when your instructor presses."})
 
 

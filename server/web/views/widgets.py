@@ -1,35 +1,45 @@
-"""The widget API: one endpoint reads a widget, one runs its actions.
+"""The widget API: a widget's snapshot, its actions, and a page's live stream (`/api/stream?widgets=a,b`).
 
-    GET  /api/widgets/<widget>/state      the snapshot (the scenario lands the first time)
-    POST /api/widgets/<widget>/<action>   run one action: its outcome, `ver` and progress
-
-A click travels: the guards (`guards.enter`: origin, sandbox, class, rates),
-the body typed (`bodies.read`), the executor (`runner.act`: lock, action,
-verdict, record), and back. The page repaints from the stream, like every
-other page of the sandbox. Every failure is a JSON answer in words
-(`errors.answer_error`): 4xx for what the learner can change, 503 for Valkey
-away, never a 500 for either.
+A click travels: the guards, the body typed, `runner.act`, and back; every page
+of the sandbox repaints from its stream, which on (re)connect sends a fresh
+snapshot of each widget, so a page never depends on replaying what it missed.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
+import logging
+import time
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
+
 import msgspec
+from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from server.sandboxes import admission
+from server.live.streams import Notice, frame
+from server.sandboxes import admission, presence
 from server.web import bodies, guards
-from server.web.answer import JSONAnswer
-from server.web.errors import answer_error, problem
+from server.web.answer import JSONAnswer, dumps
+from server.web.errors import answer_error, answered, is_fault, problem
 from server.web.rates import client_address
 from server.widgets import runner
 from server.widgets.base import Widget
-from server.widgets.turn import Actor
+from server.widgets.turn import Actor, Busy
+
+POLL_EVERY = 1.5  # seconds between reads while notifications are off (or a read failed)
+READ_DEADLINE = 8.0  # seconds a first showing may take (landing included) before the stream says so
+log = logging.getLogger("emqlab.stream")
 
 
 def routes() -> list[BaseRoute]:
     return [Route("/api/widgets/{widget}/state", state, methods=["GET"]),
-            Route("/api/widgets/{widget}/{action}", act, methods=["POST"])]
+            Route("/api/widgets/{widget}/{action}", act, methods=["POST"]),
+            Route("/api/stream", stream, methods=["GET"])]
 
 
 def find(request: Request) -> Widget:
@@ -47,38 +57,152 @@ def actor(entry: guards.Entry) -> Actor:
 
 
 def admitter(request: Request, sandbox: str, used: bool) -> runner.Admit:
-    """The admission a first landing needs (the site's cap, this address's new sandboxes)."""
+    """The admission a first landing needs (the site's cap, this address's share)."""
     settings = request.app.state.settings
     limits = admission.Limits(settings.max_sandboxes, settings.address_sandboxes, settings.unused_idle)
-
-    async def admit() -> None:
-        await admission.admit_or_refuse(request.app.state.conn, sandbox, limits, client_address(request), used)
-
-    return admit
+    return functools.partial(admission.admit_or_refuse, request.app.state.conn, sandbox, limits,
+                             client_address(request), used)
 
 
+@answered
 async def state(request: Request) -> JSONAnswer:
-    try:
-        widget = find(request)
-        entry = await guards.enter(request, write=False, counts="reads")
-        snap = await runner.show(request.app.state.lab, widget, actor(entry),
-                                 admitter(request, entry.sandbox, used=False))
-        return JSONAnswer({"snapshot": snap, **entry.where()})
-    except Exception as exc:  # noqa: BLE001 - every failure becomes a clear JSON answer
-        return answer_error(exc)
+    widget = find(request)
+    entry = await guards.enter(request, write=False, counts="reads")
+    snap = await runner.show(request.app.state.lab, widget, actor(entry),
+                             admitter(request, entry.sandbox, used=False))
+    return JSONAnswer({"snapshot": snap, **entry.where()})
 
 
+@answered
 async def act(request: Request) -> JSONAnswer:
+    widget = find(request)
+    found = widget.actions.get(request.path_params["action"])
+    if found is None:
+        return problem(404, f"widget {widget.name!r} has no action {request.path_params['action'][:40]!r}; "
+                            f"known: {', '.join(sorted(widget.actions))}")
+    entry = await guards.enter(request, write=True)
+    body = await bodies.read(request, found.body)
+    acted = await runner.act(request.app.state.lab, widget, actor(entry), found.slug, body,
+                             admitter(request, entry.sandbox, used=True))
+    return JSONAnswer({**msgspec.structs.asdict(acted), **entry.where()})
+
+
+async def stream(request: Request) -> Response:
+    lab = request.app.state.lab
+    names = tuple(n for n in request.query_params.get("widgets", "").split(",") if n)
+    unknown = [n for n in names if n not in lab.catalog.widgets]
+    if unknown or len(names) > len(lab.catalog.widgets):
+        return problem(404, f"unknown widgets: {', '.join(n[:40] for n in unknown[:5]) or '(too many)'}")
     try:
-        widget = find(request)
-        found = widget.actions.get(request.path_params["action"])
-        if found is None:
-            return problem(404, f"widget {widget.name!r} has no action {request.path_params['action'][:40]!r}; "
-                                f"known: {', '.join(sorted(widget.actions))}")
-        entry = await guards.enter(request, write=True)
-        body = await bodies.read(request, found.body)
-        acted = await runner.act(request.app.state.lab, widget, actor(entry), found.slug, body,
-                                 admitter(request, entry.sandbox, used=True))
-        return JSONAnswer({**msgspec.structs.asdict(acted), **entry.where()})
-    except Exception as exc:  # noqa: BLE001
-        return answer_error(exc)
+        entry = await guards.enter(request, write=False, counts="reads")
+    except Exception as exc:  # noqa: BLE001 - a refusal, or Valkey away: said in words
+        if not is_fault(exc) and getattr(exc, "status", 0) != 503:
+            return answer_error(exc)
+        return sse(request, _down_then_close(str(exc)))
+    return sse(request, events(request, entry, names))
+
+
+def sse(request: Request, content: AsyncIterator[bytes]) -> Response:
+    """A live stream with the site's keep-alive, send deadline and no proxy buffering."""
+    settings = request.app.state.settings
+    return EventSourceResponse(content, ping=settings.stream_ping, send_timeout=settings.stream_send_timeout,
+                               headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+
+async def _down_then_close(message: str) -> AsyncIterator[bytes]:
+    yield frame("status", dumps({"valkey": "down", "error": message}))
+    await asyncio.sleep(0.5)
+
+
+async def events(request: Request, entry: guards.Entry, names: tuple[str, ...]) -> AsyncIterator[bytes]:
+    hub = request.app.state.hub
+    deadline = time.monotonic() + request.app.state.settings.stream_lifetime
+    with hub.streams.open(entry.sandbox, names) as sub:
+        async with _present(request, entry):
+            yield frame("status", dumps(hub.status()))
+            chunk_, whole = await _snapshots(request, entry, names)
+            yield chunk_
+            while (left := deadline - time.monotonic()) > 0:
+                # notifications off, or a read that failed: read again on a timer, not only on news
+                reread = hub.polling() or not whole
+                try:
+                    async with asyncio.timeout(min(left, POLL_EVERY) if reread else left):
+                        first = await sub.queue.get()
+                except TimeoutError:
+                    if reread:
+                        chunk_, whole = await _snapshots(request, entry, names)
+                        yield chunk_
+                    continue
+                chunk, resync, ending = _react([first, *sub.drain()], entry)
+                if resync or sub.overflowed:
+                    sub.overflowed = False
+                    chunk_, whole = await _snapshots(request, entry, names)
+                    chunk.append(chunk_)
+                if chunk:
+                    yield b"".join(chunk)
+                if ending:
+                    return
+
+
+def _react(items: list[bytes | Notice], entry: guards.Entry) -> tuple[list[bytes], bool, bool]:
+    """The frames to send, whether to read every widget afresh, whether to end."""
+    chunk: list[bytes] = []
+    resync = ending = False
+    for item in items:
+        if isinstance(item, bytes):
+            chunk.append(item)
+            continue
+        if item.kind == "room" and item.data.get("action") == "goto" and (entry.instructor or entry.watching):
+            continue  # "bring everyone" moves learners' pages, not the instructor's
+        chunk.append(frame(item.kind, dumps(item.data)))
+        resync = resync or item.kind == "reset" or bool(item.data.get("resync"))
+        # a class changed what this page acts in: the page reconnects (and is resolved afresh)
+        ending = ending or (item.kind == "room" and bool(item.data.get("reconnect")))
+    return chunk, resync, ending
+
+
+async def _snapshots(request: Request, entry: guards.Entry, names: tuple[str, ...]) -> tuple[bytes, bool]:
+    """A fresh snapshot of each widget, and whether every one was read (Valkey's faults: a status frame)."""
+    lab = request.app.state.lab
+    frames = []
+    for name in names:
+        try:
+            async with asyncio.timeout(READ_DEADLINE):
+                snap = await runner.show(lab, lab.catalog.widgets[name], actor(entry),
+                                         admitter(request, entry.sandbox, used=False))
+            frames.append(frame("snapshot", dumps(snap)))
+        except Exception as exc:
+            if is_fault(exc) or isinstance(exc, (TimeoutError, Busy)):
+                frames.append(frame("status", dumps(request.app.state.hub.status())))
+                return b"".join(frames), False
+            log.exception("snapshot of %s failed", name)
+    return b"".join(frames), True
+
+
+@contextlib.asynccontextmanager
+async def _present(request: Request, entry: guards.Entry) -> AsyncIterator[None]:
+    """The visitor counted online on this page while the stream lasts (not an instructor watching)."""
+    if entry.watching:
+        yield
+        return
+    conn, settings = request.app.state.conn, request.app.state.settings
+    page = _page_of(request)
+    with contextlib.suppress(Exception):
+        await presence.arrive(conn, entry.visitor, page, settings.stream_lifetime + 30, settings.sandbox_ttl * 2)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            await presence.leave(conn, entry.visitor)
+
+
+def _page_of(request: Request) -> str | None:
+    referer = request.headers.get("referer")
+    if not referer:
+        return None
+    try:
+        path = urlsplit(referer).path
+    except ValueError:
+        return None
+    page = request.app.state.course.page(path)
+    return page.path if page is not None else None
