@@ -95,10 +95,11 @@ class SandboxCookie:
         if raw:
             try:
                 self.cookie.parse(raw)
-                await self.app(scope, receive, send)
-                return
             except NoSandbox:
                 pass  # forged or stale: treated as absent
+            else:
+                await self.app(scope, receive, send)
+                return
         fresh = new_id()
         scope.setdefault("state", {})["sandbox"] = fresh
         header = self.cookie.header(fresh).encode("latin-1")

@@ -150,6 +150,10 @@ def test_an_ephemeral_site_says_on_the_instructor_page_that_its_data_will_not_su
         page = site.instructor().get("/instructor")
         assert page.status_code == 200
         assert "will not survive a restart" in page.text
+        refused = site.client().post("/instructor/sign-in", data={"token": "a wrong token, long enough"},
+                                     headers={"Origin": site.url})
+        assert refused.status_code == 401
+        assert "will not survive a restart" in refused.text and ">True<" not in refused.text
     with class_site(valkey_server.url) as site:
         assert "will not survive a restart" not in site.instructor().get("/instructor").text
 

@@ -20,11 +20,9 @@ from server.sandboxes import kept, keys, learners, presence, rooms
 from server.sandboxes.sandbox import SANDBOX_RE
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer
-from server.web.views.replies import done, guarded, instructor_only, refused, render
+from server.web.views.replies import EPHEMERAL, done, guarded, instructor_only, refused, render
 
 LISTED = 500  # sandboxes shown on the page, most recent first
-EPHEMERAL = ("This site runs ephemeral (EMQLAB_EPHEMERAL): its classes, sandboxes and progress live in a "
-             "temporary Valkey and will not survive a restart.")
 
 
 class SignIn(msgspec.Struct, forbid_unknown_fields=True):

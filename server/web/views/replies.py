@@ -43,6 +43,10 @@ def done(request: Request, message: str, data: dict[str, Any] | None = None, sta
     return response
 
 
+EPHEMERAL = ("This site runs ephemeral (EMQLAB_EPHEMERAL): its classes, sandboxes and progress live in a "
+             "temporary Valkey and will not survive a restart.")
+
+
 def refused(request: Request, exc: Exception, back: str = "/instructor") -> Response:
     status, message, retry_after = status_of(exc)
     headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
@@ -53,7 +57,7 @@ def refused(request: Request, exc: Exception, back: str = "/instructor") -> Resp
     settings = request.app.state.settings
     return render(request, "instructor.html", {
         "enabled": bool(settings.instructor_token), "signed_in": guards.is_instructor(request),
-        "error": message, "back": back, "ephemeral": settings.ephemeral, "overview": None}, status)
+        "error": message, "back": back, "ephemeral": EPHEMERAL if settings.ephemeral else "", "overview": None}, status)
 
 
 async def guarded(request: Request, handler: Handler, back: str = "/instructor") -> Response:
