@@ -1,16 +1,8 @@
 """The @enqueue_flow stepper: the real script, run one move further each click.
 
-The moves are the script's own marker comments (`-- @move N: …`,
-`registry.moves`). Move N is shown by emptying the stepper's queue and running
-the script from its top through move N (`registry.run_prefix`: a prefix of the
-very file the server runs, sent by its SHA), so the keys on the page are what
-Valkey holds after those lines. The queue is the stepper's own: its partial
-states, which in real life exist only inside one EVAL, are never claimable by
-another widget.
-
-The lab state remembers how far the script ran (`move`), the learner's choice
-of ids (`non_job`, kept by Reset) and, after a refusal, Valkey's words
-(`refused`) and the move that refused (`refused_at`).
+Move N empties the stepper's queue and runs a prefix of the very script file
+through its `-- @move N` marker (`registry.run_prefix`), so the keys shown are
+what Valkey holds after those lines.
 """
 
 from __future__ import annotations
@@ -128,6 +120,7 @@ class EnqueueStepper(Widget):
     title = "The @enqueue_flow transition"
     queue_parts = ("stepper",)
     kept_on_reset = ("non_job",)
+    reset_text = "Reset: the stepper's queue is empty, before move 1; your choice of ids is kept."
     # One step per move, then the two whole runs (the kind law's refusal, then
     # the flow landed at once), then going back a move.
     tour = (
@@ -264,12 +257,6 @@ class EnqueueStepper(Widget):
         which = (f"The second child is now {NON_JOB_CHILD!r}, not JOB-prefixed" if body.non_job
                  else f"Every id is JOB-prefixed{again}")
         return Outcome(text=f"{which}; the stepper is back before move 1.", kind="info")
-
-    @action("reset", "Reset")
-    async def reset(self, turn: Turn, body: Body) -> Outcome:
-        await turn.clear()
-        await self.land(turn)
-        return Outcome(text="Reset: the stepper's queue is empty, before move 1; your choice of ids is kept.")
 
     @action("goto", "Go to step", GotoBody)
     async def goto(self, turn: Turn, body: GotoBody) -> Outcome:

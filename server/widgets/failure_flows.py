@@ -1,15 +1,8 @@
 """The failure-policy widget's two flows, and how each reads back from Valkey.
 
-The main flow, a parent and three children on `failure-policy`, lands in one
-of two variants: every child on the policy the learner picked (`uniform`),
-or each child its own (`mixed`: one plain `fp`, one naming both flags, whose
-row then says `id`, and one whose row carries `skip`, a token no writer of
-this library produces and which resolves to `fp`). The second flow is
-cross-queue: its parent on `failure-policy`, its one child on
-`failure-policy.mail`, so the child's death travels through mail's outbox
-before a Pump applies the policy on the parent's slot. The Pump trusts an
-entry only when its parent queue is inside the learner's sandbox
-(`within`): an entry a console wrote naming another sandbox never delivers.
+The main flow lands `uniform` (every child on the learner's policy) or `mixed`
+(`fp`, both flags so `id`, and an unknown token `skip` that resolves to
+`fp`); a cross-queue flow beside it has its one child in `failure-policy.mail`.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """The failure policy: a child dies at its attempt cap, and its row's token decides.
 
-`flows.add` lands the main flow (a parent and three children, each child's
-`parent_policy` written by the host) and a cross-queue flow beside it
-(`failure_flows.py`). "Fail child at the cap" claims the next child and runs
-the real `fail` with this attempt as the last: the one moment the script is
-handed the policy arm. Under `fp` the held parent gets `state failed` and
-enters `dead`; under `id` the error goes to the parent's `:ignored` and the
-counter falls as if the child had completed. "Fail child with attempts left"
-runs `fail` with attempts to spare: the child is scheduled and the parent's
-keys do not move. The cross-queue child's death is an outbox entry until the
-Pump (trusting only entries inside the sandbox) delivers it on the parent's
-slot. The radio's policy and the variant are the learner's choices, kept in
-the lab state across Reset.
+Under `fp` the held parent is failed into `dead`; under `id` the error goes to
+`:ignored` and the counter falls. A failure with attempts left schedules the
+child and reads no token. The policy and variant are the learner's choices,
+kept across Reset.
 """
 
 from __future__ import annotations
@@ -19,15 +11,14 @@ from __future__ import annotations
 from typing import Literal
 
 from server.emq import flows, jobs, keyspace, pump
+from server.widgets import base, flow
 from server.widgets import failure_flows as ff
-from server.widgets import flow
 from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
 
 RETRY_CAP = 3  # "attempts left": the first failure of three allowed
 BATCH = 10
-FATES = {"awaiting_children": "held", "pending": "released", "failed": "failed"}
 
 
 class PolicyBody(Body):
@@ -77,19 +68,12 @@ class FailurePolicy(Widget):
         return Description(ff.readout(moment), ff.picture(moment))
 
     # -- readings the dive's questions are judged on --------------------------------
-    @reading("parent-fate")
-    def parent_fate(self, now: Moment, before: Moment) -> Value:
-        state = now.view(ff.HOME).fields(ff.PARENT).get("state")
-        return FATES.get(state or "", "gone")
+    parent_fate = base.fate_reading(ff.PARENT, ff.HOME)
+    dependencies = base.dependencies_reading(ff.PARENT, ff.HOME)
 
     @reading("parent-claimable")
     def parent_claimable(self, now: Moment, before: Moment) -> Value:
         return "yes" if ff.PARENT in now.view(ff.HOME).members("pending") else "no"
-
-    @reading("dependencies")
-    def dependencies(self, now: Moment, before: Moment) -> Value:
-        found = now.view(ff.HOME).number(ff.PARENT, ":dependencies")
-        return found if found is not None else "no counter"
 
     @reading("child-pending")
     def child_pending(self, now: Moment, before: Moment) -> Value:

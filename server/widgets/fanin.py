@@ -1,14 +1,8 @@
 """The fan-in counter: a parent held on three children, released at zero.
 
-Claiming and completing are two steps, as they are for a worker: "Claim"
-runs the real `claim` (the child enters `active` with its token and lease
-deadline); "Complete child" runs the real `complete` for the claimed child
-the learner picks (claiming one first when none is claimed, so one click
-still counts one child down). The guards inside `complete` are made to
-answer for real: a stale token while the row exists (`EMQSTALE`), a lease
-that lapses (`requeue_lapsed`) and the first worker's late completion, and a
-redelivered completion. Every sentence says what a script answered; the
-numbers after it come from the snapshot, read from Valkey.
+"Claim" and "Complete child" are a worker's two steps; the guards inside
+`complete` answer for real: a stale token, a lapsed lease and the first
+worker's late completion, a redelivered completion.
 """
 
 from __future__ import annotations
@@ -18,7 +12,7 @@ from typing import Any
 
 from server.emq import flows, jobs, keyspace
 from server.emq.errors import EmqError, Gone
-from server.widgets import flow
+from server.widgets import base, flow
 from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
 from server.widgets.turn import Turn
 from server.widgets.view import Moment, QueueView
@@ -103,25 +97,14 @@ class FanIn(Widget):
         return line
 
     # -- readings the dive's questions are judged on --------------------------------
-    @reading("dependencies")
-    def dependencies(self, now: Moment, before: Moment) -> Value:
-        found = now.first.number(PARENT, ":dependencies")
-        return found if found is not None else "no counter"
-
-    @reading("children-outstanding")
-    def children_outstanding(self, now: Moment, before: Moment) -> Value:
-        found = now.first.number(PARENT, ":dependencies")
-        return found is not None and found > 0 and now.first.fields(PARENT).get("state") == "awaiting_children"
+    dependencies = base.dependencies_reading(PARENT)
+    children_outstanding = base.outstanding_reading(PARENT)
+    parent_fate = base.fate_reading(PARENT)
 
     @reading("completion-to-redeliver")
     def completion_to_redeliver(self, now: Moment, before: Moment) -> Value:
         """A completion was sent, so "Redeliver last completion" has one to send again."""
         return now.kept("last") is not None
-
-    @reading("parent-fate")
-    def parent_fate(self, now: Moment, before: Moment) -> Value:
-        state = now.first.fields(PARENT).get("state")
-        return {"awaiting_children": "held", "pending": "released", "failed": "failed"}.get(state or "", "gone")
 
     # -- actions --------------------------------------------------------------------
     def picked(self, turn: Turn, body: ChildBody) -> tuple[str, int] | None:

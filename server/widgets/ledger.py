@@ -1,13 +1,8 @@
 """The bulk ledger: a fixed batch of four flows, added one at a time or in bulk.
 
-"Next flow" adds the next flow through `flows.add`, as `add_bulk` does per
-flow (showing the refusal `add_bulk` swallows); "Run the batch" clears the
-ledger and makes one `flows.add_bulk` call. The result list is the adds'
-return value, kept in the lab state; every parent and child beside it is read
-from Valkey. Flow 4 stops partway and is retried by its ids, then run to its
-one release; "Try an ill-formed id" and the learner's own batch show the id
-gate refusing a whole batch before any write, in words. The batches, the own
-batch's body and one flow's card are in `ledger_batch.py`.
+"Next flow" adds one flow through `flows.add`, showing the refusal `add_bulk`
+swallows; "Run the batch" is one `add_bulk`. The result list is the adds'
+return value, kept in the lab state; everything beside it is read from Valkey.
 """
 
 from __future__ import annotations
@@ -35,6 +30,8 @@ class LedgerWidget(Widget):
     title = "The bulk ledger"
     queue_parts = PARTS
     fixed_flows = len(lb.FIXED)  # the template's "Flow N" buttons before the first snapshot
+    reset_text = ("Reset: the ledger's queues are empty and so is the result list; start with Next flow "
+                  "or Run the batch.")
     tour = (
         Step("flow1", "A same-queue flow landed whole", (do("next"),)),
         Step("flow2", "A cross-queue flow landed, parent first", (do("next"),)),
@@ -288,10 +285,3 @@ class LedgerWidget(Widget):
                             f"returned {plural(len(landed), 'entry', 'entries')}: "
                             f"{', '.join(p for p, _ in landed) or 'none'}.", reached=("own",),
                        detail={"landed": [p for p, _ in landed]})
-
-    @action("reset", "Reset")
-    async def reset(self, turn: Turn, body: Body) -> Outcome:
-        await turn.clear()
-        await self.land(turn)
-        return Outcome(text="Reset: the ledger's queues are empty and so is the result list; start with Next flow "
-                            "or Run the batch.")

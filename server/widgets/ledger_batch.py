@@ -1,15 +1,10 @@
-"""The ledger's batches, the learner's own batch as a typed body, the
-ledger's lab state, and one flow's card read back from Valkey.
+"""The ledger's batches, the learner's own batch as a typed body, the ledger's lab
+state, and one flow's card read back from Valkey.
 
-Flows here name their children's queues RELATIVE to the ledger (`orders`,
-`mail`, `billing`); `as_flow` maps them into the sandbox's real queues at
-the last moment, so a learner's batch can never name a key outside its
-sandbox. The body of "Run your batch" is bounded by the site's settings
-(flows, children, payload bytes) and refused with a 400 before anything
-runs when it is off; its ids stay plain strings, because judging an id is
-the lesson: `add_bulk`'s gate refuses an ill-formed one, in words. Those ids
-are not the widget's `job_ids`, so `index_commands` lists their row names in
-each queue's index, where the snapshot's read and Reset's clear find them.
+Flows name their children's queues relative to the ledger; `as_flow` maps them
+into the sandbox at the last moment, so a batch never names a key outside it.
+A learner's ids are not `job_ids`, so `index_commands` lists their rows in the
+queue's index, where the read and Reset's clear find them.
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """The native refusal: one completion line, sent to two executors.
 
-The scenario, in the queue `<sandbox>.native`: a same-queue flow (JOBparent
-held on one child, JOBchild, claimed) and a flat job (JOBflat, claimed). Each
-button sends one real line (`native_line.py`) and the lab state keeps the
-press: the line, Valkey's reply, the queue's keys before and after, and which
-keys changed by a single byte (DUMP compared).
-
-* "Send as a script": the EVALSHA line `jobs.complete` sends for the child
-  (complete.lua with the same-queue flow layout); it completes the child.
-* "Send as EMQ.COMPLETE": the same keys and values as the module's command,
-  refused straight after numkeys.
-* "Send the flat form": the two-key form on the child, refused once the
-  command has read `parent` on its row.
-* "Complete a flat job natively": the two-key form on JOBflat, which the
-  module completes.
-
-On a Valkey without the EMQ module the native lines get Valkey's own
-"unknown command", and the widget says the native executor is absent there.
+A same-queue flow (JOBparent held on JOBchild, claimed) and a flat job
+(JOBflat, claimed). Each button sends one real line: the script completes the
+child; EMQ.COMPLETE refuses the flow layout and the flat form on the child,
+and completes the flat job. Without the EMQ module the native lines meet
+"unknown command", and the widget says so.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """The cross-queue outbox: a parent on one slot, its three children on two others.
 
-`flows.add` lands the flow by the real cross-queue path (`hold_parent`, then
-`enqueue_flow_child` for each child). A child's `complete` cannot reach its
-parent's slot, so it appends an entry to its own queue's `flow:outbox` and
-`:dependencies` does not move until a Pump delivers it. "Pump tick" is one
-pass over each child queue built from the library's own blocks
-(`read_page`, `deliver_page`, `trim`), so the outcome can tell a fresh
-delivery from one the HSETNX guard refused; "Crash before trim" is the
-same pass stopped before its trim; "Aged pump tick" is
-`deliver_flow_completions_aged`. Every pass hands the Pump the sandbox's
-trust rule (`outbox_entries.within`): an entry naming a parent queue outside
-the learner's sandbox is poison, whatever wrote it. "Add a poison entry" is
-a teaching action (a plain RPUSH of a torn entry), and "Try it as one
-script", on a cluster only, sends the add as ONE script to show the
-cluster's own CROSSSLOT refusal.
+A child's `complete` appends to its own queue's `flow:outbox`; "Pump tick" is
+one pass built from the library's blocks (`read_page`, `deliver_page`,
+`trim`), so an outcome tells a fresh delivery from a duplicate; "Crash before
+trim" skips the trim. "Try it as one script" (cluster only) shows CROSSSLOT.
 """
 
 from __future__ import annotations
@@ -25,7 +15,7 @@ from redis.exceptions import ResponseError
 
 from server.emq import flows, jobs, keyspace, pump, registry
 from server.valkey.client import node_of
-from server.widgets import flow, outbox_entries
+from server.widgets import base, flow, outbox_entries
 from server.widgets.base import Body, Description, Outcome, Refused, Step, Value, Widget, action, do, reading
 from server.widgets.outbox_entries import Lane
 from server.widgets.turn import Turn
@@ -109,10 +99,7 @@ class Outbox(Widget):
                 f"→ {reading_.counter()}; {fate}")
 
     # -- readings the dive's questions are judged on ------------------------------------
-    @reading("dependencies")
-    def dependencies(self, now: Moment, before: Moment) -> Value:
-        found = now.view(HOME).number(PARENT, ":dependencies")
-        return found if found is not None else "no counter"
+    dependencies = base.dependencies_reading(PARENT, HOME)
 
     @reading("trimmed-entry")
     def trimmed_entry(self, now: Moment, before: Moment) -> Value:

@@ -1,15 +1,6 @@
-"""Predictions: questions declared in the dives, judged by what Valkey holds.
-
-A question is written where the lesson turns, in the `{widget}` directive of
-a dive (server/content parses it): the action whose button carries the
-answer, the widget reading it is judged on, the reading that keeps it open,
-its words, and feedback for the usual wrong answers. Here each declaration is
-checked against its widget (a broken one stops the site at start, naming the
-dive and the line) and judged: the truth is measured from the keys Valkey
-holds after the action, never stored anywhere.
-
-    Right: Valkey holds :dependencies = 2.
-    Not quite: you said 3; Valkey holds :dependencies = 2. <feedback>
+"""Predictions: questions declared in the dives, checked against their widget at
+start (a broken one stops the site, naming the dive and line), and judged by
+what Valkey holds after the action, never by a stored answer.
 """
 
 from __future__ import annotations

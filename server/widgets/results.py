@@ -1,15 +1,9 @@
 """The results reader: three pure reads of what the fan-in wrote on a parent.
 
-A parent held on three children in one queue, each child under the policy
-*ignore the dependency*. "Complete child" and "Fail child at the cap" run the
-real `claim`, `complete` and `fail` (one attempt allowed, so the first
-failure is the last), so the fan-in fills `:processed`, `:ignored` and
-counts `:dependencies` down. "Read the results" calls the three reads of
-`server.emq.results` and proves they wrote nothing: every key of the queue
-is DUMPed just before and just after them and the two are compared. The
-answers are kept in the lab state (never among the queue's keys), so every
-page shows the last read beside the keys it came from, and says when Valkey
-has moved on since.
+A parent held on three children under *ignore the dependency*; completions and
+deaths at the cap fill `:processed` and `:ignored`. "Read the results" calls
+`server.emq.results` and proves it wrote nothing (DUMPs before and after); its
+answers are kept in the lab state, beside the keys they came from.
 """
 
 from __future__ import annotations
@@ -17,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from server.emq import flows, jobs, results
-from server.widgets import flow
+from server.widgets import base, flow
 from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
 from server.widgets.turn import Turn
 from server.widgets.view import Moment, QueueView, json_object
@@ -91,28 +85,15 @@ class ResultsReader(Widget):
         return f"{found.tally()} → {found.counter()}; {found.parent.fate()}"
 
     # -- readings the dive's questions are judged on --------------------------------
-    @reading("dependencies")
-    def dependencies(self, now: Moment, before: Moment) -> Value:
-        """The parent's :dependencies as Valkey holds it ("no counter" once it is gone)."""
-        found = now.first.number(PARENT, ":dependencies")
-        return found if found is not None else "no counter"
-
-    @reading("children-outstanding")
-    def children_outstanding(self, now: Moment, before: Moment) -> Value:
-        """The parent is held and still waits for at least one child."""
-        found = now.first.number(PARENT, ":dependencies")
-        return found is not None and found > 0 and now.first.fields(PARENT).get("state") == "awaiting_children"
+    dependencies = base.dependencies_reading(PARENT)
+    children_outstanding = base.outstanding_reading(PARENT)
+    parent_fate = base.fate_reading(PARENT)
 
     @reading("read-dependencies")
     def read_dependencies(self, now: Moment, before: Moment) -> Value:
         """What `results.dependencies` returned at the last Read the results."""
         read = last_read(now.state)
         return int(read["dependencies"]) if read and isinstance(read.get("dependencies"), int) else "no read"
-
-    @reading("parent-fate")
-    def parent_fate(self, now: Moment, before: Moment) -> Value:
-        state = now.first.fields(PARENT).get("state")
-        return {"awaiting_children": "held", "pending": "released", "failed": "failed"}.get(state or "", "gone")
 
     # -- actions --------------------------------------------------------------------
     async def next_child(self, turn: Turn) -> tuple[str, int] | Outcome:

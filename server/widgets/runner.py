@@ -1,19 +1,8 @@
 """The executor: one action from its lock to its record, and a widget's first showing.
 
-`act` is the whole life of a click, in this order, each step once:
-
-1. take the widget's lock and read its queues and lab state (`Turn.take`);
-   land the scenario first if it is not there (a new or reaped sandbox);
-2. find the question the answer is for, if the learner answered one;
-3. run the action (the widget's method: the host library's calls);
-4. with an answer, read the keys again and judge it against them;
-5. record it all in one round trip (`Turn.finish`): the outcome and `ver`
-   in the lab state (which lets go of the lock), the learner's record
-   (`progress.record_call`), the registry's touch, a class's answer.
-
-The page that clicked gets the outcome and its progress back; every page of
-the sandbox, that one included, repaints from the stream, which reads the
-widget once the lock's deletion says the action is over (server/live).
+`act` takes the lock and reads (`Turn.take`), lands the scenario if it is
+missing, runs the action, judges an answer against a fresh read, and records
+it all in one round trip (`Turn.finish`); every page repaints from the stream.
 """
 
 from __future__ import annotations

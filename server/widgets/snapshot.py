@@ -1,10 +1,5 @@
-"""The snapshot: everything a page draws of one widget, read from Valkey in one round trip.
-
-Every open page of a sandbox paints the same snapshot: the widget's keys
-(`read.lua`, one call per queue), its lab state (the last outcome and who
-caused it, its version `ver`), the picture and readout built from those keys,
-the question open on them, and the sandbox's checklist of the widget's tour.
-Nothing in it is computed in the browser or kept in this process.
+"""The snapshot: everything a page draws of one widget, read from Valkey in one round
+trip (keys, lab state, picture, readout, open questions, the tour's checklist).
 """
 
 from __future__ import annotations

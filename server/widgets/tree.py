@@ -1,16 +1,8 @@
 """The tree: a flow whose child has children of its own, walked node by node.
 
-`flows.add` walks a tree on the host, parent first and depth first: hold the
-root, hold the inner node as a child of the root (its row carries `parent`)
-and as a parent of its own leaves, land each leaf. "Next node" lands one node
-of that very walk (`flows.walk_order` and `flows.land_node`, the steps `add`
-takes), so each landing can be watched; "Walk the whole tree" is `flows.add`
-in one call. "Complete the deepest level" claims and completes every job
-waiting at the deepest level that has one: the leaves release the inner node
-into pending, and its own completion then counts towards the root.
-
-How far the walk has gone is read from the keys, never kept beside them: a
-node has landed when its row exists or its parent has counted it.
+"Next node" lands one node of `flows.add`'s own walk (`walk_order`,
+`land_node`); "Walk the whole tree" is `flows.add`. How far the walk has gone
+is read from the keys: a node landed when its row exists or its parent counted it.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """One action's turn on a widget: its lock, what it read, and what it writes last.
 
-Tabs, class members and Reset queue behind one lock per widget and sandbox
-(`lab:{<first queue>}:lock`, a plain `SET NX PX`), so any interleaving of
-clicks leaves a state that clicking one at a time reaches. The lock has a
-lease: a site killed mid-action lets go by itself.
-
-A turn costs two round trips of its own: taking the lock rides with the read
-of every queue and the lab state (`read.lua`), which the action decides from
-(`turn.moment`); the last one records the outcome and lets go (`finish.lua`),
-with whatever else must be written then (the learner's record, a finished
-job's `:logs` DEL) in the same pipeline.
+One lock per widget and sandbox (`SET NX PX`, with a lease) queues tabs, class
+members and Reset, so any interleaving of clicks reaches a state clicking one
+at a time reaches. Taking it rides with the read (`read.lua`); the finish
+(`finish.lua`) records the outcome and lets go, in one more round trip.
 """
 
 from __future__ import annotations

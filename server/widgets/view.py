@@ -1,11 +1,8 @@
 """What one read of a widget's queues found: its keys (name, type, value) and lab state.
 
-`read.lua` finds and reads the keys on the server, one call per queue; this
-module only decodes its reply into `QueueView`s and a `Moment` (every queue
-of the widget plus its lab state at one moment), and says where a key holds
-a type the key grammar does not give it (a console can make `pending` a
-string): the widget then says so instead of drawing a picture, and Reset,
-which removes keys whatever their types, is the way back.
+`read.lua` reads the keys on the server; this module decodes its reply, and
+says where a key holds a type the key grammar does not give it (a console can
+make `pending` a string), so the widget says so and only Reset runs on it.
 """
 
 from __future__ import annotations
