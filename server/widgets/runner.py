@@ -48,9 +48,7 @@ class Acted(msgspec.Struct):
 
 
 async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = None) -> Snapshot:
-    """The snapshot a page opens with: one read; the first time the widget
-    shows in the sandbox, its scenario lands (under the lock: two tabs opening
-    at once land it once)."""
+    """The snapshot a page opens with; the first time, the scenario lands under the lock."""
     moment, snap = await snapshot.read(lab.conn, lab.catalog, widget, actor.sandbox, lab.snapshot_bytes)
     if moment.landed:
         return snap
@@ -62,8 +60,7 @@ async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = Non
         taken = await held.try_take()
         if taken is not None:
             break
-        # another page is landing it (a class opening one sandbox at once): read
-        # until it stands, rather than every page queueing on the lock
+        # another page is landing it: read until it stands, rather than every page queueing on the lock
         await asyncio.sleep(0.02)
         moment, snap = await snapshot.read(lab.conn, lab.catalog, widget, actor.sandbox, lab.snapshot_bytes)
         if moment.landed:
@@ -125,9 +122,7 @@ async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, adm
 
 
 def _question(lab: Lab, widget: Widget, slug: str, body: Body, before: Any) -> questions.Question | None:
-    """The open question the answer is for; None when no answer came, or it
-    answers a question no longer open for this action (another page moved
-    on): the action still runs, unjudged."""
+    """The open question the answer is for; None when none is open for it now (the action runs unjudged)."""
     if body.predict is None:
         return None
     for found in questions.offered(widget, lab.catalog.asked(widget), before):

@@ -103,9 +103,7 @@ async def read(conn: Conn, catalog: Catalog, widget: Widget, sandbox: str,
     """Read the widget and the sandbox's record in one round trip; compose its snapshot."""
     calls: Sequence[Call | None] = [*turn.read_calls(widget, sandbox, budget), None]
     async with conn.pipeline(transaction=False) as pipe:
-        for call in calls[:-1]:
-            assert call is not None
-            call[0].queue(pipe, call[1], call[2])
+        turn.queue_calls(pipe, calls)
         pipe.hgetall(keys.progress_key(sandbox))
         replies = raise_first(await execute(conn, pipe, calls))
     moment = turn.moment_of(conn, widget, sandbox, replies[:-1])

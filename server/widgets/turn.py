@@ -45,9 +45,7 @@ class Busy(Exception):
 
 @dataclass(frozen=True)
 class Actor:
-    """Who acts, where: the sandbox the keys are in, whose record the action
-    moves (the learner's own, also in a class's shared sandbox), and for the
-    other pages of the sandbox, who it was."""
+    """Who acts, where: the sandbox the keys are in, whose record the action moves, who it was."""
 
     sandbox: str
     visitor: str
@@ -58,9 +56,8 @@ class Actor:
     # The question the class was asked, as (widget, question, step, round):
     # an answer to it is counted in that round.
     ask: tuple[str, str, int, int] | None = None
-    # False for an action done to the sandbox on its learner's behalf (an
-    # instructor's reset, a class's "Ask the class" rebuild): the learner's
-    # record and activity (last widget acted on, last seen) stay as they were.
+    # False for an action done on the learner's behalf (an instructor's reset):
+    # the learner's record and activity stay as they were.
     records: bool = True
 
 
@@ -78,6 +75,13 @@ def read_calls(widget: Widget, sandbox: str, budget: int = SNAPSHOT_BYTES) -> li
              [f"emq:{{{queue}}}:", share, *widget.job_ids(part)]) for part, queue in queues.items()]
 
 
+def queue_calls(pipe: Any, calls: Sequence[Call | None]) -> None:
+    """Queue each script call on `pipe` (a None is a plain command the caller queues)."""
+    for call in calls:
+        if call is not None:
+            call[0].queue(pipe, call[1], call[2])
+
+
 def moment_of(conn: Conn, widget: Widget, sandbox: str, replies: Sequence[Any]) -> Moment:
     """The replies of `read_calls` as a Moment."""
     views: dict[str, QueueView] = {}
@@ -93,8 +97,7 @@ async def read(conn: Conn, widget: Widget, sandbox: str, budget: int = SNAPSHOT_
     """Every queue of the widget and its lab state: one round trip."""
     calls = read_calls(widget, sandbox, budget)
     async with conn.pipeline(transaction=False) as pipe:
-        for script, k, a in calls:
-            script.queue(pipe, k, a)
+        queue_calls(pipe, calls)
         replies = raise_first(await execute(conn, pipe, calls))
     return moment_of(conn, widget, sandbox, replies)
 
@@ -133,9 +136,7 @@ class Turn:
         calls: list[Call | None] = [None, *read_calls(self.widget, self.sandbox, self.budget)]
         async with self.conn.pipeline(transaction=False) as pipe:
             pipe.execute_command(*lock)
-            for call in calls[1:]:
-                assert call is not None
-                call[0].queue(pipe, call[1], call[2])
+            queue_calls(pipe, calls)
             replies = await execute(self.conn, pipe, calls)
         if isinstance(replies[0], Exception):
             raise replies[0]  # the lock itself refused (out of memory): said at once, not as Busy
@@ -172,27 +173,21 @@ class Turn:
 
     async def clear(self, *, keep_choices: bool = True) -> None:
         """Remove every key of the widget's queues, whatever their types (Reset).
-        The state's `ver` stays (a page paints nothing older than it has seen,
-        so a failed action after a clear must not take it back to 0), and the
-        learner's kept choices unless `keep_choices` is False (a deep link).
-        `landed` goes: until the action's finish writes it again, a page that
-        opens the widget waits for the lock instead of reading a half-landed
-        scenario, and a site killed mid-action lands it afresh."""
+        `ver` stays (a page paints nothing older than it has seen), and the
+        learner's choices unless `keep_choices` is False; `landed` goes until
+        the finish writes it again, so no page reads a half-landed scenario."""
         kept = json.dumps(["ver", *(self.widget.kept_on_reset if keep_choices else ())])
         calls: list[Call | None] = [
             (CLEAR, [keys.state_key(q), keys.index_key(q), keys.spent_key(q)],
              [f"emq:{{{q}}}:", kept, *self.widget.job_ids(part)]) for part, q in self.queues.items()]
         async with self.conn.pipeline(transaction=False) as pipe:
-            for call in calls:
-                assert call is not None
-                call[0].queue(pipe, call[1], call[2])
+            queue_calls(pipe, calls)
             raise_first(await execute(self.conn, pipe, calls))
         self.kept, self.after = {}, []
 
     async def finish(self, outcome: str, records: Sequence[Call | Command] = ()) -> tuple[str, list[Any]]:
-        """Record the outcome and let go, in one round trip with `records`
-        (scripts or plain commands on other slots). Returns the new `ver` and
-        the replies of `records` (an error among them is returned, not raised)."""
+        """Record the outcome and let go, in one round trip with `records` (scripts
+        or commands); the new `ver` and the replies of `records`, errors returned."""
         fields = json.dumps(self.kept) if self.kept else ""
         finish: Call = (FINISH, [keys.state_key(self.first), keys.lock_key(self.first)], [self.token, outcome, fields])
         calls: list[Call | None] = [finish]
