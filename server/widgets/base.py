@@ -155,6 +155,7 @@ class Widget:
     tour: ClassVar[tuple[Step, ...]] = ()
     # Lab state fields that are the learner's choices: a Reset keeps them.
     kept_on_reset: ClassVar[tuple[str, ...]] = ()
+    rows: ClassVar[tuple[str, ...]] = ()  # job_ids of every part, for a widget that needs no more
     reset_text: ClassVar[str] = "Reset: the scenario was landed again through the real scripts."
     actions: ClassVar[dict[str, Action]]
     readings: ClassVar[dict[str, ReadingFn]]
@@ -173,7 +174,7 @@ class Widget:
     # -- what a widget module provides --------------------------------------------
     def job_ids(self, part: str) -> tuple[str, ...]:
         """Ids the scenario lands on the queue `part` (rows shown even off every set)."""
-        return ()
+        return self.rows
 
     async def land(self, turn: Turn) -> None:
         """Land the starting scenario through the real scripts."""

@@ -78,7 +78,7 @@ def listing() -> dict[str, Any]:
 
 
 def job(view: QueueView, job_id: str) -> dict[str, Any]:
-    """One job as the keys just read hold it: its row's state, its sets, its counter."""
+    """One job as the keys just read hold it."""
     return {"id": job_id, "state": view.fields(job_id).get("state") if view.row(job_id) else None,
             "dependencies": view.number(job_id, ":dependencies"), "sets": view.sets_of(job_id)}
 
@@ -119,10 +119,9 @@ class EnqueueStepper(Widget):
     name = "enqueue-stepper"
     title = "The @enqueue_flow transition"
     queue_parts = ("stepper",)
+    rows = (PARENT, *CHILDREN, NON_JOB_CHILD)
     kept_on_reset = ("non_job",)
     reset_text = "Reset: the stepper's queue is empty, before move 1; your choice of ids is kept."
-    # One step per move, then the two whole runs (the kind law's refusal, then
-    # the flow landed at once), then going back a move.
     tour = (
         *(Step(f"move-{m.number}", f"Move {m.number}: {m.title}", (do("next"),)) for m in MOVES),
         Step("refused", "A non-JOB id refused by the kind law, nothing written",
@@ -131,14 +130,8 @@ class EnqueueStepper(Widget):
         Step("back", "Previous move rebuilt the move before", (do("previous"),)),
     )
 
-    def job_ids(self, part: str) -> tuple[str, ...]:
-        return (PARENT, *CHILDREN, NON_JOB_CHILD)
-
     def partial_context(self) -> dict[str, Any]:
         return listing()
-
-    async def land(self, turn: Turn) -> None:
-        """The stepper starts before move 1: an empty queue, nothing to land."""
 
     # -- what a page draws --------------------------------------------------------
     def describe(self, moment: Moment) -> Description:
@@ -162,25 +155,21 @@ class EnqueueStepper(Widget):
     # -- readings the dive's questions are judged on --------------------------------
     @reading("keys")
     def keys(self, now: Moment, before: Moment) -> Value:
-        """How many keys the stepper's queue holds."""
         return len(now.first.keys) + now.first.more
 
     @reading("can-move")
     def can_move(self, now: Moment, before: Moment) -> Value:
-        """Whether Next move would run one more move (not refused, not at the end)."""
         at = Place.of(now)
         return not at.refused and at.move < TOTAL
 
     @reading("non-job-armed")
     def non_job_armed(self, now: Moment, before: Moment) -> Value:
-        """Whether the next run carries the non-JOB child and has not been refused yet."""
         at = Place.of(now)
         return at.non_job and not at.refused
 
     # -- actions --------------------------------------------------------------------
     async def rebuild(self, turn: Turn, move: int, non_job: bool) -> Ran:
-        """Empty the queue, then run the script through `move` (the whole
-        script at the last move); remember where that left the stepper."""
+        """Empty the queue, then run the script through `move`; remember where that left the stepper."""
         await turn.clear()  # each move is rebuilt from nothing, as the script starts from nothing
         turn.remember(move=str(move), non_job="1" if non_job else "0", refused="", refused_at="0")
         if move == 0:
@@ -192,9 +181,8 @@ class EnqueueStepper(Widget):
             return Ran(move, await registry.run_prefix(turn.conn, SCRIPT, move, keys, argv))
         except EmqError as exc:
             at = move
-            # Which move refused, measured: the first shorter prefix that
-            # refuses too. A probe only repeats writes the refused run already
-            # made (same keys, same values), so the keys stay what it left.
+            # Which move refused: the first shorter prefix that refuses too (a probe
+            # only repeats writes the refused run made, so the keys stay as it left them).
             for shorter in range(1, move):
                 try:
                     await registry.run_prefix(turn.conn, SCRIPT, shorter, keys, argv)
@@ -260,9 +248,7 @@ class EnqueueStepper(Widget):
 
     @action("goto", "Go to step", GotoBody)
     async def goto(self, turn: Turn, body: GotoBody) -> Outcome:
-        """`#step=N` opens the stepper at move N of the lesson's flow: a kept
-        non-JOB choice would stop every move at the gate, so a link unticks it
-        first; then the tour is replayed as for any widget."""
+        """`#step=N`: a kept non-JOB choice would stop every move at the gate, so a link unticks it first."""
         turn.remember(non_job="0")
         await turn.flush()  # written now: the Reset inside the replay keeps what the state holds
         return await super().goto(turn, body)

@@ -23,18 +23,15 @@ LEASE_MS = 30_000
 
 
 class ChildBody(Body):
-    """The claimed child the learner picked (the oldest claim when absent)."""
-
-    child: str | None = None
+    child: str | None = None  # the claimed child the learner picked (the oldest claim when absent)
 
 
 def result_of(job_id: str) -> str:
-    """What the learner's "worker" records as a child's result."""
     return f"result of {job_id}"
 
 
 def claims(view: QueueView) -> list[dict[str, Any]]:
-    """The jobs in `active`, oldest lease first: id, token (the row's attempts), deadline."""
+    """The jobs in `active`, oldest lease first: id, token, deadline."""
     out = []
     for member, score in view.scores("active").items():
         deadline = datetime.fromtimestamp(float(score) / 1000, UTC)
@@ -47,6 +44,7 @@ class FanIn(Widget):
     name = "fanin"
     title = "The fan-in counter"
     queue_parts = ("fanin",)
+    rows = (PARENT, *CHILDREN)
     tour = (
         Step("counted", "A completion counted down :dependencies", (do("complete-child"),)),
         Step("redelivered", "A redelivered completion changed nothing", (do("redeliver"),)),
@@ -58,9 +56,6 @@ class FanIn(Widget):
         Step("skipped", "A late completion retired a row the fan-in never counted",
              (do("reset"), do("claim"), do("lapse"), do("late"))),
     )
-
-    def job_ids(self, part: str) -> tuple[str, ...]:
-        return (PARENT, *CHILDREN)
 
     async def land(self, turn: Turn) -> None:
         await flows.add(turn.conn, turn.queue(), {
@@ -103,12 +98,10 @@ class FanIn(Widget):
 
     @reading("completion-to-redeliver")
     def completion_to_redeliver(self, now: Moment, before: Moment) -> Value:
-        """A completion was sent, so "Redeliver last completion" has one to send again."""
         return now.kept("last") is not None
 
     # -- actions --------------------------------------------------------------------
     def picked(self, turn: Turn, body: ChildBody) -> tuple[str, int] | None:
-        """The claimed child the learner picked (or the oldest claim) and its row's token."""
         view = turn.moment.first
         active = view.members("active")
         pick = body.child if body.child is not None else next(iter(active), None)
@@ -117,8 +110,7 @@ class FanIn(Widget):
         return pick, int(view.fields(pick).get("attempts") or 0)
 
     async def take_next(self, turn: Turn) -> tuple[tuple[str, int] | None, list[str]]:
-        """Claim the next pending child (never the released parent), and the
-        ids claim dropped on the way because their rows were gone."""
+        """Claim the next pending child (never the released parent), and the ids claim dropped (no row)."""
         pending = turn.moment.first.members("pending")
         if not pending or pending[0] == PARENT:
             return None, []
@@ -152,7 +144,6 @@ class FanIn(Widget):
                                kind="info")
         job_id, token = got
         before = view.number(PARENT, ":dependencies")
-        # the row's parent link as the lock read it (jobs.complete reads it itself when the read has no row)
         line = jobs.lineage_of_row(turn.queue(), view.fields(job_id))
         await jobs.complete(turn.conn, turn.queue(), job_id, token, result_of(job_id), line=line, tail=turn.after)
         turn.remember(last={"id": job_id, "token": token, "result": result_of(job_id)})
@@ -163,7 +154,6 @@ class FanIn(Widget):
                             "the parent.", reached=reached, detail={"child": job_id, "token": token})
 
     async def send(self, turn: Turn, job_id: str, token: int, result: str) -> str:
-        """Run `complete` as a worker would; what it answered, in Valkey's words."""
         try:
             await jobs.complete(turn.conn, turn.queue(), job_id, token, result)
         except Gone:
@@ -191,8 +181,7 @@ class FanIn(Widget):
         if got is None:
             return Outcome(text="No child is in active, so no lease can lapse: Claim one first.", kind="info")
         job_id, token = got
-        # The worker went quiet: its deadline is wound back to the epoch rather
-        # than waiting 30 s; requeue_lapsed compares it with the server's clock.
+        # the worker went quiet: its deadline wound back to the epoch rather than waiting 30 s
         await turn.conn.zadd(keyspace.queue_key(turn.queue(), "active"), {job_id: 1}, xx=True)
         requeued = await jobs.requeue_lapsed(turn.conn, turn.queue())
         turn.remember(lapsed={"id": job_id, "token": token})

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from server.emq import flows, jobs, keyspace, pump
 from server.emq.errors import EmqError
 from server.emq.shape import FlowShapeError
@@ -79,7 +81,6 @@ class LedgerWidget(Widget):
     # -- readings the dive's questions are judged on --------------------------------
     @reading("flow4-parent")
     def flow4_parent(self, now: Moment, before: Moment) -> Value:
-        """Flow 4's parent as its row says: absent, held, released (or its raw state)."""
         state = now.view(PARTS[0]).fields(FLOW4_PARENT).get("state")
         return {None: "absent", "awaiting_children": "held", "pending": "released"}.get(state, state)
 
@@ -89,31 +90,21 @@ class LedgerWidget(Widget):
 
     @reading("flows-left")
     def flows_left(self, now: Moment, before: Moment) -> Value:
-        """Next flow would add a flow (the fixed batch is stepped and not finished)."""
         led = lb.LedgerState.of(now.state)
         return led.mode == "step" and led.move < len(lb.FIXED)
 
     @reading("result-size")
     def result_size(self, now: Moment, before: Moment) -> Value:
-        """How many entries the adds' result holds (kept in Valkey's lab state)."""
         return len(lb.LedgerState.of(now.state).result)
 
     @reading("new-keys")
     def new_keys(self, now: Moment, before: Moment) -> Value:
-        """Keys of the ledger's queues that exist now and did not before the action."""
         old = {k.name for v in before.views.values() for k in v.keys}
         return sum(k.name not in old for v in now.views.values() for k in v.keys)
-
-    # -- helpers the actions share ---------------------------------------------------
-    def orders(self, turn: Turn) -> str:
-        return turn.queue(PARTS[0])
 
     def placed(self, turn: Turn, specs: Any) -> list[dict[str, Any]]:
         """Flows whose relative queues are mapped into this sandbox's ledger."""
         return [lb.as_flow(s, lambda rel: turn.queue(f"ledger.{rel}")) for s in specs]
-
-    def remember(self, turn: Turn, led: lb.LedgerState) -> None:
-        turn.remember(**led.kept())
 
     def reached(self, n: int, landed: bool, now: Moment) -> tuple[str, ...]:
         """The milestone fixed flow `n` reached, borne out by the keys just read."""
@@ -128,7 +119,7 @@ class LedgerWidget(Widget):
     async def add_one(self, turn: Turn, led: lb.LedgerState, n: int) -> str | None:
         """Add fixed flow `n` through flows.add; its refusal (add_bulk drops it), if refused."""
         try:
-            parent, children = await flows.add(turn.conn, self.orders(turn), self.placed(turn, [lb.FIXED[n - 1]])[0])
+            parent, children = await flows.add(turn.conn, turn.queue(PARTS[0]), self.placed(turn, [lb.FIXED[n - 1]])[0])
         except EmqError as exc:
             led.errors[str(n)] = str(exc)
             return str(exc)
@@ -147,7 +138,7 @@ class LedgerWidget(Widget):
         n = led.move + 1
         error = await self.add_one(turn, led, n)
         led.mode, led.move, led.picked = "step", n, n
-        self.remember(turn, led)
+        turn.remember(**led.kept())
         reached = self.reached(n, error is None, await turn.read())
         if error:
             return Outcome(text=f"Flow {n}: flows.add refused it with {error}; add_bulk would drop it from the "
@@ -164,7 +155,7 @@ class LedgerWidget(Widget):
         led = lb.LedgerState(move=back, picked=back or None)
         for n in range(1, back + 1):
             await self.add_one(turn, led, n)
-        self.remember(turn, led)
+        turn.remember(**led.kept())
         if back == 0:
             return Outcome(text="Back before flow 1: the ledger's queues were cleared; the result list is empty.")
         return Outcome(text=f"Back to flow {back}: the ledger was cleared and flows 1 to {back} added again "
@@ -173,9 +164,9 @@ class LedgerWidget(Widget):
     @action("run-batch", "Run the batch")
     async def run_batch(self, turn: Turn, body: Body) -> Outcome:
         await turn.clear()  # the batch starts on an empty ledger: what was there is gone
-        landed = await flows.add_bulk(turn.conn, self.orders(turn), self.placed(turn, lb.FIXED))
+        landed = await flows.add_bulk(turn.conn, turn.queue(PARTS[0]), self.placed(turn, lb.FIXED))
         led = lb.LedgerState(mode="batch", move=len(lb.FIXED), result=[[p, c] for p, c in landed])
-        self.remember(turn, led)
+        turn.remember(**led.kept())
         now = await turn.read()
         parents = [p for p, _ in landed]
         reached = ("bulk", *(m for n, plan in enumerate(FIXED_PLAN, 1)
@@ -203,12 +194,12 @@ class LedgerWidget(Widget):
             return Outcome(text="Flow 4's parent has no row yet: add flow 4 with Next flow, or Run the batch.",
                            kind="info")
         try:
-            parent, children = await flows.add(turn.conn, self.orders(turn),
+            parent, children = await flows.add(turn.conn, turn.queue(PARTS[0]),
                                                self.placed(turn, [lb.flow4_corrected()])[0])
         except EmqError as exc:
             return Outcome(text=f"flows.add refused the retry of flow 4: {exc}.", kind="refused")
         led.retry, led.picked = [parent, children], 4
-        self.remember(turn, led)
+        turn.remember(**led.kept())
         return Outcome(text=f"Retried flow 4 by its ids, the bad child corrected to {lb.FLOW4_CHILD_FIXED}: "
                             f"flows.add returned ({parent}, [{', '.join(children)}]).", reached=("retried",))
 
@@ -228,8 +219,7 @@ class LedgerWidget(Widget):
         if not done:
             return Outcome(text="No child waits in ledger.billing: flow 4's children have not landed yet, or are "
                                 "completed already.", kind="info")
-        # the children live on another slot: their completions wait in billing's
-        # outbox until the Pump delivers them, only to this sandbox's parents
+        # the children's completions wait in billing's outbox until the Pump delivers them
         delivered = await pump.deliver_flow_completions(turn.conn, billing, 100,
                                                         accept=flow.trusted_by(turn.sandbox))
         state = (await turn.read()).view(PARTS[0]).fields(FLOW4_PARENT).get("state")
@@ -241,7 +231,7 @@ class LedgerWidget(Widget):
     @action("ill-formed", "Try an ill-formed id")
     async def ill_formed(self, turn: Turn, body: Body) -> Outcome:
         try:
-            await flows.add_bulk(turn.conn, self.orders(turn), self.placed(turn, lb.BAD_BATCH))
+            await flows.add_bulk(turn.conn, turn.queue(PARTS[0]), self.placed(turn, lb.BAD_BATCH))
         except keyspace.BadId as exc:
             said = str(exc)
         else:
@@ -260,27 +250,26 @@ class LedgerWidget(Widget):
 
     @action("own-batch", "Run your batch", lb.OwnBatch)
     async def own_batch(self, turn: Turn, body: lb.OwnBatch) -> Outcome:
-        specs = [lb.own_flow_spec(f) for f in body.flows]
+        specs = [msgspec.to_builtins(f) for f in body.flows]  # its queues still relative
         plans = [lb.planned(s) for s in specs]
         await turn.clear()  # like Run the batch, yours starts on an empty ledger
-        # the learner's ids are not in job_ids: their row names go in each queue's
-        # index (read.lua reads it, clear.lua removes them), so a held parent is found
+        # the learner's ids are not in job_ids: their rows go in each queue's index (ledger_batch)
         async with turn.conn.pipeline(transaction=False) as pipe:
             for command in lb.index_commands(plans, lambda rel: turn.queue(f"ledger.{rel}")):
                 pipe.execute_command(*command)
             await pipe.execute()
         led = lb.LedgerState(mode="own", move=len(plans), batch=[p.as_json() for p in plans])
         try:
-            landed = await flows.add_bulk(turn.conn, self.orders(turn), self.placed(turn, specs))
+            landed = await flows.add_bulk(turn.conn, turn.queue(PARTS[0]), self.placed(turn, specs))
         except (keyspace.BadId, FlowShapeError) as exc:
             led.refused = str(exc)
-            self.remember(turn, led)
+            turn.remember(**led.kept())
             empty = not any(v.keys for v in (await turn.read()).views.values())
             return Outcome(text=f"Cleared the ledger; add_bulk then refused your whole batch before any write: "
                                 f"{led.refused[:160]}.", kind="refused",
                            reached=("own", "gate") if empty else ("own",), detail={"error": led.refused})
         led.result = [[p, c] for p, c in landed]
-        self.remember(turn, led)
+        turn.remember(**led.kept())
         return Outcome(text=f"Cleared the ledger, then one add_bulk over your {plural(len(plans), 'flow')} "
                             f"returned {plural(len(landed), 'entry', 'entries')}: "
                             f"{', '.join(p for p, _ in landed) or 'none'}.", reached=("own",),

@@ -24,8 +24,7 @@ from server.widgets import flow
 from server.widgets.base import Body
 from server.widgets.view import QueueView
 
-# The limits a learner's batch is held to: the site reads them from the same
-# environment when it starts (an action's body type is fixed at import).
+# The limits a learner's batch is held to (an action's body type is fixed at import).
 LIMITS = Settings.from_env()
 ID_CHARS = 256  # past the gate's 128, so an over-long id still reaches the gate and is refused there
 
@@ -104,8 +103,7 @@ class OwnFlow(msgspec.Struct, forbid_unknown_fields=True):
     children: Annotated[list[OwnChild], msgspec.Meta(min_length=1, max_length=LIMITS.max_children)]
 
     def __post_init__(self) -> None:
-        # One id twice in one queue of a flow is a shape the library refuses
-        # outright (FlowShapeError): it is answered here, before anything runs.
+        # one id twice in one queue of a flow: the library's FlowShapeError, answered here as a 400
         seen = {("orders", self.parent.id)}
         for child in self.children:
             if (child.queue, child.id) in seen:
@@ -119,18 +117,6 @@ class OwnBatch(Body):
 
 class PickBody(Body):
     flow: Annotated[int, msgspec.Meta(ge=1, le=LIMITS.max_flows)]
-
-
-def own_flow_spec(given: OwnFlow) -> dict[str, Any]:
-    """A learner's flow as a flow dict, its queues still relative."""
-    children = []
-    for child in given.children:
-        spec: dict[str, Any] = {"id": child.id, "payload": child.payload, "queue": child.queue}
-        for flag in ("fail_parent_on_failure", "ignore_dependency_on_failure"):
-            if getattr(child, flag):
-                spec[flag] = True
-        children.append(spec)
-    return {"parent": {"id": given.parent.id, "payload": given.parent.payload}, "children": children}
 
 
 def sample_batch() -> list[dict[str, Any]]:
@@ -174,9 +160,8 @@ def planned(spec: dict[str, Any]) -> Planned:
 
 
 def entries_of(plans: Sequence[Planned], result: Sequence[Any]) -> list[list[Any] | None]:
-    """Each flow's entry in the result, by position: the result lists the
-    landed flows in input order, so the pointer walks it once (two flows
-    with the same parent id are still told apart)."""
+    """Each flow's entry in the result (which lists the landed flows in input
+    order, so a pointer walks it once and two flows with one parent id stay apart)."""
     found: list[list[Any] | None] = []
     at = 0
     for plan in plans:
@@ -274,13 +259,11 @@ class LedgerState:
                 "refused": self.refused}
 
 
-
 ROW_KEYS = ("", ":dependencies", ":processed", ":ignored")  # a row and the subkeys a flow gives it
 
 
 def index_commands(plans: Sequence[Planned], queue_of: Callable[[str], str]) -> list[tuple[Any, ...]]:
-    """SADDs listing every row name `plans` may create in its queue's index
-    (`lab:{q}:index`). Ill-formed ids never become keys: none is listed."""
+    """SADDs listing every row name `plans` may create in its queue's index (`lab:{q}:index`)."""
     commands: list[tuple[Any, ...]] = []
     for rel in LEDGER_QUEUES:
         queue = queue_of(rel)

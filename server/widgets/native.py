@@ -72,6 +72,7 @@ class Native(Widget):
     name = "native"
     title = "The native refusal"
     queue_parts = ("native",)
+    rows = (PARENT, CHILD, FLAT)
     # The refusals first (no key may move), then the two lines that complete.
     tour = (
         Step("refused", "EMQ.COMPLETE refused the flow layout; no key changed", (do("native"),)),
@@ -79,9 +80,6 @@ class Native(Widget):
         Step("scripted", "The script completed the child and released the parent", (do("script"),)),
         Step("flat-native", "EMQ.COMPLETE completed a flat job", (do("flat-job"),)),
     )
-
-    def job_ids(self, part: str) -> tuple[str, ...]:
-        return (PARENT, CHILD, FLAT)
 
     async def land(self, turn: Turn) -> None:
         queue = turn.queue()

@@ -25,7 +25,7 @@ LEASE_MS = 30_000
 
 
 def answers_now(view: QueueView) -> dict[str, Any]:
-    """What the three reads would answer on these keys (0 for no counter, as `dependencies` says)."""
+    """What the three reads would answer on these keys."""
     return {"values": view.fields(PARENT, ":processed"), "dependencies": view.number(PARENT, ":dependencies") or 0,
             "ignored": view.fields(PARENT, ":ignored")}
 
@@ -42,6 +42,7 @@ class ResultsReader(Widget):
     name = "results"
     title = "The results reader"
     queue_parts = ("results",)
+    rows = (PARENT, *CHILDREN)
     tour = (
         Step("completed", "A completion recorded its value in :processed", (do("complete-child"),)),
         Step("ignored", "A death at the cap recorded in :ignored, counted like a completion", (do("fail-child"),)),
@@ -50,14 +51,10 @@ class ResultsReader(Widget):
         Step("accounted", "Read after the release: every child accounted for", (do("read"),)),
     )
 
-    def job_ids(self, part: str) -> tuple[str, ...]:
-        return (PARENT, *CHILDREN)
-
     async def land(self, turn: Turn) -> None:
         await flows.add(turn.conn, turn.queue(), {
             "parent": {"id": PARENT, "payload": "price the quote"},
-            # ignore the dependency: a child dead at its cap lands in :ignored
-            # and still counts the parent down
+            # ignore the dependency: a child dead at its cap lands in :ignored and still counts down
             "children": [{"id": c, "payload": f"leg {i}", "ignore_dependency_on_failure": True}
                          for i, c in enumerate(CHILDREN, 1)],
         })
@@ -91,15 +88,12 @@ class ResultsReader(Widget):
 
     @reading("read-dependencies")
     def read_dependencies(self, now: Moment, before: Moment) -> Value:
-        """What `results.dependencies` returned at the last Read the results."""
         read = last_read(now.state)
         return int(read["dependencies"]) if read and isinstance(read.get("dependencies"), int) else "no read"
 
     # -- actions --------------------------------------------------------------------
     async def next_child(self, turn: Turn) -> tuple[str, int] | Outcome:
-        """The child this press acts on: one already claimed (a press cut short
-        left it in active) with its row's token, else the next pending child,
-        claimed now. Never the released parent."""
+        """The child this press acts on: one a press cut short left in active, else the next pending child."""
         view = turn.moment.first
         held = [c for c in view.members("active") if c in CHILDREN and view.row(c) is not None]
         if held:
@@ -115,8 +109,7 @@ class ResultsReader(Widget):
         return Outcome(text="No child waits in pending or active: press Reset to land the flow again.", kind="info")
 
     async def counted(self, turn: Turn, job_id: str, into: str, milestone: str) -> tuple[str, ...]:
-        """The milestones the keys bear out, read back after the signal: the
-        child's entry in the parent's `into` hash, the parent released."""
+        """The milestones the keys bear out, read back after the signal."""
         now = (await turn.read()).first
         reached = (milestone,) if job_id in now.fields(PARENT, into) else ()
         return reached + (("released",) if now.fields(PARENT).get("state") == "pending" else ())
@@ -166,7 +159,6 @@ class ResultsReader(Widget):
         reached: tuple[str, ...] = ("read",) if unchanged else ()
         if unchanged and deps == 0 and len(values) + len(ignored) == len(CHILDREN):
             reached += ("accounted",)
-        # the answers themselves, as the reads returned them: the no-JavaScript trace shows only this sentence
         proof = "no key changed (DUMPs equal)" if unchanged else "yet the queue's keys changed meanwhile"
         return Outcome(text=f"The reads answered children_values → {dict_words(values)}, dependencies → {deps}, "
                             f"ignored_failures → {dict_words(ignored)}; {proof}.", kind="ok" if unchanged else "info",

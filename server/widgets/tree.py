@@ -64,6 +64,7 @@ class Tree(Widget):
     name = "tree"
     title = "The two-level tree"
     queue_parts = ("tree",)
+    rows = ORDER
     tour = (
         Step("root", "The root landed first, held on its two children", (do("next"),)),
         Step("inner", "JOBbranch landed counted by the root and held on its own leaves", (do("next"),)),
@@ -73,9 +74,6 @@ class Tree(Widget):
         Step("inner-released", "The leaves' completions released JOBbranch into pending", (do("complete-level"),)),
         Step("root-released", "The next level's completions released the root", (do("complete-level"),)),
     )
-
-    def job_ids(self, part: str) -> tuple[str, ...]:
-        return ORDER
 
     def order(self, turn: Turn) -> list[tuple[Node, Node | None]]:
         return flows.walk_order(parse_flow(turn.queue(), tree_spec()))
