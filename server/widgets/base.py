@@ -171,7 +171,6 @@ class Widget:
                 if named := getattr(value, "__widget_reading__", None):
                     cls.readings[named] = value
 
-    # -- what a widget module provides --------------------------------------------
     def job_ids(self, part: str) -> tuple[str, ...]:
         """Ids the scenario lands on the queue `part` (rows shown even off every set)."""
         return self.rows
@@ -187,7 +186,6 @@ class Widget:
         """What the widget's template needs beyond the widget (a stepper: its listing)."""
         return {}
 
-    # -- shared by every widget -----------------------------------------------------
     def label(self, slug: str) -> str:
         found = self.actions.get(slug)
         return found.label if found else slug

@@ -133,7 +133,6 @@ class EnqueueStepper(Widget):
     def partial_context(self) -> dict[str, Any]:
         return listing()
 
-    # -- what a page draws --------------------------------------------------------
     def describe(self, moment: Moment) -> Description:
         at, view = Place.of(moment), moment.first
         second = NON_JOB_CHILD if at.non_job else CHILDREN[1]
@@ -152,7 +151,6 @@ class EnqueueStepper(Widget):
             "non_job": at.non_job, "refused": at.refused, "refused_at": at.refused_at,
             "parent": parent, "children": children})
 
-    # -- readings the dive's questions are judged on --------------------------------
     @reading("keys")
     def keys(self, now: Moment, before: Moment) -> Value:
         return len(now.first.keys) + now.first.more
@@ -167,7 +165,6 @@ class EnqueueStepper(Widget):
         at = Place.of(now)
         return at.non_job and not at.refused
 
-    # -- actions --------------------------------------------------------------------
     async def rebuild(self, turn: Turn, move: int, non_job: bool) -> Ran:
         """Empty the queue, then run the script through `move`; remember where that left the stepper."""
         await turn.clear()  # each move is rebuilt from nothing, as the script starts from nothing

@@ -22,9 +22,7 @@ BATCH = 10
 
 
 class PolicyBody(Body):
-    """The radio: the policy every child of the main flow lands with."""
-
-    policy: Literal["fp", "id"]
+    policy: Literal["fp", "id"]  # the radio: the policy every child of the main flow lands with
 
 
 class FailurePolicy(Widget):
@@ -32,8 +30,7 @@ class FailurePolicy(Widget):
     title = "The failure policy"
     queue_parts = (ff.HOME, ff.MAIL)
     kept_on_reset = ("policy", "variant")
-    # Both arms, one after the other, then the cross-queue death and the mixed
-    # flow: the tour states its policy, so a reader without JavaScript sees each.
+    # the tour states its policy, so a reader without JavaScript sees each arm
     tour = (
         Step("fp-failed", "Under fp, a death at the cap failed the parent",
              (do("policy", policy="fp"), do("fail-child"))),
@@ -67,7 +64,6 @@ class FailurePolicy(Widget):
     def describe(self, moment: Moment) -> Description:
         return Description(ff.readout(moment), ff.picture(moment))
 
-    # -- readings the dive's questions are judged on --------------------------------
     parent_fate = base.fate_reading(ff.PARENT, ff.HOME)
     dependencies = base.dependencies_reading(ff.PARENT, ff.HOME)
 
@@ -87,9 +83,7 @@ class FailurePolicy(Widget):
     def parent_failed_child_pending(self, now: Moment, before: Moment) -> Value:
         return bool(self.child_pending(now, now)) and self.parent_fate(now, now) == "failed"
 
-    # -- the main flow ----------------------------------------------------------------
     async def claim_child(self, turn: Turn) -> tuple[str, int, jobs.Lineage] | Outcome:
-        """Claim the next child of the main flow (never its released parent), with its row's lineage."""
         view = turn.moment.view(ff.HOME)
         pending = view.members("pending")
         if not pending or pending[0] not in ff.CHILDREN:
@@ -171,7 +165,6 @@ class FailurePolicy(Widget):
         return Outcome(text=f"Completed {job_id}: complete answered 1 and counted it off the parent; {effect}.",
                        reached=reached, detail={"child": job_id})
 
-    # -- the learner's choices ------------------------------------------------------------
     @action("policy", "Choose the policy", PolicyBody)
     async def set_policy(self, turn: Turn, body: PolicyBody) -> Outcome:
         await turn.clear()
@@ -189,7 +182,6 @@ class FailurePolicy(Widget):
                             f"(its row says id), {ff.CHILDREN[2]}'s row says {ff.UNKNOWN_TOKEN}.",
                        detail={"variant": "mixed"})
 
-    # -- the cross-queue flow ---------------------------------------------------------------
     @action("fail-remote", "Fail the cross-queue child at the cap")
     async def fail_remote(self, turn: Turn, body: Body) -> Outcome:
         mail = turn.moment.view(ff.MAIL)
@@ -216,7 +208,7 @@ class FailurePolicy(Widget):
         delivered = await pump.deliver_flow_completions(turn.conn, queue, BATCH, accept=flow.trusted_by(turn.sandbox))
         if delivered:
             now = await turn.read()
-            linked = ff.parent_of(now.view(ff.HOME), ff.LINKED, [(now.view(ff.MAIL), ff.REMOTE)])
+            linked = ff.flows_of(now)[3]
             return Outcome(text=f"The Pump delivered {delivered} from mail's outbox on {ff.LINKED}'s slot: "
                                 f"{linked.parent.fate()}.", reached=("remote-applied",),
                            detail={"delivered": delivered})
@@ -230,6 +222,6 @@ class FailurePolicy(Widget):
 
 
 def _parent_keys(moment: Moment) -> list[object]:
-    """The main parent's row, counter and :ignored as Valkey holds them (name, value)."""
+    """The main parent's row, counter and :ignored as Valkey holds them."""
     view = moment.view(ff.HOME)
     return [None if (k := view.row(ff.PARENT, sub)) is None else k.value for sub in ("", ":dependencies", ":ignored")]

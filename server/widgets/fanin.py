@@ -63,7 +63,6 @@ class FanIn(Widget):
             "children": [{"id": c, "payload": f"part {i}"} for i, c in enumerate(CHILDREN, 1)],
         })
 
-    # -- what a page draws --------------------------------------------------------
     def describe(self, moment: Moment) -> Description:
         view = moment.first
         reading_ = flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN])
@@ -91,7 +90,6 @@ class FanIn(Widget):
             line += "; in active: " + ", ".join(f"{a['id']} (token {a['token']})" for a in active)
         return line
 
-    # -- readings the dive's questions are judged on --------------------------------
     dependencies = base.dependencies_reading(PARENT)
     children_outstanding = base.outstanding_reading(PARENT)
     parent_fate = base.fate_reading(PARENT)
@@ -100,7 +98,6 @@ class FanIn(Widget):
     def completion_to_redeliver(self, now: Moment, before: Moment) -> Value:
         return now.kept("last") is not None
 
-    # -- actions --------------------------------------------------------------------
     def picked(self, turn: Turn, body: ChildBody) -> tuple[str, int] | None:
         view = turn.moment.first
         active = view.members("active")

@@ -56,7 +56,6 @@ class LedgerWidget(Widget):
     def partial_context(self) -> dict[str, Any]:
         return {"own_sample": lb.OWN_SAMPLE, "ledger_queues": lb.LEDGER_QUEUES}
 
-    # -- what a page draws --------------------------------------------------------
     def describe(self, moment: Moment) -> Description:
         led = lb.LedgerState.of(moment.state)
         plans = led.plans()
@@ -78,7 +77,6 @@ class LedgerWidget(Widget):
         parents = ", ".join(f"{r['number']}: {r['word']}" for r in rows)
         return f"{how}: {plural(len(led.result), 'entry', 'entries')} in the result; parents — {parents}."
 
-    # -- readings the dive's questions are judged on --------------------------------
     @reading("flow4-parent")
     def flow4_parent(self, now: Moment, before: Moment) -> Value:
         state = now.view(PARTS[0]).fields(FLOW4_PARENT).get("state")
@@ -126,7 +124,6 @@ class LedgerWidget(Widget):
         led.result.append([parent, children])
         return None
 
-    # -- actions ----------------------------------------------------------------------
     @action("next", "Next flow")
     async def next_flow(self, turn: Turn, body: Body) -> Outcome:
         led = lb.LedgerState.of(turn.moment.state)

@@ -79,8 +79,6 @@ def well_formed(job_id: str) -> bool:
     return keyspace.ID_RE.fullmatch(job_id) is not None
 
 
-# -- the learner's own batch: the body of "Run your batch" ---------------------------
-
 class OwnJob(msgspec.Struct, forbid_unknown_fields=True):
     id: Annotated[str, msgspec.Meta(max_length=ID_CHARS)]
     payload: Annotated[str, msgspec.Meta(max_length=LIMITS.max_payload_bytes)] = ""
@@ -133,8 +131,6 @@ def as_flow(spec: dict[str, Any], queue_of: Callable[[str], str]) -> dict[str, A
         child["queue"] = queue_of(child.get("queue") or "orders")
     return out
 
-
-# -- a batch as the ledger keeps it, and one flow's card ----------------------------
 
 @dataclass(frozen=True)
 class Planned:

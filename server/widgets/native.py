@@ -98,7 +98,6 @@ class Native(Widget):
         turn.remember(child_token=str(child[1] if child else 1), flat_token=str(flat[1] if flat else 1),
                       executor="present" if present else "absent")
 
-    # -- what a page draws --------------------------------------------------------
     def describe(self, moment: Moment) -> Description:
         view, state = moment.first, moment.state
         reading_ = flow.read_flow(view, PARENT, [(view, CHILD)])
@@ -113,7 +112,6 @@ class Native(Widget):
             "parent": reading_.parent.as_json(), "child": child.as_json(), "flat": flat,
             "executor": state.get("executor", ""), "last": last_press(state)})
 
-    # -- readings the dive's questions are judged on --------------------------------
     @reading("keys-changed")
     def keys_changed(self, now: Moment, before: Moment) -> Value:
         """"yes" when any key of the queue differs in name, type or value from before the action."""
@@ -122,7 +120,6 @@ class Native(Widget):
 
         return "yes" if keys(now) != keys(before) else "no"
 
-    # -- the four lines ------------------------------------------------------------
     def child_call(self, turn: Turn) -> tuple[list[str], list[str]]:
         """The KEYS and ARGV `jobs.complete` sends for the child: a same-queue flow child."""
         queue = turn.queue()

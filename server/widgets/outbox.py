@@ -63,7 +63,6 @@ class Outbox(Widget):
                           "queue": turn.queue(part)} for part, cid in CHILDREN],
         })
 
-    # -- what a page draws ------------------------------------------------------------
     def lanes(self, moment: Moment) -> list[Lane]:
         home = moment.view(HOME)
         counted = set(home.fields(PARENT, ":processed")) | set(home.fields(PARENT, ":ignored"))
@@ -98,7 +97,6 @@ class Outbox(Widget):
         return (f"{counted} of {len(CHILDREN)} children counted on the parent's slot; {outboxes}{moved} "
                 f"→ {reading_.counter()}; {fate}")
 
-    # -- readings the dive's questions are judged on ------------------------------------
     dependencies = base.dependencies_reading(PARENT, HOME)
 
     @reading("trimmed-entry")
@@ -125,7 +123,6 @@ class Outbox(Widget):
     def child_pending(self, now: Moment, before: Moment) -> Value:
         return any(cid in now.view(p).members("pending") for p, cid in CHILDREN)
 
-    # -- actions ----------------------------------------------------------------------
     @action("complete-child", "Complete child")
     async def complete_child(self, turn: Turn, body: Body) -> Outcome:
         found = next(((p, c) for p, c in CHILDREN if c in turn.moment.view(p).members("pending")), None)

@@ -59,7 +59,6 @@ class ResultsReader(Widget):
                          for i, c in enumerate(CHILDREN, 1)],
         })
 
-    # -- what a page draws --------------------------------------------------------
     def describe(self, moment: Moment) -> Description:
         view = moment.first
         found = flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN])
@@ -81,7 +80,6 @@ class ResultsReader(Widget):
                     "Press Reset to land the flow again.")
         return f"{found.tally()} → {found.counter()}; {found.parent.fate()}"
 
-    # -- readings the dive's questions are judged on --------------------------------
     dependencies = base.dependencies_reading(PARENT)
     children_outstanding = base.outstanding_reading(PARENT)
     parent_fate = base.fate_reading(PARENT)
@@ -91,7 +89,6 @@ class ResultsReader(Widget):
         read = last_read(now.state)
         return int(read["dependencies"]) if read and isinstance(read.get("dependencies"), int) else "no read"
 
-    # -- actions --------------------------------------------------------------------
     async def next_child(self, turn: Turn) -> tuple[str, int] | Outcome:
         """The child this press acts on: one a press cut short left in active, else the next pending child."""
         view = turn.moment.first

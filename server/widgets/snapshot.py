@@ -4,6 +4,7 @@ trip (keys, lab state, picture, readout, open questions, the tour's checklist).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -47,14 +48,11 @@ class Catalog:
 
     def widget_of_queue(self, queue: str) -> str | None:
         """The widget owning a sandbox queue `<sandbox>.<part>` (None: no widget's)."""
-        _, _, part = queue.partition(".")
-        return self._parts().get(part)
+        return self._by_part.get(queue.partition(".")[2])
 
-    def _parts(self) -> dict[str, str]:
-        found = self.__dict__.get("_by_part")
-        if found is None:
-            found = self.__dict__["_by_part"] = {p: w.name for w in self.widgets.values() for p in w.queue_parts}
-        return found
+    @functools.cached_property
+    def _by_part(self) -> dict[str, str]:
+        return {p: w.name for w in self.widgets.values() for p in w.queue_parts}
 
 
 def compose(catalog: Catalog, widget: Widget, moment: Moment, fields: Mapping[str, str]) -> Snapshot:

@@ -97,7 +97,6 @@ class Tree(Widget):
                            {"landed": len(done), "total": len(ORDER), "next": missing[0] if missing else None,
                             "nodes": nodes})
 
-    # -- readings the dive's questions are judged on ----------------------------------
     @reading("root-claimable")
     def root_claimable(self, now: Moment, before: Moment) -> Value:
         return "yes" if ROOT in now.first.members("pending") else "no"
@@ -108,7 +107,6 @@ class Tree(Widget):
         return (view.fields(ROOT).get("state") == "awaiting_children"
                 and any(n in view.members("pending") for n in PARENT_OF))
 
-    # -- the walk ---------------------------------------------------------------------
     @action("next", "Next node")
     async def next_node(self, turn: Turn, body: Body) -> Outcome:
         view = turn.moment.first
@@ -153,7 +151,6 @@ class Tree(Widget):
                             f"({parent}, [{', '.join(children)}]).", reached=WALKED,
                        detail={"parent": parent, "children": children})
 
-    # -- completions, level by level --------------------------------------------------
     @action("complete-level", "Complete the deepest level")
     async def complete_level(self, turn: Turn, body: Body) -> Outcome:
         view = turn.moment.first

@@ -39,7 +39,7 @@ class KeyView:
 
     @property
     def cut(self) -> bool:
-        """The value is not whole: a long string or a big collection was cut by the read."""
+        """The read cut the value (a long string, a big collection)."""
         if self.value is None:
             return True
         return (len(self.value) < self.size) if isinstance(self.value, (list, dict)) else \
@@ -67,7 +67,6 @@ class QueueView:
         return self.named(keyspace.queue_key(self.queue, suffix))
 
     def row(self, job_id: str, sub: str = "") -> KeyView | None:
-        """The job's row (a dict once it is a hash), or one of its subkeys."""
         return self.named(keyspace.job_key(self.queue, job_id) + sub)
 
     def fields(self, job_id: str, sub: str = "") -> dict[str, str]:
@@ -91,12 +90,10 @@ class QueueView:
         return dict(found.value) if found is not None and found.type == "zset" and found.value else {}
 
     def items(self, suffix: str) -> list[str]:
-        """A list key's elements (the outbox)."""
         found = self.get(suffix)
         return list(found.value) if found is not None and found.type == "list" and found.value else []
 
     def sets_of(self, job_id: str) -> list[str]:
-        """The state sets holding `job_id` (none, for a held parent)."""
         return [s for s in keyspace.STATE_SETS if job_id in self.members(s)]
 
     def misfit(self) -> str | None:
@@ -124,9 +121,7 @@ class QueueView:
 
 
 def json_object(raw: str | None) -> dict[str, Any] | None:
-    """A JSON object the lab state keeps (an outcome, a remembered press), or
-    None when absent or not an object: a learner cannot reach the lab state,
-    but a half-written or older one must not break a picture."""
+    """A JSON object the lab state keeps, or None: a half-written or older one must not break a picture."""
     if not raw:
         return None
     try:
@@ -151,7 +146,7 @@ class Moment:
         return self.first if part is None else self.views[part]
 
     def kept(self, field: str) -> dict[str, Any] | None:
-        """A JSON object the widget remembered in its lab state (`turn.remember`)."""
+        """A JSON object the widget remembered (`turn.remember`)."""
         return json_object(self.state.get(field))
 
     @property
@@ -178,9 +173,8 @@ def decode(queue: str, part: str, sandbox: str, reply: Any,
 
 
 def _shaped(kind: str, value: Any) -> Any:
-    """A value as the page reads it: a hash as an object, a zset as [member,
-    score] pairs, a set sorted; a list or a string as it is; None when the
-    read left it out (its budget spent)."""
+    """A value as the page reads it: a hash an object, a zset [member, score] pairs,
+    a set sorted; None when the read left it out (its budget spent)."""
     if value is None or value is False:
         return None
     if kind == "hash":
