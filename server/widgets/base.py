@@ -44,6 +44,11 @@ class Outcome(msgspec.Struct, kw_only=True):
     detail: dict[str, Value | list[str]] = {}
 
 
+def info(text: str) -> Outcome:
+    """An outcome that only says why nothing was done (or what stands)."""
+    return Outcome(text=text, kind="info")
+
+
 class GotoBody(Body):
     """A deep link's step: 0 is the scenario as it lands."""
 

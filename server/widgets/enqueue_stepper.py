@@ -13,7 +13,7 @@ from typing import Any
 
 from server.emq import flows, registry
 from server.emq.errors import EmqError
-from server.widgets.base import Body, Description, GotoBody, Outcome, Step, Value, Widget, action, do, reading
+from server.widgets.base import Body, Description, GotoBody, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.flow import plural
 from server.widgets.turn import Turn
 from server.widgets.view import Moment, QueueView
@@ -198,10 +198,10 @@ class EnqueueStepper(Widget):
     async def next_move(self, turn: Turn, body: Body) -> Outcome:
         at = Place.of(turn.moment)
         if at.refused:
-            return Outcome(text=f"enqueue_flow already refused in move {at.refused_at}: untick Use a non-JOB id, "
-                                "or press Previous move or Reset.", kind="info")
+            return info(f"enqueue_flow already refused in move {at.refused_at}: untick Use a non-JOB id, "
+                        "or press Previous move or Reset.")
         if at.move >= TOTAL:
-            return Outcome(text="The script has run to its end: press Previous move or Reset.", kind="info")
+            return info("The script has run to its end: press Previous move or Reset.")
         ran = await self.rebuild(turn, at.move + 1, at.non_job)
         if ran.error:
             return self.refusal(ran)
@@ -214,7 +214,7 @@ class EnqueueStepper(Widget):
     async def previous_move(self, turn: Turn, body: Body) -> Outcome:
         at = Place.of(turn.moment)
         if at.move == 0 and not at.refused:
-            return Outcome(text="Already before move 1: nothing of the script has run.", kind="info")
+            return info("Already before move 1: nothing of the script has run.")
         # After a refusal the moves before the refusing one stand; otherwise one move back.
         ran = await self.rebuild(turn, at.move if at.refused else at.move - 1, at.non_job)
         if ran.error:
@@ -241,7 +241,7 @@ class EnqueueStepper(Widget):
         await self.rebuild(turn, 0, body.non_job)
         which = (f"The second child is now {NON_JOB_CHILD!r}, not JOB-prefixed" if body.non_job
                  else f"Every id is JOB-prefixed{again}")
-        return Outcome(text=f"{which}; the stepper is back before move 1.", kind="info")
+        return info(f"{which}; the stepper is back before move 1.")
 
     @action("goto", "Go to step", GotoBody)
     async def goto(self, turn: Turn, body: GotoBody) -> Outcome:

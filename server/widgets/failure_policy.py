@@ -13,7 +13,7 @@ from typing import Literal
 from server.emq import flows, jobs, keyspace, pump
 from server.widgets import base, flow
 from server.widgets import failure_flows as ff
-from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
+from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
 
@@ -87,13 +87,11 @@ class FailurePolicy(Widget):
         view = turn.moment.view(ff.HOME)
         pending = view.members("pending")
         if not pending or pending[0] not in ff.CHILDREN:
-            return Outcome(text="No child of the main flow waits in pending: press Reset, or pick a policy, "
-                                "to land it again.", kind="info")
+            return info("No child of the main flow waits in pending: press Reset, or pick a policy, to land it again.")
         got = await jobs.claim(turn.conn, turn.queue(ff.HOME))
         if got is None or got[0] not in ff.CHILDREN:
             taken = got[0] if got else "nothing"
-            return Outcome(text=f"Claim took {taken}, not a child of the flow: their rows are gone. Press Reset.",
-                           kind="info")
+            return info(f"Claim took {taken}, not a child of the flow: their rows are gone. Press Reset.")
         line = jobs.lineage_of_row(turn.queue(ff.HOME), view.fields(got[0]))
         return got[0], got[1], line or await jobs.lineage(turn.conn, turn.queue(ff.HOME), got[0])
 
@@ -186,12 +184,10 @@ class FailurePolicy(Widget):
     async def fail_remote(self, turn: Turn, body: Body) -> Outcome:
         mail = turn.moment.view(ff.MAIL)
         if ff.REMOTE not in mail.members("pending"):
-            return Outcome(text=f"{ff.REMOTE} does not wait in pending in {ff.MAIL}: press Reset to land it again.",
-                           kind="info")
+            return info(f"{ff.REMOTE} does not wait in pending in {ff.MAIL}: press Reset to land it again.")
         got = await jobs.claim(turn.conn, mail.queue)
         if got is None or got[0] != ff.REMOTE:
-            return Outcome(text=f"Claim took {got[0] if got else 'nothing'} in {ff.MAIL}, not {ff.REMOTE}: "
-                                "press Reset.", kind="info")
+            return info(f"Claim took {got[0] if got else 'nothing'} in {ff.MAIL}, not {ff.REMOTE}: press Reset.")
         line = jobs.lineage_of_row(mail.queue, mail.fields(ff.REMOTE)) or await jobs.lineage(turn.conn, mail.queue,
                                                                                           ff.REMOTE)
         answer = await jobs.fail(turn.conn, mail.queue, ff.REMOTE, got[1], ff.ERROR, got[1], line=line)

@@ -13,7 +13,7 @@ from typing import Any
 from server.emq import flows, jobs, keyspace
 from server.emq.errors import EmqError, Gone
 from server.widgets import base, flow
-from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
+from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.turn import Turn
 from server.widgets.view import Moment, QueueView
 
@@ -133,12 +133,11 @@ class FanIn(Widget):
         view = turn.moment.first
         got = self.picked(turn, body)
         if got is None and body.child is not None:
-            return Outcome(text=f"{body.child} is not in active: claim it first.", kind="info")
+            return info(f"{body.child} is not in active: claim it first.")
         if got is None:
             got, _ = await self.take_next(turn)
             if got is None:
-                return Outcome(text="No child is claimed or waiting in pending: press Reset to start again.",
-                               kind="info")
+                return info("No child is claimed or waiting in pending: press Reset to start again.")
         job_id, token = got
         before = view.number(PARENT, ":dependencies")
         line = jobs.lineage_of_row(turn.queue(), view.fields(job_id))
@@ -163,8 +162,7 @@ class FanIn(Widget):
     async def stale(self, turn: Turn, body: ChildBody) -> Outcome:
         got = self.picked(turn, body)
         if got is None:
-            return Outcome(text="No child is in active: Claim one, then send its completion with a stale token.",
-                           kind="info")
+            return info("No child is in active: Claim one, then send its completion with a stale token.")
         job_id, token = got
         answer = await self.send(turn, job_id, token - 1, result_of(job_id))
         return Outcome(text=f"Sent {job_id}'s completion with token {token - 1} while its row holds {token}: "
@@ -176,7 +174,7 @@ class FanIn(Widget):
     async def lapse(self, turn: Turn, body: ChildBody) -> Outcome:
         got = self.picked(turn, body)
         if got is None:
-            return Outcome(text="No child is in active, so no lease can lapse: Claim one first.", kind="info")
+            return info("No child is in active, so no lease can lapse: Claim one first.")
         job_id, token = got
         # the worker went quiet: its deadline wound back to the epoch rather than waiting 30 s
         await turn.conn.zadd(keyspace.queue_key(turn.queue(), "active"), {job_id: 1}, xx=True)
@@ -190,7 +188,7 @@ class FanIn(Widget):
     async def late(self, turn: Turn, body: Body) -> Outcome:
         lapsed = turn.moment.kept("lapsed")
         if not lapsed:
-            return Outcome(text="No lease has lapsed yet: Claim a child, then Let the lease lapse.", kind="info")
+            return info("No lease has lapsed yet: Claim a child, then Let the lease lapse.")
         job_id, token = str(lapsed["id"]), int(lapsed["token"])
         answer = await self.send(turn, job_id, token, f"late result of {job_id}")
         if answer.startswith("EMQSTALE"):
@@ -207,7 +205,7 @@ class FanIn(Widget):
     async def redeliver(self, turn: Turn, body: Body) -> Outcome:
         last = turn.moment.kept("last")
         if not last:
-            return Outcome(text="Nothing to redeliver yet: complete a child first.", kind="info")
+            return info("Nothing to redeliver yet: complete a child first.")
         answer = await self.send(turn, str(last["id"]), int(last["token"]), str(last["result"]))
         said = "the row was already retired, so nothing was counted" if answer.startswith("0") else "see the keys"
         return Outcome(text=f"Redelivered {last['id']}'s completion with its old token: complete answered "

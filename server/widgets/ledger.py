@@ -16,7 +16,7 @@ from server.emq.errors import EmqError
 from server.emq.shape import FlowShapeError
 from server.widgets import flow
 from server.widgets import ledger_batch as lb
-from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
+from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.flow import plural
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
@@ -128,10 +128,9 @@ class LedgerWidget(Widget):
     async def next_flow(self, turn: Turn, body: Body) -> Outcome:
         led = lb.LedgerState.of(turn.moment.state)
         if led.mode == "own":
-            return Outcome(text="Your own batch is on the ledger: press Reset to step the fixed four.", kind="info")
+            return info("Your own batch is on the ledger: press Reset to step the fixed four.")
         if led.move >= len(lb.FIXED):
-            return Outcome(text="All four flows are on the ledger: press Previous flow, Run the batch or Reset.",
-                           kind="info")
+            return info("All four flows are on the ledger: press Previous flow, Run the batch or Reset.")
         n = led.move + 1
         error = await self.add_one(turn, led, n)
         led.mode, led.move, led.picked = "step", n, n
@@ -176,8 +175,7 @@ class LedgerWidget(Widget):
     async def pick(self, turn: Turn, body: lb.PickBody) -> Outcome:
         total = len(lb.LedgerState.of(turn.moment.state).plans())
         if body.flow > total:
-            return Outcome(text=f"The ledger holds {plural(total, 'flow')}: there is no flow {body.flow}.",
-                           kind="info")
+            return info(f"The ledger holds {plural(total, 'flow')}: there is no flow {body.flow}.")
         turn.remember(picked=body.flow)
         return Outcome(text=f"Flow {body.flow} picked: its card shows its entry in the result and its keys as "
                             "Valkey holds them.", kind="info", detail={"flow": body.flow})
@@ -186,10 +184,9 @@ class LedgerWidget(Widget):
     async def retry_four(self, turn: Turn, body: Body) -> Outcome:
         led = lb.LedgerState.of(turn.moment.state)
         if led.mode == "own":
-            return Outcome(text="Your own batch is on the ledger: press Reset to bring back flow 4.", kind="info")
+            return info("Your own batch is on the ledger: press Reset to bring back flow 4.")
         if turn.moment.view(PARTS[0]).row(FLOW4_PARENT) is None:
-            return Outcome(text="Flow 4's parent has no row yet: add flow 4 with Next flow, or Run the batch.",
-                           kind="info")
+            return info("Flow 4's parent has no row yet: add flow 4 with Next flow, or Run the batch.")
         try:
             parent, children = await flows.add(turn.conn, turn.queue(PARTS[0]),
                                                self.placed(turn, [lb.flow4_corrected()])[0])
@@ -203,7 +200,7 @@ class LedgerWidget(Widget):
     @action("complete-4", "Complete the retried children")
     async def complete_four(self, turn: Turn, body: Body) -> Outcome:
         if lb.LedgerState.of(turn.moment.state).mode == "own":
-            return Outcome(text="Your own batch is on the ledger: press Reset to bring back flow 4.", kind="info")
+            return info("Your own batch is on the ledger: press Reset to bring back flow 4.")
         billing, view = turn.queue(PARTS[2]), turn.moment.view(PARTS[2])
         # a press cut short may have left a claimed child (with its row): finished with its row's token
         claimed = [(j, int(view.fields(j).get("attempts") or 0)) for j in view.members("active")
@@ -214,8 +211,8 @@ class LedgerWidget(Widget):
             await jobs.complete(turn.conn, billing, got[0], got[1], f"billed {got[0]}", tail=turn.after)
             done.append(got[0])
         if not done:
-            return Outcome(text="No child waits in ledger.billing: flow 4's children have not landed yet, or are "
-                                "completed already.", kind="info")
+            return info("No child waits in ledger.billing: flow 4's children have not landed yet, or are "
+                        "completed already.")
         # the children's completions wait in billing's outbox until the Pump delivers them
         delivered = await pump.deliver_flow_completions(turn.conn, billing, 100,
                                                         accept=flow.trusted_by(turn.sandbox))
@@ -240,7 +237,7 @@ class LedgerWidget(Widget):
         new = int(self.new_keys(now, before) or 0)
         words = "no key changed" if same else f"yet the keys changed meanwhile ({plural(new, 'new key')})"
         if not said:
-            return Outcome(text=f"add_bulk did not refuse the batch; {words}.", kind="info")
+            return info(f"add_bulk did not refuse the batch; {words}.")
         return Outcome(text=f"add_bulk raised BadId for {lb.BAD_ID!r} in flow 2 before any write: flow 1, "
                             f"well-formed, did not land either; {words}.", kind="refused",
                        reached=("gate",) if same else (), detail={"error": said, "new_keys": new})

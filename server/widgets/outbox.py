@@ -16,7 +16,7 @@ from redis.exceptions import ResponseError
 from server.emq import flows, jobs, keyspace, pump, registry
 from server.valkey.client import node_of
 from server.widgets import base, flow, outbox_entries
-from server.widgets.base import Body, Description, Outcome, Refused, Step, Value, Widget, action, do, reading
+from server.widgets.base import Body, Description, Outcome, Refused, Step, Value, Widget, action, do, info, reading
 from server.widgets.outbox_entries import Lane
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
@@ -129,13 +129,12 @@ class Outbox(Widget):
         if found is None:
             hint = ("Pump the outboxes." if self.entries_waiting(turn.moment, turn.moment)
                     else "Press Reset to start again.")
-            return Outcome(text=f"No child waits in pending in outbox.mail or outbox.billing: nothing to claim. "
-                                f"{hint}", kind="info")
+            return info(f"No child waits in pending in outbox.mail or outbox.billing: nothing to claim. {hint}")
         part, expected = found
         queue = turn.queue(part)
         got = await jobs.claim(turn.conn, queue)
         if got is None:
-            return Outcome(text=f"Claim found nothing in {part}'s pending: {expected}'s row is gone.", kind="info")
+            return info(f"Claim found nothing in {part}'s pending: {expected}'s row is gone.")
         job_id, token = got
         line = jobs.lineage_of_row(queue, turn.moment.view(part).fields(job_id)) if job_id == expected else None
         line = line or await jobs.lineage(turn.conn, queue, job_id)
@@ -185,7 +184,7 @@ class Outbox(Widget):
             hint = " All three completions have been delivered."
         else:
             hint = ""
-        return Outcome(text=EMPTY + hint, kind="info")
+        return info(EMPTY + hint)
 
     @action("pump-tick", "Pump tick")
     async def pump_tick(self, turn: Turn, body: Body) -> Outcome:
@@ -260,7 +259,7 @@ class Outbox(Widget):
             await conn.zscore(keys[2], SOLO) is not None)
         where = f"{HOME} and {LANES[0]}"
         if not error:
-            return Outcome(text=f"EVALSHA enqueue_flow with KEYS in {where} was accepted.", kind="info")
+            return info(f"EVALSHA enqueue_flow with KEYS in {where} was accepted.")
         return Outcome(text=f"One enqueue_flow with KEYS in {where}: the cluster refused it with {error}. "
                             + ("Nothing was written." if not written else f"{written} of its writes are there."),
                        kind="refused", detail={"error": error, "node": node_of(conn, keys[0]),

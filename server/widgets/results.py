@@ -12,7 +12,7 @@ from typing import Any
 
 from server.emq import flows, jobs, results
 from server.widgets import base, flow
-from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
+from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.turn import Turn
 from server.widgets.view import Moment, QueueView, json_object
 
@@ -101,9 +101,8 @@ class ResultsReader(Widget):
             if got is not None:
                 return got
         if view.fields(PARENT).get("state") == "pending":
-            return Outcome(text="Every child has been counted and the parent released: press Reset to start again.",
-                           kind="info")
-        return Outcome(text="No child waits in pending or active: press Reset to land the flow again.", kind="info")
+            return info("Every child has been counted and the parent released: press Reset to start again.")
+        return info("No child waits in pending or active: press Reset to land the flow again.")
 
     async def counted(self, turn: Turn, job_id: str, into: str, milestone: str) -> tuple[str, ...]:
         """The milestones the keys bear out, read back after the signal."""

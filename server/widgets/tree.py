@@ -13,7 +13,7 @@ from server.emq import flows, jobs
 from server.emq.errors import EmqError
 from server.emq.shape import Node, parse_flow
 from server.widgets import flow
-from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
+from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.turn import Turn
 from server.widgets.view import Moment, QueueView
 
@@ -113,8 +113,7 @@ class Tree(Widget):
         done = landed(view)
         missing = [i for i, n in enumerate(ORDER) if n not in done]
         if not missing:
-            return Outcome(text="Every node has landed: the walk is over. Complete the deepest level, or press Reset.",
-                           kind="info")
+            return info("Every node has landed: the walk is over. Complete the deepest level, or press Reset.")
         i = missing[0]
         node, up = self.order(turn)[i]
         try:
@@ -135,7 +134,7 @@ class Tree(Widget):
     async def previous_node(self, turn: Turn, body: Body) -> Outcome:
         done = landed(turn.moment.first)
         if not done:
-            return Outcome(text="No node has landed yet: there is no step of the walk to go back to.", kind="info")
+            return info("No node has landed yet: there is no step of the walk to go back to.")
         back = len(done) - 1
         await turn.clear()
         for node, up in self.order(turn)[:back]:
@@ -157,7 +156,7 @@ class Tree(Widget):
         pending = view.members("pending")
         waiting = [m for m in pending if m in PARENT_OF]
         if not waiting:
-            return Outcome(text=self.idle(view), kind="info")
+            return info(self.idle(view))
         level = max(LEVEL[m] for m in waiting)
         targets = {m for m in waiting if LEVEL[m] == level}
         done: list[str] = []
