@@ -20,22 +20,13 @@ from server.widgets import native_line as wire
 from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
 from server.widgets.flow import plural
 from server.widgets.turn import Turn
-from server.widgets.view import Moment, QueueView, json_object
+from server.widgets.view import Moment, QueueView
 
 PARENT, CHILD, FLAT = "JOBparent", "JOBchild", "JOBflat"
 RESULT = "packed"  # one word: the line reads as it was sent
 ABSENT = "This Valkey has no EMQ module loaded: the native executor is absent here."
 WHO = {"script": "The script", "native": "EMQ.COMPLETE", "flat-form": "EMQ.COMPLETE in its flat form",
        "flat-job": "EMQ.COMPLETE on the flat job"}
-
-
-def flow_spec() -> dict[str, Any]:
-    return {"parent": {"id": PARENT, "payload": "ship the order"},
-            "children": [{"id": CHILD, "payload": "pack the box"}]}
-
-
-def last_press(state: dict[str, str]) -> dict[str, Any] | None:
-    return json_object(state.get("last"))
 
 
 def flat_words(view: QueueView) -> str:
@@ -73,7 +64,6 @@ class Native(Widget):
     title = "The native refusal"
     queue_parts = ("native",)
     rows = (PARENT, CHILD, FLAT)
-    # The refusals first (no key may move), then the two lines that complete.
     tour = (
         Step("refused", "EMQ.COMPLETE refused the flow layout; no key changed", (do("native"),)),
         Step("flat-refused", "The flat form refused once it read parent; no key changed", (do("flat-form"),)),
@@ -83,10 +73,10 @@ class Native(Widget):
 
     async def land(self, turn: Turn) -> None:
         queue = turn.queue()
-        await flows.add(turn.conn, queue, flow_spec())
+        await flows.add(turn.conn, queue, {"parent": {"id": PARENT, "payload": "ship the order"},
+                                           "children": [{"id": CHILD, "payload": "pack the box"}]})
         child = await jobs.claim(turn.conn, queue)
-        # A flat job has no add script: its row and its pending entry in one
-        # MULTI on the queue's slot, then the real claim.
+        # a flat job has no add script: its row and its pending entry in one MULTI, then the real claim
         async with turn.conn.pipeline(transaction=True) as pipe:
             pipe.hset(keyspace.job_key(queue, FLAT), mapping={"state": "pending", "attempts": "0",
                                                               "payload": "email the receipt"})
@@ -94,7 +84,7 @@ class Native(Widget):
             await pipe.execute()
         flat = await jobs.claim(turn.conn, queue)
         present = await module.loaded(turn.conn)
-        # The workers' tokens: what each line carries, as a worker would send it.
+        # the workers' tokens, which each line carries as a worker would send it
         turn.remember(child_token=str(child[1] if child else 1), flat_token=str(flat[1] if flat else 1),
                       executor="present" if present else "absent")
 
@@ -110,7 +100,7 @@ class Native(Widget):
                 "set": next(iter(view.sets_of(FLAT)), None)}
         return Description(readout, {
             "parent": reading_.parent.as_json(), "child": child.as_json(), "flat": flat,
-            "executor": state.get("executor", ""), "last": last_press(state)})
+            "executor": state.get("executor", ""), "last": moment.kept("last")})
 
     @reading("keys-changed")
     def keys_changed(self, now: Moment, before: Moment) -> Value:

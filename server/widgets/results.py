@@ -14,7 +14,7 @@ from server.emq import flows, jobs, results
 from server.widgets import base, flow
 from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.turn import Turn
-from server.widgets.view import Moment, QueueView, json_object
+from server.widgets.view import Moment, QueueView
 
 PARENT = "JOBquote"
 CHILDREN = ("JOBleg1", "JOBleg2", "JOBleg3")
@@ -28,10 +28,6 @@ def answers_now(view: QueueView) -> dict[str, Any]:
     """What the three reads would answer on these keys."""
     return {"values": view.fields(PARENT, ":processed"), "dependencies": view.number(PARENT, ":dependencies") or 0,
             "ignored": view.fields(PARENT, ":ignored")}
-
-
-def last_read(state: dict[str, str]) -> dict[str, Any] | None:
-    return json_object(state.get("read"))
 
 
 def dict_words(found: dict[str, str]) -> str:
@@ -62,7 +58,7 @@ class ResultsReader(Widget):
     def describe(self, moment: Moment) -> Description:
         view = moment.first
         found = flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN])
-        read = last_read(moment.state)
+        read = moment.kept("read")
         if read is not None:
             now = answers_now(view)
             # the reads describe the moment they ran: say whether Valkey still holds it
@@ -86,20 +82,21 @@ class ResultsReader(Widget):
 
     @reading("read-dependencies")
     def read_dependencies(self, now: Moment, before: Moment) -> Value:
-        read = last_read(now.state)
+        read = now.kept("read")
         return int(read["dependencies"]) if read and isinstance(read.get("dependencies"), int) else "no read"
 
-    async def next_child(self, turn: Turn) -> tuple[str, int] | Outcome:
+    async def next_child(self, turn: Turn) -> tuple[str, int, jobs.Lineage | None] | Outcome:
         """The child this press acts on: one a press cut short left in active, else the next pending child."""
         view = turn.moment.first
         held = [c for c in view.members("active") if c in CHILDREN and view.row(c) is not None]
-        if held:
-            return held[0], int(view.fields(held[0]).get("attempts") or 0)
         pending = view.members("pending")
-        if pending and pending[0] in CHILDREN:
+        got: tuple[str, int] | None = None
+        if held:
+            got = held[0], int(view.fields(held[0]).get("attempts") or 0)
+        elif pending and pending[0] in CHILDREN:
             got = await jobs.claim(turn.conn, turn.queue(), LEASE_MS)
-            if got is not None:
-                return got
+        if got is not None:
+            return (*got, jobs.lineage_of_row(turn.queue(), view.fields(got[0])))
         if view.fields(PARENT).get("state") == "pending":
             return info("Every child has been counted and the parent released: press Reset to start again.")
         return info("No child waits in pending or active: press Reset to land the flow again.")
@@ -115,9 +112,8 @@ class ResultsReader(Widget):
         got = await self.next_child(turn)
         if isinstance(got, Outcome):
             return got
-        job_id, token = got
+        job_id, token, line = got
         value = VALUES.get(job_id, job_id)
-        line = jobs.lineage_of_row(turn.queue(), turn.moment.first.fields(job_id))
         await jobs.complete(turn.conn, turn.queue(), job_id, token, value, line=line, tail=turn.after)
         reached = await self.counted(turn, job_id, ":processed", "completed")
         return Outcome(text=f"Completed {job_id} with {value!r}: complete answered 1 and the fan-in recorded it in "
@@ -129,8 +125,7 @@ class ResultsReader(Widget):
         got = await self.next_child(turn)
         if isinstance(got, Outcome):
             return got
-        job_id, token = got
-        line = jobs.lineage_of_row(turn.queue(), turn.moment.first.fields(job_id))
+        job_id, token, line = got
         # max_attempts=1: this first failure is already at the cap
         answer = await jobs.fail(turn.conn, turn.queue(), job_id, token, ERROR, max_attempts=1, line=line)
         reached = await self.counted(turn, job_id, ":ignored", "ignored")

@@ -81,17 +81,19 @@ class QueueView:
         except (TypeError, ValueError):
             return None
 
-    def members(self, suffix: str) -> list[str]:
+    def _value(self, suffix: str, kind: str) -> Any:
+        """The key's value when it holds `kind`, else an empty list."""
         found = self.get(suffix)
-        return [m for m, _ in found.value] if found is not None and found.type == "zset" and found.value else []
+        return found.value if found is not None and found.type == kind and found.value else []
+
+    def members(self, suffix: str) -> list[str]:
+        return [m for m, _ in self._value(suffix, "zset")]
 
     def scores(self, suffix: str) -> dict[str, float]:
-        found = self.get(suffix)
-        return dict(found.value) if found is not None and found.type == "zset" and found.value else {}
+        return dict(self._value(suffix, "zset"))
 
     def items(self, suffix: str) -> list[str]:
-        found = self.get(suffix)
-        return list(found.value) if found is not None and found.type == "list" and found.value else []
+        return list(self._value(suffix, "list"))
 
     def sets_of(self, job_id: str) -> list[str]:
         return [s for s in keyspace.STATE_SETS if job_id in self.members(s)]
