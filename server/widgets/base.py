@@ -45,7 +45,6 @@ class Outcome(msgspec.Struct, kw_only=True):
 
 
 def info(text: str) -> Outcome:
-    """An outcome that only says why nothing was done (or what stands)."""
     return Outcome(text=text, kind="info")
 
 
@@ -63,7 +62,6 @@ Replay = tuple[str, dict[str, Any]]
 
 
 def do(slug: str, **body: Any) -> Replay:
-    """One action of a step's replay: its slug and its body."""
     return (slug, body)
 
 
@@ -147,8 +145,6 @@ def fate_reading(parent: str, part: str | None = None) -> ReadingFn:
 
 @dataclass(frozen=True)
 class Description:
-    """The picture and the readout a page draws for one moment."""
-
     readout: str
     picture: dict[str, Any]
 

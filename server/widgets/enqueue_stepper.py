@@ -38,8 +38,6 @@ def title(move: int) -> str:
 
 @dataclass(frozen=True)
 class Place:
-    """Where the stepper stands, as its lab state says."""
-
     move: int  # the moves the script ran through (0: nothing ran)
     non_job: bool
     refused: str  # Valkey's refusal, "" when the last run was not refused
@@ -78,7 +76,6 @@ def listing() -> dict[str, Any]:
 
 
 def job(view: QueueView, job_id: str) -> dict[str, Any]:
-    """One job as the keys just read hold it."""
     return {"id": job_id, "state": view.fields(job_id).get("state") if view.row(job_id) else None,
             "dependencies": view.number(job_id, ":dependencies"), "sets": view.sets_of(job_id)}
 
@@ -103,8 +100,6 @@ def contents(view: QueueView, children: list[dict[str, Any]], parent: dict[str, 
 
 @dataclass(frozen=True)
 class Ran:
-    """One run of the script (or a prefix of it) on the emptied queue."""
-
     move: int  # the move it ran through
     answer: Any = None  # the script's reply: N at its end, nil after a prefix
     error: str = ""  # Valkey's refusal, when it refused

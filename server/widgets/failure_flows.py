@@ -25,7 +25,6 @@ UNKNOWN_TOKEN = "skip"  # what an old or foreign writer might leave in parent_po
 
 
 def choices(state: dict[str, str]) -> tuple[str, str]:
-    """The learner's policy and variant as the lab state keeps them."""
     policy, variant = state.get("policy", ""), state.get("variant", "")
     return (policy if policy in POLICIES else "fp", variant if variant in VARIANTS else "uniform")
 

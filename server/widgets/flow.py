@@ -33,8 +33,6 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 
 @dataclass(frozen=True)
 class Child:
-    """A flow child as Valkey holds it now."""
-
     id: str
     queue: str
     state: str | None  # the row's state; None: no row

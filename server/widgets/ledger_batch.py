@@ -189,14 +189,12 @@ def card(n: int, plan: Planned, views: dict[str, QueueView], entry: list[Any] | 
 
 
 def parent_word(s: dict[str, Any]) -> str:
-    """The parent in one or two words, for the readout."""
     if s["state"] is None:
         return "no row" if s["tried"] else "not added yet"
     return {"awaiting_children": "held", "pending": "released"}.get(s["state"], str(s["state"]))
 
 
 def card_line(s: dict[str, Any]) -> str:
-    """The sentence for one flow, built from its card."""
     if s["entry"]:
         found = f"in the result as ({s['entry'][0]}, [{', '.join(s['entry'][1])}])"
     elif not s["tried"]:

@@ -22,8 +22,6 @@ UNKNOWN = "unknown command"  # what Valkey says for a command no module added
 
 @dataclass(frozen=True)
 class Sent:
-    """One line sent and Valkey's answer to it, as the wire carried them."""
-
     line: str
     reply: str  # as valkey-cli prints it: (integer) 1, (error) EMQSTATE …
     error: bool = False

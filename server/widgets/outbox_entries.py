@@ -20,8 +20,6 @@ BLOCKING: tuple[Verdict, ...] = ("poison", "refused")
 
 @dataclass(frozen=True)
 class Seen:
-    """One raw entry and what the widget's Pump makes of it."""
-
     raw: str
     verdict: Verdict
     entry: pump.OutboxEntry | None  # None: it does not decode
@@ -102,7 +100,6 @@ class Lane:
 
 
 def lane_of(view: QueueView, sandbox: str, home: str, parent: str, counted: set[str]) -> Lane:
-    """The lane of one child queue's view, every entry judged."""
     judged = [judge(raw, view.queue, sandbox, home, parent, counted) for raw in view.items("flow:outbox")]
     aside = [judge(raw, view.queue, sandbox, home, parent, counted) for raw in view.items("flow:outbox:poison")]
     head = view.get("flow:outbox:head")

@@ -30,8 +30,6 @@ Admit = Callable[[], Awaitable[None]]
 
 @dataclass(frozen=True)
 class Lab:
-    """What the executor works with: the site's client, its widgets, its limits."""
-
     conn: Conn
     catalog: Catalog
     ttl: int = 7200  # the learner's records' lifetime, s
@@ -80,7 +78,6 @@ async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = Non
 
 
 async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, admit: Admit | None = None) -> Acted:
-    """Run one action for a learner (see the module's docstring)."""
     action = widget.actions[slug]
     held = Turn(lab.conn, widget, actor, lab.snapshot_bytes)
     before = await held.take()

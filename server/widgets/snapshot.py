@@ -38,8 +38,6 @@ class Snapshot(msgspec.Struct, kw_only=True):
 
 @dataclass
 class Catalog:
-    """The site's widgets and the questions the dives declare on them."""
-
     widgets: dict[str, Widget]
     questions: dict[str, tuple[Question, ...]] = field(default_factory=dict)
 

@@ -83,7 +83,6 @@ def queue_calls(pipe: Any, calls: Sequence[Call | None]) -> None:
 
 
 def moment_of(conn: Conn, widget: Widget, sandbox: str, replies: Sequence[Any]) -> Moment:
-    """The replies of `read_calls` as a Moment."""
     views: dict[str, QueueView] = {}
     state: dict[str, str] = {}
     for i, (part, queue) in enumerate(queues_of(widget, sandbox).items()):
@@ -103,8 +102,6 @@ async def read(conn: Conn, widget: Widget, sandbox: str, budget: int = SNAPSHOT_
 
 
 class Turn:
-    """One action's hold on a widget (see the module's docstring)."""
-
     def __init__(self, conn: Conn, widget: Widget, actor: Actor, budget: int = SNAPSHOT_BYTES) -> None:
         self.conn, self.widget, self.actor, self.budget = conn, widget, actor, budget
         self.queues = queues_of(widget, actor.sandbox)

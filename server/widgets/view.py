@@ -135,8 +135,6 @@ def json_object(raw: str | None) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class Moment:
-    """A widget's queues and lab state, read at one moment."""
-
     views: dict[str, QueueView]  # by queue part, in the widget's order
     state: dict[str, str]
 
