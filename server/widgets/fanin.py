@@ -32,12 +32,9 @@ def result_of(job_id: str) -> str:
 
 def claims(view: QueueView) -> list[dict[str, Any]]:
     """The jobs in `active`, oldest lease first: id, token, deadline."""
-    out = []
-    for member, score in view.scores("active").items():
-        deadline = datetime.fromtimestamp(float(score) / 1000, UTC)
-        out.append({"id": member, "token": view.fields(member).get("attempts"),
-                    "deadline": deadline.strftime("%H:%M:%S UTC")})
-    return out
+    return [{"id": member, "token": view.fields(member).get("attempts"),
+             "deadline": datetime.fromtimestamp(float(score) / 1000, UTC).strftime("%H:%M:%S UTC")}
+            for member, score in view.scores("active").items()]
 
 
 class FanIn(Widget):

@@ -133,15 +133,10 @@ def read_flow(parent_view: QueueView, parent_id: str,
     )
     counted = set(processed) | set(ignored)
     outboxes = {v.queue: _in_outbox(v) for v, _ in children if v.queue != parent_view.queue}
-    kids = []
-    for view, cid in children:
-        crow = view.fields(cid)
-        waiting = cid not in counted and cid in outboxes.get(view.queue, set())
-        kids.append(Child(
-            id=cid, queue=view.queue,
-            state=(crow.get("state") or "no state") if view.row(cid) is not None else None,
-            set=next(iter(view.sets_of(cid)), None),
-            counted="processed" if cid in processed else "ignored" if cid in ignored else None,
-            entry="waiting" if waiting else None,
-        ))
+    kids = [Child(id=cid, queue=view.queue,
+                  state=(view.fields(cid).get("state") or "no state") if view.row(cid) is not None else None,
+                  set=next(iter(view.sets_of(cid)), None),
+                  counted="processed" if cid in processed else "ignored" if cid in ignored else None,
+                  entry="waiting" if cid not in counted and cid in outboxes.get(view.queue, set()) else None)
+            for view, cid in children]
     return FlowReading(parent=parent, children=kids)

@@ -35,7 +35,7 @@ class Question(msgspec.Struct, frozen=True):
 
     def words(self, value: object) -> str:
         """A value as the learner reads it: a choice by its label."""
-        return dict(self.choices).get(str(value), _plain(value))
+        return dict(self.choices).get(str(value), "nothing" if value is None else str(value))
 
     def as_json(self) -> dict[str, Any]:
         """What a snapshot carries: the question, never its answer."""
@@ -58,8 +58,7 @@ class BadQuestion(ValueError):
 
 
 def bind(widget: Widget, spec: Mapping[str, Any], where: str) -> Question:
-    """A declared question (its shape checked by server/content), checked
-    against the widget it is declared on."""
+    """A declared question (its shape checked by server/content), checked against its widget."""
     fields = {k: v for k, v in spec.items() if k != "line"}
     try:
         question = msgspec.convert({**fields, "widget": widget.name, "where": where}, Question)
@@ -135,6 +134,3 @@ def _same(answer: Value, truth: Value) -> bool:
             return False
     return str(answer) == str(truth)
 
-
-def _plain(value: object) -> str:
-    return "nothing" if value is None else str(value)

@@ -122,10 +122,8 @@ def _question(lab: Lab, widget: Widget, slug: str, body: Body, before: Any) -> q
     """The open question the answer is for; None when none is open for it now (the action runs unjudged)."""
     if body.predict is None:
         return None
-    for found in questions.offered(widget, lab.catalog.asked(widget), before):
-        if found.action == slug and found.id == body.predict.question:
-            return found
-    return None
+    wanted, offered = body.predict.question, questions.offered(widget, lab.catalog.asked(widget), before)
+    return next((found for found in offered if found.action == slug and found.id == wanted), None)
 
 
 async def _land(widget: Widget, held: Turn) -> None:

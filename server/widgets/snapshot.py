@@ -5,13 +5,13 @@ trip (keys, lab state, picture, readout, open questions, the tour's checklist).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import msgspec
 
-from server.emq.script import Call, execute, raise_first
+from server.emq.script import raise_first
 from server.emq.wire import Conn
 from server.sandboxes import keys, progress
 from server.sandboxes.progress import WidgetProgress
@@ -97,11 +97,8 @@ def unsandboxed(value: T, prefix: str) -> T:
 async def read(conn: Conn, catalog: Catalog, widget: Widget, sandbox: str,
                budget: int = turn.SNAPSHOT_BYTES) -> tuple[Moment, Snapshot]:
     """Read the widget and the sandbox's record in one round trip; compose its snapshot."""
-    calls: Sequence[Call | None] = [*turn.read_calls(widget, sandbox, budget), None]
-    async with conn.pipeline(transaction=False) as pipe:
-        turn.queue_calls(pipe, calls)
-        pipe.hgetall(keys.progress_key(sandbox))
-        replies = raise_first(await execute(conn, pipe, calls))
+    progress_read = ("HGETALL", keys.progress_key(sandbox))
+    replies = raise_first(await turn.pipelined(conn, [*turn.read_calls(widget, sandbox, budget), progress_read]))
     moment = turn.moment_of(conn, widget, sandbox, replies[:-1])
     return moment, compose(catalog, widget, moment, progress.fields_of(replies[-1]))
 

@@ -21,7 +21,7 @@ from server.emq.wire import Conn
 from server.sandboxes import keys
 from server.sandboxes.sandbox import queue_name
 from server.valkey.client import node_of
-from server.widgets.view import Moment, QueueView, decode
+from server.widgets.view import Moment, decode
 
 if TYPE_CHECKING:
     from server.widgets.base import Widget
@@ -75,29 +75,29 @@ def read_calls(widget: Widget, sandbox: str, budget: int = SNAPSHOT_BYTES) -> li
              [f"emq:{{{queue}}}:", share, *widget.job_ids(part)]) for part, queue in queues.items()]
 
 
-def queue_calls(pipe: Any, calls: Sequence[Call | None]) -> None:
-    """Queue each script call on `pipe` (a None is a plain command the caller queues)."""
-    for call in calls:
-        if call is not None:
-            call[0].queue(pipe, call[1], call[2])
+async def pipelined(conn: Conn, entries: Sequence[Call | Command]) -> list[Any]:
+    """Script calls and plain commands in one round trip, in order: replies, errors in place (`execute`)."""
+    calls: list[Call | None] = []
+    async with conn.pipeline(transaction=False) as pipe:
+        for entry in entries:
+            if isinstance(entry[0], Script):
+                entry[0].queue(pipe, entry[1], entry[2])
+                calls.append(entry)
+            else:
+                pipe.execute_command(*entry)
+                calls.append(None)
+        return await execute(conn, pipe, calls)
 
 
 def moment_of(conn: Conn, widget: Widget, sandbox: str, replies: Sequence[Any]) -> Moment:
-    views: dict[str, QueueView] = {}
-    state: dict[str, str] = {}
-    for i, (part, queue) in enumerate(queues_of(widget, sandbox).items()):
-        found, view = decode(queue, part, sandbox, replies[i], node_of(conn, f"emq:{{{queue}}}:"))
-        views[part] = view
-        state = found if i == 0 else state
-    return Moment(views, state)
+    found = [decode(queue, part, sandbox, reply, node_of(conn, f"emq:{{{queue}}}:"))
+             for (part, queue), reply in zip(queues_of(widget, sandbox).items(), replies)]
+    return Moment({view.part: view for _, view in found}, found[0][0])  # the lab state is the first queue's
 
 
 async def read(conn: Conn, widget: Widget, sandbox: str, budget: int = SNAPSHOT_BYTES) -> Moment:
     """Every queue of the widget and its lab state: one round trip."""
-    calls = read_calls(widget, sandbox, budget)
-    async with conn.pipeline(transaction=False) as pipe:
-        queue_calls(pipe, calls)
-        replies = raise_first(await execute(conn, pipe, calls))
+    replies = raise_first(await pipelined(conn, read_calls(widget, sandbox, budget)))
     return moment_of(conn, widget, sandbox, replies)
 
 
@@ -130,11 +130,7 @@ class Turn:
     async def try_take(self) -> Moment | None:
         """One try at the lock, with the read in the same round trip; None when another holds it."""
         lock = ("SET", keys.lock_key(self.first), self.token, "NX", "PX", LOCK_LEASE_MS)
-        calls: list[Call | None] = [None, *read_calls(self.widget, self.sandbox, self.budget)]
-        async with self.conn.pipeline(transaction=False) as pipe:
-            pipe.execute_command(*lock)
-            queue_calls(pipe, calls)
-            replies = await execute(self.conn, pipe, calls)
+        replies = await pipelined(self.conn, [lock, *read_calls(self.widget, self.sandbox, self.budget)])
         if isinstance(replies[0], Exception):
             raise replies[0]  # the lock itself refused (out of memory): said at once, not as Busy
         if replies[0] is None:
@@ -174,12 +170,9 @@ class Turn:
         learner's choices unless `keep_choices` is False; `landed` goes until
         the finish writes it again, so no page reads a half-landed scenario."""
         kept = json.dumps(["ver", *(self.widget.kept_on_reset if keep_choices else ())])
-        calls: list[Call | None] = [
+        raise_first(await pipelined(self.conn, [
             (CLEAR, [keys.state_key(q), keys.index_key(q), keys.spent_key(q)],
-             [f"emq:{{{q}}}:", kept, *self.widget.job_ids(part)]) for part, q in self.queues.items()]
-        async with self.conn.pipeline(transaction=False) as pipe:
-            queue_calls(pipe, calls)
-            raise_first(await execute(self.conn, pipe, calls))
+             [f"emq:{{{q}}}:", kept, *self.widget.job_ids(part)]) for part, q in self.queues.items()]))
         self.kept, self.after = {}, []
 
     async def finish(self, outcome: str, records: Sequence[Call | Command] = ()) -> tuple[str, list[Any]]:
@@ -187,20 +180,7 @@ class Turn:
         or commands); the new `ver` and the replies of `records`, errors returned."""
         fields = json.dumps(self.kept) if self.kept else ""
         finish: Call = (FINISH, [keys.state_key(self.first), keys.lock_key(self.first)], [self.token, outcome, fields])
-        calls: list[Call | None] = [finish]
-        async with self.conn.pipeline(transaction=False) as pipe:
-            FINISH.queue(pipe, finish[1], finish[2])
-            for command in self.after:
-                pipe.execute_command(*command)
-                calls.append(None)
-            for record in records:
-                if isinstance(record[0], Script):
-                    record[0].queue(pipe, record[1], record[2])
-                    calls.append(record)
-                else:
-                    pipe.execute_command(*record)
-                    calls.append(None)
-            replies = await execute(self.conn, pipe, calls)
+        replies = await pipelined(self.conn, [finish, *self.after, *records])
         if isinstance(replies[0], Exception):
             await self.release()
             raise replies[0]
