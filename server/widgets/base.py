@@ -49,9 +49,7 @@ def info(text: str) -> Outcome:
 
 
 class GotoBody(Body):
-    """A deep link's step: 0 is the scenario as it lands."""
-
-    step: Annotated[int, msgspec.Meta(ge=0, le=1000)]
+    step: Annotated[int, msgspec.Meta(ge=0, le=1000)]  # a deep link's step: 0 is the scenario as it lands
 
 
 class Refused(Exception):

@@ -173,8 +173,7 @@ class EnqueueStepper(Widget):
             return Ran(move, await registry.run_prefix(turn.conn, SCRIPT, move, keys, argv))
         except EmqError as exc:
             at = move
-            # Which move refused: the first shorter prefix that refuses too (a probe
-            # only repeats writes the refused run made, so the keys stay as it left them).
+            # which move refused: the first shorter prefix that refuses too (a probe repeats its writes)
             for shorter in range(1, move):
                 try:
                     await registry.run_prefix(turn.conn, SCRIPT, shorter, keys, argv)

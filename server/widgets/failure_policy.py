@@ -90,8 +90,8 @@ class FailurePolicy(Widget):
             return info("No child of the main flow waits in pending: press Reset, or pick a policy, to land it again.")
         got = await jobs.claim(turn.conn, turn.queue(ff.HOME))
         if got is None or got[0] not in ff.CHILDREN:
-            taken = got[0] if got else "nothing"
-            return info(f"Claim took {taken}, not a child of the flow: their rows are gone. Press Reset.")
+            return info(f"Claim took {got[0] if got else 'nothing'}, not a child of the flow: their rows are gone. "
+                        "Press Reset.")
         line = jobs.lineage_of_row(turn.queue(ff.HOME), view.fields(got[0]))
         return got[0], got[1], line or await jobs.lineage(turn.conn, turn.queue(ff.HOME), got[0])
 

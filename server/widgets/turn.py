@@ -53,11 +53,9 @@ class Actor:
     name: str = ""  # a class member's display name
     tab: str = ""  # the page that acted
     room: str | None = None
-    # The question the class was asked, as (widget, question, step, round):
-    # an answer to it is counted in that round.
+    # the question the class was asked, as (widget, question, step, round): its answers count in that round
     ask: tuple[str, str, int, int] | None = None
-    # False for an action done on the learner's behalf (an instructor's reset):
-    # the learner's record and activity stay as they were.
+    # False on the learner's behalf (an instructor's reset): their record and activity stay as they were
     records: bool = True
 
 
