@@ -1,8 +1,5 @@
 """The widgets, found by the code: every module of this package that defines a
-`Widget` subclass with a `name` is one. No list of widgets is kept by hand
-anywhere: a new widget is its module, its partial
-(`site/templates/widgets/_<name>.html`), its script
-(`site/static/widgets/<name>.js`) and its place in a dive.
+`Widget` subclass with a `name` is one. No list of widgets is kept by hand.
 """
 
 from __future__ import annotations

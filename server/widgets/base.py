@@ -1,23 +1,7 @@
 """What every widget is: a scenario on queues of its own, actions, readings, a tour.
 
-A widget module subclasses `Widget` and declares, in one place:
-
-* `name`, `title`, `queue_parts` (its queues under the sandbox) and
-  `job_ids` (rows its snapshot shows even when off every state set);
-* `land(turn)`: the starting scenario, through the host library only;
-* `describe(moment)`: the picture and the readout, from the keys just read;
-* `@action(slug, label)` methods: what a button does, through the host
-  library, returning an `Outcome` (one sentence, and the milestones of the
-  tour it reached);
-* `@reading(name)` methods: values the dive's questions are judged on,
-  measured from a `Moment` (a question in the dive names one);
-* `tour`: the widget's checklist, one `Step` per milestone, in the order a
-  deep link (`#<widget>-step=N`) replays them.
-
 Nothing is kept in the browser or in this process between clicks: what a
-widget must remember (a stepper's move, a learner's choice) goes in its lab
-state (`turn.remember`), in Valkey. The executor (`runner.py`) runs actions
-one at a time under the widget's lock (`turn.py`).
+widget must remember goes in its lab state (`turn.remember`), in Valkey.
 """
 
 from __future__ import annotations
@@ -46,15 +30,13 @@ class Prediction(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class Body(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """An action's JSON body. Actions that take fields subclass it; unknown
-    fields are refused (400) before anything runs."""
+    """An action's JSON body; unknown fields are refused (400) before anything runs."""
 
     predict: Prediction | None = None
 
 
 class Outcome(msgspec.Struct, kw_only=True):
-    """What one action did: one sentence for the learner, the milestones of
-    the widget's tour it reached, and a few values for tests and tools."""
+    """What one action did: one sentence, the tour's milestones it reached, values for tests."""
 
     text: str
     kind: OutcomeKind = "ok"
@@ -62,30 +44,29 @@ class Outcome(msgspec.Struct, kw_only=True):
     detail: dict[str, Value | list[str]] = {}
 
 
-class GotoBody(Body):
-    """A deep link's step: 0 is the scenario as it lands."""
+def info(text: str) -> Outcome:
+    return Outcome(text=text, kind="info")
 
-    step: Annotated[int, msgspec.Meta(ge=0, le=1000)]
+
+class GotoBody(Body):
+    step: Annotated[int, msgspec.Meta(ge=0, le=1000)]  # a deep link's step: 0 is the scenario as it lands
 
 
 class Refused(Exception):
-    """An action the scenario cannot take now (a cap, no cluster): nothing
-    was written; answered 409 with this sentence."""
+    """An action the scenario cannot take now: nothing was written; answered 409."""
 
 
 Replay = tuple[str, dict[str, Any]]
 
 
 def do(slug: str, **body: Any) -> Replay:
-    """One action of a step's replay: its slug and its body."""
     return (slug, body)
 
 
 @dataclass(frozen=True)
 class Step:
-    """One milestone of a widget's tour: reached when an action's outcome
-    names it (in any order that reaches it). A deep link to step N resets the
-    widget and replays the `replay` actions of steps 1..N, in order."""
+    """One milestone of a widget's tour, reached when an outcome names it; a
+    deep link to step N replays the `replay` actions of steps 1..N."""
 
     id: str
     label: str  # the checklist's words ("A completion counted")
@@ -124,10 +105,44 @@ def reading(name: str) -> Callable[[ReadingFn], ReadingFn]:
     return mark
 
 
+FATES = {"awaiting_children": "held", "pending": "released", "failed": "failed"}
+
+
+def dependencies_reading(parent: str, part: str | None = None) -> ReadingFn:
+    """The `dependencies` reading: the parent's :dependencies ("no counter" once it is gone)."""
+
+    @reading("dependencies")
+    def dependencies(self: Any, now: Moment, before: Moment) -> Value:
+        found = now.view(part).number(parent, ":dependencies")
+        return found if found is not None else "no counter"
+
+    return dependencies
+
+
+def outstanding_reading(parent: str, part: str | None = None) -> ReadingFn:
+    """The `children-outstanding` reading: the parent is held and still waits for a child."""
+
+    @reading("children-outstanding")
+    def outstanding(self: Any, now: Moment, before: Moment) -> Value:
+        view = now.view(part)
+        found = view.number(parent, ":dependencies")
+        return found is not None and found > 0 and view.fields(parent).get("state") == "awaiting_children"
+
+    return outstanding
+
+
+def fate_reading(parent: str, part: str | None = None) -> ReadingFn:
+    """The `parent-fate` reading: held, released, failed or gone."""
+
+    @reading("parent-fate")
+    def fate(self: Any, now: Moment, before: Moment) -> Value:
+        return FATES.get(now.view(part).fields(parent).get("state") or "", "gone")
+
+    return fate
+
+
 @dataclass(frozen=True)
 class Description:
-    """The picture and the readout a page draws for one moment."""
-
     readout: str
     picture: dict[str, Any]
 
@@ -139,6 +154,8 @@ class Widget:
     tour: ClassVar[tuple[Step, ...]] = ()
     # Lab state fields that are the learner's choices: a Reset keeps them.
     kept_on_reset: ClassVar[tuple[str, ...]] = ()
+    rows: ClassVar[tuple[str, ...]] = ()  # job_ids of every part, for a widget that needs no more
+    reset_text: ClassVar[str] = "Reset: the scenario was landed again through the real scripts."
     actions: ClassVar[dict[str, Action]]
     readings: ClassVar[dict[str, ReadingFn]]
 
@@ -153,10 +170,9 @@ class Widget:
                 if named := getattr(value, "__widget_reading__", None):
                     cls.readings[named] = value
 
-    # -- what a widget module provides --------------------------------------------
     def job_ids(self, part: str) -> tuple[str, ...]:
         """Ids the scenario lands on the queue `part` (rows shown even off every set)."""
-        return ()
+        return self.rows
 
     async def land(self, turn: Turn) -> None:
         """Land the starting scenario through the real scripts."""
@@ -169,7 +185,6 @@ class Widget:
         """What the widget's template needs beyond the widget (a stepper: its listing)."""
         return {}
 
-    # -- shared by every widget -----------------------------------------------------
     def label(self, slug: str) -> str:
         found = self.actions.get(slug)
         return found.label if found else slug
@@ -181,7 +196,7 @@ class Widget:
     async def reset(self, turn: Turn, body: Body) -> Outcome:
         await turn.clear()
         await self.land(turn)
-        return Outcome(text="Reset: the scenario was landed again through the real scripts.")
+        return Outcome(text=self.reset_text)
 
     @action("goto", "Go to step", GotoBody)
     async def goto(self, turn: Turn, body: GotoBody) -> Outcome:

@@ -1,16 +1,8 @@
 """The @enqueue_flow stepper: the real script, run one move further each click.
 
-The moves are the script's own marker comments (`-- @move N: …`,
-`registry.moves`). Move N is shown by emptying the stepper's queue and running
-the script from its top through move N (`registry.run_prefix`: a prefix of the
-very file the server runs, sent by its SHA), so the keys on the page are what
-Valkey holds after those lines. The queue is the stepper's own: its partial
-states, which in real life exist only inside one EVAL, are never claimable by
-another widget.
-
-The lab state remembers how far the script ran (`move`), the learner's choice
-of ids (`non_job`, kept by Reset) and, after a refusal, Valkey's words
-(`refused`) and the move that refused (`refused_at`).
+Move N empties the stepper's queue and runs a prefix of the very script file
+through its `-- @move N` marker (`registry.run_prefix`), so the keys shown are
+what Valkey holds after those lines.
 """
 
 from __future__ import annotations
@@ -21,7 +13,7 @@ from typing import Any
 
 from server.emq import flows, registry
 from server.emq.errors import EmqError
-from server.widgets.base import Body, Description, GotoBody, Outcome, Step, Value, Widget, action, do, reading
+from server.widgets.base import Body, Description, GotoBody, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.flow import plural
 from server.widgets.turn import Turn
 from server.widgets.view import Moment, QueueView
@@ -46,8 +38,6 @@ def title(move: int) -> str:
 
 @dataclass(frozen=True)
 class Place:
-    """Where the stepper stands, as its lab state says."""
-
     move: int  # the moves the script ran through (0: nothing ran)
     non_job: bool
     refused: str  # Valkey's refusal, "" when the last run was not refused
@@ -86,7 +76,6 @@ def listing() -> dict[str, Any]:
 
 
 def job(view: QueueView, job_id: str) -> dict[str, Any]:
-    """One job as the keys just read hold it: its row's state, its sets, its counter."""
     return {"id": job_id, "state": view.fields(job_id).get("state") if view.row(job_id) else None,
             "dependencies": view.number(job_id, ":dependencies"), "sets": view.sets_of(job_id)}
 
@@ -111,8 +100,6 @@ def contents(view: QueueView, children: list[dict[str, Any]], parent: dict[str, 
 
 @dataclass(frozen=True)
 class Ran:
-    """One run of the script (or a prefix of it) on the emptied queue."""
-
     move: int  # the move it ran through
     answer: Any = None  # the script's reply: N at its end, nil after a prefix
     error: str = ""  # Valkey's refusal, when it refused
@@ -127,9 +114,9 @@ class EnqueueStepper(Widget):
     name = "enqueue-stepper"
     title = "The @enqueue_flow transition"
     queue_parts = ("stepper",)
+    rows = (PARENT, *CHILDREN, NON_JOB_CHILD)
     kept_on_reset = ("non_job",)
-    # One step per move, then the two whole runs (the kind law's refusal, then
-    # the flow landed at once), then going back a move.
+    reset_text = "Reset: the stepper's queue is empty, before move 1; your choice of ids is kept."
     tour = (
         *(Step(f"move-{m.number}", f"Move {m.number}: {m.title}", (do("next"),)) for m in MOVES),
         Step("refused", "A non-JOB id refused by the kind law, nothing written",
@@ -138,16 +125,9 @@ class EnqueueStepper(Widget):
         Step("back", "Previous move rebuilt the move before", (do("previous"),)),
     )
 
-    def job_ids(self, part: str) -> tuple[str, ...]:
-        return (PARENT, *CHILDREN, NON_JOB_CHILD)
-
     def partial_context(self) -> dict[str, Any]:
         return listing()
 
-    async def land(self, turn: Turn) -> None:
-        """The stepper starts before move 1: an empty queue, nothing to land."""
-
-    # -- what a page draws --------------------------------------------------------
     def describe(self, moment: Moment) -> Description:
         at, view = Place.of(moment), moment.first
         second = NON_JOB_CHILD if at.non_job else CHILDREN[1]
@@ -166,28 +146,22 @@ class EnqueueStepper(Widget):
             "non_job": at.non_job, "refused": at.refused, "refused_at": at.refused_at,
             "parent": parent, "children": children})
 
-    # -- readings the dive's questions are judged on --------------------------------
     @reading("keys")
     def keys(self, now: Moment, before: Moment) -> Value:
-        """How many keys the stepper's queue holds."""
         return len(now.first.keys) + now.first.more
 
     @reading("can-move")
     def can_move(self, now: Moment, before: Moment) -> Value:
-        """Whether Next move would run one more move (not refused, not at the end)."""
         at = Place.of(now)
         return not at.refused and at.move < TOTAL
 
     @reading("non-job-armed")
     def non_job_armed(self, now: Moment, before: Moment) -> Value:
-        """Whether the next run carries the non-JOB child and has not been refused yet."""
         at = Place.of(now)
         return at.non_job and not at.refused
 
-    # -- actions --------------------------------------------------------------------
     async def rebuild(self, turn: Turn, move: int, non_job: bool) -> Ran:
-        """Empty the queue, then run the script through `move` (the whole
-        script at the last move); remember where that left the stepper."""
+        """Empty the queue, then run the script through `move`; remember where that left the stepper."""
         await turn.clear()  # each move is rebuilt from nothing, as the script starts from nothing
         turn.remember(move=str(move), non_job="1" if non_job else "0", refused="", refused_at="0")
         if move == 0:
@@ -199,9 +173,7 @@ class EnqueueStepper(Widget):
             return Ran(move, await registry.run_prefix(turn.conn, SCRIPT, move, keys, argv))
         except EmqError as exc:
             at = move
-            # Which move refused, measured: the first shorter prefix that
-            # refuses too. A probe only repeats writes the refused run already
-            # made (same keys, same values), so the keys stay what it left.
+            # which move refused: the first shorter prefix that refuses too (a probe repeats its writes)
             for shorter in range(1, move):
                 try:
                     await registry.run_prefix(turn.conn, SCRIPT, shorter, keys, argv)
@@ -220,10 +192,10 @@ class EnqueueStepper(Widget):
     async def next_move(self, turn: Turn, body: Body) -> Outcome:
         at = Place.of(turn.moment)
         if at.refused:
-            return Outcome(text=f"enqueue_flow already refused in move {at.refused_at}: untick Use a non-JOB id, "
-                                "or press Previous move or Reset.", kind="info")
+            return info(f"enqueue_flow already refused in move {at.refused_at}: untick Use a non-JOB id, "
+                        "or press Previous move or Reset.")
         if at.move >= TOTAL:
-            return Outcome(text="The script has run to its end: press Previous move or Reset.", kind="info")
+            return info("The script has run to its end: press Previous move or Reset.")
         ran = await self.rebuild(turn, at.move + 1, at.non_job)
         if ran.error:
             return self.refusal(ran)
@@ -236,7 +208,7 @@ class EnqueueStepper(Widget):
     async def previous_move(self, turn: Turn, body: Body) -> Outcome:
         at = Place.of(turn.moment)
         if at.move == 0 and not at.refused:
-            return Outcome(text="Already before move 1: nothing of the script has run.", kind="info")
+            return info("Already before move 1: nothing of the script has run.")
         # After a refusal the moves before the refusing one stand; otherwise one move back.
         ran = await self.rebuild(turn, at.move if at.refused else at.move - 1, at.non_job)
         if ran.error:
@@ -263,19 +235,11 @@ class EnqueueStepper(Widget):
         await self.rebuild(turn, 0, body.non_job)
         which = (f"The second child is now {NON_JOB_CHILD!r}, not JOB-prefixed" if body.non_job
                  else f"Every id is JOB-prefixed{again}")
-        return Outcome(text=f"{which}; the stepper is back before move 1.", kind="info")
-
-    @action("reset", "Reset")
-    async def reset(self, turn: Turn, body: Body) -> Outcome:
-        await turn.clear()
-        await self.land(turn)
-        return Outcome(text="Reset: the stepper's queue is empty, before move 1; your choice of ids is kept.")
+        return info(f"{which}; the stepper is back before move 1.")
 
     @action("goto", "Go to step", GotoBody)
     async def goto(self, turn: Turn, body: GotoBody) -> Outcome:
-        """`#step=N` opens the stepper at move N of the lesson's flow: a kept
-        non-JOB choice would stop every move at the gate, so a link unticks it
-        first; then the tour is replayed as for any widget."""
+        """`#step=N`: a kept non-JOB choice would stop every move at the gate, so a link unticks it first."""
         turn.remember(non_job="0")
         await turn.flush()  # written now: the Reset inside the replay keeps what the state holds
         return await super().goto(turn, body)

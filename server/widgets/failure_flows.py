@@ -1,15 +1,8 @@
 """The failure-policy widget's two flows, and how each reads back from Valkey.
 
-The main flow, a parent and three children on `failure-policy`, lands in one
-of two variants: every child on the policy the learner picked (`uniform`),
-or each child its own (`mixed`: one plain `fp`, one naming both flags, whose
-row then says `id`, and one whose row carries `skip`, a token no writer of
-this library produces and which resolves to `fp`). The second flow is
-cross-queue: its parent on `failure-policy`, its one child on
-`failure-policy.mail`, so the child's death travels through mail's outbox
-before a Pump applies the policy on the parent's slot. The Pump trusts an
-entry only when its parent queue is inside the learner's sandbox
-(`within`): an entry a console wrote naming another sandbox never delivers.
+The main flow lands `uniform` (every child on the learner's policy) or `mixed`
+(`fp`, both flags so `id`, and an unknown token `skip` that resolves to
+`fp`); a cross-queue flow beside it has its one child in `failure-policy.mail`.
 """
 
 from __future__ import annotations
@@ -32,7 +25,6 @@ UNKNOWN_TOKEN = "skip"  # what an old or foreign writer might leave in parent_po
 
 
 def choices(state: dict[str, str]) -> tuple[str, str]:
-    """The learner's policy and variant as the lab state keeps them (the defaults otherwise)."""
     policy, variant = state.get("policy", ""), state.get("variant", "")
     return (policy if policy in POLICIES else "fp", variant if variant in VARIANTS else "uniform")
 
@@ -80,10 +72,6 @@ def token_words(token: str) -> str:
     return f"{token} (unknown: it resolves to fp, {WORDS['fp']})"
 
 
-def parent_of(view: QueueView, parent: str, kids: list[tuple[QueueView, str]]) -> flow.FlowReading:
-    return flow.read_flow(view, parent, kids)
-
-
 def child_json(view: QueueView, child: flow.Child) -> dict[str, Any]:
     fields = view.fields(child.id)
     return {**child.as_json(), "policy": fields.get("parent_policy"), "error": fields.get("last_error"),
@@ -94,10 +82,15 @@ def parent_json(reading: flow.FlowReading, part: str) -> dict[str, Any]:
     return {**reading.parent.as_json(), "queue": part, "failed_child": reading.parent.fields.get("failed_child")}
 
 
-def picture(moment: Moment) -> dict[str, Any]:
+def flows_of(moment: Moment) -> tuple[QueueView, QueueView, flow.FlowReading, flow.FlowReading]:
+    """Both queues' views, the main flow and the linked (cross-queue) one."""
     home, mail = moment.view(HOME), moment.view(MAIL)
-    main = parent_of(home, PARENT, [(home, c) for c in CHILDREN])
-    linked = parent_of(home, LINKED, [(mail, REMOTE)])
+    return (home, mail, flow.read_flow(home, PARENT, [(home, c) for c in CHILDREN]),
+            flow.read_flow(home, LINKED, [(mail, REMOTE)]))
+
+
+def picture(moment: Moment) -> dict[str, Any]:
+    home, mail, main, linked = flows_of(moment)
     policy, variant = choices(moment.state)
     children = [child_json(home, c) for c in main.children]
     return {
@@ -122,8 +115,7 @@ def tally(children: list[flow.Child]) -> str:
 
 
 def readout(moment: Moment) -> str:
-    home, mail = moment.view(HOME), moment.view(MAIL)
-    main = parent_of(home, PARENT, [(home, c) for c in CHILDREN])
+    home, mail, main, linked = flows_of(moment)
     tokens = sorted({t for c in CHILDREN if (t := home.fields(c).get("parent_policy"))})
     words = [token_words(t) for t in tokens]
     said = (f"The child rows say parent_policy {', '.join(words[:-1])}{' and ' if len(words) > 1 else ''}{words[-1]}"
@@ -131,7 +123,6 @@ def readout(moment: Moment) -> str:
     parent = main.parent
     line = (f"{said}. {tally(main.children)} → {main.counter()}, :ignored holds {len(parent.ignored)}; "
             f"{parent.fate()}.")
-    linked = parent_of(home, LINKED, [(mail, REMOTE)])
     waiting = mail.items("flow:outbox")
     outbox = (f"mail's outbox holds {flow.plural(len(waiting), 'entry', 'entries')} "
               f"({'; '.join(entry_words(raw, mail)[0] for raw in waiting)})" if waiting else "mail's outbox is empty")

@@ -1,17 +1,9 @@
 """The failure policy: a child dies at its attempt cap, and its row's token decides.
 
-`flows.add` lands the main flow (a parent and three children, each child's
-`parent_policy` written by the host) and a cross-queue flow beside it
-(`failure_flows.py`). "Fail child at the cap" claims the next child and runs
-the real `fail` with this attempt as the last: the one moment the script is
-handed the policy arm. Under `fp` the held parent gets `state failed` and
-enters `dead`; under `id` the error goes to the parent's `:ignored` and the
-counter falls as if the child had completed. "Fail child with attempts left"
-runs `fail` with attempts to spare: the child is scheduled and the parent's
-keys do not move. The cross-queue child's death is an outbox entry until the
-Pump (trusting only entries inside the sandbox) delivers it on the parent's
-slot. The radio's policy and the variant are the learner's choices, kept in
-the lab state across Reset.
+Under `fp` the held parent is failed into `dead`; under `id` the error goes to
+`:ignored` and the counter falls. A failure with attempts left schedules the
+child and reads no token. The policy and variant are the learner's choices,
+kept across Reset.
 """
 
 from __future__ import annotations
@@ -19,21 +11,18 @@ from __future__ import annotations
 from typing import Literal
 
 from server.emq import flows, jobs, keyspace, pump
+from server.widgets import base, flow
 from server.widgets import failure_flows as ff
-from server.widgets import flow
-from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
+from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
 
 RETRY_CAP = 3  # "attempts left": the first failure of three allowed
 BATCH = 10
-FATES = {"awaiting_children": "held", "pending": "released", "failed": "failed"}
 
 
 class PolicyBody(Body):
-    """The radio: the policy every child of the main flow lands with."""
-
-    policy: Literal["fp", "id"]
+    policy: Literal["fp", "id"]  # the radio: the policy every child of the main flow lands with
 
 
 class FailurePolicy(Widget):
@@ -41,8 +30,7 @@ class FailurePolicy(Widget):
     title = "The failure policy"
     queue_parts = (ff.HOME, ff.MAIL)
     kept_on_reset = ("policy", "variant")
-    # Both arms, one after the other, then the cross-queue death and the mixed
-    # flow: the tour states its policy, so a reader without JavaScript sees each.
+    # the tour states its policy, so a reader without JavaScript sees each arm
     tour = (
         Step("fp-failed", "Under fp, a death at the cap failed the parent",
              (do("policy", policy="fp"), do("fail-child"))),
@@ -76,20 +64,12 @@ class FailurePolicy(Widget):
     def describe(self, moment: Moment) -> Description:
         return Description(ff.readout(moment), ff.picture(moment))
 
-    # -- readings the dive's questions are judged on --------------------------------
-    @reading("parent-fate")
-    def parent_fate(self, now: Moment, before: Moment) -> Value:
-        state = now.view(ff.HOME).fields(ff.PARENT).get("state")
-        return FATES.get(state or "", "gone")
+    parent_fate = base.fate_reading(ff.PARENT, ff.HOME)
+    dependencies = base.dependencies_reading(ff.PARENT, ff.HOME)
 
     @reading("parent-claimable")
     def parent_claimable(self, now: Moment, before: Moment) -> Value:
         return "yes" if ff.PARENT in now.view(ff.HOME).members("pending") else "no"
-
-    @reading("dependencies")
-    def dependencies(self, now: Moment, before: Moment) -> Value:
-        found = now.view(ff.HOME).number(ff.PARENT, ":dependencies")
-        return found if found is not None else "no counter"
 
     @reading("child-pending")
     def child_pending(self, now: Moment, before: Moment) -> Value:
@@ -103,19 +83,15 @@ class FailurePolicy(Widget):
     def parent_failed_child_pending(self, now: Moment, before: Moment) -> Value:
         return bool(self.child_pending(now, now)) and self.parent_fate(now, now) == "failed"
 
-    # -- the main flow ----------------------------------------------------------------
     async def claim_child(self, turn: Turn) -> tuple[str, int, jobs.Lineage] | Outcome:
-        """Claim the next child of the main flow (never its released parent), with its row's lineage."""
         view = turn.moment.view(ff.HOME)
         pending = view.members("pending")
         if not pending or pending[0] not in ff.CHILDREN:
-            return Outcome(text="No child of the main flow waits in pending: press Reset, or pick a policy, "
-                                "to land it again.", kind="info")
+            return info("No child of the main flow waits in pending: press Reset, or pick a policy, to land it again.")
         got = await jobs.claim(turn.conn, turn.queue(ff.HOME))
         if got is None or got[0] not in ff.CHILDREN:
-            taken = got[0] if got else "nothing"
-            return Outcome(text=f"Claim took {taken}, not a child of the flow: their rows are gone. Press Reset.",
-                           kind="info")
+            return info(f"Claim took {got[0] if got else 'nothing'}, not a child of the flow: their rows are gone. "
+                        "Press Reset.")
         line = jobs.lineage_of_row(turn.queue(ff.HOME), view.fields(got[0]))
         return got[0], got[1], line or await jobs.lineage(turn.conn, turn.queue(ff.HOME), got[0])
 
@@ -187,7 +163,6 @@ class FailurePolicy(Widget):
         return Outcome(text=f"Completed {job_id}: complete answered 1 and counted it off the parent; {effect}.",
                        reached=reached, detail={"child": job_id})
 
-    # -- the learner's choices ------------------------------------------------------------
     @action("policy", "Choose the policy", PolicyBody)
     async def set_policy(self, turn: Turn, body: PolicyBody) -> Outcome:
         await turn.clear()
@@ -205,17 +180,14 @@ class FailurePolicy(Widget):
                             f"(its row says id), {ff.CHILDREN[2]}'s row says {ff.UNKNOWN_TOKEN}.",
                        detail={"variant": "mixed"})
 
-    # -- the cross-queue flow ---------------------------------------------------------------
     @action("fail-remote", "Fail the cross-queue child at the cap")
     async def fail_remote(self, turn: Turn, body: Body) -> Outcome:
         mail = turn.moment.view(ff.MAIL)
         if ff.REMOTE not in mail.members("pending"):
-            return Outcome(text=f"{ff.REMOTE} does not wait in pending in {ff.MAIL}: press Reset to land it again.",
-                           kind="info")
+            return info(f"{ff.REMOTE} does not wait in pending in {ff.MAIL}: press Reset to land it again.")
         got = await jobs.claim(turn.conn, mail.queue)
         if got is None or got[0] != ff.REMOTE:
-            return Outcome(text=f"Claim took {got[0] if got else 'nothing'} in {ff.MAIL}, not {ff.REMOTE}: "
-                                "press Reset.", kind="info")
+            return info(f"Claim took {got[0] if got else 'nothing'} in {ff.MAIL}, not {ff.REMOTE}: press Reset.")
         line = jobs.lineage_of_row(mail.queue, mail.fields(ff.REMOTE)) or await jobs.lineage(turn.conn, mail.queue,
                                                                                           ff.REMOTE)
         answer = await jobs.fail(turn.conn, mail.queue, ff.REMOTE, got[1], ff.ERROR, got[1], line=line)
@@ -232,7 +204,7 @@ class FailurePolicy(Widget):
         delivered = await pump.deliver_flow_completions(turn.conn, queue, BATCH, accept=flow.trusted_by(turn.sandbox))
         if delivered:
             now = await turn.read()
-            linked = ff.parent_of(now.view(ff.HOME), ff.LINKED, [(now.view(ff.MAIL), ff.REMOTE)])
+            linked = ff.flows_of(now)[3]
             return Outcome(text=f"The Pump delivered {delivered} from mail's outbox on {ff.LINKED}'s slot: "
                                 f"{linked.parent.fate()}.", reached=("remote-applied",),
                            detail={"delivered": delivered})
@@ -246,6 +218,6 @@ class FailurePolicy(Widget):
 
 
 def _parent_keys(moment: Moment) -> list[object]:
-    """The main parent's row, counter and :ignored as Valkey holds them (name, value)."""
+    """The main parent's row, counter and :ignored as Valkey holds them."""
     view = moment.view(ff.HOME)
     return [None if (k := view.row(ff.PARENT, sub)) is None else k.value for sub in ("", ":dependencies", ":ignored")]

@@ -1,14 +1,8 @@
 """The fan-in counter: a parent held on three children, released at zero.
 
-Claiming and completing are two steps, as they are for a worker: "Claim"
-runs the real `claim` (the child enters `active` with its token and lease
-deadline); "Complete child" runs the real `complete` for the claimed child
-the learner picks (claiming one first when none is claimed, so one click
-still counts one child down). The guards inside `complete` are made to
-answer for real: a stale token while the row exists (`EMQSTALE`), a lease
-that lapses (`requeue_lapsed`) and the first worker's late completion, and a
-redelivered completion. Every sentence says what a script answered; the
-numbers after it come from the snapshot, read from Valkey.
+"Claim" and "Complete child" are a worker's two steps; the guards inside
+`complete` answer for real: a stale token, a lapsed lease and the first
+worker's late completion, a redelivered completion.
 """
 
 from __future__ import annotations
@@ -18,8 +12,8 @@ from typing import Any
 
 from server.emq import flows, jobs, keyspace
 from server.emq.errors import EmqError, Gone
-from server.widgets import flow
-from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
+from server.widgets import base, flow
+from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.turn import Turn
 from server.widgets.view import Moment, QueueView
 
@@ -29,30 +23,25 @@ LEASE_MS = 30_000
 
 
 class ChildBody(Body):
-    """The claimed child the learner picked (the oldest claim when absent)."""
-
-    child: str | None = None
+    child: str | None = None  # the claimed child the learner picked (the oldest claim when absent)
 
 
 def result_of(job_id: str) -> str:
-    """What the learner's "worker" records as a child's result."""
     return f"result of {job_id}"
 
 
 def claims(view: QueueView) -> list[dict[str, Any]]:
-    """The jobs in `active`, oldest lease first: id, token (the row's attempts), deadline."""
-    out = []
-    for member, score in view.scores("active").items():
-        deadline = datetime.fromtimestamp(float(score) / 1000, UTC)
-        out.append({"id": member, "token": view.fields(member).get("attempts"),
-                    "deadline": deadline.strftime("%H:%M:%S UTC")})
-    return out
+    """The jobs in `active`, oldest lease first: id, token, deadline."""
+    return [{"id": member, "token": view.fields(member).get("attempts"),
+             "deadline": datetime.fromtimestamp(float(score) / 1000, UTC).strftime("%H:%M:%S UTC")}
+            for member, score in view.scores("active").items()]
 
 
 class FanIn(Widget):
     name = "fanin"
     title = "The fan-in counter"
     queue_parts = ("fanin",)
+    rows = (PARENT, *CHILDREN)
     tour = (
         Step("counted", "A completion counted down :dependencies", (do("complete-child"),)),
         Step("redelivered", "A redelivered completion changed nothing", (do("redeliver"),)),
@@ -65,16 +54,12 @@ class FanIn(Widget):
              (do("reset"), do("claim"), do("lapse"), do("late"))),
     )
 
-    def job_ids(self, part: str) -> tuple[str, ...]:
-        return (PARENT, *CHILDREN)
-
     async def land(self, turn: Turn) -> None:
         await flows.add(turn.conn, turn.queue(), {
             "parent": {"id": PARENT, "payload": "build the report"},
             "children": [{"id": c, "payload": f"part {i}"} for i, c in enumerate(CHILDREN, 1)],
         })
 
-    # -- what a page draws --------------------------------------------------------
     def describe(self, moment: Moment) -> Description:
         view = moment.first
         reading_ = flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN])
@@ -102,30 +87,15 @@ class FanIn(Widget):
             line += "; in active: " + ", ".join(f"{a['id']} (token {a['token']})" for a in active)
         return line
 
-    # -- readings the dive's questions are judged on --------------------------------
-    @reading("dependencies")
-    def dependencies(self, now: Moment, before: Moment) -> Value:
-        found = now.first.number(PARENT, ":dependencies")
-        return found if found is not None else "no counter"
-
-    @reading("children-outstanding")
-    def children_outstanding(self, now: Moment, before: Moment) -> Value:
-        found = now.first.number(PARENT, ":dependencies")
-        return found is not None and found > 0 and now.first.fields(PARENT).get("state") == "awaiting_children"
+    dependencies = base.dependencies_reading(PARENT)
+    children_outstanding = base.outstanding_reading(PARENT)
+    parent_fate = base.fate_reading(PARENT)
 
     @reading("completion-to-redeliver")
     def completion_to_redeliver(self, now: Moment, before: Moment) -> Value:
-        """A completion was sent, so "Redeliver last completion" has one to send again."""
         return now.kept("last") is not None
 
-    @reading("parent-fate")
-    def parent_fate(self, now: Moment, before: Moment) -> Value:
-        state = now.first.fields(PARENT).get("state")
-        return {"awaiting_children": "held", "pending": "released", "failed": "failed"}.get(state or "", "gone")
-
-    # -- actions --------------------------------------------------------------------
     def picked(self, turn: Turn, body: ChildBody) -> tuple[str, int] | None:
-        """The claimed child the learner picked (or the oldest claim) and its row's token."""
         view = turn.moment.first
         active = view.members("active")
         pick = body.child if body.child is not None else next(iter(active), None)
@@ -134,8 +104,7 @@ class FanIn(Widget):
         return pick, int(view.fields(pick).get("attempts") or 0)
 
     async def take_next(self, turn: Turn) -> tuple[tuple[str, int] | None, list[str]]:
-        """Claim the next pending child (never the released parent), and the
-        ids claim dropped on the way because their rows were gone."""
+        """Claim the next pending child (never the released parent), and the ids claim dropped (no row)."""
         pending = turn.moment.first.members("pending")
         if not pending or pending[0] == PARENT:
             return None, []
@@ -161,15 +130,13 @@ class FanIn(Widget):
         view = turn.moment.first
         got = self.picked(turn, body)
         if got is None and body.child is not None:
-            return Outcome(text=f"{body.child} is not in active: claim it first.", kind="info")
+            return info(f"{body.child} is not in active: claim it first.")
         if got is None:
             got, _ = await self.take_next(turn)
             if got is None:
-                return Outcome(text="No child is claimed or waiting in pending: press Reset to start again.",
-                               kind="info")
+                return info("No child is claimed or waiting in pending: press Reset to start again.")
         job_id, token = got
         before = view.number(PARENT, ":dependencies")
-        # the row's parent link as the lock read it (jobs.complete reads it itself when the read has no row)
         line = jobs.lineage_of_row(turn.queue(), view.fields(job_id))
         await jobs.complete(turn.conn, turn.queue(), job_id, token, result_of(job_id), line=line, tail=turn.after)
         turn.remember(last={"id": job_id, "token": token, "result": result_of(job_id)})
@@ -180,7 +147,6 @@ class FanIn(Widget):
                             "the parent.", reached=reached, detail={"child": job_id, "token": token})
 
     async def send(self, turn: Turn, job_id: str, token: int, result: str) -> str:
-        """Run `complete` as a worker would; what it answered, in Valkey's words."""
         try:
             await jobs.complete(turn.conn, turn.queue(), job_id, token, result)
         except Gone:
@@ -193,8 +159,7 @@ class FanIn(Widget):
     async def stale(self, turn: Turn, body: ChildBody) -> Outcome:
         got = self.picked(turn, body)
         if got is None:
-            return Outcome(text="No child is in active: Claim one, then send its completion with a stale token.",
-                           kind="info")
+            return info("No child is in active: Claim one, then send its completion with a stale token.")
         job_id, token = got
         answer = await self.send(turn, job_id, token - 1, result_of(job_id))
         return Outcome(text=f"Sent {job_id}'s completion with token {token - 1} while its row holds {token}: "
@@ -206,10 +171,9 @@ class FanIn(Widget):
     async def lapse(self, turn: Turn, body: ChildBody) -> Outcome:
         got = self.picked(turn, body)
         if got is None:
-            return Outcome(text="No child is in active, so no lease can lapse: Claim one first.", kind="info")
+            return info("No child is in active, so no lease can lapse: Claim one first.")
         job_id, token = got
-        # The worker went quiet: its deadline is wound back to the epoch rather
-        # than waiting 30 s; requeue_lapsed compares it with the server's clock.
+        # the worker went quiet: its deadline wound back to the epoch rather than waiting 30 s
         await turn.conn.zadd(keyspace.queue_key(turn.queue(), "active"), {job_id: 1}, xx=True)
         requeued = await jobs.requeue_lapsed(turn.conn, turn.queue())
         turn.remember(lapsed={"id": job_id, "token": token})
@@ -221,7 +185,7 @@ class FanIn(Widget):
     async def late(self, turn: Turn, body: Body) -> Outcome:
         lapsed = turn.moment.kept("lapsed")
         if not lapsed:
-            return Outcome(text="No lease has lapsed yet: Claim a child, then Let the lease lapse.", kind="info")
+            return info("No lease has lapsed yet: Claim a child, then Let the lease lapse.")
         job_id, token = str(lapsed["id"]), int(lapsed["token"])
         answer = await self.send(turn, job_id, token, f"late result of {job_id}")
         if answer.startswith("EMQSTALE"):
@@ -238,7 +202,7 @@ class FanIn(Widget):
     async def redeliver(self, turn: Turn, body: Body) -> Outcome:
         last = turn.moment.kept("last")
         if not last:
-            return Outcome(text="Nothing to redeliver yet: complete a child first.", kind="info")
+            return info("Nothing to redeliver yet: complete a child first.")
         answer = await self.send(turn, str(last["id"]), int(last["token"]), str(last["result"]))
         said = "the row was already retired, so nothing was counted" if answer.startswith("0") else "see the keys"
         return Outcome(text=f"Redelivered {last['id']}'s completion with its old token: complete answered "

@@ -1,20 +1,13 @@
-"""One reading of a flow, shared by every widget's picture and readout.
+"""One reading of a flow, shared by every widget's picture and readout, so two
+widgets never word the same keys differently.
 
-A flow's truth is spread over several keys: the parent's row, its
-`:dependencies`, `:processed` and `:ignored`, the state sets, each child's
-row and, for a cross-queue flow, the entries waiting in the children's
-outboxes. `read_flow` reads them once from the views a snapshot just read,
-and `FlowReading` words them once, so no widget re-reads or re-words a flow
-its own way (and two widgets never disagree about the same keys).
-
-A retired child has no row: `complete` deletes it. What Valkey still holds of
-it is where its signal went — counted in the parent's `:processed` or
-`:ignored`, or an outbox entry — and that is what a card says, never
-"completed" for a row that is not there.
+A retired child has no row (`complete` deletes it): a card says where its
+signal went (`:processed`, `:ignored`, an outbox entry), never "completed".
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -27,9 +20,8 @@ EntryState = Literal["waiting", "applied"]
 
 
 def trusted_by(sandbox: str) -> pump.Accept:
-    """The site's one rule for an outbox entry a learner could have written:
-    its parent queue is one of this sandbox's, else the Pump treats it as
-    poison and never delivers it (every Pump a widget runs passes this)."""
+    """The site's one rule for an outbox entry a learner could have written: its
+    parent queue is one of this sandbox's, else it is poison (every widget's Pump passes this)."""
     prefix = sandbox + "."
     return lambda entry: entry.parent_queue.startswith(prefix)
 
@@ -40,35 +32,7 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 
 
 @dataclass(frozen=True)
-class Entry:
-    """One raw item of an outbox (or its poison list), decoded."""
-
-    raw: str
-    child: str | None  # None: poison, it does not decode
-    kind: str | None
-    parent: str | None
-    # An entry whose child the parent already counted was delivered and not
-    # yet trimmed (a Pump that crashed before its trim): "applied".
-    state: EntryState | None
-
-    @property
-    def poison(self) -> bool:
-        return self.child is None
-
-    def words(self) -> str:
-        if self.child is None:
-            return f"poison: {self.raw[:60]}{'…' if len(self.raw) > 60 else ''}"
-        tail = ", delivered, not yet trimmed" if self.state == "applied" else ", waiting for the Pump"
-        return f"{self.kind} {self.child} → {self.parent}{tail}"
-
-    def as_json(self) -> dict[str, Any]:
-        return {"text": self.words(), "poison": self.poison, "child": self.child, "state": self.state}
-
-
-@dataclass(frozen=True)
 class Child:
-    """A flow child as Valkey holds it now."""
-
     id: str
     queue: str
     state: str | None  # the row's state; None: no row
@@ -128,20 +92,9 @@ class Parent:
 class FlowReading:
     parent: Parent
     children: list[Child]
-    outboxes: dict[str, list[Entry]]  # queue -> its flow:outbox, head first
-    poison: dict[str, list[Entry]]  # queue -> its flow:outbox:poison
 
     def counted(self) -> int:
         return len(self.parent.processed) + len(self.parent.ignored)
-
-    def entries(self, state: EntryState) -> int:
-        return sum(e.state == state for q in self.outboxes.values() for e in q)
-
-    def blocking(self) -> int:
-        return sum(e.poison for q in self.outboxes.values() for e in q)
-
-    def aside(self) -> int:
-        return sum(len(q) for q in self.poison.values())
 
     def tally(self) -> str:
         """`2 of 3 children complete` (with the ignored ones, when any)."""
@@ -155,16 +108,12 @@ class FlowReading:
         return f":dependencies = {'—' if deps is None else deps}"
 
 
-def decode_entries(raw: Sequence[str], counted: set[str]) -> list[Entry]:
-    found = []
-    for item in raw:
-        try:
-            e = pump.decode_entry(item)
-        except pump.PoisonEntry:
-            found.append(Entry(raw=item, child=None, kind=None, parent=None, state=None))
-            continue
-        found.append(Entry(raw=item, child=e.child, kind=e.kind, parent=e.parent,
-                           state="applied" if e.child in counted else "waiting"))
+def _in_outbox(view: QueueView) -> set[str]:
+    """The children whose entries sit in the view's outbox (a poison entry names none)."""
+    found = set()
+    for raw in view.items("flow:outbox"):
+        with contextlib.suppress(pump.PoisonEntry):
+            found.add(pump.decode_entry(raw).child)
     return found
 
 
@@ -183,21 +132,11 @@ def read_flow(parent_view: QueueView, parent_id: str,
         processed=processed, ignored=ignored, fields=row,
     )
     counted = set(processed) | set(ignored)
-    outboxes: dict[str, list[Entry]] = {}
-    poison: dict[str, list[Entry]] = {}
-    for view, _ in children:
-        if view.queue != parent_view.queue and view.queue not in outboxes:
-            outboxes[view.queue] = decode_entries(view.items("flow:outbox"), counted)
-            poison[view.queue] = decode_entries(view.items("flow:outbox:poison"), counted)
-    kids = []
-    for view, cid in children:
-        crow = view.fields(cid)
-        waiting = any(e.child == cid and e.state == "waiting" for e in outboxes.get(view.queue, []))
-        kids.append(Child(
-            id=cid, queue=view.queue,
-            state=(crow.get("state") or "no state") if view.row(cid) is not None else None,
-            set=next(iter(view.sets_of(cid)), None),
-            counted="processed" if cid in processed else "ignored" if cid in ignored else None,
-            entry="waiting" if waiting else None,
-        ))
-    return FlowReading(parent=parent, children=kids, outboxes=outboxes, poison=poison)
+    outboxes = {v.queue: _in_outbox(v) for v, _ in children if v.queue != parent_view.queue}
+    kids = [Child(id=cid, queue=view.queue,
+                  state=(view.fields(cid).get("state") or "no state") if view.row(cid) is not None else None,
+                  set=next(iter(view.sets_of(cid)), None),
+                  counted="processed" if cid in processed else "ignored" if cid in ignored else None,
+                  entry="waiting" if cid not in counted and cid in outboxes.get(view.queue, set()) else None)
+            for view, cid in children]
+    return FlowReading(parent=parent, children=kids)

@@ -1,25 +1,22 @@
 """The bulk ledger: a fixed batch of four flows, added one at a time or in bulk.
 
-"Next flow" adds the next flow through `flows.add`, as `add_bulk` does per
-flow (showing the refusal `add_bulk` swallows); "Run the batch" clears the
-ledger and makes one `flows.add_bulk` call. The result list is the adds'
-return value, kept in the lab state; every parent and child beside it is read
-from Valkey. Flow 4 stops partway and is retried by its ids, then run to its
-one release; "Try an ill-formed id" and the learner's own batch show the id
-gate refusing a whole batch before any write, in words. The batches, the own
-batch's body and one flow's card are in `ledger_batch.py`.
+"Next flow" adds one flow through `flows.add`, showing the refusal `add_bulk`
+swallows; "Run the batch" is one `add_bulk`. The result list is the adds'
+return value, kept in the lab state; everything beside it is read from Valkey.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from server.emq import flows, jobs, keyspace, pump
 from server.emq.errors import EmqError
 from server.emq.shape import FlowShapeError
 from server.widgets import flow
 from server.widgets import ledger_batch as lb
-from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
+from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.flow import plural
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
@@ -35,6 +32,8 @@ class LedgerWidget(Widget):
     title = "The bulk ledger"
     queue_parts = PARTS
     fixed_flows = len(lb.FIXED)  # the template's "Flow N" buttons before the first snapshot
+    reset_text = ("Reset: the ledger's queues are empty and so is the result list; start with Next flow "
+                  "or Run the batch.")
     tour = (
         Step("flow1", "A same-queue flow landed whole", (do("next"),)),
         Step("flow2", "A cross-queue flow landed, parent first", (do("next"),)),
@@ -57,7 +56,6 @@ class LedgerWidget(Widget):
     def partial_context(self) -> dict[str, Any]:
         return {"own_sample": lb.OWN_SAMPLE, "ledger_queues": lb.LEDGER_QUEUES}
 
-    # -- what a page draws --------------------------------------------------------
     def describe(self, moment: Moment) -> Description:
         led = lb.LedgerState.of(moment.state)
         plans = led.plans()
@@ -79,10 +77,8 @@ class LedgerWidget(Widget):
         parents = ", ".join(f"{r['number']}: {r['word']}" for r in rows)
         return f"{how}: {plural(len(led.result), 'entry', 'entries')} in the result; parents — {parents}."
 
-    # -- readings the dive's questions are judged on --------------------------------
     @reading("flow4-parent")
     def flow4_parent(self, now: Moment, before: Moment) -> Value:
-        """Flow 4's parent as its row says: absent, held, released (or its raw state)."""
         state = now.view(PARTS[0]).fields(FLOW4_PARENT).get("state")
         return {None: "absent", "awaiting_children": "held", "pending": "released"}.get(state, state)
 
@@ -92,31 +88,21 @@ class LedgerWidget(Widget):
 
     @reading("flows-left")
     def flows_left(self, now: Moment, before: Moment) -> Value:
-        """Next flow would add a flow (the fixed batch is stepped and not finished)."""
         led = lb.LedgerState.of(now.state)
         return led.mode == "step" and led.move < len(lb.FIXED)
 
     @reading("result-size")
     def result_size(self, now: Moment, before: Moment) -> Value:
-        """How many entries the adds' result holds (kept in Valkey's lab state)."""
         return len(lb.LedgerState.of(now.state).result)
 
     @reading("new-keys")
     def new_keys(self, now: Moment, before: Moment) -> Value:
-        """Keys of the ledger's queues that exist now and did not before the action."""
         old = {k.name for v in before.views.values() for k in v.keys}
         return sum(k.name not in old for v in now.views.values() for k in v.keys)
-
-    # -- helpers the actions share ---------------------------------------------------
-    def orders(self, turn: Turn) -> str:
-        return turn.queue(PARTS[0])
 
     def placed(self, turn: Turn, specs: Any) -> list[dict[str, Any]]:
         """Flows whose relative queues are mapped into this sandbox's ledger."""
         return [lb.as_flow(s, lambda rel: turn.queue(f"ledger.{rel}")) for s in specs]
-
-    def remember(self, turn: Turn, led: lb.LedgerState) -> None:
-        turn.remember(**led.kept())
 
     def reached(self, n: int, landed: bool, now: Moment) -> tuple[str, ...]:
         """The milestone fixed flow `n` reached, borne out by the keys just read."""
@@ -131,26 +117,24 @@ class LedgerWidget(Widget):
     async def add_one(self, turn: Turn, led: lb.LedgerState, n: int) -> str | None:
         """Add fixed flow `n` through flows.add; its refusal (add_bulk drops it), if refused."""
         try:
-            parent, children = await flows.add(turn.conn, self.orders(turn), self.placed(turn, [lb.FIXED[n - 1]])[0])
+            parent, children = await flows.add(turn.conn, turn.queue(PARTS[0]), self.placed(turn, [lb.FIXED[n - 1]])[0])
         except EmqError as exc:
             led.errors[str(n)] = str(exc)
             return str(exc)
         led.result.append([parent, children])
         return None
 
-    # -- actions ----------------------------------------------------------------------
     @action("next", "Next flow")
     async def next_flow(self, turn: Turn, body: Body) -> Outcome:
         led = lb.LedgerState.of(turn.moment.state)
         if led.mode == "own":
-            return Outcome(text="Your own batch is on the ledger: press Reset to step the fixed four.", kind="info")
+            return info("Your own batch is on the ledger: press Reset to step the fixed four.")
         if led.move >= len(lb.FIXED):
-            return Outcome(text="All four flows are on the ledger: press Previous flow, Run the batch or Reset.",
-                           kind="info")
+            return info("All four flows are on the ledger: press Previous flow, Run the batch or Reset.")
         n = led.move + 1
         error = await self.add_one(turn, led, n)
         led.mode, led.move, led.picked = "step", n, n
-        self.remember(turn, led)
+        turn.remember(**led.kept())
         reached = self.reached(n, error is None, await turn.read())
         if error:
             return Outcome(text=f"Flow {n}: flows.add refused it with {error}; add_bulk would drop it from the "
@@ -167,7 +151,7 @@ class LedgerWidget(Widget):
         led = lb.LedgerState(move=back, picked=back or None)
         for n in range(1, back + 1):
             await self.add_one(turn, led, n)
-        self.remember(turn, led)
+        turn.remember(**led.kept())
         if back == 0:
             return Outcome(text="Back before flow 1: the ledger's queues were cleared; the result list is empty.")
         return Outcome(text=f"Back to flow {back}: the ledger was cleared and flows 1 to {back} added again "
@@ -176,9 +160,9 @@ class LedgerWidget(Widget):
     @action("run-batch", "Run the batch")
     async def run_batch(self, turn: Turn, body: Body) -> Outcome:
         await turn.clear()  # the batch starts on an empty ledger: what was there is gone
-        landed = await flows.add_bulk(turn.conn, self.orders(turn), self.placed(turn, lb.FIXED))
+        landed = await flows.add_bulk(turn.conn, turn.queue(PARTS[0]), self.placed(turn, lb.FIXED))
         led = lb.LedgerState(mode="batch", move=len(lb.FIXED), result=[[p, c] for p, c in landed])
-        self.remember(turn, led)
+        turn.remember(**led.kept())
         now = await turn.read()
         parents = [p for p, _ in landed]
         reached = ("bulk", *(m for n, plan in enumerate(FIXED_PLAN, 1)
@@ -191,8 +175,7 @@ class LedgerWidget(Widget):
     async def pick(self, turn: Turn, body: lb.PickBody) -> Outcome:
         total = len(lb.LedgerState.of(turn.moment.state).plans())
         if body.flow > total:
-            return Outcome(text=f"The ledger holds {plural(total, 'flow')}: there is no flow {body.flow}.",
-                           kind="info")
+            return info(f"The ledger holds {plural(total, 'flow')}: there is no flow {body.flow}.")
         turn.remember(picked=body.flow)
         return Outcome(text=f"Flow {body.flow} picked: its card shows its entry in the result and its keys as "
                             "Valkey holds them.", kind="info", detail={"flow": body.flow})
@@ -201,24 +184,23 @@ class LedgerWidget(Widget):
     async def retry_four(self, turn: Turn, body: Body) -> Outcome:
         led = lb.LedgerState.of(turn.moment.state)
         if led.mode == "own":
-            return Outcome(text="Your own batch is on the ledger: press Reset to bring back flow 4.", kind="info")
+            return info("Your own batch is on the ledger: press Reset to bring back flow 4.")
         if turn.moment.view(PARTS[0]).row(FLOW4_PARENT) is None:
-            return Outcome(text="Flow 4's parent has no row yet: add flow 4 with Next flow, or Run the batch.",
-                           kind="info")
+            return info("Flow 4's parent has no row yet: add flow 4 with Next flow, or Run the batch.")
         try:
-            parent, children = await flows.add(turn.conn, self.orders(turn),
+            parent, children = await flows.add(turn.conn, turn.queue(PARTS[0]),
                                                self.placed(turn, [lb.flow4_corrected()])[0])
         except EmqError as exc:
             return Outcome(text=f"flows.add refused the retry of flow 4: {exc}.", kind="refused")
         led.retry, led.picked = [parent, children], 4
-        self.remember(turn, led)
+        turn.remember(**led.kept())
         return Outcome(text=f"Retried flow 4 by its ids, the bad child corrected to {lb.FLOW4_CHILD_FIXED}: "
                             f"flows.add returned ({parent}, [{', '.join(children)}]).", reached=("retried",))
 
     @action("complete-4", "Complete the retried children")
     async def complete_four(self, turn: Turn, body: Body) -> Outcome:
         if lb.LedgerState.of(turn.moment.state).mode == "own":
-            return Outcome(text="Your own batch is on the ledger: press Reset to bring back flow 4.", kind="info")
+            return info("Your own batch is on the ledger: press Reset to bring back flow 4.")
         billing, view = turn.queue(PARTS[2]), turn.moment.view(PARTS[2])
         # a press cut short may have left a claimed child (with its row): finished with its row's token
         claimed = [(j, int(view.fields(j).get("attempts") or 0)) for j in view.members("active")
@@ -229,10 +211,9 @@ class LedgerWidget(Widget):
             await jobs.complete(turn.conn, billing, got[0], got[1], f"billed {got[0]}", tail=turn.after)
             done.append(got[0])
         if not done:
-            return Outcome(text="No child waits in ledger.billing: flow 4's children have not landed yet, or are "
-                                "completed already.", kind="info")
-        # the children live on another slot: their completions wait in billing's
-        # outbox until the Pump delivers them, only to this sandbox's parents
+            return info("No child waits in ledger.billing: flow 4's children have not landed yet, or are "
+                        "completed already.")
+        # the children's completions wait in billing's outbox until the Pump delivers them
         delivered = await pump.deliver_flow_completions(turn.conn, billing, 100,
                                                         accept=flow.trusted_by(turn.sandbox))
         state = (await turn.read()).view(PARTS[0]).fields(FLOW4_PARENT).get("state")
@@ -244,7 +225,7 @@ class LedgerWidget(Widget):
     @action("ill-formed", "Try an ill-formed id")
     async def ill_formed(self, turn: Turn, body: Body) -> Outcome:
         try:
-            await flows.add_bulk(turn.conn, self.orders(turn), self.placed(turn, lb.BAD_BATCH))
+            await flows.add_bulk(turn.conn, turn.queue(PARTS[0]), self.placed(turn, lb.BAD_BATCH))
         except keyspace.BadId as exc:
             said = str(exc)
         else:
@@ -256,42 +237,34 @@ class LedgerWidget(Widget):
         new = int(self.new_keys(now, before) or 0)
         words = "no key changed" if same else f"yet the keys changed meanwhile ({plural(new, 'new key')})"
         if not said:
-            return Outcome(text=f"add_bulk did not refuse the batch; {words}.", kind="info")
+            return info(f"add_bulk did not refuse the batch; {words}.")
         return Outcome(text=f"add_bulk raised BadId for {lb.BAD_ID!r} in flow 2 before any write: flow 1, "
                             f"well-formed, did not land either; {words}.", kind="refused",
                        reached=("gate",) if same else (), detail={"error": said, "new_keys": new})
 
     @action("own-batch", "Run your batch", lb.OwnBatch)
     async def own_batch(self, turn: Turn, body: lb.OwnBatch) -> Outcome:
-        specs = [lb.own_flow_spec(f) for f in body.flows]
+        specs = [msgspec.to_builtins(f) for f in body.flows]  # its queues still relative
         plans = [lb.planned(s) for s in specs]
         await turn.clear()  # like Run the batch, yours starts on an empty ledger
-        # the learner's ids are not in job_ids: their row names go in each queue's
-        # index (read.lua reads it, clear.lua removes them), so a held parent is found
+        # the learner's ids are not in job_ids: their rows go in each queue's index (ledger_batch)
         async with turn.conn.pipeline(transaction=False) as pipe:
             for command in lb.index_commands(plans, lambda rel: turn.queue(f"ledger.{rel}")):
                 pipe.execute_command(*command)
             await pipe.execute()
         led = lb.LedgerState(mode="own", move=len(plans), batch=[p.as_json() for p in plans])
         try:
-            landed = await flows.add_bulk(turn.conn, self.orders(turn), self.placed(turn, specs))
+            landed = await flows.add_bulk(turn.conn, turn.queue(PARTS[0]), self.placed(turn, specs))
         except (keyspace.BadId, FlowShapeError) as exc:
             led.refused = str(exc)
-            self.remember(turn, led)
+            turn.remember(**led.kept())
             empty = not any(v.keys for v in (await turn.read()).views.values())
             return Outcome(text=f"Cleared the ledger; add_bulk then refused your whole batch before any write: "
                                 f"{led.refused[:160]}.", kind="refused",
                            reached=("own", "gate") if empty else ("own",), detail={"error": led.refused})
         led.result = [[p, c] for p, c in landed]
-        self.remember(turn, led)
+        turn.remember(**led.kept())
         return Outcome(text=f"Cleared the ledger, then one add_bulk over your {plural(len(plans), 'flow')} "
                             f"returned {plural(len(landed), 'entry', 'entries')}: "
                             f"{', '.join(p for p, _ in landed) or 'none'}.", reached=("own",),
                        detail={"landed": [p for p, _ in landed]})
-
-    @action("reset", "Reset")
-    async def reset(self, turn: Turn, body: Body) -> Outcome:
-        await turn.clear()
-        await self.land(turn)
-        return Outcome(text="Reset: the ledger's queues are empty and so is the result list; start with Next flow "
-                            "or Run the batch.")

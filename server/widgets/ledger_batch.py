@@ -1,15 +1,10 @@
-"""The ledger's batches, the learner's own batch as a typed body, the
-ledger's lab state, and one flow's card read back from Valkey.
+"""The ledger's batches, the learner's own batch as a typed body, the ledger's lab
+state, and one flow's card read back from Valkey.
 
-Flows here name their children's queues RELATIVE to the ledger (`orders`,
-`mail`, `billing`); `as_flow` maps them into the sandbox's real queues at
-the last moment, so a learner's batch can never name a key outside its
-sandbox. The body of "Run your batch" is bounded by the site's settings
-(flows, children, payload bytes) and refused with a 400 before anything
-runs when it is off; its ids stay plain strings, because judging an id is
-the lesson: `add_bulk`'s gate refuses an ill-formed one, in words. Those ids
-are not the widget's `job_ids`, so `index_commands` lists their row names in
-each queue's index, where the snapshot's read and Reset's clear find them.
+Flows name their children's queues relative to the ledger; `as_flow` maps them
+into the sandbox at the last moment, so a batch never names a key outside it.
+A learner's ids are not `job_ids`, so `index_commands` lists their rows in the
+queue's index, where the read and Reset's clear find them.
 """
 
 from __future__ import annotations
@@ -29,8 +24,7 @@ from server.widgets import flow
 from server.widgets.base import Body
 from server.widgets.view import QueueView
 
-# The limits a learner's batch is held to: the site reads them from the same
-# environment when it starts (an action's body type is fixed at import).
+# The limits a learner's batch is held to (an action's body type is fixed at import).
 LIMITS = Settings.from_env()
 ID_CHARS = 256  # past the gate's 128, so an over-long id still reaches the gate and is refused there
 
@@ -85,8 +79,6 @@ def well_formed(job_id: str) -> bool:
     return keyspace.ID_RE.fullmatch(job_id) is not None
 
 
-# -- the learner's own batch: the body of "Run your batch" ---------------------------
-
 class OwnJob(msgspec.Struct, forbid_unknown_fields=True):
     id: Annotated[str, msgspec.Meta(max_length=ID_CHARS)]
     payload: Annotated[str, msgspec.Meta(max_length=LIMITS.max_payload_bytes)] = ""
@@ -109,8 +101,7 @@ class OwnFlow(msgspec.Struct, forbid_unknown_fields=True):
     children: Annotated[list[OwnChild], msgspec.Meta(min_length=1, max_length=LIMITS.max_children)]
 
     def __post_init__(self) -> None:
-        # One id twice in one queue of a flow is a shape the library refuses
-        # outright (FlowShapeError): it is answered here, before anything runs.
+        # one id twice in one queue of a flow: the library's FlowShapeError, answered here as a 400
         seen = {("orders", self.parent.id)}
         for child in self.children:
             if (child.queue, child.id) in seen:
@@ -124,18 +115,6 @@ class OwnBatch(Body):
 
 class PickBody(Body):
     flow: Annotated[int, msgspec.Meta(ge=1, le=LIMITS.max_flows)]
-
-
-def own_flow_spec(given: OwnFlow) -> dict[str, Any]:
-    """A learner's flow as a flow dict, its queues still relative."""
-    children = []
-    for child in given.children:
-        spec: dict[str, Any] = {"id": child.id, "payload": child.payload, "queue": child.queue}
-        for flag in ("fail_parent_on_failure", "ignore_dependency_on_failure"):
-            if getattr(child, flag):
-                spec[flag] = True
-        children.append(spec)
-    return {"parent": {"id": given.parent.id, "payload": given.parent.payload}, "children": children}
 
 
 def sample_batch() -> list[dict[str, Any]]:
@@ -152,8 +131,6 @@ def as_flow(spec: dict[str, Any], queue_of: Callable[[str], str]) -> dict[str, A
         child["queue"] = queue_of(child.get("queue") or "orders")
     return out
 
-
-# -- a batch as the ledger keeps it, and one flow's card ----------------------------
 
 @dataclass(frozen=True)
 class Planned:
@@ -179,9 +156,8 @@ def planned(spec: dict[str, Any]) -> Planned:
 
 
 def entries_of(plans: Sequence[Planned], result: Sequence[Any]) -> list[list[Any] | None]:
-    """Each flow's entry in the result, by position: the result lists the
-    landed flows in input order, so the pointer walks it once (two flows
-    with the same parent id are still told apart)."""
+    """Each flow's entry in the result (which lists the landed flows in input
+    order, so a pointer walks it once and two flows with one parent id stay apart)."""
     found: list[list[Any] | None] = []
     at = 0
     for plan in plans:
@@ -213,14 +189,12 @@ def card(n: int, plan: Planned, views: dict[str, QueueView], entry: list[Any] | 
 
 
 def parent_word(s: dict[str, Any]) -> str:
-    """The parent in one or two words, for the readout."""
     if s["state"] is None:
         return "no row" if s["tried"] else "not added yet"
     return {"awaiting_children": "held", "pending": "released"}.get(s["state"], str(s["state"]))
 
 
 def card_line(s: dict[str, Any]) -> str:
-    """The sentence for one flow, built from its card."""
     if s["entry"]:
         found = f"in the result as ({s['entry'][0]}, [{', '.join(s['entry'][1])}])"
     elif not s["tried"]:
@@ -279,13 +253,11 @@ class LedgerState:
                 "refused": self.refused}
 
 
-
 ROW_KEYS = ("", ":dependencies", ":processed", ":ignored")  # a row and the subkeys a flow gives it
 
 
 def index_commands(plans: Sequence[Planned], queue_of: Callable[[str], str]) -> list[tuple[Any, ...]]:
-    """SADDs listing every row name `plans` may create in its queue's index
-    (`lab:{q}:index`). Ill-formed ids never become keys: none is listed."""
+    """SADDs listing every row name `plans` may create in its queue's index (`lab:{q}:index`)."""
     commands: list[tuple[Any, ...]] = []
     for rel in LEDGER_QUEUES:
         queue = queue_of(rel)

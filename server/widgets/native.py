@@ -1,22 +1,10 @@
 """The native refusal: one completion line, sent to two executors.
 
-The scenario, in the queue `<sandbox>.native`: a same-queue flow (JOBparent
-held on one child, JOBchild, claimed) and a flat job (JOBflat, claimed). Each
-button sends one real line (`native_line.py`) and the lab state keeps the
-press: the line, Valkey's reply, the queue's keys before and after, and which
-keys changed by a single byte (DUMP compared).
-
-* "Send as a script": the EVALSHA line `jobs.complete` sends for the child
-  (complete.lua with the same-queue flow layout); it completes the child.
-* "Send as EMQ.COMPLETE": the same keys and values as the module's command,
-  refused straight after numkeys.
-* "Send the flat form": the two-key form on the child, refused once the
-  command has read `parent` on its row.
-* "Complete a flat job natively": the two-key form on JOBflat, which the
-  module completes.
-
-On a Valkey without the EMQ module the native lines get Valkey's own
-"unknown command", and the widget says the native executor is absent there.
+A same-queue flow (JOBparent held on JOBchild, claimed) and a flat job
+(JOBflat, claimed). Each button sends one real line: the script completes the
+child; EMQ.COMPLETE refuses the flow layout and the flat form on the child,
+and completes the flat job. Without the EMQ module the native lines meet
+"unknown command", and the widget says so.
 """
 
 from __future__ import annotations
@@ -32,22 +20,13 @@ from server.widgets import native_line as wire
 from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
 from server.widgets.flow import plural
 from server.widgets.turn import Turn
-from server.widgets.view import Moment, QueueView, json_object
+from server.widgets.view import Moment, QueueView
 
 PARENT, CHILD, FLAT = "JOBparent", "JOBchild", "JOBflat"
 RESULT = "packed"  # one word: the line reads as it was sent
 ABSENT = "This Valkey has no EMQ module loaded: the native executor is absent here."
 WHO = {"script": "The script", "native": "EMQ.COMPLETE", "flat-form": "EMQ.COMPLETE in its flat form",
        "flat-job": "EMQ.COMPLETE on the flat job"}
-
-
-def flow_spec() -> dict[str, Any]:
-    return {"parent": {"id": PARENT, "payload": "ship the order"},
-            "children": [{"id": CHILD, "payload": "pack the box"}]}
-
-
-def last_press(state: dict[str, str]) -> dict[str, Any] | None:
-    return json_object(state.get("last"))
 
 
 def flat_words(view: QueueView) -> str:
@@ -84,7 +63,7 @@ class Native(Widget):
     name = "native"
     title = "The native refusal"
     queue_parts = ("native",)
-    # The refusals first (no key may move), then the two lines that complete.
+    rows = (PARENT, CHILD, FLAT)
     tour = (
         Step("refused", "EMQ.COMPLETE refused the flow layout; no key changed", (do("native"),)),
         Step("flat-refused", "The flat form refused once it read parent; no key changed", (do("flat-form"),)),
@@ -92,15 +71,12 @@ class Native(Widget):
         Step("flat-native", "EMQ.COMPLETE completed a flat job", (do("flat-job"),)),
     )
 
-    def job_ids(self, part: str) -> tuple[str, ...]:
-        return (PARENT, CHILD, FLAT)
-
     async def land(self, turn: Turn) -> None:
         queue = turn.queue()
-        await flows.add(turn.conn, queue, flow_spec())
+        await flows.add(turn.conn, queue, {"parent": {"id": PARENT, "payload": "ship the order"},
+                                           "children": [{"id": CHILD, "payload": "pack the box"}]})
         child = await jobs.claim(turn.conn, queue)
-        # A flat job has no add script: its row and its pending entry in one
-        # MULTI on the queue's slot, then the real claim.
+        # a flat job has no add script: its row and its pending entry in one MULTI, then the real claim
         async with turn.conn.pipeline(transaction=True) as pipe:
             pipe.hset(keyspace.job_key(queue, FLAT), mapping={"state": "pending", "attempts": "0",
                                                               "payload": "email the receipt"})
@@ -108,11 +84,10 @@ class Native(Widget):
             await pipe.execute()
         flat = await jobs.claim(turn.conn, queue)
         present = await module.loaded(turn.conn)
-        # The workers' tokens: what each line carries, as a worker would send it.
+        # the workers' tokens, which each line carries as a worker would send it
         turn.remember(child_token=str(child[1] if child else 1), flat_token=str(flat[1] if flat else 1),
                       executor="present" if present else "absent")
 
-    # -- what a page draws --------------------------------------------------------
     def describe(self, moment: Moment) -> Description:
         view, state = moment.first, moment.state
         reading_ = flow.read_flow(view, PARENT, [(view, CHILD)])
@@ -125,9 +100,8 @@ class Native(Widget):
                 "set": next(iter(view.sets_of(FLAT)), None)}
         return Description(readout, {
             "parent": reading_.parent.as_json(), "child": child.as_json(), "flat": flat,
-            "executor": state.get("executor", ""), "last": last_press(state)})
+            "executor": state.get("executor", ""), "last": moment.kept("last")})
 
-    # -- readings the dive's questions are judged on --------------------------------
     @reading("keys-changed")
     def keys_changed(self, now: Moment, before: Moment) -> Value:
         """"yes" when any key of the queue differs in name, type or value from before the action."""
@@ -136,7 +110,6 @@ class Native(Widget):
 
         return "yes" if keys(now) != keys(before) else "no"
 
-    # -- the four lines ------------------------------------------------------------
     def child_call(self, turn: Turn) -> tuple[list[str], list[str]]:
         """The KEYS and ARGV `jobs.complete` sends for the child: a same-queue flow child."""
         queue = turn.queue()

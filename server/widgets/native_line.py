@@ -1,14 +1,6 @@
-"""The native widget's wire: send one command line, and tell by the bytes what it changed.
-
-A press of the native widget is one real line to Valkey. Its record keeps the
-line as it went over the wire, Valkey's reply written the way `valkey-cli`
-prints it, and which keys changed. "Nothing changed" is a claim about bytes:
-every key's DUMP (and its TTL) is compared before and after the line, not a
-summary of the values.
-
-Text shown to a learner names keys without the sandbox prefix
-(`emq:{native}:active`), as the console takes them: a line shown here can be
-typed into the console and means the same keys.
+"""The native widget's wire: send one command line, and tell by the bytes (every
+key's DUMP and TTL) what it changed. Lines shown name keys without the sandbox
+prefix, as the console takes them.
 """
 
 from __future__ import annotations
@@ -30,8 +22,6 @@ UNKNOWN = "unknown command"  # what Valkey says for a command no module added
 
 @dataclass(frozen=True)
 class Sent:
-    """One line sent and Valkey's answer to it, as the wire carried them."""
-
     line: str
     reply: str  # as valkey-cli prints it: (integer) 1, (error) EMQSTATE …
     error: bool = False

@@ -1,19 +1,9 @@
 """The cross-queue outbox: a parent on one slot, its three children on two others.
 
-`flows.add` lands the flow by the real cross-queue path (`hold_parent`, then
-`enqueue_flow_child` for each child). A child's `complete` cannot reach its
-parent's slot, so it appends an entry to its own queue's `flow:outbox` and
-`:dependencies` does not move until a Pump delivers it. "Pump tick" is one
-pass over each child queue built from the library's own blocks
-(`read_page`, `deliver_page`, `trim`), so the outcome can tell a fresh
-delivery from one the HSETNX guard refused; "Crash before trim" is the
-same pass stopped before its trim; "Aged pump tick" is
-`deliver_flow_completions_aged`. Every pass hands the Pump the sandbox's
-trust rule (`outbox_entries.within`): an entry naming a parent queue outside
-the learner's sandbox is poison, whatever wrote it. "Add a poison entry" is
-a teaching action (a plain RPUSH of a torn entry), and "Try it as one
-script", on a cluster only, sends the add as ONE script to show the
-cluster's own CROSSSLOT refusal.
+A child's `complete` appends to its own queue's `flow:outbox`; "Pump tick" is
+one pass built from the library's blocks (`read_page`, `deliver_page`,
+`trim`), so an outcome tells a fresh delivery from a duplicate; "Crash before
+trim" skips the trim. "Try it as one script" (cluster only) shows CROSSSLOT.
 """
 
 from __future__ import annotations
@@ -25,8 +15,8 @@ from redis.exceptions import ResponseError
 
 from server.emq import flows, jobs, keyspace, pump, registry
 from server.valkey.client import node_of
-from server.widgets import flow, outbox_entries
-from server.widgets.base import Body, Description, Outcome, Refused, Step, Value, Widget, action, do, reading
+from server.widgets import base, flow, outbox_entries
+from server.widgets.base import Body, Description, Outcome, Refused, Step, Value, Widget, action, do, info, reading
 from server.widgets.outbox_entries import Lane
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
@@ -73,7 +63,6 @@ class Outbox(Widget):
                           "queue": turn.queue(part)} for part, cid in CHILDREN],
         })
 
-    # -- what a page draws ------------------------------------------------------------
     def lanes(self, moment: Moment) -> list[Lane]:
         home = moment.view(HOME)
         counted = set(home.fields(PARENT, ":processed")) | set(home.fields(PARENT, ":ignored"))
@@ -108,11 +97,7 @@ class Outbox(Widget):
         return (f"{counted} of {len(CHILDREN)} children counted on the parent's slot; {outboxes}{moved} "
                 f"→ {reading_.counter()}; {fate}")
 
-    # -- readings the dive's questions are judged on ------------------------------------
-    @reading("dependencies")
-    def dependencies(self, now: Moment, before: Moment) -> Value:
-        found = now.view(HOME).number(PARENT, ":dependencies")
-        return found if found is not None else "no counter"
+    dependencies = base.dependencies_reading(PARENT, HOME)
 
     @reading("trimmed-entry")
     def trimmed_entry(self, now: Moment, before: Moment) -> Value:
@@ -138,20 +123,18 @@ class Outbox(Widget):
     def child_pending(self, now: Moment, before: Moment) -> Value:
         return any(cid in now.view(p).members("pending") for p, cid in CHILDREN)
 
-    # -- actions ----------------------------------------------------------------------
     @action("complete-child", "Complete child")
     async def complete_child(self, turn: Turn, body: Body) -> Outcome:
         found = next(((p, c) for p, c in CHILDREN if c in turn.moment.view(p).members("pending")), None)
         if found is None:
             hint = ("Pump the outboxes." if self.entries_waiting(turn.moment, turn.moment)
                     else "Press Reset to start again.")
-            return Outcome(text=f"No child waits in pending in outbox.mail or outbox.billing: nothing to claim. "
-                                f"{hint}", kind="info")
+            return info(f"No child waits in pending in outbox.mail or outbox.billing: nothing to claim. {hint}")
         part, expected = found
         queue = turn.queue(part)
         got = await jobs.claim(turn.conn, queue)
         if got is None:
-            return Outcome(text=f"Claim found nothing in {part}'s pending: {expected}'s row is gone.", kind="info")
+            return info(f"Claim found nothing in {part}'s pending: {expected}'s row is gone.")
         job_id, token = got
         line = jobs.lineage_of_row(queue, turn.moment.view(part).fields(job_id)) if job_id == expected else None
         line = line or await jobs.lineage(turn.conn, queue, job_id)
@@ -201,7 +184,7 @@ class Outbox(Widget):
             hint = " All three completions have been delivered."
         else:
             hint = ""
-        return Outcome(text=EMPTY + hint, kind="info")
+        return info(EMPTY + hint)
 
     @action("pump-tick", "Pump tick")
     async def pump_tick(self, turn: Turn, body: Body) -> Outcome:
@@ -276,7 +259,7 @@ class Outbox(Widget):
             await conn.zscore(keys[2], SOLO) is not None)
         where = f"{HOME} and {LANES[0]}"
         if not error:
-            return Outcome(text=f"EVALSHA enqueue_flow with KEYS in {where} was accepted.", kind="info")
+            return info(f"EVALSHA enqueue_flow with KEYS in {where} was accepted.")
         return Outcome(text=f"One enqueue_flow with KEYS in {where}: the cluster refused it with {error}. "
                             + ("Nothing was written." if not written else f"{written} of its writes are there."),
                        kind="refused", detail={"error": error, "node": node_of(conn, keys[0]),

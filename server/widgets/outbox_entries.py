@@ -1,14 +1,8 @@
 """The outbox widget's lanes as its Pump sees them: each entry decoded, checked, worded.
 
-An outbox entry is data in the learner's own keys: `complete` and `fail`
-append it, but a console can append one too, naming any parent queue it
-likes (a JSON escape such as `\\u0073` hides a name from a raw-text check,
-so only the decoded entry is judged). The widget's Pump trusts an entry
-only when it decodes, names the outbox's own queue as its child's
-(`pump.trusted`) and names a parent queue inside the learner's sandbox
-(`within`); anything else is poison to it and blocks the outbox where it
-sits, never delivered. The page words every entry by the same check, so the
-picture says what the Pump will do with it.
+An entry is data in the learner's keys (a console can write one), so only the
+decoded entry is judged: poison when it does not decode, refused when it names
+another outbox or a parent queue outside the sandbox.
 """
 
 from __future__ import annotations
@@ -26,8 +20,6 @@ BLOCKING: tuple[Verdict, ...] = ("poison", "refused")
 
 @dataclass(frozen=True)
 class Seen:
-    """One raw entry and what the widget's Pump makes of it."""
-
     raw: str
     verdict: Verdict
     entry: pump.OutboxEntry | None  # None: it does not decode
@@ -108,7 +100,6 @@ class Lane:
 
 
 def lane_of(view: QueueView, sandbox: str, home: str, parent: str, counted: set[str]) -> Lane:
-    """The lane of one child queue's view, every entry judged."""
     judged = [judge(raw, view.queue, sandbox, home, parent, counted) for raw in view.items("flow:outbox")]
     aside = [judge(raw, view.queue, sandbox, home, parent, counted) for raw in view.items("flow:outbox:poison")]
     head = view.get("flow:outbox:head")

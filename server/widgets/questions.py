@@ -1,15 +1,6 @@
-"""Predictions: questions declared in the dives, judged by what Valkey holds.
-
-A question is written where the lesson turns, in the `{widget}` directive of
-a dive (server/content parses it): the action whose button carries the
-answer, the widget reading it is judged on, the reading that keeps it open,
-its words, and feedback for the usual wrong answers. Here each declaration is
-checked against its widget (a broken one stops the site at start, naming the
-dive and the line) and judged: the truth is measured from the keys Valkey
-holds after the action, never stored anywhere.
-
-    Right: Valkey holds :dependencies = 2.
-    Not quite: you said 3; Valkey holds :dependencies = 2. <feedback>
+"""Predictions: questions declared in the dives, checked against their widget at
+start (a broken one stops the site, naming the dive and line), and judged by
+what Valkey holds after the action, never by a stored answer.
 """
 
 from __future__ import annotations
@@ -44,7 +35,7 @@ class Question(msgspec.Struct, frozen=True):
 
     def words(self, value: object) -> str:
         """A value as the learner reads it: a choice by its label."""
-        return dict(self.choices).get(str(value), _plain(value))
+        return dict(self.choices).get(str(value), "nothing" if value is None else str(value))
 
     def as_json(self) -> dict[str, Any]:
         """What a snapshot carries: the question, never its answer."""
@@ -67,8 +58,7 @@ class BadQuestion(ValueError):
 
 
 def bind(widget: Widget, spec: Mapping[str, Any], where: str) -> Question:
-    """A declared question (its shape checked by server/content), checked
-    against the widget it is declared on."""
+    """A declared question (its shape checked by server/content), checked against its widget."""
     fields = {k: v for k, v in spec.items() if k != "line"}
     try:
         question = msgspec.convert({**fields, "widget": widget.name, "where": where}, Question)
@@ -144,6 +134,3 @@ def _same(answer: Value, truth: Value) -> bool:
             return False
     return str(answer) == str(truth)
 
-
-def _plain(value: object) -> str:
-    return "nothing" if value is None else str(value)

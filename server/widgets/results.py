@@ -1,15 +1,9 @@
 """The results reader: three pure reads of what the fan-in wrote on a parent.
 
-A parent held on three children in one queue, each child under the policy
-*ignore the dependency*. "Complete child" and "Fail child at the cap" run the
-real `claim`, `complete` and `fail` (one attempt allowed, so the first
-failure is the last), so the fan-in fills `:processed`, `:ignored` and
-counts `:dependencies` down. "Read the results" calls the three reads of
-`server.emq.results` and proves they wrote nothing: every key of the queue
-is DUMPed just before and just after them and the two are compared. The
-answers are kept in the lab state (never among the queue's keys), so every
-page shows the last read beside the keys it came from, and says when Valkey
-has moved on since.
+A parent held on three children under *ignore the dependency*; completions and
+deaths at the cap fill `:processed` and `:ignored`. "Read the results" calls
+`server.emq.results` and proves it wrote nothing (DUMPs before and after); its
+answers are kept in the lab state, beside the keys they came from.
 """
 
 from __future__ import annotations
@@ -17,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from server.emq import flows, jobs, results
-from server.widgets import flow
-from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
+from server.widgets import base, flow
+from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.turn import Turn
-from server.widgets.view import Moment, QueueView, json_object
+from server.widgets.view import Moment, QueueView
 
 PARENT = "JOBquote"
 CHILDREN = ("JOBleg1", "JOBleg2", "JOBleg3")
@@ -31,13 +25,9 @@ LEASE_MS = 30_000
 
 
 def answers_now(view: QueueView) -> dict[str, Any]:
-    """What the three reads would answer on these keys (0 for no counter, as `dependencies` says)."""
+    """What the three reads would answer on these keys."""
     return {"values": view.fields(PARENT, ":processed"), "dependencies": view.number(PARENT, ":dependencies") or 0,
             "ignored": view.fields(PARENT, ":ignored")}
-
-
-def last_read(state: dict[str, str]) -> dict[str, Any] | None:
-    return json_object(state.get("read"))
 
 
 def dict_words(found: dict[str, str]) -> str:
@@ -48,6 +38,7 @@ class ResultsReader(Widget):
     name = "results"
     title = "The results reader"
     queue_parts = ("results",)
+    rows = (PARENT, *CHILDREN)
     tour = (
         Step("completed", "A completion recorded its value in :processed", (do("complete-child"),)),
         Step("ignored", "A death at the cap recorded in :ignored, counted like a completion", (do("fail-child"),)),
@@ -56,23 +47,18 @@ class ResultsReader(Widget):
         Step("accounted", "Read after the release: every child accounted for", (do("read"),)),
     )
 
-    def job_ids(self, part: str) -> tuple[str, ...]:
-        return (PARENT, *CHILDREN)
-
     async def land(self, turn: Turn) -> None:
         await flows.add(turn.conn, turn.queue(), {
             "parent": {"id": PARENT, "payload": "price the quote"},
-            # ignore the dependency: a child dead at its cap lands in :ignored
-            # and still counts the parent down
+            # ignore the dependency: a child dead at its cap lands in :ignored and still counts down
             "children": [{"id": c, "payload": f"leg {i}", "ignore_dependency_on_failure": True}
                          for i, c in enumerate(CHILDREN, 1)],
         })
 
-    # -- what a page draws --------------------------------------------------------
     def describe(self, moment: Moment) -> Description:
         view = moment.first
         found = flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN])
-        read = last_read(moment.state)
+        read = moment.kept("read")
         if read is not None:
             now = answers_now(view)
             # the reads describe the moment they ran: say whether Valkey still holds it
@@ -90,52 +76,33 @@ class ResultsReader(Widget):
                     "Press Reset to land the flow again.")
         return f"{found.tally()} → {found.counter()}; {found.parent.fate()}"
 
-    # -- readings the dive's questions are judged on --------------------------------
-    @reading("dependencies")
-    def dependencies(self, now: Moment, before: Moment) -> Value:
-        """The parent's :dependencies as Valkey holds it ("no counter" once it is gone)."""
-        found = now.first.number(PARENT, ":dependencies")
-        return found if found is not None else "no counter"
-
-    @reading("children-outstanding")
-    def children_outstanding(self, now: Moment, before: Moment) -> Value:
-        """The parent is held and still waits for at least one child."""
-        found = now.first.number(PARENT, ":dependencies")
-        return found is not None and found > 0 and now.first.fields(PARENT).get("state") == "awaiting_children"
+    dependencies = base.dependencies_reading(PARENT)
+    children_outstanding = base.outstanding_reading(PARENT)
+    parent_fate = base.fate_reading(PARENT)
 
     @reading("read-dependencies")
     def read_dependencies(self, now: Moment, before: Moment) -> Value:
-        """What `results.dependencies` returned at the last Read the results."""
-        read = last_read(now.state)
+        read = now.kept("read")
         return int(read["dependencies"]) if read and isinstance(read.get("dependencies"), int) else "no read"
 
-    @reading("parent-fate")
-    def parent_fate(self, now: Moment, before: Moment) -> Value:
-        state = now.first.fields(PARENT).get("state")
-        return {"awaiting_children": "held", "pending": "released", "failed": "failed"}.get(state or "", "gone")
-
-    # -- actions --------------------------------------------------------------------
-    async def next_child(self, turn: Turn) -> tuple[str, int] | Outcome:
-        """The child this press acts on: one already claimed (a press cut short
-        left it in active) with its row's token, else the next pending child,
-        claimed now. Never the released parent."""
+    async def next_child(self, turn: Turn) -> tuple[str, int, jobs.Lineage | None] | Outcome:
+        """The child this press acts on: one a press cut short left in active, else the next pending child."""
         view = turn.moment.first
         held = [c for c in view.members("active") if c in CHILDREN and view.row(c) is not None]
-        if held:
-            return held[0], int(view.fields(held[0]).get("attempts") or 0)
         pending = view.members("pending")
-        if pending and pending[0] in CHILDREN:
+        got: tuple[str, int] | None = None
+        if held:
+            got = held[0], int(view.fields(held[0]).get("attempts") or 0)
+        elif pending and pending[0] in CHILDREN:
             got = await jobs.claim(turn.conn, turn.queue(), LEASE_MS)
-            if got is not None:
-                return got
+        if got is not None:
+            return (*got, jobs.lineage_of_row(turn.queue(), view.fields(got[0])))
         if view.fields(PARENT).get("state") == "pending":
-            return Outcome(text="Every child has been counted and the parent released: press Reset to start again.",
-                           kind="info")
-        return Outcome(text="No child waits in pending or active: press Reset to land the flow again.", kind="info")
+            return info("Every child has been counted and the parent released: press Reset to start again.")
+        return info("No child waits in pending or active: press Reset to land the flow again.")
 
     async def counted(self, turn: Turn, job_id: str, into: str, milestone: str) -> tuple[str, ...]:
-        """The milestones the keys bear out, read back after the signal: the
-        child's entry in the parent's `into` hash, the parent released."""
+        """The milestones the keys bear out, read back after the signal."""
         now = (await turn.read()).first
         reached = (milestone,) if job_id in now.fields(PARENT, into) else ()
         return reached + (("released",) if now.fields(PARENT).get("state") == "pending" else ())
@@ -145,9 +112,8 @@ class ResultsReader(Widget):
         got = await self.next_child(turn)
         if isinstance(got, Outcome):
             return got
-        job_id, token = got
+        job_id, token, line = got
         value = VALUES.get(job_id, job_id)
-        line = jobs.lineage_of_row(turn.queue(), turn.moment.first.fields(job_id))
         await jobs.complete(turn.conn, turn.queue(), job_id, token, value, line=line, tail=turn.after)
         reached = await self.counted(turn, job_id, ":processed", "completed")
         return Outcome(text=f"Completed {job_id} with {value!r}: complete answered 1 and the fan-in recorded it in "
@@ -159,8 +125,7 @@ class ResultsReader(Widget):
         got = await self.next_child(turn)
         if isinstance(got, Outcome):
             return got
-        job_id, token = got
-        line = jobs.lineage_of_row(turn.queue(), turn.moment.first.fields(job_id))
+        job_id, token, line = got
         # max_attempts=1: this first failure is already at the cap
         answer = await jobs.fail(turn.conn, turn.queue(), job_id, token, ERROR, max_attempts=1, line=line)
         reached = await self.counted(turn, job_id, ":ignored", "ignored")
@@ -185,7 +150,6 @@ class ResultsReader(Widget):
         reached: tuple[str, ...] = ("read",) if unchanged else ()
         if unchanged and deps == 0 and len(values) + len(ignored) == len(CHILDREN):
             reached += ("accounted",)
-        # the answers themselves, as the reads returned them: the no-JavaScript trace shows only this sentence
         proof = "no key changed (DUMPs equal)" if unchanged else "yet the queue's keys changed meanwhile"
         return Outcome(text=f"The reads answered children_values → {dict_words(values)}, dependencies → {deps}, "
                             f"ignored_failures → {dict_words(ignored)}; {proof}.", kind="ok" if unchanged else "info",

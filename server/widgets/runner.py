@@ -1,19 +1,8 @@
 """The executor: one action from its lock to its record, and a widget's first showing.
 
-`act` is the whole life of a click, in this order, each step once:
-
-1. take the widget's lock and read its queues and lab state (`Turn.take`);
-   land the scenario first if it is not there (a new or reaped sandbox);
-2. find the question the answer is for, if the learner answered one;
-3. run the action (the widget's method: the host library's calls);
-4. with an answer, read the keys again and judge it against them;
-5. record it all in one round trip (`Turn.finish`): the outcome and `ver`
-   in the lab state (which lets go of the lock), the learner's record
-   (`progress.record_call`), the registry's touch, a class's answer.
-
-The page that clicked gets the outcome and its progress back; every page of
-the sandbox, that one included, repaints from the stream, which reads the
-widget once the lock's deletion says the action is over (server/live).
+`act` takes the lock and reads (`Turn.take`), lands the scenario if it is
+missing, runs the action, judges an answer against a fresh read, and records
+it all in one round trip (`Turn.finish`); every page repaints from the stream.
 """
 
 from __future__ import annotations
@@ -41,8 +30,6 @@ Admit = Callable[[], Awaitable[None]]
 
 @dataclass(frozen=True)
 class Lab:
-    """What the executor works with: the site's client, its widgets, its limits."""
-
     conn: Conn
     catalog: Catalog
     ttl: int = 7200  # the learner's records' lifetime, s
@@ -59,9 +46,7 @@ class Acted(msgspec.Struct):
 
 
 async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = None) -> Snapshot:
-    """The snapshot a page opens with: one read; the first time the widget
-    shows in the sandbox, its scenario lands (under the lock: two tabs opening
-    at once land it once)."""
+    """The snapshot a page opens with; the first time, the scenario lands under the lock."""
     moment, snap = await snapshot.read(lab.conn, lab.catalog, widget, actor.sandbox, lab.snapshot_bytes)
     if moment.landed:
         return snap
@@ -73,8 +58,7 @@ async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = Non
         taken = await held.try_take()
         if taken is not None:
             break
-        # another page is landing it (a class opening one sandbox at once): read
-        # until it stands, rather than every page queueing on the lock
+        # another page is landing it: read until it stands, rather than every page queueing on the lock
         await asyncio.sleep(0.02)
         moment, snap = await snapshot.read(lab.conn, lab.catalog, widget, actor.sandbox, lab.snapshot_bytes)
         if moment.landed:
@@ -94,7 +78,6 @@ async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = Non
 
 
 async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, admit: Admit | None = None) -> Acted:
-    """Run one action for a learner (see the module's docstring)."""
     action = widget.actions[slug]
     held = Turn(lab.conn, widget, actor, lab.snapshot_bytes)
     before = await held.take()
@@ -136,15 +119,11 @@ async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, adm
 
 
 def _question(lab: Lab, widget: Widget, slug: str, body: Body, before: Any) -> questions.Question | None:
-    """The open question the answer is for; None when no answer came, or it
-    answers a question no longer open for this action (another page moved
-    on): the action still runs, unjudged."""
+    """The open question the answer is for; None when none is open for it now (the action runs unjudged)."""
     if body.predict is None:
         return None
-    for found in questions.offered(widget, lab.catalog.asked(widget), before):
-        if found.action == slug and found.id == body.predict.question:
-            return found
-    return None
+    wanted, offered = body.predict.question, questions.offered(widget, lab.catalog.asked(widget), before)
+    return next((found for found in offered if found.action == slug and found.id == wanted), None)
 
 
 async def _land(widget: Widget, held: Turn) -> None:

@@ -1,21 +1,17 @@
-"""The snapshot: everything a page draws of one widget, read from Valkey in one round trip.
-
-Every open page of a sandbox paints the same snapshot: the widget's keys
-(`read.lua`, one call per queue), its lab state (the last outcome and who
-caused it, its version `ver`), the picture and readout built from those keys,
-the question open on them, and the sandbox's checklist of the widget's tour.
-Nothing in it is computed in the browser or kept in this process.
+"""The snapshot: everything a page draws of one widget, read from Valkey in one round
+trip (keys, lab state, picture, readout, open questions, the tour's checklist).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import msgspec
 
-from server.emq.script import Call, execute, raise_first
+from server.emq.script import raise_first
 from server.emq.wire import Conn
 from server.sandboxes import keys, progress
 from server.sandboxes.progress import WidgetProgress
@@ -42,8 +38,6 @@ class Snapshot(msgspec.Struct, kw_only=True):
 
 @dataclass
 class Catalog:
-    """The site's widgets and the questions the dives declare on them."""
-
     widgets: dict[str, Widget]
     questions: dict[str, tuple[Question, ...]] = field(default_factory=dict)
 
@@ -52,14 +46,11 @@ class Catalog:
 
     def widget_of_queue(self, queue: str) -> str | None:
         """The widget owning a sandbox queue `<sandbox>.<part>` (None: no widget's)."""
-        _, _, part = queue.partition(".")
-        return self._parts().get(part)
+        return self._by_part.get(queue.partition(".")[2])
 
-    def _parts(self) -> dict[str, str]:
-        found = self.__dict__.get("_by_part")
-        if found is None:
-            found = self.__dict__["_by_part"] = {p: w.name for w in self.widgets.values() for p in w.queue_parts}
-        return found
+    @functools.cached_property
+    def _by_part(self) -> dict[str, str]:
+        return {p: w.name for w in self.widgets.values() for p in w.queue_parts}
 
 
 def compose(catalog: Catalog, widget: Widget, moment: Moment, fields: Mapping[str, str]) -> Snapshot:
@@ -106,13 +97,8 @@ def unsandboxed(value: T, prefix: str) -> T:
 async def read(conn: Conn, catalog: Catalog, widget: Widget, sandbox: str,
                budget: int = turn.SNAPSHOT_BYTES) -> tuple[Moment, Snapshot]:
     """Read the widget and the sandbox's record in one round trip; compose its snapshot."""
-    calls: Sequence[Call | None] = [*turn.read_calls(widget, sandbox, budget), None]
-    async with conn.pipeline(transaction=False) as pipe:
-        for call in calls[:-1]:
-            assert call is not None
-            call[0].queue(pipe, call[1], call[2])
-        pipe.hgetall(keys.progress_key(sandbox))
-        replies = raise_first(await execute(conn, pipe, calls))
+    progress_read = ("HGETALL", keys.progress_key(sandbox))
+    replies = raise_first(await turn.pipelined(conn, [*turn.read_calls(widget, sandbox, budget), progress_read]))
     moment = turn.moment_of(conn, widget, sandbox, replies[:-1])
     return moment, compose(catalog, widget, moment, progress.fields_of(replies[-1]))
 

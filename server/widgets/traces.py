@@ -1,16 +1,6 @@
-"""Static traces: each widget's tour, run once on Valkey, kept as rows.
-
-Without JavaScript a widget cannot be driven, so its partial shows what a
-real run did instead: when the site starts, every widget plays its tour in a
-scratch sandbox through the same executor a click takes (`runner.act`), and
-each step becomes a row drawn from the same snapshot the live widget paints
-(its outcome, its readout, the keys that changed, the question open before
-it). Nothing in a row is made up: it is what Valkey held at that moment.
-
-A trace is a function of the code, not of any visitor, so one recording
-serves every page of this process. If Valkey is away at start, pages render
-without traces and a background task retries; when the traces arrive, the
-cached page bodies are dropped so the next request renders them in.
+"""Static traces: each widget's tour, run once on Valkey at start through the
+executor, kept as rows for readers without JavaScript. If Valkey is away at
+start, a background task retries and drops the cached pages when they arrive.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """The tree: a flow whose child has children of its own, walked node by node.
 
-`flows.add` walks a tree on the host, parent first and depth first: hold the
-root, hold the inner node as a child of the root (its row carries `parent`)
-and as a parent of its own leaves, land each leaf. "Next node" lands one node
-of that very walk (`flows.walk_order` and `flows.land_node`, the steps `add`
-takes), so each landing can be watched; "Walk the whole tree" is `flows.add`
-in one call. "Complete the deepest level" claims and completes every job
-waiting at the deepest level that has one: the leaves release the inner node
-into pending, and its own completion then counts towards the root.
-
-How far the walk has gone is read from the keys, never kept beside them: a
-node has landed when its row exists or its parent has counted it.
+"Next node" lands one node of `flows.add`'s own walk (`walk_order`,
+`land_node`); "Walk the whole tree" is `flows.add`. How far the walk has gone
+is read from the keys: a node landed when its row exists or its parent counted it.
 """
 
 from __future__ import annotations
@@ -21,7 +13,7 @@ from server.emq import flows, jobs
 from server.emq.errors import EmqError
 from server.emq.shape import Node, parse_flow
 from server.widgets import flow
-from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
+from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.turn import Turn
 from server.widgets.view import Moment, QueueView
 
@@ -72,6 +64,7 @@ class Tree(Widget):
     name = "tree"
     title = "The two-level tree"
     queue_parts = ("tree",)
+    rows = ORDER
     tour = (
         Step("root", "The root landed first, held on its two children", (do("next"),)),
         Step("inner", "JOBbranch landed counted by the root and held on its own leaves", (do("next"),)),
@@ -81,9 +74,6 @@ class Tree(Widget):
         Step("inner-released", "The leaves' completions released JOBbranch into pending", (do("complete-level"),)),
         Step("root-released", "The next level's completions released the root", (do("complete-level"),)),
     )
-
-    def job_ids(self, part: str) -> tuple[str, ...]:
-        return ORDER
 
     def order(self, turn: Turn) -> list[tuple[Node, Node | None]]:
         return flows.walk_order(parse_flow(turn.queue(), tree_spec()))
@@ -107,7 +97,6 @@ class Tree(Widget):
                            {"landed": len(done), "total": len(ORDER), "next": missing[0] if missing else None,
                             "nodes": nodes})
 
-    # -- readings the dive's questions are judged on ----------------------------------
     @reading("root-claimable")
     def root_claimable(self, now: Moment, before: Moment) -> Value:
         return "yes" if ROOT in now.first.members("pending") else "no"
@@ -118,15 +107,13 @@ class Tree(Widget):
         return (view.fields(ROOT).get("state") == "awaiting_children"
                 and any(n in view.members("pending") for n in PARENT_OF))
 
-    # -- the walk ---------------------------------------------------------------------
     @action("next", "Next node")
     async def next_node(self, turn: Turn, body: Body) -> Outcome:
         view = turn.moment.first
         done = landed(view)
         missing = [i for i, n in enumerate(ORDER) if n not in done]
         if not missing:
-            return Outcome(text="Every node has landed: the walk is over. Complete the deepest level, or press Reset.",
-                           kind="info")
+            return info("Every node has landed: the walk is over. Complete the deepest level, or press Reset.")
         i = missing[0]
         node, up = self.order(turn)[i]
         try:
@@ -147,7 +134,7 @@ class Tree(Widget):
     async def previous_node(self, turn: Turn, body: Body) -> Outcome:
         done = landed(turn.moment.first)
         if not done:
-            return Outcome(text="No node has landed yet: there is no step of the walk to go back to.", kind="info")
+            return info("No node has landed yet: there is no step of the walk to go back to.")
         back = len(done) - 1
         await turn.clear()
         for node, up in self.order(turn)[:back]:
@@ -163,14 +150,13 @@ class Tree(Widget):
                             f"({parent}, [{', '.join(children)}]).", reached=WALKED,
                        detail={"parent": parent, "children": children})
 
-    # -- completions, level by level --------------------------------------------------
     @action("complete-level", "Complete the deepest level")
     async def complete_level(self, turn: Turn, body: Body) -> Outcome:
         view = turn.moment.first
         pending = view.members("pending")
         waiting = [m for m in pending if m in PARENT_OF]
         if not waiting:
-            return Outcome(text=self.idle(view), kind="info")
+            return info(self.idle(view))
         level = max(LEVEL[m] for m in waiting)
         targets = {m for m in waiting if LEVEL[m] == level}
         done: list[str] = []

@@ -1,15 +1,9 @@
 """One action's turn on a widget: its lock, what it read, and what it writes last.
 
-Tabs, class members and Reset queue behind one lock per widget and sandbox
-(`lab:{<first queue>}:lock`, a plain `SET NX PX`), so any interleaving of
-clicks leaves a state that clicking one at a time reaches. The lock has a
-lease: a site killed mid-action lets go by itself.
-
-A turn costs two round trips of its own: taking the lock rides with the read
-of every queue and the lab state (`read.lua`), which the action decides from
-(`turn.moment`); the last one records the outcome and lets go (`finish.lua`),
-with whatever else must be written then (the learner's record, a finished
-job's `:logs` DEL) in the same pipeline.
+One lock per widget and sandbox (`SET NX PX`, with a lease) queues tabs, class
+members and Reset, so any interleaving of clicks reaches a state clicking one
+at a time reaches. Taking it rides with the read (`read.lua`); the finish
+(`finish.lua`) records the outcome and lets go, in one more round trip.
 """
 
 from __future__ import annotations
@@ -27,7 +21,7 @@ from server.emq.wire import Conn
 from server.sandboxes import keys
 from server.sandboxes.sandbox import queue_name
 from server.valkey.client import node_of
-from server.widgets.view import Moment, QueueView, decode
+from server.widgets.view import Moment, decode
 
 if TYPE_CHECKING:
     from server.widgets.base import Widget
@@ -51,9 +45,7 @@ class Busy(Exception):
 
 @dataclass(frozen=True)
 class Actor:
-    """Who acts, where: the sandbox the keys are in, whose record the action
-    moves (the learner's own, also in a class's shared sandbox), and for the
-    other pages of the sandbox, who it was."""
+    """Who acts, where: the sandbox the keys are in, whose record the action moves, who it was."""
 
     sandbox: str
     visitor: str
@@ -61,12 +53,9 @@ class Actor:
     name: str = ""  # a class member's display name
     tab: str = ""  # the page that acted
     room: str | None = None
-    # The question the class was asked, as (widget, question, step, round):
-    # an answer to it is counted in that round.
+    # the question the class was asked, as (widget, question, step, round): its answers count in that round
     ask: tuple[str, str, int, int] | None = None
-    # False for an action done to the sandbox on its learner's behalf (an
-    # instructor's reset, a class's "Ask the class" rebuild): the learner's
-    # record and activity (last widget acted on, last seen) stay as they were.
+    # False on the learner's behalf (an instructor's reset): their record and activity stay as they were
     records: bool = True
 
 
@@ -84,30 +73,33 @@ def read_calls(widget: Widget, sandbox: str, budget: int = SNAPSHOT_BYTES) -> li
              [f"emq:{{{queue}}}:", share, *widget.job_ids(part)]) for part, queue in queues.items()]
 
 
+async def pipelined(conn: Conn, entries: Sequence[Call | Command]) -> list[Any]:
+    """Script calls and plain commands in one round trip, in order: replies, errors in place (`execute`)."""
+    calls: list[Call | None] = []
+    async with conn.pipeline(transaction=False) as pipe:
+        for entry in entries:
+            if isinstance(entry[0], Script):
+                entry[0].queue(pipe, entry[1], entry[2])
+                calls.append(entry)
+            else:
+                pipe.execute_command(*entry)
+                calls.append(None)
+        return await execute(conn, pipe, calls)
+
+
 def moment_of(conn: Conn, widget: Widget, sandbox: str, replies: Sequence[Any]) -> Moment:
-    """The replies of `read_calls` as a Moment."""
-    views: dict[str, QueueView] = {}
-    state: dict[str, str] = {}
-    for i, (part, queue) in enumerate(queues_of(widget, sandbox).items()):
-        found, view = decode(queue, part, sandbox, replies[i], node_of(conn, f"emq:{{{queue}}}:"))
-        views[part] = view
-        state = found if i == 0 else state
-    return Moment(views, state)
+    found = [decode(queue, part, sandbox, reply, node_of(conn, f"emq:{{{queue}}}:"))
+             for (part, queue), reply in zip(queues_of(widget, sandbox).items(), replies)]
+    return Moment({view.part: view for _, view in found}, found[0][0])  # the lab state is the first queue's
 
 
 async def read(conn: Conn, widget: Widget, sandbox: str, budget: int = SNAPSHOT_BYTES) -> Moment:
     """Every queue of the widget and its lab state: one round trip."""
-    calls = read_calls(widget, sandbox, budget)
-    async with conn.pipeline(transaction=False) as pipe:
-        for script, k, a in calls:
-            script.queue(pipe, k, a)
-        replies = raise_first(await execute(conn, pipe, calls))
+    replies = raise_first(await pipelined(conn, read_calls(widget, sandbox, budget)))
     return moment_of(conn, widget, sandbox, replies)
 
 
 class Turn:
-    """One action's hold on a widget (see the module's docstring)."""
-
     def __init__(self, conn: Conn, widget: Widget, actor: Actor, budget: int = SNAPSHOT_BYTES) -> None:
         self.conn, self.widget, self.actor, self.budget = conn, widget, actor, budget
         self.queues = queues_of(widget, actor.sandbox)
@@ -136,13 +128,7 @@ class Turn:
     async def try_take(self) -> Moment | None:
         """One try at the lock, with the read in the same round trip; None when another holds it."""
         lock = ("SET", keys.lock_key(self.first), self.token, "NX", "PX", LOCK_LEASE_MS)
-        calls: list[Call | None] = [None, *read_calls(self.widget, self.sandbox, self.budget)]
-        async with self.conn.pipeline(transaction=False) as pipe:
-            pipe.execute_command(*lock)
-            for call in calls[1:]:
-                assert call is not None
-                call[0].queue(pipe, call[1], call[2])
-            replies = await execute(self.conn, pipe, calls)
+        replies = await pipelined(self.conn, [lock, *read_calls(self.widget, self.sandbox, self.budget)])
         if isinstance(replies[0], Exception):
             raise replies[0]  # the lock itself refused (out of memory): said at once, not as Busy
         if replies[0] is None:
@@ -178,43 +164,21 @@ class Turn:
 
     async def clear(self, *, keep_choices: bool = True) -> None:
         """Remove every key of the widget's queues, whatever their types (Reset).
-        The state's `ver` stays (a page paints nothing older than it has seen,
-        so a failed action after a clear must not take it back to 0), and the
-        learner's kept choices unless `keep_choices` is False (a deep link).
-        `landed` goes: until the action's finish writes it again, a page that
-        opens the widget waits for the lock instead of reading a half-landed
-        scenario, and a site killed mid-action lands it afresh."""
+        `ver` stays (a page paints nothing older than it has seen), and the
+        learner's choices unless `keep_choices` is False; `landed` goes until
+        the finish writes it again, so no page reads a half-landed scenario."""
         kept = json.dumps(["ver", *(self.widget.kept_on_reset if keep_choices else ())])
-        calls: list[Call | None] = [
+        raise_first(await pipelined(self.conn, [
             (CLEAR, [keys.state_key(q), keys.index_key(q), keys.spent_key(q)],
-             [f"emq:{{{q}}}:", kept, *self.widget.job_ids(part)]) for part, q in self.queues.items()]
-        async with self.conn.pipeline(transaction=False) as pipe:
-            for call in calls:
-                assert call is not None
-                call[0].queue(pipe, call[1], call[2])
-            raise_first(await execute(self.conn, pipe, calls))
+             [f"emq:{{{q}}}:", kept, *self.widget.job_ids(part)]) for part, q in self.queues.items()]))
         self.kept, self.after = {}, []
 
     async def finish(self, outcome: str, records: Sequence[Call | Command] = ()) -> tuple[str, list[Any]]:
-        """Record the outcome and let go, in one round trip with `records`
-        (scripts or plain commands on other slots). Returns the new `ver` and
-        the replies of `records` (an error among them is returned, not raised)."""
+        """Record the outcome and let go, in one round trip with `records` (scripts
+        or commands); the new `ver` and the replies of `records`, errors returned."""
         fields = json.dumps(self.kept) if self.kept else ""
         finish: Call = (FINISH, [keys.state_key(self.first), keys.lock_key(self.first)], [self.token, outcome, fields])
-        calls: list[Call | None] = [finish]
-        async with self.conn.pipeline(transaction=False) as pipe:
-            FINISH.queue(pipe, finish[1], finish[2])
-            for command in self.after:
-                pipe.execute_command(*command)
-                calls.append(None)
-            for record in records:
-                if isinstance(record[0], Script):
-                    record[0].queue(pipe, record[1], record[2])
-                    calls.append(record)
-                else:
-                    pipe.execute_command(*record)
-                    calls.append(None)
-            replies = await execute(self.conn, pipe, calls)
+        replies = await pipelined(self.conn, [finish, *self.after, *records])
         if isinstance(replies[0], Exception):
             await self.release()
             raise replies[0]

@@ -1,11 +1,8 @@
 """What one read of a widget's queues found: its keys (name, type, value) and lab state.
 
-`read.lua` finds and reads the keys on the server, one call per queue; this
-module only decodes its reply into `QueueView`s and a `Moment` (every queue
-of the widget plus its lab state at one moment), and says where a key holds
-a type the key grammar does not give it (a console can make `pending` a
-string): the widget then says so instead of drawing a picture, and Reset,
-which removes keys whatever their types, is the way back.
+`read.lua` reads the keys on the server; this module decodes its reply, and
+says where a key holds a type the key grammar does not give it (a console can
+make `pending` a string), so the widget says so and only Reset runs on it.
 """
 
 from __future__ import annotations
@@ -42,7 +39,7 @@ class KeyView:
 
     @property
     def cut(self) -> bool:
-        """The value is not whole: a long string or a big collection was cut by the read."""
+        """The read cut the value (a long string, a big collection)."""
         if self.value is None:
             return True
         return (len(self.value) < self.size) if isinstance(self.value, (list, dict)) else \
@@ -70,7 +67,6 @@ class QueueView:
         return self.named(keyspace.queue_key(self.queue, suffix))
 
     def row(self, job_id: str, sub: str = "") -> KeyView | None:
-        """The job's row (a dict once it is a hash), or one of its subkeys."""
         return self.named(keyspace.job_key(self.queue, job_id) + sub)
 
     def fields(self, job_id: str, sub: str = "") -> dict[str, str]:
@@ -85,21 +81,21 @@ class QueueView:
         except (TypeError, ValueError):
             return None
 
-    def members(self, suffix: str) -> list[str]:
+    def _value(self, suffix: str, kind: str) -> Any:
+        """The key's value when it holds `kind`, else an empty list."""
         found = self.get(suffix)
-        return [m for m, _ in found.value] if found is not None and found.type == "zset" and found.value else []
+        return found.value if found is not None and found.type == kind and found.value else []
+
+    def members(self, suffix: str) -> list[str]:
+        return [m for m, _ in self._value(suffix, "zset")]
 
     def scores(self, suffix: str) -> dict[str, float]:
-        found = self.get(suffix)
-        return dict(found.value) if found is not None and found.type == "zset" and found.value else {}
+        return dict(self._value(suffix, "zset"))
 
     def items(self, suffix: str) -> list[str]:
-        """A list key's elements (the outbox)."""
-        found = self.get(suffix)
-        return list(found.value) if found is not None and found.type == "list" and found.value else []
+        return list(self._value(suffix, "list"))
 
     def sets_of(self, job_id: str) -> list[str]:
-        """The state sets holding `job_id` (none, for a held parent)."""
         return [s for s in keyspace.STATE_SETS if job_id in self.members(s)]
 
     def misfit(self) -> str | None:
@@ -127,9 +123,7 @@ class QueueView:
 
 
 def json_object(raw: str | None) -> dict[str, Any] | None:
-    """A JSON object the lab state keeps (an outcome, a remembered press), or
-    None when absent or not an object: a learner cannot reach the lab state,
-    but a half-written or older one must not break a picture."""
+    """A JSON object the lab state keeps, or None: a half-written or older one must not break a picture."""
     if not raw:
         return None
     try:
@@ -141,8 +135,6 @@ def json_object(raw: str | None) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class Moment:
-    """A widget's queues and lab state, read at one moment."""
-
     views: dict[str, QueueView]  # by queue part, in the widget's order
     state: dict[str, str]
 
@@ -154,7 +146,7 @@ class Moment:
         return self.first if part is None else self.views[part]
 
     def kept(self, field: str) -> dict[str, Any] | None:
-        """A JSON object the widget remembered in its lab state (`turn.remember`)."""
+        """A JSON object the widget remembered (`turn.remember`)."""
         return json_object(self.state.get(field))
 
     @property
@@ -181,9 +173,8 @@ def decode(queue: str, part: str, sandbox: str, reply: Any,
 
 
 def _shaped(kind: str, value: Any) -> Any:
-    """A value as the page reads it: a hash as an object, a zset as [member,
-    score] pairs, a set sorted; a list or a string as it is; None when the
-    read left it out (its budget spent)."""
+    """A value as the page reads it: a hash an object, a zset [member, score] pairs,
+    a set sorted; None when the read left it out (its budget spent)."""
     if value is None or value is False:
         return None
     if kind == "hash":
