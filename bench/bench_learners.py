@@ -27,6 +27,10 @@ and the site's (its uvicorn process, from /proc). An action's cost
 independent of how many learners are online shows as a flat Valkey CPU per
 action from level to level.
 
+Each side runs WORKERS uvicorn workers, one per core of this machine, as
+`emqlab serve --workers 2` would run here (one worker saturates its core
+first: a Python process, not Valkey, is what runs out).
+
 The site runs with its rate limits off (bench/servers.py) and a stream
 lifetime of an hour: every learner's stream opened within seconds of the
 others', so with the default 10 minutes they would all reconnect together
@@ -59,6 +63,7 @@ CPU_RATIO = 1.5  # Valkey CPU per action, highest held level / lowest: "independ
 PERIOD = 10.0  # seconds between one learner's actions
 PROBE_EVERY = 0.1  # seconds between the probe's actions: 300 in a 30 s window, so p99 is not the max
 STREAM_LIFETIME = "3600"  # see the module's docstring
+WORKERS = 2  # uvicorn workers on each side: one per core, as `emqlab serve --workers 2` runs on this machine
 
 
 def held(level: dict[str, Any]) -> bool:
@@ -167,21 +172,22 @@ def cpu_flat(side: dict[str, Any]) -> dict[str, Any] | None:
 
 def run(valkey_url: str, levels: tuple[int, ...] = LEVELS, window: float = 30.0, period: float = PERIOD,
         probe_every: float = PROBE_EVERY, settle: float = 3.0, sides: tuple[str, ...] = ("site", "bare"),
-        log: Any = print, profile_at: int | None = TARGET_LEARNERS, keep_going: bool = False) -> dict[str, Any]:
+        log: Any = print, profile_at: int | None = TARGET_LEARNERS, keep_going: bool = False,
+        workers: int = WORKERS) -> dict[str, Any]:
     """Both sides' climbs, each on a fresh server process of its own; the
     site profiled at `profile_at` learners (None: not profiled)."""
     raise_fd_limit(65536)  # inherited by the servers and the crowd: thousands of streams each
     result: dict[str, Any] = {"levels": list(levels), "window_seconds": window, "period_seconds": period,
                               "probe_every_seconds": probe_every, "p99_limit_ms": P99_LIMIT_MS,
-                              "target_learners": TARGET_LEARNERS, "mix": mix.describe()}
+                              "target_learners": TARGET_LEARNERS, "mix": mix.describe(), "workers": workers}
     for kind in sides:
         if kind == "site":
-            with servers.serve_site(valkey_url, env={"EMQLAB_STREAM_LIFETIME": STREAM_LIFETIME}) as served:
+            with servers.serve_site(valkey_url, workers, env={"EMQLAB_STREAM_LIFETIME": STREAM_LIFETIME}) as served:
                 result[kind] = asyncio.run(climb(served, kind, valkey_url, levels, window, period, probe_every,
                                                  settle, log, profile_at, keep_going))
                 result[kind]["server_errors"] = served.tracebacks()
         else:
-            with servers.serve_baseline(valkey_url) as served:
+            with servers.serve_baseline(valkey_url, workers) as served:
                 result[kind] = asyncio.run(climb(served, kind, valkey_url, levels, window, period, probe_every,
                                                  settle, log, None, keep_going))
                 result[kind]["server_errors"] = served.tracebacks()
@@ -197,13 +203,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--window", type=float, default=30.0, help="seconds the probe is timed at each level")
     parser.add_argument("--period", type=float, default=PERIOD, help="seconds between one learner's actions")
     parser.add_argument("--side", choices=("site", "bare", "both"), default="both")
+    parser.add_argument("--workers", type=int, default=WORKERS, help="uvicorn workers on each side")
     parser.add_argument("--profile-at", type=int, default=TARGET_LEARNERS, help="py-spy the site at this level")
     parser.add_argument("--keep-going", action="store_true", help="climb every level, past one that did not hold")
     args = parser.parse_args(argv)
     sides = ("site", "bare") if args.side == "both" else (args.side,)
     with ValkeyProcess() as valkey:
         result = run(valkey.url, tuple(int(n) for n in args.levels.split(",")), args.window, args.period,
-                     sides=sides, profile_at=args.profile_at, keep_going=args.keep_going)
+                     sides=sides, profile_at=args.profile_at, keep_going=args.keep_going, workers=args.workers)
     print(json.dumps(result, indent=2))
     return result
 

@@ -41,8 +41,8 @@ class Recording:
         self.proc = subprocess.Popen(
             # blocking (the default): each sample pauses the process for a moment, but
             # its stacks are whole; --nonblocking cut them, and the shares with them
-            [binary, "record", "-p", str(self.pid), "-d", str(max(1, round(self.seconds))), "-r", str(self.rate),
-             "-f", "raw", "-o", str(self.out)],
+            [binary, "record", "--subprocesses", "-p", str(self.pid), "-d", str(max(1, round(self.seconds))),
+             "-r", str(self.rate), "-f", "raw", "-o", str(self.out)],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
         return self

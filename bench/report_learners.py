@@ -118,7 +118,8 @@ def learners_section(r: dict[str, Any]) -> list[str]:
             f"{lr['probe_every_seconds']:g} s for {lr['window_seconds']:g} s and times each click to its frame. "
             f"A level holds while the probe's p99 stays within {lr['p99_limit_ms']:.0f} ms and no answer fails. "
             f"The site holds **{knee_text(site)}** learners; the bare one-EVALSHA endpoint with a bare SSE stream, "
-            f"**{knee_text(bare)}** (same run, same Valkey, same load generator).", "",
+            f"**{knee_text(bare)}** (same run, same Valkey, same load generator, {lr.get('workers', 1)} uvicorn "
+            f"worker{'s' if lr.get('workers', 1) != 1 else ''} on each side).", "",
             levels_table(lr), ""]
 
 
@@ -155,9 +156,9 @@ def learners_notes(r: dict[str, Any]) -> list[str]:
            "over each window, less what Valkey spent per second with nobody acting (measured before the first "
            f"level: site side {pct((lr.get('site') or {}).get('valkey_idle_cpu_share'))}, bare side "
            f"{pct((lr.get('bare') or {}).get('valkey_idle_cpu_share'))} of a core), divided by every action of "
-           "the window (the crowd's and the probe's); the site's is its uvicorn process's, from /proc (whole, "
-           "with its idle work). The site runs with its stream lifetime at an hour (learners "
-           "that arrived together would otherwise all reconnect together, mid-level).", ""]
+           "the window (the crowd's and the probe's); the site's is its uvicorn processes' (workers and "
+           "supervisor), from /proc (whole, with their idle work). The site runs with its stream lifetime at an "
+           "hour (learners that arrived together would otherwise all reconnect together, mid-level).", ""]
     rows = []
     for kind in ("site", "bare"):
         for level in (lr.get(kind) or {}).get("levels", []):

@@ -91,8 +91,16 @@ class Served:
         return round(self.status_kb("VmHWM") / 1024, 1)
 
     def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """CPU seconds of the server and its workers (its process group: start_new_session)."""
+        ticks = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # a process that ended meanwhile
+            if int(fields[2]) == self.proc.pid:
+                ticks += int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         """The server and every worker it spawned: they run in a process group
@@ -107,7 +115,7 @@ class Served:
                 self._signal(signal.SIGKILL)
                 self.proc.wait(timeout=5)
         self._signal(signal.SIGKILL)  # whatever of the group is still there
-        if self.log is not None and self.tracebacks():
+        if self.log is not None and (self.tracebacks() or os.environ.get("EMQLAB_BENCH_KEEP_LOGS")):
             kept = Path(tempfile.gettempdir()) / f"emqlab-bench-{self.name}-{self.proc.pid}.log"
             shutil.copyfile(self.log, kept)  # its unhandled errors, for whoever reads the report
             print(f"{self.name}: {self.tracebacks()} unhandled errors, its log kept in {kept}")
