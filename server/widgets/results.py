@@ -137,16 +137,15 @@ class ResultsReader(Widget):
     async def read(self, turn: Turn, body: Body) -> Outcome:
         queue = turn.queue()
         names = {k.name for k in turn.moment.first.keys}
-        before = await dumps(turn, names)
+        before = await turn.dumps(sorted(names))
         values = await results.children_values(turn.conn, queue, PARENT)
         deps = await results.dependencies(turn.conn, queue, PARENT)
         ignored = await results.ignored_failures(turn.conn, queue, PARENT)
         names |= {k.name for k in (await turn.read()).first.keys}
-        after = await dumps(turn, names)
-        # a key the reads created would be absent before and present after
-        unchanged = all(before.get(n) == after.get(n) for n in names)
+        after = await turn.dumps(sorted(names))
+        unchanged = before == after  # a key the reads created would be absent before and present after
         turn.remember(read={"values": values, "dependencies": deps, "ignored": ignored,
-                            "keys": sum(v is not None for v in after.values()), "unchanged": unchanged})
+                            "keys": len(after), "unchanged": unchanged})
         reached: tuple[str, ...] = ("read",) if unchanged else ()
         if unchanged and deps == 0 and len(values) + len(ignored) == len(CHILDREN):
             reached += ("accounted",)
@@ -157,12 +156,3 @@ class ResultsReader(Widget):
                        detail={"dependencies": deps, "unchanged": unchanged,
                                "values": dict_words(values), "ignored": dict_words(ignored)})
 
-
-async def dumps(turn: Turn, names: set[str]) -> dict[str, bytes | None]:
-    """Each key's DUMP (None: no such key), in one round trip: equal DUMPs are equal values."""
-    ordered = sorted(names)
-    async with turn.conn.pipeline(transaction=False) as pipe:
-        for name in ordered:
-            pipe.dump(name)
-        found = await pipe.execute()
-    return dict(zip(ordered, found))

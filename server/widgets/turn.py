@@ -186,6 +186,23 @@ class Turn:
         self.kept, self.after = {}, []
         return str(replies[0]), mine
 
+    async def dumps(self, names: Sequence[str]) -> dict[str, str]:
+        """Each existing key's DUMP (hex) and PTTL: its bytes, compared across an action."""
+        if not names:
+            return {}
+        # The names share the queue's hashtag (one slot): one pipelined round trip.
+        async with self.conn.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.dump(name)
+                pipe.pttl(name)
+            replies = await pipe.execute()
+        found = {}
+        for name, dumped, ttl in zip(names, replies[::2], replies[1::2], strict=True):
+            if dumped is not None:
+                raw = dumped if isinstance(dumped, bytes) else str(dumped).encode("utf-8", "surrogateescape")
+                found[name] = f"{raw.hex()}/{ttl}"
+        return found
+
     async def release(self) -> None:
         """Let go without recording anything (an action that failed)."""
         await RELEASE.run(self.conn, [keys.lock_key(self.first)], [self.token])

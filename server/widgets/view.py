@@ -157,9 +157,9 @@ class Moment:
         return next((found for v in self.views.values() if (found := v.misfit()) is not None), None)
 
 
-def shown(name: str, sandbox: str) -> str:
-    """A key name without the sandbox prefix, as the course writes it."""
-    return name.replace("{" + sandbox + ".", "{", 1)
+def shown(text: str, sandbox: str) -> str:
+    """`text` with every key and queue of the sandbox named as the course writes it."""
+    return text.replace("{" + sandbox + ".", "{")
 
 
 def decode(queue: str, part: str, sandbox: str, reply: Any,
