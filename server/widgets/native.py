@@ -10,7 +10,6 @@ bytes (every key's DUMP and TTL); lines shown name keys without the sandbox pref
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -161,11 +160,7 @@ class Native(Widget):
 
     @reading("keys-changed")
     def keys_changed(self, now: Moment, before: Moment) -> Value:
-        """"yes" when any key of the queue differs in name, type or value from before the action."""
-        def keys(moment: Moment) -> list[tuple[str, str, str]]:
-            return [(k.name, k.type, json.dumps(k.value, sort_keys=True)) for k in moment.first.keys]
-
-        return "yes" if keys(now) != keys(before) else "no"
+        return "yes" if now.all_keys() != before.all_keys() else "no"
 
     def child_call(self, turn: Turn) -> tuple[list[str], list[str]]:
         """The KEYS and ARGV `jobs.complete` sends for the child: a same-queue flow child."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from server.emq import jobs
 from server.emq.script import Call, Script, execute, raise_first
 from server.emq.wire import Conn
 from server.sandboxes import keys
@@ -145,6 +146,12 @@ class Turn:
         await self.flush()
         self.moment = await read(self.conn, self.widget, self.sandbox, self.budget)
         return self.moment
+
+    async def lineage(self, part: str | None, job_id: str) -> jobs.Lineage:
+        """The job's lineage from its row as last read, else asked of Valkey."""
+        queue = self.queue(part)
+        found = jobs.lineage_of_row(queue, self.moment.view(part).fields(job_id))
+        return found or await jobs.lineage(self.conn, queue, job_id)
 
     def remember(self, **fields: Any) -> None:
         """Keep lab state fields (text as it is, anything else as JSON), written with the finish."""

@@ -149,6 +149,10 @@ class Moment:
         """A JSON object the widget remembered (`turn.remember`)."""
         return json_object(self.state.get(field))
 
+    def all_keys(self) -> list[tuple[str, str, Any]]:
+        """Every key of every queue as (name, type, value): equal lists, equal keys."""
+        return [(k.name, k.type, k.value) for v in self.views.values() for k in v.keys]
+
     @property
     def landed(self) -> bool:
         return self.state.get("landed") == "1"
