@@ -64,8 +64,8 @@ class FailurePolicy(Widget):
     def describe(self, moment: Moment) -> Description:
         return Description(ff.readout(moment), ff.picture(moment))
 
-    parent_fate = base.fate_reading(ff.PARENT, ff.HOME)
-    dependencies = base.dependencies_reading(ff.PARENT, ff.HOME)
+    parent_fate = base.parent_reading("parent-fate", ff.PARENT, ff.HOME)
+    dependencies = base.parent_reading("dependencies", ff.PARENT, ff.HOME)
 
     @reading("parent-claimable")
     def parent_claimable(self, now: Moment, before: Moment) -> Value:

@@ -87,9 +87,9 @@ class FanIn(Widget):
             line += "; in active: " + ", ".join(f"{a['id']} (token {a['token']})" for a in active)
         return line
 
-    dependencies = base.dependencies_reading(PARENT)
-    children_outstanding = base.outstanding_reading(PARENT)
-    parent_fate = base.fate_reading(PARENT)
+    dependencies = base.parent_reading("dependencies", PARENT)
+    children_outstanding = base.parent_reading("children-outstanding", PARENT)
+    parent_fate = base.parent_reading("parent-fate", PARENT)
 
     @reading("completion-to-redeliver")
     def completion_to_redeliver(self, now: Moment, before: Moment) -> Value:

@@ -97,7 +97,7 @@ class Outbox(Widget):
         return (f"{counted} of {len(CHILDREN)} children counted on the parent's slot; {outboxes}{moved} "
                 f"→ {reading_.counter()}; {fate}")
 
-    dependencies = base.dependencies_reading(PARENT, HOME)
+    dependencies = base.parent_reading("dependencies", PARENT, HOME)
 
     @reading("trimmed-entry")
     def trimmed_entry(self, now: Moment, before: Moment) -> Value:

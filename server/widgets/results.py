@@ -76,9 +76,9 @@ class ResultsReader(Widget):
                     "Press Reset to land the flow again.")
         return f"{found.tally()} → {found.counter()}; {found.parent.fate()}"
 
-    dependencies = base.dependencies_reading(PARENT)
-    children_outstanding = base.outstanding_reading(PARENT)
-    parent_fate = base.fate_reading(PARENT)
+    dependencies = base.parent_reading("dependencies", PARENT)
+    children_outstanding = base.parent_reading("children-outstanding", PARENT)
+    parent_fate = base.parent_reading("parent-fate", PARENT)
 
     @reading("read-dependencies")
     def read_dependencies(self, now: Moment, before: Moment) -> Value:
