@@ -2,8 +2,7 @@
 
 Under `fp` the held parent is failed into `dead`; under `id` the error goes to
 `:ignored` and the counter falls. A failure with attempts left schedules the
-child and reads no token. The policy and variant are the learner's choices,
-kept across Reset.
+child and reads no token.
 """
 
 from __future__ import annotations

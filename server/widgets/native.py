@@ -1,11 +1,9 @@
 """The native refusal: one completion line, sent to two executors.
 
 A same-queue flow (JOBparent held on JOBchild, claimed) and a flat job
-(JOBflat, claimed). Each button sends one real line: the script completes the
-child; EMQ.COMPLETE refuses the flow layout and the flat form on the child,
-and completes the flat job. Without the EMQ module the native lines meet
-"unknown command", and the widget says so. A line's effect is told by the
-bytes (every key's DUMP and TTL); lines shown name keys without the sandbox prefix.
+(JOBflat, claimed). Each button sends one real line, and its effect is told by
+the bytes (every key's DUMP and TTL). Without the EMQ module the native lines
+meet "unknown command", and the widget says so.
 """
 
 from __future__ import annotations
