@@ -8,8 +8,6 @@ answers are kept in the lab state, beside the keys they came from.
 
 from __future__ import annotations
 
-from typing import Any
-
 from server.emq import flows, jobs, results
 from server.widgets import base, flow
 from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
@@ -22,12 +20,6 @@ CHILDREN = ("JOBleg1", "JOBleg2", "JOBleg3")
 VALUES = {"JOBleg1": "subtotal 40.00", "JOBleg2": "tax 8.00", "JOBleg3": "shipping 5.00"}
 ERROR = "carrier API timed out"
 LEASE_MS = 30_000
-
-
-def answers_now(view: QueueView) -> dict[str, Any]:
-    """What the three reads would answer on these keys."""
-    return {"values": view.fields(PARENT, ":processed"), "dependencies": view.number(PARENT, ":dependencies") or 0,
-            "ignored": view.fields(PARENT, ":ignored")}
 
 
 def dict_words(found: dict[str, str]) -> str:
@@ -60,9 +52,10 @@ class ResultsReader(Widget):
         found = flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN])
         read = moment.kept("read")
         if read is not None:
-            now = answers_now(view)
             # the reads describe the moment they ran: say whether Valkey still holds it
-            read["current"] = all(read.get(k) == now[k] for k in ("values", "dependencies", "ignored"))
+            now = {"values": view.fields(PARENT, ":processed"), "ignored": view.fields(PARENT, ":ignored"),
+                   "dependencies": view.number(PARENT, ":dependencies") or 0}
+            read["current"] = all(read.get(k) == v for k, v in now.items())
         return Description(self.readout(view, found), {
             "parent": found.parent.as_json(), "children": [c.as_json() for c in found.children], "read": read})
 
