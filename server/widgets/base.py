@@ -108,37 +108,21 @@ def reading(name: str) -> Callable[[ReadingFn], ReadingFn]:
 FATES = {"awaiting_children": "held", "pending": "released", "failed": "failed"}
 
 
-def dependencies_reading(parent: str, part: str | None = None) -> ReadingFn:
-    """The `dependencies` reading: the parent's :dependencies ("no counter" once it is gone)."""
+def parent_reading(name: str, parent: str, part: str | None = None) -> ReadingFn:
+    """A reading of a flow's parent: `dependencies` (its counter, "no counter" once gone),
+    `children-outstanding` (held and still waiting for a child) or `parent-fate`."""
 
-    @reading("dependencies")
-    def dependencies(self: Any, now: Moment, before: Moment) -> Value:
-        found = now.view(part).number(parent, ":dependencies")
-        return found if found is not None else "no counter"
-
-    return dependencies
-
-
-def outstanding_reading(parent: str, part: str | None = None) -> ReadingFn:
-    """The `children-outstanding` reading: the parent is held and still waits for a child."""
-
-    @reading("children-outstanding")
-    def outstanding(self: Any, now: Moment, before: Moment) -> Value:
+    @reading(name)
+    def measured(self: Any, now: Moment, before: Moment) -> Value:
         view = now.view(part)
-        found = view.number(parent, ":dependencies")
-        return found is not None and found > 0 and view.fields(parent).get("state") == "awaiting_children"
+        found, state = view.number(parent, ":dependencies"), view.fields(parent).get("state")
+        if name == "dependencies":
+            return found if found is not None else "no counter"
+        if name == "children-outstanding":
+            return found is not None and found > 0 and state == "awaiting_children"
+        return FATES.get(state or "", "gone")
 
-    return outstanding
-
-
-def fate_reading(parent: str, part: str | None = None) -> ReadingFn:
-    """The `parent-fate` reading: held, released, failed or gone."""
-
-    @reading("parent-fate")
-    def fate(self: Any, now: Moment, before: Moment) -> Value:
-        return FATES.get(now.view(part).fields(parent).get("state") or "", "gone")
-
-    return fate
+    return measured
 
 
 @dataclass(frozen=True)

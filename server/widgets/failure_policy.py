@@ -2,8 +2,7 @@
 
 Under `fp` the held parent is failed into `dead`; under `id` the error goes to
 `:ignored` and the counter falls. A failure with attempts left schedules the
-child and reads no token. The policy and variant are the learner's choices,
-kept across Reset.
+child and reads no token.
 """
 
 from __future__ import annotations
@@ -64,8 +63,8 @@ class FailurePolicy(Widget):
     def describe(self, moment: Moment) -> Description:
         return Description(ff.readout(moment), ff.picture(moment))
 
-    parent_fate = base.fate_reading(ff.PARENT, ff.HOME)
-    dependencies = base.dependencies_reading(ff.PARENT, ff.HOME)
+    parent_fate = base.parent_reading("parent-fate", ff.PARENT, ff.HOME)
+    dependencies = base.parent_reading("dependencies", ff.PARENT, ff.HOME)
 
     @reading("parent-claimable")
     def parent_claimable(self, now: Moment, before: Moment) -> Value:
@@ -92,8 +91,7 @@ class FailurePolicy(Widget):
         if got is None or got[0] not in ff.CHILDREN:
             return info(f"Claim took {got[0] if got else 'nothing'}, not a child of the flow: their rows are gone. "
                         "Press Reset.")
-        line = jobs.lineage_of_row(turn.queue(ff.HOME), view.fields(got[0]))
-        return got[0], got[1], line or await jobs.lineage(turn.conn, turn.queue(ff.HOME), got[0])
+        return got[0], got[1], await turn.lineage(ff.HOME, got[0])
 
     @action("fail-child", "Fail child at the cap")
     async def fail_child(self, turn: Turn, body: Body) -> Outcome:
@@ -188,8 +186,7 @@ class FailurePolicy(Widget):
         got = await jobs.claim(turn.conn, mail.queue)
         if got is None or got[0] != ff.REMOTE:
             return info(f"Claim took {got[0] if got else 'nothing'} in {ff.MAIL}, not {ff.REMOTE}: press Reset.")
-        line = jobs.lineage_of_row(mail.queue, mail.fields(ff.REMOTE)) or await jobs.lineage(turn.conn, mail.queue,
-                                                                                          ff.REMOTE)
+        line = await turn.lineage(ff.MAIL, ff.REMOTE)
         answer = await jobs.fail(turn.conn, mail.queue, ff.REMOTE, got[1], ff.ERROR, got[1], line=line)
         if line.mode != "xq":
             return Outcome(text=f"{ff.REMOTE} died at its cap: fail answered {answer}.", detail={"answer": answer})

@@ -64,10 +64,9 @@ class FanIn(Widget):
         view = moment.first
         reading_ = flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN])
         active = claims(view)
-        tokens = {a["id"]: a for a in active}
+        deadlines = {a["id"]: a["deadline"] for a in active}
         children = [{**child.as_json(), "token": view.fields(child.id).get("attempts"),
-                     "deadline": tokens[child.id]["deadline"] if child.id in tokens else None}
-                    for child in reading_.children]
+                     "deadline": deadlines.get(child.id)} for child in reading_.children]
         return Description(self.readout(view, reading_, active), {
             "parent": reading_.parent.as_json(), "children": children, "active": active,
             "last": moment.kept("last"), "lapsed": moment.kept("lapsed")})
@@ -87,9 +86,9 @@ class FanIn(Widget):
             line += "; in active: " + ", ".join(f"{a['id']} (token {a['token']})" for a in active)
         return line
 
-    dependencies = base.dependencies_reading(PARENT)
-    children_outstanding = base.outstanding_reading(PARENT)
-    parent_fate = base.fate_reading(PARENT)
+    dependencies = base.parent_reading("dependencies", PARENT)
+    children_outstanding = base.parent_reading("children-outstanding", PARENT)
+    parent_fate = base.parent_reading("parent-fate", PARENT)
 
     @reading("completion-to-redeliver")
     def completion_to_redeliver(self, now: Moment, before: Moment) -> Value:

@@ -98,9 +98,8 @@ class FlowReading:
 
     def tally(self) -> str:
         """`2 of 3 children complete` (with the ignored ones, when any)."""
-        done, ignored = len(self.parent.processed), len(self.parent.ignored)
-        total = len(self.children)
-        said = f"{done} of {total} children complete"
+        ignored = len(self.parent.ignored)
+        said = f"{len(self.parent.processed)} of {len(self.children)} children complete"
         return said + (f", {ignored} ignored" if ignored else "")
 
     def counter(self) -> str:

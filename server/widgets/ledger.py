@@ -97,8 +97,8 @@ class LedgerWidget(Widget):
 
     @reading("new-keys")
     def new_keys(self, now: Moment, before: Moment) -> Value:
-        old = {k.name for v in before.views.values() for k in v.keys}
-        return sum(k.name not in old for v in now.views.values() for k in v.keys)
+        old = {name for name, _, _ in before.all_keys()}
+        return sum(name not in old for name, _, _ in now.all_keys())
 
     def placed(self, turn: Turn, specs: Any) -> list[dict[str, Any]]:
         """Flows whose relative queues are mapped into this sandbox's ledger."""
@@ -232,8 +232,7 @@ class LedgerWidget(Widget):
             said = ""  # the gate let it through: the keys below say what landed
         before = turn.moment
         now = await turn.read()
-        same = [(k.name, k.type, k.value) for v in now.views.values() for k in v.keys] == \
-            [(k.name, k.type, k.value) for v in before.views.values() for k in v.keys]
+        same = now.all_keys() == before.all_keys()
         new = int(self.new_keys(now, before) or 0)
         words = "no key changed" if same else f"yet the keys changed meanwhile ({plural(new, 'new key')})"
         if not said:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -248,9 +248,7 @@ class LedgerState:
         return (*FIXED_PLAN[:3], planned(flow4_corrected()) if self.retry else FIXED_PLAN[3])
 
     def kept(self) -> dict[str, Any]:
-        return {"mode": self.mode, "move": self.move, "result": self.result, "errors": self.errors,
-                "retry": self.retry or "", "picked": self.picked or "", "batch": self.batch,
-                "refused": self.refused}
+        return {**asdict(self), "retry": self.retry or "", "picked": self.picked or ""}
 
 
 ROW_KEYS = ("", ":dependencies", ":processed", ":ignored")  # a row and the subkeys a flow gives it

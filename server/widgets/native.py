@@ -1,32 +1,86 @@
 """The native refusal: one completion line, sent to two executors.
 
 A same-queue flow (JOBparent held on JOBchild, claimed) and a flat job
-(JOBflat, claimed). Each button sends one real line: the script completes the
-child; EMQ.COMPLETE refuses the flow layout and the flat form on the child,
-and completes the flat job. Without the EMQ module the native lines meet
-"unknown command", and the widget says so.
+(JOBflat, claimed). Each button sends one real line, and its effect is told by
+the bytes (every key's DUMP and TTL). Without the EMQ module the native lines
+meet "unknown command", and the widget says so.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from server.emq import flows, jobs, keyspace
+from redis import exceptions as redis_errors
+from redis.exceptions import RedisClusterException, RedisError, ResponseError
+
+from server.emq import flows, jobs, keyspace, registry
+from server.emq.errors import EmqError
+from server.emq.wire import Conn
 from server.valkey import native as module
+from server.valkey import reply as replies
 from server.widgets import flow
-from server.widgets import native_line as wire
 from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
 from server.widgets.flow import plural
 from server.widgets.turn import Turn
-from server.widgets.view import Moment, QueueView
+from server.widgets.view import Moment, QueueView, shown
 
 PARENT, CHILD, FLAT = "JOBparent", "JOBchild", "JOBflat"
 RESULT = "packed"  # one word: the line reads as it was sent
 ABSENT = "This Valkey has no EMQ module loaded: the native executor is absent here."
 WHO = {"script": "The script", "native": "EMQ.COMPLETE", "flat-form": "EMQ.COMPLETE in its flat form",
        "flat-job": "EMQ.COMPLETE on the flat job"}
+UNKNOWN = "unknown command"  # what Valkey says for a command no module added
+
+
+@dataclass(frozen=True)
+class Sent:
+    line: str
+    reply: str  # as valkey-cli prints it: (integer) 1, (error) EMQSTATE …
+    error: bool = False
+    absent: bool = False  # the server has no such command: no EMQ module there
+
+
+def words(parts: Sequence[Any]) -> str:
+    return " ".join(str(p) for p in parts)
+
+
+async def send_line(conn: Conn, parts: Sequence[Any]) -> Sent:
+    """Send a command line as it is; every answer, an error too, is a reply."""
+    line = words(parts)
+    try:
+        value = await conn.execute_command(*parts)
+    except ResponseError as exc:
+        text = "\n".join(replies.error_lines(exc))
+        return Sent(line, text, error=True, absent=UNKNOWN in text)
+    except (redis_errors.ConnectionError, redis_errors.TimeoutError):
+        raise  # Valkey away: the endpoint answers 503
+    except (RedisError, RedisClusterException) as exc:
+        # A cluster client routes a command by the keys the server reports for
+        # it; for a command no node knows, it refuses to send the line at all.
+        return Sent(line, f"(not sent) the cluster client says: {exc}", error=True, absent=True)
+    return Sent(line, "\n".join(replies.lines(value)))
+
+
+async def run_script(conn: Conn, name: str, keys: Sequence[str], args: Sequence[str]) -> Sent:
+    """Run script `name` by its SHA and record the EVALSHA line that carried it."""
+    script = registry.script(name)
+    line = words(["EVALSHA", script.sha, len(keys), *keys, *args])
+    try:
+        value = await script.run(conn, keys, args)
+    except EmqError as exc:
+        return Sent(line, f"(error) {exc}", error=True)
+    except ResponseError as exc:
+        return Sent(line, "\n".join(replies.error_lines(exc)), error=True)
+    return Sent(line, "\n".join(replies.lines(value)))
+
+
+def changes(before: dict[str, str], after: dict[str, str]) -> list[tuple[str, str]]:
+    """Each key whose bytes differ, as (name, new | gone | changed); [] when none does."""
+    names = sorted(set(before) | set(after))
+    return [(n, "new" if n not in before else "gone" if n not in after else "changed")
+            for n in names if before.get(n) != after.get(n)]
 
 
 def flat_words(view: QueueView) -> str:
@@ -45,7 +99,7 @@ def flat_words(view: QueueView) -> str:
 class Press:
     """One line sent: Valkey's answer, the keys whose bytes it changed, the queue after it."""
 
-    sent: wire.Sent
+    sent: Sent
     moved: list[tuple[str, str]]  # (name without the sandbox prefix, new | gone | changed)
     after: QueueView
 
@@ -104,11 +158,7 @@ class Native(Widget):
 
     @reading("keys-changed")
     def keys_changed(self, now: Moment, before: Moment) -> Value:
-        """"yes" when any key of the queue differs in name, type or value from before the action."""
-        def keys(moment: Moment) -> list[tuple[str, str, str]]:
-            return [(k.name, k.type, json.dumps(k.value, sort_keys=True)) for k in moment.first.keys]
-
-        return "yes" if keys(now) != keys(before) else "no"
+        return "yes" if now.all_keys() != before.all_keys() else "no"
 
     def child_call(self, turn: Turn) -> tuple[list[str], list[str]]:
         """The KEYS and ARGV `jobs.complete` sends for the child: a same-queue flow child."""
@@ -121,20 +171,20 @@ class Native(Widget):
         """Send one line between two readings of the queue's bytes; remember all of it."""
         before = turn.moment.first
         names = [k.name for k in before.keys]
-        old = await wire.dumps(turn.conn, names)
-        sent = await (wire.send_script(turn.conn, "complete", *script) if script is not None
-                      else wire.send(turn.conn, parts or []))
+        old = await turn.dumps(names)
+        sent = await (run_script(turn.conn, "complete", *script) if script is not None
+                      else send_line(turn.conn, parts or []))
         after = (await turn.read()).first
-        moved = wire.changes(old, await wire.dumps(turn.conn, sorted({*names, *(k.name for k in after.keys)})))
-        shown = [(wire.unprefixed(name, turn.sandbox), kind) for name, kind in moved]
+        moved = changes(old, await turn.dumps(sorted({*names, *(k.name for k in after.keys)})))
+        named = [(shown(name, turn.sandbox), kind) for name, kind in moved]
         turn.remember(last={
-            "action": slug, "line": wire.unprefixed(sent.line, turn.sandbox),
-            "reply": wire.unprefixed(sent.reply, turn.sandbox), "error": sent.error, "absent": sent.absent,
+            "action": slug, "line": shown(sent.line, turn.sandbox),
+            "reply": shown(sent.reply, turn.sandbox), "error": sent.error, "absent": sent.absent,
             "before": [k.as_json() for k in before.keys], "after": [k.as_json() for k in after.keys],
-            "changes": [{"name": n, "kind": k} for n, k in shown], "unchanged": not moved})
+            "changes": [{"name": n, "kind": k} for n, k in named], "unchanged": not moved})
         if slug != "script":  # a native line tells whether this Valkey has the executor
             turn.remember(executor="absent" if sent.absent else "present")
-        return Press(sent, shown, after)
+        return Press(sent, named, after)
 
     @staticmethod
     def said(slug: str, press: Press, reached: bool, milestone: str) -> Outcome:

@@ -97,7 +97,7 @@ class Outbox(Widget):
         return (f"{counted} of {len(CHILDREN)} children counted on the parent's slot; {outboxes}{moved} "
                 f"→ {reading_.counter()}; {fate}")
 
-    dependencies = base.dependencies_reading(PARENT, HOME)
+    dependencies = base.parent_reading("dependencies", PARENT, HOME)
 
     @reading("trimmed-entry")
     def trimmed_entry(self, now: Moment, before: Moment) -> Value:
@@ -136,8 +136,7 @@ class Outbox(Widget):
         if got is None:
             return info(f"Claim found nothing in {part}'s pending: {expected}'s row is gone.")
         job_id, token = got
-        line = jobs.lineage_of_row(queue, turn.moment.view(part).fields(job_id)) if job_id == expected else None
-        line = line or await jobs.lineage(turn.conn, queue, job_id)
+        line = await turn.lineage(part, job_id)
         await jobs.complete(turn.conn, queue, job_id, token, f"{part.partition('.')[2]} done", line=line,
                             tail=turn.after)
         if line.mode != "xq":

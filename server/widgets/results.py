@@ -8,8 +8,6 @@ answers are kept in the lab state, beside the keys they came from.
 
 from __future__ import annotations
 
-from typing import Any
-
 from server.emq import flows, jobs, results
 from server.widgets import base, flow
 from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
@@ -22,12 +20,6 @@ CHILDREN = ("JOBleg1", "JOBleg2", "JOBleg3")
 VALUES = {"JOBleg1": "subtotal 40.00", "JOBleg2": "tax 8.00", "JOBleg3": "shipping 5.00"}
 ERROR = "carrier API timed out"
 LEASE_MS = 30_000
-
-
-def answers_now(view: QueueView) -> dict[str, Any]:
-    """What the three reads would answer on these keys."""
-    return {"values": view.fields(PARENT, ":processed"), "dependencies": view.number(PARENT, ":dependencies") or 0,
-            "ignored": view.fields(PARENT, ":ignored")}
 
 
 def dict_words(found: dict[str, str]) -> str:
@@ -60,9 +52,10 @@ class ResultsReader(Widget):
         found = flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN])
         read = moment.kept("read")
         if read is not None:
-            now = answers_now(view)
             # the reads describe the moment they ran: say whether Valkey still holds it
-            read["current"] = all(read.get(k) == now[k] for k in ("values", "dependencies", "ignored"))
+            now = {"values": view.fields(PARENT, ":processed"), "ignored": view.fields(PARENT, ":ignored"),
+                   "dependencies": view.number(PARENT, ":dependencies") or 0}
+            read["current"] = all(read.get(k) == v for k, v in now.items())
         return Description(self.readout(view, found), {
             "parent": found.parent.as_json(), "children": [c.as_json() for c in found.children], "read": read})
 
@@ -76,9 +69,9 @@ class ResultsReader(Widget):
                     "Press Reset to land the flow again.")
         return f"{found.tally()} → {found.counter()}; {found.parent.fate()}"
 
-    dependencies = base.dependencies_reading(PARENT)
-    children_outstanding = base.outstanding_reading(PARENT)
-    parent_fate = base.fate_reading(PARENT)
+    dependencies = base.parent_reading("dependencies", PARENT)
+    children_outstanding = base.parent_reading("children-outstanding", PARENT)
+    parent_fate = base.parent_reading("parent-fate", PARENT)
 
     @reading("read-dependencies")
     def read_dependencies(self, now: Moment, before: Moment) -> Value:
@@ -137,16 +130,15 @@ class ResultsReader(Widget):
     async def read(self, turn: Turn, body: Body) -> Outcome:
         queue = turn.queue()
         names = {k.name for k in turn.moment.first.keys}
-        before = await dumps(turn, names)
+        before = await turn.dumps(sorted(names))
         values = await results.children_values(turn.conn, queue, PARENT)
         deps = await results.dependencies(turn.conn, queue, PARENT)
         ignored = await results.ignored_failures(turn.conn, queue, PARENT)
         names |= {k.name for k in (await turn.read()).first.keys}
-        after = await dumps(turn, names)
-        # a key the reads created would be absent before and present after
-        unchanged = all(before.get(n) == after.get(n) for n in names)
+        after = await turn.dumps(sorted(names))
+        unchanged = before == after  # a key the reads created would be absent before and present after
         turn.remember(read={"values": values, "dependencies": deps, "ignored": ignored,
-                            "keys": sum(v is not None for v in after.values()), "unchanged": unchanged})
+                            "keys": len(after), "unchanged": unchanged})
         reached: tuple[str, ...] = ("read",) if unchanged else ()
         if unchanged and deps == 0 and len(values) + len(ignored) == len(CHILDREN):
             reached += ("accounted",)
@@ -157,12 +149,3 @@ class ResultsReader(Widget):
                        detail={"dependencies": deps, "unchanged": unchanged,
                                "values": dict_words(values), "ignored": dict_words(ignored)})
 
-
-async def dumps(turn: Turn, names: set[str]) -> dict[str, bytes | None]:
-    """Each key's DUMP (None: no such key), in one round trip: equal DUMPs are equal values."""
-    ordered = sorted(names)
-    async with turn.conn.pipeline(transaction=False) as pipe:
-        for name in ordered:
-            pipe.dump(name)
-        found = await pipe.execute()
-    return dict(zip(ordered, found))

@@ -85,17 +85,15 @@ class Tree(Widget):
         nodes = [node_json(view, n) for n in ORDER]
         done = landed(view)
         missing = [n for n in ORDER if n not in done]
+        picture = {"landed": len(done), "total": len(ORDER), "next": missing[0] if missing else None, "nodes": nodes}
         if not done:
-            return Description("Before the walk: no node has landed yet; Next node lands the root first.",
-                               {"landed": 0, "total": len(ORDER), "next": ROOT, "nodes": nodes})
+            return Description("Before the walk: no node has landed yet; Next node lands the root first.", picture)
         head = f"{len(done)} of {len(ORDER)} nodes landed" + (
             f" (next in the walk: {missing[0]})" if missing else ", the walk is complete")
         lines = "; ".join(node_line(n) for n in nodes if n["state"] is not None)
         root = nodes[0]
         fate = flow.fate(root["state"], root["sets"]) if view.row(ROOT) is not None else "no row"
-        return Description(f"{head}. " + (f"{lines}. " if lines else "") + f"The root: {fate}.",
-                           {"landed": len(done), "total": len(ORDER), "next": missing[0] if missing else None,
-                            "nodes": nodes})
+        return Description(f"{head}. " + (f"{lines}. " if lines else "") + f"The root: {fate}.", picture)
 
     @reading("root-claimable")
     def root_claimable(self, now: Moment, before: Moment) -> Value:

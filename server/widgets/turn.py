@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from server.emq import jobs
 from server.emq.script import Call, Script, execute, raise_first
 from server.emq.wire import Conn
 from server.sandboxes import keys
@@ -146,6 +147,12 @@ class Turn:
         self.moment = await read(self.conn, self.widget, self.sandbox, self.budget)
         return self.moment
 
+    async def lineage(self, part: str | None, job_id: str) -> jobs.Lineage:
+        """The job's lineage from its row as last read, else asked of Valkey."""
+        queue = self.queue(part)
+        found = jobs.lineage_of_row(queue, self.moment.view(part).fields(job_id))
+        return found or await jobs.lineage(self.conn, queue, job_id)
+
     def remember(self, **fields: Any) -> None:
         """Keep lab state fields (text as it is, anything else as JSON), written with the finish."""
         self.kept.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in fields.items()})
@@ -185,6 +192,23 @@ class Turn:
         mine = replies[1 + len(self.after):]
         self.kept, self.after = {}, []
         return str(replies[0]), mine
+
+    async def dumps(self, names: Sequence[str]) -> dict[str, str]:
+        """Each existing key's DUMP (hex) and PTTL: its bytes, compared across an action."""
+        if not names:
+            return {}
+        # The names share the queue's hashtag (one slot): one pipelined round trip.
+        async with self.conn.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.dump(name)
+                pipe.pttl(name)
+            replies = await pipe.execute()
+        found = {}
+        for name, dumped, ttl in zip(names, replies[::2], replies[1::2], strict=True):
+            if dumped is not None:
+                raw = dumped if isinstance(dumped, bytes) else str(dumped).encode("utf-8", "surrogateescape")
+                found[name] = f"{raw.hex()}/{ttl}"
+        return found
 
     async def release(self) -> None:
         """Let go without recording anything (an action that failed)."""

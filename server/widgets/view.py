@@ -149,6 +149,10 @@ class Moment:
         """A JSON object the widget remembered (`turn.remember`)."""
         return json_object(self.state.get(field))
 
+    def all_keys(self) -> list[tuple[str, str, Any]]:
+        """Every key of every queue as (name, type, value): equal lists, equal keys."""
+        return [(k.name, k.type, k.value) for v in self.views.values() for k in v.keys]
+
     @property
     def landed(self) -> bool:
         return self.state.get("landed") == "1"
@@ -157,9 +161,9 @@ class Moment:
         return next((found for v in self.views.values() if (found := v.misfit()) is not None), None)
 
 
-def shown(name: str, sandbox: str) -> str:
-    """A key name without the sandbox prefix, as the course writes it."""
-    return name.replace("{" + sandbox + ".", "{", 1)
+def shown(text: str, sandbox: str) -> str:
+    """`text` with every key and queue of the sandbox named as the course writes it."""
+    return text.replace("{" + sandbox + ".", "{")
 
 
 def decode(queue: str, part: str, sandbox: str, reply: Any,
