@@ -239,16 +239,12 @@ def class_keys(code: str) -> list[str]:
     return [learners_key(code), answers_key(code), votes_key(code)]
 
 
-async def close(conn: Conn, code: str) -> Room | None:
+async def close(conn: Conn, code: str) -> None:
     """Forget the room (its sandbox's keys are the caller's to reset)."""
-    room = await get(conn, code)
     async with conn.pipeline(transaction=False) as pipe:
-        pipe.delete(room_key(code))
-        for key in class_keys(code):
-            pipe.delete(key)
+        pipe.delete(room_key(code), *class_keys(code))
         pipe.hdel(ROOMS_KEY, code)
         await pipe.execute()
-    return room
 
 
 async def expired(conn: Conn) -> list[tuple[str, str]]:
@@ -258,8 +254,7 @@ async def expired(conn: Conn) -> list[tuple[str, str]]:
         code_s = as_text(code)
         if not await conn.exists(room_key(code_s)):
             await conn.hdel(ROOMS_KEY, code_s)
-            for key in class_keys(code_s):
-                await conn.delete(key)
+            await conn.delete(*class_keys(code_s))
             gone.append((code_s, as_text(sandbox)))
     return gone
 
