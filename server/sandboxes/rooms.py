@@ -211,11 +211,6 @@ async def record_join(conn: Conn, code: str, ttl: int) -> None:
         await pipe.execute()
 
 
-async def touch(conn: Conn, code: str, ttl: int) -> None:
-    """The instructor worked with the class: its lifetime starts again."""
-    await conn.expire(room_key(code), ttl)
-
-
 async def audience(conn: Conn, room: Room) -> list[str]:
     """Every sandbox a member's open page may listen on: the learners', the host's, the shared one."""
     found = [*await learner_ids(conn, room.code), room.sandbox]
