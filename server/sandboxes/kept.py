@@ -11,19 +11,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import msgspec
-
 from server.emq.wire import Conn, as_dict, as_text
 
 INDEX_KEY = "lab:results"
-
-
-class Closed(msgspec.Struct):
-    code: str
-    name: str
-    closed: float  # s since the epoch
-    csv: str
-    answers: str  # answers.json's text
 
 
 def results_key(code: str) -> str:
@@ -40,19 +30,13 @@ async def keep(conn: Conn, code: str, name: str, csv: str, answers: str, days: i
         await pipe.execute()
 
 
-async def find(conn: Conn, code: str) -> Closed | None:
+async def find(conn: Conn, code: str) -> tuple[str, str] | None:
+    """(results.csv, answers.json) as kept when the class closed; None when none are."""
     fields = as_dict(await conn.hgetall(results_key(code)))
-    if "csv" not in fields:
-        return None
-    try:
-        closed = float(fields.get("closed", "0"))
-    except ValueError:
-        closed = 0.0
-    return Closed(code, fields.get("name", ""), closed, fields["csv"], fields.get("answers", ""))
+    return (fields["csv"], fields.get("answers", "")) if "csv" in fields else None
 
 
 async def listed(conn: Conn) -> list[tuple[str, float]]:
     """(code, when its results expire) for every closed class whose results are kept, newest first."""
-    now = time.time()
-    found: Any = await conn.zrangebyscore(INDEX_KEY, now, "+inf", withscores=True)
-    return sorted(((as_text(code), float(until)) for code, until in found), key=lambda item: -item[1])
+    found: Any = await conn.zrevrangebyscore(INDEX_KEY, "+inf", time.time(), withscores=True)
+    return [(as_text(code), float(until)) for code, until in found]

@@ -80,7 +80,7 @@ async def leave(conn: Conn, code: str, visitor: str) -> None:
 
 
 async def learner_ids(conn: Conn, code: str) -> list[str]:
-    return [s for s in (as_text(m) for m in await conn.zrange(learners_key(code), 0, -1)) if SANDBOX_RE.match(s)]
+    return list(await joined_at(conn, code))
 
 
 async def joined_at(conn: Conn, code: str) -> dict[str, float]:

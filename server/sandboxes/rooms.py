@@ -211,11 +211,6 @@ async def record_join(conn: Conn, code: str, ttl: int) -> None:
         await pipe.execute()
 
 
-async def touch(conn: Conn, code: str, ttl: int) -> None:
-    """The instructor worked with the class: its lifetime starts again."""
-    await conn.expire(room_key(code), ttl)
-
-
 async def audience(conn: Conn, room: Room) -> list[str]:
     """Every sandbox a member's open page may listen on: the learners', the host's, the shared one."""
     found = [*await learner_ids(conn, room.code), room.sandbox]
@@ -239,16 +234,12 @@ def class_keys(code: str) -> list[str]:
     return [learners_key(code), answers_key(code), votes_key(code)]
 
 
-async def close(conn: Conn, code: str) -> Room | None:
+async def close(conn: Conn, code: str) -> None:
     """Forget the room (its sandbox's keys are the caller's to reset)."""
-    room = await get(conn, code)
     async with conn.pipeline(transaction=False) as pipe:
-        pipe.delete(room_key(code))
-        for key in class_keys(code):
-            pipe.delete(key)
+        pipe.delete(room_key(code), *class_keys(code))
         pipe.hdel(ROOMS_KEY, code)
         await pipe.execute()
-    return room
 
 
 async def expired(conn: Conn) -> list[tuple[str, str]]:
@@ -258,8 +249,7 @@ async def expired(conn: Conn) -> list[tuple[str, str]]:
         code_s = as_text(code)
         if not await conn.exists(room_key(code_s)):
             await conn.hdel(ROOMS_KEY, code_s)
-            for key in class_keys(code_s):
-                await conn.delete(key)
+            await conn.delete(*class_keys(code_s))
             gone.append((code_s, as_text(sandbox)))
     return gone
 

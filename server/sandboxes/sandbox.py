@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import re
 import secrets
+from collections.abc import Callable
 
 from itsdangerous import BadSignature, URLSafeSerializer, URLSafeTimedSerializer
 from starlette.requests import Request
@@ -44,13 +45,10 @@ class SandboxCookie:
         self.serializer = URLSafeSerializer(secret, salt="emqlab-sandbox")
         self.secure = secure
         # A signature checked once per cookie value, not per request; lru_cache keeps no raise.
-        self._checked = functools.lru_cache(maxsize=4096)(self._verify)
-
-    def parse(self, raw: str) -> str:
-        """The sandbox id inside a cookie value; NoSandbox when it is not ours."""
-        return self._checked(raw)
+        self.parse: Callable[[str], str] = functools.lru_cache(maxsize=4096)(self._verify)
 
     def _verify(self, raw: str) -> str:
+        """The sandbox id inside a cookie value; NoSandbox when it is not ours."""
         try:
             value = self.serializer.loads(raw)
         except BadSignature as exc:

@@ -13,16 +13,14 @@ from urllib.parse import parse_qsl
 import msgspec
 from starlette.requests import Request
 
+from server.web.guards import Refused
+
 T = TypeVar("T")
 FORM = "application/x-www-form-urlencoded"
 
 
-class BadBody(ValueError):
+class BadBody(Refused, ValueError):
     """A body that cannot be this action's (400), or too large (413)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 async def raw(request: Request, cap: int) -> bytes:

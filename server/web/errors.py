@@ -33,7 +33,6 @@ from server.sandboxes.learners import BadName
 from server.sandboxes.rooms import BadRoom, RoomsFull
 from server.sandboxes.sandbox import NoSandbox
 from server.web.answer import JSONAnswer
-from server.web.bodies import BadBody
 from server.web.guards import Refused
 from server.widgets import base as widget_base
 from server.widgets.turn import Busy
@@ -85,7 +84,7 @@ def status_of(exc: Exception) -> tuple[int, str, int | None]:
         return exc.status, exc.message, None
     if isinstance(exc, LookupError):
         return 404, str(exc).strip("'\""), None
-    if isinstance(exc, (Refused, BadBody)):
+    if isinstance(exc, Refused):  # a guard's, or a body's (BadBody)
         return exc.status, str(exc), 10 if exc.status in (429, 503) else None
     if isinstance(exc, NoSandbox):
         return 403, str(exc), None

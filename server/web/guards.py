@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from redis.exceptions import RedisError
@@ -69,7 +69,7 @@ async def enter(request: Request, *, write: bool, counts: str = "actions") -> En
     entry = Entry(visitor, visitor, instructor, tab=_tab(request))
     watched = request.app.state.watch_cookie.read(request) if instructor else None
     if isinstance(watched, str) and SANDBOX_RE.fullmatch(watched):
-        entry = Entry(visitor, watched, True, readonly=True, watching=watched, tab=entry.tab)
+        entry = replace(entry, sandbox=watched, readonly=True, watching=watched)
     else:
         entry = await _in_class(request, entry)
     if write and entry.readonly:
@@ -91,9 +91,8 @@ async def _in_class(request: Request, entry: Entry) -> Entry:
     if room is None or not member:
         return entry  # the class closed, or the learner left it: their own sandbox again
     sandbox, readonly = room.acting(entry.visitor)
-    readonly = readonly and not entry.instructor
-    return Entry(entry.visitor, sandbox, entry.instructor, readonly, room.code, room.mode, name, tab=entry.tab,
-                 ask=room.ask)
+    return replace(entry, sandbox=sandbox, readonly=readonly and not entry.instructor, room=room.code,
+                   mode=room.mode, name=name, ask=room.ask)
 
 
 def _spend(request: Request, entry: Entry, counts: str) -> None:

@@ -175,7 +175,7 @@ async def texts(request: Request) -> tuple[str, str, str]:
         days = request.app.state.settings.results_days
         raise guards.Refused(404, f"no open class has the code {code}, and no class closed in the last "
                                   f"{days} days kept results under it")
-    return code, found.csv, found.answers
+    return code, *found
 
 
 async def keep(request: Request, room: rooms.Room) -> None:

@@ -127,9 +127,10 @@ async def switch(request: Request, room: rooms.Room, mode: str) -> Response:
             host = room.host or None
         if not host:
             raise guards.Refused(409, "open a page of the course in this browser first: the demo shows its sandbox")
-    changed = await rooms.set_mode(request.app.state.conn, room.code, mode, host)
+    conn = request.app.state.conn
+    changed = await rooms.set_mode(conn, room.code, mode, host)
     assert changed is not None
-    await rooms.touch(request.app.state.conn, room.code, request.app.state.settings.room_ttl)
+    await conn.expire(rooms.room_key(room.code), request.app.state.settings.room_ttl)  # the class lives on
     await asking.announce(request, changed, {"action": "mode", "mode": mode, "reconnect": True,
                                              "text": MODE_TEXT[mode]})
     return done(request, f"Class {room.code}: {rooms.MODE_WORDS[mode]}.", {"room": room.code, "mode": mode},

@@ -20,7 +20,7 @@ from server.sandboxes import kept, keys, learners, presence, rooms
 from server.sandboxes.sandbox import SANDBOX_RE
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer
-from server.web.views.replies import EPHEMERAL, done, guarded, instructor_only, refused, render
+from server.web.views.replies import done, guarded, instructor_only, page_context, refused, render
 
 LISTED = 500  # sandboxes shown on the page, most recent first
 
@@ -88,15 +88,6 @@ async def overview_data(request: Request) -> dict[str, Any]:
         "closed": [{"code": code, "until": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(until))}
                    for code, until in await kept.listed(conn)],
     }
-
-
-def page_context(request: Request, **extra: Any) -> dict[str, Any]:
-    settings = request.app.state.settings
-    code = request.app.state.room_cookie.read(request)
-    return {"enabled": bool(settings.instructor_token), "signed_in": guards.is_instructor(request),
-            "ephemeral": EPHEMERAL if settings.ephemeral else "", "modes": rooms.MODE_WORDS,
-            "my_room": code if isinstance(code, str) else None, "back": None, "overview": None,
-            "confirm_all": request.query_params.get("confirm") == "all", **extra}
 
 
 async def page(request: Request) -> Response:

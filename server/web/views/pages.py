@@ -47,34 +47,22 @@ def _render(request: Request, template: str, page: Page | None, status: int = 20
 
 
 def _hub_of(page: Page | None) -> str | None:
-    if page is None:
-        return None
-    if page.kind == "hub":
+    if page is not None and page.kind == "hub":
         return page.path
-    if page.kind == "dive" and page.hub is not None:
-        return page.hub.path
-    return None
-
-
-def _page_of_kind(request: Request, kind: str) -> Page:
-    page = course_of(request).page(request.url.path)
-    if page is None or page.kind != kind or page.path != request.url.path:
-        raise HTTPException(status_code=404)
-    return page
+    return page.hub.path if page is not None and page.kind == "dive" and page.hub is not None else None
 
 
 async def index(request: Request) -> Response:
     return _render(request, "index.html", course_of(request).index, progress=await dive_progress(request))
 
 
-async def hub(request: Request) -> Response:
-    page = _page_of_kind(request, "hub")
-    return _render(request, "hub.html", page, progress=await dive_progress(request))
-
-
-async def dive(request: Request) -> Response:
-    page = _page_of_kind(request, "dive")
-    return _render(request, "dive.html", page, progress=await dive_progress(request))
+async def page_at(request: Request) -> Response:
+    """A hub (/{hub}) or a dive (/{hub}/{slug}): the page at exactly this path, of the kind its route says."""
+    kind = "dive" if "slug" in request.path_params else "hub"
+    page = course_of(request).page(request.url.path)
+    if page is None or page.kind != kind or page.path != request.url.path:
+        raise HTTPException(status_code=404)
+    return _render(request, f"{kind}.html", page, progress=await dive_progress(request))
 
 
 async def not_found(request: Request, exc: Exception) -> Response:
@@ -163,7 +151,6 @@ async def progress_json(request: Request) -> Response:
                        "widgets": widgets})
 
 
-
 def routes() -> list[Route]:
     return [
         Route("/progress", progress_page, methods=["GET"], name="progress"),
@@ -171,8 +158,8 @@ def routes() -> list[Route]:
         Route("/api/progress", progress_json, methods=["GET"]),
         Route("/favicon.ico", favicon, name="favicon"),
         Route("/", index, name="index"),
-        Route("/{hub:str}", hub, name="hub"),
-        Route("/{hub:str}/{slug:str}", dive, name="dive"),
+        Route("/{hub:str}", page_at, name="hub"),
+        Route("/{hub:str}/{slug:str}", page_at, name="dive"),
     ]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from server.sandboxes import rooms
 from server.web import guards
 from server.web.answer import JSONAnswer
 from server.web.bodies import wants_json
@@ -47,6 +48,16 @@ EPHEMERAL = ("This site runs ephemeral (EMQLAB_EPHEMERAL): its classes, sandboxe
              "temporary Valkey and will not survive a restart.")
 
 
+def page_context(request: Request, **extra: Any) -> dict[str, Any]:
+    """The instructor page's words; `modes`, `my_room` and `confirm_all` show only with the overview."""
+    settings = request.app.state.settings
+    code = request.app.state.room_cookie.read(request)
+    return {"enabled": bool(settings.instructor_token), "signed_in": guards.is_instructor(request),
+            "ephemeral": EPHEMERAL if settings.ephemeral else "", "modes": rooms.MODE_WORDS,
+            "my_room": code if isinstance(code, str) else None, "back": None, "overview": None,
+            "confirm_all": request.query_params.get("confirm") == "all", **extra}
+
+
 def refused(request: Request, exc: Exception, back: str = "/instructor") -> Response:
     status, message, retry_after = status_of(exc)
     headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
@@ -54,10 +65,7 @@ def refused(request: Request, exc: Exception, back: str = "/instructor") -> Resp
         headers["WWW-Authenticate"] = REALM
     if wants_json(request) or (request.method == "GET" and request.url.path.endswith((".json", ".csv", "/events"))):
         return JSONAnswer({"error": message}, status_code=status, headers=headers)
-    settings = request.app.state.settings
-    return render(request, "instructor.html", {
-        "enabled": bool(settings.instructor_token), "signed_in": guards.is_instructor(request),
-        "error": message, "back": back, "ephemeral": EPHEMERAL if settings.ephemeral else "", "overview": None}, status)
+    return render(request, "instructor.html", page_context(request, error=message, back=back), status)
 
 
 async def guarded(request: Request, handler: Handler, back: str = "/instructor") -> Response:
