@@ -1,10 +1,6 @@
-"""The course: every page loaded once, linked together and cross-checked.
-
-Dives are numbered across the course and learn their hub, kicker and
-previous/next; link entries become links (see :mod:`.pages`); every internal
-link of every body must name a page (and id) that exists. ``check_placement``
-lets the widgets layer check each ``{widget}`` fence while loading, so a
-problem stops the start naming the dive file and line.
+"""The course: every page loaded once, linked together and cross-checked (dives
+numbered, link entries resolved, every internal link naming a page and id that
+exist), so a broken course stops the start naming the file and line.
 """
 
 from __future__ import annotations
@@ -19,7 +15,6 @@ from .errors import ContentError
 from .markdown import make_markdown
 from .page_loader import as_list, line_of, load_page, normal_title
 from .pages import CONTENT_DIR, STATIC_DIR, Link, Page, body_links
-from .questions import QuestionSpec
 from .scripts import ScriptSource
 from .widget_directive import Placement
 
@@ -79,27 +74,11 @@ class Course:
         """The index, the hubs, then the dives in course order."""
         return [self.index, *self.hubs, *self.dives]
 
-    @property
-    def widget_names(self) -> list[str]:
-        """Every widget any page uses, each once, in course order."""
-        seen: dict[str, None] = {}
-        for page in self.ordered_pages:
-            for name in page.widgets:
-                seen.setdefault(name)
-        return list(seen)
-
     def placements(self) -> Iterator[tuple[Page, Placement]]:
         """Every ``{widget}`` fence of the course with its page, in course order."""
         for page in self.ordered_pages:
             for placement in page.placements:
                 yield page, placement
-
-    def questions_of(self, widget: str) -> tuple[QuestionSpec, ...]:
-        """The questions the course declares on ``widget`` (in the order written)."""
-        for _, placement in self.placements():
-            if placement.name == widget and placement.questions:
-                return placement.questions
-        return ()
 
     def check_placements(self, check: CheckPlacement) -> None:
         """Run ``check`` on every placement; its ContentError comes back naming

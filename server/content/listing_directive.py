@@ -45,9 +45,7 @@ class ListingLine:
     move: int | None
 
 
-def listing_plugin(
-    md: MarkdownIt, scripts: ScriptSource | None = None, host: HostSource | None = None
-) -> None:
+def listing_plugin(md: MarkdownIt, scripts: ScriptSource | None = None, host: HostSource | None = None) -> None:
     source = scripts if scripts is not None else RegistryScripts()
     host_files = host if host is not None else HostFiles()
 
@@ -83,27 +81,16 @@ def _resolve_host(source: HostSource, argument: str, options: dict[str, str], li
 def _resolve(source: ScriptSource, argument: str, options: dict[str, str], line: int | None) -> dict[str, Any]:
     match = _ARGUMENT.match(argument)
     if not match:
-        raise DirectiveError(
-            "{listing} takes NAME.lua, NAME.lua#MOVE, NAME.lua#lines=A-B "
-            "or server/PATH.py::FUNCTION, "
-            f"got {argument!r}",
-            line,
-        )
+        raise DirectiveError("{listing} takes NAME.lua, NAME.lua#MOVE, NAME.lua#lines=A-B "
+                             f"or server/PATH.py::FUNCTION, got {argument!r}", line)
     stem = match.group("stem")
     try:
         text = source.script_source(stem)
     except ScriptMissing as exc:
         raise DirectiveError(str(exc), line) from None
     moves = list(source.moves(stem))
-    meta: dict[str, Any] = {
-        "script": stem,
-        "file": f"{DISPLAY_DIR}/{stem}.lua",
-        "move": None,
-        "move_title": None,
-        "range": None,
-        "caption": options.get("caption"),
-        "includes": helpers_shown(text),
-    }
+    meta: dict[str, Any] = {"script": stem, "file": f"{DISPLAY_DIR}/{stem}.lua", "move": None, "move_title": None,
+                            "range": None, "caption": options.get("caption"), "includes": helpers_shown(text)}
     _cut(meta, match, moves, _numbered(text, moves), line)
     return meta
 
@@ -132,19 +119,15 @@ def _cut(meta: dict[str, Any], match: re.Match[str], moves: Sequence[Any], all_l
     elif match.group("first"):
         first, last = int(match.group("first")), int(match.group("last"))
         if not 1 <= first <= last <= len(all_lines):
-            raise DirectiveError(
-                f"{stem}.lua has {len(all_lines)} lines; range {first}-{last} is outside it",
-                line,
-            )
+            raise DirectiveError(f"{stem}.lua has {len(all_lines)} lines; range {first}-{last} is outside it", line)
         meta["range"] = (first, last)
         meta["lines"] = all_lines[first - 1 : last]
     else:
         meta["lines"] = all_lines
 
 
-def render_listing(
-    self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
-) -> str:
+def render_listing(self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict,
+                   env: EnvType) -> str:
     meta = tokens[idx].meta
     figure = _render_host(meta["host"], meta["caption"]) if "host" in meta else _render_script(meta)
     if not meta.get("fold_html"):

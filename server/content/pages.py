@@ -128,10 +128,6 @@ class Page:
             found.add("main")
         return found
 
-    def links(self) -> list[str]:
-        """Every href in the body, in order."""
-        return [href for href, _ in body_links(self.tokens)]
-
     def _parser(self) -> MarkdownIt:
         if self.md is None:
             raise RuntimeError(f"{self.path} was built without its Markdown parser")
