@@ -1,13 +1,8 @@
 """The ``{listing}`` directive: show a Lua script exactly as the server runs it.
 
-The argument is ``NAME.lua`` (the whole script, includes expanded),
-``NAME.lua#2`` (one ``-- @move``), ``NAME.lua#lines=10-30`` (inclusive), or
-``server/PATH.py::FUNCTION`` (a host function, :mod:`.host_code`). Options:
-``caption:``, and ``fold: <summary>``, which folds the listing into a
-``<details>`` (for plumbing a learner may open, never for a widget's script).
-A missing script, move, range or function fails the course load. It renders
-as a ``<figure class="listing">`` of escaped ``<span class="line">`` lines,
-each with its ``data-line`` and, inside a move, ``data-move``.
+``NAME.lua``, ``NAME.lua#MOVE``, ``NAME.lua#lines=A-B`` or ``server/PATH.py::FUNCTION``;
+``caption:`` and ``fold: <summary>`` (a ``<details>``, for plumbing, never a
+widget's script). Anything missing fails the course load.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """A page of the course: one ``site/content/**/*.md`` file, parsed.
 
 ``index.md`` is ``/``, ``<hub>/index.md`` the hub ``/<hub>``, ``<hub>/<slug>.md``
-a dive at ``/<hub>/<slug>``. Front matter: every page has ``title`` and ``lede``
-(inline Markdown) and may set ``kicker``; hubs and dives have an ``order``;
-dives have ``pattern``, ``implementation``, ``recap``, ``next`` and ``sources``,
-and may have ``summary`` and ``related``. A link entry (``next``, ``related``)
-has a ``note`` and one of ``page: /path`` (must exist), ``href`` with a
-``title`` (external), or a ``title`` alone (matched to a page's title; no match
-is plain text, never a dead link). Dives are numbered across the course (hub
-order, then dive order): the kicker's "NN", and Previous / Next.
+a dive at ``/<hub>/<slug>``; front matter fields are checked in page_loader.py.
 """
 
 from __future__ import annotations
