@@ -129,9 +129,6 @@ class Users:
         """SCRIPT LOAD as the site: the sandbox users may not (SCRIPT is denied)."""
         await command_on(self.admin, node, "SCRIPT", "LOAD", source)
 
-    async def drop(self, sandbox: str) -> None:
-        await drop_user(self.admin, sandbox)
-
     async def probe(self) -> str | None:
         """Make the idle user on every primary now: None, or why the console is closed here."""
         try:
