@@ -6,6 +6,7 @@ exist), so a broken course stops the start naming the file and line.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,7 @@ class Course:
         if "/" not in self.pages:
             raise ContentError("site/content/index.md is missing")
         self.index: Page = self.pages["/"]
-        self.hubs: list[Page] = sorted(
-            (p for p in self.pages.values() if p.kind == "hub"), key=lambda p: p.order
-        )
+        self.hubs: list[Page] = sorted((p for p in self.pages.values() if p.kind == "hub"), key=lambda p: p.order)
         self._link_hubs()
         self.dives: list[Page] = [d for hub in self.hubs for d in hub.dives]
         self._number_dives()
@@ -44,14 +43,8 @@ class Course:
 
     # -- public API ----------------------------------------------------------
     @classmethod
-    def load(
-        cls,
-        content_dir: str | Path = CONTENT_DIR,
-        *,
-        known_widgets: Iterable[str] | None = None,
-        scripts: ScriptSource | None = None,
-        check_placement: CheckPlacement | None = None,
-    ) -> Course:
+    def load(cls, content_dir: str | Path = CONTENT_DIR, *, known_widgets: Iterable[str] | None = None,
+             scripts: ScriptSource | None = None, check_placement: CheckPlacement | None = None) -> Course:
         """Parse every ``*.md`` under ``content_dir``; ``known_widgets`` ``None`` accepts
         any widget name, ``scripts`` ``None`` reads listings from the host library's registry."""
         root = Path(content_dir)
@@ -141,8 +134,7 @@ class Course:
 
     def _entry(self, page: Page, raw: Any, where: str) -> Link:
         link = self._bare_entry(page, raw, where)
-        note_html = Markup(page.md.renderInline(link.note)) if link.note and page.md else Markup("")
-        return Link(link.title, link.note, link.href, link.external, note_html)
+        return replace(link, note_html=Markup(page.md.renderInline(link.note))) if link.note and page.md else link
 
     def _bare_entry(self, page: Page, raw: Any, where: str) -> Link:
         def problem(message: str) -> ContentError:

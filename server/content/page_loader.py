@@ -21,13 +21,11 @@ from .yaml_text import YamlError, YamlMap, load_yaml
 
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _TEXT_FIELDS = ("title", "lede", "kicker", "summary", "pattern", "implementation", "recap")
-_FIELDS = {
+_FIELDS = {  # (required, optional) front matter fields of each kind of page
     "index": ({"title", "lede"}, {"kicker"}),
     "hub": ({"title", "lede", "order"}, {"kicker"}),
-    "dive": (
-        {"title", "lede", "order", "pattern", "implementation", "recap", "next", "sources"},
-        {"kicker", "summary", "related"},
-    ),
+    "dive": ({"title", "lede", "order", "pattern", "implementation", "recap", "next", "sources"},
+             {"kicker", "summary", "related"}),
 }
 
 
