@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -81,10 +80,6 @@ class Page:
     md: MarkdownIt | None = field(default=None, repr=False)
 
     # -- front matter fields -------------------------------------------------
-    @property
-    def pattern(self) -> str:
-        return str(self.meta.get("pattern", ""))
-
     def inline(self, name: str) -> Markup:
         """A front matter text field rendered as inline Markdown (raw HTML
         stays escaped), ready for a template: ``page.inline("recap")``."""
@@ -105,11 +100,6 @@ class Page:
         env: dict[str, Any] = {"render_widget": render_widget} if render_widget is not None else {}
         md = self._parser()
         return Markup(md.renderer.render(self.tokens, md.options, env))
-
-    @cached_property
-    def html(self) -> Markup:
-        """The body with empty widget slots."""
-        return self.render_body(None)
 
     @property
     def ids(self) -> set[str]:

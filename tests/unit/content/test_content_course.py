@@ -191,8 +191,8 @@ def test_page_exposes_sections_widgets_and_inline_fields(tmp_path):
     ]
     assert page.widgets == ["fanin", "ledger"]
     assert str(page.lede_html) == "The lede of First."
-    assert page.pattern == "A pattern."
-    assert 'data-widget="ledger"' in page.html
+    assert page.meta["pattern"] == "A pattern."
+    assert 'data-widget="ledger"' in page.render_body()
 
 
 def test_inline_front_matter_fields_escape_raw_html(tmp_path):
