@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
@@ -34,10 +33,6 @@ class Placement:
 
     def question(self, question_id: str) -> QuestionSpec | None:
         return next((q for q in self.questions if q.id == question_id), None)
-
-    def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "options": dict(self.options),
-                "questions": [q.as_json() for q in self.questions], "line": self.line}
 
 
 def placement_of(directive: Directive) -> Placement:
