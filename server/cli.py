@@ -24,15 +24,13 @@ def reset(args: argparse.Namespace) -> int:
     from server.valkey.client import CLUSTER_ENV
 
     # The site's on --data-dir, else EMQLAB_VALKEY_URL, else the site's on the default data directory.
-    url: str | None = os.environ.get("EMQLAB_VALKEY_URL")
-    cluster: bool | None = None
+    url = os.environ.get("EMQLAB_VALKEY_URL")
     if not url or args.data_dir:
         try:
             url, cluster = datadir.running(datadir.resolve(args.data_dir))
         except datadir.NotRunning as exc:
             print(f"emqlab: {exc}", file=sys.stderr)
             return 2
-    if cluster is not None:
         os.environ[CLUSTER_ENV] = "1" if cluster else "0"
     if args.print_url:
         print(url)

@@ -43,10 +43,6 @@ def _kind(cls: type[AbstractConnection]) -> type[AbstractConnection]:
     return Connection
 
 
-def _reach(settings: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in settings.items() if k in _CARRIED or k.startswith("ssl")}
-
-
 class Runner:
     """Runs commands as sandboxes' ACL users; `admin`, the site's connection, makes
     the users, loads scripts, and knows which node owns a slot."""
@@ -126,7 +122,7 @@ class Runner:
                 username=acl.IDLE_USER, password=acl.password_of(self.secret, acl.IDLE_USER),
                 protocol=2, decode_responses=False, driver_info=None, health_check_interval=0,
                 retry=Retry(NoBackoff(), 0),  # a line is never sent twice by redis-py itself
-                **_reach(settings),
+                **{k: v for k, v in settings.items() if k in _CARRIED or k.startswith("ssl")},
             )
             self._pools[name] = pool
         return pool
