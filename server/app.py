@@ -33,16 +33,7 @@ from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import Deadline, SecurityHeaders
 from server.web.middleware import SandboxCookie as NewVisitors
 from server.web.secret import load_secret
-from server.web.views import (
-    asking,
-    classroom,
-    console,
-    exercises,
-    instructor,
-    pages,
-    room,
-    widgets,
-)
+from server.web.views import asking, classroom, console, exercises, instructor, pages, room, widgets
 from server.widgets import WIDGETS, questions, snapshot, traces
 from server.widgets.runner import Lab
 from server.widgets.snapshot import Catalog

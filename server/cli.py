@@ -19,27 +19,18 @@ def app_from_env():  # type: ignore[no-untyped-def]
     return create_app(os.environ["EMQLAB_VALKEY_URL"])
 
 
-def find_valkey(data_dir: str | None) -> tuple[str, bool | None]:
-    """The Valkey `emqlab reset` acts on: the site's on `--data-dir`, else EMQLAB_VALKEY_URL,
-    else the site's on the default data directory (datadir.NotRunning when none runs there)."""
-    from server.valkey import datadir
-
-    url = os.environ.get("EMQLAB_VALKEY_URL")
-    if url and not data_dir:
-        return url, None
-    return datadir.running(datadir.resolve(data_dir))
-
-
 def reset(args: argparse.Namespace) -> int:
     from server.valkey import datadir
     from server.valkey.client import CLUSTER_ENV
 
-    try:
-        url, cluster = find_valkey(args.data_dir)
-    except datadir.NotRunning as exc:
-        print(f"emqlab: {exc}", file=sys.stderr)
-        return 2
-    if cluster is not None:
+    # The site's on --data-dir, else EMQLAB_VALKEY_URL, else the site's on the default data directory.
+    url = os.environ.get("EMQLAB_VALKEY_URL")
+    if not url or args.data_dir:
+        try:
+            url, cluster = datadir.running(datadir.resolve(args.data_dir))
+        except datadir.NotRunning as exc:
+            print(f"emqlab: {exc}", file=sys.stderr)
+            return 2
         os.environ[CLUSTER_ENV] = "1" if cluster else "0"
     if args.print_url:
         print(url)
@@ -94,7 +85,7 @@ def reset(args: argparse.Namespace) -> int:
 def module_path(args: argparse.Namespace) -> int:
     from server.valkey import native
 
-    print(native.module_path())
+    print(native.MODULE_PATH)
     if not native.built():
         print("emqlab: the module is not built yet: run `make module`", file=sys.stderr)
         return 1

@@ -37,14 +37,10 @@ def fail(text: str) -> None:
     print(f"emqlab: {text}", file=sys.stderr, flush=True)
 
 
-def stop_like_ctrl_c(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def serve(args: argparse.Namespace) -> int:
     # SIGTERM ends the site the way Ctrl-C does: uvicorn raises it again once shut
     # down, and the default handler would die before Valkey is stopped.
-    signal.signal(signal.SIGTERM, stop_like_ctrl_c)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     if args.workers < 1:
         fail("--workers must be at least 1")
         return 2
@@ -127,14 +123,10 @@ def run_site(args: argparse.Namespace, data: DataDir, sock: socket.socket, url: 
     return 0
 
 
-def maxmemory() -> str | None:
-    value = os.environ.get(MAXMEMORY_ENV, "").strip() or MAXMEMORY
-    return None if value == "0" else value
-
-
 def start_managed(args: argparse.Namespace, data: DataDir) -> ValkeyProcess | ValkeyCluster | None:
     """Start the site's own Valkey (one server or a cluster) on the folder; None when it would not start."""
-    memory = maxmemory()
+    wanted = os.environ.get(MAXMEMORY_ENV, "").strip() or MAXMEMORY
+    memory = None if wanted == "0" else wanted
     try:
         managed: ValkeyProcess | ValkeyCluster
         if args.cluster:

@@ -99,11 +99,6 @@ REASONS: dict[str, str] = {
 }
 
 
-def known() -> str:
-    """The console's commands, for a refusal that says what does run."""
-    return ", ".join(sorted(RULES)) + ", and the course's scripts by name"
-
-
 def rule_for(name: str) -> Rule:
     """The rule of command `name` (any case); `Refusal` when it is not allowed."""
     upper = name.upper()
@@ -114,7 +109,8 @@ def rule_for(name: str) -> Rule:
     reason = REASONS.get(upper)
     if reason is not None:
         raise Refusal(403, f"{shown.upper()} is refused: {reason}.")
-    raise Refusal(403, f"{shown} is not a command the console runs. It runs: {known()}.")
+    raise Refusal(403, f"{shown} is not a command the console runs. It runs: {', '.join(sorted(RULES))}, "
+                       "and the course's scripts by name.")
 
 
 def check_arity(rule: Rule, args: list[str]) -> None:

@@ -1,18 +1,11 @@
 """One command run as a sandbox's Valkey ACL user, in one round trip.
 
-The console's own pool (one per node on a cluster) holds connections that
-rest as the idle user (server/valkey/acl.py says why). A command goes out as
-three, written at once and read back together:
-
-    AUTH sbx-<sandbox> <password>     the connection becomes the sandbox's user
-    <the command>                     run under that user's ACL
-    AUTH emqlab-idle <password>       and back to the idle user
-
-A first AUTH that fails (no such user on this node yet) leaves the command to
-the idle user, who may do nothing: the user is made and the line sent once
-more; so is it after a MOVED, with the slot map refreshed. A last AUTH that
-fails drops the connection. Replies are RESP2, undecoded, as valkey-cli shows
-them; an error reply comes back as its exception, not raised.
+Pooled connections rest as the idle user (server/valkey/acl.py says why); a
+command goes out as `AUTH sbx-<sandbox>`, the command, `AUTH emqlab-idle`,
+written at once. A first AUTH that fails (no such user on this node yet) makes
+the user and sends the line once more, as does a MOVED; a last AUTH that fails
+drops the connection. Replies are RESP2, undecoded; an error reply comes back
+as its exception, not raised.
 """
 
 from __future__ import annotations
@@ -48,10 +41,6 @@ def _kind(cls: type[AbstractConnection]) -> type[AbstractConnection]:
         if issubclass(cls, plain):
             return plain
     return Connection
-
-
-def _reach(settings: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in settings.items() if k in _CARRIED or k.startswith("ssl")}
 
 
 class Runner:
@@ -133,7 +122,7 @@ class Runner:
                 username=acl.IDLE_USER, password=acl.password_of(self.secret, acl.IDLE_USER),
                 protocol=2, decode_responses=False, driver_info=None, health_check_interval=0,
                 retry=Retry(NoBackoff(), 0),  # a line is never sent twice by redis-py itself
-                **_reach(settings),
+                **{k: v for k, v in settings.items() if k in _CARRIED or k.startswith("ssl")},
             )
             self._pools[name] = pool
         return pool

@@ -1,11 +1,8 @@
 """What a sandbox's console writes may cost, and the names they leave behind.
 
-The console cannot weigh what Valkey will hold, so it counts what a write
-line sends (every argument after the name, plus `OVERHEAD`), charged before
-the line runs, whatever Valkey answers (a script failing halfway keeps its writes).
-Each queue keeps its share in `lab:{<sandbox>.<queue>}:spent`, so a widget's
-Reset frees it, and an index of the key names a write made that its snapshot
-would not find by itself (`:index`), so the panel lists them and Reset removes them.
+Valkey's memory cannot be weighed beforehand, so a write line is charged what it
+sends (plus `OVERHEAD`) before it runs, to its queue's `:spent` (a widget's Reset
+frees it); names a snapshot would not find go to the queue's `:index`.
 """
 
 from __future__ import annotations
@@ -16,6 +13,7 @@ from typing import Any, Final
 from server.console.allow import Refusal
 from server.console.plan import Plan
 from server.emq.wire import Conn
+from server.sandboxes import keys
 
 DEFAULT_BUDGET: Final = 1_048_576
 OVERHEAD: Final = 64  # bytes counted for every write line, whatever it sends
@@ -25,14 +23,6 @@ FOUND_BY_SNAPSHOT: Final = frozenset({
     "pending", "active", "schedule", "dead", "flow:outbox", "flow:outbox:poison", "flow:outbox:head",
     "metrics:completed",
 })
-
-
-def spent_key(sandbox: str, queue: str) -> str:
-    return f"lab:{{{sandbox}.{queue}}}:spent"
-
-
-def index_key(sandbox: str, queue: str) -> str:
-    return f"lab:{{{sandbox}.{queue}}}:index"
 
 
 def cost(found: Plan) -> int:
@@ -73,10 +63,10 @@ async def admit(admin: Conn, sandbox: str, queues: frozenset[str], found: Plan, 
     parts = sorted(queues | {found.queue})
     async with admin.pipeline(transaction=False) as pipe:
         for part in parts:
-            pipe.get(spent_key(sandbox, part))
+            pipe.get(keys.spent_key(f"{sandbox}.{part}"))
         if names:
-            pipe.scard(index_key(sandbox, found.queue))
-            pipe.smismember(index_key(sandbox, found.queue), names)
+            pipe.scard(keys.index_key(f"{sandbox}.{found.queue}"))
+            pipe.smismember(keys.index_key(f"{sandbox}.{found.queue}"), names)
         replies = await pipe.execute()
     spent = sum(_number(r) for r in replies[:len(parts)])
     price = cost(found)
@@ -96,9 +86,9 @@ async def admit(admin: Conn, sandbox: str, queues: frozenset[str], found: Plan, 
 async def charge(admin: Conn, sandbox: str, admitted: Admission) -> None:
     """Count the line and list its new names (one pipeline, the queue's own slot)."""
     async with admin.pipeline(transaction=False) as pipe:
-        pipe.incrby(spent_key(sandbox, admitted.queue), admitted.cost)
+        pipe.incrby(keys.spent_key(f"{sandbox}.{admitted.queue}"), admitted.cost)
         if admitted.new_names:
-            pipe.sadd(index_key(sandbox, admitted.queue), *admitted.new_names)
+            pipe.sadd(keys.index_key(f"{sandbox}.{admitted.queue}"), *admitted.new_names)
         await pipe.execute()
 
 
@@ -107,7 +97,7 @@ async def spent(admin: Conn, sandbox: str, queues: frozenset[str]) -> int:
     parts = sorted(queues)
     async with admin.pipeline(transaction=False) as pipe:
         for part in parts:
-            pipe.get(spent_key(sandbox, part))
+            pipe.get(keys.spent_key(f"{sandbox}.{part}"))
         return sum(_number(r) for r in await pipe.execute())
 
 

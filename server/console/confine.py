@@ -1,11 +1,8 @@
 """Keys as the learner writes them -> keys of the sandbox the line acts in.
 
-``emq:{fanin}:job:JOBparent`` means that queue in the line's sandbox
-(``emq:{<sandbox>.fanin}:…``); another sandbox's key, or one outside the
-grammar, is refused with a message (the boundary is the ACL user's NOPERM).
-Writes reach only the course's queues, never the outbox lists (the Pump trusts
-them), never turning a grammar key into another type; values naming queues are
-confined too.
+``emq:{fanin}:…`` means that queue in the line's sandbox; another sandbox's key,
+or one outside the grammar, is refused with a message (the boundary itself is
+the ACL user's NOPERM). Writes reach the course's queues only, never the outbox.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""Split a console line into arguments the way valkey-cli does.
-
-valkey-cli (sdssplitargs) separates arguments by whitespace; inside double
-quotes it understands ``\\n \\r \\t \\b \\a``, ``\\xHH`` and a backslash before
-any other character; inside single quotes only ``\\'``. A quote may start in
-the middle of a word (``a"b c"`` is one argument ``ab c``), and a closing
-quote must be followed by whitespace or the end of the line. Where valkey-cli
-answers a bare "Invalid argument(s)", this module says what is wrong and
-where. Arguments must be UTF-8 text: the widgets read the same keys as text.
+"""Split a console line into arguments the way valkey-cli (sdssplitargs) does,
+quotes and escapes included, but saying what is wrong and where instead of
+"Invalid argument(s)". Arguments must be UTF-8: the widgets read the keys as text.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
-"""The course: every page loaded once, linked together and cross-checked.
-
-Dives are numbered across the course and learn their hub, kicker and
-previous/next; link entries become links (see :mod:`.pages`); every internal
-link of every body must name a page (and id) that exists. ``check_placement``
-lets the widgets layer check each ``{widget}`` fence while loading, so a
-problem stops the start naming the dive file and line.
+"""The course: every page loaded once, linked together and cross-checked (dives
+numbered, link entries resolved, every internal link naming a page and id that
+exist), so a broken course stops the start naming the file and line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +16,6 @@ from .errors import ContentError
 from .markdown import make_markdown
 from .page_loader import as_list, line_of, load_page, normal_title
 from .pages import CONTENT_DIR, STATIC_DIR, Link, Page, body_links
-from .questions import QuestionSpec
 from .scripts import ScriptSource
 from .widget_directive import Placement
 
@@ -36,9 +32,7 @@ class Course:
         if "/" not in self.pages:
             raise ContentError("site/content/index.md is missing")
         self.index: Page = self.pages["/"]
-        self.hubs: list[Page] = sorted(
-            (p for p in self.pages.values() if p.kind == "hub"), key=lambda p: p.order
-        )
+        self.hubs: list[Page] = sorted((p for p in self.pages.values() if p.kind == "hub"), key=lambda p: p.order)
         self._link_hubs()
         self.dives: list[Page] = [d for hub in self.hubs for d in hub.dives]
         self._number_dives()
@@ -49,14 +43,8 @@ class Course:
 
     # -- public API ----------------------------------------------------------
     @classmethod
-    def load(
-        cls,
-        content_dir: str | Path = CONTENT_DIR,
-        *,
-        known_widgets: Iterable[str] | None = None,
-        scripts: ScriptSource | None = None,
-        check_placement: CheckPlacement | None = None,
-    ) -> Course:
+    def load(cls, content_dir: str | Path = CONTENT_DIR, *, known_widgets: Iterable[str] | None = None,
+             scripts: ScriptSource | None = None, check_placement: CheckPlacement | None = None) -> Course:
         """Parse every ``*.md`` under ``content_dir``; ``known_widgets`` ``None`` accepts
         any widget name, ``scripts`` ``None`` reads listings from the host library's registry."""
         root = Path(content_dir)
@@ -79,27 +67,11 @@ class Course:
         """The index, the hubs, then the dives in course order."""
         return [self.index, *self.hubs, *self.dives]
 
-    @property
-    def widget_names(self) -> list[str]:
-        """Every widget any page uses, each once, in course order."""
-        seen: dict[str, None] = {}
-        for page in self.ordered_pages:
-            for name in page.widgets:
-                seen.setdefault(name)
-        return list(seen)
-
     def placements(self) -> Iterator[tuple[Page, Placement]]:
         """Every ``{widget}`` fence of the course with its page, in course order."""
         for page in self.ordered_pages:
             for placement in page.placements:
                 yield page, placement
-
-    def questions_of(self, widget: str) -> tuple[QuestionSpec, ...]:
-        """The questions the course declares on ``widget`` (in the order written)."""
-        for _, placement in self.placements():
-            if placement.name == widget and placement.questions:
-                return placement.questions
-        return ()
 
     def check_placements(self, check: CheckPlacement) -> None:
         """Run ``check`` on every placement; its ContentError comes back naming
@@ -162,8 +134,7 @@ class Course:
 
     def _entry(self, page: Page, raw: Any, where: str) -> Link:
         link = self._bare_entry(page, raw, where)
-        note_html = Markup(page.md.renderInline(link.note)) if link.note and page.md else Markup("")
-        return Link(link.title, link.note, link.href, link.external, note_html)
+        return replace(link, note_html=Markup(page.md.renderInline(link.note))) if link.note and page.md else link
 
     def _bare_entry(self, page: Page, raw: Any, where: str) -> Link:
         def problem(message: str) -> ContentError:

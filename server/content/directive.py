@@ -60,12 +60,7 @@ def find_directive(token: Token, name: str) -> Directive | None:
     if not match or match.group("name") != name:
         return None
     line = fence_line(token)
-    return Directive(
-        name=name,
-        argument=(match.group("arg") or "").strip(),
-        body=parse_body(token.content, name, line),
-        line=line,
-    )
+    return Directive(name, (match.group("arg") or "").strip(), parse_body(token.content, name, line), line)
 
 
 def as_leaf(token: Token, kind: str, tag: str) -> None:

@@ -17,9 +17,7 @@ from typing import Protocol
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # server/<folders>/<file>.py::<function>; no "..", no absolute paths.
-HOST_ARGUMENT = re.compile(
-    r"^(?P<path>server/(?:[a-z0-9_]+/)*[a-z0-9_]+\.py)::(?P<name>[A-Za-z_][A-Za-z0-9_]*)$"
-)
+HOST_ARGUMENT = re.compile(r"^(?P<path>server/(?:[a-z0-9_]+/)*[a-z0-9_]+\.py)::(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
 
 
 class HostMissing(LookupError):
@@ -50,12 +48,8 @@ def cut_function(source: str, name: str, path: str = "<source>") -> HostFunction
                 first -= 1
             last = node.end_lineno or node.lineno
             return HostFunction(path, name, first, last, tuple(lines[first - 1 : last]))
-    known = sorted(
-        n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-    )
-    raise HostMissing(
-        f"{path} has no top-level function {name!r} (it defines: {', '.join(known) or 'none'})"
-    )
+    known = sorted(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    raise HostMissing(f"{path} has no top-level function {name!r} (it defines: {', '.join(known) or 'none'})")
 
 
 class HostFiles:

@@ -1,13 +1,8 @@
 """The ``{listing}`` directive: show a Lua script exactly as the server runs it.
 
-The argument is ``NAME.lua`` (the whole script, includes expanded),
-``NAME.lua#2`` (one ``-- @move``), ``NAME.lua#lines=10-30`` (inclusive), or
-``server/PATH.py::FUNCTION`` (a host function, :mod:`.host_code`). Options:
-``caption:``, and ``fold: <summary>``, which folds the listing into a
-``<details>`` (for plumbing a learner may open, never for a widget's script).
-A missing script, move, range or function fails the course load. It renders
-as a ``<figure class="listing">`` of escaped ``<span class="line">`` lines,
-each with its ``data-line`` and, inside a move, ``data-move``.
+``NAME.lua``, ``NAME.lua#MOVE``, ``NAME.lua#lines=A-B`` or ``server/PATH.py::FUNCTION``;
+``caption:`` and ``fold: <summary>`` (a ``<details>``, for plumbing, never a
+widget's script). Anything missing fails the course load.
 """
 
 from __future__ import annotations
@@ -45,9 +40,7 @@ class ListingLine:
     move: int | None
 
 
-def listing_plugin(
-    md: MarkdownIt, scripts: ScriptSource | None = None, host: HostSource | None = None
-) -> None:
+def listing_plugin(md: MarkdownIt, scripts: ScriptSource | None = None, host: HostSource | None = None) -> None:
     source = scripts if scripts is not None else RegistryScripts()
     host_files = host if host is not None else HostFiles()
 
@@ -83,27 +76,16 @@ def _resolve_host(source: HostSource, argument: str, options: dict[str, str], li
 def _resolve(source: ScriptSource, argument: str, options: dict[str, str], line: int | None) -> dict[str, Any]:
     match = _ARGUMENT.match(argument)
     if not match:
-        raise DirectiveError(
-            "{listing} takes NAME.lua, NAME.lua#MOVE, NAME.lua#lines=A-B "
-            "or server/PATH.py::FUNCTION, "
-            f"got {argument!r}",
-            line,
-        )
+        raise DirectiveError("{listing} takes NAME.lua, NAME.lua#MOVE, NAME.lua#lines=A-B "
+                             f"or server/PATH.py::FUNCTION, got {argument!r}", line)
     stem = match.group("stem")
     try:
         text = source.script_source(stem)
     except ScriptMissing as exc:
         raise DirectiveError(str(exc), line) from None
     moves = list(source.moves(stem))
-    meta: dict[str, Any] = {
-        "script": stem,
-        "file": f"{DISPLAY_DIR}/{stem}.lua",
-        "move": None,
-        "move_title": None,
-        "range": None,
-        "caption": options.get("caption"),
-        "includes": helpers_shown(text),
-    }
+    meta: dict[str, Any] = {"script": stem, "file": f"{DISPLAY_DIR}/{stem}.lua", "move": None, "move_title": None,
+                            "range": None, "caption": options.get("caption"), "includes": helpers_shown(text)}
     _cut(meta, match, moves, _numbered(text, moves), line)
     return meta
 
@@ -132,19 +114,15 @@ def _cut(meta: dict[str, Any], match: re.Match[str], moves: Sequence[Any], all_l
     elif match.group("first"):
         first, last = int(match.group("first")), int(match.group("last"))
         if not 1 <= first <= last <= len(all_lines):
-            raise DirectiveError(
-                f"{stem}.lua has {len(all_lines)} lines; range {first}-{last} is outside it",
-                line,
-            )
+            raise DirectiveError(f"{stem}.lua has {len(all_lines)} lines; range {first}-{last} is outside it", line)
         meta["range"] = (first, last)
         meta["lines"] = all_lines[first - 1 : last]
     else:
         meta["lines"] = all_lines
 
 
-def render_listing(
-    self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
-) -> str:
+def render_listing(self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict,
+                   env: EnvType) -> str:
     meta = tokens[idx].meta
     figure = _render_host(meta["host"], meta["caption"]) if "host" in meta else _render_script(meta)
     if not meta.get("fold_html"):

@@ -19,13 +19,8 @@ from .sections import sections_plugin
 from .widget_directive import widget_plugin
 
 
-def make_markdown(
-    known_widgets: Iterable[str] | None = None,
-    scripts: ScriptSource | None = None,
-    *,
-    sections: bool = True,
-    host: HostSource | None = None,
-) -> MarkdownIt:
+def make_markdown(known_widgets: Iterable[str] | None = None, scripts: ScriptSource | None = None, *,
+                  sections: bool = True, host: HostSource | None = None) -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     md.use(front_matter_plugin)
     md.use(widget_plugin, known=known_widgets)

@@ -15,20 +15,17 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from .errors import ContentError, in_file
-from .frontmatter import parse_front_matter
+from .errors import ContentError, FrontMatterError, in_file
 from .pages import DIVE_PAGE_IDS, Page, PageKind, SectionLink
-from .yaml_text import YamlMap
+from .yaml_text import YamlError, YamlMap, load_yaml
 
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _TEXT_FIELDS = ("title", "lede", "kicker", "summary", "pattern", "implementation", "recap")
-_FIELDS = {
+_FIELDS = {  # (required, optional) front matter fields of each kind of page
     "index": ({"title", "lede"}, {"kicker"}),
     "hub": ({"title", "lede", "order"}, {"kicker"}),
-    "dive": (
-        {"title", "lede", "order", "pattern", "implementation", "recap", "next", "sources"},
-        {"kicker", "summary", "related"},
-    ),
+    "dive": ({"title", "lede", "order", "pattern", "implementation", "recap", "next", "sources"},
+             {"kicker", "summary", "related"}),
 }
 
 
@@ -93,6 +90,23 @@ def _parse(md: MarkdownIt, file: Path) -> tuple[YamlMap, list[Token]]:
     except ContentError as exc:
         raise in_file(exc, file) from None
     return meta, [t for t in tokens if t.type != "front_matter"]
+
+
+def parse_front_matter(text: str, first_line: int = 1) -> YamlMap:
+    """The front matter (cut out by markdown-it's front_matter_plugin) as a mapping;
+    ``first_line`` is the file line the block starts on."""
+    if "\t" in text:
+        number = first_line + text[: text.index("\t")].count("\n")
+        raise FrontMatterError("tabs are not allowed; indent with spaces", number)
+    try:
+        meta = load_yaml(text, first_line)
+    except YamlError as exc:
+        raise FrontMatterError(exc.message, exc.line) from None
+    if meta is None:
+        raise FrontMatterError("the front matter is empty", first_line)
+    if not isinstance(meta, YamlMap):
+        raise FrontMatterError("the front matter is a mapping of 'key: value' lines", first_line)
+    return meta
 
 
 def _checked_meta(file: Path, kind: str, meta: YamlMap) -> int:

@@ -1,21 +1,13 @@
 """A page of the course: one ``site/content/**/*.md`` file, parsed.
 
 ``index.md`` is ``/``, ``<hub>/index.md`` the hub ``/<hub>``, ``<hub>/<slug>.md``
-a dive at ``/<hub>/<slug>``. Front matter: every page has ``title`` and ``lede``
-(inline Markdown) and may set ``kicker``; hubs and dives have an ``order``;
-dives have ``pattern``, ``implementation``, ``recap``, ``next`` and ``sources``,
-and may have ``summary`` and ``related``. A link entry (``next``, ``related``)
-has a ``note`` and one of ``page: /path`` (must exist), ``href`` with a
-``title`` (external), or a ``title`` alone (matched to a page's title; no match
-is plain text, never a dead link). Dives are numbered across the course (hub
-order, then dive order): the kicker's "NN", and Previous / Next.
+a dive at ``/<hub>/<slug>``; front matter fields are checked in page_loader.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -88,10 +80,6 @@ class Page:
     md: MarkdownIt | None = field(default=None, repr=False)
 
     # -- front matter fields -------------------------------------------------
-    @property
-    def pattern(self) -> str:
-        return str(self.meta.get("pattern", ""))
-
     def inline(self, name: str) -> Markup:
         """A front matter text field rendered as inline Markdown (raw HTML
         stays escaped), ready for a template: ``page.inline("recap")``."""
@@ -113,11 +101,6 @@ class Page:
         md = self._parser()
         return Markup(md.renderer.render(self.tokens, md.options, env))
 
-    @cached_property
-    def html(self) -> Markup:
-        """The body with empty widget slots."""
-        return self.render_body(None)
-
     @property
     def ids(self) -> set[str]:
         """Every id the rendered page will carry (sections, headings, page blocks)."""
@@ -127,10 +110,6 @@ class Page:
         else:
             found.add("main")
         return found
-
-    def links(self) -> list[str]:
-        """Every href in the body, in order."""
-        return [href for href, _ in body_links(self.tokens)]
 
     def _parser(self) -> MarkdownIt:
         if self.md is None:

@@ -1,22 +1,6 @@
-"""Questions a dive declares on a widget, parsed from the ``{widget}`` body.
-
-A question is asked where the lesson turns, before one action; Valkey's
-answer to that action judges it. The author writes it in the dive::
-
-    questions:
-      - id: deps-after-complete        # unique within the widget
-        action: complete-child         # the action whose button carries the answer
-        legend: "Predict: what will :dependencies be after this completion?"
-        reading: dependencies          # the widget's named reading, judged after the action
-        when: children-outstanding     # optional: a reading true while the question is open
-        answer: number                 # number | choice (then choices: value -> label)
-        says: ":dependencies = {value}"
-        feedback:                      # shown only for that answer, when Valkey disagreed
-          - answer: before             # a literal, or before / before-N / before+N
-            text: "That is the count before this completion; …"
-
-This checks the declaration's shape only; whether the widget has that action
-and those readings is for the widgets layer (``load_course(check_placement=…)``).
+"""Questions a dive declares on a widget, parsed from the ``{widget}`` body
+(the format: docs/ARCHITECTURE.md). Only the declaration's shape is checked
+here; whether the widget has that action and readings is the widgets layer's.
 """
 
 from __future__ import annotations

@@ -27,11 +27,6 @@ class ScriptSource(Protocol):
     def moves(self, stem: str) -> list[Any]: ...
 
 
-def cut_moves(source: str) -> list[registry.Move]:
-    """Split a script at its ``-- @move`` markers: the host library's one cutter."""
-    return list(registry.cut_moves(source))
-
-
 class DirScripts:
     """Read ``<stem>.lua`` files from one folder (helpers in its ``includes/``)."""
 
@@ -50,7 +45,7 @@ class DirScripts:
             raise ScriptMissing(str(exc)) from None
 
     def moves(self, stem: str) -> list[registry.Move]:
-        return cut_moves(self.script_source(stem))
+        return list(registry.cut_moves(self.script_source(stem)))
 
 
 class RegistryScripts:

@@ -1,17 +1,7 @@
-"""Group a page body into sections, one per ``## `` heading.
-
-Core rule ``dive_sections`` (after the anchors rule has slugged every h2)::
-
-    <section class="dive-section has-aside" id="SLUG">
-      <div class="prose"><h2 id="SLUG-title">…</h2> …what comes before the widget…</div>
-      <aside class="dive-aside">…the section's widgets…</aside>
-      <div class="prose prose-after">…what comes after it: the long reading…</div>
-    </section>
-
-The section is cut at its first widget, so on a phone (one column) the widget
-follows the words that introduce it and the long reading follows it. A section
-with no widget is one ``<div class="prose">``; anything before the first h2 is
-a ``<div class="prose dive-intro">``. ``env["sections"]`` lists (id, title).
+"""Group a page body into sections, one per ``## `` heading: ``<section>`` of
+prose, an ``<aside>`` of its widgets, then ``prose-after``. The section is cut
+at its first widget, so on a phone the widget follows the words that introduce
+it and the long reading follows it.
 """
 
 from __future__ import annotations
@@ -37,11 +27,7 @@ def heading_text(inline: Token) -> str:
 def sections_plugin(md: MarkdownIt) -> None:
     def dive_sections(state: StateCore) -> None:
         tokens = state.tokens
-        starts = [
-            i
-            for i, t in enumerate(tokens)
-            if t.type == "heading_open" and t.tag == "h2" and t.level == 0
-        ]
+        starts = [i for i, t in enumerate(tokens) if t.type == "heading_open" and t.tag == "h2" and t.level == 0]
         if not starts:
             return
         out: list[Token] = []

@@ -1,10 +1,5 @@
-"""The ``{widget}`` directive: a live widget placed in a dive.
-
-Its body is a YAML mapping: ``questions:`` lists the questions asked on the
-widget (:mod:`.questions`); every other key is a text option for the widget's
-partial (the console's ``try-N`` examples). A name outside the known set fails
-the load. It renders as ``env["render_widget"](name, options)`` when the app
-gives one, else an empty ``<div class="widget-slot" data-widget="name">``.
+"""The ``{widget}`` directive: a live widget placed in a dive; ``questions:`` in
+its body (:mod:`.questions`), every other key a text option for its partial.
 """
 
 from __future__ import annotations
@@ -12,7 +7,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
@@ -30,9 +24,7 @@ WIDGET_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 
 @dataclass(frozen=True)
 class Placement:
-    """One ``{widget}`` fence: which widget, its text options, its questions.
-
-    ``line`` is the fence's line in the dive's Markdown file."""
+    """One ``{widget}`` fence: which widget, its text options, its questions, its line."""
 
     name: str
     options: dict[str, str] = field(default_factory=dict)
@@ -41,10 +33,6 @@ class Placement:
 
     def question(self, question_id: str) -> QuestionSpec | None:
         return next((q for q in self.questions if q.id == question_id), None)
-
-    def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "options": dict(self.options),
-                "questions": [q.as_json() for q in self.questions], "line": self.line}
 
 
 def placement_of(directive: Directive) -> Placement:

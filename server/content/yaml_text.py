@@ -1,11 +1,7 @@
 """YAML as the course's authors write it: plain text, with the line of every value.
 
-Front matter and directive bodies are composed with ``yaml.BaseLoader`` (no
-tags resolved: as safe as ``safe_load``) and every scalar stays the string
-written, so ``no:`` is not ``False`` nor ``1.10`` the float ``1.1``; the schema
-converts what it needs. :class:`YamlMap` and :class:`YamlList` carry the line
-of each key and item, so a later check names the line it is about. A key given
-twice is an error (PyYAML would silently keep the last).
+``yaml.BaseLoader`` keeps every scalar the string written (``no:`` is not
+``False``); a key given twice is an error (PyYAML would keep the last).
 """
 
 from __future__ import annotations

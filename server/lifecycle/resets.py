@@ -1,7 +1,6 @@
 """Resetting sandboxes: an instructor's reset, reset-all, a learner's "Start over".
 
-Each landed widget is reset the way its own Reset button does it (through the
-executor, under its lock, said as the resetter's outcome); the console
+Each landed widget is reset as its own Reset button does it; the console
 transcripts go, the learner and their progress stay. One sandbox's failure is
 logged and counted, never raised through the others.
 """

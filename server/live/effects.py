@@ -60,22 +60,12 @@ _WORDS: dict[tuple[str, str], str] = {
 
 # Any other key, by the command alone.
 _VERBS: dict[str, str] = {
-    "hset": "wrote hash fields",
-    "hdel": "removed hash fields",
-    "hincrby": "counted in a hash",
-    "zadd": "added to a sorted set",
-    "zrem": "removed from a sorted set",
-    "zpopmin": "took the lowest-scored member of a sorted set",
-    "set": "set a string",
-    "incrby": "changed a counter",
-    "decrby": "changed a counter",
-    "del": "deleted the key",
-    "rpush": "appended to a list",
-    "lpush": "prepended to a list",
-    "ltrim": "trimmed a list",
-    "lpop": "took from the head of a list",
-    "rename_to": "renamed here",
-    "expire": "set an expiry",
+    "hset": "wrote hash fields", "hdel": "removed hash fields", "hincrby": "counted in a hash",
+    "zadd": "added to a sorted set", "zrem": "removed from a sorted set",
+    "zpopmin": "took the lowest-scored member of a sorted set", "set": "set a string",
+    "incrby": "changed a counter", "decrby": "changed a counter", "del": "deleted the key",
+    "rpush": "appended to a list", "lpush": "prepended to a list", "ltrim": "trimmed a list",
+    "lpop": "took from the head of a list", "rename_to": "renamed here", "expire": "set an expiry",
     "expired": "expired",
 }
 

@@ -1,12 +1,10 @@
 """The heartbeat: proof, every second, that keyspace notifications still arrive.
 
-Notifications switched off behind the site's back fail nothing: the streams
-just fall silent. So the hub writes a key under the pattern it subscribes to,
-every second on every node, and expects the notice back. After `SILENCE`
-without one it switches them on again ("restored") or, where CONFIG is
-refused, reports "off" (the streams poll); if the flags say on, the
-subscription is broken and it raises (the hub reconnects). A write refused
-for memory reports "memory full", then "memory ok".
+Notifications switched off behind the site's back fail nothing, the streams just
+fall silent; so the hub writes a key it subscribes to and expects the notice back.
+After `SILENCE` it switches them on again, reports "off" where CONFIG is refused,
+or raises (the hub reconnects) when the flags say on. A write refused for memory
+reports "memory full", then "memory ok".
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """The live stream's listener: keyspace notifications in, changes out.
 
-One subscription per Valkey primary, the same whoever is online (two patterns
-and the events channel), so an action costs Valkey the same with two thousand
-learners as with one. A notice of a sandbox no page here shows is dropped with
-one dict lookup; the rest go to `Batches`. On a drop the hub reconnects,
-switches notifications on again (a restarted server forgets them) and tells
-the streams to resync.
+One subscription per Valkey primary, whoever is online, so an action costs Valkey
+the same with two thousand learners as with one; a notice of a sandbox no page
+shows is dropped with one dict lookup. On a drop it reconnects and resyncs.
 """
 
 from __future__ import annotations

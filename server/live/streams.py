@@ -1,9 +1,7 @@
 """The open streams, by sandbox, and what each is handed.
 
-A closed batch (`batches.Change`) becomes frames once: each touched widget
-read once, each effect worded once, and every page of the sandbox gets its
-widgets' frames as one chunk, so a thousand pages cost one read per change.
-Other news (status, a reset, a class's move) is a `Notice`.
+A closed batch becomes frames once (each touched widget read once, each effect
+worded once), so a thousand pages of a sandbox cost one read per change.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """Each sandbox's own Valkey ACL user: its rules, its password, making and dropping it.
 
-User ``sbx-<sandbox>`` reaches keys matching ``emq:{<sandbox>.*`` only (no
-``lab:`` key, no channel; such a key's hashtag starts with ``<sandbox>.`` too):
-the very pattern a reset or the reaper matches, so whatever the user wrote goes
-with the sandbox, and it never goes stale when widgets' queues change.
-Nothing is stored: the password is an HMAC of the site's secret, and a user is
-made with ``ACL SETUSER`` when its AUTH first fails on a node (ACL users live
-in memory only). A failed AUTH leaves a connection as whoever it was, so
-between lines a connection rests as ``emqlab-idle``, a user with no key and no
-command (server/console/as_user.py runs the lines).
+User ``sbx-<sandbox>`` reaches keys ``emq:{<sandbox>.*`` only: the pattern a
+reset or the reaper matches, so whatever it wrote goes with the sandbox. The
+password is an HMAC of the site's secret (nothing stored); a user is made when
+its AUTH first fails on a node. A failed AUTH leaves a connection as whoever it
+was, so between lines one rests as ``emqlab-idle``, with no key and no command.
 """
 
 from __future__ import annotations
@@ -128,9 +124,6 @@ class Users:
     async def load_script(self, source: str, node: ClusterNode | None) -> None:
         """SCRIPT LOAD as the site: the sandbox users may not (SCRIPT is denied)."""
         await command_on(self.admin, node, "SCRIPT", "LOAD", source)
-
-    async def drop(self, sandbox: str) -> None:
-        await drop_user(self.admin, sandbox)
 
     async def probe(self) -> str | None:
         """Make the idle user on every primary now: None, or why the console is closed here."""

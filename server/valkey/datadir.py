@@ -1,15 +1,7 @@
-"""The data directory: what one site keeps between two runs of `emqlab serve`.
-
-    .emqlab/              --data-dir DIR or EMQLAB_DATA_DIR; 0700, git-ignored
-      lock                held (flock) by the serve using the folder; holds its pid
-      secret              the cookie-signing secret, 0600
-      ports.json          the managed Valkey's ports, taken again by the next start
-      running.json        while a site runs: its Valkey's URL (`emqlab reset` reads it)
-      valkey/             the managed valkey-server's folder: append-only file, log
-      cluster/node-<i>/   one folder per node of a managed cluster, nodes.conf too
-
-A cluster forms again only on the ports its nodes.conf files name, hence
-ports.json. The lock is an flock, which the kernel drops however its holder dies.
+"""The data directory: what one site keeps between two runs of `emqlab serve`
+(its layout: docs/DEPLOY.md). The lock is an flock, which the kernel drops
+however its holder dies; ports.json because a cluster forms again only on the
+ports its nodes.conf files name.
 """
 
 from __future__ import annotations

@@ -20,13 +20,8 @@ from server.valkey.client import command_on, primaries
 log = logging.getLogger("emqlab.native")
 
 ROOT: Final = Path(__file__).resolve().parents[2]
-MODULE_PATH: Final = ROOT / "native" / "build" / "emq.so"
+MODULE_PATH: Final = ROOT / "native" / "build" / "emq.so"  # absolute; it may not be built yet
 MODULE_NAME: Final = "emq"  # what MODULE LIST calls it (emq_module.c's OnLoad)
-
-
-def module_path() -> Path:
-    """The absolute path of the built module (it may not be built yet)."""
-    return MODULE_PATH
 
 
 def built() -> bool:

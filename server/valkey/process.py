@@ -104,7 +104,7 @@ class ValkeyProcess:
             "--notify-keyspace-events", NOTIFY_FLAGS,
             "--logfile", str(self.dir / "valkey.log"),
             # The EMQ module (EMQ.COMPLETE, EMQ.FAIL) once `make module` built it.
-            *(["--loadmodule", str(native.module_path())] if self.load_module and native.built() else []),
+            *(["--loadmodule", str(native.MODULE_PATH)] if self.load_module and native.built() else []),
             *self.extra_args,
         ]
 

@@ -1,9 +1,6 @@
-"""Keeps the site's managed valkey-server(s) running.
-
-A thread of `emqlab serve` polls each server's process (`Popen.poll` reaps a
-dead one) and starts it again on its own port and folder, one log line per
-restart. A server that keeps dying waits longer each time (0.5 s doubling to
-30 s), so a broken configuration costs a line every half minute, not a busy loop.
+"""Keeps the site's managed valkey-server(s) running: a thread of `emqlab serve`
+starts a dead one again on its own port and folder, one log line per restart;
+one that keeps dying waits longer each time (0.5 s doubling to 30 s), not a busy loop.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ async def test_users_dropped_on_every_primary_are_made_again_where_needed(
     await land_fanin(admin, B)
     visitor = console(admin, cluster_runner, B)
     assert (await line(visitor, "ZCARD emq:{fanin}:pending")).lines == ("(integer) 3",)
-    await cluster_runner.users.drop(B)
+    await acl.drop_user(cluster_runner.admin, B)
     assert not any([await user_on(admin, n, B) for n in admin.get_primaries()])
     assert (await line(visitor, "claim 2 emq:{fanin}:pending emq:{fanin}:active emq:{fanin}: 30000")).lines == (
         '1) "JOBchild1"', "2) (integer) 1")

@@ -8,6 +8,7 @@ from typing import Any
 
 from server.console import budget
 from server.console.as_user import Runner
+from server.sandboxes import keys
 
 from .support import QUEUES, B, console, held_by, line, names
 
@@ -82,7 +83,7 @@ async def test_extra_names_are_indexed_for_the_widget_and_capped_per_queue(admin
     visitor = console(admin, runner, B)
     assert (await line(visitor, "SET emq:{fanin}:note hello")).status == 200
     assert (await line(visitor, "ZADD emq:{fanin}:pending 1 JOBx")).status == 200
-    index = budget.index_key(B, "fanin")
+    index = keys.index_key(f"{B}.fanin")
     assert await admin.smembers(index) == {f"emq:{{{B}.fanin}}:note"}
     for i in range(budget.INDEX_CAP - 1):
         assert (await line(visitor, f"SET emq:{{fanin}}:n{i} v")).status == 200

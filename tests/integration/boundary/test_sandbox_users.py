@@ -92,7 +92,7 @@ async def test_lines_that_would_change_the_connection_itself_are_never_sent(runn
 async def test_the_user_is_made_again_after_acl_deluser_as_after_a_restart(admin: Any, runner: Runner) -> None:
     await land_fanin(admin, A)
     assert await runner.call(A, ["HGET", A_ROW, "state"], A_ROW) == b"awaiting_children"
-    await runner.users.drop(A)
+    await acl.drop_user(runner.admin, A)
     assert acl.user_of(A) not in await admin.execute_command("ACL", "USERS")
     assert await runner.call(A, ["HGET", A_ROW, "state"], A_ROW) == b"awaiting_children"
     assert acl.user_of(A) in await admin.execute_command("ACL", "USERS")

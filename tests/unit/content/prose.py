@@ -33,7 +33,7 @@ def render_page(course: Course, page: Page) -> str:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
     template = {"index": "index.html", "hub": "hub.html", "dive": "dive.html"}[page.kind]
     hub = page.path if page.kind == "hub" else page.hub.path if page.hub else None
-    return env.get_template(template).render(course=course, page=page, body=page.html, current_hub=hub)
+    return env.get_template(template).render(course=course, page=page, body=page.render_body(), current_hub=hub)
 
 
 class ProseCounter(HTMLParser):

@@ -9,8 +9,9 @@ import pytest
 
 from server.content.errors import DirectiveError
 from server.content.markdown import make_markdown
-from server.content.scripts import DirScripts, cut_moves
+from server.content.scripts import DirScripts
 from server.emq import includes, registry
+from server.emq.registry import cut_moves
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPTS = DirScripts(FIXTURES / "scripts")

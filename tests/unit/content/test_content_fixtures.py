@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,8 @@ def test_raw_html_fixture_is_escaped(line, title, text, expected):
 @_cases("questions.md")
 def test_questions_fixture_parses_each_widget_body_into_a_placement(line, title, text, expected):
     md = make_markdown(None, SCRIPTS, sections=False)
-    placements = [t.meta["placement"].as_json() for t in md.parse(text, {}) if t.type == "widget"]
+    found = [t.meta["placement"] for t in md.parse(text, {}) if t.type == "widget"]
+    placements = [{**asdict(p), "questions": [q.as_json() for q in p.questions]} for p in found]
     assert json.dumps(placements, indent=1, ensure_ascii=False) + "\n" == expected
 
 

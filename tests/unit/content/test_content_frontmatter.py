@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from server.content import ContentError, Course
-from server.content.frontmatter import FrontMatterError, parse_front_matter
+from server.content.errors import FrontMatterError
+from server.content.page_loader import parse_front_matter
 from server.content.scripts import DirScripts
 
 SCRIPTS = DirScripts(Path(__file__).parent / "fixtures" / "scripts")

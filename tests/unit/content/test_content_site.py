@@ -119,7 +119,7 @@ def test_every_content_file_loads_as_a_page(course):
 
 
 def test_widgets_named_in_the_content_are_exactly_the_known_widgets_and_a_console_on_every_dive(course):
-    assert set(course.widget_names) == WIDGETS
+    assert {placement.name for _, placement in course.placements()} == WIDGETS
     for dive in course.dives:  # every dive: its widgets first, its console last
         assert dive.widgets[-1] == "console" and set(dive.widgets[:-1]) & set(FOUND), dive.path
 
