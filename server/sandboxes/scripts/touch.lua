@@ -7,7 +7,10 @@
 -- Returns: 1 when the sandbox is registered (refreshed), 0 when it is not
 --   (the reaper removed it, or it was never admitted: nothing is added here).
 redis.call('ZREM', KEYS[2], ARGV[1])
-if redis.call('ZADD', KEYS[1], 'XX', 'CH', ARGV[2], ARGV[1]) == 1 then
-  return 1
+-- ZSCORE first, not ZADD XX CH alone: CH answers 0 for a touch in the same
+-- millisecond as the last, and the commands a touch sends stay the same
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  return 0
 end
-return redis.call('ZSCORE', KEYS[1], ARGV[1]) and 1 or 0
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+return 1
