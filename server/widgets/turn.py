@@ -185,13 +185,15 @@ class Turn:
         or commands); the new `ver` and the replies of `records`, errors returned."""
         fields = json.dumps(self.kept) if self.kept else ""
         finish: Call = (FINISH, [keys.state_key(self.first), keys.lock_key(self.first)], [self.token, outcome, fields])
-        replies = await pipelined(self.conn, [finish, *self.after, *records])
-        if isinstance(replies[0], Exception):
+        # `after` goes first: its writes land while the lock is held, so the pages get one batch, not two
+        replies = await pipelined(self.conn, [*self.after, finish, *records])
+        done = replies[len(self.after)]
+        if isinstance(done, Exception):
             await self.release()
-            raise replies[0]
-        mine = replies[1 + len(self.after):]
+            raise done
+        mine = replies[len(self.after) + 1:]
         self.kept, self.after = {}, []
-        return str(replies[0]), mine
+        return str(done), mine
 
     async def dumps(self, names: Sequence[str]) -> dict[str, str]:
         """Each existing key's DUMP (hex) and PTTL: its bytes, compared across an action."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -103,5 +104,28 @@ def test_a_page_never_gets_a_snapshot_older_than_one_it_already_got(visitor: htt
         seen = events.until("snapshot", widget="fanin", ver=last)
         vers = [data["ver"] for kind, data in seen if kind == "snapshot"]
         assert vers == sorted(vers)
+    finally:
+        context.__exit__(None, None, None)
+
+
+def test_completing_a_job_that_has_logs_repaints_each_page_once(clean: LiveSite, visitor: httpx.Client) -> None:
+    """The DEL of a completed job's `:logs` rides the action's finish under its lock: one batch, one snapshot."""
+    from tests.support import sandbox_of
+
+    queue = f"{sandbox_of(visitor)}.fanin"
+    with clean.redis() as r:
+        for child in ("JOBchild1", "JOBchild2", "JOBchild3"):
+            r.rpush(f"emq:{{{queue}}}:job:{child}:logs", "a line the child logged")
+    context, events = open_stream(visitor)
+    try:
+        done = visitor.post("/api/widgets/fanin/complete-child", json={}).json()
+        events.until("snapshot", widget="fanin", ver=done["ver"])
+        time.sleep(0.3)  # a second batch (the DEL after the lock) would close well within this
+        marker = visitor.post("/api/widgets/fanin/claim", json={})
+        assert marker.status_code == 200, marker.text
+        between = events.until("snapshot", widget="fanin", ver=marker.json()["ver"])
+        assert [kind for kind, _ in between].count("snapshot") == 1, [(k, d.get("ver")) for k, d in between]
+        with clean.redis() as r:
+            assert sum(r.exists(f"emq:{{{queue}}}:job:{c}:logs") for c in ("JOBchild1", "JOBchild2", "JOBchild3")) == 2
     finally:
         context.__exit__(None, None, None)
