@@ -78,8 +78,9 @@ def open_client(url: str, cluster: bool | None = None) -> aioredis.Redis | Redis
     # met a dead pooled socket never reached the new server.
     # No socket timeout or health check per command (a task per send, a tenth of
     # a click's CPU): a request has one deadline for all (web/middleware.py `Deadline`).
+    # redis-py 8 sets a 5 s socket timeout unless told None: a wait_for task per send.
     pool = aioredis.ConnectionPool.from_url(
-        url, decode_responses=True, socket_connect_timeout=1, max_connections=MAX_CONNECTIONS,
+        url, decode_responses=True, socket_connect_timeout=1, socket_timeout=None, max_connections=MAX_CONNECTIONS,
         # hiredis packing on plain TCP; TLS and unix sockets keep redis-py's own classes
         **({"connection_class": PackedConnection} if urlsplit(url).scheme == "redis" else {}),
         retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
