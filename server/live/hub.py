@@ -89,7 +89,8 @@ class Hub:
     async def subscriber(self, url: str, node: str, ready: Callable[[bool], None]) -> None:
         """Subscribe on one node until cancelled, reconnecting on a drop."""
         while True:
-            client: Conn = aioredis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=1)
+            client: Conn = aioredis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=1,
+                                                      driver_info=None)
             try:
                 on = await topology.enable_notifications(client)
                 async with client.pubsub() as pubsub:

@@ -103,8 +103,13 @@ class Streams:
                         "key": effect.key.replace("{" + sandbox + ".", "{", 1), "event": effect.event,
                         "at": effect.at, "words": effects.describe(effect.event, effect.key)}
                 worded.setdefault(effect.widget, []).append(frame("effect", msgspec.json.encode(data)))
+        # pages showing the same widgets share one chunk: a class's thousand pages, one bytes object
+        chunks: dict[tuple[str, ...], bytes] = {}
         for sub in subs:
-            chunk = [f for w in sub.widgets for f in worded.get(w, [])]
-            chunk += [snapshots[w] for w in sub.widgets if w in snapshots]
+            chunk = chunks.get(sub.widgets)
+            if chunk is None:
+                parts = [f for w in sub.widgets for f in worded.get(w, [])]
+                parts += [snapshots[w] for w in sub.widgets if w in snapshots]
+                chunk = chunks[sub.widgets] = b"".join(parts)
             if chunk:
-                sub.push(b"".join(chunk))
+                sub.push(chunk)

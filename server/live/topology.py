@@ -63,7 +63,8 @@ async def read_primaries(seeds: Iterable[str]) -> list[str]:
     """The online primaries, asked of each seed URL in turn until one answers."""
     last: Exception | None = None
     for seed in dict.fromkeys(seeds):
-        client: Conn = aioredis.Redis.from_url(seed, decode_responses=True, socket_connect_timeout=1, socket_timeout=2)
+        client: Conn = aioredis.Redis.from_url(seed, decode_responses=True, socket_connect_timeout=1, socket_timeout=2,
+                                                  driver_info=None)
         try:
             return online_primaries(await client.execute_command("CLUSTER SHARDS"))
         except (RedisError, OSError, AttributeError, TypeError) as exc:

@@ -70,7 +70,7 @@ def open_client(url: str, cluster: bool | None = None) -> aioredis.Redis | Redis
         # One pool per node; a MOVED or a node gone refreshes its slot map by itself.
         return RedisCluster.from_url(
             _cluster_url(url), decode_responses=True, socket_connect_timeout=1, socket_timeout=5,
-            health_check_interval=10,
+            health_check_interval=10, driver_info=None,
         )
     # A plain pool sized above uvicorn's limit_concurrency, so the cap is never
     # the queue (a BlockingConnectionPool's checkout cost an eighth of an action's CPU).
@@ -79,8 +79,11 @@ def open_client(url: str, cluster: bool | None = None) -> aioredis.Redis | Redis
     # No socket timeout or health check per command (a task per send, a tenth of
     # a click's CPU): a request has one deadline for all (web/middleware.py `Deadline`).
     # redis-py 8 sets a 5 s socket timeout unless told None: a wait_for task per send.
+    # No CLIENT SETINFO (`driver_info=None`): each new connection otherwise reads redis-py's
+    # package metadata from disk (a millisecond: a burst of page opens grows the pool by hundreds).
     pool = aioredis.ConnectionPool.from_url(
-        url, decode_responses=True, socket_connect_timeout=1, socket_timeout=None, max_connections=MAX_CONNECTIONS,
+        url, decode_responses=True, socket_connect_timeout=1, socket_timeout=None, driver_info=None,
+        max_connections=MAX_CONNECTIONS,
         # hiredis packing on plain TCP; TLS and unix sockets keep redis-py's own classes
         **({"connection_class": PackedConnection} if urlsplit(url).scheme == "redis" else {}),
         retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),

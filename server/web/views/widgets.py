@@ -139,7 +139,7 @@ async def events(request: Request, entry: guards.Entry, names: tuple[str, ...]) 
                     chunk_, whole = await _snapshots(request, entry, names)
                     chunk.append(chunk_)
                 if chunk:
-                    yield b"".join(chunk)
+                    yield chunk[0] if len(chunk) == 1 else b"".join(chunk)  # the shared chunk, uncopied
                 if ending:
                     return
 
