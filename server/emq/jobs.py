@@ -19,6 +19,7 @@ from redis.exceptions import RedisError
 
 from server.emq import keyspace, registry
 from server.emq.errors import EmqError, Gone, KindRefused, Stale, StateRefused
+from server.emq.script import Call
 from server.emq.wire import Conn, as_int, text
 
 # Re-exported: the public contract names them jobs.Stale and jobs.Gone.
@@ -94,15 +95,17 @@ async def claim(conn: Conn, queue: str, lease_ms: int = 30000) -> tuple[str, int
     return text(job_id) or "", as_int(token)
 
 
+def requeue_lapsed_call(queue: str, limit: int = 100) -> Call:
+    """The `requeue_lapsed` call, for a caller's pipeline: its reply is the ids put back."""
+    return (registry.script("requeue_lapsed"),
+            [keyspace.queue_key(queue, "active"), keyspace.queue_key(queue, "pending")],
+            [keyspace.base(queue), int(limit)])
+
+
 async def requeue_lapsed(conn: Conn, queue: str, limit: int = 100) -> list[str]:
     """Put every job whose lease deadline has passed back into pending; their ids."""
-    reply = await registry.run(
-        conn,
-        "requeue_lapsed",
-        [keyspace.queue_key(queue, "active"), keyspace.queue_key(queue, "pending")],
-        [keyspace.base(queue), int(limit)],
-    )
-    return [text(v) or "" for v in reply or []]
+    script, keys, args = requeue_lapsed_call(queue, limit)
+    return [text(v) or "" for v in await script.run(conn, keys, args) or []]
 
 
 def complete_call(

@@ -191,6 +191,7 @@ def prefix_source(name: str, n: int) -> str:
 
 
 @cache
+@cache  # one Script per name: its SHA is hashed once, not at every call
 def script(name: str) -> Script:
     """Script ``name`` as the server runs it (its includes expanded)."""
     return Script(name, script_source(name))

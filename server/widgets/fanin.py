@@ -12,9 +12,11 @@ from typing import Any
 
 from server.emq import flows, jobs, keyspace
 from server.emq.errors import EmqError, Gone
+from server.emq.script import raise_first
+from server.emq.wire import text
 from server.widgets import base, flow
 from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
-from server.widgets.turn import Turn
+from server.widgets.turn import Turn, pipelined
 from server.widgets.view import Moment, QueueView
 
 PARENT = "JOBparent"
@@ -147,7 +149,8 @@ class FanIn(Widget):
 
     async def send(self, turn: Turn, job_id: str, token: int, result: str) -> str:
         try:
-            await jobs.complete(turn.conn, turn.queue(), job_id, token, result)
+            await jobs.complete(turn.conn, turn.queue(), job_id, token, result,
+                                line=await turn.lineage(None, job_id), tail=turn.after)
         except Gone:
             return "0 (no row)"
         except EmqError as exc:
@@ -173,8 +176,10 @@ class FanIn(Widget):
             return info("No child is in active, so no lease can lapse: Claim one first.")
         job_id, token = got
         # the worker went quiet: its deadline wound back to the epoch rather than waiting 30 s
-        await turn.conn.zadd(keyspace.queue_key(turn.queue(), "active"), {job_id: 1}, xx=True)
-        requeued = await jobs.requeue_lapsed(turn.conn, turn.queue())
+        active = keyspace.queue_key(turn.queue(), "active")
+        _, requeued = raise_first(await pipelined(turn.conn, [("ZADD", active, "XX", 1, job_id),
+                                                              jobs.requeue_lapsed_call(turn.queue())]))
+        requeued = [text(v) or "" for v in requeued or []]
         turn.remember(lapsed={"id": job_id, "token": token})
         return Outcome(text=f"{job_id}'s lease ran out: requeue_lapsed put it back in pending. Its first worker "
                             f"still holds token {token}.", reached=("lapsed",) if job_id in requeued else (),
