@@ -119,6 +119,19 @@ def metrics_key(queue: str) -> str:
 
 
 STATE_SETS: Final = ("pending", "active", "schedule", "dead")
+# The types the key grammar gives (DESIGN.md), by what follows `emq:{q}:`.
+GRAMMAR: Final = (
+    (re.compile(r"job:[^:]+"), "hash"),
+    (re.compile(r"job:[^:]+:dependencies"), "string"),
+    (re.compile(r"job:[^:]+:(processed|ignored)"), "hash"),
+    (re.compile(r"pending|active|schedule|dead"), "zset"),
+    (re.compile(r"metrics:completed|flow:outbox:head"), "hash"),
+    (re.compile(r"flow:outbox(:poison)?"), "list"),
+)
+
+
+def grammar_type(suffix: str) -> str | None:
+    return next((kind for pattern, kind in GRAMMAR if pattern.fullmatch(suffix)), None)
 
 
 def hash_slot(key: str | bytes) -> int:
