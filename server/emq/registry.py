@@ -41,7 +41,6 @@ class ScriptDoc:
     keys: tuple[str, ...]
     argv: tuple[str, ...]
     returns: tuple[str, ...]
-    notes: tuple[str, ...]
     path: Path
 
 
@@ -100,12 +99,10 @@ def doc(name: str) -> ScriptDoc:
     An entry may continue on following comment lines; those are indented
     (``--   more text``) and are appended to the entry above them.
     """
-    summary = ""
-    title_name = ""
+    summary = title_name = ""
     keys: list[str] = []
     argv: list[str] = []
     returns: list[str] = []
-    notes: list[str] = []
     current: list[str] | None = None
     for line in file_source(name).splitlines():
         stripped = line.strip()
@@ -127,20 +124,12 @@ def doc(name: str) -> ScriptDoc:
             current[-1] = current[-1] + " " + body
             continue
         else:
-            current = notes
+            current = []  # a note of the header: nothing reads it
         if body:
             current.append(body)
     if title_name != name:
         raise ValueError(f"{name}.lua: header must open with '-- {name}: <summary>'")
-    return ScriptDoc(
-        name=name,
-        summary=summary,
-        keys=tuple(keys),
-        argv=tuple(argv),
-        returns=tuple(returns),
-        notes=tuple(notes),
-        path=script_path(name),
-    )
+    return ScriptDoc(name, summary, tuple(keys), tuple(argv), tuple(returns), script_path(name))
 
 
 def cut_moves(source: str, where: str = "script") -> tuple[Move, ...]:

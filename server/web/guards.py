@@ -66,7 +66,8 @@ async def enter(request: Request, *, write: bool, counts: str = "actions") -> En
         check_origin(request)
     visitor = visitor_of(request)
     instructor = is_instructor(request)
-    entry = Entry(visitor, visitor, instructor, tab=_tab(request))
+    tab = "".join(ch for ch in request.headers.get("x-emqlab-tab", "")[:32] if ch.isalnum())
+    entry = Entry(visitor, visitor, instructor, tab=tab)
     watched = request.app.state.watch_cookie.read(request) if instructor else None
     if isinstance(watched, str) and SANDBOX_RE.fullmatch(watched):
         entry = replace(entry, sandbox=watched, readonly=True, watching=watched)
@@ -122,10 +123,6 @@ def visitor_of(request: Request) -> str:
         return str(request.app.state.cookie.parse(raw))
     except NoSandbox as exc:
         raise Refused(403, str(exc)) from exc
-
-
-def _tab(request: Request) -> str:
-    return "".join(ch for ch in request.headers.get("x-emqlab-tab", "")[:32] if ch.isalnum())
 
 
 def token_fingerprint(token: str) -> str:
