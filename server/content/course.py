@@ -25,8 +25,6 @@ CheckPlacement = Callable[[Page, Placement], None]
 
 
 class Course:
-    """Every page of the site, loaded and cross-checked once."""
-
     def __init__(self, pages: Iterable[Page]) -> None:
         self.pages: dict[str, Page] = {p.path: p for p in pages}
         if "/" not in self.pages:

@@ -35,12 +35,10 @@ def _checked(value: object, what: str) -> str:
 
 
 def check_id(job_id: object) -> str:
-    """Return ``job_id`` unchanged when well-formed, else raise ``BadId``."""
     return _checked(job_id, "job id")
 
 
 def check_queue(queue: object) -> str:
-    """Return ``queue`` unchanged when well-formed, else raise ``BadId``."""
     return _checked(queue, "queue name")
 
 

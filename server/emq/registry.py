@@ -34,8 +34,6 @@ _RETURNS_RE: Final = re.compile(r"^--\s*(Returns|Errors)\b", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class ScriptDoc:
-    """The header comment block of one script, parsed."""
-
     name: str
     summary: str
     keys: tuple[str, ...]
@@ -181,7 +179,6 @@ def prefix_source(name: str, n: int) -> str:
 
 @cache
 def script(name: str) -> Script:
-    """Script ``name`` as the server runs it (its includes expanded)."""
     return Script(name, script_source(name))
 
 

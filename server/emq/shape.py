@@ -89,7 +89,6 @@ def _listed(children: Any, where: str) -> Sequence[Any]:
 
 
 def parse_flow(queue: str, flow: Any, where: str = "flow") -> Node:
-    """Check ``flow`` and return its root ``Node`` (the parent, in ``queue``)."""
     keyspace.check_queue(queue)
     if not isinstance(flow, Mapping):
         raise FlowShapeError(f"{where}: a flow must be a dict with 'parent' and 'children'")

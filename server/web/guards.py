@@ -37,8 +37,6 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class Entry:
-    """Who asks, and where they act."""
-
     visitor: str  # their own sandbox: their identity and their record
     sandbox: str  # the sandbox they act in (their own, or their class's)
     instructor: bool = False
