@@ -12,21 +12,13 @@ from dataclasses import dataclass
 from typing import Final
 
 from server.console.allow import Refusal
-from server.emq.keyspace import ID_RE
+from server.emq.keyspace import ID_RE, grammar_type
 
 KEY_RE: Final = re.compile(r"emq:\{(?P<queue>[^{}]*)\}:(?P<rest>.*)", re.S)
 SUFFIX_RE: Final = re.compile(r"[!-~]{0,256}")  # printable ASCII, no spaces
 SANDBOXED: Final = re.compile(r"(?P<sandbox>s[a-z0-9]{10})(?:\.(?P<rest>.*))?", re.S)
 # A sandbox's queue named inside a value (JSON, a list of names, …).
 FOREIGN: Final = re.compile(r"(?<![A-Za-z0-9_.-])(s[a-z0-9]{10})\.[A-Za-z0-9_-]")
-# The types the key grammar gives (DESIGN.md): what a widget reads them as.
-GRAMMAR: Final = (
-    (re.compile(r"job:[^:]+"), "hash"),
-    (re.compile(r"job:[^:]+:dependencies"), "string"),
-    (re.compile(r"job:[^:]+:(processed|ignored)"), "hash"),
-    (re.compile(r"pending|active|schedule|dead"), "zset"),
-    (re.compile(r"metrics:completed"), "hash"),
-)
 WRITTEN_BY_SCRIPTS: Final = re.compile(r"flow:outbox(:.*)?")
 UNICODE_ESCAPE: Final = re.compile(r"\\u([0-9a-fA-F]{4})")
 
@@ -36,10 +28,6 @@ class Key:
     real: str  # the key as Valkey holds it
     queue: str  # the queue under the sandbox, e.g. "fanin", "outbox.orders"
     suffix: str  # what follows the hashtag, e.g. "job:JOBparent"
-
-
-def grammar_type(suffix: str) -> str | None:
-    return next((kind for pattern, kind in GRAMMAR if pattern.fullmatch(suffix)), None)
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,6 @@ CheckPlacement = Callable[[Page, Placement], None]
 
 
 class Course:
-    """Every page of the site, loaded and cross-checked once."""
-
     def __init__(self, pages: Iterable[Page]) -> None:
         self.pages: dict[str, Page] = {p.path: p for p in pages}
         if "/" not in self.pages:
@@ -128,10 +126,6 @@ class Course:
                 )
             declared[placement.name] = (page, placement)
 
-    def _find_by_title(self, title: str) -> Page | None:
-        wanted = normal_title(title)
-        return next((p for p in self.pages.values() if normal_title(p.title) == wanted), None)
-
     def _entry(self, page: Page, raw: Any, where: str) -> Link:
         link = self._bare_entry(page, raw, where)
         return replace(link, note_html=Markup(page.md.renderInline(link.note))) if link.note and page.md else link
@@ -162,7 +156,8 @@ class Course:
             if not href.startswith(("https://", "http://")):
                 raise problem(f"href must be http(s), got {href!r}")
             return Link(raw["title"], note, href, external=True)
-        target = self._find_by_title(raw["title"])
+        wanted = normal_title(raw["title"])
+        target = next((p for p in self.pages.values() if normal_title(p.title) == wanted), None)
         return Link(raw["title"], note, target.path if target is not None else None)
 
     def _resolve_entries(self, page: Page) -> None:

@@ -47,11 +47,6 @@ class Directive:
         return options
 
 
-def fence_line(token: Token) -> int | None:
-    """The 1-based source line of a block token, when markdown-it knows it."""
-    return token.map[0] + 1 if token.map else None
-
-
 def find_directive(token: Token, name: str) -> Directive | None:
     """Read ``token`` as the directive ``name``; ``None`` when it is not one."""
     if token.type != "fence":
@@ -59,7 +54,7 @@ def find_directive(token: Token, name: str) -> Directive | None:
     match = _INFO.match(token.info.strip())
     if not match or match.group("name") != name:
         return None
-    line = fence_line(token)
+    line = token.map[0] + 1 if token.map else None
     return Directive(name, (match.group("arg") or "").strip(), parse_body(token.content, name, line), line)
 
 

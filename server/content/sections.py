@@ -20,10 +20,6 @@ from markdown_it.utils import EnvType, OptionsDict
 ASIDE_TYPES = frozenset({"widget"})
 
 
-def heading_text(inline: Token) -> str:
-    return "".join(c.content for c in inline.children or [] if c.type in {"text", "code_inline"}).strip()
-
-
 def sections_plugin(md: MarkdownIt) -> None:
     def dive_sections(state: StateCore) -> None:
         tokens = state.tokens
@@ -42,7 +38,8 @@ def sections_plugin(md: MarkdownIt) -> None:
         bounds = [*starts, len(tokens)]
         for first, end in itertools.pairwise(bounds):
             heading = tokens[first]
-            title = heading_text(tokens[first + 1])
+            title = "".join(c.content for c in tokens[first + 1].children or []
+                            if c.type in {"text", "code_inline"}).strip()
             slug = heading.attrGet("id") or f"section-{len(found) + 1}"
             title_id = f"{slug}-title"
             heading.attrSet("id", title_id)

@@ -25,12 +25,10 @@ class IncludeError(LookupError):
 
 
 def opening(name: str) -> str:
-    """The comment line placed before an included helper's first line."""
     return f"-- ▼ included from {FOLDER}/{name}.lua"
 
 
 def closing(name: str) -> str:
-    """The comment line placed after an included helper's last line."""
     return f"-- ▲ end of {FOLDER}/{name}.lua"
 
 

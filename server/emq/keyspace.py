@@ -35,12 +35,10 @@ def _checked(value: object, what: str) -> str:
 
 
 def check_id(job_id: object) -> str:
-    """Return ``job_id`` unchanged when well-formed, else raise ``BadId``."""
     return _checked(job_id, "job id")
 
 
 def check_queue(queue: object) -> str:
-    """Return ``queue`` unchanged when well-formed, else raise ``BadId``."""
     return _checked(queue, "queue name")
 
 
@@ -119,6 +117,19 @@ def metrics_key(queue: str) -> str:
 
 
 STATE_SETS: Final = ("pending", "active", "schedule", "dead")
+# The types the key grammar gives (DESIGN.md), by what follows `emq:{q}:`.
+GRAMMAR: Final = (
+    (re.compile(r"job:[^:]+"), "hash"),
+    (re.compile(r"job:[^:]+:dependencies"), "string"),
+    (re.compile(r"job:[^:]+:(processed|ignored)"), "hash"),
+    (re.compile(r"pending|active|schedule|dead"), "zset"),
+    (re.compile(r"metrics:completed|flow:outbox:head"), "hash"),
+    (re.compile(r"flow:outbox(:poison)?"), "list"),
+)
+
+
+def grammar_type(suffix: str) -> str | None:
+    return next((kind for pattern, kind in GRAMMAR if pattern.fullmatch(suffix)), None)
 
 
 def hash_slot(key: str | bytes) -> int:

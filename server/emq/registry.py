@@ -34,14 +34,11 @@ _RETURNS_RE: Final = re.compile(r"^--\s*(Returns|Errors)\b", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class ScriptDoc:
-    """The header comment block of one script, parsed."""
-
     name: str
     summary: str
     keys: tuple[str, ...]
     argv: tuple[str, ...]
     returns: tuple[str, ...]
-    notes: tuple[str, ...]
     path: Path
 
 
@@ -100,12 +97,10 @@ def doc(name: str) -> ScriptDoc:
     An entry may continue on following comment lines; those are indented
     (``--   more text``) and are appended to the entry above them.
     """
-    summary = ""
-    title_name = ""
+    summary = title_name = ""
     keys: list[str] = []
     argv: list[str] = []
     returns: list[str] = []
-    notes: list[str] = []
     current: list[str] | None = None
     for line in file_source(name).splitlines():
         stripped = line.strip()
@@ -127,20 +122,12 @@ def doc(name: str) -> ScriptDoc:
             current[-1] = current[-1] + " " + body
             continue
         else:
-            current = notes
+            current = []  # a note of the header: nothing reads it
         if body:
             current.append(body)
     if title_name != name:
         raise ValueError(f"{name}.lua: header must open with '-- {name}: <summary>'")
-    return ScriptDoc(
-        name=name,
-        summary=summary,
-        keys=tuple(keys),
-        argv=tuple(argv),
-        returns=tuple(returns),
-        notes=tuple(notes),
-        path=script_path(name),
-    )
+    return ScriptDoc(name, summary, tuple(keys), tuple(argv), tuple(returns), script_path(name))
 
 
 def cut_moves(source: str, where: str = "script") -> tuple[Move, ...]:
@@ -193,7 +180,6 @@ def prefix_source(name: str, n: int) -> str:
 @cache
 @cache  # one Script per name: its SHA is hashed once, not at every call
 def script(name: str) -> Script:
-    """Script ``name`` as the server runs it (its includes expanded)."""
     return Script(name, script_source(name))
 
 

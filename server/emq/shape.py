@@ -77,22 +77,18 @@ def _child(spec: Any, where: str, default_queue: str) -> Node:
     for flag in ("fail_parent_on_failure", "ignore_dependency_on_failure"):
         if flag in spec and not isinstance(spec[flag], bool):
             raise FlowShapeError(f"{where}: {flag} must be true or false")
-    nested = spec.get("children") or []
-    if not isinstance(nested, Sequence) or isinstance(nested, (str, bytes)):
+    nested = _listed(spec.get("children") or [], where)
+    return Node(job_id, _payload(spec["payload"], where), queue, policy_token(spec),
+                tuple(_child(grand, f"{where}.children[{i}]", queue) for i, grand in enumerate(nested)))
+
+
+def _listed(children: Any, where: str) -> Sequence[Any]:
+    if not isinstance(children, Sequence) or isinstance(children, (str, bytes)):
         raise FlowShapeError(f"{where}: 'children' must be a list")
-    return Node(
-        id=job_id,
-        payload=_payload(spec["payload"], where),
-        queue=queue,
-        policy=policy_token(spec),
-        children=tuple(
-            _child(grand, f"{where}.children[{i}]", queue) for i, grand in enumerate(nested)
-        ),
-    )
+    return children
 
 
 def parse_flow(queue: str, flow: Any, where: str = "flow") -> Node:
-    """Check ``flow`` and return its root ``Node`` (the parent, in ``queue``)."""
     keyspace.check_queue(queue)
     if not isinstance(flow, Mapping):
         raise FlowShapeError(f"{where}: a flow must be a dict with 'parent' and 'children'")
@@ -102,21 +98,12 @@ def parse_flow(queue: str, flow: Any, where: str = "flow") -> Node:
     parent_id = _job_id(parent, f"{where}.parent", queue)
     if "payload" not in parent:
         raise FlowShapeError(f"{where}.parent: missing 'payload'")
-    children = flow.get("children")
-    if not isinstance(children, Sequence) or isinstance(children, (str, bytes)):
-        raise FlowShapeError(f"{where}: 'children' must be a list")
+    children = _listed(flow.get("children"), where)
     if not children:
         # A parent with no children would be held forever: nothing releases it.
         raise FlowShapeError(f"{where}: a flow needs at least one child")
-    root = Node(
-        id=parent_id,
-        payload=_payload(parent["payload"], f"{where}.parent"),
-        queue=queue,
-        policy="fp",
-        children=tuple(
-            _child(spec, f"{where}.children[{i}]", queue) for i, spec in enumerate(children)
-        ),
-    )
+    root = Node(parent_id, _payload(parent["payload"], f"{where}.parent"), queue, "fp",
+                tuple(_child(spec, f"{where}.children[{i}]", queue) for i, spec in enumerate(children)))
     # Two jobs of one flow on the same row would share state and the parent's
     # counter could never reach zero: refuse it up front.
     seen: set[tuple[str, str]] = set()

@@ -32,7 +32,6 @@ def text(value: Any) -> str | None:
 
 
 def as_text(value: Any) -> str:
-    """``text``, with a missing value as the empty string."""
     return text(value) or ""
 
 

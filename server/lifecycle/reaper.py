@@ -83,7 +83,6 @@ async def remove_orphans(conn: Conn, catalog: Catalog) -> list[str]:
 
 
 async def reap(conn: Conn, catalog: Catalog, ttl_seconds: int) -> dict[str, list[str]]:
-    """One round of the reaper."""
     # Never-used entries of sandboxes idle past the TTL: the registry's go below.
     await admission.forget_unused(conn, int((time.time() - ttl_seconds) * 1000))
     return {

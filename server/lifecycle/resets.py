@@ -28,14 +28,11 @@ RESETS_AT_ONCE = 8  # sandboxes reset side by side: a class resets in the time o
 
 @dataclass
 class Report:
-    """What a reset of several sandboxes did."""
-
     reset: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)  # sandbox -> what went wrong, in words
 
 
 async def reset_sandbox(lab: runner.Lab, sandbox: str, by: str = "instructor") -> None:
-    """Reset one sandbox (see the module's docstring)."""
     checked(sandbox)
     actor = Actor(sandbox, sandbox, by=by, records=False)  # done to the sandbox, not by its learner
     for widget in lab.catalog.widgets.values():

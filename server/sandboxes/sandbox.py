@@ -39,8 +39,6 @@ def queue_name(sandbox: str, *parts: str) -> str:
 
 
 class SandboxCookie:
-    """Signs and reads the sandbox cookie."""
-
     def __init__(self, secret: str, secure: bool = False) -> None:
         self.serializer = URLSafeSerializer(secret, salt="emqlab-sandbox")
         self.secure = secure

@@ -33,7 +33,6 @@ _PR_SET_PDEATHSIG = 1
 
 
 def free_port() -> int:
-    """A loopback port nobody is listening on."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -66,8 +65,6 @@ def _die_with_parent() -> None:
 
 
 class ValkeyProcess:
-    """One managed valkey-server on a loopback port."""
-
     def __init__(self, port: int | None = None, load_module: bool = True, extra_args: tuple[str, ...] = (), *,
                  home: Path | None = None, maxmemory: str | None = None) -> None:
         self.binary = shutil.which("valkey-server") or "valkey-server"

@@ -40,10 +40,6 @@ def error_text(exc: Exception) -> str:
     return f"ERR {message}"
 
 
-def _as_bytes(value: str | bytes) -> bytes:
-    return value if isinstance(value, bytes) else value.encode("utf-8", "surrogateescape")
-
-
 def _scalar(reply: Any, status: bool) -> str:
     if reply is None:
         return "(nil)"
@@ -53,7 +49,7 @@ def _scalar(reply: Any, status: bool) -> str:
         return f"(double) {reply:g}"
     if isinstance(reply, errors.RedisError):
         return f"(error) {error_text(reply)}"
-    raw = _as_bytes(reply)
+    raw = reply if isinstance(reply, bytes) else reply.encode("utf-8", "surrogateescape")
     return raw.decode("utf-8", "replace") if status else quote(raw)
 
 

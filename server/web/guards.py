@@ -37,8 +37,6 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class Entry:
-    """Who asks, and where they act."""
-
     visitor: str  # their own sandbox: their identity and their record
     sandbox: str  # the sandbox they act in (their own, or their class's)
     instructor: bool = False
@@ -66,7 +64,8 @@ async def enter(request: Request, *, write: bool, counts: str = "actions") -> En
         check_origin(request)
     visitor = visitor_of(request)
     instructor = is_instructor(request)
-    entry = Entry(visitor, visitor, instructor, tab=_tab(request))
+    tab = "".join(ch for ch in request.headers.get("x-emqlab-tab", "")[:32] if ch.isalnum())
+    entry = Entry(visitor, visitor, instructor, tab=tab)
     watched = request.app.state.watch_cookie.read(request) if instructor else None
     if isinstance(watched, str) and SANDBOX_RE.fullmatch(watched):
         entry = replace(entry, sandbox=watched, readonly=True, watching=watched)
@@ -122,10 +121,6 @@ def visitor_of(request: Request) -> str:
         return str(request.app.state.cookie.parse(raw))
     except NoSandbox as exc:
         raise Refused(403, str(exc)) from exc
-
-
-def _tab(request: Request) -> str:
-    return "".join(ch for ch in request.headers.get("x-emqlab-tab", "")[:32] if ch.isalnum())
 
 
 def token_fingerprint(token: str) -> str:

@@ -24,8 +24,6 @@ class TooMany(Exception):
 
 
 class Windows:
-    """Counters in fixed windows, in this process."""
-
     def __init__(self) -> None:
         self.counts: OrderedDict[tuple[str, int], int] = OrderedDict()
 

@@ -65,13 +65,6 @@ def entry_words(raw: str, view: QueueView) -> tuple[str, bool]:
     return f"{entry.kind} {entry.child} → {entry.parent} (policy {entry.policy}), waiting for the Pump", True
 
 
-def token_words(token: str) -> str:
-    """`fp (fail the parent)`; an unknown token says what it resolves to."""
-    if token in WORDS:
-        return f"{token} ({WORDS[token]})"
-    return f"{token} (unknown: it resolves to fp, {WORDS['fp']})"
-
-
 def child_json(view: QueueView, child: flow.Child) -> dict[str, Any]:
     fields = view.fields(child.id)
     return {**child.as_json(), "policy": fields.get("parent_policy"), "error": fields.get("last_error"),
@@ -117,7 +110,8 @@ def tally(children: list[flow.Child]) -> str:
 def readout(moment: Moment) -> str:
     home, mail, main, linked = flows_of(moment)
     tokens = sorted({t for c in CHILDREN if (t := home.fields(c).get("parent_policy"))})
-    words = [token_words(t) for t in tokens]
+    # `fp (fail the parent)`; an unknown token says what it resolves to
+    words = [f"{t} ({WORDS[t]})" if t in WORDS else f"{t} (unknown: it resolves to fp, {WORDS['fp']})" for t in tokens]
     said = (f"The child rows say parent_policy {', '.join(words[:-1])}{' and ' if len(words) > 1 else ''}{words[-1]}"
             if words else "No child row is left to read a token from")
     parent = main.parent

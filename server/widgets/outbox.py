@@ -177,12 +177,8 @@ class Outbox(Widget):
 
     def nothing(self, moment: Moment) -> Outcome:
         """Every outbox was empty: said with what is true of the flow now."""
-        if self.child_pending(moment, moment):
-            hint = " Complete a child first."
-        elif _counted(moment) >= len(CHILDREN):
-            hint = " All three completions have been delivered."
-        else:
-            hint = ""
+        hint = (" Complete a child first." if self.child_pending(moment, moment) else
+                " All three completions have been delivered." if _counted(moment) >= len(CHILDREN) else "")
         return info(EMPTY + hint)
 
     @action("pump-tick", "Pump tick")

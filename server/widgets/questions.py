@@ -89,7 +89,6 @@ def offered(widget: Widget, questions: Sequence[Question], moment: Moment) -> li
 
 
 def judge(widget: Widget, question: Question, answer: object, now: Moment, before: Moment) -> Verdict:
-    """Compare the answer with what Valkey holds after the action."""
     truth = widget.measure(question.reading, now, before)
     said = question.says.format(value=question.words(truth))
     shown = _answer(answer)
@@ -101,7 +100,6 @@ def judge(widget: Widget, question: Question, answer: object, now: Moment, befor
 
 
 def _feedback(widget: Widget, question: Question, answer: Value, before: Moment) -> str:
-    """The authored note for this wrong answer, when one fits it."""
     earlier = widget.measure(question.reading, before, before) if question.feedback else None
     for note in question.feedback:
         base, sign, step = note.answer.partition("+") if "+" in note.answer else note.answer.partition("-")

@@ -8,25 +8,10 @@ make `pending` a string), so the widget says so and only Reset runs on it.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from server.emq import keyspace
-
-# The types the key grammar gives (DESIGN.md), by what follows `emq:{q}:`.
-GRAMMAR: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"job:[^:]+"), "hash"),
-    (re.compile(r"job:[^:]+:dependencies"), "string"),
-    (re.compile(r"job:[^:]+:(processed|ignored)"), "hash"),
-    (re.compile(r"pending|active|schedule|dead"), "zset"),
-    (re.compile(r"metrics:completed|flow:outbox:head"), "hash"),
-    (re.compile(r"flow:outbox(:poison)?"), "list"),
-)
-
-
-def grammar_type(suffix: str) -> str | None:
-    return next((kind for pattern, kind in GRAMMAR if pattern.fullmatch(suffix)), None)
 
 
 @dataclass(frozen=True)
@@ -104,7 +89,7 @@ class QueueView:
         for key in self.keys:
             if not key.name.startswith(home):
                 continue
-            want = grammar_type(key.name[len(home):])
+            want = keyspace.grammar_type(key.name[len(home):])
             if want is not None and want != key.type:
                 return (f"{key.shown} holds a {key.type} where the key grammar has a {want}: "
                         "the widget cannot read its scenario. Press Reset to land it again.")

@@ -27,9 +27,10 @@ from server.web.answer import JSONAnswer, dumps
 from server.web.errors import is_fault
 from server.web.views import asking, class_state
 from server.web.views.class_state import back, the_room
-from server.web.views.instructor import plural, report_words
+from server.web.views.instructor import report_words
 from server.web.views.replies import done, guarded, instructor_only, render
 from server.web.views.widgets import sse
+from server.widgets.flow import plural
 
 MODE_TEXT = {
     "own": "The class is back in own sandboxes: each of you acts in your own.",

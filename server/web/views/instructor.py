@@ -21,6 +21,7 @@ from server.sandboxes.sandbox import SANDBOX_RE
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer
 from server.web.views.replies import done, guarded, instructor_only, page_context, refused, render
+from server.widgets.flow import plural as plural  # asking and class_state take it from here
 
 LISTED = 500  # sandboxes shown on the page, most recent first
 
@@ -48,10 +49,6 @@ def ago(seconds: float | None, now: float) -> str:
     if delta < 3600:
         return f"{delta // 60} min ago"
     return f"{delta // 3600} h {delta % 3600 // 60} min ago"
-
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    return f"{count} {word if count == 1 else many or word + 's'}"
 
 
 async def live_sandboxes(request: Request, open_rooms: list[rooms.Room]) -> list[dict[str, Any]]:

@@ -18,9 +18,9 @@ from server.web import bodies, guards
 from server.web.answer import JSONAnswer
 from server.web.errors import answer_error, answered, status_of
 from server.web.views import asking, class_state
-from server.web.views.instructor import plural
 from server.web.views.replies import render
 from server.web.views.widgets import admitter
+from server.widgets.flow import plural
 
 
 class JoinBody(msgspec.Struct, forbid_unknown_fields=True):
