@@ -14,13 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
 from server.emq.wire import Conn
 from server.live import events, heartbeat, topology
 from server.live.batches import Batches
 from server.live.streams import Notice, Streams
+from server.live.subscriber import Subscriber
 
 log = logging.getLogger("emqlab.stream")
 
@@ -93,13 +93,12 @@ class Hub:
                                                       driver_info=None)
             try:
                 on = await topology.enable_notifications(client)
-                async with client.pubsub() as pubsub:
-                    await pubsub.psubscribe(*PATTERNS)
-                    await pubsub.subscribe(events.EVENTS_CHANNEL)
+                async with Subscriber(url) as sub:
+                    await sub.subscribe(PATTERNS, [events.EVENTS_CHANNEL])
                     if not self.nodes.ready.get(node, True):
                         log.warning("valkey %s reachable again: the live stream follows it", node or "server")
                     ready(True)
-                    await self.follow(pubsub, client, node, on)
+                    await self.follow(sub, client, node, on)
             except asyncio.CancelledError:
                 raise
             except (RedisError, OSError) as exc:
@@ -111,15 +110,15 @@ class Hub:
             ready(False)
             await asyncio.sleep(RECONNECT_EVERY)
 
-    async def follow(self, pubsub: PubSub, client: Conn, node: str, on: bool) -> None:
+    async def follow(self, sub: Subscriber, client: Conn, node: str, on: bool) -> None:
         """Hand on every message, and beat alongside; returns or raises when either stops."""
         beat = self.beats[node] = heartbeat.Heartbeat(client, lambda j: self.judged(node, j),
                                                       cluster=self.cluster, notifications=on)
         self.judged(node, heartbeat.ON if on else heartbeat.OFF)
 
         async def read() -> None:
-            async for message in pubsub.listen():
-                self.dispatch(message, node)
+            async for kind, channel, data in sub.messages():
+                self.dispatch(kind, channel, data, node)
 
         tasks = [asyncio.create_task(read()), asyncio.create_task(beat.run())]
         try:
@@ -136,12 +135,11 @@ class Hub:
                 del self.beats[node]
 
     # -- messages in --------------------------------------------------------------
-    def dispatch(self, message: dict[str, Any], node: str = "") -> None:
-        kind = message.get("type")
+    def dispatch(self, kind: str, channel: str, data: str, node: str = "") -> None:
         if kind == "pmessage":
-            self.keyspace(str(message["channel"]), str(message["data"]), node)
-        elif kind == "message" and message.get("channel") == events.EVENTS_CHANNEL:
-            self.lab_event(message.get("data"))
+            self.keyspace(channel, data, node)
+        elif kind == "message" and channel == events.EVENTS_CHANNEL:
+            self.lab_event(data)
 
     def keyspace(self, channel: str, event: str, node: str) -> None:
         """A key changed: a sandbox's (for its pages) or a heartbeat's."""

@@ -125,7 +125,7 @@ def test_the_hub_drops_a_notice_of_a_sandbox_no_page_shows_and_hands_on_the_othe
     with hub.streams.open(SANDBOX, ("fanin",)):
         for key in (f"emq:{{{SANDBOX}.fanin}}:pending", f"emq:{{{OTHER}.fanin}}:pending",
                     f"emq:{{{SANDBOX}.unknown}}:pending", "emq:{fanin}:pending", f"lab:{{{SANDBOX}.fanin}}:lock"):
-            hub.dispatch({"type": "pmessage", "channel": f"__keyspace@0__:{key}", "data": "zadd"})
+            hub.dispatch("pmessage", f"__keyspace@0__:{key}", "zadd")
     assert seen == [(SANDBOX, f"emq:{{{SANDBOX}.fanin}}:pending"), (SANDBOX, f"lab:{{{SANDBOX}.fanin}}:lock")]
 
 
@@ -134,8 +134,8 @@ def test_a_lab_event_is_handed_on_once_however_many_nodes_deliver_it() -> None:
     raw = json.dumps({"type": "reset", "sandboxes": [SANDBOX], "data": {"by": "instructor"}, "id": "e1"})
     with hub.streams.open(SANDBOX, ("fanin",)) as page:
         for _ in range(3):  # a cluster delivers a PUBLISH through every node
-            hub.dispatch({"type": "message", "channel": events.EVENTS_CHANNEL, "data": raw})
-        hub.dispatch({"type": "message", "channel": events.EVENTS_CHANNEL, "data": "not json"})
+            hub.dispatch("message", events.EVENTS_CHANNEL, raw)
+        hub.dispatch("message", events.EVENTS_CHANNEL, "not json")
         assert [(n.kind, n.data) for n in drained(page)] == [("reset", {"by": "instructor"})]  # type: ignore[attr-defined]
 
 
