@@ -60,17 +60,20 @@ def compose(catalog: Catalog, widget: Widget, moment: Moment, fields: Mapping[st
     asked = questions.offered(widget, catalog.asked(widget), moment) if problem is None and moment.landed else []
     record = progress.of_widget(fields, widget.name, [s.id for s in widget.tour])
     prefix = moment.first.queue.partition(".")[0] + "." if moment.views else ""
+    # names and values as the learner writes them: no sandbox prefix, a row's parent_queue included
+    queues, readout, picture, outcome = unsandboxed(
+        ([v.as_json() for v in moment.views.values()], described.readout if described else "",
+         described.picture if described else None, moment.kept("outcome")), prefix)
     return Snapshot(
         widget=widget.name,
         ver=int(moment.state.get("ver") or 0),
         landed=moment.landed,
         key_count=sum(len(v.keys) + v.more for v in moment.views.values()),
-        # names and values as the learner writes them: no sandbox prefix, a row's parent_queue included
-        queues=unsandboxed([v.as_json() for v in moment.views.values()], prefix),
-        readout=unsandboxed(described.readout, prefix) if described else "",
-        picture=unsandboxed(described.picture, prefix) if described else None,
+        queues=queues,
+        readout=readout,
+        picture=picture,
         problem=problem,
-        outcome=unsandboxed(moment.kept("outcome"), prefix),
+        outcome=outcome,
         questions=[q.as_json() for q in asked],
         steps=[{"id": s.id, "label": s.label, "reached": s.id in record.reached} for s in widget.tour],
         progress=record,
@@ -81,17 +84,14 @@ T = TypeVar("T")
 
 
 def unsandboxed(value: T, prefix: str) -> T:
-    """`value` with every `<sandbox>.` inside its strings removed: a page never
-    shows the sandbox id (a class member would learn the target of an attack)."""
+    """`value` (JSON's types) with every `<sandbox>.` inside its strings removed: a page never
+    shows the sandbox id (a class member would learn the target of an attack). Done on the
+    encoded bytes, where the id (letters, digits and a dot) reads as it does in the strings:
+    one pass in C rather than a walk of every string in Python (a fifth of a snapshot's cost)."""
     if not prefix:
         return value
-    if isinstance(value, str):
-        return value.replace(prefix, "")  # type: ignore[return-value]
-    if isinstance(value, list):
-        return [unsandboxed(v, prefix) for v in value]  # type: ignore[return-value]
-    if isinstance(value, dict):
-        return {unsandboxed(k, prefix): unsandboxed(v, prefix) for k, v in value.items()}  # type: ignore[return-value]
-    return value
+    raw = msgspec.json.encode(value).replace(prefix.encode(), b"")
+    return msgspec.json.decode(raw)  # type: ignore[no-any-return]
 
 
 async def read(conn: Conn, catalog: Catalog, widget: Widget, sandbox: str,
