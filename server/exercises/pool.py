@@ -37,6 +37,7 @@ from server.exercises.admission import SandboxShares
 from server.exercises.errors import QueueFull, Restarting
 from server.exercises.grader import Grader
 from server.exercises.settings import PoolSettings
+from server.valkey.tasks import stop_tasks
 
 log = logging.getLogger(__name__)
 
@@ -122,9 +123,7 @@ class GraderPool:
     async def stop(self) -> None:
         """Refuse the waiting runs, stop the restarts, end every grader process."""
         self._started = False
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await stop_tasks(list(self._tasks))
         self._fail_waiting("The graders are stopping; run the checks again once the site is back.")
         await asyncio.gather(*(grader.stop() for grader in self.graders), return_exceptions=True)
         self._free.clear()

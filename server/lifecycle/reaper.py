@@ -8,7 +8,6 @@ registered); one sandbox's failure is logged and the round goes on.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 
@@ -20,6 +19,7 @@ from server.sandboxes import admission, rooms
 from server.sandboxes.keys import REGISTRY_KEY
 from server.sandboxes.sandbox import SANDBOX_RE
 from server.valkey import acl
+from server.valkey.tasks import stop_tasks
 from server.widgets.snapshot import Catalog
 
 log = logging.getLogger("emqlab.lifecycle")
@@ -105,10 +105,7 @@ class Reaper:
         self.task = asyncio.create_task(self.run(), name="emqlab-reaper")
 
     async def stop(self) -> None:
-        if self.task:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.task
+        await stop_tasks([self.task])
 
     async def run(self) -> None:
         while True:

@@ -21,6 +21,7 @@ from server.live import events, heartbeat, topology
 from server.live.batches import Batches
 from server.live.streams import Notice, Streams
 from server.live.subscriber import Subscriber
+from server.valkey.tasks import stop_tasks
 
 log = logging.getLogger("emqlab.stream")
 
@@ -126,13 +127,9 @@ class Hub:
             for task in done:
                 task.result()
         finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
             if self.beats.get(node) is beat:
                 del self.beats[node]
+            await stop_tasks(tasks)
 
     # -- messages in --------------------------------------------------------------
     def dispatch(self, kind: str, channel: str, data: str, node: str = "") -> None:

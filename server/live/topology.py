@@ -19,6 +19,7 @@ from redis.exceptions import RedisError
 from server.emq.wire import Conn
 from server.live.heartbeat import notifications_on
 from server.valkey.process import NOTIFY_FLAGS
+from server.valkey.tasks import stop_tasks
 
 log = logging.getLogger("emqlab.stream")
 
@@ -127,10 +128,5 @@ class Nodes:
             await asyncio.sleep(TOPOLOGY_EVERY)
 
     async def stop(self) -> None:
-        tasks = [t for t in (self.follower, *self.tasks.values()) if t is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await stop_tasks([self.follower, *self.tasks.values()])
         self.tasks.clear()

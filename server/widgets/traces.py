@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 from redis.exceptions import RedisError
 
+from server.valkey.tasks import stop_tasks
 from server.widgets import runner, snapshot
 from server.widgets.base import Widget
 from server.widgets.questions import Verdict
@@ -167,8 +168,4 @@ async def start(app: Any, clear: Any) -> None:
 
 
 async def stop(app: Any) -> None:
-    task = getattr(app.state, "trace_task", None)
-    if task is not None:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    await stop_tasks([getattr(app.state, "trace_task", None)])
