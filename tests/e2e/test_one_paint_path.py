@@ -33,13 +33,13 @@ def test_a_page_never_paints_an_older_snapshot(page: Page) -> None:
 
 def test_the_page_that_clicks_paints_the_same_snapshot_as_another_page(context: BrowserContext) -> None:
     first, second = context.new_page(), context.new_page()
-    answers: list[dict[str, object]] = []
-    first.on("response", lambda r: answers.append(r.json()) if "/complete-child" in r.url else None)
     for page in (first, second):
         page.goto(DIVE)
         expect(fanin(page).locator('[data-role="dependencies"]')).to_have_text("3")
-    fanin(first).get_by_role("button", name="Complete child").click()
+    # waited for, not listened for: a listener's event may come after the checks below
+    with first.expect_response(lambda r: "/complete-child" in r.url) as answered:
+        fanin(first).get_by_role("button", name="Complete child").click()
     expect(fanin(first).locator('[data-role="dependencies"]')).to_have_text("2")
     expect(fanin(second).locator('[data-role="dependencies"]')).to_have_text("2")
-    assert answers and "snapshot" not in answers[0]  # the answer says what ran; the stream paints
+    assert "snapshot" not in answered.value.json()  # the answer says what ran; the stream paints
     expect(fanin(second)).to_have_attribute("data-ver", fanin(first).get_attribute("data-ver") or "")
