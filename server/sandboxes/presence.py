@@ -17,12 +17,16 @@ from server.sandboxes.keys import meta_key
 
 
 async def arrive(conn: Conn, visitor: str, page: str | None, lasts: int, ttl: int) -> None:
+    """Shielded, as `leave` is: a page left while its stream opens (a class's learner
+    sent on from the room page) cancelled the stream after Valkey counted it in and
+    before its `leave` was armed, and the visitor stayed online on that page for ever."""
     key = meta_key(visitor)
-    async with conn.pipeline(transaction=False) as pipe:
-        pipe.hincrby(key, "streams", 1)
-        pipe.hset(key, mapping={"online_until": int(time.time()) + lasts, "page": page or ""})
-        pipe.expire(key, ttl)
-        await pipe.execute()
+    with anyio.CancelScope(shield=True):
+        async with conn.pipeline(transaction=False) as pipe:
+            pipe.hincrby(key, "streams", 1)
+            pipe.hset(key, mapping={"online_until": int(time.time()) + lasts, "page": page or ""})
+            pipe.expire(key, ttl)
+            await pipe.execute()
 
 
 async def leave(conn: Conn, visitor: str) -> None:

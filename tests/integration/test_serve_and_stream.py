@@ -8,13 +8,15 @@ is read from the real site under uvicorn.
 from __future__ import annotations
 
 import json
+import socket
 import time
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
-from tests.support import Site, own_site
+from tests.support import Site, own_site, sandbox_of
 
 DIVE = "/flows/parent-and-children"
 
@@ -95,3 +97,25 @@ def test_a_stream_for_an_unknown_widget_is_refused_with_json(site: Site) -> None
     assert "nope" in answer.json()["error"]
 
 
+
+
+def test_streams_dropped_as_they_open_leave_the_visitor_offline_with_no_page(site: Site) -> None:
+    """A page left while its stream opens (a class's learner sent on from the room
+    page at once) must not stay counted in: the roster showed such a learner on a
+    page she had closed, for as long as her record lived."""
+    with httpx.Client(base_url=site.url, timeout=10) as client:
+        client.get(DIVE)
+        sandbox = sandbox_of(client)
+        cookie = "; ".join(f"{name}={value}" for name, value in client.cookies.items())
+    address = urlsplit(site.url)
+    request = (f"GET /api/stream?widgets=fanin HTTP/1.1\r\nHost: {address.netloc}\r\nCookie: {cookie}\r\n"
+               f"Referer: {site.url}{DIVE}\r\nAccept: text/event-stream\r\n\r\n").encode()
+    for attempt in range(60):  # each hangs up at another moment of the stream's opening
+        with socket.create_connection((address.hostname, address.port)) as sock:
+            sock.sendall(request)
+            time.sleep(attempt % 6 / 2000)
+    r = site.redis()
+    deadline = time.monotonic() + 10  # a liveness bound: each stream's end is seen and written
+    while (meta := r.hgetall(f"lab:{{{sandbox}}}:meta")).get("streams") != "0" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert meta.get("streams") == "0" and meta.get("page") == "", meta
