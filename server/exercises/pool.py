@@ -123,7 +123,7 @@ class GraderPool:
     async def stop(self) -> None:
         """Refuse the waiting runs, stop the restarts, end every grader process."""
         self._started = False
-        await stop_tasks(list(self._tasks))
+        await stop_tasks(self._tasks)  # copied before the first await: done tasks leave the set
         self._fail_waiting("The graders are stopping; run the checks again once the site is back.")
         await asyncio.gather(*(grader.stop() for grader in self.graders), return_exceptions=True)
         self._free.clear()

@@ -2,8 +2,8 @@
 
 redis-py's asyncio client has been seen to swallow a cancellation that lands
 at the wrong moment in a connect (redis-py issues 2028 and 2551 tell of the
-same family): here once in about fifteen stops of a hub subscriber that was
-reconnecting to a restarted Valkey. The task went on to subscribe and read for
+same family): here in 4 of 60 stops of a hub subscriber that was reconnecting
+to a restarted Valkey. The task went on to subscribe and read for
 ever, and Ctrl-C never stopped the site. So a task is cancelled again until
 it has ended, as anyio's cancel scopes do, never once and waited for.
 """

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from server.sandboxes.keys import meta_key
 from tests.support import Site, own_site, sandbox_of
 
 DIVE = "/flows/parent-and-children"
@@ -97,8 +98,6 @@ def test_a_stream_for_an_unknown_widget_is_refused_with_json(site: Site) -> None
     assert "nope" in answer.json()["error"]
 
 
-
-
 def test_streams_dropped_as_they_open_leave_the_visitor_offline_with_no_page(site: Site) -> None:
     """A page left while its stream opens (a class's learner sent on from the room
     page at once) must not stay counted in: the roster showed such a learner on a
@@ -116,6 +115,6 @@ def test_streams_dropped_as_they_open_leave_the_visitor_offline_with_no_page(sit
             time.sleep(attempt % 6 / 2000)
     r = site.redis()
     deadline = time.monotonic() + 10  # a liveness bound: each stream's end is seen and written
-    while (meta := r.hgetall(f"lab:{{{sandbox}}}:meta")).get("streams") != "0" and time.monotonic() < deadline:
+    while (meta := r.hgetall(meta_key(sandbox))).get("streams") != "0" and time.monotonic() < deadline:
         time.sleep(0.05)
     assert meta.get("streams") == "0" and meta.get("page") == "", meta

@@ -181,4 +181,3 @@ def test_an_event_of_no_known_kind_is_ignored_and_each_id_counts_once() -> None:
     seen = events.Seen(2)
     assert [seen.first(i) for i in ("a", "a", "b", "c", "a")] == [True, False, True, True, True]
     assert seen.first(None) and seen.first(None)  # an event without an id is never held back
-
