@@ -6,7 +6,6 @@ exist), so a broken course stops the start naming the file and line.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,7 @@ class Course:
     # -- public API ----------------------------------------------------------
     @classmethod
     def load(cls, content_dir: str | Path = CONTENT_DIR, *, known_widgets: Iterable[str] | None = None,
-             scripts: ScriptSource | None = None, check_placement: CheckPlacement | None = None) -> Course:
+             scripts: ScriptSource | None = None) -> Course:
         """Parse every ``*.md`` under ``content_dir``; ``known_widgets`` ``None`` accepts
         any widget name, ``scripts`` ``None`` reads listings from the host library's registry."""
         root = Path(content_dir)
@@ -50,24 +49,16 @@ class Course:
         files = sorted(root.rglob("*.md"))
         if not files:
             raise ContentError(f"no Markdown files under {root}")
-        course = cls(load_page(md, root, path) for path in files)
-        if check_placement is not None:
-            course.check_placements(check_placement)
-        return course
+        return cls(load_page(md, root, path) for path in files)
 
     def page(self, path: str) -> Page | None:
         """The page at URL ``path`` ("/flows/" and "/flows" are the same page)."""
         clean = "/" + path.strip("/")
         return self.pages.get(clean)
 
-    @property
-    def ordered_pages(self) -> list[Page]:
-        """The index, the hubs, then the dives in course order."""
-        return [self.index, *self.hubs, *self.dives]
-
     def placements(self) -> Iterator[tuple[Page, Placement]]:
-        """Every ``{widget}`` fence of the course with its page, in course order."""
-        for page in self.ordered_pages:
+        """Every ``{widget}`` fence of the course with its page: the index, the hubs, then the dives."""
+        for page in [self.index, *self.hubs, *self.dives]:
             for placement in page.placements:
                 yield page, placement
 
@@ -127,10 +118,6 @@ class Course:
             declared[placement.name] = (page, placement)
 
     def _entry(self, page: Page, raw: Any, where: str) -> Link:
-        link = self._bare_entry(page, raw, where)
-        return replace(link, note_html=Markup(page.md.renderInline(link.note))) if link.note and page.md else link
-
-    def _bare_entry(self, page: Page, raw: Any, where: str) -> Link:
         def problem(message: str) -> ContentError:
             return ContentError(f"{where}: {message}", path=page.source, line=line_of(raw))
 
@@ -142,23 +129,24 @@ class Course:
         if not all(isinstance(value, str) for value in raw.values()):
             raise problem("an entry's page, href, title and note are text")
         note = raw.get("note", "")
+        html = Markup(page.md.renderInline(note)) if note and page.md else Markup("")
         if "page" in raw:
             if "href" in raw:
                 raise problem("entry has both page and href")
             target = self.page(raw["page"])
             if target is None or raw["page"] != target.path:
                 raise problem(f"{raw['page']!r} is not a page of the course")
-            return Link(raw.get("title", target.title), note, target.path)
+            return Link(raw.get("title", target.title), note, target.path, note_html=html)
         if "title" not in raw:
             raise problem("entry needs a page, or a title")
         if "href" in raw:
             href = raw["href"]
             if not href.startswith(("https://", "http://")):
                 raise problem(f"href must be http(s), got {href!r}")
-            return Link(raw["title"], note, href, external=True)
+            return Link(raw["title"], note, href, external=True, note_html=html)
         wanted = normal_title(raw["title"])
         target = next((p for p in self.pages.values() if normal_title(p.title) == wanted), None)
-        return Link(raw["title"], note, target.path if target is not None else None)
+        return Link(raw["title"], note, target.path if target is not None else None, note_html=html)
 
     def _resolve_entries(self, page: Page) -> None:
         meta = page.meta
@@ -200,7 +188,6 @@ class Course:
         if fragment and fragment not in target.ids:
             return f"no id {fragment!r} on {path}"
         return None
-
 
 
 load_course = Course.load  # what server.app calls at start-up

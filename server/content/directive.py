@@ -2,15 +2,17 @@
 
 The body is a YAML mapping (:mod:`.yaml_text`: every value stays text, every
 key knows its line); an empty body is an empty mapping. Each directive plugin
-calls :func:`find_directive` from its own core rule; no plugin renders here.
+registers itself with :func:`directive_plugin`, which turns its fences into tokens.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from markdown_it.token import Token
+from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
 
 from .errors import DirectiveError
 from .yaml_text import YamlError, YamlMap, load_yaml
@@ -47,26 +49,28 @@ class Directive:
         return options
 
 
-def find_directive(token: Token, name: str) -> Directive | None:
-    """Read ``token`` as the directive ``name``; ``None`` when it is not one."""
-    if token.type != "fence":
-        return None
-    match = _INFO.match(token.info.strip())
-    if not match or match.group("name") != name:
-        return None
-    line = token.map[0] + 1 if token.map else None
-    return Directive(name, (match.group("arg") or "").strip(), parse_body(token.content, name, line), line)
+def directive_plugin(md: MarkdownIt, name: str, tag: str, build: Callable[[Directive, StateCore], dict[str, object]],
+                     render: Callable[..., str]) -> None:
+    """Turn every ```` ```{name} ```` fence into a leaf block token of type ``name``, its text
+    gone and its meta ``build(directive, state)``: the ``render`` rule draws it from that alone."""
 
+    def directive_rule(state: StateCore) -> None:
+        for token in state.tokens:
+            match = _INFO.match(token.info.strip()) if token.type == "fence" else None
+            if not match or match.group("name") != name:
+                continue
+            line = token.map[0] + 1 if token.map else None
+            body = parse_body(token.content, name, line)
+            token.meta = build(Directive(name, (match.group("arg") or "").strip(), body, line), state)
+            token.type = name
+            token.tag = tag
+            token.nesting = 0
+            token.block = True
+            token.info = ""
+            token.content = ""
 
-def as_leaf(token: Token, kind: str, tag: str) -> None:
-    """Turn a directive's fence into a leaf block token of `kind`, its text
-    gone: the plugin's render rule draws it from `token.meta` alone."""
-    token.type = kind
-    token.tag = tag
-    token.nesting = 0
-    token.block = True
-    token.info = ""
-    token.content = ""
+    md.core.ruler.after("block", f"{name}_directive", directive_rule)
+    md.add_render_rule(name, render)
 
 
 def parse_body(body: str, directive: str, line: int | None) -> YamlMap:

@@ -12,7 +12,6 @@ import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,10 +30,6 @@ class HostFunction:
     first_line: int
     last_line: int
     lines: tuple[str, ...]
-
-
-class HostSource(Protocol):
-    def function(self, path: str, name: str) -> HostFunction: ...
 
 
 def cut_function(source: str, name: str, path: str = "<source>") -> HostFunction:

@@ -21,9 +21,9 @@ from markdown_it.utils import EnvType, OptionsDict
 
 from server.emq.includes import helpers_shown
 
-from .directive import as_leaf, find_directive
+from .directive import Directive, directive_plugin
 from .errors import DirectiveError
-from .host_code import HOST_ARGUMENT, HostFiles, HostFunction, HostMissing, HostSource
+from .host_code import HOST_ARGUMENT, HostFiles, HostFunction, HostMissing
 from .scripts import DISPLAY_DIR, RegistryScripts, ScriptMissing, ScriptSource
 
 _ARGUMENT = re.compile(
@@ -40,31 +40,26 @@ class ListingLine:
     move: int | None
 
 
-def listing_plugin(md: MarkdownIt, scripts: ScriptSource | None = None, host: HostSource | None = None) -> None:
+def listing_plugin(md: MarkdownIt, scripts: ScriptSource | None = None, host: HostFiles | None = None) -> None:
     source = scripts if scripts is not None else RegistryScripts()
     host_files = host if host is not None else HostFiles()
 
-    def listing_directive(state: StateCore) -> None:
-        for token in state.tokens:
-            directive = find_directive(token, "listing")
-            if directive is None:
-                continue
-            arg, opts, where = directive.argument, directive.text_options(KNOWN_OPTIONS), directive.line
-            as_leaf(token, "listing", "figure")
-            if HOST_ARGUMENT.match(arg):
-                token.meta = _resolve_host(host_files, arg, opts, where)
-            else:
-                token.meta = _resolve(source, arg, opts, where)
-            fold = opts.get("fold", "").strip()
-            if "fold" in opts and not fold:
-                raise DirectiveError("{listing} fold: needs a one-line summary", directive.line_of("fold"))
-            token.meta["fold_html"] = state.md.renderInline(fold) if fold else None
+    def build(directive: Directive, state: StateCore) -> dict[str, Any]:
+        arg, opts, where = directive.argument, directive.text_options(KNOWN_OPTIONS), directive.line
+        if HOST_ARGUMENT.match(arg):
+            meta = _resolve_host(host_files, arg, opts, where)
+        else:
+            meta = _resolve(source, arg, opts, where)
+        fold = opts.get("fold", "").strip()
+        if "fold" in opts and not fold:
+            raise DirectiveError("{listing} fold: needs a one-line summary", directive.line_of("fold"))
+        meta["fold_html"] = state.md.renderInline(fold) if fold else None
+        return meta
 
-    md.core.ruler.after("block", "listing_directive", listing_directive)
-    md.add_render_rule("listing", render_listing)
+    directive_plugin(md, "listing", "figure", build, render_listing)
 
 
-def _resolve_host(source: HostSource, argument: str, options: dict[str, str], line: int | None) -> dict[str, Any]:
+def _resolve_host(source: HostFiles, argument: str, options: dict[str, str], line: int | None) -> dict[str, Any]:
     path, _, name = argument.partition("::")
     try:
         found = source.function(path, name)

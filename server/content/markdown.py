@@ -12,7 +12,7 @@ from markdown_it import MarkdownIt
 from mdit_py_plugins.anchors import anchors_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
-from .host_code import HostSource
+from .host_code import HostFiles
 from .listing_directive import listing_plugin
 from .scripts import ScriptSource
 from .sections import sections_plugin
@@ -20,7 +20,7 @@ from .widget_directive import widget_plugin
 
 
 def make_markdown(known_widgets: Iterable[str] | None = None, scripts: ScriptSource | None = None, *,
-                  sections: bool = True, host: HostSource | None = None) -> MarkdownIt:
+                  sections: bool = True, host: HostFiles | None = None) -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     md.use(front_matter_plugin)
     md.use(widget_plugin, known=known_widgets)

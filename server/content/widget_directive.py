@@ -15,7 +15,7 @@ from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
-from .directive import Directive, as_leaf, find_directive
+from .directive import Directive, directive_plugin
 from .errors import DirectiveError
 from .questions import QuestionSpec, parse_questions
 
@@ -47,22 +47,16 @@ def placement_of(directive: Directive) -> Placement:
 def widget_plugin(md: MarkdownIt, known: Iterable[str] | None = None) -> None:
     allowed = frozenset(known) if known is not None else None
 
-    def widget_directive(state: StateCore) -> None:
-        for token in state.tokens:
-            directive = find_directive(token, "widget")
-            if directive is None:
-                continue
-            name = directive.argument
-            if not WIDGET_NAME.match(name):
-                raise DirectiveError(f"{{widget}} needs one widget name, got {name!r}", directive.line)
-            if allowed is not None and name not in allowed:
-                raise DirectiveError(f"unknown widget {name!r} (known: {', '.join(sorted(allowed))})", directive.line)
-            placement = placement_of(directive)
-            as_leaf(token, "widget", "div")
-            token.meta = {"name": name, "options": placement.options, "placement": placement}
+    def build(directive: Directive, state: StateCore) -> dict[str, object]:
+        name = directive.argument
+        if not WIDGET_NAME.match(name):
+            raise DirectiveError(f"{{widget}} needs one widget name, got {name!r}", directive.line)
+        if allowed is not None and name not in allowed:
+            raise DirectiveError(f"unknown widget {name!r} (known: {', '.join(sorted(allowed))})", directive.line)
+        placement = placement_of(directive)
+        return {"name": name, "options": placement.options, "placement": placement}
 
-    md.core.ruler.after("block", "widget_directive", widget_directive)
-    md.add_render_rule("widget", render_widget)
+    directive_plugin(md, "widget", "div", build, render_widget)
 
 
 def render_widget(self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:

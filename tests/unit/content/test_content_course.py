@@ -244,14 +244,14 @@ def test_a_placement_check_that_refuses_stops_the_load_naming_the_dive_and_the_l
                 raise DirectiveError(f"fanin has no reading {question.reading!r}", question.line)
 
     with pytest.raises(ContentError, match=r"alpha/second\.md:25: fanin has no reading 'dependencies'"):
-        Course.load(tmp_path, scripts=SCRIPTS, check_placement=check)
+        Course.load(tmp_path, scripts=SCRIPTS).check_placements(check)
     assert seen == [("/alpha/second", "fanin")]
 
     def refuse_the_fence(page, placement):
         raise ContentError("no such widget here")
 
     with pytest.raises(ContentError, match=r"alpha/second\.md:23: no such widget here"):
-        Course.load(tmp_path, scripts=SCRIPTS, check_placement=refuse_the_fence)
+        Course.load(tmp_path, scripts=SCRIPTS).check_placements(refuse_the_fence)
 
 
 def test_a_broken_question_stops_the_load_naming_the_dive_and_its_line(tmp_path):
