@@ -27,7 +27,6 @@ def sections_plugin(md: MarkdownIt) -> None:
         if not starts:
             return
         out: list[Token] = []
-        found: list[dict[str, Any]] = []
         intro = tokens[: starts[0]]
         out.extend(t for t in intro if t.type == "front_matter")
         intro = [t for t in intro if t.type != "front_matter"]
@@ -35,28 +34,24 @@ def sections_plugin(md: MarkdownIt) -> None:
             out.append(_marker("dive_intro_open"))
             out.extend(intro)
             out.append(_marker("dive_intro_close"))
-        bounds = [*starts, len(tokens)]
-        for first, end in itertools.pairwise(bounds):
+        for number, (first, end) in enumerate(itertools.pairwise([*starts, len(tokens)]), start=1):
             heading = tokens[first]
             title = "".join(c.content for c in tokens[first + 1].children or []
                             if c.type in {"text", "code_inline"}).strip()
-            slug = heading.attrGet("id") or f"section-{len(found) + 1}"
-            title_id = f"{slug}-title"
-            heading.attrSet("id", title_id)
+            slug = heading.attrGet("id") or f"section-{number}"
+            heading.attrSet("id", f"{slug}-title")
             chunk = tokens[first:end]
             in_aside = [t.level == 0 and t.type in ASIDE_TYPES for t in chunk]
             cut = in_aside.index(True) if any(in_aside) else len(chunk)
             before = [t for t, aside in zip(chunk[:cut], in_aside[:cut], strict=True) if not aside]
             after = [t for t, aside in zip(chunk[cut:], in_aside[cut:], strict=True) if not aside]
             aside = [t for t, aside in zip(chunk, in_aside, strict=True) if aside]
-            meta = {"id": slug, "title_id": title_id, "title": title, "aside": bool(aside)}
-            found.append(meta)
-            out.append(_marker("dive_section_open", meta))
+            out.append(_marker("dive_section_open", {"id": slug, "title": title, "aside": bool(aside)}))
             out.append(_marker("dive_prose_open"))
             out.extend(before)
             out.append(_marker("dive_prose_close"))
             if aside:
-                out.append(_marker("dive_aside_open", meta))
+                out.append(_marker("dive_aside_open"))
                 out.extend(aside)
                 out.append(_marker("dive_aside_close"))
             if after:
@@ -65,8 +60,6 @@ def sections_plugin(md: MarkdownIt) -> None:
                 out.append(_marker("dive_prose_close"))
             out.append(_marker("dive_section_close"))
         state.tokens = out
-        if isinstance(state.env, dict):
-            state.env["sections"] = [{"id": m["id"], "title": m["title"]} for m in found]
 
     md.core.ruler.after("anchor", "dive_sections", dive_sections)
     for name, fn in _RENDER.items():
