@@ -136,10 +136,8 @@ def _direct_plan(line: str, rule: Rule, args: list[str], where: Confinement) -> 
     found = Plan(line, "direct", sent, rule)
     write = rule.access == "write"
     if rule.keys == "numkeys":  # EMQ.COMPLETE / EMQ.FAIL: sent as typed, keys and base confined
-        keys, argv = _numkeys(rule.name, args[1:])
-        queue, real = _one_queue(keys, where)
-        _check_numbers(rule.name, argv)
-        sent[2:] = [*real, *_confined_argv(argv, where, queue, NATIVE_ROLES[rule.name])]
+        queue, real, argv = _call(rule.name, args[1:], where, NATIVE_ROLES[rule.name])
+        sent[2:] = [*real, *argv]
         found.queue, found.written = queue, real
     elif rule.keys == "first":
         key = where.key(args[1], write=write, shape=rule.shape)
@@ -177,33 +175,28 @@ def _values(rule: Rule, suffix: str, values: list[str], where: Confinement) -> l
     return values
 
 
-def _numkeys(name: str, rest: list[str]) -> tuple[list[str], list[str]]:
+def _call(name: str, rest: list[str], where: Confinement, roles: dict[int, str]) -> tuple[str, list[str], list[str]]:
+    """(queue, KEYS, ARGV) of a script or EMQ.* call, after its numkeys. Every key is
+    in one queue (one hashtag), the course's queues only; the ARGV a script computes
+    with are ASCII whole numbers, checked before it runs (a script failing halfway
+    keeps what it wrote); its base and queue arguments are confined."""
     if not rest or not NUMKEYS_RE.fullmatch(rest[0]) or int(rest[0]) > len(rest) - 1:
         raise Refusal(400, f"{name}: numkeys must be a whole number (digits 0-9), at most the number of "
                            "arguments after it.")
     n = int(rest[0])
     if n < 1:
         raise Refusal(400, f"{name}: name at least one key, so the console knows the queue it runs on.")
-    return rest[1:1 + n], rest[1 + n:]
-
-
-def _check_numbers(name: str, argv: list[str]) -> None:
-    """The ARGV a script computes with are ASCII whole numbers, checked before it
-    runs (a script failing halfway keeps what it wrote)."""
+    keys = [where.key(k, write=False) for k in rest[1:1 + n]]
+    queues = sorted({k.queue for k in keys})
+    if len(queues) > 1:
+        raise Refusal(403, f"every key one script touches shares one {{…}} hashtag; these name {', '.join(queues)}.")
+    where.check_writable(queues[0], "", None)
+    argv = rest[1 + n:]
     for i in sorted(NUMBERS.get(name, ())):
         if i <= len(argv) and not NUMBER_RE.fullmatch(argv[i - 1]):
             raise Refusal(400, f"{name}: ARGV[{i}] must be a whole number written with the digits 0-9; "
                                f"got {argv[i - 1][:40]!r}.")
-
-
-def _one_queue(keys: list[str], where: Confinement) -> tuple[str, list[str]]:
-    """Every key of one call in one queue (one hashtag); the course's queues only."""
-    found = [where.key(k, write=False) for k in keys]
-    queues = sorted({k.queue for k in found})
-    if len(queues) > 1:
-        raise Refusal(403, f"every key one script touches shares one {{…}} hashtag; these name {', '.join(queues)}.")
-    where.check_writable(queues[0], "", None)
-    return queues[0], [k.real for k in found]
+    return queues[0], [k.real for k in keys], _confined_argv(argv, where, queues[0], roles)
 
 
 def _confined_argv(argv: list[str], where: Confinement, queue: str, roles: dict[int, str]) -> list[str]:
@@ -227,11 +220,8 @@ def _confined_argv(argv: list[str], where: Confinement, queue: str, roles: dict[
 
 
 def _script_plan(line: str, script: str, rest: list[str], where: Confinement) -> Plan:
-    keys, argv = _numkeys(script, rest)
-    queue, real = _one_queue(keys, where)
-    _check_numbers(script, argv)
     roles = argv_roles(script)
-    confined = _confined_argv(argv, where, queue, roles)
+    queue, real, confined = _call(script, rest, where, roles)
     return Plan(line, "script", [], script=script, keys=real, argv=confined, queue=queue,
                 written=real + _rows_named(confined, roles, NUMBERS.get(script, ())))
 
