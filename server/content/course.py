@@ -13,7 +13,7 @@ from markupsafe import Markup
 
 from .errors import ContentError
 from .markdown import make_markdown
-from .page_loader import as_list, line_of, load_page, normal_title
+from .page_loader import load_page, normal_title
 from .pages import CONTENT_DIR, STATIC_DIR, Link, Page, body_links
 from .scripts import ScriptSource
 from .widget_directive import Placement
@@ -119,7 +119,7 @@ class Course:
 
     def _entry(self, page: Page, raw: Any, where: str) -> Link:
         def problem(message: str) -> ContentError:
-            return ContentError(f"{where}: {message}", path=page.source, line=line_of(raw))
+            return ContentError(f"{where}: {message}", path=page.source, line=getattr(raw, "line", None))
 
         if not isinstance(raw, dict):
             raise problem(f"entries are mappings, got {raw!r}")
@@ -149,19 +149,18 @@ class Course:
         return Link(raw["title"], note, target.path if target is not None else None, note_html=html)
 
     def _resolve_entries(self, page: Page) -> None:
-        meta = page.meta
-        if "next" in meta:
-            page.next = self._entry(page, meta["next"], "next")
-        page.related = [self._entry(page, e, "related") for e in as_list(page, meta, "related")]
+        if "next" in page.meta:
+            page.next = self._entry(page, page.meta["next"], "next")
+        page.related = [self._entry(page, e, "related") for e in _listed(page, "related")]
         page.sources = []
-        for raw in as_list(page, meta, "sources"):
+        for raw in _listed(page, "sources"):
             if not isinstance(raw, dict) or set(raw) - {"title", "href", "note"} or "href" not in raw:
                 raise ContentError(f"a source needs title, href and note: {raw!r}",
-                                   path=page.source, line=line_of(raw))
+                                   path=page.source, line=getattr(raw, "line", None))
             link = self._entry(page, raw, "sources")
             if not link.external:
                 raise ContentError(f"a source must be an external page: {raw!r}", path=page.source,
-                                   line=line_of(raw))
+                                   line=getattr(raw, "line", None))
             page.sources.append(link)
 
     def _check_links(self, page: Page) -> None:
@@ -188,6 +187,13 @@ class Course:
         if fragment and fragment not in target.ids:
             return f"no id {fragment!r} on {path}"
         return None
+
+
+def _listed(page: Page, name: str) -> list[Any]:
+    value = page.meta.get(name, [])
+    if not isinstance(value, list):
+        raise ContentError(f"{name} must be a list of entries", path=page.source, line=page.meta.line_of(name))
+    return value
 
 
 load_course = Course.load  # what server.app calls at start-up

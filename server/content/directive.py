@@ -28,23 +28,19 @@ class Directive:
     body: YamlMap  # the fence's body, parsed; {} when empty
     line: int | None
 
-    def line_of(self, key: str) -> int | None:
-        """The file line of ``key`` in the body (the fence's line when unknown)."""
-        return self.body.key_lines.get(key, self.line)
-
     def text_options(self, known: set[str] | None = None, skip: str = "") -> dict[str, str]:
         """The body's keys but ``skip`` as ``name: text`` options; ``known`` limits the names."""
         options: dict[str, str] = {}
         for key, value in self.body.items():
             if key == skip:
                 continue
+            line = self.body.line_of(key)
             if known is not None and key not in known:
-                raise DirectiveError(f"{{{self.name}}} has no option {key!r}", self.line_of(key))
+                raise DirectiveError(f"{{{self.name}}} has no option {key!r}", line)
             if not OPTION_KEY.match(key):
-                raise DirectiveError(f"{{{self.name}}} option {key!r} is not a name (a-z, 0-9, '-', '_')",
-                                     self.line_of(key))
+                raise DirectiveError(f"{{{self.name}}} option {key!r} is not a name (a-z, 0-9, '-', '_')", line)
             if not isinstance(value, str):
-                raise DirectiveError(f"{{{self.name}}} option {key!r} is one line of text", self.line_of(key))
+                raise DirectiveError(f"{{{self.name}}} option {key!r} is one line of text", line)
             options[key] = value
         return options
 

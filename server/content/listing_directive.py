@@ -52,7 +52,7 @@ def listing_plugin(md: MarkdownIt, scripts: ScriptSource | None = None, host: Ho
             meta = _resolve(source, arg, opts, where)
         fold = opts.get("fold", "").strip()
         if "fold" in opts and not fold:
-            raise DirectiveError("{listing} fold: needs a one-line summary", directive.line_of("fold"))
+            raise DirectiveError("{listing} fold: needs a one-line summary", directive.body.line_of("fold"))
         meta["fold_html"] = state.md.renderInline(fold) if fold else None
         return meta
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -128,20 +127,6 @@ def _checked_meta(file: Path, kind: str, meta: YamlMap) -> int:
         raise ContentError(f"order must be a whole number, got {meta['order']!r}", path=file,
                            line=meta.line_of("order"))
     return int(meta["order"])
-
-
-def as_list(page: Page, meta: dict[str, Any], name: str) -> list[Any]:
-    value = meta.get(name, [])
-    if not isinstance(value, list):
-        raise ContentError(f"{name} must be a list of entries", path=page.source, line=line_of(meta, name))
-    return value
-
-
-def line_of(value: Any, key: str | None = None) -> int | None:
-    """The file line of a front matter value (of ``key`` in it), when known."""
-    if isinstance(value, YamlMap):
-        return value.line_of(key) if key is not None else value.line
-    return getattr(value, "line", None)
 
 
 def normal_title(title: str) -> str:

@@ -16,6 +16,7 @@ from markdown_it.token import Token
 from markupsafe import Markup
 
 from .widget_directive import Placement
+from .yaml_text import YamlMap
 
 CONTENT_DIR = Path(__file__).resolve().parents[2] / "site" / "content"
 STATIC_DIR = Path(__file__).resolve().parents[2] / "site" / "static"
@@ -57,7 +58,7 @@ class Page:
     path: str  # the URL: "/", "/flows", "/flows/cross-queue"
     kind: PageKind
     source: Path
-    meta: dict[str, Any]  # the front matter, as parsed
+    meta: YamlMap  # the front matter, as parsed
     title: str
     lede: str
     kicker: str
