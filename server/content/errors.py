@@ -27,11 +27,6 @@ class FrontMatterError(ContentError):
     """The front matter between the ``---`` lines is not the YAML a page needs."""
 
 
-def in_file(error: ContentError, path: str | Path) -> ContentError:
-    """The same problem, now naming its file (which the parsers that find it do not know)."""
-    return ContentError(error.message, path=path, line=error.line)
-
-
 def _located(message: str, path: str | None, line: int | None) -> str:
     if path is None:
         return message if line is None else f"line {line}: {message}"

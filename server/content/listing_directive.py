@@ -69,6 +69,7 @@ def _resolve_host(source: HostFiles, argument: str, options: dict[str, str], lin
 
 
 def _resolve(source: ScriptSource, argument: str, options: dict[str, str], line: int | None) -> dict[str, Any]:
+    """The script's lines the argument asks for (one move, a range, or all), numbered and tagged with their move."""
     match = _ARGUMENT.match(argument)
     if not match:
         raise DirectiveError("{listing} takes NAME.lua, NAME.lua#MOVE, NAME.lua#lines=A-B "
@@ -79,25 +80,10 @@ def _resolve(source: ScriptSource, argument: str, options: dict[str, str], line:
     except ScriptMissing as exc:
         raise DirectiveError(str(exc), line) from None
     moves = list(source.moves(stem))
+    owner = {n: int(m.number) for m in moves for n in range(int(m.first_line), int(m.last_line) + 1)}
+    lines = [ListingLine(number, raw, owner.get(number)) for number, raw in enumerate(text.splitlines(), start=1)]
     meta: dict[str, Any] = {"script": stem, "file": f"{DISPLAY_DIR}/{stem}.lua", "move": None, "move_title": None,
                             "range": None, "caption": options.get("caption"), "includes": helpers_shown(text)}
-    _cut(meta, match, moves, _numbered(text, moves), line)
-    return meta
-
-
-def _numbered(text: str, moves: Sequence[Any]) -> list[ListingLine]:
-    """Every line of the script, numbered from 1 and tagged with its move."""
-    owner: dict[int, int] = {}
-    for move in moves:
-        for number in range(int(move.first_line), int(move.last_line) + 1):
-            owner[number] = int(move.number)
-    return [ListingLine(number, raw, owner.get(number)) for number, raw in enumerate(text.splitlines(), start=1)]
-
-
-def _cut(meta: dict[str, Any], match: re.Match[str], moves: Sequence[Any], all_lines: list[ListingLine],
-         line: int | None) -> None:
-    """The lines the argument asks for (one move, a range, or all) into `meta`."""
-    stem = meta["script"]
     if match.group("move"):
         wanted = int(match.group("move"))
         found = next((m for m in moves if int(m.number) == wanted), None)
@@ -105,15 +91,16 @@ def _cut(meta: dict[str, Any], match: re.Match[str], moves: Sequence[Any], all_l
             raise DirectiveError(f"{stem}.lua has no move {wanted}", line)
         meta["move"] = wanted
         meta["move_title"] = found.title
-        meta["lines"] = all_lines[int(found.first_line) - 1 : int(found.last_line)]
+        meta["lines"] = lines[int(found.first_line) - 1 : int(found.last_line)]
     elif match.group("first"):
         first, last = int(match.group("first")), int(match.group("last"))
-        if not 1 <= first <= last <= len(all_lines):
-            raise DirectiveError(f"{stem}.lua has {len(all_lines)} lines; range {first}-{last} is outside it", line)
+        if not 1 <= first <= last <= len(lines):
+            raise DirectiveError(f"{stem}.lua has {len(lines)} lines; range {first}-{last} is outside it", line)
         meta["range"] = (first, last)
-        meta["lines"] = all_lines[first - 1 : last]
+        meta["lines"] = lines[first - 1 : last]
     else:
-        meta["lines"] = all_lines
+        meta["lines"] = lines
+    return meta
 
 
 def render_listing(self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict,

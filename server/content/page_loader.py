@@ -14,7 +14,7 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from .errors import ContentError, FrontMatterError, in_file
+from .errors import ContentError, FrontMatterError
 from .pages import DIVE_PAGE_IDS, Page, PageKind, SectionLink
 from .yaml_text import YamlError, YamlMap, load_yaml
 
@@ -78,16 +78,13 @@ def _parse(md: MarkdownIt, file: Path) -> tuple[YamlMap, list[Token]]:
         raise ContentError("a page opens with front matter between '---' lines", path=file, line=1)
     try:
         tokens = md.parse(text, {})
-    except ContentError as exc:
-        raise in_file(exc, file) from None
-    front = next((t for t in tokens if t.type == "front_matter"), None)
-    if front is None:
-        raise ContentError("front matter is not closed with '---'", path=file, line=1)
-    try:
+        front = next((t for t in tokens if t.type == "front_matter"), None)
+        if front is None:
+            raise ContentError("front matter is not closed with '---'", line=1)
         # the block's text starts on line 2, right after the opening '---'
         meta = parse_front_matter(front.content, first_line=2)
-    except ContentError as exc:
-        raise in_file(exc, file) from None
+    except ContentError as exc:  # the parsers that find a problem do not know its file
+        raise ContentError(exc.message, path=file, line=exc.line) from None
     return meta, [t for t in tokens if t.type != "front_matter"]
 
 

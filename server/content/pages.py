@@ -38,10 +38,6 @@ class Link:
     external: bool = False
     note_html: Markup = Markup("")  # noqa: RUF009 -- the note as inline Markdown; Markup is an immutable str
 
-    @property
-    def in_course(self) -> bool:
-        return self.href is not None and not self.external
-
 
 @dataclass(frozen=True)
 class SectionLink:

@@ -65,18 +65,12 @@ def _value(node: yaml.Node, first_line: int, depth: int) -> Any:
         return str(node.value)
     if isinstance(node, yaml.SequenceNode):
         items = YamlList(_value(item, first_line, depth + 1) for item in node.value)
-        items.line = line
-        items.item_lines = [item.start_mark.line + first_line for item in node.value]
+        items.line, items.item_lines = line, [item.start_mark.line + first_line for item in node.value]
         return items
-    if isinstance(node, yaml.MappingNode):
-        return _mapping(node, first_line, depth)
-    raise YamlError(f"unexpected YAML node {type(node).__name__}", line)
-
-
-def _mapping(node: yaml.MappingNode, first_line: int, depth: int) -> YamlMap:
+    if not isinstance(node, yaml.MappingNode):
+        raise YamlError(f"unexpected YAML node {type(node).__name__}", line)
     mapping = YamlMap()
-    mapping.line = node.start_mark.line + first_line
-    mapping.key_lines = {}
+    mapping.line, mapping.key_lines = line, {}
     for key_node, value_node in node.value:
         key_line = key_node.start_mark.line + first_line
         if not isinstance(key_node, yaml.ScalarNode) or not str(key_node.value):
