@@ -68,19 +68,6 @@ def _quoted(line: str, at: int, quote: str, out: bytearray) -> int:
     raise Malformed(f"unbalanced quotes: the {name} quote opened at column {at + 1} is never closed")
 
 
-def _word(line: str, at: int) -> tuple[bytes, int]:
-    """One argument starting at `at` (not whitespace); its bytes and the next index."""
-    out = bytearray()
-    i = at
-    plain = _PLAIN.match(line, i)
-    if plain:
-        out += _utf8(plain.group(), "the line")
-        i = plain.end()
-    if i < len(line) and line[i] in "\"'":
-        i = _quoted(line, i, line[i], out)
-    return bytes(out), i
-
-
 def split(line: str, limits: Limits = Limits()) -> list[str]:
     """The arguments of `line`, each checked against `limits`; `Malformed` if not."""
     size = len(_utf8(line, "the line"))
@@ -93,7 +80,13 @@ def split(line: str, limits: Limits = Limits()) -> list[str]:
             i += 1
         if i >= len(line):
             break
-        raw, i = _word(line, i)
+        raw = bytearray()  # an unquoted run, then perhaps one quoted part
+        plain = _PLAIN.match(line, i)
+        if plain:
+            raw += _utf8(plain.group(), "the line")
+            i = plain.end()
+        if i < len(line) and line[i] in "\"'":
+            i = _quoted(line, i, line[i], raw)
         if len(raw) > limits.argument_bytes:
             raise Malformed(f"argument {len(args) + 1} is {len(raw)} bytes long; each argument may be at most "
                             f"{limits.argument_bytes} bytes")

@@ -31,9 +31,6 @@ class Placement:
     questions: tuple[QuestionSpec, ...] = ()
     line: int | None = None
 
-    def question(self, question_id: str) -> QuestionSpec | None:
-        return next((q for q in self.questions if q.id == question_id), None)
-
 
 def placement_of(directive: Directive) -> Placement:
     """The placement a ``{widget}`` fence declares (its name checked elsewhere)."""
