@@ -129,7 +129,7 @@ class Course:
         if not all(isinstance(value, str) for value in raw.values()):
             raise problem("an entry's page, href, title and note are text")
         note = raw.get("note", "")
-        html = Markup(page.md.renderInline(note)) if note and page.md else Markup("")
+        html = Markup(page.md.renderInline(note)) if note else Markup("")
         if "page" in raw:
             if "href" in raw:
                 raise problem("entry has both page and href")

@@ -16,7 +16,10 @@ class ContentError(Exception):
         self.message = message
         self.path = str(path) if path is not None else None
         self.line = line
-        super().__init__(_located(message, self.path, line))
+        if self.path is None:
+            super().__init__(message if line is None else f"line {line}: {message}")
+        else:
+            super().__init__(f"{self.path}: {message}" if line is None else f"{self.path}:{line}: {message}")
 
 
 class DirectiveError(ContentError):
@@ -26,8 +29,3 @@ class DirectiveError(ContentError):
 class FrontMatterError(ContentError):
     """The front matter between the ``---`` lines is not the YAML a page needs."""
 
-
-def _located(message: str, path: str | None, line: int | None) -> str:
-    if path is None:
-        return message if line is None else f"line {line}: {message}"
-    return f"{path}: {message}" if line is None else f"{path}:{line}: {message}"

@@ -61,6 +61,7 @@ class Page:
     order: int
     hub_slug: str | None
     slug: str
+    md: MarkdownIt = field(repr=False)  # the parser the page was read with, which renders it
     tokens: list[Token] = field(repr=False, default_factory=list)
     sections: list[SectionLink] = field(default_factory=list)
     widgets: list[str] = field(default_factory=list)  # in order, each name once
@@ -74,14 +75,13 @@ class Page:
     dives: list[Page] = field(default_factory=list, repr=False)  # a hub's dives
     prev_page: Page | None = field(default=None, repr=False)
     next_page: Page | None = field(default=None, repr=False)
-    md: MarkdownIt | None = field(default=None, repr=False)
 
     # -- front matter fields -------------------------------------------------
     def inline(self, name: str) -> Markup:
         """A front matter text field rendered as inline Markdown (raw HTML
         stays escaped), ready for a template: ``page.inline("recap")``."""
         text = self.lede if name == "lede" else str(self.meta.get(name, ""))
-        return Markup(self._parser().renderInline(text))
+        return Markup(self.md.renderInline(text))
 
     @property
     def lede_html(self) -> Markup:
@@ -95,8 +95,7 @@ class Page:
     def render_body(self, render_widget: RenderWidget | None = None) -> Markup:
         """The body HTML, each widget drawn by ``render_widget(name, options)`` (else an empty slot)."""
         env: dict[str, Any] = {"render_widget": render_widget} if render_widget is not None else {}
-        md = self._parser()
-        return Markup(md.renderer.render(self.tokens, md.options, env))
+        return Markup(self.md.renderer.render(self.tokens, self.md.options, env))
 
     @property
     def ids(self) -> set[str]:
@@ -107,11 +106,6 @@ class Page:
         else:
             found.add("main")
         return found
-
-    def _parser(self) -> MarkdownIt:
-        if self.md is None:
-            raise RuntimeError(f"{self.path} was built without its Markdown parser")
-        return self.md
 
 
 def body_links(tokens: list[Token]) -> list[tuple[str, int | None]]:
