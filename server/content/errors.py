@@ -28,4 +28,3 @@ class DirectiveError(ContentError):
 
 class FrontMatterError(ContentError):
     """The front matter between the ``---`` lines is not the YAML a page needs."""
-

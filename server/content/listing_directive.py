@@ -47,7 +47,11 @@ def listing_plugin(md: MarkdownIt, scripts: ScriptSource | None = None, host: Ho
     def build(directive: Directive, state: StateCore) -> dict[str, Any]:
         arg, opts, where = directive.argument, directive.text_options(KNOWN_OPTIONS), directive.line
         if HOST_ARGUMENT.match(arg):
-            meta = _resolve_host(host_files, arg, opts, where)
+            path, _, name = arg.partition("::")
+            try:
+                meta = {"host": host_files.function(path, name), "caption": opts.get("caption")}
+            except (HostMissing, SyntaxError) as exc:
+                raise DirectiveError(f"{{listing}} {arg}: {exc}", where) from None
         else:
             meta = _resolve(source, arg, opts, where)
         fold = opts.get("fold", "").strip()
@@ -57,15 +61,6 @@ def listing_plugin(md: MarkdownIt, scripts: ScriptSource | None = None, host: Ho
         return meta
 
     directive_plugin(md, "listing", "figure", build, render_listing)
-
-
-def _resolve_host(source: HostFiles, argument: str, options: dict[str, str], line: int | None) -> dict[str, Any]:
-    path, _, name = argument.partition("::")
-    try:
-        found = source.function(path, name)
-    except (HostMissing, SyntaxError) as exc:
-        raise DirectiveError(f"{{listing}} {argument}: {exc}", line) from None
-    return {"host": found, "caption": options.get("caption")}
 
 
 def _resolve(source: ScriptSource, argument: str, options: dict[str, str], line: int | None) -> dict[str, Any]:

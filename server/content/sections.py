@@ -82,12 +82,6 @@ def _section_open(self: RendererProtocol, tokens: Sequence[Token], idx: int, opt
     return f'<section class="dive-section{extra}" id="{escapeHtml(meta["id"])}">\n'
 
 
-def _aside_open(self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
-    # No accessible name on purpose: an unnamed aside inside a section is not
-    # a complementary landmark, so it never nests a landmark inside <main>.
-    return '<aside class="dive-aside">\n'
-
-
 _RENDER = {
     "dive_intro_open": lambda self, *a: '<div class="prose dive-intro">\n',
     "dive_intro_close": lambda self, *a: "</div>\n",
@@ -96,6 +90,8 @@ _RENDER = {
     "dive_prose_open": lambda self, *a: '<div class="prose">\n',
     "dive_prose_close": lambda self, *a: "</div>\n",
     "dive_after_open": lambda self, *a: '<div class="prose prose-after">\n',
-    "dive_aside_open": _aside_open,
+    # No accessible name on purpose: an unnamed aside inside a section is not
+    # a complementary landmark, so it never nests a landmark inside <main>.
+    "dive_aside_open": lambda self, *a: '<aside class="dive-aside">\n',
     "dive_aside_close": lambda self, *a: "</aside>\n",
 }

@@ -32,15 +32,6 @@ class Placement:
     line: int | None = None
 
 
-def placement_of(directive: Directive) -> Placement:
-    """The placement a ``{widget}`` fence declares (its name checked elsewhere)."""
-    body = directive.body
-    questions: tuple[QuestionSpec, ...] = ()
-    if "questions" in body:
-        questions = parse_questions(body["questions"], body.line_of("questions"))
-    return Placement(directive.argument, directive.text_options(skip="questions"), questions, directive.line)
-
-
 def widget_plugin(md: MarkdownIt, known: Iterable[str] | None = None) -> None:
     allowed = frozenset(known) if known is not None else None
 
@@ -50,7 +41,9 @@ def widget_plugin(md: MarkdownIt, known: Iterable[str] | None = None) -> None:
             raise DirectiveError(f"{{widget}} needs one widget name, got {name!r}", directive.line)
         if allowed is not None and name not in allowed:
             raise DirectiveError(f"unknown widget {name!r} (known: {', '.join(sorted(allowed))})", directive.line)
-        placement = placement_of(directive)
+        body = directive.body
+        questions = parse_questions(body["questions"], body.line_of("questions")) if "questions" in body else ()
+        placement = Placement(name, directive.text_options(skip="questions"), questions, directive.line)
         return {"name": name, "options": placement.options, "placement": placement}
 
     directive_plugin(md, "widget", "div", build, render_widget)
