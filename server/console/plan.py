@@ -101,34 +101,28 @@ def argv_roles(name: str) -> dict[int, str]:
     return roles
 
 
-def _pump_side(name: str) -> Refusal:
-    return Refusal(403, f"{name} is the Pump's own script: it moves outbox entries, which the Pump trusts, "
-                        "so the console does not run it.")
-
-
 # -- planning: every check, nothing sent -------------------------------------------
 
 
 def plan(line: str, where: Confinement, limits: Limits) -> Plan:
     args = split(line, limits)
-    name = args[0]
-    if name.lower() in PUMP_SIDE:
-        raise _pump_side(name.lower())
-    if name.lower() in script_names():
-        return _script_plan(line, name.lower(), args[1:], where)
-    rule = rule_for(name)
-    check_arity(rule, args)
-    if rule.name == "EVALSHA":
-        script = script_shas().get(args[1].lower())
-        if script in PUMP_SIDE:
-            raise _pump_side(script)
-        if script is None:
+    script, rest = args[0].lower(), args[1:]
+    if script not in PUMP_SIDE and script not in script_names():
+        rule = rule_for(args[0])
+        check_arity(rule, args)
+        if rule.name in ("SCAN", "KEYS"):
+            return _scan_plan(line, rule, args, where)
+        if rule.name != "EVALSHA":
+            return _direct_plan(line, rule, args, where)
+        named = script_shas().get(args[1].lower())
+        if named is None:
             raise Refusal(403, "EVALSHA runs the course's scripts only: that SHA is not one of theirs "
                                f"({', '.join(sorted(script_names()))}).")
-        return _script_plan(line, script, args[2:], where)
-    if rule.name in ("SCAN", "KEYS"):
-        return _scan_plan(line, rule, args, where)
-    return _direct_plan(line, rule, args, where)
+        script, rest = named, args[2:]
+    if script in PUMP_SIDE:
+        raise Refusal(403, f"{script} is the Pump's own script: it moves outbox entries, which the Pump trusts, "
+                           "so the console does not run it.")
+    return _script_plan(line, script, rest, where)
 
 
 def _direct_plan(line: str, rule: Rule, args: list[str], where: Confinement) -> Plan:

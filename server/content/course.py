@@ -35,7 +35,9 @@ class Course:
         self._number_dives()
         for page in self.pages.values():
             self._resolve_entries(page)
-            self._check_links(page)
+            for href, line in body_links(page.tokens):
+                if problem := self.broken_link(page, href):
+                    raise ContentError(f"link {href!r}: {problem}", path=page.source, line=line)
         self._check_questions_declared_once()
 
     # -- public API ----------------------------------------------------------
@@ -53,8 +55,7 @@ class Course:
 
     def page(self, path: str) -> Page | None:
         """The page at URL ``path`` ("/flows/" and "/flows" are the same page)."""
-        clean = "/" + path.strip("/")
-        return self.pages.get(clean)
+        return self.pages.get("/" + path.strip("/"))
 
     def placements(self) -> Iterator[tuple[Page, Placement]]:
         """Every ``{widget}`` fence of the course with its page: the index, the hubs, then the dives."""
@@ -162,12 +163,6 @@ class Course:
                 raise ContentError(f"a source must be an external page: {raw!r}", path=page.source,
                                    line=getattr(raw, "line", None))
             page.sources.append(link)
-
-    def _check_links(self, page: Page) -> None:
-        for href, line in body_links(page.tokens):
-            problem = self.broken_link(page, href)
-            if problem:
-                raise ContentError(f"link {href!r}: {problem}", path=page.source, line=line)
 
     def broken_link(self, page: Page, href: str) -> str | None:
         """Why ``href`` (found on ``page``) would be a dead link, or ``None``."""
