@@ -36,9 +36,7 @@ def load_page(md: MarkdownIt, root: Path, file: Path) -> Page:
     if heading is not None:
         raise ContentError("the title comes from front matter; use '## ' headings",
                            path=file, line=heading.map[0] + 1 if heading.map else None)
-    sections = [
-        SectionLink(t.meta["id"], t.meta["title"]) for t in tokens if t.type == "dive_section_open"
-    ]
+    sections = [SectionLink(t.meta["id"], t.meta["title"]) for t in tokens if t.type == "dive_section_open"]
     if kind == "dive":
         clash = {s.id for s in sections} & set(DIVE_PAGE_IDS)
         if clash:

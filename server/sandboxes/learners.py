@@ -88,5 +88,4 @@ async def joined_at(conn: Conn, code: str) -> dict[str, float]:
 
 
 async def name_of(conn: Conn, visitor: str) -> str:
-    value = await conn.hget(meta_key(visitor), "name")
-    return as_text(value) if value is not None else ""
+    return as_text(await conn.hget(meta_key(visitor), "name"))

@@ -12,10 +12,11 @@ import json
 import re
 import secrets
 import time
+from contextlib import suppress
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from server.emq.wire import Conn, Fields, as_text
+from server.emq.wire import Conn, Fields, as_dict, as_text
 from server.sandboxes.answers import answers_key, votes_key
 from server.sandboxes.keys import REGISTRY_KEY, meta_key
 from server.sandboxes.learners import BadName, learner_ids, learners_key, readable
@@ -119,7 +120,7 @@ def clean_mode(raw: object) -> str:
 
 
 def _room(code: str, raw: dict[Any, Any]) -> Room | None:
-    fields = {as_text(k): as_text(v) for k, v in raw.items()}
+    fields = as_dict(raw)
     if "sandbox" not in fields:
         return None
     mode = fields.get("mode") or ("demo" if fields.get("demo") == "1" else "own")
@@ -172,17 +173,11 @@ async def membership(conn: Conn, code: str, visitor: str) -> tuple[Room | None, 
 
 async def find(conn: Conn, code_or_name: str) -> Room | None:
     """A room by its code (as typed) or, failing that, by its exact name."""
-    try:
-        found = await get(conn, normalize_code(code_or_name))
-        if found is not None:
+    with suppress(BadRoom):
+        if (found := await get(conn, normalize_code(code_or_name))) is not None:
             return found
-    except BadRoom:
-        pass
     wanted = " ".join(code_or_name.split()).casefold()
-    for room in await list_rooms(conn):
-        if room.name.casefold() == wanted:
-            return room
-    return None
+    return next((room for room in await list_rooms(conn) if room.name.casefold() == wanted), None)
 
 
 async def list_rooms(conn: Conn) -> list[Room]:
