@@ -158,11 +158,7 @@ class Course:
             if not isinstance(raw, dict) or set(raw) - {"title", "href", "note"} or "href" not in raw:
                 raise ContentError(f"a source needs title, href and note: {raw!r}",
                                    path=page.source, line=getattr(raw, "line", None))
-            link = self._entry(page, raw, "sources")
-            if not link.external:
-                raise ContentError(f"a source must be an external page: {raw!r}", path=page.source,
-                                   line=getattr(raw, "line", None))
-            page.sources.append(link)
+            page.sources.append(self._entry(page, raw, "sources"))  # with an href and no page: external
 
     def broken_link(self, page: Page, href: str) -> str | None:
         """Why ``href`` (found on ``page``) would be a dead link, or ``None``."""

@@ -101,18 +101,10 @@ class Page:
     def ids(self) -> set[str]:
         """Every id the rendered page will carry (sections, headings, page blocks)."""
         found = {s.id for s in self.sections} | {f"{s.id}-title" for s in self.sections}
-        if self.kind == "dive":
-            found |= set(DIVE_PAGE_IDS)
-        else:
-            found.add("main")
-        return found
+        return found | (set(DIVE_PAGE_IDS) if self.kind == "dive" else {"main"})
 
 
 def body_links(tokens: list[Token]) -> list[tuple[str, int | None]]:
     """Every link of a body with the file line of its paragraph."""
-    found = []
-    for token in tokens:
-        for child in token.children or []:
-            if child.type == "link_open":
-                found.append((str(child.attrGet("href") or ""), token.map[0] + 1 if token.map else None))
-    return found
+    return [(str(child.attrGet("href") or ""), token.map[0] + 1 if token.map else None)
+            for token in tokens for child in token.children or [] if child.type == "link_open"]
