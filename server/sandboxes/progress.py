@@ -32,14 +32,6 @@ class WidgetProgress(msgspec.Struct):
     def done(self) -> bool:
         return bool(self.steps) and len(self.reached) == len(self.steps)
 
-    @property
-    def summary(self) -> str:
-        said = (f"Done: all {len(self.steps)} steps reached" if self.done
-                else f"{len(self.reached)} of {len(self.steps)} steps reached")
-        if self.asked:
-            said += f"; {self.right} of {self.asked} prediction{'' if self.asked == 1 else 's'} right"
-        return said + "."
-
 
 def of_widget(fields: Mapping[str, str], widget: str, steps: Iterable[str]) -> WidgetProgress:
     order = list(steps)
