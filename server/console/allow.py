@@ -102,12 +102,10 @@ REASONS: dict[str, str] = {
 def rule_for(name: str) -> Rule:
     """The rule of command `name` (any case); `Refusal` when it is not allowed."""
     upper = name.upper()
-    rule = RULES.get(upper)
-    if rule is not None:
+    if (rule := RULES.get(upper)) is not None:
         return rule
     shown = name if len(name) <= 40 and name.isprintable() else name[:40].encode("unicode_escape").decode() + "…"
-    reason = REASONS.get(upper)
-    if reason is not None:
+    if (reason := REASONS.get(upper)) is not None:
         raise Refusal(403, f"{shown.upper()} is refused: {reason}.")
     raise Refusal(403, f"{shown} is not a command the console runs. It runs: {', '.join(sorted(RULES))}, "
                        "and the course's scripts by name.")

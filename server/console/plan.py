@@ -162,7 +162,6 @@ def _values(rule: Rule, suffix: str, values: list[str], where: Confinement) -> l
     if rule.name in ("HSET", "HSETNX"):
         if len(values) % 2:
             raise Refusal(400, f"{rule.name} takes field value pairs after the key.")
-        values = list(values)
         for i in range(0, len(values), 2):
             if values[i] == "parent_queue":
                 values[i + 1] = where.queue_value(values[i + 1])

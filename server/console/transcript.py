@@ -42,9 +42,8 @@ def kept(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 async def record(conn: Conn, sandbox: str, visitor: str, entry: Mapping[str, Any], ttl: int) -> None:
     key = transcript_key(sandbox, visitor)
-    entry = kept(entry)
     async with conn.pipeline(transaction=False) as pipe:
-        pipe.rpush(key, json.dumps(entry, separators=(",", ":")))
+        pipe.rpush(key, json.dumps(kept(entry), separators=(",", ":")))
         pipe.ltrim(key, -KEEP, -1)
         pipe.expire(key, ttl)
         pipe.sadd(visitors_key(sandbox), visitor)

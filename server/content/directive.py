@@ -58,10 +58,8 @@ def directive_plugin(md: MarkdownIt, name: str, tag: str, build: Callable[[Direc
             line = token.map[0] + 1 if token.map else None
             body = parse_body(token.content, name, line)
             token.meta = build(Directive(name, (match.group("arg") or "").strip(), body, line), state)
-            token.type = name
+            token.type = name  # a fence is already a block of nesting 0: only its kind and text change
             token.tag = tag
-            token.nesting = 0
-            token.block = True
             token.info = ""
             token.content = ""
 

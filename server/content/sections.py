@@ -67,10 +67,7 @@ def sections_plugin(md: MarkdownIt) -> None:
 
 
 def _marker(kind: str, meta: dict[str, Any] | None = None) -> Token:
-    token = Token(kind, "", 0)
-    token.block = True
-    token.meta = dict(meta or {})
-    return token
+    return Token(kind, "", 0, block=True, meta=dict(meta or {}))
 
 
 def _section_open(self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
