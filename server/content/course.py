@@ -77,9 +77,7 @@ class Course:
     def _link_hubs(self) -> None:
         hubs = {h.slug: h for h in self.hubs}
         grouped: dict[str, list[Page]] = {slug: [] for slug in hubs}
-        for page in self.pages.values():
-            if page.kind != "dive":
-                continue
+        for page in (p for p in self.pages.values() if p.kind == "dive"):
             if page.hub_slug not in hubs:
                 raise ContentError(f"dive has no hub (site/content/{page.hub_slug}/index.md)", path=page.source)
             grouped[page.hub_slug].append(page)
