@@ -101,7 +101,7 @@ class Confinement:
         rest = text[len("emq:{"):]
         if rest.startswith(self.sandbox + "."):
             rest = rest[len(self.sandbox) + 1:]
-        elif SANDBOXED.match(rest) and SANDBOXED.match(rest)["rest"] is not None:  # type: ignore[index]
+        elif (other := SANDBOXED.match(rest)) and other["rest"] is not None:
             raise Refusal(403, "that pattern names another sandbox; the console reaches yours only.")
         return f"emq:{{{self.sandbox}.{rest}"
 
