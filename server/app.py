@@ -28,12 +28,11 @@ from server.live.streams import Streams, frame
 from server.sandboxes.sandbox import SandboxCookie, SignedCookie
 from server.settings import Settings
 from server.valkey import client, native
+from server.valkey.datadir import site_secret
 from server.web import rates, templating
 from server.web.answer import dumps
 from server.web.guards import INSTRUCTOR_COOKIE
-from server.web.middleware import Deadline, SecurityHeaders
-from server.web.middleware import SandboxCookie as NewVisitors
-from server.web.secret import load_secret
+from server.web.middleware import Site
 from server.web.views import asking, classroom, console, exercises, instructor, pages, room, widgets
 from server.widgets import WIDGETS, questions, snapshot, traces
 from server.widgets.runner import Lab
@@ -71,7 +70,8 @@ def bind_questions(catalog: Catalog, course: Course) -> None:
 def create_app(url: str, settings: Settings | None = None, cluster: bool | None = None) -> Starlette:
     settings = settings or Settings.from_env()
     cluster = client.wants_cluster(url, cluster)
-    secret = load_secret(settings)
+    # EMQLAB_SECRET, else the data directory's file (shared by every worker): cookies survive a restart
+    secret = settings.secret or site_secret(settings.data_dir)
     secure = settings.secure_cookies
     cookie = SandboxCookie(secret, secure=secure)
     templates = Jinja2Templates(directory=str(SITE / "templates"))
@@ -87,7 +87,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     bind_questions(catalog, course)
     app = Starlette(
         routes=_routes(),
-        middleware=[Middleware(SecurityHeaders), Middleware(Deadline), Middleware(NewVisitors, cookie=cookie)],
+        middleware=[Middleware(Site, cookie=cookie)],
         exception_handlers=pages.exception_handlers(),
         lifespan=_lifespan(url, cluster, settings, catalog, secret),
     )
