@@ -8,7 +8,7 @@ import asyncio
 import os
 import sys
 
-from server.listen import run_uvicorn  # bench/uvicorn_workers.py starts every bench server with it
+from server.listen import run_uvicorn as run_uvicorn  # bench/uvicorn_workers.py starts every bench server with it
 from server.serve import CLUSTER_PRIMARIES, serve
 
 
@@ -126,8 +126,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     return int(args.func(args))
 
-
-__all__ = ["app_from_env", "main", "run_uvicorn"]
 
 if __name__ == "__main__":
     sys.exit(main())

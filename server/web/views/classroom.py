@@ -193,11 +193,10 @@ async def reset_learner(request: Request) -> Response:
     room = await the_room(request)
     sandbox = await learner_of(request, room)
     name = await learners.name_of(request.app.state.conn, sandbox)
-    report = await resets.reset_sandboxes(request.app.state.lab, [sandbox])
-    if report.failed:
-        return done(request, f"{name or sandbox} could not be reset: {report.failed[sandbox]}",
-                    {"reset": None, "failed": report.failed}, back=back(room))
-    return done(request, f"{name or sandbox} was reset.", {"reset": sandbox, "failed": {}}, back=back(room))
+    failed = (await resets.reset_sandboxes(request.app.state.lab, [sandbox])).failed
+    said = f"could not be reset: {failed[sandbox]}" if failed else "was reset."
+    return done(request, f"{name or sandbox} {said}", {"reset": None if failed else sandbox, "failed": failed},
+                back=back(room))
 
 
 @instructor_only
