@@ -38,15 +38,10 @@ def connection_limits(descriptors: int) -> tuple[int, int]:
     return limit, max(16, min(2048, limit // 4))
 
 
-def stalled_ms() -> int:
-    """How long a connection may go without an ACK: the stream's send timeout (EMQLAB_STREAM_SEND_TIMEOUT)."""
-    from server.settings import Settings
-
-    return 1000 * Settings.from_env().stream_send_timeout
-
-
 def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
     """A TCP socket bound and listening on host:port; OSError when the port is taken."""
+    from server.settings import Settings
+
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
@@ -55,8 +50,8 @@ def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
         # unix socket and never sets it, and Nagle would delay keep-alive replies 40 ms.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         # Inherited too: uvicorn's close waits for unsent bytes a stalled reader never
-        # takes; past this many ms without an ACK the kernel drops the connection.
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, stalled_ms())
+        # takes; past the stream's send timeout without an ACK the kernel drops the connection.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, 1000 * Settings.from_env().stream_send_timeout)
         sock.bind((host, port))
         sock.listen(backlog)
     except OSError:

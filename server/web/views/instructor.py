@@ -56,12 +56,10 @@ async def live_sandboxes(request: Request, open_rooms: list[rooms.Room]) -> list
     conn = request.app.state.conn
     found: Any = await conn.zrevrange(keys.REGISTRY_KEY, 0, LISTED - 1, withscores=True)
     ids = [(as_text(s), float(score) / 1000) for s, score in found if SANDBOX_RE.match(as_text(s))]
-    metas: list[Any] = []
-    if ids:
-        async with conn.pipeline(transaction=False) as pipe:
-            for sandbox, _ in ids:
-                pipe.hgetall(keys.meta_key(sandbox))
-            metas = await pipe.execute()
+    async with conn.pipeline(transaction=False) as pipe:  # none to send: no round trip
+        for sandbox, _ in ids:
+            pipe.hgetall(keys.meta_key(sandbox))
+        metas = await pipe.execute()
     shared = {r.sandbox: r.code for r in open_rooms}
     codes = {r.code for r in open_rooms}
     now, rows = time.time(), []
