@@ -98,7 +98,6 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     app.state.flash_cookie = SignedCookie(FLASH_COOKIE, secret, "emqlab-flash", 60, secure)
     app.state.watch_cookie = SignedCookie(WATCH_COOKIE, secret, "emqlab-watch", 3600, secure)
     app.state.settings = settings
-    app.state.cluster = cluster
     app.state.templates = templates
     app.state.course = course
     app.state.catalog = catalog

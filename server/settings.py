@@ -15,15 +15,13 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 Whole = Annotated[int, Field(ge=0)]
 
 
+TRUTH = {**dict.fromkeys(("1", "true", "yes", "on"), True), **dict.fromkeys(("0", "false", "no", "off"), False)}
+
+
 def truth(raw: str) -> bool | None:
     """1/true/yes/on -> True, 0/false/no/off -> False (any case); None otherwise.
     The one reading of a yes-or-no word in a form field."""
-    value = raw.strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    return None
+    return TRUTH.get(raw.strip().lower())
 
 
 class Settings(BaseSettings):
