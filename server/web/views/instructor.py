@@ -20,7 +20,7 @@ from server.sandboxes import kept, keys, learners, presence, rooms
 from server.sandboxes.sandbox import SANDBOX_RE
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer
-from server.web.views.replies import done, guarded, instructor_only, page_context, refused, render
+from server.web.views.replies import done, instructor_only, page_context, refused, render
 from server.widgets.flow import plural as plural  # asking and class_state take it from here
 
 LISTED = 500  # sandboxes shown on the page, most recent first
@@ -92,12 +92,13 @@ async def page(request: Request) -> Response:
             request, error="Instructor features are off: start the site with EMQLAB_INSTRUCTOR_TOKEN set."), 403)
     if guards.bearer_of(request) is None and not guards.signed_in(request):
         return render(request, "instructor.html", page_context(request), 401)
+    return await signed_in_page(request)
 
-    async def run(request: Request) -> Response:
-        return render(request, "instructor.html", page_context(request, signed_in=True,
-                                                               overview=await overview_data(request)))
 
-    return await guarded(request, run)
+@instructor_only
+async def signed_in_page(request: Request) -> Response:
+    return render(request, "instructor.html", page_context(request, signed_in=True,
+                                                           overview=await overview_data(request)))
 
 
 async def sign_in(request: Request) -> Response:
