@@ -11,7 +11,7 @@ from pathlib import Path
 from redis.exceptions import RedisError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.routing import BaseRoute, Mount
+from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
@@ -43,10 +43,6 @@ ROOM_COOKIE, WATCH_COOKIE, FLASH_COOKIE = "emqlab_room", "emqlab_watch", "emqlab
 EXERCISE = "exercise"  # the {widget} name that places an exercise (its body names which: `name: fan-in`)
 # what a dive may place besides the widgets: the console and the exercises
 PLACEABLE = (console_page.NAME, EXERCISE)
-
-
-def exercise_context(options: dict[str, object]) -> dict[str, object]:
-    return {"exercise": catalogue.get(str(options.get("name", "")))}
 
 
 def bind_questions(catalog: Catalog, course: Course) -> None:
@@ -85,8 +81,10 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
             raise ContentError(f"no exercise named {placement.options.get('name')!r} "
                                f"(known: {', '.join(catalogue.names())})", path=page.source, line=placement.line)
     bind_questions(catalog, course)
+    static = Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static")
     app = Starlette(
-        routes=_routes(),
+        routes=[*widgets.routes(), *console.routes(), *exercises.routes(), *instructor.routes(), *classroom.routes(),
+                *asking.routes(), *room.routes(), static, *pages.routes()],  # the catch-all page routes: keep last
         middleware=[Middleware(Site, cookie=cookie)],
         exception_handlers=pages.exception_handlers(),
         lifespan=_lifespan(url, cluster, settings, catalog, secret),
@@ -102,8 +100,9 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     app.state.course = course
     app.state.catalog = catalog
     app.state.windows = rates.Windows()
-    app.state.render_widget = templating.renderer(templates, catalog, {console_page.NAME: console_page.context,
-                                                                       EXERCISE: exercise_context})
+    app.state.render_widget = templating.renderer(templates, catalog, {
+        console_page.NAME: console_page.context,
+        EXERCISE: lambda options: {"exercise": catalogue.get(str(options.get("name", "")))}})
     return app
 
 
@@ -155,17 +154,3 @@ def _settle_collector() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(10_000, 10, 50)
-
-
-def _routes() -> list[BaseRoute]:
-    return [
-        *widgets.routes(),
-        *console.routes(),
-        *exercises.routes(),
-        *instructor.routes(),
-        *classroom.routes(),
-        *asking.routes(),
-        *room.routes(),
-        Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static"),
-        *pages.routes(),  # catch-all page routes: keep last
-    ]
