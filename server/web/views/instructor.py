@@ -153,8 +153,7 @@ def report_words(report: resets.Report, names: dict[str, str]) -> str:
 async def reset(request: Request) -> Response:
     body = await bodies.read_form(request, ResetBody)
     lab, conn = request.app.state.lab, request.app.state.conn
-    chosen = [name for name, given in (("sandbox", body.sandbox), ("room", body.room), ("all", body.all)) if given]
-    if len(chosen) != 1:
+    if sum(map(bool, (body.sandbox, body.room, body.all))) != 1:
         raise bodies.BadBody(400, "say what to reset: exactly one of sandbox (an id), room (a code) or all (true)")
     if body.all:
         report = await resets.reset_sandboxes(lab, None)
