@@ -100,6 +100,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     app.state.course = course
     app.state.catalog = catalog
     app.state.windows = rates.Windows()
+    app.state.page_bodies = {}  # a page's body is the same for every visitor: rendered once (views/pages.py)
     app.state.render_widget = templating.renderer(templates, catalog, {
         console_page.NAME: console_page.context,
         EXERCISE: lambda options: {"exercise": catalogue.get(str(options.get("name", "")))}})

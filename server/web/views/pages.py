@@ -32,12 +32,9 @@ from server.widgets.flow import plural
 
 
 def _body(request: Request, page: Page) -> Markup:
-    state = request.app.state
-    if not hasattr(state, "page_bodies"):
-        state.page_bodies = {}
-    cache: dict[str, Markup] = state.page_bodies
+    cache: dict[str, Markup] = request.app.state.page_bodies
     if page.path not in cache:
-        cache[page.path] = page.render_body(getattr(state, "render_widget", None))
+        cache[page.path] = page.render_body(request.app.state.render_widget)
     return cache[page.path]
 
 
