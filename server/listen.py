@@ -129,9 +129,7 @@ def run_uvicorn(factory: str, host: str, port: int, workers: int = 1, log_level:
         sock = listening_socket(host, port, backlog)
     # The site reads X-Forwarded-For itself, only when EMQLAB_TRUST_FORWARDED_FOR
     # says a proxy stands in front: uvicorn must not rewrite the client first.
-    options.setdefault("proxy_headers", False)
-    options.setdefault("limit_concurrency", limit)
-    options.setdefault("log_config", log_config())
+    options = {"proxy_headers": False, "limit_concurrency": limit, "log_config": log_config(), **options}
     try:
         uvicorn.run(factory, factory=True, fd=sock.fileno(), workers=workers, log_level=log_level,
                     backlog=backlog, timeout_graceful_shutdown=3, **options)

@@ -152,8 +152,7 @@ def is_instructor(request: Request) -> bool:
 
 async def require_instructor(request: Request) -> None:
     """403 when instructors are off or the Origin is foreign; 429 past the failed-attempt limit; else 401."""
-    settings = request.app.state.settings
-    if not settings.instructor_token:
+    if not request.app.state.settings.instructor_token:
         raise Refused(403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN")
     check_origin(request)
     if signed_in(request):

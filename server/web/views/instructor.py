@@ -86,8 +86,7 @@ async def overview_data(request: Request) -> dict[str, Any]:
 
 
 async def page(request: Request) -> Response:
-    settings = request.app.state.settings
-    if not settings.instructor_token:
+    if not request.app.state.settings.instructor_token:
         return render(request, "instructor.html", page_context(
             request, error="Instructor features are off: start the site with EMQLAB_INSTRUCTOR_TOKEN set."), 403)
     if guards.bearer_of(request) is None and not guards.signed_in(request):
