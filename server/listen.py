@@ -69,19 +69,12 @@ class Throttle(logging.Filter):
         self.last: dict[str, float] = {}
         self.held: dict[str, int] = {}
 
-    @staticmethod
-    def kind(record: logging.LogRecord) -> str | None:
-        message = record.getMessage()
-        for kind, text in NOISY.items():
-            if text in message:
-                return kind
-        error = record.exc_info[1] if record.exc_info else None
-        if isinstance(error, OSError) and error.errno in (errno.EMFILE, errno.ENFILE):
-            return "out of descriptors"
-        return None
-
     def filter(self, record: logging.LogRecord) -> bool:
-        kind = self.kind(record)
+        message = record.getMessage()
+        error = record.exc_info[1] if record.exc_info else None
+        kind = next((kind for kind, text in NOISY.items() if text in message), None)
+        if kind is None and isinstance(error, OSError) and error.errno in (errno.EMFILE, errno.ENFILE):
+            kind = "out of descriptors"
         if kind is None:
             return True
         now = time.monotonic()
@@ -91,9 +84,9 @@ class Throttle(logging.Filter):
                 return False
             self.last[kind] = now
             held = self.held.pop(kind, 0)
-        line = record.getMessage().splitlines()[0]
-        if record.exc_info and record.exc_info[1] is not None:
-            line = f"{line}: {record.exc_info[1]}"
+        line = message.splitlines()[0]
+        if error is not None:
+            line = f"{line}: {error}"
         if held:
             line = f"{line} ({held} more like it held back since the last one)"
         record.msg, record.args = line, None
