@@ -101,12 +101,8 @@ class Settings(BaseSettings):
         try:
             return cls(**overrides)  # type: ignore[arg-type]
         except ValidationError as exc:
-            raise SystemExit(_explained(exc)) from None
-
-
-def _explained(exc: ValidationError) -> str:
-    lines = []
-    for error in exc.errors():
-        where = "EMQLAB_" + "_".join(str(p) for p in error["loc"]).upper() if error["loc"] else "settings"
-        lines.append(f"{where}: {error['msg']}")
-    return "the site cannot start: " + "; ".join(lines)
+            said = []
+            for error in exc.errors():
+                where = "EMQLAB_" + "_".join(str(p) for p in error["loc"]).upper() if error["loc"] else "settings"
+                said.append(f"{where}: {error['msg']}")
+            raise SystemExit("the site cannot start: " + "; ".join(said)) from None
