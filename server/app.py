@@ -11,7 +11,7 @@ from pathlib import Path
 from redis.exceptions import RedisError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.routing import BaseRoute, Mount
+from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
@@ -28,12 +28,11 @@ from server.live.streams import Streams, frame
 from server.sandboxes.sandbox import SandboxCookie, SignedCookie
 from server.settings import Settings
 from server.valkey import client, native
+from server.valkey.datadir import site_secret
 from server.web import rates, templating
 from server.web.answer import dumps
 from server.web.guards import INSTRUCTOR_COOKIE
-from server.web.middleware import Deadline, SecurityHeaders
-from server.web.middleware import SandboxCookie as NewVisitors
-from server.web.secret import load_secret
+from server.web.middleware import Site
 from server.web.views import asking, classroom, console, exercises, instructor, pages, room, widgets
 from server.widgets import WIDGETS, questions, snapshot, traces
 from server.widgets.runner import Lab
@@ -44,10 +43,6 @@ ROOM_COOKIE, WATCH_COOKIE, FLASH_COOKIE = "emqlab_room", "emqlab_watch", "emqlab
 EXERCISE = "exercise"  # the {widget} name that places an exercise (its body names which: `name: fan-in`)
 # what a dive may place besides the widgets: the console and the exercises
 PLACEABLE = (console_page.NAME, EXERCISE)
-
-
-def exercise_context(options: dict[str, object]) -> dict[str, object]:
-    return {"exercise": catalogue.get(str(options.get("name", "")))}
 
 
 def bind_questions(catalog: Catalog, course: Course) -> None:
@@ -71,7 +66,8 @@ def bind_questions(catalog: Catalog, course: Course) -> None:
 def create_app(url: str, settings: Settings | None = None, cluster: bool | None = None) -> Starlette:
     settings = settings or Settings.from_env()
     cluster = client.wants_cluster(url, cluster)
-    secret = load_secret(settings)
+    # EMQLAB_SECRET, else the data directory's file (shared by every worker): cookies survive a restart
+    secret = settings.secret or site_secret(settings.data_dir)
     secure = settings.secure_cookies
     cookie = SandboxCookie(secret, secure=secure)
     templates = Jinja2Templates(directory=str(SITE / "templates"))
@@ -85,9 +81,11 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
             raise ContentError(f"no exercise named {placement.options.get('name')!r} "
                                f"(known: {', '.join(catalogue.names())})", path=page.source, line=placement.line)
     bind_questions(catalog, course)
+    static = Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static")
     app = Starlette(
-        routes=_routes(),
-        middleware=[Middleware(SecurityHeaders), Middleware(Deadline), Middleware(NewVisitors, cookie=cookie)],
+        routes=[*widgets.routes(), *console.routes(), *exercises.routes(), *instructor.routes(), *classroom.routes(),
+                *asking.routes(), *room.routes(), static, *pages.routes()],  # the catch-all page routes: keep last
+        middleware=[Middleware(Site, cookie=cookie)],
         exception_handlers=pages.exception_handlers(),
         lifespan=_lifespan(url, cluster, settings, catalog, secret),
     )
@@ -98,13 +96,14 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     app.state.flash_cookie = SignedCookie(FLASH_COOKIE, secret, "emqlab-flash", 60, secure)
     app.state.watch_cookie = SignedCookie(WATCH_COOKIE, secret, "emqlab-watch", 3600, secure)
     app.state.settings = settings
-    app.state.cluster = cluster
     app.state.templates = templates
     app.state.course = course
     app.state.catalog = catalog
     app.state.windows = rates.Windows()
-    app.state.render_widget = templating.renderer(templates, catalog, {console_page.NAME: console_page.context,
-                                                                       EXERCISE: exercise_context})
+    app.state.page_bodies = {}  # a page's body is the same for every visitor: rendered once (views/pages.py)
+    app.state.render_widget = templating.renderer(templates, catalog, {
+        console_page.NAME: console_page.context,
+        EXERCISE: lambda options: {"exercise": catalogue.get(str(options.get("name", "")))}})
     return app
 
 
@@ -156,17 +155,3 @@ def _settle_collector() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(10_000, 10, 50)
-
-
-def _routes() -> list[BaseRoute]:
-    return [
-        *widgets.routes(),
-        *console.routes(),
-        *exercises.routes(),
-        *instructor.routes(),
-        *classroom.routes(),
-        *asking.routes(),
-        *room.routes(),
-        Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static"),
-        *pages.routes(),  # catch-all page routes: keep last
-    ]

@@ -8,8 +8,8 @@ import asyncio
 import os
 import sys
 
-from server.listen import run_uvicorn  # bench/uvicorn_workers.py starts every bench server with it
-from server.serve import CLUSTER_PRIMARIES, serve
+from server.listen import run_uvicorn as run_uvicorn  # bench/uvicorn_workers.py starts every bench server with it
+from server.serve import CLUSTER_PRIMARIES, fail, serve
 
 
 def app_from_env():  # type: ignore[no-untyped-def]
@@ -29,8 +29,7 @@ def reset(args: argparse.Namespace) -> int:
         try:
             url, cluster = datadir.running(datadir.resolve(args.data_dir))
         except datadir.NotRunning as exc:
-            print(f"emqlab: {exc}", file=sys.stderr)
-            return 2
+            return fail(str(exc))
         os.environ[CLUSTER_ENV] = "1" if cluster else "0"
     if args.print_url:
         print(url)
@@ -54,16 +53,14 @@ def reset(args: argparse.Namespace) -> int:
             if args.room:
                 room = await rooms.find(conn, args.room)
                 if room is None:
-                    print(f"emqlab: no open room with the code or name {args.room!r}", file=sys.stderr)
-                    return 1
+                    return fail(f"no open room with the code or name {args.room!r}", 1)
                 targets = [room.sandbox, *await learners.learner_ids(conn, room.code)]
                 what = f"room {room.code} ({room.name})"
             elif not args.all:
                 if not SANDBOX_RE.fullmatch(args.sandbox):
                     raise ValueError(f"not a sandbox id: {args.sandbox!r} (s and 10 lowercase letters or digits)")
                 if args.sandbox not in await resets.every_sandbox(conn):
-                    print(f"emqlab: no live sandbox {args.sandbox}", file=sys.stderr)
-                    return 1
+                    return fail(f"no live sandbox {args.sandbox}", 1)
                 targets, what = [args.sandbox], f"sandbox {args.sandbox}"
             report = await resets.reset_sandboxes(lab, targets, by="emqlab reset")
             print(f"emqlab: reset {what}: {len(report.reset)} sandboxes reset")
@@ -71,11 +68,9 @@ def reset(args: argparse.Namespace) -> int:
                 print(f"emqlab: sandbox {sandbox} could not be reset: {why}", file=sys.stderr)
             return 1 if report.failed else 0
         except ValueError as exc:
-            print(f"emqlab: {exc}", file=sys.stderr)
-            return 2
+            return fail(str(exc))
         except (redis.RedisError, redis.exceptions.RedisClusterException, OSError) as exc:
-            print(f"emqlab: cannot reach Valkey at {url}: {exc}", file=sys.stderr)
-            return 3
+            return fail(f"cannot reach Valkey at {url}: {exc}", 3)
         finally:
             await conn.aclose()
 
@@ -87,8 +82,7 @@ def module_path(args: argparse.Namespace) -> int:
 
     print(native.MODULE_PATH)
     if not native.built():
-        print("emqlab: the module is not built yet: run `make module`", file=sys.stderr)
-        return 1
+        return fail("the module is not built yet: run `make module`", 1)
     return 0
 
 
@@ -126,8 +120,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     return int(args.func(args))
 
-
-__all__ = ["app_from_env", "main", "run_uvicorn"]
 
 if __name__ == "__main__":
     sys.exit(main())

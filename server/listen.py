@@ -38,15 +38,10 @@ def connection_limits(descriptors: int) -> tuple[int, int]:
     return limit, max(16, min(2048, limit // 4))
 
 
-def stalled_ms() -> int:
-    """How long a connection may go without an ACK: the stream's send timeout (EMQLAB_STREAM_SEND_TIMEOUT)."""
-    from server.settings import Settings
-
-    return 1000 * Settings.from_env().stream_send_timeout
-
-
 def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
     """A TCP socket bound and listening on host:port; OSError when the port is taken."""
+    from server.settings import Settings
+
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
@@ -55,8 +50,8 @@ def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
         # unix socket and never sets it, and Nagle would delay keep-alive replies 40 ms.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         # Inherited too: uvicorn's close waits for unsent bytes a stalled reader never
-        # takes; past this many ms without an ACK the kernel drops the connection.
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, stalled_ms())
+        # takes; past the stream's send timeout without an ACK the kernel drops the connection.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, 1000 * Settings.from_env().stream_send_timeout)
         sock.bind((host, port))
         sock.listen(backlog)
     except OSError:
@@ -74,19 +69,12 @@ class Throttle(logging.Filter):
         self.last: dict[str, float] = {}
         self.held: dict[str, int] = {}
 
-    @staticmethod
-    def kind(record: logging.LogRecord) -> str | None:
-        message = record.getMessage()
-        for kind, text in NOISY.items():
-            if text in message:
-                return kind
-        error = record.exc_info[1] if record.exc_info else None
-        if isinstance(error, OSError) and error.errno in (errno.EMFILE, errno.ENFILE):
-            return "out of descriptors"
-        return None
-
     def filter(self, record: logging.LogRecord) -> bool:
-        kind = self.kind(record)
+        message = record.getMessage()
+        error = record.exc_info[1] if record.exc_info else None
+        kind = next((kind for kind, text in NOISY.items() if text in message), None)
+        if kind is None and isinstance(error, OSError) and error.errno in (errno.EMFILE, errno.ENFILE):
+            kind = "out of descriptors"
         if kind is None:
             return True
         now = time.monotonic()
@@ -96,9 +84,9 @@ class Throttle(logging.Filter):
                 return False
             self.last[kind] = now
             held = self.held.pop(kind, 0)
-        line = record.getMessage().splitlines()[0]
-        if record.exc_info and record.exc_info[1] is not None:
-            line = f"{line}: {record.exc_info[1]}"
+        line = message.splitlines()[0]
+        if error is not None:
+            line = f"{line}: {error}"
         if held:
             line = f"{line} ({held} more like it held back since the last one)"
         record.msg, record.args = line, None
@@ -134,9 +122,7 @@ def run_uvicorn(factory: str, host: str, port: int, workers: int = 1, log_level:
         sock = listening_socket(host, port, backlog)
     # The site reads X-Forwarded-For itself, only when EMQLAB_TRUST_FORWARDED_FOR
     # says a proxy stands in front: uvicorn must not rewrite the client first.
-    options.setdefault("proxy_headers", False)
-    options.setdefault("limit_concurrency", limit)
-    options.setdefault("log_config", log_config())
+    options = {"proxy_headers": False, "limit_concurrency": limit, "log_config": log_config(), **options}
     try:
         uvicorn.run(factory, factory=True, fd=sock.fileno(), workers=workers, log_level=log_level,
                     backlog=backlog, timeout_graceful_shutdown=3, **options)

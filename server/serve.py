@@ -33,8 +33,10 @@ def say(text: str) -> None:
     print(f"emqlab: {text}", flush=True)
 
 
-def fail(text: str) -> None:
+def fail(text: str, code: int = 2) -> int:
+    """Said on stderr; `code` is the command's exit status."""
     print(f"emqlab: {text}", file=sys.stderr, flush=True)
+    return code
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -42,18 +44,15 @@ def serve(args: argparse.Namespace) -> int:
     # down, and the default handler would die before Valkey is stopped.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     if args.workers < 1:
-        fail("--workers must be at least 1")
-        return 2
+        return fail("--workers must be at least 1")
     folder = Path(tempfile.mkdtemp(prefix="emqlab-ephemeral-")) if args.ephemeral else datadir.resolve(args.data_dir)
     data = DataDir(folder)
     try:
         data.claim()
     except datadir.Busy as exc:
-        fail(str(exc))
-        return 2
+        return fail(str(exc))
     except OSError as exc:
-        fail(f"cannot keep the site's data in {folder} ({exc.strerror or exc}): pick a folder with --data-dir")
-        return 2
+        return fail(f"cannot keep the site's data in {folder} ({exc.strerror or exc}): pick a folder with --data-dir")
     try:
         return serve_on(args, data)
     finally:
@@ -67,8 +66,7 @@ def serve_on(args: argparse.Namespace, data: DataDir) -> int:
     try:
         sock = listening_socket(args.host, args.port, backlog)
     except OSError as exc:
-        fail(f"cannot listen on {args.host} port {args.port} ({exc.strerror or exc}); pick another with --port")
-        return 2
+        return fail(f"cannot listen on {args.host} port {args.port} ({exc.strerror or exc}); pick another with --port")
     try:
         os.environ[datadir.ENV] = str(data.path)
         os.environ[datadir.EPHEMERAL_ENV] = "1" if args.ephemeral else "0"
@@ -76,8 +74,7 @@ def serve_on(args: argparse.Namespace, data: DataDir) -> int:
             try:  # an ephemeral site's secret dies with it: it takes nobody's
                 datadir.load_secret(data.path, None if args.ephemeral else datadir.old_state_dir())
             except OSError as exc:
-                fail(f"cannot keep the cookie-signing secret in {data.path}: {exc.strerror or exc}")
-                return 2
+                return fail(f"cannot keep the cookie-signing secret in {data.path}: {exc.strerror or exc}")
         managed = None
         url = os.environ.get("EMQLAB_VALKEY_URL")
         if url:

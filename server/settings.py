@@ -15,15 +15,13 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 Whole = Annotated[int, Field(ge=0)]
 
 
+TRUTH = {**dict.fromkeys(("1", "true", "yes", "on"), True), **dict.fromkeys(("0", "false", "no", "off"), False)}
+
+
 def truth(raw: str) -> bool | None:
     """1/true/yes/on -> True, 0/false/no/off -> False (any case); None otherwise.
     The one reading of a yes-or-no word in a form field."""
-    value = raw.strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    return None
+    return TRUTH.get(raw.strip().lower())
 
 
 class Settings(BaseSettings):
@@ -103,12 +101,8 @@ class Settings(BaseSettings):
         try:
             return cls(**overrides)  # type: ignore[arg-type]
         except ValidationError as exc:
-            raise SystemExit(_explained(exc)) from None
-
-
-def _explained(exc: ValidationError) -> str:
-    lines = []
-    for error in exc.errors():
-        where = "EMQLAB_" + "_".join(str(p) for p in error["loc"]).upper() if error["loc"] else "settings"
-        lines.append(f"{where}: {error['msg']}")
-    return "the site cannot start: " + "; ".join(lines)
+            said = []
+            for error in exc.errors():
+                where = "EMQLAB_" + "_".join(str(p) for p in error["loc"]).upper() if error["loc"] else "settings"
+                said.append(f"{where}: {error['msg']}")
+            raise SystemExit("the site cannot start: " + "; ".join(said)) from None

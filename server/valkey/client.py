@@ -77,7 +77,7 @@ def open_client(url: str, cluster: bool | None = None) -> aioredis.Redis | Redis
     # One retry on a dropped connection: after a Valkey restart a command that
     # met a dead pooled socket never reached the new server.
     # No socket timeout or health check per command (a task per send, a tenth of
-    # a click's CPU): a request has one deadline for all (web/middleware.py `Deadline`).
+    # a click's CPU): a request has one deadline for all (web/middleware.py `Site`).
     # redis-py 8 sets a 5 s socket timeout unless told None: a wait_for task per send.
     # No CLIENT SETINFO (`driver_info=None`): each new connection otherwise reads redis-py's
     # package metadata from disk (a millisecond: a burst of page opens grows the pool by hundreds).

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 from starlette.responses import Response
 
-_encoder = msgspec.json.Encoder()
-
-
-def dumps(data: Any) -> bytes:
-    return _encoder.encode(data)
+dumps: Callable[[Any], bytes] = msgspec.json.Encoder().encode
 
 
 class JSONAnswer(Response):

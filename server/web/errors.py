@@ -61,15 +61,13 @@ def problem(status: int, message: str, retry_after: int | None = None) -> JSONAn
 
 def is_out_of_memory(exc: BaseException | None) -> bool:
     """Valkey's OOM refusal, plain or out of a script (an `EmqError` whose cause is it)."""
-    seen = 0
-    while exc is not None and seen < 5:
-        if isinstance(exc, OutOfMemoryError):
-            return True
+    for _ in range(5):  # the failure and its causes, a few links deep
+        if exc is None:
+            return False
         text = str(exc)
-        if text.startswith("OOM ") or "OOM command not allowed" in text:
+        if isinstance(exc, OutOfMemoryError) or text.startswith("OOM ") or "OOM command not allowed" in text:
             return True
         exc = exc.__cause__ or exc.__context__
-        seen += 1
     return False
 
 

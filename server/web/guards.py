@@ -152,8 +152,7 @@ def is_instructor(request: Request) -> bool:
 
 async def require_instructor(request: Request) -> None:
     """403 when instructors are off or the Origin is foreign; 429 past the failed-attempt limit; else 401."""
-    settings = request.app.state.settings
-    if not settings.instructor_token:
+    if not request.app.state.settings.instructor_token:
         raise Refused(403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN")
     check_origin(request)
     if signed_in(request):
@@ -182,14 +181,6 @@ async def check_token(request: Request, given: str) -> None:
     await request.app.state.conn.decr(counted)  # the right token: not a failed attempt
 
 
-def site_origin(request: Request) -> str:
-    """scheme://host of the site's pages: the configured public origin (behind a proxy), else the request's."""
-    public = request.app.state.settings.origin
-    if public:
-        return str(public).lower()
-    return f"{request.scope.get('scheme', 'http')}://{request.headers.get('host', '')}".lower()
-
-
 @functools.lru_cache(maxsize=256)
 def _origin_of(origin: str) -> str:
     try:
@@ -206,6 +197,9 @@ def check_origin(request: Request) -> None:
         if request.headers.get("sec-fetch-site", "") == "cross-site":
             raise Refused(403, "cross-site request refused")
         return
-    if _origin_of(origin) != site_origin(request) or not _origin_of(origin):
+    # the site's pages are at the configured public origin (behind a proxy), else at the request's
+    scheme, host = request.scope.get("scheme", "http"), request.headers.get("host", "")
+    site = request.app.state.settings.origin or f"{scheme}://{host}"
+    if _origin_of(origin) != site.lower() or not _origin_of(origin):
         shown = origin if len(origin) <= 100 and origin.isprintable() else "(unreadable)"
         raise Refused(403, f"cross-site request refused: Origin {shown} is not this site")

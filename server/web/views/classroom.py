@@ -9,6 +9,7 @@ event, else on a read every `EVERY` seconds for what no event announces.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterator
 
@@ -17,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from server.emq.wire import as_dict
 from server.lifecycle import resets
 from server.live import events
 from server.live.streams import frame
@@ -28,7 +30,7 @@ from server.web.errors import is_fault
 from server.web.views import asking, class_state
 from server.web.views.class_state import back, the_room
 from server.web.views.instructor import report_words
-from server.web.views.replies import done, guarded, instructor_only, render
+from server.web.views.replies import done, instructor_only, render
 from server.web.views.widgets import sse
 from server.widgets.flow import plural
 
@@ -61,20 +63,18 @@ class Empty(msgspec.Struct, forbid_unknown_fields=True):
     pass
 
 
+@functools.partial(instructor_only, back="/instructor")  # refused on the class's own page: no Back link to it
 async def page(request: Request) -> Response:
-    async def run(request: Request) -> Response:
-        room = await the_room(request)
-        state = await class_state.read(request, room)
-        projector = request.url.path.endswith("/projector")
-        return render(request, "class.html", {
-            "room": room, "learners": class_state.roster_rows(state), "modes": rooms.MODE_WORDS,
-            "answers": class_state.answers_view(request, state, projector), "projector": projector,
-            "askable": asking.askable(request.app.state.catalog), "ask": room.ask,
-            "asked": asking.current(request, room) if room.ask else None,
-            "dives": request.app.state.course.dives, "confirm": request.query_params.get("confirm") == "reset",
-        })
-
-    return await guarded(request, run)
+    room = await the_room(request)
+    state = await class_state.read(request, room)
+    projector = request.url.path.endswith("/projector")
+    return render(request, "class.html", {
+        "room": room, "learners": class_state.roster_rows(state), "modes": rooms.MODE_WORDS,
+        "answers": class_state.answers_view(request, state, projector), "projector": projector,
+        "askable": asking.askable(request.app.state.catalog), "ask": room.ask,
+        "asked": asking.current(request, room) if room.ask else None,
+        "dives": request.app.state.course.dives, "confirm": request.query_params.get("confirm") == "reset",
+    })
 
 
 @instructor_only
@@ -193,20 +193,18 @@ async def reset_learner(request: Request) -> Response:
     room = await the_room(request)
     sandbox = await learner_of(request, room)
     name = await learners.name_of(request.app.state.conn, sandbox)
-    report = await resets.reset_sandboxes(request.app.state.lab, [sandbox])
-    if report.failed:
-        return done(request, f"{name or sandbox} could not be reset: {report.failed[sandbox]}",
-                    {"reset": None, "failed": report.failed}, back=back(room))
-    return done(request, f"{name or sandbox} was reset.", {"reset": sandbox, "failed": {}}, back=back(room))
+    failed = (await resets.reset_sandboxes(request.app.state.lab, [sandbox])).failed
+    said = f"could not be reset: {failed[sandbox]}" if failed else "was reset."
+    return done(request, f"{name or sandbox} {said}", {"reset": None if failed else sandbox, "failed": failed},
+                back=back(room))
 
 
 @instructor_only
 async def watch(request: Request) -> Response:
     room = await the_room(request)
     sandbox = await learner_of(request, room)
-    meta = await request.app.state.conn.hgetall(keys.meta_key(sandbox))
     dives = [d.path for d in request.app.state.course.dives]
-    seen = presence.page({str(k): str(v) for k, v in meta.items()})
+    seen = presence.page(as_dict(await request.app.state.conn.hgetall(keys.meta_key(sandbox))))
     response = RedirectResponse(seen if seen is not None and seen in dives else dives[0], status_code=303)
     request.app.state.watch_cookie.attach(response, sandbox)
     return response

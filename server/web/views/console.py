@@ -6,9 +6,7 @@ ACL user (server/console/), a write under its widget's lock.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 from starlette.requests import Request
@@ -27,20 +25,14 @@ class Line(msgspec.Struct, forbid_unknown_fields=True):
     command: Annotated[str, msgspec.Meta(max_length=8192)]
 
 
-def widget_lock(request: Request, sandbox: str) -> Callable[[str], AbstractAsyncContextManager[Any]]:
-    """A queue's lock is its widget's: the lock of the widget's first queue, which every action takes."""
-    catalog = request.app.state.catalog
-    first = {part: w.queue_parts[0] for w in catalog.widgets.values() for part in w.queue_parts}
-    lock = queue_lock(request.app.state.conn, sandbox)
-    return lambda part: lock(first.get(part, part))
-
-
 def context(request: Request, entry: guards.Entry) -> ConsoleContext:
     settings, catalog = request.app.state.settings, request.app.state.catalog
-    queues = frozenset(part for w in catalog.widgets.values() for part in w.queue_parts)
+    # A queue's lock is its widget's: the lock of the widget's first queue, which every action takes.
+    first = {part: w.queue_parts[0] for w in catalog.widgets.values() for part in w.queue_parts}
+    lock = queue_lock(request.app.state.conn, entry.sandbox)
     return ConsoleContext(admin=request.app.state.conn, runner=request.app.state.console, sandbox=entry.sandbox,
-                          queues=queues, lock=widget_lock(request, entry.sandbox), budget=settings.sandbox_bytes,
-                          limits=Limits(argument_bytes=settings.max_payload_bytes),
+                          queues=frozenset(first), lock=lambda part: lock(first.get(part, part)),
+                          budget=settings.sandbox_bytes, limits=Limits(argument_bytes=settings.max_payload_bytes),
                           read_only=guards.DEMO_REFUSAL if entry.readonly else None)
 
 
@@ -51,16 +43,12 @@ async def run_command(request: Request) -> JSONAnswer:
     guards.check_origin(request)
     line = await bodies.read(request, Line)
     reply = await run_line(context(request, entry), line.command)
-    body = shown(dict(reply.body()), entry.sandbox)
+    body, prefix = reply.body(), entry.sandbox + "."
+    # a reply as the learner writes keys: without the sandbox's prefix (inside values too)
+    body["reply_lines"] = [text.replace(prefix, "") for text in body["reply_lines"]]
     await transcript.record(request.app.state.conn, entry.sandbox, entry.visitor, body,
                             request.app.state.settings.sandbox_ttl)
     return JSONAnswer(body, status_code=reply.status)
-
-
-def shown(body: dict[str, Any], sandbox: str) -> dict[str, Any]:
-    """A reply as the learner writes keys: without the sandbox's prefix (inside values too)."""
-    prefix = sandbox + "."
-    return {**body, "reply_lines": [line.replace(prefix, "") for line in body.get("reply_lines", ())]}
 
 
 @answered

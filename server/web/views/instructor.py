@@ -20,7 +20,7 @@ from server.sandboxes import kept, keys, learners, presence, rooms
 from server.sandboxes.sandbox import SANDBOX_RE
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer
-from server.web.views.replies import done, guarded, instructor_only, page_context, refused, render
+from server.web.views.replies import done, instructor_only, page_context, refused, render
 from server.widgets.flow import plural as plural  # asking and class_state take it from here
 
 LISTED = 500  # sandboxes shown on the page, most recent first
@@ -56,12 +56,10 @@ async def live_sandboxes(request: Request, open_rooms: list[rooms.Room]) -> list
     conn = request.app.state.conn
     found: Any = await conn.zrevrange(keys.REGISTRY_KEY, 0, LISTED - 1, withscores=True)
     ids = [(as_text(s), float(score) / 1000) for s, score in found if SANDBOX_RE.match(as_text(s))]
-    metas: list[Any] = []
-    if ids:
-        async with conn.pipeline(transaction=False) as pipe:
-            for sandbox, _ in ids:
-                pipe.hgetall(keys.meta_key(sandbox))
-            metas = await pipe.execute()
+    async with conn.pipeline(transaction=False) as pipe:  # none to send: no round trip
+        for sandbox, _ in ids:
+            pipe.hgetall(keys.meta_key(sandbox))
+        metas = await pipe.execute()
     shared = {r.sandbox: r.code for r in open_rooms}
     codes = {r.code for r in open_rooms}
     now, rows = time.time(), []
@@ -88,18 +86,18 @@ async def overview_data(request: Request) -> dict[str, Any]:
 
 
 async def page(request: Request) -> Response:
-    settings = request.app.state.settings
-    if not settings.instructor_token:
+    if not request.app.state.settings.instructor_token:
         return render(request, "instructor.html", page_context(
             request, error="Instructor features are off: start the site with EMQLAB_INSTRUCTOR_TOKEN set."), 403)
     if guards.bearer_of(request) is None and not guards.signed_in(request):
         return render(request, "instructor.html", page_context(request), 401)
+    return await signed_in_page(request)
 
-    async def run(request: Request) -> Response:
-        return render(request, "instructor.html", page_context(request, signed_in=True,
-                                                               overview=await overview_data(request)))
 
-    return await guarded(request, run)
+@instructor_only
+async def signed_in_page(request: Request) -> Response:
+    return render(request, "instructor.html", page_context(request, signed_in=True,
+                                                           overview=await overview_data(request)))
 
 
 async def sign_in(request: Request) -> Response:
@@ -154,8 +152,7 @@ def report_words(report: resets.Report, names: dict[str, str]) -> str:
 async def reset(request: Request) -> Response:
     body = await bodies.read_form(request, ResetBody)
     lab, conn = request.app.state.lab, request.app.state.conn
-    chosen = [name for name, given in (("sandbox", body.sandbox), ("room", body.room), ("all", body.all)) if given]
-    if len(chosen) != 1:
+    if sum(map(bool, (body.sandbox, body.room, body.all))) != 1:
         raise bodies.BadBody(400, "say what to reset: exactly one of sandbox (an id), room (a code) or all (true)")
     if body.all:
         report = await resets.reset_sandboxes(lab, None)

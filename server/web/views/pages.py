@@ -28,15 +28,13 @@ from server.web import guards
 from server.web.answer import JSONAnswer
 from server.web.errors import answered
 from server.web.templating import course_of, respond
+from server.widgets.flow import plural
 
 
 def _body(request: Request, page: Page) -> Markup:
-    state = request.app.state
-    if not hasattr(state, "page_bodies"):
-        state.page_bodies = {}
-    cache: dict[str, Markup] = state.page_bodies
+    cache: dict[str, Markup] = request.app.state.page_bodies
     if page.path not in cache:
-        cache[page.path] = page.render_body(getattr(state, "render_widget", None))
+        cache[page.path] = page.render_body(request.app.state.render_widget)
     return cache[page.path]
 
 
@@ -87,15 +85,10 @@ class DiveProgress(msgspec.Struct):
     exercises: list[dict[str, Any]] = []
 
     @property
-    def done(self) -> int:
-        return sum(w.done for w in self.widgets)
-
-    @property
     def summary(self) -> str:
-        total = len(self.widgets)
-        said = f"{self.done} of {total} widget{'' if total == 1 else 's'} done"
+        said = f"{sum(w.done for w in self.widgets)} of {plural(len(self.widgets), 'widget')} done"
         asked, right = sum(w.asked for w in self.widgets), sum(w.right for w in self.widgets)
-        return said + (f", {right} of {asked} prediction{'' if asked == 1 else 's'} right" if asked else "")
+        return said + (f", {right} of {plural(asked, 'prediction')} right" if asked else "")
 
 
 async def course_progress(request: Request, visitor: str) -> list[DiveProgress]:

@@ -68,25 +68,23 @@ def refused(request: Request, exc: Exception, back: str = "/instructor") -> Resp
     return render(request, "instructor.html", page_context(request, error=message, back=back), status)
 
 
-async def guarded(request: Request, handler: Handler, back: str = "/instructor") -> Response:
-    """The instructor's guard first, then `handler`; every failure a clear 4xx (or 503)."""
-    try:
-        try:
-            await guards.require_instructor(request)
-        except guards.Refused as exc:
-            learner = isinstance(request.app.state.room_cookie.read(request), str)  # refused, not asked to sign in
-            if exc.status == 401 and guards.bearer_of(request) is None and learner:
-                raise guards.Refused(403, LEARNER) from exc
-            raise
-        return await handler(request)
-    except Exception as exc:  # noqa: BLE001 - every failure is answered in words (status_of)
-        return refused(request, exc, back)
+def instructor_only(handler: Handler, back: str | None = None) -> Handler:
+    """The instructor's guard first, then `handler`; every failure a clear 4xx (or 503), the page's Back
+    link `back` (by default the class's page under a class's path, else /instructor)."""
 
-
-def instructor_only(handler: Handler) -> Handler:
     @functools.wraps(handler)
     async def endpoint(request: Request) -> Response:
-        back = f"/instructor/rooms/{request.path_params['code']}" if "code" in request.path_params else "/instructor"
-        return await guarded(request, handler, back)
+        try:
+            try:
+                await guards.require_instructor(request)
+            except guards.Refused as exc:
+                learner = isinstance(request.app.state.room_cookie.read(request), str)  # refused, not asked to sign in
+                if exc.status == 401 and guards.bearer_of(request) is None and learner:
+                    raise guards.Refused(403, LEARNER) from exc
+                raise
+            return await handler(request)
+        except Exception as exc:  # noqa: BLE001 - every failure is answered in words (status_of)
+            code = request.path_params.get("code")
+            return refused(request, exc, back or (f"/instructor/rooms/{code}" if code else "/instructor"))
 
     return endpoint

@@ -108,6 +108,7 @@ def client(course, widget_calls):
     app.state.course = course
     app.state.templates = Jinja2Templates(directory=str(ROOT / "site" / "templates"))
     app.state.render_widget = _fake_widget(widget_calls)
+    app.state.page_bodies = {}
     with TestClient(app) as test_client:
         yield test_client
 

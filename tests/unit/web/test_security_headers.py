@@ -9,7 +9,8 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from server.web.middleware import CSP, SecurityHeaders
+from server.sandboxes.sandbox import SandboxCookie
+from server.web.middleware import CSP, Site
 
 
 async def page(request: object) -> PlainTextResponse:
@@ -28,7 +29,7 @@ async def answer(request: object) -> JSONResponse:
 def client() -> TestClient:
     app = Starlette(routes=[Route("/flows/x", page), Route("/static/own", framed),
                             Route("/api/widgets/x/state", answer), Route("/api/own", framed)])
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(Site, cookie=SandboxCookie("a test secret"))
     return TestClient(app)
 
 
