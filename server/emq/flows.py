@@ -157,10 +157,9 @@ async def _write_policy(conn: Conn, child: Node) -> None:
 
 async def _already_counted(conn: Conn, child: Node, parent: Node) -> bool:
     """Has ``parent`` counted ``child``, or is the count on its way?"""
-    if await conn.hexists(keyspace.processed_key(parent.queue, parent.id), child.id):
-        return True
-    if await conn.hexists(keyspace.ignored_key(parent.queue, parent.id), child.id):
-        return True
+    for counted in (keyspace.processed_key, keyspace.ignored_key):
+        if await conn.hexists(counted(parent.queue, parent.id), child.id):
+            return True
     if child.queue == parent.queue:
         return False  # same-queue children count directly, never via the outbox
     for raw in await pump.read_all(conn, child.queue):
@@ -176,16 +175,11 @@ async def _already_counted(conn: Conn, child: Node, parent: Node) -> bool:
 # --- the walk one node at a time (the tree widget steps it) --------------------
 
 
-def walk_order(root: Node) -> list[tuple[Node, Node | None]]:
+def walk_order(root: Node, up: Node | None = None) -> list[tuple[Node, Node | None]]:
     """Every node with its parent, in the order ``add`` lands a tree: parent first, depth first."""
-    order: list[tuple[Node, Node | None]] = [(root, None)]
-
-    def visit(parent: Node) -> None:
-        for child in parent.children:
-            order.append((child, parent))
-            visit(child)
-
-    visit(root)
+    order: list[tuple[Node, Node | None]] = [(root, up)]
+    for child in root.children:
+        order += walk_order(child, root)
     return order
 
 

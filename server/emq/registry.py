@@ -177,7 +177,6 @@ def prefix_source(name: str, n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-@cache
 @cache  # one Script per name: its SHA is hashed once, not at every call
 def script(name: str) -> Script:
     return Script(name, script_source(name))
@@ -188,8 +187,6 @@ async def run(conn: Conn, name: str, keys: Sequence[str], args: Sequence[Arg]) -
     return await script(name).run(conn, keys, args)
 
 
-async def run_prefix(
-    conn: Conn, name: str, n: int, keys: Sequence[str], args: Sequence[Arg]
-) -> Any:
+async def run_prefix(conn: Conn, name: str, n: int, keys: Sequence[str], args: Sequence[Arg]) -> Any:
     """Run ``name`` only through move ``n`` (the stepper's partial state)."""
     return await Script(f"{name}#{n}", prefix_source(name, n)).run(conn, keys, args)
