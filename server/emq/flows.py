@@ -17,9 +17,7 @@ from server.emq.errors import EmqError, StateRefused
 from server.emq.shape import FlowShapeError, Node, parse_flow, policy_token
 from server.emq.wire import Conn, as_int
 
-__all__ = [
-    "FlowShapeError", "add", "add_bulk", "enqueue_flow_call", "land_node", "policy_token", "walk_order",
-]
+__all__ = ["FlowShapeError", "policy_token"]  # re-exported
 
 Landed = tuple[str, list[str]]
 
@@ -175,12 +173,8 @@ async def _already_counted(conn: Conn, child: Node, parent: Node) -> bool:
 # --- the walk one node at a time (the tree widget steps it) --------------------
 
 
-def walk_order(root: Node, up: Node | None = None) -> list[tuple[Node, Node | None]]:
-    """Every node with its parent, in the order ``add`` lands a tree: parent first, depth first."""
-    order: list[tuple[Node, Node | None]] = [(root, up)]
-    for child in root.children:
-        order += walk_order(child, root)
-    return order
+# Every node with its parent, in the order ``add`` lands a tree: parent first, depth first.
+walk_order = Node.walk
 
 
 async def land_node(conn: Conn, node: Node, up: Node | None) -> None:

@@ -59,8 +59,3 @@ class Seen:
         while len(self.ids) > self.keep:
             self.ids.popitem(last=False)
         return True
-
-
-async def publish_reset(conn: Conn, sandboxes: list[str] | None, by: str = "instructor") -> None:
-    """Tell every worker's hub that these sandboxes (None: all) were reset."""
-    await publish(conn, "reset", sandboxes, {"by": by})
