@@ -162,30 +162,23 @@ async def trim(conn: Conn, queue: str, entries_delivered: Sequence[str]) -> int:
     return as_int(reply)
 
 
-async def _drain(conn: Conn, queue: str, batch: int, accept: Accept | None) -> DeliveryReport:
-    page = await read_page(conn, queue, batch)
-    if not page:
-        return DeliveryReport(0, 0, None)
-    report = await deliver_page(conn, queue, page, accept)
-    await trim(conn, queue, page[: report.delivered])
-    return report
-
-
 async def deliver_flow_completions(conn: Conn, queue: str, batch: int, *, accept: Accept | None = None) -> int:
     """One Pump tick over ``queue``'s outbox; returns how many were delivered."""
-    return (await _drain(conn, queue, batch, accept)).delivered
+    return await deliver_flow_completions_aged(conn, queue, batch, None, accept=accept)
 
 
 async def deliver_flow_completions_aged(
-    conn: Conn, queue: str, batch: int, max_blocked: int, *, accept: Accept | None = None
+    conn: Conn, queue: str, batch: int, max_blocked: int | None, *, accept: Accept | None = None
 ) -> int:
-    """A tick that also ages a blocked head; past ``max_blocked`` ticks the head
-    moves to the poison list and draining continues behind it in this call."""
+    """A tick that also ages a blocked head (None: it does not); past ``max_blocked`` ticks
+    the head moves to the poison list and draining continues behind it in this call."""
     total = 0
     for _ in range(_MAX_ROUNDS):
-        report = await _drain(conn, queue, batch, accept)
+        page = await read_page(conn, queue, batch)
+        report = await deliver_page(conn, queue, page, accept)  # an empty page costs no round trip here
+        await trim(conn, queue, page[: report.delivered])  # nor here
         total += report.delivered
-        if report.blocked is None:
+        if report.blocked is None or max_blocked is None:
             break
         # One more tick against the blocked head: 0 moved on, 1 counted, 2 set aside.
         aged = await registry.run(

@@ -100,8 +100,6 @@ class Hub:
                         log.warning("valkey %s reachable again: the live stream follows it", node or "server")
                     ready(True)
                     await self.follow(sub, client, node, on)
-            except asyncio.CancelledError:
-                raise
             except (RedisError, OSError) as exc:
                 if self.nodes.ready.get(node, True):  # once when it goes, not at every retry
                     log.warning("valkey %s unreachable for the live stream (%s): retrying", node or "server", exc)

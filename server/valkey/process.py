@@ -172,10 +172,7 @@ class ClusterNode(ValkeyProcess):
                  maxmemory: str | None = None) -> None:
         super().__init__(port, home=home, maxmemory=maxmemory)
         self.bus_port = bus_port or free_port()
-
-    @property
-    def config_file(self) -> Path:
-        return self.dir / "nodes.conf"
+        self.config_file = self.dir / "nodes.conf"
 
     def holds_slots(self) -> bool:
         """Whether this node's nodes.conf gives it slots (it was part of a formed cluster)."""
