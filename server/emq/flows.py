@@ -106,24 +106,16 @@ async def _hold(conn: Conn, node: Node, up: Node | None) -> bool:
     """Hold ``node`` as a parent; True when it was already held (a retry)."""
     up_id = up.id if up else ""
     up_queue = up.queue if up and up.queue != node.queue else ""
-    reply = await registry.run(
-        conn,
-        "hold_parent",
-        [keyspace.job_key(node.queue, node.id), keyspace.dependencies_key(node.queue, node.id)],
-        [node.id, node.payload, str(len(node.children)), up_id, up_queue],
-    )
-    return as_int(reply) == 2
+    keys = [keyspace.job_key(node.queue, node.id), keyspace.dependencies_key(node.queue, node.id)]
+    args = [node.id, node.payload, str(len(node.children)), up_id, up_queue]
+    return as_int(await registry.run(conn, "hold_parent", keys, args)) == 2
 
 
 async def _land_leaf(conn: Conn, child: Node, parent: Node) -> bool:
     """Land one leaf on its own slot; False when its row already existed."""
-    reply = await registry.run(
-        conn,
-        "enqueue_flow_child",
-        [keyspace.job_key(child.queue, child.id), keyspace.queue_key(child.queue, "pending")],
-        [child.id, child.payload, parent.id, parent.queue if child.queue != parent.queue else ""],
-    )
-    return as_int(reply) == 1
+    keys = [keyspace.job_key(child.queue, child.id), keyspace.queue_key(child.queue, "pending")]
+    args = [child.id, child.payload, parent.id, parent.queue if child.queue != parent.queue else ""]
+    return as_int(await registry.run(conn, "enqueue_flow_child", keys, args)) == 1
 
 
 async def _land_children(conn: Conn, parent: Node, retry: bool) -> None:

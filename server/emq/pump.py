@@ -108,19 +108,10 @@ async def read_page(conn: Conn, queue: str, batch: int) -> list[str]:
 async def deliver_one(conn: Conn, entry: OutboxEntry) -> int:
     """Apply one entry on its parent's slot: 1 applied, 2 duplicate, 0 blocked."""
     pq, parent = entry.parent_queue, entry.parent
-    reply = await registry.run(
-        conn,
-        "flow_deliver",
-        [
-            keyspace.dependencies_key(pq, parent),
-            keyspace.processed_key(pq, parent),
-            keyspace.job_key(pq, parent),
-            keyspace.ignored_key(pq, parent),
-            keyspace.queue_key(pq, "dead"),
-        ],
-        [entry.child, entry.value, parent, keyspace.base(pq), entry.kind, entry.policy],
-    )
-    return as_int(reply)
+    keys = [keyspace.dependencies_key(pq, parent), keyspace.processed_key(pq, parent), keyspace.job_key(pq, parent),
+            keyspace.ignored_key(pq, parent), keyspace.queue_key(pq, "dead")]
+    args = [entry.child, entry.value, parent, keyspace.base(pq), entry.kind, entry.policy]
+    return as_int(await registry.run(conn, "flow_deliver", keys, args))
 
 
 def trusted(raw_entry: str, queue: str, accept: Accept | None) -> OutboxEntry:
@@ -156,9 +147,7 @@ async def trim(conn: Conn, queue: str, entries_delivered: Sequence[str]) -> int:
     were removed (none when a concurrent Pump trimmed them first)."""
     if not entries_delivered:
         return 0
-    reply = await registry.run(
-        conn, "outbox_trim", [keyspace.outbox_key(queue)], [raw(e) for e in entries_delivered]
-    )
+    reply = await registry.run(conn, "outbox_trim", [keyspace.outbox_key(queue)], [raw(e) for e in entries_delivered])
     return as_int(reply)
 
 

@@ -101,6 +101,7 @@ def doc(name: str) -> ScriptDoc:
     keys: list[str] = []
     argv: list[str] = []
     returns: list[str] = []
+    sections = ((_KEYS_RE, keys), (_ARGV_RE, argv), (_RETURNS_RE, returns))
     current: list[str] | None = None
     for line in file_source(name).splitlines():
         stripped = line.strip()
@@ -112,14 +113,11 @@ def doc(name: str) -> ScriptDoc:
             if found:
                 title_name, summary = found.group(1), found.group(2).strip()
                 continue
-        if _KEYS_RE.match(stripped):
-            current = keys
-        elif _ARGV_RE.match(stripped):
-            current = argv
-        elif _RETURNS_RE.match(stripped):
-            current = returns
-        elif stripped.startswith("--  ") and current is not None and current:
-            current[-1] = current[-1] + " " + body
+        section = next((listed for regex, listed in sections if regex.match(stripped)), None)
+        if section is not None:
+            current = section
+        elif stripped.startswith("--  ") and current:
+            current[-1] += " " + body
             continue
         else:
             current = []  # a note of the header: nothing reads it
