@@ -136,8 +136,7 @@ async def complete(
     ``line``: the row's lineage when the caller has read it (else one HMGET).
     ``tail``: where the best-effort DEL of ``:logs`` goes, for the caller's next round trip.
     """
-    if line is None:
-        line = await lineage(conn, queue, job_id)
+    line = line or await lineage(conn, queue, job_id)
     keys, args = complete_call(queue, job_id, token, line, result)
     done = as_int(await registry.run(conn, "complete", keys, args))
     if done == 0:
@@ -182,8 +181,7 @@ async def fail(
 ) -> str:
     """Fail a claimed job: ``"scheduled"`` below the cap, ``"dead"`` at it (where a
     flow child's policy decides its parent's fate). Raises and ``line`` as ``complete``."""
-    if line is None:
-        line = await lineage(conn, queue, job_id)
+    line = line or await lineage(conn, queue, job_id)
     keys, args = fail_call(queue, job_id, token, line, error, max_attempts, backoff_ms)
     outcome = text(await registry.run(conn, "fail", keys, args))
     if outcome in ("scheduled", "dead"):

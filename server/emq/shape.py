@@ -64,10 +64,7 @@ def _child(spec: Any, where: str, default_queue: str) -> Node:
         raise FlowShapeError(f"{where}: a child must be a dict")
     # absent (or None) means the enclosing parent's queue; anything else,
     # the empty string included, must be a well-formed queue name
-    queue = spec.get("queue")
-    if queue is None:
-        queue = default_queue
-    keyspace.check_queue(queue)
+    queue = keyspace.check_queue(default_queue if spec.get("queue") is None else spec["queue"])
     job_id = _job_id(spec, where)
     if "payload" not in spec:
         raise FlowShapeError(f"{where}: missing 'payload'")

@@ -47,9 +47,7 @@ def as_int(value: Any, default: int = 0) -> int:
 
 def as_dict(value: Mapping[Any, Any] | None) -> dict[str, str]:
     """An HGETALL reply with every field and value decoded to str."""
-    if not value:
-        return {}
-    return {as_text(k): as_text(v) for k, v in value.items()}
+    return {as_text(k): as_text(v) for k, v in (value or {}).items()}
 
 
 def raw(value: str) -> bytes:
