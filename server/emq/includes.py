@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Final
 
 MARKER_RE: Final = re.compile(r"^\s*--\s*@include\s+(\S+)\s*$")
-_NAME_RE: Final = re.compile(r"[a-z][a-z0-9_]*")
+NAME_RE: Final = re.compile(r"[a-z][a-z0-9_]*")  # a helper's or a script's name
 FOLDER: Final = "includes"
 _OPENING_RE: Final = re.compile(r"^-- ▼ included from " + FOLDER + r"/([a-z][a-z0-9_]*)\.lua$")
 
@@ -70,7 +70,7 @@ def _expand_lines(where: str, source: str, folder: Path, pasted: set[str], chain
         if name in pasted:
             out.append(repeated(name))
             continue
-        if not _NAME_RE.fullmatch(name):
+        if not NAME_RE.fullmatch(name):
             raise IncludeError(f"{where} line {number}: '-- @include {name}' is not a helper name")
         path = folder / f"{name}.lua"
         if not path.is_file():

@@ -17,14 +17,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
+from server.emq.includes import NAME_RE, expand
 from server.emq.includes import IncludeError as IncludeError  # re-exported: callers catch registry.IncludeError
-from server.emq.includes import expand
 from server.emq.script import Arg, Script
 from server.emq.wire import Conn
 
 SCRIPTS_DIR: Final = Path(__file__).resolve().parent / "scripts"
 
-_NAME_RE: Final = re.compile(r"[a-z][a-z0-9_]*")
 _MOVE_RE: Final = re.compile(r"^\s*--\s*@move\s+(\d+)\s*:\s*(.*?)\s*$")
 _TITLE_RE: Final = re.compile(r"^--\s*([a-z][a-z0-9_]*)\s*:\s*(.*)$")
 _KEYS_RE: Final = re.compile(r"^--\s*KEYS\[")
@@ -60,7 +59,7 @@ def names() -> list[str]:
 
 def script_path(name: str) -> Path:
     """The file of script ``name``; refuses names that are not plain stems."""
-    if not _NAME_RE.fullmatch(name):
+    if not NAME_RE.fullmatch(name):
         raise KeyError(f"not a script name: {name!r}")
     path = SCRIPTS_DIR / f"{name}.lua"
     if not path.is_file():

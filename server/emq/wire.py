@@ -37,11 +37,9 @@ def as_text(value: Any) -> str:
 
 def as_int(value: Any, default: int = 0) -> int:
     """An integer reply (or a numeric string), ``default`` when missing."""
-    if value is None:
-        return default
     if isinstance(value, int):
         return value
-    decoded = text(value)
+    decoded = text(value)  # None for a missing reply
     return int(decoded) if decoded else default
 
 
