@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
 
 from redis.exceptions import RedisError
 
@@ -93,15 +92,14 @@ async def reap(conn: Conn, catalog: Catalog, ttl_seconds: int) -> dict[str, list
     }
 
 
-@dataclass
 class Reaper:
     """Runs `reap` every `every` seconds in the background."""
 
-    conn: Conn
-    catalog: Catalog
-    ttl: int  # seconds
-    every: float = 30.0
-    task: asyncio.Task[None] | None = None
+    def __init__(self, conn: Conn, catalog: Catalog, ttl_seconds: int, every: float = 30.0) -> None:
+        self.conn, self.catalog = conn, catalog
+        self.ttl = ttl_seconds
+        self.every = every
+        self.task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         self.task = asyncio.create_task(self.run(), name="emqlab-reaper")
