@@ -38,7 +38,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from server.valkey.client import is_cluster, open_client
+from server.valkey.client import open_client
 
 SCRIPT = "return redis.call('INCR', KEYS[1])"
 KEY = "bench:baseline:{evalsha}"
@@ -147,7 +147,7 @@ def create_app(url: str) -> Starlette:
         await app.state.act(keys=[learner_key("warm")], args=[CHANNEL, "warm"])
         # the bare stream is measured on one server only (the learners figure); on a
         # cluster the baseline serves /evalsha alone (a PUBLISH there needs no stream)
-        follower = None if is_cluster(conn) else asyncio.create_task(listeners.follow(url))
+        follower = None if isinstance(conn, aioredis.RedisCluster) else asyncio.create_task(listeners.follow(url))
         try:
             yield
         finally:

@@ -38,11 +38,7 @@ class Gone(EmqError):
     """The job row does not exist (never landed, or already completed)."""
 
 
-_BY_PREFIX: dict[str, type[EmqError]] = {
-    "EMQKIND": KindRefused,
-    "EMQSTALE": Stale,
-    "EMQSTATE": StateRefused,
-}
+_BY_PREFIX: dict[str, type[EmqError]] = {"EMQKIND": KindRefused, "EMQSTALE": Stale, "EMQSTATE": StateRefused}
 
 
 def translate(exc: ResponseError) -> EmqError:

@@ -17,9 +17,7 @@ from server.emq.errors import EmqError, StateRefused
 from server.emq.shape import FlowShapeError, Node, parse_flow, policy_token
 from server.emq.wire import Conn, as_int
 
-__all__ = [
-    "FlowShapeError", "add", "add_bulk", "enqueue_flow_call", "land_node", "policy_token", "walk_order",
-]
+__all__ = ["FlowShapeError", "policy_token"]  # re-exported
 
 Landed = tuple[str, list[str]]
 
@@ -108,24 +106,16 @@ async def _hold(conn: Conn, node: Node, up: Node | None) -> bool:
     """Hold ``node`` as a parent; True when it was already held (a retry)."""
     up_id = up.id if up else ""
     up_queue = up.queue if up and up.queue != node.queue else ""
-    reply = await registry.run(
-        conn,
-        "hold_parent",
-        [keyspace.job_key(node.queue, node.id), keyspace.dependencies_key(node.queue, node.id)],
-        [node.id, node.payload, str(len(node.children)), up_id, up_queue],
-    )
-    return as_int(reply) == 2
+    keys = [keyspace.job_key(node.queue, node.id), keyspace.dependencies_key(node.queue, node.id)]
+    args = [node.id, node.payload, str(len(node.children)), up_id, up_queue]
+    return as_int(await registry.run(conn, "hold_parent", keys, args)) == 2
 
 
 async def _land_leaf(conn: Conn, child: Node, parent: Node) -> bool:
     """Land one leaf on its own slot; False when its row already existed."""
-    reply = await registry.run(
-        conn,
-        "enqueue_flow_child",
-        [keyspace.job_key(child.queue, child.id), keyspace.queue_key(child.queue, "pending")],
-        [child.id, child.payload, parent.id, parent.queue if child.queue != parent.queue else ""],
-    )
-    return as_int(reply) == 1
+    keys = [keyspace.job_key(child.queue, child.id), keyspace.queue_key(child.queue, "pending")]
+    args = [child.id, child.payload, parent.id, parent.queue if child.queue != parent.queue else ""]
+    return as_int(await registry.run(conn, "enqueue_flow_child", keys, args)) == 1
 
 
 async def _land_children(conn: Conn, parent: Node, retry: bool) -> None:
@@ -157,10 +147,9 @@ async def _write_policy(conn: Conn, child: Node) -> None:
 
 async def _already_counted(conn: Conn, child: Node, parent: Node) -> bool:
     """Has ``parent`` counted ``child``, or is the count on its way?"""
-    if await conn.hexists(keyspace.processed_key(parent.queue, parent.id), child.id):
-        return True
-    if await conn.hexists(keyspace.ignored_key(parent.queue, parent.id), child.id):
-        return True
+    for counted in (keyspace.processed_key, keyspace.ignored_key):
+        if await conn.hexists(counted(parent.queue, parent.id), child.id):
+            return True
     if child.queue == parent.queue:
         return False  # same-queue children count directly, never via the outbox
     for raw in await pump.read_all(conn, child.queue):
@@ -176,17 +165,8 @@ async def _already_counted(conn: Conn, child: Node, parent: Node) -> bool:
 # --- the walk one node at a time (the tree widget steps it) --------------------
 
 
-def walk_order(root: Node) -> list[tuple[Node, Node | None]]:
-    """Every node with its parent, in the order ``add`` lands a tree: parent first, depth first."""
-    order: list[tuple[Node, Node | None]] = [(root, None)]
-
-    def visit(parent: Node) -> None:
-        for child in parent.children:
-            order.append((child, parent))
-            visit(child)
-
-    visit(root)
-    return order
+# Every node with its parent, in the order ``add`` lands a tree: parent first, depth first.
+walk_order = Node.walk
 
 
 async def land_node(conn: Conn, node: Node, up: Node | None) -> None:

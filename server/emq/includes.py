@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Final
 
 MARKER_RE: Final = re.compile(r"^\s*--\s*@include\s+(\S+)\s*$")
-_NAME_RE: Final = re.compile(r"[a-z][a-z0-9_]*")
+NAME_RE: Final = re.compile(r"[a-z][a-z0-9_]*")  # a helper's or a script's name
 FOLDER: Final = "includes"
 _OPENING_RE: Final = re.compile(r"^-- ▼ included from " + FOLDER + r"/([a-z][a-z0-9_]*)\.lua$")
 
@@ -56,9 +56,7 @@ def expand(where: str, source: str, scripts_dir: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _expand_lines(
-    where: str, source: str, folder: Path, pasted: set[str], chain: tuple[str, ...]
-) -> list[str]:
+def _expand_lines(where: str, source: str, folder: Path, pasted: set[str], chain: tuple[str, ...]) -> list[str]:
     out: list[str] = []
     for number, line in enumerate(source.splitlines(), start=1):
         found = MARKER_RE.match(line)
@@ -72,20 +70,15 @@ def _expand_lines(
         if name in pasted:
             out.append(repeated(name))
             continue
-        text = _helper_text(where, number, name, folder)
+        if not NAME_RE.fullmatch(name):
+            raise IncludeError(f"{where} line {number}: '-- @include {name}' is not a helper name")
+        path = folder / f"{name}.lua"
+        if not path.is_file():
+            raise IncludeError(f"{where} line {number}: '-- @include {name}' names no file {FOLDER}/{name}.lua")
+        text = path.read_text(encoding="utf-8").rstrip("\n")
         pasted.add(name)
         out.append(opening(name))
         out.extend(_expand_lines(f"{FOLDER}/{name}.lua", text, folder, pasted, (*chain, name)))
         out.append(closing(name))
     return out
 
-
-def _helper_text(where: str, number: int, name: str, folder: Path) -> str:
-    if not _NAME_RE.fullmatch(name):
-        raise IncludeError(f"{where} line {number}: '-- @include {name}' is not a helper name")
-    path = folder / f"{name}.lua"
-    if not path.is_file():
-        raise IncludeError(
-            f"{where} line {number}: '-- @include {name}' names no file {FOLDER}/{name}.lua"
-        )
-    return path.read_text(encoding="utf-8").rstrip("\n")

@@ -20,13 +20,10 @@ from redis.exceptions import RedisError
 from server.emq import keyspace, registry
 from server.emq.errors import EmqError, Gone, KindRefused, Stale, StateRefused
 from server.emq.script import Call
-from server.emq.wire import Conn, as_int, text
+from server.emq.wire import Conn, as_int, as_text, text
 
 # Re-exported: the public contract names them jobs.Stale and jobs.Gone.
-__all__ = [
-    "EmqError", "Gone", "KindRefused", "Lineage", "Stale", "StateRefused", "claim", "complete",
-    "complete_call", "fail", "fail_call", "lineage", "lineage_of", "policy_arm", "requeue_lapsed",
-]
+__all__ = ["EmqError", "Gone", "KindRefused", "Stale", "StateRefused"]
 
 Mode = Literal["", "sq", "xq"]
 
@@ -61,8 +58,7 @@ def lineage_of_row(queue: str, row: Mapping[str, str] | None) -> Lineage | None:
 
 
 def lineage_of(queue: str, parent: str | None, parent_queue: str | None, policy: str | None) -> Lineage:
-    """The mode the row's `parent`, `parent_queue` and `parent_policy` call for
-    (for a caller that read those fields in a round trip of its own)."""
+    """The mode the row's `parent`, `parent_queue` and `parent_policy` call for."""
     if not parent:
         return Lineage(mode="")
     # Gate what the row says before it becomes a key: a corrupt field is
@@ -92,7 +88,7 @@ async def claim(conn: Conn, queue: str, lease_ms: int = 30000) -> tuple[str, int
     if not reply:
         return None
     job_id, token = reply
-    return text(job_id) or "", as_int(token)
+    return as_text(job_id), as_int(token)
 
 
 def requeue_lapsed_call(queue: str, limit: int = 100) -> Call:
@@ -105,7 +101,7 @@ def requeue_lapsed_call(queue: str, limit: int = 100) -> Call:
 async def requeue_lapsed(conn: Conn, queue: str, limit: int = 100) -> list[str]:
     """Put every job whose lease deadline has passed back into pending; their ids."""
     script, keys, args = requeue_lapsed_call(queue, limit)
-    return [text(v) or "" for v in await script.run(conn, keys, args) or []]
+    return [as_text(v) for v in await script.run(conn, keys, args) or []]
 
 
 def complete_call(
@@ -140,16 +136,11 @@ async def complete(
     ``line``: the row's lineage when the caller has read it (else one HMGET).
     ``tail``: where the best-effort DEL of ``:logs`` goes, for the caller's next round trip.
     """
-    if line is None:
-        line = await lineage(conn, queue, job_id)
+    line = line or await lineage(conn, queue, job_id)
     keys, args = complete_call(queue, job_id, token, line, result)
     done = as_int(await registry.run(conn, "complete", keys, args))
     if done == 0:
         raise Gone(f"gone: no job {job_id} in queue {queue}")
-    await _drop_logs(conn, queue, job_id, tail)
-
-
-async def _drop_logs(conn: Conn, queue: str, job_id: str, tail: list[tuple[Any, ...]] | None) -> None:
     # Logs of a finished job are dead weight; losing this DEL only leaves a key.
     command = ("DEL", keyspace.logs_key(queue, job_id))
     if tail is not None:
@@ -163,20 +154,10 @@ def fail_call(
     queue: str, job_id: str, token: int | str, line: Lineage, error: str, max_attempts: int, backoff_ms: int,
 ) -> tuple[list[str], list[str]]:
     """The KEYS and ARGV ``fail.lua`` runs with: 4, 8 or 5 keys by the arm."""
-    keys = [
-        keyspace.queue_key(queue, "active"),
-        keyspace.job_key(queue, job_id),
-        keyspace.queue_key(queue, "schedule"),
-        keyspace.queue_key(queue, "dead"),
-    ]
-    args = [
-        job_id,
-        str(token),
-        _as_value(error, ""),
-        str(int(max_attempts)),
-        str(int(backoff_ms)),
-        keyspace.base(queue),
-    ]
+    keys = [keyspace.queue_key(queue, "active"), keyspace.job_key(queue, job_id),
+            keyspace.queue_key(queue, "schedule"), keyspace.queue_key(queue, "dead")]
+    args = [job_id, str(token), _as_value(error, ""), str(int(max_attempts)), str(int(backoff_ms)),
+            keyspace.base(queue)]
     if line.parent is None or line.mode == "":
         return keys, args
     args += [line.parent, line.policy]
@@ -200,11 +181,9 @@ async def fail(
 ) -> str:
     """Fail a claimed job: ``"scheduled"`` below the cap, ``"dead"`` at it (where a
     flow child's policy decides its parent's fate). Raises and ``line`` as ``complete``."""
-    if line is None:
-        line = await lineage(conn, queue, job_id)
+    line = line or await lineage(conn, queue, job_id)
     keys, args = fail_call(queue, job_id, token, line, error, max_attempts, backoff_ms)
-    reply = await registry.run(conn, "fail", keys, args)
-    outcome = text(reply)
+    outcome = text(await registry.run(conn, "fail", keys, args))
     if outcome in ("scheduled", "dead"):
         return outcome
     raise Gone(f"gone: no job {job_id} in queue {queue}")

@@ -42,11 +42,6 @@ def check_queue(queue: object) -> str:
     return _checked(queue, "queue name")
 
 
-def slot_tag(queue: str) -> str:
-    """The hashtag of a queue, ``{queue}``: every key of the queue carries it."""
-    return "{" + check_queue(queue) + "}"
-
-
 def base(queue: str) -> str:
     """The queue's key prefix ``emq:{q}:``; scripts append suffixes to it."""
     return _base(queue) if isinstance(queue, str) else _base(check_queue(queue))
@@ -68,7 +63,7 @@ def job_key(queue: str, job_id: str) -> str:
 # few queues and ids. Only str reaches them; anything else is refused above.
 @functools.lru_cache(maxsize=8192)
 def _base(queue: str) -> str:
-    return f"emq:{slot_tag(queue)}:"
+    return "emq:{" + check_queue(queue) + "}:"  # the queue's hashtag: every key of the queue carries it
 
 
 @functools.lru_cache(maxsize=16384)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Final, Literal
 
 from redis.client import NEVER_DECODE
@@ -22,7 +22,7 @@ from redis.exceptions import ResponseError
 
 from server.emq import keyspace, registry
 from server.emq.errors import EmqError
-from server.emq.wire import Conn, as_int, raw, text
+from server.emq.wire import Conn, as_int, as_text, raw
 
 KINDS: Final = ("completed", "failed")
 # A bound on one aged call's drain/age rounds, so a flood of poison cannot
@@ -73,62 +73,45 @@ def decode_entry(entry: str | bytes) -> OutboxEntry:
         raise PoisonEntry(f"not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise PoisonEntry("not a JSON object")
-    fields = {}
-    for name in ("kind", "child", "child_queue", "value", "parent", "parent_queue", "policy"):
-        value = data.get(name)
+    values = {field.name: data.get(field.name) for field in fields(OutboxEntry)}
+    for name, value in values.items():
         if not isinstance(value, str):
             raise PoisonEntry(f"field {name!r} missing or not a string")
-        fields[name] = value
-    if fields["kind"] not in KINDS:
-        raise PoisonEntry(f"unknown kind {fields['kind']!r}")
+    if values["kind"] not in KINDS:
+        raise PoisonEntry(f"unknown kind {values['kind']!r}")
     try:
-        keyspace.check_id(fields["child"])
-        keyspace.check_id(fields["parent"])
-        keyspace.check_queue(fields["child_queue"])
-        keyspace.check_queue(fields["parent_queue"])
+        keyspace.check_id(values["child"])
+        keyspace.check_id(values["parent"])
+        keyspace.check_queue(values["child_queue"])
+        keyspace.check_queue(values["parent_queue"])
     except keyspace.BadId as exc:
         raise PoisonEntry(str(exc)) from exc
-    return OutboxEntry(**fields)  # type: ignore[arg-type]
+    return OutboxEntry(**values)  # type: ignore[arg-type]
 
 
-async def _lrange(conn: Conn, queue: str, stop: int) -> list[str]:
+async def read_all(conn: Conn, queue: str, stop: int = -1) -> list[str]:
+    """The entries of the queue's outbox through index ``stop`` (all by default), not removed."""
     # Read undecoded so a non-UTF-8 entry cannot make the client raise; keep
     # it losslessly as text (surrogateescape) and give back its exact bytes
     # when it travels to a script again.
-    items = await conn.execute_command(
-        "LRANGE", keyspace.outbox_key(queue), 0, stop, **{NEVER_DECODE: []}
-    )
-    return [text(item) or "" for item in items or []]
+    items = await conn.execute_command("LRANGE", keyspace.outbox_key(queue), 0, stop, **{NEVER_DECODE: []})
+    return [as_text(item) for item in items or []]
 
 
 async def read_page(conn: Conn, queue: str, batch: int) -> list[str]:
     """The first ``batch`` entries of the queue's outbox, not removed."""
     if batch < 1:
         raise ValueError("batch must be at least 1")
-    return await _lrange(conn, queue, batch - 1)
-
-
-async def read_all(conn: Conn, queue: str) -> list[str]:
-    """Every entry waiting in the queue's outbox, not removed."""
-    return await _lrange(conn, queue, -1)
+    return await read_all(conn, queue, batch - 1)
 
 
 async def deliver_one(conn: Conn, entry: OutboxEntry) -> int:
     """Apply one entry on its parent's slot: 1 applied, 2 duplicate, 0 blocked."""
     pq, parent = entry.parent_queue, entry.parent
-    reply = await registry.run(
-        conn,
-        "flow_deliver",
-        [
-            keyspace.dependencies_key(pq, parent),
-            keyspace.processed_key(pq, parent),
-            keyspace.job_key(pq, parent),
-            keyspace.ignored_key(pq, parent),
-            keyspace.queue_key(pq, "dead"),
-        ],
-        [entry.child, entry.value, parent, keyspace.base(pq), entry.kind, entry.policy],
-    )
-    return as_int(reply)
+    keys = [keyspace.dependencies_key(pq, parent), keyspace.processed_key(pq, parent), keyspace.job_key(pq, parent),
+            keyspace.ignored_key(pq, parent), keyspace.queue_key(pq, "dead")]
+    args = [entry.child, entry.value, parent, keyspace.base(pq), entry.kind, entry.policy]
+    return as_int(await registry.run(conn, "flow_deliver", keys, args))
 
 
 def trusted(raw_entry: str, queue: str, accept: Accept | None) -> OutboxEntry:
@@ -164,48 +147,34 @@ async def trim(conn: Conn, queue: str, entries_delivered: Sequence[str]) -> int:
     were removed (none when a concurrent Pump trimmed them first)."""
     if not entries_delivered:
         return 0
-    reply = await registry.run(
-        conn, "outbox_trim", [keyspace.outbox_key(queue)], [raw(e) for e in entries_delivered]
-    )
+    reply = await registry.run(conn, "outbox_trim", [keyspace.outbox_key(queue)], [raw(e) for e in entries_delivered])
     return as_int(reply)
-
-
-async def _drain(conn: Conn, queue: str, batch: int, accept: Accept | None) -> DeliveryReport:
-    page = await read_page(conn, queue, batch)
-    if not page:
-        return DeliveryReport(0, 0, None)
-    report = await deliver_page(conn, queue, page, accept)
-    await trim(conn, queue, page[: report.delivered])
-    return report
 
 
 async def deliver_flow_completions(conn: Conn, queue: str, batch: int, *, accept: Accept | None = None) -> int:
     """One Pump tick over ``queue``'s outbox; returns how many were delivered."""
-    return (await _drain(conn, queue, batch, accept)).delivered
-
-
-async def age_head(conn: Conn, queue: str, blocked: str, max_blocked: int) -> int:
-    """Count one more tick against a blocked head: 0 moved on, 1 counted, 2 set aside."""
-    reply = await registry.run(
-        conn,
-        "outbox_age_head",
-        [keyspace.outbox_key(queue), keyspace.outbox_head_key(queue), keyspace.poison_key(queue)],
-        [raw(blocked), int(max_blocked)],
-    )
-    return as_int(reply)
+    return await deliver_flow_completions_aged(conn, queue, batch, None, accept=accept)
 
 
 async def deliver_flow_completions_aged(
-    conn: Conn, queue: str, batch: int, max_blocked: int, *, accept: Accept | None = None
+    conn: Conn, queue: str, batch: int, max_blocked: int | None, *, accept: Accept | None = None
 ) -> int:
-    """A tick that also ages a blocked head; past ``max_blocked`` ticks the head
-    moves to the poison list and draining continues behind it in this call."""
+    """A tick that also ages a blocked head (None: it does not); past ``max_blocked`` ticks
+    the head moves to the poison list and draining continues behind it in this call."""
     total = 0
     for _ in range(_MAX_ROUNDS):
-        report = await _drain(conn, queue, batch, accept)
+        page = await read_page(conn, queue, batch)
+        report = await deliver_page(conn, queue, page, accept)  # an empty page costs no round trip here
+        await trim(conn, queue, page[: report.delivered])  # nor here
         total += report.delivered
-        if report.blocked is None:
+        if report.blocked is None or max_blocked is None:
             break
-        if await age_head(conn, queue, report.blocked, max_blocked) != 2:
+        # One more tick against the blocked head: 0 moved on, 1 counted, 2 set aside.
+        aged = await registry.run(
+            conn, "outbox_age_head",
+            [keyspace.outbox_key(queue), keyspace.outbox_head_key(queue), keyspace.poison_key(queue)],
+            [raw(report.blocked), int(max_blocked)],
+        )
+        if as_int(aged) != 2:
             break
     return total

@@ -17,14 +17,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
+from server.emq.includes import NAME_RE, expand
 from server.emq.includes import IncludeError as IncludeError  # re-exported: callers catch registry.IncludeError
-from server.emq.includes import expand
 from server.emq.script import Arg, Script
 from server.emq.wire import Conn
 
 SCRIPTS_DIR: Final = Path(__file__).resolve().parent / "scripts"
 
-_NAME_RE: Final = re.compile(r"[a-z][a-z0-9_]*")
 _MOVE_RE: Final = re.compile(r"^\s*--\s*@move\s+(\d+)\s*:\s*(.*?)\s*$")
 _TITLE_RE: Final = re.compile(r"^--\s*([a-z][a-z0-9_]*)\s*:\s*(.*)$")
 _KEYS_RE: Final = re.compile(r"^--\s*KEYS\[")
@@ -60,7 +59,7 @@ def names() -> list[str]:
 
 def script_path(name: str) -> Path:
     """The file of script ``name``; refuses names that are not plain stems."""
-    if not _NAME_RE.fullmatch(name):
+    if not NAME_RE.fullmatch(name):
         raise KeyError(f"not a script name: {name!r}")
     path = SCRIPTS_DIR / f"{name}.lua"
     if not path.is_file():
@@ -101,6 +100,7 @@ def doc(name: str) -> ScriptDoc:
     keys: list[str] = []
     argv: list[str] = []
     returns: list[str] = []
+    sections = ((_KEYS_RE, keys), (_ARGV_RE, argv), (_RETURNS_RE, returns))
     current: list[str] | None = None
     for line in file_source(name).splitlines():
         stripped = line.strip()
@@ -112,14 +112,11 @@ def doc(name: str) -> ScriptDoc:
             if found:
                 title_name, summary = found.group(1), found.group(2).strip()
                 continue
-        if _KEYS_RE.match(stripped):
-            current = keys
-        elif _ARGV_RE.match(stripped):
-            current = argv
-        elif _RETURNS_RE.match(stripped):
-            current = returns
-        elif stripped.startswith("--  ") and current is not None and current:
-            current[-1] = current[-1] + " " + body
+        section = next((listed for regex, listed in sections if regex.match(stripped)), None)
+        if section is not None:
+            current = section
+        elif stripped.startswith("--  ") and current:
+            current[-1] += " " + body
             continue
         else:
             current = []  # a note of the header: nothing reads it
@@ -177,7 +174,6 @@ def prefix_source(name: str, n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-@cache
 @cache  # one Script per name: its SHA is hashed once, not at every call
 def script(name: str) -> Script:
     return Script(name, script_source(name))
@@ -188,8 +184,6 @@ async def run(conn: Conn, name: str, keys: Sequence[str], args: Sequence[Arg]) -
     return await script(name).run(conn, keys, args)
 
 
-async def run_prefix(
-    conn: Conn, name: str, n: int, keys: Sequence[str], args: Sequence[Arg]
-) -> Any:
+async def run_prefix(conn: Conn, name: str, n: int, keys: Sequence[str], args: Sequence[Arg]) -> Any:
     """Run ``name`` only through move ``n`` (the stepper's partial state)."""
     return await Script(f"{name}#{n}", prefix_source(name, n)).run(conn, keys, args)

@@ -30,11 +30,11 @@ class Node:
     policy: str  # 'fp' or 'id'; what this node's death does to its parent
     children: tuple[Node, ...] = ()
 
-    def walk(self) -> list[Node]:
-        """This node and every descendant, parent before children."""
-        found = [self]
+    def walk(self, up: Node | None = None) -> list[tuple[Node, Node | None]]:
+        """This node and every descendant, each with its parent: parent first, depth first."""
+        found: list[tuple[Node, Node | None]] = [(self, up)]
         for child in self.children:
-            found.extend(child.walk())
+            found += child.walk(self)
         return found
 
 
@@ -53,13 +53,10 @@ def _payload(value: Any, where: str) -> str:
     raise FlowShapeError(f"{where}: payload must be a string (or a dict/list to JSON-encode)")
 
 
-def _job_id(spec: Mapping[str, Any], where: str, queue: str) -> str:
+def _job_id(spec: Mapping[str, Any], where: str) -> str:
     if "id" not in spec:
         raise FlowShapeError(f"{where}: missing 'id'")
-    job_id = spec["id"]
-    keyspace.job_key(queue, job_id)  # raises BadId for anything ill-formed
-    assert isinstance(job_id, str)
-    return job_id
+    return keyspace.check_id(spec["id"])  # raises BadId for anything ill-formed
 
 
 def _child(spec: Any, where: str, default_queue: str) -> Node:
@@ -67,11 +64,8 @@ def _child(spec: Any, where: str, default_queue: str) -> Node:
         raise FlowShapeError(f"{where}: a child must be a dict")
     # absent (or None) means the enclosing parent's queue; anything else,
     # the empty string included, must be a well-formed queue name
-    queue = spec.get("queue")
-    if queue is None:
-        queue = default_queue
-    keyspace.check_queue(queue)
-    job_id = _job_id(spec, where, queue)
+    queue = keyspace.check_queue(default_queue if spec.get("queue") is None else spec["queue"])
+    job_id = _job_id(spec, where)
     if "payload" not in spec:
         raise FlowShapeError(f"{where}: missing 'payload'")
     for flag in ("fail_parent_on_failure", "ignore_dependency_on_failure"):
@@ -95,7 +89,7 @@ def parse_flow(queue: str, flow: Any, where: str = "flow") -> Node:
     parent = flow.get("parent")
     if not isinstance(parent, Mapping):
         raise FlowShapeError(f"{where}: 'parent' must be a dict with 'id' and 'payload'")
-    parent_id = _job_id(parent, f"{where}.parent", queue)
+    parent_id = _job_id(parent, f"{where}.parent")
     if "payload" not in parent:
         raise FlowShapeError(f"{where}.parent: missing 'payload'")
     children = _listed(flow.get("children"), where)
@@ -107,7 +101,7 @@ def parse_flow(queue: str, flow: Any, where: str = "flow") -> Node:
     # Two jobs of one flow on the same row would share state and the parent's
     # counter could never reach zero: refuse it up front.
     seen: set[tuple[str, str]] = set()
-    for node in root.walk():
+    for node, _ in root.walk():
         if (node.queue, node.id) in seen:
             raise FlowShapeError(f"{where}: job {node.id} appears twice in queue {node.queue}")
         seen.add((node.queue, node.id))

@@ -37,19 +37,15 @@ def as_text(value: Any) -> str:
 
 def as_int(value: Any, default: int = 0) -> int:
     """An integer reply (or a numeric string), ``default`` when missing."""
-    if value is None:
-        return default
     if isinstance(value, int):
         return value
-    decoded = text(value)
+    decoded = text(value)  # None for a missing reply
     return int(decoded) if decoded else default
 
 
 def as_dict(value: Mapping[Any, Any] | None) -> dict[str, str]:
     """An HGETALL reply with every field and value decoded to str."""
-    if not value:
-        return {}
-    return {as_text(k): as_text(v) for k, v in value.items()}
+    return {as_text(k): as_text(v) for k, v in (value or {}).items()}
 
 
 def raw(value: str) -> bytes:

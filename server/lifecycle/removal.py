@@ -24,21 +24,15 @@ def checked(sandbox: str) -> str:
     return sandbox
 
 
-def clear_calls(catalog: Catalog, sandbox: str) -> list[Call]:
-    """`clear.lua` for every widget queue of the sandbox (lab state included)."""
-    calls: list[Call] = []
+async def delete(conn: Conn, catalog: Catalog, sandbox: str) -> int:
+    """Remove every key of `sandbox`: the number removed."""
+    checked(sandbox)
+    calls: list[Call] = []  # `clear.lua` for every widget queue of the sandbox (lab state included)
     for widget in catalog.widgets.values():
         for part in widget.queue_parts:
             queue = queue_name(sandbox, part)
             calls.append((CLEAR, [keys.state_key(queue), keys.index_key(queue), keys.spent_key(queue)],
                           [f"emq:{{{queue}}}:", json.dumps([]), *widget.job_ids(part)]))
-    return calls
-
-
-async def delete(conn: Conn, catalog: Catalog, sandbox: str) -> int:
-    """Remove every key of `sandbox`: the number removed."""
-    checked(sandbox)
-    calls = clear_calls(catalog, sandbox)
     locks = [keys.lock_key(queue_name(sandbox, w.queue_parts[0])) for w in catalog.widgets.values()]
     names = [keys.meta_key(sandbox), keys.progress_key(sandbox), *await transcript.keys_of(conn, sandbox)]
     async with conn.pipeline(transaction=False) as pipe:

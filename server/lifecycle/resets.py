@@ -58,7 +58,7 @@ async def reset_sandboxes(lab: runner.Lab, sandboxes: list[str] | None, by: str 
                 report.failed[sandbox] = str(exc)
 
     await asyncio.gather(*(one(s) for s in targets))
-    await events.publish_reset(lab.conn, None if sandboxes is None else report.reset, by)
+    await events.publish(lab.conn, "reset", None if sandboxes is None else report.reset, {"by": by})
     return report
 
 

@@ -48,7 +48,6 @@ class _Open:
     change: Change = field(default_factory=Change)
     locked: set[str] = field(default_factory=set)  # widgets whose lock is held now
     timer: asyncio.TimerHandle | None = None
-    closed: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class Batches:
@@ -101,15 +100,11 @@ class Batches:
             if self.running.get(sandbox) is asyncio.current_task():
                 self.running.pop(sandbox, None)
 
-    def forget(self, sandbox: str) -> None:
-        """No page of the sandbox is open any more: drop what was gathering."""
-        batch = self.open.pop(sandbox, None)
-        if batch is not None and batch.timer is not None:
-            batch.timer.cancel()
-
     async def stop(self) -> None:
-        for sandbox in list(self.open):
-            self.forget(sandbox)
+        for batch in self.open.values():  # what was gathering is dropped
+            if batch.timer is not None:
+                batch.timer.cancel()
+        self.open.clear()
         for task in list(self.running.values()):
             task.cancel()
             with contextlib.suppress(BaseException):

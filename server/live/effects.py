@@ -72,8 +72,7 @@ _VERBS: dict[str, str] = {
 
 def role(key: str) -> str | None:
     """What a queue key is for, from its suffix; ``None`` for other keys."""
-    close = key.find("}")
-    suffix = key[close + 1 :] if close >= 0 else key
+    suffix = key[key.find("}") + 1 :]  # no brace: the whole key
     job = _JOB.match(suffix)
     if job is not None:
         return _JOB_PARTS.get(job.group("part") or "")
@@ -82,7 +81,4 @@ def role(key: str) -> str | None:
 
 def describe(event: str, key: str) -> str:
     """The words for one write: ``describe("incrby", "emq:{q}:job:P:dependencies")``."""
-    found = role(key)
-    if found is not None and (found, event) in _WORDS:
-        return _WORDS[(found, event)]
-    return _VERBS.get(event, event)
+    return _WORDS.get((role(key) or "", event)) or _VERBS.get(event, event)

@@ -28,10 +28,8 @@ async def publish(conn: Conn, kind: str, sandboxes: list[str] | None, data: dict
 
 def notice_data(event: dict[str, Any]) -> dict[str, Any]:
     """The data a stream forwards for one decoded event."""
-    data = event.get("data")
-    if isinstance(data, dict):
-        return data
-    return {"by": event.get("by", "instructor")}  # an event in the older reset shape
+    data = event.get("data")  # not a dict: an event in the older reset shape
+    return data if isinstance(data, dict) else {"by": event.get("by", "instructor")}
 
 
 def decode(raw: Any) -> dict[str, Any] | None:
@@ -59,8 +57,3 @@ class Seen:
         while len(self.ids) > self.keep:
             self.ids.popitem(last=False)
         return True
-
-
-async def publish_reset(conn: Conn, sandboxes: list[str] | None, by: str = "instructor") -> None:
-    """Tell every worker's hub that these sandboxes (None: all) were reset."""
-    await publish(conn, "reset", sandboxes, {"by": by})

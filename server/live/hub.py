@@ -71,7 +71,7 @@ class Hub:
     def tell(self, resync: bool, note: str | None = None) -> None:
         self.streams.broadcast(Notice("status", {**self.status(note), "resync": resync}))
 
-    def judged(self, node: str, judgement: str) -> None:
+    def judged(self, judgement: str) -> None:
         """A heartbeat's judgement: what the hub believes now, told to every stream."""
         beats = list(self.beats.values())
         self.memory_full = any(b.memory_full for b in beats)
@@ -100,8 +100,6 @@ class Hub:
                         log.warning("valkey %s reachable again: the live stream follows it", node or "server")
                     ready(True)
                     await self.follow(sub, client, node, on)
-            except asyncio.CancelledError:
-                raise
             except (RedisError, OSError) as exc:
                 if self.nodes.ready.get(node, True):  # once when it goes, not at every retry
                     log.warning("valkey %s unreachable for the live stream (%s): retrying", node or "server", exc)
@@ -113,9 +111,8 @@ class Hub:
 
     async def follow(self, sub: Subscriber, client: Conn, node: str, on: bool) -> None:
         """Hand on every message, and beat alongside; returns or raises when either stops."""
-        beat = self.beats[node] = heartbeat.Heartbeat(client, lambda j: self.judged(node, j),
-                                                      cluster=self.cluster, notifications=on)
-        self.judged(node, heartbeat.ON if on else heartbeat.OFF)
+        beat = self.beats[node] = heartbeat.Heartbeat(client, self.judged, cluster=self.cluster, notifications=on)
+        self.judged(heartbeat.ON if on else heartbeat.OFF)
 
         async def read() -> None:
             async for kind, channel, data in sub.messages():

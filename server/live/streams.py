@@ -48,10 +48,7 @@ class Subscription:
             self.overflowed = True  # a stalled page: it gets fresh snapshots when it reads again
 
     def drain(self) -> list[bytes | Notice]:
-        items = []
-        while not self.queue.empty():
-            items.append(self.queue.get_nowait())
-        return items
+        return [self.queue.get_nowait() for _ in range(self.queue.qsize())]
 
 
 def frame(event: str, data: bytes) -> bytes:

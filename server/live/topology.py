@@ -112,8 +112,6 @@ class Nodes:
         while True:
             try:
                 wanted = await read_primaries([self.url, *(node_url(self.url, a) for a in self.tasks)])
-            except asyncio.CancelledError:
-                raise
             except (RedisError, OSError) as exc:
                 log.info("cluster topology unreadable for the live stream: %s", exc)
                 wanted = list(self.tasks)

@@ -91,10 +91,6 @@ def open_client(url: str, cluster: bool | None = None) -> aioredis.Redis | Redis
     return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes it
 
 
-def is_cluster(conn: Conn) -> bool:
-    return isinstance(conn, (RedisCluster, redis.RedisCluster))
-
-
 async def primaries(conn: Conn) -> list[ClusterNode | None]:
     """Every primary of a cluster (its slot map loaded first); [None] for one server."""
     if not isinstance(conn, RedisCluster):

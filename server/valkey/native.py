@@ -60,25 +60,19 @@ async def loaded(conn: Conn) -> bool:
     return True
 
 
-async def try_load(conn: Conn) -> tuple[bool, str]:
-    """Load the module on every primary where it is missing: (loaded now, in words).
-    Refusals are normal (MODULE LOAD is off on most servers): words, nothing raised."""
+async def ensure_loaded(conn: Conn) -> bool:
+    """Load the module on every primary where it is missing: whether it is loaded now. Refusals
+    are normal (MODULE LOAD is off on most servers): said in the log, nothing raised."""
     if await loaded(conn):
-        return True, "the EMQ module is loaded"
+        return True
     if not built():
-        return False, f"the EMQ module is not built ({MODULE_PATH}): run `make module`"
+        log.warning("emqlab: the EMQ module is not built (%s): run `make module`", MODULE_PATH)
+        return False
     try:
         for node in await primaries(conn):
             if MODULE_NAME not in module_names(await command_on(conn, node, "MODULE", "LIST")):
                 await command_on(conn, node, "MODULE", "LOAD", str(MODULE_PATH))
     except (RedisError, RedisClusterException) as exc:
-        return False, f"this Valkey does not load the EMQ module ({exc}): the native widget says so"
-    return True, "loaded the EMQ module with MODULE LOAD"
-
-
-async def ensure_loaded(conn: Conn) -> bool:
-    """`try_load`, saying so in the log when the native executor stays absent."""
-    done, words = await try_load(conn)
-    if not done:
-        log.warning("emqlab: %s", words)
-    return done
+        log.warning("emqlab: this Valkey does not load the EMQ module (%s): the native widget says so", exc)
+        return False
+    return True

@@ -123,16 +123,14 @@ class ValkeyProcess:
             raise
         return self.url
 
-    def log_tail(self) -> str:
-        log = self.dir / "valkey.log"
-        return log.read_text(errors="replace")[-800:] if log.exists() else ""
-
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"valkey-server exited early (status {self.proc.returncode}); the end of "
-                                   f"{self.dir / 'valkey.log'}:\n{self.log_tail()}")
+                log = self.dir / "valkey.log"
+                tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
+                raise RuntimeError(f"valkey-server exited early (status {self.proc.returncode}); "
+                                   f"the end of {log}:\n{tail}")
             if self.ping():  # -LOADING while it reads its append-only file: not yet
                 return
             time.sleep(0.02)
@@ -174,10 +172,7 @@ class ClusterNode(ValkeyProcess):
                  maxmemory: str | None = None) -> None:
         super().__init__(port, home=home, maxmemory=maxmemory)
         self.bus_port = bus_port or free_port()
-
-    @property
-    def config_file(self) -> Path:
-        return self.dir / "nodes.conf"
+        self.config_file = self.dir / "nodes.conf"
 
     def holds_slots(self) -> bool:
         """Whether this node's nodes.conf gives it slots (it was part of a formed cluster)."""

@@ -99,7 +99,7 @@ async def test_the_hub_listens_on_every_primary_with_two_patterns_and_hands_each
     with live.streams.open(SANDBOX, widgets) as sub:
         for queue in queues.values():
             await cluster_conn.zadd(keyspace.queue_key(queue, "pending"), {"JOBx": 1})
-        await events.publish_reset(cluster_conn, [SANDBOX], by="test")
+        await events.publish(cluster_conn, "reset", [SANDBOX], {"by": "test"})
         got = await drained(sub, lambda got: len({w for _, w in reads}) == 3
                             and any(isinstance(g, Notice) for g in got))
         await asyncio.sleep(0.3)  # a second copy of the PUBLISH would be here by now

@@ -27,7 +27,6 @@ def test_job_key_follows_the_grammar() -> None:
     assert keyspace.outbox_key("q") == "emq:{q}:flow:outbox"
     assert keyspace.poison_key("q") == "emq:{q}:flow:outbox:poison"
     assert keyspace.outbox_head_key("q") == "emq:{q}:flow:outbox:head"
-    assert keyspace.slot_tag("q") == "{q}"
     assert keyspace.job_key("q", "J" * 128).endswith("J" * 128)
 
 
