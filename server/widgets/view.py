@@ -45,6 +45,11 @@ class QueueView:
     def __post_init__(self) -> None:
         self._by_name = {k.name: k for k in self.keys}
 
+    @property
+    def count(self) -> int:
+        """The queue's keys, those past the read's cap too."""
+        return len(self.keys) + self.more
+
     def named(self, name: str) -> KeyView | None:
         return self._by_name.get(name)
 
@@ -96,26 +101,13 @@ class QueueView:
         return None
 
     def as_json(self) -> dict[str, Any]:
-        found: dict[str, Any] = {
-            "queue": self.part, "slot": keyspace.queue_slot(self.queue), "count": len(self.keys) + self.more,
+        return {
+            "queue": self.part, "slot": keyspace.queue_slot(self.queue), "count": self.count,
             "more": self.more, "keys": [k.as_json() for k in self.keys],
             # the state sets' members in the grammar's order: the page draws them as they are
             "sets": {name: self.members(name) for name in keyspace.STATE_SETS},
+            **({"node": self.node} if self.node is not None else {}),
         }
-        if self.node is not None:
-            found["node"] = self.node
-        return found
-
-
-def json_object(raw: str | None) -> dict[str, Any] | None:
-    """A JSON object the lab state keeps, or None: a half-written or older one must not break a picture."""
-    if not raw:
-        return None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 @dataclass(frozen=True)
@@ -131,8 +123,13 @@ class Moment:
         return self.first if part is None else self.views[part]
 
     def kept(self, field: str) -> dict[str, Any] | None:
-        """A JSON object the widget remembered (`turn.remember`)."""
-        return json_object(self.state.get(field))
+        """A JSON object the widget remembered (`turn.remember`), or None: a
+        half-written or older one must not break a picture."""
+        try:
+            value = json.loads(self.state.get(field) or "null")
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
 
     def all_keys(self) -> list[tuple[str, str, Any]]:
         """Every key of every queue as (name, type, value): equal lists, equal keys."""
