@@ -102,9 +102,10 @@ async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, adm
     record = _record(widget, actor, slug, outcome, verdict)
     step = progress.Step(widget.name, outcome.reached if slug != "goto" else (),
                          verdict.right if verdict else None, verdict.text if verdict else "")
-    calls: list[Call | tuple[Any, ...]] = [admission.touch_call(actor.sandbox, _now_ms())]
+    now_ms = int(time.time() * 1000)
+    calls: list[Call | tuple[Any, ...]] = [admission.touch_call(actor.sandbox, now_ms)]
     if actor.records:
-        calls.insert(0, progress.record_call(actor.visitor, step, lab.ttl, _now_ms()))
+        calls.insert(0, progress.record_call(actor.visitor, step, lab.ttl, now_ms))
     if verdict is not None and actor.room:
         asked = actor.ask if actor.ask and actor.ask[:2] == (widget.name, verdict.question) else None
         calls.append(answers.answer_command(actor.room, actor.visitor, widget.name, verdict.question,
@@ -139,7 +140,3 @@ def _record(widget: Widget, actor: Actor, slug: str, outcome: Outcome, verdict: 
             "label": widget.label(slug), "by": actor.by, "name": actor.name, "tab": actor.tab,
             "reached": list(outcome.reached),
             "verdict": msgspec.to_builtins(verdict) if verdict else None}
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)

@@ -13,6 +13,7 @@ import json
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -159,14 +160,9 @@ class Turn:
 
     async def flush(self) -> None:
         """Write now what waits for the finish (a replay's step before the next one reads)."""
-        if not (self.kept or self.after):
-            return
-        async with self.conn.pipeline(transaction=False) as pipe:
-            if self.kept:
-                pipe.hset(keys.state_key(self.first), mapping=dict[Any, Any](self.kept))
-            for command in self.after:
-                pipe.execute_command(*command)
-            await pipe.execute(raise_on_error=False)
+        state: list[Command] = [("HSET", keys.state_key(self.first), *chain(*self.kept.items()))] if self.kept else []
+        if state or self.after:
+            await pipelined(self.conn, [*state, *self.after])  # best effort: errors come back, unraised
         self.kept, self.after = {}, []
 
     async def clear(self, *, keep_choices: bool = True) -> None:
