@@ -7,6 +7,7 @@ another outbox or a parent queue outside the sandbox.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -72,9 +73,6 @@ class Lane:
     aside: list[Seen]
     head_count: int  # aged ticks the current head has blocked (0: not counted)
 
-    def count(self, verdict: Verdict) -> int:
-        return sum(s.verdict == verdict for s in self.entries)
-
     @property
     def head_blocks(self) -> bool:
         return bool(self.entries) and self.entries[0].verdict in BLOCKING
@@ -83,9 +81,9 @@ class Lane:
         """`outbox.mail: 1 poison, 1 waiting; its head blocks (1 of 2 aged ticks)`."""
         if not self.entries:
             return f"{self.part}: empty"
-        said = [f"{n} {words}" for words, n in (
-            ("waiting", self.count("waiting")), ("delivered, not yet trimmed", self.count("applied")),
-            ("poison", self.count("poison")), ("refused", self.count("refused"))) if n]
+        counts = Counter[str](s.verdict for s in self.entries)
+        said = [f"{counts[v]} {words}" for v, words in (("waiting", "waiting"), (
+            "applied", "delivered, not yet trimmed"), ("poison", "poison"), ("refused", "refused")) if counts[v]]
         line = f"{self.part}: " + ", ".join(said)
         if self.head_blocks:
             line += "; its head blocks"
