@@ -53,11 +53,8 @@ async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = Non
     if admit is not None:
         await admit()
     deadline = time.monotonic() + LOCK_WAIT_S
-    while True:
-        held = Turn(lab.conn, widget, actor, lab.snapshot_bytes)
-        taken = await held.try_take()
-        if taken is not None:
-            break
+    held = Turn(lab.conn, widget, actor, lab.snapshot_bytes)
+    while (taken := await held.try_take()) is None:
         # another page is landing it: read until it stands, rather than every page queueing on the lock
         await asyncio.sleep(0.02)
         moment, snap = await snapshot.read(lab.conn, lab.catalog, widget, actor.sandbox, lab.snapshot_bytes)
