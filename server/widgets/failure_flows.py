@@ -51,8 +51,8 @@ def linked_spec(policy: str, mail_queue: str) -> dict[str, Any]:
             "children": [{"id": REMOTE, "payload": "mail the receipt", "queue": mail_queue, **flag_for(policy)}]}
 
 
-def entry_words(raw: str, view: QueueView) -> tuple[str, bool]:
-    """An outbox entry of `view`'s queue in words, and whether the Pump would deliver it."""
+def entry_words(raw: str, view: QueueView) -> str:
+    """An outbox entry of `view`'s queue in words."""
     sandbox = view.queue.partition(".")[0]
     try:
         entry = pump.trusted(raw, view.queue, flow.trusted_by(sandbox))
@@ -60,9 +60,9 @@ def entry_words(raw: str, view: QueueView) -> tuple[str, bool]:
         try:
             found = pump.decode_entry(raw)
         except pump.PoisonEntry:
-            return f"poison (it does not decode): {raw[:40]}…", False
-        return f"refused: {found.kind} {found.child} → {found.parent} names a queue outside your sandbox", False
-    return f"{entry.kind} {entry.child} → {entry.parent} (policy {entry.policy}), waiting for the Pump", True
+            return f"poison (it does not decode): {raw[:40]}…"
+        return f"refused: {found.kind} {found.child} → {found.parent} names a queue outside your sandbox"
+    return f"{entry.kind} {entry.child} → {entry.parent} (policy {entry.policy}), waiting for the Pump"
 
 
 def child_json(view: QueueView, child: flow.Child) -> dict[str, Any]:
@@ -91,7 +91,7 @@ def picture(moment: Moment) -> dict[str, Any]:
         "tokens": sorted({c["policy"] for c in children if c["policy"]}),
         "parent": parent_json(main, HOME), "children": children,
         "linked": {"parent": parent_json(linked, HOME), "child": child_json(mail, linked.children[0]),
-                   "outbox": [entry_words(raw, mail)[0] for raw in mail.items("flow:outbox")]},
+                   "outbox": [entry_words(raw, mail) for raw in mail.items("flow:outbox")]},
     }
 
 
@@ -119,6 +119,6 @@ def readout(moment: Moment) -> str:
             f"{parent.fate()}.")
     waiting = mail.items("flow:outbox")
     outbox = (f"mail's outbox holds {flow.plural(len(waiting), 'entry', 'entries')} "
-              f"({'; '.join(entry_words(raw, mail)[0] for raw in waiting)})" if waiting else "mail's outbox is empty")
+              f"({'; '.join(entry_words(raw, mail) for raw in waiting)})" if waiting else "mail's outbox is empty")
     return (f"{line} Cross-queue: {REMOTE} in {MAIL}: {linked.children[0].words()}; {outbox}; "
             f"{LINKED}: {linked.parent.fate()}.")

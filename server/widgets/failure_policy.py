@@ -207,9 +207,8 @@ class FailurePolicy(Widget):
                            detail={"delivered": delivered})
         waiting = mail.items("flow:outbox")
         if waiting:
-            words, _ = ff.entry_words(waiting[0], mail)
-            return Outcome(text=f"The Pump stopped at the head of mail's outbox, {words}; nothing was delivered.",
-                           kind="refused", detail={"delivered": 0})
+            return Outcome(text=f"The Pump stopped at the head of mail's outbox, {ff.entry_words(waiting[0], mail)}; "
+                                "nothing was delivered.", kind="refused", detail={"delivered": 0})
         hint = "fail the cross-queue child first" if ff.REMOTE in mail.members("pending") else "nothing waits"
         return Outcome(text=f"mail's flow:outbox is empty: {hint}.", kind="info", detail={"delivered": 0})
 
