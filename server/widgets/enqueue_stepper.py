@@ -76,7 +76,7 @@ def listing() -> dict[str, Any]:
 
 
 def job(view: QueueView, job_id: str) -> dict[str, Any]:
-    return {"id": job_id, "state": view.fields(job_id).get("state") if view.row(job_id) else None,
+    return {"id": job_id, "state": view.fields(job_id).get("state"),
             "dependencies": view.number(job_id, ":dependencies"), "sets": view.sets_of(job_id)}
 
 

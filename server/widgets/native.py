@@ -138,8 +138,7 @@ class Native(Widget):
                    f"{flat_words(view)}.")
         if state.get("executor") == "absent":
             readout += " " + ABSENT
-        flat = {"id": FLAT, "state": view.fields(FLAT).get("state") if view.row(FLAT) else None,
-                "set": next(iter(view.sets_of(FLAT)), None)}
+        flat = {"id": FLAT, "state": view.fields(FLAT).get("state"), "set": next(iter(view.sets_of(FLAT)), None)}
         return Description(readout, {
             "parent": reading_.parent.as_json(), "child": child.as_json(), "flat": flat,
             "executor": state.get("executor", ""), "last": moment.kept("last")})
