@@ -197,8 +197,8 @@ class FailurePolicy(Widget):
     @action("pump", "Deliver with the Pump")
     async def pump_tick(self, turn: Turn, body: Body) -> Outcome:
         mail = turn.moment.view(ff.MAIL)
-        queue = mail.queue
-        delivered = await pump.deliver_flow_completions(turn.conn, queue, BATCH, accept=flow.trusted_by(turn.sandbox))
+        delivered = await pump.deliver_flow_completions(turn.conn, mail.queue, BATCH,
+                                                        accept=flow.trusted_by(turn.sandbox))
         if delivered:
             now = await turn.read()
             linked = ff.flows_of(now)[3]

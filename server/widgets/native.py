@@ -66,9 +66,8 @@ async def send_line(conn: Conn, parts: Sequence[Any], send: Callable[[], Awaitab
 
 def changes(before: dict[str, str], after: dict[str, str]) -> list[tuple[str, str]]:
     """Each key whose bytes differ, as (name, new | gone | changed); [] when none does."""
-    names = sorted(set(before) | set(after))
     return [(n, "new" if n not in before else "gone" if n not in after else "changed")
-            for n in names if before.get(n) != after.get(n)]
+            for n in sorted(set(before) | set(after)) if before.get(n) != after.get(n)]
 
 
 def flat_words(view: QueueView) -> str:
@@ -125,10 +124,9 @@ class Native(Widget):
             pipe.zadd(keyspace.queue_key(queue, "pending"), {FLAT: 0})
             await pipe.execute()
         flat = await jobs.claim(turn.conn, queue)
-        present = await module.loaded(turn.conn)
         # the workers' tokens, which each line carries as a worker would send it
         turn.remember(child_token=str(child[1] if child else 1), flat_token=str(flat[1] if flat else 1),
-                      executor="present" if present else "absent")
+                      executor="present" if await module.loaded(turn.conn) else "absent")
 
     def describe(self, moment: Moment) -> Description:
         view, state = moment.first, moment.state

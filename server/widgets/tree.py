@@ -107,8 +107,7 @@ class Tree(Widget):
 
     @action("next", "Next node")
     async def next_node(self, turn: Turn, body: Body) -> Outcome:
-        view = turn.moment.first
-        done = landed(view)
+        done = landed(turn.moment.first)
         missing = [i for i, n in enumerate(ORDER) if n not in done]
         if not missing:
             return info("Every node has landed: the walk is over. Complete the deepest level, or press Reset.")
@@ -159,9 +158,7 @@ class Tree(Widget):
         targets = {m for m in waiting if LEVEL[m] == level}
         done: list[str] = []
         stopped = ""
-        for head in pending:
-            if not targets - set(done):
-                break
+        for head in pending[: len(targets)]:  # each one completed is a target: then every target is done
             if head not in targets:  # claim takes the head of pending: never a job of someone else's
                 stopped = f" {head} sits ahead of them in pending, so the rest were left alone."
                 break
