@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.emq import pump
-from server.widgets import flow
+from server.widgets import flow, outbox_entries
 from server.widgets.view import Moment, QueueView
 
 HOME, MAIL = "failure-policy", "failure-policy.mail"
@@ -52,16 +51,12 @@ def linked_spec(policy: str, mail_queue: str) -> dict[str, Any]:
 
 
 def entry_words(raw: str, view: QueueView) -> str:
-    """An outbox entry of `view`'s queue in words."""
-    sandbox = view.queue.partition(".")[0]
-    try:
-        entry = pump.trusted(raw, view.queue, flow.trusted_by(sandbox))
-    except pump.PoisonEntry:
-        try:
-            found = pump.decode_entry(raw)
-        except pump.PoisonEntry:
-            return f"poison (it does not decode): {raw[:40]}…"
-        return f"refused: {found.kind} {found.child} → {found.parent} names a queue outside your sandbox"
+    """An outbox entry of `view`'s queue in words, judged as the outbox widget judges one."""
+    seen = outbox_entries.judge(raw, view.queue, view.queue.partition(".")[0], "", "", set())
+    if (entry := seen.entry) is None:
+        return f"poison (it does not decode): {raw[:40]}…"
+    if seen.verdict == "refused":
+        return f"refused: {entry.kind} {entry.child} → {entry.parent} names a queue outside your sandbox"
     return f"{entry.kind} {entry.child} → {entry.parent} (policy {entry.policy}), waiting for the Pump"
 
 
