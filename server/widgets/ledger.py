@@ -16,7 +16,7 @@ from server.emq.errors import EmqError
 from server.emq.shape import FlowShapeError
 from server.widgets import flow
 from server.widgets import ledger_batch as lb
-from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
+from server.widgets.base import FATES, Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.flow import plural
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
@@ -79,7 +79,7 @@ class LedgerWidget(Widget):
     @reading("flow4-parent")
     def flow4_parent(self, now: Moment, before: Moment) -> Value:
         state = now.view(PARTS[0]).fields(FLOW4_PARENT).get("state")
-        return {None: "absent", "awaiting_children": "held", "pending": "released"}.get(state, state)
+        return "absent" if state is None else FATES.get(state, state)
 
     @reading("next-is-flow-4")
     def next_is_flow_4(self, now: Moment, before: Moment) -> Value:

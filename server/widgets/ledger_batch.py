@@ -21,7 +21,7 @@ from server.emq import keyspace
 from server.sandboxes import keys
 from server.settings import Settings
 from server.widgets import flow
-from server.widgets.base import Body
+from server.widgets.base import FATES, Body
 from server.widgets.view import QueueView
 
 # The limits a learner's batch is held to (an action's body type is fixed at import).
@@ -191,7 +191,7 @@ def card(n: int, plan: Planned, views: dict[str, QueueView], entry: list[Any] | 
 def parent_word(s: dict[str, Any]) -> str:
     if s["state"] is None:
         return "no row" if s["tried"] else "not added yet"
-    return {"awaiting_children": "held", "pending": "released"}.get(s["state"], str(s["state"]))
+    return FATES.get(s["state"], str(s["state"]))
 
 
 def card_line(s: dict[str, Any]) -> str:
