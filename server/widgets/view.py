@@ -25,10 +25,8 @@ class KeyView:
     @property
     def cut(self) -> bool:
         """The read cut the value (a long string, a big collection)."""
-        if self.value is None:
-            return True
-        return (len(self.value) < self.size) if isinstance(self.value, (list, dict)) else \
-            (len(self.value.encode()) < self.size if isinstance(self.value, str) else False)
+        value = self.value.encode() if isinstance(self.value, str) else self.value
+        return value is None or (isinstance(value, list | dict | bytes) and len(value) < self.size)
 
     def as_json(self) -> dict[str, Any]:
         return {"name": self.shown, "type": self.type, "value": self.value, "size": self.size, "cut": self.cut}
@@ -50,14 +48,11 @@ class QueueView:
         """The queue's keys, those past the read's cap too."""
         return len(self.keys) + self.more
 
-    def named(self, name: str) -> KeyView | None:
-        return self._by_name.get(name)
-
     def get(self, suffix: str) -> KeyView | None:
-        return self.named(keyspace.queue_key(self.queue, suffix))
+        return self._by_name.get(keyspace.queue_key(self.queue, suffix))
 
     def row(self, job_id: str, sub: str = "") -> KeyView | None:
-        return self.named(keyspace.job_key(self.queue, job_id) + sub)
+        return self._by_name.get(keyspace.job_key(self.queue, job_id) + sub)
 
     def fields(self, job_id: str, sub: str = "") -> dict[str, str]:
         found = self.row(job_id, sub)
