@@ -52,7 +52,7 @@ def linked_spec(policy: str, mail_queue: str) -> dict[str, Any]:
 
 def entry_words(raw: str, view: QueueView) -> str:
     """An outbox entry of `view`'s queue in words, judged as the outbox widget judges one."""
-    seen = outbox_entries.judge(raw, view.queue, view.queue.partition(".")[0], "", "", set())
+    seen = outbox_entries.judge(raw, view.queue)
     if (entry := seen.entry) is None:
         return f"poison (it does not decode): {raw[:40]}…"
     if seen.verdict == "refused":

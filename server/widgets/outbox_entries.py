@@ -8,6 +8,7 @@ another outbox or a parent queue outside the sandbox.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -38,7 +39,7 @@ class Seen:
         return f"{e.kind} {e.child} → {e.parent}{where}, waiting for the Pump"
 
 
-def judge(raw: str, queue: str, sandbox: str, home: str, parent: str, counted: set[str]) -> Seen:
+def judge(raw: str, queue: str, home: str = "", parent: str = "", counted: Collection[str] = ()) -> Seen:
     """`raw`, an entry of `queue`'s outbox: poison, refused, or deliverable
     (waiting, or applied already when `parent` in `home` counted its child)."""
     try:
@@ -46,7 +47,7 @@ def judge(raw: str, queue: str, sandbox: str, home: str, parent: str, counted: s
     except pump.PoisonEntry:
         return Seen(raw, "poison", None, "it does not decode")
     try:
-        pump.trusted(raw, queue, flow.trusted_by(sandbox))
+        pump.trusted(raw, queue, flow.trusted_by(queue.partition(".")[0]))  # `<sandbox>.<part>`
     except pump.PoisonEntry:
         why = ("its child queue is not this outbox's" if entry.child_queue != queue
                else "its parent queue is outside your sandbox")
@@ -97,9 +98,9 @@ class Lane:
                 "poison": [{"text": s.words(home), "verdict": s.verdict} for s in self.aside]}
 
 
-def lane_of(view: QueueView, sandbox: str, home: str, parent: str, counted: set[str]) -> Lane:
-    judged = [judge(raw, view.queue, sandbox, home, parent, counted) for raw in view.items("flow:outbox")]
-    aside = [judge(raw, view.queue, sandbox, home, parent, counted) for raw in view.items("flow:outbox:poison")]
+def lane_of(view: QueueView, home: str, parent: str, counted: set[str]) -> Lane:
+    judged = [judge(raw, view.queue, home, parent, counted) for raw in view.items("flow:outbox")]
+    aside = [judge(raw, view.queue, home, parent, counted) for raw in view.items("flow:outbox:poison")]
     head = view.get("flow:outbox:head")
     fields = head.value if head is not None and isinstance(head.value, dict) else {}
     # The counter belongs to one entry: it speaks of the head only while that entry is still the head.
