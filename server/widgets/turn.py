@@ -103,17 +103,13 @@ async def read(conn: Conn, widget: Widget, sandbox: str, budget: int = SNAPSHOT_
 
 class Turn:
     def __init__(self, conn: Conn, widget: Widget, actor: Actor, budget: int = SNAPSHOT_BYTES) -> None:
-        self.conn, self.widget, self.actor, self.budget = conn, widget, actor, budget
+        self.conn, self.widget, self.actor, self.budget, self.sandbox = conn, widget, actor, budget, actor.sandbox
         self.queues = queues_of(widget, actor.sandbox)
         self.first = self.queues[widget.queue_parts[0]]
         self.token = secrets.token_hex(8)
         self.moment = Moment({}, {})
         self.kept: dict[str, str] = {}  # lab state fields written with the finish
         self.after: list[Command] = []  # best-effort writes riding the finish (a :logs DEL)
-
-    @property
-    def sandbox(self) -> str:
-        return self.actor.sandbox
 
     def queue(self, part: str | None = None) -> str:
         return self.first if part is None else self.queues[part]
