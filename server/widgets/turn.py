@@ -77,15 +77,13 @@ def read_calls(widget: Widget, sandbox: str, budget: int = SNAPSHOT_BYTES) -> li
 
 async def pipelined(conn: Conn, entries: Sequence[Call | Command]) -> list[Any]:
     """Script calls and plain commands in one round trip, in order: replies, errors in place (`execute`)."""
-    calls: list[Call | None] = []
+    calls = [entry if isinstance(entry[0], Script) else None for entry in entries]
     async with conn.pipeline(transaction=False) as pipe:
         for entry in entries:
             if isinstance(entry[0], Script):
                 entry[0].queue(pipe, entry[1], entry[2])
-                calls.append(entry)
             else:
                 pipe.execute_command(*entry)
-                calls.append(None)
         return await execute(conn, pipe, calls)
 
 
