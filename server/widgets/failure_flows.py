@@ -98,8 +98,7 @@ def tally(children: list[flow.Child]) -> str:
              ("scheduled for a retry", lambda c: c.state == "scheduled"),
              ("claimed, in active", lambda c: c.set == "active"),
              ("gone (no row, not counted)", lambda c: c.state is None and c.counted is None))
-    said = [f"{n} {words}" for words, test in kinds if (n := sum(1 for c in children if test(c)))]
-    return ", ".join(said)
+    return ", ".join(f"{n} {words}" for words, test in kinds if (n := sum(1 for c in children if test(c))))
 
 
 def readout(moment: Moment) -> str:
