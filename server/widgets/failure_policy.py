@@ -65,10 +65,7 @@ class FailurePolicy(Widget):
 
     parent_fate = base.parent_reading("parent-fate", ff.PARENT, ff.HOME)
     dependencies = base.parent_reading("dependencies", ff.PARENT, ff.HOME)
-
-    @reading("parent-claimable")
-    def parent_claimable(self, now: Moment, before: Moment) -> Value:
-        return "yes" if ff.PARENT in now.view(ff.HOME).members("pending") else "no"
+    parent_claimable = base.parent_reading("parent-claimable", ff.PARENT, ff.HOME)
 
     @reading("child-pending")
     def child_pending(self, now: Moment, before: Moment) -> Value:
