@@ -110,7 +110,8 @@ FATES = {"awaiting_children": "held", "pending": "released", "failed": "failed"}
 
 def parent_reading(name: str, parent: str, part: str | None = None) -> ReadingFn:
     """A reading of a flow's parent: `dependencies` (its counter, "no counter" once gone),
-    `children-outstanding` (held and still waiting for a child) or `parent-fate`."""
+    `children-outstanding` (held and still waiting for a child), `<who>-claimable` ("yes"
+    while it waits in pending, else "no") or `parent-fate`."""
 
     @reading(name)
     def measured(self: Any, now: Moment, before: Moment) -> Value:
@@ -120,6 +121,8 @@ def parent_reading(name: str, parent: str, part: str | None = None) -> ReadingFn
             return found if found is not None else "no counter"
         if name == "children-outstanding":
             return found is not None and found > 0 and state == "awaiting_children"
+        if name.endswith("-claimable"):
+            return "yes" if parent in view.members("pending") else "no"
         return FATES.get(state or "", "gone")
 
     return measured

@@ -76,14 +76,13 @@ def listing() -> dict[str, Any]:
 
 
 def job(view: QueueView, job_id: str) -> dict[str, Any]:
-    return {"id": job_id, "state": view.fields(job_id).get("state") if view.row(job_id) else None,
+    return {"id": job_id, "state": view.fields(job_id).get("state"),
             "dependencies": view.number(job_id, ":dependencies"), "sets": view.sets_of(job_id)}
 
 
 def contents(view: QueueView, children: list[dict[str, Any]], parent: dict[str, Any]) -> str:
     """What the queue holds, in words: its key count, the children, the parent, the counter."""
-    count = len(view.keys) + view.more
-    if count == 0:
+    if view.count == 0:
         return "the stepper's queue holds no key"
     groups: dict[str, list[str]] = {}
     for child in children:
@@ -95,7 +94,7 @@ def contents(view: QueueView, children: list[dict[str, Any]], parent: dict[str, 
             f"{parent['id']}: state {parent['state']}, in {', '.join(parent['sets']) or 'no state set'}")
     deps = parent["dependencies"]
     counter = "no :dependencies yet" if deps is None else f":dependencies = {deps}"
-    return f"{plural(count, 'key')} in the stepper's queue; {kids}; {held}; {counter}"
+    return f"{plural(view.count, 'key')} in the stepper's queue; {kids}; {held}; {counter}"
 
 
 @dataclass(frozen=True)
@@ -134,8 +133,7 @@ class EnqueueStepper(Widget):
         parent, children = job(view, PARENT), [job(view, c) for c in (CHILDREN[0], second)]
         held = contents(view, children, parent)
         if at.refused:
-            count = len(view.keys) + view.more
-            after = "nothing was written, the stepper's queue holds no key" if count == 0 else held
+            after = held if view.count else f"nothing was written, {held}"
             readout = f"Refused in move {at.refused_at} ({title(at.refused_at)}) with {at.refused}: {after}."
         elif at.move == 0:
             readout = f"Before move 1: {held}."
@@ -148,7 +146,7 @@ class EnqueueStepper(Widget):
 
     @reading("keys")
     def keys(self, now: Moment, before: Moment) -> Value:
-        return len(now.first.keys) + now.first.more
+        return now.first.count
 
     @reading("can-move")
     def can_move(self, now: Moment, before: Moment) -> Value:

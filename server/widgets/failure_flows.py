@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.emq import pump
-from server.widgets import flow
+from server.widgets import flow, outbox_entries
 from server.widgets.view import Moment, QueueView
 
 HOME, MAIL = "failure-policy", "failure-policy.mail"
@@ -51,18 +50,14 @@ def linked_spec(policy: str, mail_queue: str) -> dict[str, Any]:
             "children": [{"id": REMOTE, "payload": "mail the receipt", "queue": mail_queue, **flag_for(policy)}]}
 
 
-def entry_words(raw: str, view: QueueView) -> tuple[str, bool]:
-    """An outbox entry of `view`'s queue in words, and whether the Pump would deliver it."""
-    sandbox = view.queue.partition(".")[0]
-    try:
-        entry = pump.trusted(raw, view.queue, flow.trusted_by(sandbox))
-    except pump.PoisonEntry:
-        try:
-            found = pump.decode_entry(raw)
-        except pump.PoisonEntry:
-            return f"poison (it does not decode): {raw[:40]}…", False
-        return f"refused: {found.kind} {found.child} → {found.parent} names a queue outside your sandbox", False
-    return f"{entry.kind} {entry.child} → {entry.parent} (policy {entry.policy}), waiting for the Pump", True
+def entry_words(raw: str, view: QueueView) -> str:
+    """An outbox entry of `view`'s queue in words, judged as the outbox widget judges one."""
+    seen = outbox_entries.judge(raw, view.queue)
+    if (entry := seen.entry) is None:
+        return f"poison (it does not decode): {raw[:40]}…"
+    if seen.verdict == "refused":
+        return f"refused: {entry.kind} {entry.child} → {entry.parent} names a queue outside your sandbox"
+    return f"{entry.kind} {entry.child} → {entry.parent} (policy {entry.policy}), waiting for the Pump"
 
 
 def child_json(view: QueueView, child: flow.Child) -> dict[str, Any]:
@@ -91,7 +86,7 @@ def picture(moment: Moment) -> dict[str, Any]:
         "tokens": sorted({c["policy"] for c in children if c["policy"]}),
         "parent": parent_json(main, HOME), "children": children,
         "linked": {"parent": parent_json(linked, HOME), "child": child_json(mail, linked.children[0]),
-                   "outbox": [entry_words(raw, mail)[0] for raw in mail.items("flow:outbox")]},
+                   "outbox": [entry_words(raw, mail) for raw in mail.items("flow:outbox")]},
     }
 
 
@@ -103,8 +98,7 @@ def tally(children: list[flow.Child]) -> str:
              ("scheduled for a retry", lambda c: c.state == "scheduled"),
              ("claimed, in active", lambda c: c.set == "active"),
              ("gone (no row, not counted)", lambda c: c.state is None and c.counted is None))
-    said = [f"{n} {words}" for words, test in kinds if (n := sum(1 for c in children if test(c)))]
-    return ", ".join(said)
+    return ", ".join(f"{n} {words}" for words, test in kinds if (n := sum(1 for c in children if test(c))))
 
 
 def readout(moment: Moment) -> str:
@@ -119,6 +113,6 @@ def readout(moment: Moment) -> str:
             f"{parent.fate()}.")
     waiting = mail.items("flow:outbox")
     outbox = (f"mail's outbox holds {flow.plural(len(waiting), 'entry', 'entries')} "
-              f"({'; '.join(entry_words(raw, mail)[0] for raw in waiting)})" if waiting else "mail's outbox is empty")
+              f"({'; '.join(entry_words(raw, mail) for raw in waiting)})" if waiting else "mail's outbox is empty")
     return (f"{line} Cross-queue: {REMOTE} in {MAIL}: {linked.children[0].words()}; {outbox}; "
             f"{LINKED}: {linked.parent.fate()}.")

@@ -65,10 +65,7 @@ class FailurePolicy(Widget):
 
     parent_fate = base.parent_reading("parent-fate", ff.PARENT, ff.HOME)
     dependencies = base.parent_reading("dependencies", ff.PARENT, ff.HOME)
-
-    @reading("parent-claimable")
-    def parent_claimable(self, now: Moment, before: Moment) -> Value:
-        return "yes" if ff.PARENT in now.view(ff.HOME).members("pending") else "no"
+    parent_claimable = base.parent_reading("parent-claimable", ff.PARENT, ff.HOME)
 
     @reading("child-pending")
     def child_pending(self, now: Moment, before: Moment) -> Value:
@@ -197,8 +194,8 @@ class FailurePolicy(Widget):
     @action("pump", "Deliver with the Pump")
     async def pump_tick(self, turn: Turn, body: Body) -> Outcome:
         mail = turn.moment.view(ff.MAIL)
-        queue = mail.queue
-        delivered = await pump.deliver_flow_completions(turn.conn, queue, BATCH, accept=flow.trusted_by(turn.sandbox))
+        delivered = await pump.deliver_flow_completions(turn.conn, mail.queue, BATCH,
+                                                        accept=flow.trusted_by(turn.sandbox))
         if delivered:
             now = await turn.read()
             linked = ff.flows_of(now)[3]
@@ -207,9 +204,8 @@ class FailurePolicy(Widget):
                            detail={"delivered": delivered})
         waiting = mail.items("flow:outbox")
         if waiting:
-            words, _ = ff.entry_words(waiting[0], mail)
-            return Outcome(text=f"The Pump stopped at the head of mail's outbox, {words}; nothing was delivered.",
-                           kind="refused", detail={"delivered": 0})
+            return Outcome(text=f"The Pump stopped at the head of mail's outbox, {ff.entry_words(waiting[0], mail)}; "
+                                "nothing was delivered.", kind="refused", detail={"delivered": 0})
         hint = "fail the cross-queue child first" if ff.REMOTE in mail.members("pending") else "nothing waits"
         return Outcome(text=f"mail's flow:outbox is empty: {hint}.", kind="info", detail={"delivered": 0})
 

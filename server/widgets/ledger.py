@@ -16,14 +16,13 @@ from server.emq.errors import EmqError
 from server.emq.shape import FlowShapeError
 from server.widgets import flow
 from server.widgets import ledger_batch as lb
-from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
+from server.widgets.base import FATES, Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.flow import plural
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
 
 PARTS = tuple(f"ledger.{q}" for q in lb.LEDGER_QUEUES)
 FLOW4_PARENT = lb.FIXED[3]["parent"]["id"]
-FIXED_PLAN = lb.FIXED_PLAN
 MOST_CLAIMS = 16  # one press completes at most this many billing jobs (a console can flood pending)
 
 
@@ -80,7 +79,7 @@ class LedgerWidget(Widget):
     @reading("flow4-parent")
     def flow4_parent(self, now: Moment, before: Moment) -> Value:
         state = now.view(PARTS[0]).fields(FLOW4_PARENT).get("state")
-        return {None: "absent", "awaiting_children": "held", "pending": "released"}.get(state, state)
+        return "absent" if state is None else FATES.get(state, state)
 
     @reading("next-is-flow-4")
     def next_is_flow_4(self, now: Moment, before: Moment) -> Value:
@@ -106,7 +105,7 @@ class LedgerWidget(Widget):
 
     def reached(self, n: int, landed: bool, now: Moment) -> tuple[str, ...]:
         """The milestone fixed flow `n` reached, borne out by the keys just read."""
-        plan = FIXED_PLAN[n - 1]
+        plan = lb.FIXED_PLAN[n - 1]
         state = now.view(PARTS[0]).fields(plan.parent).get("state")
         if n in (1, 2) and landed:
             return (f"flow{n}",)
@@ -165,7 +164,7 @@ class LedgerWidget(Widget):
         turn.remember(**led.kept())
         now = await turn.read()
         parents = [p for p, _ in landed]
-        reached = ("bulk", *(m for n, plan in enumerate(FIXED_PLAN, 1)
+        reached = ("bulk", *(m for n, plan in enumerate(lb.FIXED_PLAN, 1)
                              for m in self.reached(n, plan.parent in parents, now)))
         return Outcome(text=f"Cleared the ledger, then one add_bulk over the {len(lb.FIXED)} flows returned "
                             f"{plural(len(landed), 'entry', 'entries')} in input order: {', '.join(parents)}.",

@@ -21,7 +21,7 @@ from server.emq import keyspace
 from server.sandboxes import keys
 from server.settings import Settings
 from server.widgets import flow
-from server.widgets.base import Body
+from server.widgets.base import FATES, Body
 from server.widgets.view import QueueView
 
 # The limits a learner's batch is held to (an action's body type is fixed at import).
@@ -34,13 +34,9 @@ FLOW4_CHILD_FIXED = "JOB0KHTOWnGLuK"
 
 
 def _flow(parent: str, what: str, *children: tuple[str, str | None]) -> dict[str, Any]:
-    specs = []
-    for i, (child, queue) in enumerate(children, 1):
-        spec: dict[str, Any] = {"id": child, "payload": f"{what}, step {i}"}
-        if queue:
-            spec["queue"] = queue
-        specs.append(spec)
-    return {"parent": {"id": parent, "payload": what}, "children": specs}
+    return {"parent": {"id": parent, "payload": what},
+            "children": [{"id": child, "payload": f"{what}, step {i}", **({"queue": queue} if queue else {})}
+                         for i, (child, queue) in enumerate(children, 1)]}
 
 
 FIXED: tuple[dict[str, Any], ...] = (
@@ -126,10 +122,7 @@ def sample_batch() -> list[dict[str, Any]]:
 
 def as_flow(spec: dict[str, Any], queue_of: Callable[[str], str]) -> dict[str, Any]:
     """The flow with each child's relative queue mapped into the sandbox."""
-    out = copy.deepcopy(spec)
-    for child in out["children"]:
-        child["queue"] = queue_of(child.get("queue") or "orders")
-    return out
+    return {**spec, "children": [{**c, "queue": queue_of(c.get("queue") or "orders")} for c in spec["children"]]}
 
 
 @dataclass(frozen=True)
@@ -191,7 +184,7 @@ def card(n: int, plan: Planned, views: dict[str, QueueView], entry: list[Any] | 
 def parent_word(s: dict[str, Any]) -> str:
     if s["state"] is None:
         return "no row" if s["tried"] else "not added yet"
-    return {"awaiting_children": "held", "pending": "released"}.get(s["state"], str(s["state"]))
+    return FATES.get(s["state"], str(s["state"]))
 
 
 def card_line(s: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ meet "unknown command", and the widget says so.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,12 +46,13 @@ def words(parts: Sequence[Any]) -> str:
     return " ".join(str(p) for p in parts)
 
 
-async def send_line(conn: Conn, parts: Sequence[Any]) -> Sent:
-    """Send a command line as it is; every answer, an error too, is a reply."""
+async def send_line(conn: Conn, parts: Sequence[Any], send: Callable[[], Awaitable[Any]] | None = None) -> Sent:
+    """Send a command line as it is (or by `send`: an EVALSHA line through its script,
+    loaded where Valkey lacks it); every answer, an error too, is a reply."""
     line = words(parts)
     try:
-        value = await conn.execute_command(*parts)
-    except ResponseError as exc:
+        value = await (send() if send is not None else conn.execute_command(*parts))
+    except (ResponseError, EmqError) as exc:
         text = "\n".join(replies.error_lines(exc))
         return Sent(line, text, error=True, absent=UNKNOWN in text)
     except (redis_errors.ConnectionError, redis_errors.TimeoutError):
@@ -63,24 +64,10 @@ async def send_line(conn: Conn, parts: Sequence[Any]) -> Sent:
     return Sent(line, "\n".join(replies.lines(value)))
 
 
-async def run_script(conn: Conn, name: str, keys: Sequence[str], args: Sequence[str]) -> Sent:
-    """Run script `name` by its SHA and record the EVALSHA line that carried it."""
-    script = registry.script(name)
-    line = words(["EVALSHA", script.sha, len(keys), *keys, *args])
-    try:
-        value = await script.run(conn, keys, args)
-    except EmqError as exc:
-        return Sent(line, f"(error) {exc}", error=True)
-    except ResponseError as exc:
-        return Sent(line, "\n".join(replies.error_lines(exc)), error=True)
-    return Sent(line, "\n".join(replies.lines(value)))
-
-
 def changes(before: dict[str, str], after: dict[str, str]) -> list[tuple[str, str]]:
     """Each key whose bytes differ, as (name, new | gone | changed); [] when none does."""
-    names = sorted(set(before) | set(after))
     return [(n, "new" if n not in before else "gone" if n not in after else "changed")
-            for n in names if before.get(n) != after.get(n)]
+            for n in sorted(set(before) | set(after)) if before.get(n) != after.get(n)]
 
 
 def flat_words(view: QueueView) -> str:
@@ -137,10 +124,9 @@ class Native(Widget):
             pipe.zadd(keyspace.queue_key(queue, "pending"), {FLAT: 0})
             await pipe.execute()
         flat = await jobs.claim(turn.conn, queue)
-        present = await module.loaded(turn.conn)
         # the workers' tokens, which each line carries as a worker would send it
         turn.remember(child_token=str(child[1] if child else 1), flat_token=str(flat[1] if flat else 1),
-                      executor="present" if present else "absent")
+                      executor="present" if await module.loaded(turn.conn) else "absent")
 
     def describe(self, moment: Moment) -> Description:
         view, state = moment.first, moment.state
@@ -150,8 +136,7 @@ class Native(Widget):
                    f"{flat_words(view)}.")
         if state.get("executor") == "absent":
             readout += " " + ABSENT
-        flat = {"id": FLAT, "state": view.fields(FLAT).get("state") if view.row(FLAT) else None,
-                "set": next(iter(view.sets_of(FLAT)), None)}
+        flat = {"id": FLAT, "state": view.fields(FLAT).get("state"), "set": next(iter(view.sets_of(FLAT)), None)}
         return Description(readout, {
             "parent": reading_.parent.as_json(), "child": child.as_json(), "flat": flat,
             "executor": state.get("executor", ""), "last": moment.kept("last")})
@@ -166,14 +151,13 @@ class Native(Widget):
         line = jobs.Lineage(mode="sq", parent=PARENT, parent_queue=queue)
         return jobs.complete_call(queue, CHILD, turn.moment.state.get("child_token") or "1", line, RESULT)
 
-    async def press(self, turn: Turn, slug: str, parts: list[Any] | None = None,
-                    script: tuple[list[str], list[str]] | None = None) -> Press:
+    async def press(self, turn: Turn, slug: str, parts: list[Any],
+                    send: Callable[[], Awaitable[Any]] | None = None) -> Press:
         """Send one line between two readings of the queue's bytes; remember all of it."""
         before = turn.moment.first
         names = [k.name for k in before.keys]
         old = await turn.dumps(names)
-        sent = await (run_script(turn.conn, "complete", *script) if script is not None
-                      else send_line(turn.conn, parts or []))
+        sent = await send_line(turn.conn, parts, send)
         after = (await turn.read()).first
         moved = changes(old, await turn.dumps(sorted({*names, *(k.name for k in after.keys)})))
         named = [(shown(name, turn.sandbox), kind) for name, kind in moved]
@@ -203,7 +187,10 @@ class Native(Widget):
 
     @action("script", "Send as a script")
     async def send_script(self, turn: Turn, body: Body) -> Outcome:
-        press = await self.press(turn, "script", script=self.child_call(turn))
+        keys, args = self.child_call(turn)
+        script = registry.script("complete")
+        press = await self.press(turn, "script", ["EVALSHA", script.sha, len(keys), *keys, *args],
+                                 lambda: script.run(turn.conn, keys, args))
         released = press.after.fields(PARENT).get("state") == "pending"
         return self.said("script", press, press.first == "(integer) 1" and released, "scripted")
 

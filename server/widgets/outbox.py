@@ -66,8 +66,7 @@ class Outbox(Widget):
     def lanes(self, moment: Moment) -> list[Lane]:
         home = moment.view(HOME)
         counted = set(home.fields(PARENT, ":processed")) | set(home.fields(PARENT, ":ignored"))
-        sandbox = home.queue.partition(".")[0]
-        return [outbox_entries.lane_of(moment.view(p), sandbox, home.queue, PARENT, counted) for p in LANES]
+        return [outbox_entries.lane_of(moment.view(p), home.queue, PARENT, counted) for p in LANES]
 
     def describe(self, moment: Moment) -> Description:
         home = moment.view(HOME)
@@ -163,7 +162,7 @@ class Outbox(Widget):
             said = ([f"{new} delivered"] if new else []) + (
                 [f"{dup} delivered again, a duplicate the HSETNX guard refused"] if dup else [])
             if report.blocked is not None:
-                seen = outbox_entries.judge(report.blocked, queue, turn.sandbox, turn.queue(HOME), PARENT, set())
+                seen = outbox_entries.judge(report.blocked, queue, turn.queue(HOME), PARENT)
                 said.append(f"stopped at {outbox_entries.blocked_why(seen)}")
             said.append(f"{removed} trimmed" if trim else "nothing trimmed (the Pump crashed first)")
             clauses.append(f"{part}: " + ", ".join(said))

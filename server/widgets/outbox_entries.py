@@ -7,6 +7,8 @@ another outbox or a parent queue outside the sandbox.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -37,7 +39,7 @@ class Seen:
         return f"{e.kind} {e.child} → {e.parent}{where}, waiting for the Pump"
 
 
-def judge(raw: str, queue: str, sandbox: str, home: str, parent: str, counted: set[str]) -> Seen:
+def judge(raw: str, queue: str, home: str = "", parent: str = "", counted: Collection[str] = ()) -> Seen:
     """`raw`, an entry of `queue`'s outbox: poison, refused, or deliverable
     (waiting, or applied already when `parent` in `home` counted its child)."""
     try:
@@ -45,7 +47,7 @@ def judge(raw: str, queue: str, sandbox: str, home: str, parent: str, counted: s
     except pump.PoisonEntry:
         return Seen(raw, "poison", None, "it does not decode")
     try:
-        pump.trusted(raw, queue, flow.trusted_by(sandbox))
+        pump.trusted(raw, queue, flow.trusted_by(queue.partition(".")[0]))  # `<sandbox>.<part>`
     except pump.PoisonEntry:
         why = ("its child queue is not this outbox's" if entry.child_queue != queue
                else "its parent queue is outside your sandbox")
@@ -72,9 +74,6 @@ class Lane:
     aside: list[Seen]
     head_count: int  # aged ticks the current head has blocked (0: not counted)
 
-    def count(self, verdict: Verdict) -> int:
-        return sum(s.verdict == verdict for s in self.entries)
-
     @property
     def head_blocks(self) -> bool:
         return bool(self.entries) and self.entries[0].verdict in BLOCKING
@@ -83,9 +82,9 @@ class Lane:
         """`outbox.mail: 1 poison, 1 waiting; its head blocks (1 of 2 aged ticks)`."""
         if not self.entries:
             return f"{self.part}: empty"
-        said = [f"{n} {words}" for words, n in (
-            ("waiting", self.count("waiting")), ("delivered, not yet trimmed", self.count("applied")),
-            ("poison", self.count("poison")), ("refused", self.count("refused"))) if n]
+        counts = Counter[str](s.verdict for s in self.entries)
+        said = [f"{counts[v]} {words}" for v, words in (("waiting", "waiting"), (
+            "applied", "delivered, not yet trimmed"), ("poison", "poison"), ("refused", "refused")) if counts[v]]
         line = f"{self.part}: " + ", ".join(said)
         if self.head_blocks:
             line += "; its head blocks"
@@ -99,9 +98,9 @@ class Lane:
                 "poison": [{"text": s.words(home), "verdict": s.verdict} for s in self.aside]}
 
 
-def lane_of(view: QueueView, sandbox: str, home: str, parent: str, counted: set[str]) -> Lane:
-    judged = [judge(raw, view.queue, sandbox, home, parent, counted) for raw in view.items("flow:outbox")]
-    aside = [judge(raw, view.queue, sandbox, home, parent, counted) for raw in view.items("flow:outbox:poison")]
+def lane_of(view: QueueView, home: str, parent: str, counted: set[str]) -> Lane:
+    judged = [judge(raw, view.queue, home, parent, counted) for raw in view.items("flow:outbox")]
+    aside = [judge(raw, view.queue, home, parent, counted) for raw in view.items("flow:outbox:poison")]
     head = view.get("flow:outbox:head")
     fields = head.value if head is not None and isinstance(head.value, dict) else {}
     # The counter belongs to one entry: it speaks of the head only while that entry is still the head.

@@ -12,7 +12,7 @@ from server.emq import flows, jobs, results
 from server.widgets import base, flow
 from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.turn import Turn
-from server.widgets.view import Moment, QueueView
+from server.widgets.view import Moment
 
 PARENT = "JOBquote"
 CHILDREN = ("JOBleg1", "JOBleg2", "JOBleg3")
@@ -56,11 +56,11 @@ class ResultsReader(Widget):
             now = {"values": view.fields(PARENT, ":processed"), "ignored": view.fields(PARENT, ":ignored"),
                    "dependencies": view.number(PARENT, ":dependencies") or 0}
             read["current"] = all(read.get(k) == v for k, v in now.items())
-        return Description(self.readout(view, found), {
+        return Description(self.readout(found), {
             "parent": found.parent.as_json(), "children": [c.as_json() for c in found.children], "read": read})
 
     @staticmethod
-    def readout(view: QueueView, found: flow.FlowReading) -> str:
+    def readout(found: flow.FlowReading) -> str:
         if found.parent.state is None:
             if found.parent.dependencies is None and not any(c.state for c in found.children) \
                     and not found.counted():

@@ -53,11 +53,8 @@ async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = Non
     if admit is not None:
         await admit()
     deadline = time.monotonic() + LOCK_WAIT_S
-    while True:
-        held = Turn(lab.conn, widget, actor, lab.snapshot_bytes)
-        taken = await held.try_take()
-        if taken is not None:
-            break
+    held = Turn(lab.conn, widget, actor, lab.snapshot_bytes)
+    while (taken := await held.try_take()) is None:
         # another page is landing it: read until it stands, rather than every page queueing on the lock
         await asyncio.sleep(0.02)
         moment, snap = await snapshot.read(lab.conn, lab.catalog, widget, actor.sandbox, lab.snapshot_bytes)
@@ -102,9 +99,10 @@ async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, adm
     record = _record(widget, actor, slug, outcome, verdict)
     step = progress.Step(widget.name, outcome.reached if slug != "goto" else (),
                          verdict.right if verdict else None, verdict.text if verdict else "")
-    calls: list[Call | tuple[Any, ...]] = [admission.touch_call(actor.sandbox, _now_ms())]
+    now_ms = int(time.time() * 1000)
+    calls: list[Call | tuple[Any, ...]] = [admission.touch_call(actor.sandbox, now_ms)]
     if actor.records:
-        calls.insert(0, progress.record_call(actor.visitor, step, lab.ttl, _now_ms()))
+        calls.insert(0, progress.record_call(actor.visitor, step, lab.ttl, now_ms))
     if verdict is not None and actor.room:
         asked = actor.ask if actor.ask and actor.ask[:2] == (widget.name, verdict.question) else None
         calls.append(answers.answer_command(actor.room, actor.visitor, widget.name, verdict.question,
@@ -139,7 +137,3 @@ def _record(widget: Widget, actor: Actor, slug: str, outcome: Outcome, verdict: 
             "label": widget.label(slug), "by": actor.by, "name": actor.name, "tab": actor.tab,
             "reached": list(outcome.reached),
             "verdict": msgspec.to_builtins(verdict) if verdict else None}
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)

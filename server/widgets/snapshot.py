@@ -68,7 +68,7 @@ def compose(catalog: Catalog, widget: Widget, moment: Moment, fields: Mapping[st
         widget=widget.name,
         ver=int(moment.state.get("ver") or 0),
         landed=moment.landed,
-        key_count=sum(len(v.keys) + v.more for v in moment.views.values()),
+        key_count=sum(v.count for v in moment.views.values()),
         queues=queues,
         readout=readout,
         picture=picture,

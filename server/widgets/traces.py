@@ -18,6 +18,7 @@ from redis.exceptions import RedisError
 from server.valkey.tasks import stop_tasks
 from server.widgets import runner, snapshot
 from server.widgets.base import Widget
+from server.widgets.flow import plural
 from server.widgets.questions import Verdict
 from server.widgets.snapshot import Snapshot
 from server.widgets.turn import Actor
@@ -67,7 +68,7 @@ def _short(kind: str, value: Any) -> str:
     if kind == "zset" and isinstance(value, list):
         text = "[" + ", ".join(str(m) for m, _ in value) + "]"
     elif kind == "list" and isinstance(value, list):
-        text = f"{len(value)} entr{'y' if len(value) == 1 else 'ies'}"
+        text = plural(len(value), "entry", "entries")
     else:
         text = str(value)
     return _cut(text, WIDTH)
@@ -146,8 +147,7 @@ async def start(app: Any, clear: Any) -> None:
 
     def arrived(found: dict[str, Trace]) -> None:
         RECORDED.update(found)
-        bodies = getattr(app.state, "page_bodies", None)
-        if bodies:
+        if bodies := getattr(app.state, "page_bodies", None):
             bodies.clear()
 
     async def retry() -> None:

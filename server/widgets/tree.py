@@ -12,7 +12,7 @@ from typing import Any
 from server.emq import flows, jobs
 from server.emq.errors import EmqError
 from server.emq.shape import Node, parse_flow
-from server.widgets import flow
+from server.widgets import base, flow
 from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.turn import Turn
 from server.widgets.view import Moment, QueueView
@@ -95,9 +95,7 @@ class Tree(Widget):
         fate = flow.fate(root["state"], root["sets"]) if view.row(ROOT) is not None else "no row"
         return Description(f"{head}. " + (f"{lines}. " if lines else "") + f"The root: {fate}.", picture)
 
-    @reading("root-claimable")
-    def root_claimable(self, now: Moment, before: Moment) -> Value:
-        return "yes" if ROOT in now.first.members("pending") else "no"
+    root_claimable = base.parent_reading("root-claimable", ROOT)
 
     @reading("root-held-child-pending")
     def root_held_child_pending(self, now: Moment, before: Moment) -> Value:
@@ -107,8 +105,7 @@ class Tree(Widget):
 
     @action("next", "Next node")
     async def next_node(self, turn: Turn, body: Body) -> Outcome:
-        view = turn.moment.first
-        done = landed(view)
+        done = landed(turn.moment.first)
         missing = [i for i, n in enumerate(ORDER) if n not in done]
         if not missing:
             return info("Every node has landed: the walk is over. Complete the deepest level, or press Reset.")
@@ -159,9 +156,7 @@ class Tree(Widget):
         targets = {m for m in waiting if LEVEL[m] == level}
         done: list[str] = []
         stopped = ""
-        for head in pending:
-            if not targets - set(done):
-                break
+        for head in pending[: len(targets)]:  # each one completed is a target: then every target is done
             if head not in targets:  # claim takes the head of pending: never a job of someone else's
                 stopped = f" {head} sits ahead of them in pending, so the rest were left alone."
                 break

@@ -13,6 +13,7 @@ import json
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,15 +77,13 @@ def read_calls(widget: Widget, sandbox: str, budget: int = SNAPSHOT_BYTES) -> li
 
 async def pipelined(conn: Conn, entries: Sequence[Call | Command]) -> list[Any]:
     """Script calls and plain commands in one round trip, in order: replies, errors in place (`execute`)."""
-    calls: list[Call | None] = []
+    calls = [entry if isinstance(entry[0], Script) else None for entry in entries]
     async with conn.pipeline(transaction=False) as pipe:
         for entry in entries:
             if isinstance(entry[0], Script):
                 entry[0].queue(pipe, entry[1], entry[2])
-                calls.append(entry)
             else:
                 pipe.execute_command(*entry)
-                calls.append(None)
         return await execute(conn, pipe, calls)
 
 
@@ -102,17 +101,13 @@ async def read(conn: Conn, widget: Widget, sandbox: str, budget: int = SNAPSHOT_
 
 class Turn:
     def __init__(self, conn: Conn, widget: Widget, actor: Actor, budget: int = SNAPSHOT_BYTES) -> None:
-        self.conn, self.widget, self.actor, self.budget = conn, widget, actor, budget
+        self.conn, self.widget, self.actor, self.budget, self.sandbox = conn, widget, actor, budget, actor.sandbox
         self.queues = queues_of(widget, actor.sandbox)
         self.first = self.queues[widget.queue_parts[0]]
         self.token = secrets.token_hex(8)
         self.moment = Moment({}, {})
         self.kept: dict[str, str] = {}  # lab state fields written with the finish
         self.after: list[Command] = []  # best-effort writes riding the finish (a :logs DEL)
-
-    @property
-    def sandbox(self) -> str:
-        return self.actor.sandbox
 
     def queue(self, part: str | None = None) -> str:
         return self.first if part is None else self.queues[part]
@@ -159,14 +154,9 @@ class Turn:
 
     async def flush(self) -> None:
         """Write now what waits for the finish (a replay's step before the next one reads)."""
-        if not (self.kept or self.after):
-            return
-        async with self.conn.pipeline(transaction=False) as pipe:
-            if self.kept:
-                pipe.hset(keys.state_key(self.first), mapping=dict[Any, Any](self.kept))
-            for command in self.after:
-                pipe.execute_command(*command)
-            await pipe.execute(raise_on_error=False)
+        state: list[Command] = [("HSET", keys.state_key(self.first), *chain(*self.kept.items()))] if self.kept else []
+        if state or self.after:
+            await pipelined(self.conn, [*state, *self.after])  # best effort: errors come back, unraised
         self.kept, self.after = {}, []
 
     async def clear(self, *, keep_choices: bool = True) -> None:

@@ -25,10 +25,8 @@ class KeyView:
     @property
     def cut(self) -> bool:
         """The read cut the value (a long string, a big collection)."""
-        if self.value is None:
-            return True
-        return (len(self.value) < self.size) if isinstance(self.value, (list, dict)) else \
-            (len(self.value.encode()) < self.size if isinstance(self.value, str) else False)
+        value = self.value.encode() if isinstance(self.value, str) else self.value
+        return value is None or (isinstance(value, list | dict | bytes) and len(value) < self.size)
 
     def as_json(self) -> dict[str, Any]:
         return {"name": self.shown, "type": self.type, "value": self.value, "size": self.size, "cut": self.cut}
@@ -45,14 +43,16 @@ class QueueView:
     def __post_init__(self) -> None:
         self._by_name = {k.name: k for k in self.keys}
 
-    def named(self, name: str) -> KeyView | None:
-        return self._by_name.get(name)
+    @property
+    def count(self) -> int:
+        """The queue's keys, those past the read's cap too."""
+        return len(self.keys) + self.more
 
     def get(self, suffix: str) -> KeyView | None:
-        return self.named(keyspace.queue_key(self.queue, suffix))
+        return self._by_name.get(keyspace.queue_key(self.queue, suffix))
 
     def row(self, job_id: str, sub: str = "") -> KeyView | None:
-        return self.named(keyspace.job_key(self.queue, job_id) + sub)
+        return self._by_name.get(keyspace.job_key(self.queue, job_id) + sub)
 
     def fields(self, job_id: str, sub: str = "") -> dict[str, str]:
         found = self.row(job_id, sub)
@@ -96,26 +96,13 @@ class QueueView:
         return None
 
     def as_json(self) -> dict[str, Any]:
-        found: dict[str, Any] = {
-            "queue": self.part, "slot": keyspace.queue_slot(self.queue), "count": len(self.keys) + self.more,
+        return {
+            "queue": self.part, "slot": keyspace.queue_slot(self.queue), "count": self.count,
             "more": self.more, "keys": [k.as_json() for k in self.keys],
             # the state sets' members in the grammar's order: the page draws them as they are
             "sets": {name: self.members(name) for name in keyspace.STATE_SETS},
+            **({"node": self.node} if self.node is not None else {}),
         }
-        if self.node is not None:
-            found["node"] = self.node
-        return found
-
-
-def json_object(raw: str | None) -> dict[str, Any] | None:
-    """A JSON object the lab state keeps, or None: a half-written or older one must not break a picture."""
-    if not raw:
-        return None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 @dataclass(frozen=True)
@@ -131,8 +118,13 @@ class Moment:
         return self.first if part is None else self.views[part]
 
     def kept(self, field: str) -> dict[str, Any] | None:
-        """A JSON object the widget remembered (`turn.remember`)."""
-        return json_object(self.state.get(field))
+        """A JSON object the widget remembered (`turn.remember`), or None: a
+        half-written or older one must not break a picture."""
+        try:
+            value = json.loads(self.state.get(field) or "null")
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
 
     def all_keys(self) -> list[tuple[str, str, Any]]:
         """Every key of every queue as (name, type, value): equal lists, equal keys."""

@@ -15,7 +15,7 @@ import msgspec
 from server.emq import keyspace, results
 from server.sandboxes import keys
 from server.widgets import WIDGETS, ledger_batch, questions, runner, snapshot
-from server.widgets.ledger import FIXED_PLAN
+from server.widgets.ledger_batch import FIXED_PLAN
 from server.widgets.snapshot import Catalog
 from server.widgets.turn import Actor
 from tests.support import LiveSite
