@@ -42,9 +42,8 @@ class Seen:
 def judge(raw: str, queue: str, home: str = "", parent: str = "", counted: Collection[str] = ()) -> Seen:
     """`raw`, an entry of `queue`'s outbox: poison, refused, or deliverable
     (waiting, or applied already when `parent` in `home` counted its child)."""
-    try:
-        entry = pump.decode_entry(raw)
-    except pump.PoisonEntry:
+    entry = pump.decoded(raw)
+    if entry is None:
         return Seen(raw, "poison", None, "it does not decode")
     try:
         pump.trusted(raw, queue, flow.trusted_by(queue.partition(".")[0]))  # `<sandbox>.<part>`
