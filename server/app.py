@@ -55,7 +55,7 @@ def bind_questions(catalog: Catalog, course: Course) -> None:
         bound = list(catalog.questions.get(widget.name, ()))
         for spec in placement.questions:
             try:
-                bound.append(questions.bind(widget, spec.as_json(), f"{page.source}:{spec.line}"))
+                bound.append(questions.bind(widget, spec.as_json()))
             except questions.BadQuestion as exc:
                 raise ContentError(str(exc), line=spec.line) from exc
         catalog.questions[widget.name] = tuple(bound)
