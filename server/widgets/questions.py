@@ -58,9 +58,8 @@ class BadQuestion(ValueError):
 
 def bind(widget: Widget, spec: Mapping[str, Any]) -> Question:
     """A declared question (its shape checked by server/content), checked against its widget."""
-    fields = {k: v for k, v in spec.items() if k != "line"}
-    try:
-        question = msgspec.convert({**fields, "widget": widget.name}, Question)
+    try:  # the spec's `line` is no field of a Question: convert leaves it out
+        question = msgspec.convert({**spec, "widget": widget.name}, Question)
     except msgspec.ValidationError as exc:
         raise BadQuestion(f"question {spec.get('id')!r}: {exc}") from exc
     known = ", ".join(sorted(widget.readings))
