@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 from collections.abc import AsyncIterator, Callable
@@ -21,14 +22,14 @@ from server.content import Course, Page, Placement, load_course
 from server.content.errors import ContentError
 from server.emq import registry
 from server.exercises import GraderPool, PoolSettings, catalogue
-from server.lifecycle import removal
-from server.lifecycle.reaper import Reaper
+from server.lifecycle import reaper, removal
 from server.live.hub import Hub
 from server.live.streams import Streams, frame
 from server.sandboxes.sandbox import SandboxCookie, SignedCookie
 from server.settings import Settings
 from server.valkey import client, native
 from server.valkey.datadir import site_secret
+from server.valkey.tasks import stop_tasks
 from server.web import rates, templating
 from server.web.answer import dumps
 from server.web.guards import INSTRUCTOR_COOKIE
@@ -55,7 +56,7 @@ def bind_questions(catalog: Catalog, course: Course) -> None:
         bound = list(catalog.questions.get(widget.name, ()))
         for spec in placement.questions:
             try:
-                bound.append(questions.bind(widget, spec.as_json(), f"{page.source}:{spec.line}"))
+                bound.append(questions.bind(widget, spec.as_json()))
             except questions.BadQuestion as exc:
                 raise ContentError(str(exc), line=spec.line) from exc
         catalog.questions[widget.name] = tuple(bound)
@@ -131,15 +132,15 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog,
         with contextlib.suppress(RedisError, OSError):
             await native.ensure_loaded(conn)  # an external Valkey may allow MODULE LOAD
         await traces.start(app, lambda sandbox: removal.delete(conn, catalog, sandbox))
-        reaper = Reaper(conn, catalog, settings.sandbox_ttl, every=settings.reap_every)
         await hub.start()
-        await reaper.start()
+        reaping = asyncio.create_task(reaper.run(conn, catalog, settings.sandbox_ttl, every=settings.reap_every),
+                                      name="emqlab-reaper")
         _settle_collector()
         try:
             yield
         finally:
             await traces.stop(app)
-            await reaper.stop()
+            await stop_tasks([reaping])
             await hub.stop()
             await app.state.console.aclose()
             await app.state.graders.stop()

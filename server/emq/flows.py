@@ -152,14 +152,8 @@ async def _already_counted(conn: Conn, child: Node, parent: Node) -> bool:
             return True
     if child.queue == parent.queue:
         return False  # same-queue children count directly, never via the outbox
-    for raw in await pump.read_all(conn, child.queue):
-        try:
-            entry = pump.decode_entry(raw)
-        except pump.PoisonEntry:
-            continue
-        if (entry.child, entry.parent, entry.parent_queue) == (child.id, parent.id, parent.queue):
-            return True
-    return False
+    return any(e is not None and (e.child, e.parent, e.parent_queue) == (child.id, parent.id, parent.queue)
+               for e in map(pump.decoded, await pump.read_all(conn, child.queue)))
 
 
 # --- the walk one node at a time (the tree widget steps it) --------------------

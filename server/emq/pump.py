@@ -89,6 +89,14 @@ def decode_entry(entry: str | bytes) -> OutboxEntry:
     return OutboxEntry(**values)  # type: ignore[arg-type]
 
 
+def decoded(entry: str | bytes) -> OutboxEntry | None:
+    """The entry, or None when it is poison: a reader that only looks skips it."""
+    try:
+        return decode_entry(entry)
+    except PoisonEntry:
+        return None
+
+
 async def read_all(conn: Conn, queue: str, stop: int = -1) -> list[str]:
     """The entries of the queue's outbox through index ``stop`` (all by default), not removed."""
     # Read undecoded so a non-UTF-8 entry cannot make the client raise; keep

@@ -19,7 +19,6 @@ from server.sandboxes import admission, rooms
 from server.sandboxes.keys import REGISTRY_KEY
 from server.sandboxes.sandbox import SANDBOX_RE
 from server.valkey import acl
-from server.valkey.tasks import stop_tasks
 from server.widgets.snapshot import Catalog
 
 log = logging.getLogger("emqlab.lifecycle")
@@ -92,30 +91,16 @@ async def reap(conn: Conn, catalog: Catalog, ttl_seconds: int) -> dict[str, list
     }
 
 
-class Reaper:
-    """Runs `reap` every `every` seconds in the background."""
-
-    def __init__(self, conn: Conn, catalog: Catalog, ttl_seconds: int, every: float = 30.0) -> None:
-        self.conn, self.catalog = conn, catalog
-        self.ttl = ttl_seconds
-        self.every = every
-        self.task: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        self.task = asyncio.create_task(self.run(), name="emqlab-reaper")
-
-    async def stop(self) -> None:
-        await stop_tasks([self.task])
-
-    async def run(self) -> None:
-        while True:
-            try:
-                done = await reap(self.conn, self.catalog, self.ttl)
-                if any(done.values()):
-                    log.info("reaper: expired %d idle sandboxes, %d rooms; removed %d orphans",
-                             len(done["sandboxes"]), len(done["rooms"]), len(done["orphans"]))
-            except (RedisError, OSError):
-                pass  # Valkey away: try again next round
-            except Exception:
-                log.exception("reaper round failed")
-            await asyncio.sleep(self.every)
+async def run(conn: Conn, catalog: Catalog, ttl_seconds: int, every: float = 30.0) -> None:
+    """`reap` every `every` seconds, for ever: the site runs it as a background task."""
+    while True:
+        try:
+            done = await reap(conn, catalog, ttl_seconds)
+            if any(done.values()):
+                log.info("reaper: expired %d idle sandboxes, %d rooms; removed %d orphans",
+                         len(done["sandboxes"]), len(done["rooms"]), len(done["orphans"]))
+        except (RedisError, OSError):
+            pass  # Valkey away: try again next round
+        except Exception:
+            log.exception("reaper round failed")
+        await asyncio.sleep(every)

@@ -92,8 +92,7 @@ class FailurePolicy(Widget):
 
     @action("fail-child", "Fail child at the cap")
     async def fail_child(self, turn: Turn, body: Body) -> Outcome:
-        claimed = await self.claim_child(turn)
-        if isinstance(claimed, Outcome):
+        if isinstance(claimed := await self.claim_child(turn), Outcome):
             return claimed
         job_id, token, line = claimed
         before = turn.moment
@@ -122,8 +121,7 @@ class FailurePolicy(Widget):
 
     @action("fail-retry", "Fail child with attempts left")
     async def fail_retry(self, turn: Turn, body: Body) -> Outcome:
-        claimed = await self.claim_child(turn)
-        if isinstance(claimed, Outcome):
+        if isinstance(claimed := await self.claim_child(turn), Outcome):
             return claimed
         job_id, token, line = claimed
         before = _parent_keys(turn.moment)
@@ -139,8 +137,7 @@ class FailurePolicy(Widget):
 
     @action("complete-child", "Complete child")
     async def complete_child(self, turn: Turn, body: Body) -> Outcome:
-        claimed = await self.claim_child(turn)
-        if isinstance(claimed, Outcome):
+        if isinstance(claimed := await self.claim_child(turn), Outcome):
             return claimed
         job_id, token, line = claimed
         was = self.parent_fate(turn.moment, turn.moment)

@@ -7,7 +7,6 @@ signal went (`:processed`, `:ignored`, an outbox entry), never "completed".
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -107,15 +106,6 @@ class FlowReading:
         return f":dependencies = {'—' if deps is None else deps}"
 
 
-def _in_outbox(view: QueueView) -> set[str]:
-    """The children whose entries sit in the view's outbox (a poison entry names none)."""
-    found = set()
-    for raw in view.items("flow:outbox"):
-        with contextlib.suppress(pump.PoisonEntry):
-            found.add(pump.decode_entry(raw).child)
-    return found
-
-
 def read_flow(parent_view: QueueView, parent_id: str,
               children: Sequence[tuple[QueueView, str]]) -> FlowReading:
     """The flow whose parent is `parent_id` on `parent_view`'s queue, with
@@ -131,7 +121,9 @@ def read_flow(parent_view: QueueView, parent_id: str,
         processed=processed, ignored=ignored, fields=row,
     )
     counted = set(processed) | set(ignored)
-    outboxes = {v.queue: _in_outbox(v) for v, _ in children if v.queue != parent_view.queue}
+    # the children whose entries sit in each child queue's outbox (a poison entry names none)
+    outboxes = {v.queue: {e.child for e in map(pump.decoded, v.items("flow:outbox")) if e}
+                for v, _ in children if v.queue != parent_view.queue}
     kids = [Child(id=cid, queue=view.queue,
                   state=(view.fields(cid).get("state") or "no state") if view.row(cid) is not None else None,
                   set=next(iter(view.sets_of(cid)), None),

@@ -13,12 +13,13 @@ import msgspec
 
 from server.emq import flows, jobs, keyspace, pump
 from server.emq.errors import EmqError
+from server.emq.script import raise_first
 from server.emq.shape import FlowShapeError
 from server.widgets import flow
 from server.widgets import ledger_batch as lb
 from server.widgets.base import FATES, Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.flow import plural
-from server.widgets.turn import Turn
+from server.widgets.turn import Turn, pipelined
 from server.widgets.view import Moment
 
 PARTS = tuple(f"ledger.{q}" for q in lb.LEDGER_QUEUES)
@@ -246,10 +247,7 @@ class LedgerWidget(Widget):
         plans = [lb.planned(s) for s in specs]
         await turn.clear()  # like Run the batch, yours starts on an empty ledger
         # the learner's ids are not in job_ids: their rows go in each queue's index (ledger_batch)
-        async with turn.conn.pipeline(transaction=False) as pipe:
-            for command in lb.index_commands(plans, lambda rel: turn.queue(f"ledger.{rel}")):
-                pipe.execute_command(*command)
-            await pipe.execute()
+        raise_first(await pipelined(turn.conn, lb.index_commands(plans, lambda rel: turn.queue(f"ledger.{rel}"))))
         led = lb.LedgerState(mode="own", move=len(plans), batch=[p.as_json() for p in plans])
         try:
             landed = await flows.add_bulk(turn.conn, turn.queue(PARTS[0]), self.placed(turn, specs))

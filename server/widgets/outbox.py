@@ -74,13 +74,9 @@ class Outbox(Widget):
         lanes = self.lanes(moment)
         parent = {**reading_.parent.as_json(), "queue": HOME, "slot": keyspace.queue_slot(home.queue),
                   "processed": sorted(reading_.parent.processed)}
-        pictured = []
-        for lane in lanes:
-            drawn = lane.as_json(home.queue, keyspace.queue_slot(moment.view(lane.part).queue))
-            # a child's entry is "waiting" only when the Pump would deliver it (a refused one never will)
-            drawn["children"] = [{**replace(c, entry=_waits(lane, c.id)).as_json(), "queue": lane.part}
-                                 for c in reading_.children if c.queue == moment.view(lane.part).queue]
-            pictured.append(drawn)
+        pictured = [{**lane.as_json(home.queue), "children": [
+            {**replace(c, entry=lane.waits(c.id)).as_json(), "queue": lane.part}
+            for c in reading_.children if c.queue == lane.queue]} for lane in lanes]
         return Description(self.readout(reading_, lanes), {
             "parent": parent, "queues": pictured, "max_blocked": MAX_BLOCKED, "cluster": home.node is not None})
 
@@ -258,11 +254,6 @@ class Outbox(Widget):
                             + ("Nothing was written." if not written else f"{written} of its writes are there."),
                        kind="refused", detail={"error": error, "node": node_of(conn, keys[0]),
                                                "other": node_of(conn, keys[3]), "written": written})
-
-
-def _waits(lane: Lane, child: str) -> flow.EntryState | None:
-    return "waiting" if any(s.verdict == "waiting" and s.entry and s.entry.child == child
-                            for s in lane.entries) else None
 
 
 def _size(moment: Moment, part: str, suffix: str) -> int:

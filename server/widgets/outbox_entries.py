@@ -12,7 +12,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from server.emq import pump
+from server.emq import keyspace, pump
 from server.widgets import flow
 from server.widgets.view import QueueView
 
@@ -42,9 +42,8 @@ class Seen:
 def judge(raw: str, queue: str, home: str = "", parent: str = "", counted: Collection[str] = ()) -> Seen:
     """`raw`, an entry of `queue`'s outbox: poison, refused, or deliverable
     (waiting, or applied already when `parent` in `home` counted its child)."""
-    try:
-        entry = pump.decode_entry(raw)
-    except pump.PoisonEntry:
+    entry = pump.decoded(raw)
+    if entry is None:
         return Seen(raw, "poison", None, "it does not decode")
     try:
         pump.trusted(raw, queue, flow.trusted_by(queue.partition(".")[0]))  # `<sandbox>.<part>`
@@ -70,6 +69,7 @@ class Lane:
     """One child queue: its outbox, its poison list and its head counter, judged."""
 
     part: str
+    queue: str
     entries: list[Seen]
     aside: list[Seen]
     head_count: int  # aged ticks the current head has blocked (0: not counted)
@@ -92,8 +92,13 @@ class Lane:
                 line += f" (blocked {self.head_count} of {max_blocked} aged ticks)"
         return line
 
-    def as_json(self, home: str, slot: int) -> dict[str, Any]:
-        return {"part": self.part, "slot": slot, "head_count": self.head_count,
+    def waits(self, child: str) -> flow.EntryState | None:
+        """"waiting" when the Pump would deliver the child's entry (a refused one never will)."""
+        return "waiting" if any(s.verdict == "waiting" and s.entry and s.entry.child == child
+                                for s in self.entries) else None
+
+    def as_json(self, home: str) -> dict[str, Any]:
+        return {"part": self.part, "slot": keyspace.queue_slot(self.queue), "head_count": self.head_count,
                 "outbox": [{"text": s.words(home), "verdict": s.verdict} for s in self.entries],
                 "poison": [{"text": s.words(home), "verdict": s.verdict} for s in self.aside]}
 
@@ -109,4 +114,4 @@ def lane_of(view: QueueView, home: str, parent: str, counted: set[str]) -> Lane:
         count = int(fields.get("count", 0)) if counting else 0
     except ValueError:
         count = 0
-    return Lane(view.part, judged, aside, count)
+    return Lane(view.part, view.queue, judged, aside, count)

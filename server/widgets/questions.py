@@ -31,7 +31,6 @@ class Question(msgspec.Struct, frozen=True):
     when: str | None = None
     choices: tuple[tuple[str, str], ...] = ()  # (value, label)
     feedback: tuple[Feedback, ...] = ()
-    where: str = ""  # "<dive file>:<line>", for messages
 
     def words(self, value: object) -> str:
         """A value as the learner reads it: a choice by its label."""
@@ -57,11 +56,10 @@ class BadQuestion(ValueError):
     """A declaration that does not fit its widget (the message names what)."""
 
 
-def bind(widget: Widget, spec: Mapping[str, Any], where: str) -> Question:
+def bind(widget: Widget, spec: Mapping[str, Any]) -> Question:
     """A declared question (its shape checked by server/content), checked against its widget."""
-    fields = {k: v for k, v in spec.items() if k != "line"}
-    try:
-        question = msgspec.convert({**fields, "widget": widget.name, "where": where}, Question)
+    try:  # the spec's `line` is no field of a Question: convert leaves it out
+        question = msgspec.convert({**spec, "widget": widget.name}, Question)
     except msgspec.ValidationError as exc:
         raise BadQuestion(f"question {spec.get('id')!r}: {exc}") from exc
     known = ", ".join(sorted(widget.readings))

@@ -102,8 +102,7 @@ class ResultsReader(Widget):
 
     @action("complete-child", "Complete child")
     async def complete_child(self, turn: Turn, body: Body) -> Outcome:
-        got = await self.next_child(turn)
-        if isinstance(got, Outcome):
+        if isinstance(got := await self.next_child(turn), Outcome):
             return got
         job_id, token, line = got
         value = VALUES.get(job_id, job_id)
@@ -115,8 +114,7 @@ class ResultsReader(Widget):
 
     @action("fail-child", "Fail child at the cap")
     async def fail_child(self, turn: Turn, body: Body) -> Outcome:
-        got = await self.next_child(turn)
-        if isinstance(got, Outcome):
+        if isinstance(got := await self.next_child(turn), Outcome):
             return got
         job_id, token, line = got
         # max_attempts=1: this first failure is already at the cap

@@ -75,6 +75,13 @@ def read_calls(widget: Widget, sandbox: str, budget: int = SNAPSHOT_BYTES) -> li
              [f"emq:{{{queue}}}:", share, *widget.job_ids(part)]) for part, queue in queues.items()]
 
 
+def clear_call(widget: Widget, sandbox: str, part: str, kept: Sequence[str] = ()) -> Call:
+    """`clear.lua` over one queue of the widget: every key goes, and the lab state but its fields `kept`."""
+    q = queue_name(sandbox, part)
+    return (CLEAR, [keys.state_key(q), keys.index_key(q), keys.spent_key(q)],
+            [f"emq:{{{q}}}:", json.dumps(list(kept)), *widget.job_ids(part)])
+
+
 async def pipelined(conn: Conn, entries: Sequence[Call | Command]) -> list[Any]:
     """Script calls and plain commands in one round trip, in order: replies, errors in place (`execute`)."""
     calls = [entry if isinstance(entry[0], Script) else None for entry in entries]
@@ -164,10 +171,8 @@ class Turn:
         `ver` stays (a page paints nothing older than it has seen), and the
         learner's choices unless `keep_choices` is False; `landed` goes until
         the finish writes it again, so no page reads a half-landed scenario."""
-        kept = json.dumps(["ver", *(self.widget.kept_on_reset if keep_choices else ())])
-        raise_first(await pipelined(self.conn, [
-            (CLEAR, [keys.state_key(q), keys.index_key(q), keys.spent_key(q)],
-             [f"emq:{{{q}}}:", kept, *self.widget.job_ids(part)]) for part, q in self.queues.items()]))
+        kept = ["ver", *(self.widget.kept_on_reset if keep_choices else ())]
+        raise_first(await pipelined(self.conn, [clear_call(self.widget, self.sandbox, p, kept) for p in self.queues]))
         self.kept, self.after = {}, []
 
     async def finish(self, outcome: str, records: Sequence[Call | Command] = ()) -> tuple[str, list[Any]]:

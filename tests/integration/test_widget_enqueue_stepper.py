@@ -246,7 +246,7 @@ ATOMIC_KEYS = {"id": "keys-after-atomic-non-job", "action": "run-atomically", "r
 
 def lab_asking(conn: Any) -> Lab:
     widget = WIDGETS[NAME]
-    asked = tuple(questions.bind(widget, spec, "test") for spec in (ATOMIC_KEYS, NEXT_KEYS))
+    asked = tuple(questions.bind(widget, spec) for spec in (ATOMIC_KEYS, NEXT_KEYS))
     return Lab(conn, Catalog(dict(WIDGETS), {NAME: asked}))
 
 

@@ -251,8 +251,7 @@ async def test_the_readings_measure_what_the_dives_questions_ask(landed: Any) ->
     fate = questions.bind(widget, {
         "id": "policy-fate", "action": "fail-child", "legend": "Predict: what happens to the parent?",
         "reading": "parent-fate", "when": "parent-held-child-pending", "says": "the parent row's state: {value}",
-        "answer": "choice", "choices": [["held", "Stays held"], ["released", "Released"], ["failed", "Failed"]]},
-        "test")
+        "answer": "choice", "choices": [["held", "Stays held"], ["released", "Released"], ["failed", "Failed"]]})
     before = await read(conn, widget, SANDBOX)
     assert questions.offered(widget, [fate], before) == [fate]
     assert widget.measure("parent-failed-child-pending", before, before) is False

@@ -300,7 +300,7 @@ QUESTIONS = (
 
 def lab_with_questions(conn: Any) -> runner.Lab:
     widget = WIDGETS["ledger"]
-    asked = tuple(questions.bind(widget, spec, f"test:{i}") for i, spec in enumerate(QUESTIONS))
+    asked = tuple(questions.bind(widget, spec) for spec in QUESTIONS)
     return runner.Lab(conn, Catalog({"ledger": widget}, {"ledger": asked}))
 
 

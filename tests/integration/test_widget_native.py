@@ -214,7 +214,7 @@ CHANGES_KEYS = {"id": "native-changes-keys", "action": "native", "reading": "key
 
 async def test_the_keys_changed_question_is_judged_by_the_keys_valkey_holds(conn: Any) -> None:
     widget = WIDGETS[NAME]
-    lab = Lab(conn, Catalog(dict(WIDGETS), {NAME: (questions.bind(widget, CHANGES_KEYS, "test"),)}))
+    lab = Lab(conn, Catalog(dict(WIDGETS), {NAME: (questions.bind(widget, CHANGES_KEYS),)}))
     actor = Actor(SANDBOX, SANDBOX)
     await show(conn, NAME)
     for said, right in (("yes", False), ("no", True)):

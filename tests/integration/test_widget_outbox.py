@@ -253,7 +253,7 @@ async def test_the_readings_measure_what_the_dives_questions_ask(landed: Any) ->
                               "does the Pump trim?", "reading": "trimmed-entry", "when": "blocked-head",
                               "says": "the outboxes as the Pump left them: {value}", "answer": "choice",
                               "choices": [["poison", "The poison head"], ["behind", "The entry behind it"],
-                                          ["none", "Neither"]]}, "test")
+                                          ["none", "Neither"]]})
     start = await read(conn, widget, SANDBOX)
     assert widget.measure("child-pending", start, start) is True
     assert widget.measure("entries-waiting", start, start) is False

@@ -197,7 +197,7 @@ QUESTIONS = (
 
 async def test_the_dives_questions_are_judged_by_what_valkey_holds(conn) -> None:
     widget = WIDGETS["results"]
-    asked = tuple(questions.bind(widget, spec, f"test:{i}") for i, spec in enumerate(QUESTIONS))
+    asked = tuple(questions.bind(widget, spec) for spec in QUESTIONS)
     lab = runner.Lab(conn, Catalog({"results": widget}, {"results": asked}))
     await show(conn, "results")
     offered = (await snapshot.read(conn, lab.catalog, widget, SANDBOX))[1].questions

@@ -188,7 +188,7 @@ async def test_the_readings_measure_what_the_dives_questions_ask(landed: Any) ->
     root = questions.bind(widget, {
         "id": "tree-root", "action": "complete-level", "legend": "Predict: can a worker claim the root after this?",
         "reading": "root-claimable", "when": "root-held-child-pending", "says": "the pending set's answer: {value}",
-        "answer": "choice", "choices": [["yes", "Yes"], ["no", "No"]]}, "test")
+        "answer": "choice", "choices": [["yes", "Yes"], ["no", "No"]]})
     start = await read(conn, widget, SANDBOX)
     assert questions.offered(widget, [root], start) == []  # nothing landed: no question
     await widgets.act(conn, W, "walk")
