@@ -20,6 +20,7 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
 from server.emq.includes import helpers_shown
+from server.emq.registry import cut_moves
 
 from .directive import Directive, directive_plugin
 from .errors import DirectiveError
@@ -74,19 +75,19 @@ def _resolve(source: ScriptSource, argument: str, options: dict[str, str], line:
         text = source.script_source(stem)
     except ScriptMissing as exc:
         raise DirectiveError(str(exc), line) from None
-    moves = list(source.moves(stem))
-    owner = {n: int(m.number) for m in moves for n in range(int(m.first_line), int(m.last_line) + 1)}
+    moves = cut_moves(text, f"{stem}.lua")
+    owner = {n: m.number for m in moves for n in range(m.first_line, m.last_line + 1)}
     lines = [ListingLine(number, raw, owner.get(number)) for number, raw in enumerate(text.splitlines(), start=1)]
     meta: dict[str, Any] = {"script": stem, "file": f"{DISPLAY_DIR}/{stem}.lua", "move": None, "move_title": None,
                             "range": None, "caption": options.get("caption"), "includes": helpers_shown(text)}
     if match.group("move"):
         wanted = int(match.group("move"))
-        found = next((m for m in moves if int(m.number) == wanted), None)
+        found = next((m for m in moves if m.number == wanted), None)
         if found is None:
             raise DirectiveError(f"{stem}.lua has no move {wanted}", line)
         meta["move"] = wanted
         meta["move_title"] = found.title
-        meta["lines"] = lines[int(found.first_line) - 1 : int(found.last_line)]
+        meta["lines"] = lines[found.first_line - 1 : found.last_line]
     elif match.group("first"):
         first, last = int(match.group("first")), int(match.group("last"))
         if not 1 <= first <= last <= len(lines):
