@@ -93,7 +93,7 @@ class Hub:
             client: Conn = aioredis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=1,
                                                       driver_info=None)
             try:
-                on = await topology.enable_notifications(client)
+                on = await heartbeat.enable_notifications(client)
                 async with Subscriber(url) as sub:
                     await sub.subscribe(PATTERNS, [events.EVENTS_CHANNEL])
                     if not self.nodes.ready.get(node, True):
@@ -157,4 +157,4 @@ class Hub:
         event = events.decode(raw)
         if event is None or not self.seen.first(event.get("id")):
             return
-        self.streams.broadcast(Notice(event["type"], events.notice_data(event)), event.get("sandboxes"))
+        self.streams.broadcast(Notice(event["type"], event["data"]), event.get("sandboxes"))
