@@ -29,7 +29,7 @@ class Refusal(Exception):
 
     def __init__(self, status: int, message: str, reason: Reason | None = None) -> None:
         super().__init__(message)
-        self.status = status
+        self.status, self.message = status, message
         self.reason: Reason = reason or _BY_STATUS.get(status, "not-allowed")
 
 
