@@ -44,7 +44,7 @@ class Hub:
         self.url, self.streams, self.cluster = url, streams, cluster
         self.widget_of_queue = widget_of_queue
         self.batches = Batches(streams.deliver)
-        self.nodes = topology.Nodes(url, cluster, self.subscriber)
+        self.nodes = topology.Nodes(url, cluster, self.subscriber, lambda: self.tell(resync=self.up))
         self.beats: dict[str, heartbeat.Heartbeat] = {}
         self.seen = events.Seen(512)
         self.notifications_on = False
@@ -81,7 +81,7 @@ class Hub:
 
     # -- running ------------------------------------------------------------------
     async def start(self) -> None:
-        await self.nodes.start(lambda: self.tell(resync=self.up))
+        await self.nodes.start()
 
     async def stop(self) -> None:
         await self.nodes.stop()

@@ -63,18 +63,16 @@ async def read_primaries(seeds: Iterable[str]) -> list[str]:
 
 
 class Nodes:
-    """One subscriber task per node, and whether all of them are ready."""
+    """One subscriber task per node, and whether all of them are ready (`changed()` when that flips)."""
 
-    def __init__(self, url: str, cluster: bool, subscriber: Subscriber) -> None:
-        self.url, self.cluster, self.subscriber = url, cluster, subscriber
+    def __init__(self, url: str, cluster: bool, subscriber: Subscriber, changed: Callable[[], None]) -> None:
+        self.url, self.cluster, self.subscriber, self.changed = url, cluster, subscriber, changed
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.ready: dict[str, bool] = {}
         self.up = False
         self.follower: asyncio.Task[None] | None = None
-        self.changed: Callable[[], None] = lambda: None
 
-    async def start(self, changed: Callable[[], None]) -> None:
-        self.changed = changed
+    async def start(self) -> None:
         if self.cluster:
             self.follower = asyncio.create_task(self.follow_topology(), name="emqlab-topology")
         else:
