@@ -83,11 +83,8 @@ class ValkeyProcess:
         self.extra_args = extra_args
         self.maxmemory = maxmemory
         self.persistent = home is not None
-        if home is None:
-            self.dir = Path(tempfile.mkdtemp(prefix="emqlab-valkey-"))
-        else:
-            home.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self.dir = home
+        self.dir = home or Path(tempfile.mkdtemp(prefix="emqlab-valkey-"))  # a temporary folder is made 0700 too
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
