@@ -21,7 +21,7 @@ def write_script(folder: Path, name: str, text: str) -> None:
 
 def registry_reading(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The registry pointed at `folder`, its caches cleared around it."""
-    caches = (registry.file_source, registry.script_source, registry.doc, registry._moves, registry.prefix_source)
+    caches = (registry.file_source, registry.script_source, registry.doc, registry.moves, registry.prefix_source)
     monkeypatch.setattr(registry, "SCRIPTS_DIR", folder)
     for cached in caches:
         cached.cache_clear()

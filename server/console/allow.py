@@ -29,7 +29,7 @@ class Refusal(Exception):
 
     def __init__(self, status: int, message: str, reason: Reason | None = None) -> None:
         super().__init__(message)
-        self.status = status
+        self.status, self.message = status, message
         self.reason: Reason = reason or _BY_STATUS.get(status, "not-allowed")
 
 
@@ -99,20 +99,17 @@ REASONS: dict[str, str] = {
 }
 
 
-def rule_for(name: str) -> Rule:
-    """The rule of command `name` (any case); `Refusal` when it is not allowed."""
-    upper = name.upper()
-    if (rule := RULES.get(upper)) is not None:
-        return rule
-    shown = name if len(name) <= 40 and name.isprintable() else name[:40].encode("unicode_escape").decode() + "…"
-    if (reason := REASONS.get(upper)) is not None:
-        raise Refusal(403, f"{shown.upper()} is refused: {reason}.")
-    raise Refusal(403, f"{shown} is not a command the console runs. It runs: {', '.join(sorted(RULES))}, "
-                       "and the course's scripts by name.")
-
-
-def check_arity(rule: Rule, args: list[str]) -> None:
-    count = len(args) - 1
+def rule_for(args: list[str]) -> Rule:
+    """The rule of command `args[0]` (any case), its arguments counted; `Refusal` when it is not allowed."""
+    name, count = args[0], len(args) - 1
+    rule = RULES.get(name.upper())
+    if rule is None:
+        shown = name if len(name) <= 40 and name.isprintable() else name[:40].encode("unicode_escape").decode() + "…"
+        if (reason := REASONS.get(name.upper())) is not None:
+            raise Refusal(403, f"{shown.upper()} is refused: {reason}.")
+        raise Refusal(403, f"{shown} is not a command the console runs. It runs: {', '.join(sorted(RULES))}, "
+                           "and the course's scripts by name.")
     if not rule.least <= count <= rule.most:
         want = str(rule.least) if rule.least == rule.most else f"{rule.least} to {rule.most}"
         raise Refusal(400, f"{rule.name} takes {want} arguments here; got {count}.")
+    return rule

@@ -43,13 +43,6 @@ class ConsoleContext:
     read_only: str | None = None  # when set, a write is refused (403) with this sentence: demo mode
 
 
-@dataclass(frozen=True)
-class Refused:
-    status: int  # 400 bad line, 403 not allowed, 409 over budget, 503 closed / busy / Valkey unavailable
-    reason: Reason
-    message: str
-
-
 class ReplyJSON(TypedDict, total=False):
     """What the page reads (and the transcript keeps): `error` on a refusal only."""
 
@@ -66,7 +59,7 @@ class ConsoleReply:
     kind: Literal["reply", "error", "refused"]  # error: Valkey answered an error reply
     wrote: bool = False  # a write line ran (whatever Valkey answered)
     touched: tuple[str, ...] = ()  # the queues it wrote: the widgets to repaint
-    refused: Refused | None = None
+    refused: Refusal | None = None  # its status, reason and message
 
     @property
     def status(self) -> int:
@@ -81,7 +74,7 @@ class ConsoleReply:
 
 def refusal(command: str, status: int, reason: Reason, message: str, lines: list[str] | None = None) -> ConsoleReply:
     return ConsoleReply(command, tuple(lines or [f"(refused) {message}"]), "refused",
-                        refused=Refused(status, reason, message))
+                        refused=Refusal(status, message, reason))
 
 
 async def run_line(console: ConsoleContext, line: str) -> ConsoleReply:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Final, Literal
 
-from server.console.allow import Refusal, Rule, check_arity, rule_for
+from server.console.allow import Refusal, Rule, rule_for
 from server.console.confine import Confinement
 from server.console.parse import Limits, split
 from server.emq import registry
@@ -108,8 +108,7 @@ def plan(line: str, where: Confinement, limits: Limits) -> Plan:
     args = split(line, limits)
     script, rest = args[0].lower(), args[1:]
     if script not in PUMP_SIDE and script not in script_names():
-        rule = rule_for(args[0])
-        check_arity(rule, args)
+        rule = rule_for(args)
         if rule.name in ("SCAN", "KEYS"):
             return _scan_plan(line, rule, args, where)
         if rule.name != "EVALSHA":

@@ -6,6 +6,7 @@ sandbox (a class sharing one does not share its members' typing), expiring with 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -54,10 +55,6 @@ async def record(conn: Conn, sandbox: str, visitor: str, entry: Mapping[str, Any
 async def read(conn: Conn, sandbox: str, visitor: str) -> list[dict[str, Any]]:
     entries = []
     for raw in await conn.lrange(transcript_key(sandbox, visitor), 0, -1):
-        try:
-            entry = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(entry, dict):
-            entries.append(entry)
-    return entries
+        with contextlib.suppress(ValueError):  # an entry that does not decode is left out
+            entries.append(json.loads(raw))
+    return [entry for entry in entries if isinstance(entry, dict)]

@@ -20,6 +20,7 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
 from server.emq.includes import helpers_shown
+from server.emq.registry import cut_moves
 
 from .directive import Directive, directive_plugin
 from .errors import DirectiveError
@@ -64,7 +65,8 @@ def listing_plugin(md: MarkdownIt, scripts: ScriptSource | None = None, host: Ho
 
 
 def _resolve(source: ScriptSource, argument: str, options: dict[str, str], line: int | None) -> dict[str, Any]:
-    """The script's lines the argument asks for (one move, a range, or all), numbered and tagged with their move."""
+    """The script's lines the argument asks for (one move, a range, or all), numbered and tagged with their
+    move, and the figure's attributes and title."""
     match = _ARGUMENT.match(argument)
     if not match:
         raise DirectiveError("{listing} takes NAME.lua, NAME.lua#MOVE, NAME.lua#lines=A-B "
@@ -74,34 +76,39 @@ def _resolve(source: ScriptSource, argument: str, options: dict[str, str], line:
         text = source.script_source(stem)
     except ScriptMissing as exc:
         raise DirectiveError(str(exc), line) from None
-    moves = list(source.moves(stem))
-    owner = {n: int(m.number) for m in moves for n in range(int(m.first_line), int(m.last_line) + 1)}
+    moves = cut_moves(text, f"{stem}.lua")
+    owner = {n: m.number for m in moves for n in range(m.first_line, m.last_line + 1)}
     lines = [ListingLine(number, raw, owner.get(number)) for number, raw in enumerate(text.splitlines(), start=1)]
-    meta: dict[str, Any] = {"script": stem, "file": f"{DISPLAY_DIR}/{stem}.lua", "move": None, "move_title": None,
-                            "range": None, "caption": options.get("caption"), "includes": helpers_shown(text)}
+    includes = helpers_shown(text)
+    attrs, detail = f' data-script="{escapeHtml(stem)}"', ""
     if match.group("move"):
         wanted = int(match.group("move"))
-        found = next((m for m in moves if int(m.number) == wanted), None)
+        found = next((m for m in moves if m.number == wanted), None)
         if found is None:
             raise DirectiveError(f"{stem}.lua has no move {wanted}", line)
-        meta["move"] = wanted
-        meta["move_title"] = found.title
-        meta["lines"] = lines[int(found.first_line) - 1 : int(found.last_line)]
+        attrs += f' data-move="{wanted}"'
+        detail = f" · move {wanted}: {escapeHtml(found.title)}"
+        lines = lines[found.first_line - 1 : found.last_line]
     elif match.group("first"):
         first, last = int(match.group("first")), int(match.group("last"))
         if not 1 <= first <= last <= len(lines):
             raise DirectiveError(f"{stem}.lua has {len(lines)} lines; range {first}-{last} is outside it", line)
-        meta["range"] = (first, last)
-        meta["lines"] = lines[first - 1 : last]
-    else:
-        meta["lines"] = lines
-    return meta
+        attrs += f' data-lines="{first}-{last}"'
+        detail = f" · lines {first}–{last}"
+        lines = lines[first - 1 : last]
+    elif includes:  # the whole script: say which helpers it shows
+        detail = " · includes expanded: " + ", ".join(escapeHtml(name) for name in includes)
+    title = f"<code>{escapeHtml(f'{DISPLAY_DIR}/{stem}.lua')}</code>{detail}"
+    return {"attrs": attrs, "title": title, "caption": options.get("caption"), "includes": includes, "lines": lines}
 
 
 def render_listing(self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict,
                    env: EnvType) -> str:
     meta = tokens[idx].meta
-    figure = _render_host(meta["host"], meta["caption"]) if "host" in meta else _render_script(meta)
+    if "host" in meta:
+        figure = _render_host(meta["host"], meta["caption"])
+    else:
+        figure = _figure("listing", meta["attrs"], meta["title"], meta["caption"], meta["lines"], "lua")
     if not meta.get("fold_html"):
         return figure
     # Folded plumbing: the summary says what is inside, one click opens it.
@@ -114,22 +121,6 @@ def _render_host(found: HostFunction, note: str | None) -> str:
     lines = [ListingLine(number, text, None) for number, text in enumerate(found.lines, start=found.first_line)]
     where = escapeHtml(f"{found.path}::{found.name}")
     return _figure("listing listing-host", f' data-host="{where}"', caption, note, lines, "python")
-
-
-def _render_script(meta: dict[str, Any]) -> str:
-    attrs = f' data-script="{escapeHtml(meta["script"])}"'
-    detail = ""
-    if meta["move"] is not None:
-        attrs += f' data-move="{meta["move"]}"'
-        detail = f" · move {meta['move']}: {escapeHtml(meta['move_title'])}"
-    elif meta["range"] is not None:
-        first, last = meta["range"]
-        attrs += f' data-lines="{first}-{last}"'
-        detail = f" · lines {first}–{last}"
-    elif meta.get("includes"):  # the whole script: say which helpers it shows
-        detail = " · includes expanded: " + ", ".join(escapeHtml(name) for name in meta["includes"])
-    caption = f"<code>{escapeHtml(meta['file'])}</code>{detail}"
-    return _figure("listing", attrs, caption, meta["caption"], meta["lines"], "lua")
 
 
 def _figure(classes: str, attrs: str, caption: str, note: str | None, lines: Sequence[ListingLine],

@@ -1,15 +1,15 @@
 """Where listings read Lua from: the very files the server runs.
 
-A *script source* gives ``script_source(stem)`` (the text as the server runs
-it, includes expanded, so a listing's line numbers are the registered text's)
-and ``moves(stem)``. The app reads the host library's registry; tests point a
+A *script source* gives ``script_source(stem)``: the text as the server runs
+it, includes expanded, so a listing's line numbers (and its moves) are the
+registered text's. The app reads the host library's registry; tests point a
 :class:`DirScripts` at a folder of their own.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from server.emq import registry
 from server.emq.includes import IncludeError, expand
@@ -23,8 +23,6 @@ class ScriptMissing(LookupError):
 
 class ScriptSource(Protocol):
     def script_source(self, stem: str) -> str: ...
-
-    def moves(self, stem: str) -> list[Any]: ...
 
 
 class DirScripts:
@@ -44,9 +42,6 @@ class DirScripts:
         except IncludeError as exc:
             raise ScriptMissing(str(exc)) from None
 
-    def moves(self, stem: str) -> list[registry.Move]:
-        return list(registry.cut_moves(self.script_source(stem)))
-
 
 class RegistryScripts:
     """The host library's registry: the scripts the server registers."""
@@ -58,6 +53,3 @@ class RegistryScripts:
             raise ScriptMissing(str(exc)) from None
         except KeyError as exc:
             raise ScriptMissing(f"no script {stem}.lua in the registry: {exc}") from None
-
-    def moves(self, stem: str) -> list[Any]:
-        return registry.moves(stem)

@@ -31,9 +31,7 @@ def sections_plugin(md: MarkdownIt) -> None:
         out.extend(t for t in intro if t.type == "front_matter")
         intro = [t for t in intro if t.type != "front_matter"]
         if intro:
-            out.append(_marker("dive_intro_open"))
-            out.extend(intro)
-            out.append(_marker("dive_intro_close"))
+            out += _wrapped("dive_intro_open", intro, "dive_intro_close")
         for number, (first, end) in enumerate(itertools.pairwise([*starts, len(tokens)]), start=1):
             heading = tokens[first]
             title = "".join(c.content for c in tokens[first + 1].children or []
@@ -43,21 +41,15 @@ def sections_plugin(md: MarkdownIt) -> None:
             chunk = tokens[first:end]
             in_aside = [t.level == 0 and t.type in ASIDE_TYPES for t in chunk]
             cut = in_aside.index(True) if any(in_aside) else len(chunk)
-            before = [t for t, aside in zip(chunk[:cut], in_aside[:cut], strict=True) if not aside]
+            before = chunk[:cut]  # no aside before the first one
             after = [t for t, aside in zip(chunk[cut:], in_aside[cut:], strict=True) if not aside]
             aside = [t for t, aside in zip(chunk, in_aside, strict=True) if aside]
             out.append(_marker("dive_section_open", {"id": slug, "title": title, "aside": bool(aside)}))
-            out.append(_marker("dive_prose_open"))
-            out.extend(before)
-            out.append(_marker("dive_prose_close"))
+            out += _wrapped("dive_prose_open", before, "dive_prose_close")
             if aside:
-                out.append(_marker("dive_aside_open"))
-                out.extend(aside)
-                out.append(_marker("dive_aside_close"))
+                out += _wrapped("dive_aside_open", aside, "dive_aside_close")
             if after:
-                out.append(_marker("dive_after_open"))
-                out.extend(after)
-                out.append(_marker("dive_prose_close"))
+                out += _wrapped("dive_after_open", after, "dive_prose_close")
             out.append(_marker("dive_section_close"))
         state.tokens = out
 
@@ -68,6 +60,10 @@ def sections_plugin(md: MarkdownIt) -> None:
 
 def _marker(kind: str, meta: dict[str, Any] | None = None) -> Token:
     return Token(kind, "", 0, block=True, meta=dict(meta or {}))
+
+
+def _wrapped(opening: str, tokens: list[Token], closing: str) -> list[Token]:
+    return [_marker(opening), *tokens, _marker(closing)]
 
 
 def _section_open(self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:

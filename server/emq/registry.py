@@ -150,20 +150,16 @@ def cut_moves(source: str, where: str = "script") -> tuple[Move, ...]:
 
 
 @cache
-def _moves(name: str) -> tuple[Move, ...]:
-    return cut_moves(script_source(name), f"{name}.lua")
-
-
-def moves(name: str) -> list[Move]:
+def moves(name: str) -> tuple[Move, ...]:
     """The script's moves in order (empty when it has no markers)."""
-    return list(_moves(name))
+    return cut_moves(script_source(name), f"{name}.lua")
 
 
 @cache
 def prefix_source(name: str, n: int) -> str:
     """The script from the top through move ``n``, then a ``return``; through the
     last move, the whole script unchanged (its own ``return`` stays last)."""
-    all_moves = _moves(name)
+    all_moves = moves(name)
     if not 1 <= n <= len(all_moves):
         raise ValueError(f"{name}.lua has {len(all_moves)} moves; no move {n}")
     source = script_source(name)

@@ -15,6 +15,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from server.valkey.tasks import stop_tasks
+
 log = logging.getLogger("emqlab.stream")
 
 QUIET = 0.010  # seconds a batch without a held lock stays open for more notices
@@ -105,7 +107,4 @@ class Batches:
             if batch.timer is not None:
                 batch.timer.cancel()
         self.open.clear()
-        for task in list(self.running.values()):
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+        await stop_tasks(self.running.values())

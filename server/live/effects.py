@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from server.emq.keyspace import STATE_SETS
+
 # The key's role, from the part after the hashtag: a job's own keys are
 # ":job:<id>" plus an optional part, a queue's keys a fixed suffix.
 _JOB = re.compile(r"^:job:[^:]+(?P<part>:[a-z]+)?$")
@@ -37,15 +39,11 @@ _WORDS: dict[tuple[str, str], str] = {
     ("pending", "zadd"): "a job became claimable: it entered pending",
     ("pending", "zrem"): "a job left pending",
     ("pending", "zpopmin"): "a claim took the lowest-scored job out of pending",
-    ("pending", "del"): "pending is empty now",
     ("active", "zadd"): "a claim leased the job: it entered active",
     ("active", "zrem"): "the job left active (completed or failed)",
-    ("active", "del"): "active is empty now",
     ("schedule", "zadd"): "the failed job waits in schedule for its retry",
     ("schedule", "zrem"): "a job left schedule",
-    ("schedule", "del"): "schedule is empty now",
     ("dead", "zadd"): "a job died: it entered dead, the morgue",
-    ("dead", "del"): "dead is empty now",
     ("outbox", "rpush"): "a cross-queue note joined the outbox, for the Pump",
     ("outbox", "ltrim"): "the Pump trimmed the entries it delivered",
     ("outbox", "lpop"): "an entry left the head of the outbox",
@@ -56,6 +54,7 @@ _WORDS: dict[tuple[str, str], str] = {
     ("head", "hincrby"): "the aged Pump counted one more blocked tick",
     ("head", "del"): "the aged Pump forgot the blocked head",
     ("metrics", "hincrby"): "one more completion counted",
+    **{(state, "del"): f"{state} is empty now" for state in STATE_SETS},
 }
 
 # Any other key, by the command alone.

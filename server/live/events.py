@@ -26,19 +26,14 @@ async def publish(conn: Conn, kind: str, sandboxes: list[str] | None, data: dict
     await conn.publish(EVENTS_CHANNEL, json.dumps(event))
 
 
-def notice_data(event: dict[str, Any]) -> dict[str, Any]:
-    """The data a stream forwards for one decoded event."""
-    data = event.get("data")  # not a dict: an event in the older reset shape
-    return data if isinstance(data, dict) else {"by": event.get("by", "instructor")}
-
-
 def decode(raw: Any) -> dict[str, Any] | None:
-    """A published lab event, or None for one that is not JSON or of no known kind."""
+    """A published lab event, or None for one that is not JSON, of no known kind or without its data."""
     try:
         event = json.loads(raw)
     except (TypeError, ValueError):
         return None
-    return event if isinstance(event, dict) and event.get("type") in KINDS else None
+    known = isinstance(event, dict) and event.get("type") in KINDS and isinstance(event.get("data"), dict)
+    return event if known else None
 
 
 class Seen:

@@ -45,6 +45,18 @@ async def notifications_on(client: Conn) -> bool:
     return flags_on(found.get("notify-keyspace-events", "") if isinstance(found, dict) else "")
 
 
+async def enable_notifications(client: Conn) -> bool:
+    """Switch keyspace notifications on for one node; False when CONFIG is refused."""
+    try:
+        if not await notifications_on(client):
+            await client.config_set("notify-keyspace-events", NOTIFY_FLAGS)
+        return True
+    except RedisError as exc:
+        # said once per subscription: the heartbeat reports the state to every page
+        log.info("cannot enable keyspace notifications (%s): streams poll", exc)
+        return False
+
+
 def is_beat_key(key: str) -> bool:
     """True for a heartbeat key itself (`emq:{lab-heartbeat}:beat`, or `-N` on a cluster)."""
     return key.startswith("emq:{" + BEAT_TAG)

@@ -44,7 +44,7 @@ class Hub:
         self.url, self.streams, self.cluster = url, streams, cluster
         self.widget_of_queue = widget_of_queue
         self.batches = Batches(streams.deliver)
-        self.nodes = topology.Nodes(url, cluster, self.subscriber)
+        self.nodes = topology.Nodes(url, cluster, self.subscriber, lambda: self.tell(resync=self.up))
         self.beats: dict[str, heartbeat.Heartbeat] = {}
         self.seen = events.Seen(512)
         self.notifications_on = False
@@ -81,7 +81,7 @@ class Hub:
 
     # -- running ------------------------------------------------------------------
     async def start(self) -> None:
-        await self.nodes.start(lambda: self.tell(resync=self.up))
+        await self.nodes.start()
 
     async def stop(self) -> None:
         await self.nodes.stop()
@@ -93,7 +93,7 @@ class Hub:
             client: Conn = aioredis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=1,
                                                       driver_info=None)
             try:
-                on = await topology.enable_notifications(client)
+                on = await heartbeat.enable_notifications(client)
                 async with Subscriber(url) as sub:
                     await sub.subscribe(PATTERNS, [events.EVENTS_CHANNEL])
                     if not self.nodes.ready.get(node, True):
@@ -157,4 +157,4 @@ class Hub:
         event = events.decode(raw)
         if event is None or not self.seen.first(event.get("id")):
             return
-        self.streams.broadcast(Notice(event["type"], events.notice_data(event)), event.get("sandboxes"))
+        self.streams.broadcast(Notice(event["type"], event["data"]), event.get("sandboxes"))

@@ -68,15 +68,14 @@ class Streams:
     @contextlib.contextmanager
     def open(self, sandbox: str, widgets: tuple[str, ...]) -> Iterator[Subscription]:
         sub = Subscription(sandbox, widgets)
-        self.subs.setdefault(sandbox, set()).add(sub)
+        subs = self.subs.setdefault(sandbox, set())  # in self.subs for as long as it holds `sub`
+        subs.add(sub)
         try:
             yield sub
         finally:
-            found = self.subs.get(sandbox)
-            if found is not None:
-                found.discard(sub)
-                if not found:
-                    del self.subs[sandbox]
+            subs.discard(sub)
+            if not subs:
+                del self.subs[sandbox]
 
     def broadcast(self, notice: Notice, sandboxes: list[str] | None = None) -> None:
         """Hand `notice` to the streams of `sandboxes` (None: every stream)."""

@@ -17,8 +17,6 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from server.emq.wire import Conn
-from server.live.heartbeat import notifications_on
-from server.valkey.process import NOTIFY_FLAGS
 from server.valkey.tasks import stop_tasks
 
 log = logging.getLogger("emqlab.stream")
@@ -27,18 +25,6 @@ TOPOLOGY_EVERY = 3.0  # seconds between reads of a cluster's primaries
 
 # (node url, node name, ready(bool)) -> runs until cancelled
 Subscriber = Callable[[str, str, Callable[[bool], None]], Coroutine[Any, Any, None]]
-
-
-async def enable_notifications(client: Conn) -> bool:
-    """Switch keyspace notifications on for one node; False when CONFIG is refused."""
-    try:
-        if not await notifications_on(client):
-            await client.config_set("notify-keyspace-events", NOTIFY_FLAGS)
-        return True
-    except RedisError as exc:
-        # said once per subscription: the heartbeat reports the state to every page
-        log.info("cannot enable keyspace notifications (%s): streams poll", exc)
-        return False
 
 
 def node_url(url: str, address: str) -> str:
@@ -77,18 +63,16 @@ async def read_primaries(seeds: Iterable[str]) -> list[str]:
 
 
 class Nodes:
-    """One subscriber task per node, and whether all of them are ready."""
+    """One subscriber task per node, and whether all of them are ready (`changed()` when that flips)."""
 
-    def __init__(self, url: str, cluster: bool, subscriber: Subscriber) -> None:
-        self.url, self.cluster, self.subscriber = url, cluster, subscriber
+    def __init__(self, url: str, cluster: bool, subscriber: Subscriber, changed: Callable[[], None]) -> None:
+        self.url, self.cluster, self.subscriber, self.changed = url, cluster, subscriber, changed
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.ready: dict[str, bool] = {}
         self.up = False
         self.follower: asyncio.Task[None] | None = None
-        self.changed: Callable[[], None] = lambda: None
 
-    async def start(self, changed: Callable[[], None]) -> None:
-        self.changed = changed
+    async def start(self) -> None:
         if self.cluster:
             self.follower = asyncio.create_task(self.follow_topology(), name="emqlab-topology")
         else:

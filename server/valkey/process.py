@@ -57,6 +57,16 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def _answers(port: int, command: bytes, expected: bytes) -> bool:
+    """Whether the server on `port` answers an inline `command` with a reply that holds `expected`."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
+            sock.sendall(command + b"\r\n")
+            return expected in sock.recv(4096)
+    except OSError:
+        return False
+
+
 def _die_with_parent() -> None:
     # If the site is killed outright (SIGKILL), the kernel still stops its server. The
     # "parent" is the starting thread: the supervisor's ends only at shutdown.
@@ -73,11 +83,8 @@ class ValkeyProcess:
         self.extra_args = extra_args
         self.maxmemory = maxmemory
         self.persistent = home is not None
-        if home is None:
-            self.dir = Path(tempfile.mkdtemp(prefix="emqlab-valkey-"))
-        else:
-            home.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self.dir = home
+        self.dir = home or Path(tempfile.mkdtemp(prefix="emqlab-valkey-"))  # a temporary folder is made 0700 too
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -131,18 +138,10 @@ class ValkeyProcess:
                 tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
                 raise RuntimeError(f"valkey-server exited early (status {self.proc.returncode}); "
                                    f"the end of {log}:\n{tail}")
-            if self.ping():  # -LOADING while it reads its append-only file: not yet
+            if _answers(self.port, b"PING", b"+PONG"):  # -LOADING while it reads its append-only file: not yet
                 return
             time.sleep(0.02)
         raise RuntimeError(f"valkey-server did not answer on port {self.port} within {timeout}s")
-
-    def ping(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
-                sock.sendall(b"PING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
 
     def stop(self, remove_dir: bool = True) -> None:
         """SIGTERM (the append-only file is flushed); a temporary folder goes too unless `remove_dir` is False."""
@@ -232,17 +231,11 @@ class ValkeyCluster:
             raise
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if all(self.cluster_ok(node) for node in self.nodes):
+            if all(_answers(node.port, b"CLUSTER INFO", b"cluster_state:ok") for node in self.nodes):
                 return self.url
             time.sleep(0.05)
         self.stop()
         raise RuntimeError("the Valkey cluster did not reach cluster_state:ok")
-
-    def cluster_ok(self, node: ValkeyProcess) -> bool:
-        done = subprocess.run(
-            [self.cli, "-p", str(node.port), "CLUSTER", "INFO"], capture_output=True, text=True, check=False
-        )
-        return "cluster_state:ok" in done.stdout
 
     def stop(self) -> None:
         for node in self.nodes:

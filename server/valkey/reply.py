@@ -58,11 +58,9 @@ def _array(items: list[Any], prefix: str) -> str:
         return "(empty array)\n"
     width = len(str(len(items)))
     inner = prefix + " " * (width + 2)
-    out = []
-    for i, item in enumerate(items):
-        out.append(f"{'' if i == 0 else prefix}{i + 1:>{width}}) ")
-        out.append(_format(item, inner, False))
-    return "".join(out)
+    # the first number follows the caller's own text; the others start on new lines, under it
+    return "".join(f"{prefix if i else ''}{i + 1:>{width}}) " + _format(item, inner, False)
+                   for i, item in enumerate(items))
 
 
 def _format(reply: Any, prefix: str, status: bool) -> str:

@@ -122,12 +122,12 @@ def test_errors_print_with_their_code_as_valkey_sent_it() -> None:
                                   "CLIENT", "MONITOR", "SUBSCRIBE", "SCRIPT", "ACL", "SAVE"])
 def test_dangerous_commands_are_refused_with_a_reason(name: str) -> None:
     with pytest.raises(Refusal, match="is refused: it"):
-        rule_for(name)
+        rule_for([name])
 
 
 def test_an_unlisted_command_is_refused_and_the_list_given() -> None:
     with pytest.raises(Refusal, match=r"not a command the console runs\. It runs: .*HGETALL"):
-        rule_for("GETDEL")
+        rule_for(["GETDEL"])
 
 
 def test_a_bare_queue_means_that_queue_in_the_sandbox() -> None:

@@ -12,7 +12,7 @@ from redis.exceptions import ResponseError
 
 from server.console import budget, run
 from server.console.allow import RULES, Refusal
-from server.console.api import ConsoleReply, Refused
+from server.console.api import ConsoleReply
 from server.console.confine import Confinement
 from server.console.parse import Limits
 from server.console.plan import NUMBERS, PUMP_SIDE, plan, script_names, script_shas
@@ -114,5 +114,5 @@ def test_error_replies_print_with_the_code_valkey_sent() -> None:
 def test_a_reply_says_its_status_and_the_json_the_page_reads() -> None:
     ok = ConsoleReply("PING", ("PONG",), "reply")
     assert ok.status == 200 and ok.body() == {"command": "PING", "reply_lines": ["PONG"], "kind": "reply"}
-    no = ConsoleReply("x", ("(refused) too much",), "refused", refused=Refused(409, "over-budget", "too much"))
+    no = ConsoleReply("x", ("(refused) too much",), "refused", refused=Refusal(409, "too much", "over-budget"))
     assert no.status == 409 and no.body()["error"] == "too much"

@@ -176,7 +176,8 @@ def test_a_node_url_keeps_the_sites_credentials() -> None:
 
 
 def test_an_event_of_no_known_kind_is_ignored_and_each_id_counts_once() -> None:
-    assert events.decode(json.dumps({"type": "reset"})) == {"type": "reset"}
+    assert events.decode(json.dumps({"type": "reset", "data": {}})) == {"type": "reset", "data": {}}
+    assert events.decode(json.dumps({"type": "reset", "by": "instructor"})) is None  # no data: not an event
     assert events.decode(json.dumps({"type": "drop-tables"})) is None and events.decode(b"\xff") is None
     seen = events.Seen(2)
     assert [seen.first(i) for i in ("a", "a", "b", "c", "a")] == [True, False, True, True, True]
