@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from server.emq.wire import as_dict, as_text
@@ -121,7 +121,7 @@ async def sign_out(request: Request) -> Response:
         guards.check_origin(request)
     except guards.Refused as exc:
         return refused(request, exc)
-    response = done(request, "Signed out.") if bodies.wants_json(request) else RedirectResponse("/instructor", 303)
+    response = done(request, "Signed out.", flash=False)
     request.app.state.instructor_cookie.clear(response)
     return response
 

@@ -36,11 +36,13 @@ def render(request: Request, template: str, context: dict[str, Any], status: int
 
 
 def done(request: Request, message: str, data: dict[str, Any] | None = None, status: int = 200,
-         back: str = "/instructor") -> Response:
+         back: str = "/instructor", flash: bool = True) -> Response:
+    """JSON {ok, message, **data} to a script; to a form, a 303 to `back`, which shows `message` if `flash`."""
     if wants_json(request):
         return JSONAnswer({"ok": True, "message": message, **(data or {})}, status_code=status)
     response = RedirectResponse(back, status_code=303)
-    request.app.state.flash_cookie.attach(response, message)
+    if flash:
+        request.app.state.flash_cookie.attach(response, message)
     return response
 
 

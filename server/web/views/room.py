@@ -18,7 +18,7 @@ from server.web import bodies, guards
 from server.web.answer import JSONAnswer
 from server.web.errors import answer_error, answered, status_of
 from server.web.views import asking, class_state
-from server.web.views.replies import render
+from server.web.views.replies import done, render
 from server.web.views.widgets import admitter
 from server.widgets.flow import plural
 
@@ -87,10 +87,8 @@ async def join(request: Request) -> Response:
         await rooms.record_join(conn, code, settings.room_ttl)
     except Exception as exc:  # noqa: BLE001 - every refusal in words, the form refilled
         return await refused(request, exc, typed, named)
-    message = f"You joined class {room.code} as {name} ({rooms.MODE_WORDS[room.mode]})."
-    response: Response = (JSONAnswer({"ok": True, "message": message, "room": {
-        "code": room.code, "name": room.name, "mode": room.mode}}) if bodies.wants_json(request)
-        else RedirectResponse("/room", status_code=303))
+    response = done(request, f"You joined class {room.code} as {name} ({rooms.MODE_WORDS[room.mode]}).",
+                    {"room": {"code": room.code, "name": room.name, "mode": room.mode}}, back="/room", flash=False)
     request.app.state.room_cookie.attach(response, room.code)
     return response
 
