@@ -77,15 +77,12 @@ def instructor_only(handler: Handler, back: str | None = None) -> Handler:
     @functools.wraps(handler)
     async def endpoint(request: Request) -> Response:
         try:
-            try:
-                await guards.require_instructor(request)
-            except guards.Refused as exc:
-                learner = isinstance(request.app.state.room_cookie.read(request), str)  # refused, not asked to sign in
-                if exc.status == 401 and guards.bearer_of(request) is None and learner:
-                    raise guards.Refused(403, LEARNER) from exc
-                raise
+            await guards.require_instructor(request)
             return await handler(request)
         except Exception as exc:  # noqa: BLE001 - every failure is answered in words (status_of)
+            if isinstance(exc, guards.Refused) and exc.status == 401 and guards.bearer_of(request) is None:
+                learner = isinstance(request.app.state.room_cookie.read(request), str)  # refused, not asked to sign in
+                exc = guards.Refused(403, LEARNER) if learner else exc
             code = request.path_params.get("code")
             return refused(request, exc, back or (f"/instructor/rooms/{code}" if code else "/instructor"))
 
