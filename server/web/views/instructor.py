@@ -134,9 +134,8 @@ async def overview(request: Request) -> Response:
 @instructor_only
 async def watching(request: Request) -> Response:
     watched = request.app.state.watch_cookie.read(request)
-    if not isinstance(watched, str) or not SANDBOX_RE.fullmatch(watched):
-        return JSONAnswer({"sandbox": None, "name": None, "room": None})
-    meta = as_dict(await request.app.state.conn.hgetall(keys.meta_key(watched)))
+    watched = watched if isinstance(watched, str) and SANDBOX_RE.fullmatch(watched) else None
+    meta = as_dict(await request.app.state.conn.hgetall(keys.meta_key(watched))) if watched else {}
     return JSONAnswer({"sandbox": watched, "name": meta.get("name") or None, "room": meta.get("room") or None})
 
 
