@@ -207,11 +207,8 @@ async def record_join(conn: Conn, code: str, ttl: int) -> None:
 
 
 async def audience(conn: Conn, room: Room) -> list[str]:
-    """Every sandbox a member's open page may listen on: the learners', the host's, the shared one."""
-    found = [*await learner_ids(conn, room.code), room.sandbox]
-    if room.host:
-        found.append(room.host)
-    return sorted(set(found))
+    """Every sandbox a member's open page may listen on: the learners', the host's (if any), the shared one."""
+    return sorted({*await learner_ids(conn, room.code), room.sandbox, room.host} - {""})
 
 
 async def set_ask(conn: Conn, code: str, ask: Ask | None, ttl: int) -> None:
@@ -240,12 +237,11 @@ async def close(conn: Conn, code: str) -> None:
 async def expired(conn: Conn) -> list[tuple[str, str]]:
     """Index entries whose room record has expired: (code, sandbox), forgotten here."""
     gone = []
-    for code, sandbox in (await conn.hgetall(ROOMS_KEY)).items():
-        code_s = as_text(code)
-        if not await conn.exists(room_key(code_s)):
-            await conn.hdel(ROOMS_KEY, code_s)
-            await conn.delete(*class_keys(code_s))
-            gone.append((code_s, as_text(sandbox)))
+    for sandbox, code in (await room_sandboxes(conn)).items():
+        if not await conn.exists(room_key(code)):
+            await conn.hdel(ROOMS_KEY, code)
+            await conn.delete(*class_keys(code))
+            gone.append((code, sandbox))
     return gone
 
 
