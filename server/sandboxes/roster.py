@@ -101,13 +101,11 @@ async def read(conn: Conn, code: str, tours: Tours,
                runs: Mapping[tuple[str, str], int] | None = None) -> list[Learner]:
     """Every learner of the class, in joining order. `runs`: (widget, learner) -> wrong answers in a row."""
     joined = await class_learners.joined_at(conn, code)
-    replies: list[Any] = []
-    if joined:
-        async with conn.pipeline(transaction=False) as pipe:
-            for sandbox in joined:
-                pipe.hgetall(keys.meta_key(sandbox))
-                pipe.hgetall(keys.progress_key(sandbox))
-            replies = await pipe.execute()
+    async with conn.pipeline(transaction=False) as pipe:  # no learner: nothing to send, no round trip
+        for sandbox in joined:
+            pipe.hgetall(keys.meta_key(sandbox))
+            pipe.hgetall(keys.progress_key(sandbox))
+        replies = await pipe.execute()
     now, found = time.time(), runs or {}
     return [learner(sandbox, as_dict(replies[2 * i]), as_dict(replies[2 * i + 1]), at, tours,
                     {w: n for (w, who), n in found.items() if who == sandbox}, now)
