@@ -6,6 +6,7 @@ is looked up. An asked question's distribution reaches learners once revealed.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 import msgspec
@@ -52,10 +53,9 @@ async def page(request: Request) -> Response:
     except Exception as exc:  # noqa: BLE001 - Valkey away: said, the form still shows
         status, message, _ = status_of(exc)
         return render(request, "room.html", page_context(request, error=message), status)
-    try:
+    prefill = ""
+    with suppress(rooms.BadRoom):
         prefill = rooms.normalize_code(request.query_params.get("code", ""))
-    except rooms.BadRoom:
-        prefill = ""
     return render(request, "room.html", page_context(request, room=room, code=prefill, name=name))
 
 
