@@ -112,11 +112,6 @@ async def read(conn: Conn, code: str, tours: Tours,
             for i, (sandbox, at) in enumerate(joined.items())]
 
 
-def public(code: str, mode: str, rows: Sequence[Learner]) -> dict[str, Any]:
-    """roster.json: exactly the documented fields."""
-    return {"code": code, "mode": mode, "learners": [row.public() for row in rows]}
-
-
 def progress_words(row: Learner) -> str:
     """The progress cell: "fanin 2 of 8 steps, 1 of 2 predictions right" per widget."""
     parts = []

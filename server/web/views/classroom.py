@@ -114,9 +114,10 @@ async def _class_events(request: Request, code: str, projector: bool) -> AsyncIt
 
 @instructor_only
 async def roster_json(request: Request) -> Response:
+    """roster.json: exactly the documented fields."""
     room = await the_room(request)
     rows = await roster.read(request.app.state.conn, room.code, class_state.tours(request.app.state.catalog))
-    return JSONAnswer(roster.public(room.code, room.mode, rows))
+    return JSONAnswer({"code": room.code, "mode": room.mode, "learners": [row.public() for row in rows]})
 
 
 async def switch(request: Request, room: rooms.Room, mode: str) -> Response:
