@@ -72,7 +72,7 @@ async def page(request: Request) -> Response:
         "room": room, "learners": class_state.roster_rows(state), "modes": rooms.MODE_WORDS,
         "answers": class_state.answers_view(request, state, projector), "projector": projector,
         "askable": asking.askable(request.app.state.catalog), "ask": room.ask,
-        "asked": asking.current(request, room) if room.ask else None,
+        "asked": asking.current(request, room)[0] if room.ask else None,
         "dives": request.app.state.course.dives, "confirm": request.query_params.get("confirm") == "reset",
     })
 
