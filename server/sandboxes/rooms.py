@@ -46,9 +46,6 @@ class Ask:
     round: int = 1
     revealed: bool = False
 
-    def as_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 def _ask(raw: str) -> Ask | None:
     try:
@@ -217,7 +214,7 @@ async def set_ask(conn: Conn, code: str, ask: Ask | None, ttl: int) -> None:
         if ask is None:
             pipe.hdel(room_key(code), "ask")
         else:
-            pipe.hset(room_key(code), "ask", json.dumps(ask.as_json()))
+            pipe.hset(room_key(code), "ask", json.dumps(asdict(ask)))
         pipe.expire(room_key(code), ttl)
         await pipe.execute()
 

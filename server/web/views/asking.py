@@ -127,7 +127,7 @@ async def put(request: Request, room: rooms.Room, found: Askable, round: int = 1
     said = f"Asked class {room.code}, round {ask.round}: {found.legend} (at step {found.step}, {found.step_label})."
     if failed:
         said += f" Not rebuilt for: {'; '.join(failed)}."
-    return done(request, said, {"ask": ask.as_json(), "failed": failed}, back=back(room))
+    return done(request, said, {"ask": ask, "failed": failed}, back=back(room))
 
 
 def current(request: Request, room: rooms.Room) -> tuple[Askable, rooms.Ask]:
@@ -198,11 +198,10 @@ async def press(request: Request) -> Response:
         verdict = questions.judge(widget, question, value, now, before)
         calls.append(answers.answer_command(room.code, learner, widget.name, question.id, verdict.answer,
                                             verdict.right, ask.round, found.step, feedback=verdict.feedback))
-    if calls:
-        async with conn.pipeline(transaction=False) as pipe:
-            for script, keys, args in calls:
-                script.queue(pipe, keys, args)
-            await execute(conn, pipe, calls)
+    async with conn.pipeline(transaction=False) as pipe:  # no vote: nothing to send, no round trip
+        for script, keys, args in calls:
+            script.queue(pipe, keys, args)
+        await execute(conn, pipe, calls)
     await answers.clear_votes(conn, room.code)
     await announce(request, room, {"action": "pressed", "widget": found.widget})
     return done(request, f"Pressed {action.label} for class {room.code}: {acted.outcome['text']} "
