@@ -22,7 +22,7 @@ from server.emq.script import Call, execute
 from server.live import events
 from server.sandboxes import answers, learners, rooms
 from server.web import bodies, guards
-from server.web.views.class_state import back, the_room
+from server.web.views.class_state import the_room
 from server.web.views.instructor import plural
 from server.web.views.replies import done, instructor_only
 from server.widgets import questions, runner, traces, turn
@@ -127,7 +127,7 @@ async def put(request: Request, room: rooms.Room, found: Askable, round: int = 1
     said = f"Asked class {room.code}, round {ask.round}: {found.legend} (at step {found.step}, {found.step_label})."
     if failed:
         said += f" Not rebuilt for: {'; '.join(failed)}."
-    return done(request, said, {"ask": ask, "failed": failed}, back=back(room))
+    return done(request, said, {"ask": ask, "failed": failed}, room=room)
 
 
 def current(request: Request, room: rooms.Room) -> tuple[Askable, rooms.Ask]:
@@ -161,7 +161,7 @@ async def reveal(request: Request) -> Response:
     await rooms.set_ask(request.app.state.conn, room.code, replace(ask, revealed=True),
                         request.app.state.settings.room_ttl)
     await announce(request, room, {"action": "reveal", "widget": found.widget})
-    return done(request, f"Revealed to class {room.code}: how the class answered {found.legend}", back=back(room))
+    return done(request, f"Revealed to class {room.code}: how the class answered {found.legend}", room=room)
 
 
 @instructor_only
@@ -170,7 +170,7 @@ async def end(request: Request) -> Response:
     await rooms.set_ask(request.app.state.conn, room.code, None, request.app.state.settings.room_ttl)
     await answers.clear_votes(request.app.state.conn, room.code)
     await announce(request, room, {"action": "ask-ended"})
-    return done(request, f"Class {room.code} is asked nothing now; the answers stay counted.", back=back(room))
+    return done(request, f"Class {room.code} is asked nothing now; the answers stay counted.", room=room)
 
 
 @instructor_only
@@ -205,7 +205,7 @@ async def press(request: Request) -> Response:
     await answers.clear_votes(conn, room.code)
     await announce(request, room, {"action": "pressed", "widget": found.widget})
     return done(request, f"Pressed {action.label} for class {room.code}: {acted.outcome['text']} "
-                         f"{plural(len(votes), 'vote')} judged.", back=back(room))
+                         f"{plural(len(votes), 'vote')} judged.", room=room)
 
 
 def routes() -> list[BaseRoute]:

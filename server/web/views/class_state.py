@@ -44,10 +44,6 @@ async def the_room(request: Request) -> Room:
     return room
 
 
-def back(room: Room) -> str:
-    return f"/instructor/rooms/{room.code}"
-
-
 def tours(catalog: Catalog) -> dict[str, list[str]]:
     return {name: [s.id for s in widget.tour] for name, widget in catalog.widgets.items()}
 

@@ -28,7 +28,7 @@ from server.web import bodies, guards
 from server.web.answer import JSONAnswer, dumps
 from server.web.errors import is_fault
 from server.web.views import asking, class_state
-from server.web.views.class_state import back, the_room
+from server.web.views.class_state import the_room
 from server.web.views.instructor import report_words
 from server.web.views.replies import done, instructor_only, render
 from server.web.views.widgets import sse
@@ -135,8 +135,7 @@ async def switch(request: Request, room: rooms.Room, mode: str) -> Response:
     await conn.expire(rooms.room_key(room.code), request.app.state.settings.room_ttl)  # the class lives on
     await asking.announce(request, changed, {"action": "mode", "mode": mode, "reconnect": True,
                                              "text": MODE_TEXT[mode]})
-    return done(request, f"Class {room.code}: {rooms.MODE_WORDS[mode]}.", {"room": room.code, "mode": mode},
-                back=back(room))
+    return done(request, f"Class {room.code}: {rooms.MODE_WORDS[mode]}.", {"room": room.code, "mode": mode}, room=room)
 
 
 @instructor_only
@@ -161,8 +160,7 @@ async def bring(request: Request) -> Response:
     title = dives[body.page].title
     await asking.announce(request, room, {"action": "goto", "page": body.page,
                                    "text": f"Your instructor brought everyone to {title}."})
-    return done(request, f"Everyone in class {room.code} was sent to {title}.", {"page": body.page},
-                back=back(room))
+    return done(request, f"Everyone in class {room.code} was sent to {title}.", {"page": body.page}, room=room)
 
 
 @instructor_only
@@ -177,7 +175,7 @@ async def reset_learners(request: Request) -> Response:
     report = await resets.reset_sandboxes(request.app.state.lab, [*ids, room.sandbox])
     return done(request, f"Every learner of class {room.code} was reset ({plural(len(ids), 'learner')}; "
                          f"{report_words(report, names)}).",
-                {"reset": len([s for s in ids if s in report.reset]), "failed": report.failed}, back=back(room))
+                {"reset": len([s for s in ids if s in report.reset]), "failed": report.failed}, room=room)
 
 
 async def learner_of(request: Request, room: rooms.Room) -> str:
@@ -197,7 +195,7 @@ async def reset_learner(request: Request) -> Response:
     failed = (await resets.reset_sandboxes(request.app.state.lab, [sandbox])).failed
     said = f"could not be reset: {failed[sandbox]}" if failed else "was reset."
     return done(request, f"{name or sandbox} {said}", {"reset": None if failed else sandbox, "failed": failed},
-                back=back(room))
+                room=room)
 
 
 @instructor_only
@@ -224,7 +222,7 @@ async def join(request: Request) -> Response:
     visitor = guards.visitor_of(request)
     if room.host != visitor:
         await request.app.state.conn.hset(rooms.room_key(room.code), "host", visitor)
-    response = done(request, f"You are in class {room.code} ({room.name}).", {"room": room.code}, back=back(room))
+    response = done(request, f"You are in class {room.code} ({room.name}).", {"room": room.code}, room=room)
     request.app.state.room_cookie.attach(response, room.code)
     return response
 

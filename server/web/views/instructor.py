@@ -187,8 +187,7 @@ async def create_room(request: Request) -> Response:
         host = ""  # a Bearer caller without a browser sandbox: a demo names its sandbox later
     room = await rooms.create(request.app.state.conn, body.name, settings.room_ttl, settings.max_rooms, host=host)
     response = done(request, f"Class {room.code} ({room.name}) is open: learners join at /room with the code "
-                             f"{room.code} and their name.", {"room": room.as_json()}, status=201,
-                    back=f"/instructor/rooms/{room.code}")
+                             f"{room.code} and their name.", {"room": room.as_json()}, status=201, room=room)
     request.app.state.room_cookie.attach(response, room.code)
     return response
 

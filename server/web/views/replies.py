@@ -36,11 +36,12 @@ def render(request: Request, template: str, context: dict[str, Any], status: int
 
 
 def done(request: Request, message: str, data: dict[str, Any] | None = None, status: int = 200,
-         back: str = "/instructor", flash: bool = True) -> Response:
-    """JSON {ok, message, **data} to a script; to a form, a 303 to `back`, which shows `message` if `flash`."""
+         back: str = "/instructor", flash: bool = True, room: rooms.Room | None = None) -> Response:
+    """JSON {ok, message, **data} to a script; to a form, a 303 to `back` (to `room`'s page when given),
+    which shows `message` if `flash`."""
     if wants_json(request):
         return JSONAnswer({"ok": True, "message": message, **(data or {})}, status_code=status)
-    response = RedirectResponse(back, status_code=303)
+    response = RedirectResponse(f"/instructor/rooms/{room.code}" if room else back, status_code=303)
     if flash:
         request.app.state.flash_cookie.attach(response, message)
     return response
