@@ -136,10 +136,8 @@ async def create(conn: Conn, name: object, ttl: int, max_rooms: int, host: str =
         # HSETNX on the index claims the code; a clash simply draws another.
         if await conn.hsetnx(ROOMS_KEY, code, room.sandbox):
             async with conn.pipeline(transaction=False) as pipe:
-                pipe.hset(room_key(code), mapping={
-                    "name": clean, "sandbox": room.sandbox, "mode": "own", "host": host,
-                    "created": str(room.created), "joins": "0",
-                })
+                pipe.hset(room_key(code), mapping={"name": clean, "sandbox": room.sandbox, "mode": "own", "host": host,
+                                                   "created": str(room.created), "joins": "0"})
                 pipe.expire(room_key(code), ttl)
                 pipe.zadd(REGISTRY_KEY, {room.sandbox: int(time.time() * 1000)})
                 await pipe.execute()
