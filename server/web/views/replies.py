@@ -37,8 +37,7 @@ def render(request: Request, template: str, context: dict[str, Any], status: int
 
 def done(request: Request, message: str, data: dict[str, Any] | None = None, status: int = 200,
          back: str = "/instructor", flash: bool = True, room: rooms.Room | None = None) -> Response:
-    """JSON {ok, message, **data} to a script; to a form, a 303 to `back` (to `room`'s page when given),
-    which shows `message` if `flash`."""
+    """A form's 303 goes to `room`'s page when given, else to `back`; it shows `message` only if `flash`."""
     if wants_json(request):
         return JSONAnswer({"ok": True, "message": message, **(data or {})}, status_code=status)
     response = RedirectResponse(f"/instructor/rooms/{room.code}" if room else back, status_code=303)
