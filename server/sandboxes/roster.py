@@ -44,14 +44,6 @@ class Learner(msgspec.Struct):
         return {"name": self.name, "page": self.page, "widget": self.widget, "online": self.online,
                 "last_seen": self.last_seen, "progress": per_widget}
 
-    @property
-    def asked(self) -> int:
-        return sum(r.asked for r in self.records)
-
-    @property
-    def right(self) -> int:
-        return sum(r.right for r in self.records)
-
 
 def _seen(meta: Mapping[str, str]) -> float | None:
     raw = meta.get("seen", "")

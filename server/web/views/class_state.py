@@ -149,7 +149,8 @@ def csv_text(request: Request, state: ClassState) -> str:
     for row in state.learners:
         reached = {r.widget: len(r.reached) for r in row.records}
         writer.writerow([cell(row.name), when(row.joined), " ".join(pages_of(request, row)),
-                         *(reached.get(w, 0) for w in widgets), row.asked, row.right,
+                         *(reached.get(w, 0) for w in widgets),
+                         sum(r.asked for r in row.records), sum(r.right for r in row.records),
                          *(row.exercises[e][0] if e in row.exercises else "" for e in exercises),
                          when(row.last_seen)])
     return out.getvalue()
