@@ -122,16 +122,13 @@ def class_json(request: Request, state: ClassState, projector: bool = False) -> 
             "count": len(state.learners), "answers": answers_view(request, state, projector)}
 
 
-FORMULA = ("=", "+", "-", "@", "\t", "\r")
-
-
 def when(seconds: float | None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds)) if seconds else ""
 
 
 def cell(text: str) -> str:
     """A learner's name cannot run as a formula in the instructor's spreadsheet."""
-    return "'" + text if text.startswith(FORMULA) else text
+    return "'" + text if text.startswith(("=", "+", "-", "@", "\t", "\r")) else text
 
 
 def pages_of(request: Request, row: roster.Learner) -> list[str]:
