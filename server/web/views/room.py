@@ -63,10 +63,9 @@ async def refused(request: Request, exc: Exception, typed: str = "", named: str 
     if bodies.wants_json(request):
         return answer_error(exc)
     status, message, _ = status_of(exc)
-    try:
+    room = None
+    with suppress(Exception):  # the refusal is what this page says; Valkey's trouble is not the point
         room = await current_room(request)
-    except Exception:  # noqa: BLE001 - the refusal is what this page says; Valkey's trouble is not the point
-        room = None
     return render(request, "room.html", page_context(request, room=room, error=message, code=typed[:12],
                                                      name=named[:40]), status)
 
