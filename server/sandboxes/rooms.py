@@ -48,11 +48,10 @@ class Ask:
 
 
 def _ask(raw: str) -> Ask | None:
-    try:
+    with suppress(TypeError, ValueError):  # not an Ask we wrote: none
         data = json.loads(raw) if raw else None
         return Ask(**data) if isinstance(data, dict) else None
-    except (TypeError, ValueError):
-        return None
+    return None
 
 
 class BadRoom(ValueError):
