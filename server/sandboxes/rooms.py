@@ -13,7 +13,7 @@ import re
 import secrets
 import time
 from contextlib import suppress
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from server.emq.wire import Conn, Fields, as_dict, as_text
@@ -188,9 +188,7 @@ async def set_mode(conn: Conn, code: str, mode: str, host: str | None = None) ->
     if host:
         fields["host"] = host
     await conn.hset(room_key(code), mapping=fields)
-    room.mode = mode
-    room.host = host or room.host
-    return room
+    return replace(room, mode=mode, host=host or room.host)
 
 
 async def record_join(conn: Conn, code: str, ttl: int) -> None:
