@@ -28,8 +28,7 @@ CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 6
 CODE_RE = re.compile(rf"^[{CODE_ALPHABET}]{{{CODE_LENGTH}}}$")
 NAME_MAX = 60
-MODES = ("own", "demo", "together")
-MODE_WORDS = {
+MODE_WORDS = {  # the modes, and how the pages name them
     "own": "own sandboxes: each learner acts in their own",
     "demo": "demo: everyone watches the instructor's sandbox, read-only",
     "together": "together: the class shares one sandbox",
@@ -110,9 +109,9 @@ def clean_name(raw: object) -> str:
 
 
 def clean_mode(raw: object) -> str:
-    if raw not in MODES:
-        raise BadRoom(f"'mode' must be one of: {', '.join(MODES)}")
-    return str(raw)
+    if not isinstance(raw, str) or raw not in MODE_WORDS:
+        raise BadRoom(f"'mode' must be one of: {', '.join(MODE_WORDS)}")
+    return raw
 
 
 def _room(code: str, raw: dict[Any, Any]) -> Room | None:
@@ -121,7 +120,7 @@ def _room(code: str, raw: dict[Any, Any]) -> Room | None:
         return None
     mode = fields.get("mode") or ("demo" if fields.get("demo") == "1" else "own")
     return Room(code=code, name=fields.get("name", "Class room"), sandbox=fields["sandbox"],
-                mode=mode if mode in MODES else "own", created=float(fields.get("created") or 0),
+                mode=mode if mode in MODE_WORDS else "own", created=float(fields.get("created") or 0),
                 joins=int(fields.get("joins") or 0), host=fields.get("host", ""), ask=_ask(fields.get("ask", "")))
 
 
