@@ -160,8 +160,7 @@ def answers_text(state: ClassState) -> str:
 async def texts(request: Request) -> tuple[str, str, str]:
     """(code, csv, answers.json) of an open class now, or of a closed one as kept."""
     code = rooms.normalize_code(request.path_params["code"])
-    room = await rooms.get(request.app.state.conn, code)
-    if room is not None:
+    if (room := await rooms.get(request.app.state.conn, code)) is not None:
         state = await read(request, room)
         return code, csv_text(request, state), answers_text(state)
     found = await kept.find(request.app.state.conn, code)

@@ -157,8 +157,7 @@ async def reset(request: Request) -> Response:
         report = await resets.reset_sandboxes(lab, None)
         return done(request, f"Every sandbox was reset: {report_words(report, {})}.",
                     {"reset": "all", "count": len(report.reset), "failed": report.failed})
-    if body.sandbox is not None:
-        sandbox = body.sandbox
+    if (sandbox := body.sandbox) is not None:
         if not SANDBOX_RE.fullmatch(sandbox):
             raise bodies.BadBody(400, "'sandbox' must be a sandbox id: s and 10 lowercase letters or digits")
         if await conn.zscore(keys.REGISTRY_KEY, sandbox) is None:
