@@ -198,8 +198,7 @@ async def reset_learner(request: Request) -> Response:
 
 @instructor_only
 async def watch(request: Request) -> Response:
-    room = await the_room(request)
-    sandbox = await learner_of(request, room)
+    sandbox = await learner_of(request, await the_room(request))
     dives = [d.path for d in request.app.state.course.dives]
     seen = presence.page(as_dict(await request.app.state.conn.hgetall(keys.meta_key(sandbox))))
     response = RedirectResponse(seen if seen is not None and seen in dives else dives[0], status_code=303)
