@@ -26,20 +26,18 @@ NOISY = {
 }
 
 
-def descriptor_limit() -> int:
-    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return MOST_DESCRIPTORS if soft == resource.RLIM_INFINITY else int(soft)
-
-
-def connection_limits(descriptors: int) -> tuple[int, int]:
-    """(limit_concurrency, backlog) for a process allowed `descriptors` open files."""
+def connection_limits(descriptors: int | None = None) -> tuple[int, int]:
+    """(limit_concurrency, backlog) for a process allowed `descriptors` open files (by default, this one)."""
+    if descriptors is None:
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        descriptors = MOST_DESCRIPTORS if soft == resource.RLIM_INFINITY else int(soft)
     reserve = max(64, descriptors // 10)
     limit = max(16, descriptors - reserve)
     return limit, max(16, min(2048, limit // 4))
 
 
-def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
-    """A TCP socket bound and listening on host:port; OSError when the port is taken."""
+def listening_socket(host: str, port: int, backlog: int | None = None) -> socket.socket:
+    """A TCP socket bound and listening on host:port (`backlog`: this process's); OSError when the port is taken."""
     from server.settings import Settings
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -53,7 +51,7 @@ def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
         # takes; past the stream's send timeout without an ACK the kernel drops the connection.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, 1000 * Settings.from_env().stream_send_timeout)
         sock.bind((host, port))
-        sock.listen(backlog)
+        sock.listen(connection_limits()[1] if backlog is None else backlog)
     except OSError:
         sock.close()
         raise
@@ -117,7 +115,7 @@ def run_uvicorn(factory: str, host: str, port: int, workers: int = 1, log_level:
     """uvicorn.run on an app factory, 1 or N workers, on `sock` (else one bound to host:port here)."""
     import uvicorn
 
-    limit, backlog = connection_limits(descriptor_limit())
+    limit, backlog = connection_limits()
     if sock is None:
         sock = listening_socket(host, port, backlog)
     # The site reads X-Forwarded-For itself, only when EMQLAB_TRUST_FORWARDED_FOR

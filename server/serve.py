@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from server.listen import connection_limits, descriptor_limit, listening_socket, run_uvicorn
+from server.listen import listening_socket, run_uvicorn
 from server.valkey import datadir, native
 from server.valkey.datadir import CLUSTER, SINGLE, DataDir
 from server.valkey.process import ClusterNode, ValkeyCluster, ValkeyProcess, free_port, port_free
@@ -62,12 +62,11 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def serve_on(args: argparse.Namespace, data: DataDir) -> int:
-    _limit, backlog = connection_limits(descriptor_limit())
     try:
-        sock = listening_socket(args.host, args.port, backlog)
+        sock = listening_socket(args.host, args.port)
     except OSError as exc:
         return fail(f"cannot listen on {args.host} port {args.port} ({exc.strerror or exc}); pick another with --port")
-    try:
+    with sock:
         os.environ[datadir.ENV] = str(data.path)
         os.environ[datadir.EPHEMERAL_ENV] = "1" if args.ephemeral else "0"
         if not os.environ.get("EMQLAB_SECRET"):
@@ -85,8 +84,6 @@ def serve_on(args: argparse.Namespace, data: DataDir) -> int:
                 return 3
             url = managed.url
         return run_site(args, data, sock, url, managed)
-    finally:
-        sock.close()
 
 
 def run_site(args: argparse.Namespace, data: DataDir, sock: socket.socket, url: str,

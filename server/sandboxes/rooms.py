@@ -13,7 +13,7 @@ import re
 import secrets
 import time
 from contextlib import suppress
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from server.emq.wire import Conn, Fields, as_dict, as_text
@@ -28,8 +28,7 @@ CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 6
 CODE_RE = re.compile(rf"^[{CODE_ALPHABET}]{{{CODE_LENGTH}}}$")
 NAME_MAX = 60
-MODES = ("own", "demo", "together")
-MODE_WORDS = {
+MODE_WORDS = {  # the modes, and how the pages name them
     "own": "own sandboxes: each learner acts in their own",
     "demo": "demo: everyone watches the instructor's sandbox, read-only",
     "together": "together: the class shares one sandbox",
@@ -46,16 +45,12 @@ class Ask:
     round: int = 1
     revealed: bool = False
 
-    def as_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 def _ask(raw: str) -> Ask | None:
-    try:
+    with suppress(TypeError, ValueError):  # not an Ask we wrote: none
         data = json.loads(raw) if raw else None
         return Ask(**data) if isinstance(data, dict) else None
-    except (TypeError, ValueError):
-        return None
+    return None
 
 
 class BadRoom(ValueError):
@@ -114,9 +109,9 @@ def clean_name(raw: object) -> str:
 
 
 def clean_mode(raw: object) -> str:
-    if raw not in MODES:
-        raise BadRoom(f"'mode' must be one of: {', '.join(MODES)}")
-    return str(raw)
+    if not isinstance(raw, str) or raw not in MODE_WORDS:
+        raise BadRoom(f"'mode' must be one of: {', '.join(MODE_WORDS)}")
+    return raw
 
 
 def _room(code: str, raw: dict[Any, Any]) -> Room | None:
@@ -125,7 +120,7 @@ def _room(code: str, raw: dict[Any, Any]) -> Room | None:
         return None
     mode = fields.get("mode") or ("demo" if fields.get("demo") == "1" else "own")
     return Room(code=code, name=fields.get("name", "Class room"), sandbox=fields["sandbox"],
-                mode=mode if mode in MODES else "own", created=float(fields.get("created") or 0),
+                mode=mode if mode in MODE_WORDS else "own", created=float(fields.get("created") or 0),
                 joins=int(fields.get("joins") or 0), host=fields.get("host", ""), ask=_ask(fields.get("ask", "")))
 
 
@@ -139,10 +134,8 @@ async def create(conn: Conn, name: object, ttl: int, max_rooms: int, host: str =
         # HSETNX on the index claims the code; a clash simply draws another.
         if await conn.hsetnx(ROOMS_KEY, code, room.sandbox):
             async with conn.pipeline(transaction=False) as pipe:
-                pipe.hset(room_key(code), mapping={
-                    "name": clean, "sandbox": room.sandbox, "mode": "own", "host": host,
-                    "created": str(room.created), "joins": "0",
-                })
+                pipe.hset(room_key(code), mapping={"name": clean, "sandbox": room.sandbox, "mode": "own", "host": host,
+                                                   "created": str(room.created), "joins": "0"})
                 pipe.expire(room_key(code), ttl)
                 pipe.zadd(REGISTRY_KEY, {room.sandbox: int(time.time() * 1000)})
                 await pipe.execute()
@@ -194,9 +187,7 @@ async def set_mode(conn: Conn, code: str, mode: str, host: str | None = None) ->
     if host:
         fields["host"] = host
     await conn.hset(room_key(code), mapping=fields)
-    room.mode = mode
-    room.host = host or room.host
-    return room
+    return replace(room, mode=mode, host=host or room.host)
 
 
 async def record_join(conn: Conn, code: str, ttl: int) -> None:
@@ -207,11 +198,8 @@ async def record_join(conn: Conn, code: str, ttl: int) -> None:
 
 
 async def audience(conn: Conn, room: Room) -> list[str]:
-    """Every sandbox a member's open page may listen on: the learners', the host's, the shared one."""
-    found = [*await learner_ids(conn, room.code), room.sandbox]
-    if room.host:
-        found.append(room.host)
-    return sorted(set(found))
+    """Every sandbox a member's open page may listen on: the learners', the host's (if any), the shared one."""
+    return sorted({*await learner_ids(conn, room.code), room.sandbox, room.host} - {""})
 
 
 async def set_ask(conn: Conn, code: str, ask: Ask | None, ttl: int) -> None:
@@ -220,7 +208,7 @@ async def set_ask(conn: Conn, code: str, ask: Ask | None, ttl: int) -> None:
         if ask is None:
             pipe.hdel(room_key(code), "ask")
         else:
-            pipe.hset(room_key(code), "ask", json.dumps(ask.as_json()))
+            pipe.hset(room_key(code), "ask", json.dumps(asdict(ask)))
         pipe.expire(room_key(code), ttl)
         await pipe.execute()
 
@@ -240,12 +228,11 @@ async def close(conn: Conn, code: str) -> None:
 async def expired(conn: Conn) -> list[tuple[str, str]]:
     """Index entries whose room record has expired: (code, sandbox), forgotten here."""
     gone = []
-    for code, sandbox in (await conn.hgetall(ROOMS_KEY)).items():
-        code_s = as_text(code)
-        if not await conn.exists(room_key(code_s)):
-            await conn.hdel(ROOMS_KEY, code_s)
-            await conn.delete(*class_keys(code_s))
-            gone.append((code_s, as_text(sandbox)))
+    for sandbox, code in (await room_sandboxes(conn)).items():
+        if not await conn.exists(room_key(code)):
+            await conn.hdel(ROOMS_KEY, code)
+            await conn.delete(*class_keys(code))
+            gone.append((code, sandbox))
     return gone
 
 

@@ -44,14 +44,6 @@ class Learner(msgspec.Struct):
         return {"name": self.name, "page": self.page, "widget": self.widget, "online": self.online,
                 "last_seen": self.last_seen, "progress": per_widget}
 
-    @property
-    def asked(self) -> int:
-        return sum(r.asked for r in self.records)
-
-    @property
-    def right(self) -> int:
-        return sum(r.right for r in self.records)
-
 
 def _seen(meta: Mapping[str, str]) -> float | None:
     raw = meta.get("seen", "")
@@ -101,22 +93,15 @@ async def read(conn: Conn, code: str, tours: Tours,
                runs: Mapping[tuple[str, str], int] | None = None) -> list[Learner]:
     """Every learner of the class, in joining order. `runs`: (widget, learner) -> wrong answers in a row."""
     joined = await class_learners.joined_at(conn, code)
-    replies: list[Any] = []
-    if joined:
-        async with conn.pipeline(transaction=False) as pipe:
-            for sandbox in joined:
-                pipe.hgetall(keys.meta_key(sandbox))
-                pipe.hgetall(keys.progress_key(sandbox))
-            replies = await pipe.execute()
+    async with conn.pipeline(transaction=False) as pipe:  # no learner: nothing to send, no round trip
+        for sandbox in joined:
+            pipe.hgetall(keys.meta_key(sandbox))
+            pipe.hgetall(keys.progress_key(sandbox))
+        replies = await pipe.execute()
     now, found = time.time(), runs or {}
     return [learner(sandbox, as_dict(replies[2 * i]), as_dict(replies[2 * i + 1]), at, tours,
                     {w: n for (w, who), n in found.items() if who == sandbox}, now)
             for i, (sandbox, at) in enumerate(joined.items())]
-
-
-def public(code: str, mode: str, rows: Sequence[Learner]) -> dict[str, Any]:
-    """roster.json: exactly the documented fields."""
-    return {"code": code, "mode": mode, "learners": [row.public() for row in rows]}
 
 
 def progress_words(row: Learner) -> str:

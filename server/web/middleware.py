@@ -4,6 +4,7 @@ security headers, a new visitor's sandbox cookie, and one deadline per request."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 from collections.abc import Mapping
 from http.cookies import SimpleCookie
@@ -79,13 +80,10 @@ class Site:
         """The Set-Cookie header of a new sandbox (named on the request's state too), or none."""
         if path.startswith(("/static/", "/api/")) or scope.get("method") != "GET":
             return ()
-        raw = cookie_value(scope)
-        if raw:
-            try:
+        if raw := cookie_value(scope):
+            with contextlib.suppress(NoSandbox):  # forged or stale: treated as absent
                 self.cookie.parse(raw)
                 return ()
-            except NoSandbox:
-                pass  # forged or stale: treated as absent
         fresh = new_id()
         scope.setdefault("state", {})["sandbox"] = fresh
         return ((b"set-cookie", self.cookie.header(fresh).encode("latin-1")),)

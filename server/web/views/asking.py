@@ -22,7 +22,7 @@ from server.emq.script import Call, execute
 from server.live import events
 from server.sandboxes import answers, learners, rooms
 from server.web import bodies, guards
-from server.web.views.class_state import back, the_room
+from server.web.views.class_state import the_room
 from server.web.views.instructor import plural
 from server.web.views.replies import done, instructor_only
 from server.widgets import questions, runner, traces, turn
@@ -115,8 +115,9 @@ def dive_of(request: Request, widget: str) -> str | None:
     return next((d.path for d in request.app.state.course.dives if widget in d.widgets), None)
 
 
-async def put(request: Request, room: rooms.Room, ask: rooms.Ask, found: Askable) -> Response:
+async def put(request: Request, room: rooms.Room, found: Askable, round: int = 1) -> Response:
     conn, settings = request.app.state.conn, request.app.state.settings
+    ask = rooms.Ask(found.widget, found.question, found.step, round)
     await answers.clear_votes(conn, room.code)
     failed = await rebuild(request, room, request.app.state.catalog.widgets[found.widget], found.step)
     await rooms.set_ask(conn, room.code, ask, settings.room_ttl)
@@ -126,16 +127,17 @@ async def put(request: Request, room: rooms.Room, ask: rooms.Ask, found: Askable
     said = f"Asked class {room.code}, round {ask.round}: {found.legend} (at step {found.step}, {found.step_label})."
     if failed:
         said += f" Not rebuilt for: {'; '.join(failed)}."
-    return done(request, said, {"ask": ask.as_json(), "failed": failed}, back=back(room))
+    return done(request, said, {"ask": ask, "failed": failed}, room=room)
 
 
-def current(request: Request, room: rooms.Room) -> Askable:
+def current(request: Request, room: rooms.Room) -> tuple[Askable, rooms.Ask]:
+    """The question asked in the class, and how it is asked (its round, whether revealed)."""
     ask = room.ask
     if ask is None:
         raise guards.Refused(409, "no question is asked in this class now: Ask the class first")
     for found in askable(request.app.state.catalog):
         if (found.widget, found.question, found.step) == (ask.widget, ask.question, ask.step):
-            return found
+            return found, ask
     raise guards.Refused(409, "the asked question is no longer in the course: ask another")
 
 
@@ -143,26 +145,23 @@ def current(request: Request, room: rooms.Room) -> Askable:
 async def ask(request: Request) -> Response:
     body = await bodies.read_form(request, AskBody)
     room = await the_room(request)
-    found = chosen(request, body)
-    return await put(request, room, rooms.Ask(found.widget, found.question, found.step), found)
+    return await put(request, room, chosen(request, body))
 
 
 @instructor_only
 async def second_round(request: Request) -> Response:
     room = await the_room(request)
-    found = current(request, room)
-    return await put(request, room, rooms.Ask(found.widget, found.question, found.step, round=2), found)
+    return await put(request, room, current(request, room)[0], round=2)
 
 
 @instructor_only
 async def reveal(request: Request) -> Response:
     room = await the_room(request)
-    found = current(request, room)
-    assert room.ask is not None
-    await rooms.set_ask(request.app.state.conn, room.code, replace(room.ask, revealed=True),
+    found, ask = current(request, room)
+    await rooms.set_ask(request.app.state.conn, room.code, replace(ask, revealed=True),
                         request.app.state.settings.room_ttl)
     await announce(request, room, {"action": "reveal", "widget": found.widget})
-    return done(request, f"Revealed to class {room.code}: how the class answered {found.legend}", back=back(room))
+    return done(request, f"Revealed to class {room.code}: how the class answered {found.legend}", room=room)
 
 
 @instructor_only
@@ -171,15 +170,14 @@ async def end(request: Request) -> Response:
     await rooms.set_ask(request.app.state.conn, room.code, None, request.app.state.settings.room_ttl)
     await answers.clear_votes(request.app.state.conn, room.code)
     await announce(request, room, {"action": "ask-ended"})
-    return done(request, f"Class {room.code} is asked nothing now; the answers stay counted.", back=back(room))
+    return done(request, f"Class {room.code} is asked nothing now; the answers stay counted.", room=room)
 
 
 @instructor_only
 async def press(request: Request) -> Response:
     """Demo or together: the button pressed once, every vote judged against what Valkey returned."""
     room = await the_room(request)
-    found = current(request, room)
-    assert room.ask is not None
+    found, ask = current(request, room)
     if room.mode == "own":
         raise guards.Refused(409, "in own sandboxes each learner presses in their own widget")
     lab, conn = request.app.state.lab, request.app.state.conn
@@ -194,21 +192,20 @@ async def press(request: Request) -> Response:
     actor = Actor(sandbox, sandbox, by="instructor", records=room.mode == "demo")  # a demo's host is the instructor
     acted = await runner.act(lab, widget, actor, found.action, msgspec.convert({}, action.body))
     now = await turn.read(conn, widget, sandbox)
-    votes = await answers.votes(conn, room.code, room.ask.round)
+    votes = await answers.votes(conn, room.code, ask.round)
     calls: list[Call] = []
     for learner, value in votes.items():
         verdict = questions.judge(widget, question, value, now, before)
         calls.append(answers.answer_command(room.code, learner, widget.name, question.id, verdict.answer,
-                                            verdict.right, room.ask.round, found.step, feedback=verdict.feedback))
-    if calls:
-        async with conn.pipeline(transaction=False) as pipe:
-            for script, keys, args in calls:
-                script.queue(pipe, keys, args)
-            await execute(conn, pipe, calls)
+                                            verdict.right, ask.round, found.step, feedback=verdict.feedback))
+    async with conn.pipeline(transaction=False) as pipe:  # no vote: nothing to send, no round trip
+        for script, keys, args in calls:
+            script.queue(pipe, keys, args)
+        await execute(conn, pipe, calls)
     await answers.clear_votes(conn, room.code)
     await announce(request, room, {"action": "pressed", "widget": found.widget})
     return done(request, f"Pressed {action.label} for class {room.code}: {acted.outcome['text']} "
-                         f"{plural(len(votes), 'vote')} judged.", back=back(room))
+                         f"{plural(len(votes), 'vote')} judged.", room=room)
 
 
 def routes() -> list[BaseRoute]:

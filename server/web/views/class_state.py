@@ -44,10 +44,6 @@ async def the_room(request: Request) -> Room:
     return room
 
 
-def back(room: Room) -> str:
-    return f"/instructor/rooms/{room.code}"
-
-
 def tours(catalog: Catalog) -> dict[str, list[str]]:
     return {name: [s.id for s in widget.tour] for name, widget in catalog.widgets.items()}
 
@@ -126,16 +122,13 @@ def class_json(request: Request, state: ClassState, projector: bool = False) -> 
             "count": len(state.learners), "answers": answers_view(request, state, projector)}
 
 
-FORMULA = ("=", "+", "-", "@", "\t", "\r")
-
-
 def when(seconds: float | None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds)) if seconds else ""
 
 
 def cell(text: str) -> str:
     """A learner's name cannot run as a formula in the instructor's spreadsheet."""
-    return "'" + text if text.startswith(FORMULA) else text
+    return "'" + text if text.startswith(("=", "+", "-", "@", "\t", "\r")) else text
 
 
 def pages_of(request: Request, row: roster.Learner) -> list[str]:
@@ -153,7 +146,8 @@ def csv_text(request: Request, state: ClassState) -> str:
     for row in state.learners:
         reached = {r.widget: len(r.reached) for r in row.records}
         writer.writerow([cell(row.name), when(row.joined), " ".join(pages_of(request, row)),
-                         *(reached.get(w, 0) for w in widgets), row.asked, row.right,
+                         *(reached.get(w, 0) for w in widgets),
+                         sum(r.asked for r in row.records), sum(r.right for r in row.records),
                          *(row.exercises[e][0] if e in row.exercises else "" for e in exercises),
                          when(row.last_seen)])
     return out.getvalue()
@@ -166,8 +160,7 @@ def answers_text(state: ClassState) -> str:
 async def texts(request: Request) -> tuple[str, str, str]:
     """(code, csv, answers.json) of an open class now, or of a closed one as kept."""
     code = rooms.normalize_code(request.path_params["code"])
-    room = await rooms.get(request.app.state.conn, code)
-    if room is not None:
+    if (room := await rooms.get(request.app.state.conn, code)) is not None:
         state = await read(request, room)
         return code, csv_text(request, state), answers_text(state)
     found = await kept.find(request.app.state.conn, code)

@@ -12,6 +12,7 @@ import asyncio
 import functools
 import time
 from collections.abc import AsyncIterator
+from contextlib import suppress
 
 import msgspec
 from starlette.requests import Request
@@ -28,7 +29,7 @@ from server.web import bodies, guards
 from server.web.answer import JSONAnswer, dumps
 from server.web.errors import is_fault
 from server.web.views import asking, class_state
-from server.web.views.class_state import back, the_room
+from server.web.views.class_state import the_room
 from server.web.views.instructor import report_words
 from server.web.views.replies import done, instructor_only, render
 from server.web.views.widgets import sse
@@ -72,7 +73,7 @@ async def page(request: Request) -> Response:
         "room": room, "learners": class_state.roster_rows(state), "modes": rooms.MODE_WORDS,
         "answers": class_state.answers_view(request, state, projector), "projector": projector,
         "askable": asking.askable(request.app.state.catalog), "ask": room.ask,
-        "asked": asking.current(request, room) if room.ask else None,
+        "asked": asking.current(request, room)[0] if room.ask else None,
         "dives": request.app.state.course.dives, "confirm": request.query_params.get("confirm") == "reset",
     })
 
@@ -104,28 +105,26 @@ async def _class_events(request: Request, code: str, projector: bool) -> AsyncIt
             if encoded != last:
                 last = encoded
                 yield frame("roster", encoded)
-            try:
+            with suppress(TimeoutError):
                 async with asyncio.timeout(EVERY):
                     await sub.queue.get()
                 sub.drain()  # a burst of answers is one read
-            except TimeoutError:
-                pass
 
 
 @instructor_only
 async def roster_json(request: Request) -> Response:
+    """roster.json: exactly the documented fields."""
     room = await the_room(request)
     rows = await roster.read(request.app.state.conn, room.code, class_state.tours(request.app.state.catalog))
-    return JSONAnswer(roster.public(room.code, room.mode, rows))
+    return JSONAnswer({"code": room.code, "mode": room.mode, "learners": [row.public() for row in rows]})
 
 
 async def switch(request: Request, room: rooms.Room, mode: str) -> Response:
     host = None
     if mode == "demo":
-        try:
+        host = room.host or None
+        with suppress(guards.Refused):
             host = guards.visitor_of(request)  # the instructor's own sandbox is the one shown
-        except guards.Refused:
-            host = room.host or None
         if not host:
             raise guards.Refused(409, "open a page of the course in this browser first: the demo shows its sandbox")
     conn = request.app.state.conn
@@ -134,8 +133,7 @@ async def switch(request: Request, room: rooms.Room, mode: str) -> Response:
     await conn.expire(rooms.room_key(room.code), request.app.state.settings.room_ttl)  # the class lives on
     await asking.announce(request, changed, {"action": "mode", "mode": mode, "reconnect": True,
                                              "text": MODE_TEXT[mode]})
-    return done(request, f"Class {room.code}: {rooms.MODE_WORDS[mode]}.", {"room": room.code, "mode": mode},
-                back=back(room))
+    return done(request, f"Class {room.code}: {rooms.MODE_WORDS[mode]}.", {"room": room.code, "mode": mode}, room=room)
 
 
 @instructor_only
@@ -160,8 +158,7 @@ async def bring(request: Request) -> Response:
     title = dives[body.page].title
     await asking.announce(request, room, {"action": "goto", "page": body.page,
                                    "text": f"Your instructor brought everyone to {title}."})
-    return done(request, f"Everyone in class {room.code} was sent to {title}.", {"page": body.page},
-                back=back(room))
+    return done(request, f"Everyone in class {room.code} was sent to {title}.", {"page": body.page}, room=room)
 
 
 @instructor_only
@@ -176,7 +173,7 @@ async def reset_learners(request: Request) -> Response:
     report = await resets.reset_sandboxes(request.app.state.lab, [*ids, room.sandbox])
     return done(request, f"Every learner of class {room.code} was reset ({plural(len(ids), 'learner')}; "
                          f"{report_words(report, names)}).",
-                {"reset": len([s for s in ids if s in report.reset]), "failed": report.failed}, back=back(room))
+                {"reset": len([s for s in ids if s in report.reset]), "failed": report.failed}, room=room)
 
 
 async def learner_of(request: Request, room: rooms.Room) -> str:
@@ -196,13 +193,12 @@ async def reset_learner(request: Request) -> Response:
     failed = (await resets.reset_sandboxes(request.app.state.lab, [sandbox])).failed
     said = f"could not be reset: {failed[sandbox]}" if failed else "was reset."
     return done(request, f"{name or sandbox} {said}", {"reset": None if failed else sandbox, "failed": failed},
-                back=back(room))
+                room=room)
 
 
 @instructor_only
 async def watch(request: Request) -> Response:
-    room = await the_room(request)
-    sandbox = await learner_of(request, room)
+    sandbox = await learner_of(request, await the_room(request))
     dives = [d.path for d in request.app.state.course.dives]
     seen = presence.page(as_dict(await request.app.state.conn.hgetall(keys.meta_key(sandbox))))
     response = RedirectResponse(seen if seen is not None and seen in dives else dives[0], status_code=303)
@@ -223,7 +219,7 @@ async def join(request: Request) -> Response:
     visitor = guards.visitor_of(request)
     if room.host != visitor:
         await request.app.state.conn.hset(rooms.room_key(room.code), "host", visitor)
-    response = done(request, f"You are in class {room.code} ({room.name}).", {"room": room.code}, back=back(room))
+    response = done(request, f"You are in class {room.code} ({room.name}).", {"room": room.code}, room=room)
     request.app.state.room_cookie.attach(response, room.code)
     return response
 

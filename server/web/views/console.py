@@ -54,8 +54,7 @@ async def run_command(request: Request) -> JSONAnswer:
 @answered
 async def read_transcript(request: Request) -> JSONAnswer:
     entry = await guards.enter(request, write=False, counts="reads")
-    entries = await transcript.read(request.app.state.conn, entry.sandbox, entry.visitor)
-    return JSONAnswer({"transcript": entries})
+    return JSONAnswer({"transcript": await transcript.read(request.app.state.conn, entry.sandbox, entry.visitor)})
 
 
 def routes() -> list[BaseRoute]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from server.emq.wire import as_dict, as_text
@@ -121,7 +121,7 @@ async def sign_out(request: Request) -> Response:
         guards.check_origin(request)
     except guards.Refused as exc:
         return refused(request, exc)
-    response = done(request, "Signed out.") if bodies.wants_json(request) else RedirectResponse("/instructor", 303)
+    response = done(request, "Signed out.", flash=False)
     request.app.state.instructor_cookie.clear(response)
     return response
 
@@ -134,9 +134,8 @@ async def overview(request: Request) -> Response:
 @instructor_only
 async def watching(request: Request) -> Response:
     watched = request.app.state.watch_cookie.read(request)
-    if not isinstance(watched, str) or not SANDBOX_RE.fullmatch(watched):
-        return JSONAnswer({"sandbox": None, "name": None, "room": None})
-    meta = as_dict(await request.app.state.conn.hgetall(keys.meta_key(watched)))
+    watched = watched if isinstance(watched, str) and SANDBOX_RE.fullmatch(watched) else None
+    meta = as_dict(await request.app.state.conn.hgetall(keys.meta_key(watched))) if watched else {}
     return JSONAnswer({"sandbox": watched, "name": meta.get("name") or None, "room": meta.get("room") or None})
 
 
@@ -158,8 +157,7 @@ async def reset(request: Request) -> Response:
         report = await resets.reset_sandboxes(lab, None)
         return done(request, f"Every sandbox was reset: {report_words(report, {})}.",
                     {"reset": "all", "count": len(report.reset), "failed": report.failed})
-    if body.sandbox is not None:
-        sandbox = body.sandbox
+    if (sandbox := body.sandbox) is not None:
         if not SANDBOX_RE.fullmatch(sandbox):
             raise bodies.BadBody(400, "'sandbox' must be a sandbox id: s and 10 lowercase letters or digits")
         if await conn.zscore(keys.REGISTRY_KEY, sandbox) is None:
@@ -188,8 +186,7 @@ async def create_room(request: Request) -> Response:
         host = ""  # a Bearer caller without a browser sandbox: a demo names its sandbox later
     room = await rooms.create(request.app.state.conn, body.name, settings.room_ttl, settings.max_rooms, host=host)
     response = done(request, f"Class {room.code} ({room.name}) is open: learners join at /room with the code "
-                             f"{room.code} and their name.", {"room": room.as_json()}, status=201,
-                    back=f"/instructor/rooms/{room.code}")
+                             f"{room.code} and their name.", {"room": room.as_json()}, status=201, room=room)
     request.app.state.room_cookie.attach(response, room.code)
     return response
 

@@ -108,8 +108,7 @@ async def course_progress(request: Request, visitor: str) -> list[DiveProgress]:
 async def dive_progress(request: Request) -> dict[str, DiveProgress] | None:
     """Each dive's progress by path, for the pages; None when it cannot be read."""
     try:
-        visitor = guards.visitor_of(request)
-        return {d.path: d for d in await course_progress(request, visitor)}
+        return {d.path: d for d in await course_progress(request, guards.visitor_of(request))}
     except (guards.Refused, RedisError, OSError):
         return None
 

@@ -36,11 +36,13 @@ def render(request: Request, template: str, context: dict[str, Any], status: int
 
 
 def done(request: Request, message: str, data: dict[str, Any] | None = None, status: int = 200,
-         back: str = "/instructor") -> Response:
+         back: str = "/instructor", flash: bool = True, room: rooms.Room | None = None) -> Response:
+    """A form's 303 goes to `room`'s page when given, else to `back`; it shows `message` only if `flash`."""
     if wants_json(request):
         return JSONAnswer({"ok": True, "message": message, **(data or {})}, status_code=status)
-    response = RedirectResponse(back, status_code=303)
-    request.app.state.flash_cookie.attach(response, message)
+    response = RedirectResponse(f"/instructor/rooms/{room.code}" if room else back, status_code=303)
+    if flash:
+        request.app.state.flash_cookie.attach(response, message)
     return response
 
 
@@ -75,15 +77,12 @@ def instructor_only(handler: Handler, back: str | None = None) -> Handler:
     @functools.wraps(handler)
     async def endpoint(request: Request) -> Response:
         try:
-            try:
-                await guards.require_instructor(request)
-            except guards.Refused as exc:
-                learner = isinstance(request.app.state.room_cookie.read(request), str)  # refused, not asked to sign in
-                if exc.status == 401 and guards.bearer_of(request) is None and learner:
-                    raise guards.Refused(403, LEARNER) from exc
-                raise
+            await guards.require_instructor(request)
             return await handler(request)
         except Exception as exc:  # noqa: BLE001 - every failure is answered in words (status_of)
+            if isinstance(exc, guards.Refused) and exc.status == 401 and guards.bearer_of(request) is None:
+                learner = isinstance(request.app.state.room_cookie.read(request), str)  # refused, not asked to sign in
+                exc = guards.Refused(403, LEARNER) if learner else exc
             code = request.path_params.get("code")
             return refused(request, exc, back or (f"/instructor/rooms/{code}" if code else "/instructor"))
 

@@ -6,6 +6,7 @@ is looked up. An asked question's distribution reaches learners once revealed.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 import msgspec
@@ -18,7 +19,7 @@ from server.web import bodies, guards
 from server.web.answer import JSONAnswer
 from server.web.errors import answer_error, answered, status_of
 from server.web.views import asking, class_state
-from server.web.views.replies import render
+from server.web.views.replies import done, render
 from server.web.views.widgets import admitter
 from server.widgets.flow import plural
 
@@ -52,10 +53,9 @@ async def page(request: Request) -> Response:
     except Exception as exc:  # noqa: BLE001 - Valkey away: said, the form still shows
         status, message, _ = status_of(exc)
         return render(request, "room.html", page_context(request, error=message), status)
-    try:
+    prefill = ""
+    with suppress(rooms.BadRoom):
         prefill = rooms.normalize_code(request.query_params.get("code", ""))
-    except rooms.BadRoom:
-        prefill = ""
     return render(request, "room.html", page_context(request, room=room, code=prefill, name=name))
 
 
@@ -63,10 +63,9 @@ async def refused(request: Request, exc: Exception, typed: str = "", named: str 
     if bodies.wants_json(request):
         return answer_error(exc)
     status, message, _ = status_of(exc)
-    try:
+    room = None
+    with suppress(Exception):  # the refusal is what this page says; Valkey's trouble is not the point
         room = await current_room(request)
-    except Exception:  # noqa: BLE001 - the refusal is what this page says; Valkey's trouble is not the point
-        room = None
     return render(request, "room.html", page_context(request, room=room, error=message, code=typed[:12],
                                                      name=named[:40]), status)
 
@@ -87,10 +86,8 @@ async def join(request: Request) -> Response:
         await rooms.record_join(conn, code, settings.room_ttl)
     except Exception as exc:  # noqa: BLE001 - every refusal in words, the form refilled
         return await refused(request, exc, typed, named)
-    message = f"You joined class {room.code} as {name} ({rooms.MODE_WORDS[room.mode]})."
-    response: Response = (JSONAnswer({"ok": True, "message": message, "room": {
-        "code": room.code, "name": room.name, "mode": room.mode}}) if bodies.wants_json(request)
-        else RedirectResponse("/room", status_code=303))
+    response = done(request, f"You joined class {room.code} as {name} ({rooms.MODE_WORDS[room.mode]}).",
+                    {"room": {"code": room.code, "name": room.name, "mode": room.mode}}, back="/room", flash=False)
     request.app.state.room_cookie.attach(response, room.code)
     return response
 
@@ -126,7 +123,7 @@ async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
     room = await rooms.get(conn, entry.room)
     if room is None or room.ask is None:
         return None
-    found, ask = asking.current(request, room), room.ask
+    found, ask = asking.current(request, room)
     question = class_state.question_of(request.app.state.catalog, ask.widget, ask.question)
     words = question.words if question else str
     given, _ = await answers.read(conn, room.code)

@@ -200,9 +200,7 @@ def _page_of(request: Request) -> str | None:
     referer = request.headers.get("referer")
     if not referer:
         return None
-    try:
-        path = urlsplit(referer).path
-    except ValueError:
-        return None
-    page = request.app.state.course.page(path)
-    return page.path if page is not None else None
+    with contextlib.suppress(ValueError):  # a Referer that is no URL names no page
+        page = request.app.state.course.page(urlsplit(referer).path)
+        return page.path if page is not None else None
+    return None
