@@ -106,7 +106,7 @@ def argv_roles(name: str) -> dict[int, str]:
 
 def plan(line: str, where: Confinement, limits: Limits) -> Plan:
     args = split(line, limits)
-    script, rest = args[0].lower(), args[1:]
+    script, rest = args[0].lower(), args[1:]  # a course script typed by name, or a command (EVALSHA among them)
     if script not in PUMP_SIDE and script not in script_names():
         rule = rule_for(args)
         if rule.name in ("SCAN", "KEYS"):

@@ -228,7 +228,8 @@ async def close(conn: Conn, code: str) -> None:
 async def expired(conn: Conn) -> list[tuple[str, str]]:
     """Index entries whose room record has expired: (code, sandbox), forgotten here."""
     gone = []
-    for sandbox, code in (await room_sandboxes(conn)).items():
+    # walked by code, the index's key: two codes naming one sandbox are both forgotten
+    for code, sandbox in as_dict(await conn.hgetall(ROOMS_KEY)).items():
         if not await conn.exists(room_key(code)):
             await conn.hdel(ROOMS_KEY, code)
             await conn.delete(*class_keys(code))

@@ -83,7 +83,8 @@ class ValkeyProcess:
         self.extra_args = extra_args
         self.maxmemory = maxmemory
         self.persistent = home is not None
-        self.dir = home or Path(tempfile.mkdtemp(prefix="emqlab-valkey-"))  # a temporary folder is made 0700 too
+        # a new home is made 0700, as mkdtemp makes a temporary one; an existing folder keeps its mode
+        self.dir = home or Path(tempfile.mkdtemp(prefix="emqlab-valkey-"))
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.proc: subprocess.Popen[bytes] | None = None
 

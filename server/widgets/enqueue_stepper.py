@@ -133,7 +133,7 @@ class EnqueueStepper(Widget):
         parent, children = job(view, PARENT), [job(view, c) for c in (CHILDREN[0], second)]
         held = contents(view, children, parent)
         if at.refused:
-            after = held if view.count else f"nothing was written, {held}"
+            after = held if view.count else f"nothing was written, {held}"  # held: "…holds no key" here
             readout = f"Refused in move {at.refused_at} ({title(at.refused_at)}) with {at.refused}: {after}."
         elif at.move == 0:
             readout = f"Before move 1: {held}."

@@ -58,6 +58,8 @@ async def send_line(conn: Conn, parts: Sequence[Any], send: Callable[[], Awaitab
     except (redis_errors.ConnectionError, redis_errors.TimeoutError):
         raise  # Valkey away: the endpoint answers 503
     except (RedisError, RedisClusterException) as exc:
+        if send is not None:
+            raise  # a script is routed by its keys: what lands here is a fault, not a missing command
         # A cluster client routes a command by the keys the server reports for
         # it; for a command no node knows, it refuses to send the line at all.
         return Sent(line, f"(not sent) the cluster client says: {exc}", error=True, absent=True)

@@ -160,6 +160,13 @@ async def test_an_expired_class_is_forgotten_with_its_shared_sandbox(conn: Conn)
     assert await rooms.get(conn, kept.code) is not None and await conn.ttl(rooms.room_key(kept.code)) > 0
 
 
+async def test_every_expired_index_entry_is_forgotten_even_two_naming_one_sandbox(conn: Conn) -> None:
+    # an index written by hand (a restore, an older site): two codes, one sandbox, no room record for either
+    await conn.hset(rooms.ROOMS_KEY, mapping={"AAAAAA": IDLE, "BBBBBB": IDLE})
+    assert sorted(await rooms.expired(conn)) == [("AAAAAA", IDLE), ("BBBBBB", IDLE)]
+    assert await conn.exists(rooms.ROOMS_KEY) == 0
+
+
 async def test_the_reaper_drops_a_removed_sandboxs_valkey_user(conn: Conn, runner: Runner) -> None:
     await use(conn, IDLE, runner)
     assert f"sbx-{IDLE}" in await conn.execute_command("ACL", "USERS")

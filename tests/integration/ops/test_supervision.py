@@ -69,7 +69,7 @@ def test_a_valkey_that_will_not_start_is_tried_after_growing_pauses_then_comes_b
         assert caplog.text.count("did not start again") <= tried + 2
         server.binary = binary
         wait_for(lambda: RESTARTED in caplog.text, 10, "the server started again once it can start")
-        assert server.ping()
+        assert redis.Redis(port=server.port).ping()  # back on its own port
         assert caplog.text.count(RESTARTED) == 1 and supervisor.restarts == 1
     finally:
         supervisor.stop()
