@@ -122,10 +122,10 @@ async def deliver_one(conn: Conn, entry: OutboxEntry) -> int:
     return as_int(await registry.run(conn, "flow_deliver", keys, args))
 
 
-def trusted(raw_entry: str, queue: str, accept: Accept | None) -> OutboxEntry:
-    """Decode an entry of ``queue``'s outbox and check it: its child's queue
-    is this outbox's, and ``accept`` (when given) takes it; else PoisonEntry."""
-    entry = decode_entry(raw_entry)
+def trusted(raw_entry: str | OutboxEntry, queue: str, accept: Accept | None) -> OutboxEntry:
+    """Decode an entry of ``queue``'s outbox (unless a reader decoded it already) and check it:
+    its child's queue is this outbox's, and ``accept`` (when given) takes it; else PoisonEntry."""
+    entry = raw_entry if isinstance(raw_entry, OutboxEntry) else decode_entry(raw_entry)
     if entry.child_queue != queue:
         raise PoisonEntry(f"entry of queue {entry.child_queue!r} in the outbox of {queue!r}")
     if accept is not None and not accept(entry):

@@ -46,7 +46,7 @@ def judge(raw: str, queue: str, home: str = "", parent: str = "", counted: Colle
     if entry is None:
         return Seen(raw, "poison", None, "it does not decode")
     try:
-        pump.trusted(raw, queue, flow.trusted_by(queue.partition(".")[0]))  # `<sandbox>.<part>`
+        pump.trusted(entry, queue, flow.trusted_by(queue.partition(".")[0]))  # `<sandbox>.<part>`
     except pump.PoisonEntry:
         why = ("its child queue is not this outbox's" if entry.child_queue != queue
                else "its parent queue is outside your sandbox")

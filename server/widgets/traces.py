@@ -147,8 +147,7 @@ async def start(app: Any, clear: Any) -> None:
 
     def arrived(found: dict[str, Trace]) -> None:
         RECORDED.update(found)
-        if bodies := getattr(app.state, "page_bodies", None):
-            bodies.clear()
+        app.state.page_bodies.clear()  # pages drawn before the traces arrived lack them
 
     async def retry() -> None:
         delay = RETRY_FIRST
