@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from server.valkey import engine
 from server.valkey.process import ValkeyProcess
 
 _PR_SET_PDEATHSIG: Final = 1
@@ -105,8 +106,7 @@ class GraderProcess(ValkeyProcess):
 
     def spawn(self) -> None:
         """Start the process (not waiting for it to answer: see ``Grader.start``)."""
-        if not shutil.which(self.binary):
-            raise RuntimeError(f"{self.binary} not found: `make test` and `make serve` install valkey-server")
+        engine.checked(self.binary)  # not found, or older than the Lua fixes: refused in one sentence
         self.proc = subprocess.Popen(
             self.command(),
             stdin=subprocess.DEVNULL,

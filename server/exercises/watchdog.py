@@ -29,8 +29,10 @@ from typing import Any, Final
 
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoPermissionError, RedisError, ResponseError
+from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from server.valkey import reply
 
 # Valkey ends a script's error with where it happened, by SHA and line.
 _WHERE_RE: Final = re.compile(r"\s*script: [0-9a-f]{40}, on @user_script:(\d+)\.?\s*$")
@@ -79,11 +81,9 @@ def plain(value: Any) -> Any:
 
 
 def error_text(exc: ResponseError) -> str:
-    """Valkey's error as the learner should read it: the code (redis-py drops
-    NOPERM from its message), the words, and the script line — not the SHA."""
-    text = str(exc)
-    if isinstance(exc, NoPermissionError):
-        text = f"NOPERM {text}"
+    """Valkey's error as the learner should read it: the code (reply.error_text,
+    however redis-py split it off), the words, and the script line — not the SHA."""
+    text = reply.error_text(exc)
     found = _WHERE_RE.search(text)
     if found:
         text = f"{text[: found.start()]} (line {found.group(1)})"

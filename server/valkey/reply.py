@@ -29,14 +29,22 @@ def quote(value: bytes) -> str:
 
 
 def error_text(exc: Exception) -> str:
-    """The error reply as Valkey sent it, its code restored."""
+    """The error reply as Valkey sent it (as valkey-cli prints it), its code said once.
+
+    redis-py splits a reply's code off in more than one way: a code it knows
+    leaves the message and waits in `status_code` (or only in the exception's
+    class, for one raised before 8.2); since 8.2 a code it does not know
+    (EMQSTALE, WRONGTYPE) is in `status_code` and kept in the message too.
+    """
     message = str(exc)
     code = getattr(exc, "status_code", None) or _CODES.get(type(exc))
     if code is not None:
-        return f"{code} {message}" if message else str(code)
+        if message == code or message.startswith(f"{code} "):
+            return message
+        return f"{code} {message}" if message else code
     first = message.split(" ", 1)[0]
     if len(first) >= 2 and first.replace("_", "").isalnum() and first.isupper():
-        return message  # a code redis-py does not know, kept: WRONGTYPE, EMQSTALE, ...
+        return message  # a code kept in the message: WRONGTYPE, EMQSTALE, ... before 8.2
     return f"ERR {message}"
 
 
