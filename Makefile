@@ -19,13 +19,13 @@ MODULE := native/build/emq.so
 MODULE_SRC := native/emq_module.c native/valkey_module_api.h
 CFLAGS_MODULE := -O2 -fPIC -shared -std=c11 -Wall -Wextra -Wpedantic
 
-.PHONY: serve lint test test-unit test-integration test-e2e test-latest lock bench bench-smoke reliability screenshots valkey chromium wrk nginx ps ss venv module compiler clean
+.PHONY: serve lint test test-unit test-integration test-e2e test-latest lock bench bench-smoke reliability screenshots valkey assets npm chromium wrk nginx ps ss venv module compiler clean
 
 # The site keeps its data in .emqlab/ here (git-ignored); SERVE_FLAGS passes
 # more, e.g. `make serve SERVE_FLAGS="--port 8080"` or `SERVE_FLAGS=--ephemeral`.
 SERVE_FLAGS ?=
 
-serve: venv valkey module
+serve: venv valkey module assets
 	$(VENV)/bin/emqlab serve $(SERVE_FLAGS)
 
 # Lint and types first: a few seconds, and they fail before any server starts.
@@ -44,7 +44,7 @@ test-unit: venv
 
 # Everything on a real valkey-server (and a cluster) outside the browser; the
 # bench smoke tests drive wrk, tests/integration/ops puts nginx in front.
-test-integration: venv valkey module wrk nginx
+test-integration: venv valkey module assets wrk nginx
 	$(PY) -m pytest tests --ignore=tests/e2e --ignore=tests/unit $(PYTEST_FLAGS)
 
 # A failed browser test runs once more before it counts (pytest-rerunfailures;
@@ -53,17 +53,17 @@ test-integration: venv valkey module wrk nginx
 # that fails twice fails the suite.
 E2E_RERUNS ?= 1
 
-test-e2e: venv valkey chromium ps ss module
+test-e2e: venv valkey assets chromium ps ss module
 	$(PY) -m pytest tests/e2e $(PYTEST_FLAGS) --reruns $(E2E_RERUNS) -rR
 
-bench: venv valkey chromium wrk module
+bench: venv valkey assets chromium wrk module
 	$(PY) -m bench.run
 
 # Each fault and attack of docs/RELIABILITY.md, tried on loopback; rewrites that page.
 reliability: venv valkey module nginx
 	$(PY) -m bench.reliability
 
-screenshots: venv valkey chromium module
+screenshots: venv valkey assets chromium module
 	$(PY) -m tools.screenshots
 
 venv: $(STAMP)
@@ -83,8 +83,9 @@ $(UV): tools/uv-requirements.txt
 
 # Upgrade on purpose: resolve the newest versions pyproject.toml allows into uv.lock
 # (then `make test`, and commit the lock with what it changed).
-lock: | $(UV)
+lock: | $(UV) npm
 	$(UV) lock --upgrade
+	cd site && npm update --ignore-scripts --no-audit --no-fund --save-exact
 
 # The newest versions, in a scratch venv, against lint, unit and integration: an
 # upstream change shows up here as a failing command before a relock. Not in `make test`.
@@ -98,6 +99,20 @@ test-latest: | $(UV) module wrk nginx
 # 8.0.1, before the Lua fixes): this says which binary and version the site runs.
 valkey: venv
 	@$(PY) -m server.valkey.engine
+
+# The front-end packages the site serves (site/package.json, pinned with their hashes in
+# site/package-lock.json), installed into site/node_modules and served under /static/vendor/.
+# `npm ci` installs exactly the lock; `make lock` upgrades on purpose.
+ASSETS := site/node_modules/.installed
+assets: $(ASSETS)
+	@true
+
+$(ASSETS): site/package-lock.json | npm
+	@cd site && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
+	@touch $(ASSETS)
+
+npm:
+	@command -v npm >/dev/null || { $(APT) update && $(APT) install npm; }
 
 # The EMQ module for Valkey (EMQ.COMPLETE, EMQ.FAIL), built with Debian's gcc;
 # the managed valkey-server loads it. Rebuilt only when a source changed.
@@ -136,4 +151,4 @@ nginx:
 	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { $(APT) update && $(APT) install nginx; }
 
 clean:
-	rm -rf $(VENV) $(LATEST) .uv .pytest_cache native/build
+	rm -rf $(VENV) $(LATEST) .uv .pytest_cache native/build site/node_modules

@@ -83,9 +83,11 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
                                f"(known: {', '.join(catalogue.names())})", path=page.source, line=placement.line)
     bind_questions(catalog, course)
     static = Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static")
+    # The front-end packages of site/package-lock.json, as `make assets` installed them (no build step).
+    vendor = Mount("/static/vendor", StaticFiles(directory=str(SITE / "node_modules"), check_dir=False), name="vendor")
     app = Starlette(
         routes=[*widgets.routes(), *console.routes(), *exercises.routes(), *instructor.routes(), *classroom.routes(),
-                *asking.routes(), *room.routes(), static, *pages.routes()],  # the catch-all page routes: keep last
+                *asking.routes(), *room.routes(), vendor, static, *pages.routes()],  # the catch-all page routes: keep last
         middleware=[Middleware(Site, cookie=cookie)],
         exception_handlers=pages.exception_handlers(),
         lifespan=_lifespan(url, cluster, settings, catalog, secret),
