@@ -27,7 +27,7 @@ from server.live.hub import Hub
 from server.live.streams import Streams, frame
 from server.sandboxes.sandbox import SandboxCookie, SignedCookie
 from server.settings import Settings
-from server.valkey import client, native
+from server.valkey import client, engine, native
 from server.valkey.datadir import site_secret
 from server.valkey.tasks import stop_tasks
 from server.web import rates, templating
@@ -134,6 +134,9 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog,
             await app.state.console.users.probe()  # the idle user on every primary, before the first line
         with contextlib.suppress(RedisError, OSError):
             await native.ensure_loaded(conn)  # an external Valkey may allow MODULE LOAD
+        app.state.engine_warning = None  # an external Valkey older than the Lua fixes: said on /instructor
+        with contextlib.suppress(RedisError, OSError):
+            app.state.engine_warning = engine.external_warning(engine.served_version(await conn.info("server")))
         await traces.start(app, lambda sandbox: removal.delete(conn, catalog, sandbox))
         await hub.start()
         reaping = asyncio.create_task(reaper.run(conn, catalog, settings.sandbox_ttl, every=settings.reap_every),

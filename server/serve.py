@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from server.listen import listening_socket, run_uvicorn
-from server.valkey import datadir, native
+from server.valkey import datadir, engine, native
 from server.valkey.datadir import CLUSTER, SINGLE, DataDir
 from server.valkey.process import ClusterNode, ValkeyCluster, ValkeyProcess, free_port, port_free
 from server.valkey.supervise import Supervisor
@@ -61,6 +61,18 @@ def serve(args: argparse.Namespace) -> int:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def external_engine_warning(url: str) -> str | None:
+    """What to say of an external Valkey older than the Lua fixes (None: new enough, or not reached yet)."""
+    import redis
+
+    try:
+        with redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2) as client:
+            info = client.info("server")
+    except (redis.RedisError, OSError):
+        return None  # the site says so itself when it cannot reach it
+    return engine.external_warning(engine.served_version(info))
+
+
 def serve_on(args: argparse.Namespace, data: DataDir) -> int:
     try:
         sock = listening_socket(args.host, args.port)
@@ -78,6 +90,8 @@ def serve_on(args: argparse.Namespace, data: DataDir) -> int:
         url = os.environ.get("EMQLAB_VALKEY_URL")
         if url:
             say(f"using the Valkey at {url}")
+            if warning := external_engine_warning(url):
+                say(f"warning: {warning}")
         else:
             managed = start_managed(args, data)
             if managed is None:

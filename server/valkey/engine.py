@@ -101,6 +101,12 @@ def external_warning(info_version: str | None) -> str | None:
             "(CVE-2025-49844, -46817, -46818, -46819), and learners' console lines run Lua there")
 
 
+def served_version(info: dict[str, object]) -> str | None:
+    """The version a server's INFO names: Valkey's own field (9.x also reports redis_version 7.2.4)."""
+    found = info.get("valkey_version") or info.get("redis_version")
+    return str(found) if found is not None else None
+
+
 if __name__ == "__main__":  # `make valkey`: say which engine the site runs
     found = checked()
     print(f"{found}: valkey-server {'.'.join(map(str, version_of(found) or ()))}")

@@ -56,6 +56,7 @@ def page_context(request: Request, **extra: Any) -> dict[str, Any]:
     code = request.app.state.room_cookie.read(request)
     return {"enabled": bool(settings.instructor_token), "signed_in": guards.is_instructor(request),
             "ephemeral": EPHEMERAL if settings.ephemeral else "", "modes": rooms.MODE_WORDS,
+            "engine_warning": request.app.state.engine_warning,
             "my_room": code if isinstance(code, str) else None, "back": None, "overview": None,
             "confirm_all": request.query_params.get("confirm") == "all", **extra}
 
