@@ -12,6 +12,7 @@ from pathlib import Path
 from redis.exceptions import RedisError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
@@ -89,7 +90,9 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
         routes=[*widgets.routes(), *console.routes(), *exercises.routes(), *instructor.routes(), *classroom.routes(),
                 *asking.routes(), *room.routes(), vendor, static,
                 *pages.routes()],  # the catch-all page routes: keep last
-        middleware=[Middleware(Site, cookie=cookie)],
+        # gzip outside the rest: pages and JSON over 1 KB go compressed; the stream never
+        # (Starlette leaves text/event-stream alone, so frames are not held back).
+        middleware=[Middleware(GZipMiddleware, minimum_size=1024), Middleware(Site, cookie=cookie)],
         exception_handlers=pages.exception_handlers(),
         lifespan=_lifespan(url, cluster, settings, catalog, secret),
     )

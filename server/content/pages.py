@@ -91,6 +91,12 @@ class Page:
     def summary_html(self) -> Markup:
         return self.inline("summary") if self.meta.get("summary") else self.lede_html
 
+    @property
+    def description(self) -> str:
+        """The page's meta description: its summary (else its lede) as plain text, one line."""
+        text = str(self.meta.get("summary") or self.lede)
+        return " ".join(text.replace("`", "").split())
+
     # -- body ----------------------------------------------------------------
     def render_body(self, render_widget: RenderWidget | None = None) -> Markup:
         """The body HTML, each widget drawn by ``render_widget(name, options)`` (else an empty slot)."""
