@@ -80,7 +80,9 @@ async def _run_on(pool: GraderPool, ticket: Ticket, grader: Grader, exercise: Ex
         return await grade_on(grader, exercise, text)
     except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
         # The grader went away outside the learner's script (nothing to
-        # judge it by): end it for a clean restart and say so.
+        # judge it by): end it for a clean restart and say so, here and in the log.
+        log.warning("grader %s stopped during a run (%s: %s): answered 503, starting it again",
+                    grader.index, type(exc).__name__, exc)
         grader.end()
         raise Restarting("The grader stopped during the run and is starting again; "
                          "run the checks again in a moment.") from exc

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from redis.asyncio import Redis
@@ -46,6 +47,8 @@ from server.exercises.process import GraderProcess, ProcessLimits
 from server.exercises.runkeys import SNAPSHOT, RunKeys
 from server.exercises.runuser import RunUser, no_retry
 from server.exercises.watchdog import Erred, Limits, Replied, watched
+
+log = logging.getLogger(__name__)
 
 HOST: Final = "127.0.0.1"
 # Loaded again on every fresh VM: the scenes run these by SHA.
@@ -66,6 +69,8 @@ class Grader:
         self.keys: RunKeys | None = None
         self.lost = False
         self.starts = 0
+        # told when the process ends on its own (the pool starts it again)
+        self.on_lost: Callable[[Grader], None] | None = None
 
     def __repr__(self) -> str:
         pid = self.process.pid if self.process else None
@@ -115,6 +120,23 @@ class Grader:
         self.keys = RunKeys(admin)
         self.lost = False
         self.starts += 1
+        process.watch(lambda: self._ended(process))
+
+    def _ended(self, process: GraderProcess) -> None:
+        """The process ended and was reaped, and not by us (``end`` unwatches first)."""
+        if process is not self.process:
+            return
+        code = process.proc_code()
+        how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        log.warning("grader %s (pid %s) ended on its own (%s); it is started again",
+                    self.index, process.pid, how)
+        self.lost = True
+        if self.on_lost is not None:
+            self.on_lost(self)
+
+    def alive(self) -> bool:
+        """Up and not ended: a grader that may be handed a run."""
+        return not self.lost and self.process is not None and self.process.alive()
 
     async def _answered(self, process: GraderProcess, admin: Redis, within: float) -> None:
         loop = asyncio.get_running_loop()

@@ -15,7 +15,10 @@ checked before the run waits, so a refusal is immediate:
 
 A grader the watchdog had to end comes back to the pool as ``lost``; the
 pool starts it again in the background (a new process, ~30 ms) and hands
-it to the line once it answers. The other graders go on meanwhile. A caller
+it to the line once it answers. The other graders go on meanwhile. A grader
+whose process ended while it waited for a run (``kill -9``, the OOM killer)
+is reaped and started again at once, with a line in the log; one found dead
+when it is handed out goes to a restart, not to the run. A caller
 that goes away while waiting (a closed request) leaves the line, and a
 grader handed to it at that instant goes to the next run.
 """
@@ -93,6 +96,8 @@ class GraderPool:
         self.settings = settings or PoolSettings()
         s = self.settings
         self.graders = [Grader(i, s.process, s.limits) for i in range(s.graders)]
+        for grader in self.graders:
+            grader.on_lost = self._lost
         self.shares = SandboxShares(s.sandbox_in_flight, s.sandbox_burst, s.sandbox_per_minute)
         self._free: deque[Grader] = deque()
         self._waiting: deque[Ticket] = deque()
@@ -153,9 +158,10 @@ class GraderPool:
                              "run the checks again in a moment.")
         self.shares.admit(run_for)
         ticket = Ticket(run_for, on_place)
-        if self._free and not self._waiting:
+        idle = None if self._waiting else self._free_grader()
+        if idle is not None:
             ticket.move(0)
-            ticket.granted.set_result(self._free.popleft())
+            ticket.granted.set_result(idle)
         elif len(self._waiting) >= self.settings.queue_bound:
             self.shares.undo(run_for)
             raise QueueFull(f"All {self.settings.queue_bound} places in the line for a grader are taken; "
@@ -206,10 +212,26 @@ class GraderPool:
             self._give_back(granted.result())
 
     def _give_back(self, grader: Grader) -> None:
-        if grader.lost:
-            self._restart(grader)
-        else:
+        if grader.alive():
             self._hand(grader)
+        else:
+            self._restart(grader)
+
+    def _lost(self, grader: Grader) -> None:
+        """A grader's process ended on its own: if it was idle, start it again now
+        (one in a run is given back by the run, which met the end itself)."""
+        if grader in self._free:
+            self._free.remove(grader)
+            self._restart(grader)
+
+    def _free_grader(self) -> Grader | None:
+        """An idle grader that is alive; a dead one found here goes to a restart."""
+        while self._free:
+            grader = self._free.popleft()
+            if grader.alive():
+                return grader
+            self._restart(grader)
+        return None
 
     def _hand(self, grader: Grader) -> None:
         if not self._started:
