@@ -22,7 +22,7 @@ from server.emq.script import execute
 from server.exercises import Graded, GradeRefused, catalogue, grade
 from server.live.streams import frame
 from server.sandboxes import progress
-from server.web import bodies, guards
+from server.web import bodies, guards, rates
 from server.web.answer import JSONAnswer, dumps
 from server.web.errors import answer_error, answered, problem
 from server.web.templating import course_of, respond
@@ -46,7 +46,8 @@ async def _graded(request: Request, entry: guards.Entry, script: str,
     """Grade, then keep the result in the learner's record (record.lua never lowers a best)."""
     name = request.path_params["name"]
     graded = await grade(request.app.state.graders, name, script, run_for=entry.visitor,
-                         on_place=places.put_nowait if places is not None else None)
+                         on_place=places.put_nowait if places is not None else None,
+                         address=rates.client_address(request))
     step = progress.Step(f"ex:{name}", result=f"{graded.passed}/{graded.total}")
     settings = request.app.state.settings
     script_, keys, args = progress.record_call(entry.visitor, step, settings.sandbox_ttl * 2, int(time.time() * 1000))
