@@ -65,7 +65,7 @@ class TooOften(GradeRefused):
 
 
 class QueueFull(GradeRefused):
-    """Every place in the waiting line is taken."""
+    """Every place in the waiting line is taken, or every place this address may hold."""
 
     status = 429
 

@@ -42,14 +42,15 @@ log = logging.getLogger(__name__)
 
 async def grade(
     pool: GraderPool, exercise_name: str, script: bytes | str, run_for: str,
-    *, on_place: PlaceHook | None = None,
+    *, on_place: PlaceHook | None = None, address: str | None = None,
 ) -> Graded:
     """Run every check of ``exercise_name`` against ``script`` for sandbox ``run_for``.
 
     Raises ``UnknownExercise`` (404), ``NotUtf8`` (400), ``TooLarge`` (413),
     ``TooOften``/``QueueFull`` (429), ``Restarting`` (503) before any check
     runs, and ``DoesNotCompile`` (422) once a grader has read the script.
-    ``on_place`` hears the run's place in the line while it waits.
+    ``on_place`` hears the run's place in the line while it waits; ``address``
+    is the client's, whose runs share the line fairly with other addresses'.
     """
     exercise = catalogue.get(exercise_name)
     text = check_script(script)
@@ -59,7 +60,7 @@ async def grade(
         # the why (a log's tail, a path) is for the operator, not the learner
         log.error("the graders could not be started: %s", exc)
         raise Restarting("The graders could not be started; run the checks again in a while.") from exc
-    ticket = pool.submit(run_for, on_place)
+    ticket = pool.submit(run_for, on_place, address)
     grader = await pool.wait(ticket)
     # Once on its grader, a run goes to its end (2 s at most) even if the
     # caller stops waiting: a script left running would meet the next run.
@@ -80,7 +81,9 @@ async def _run_on(pool: GraderPool, ticket: Ticket, grader: Grader, exercise: Ex
         return await grade_on(grader, exercise, text)
     except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
         # The grader went away outside the learner's script (nothing to
-        # judge it by): end it for a clean restart and say so.
+        # judge it by): end it for a clean restart and say so, here and in the log.
+        log.warning("grader %s stopped during a run (%s: %s): answered 503, starting it again",
+                    grader.index, type(exc).__name__, exc)
         grader.end()
         raise Restarting("The grader stopped during the run and is starting again; "
                          "run the checks again in a moment.") from exc

@@ -13,29 +13,47 @@ A grader serves one run at a time (the pool sees to that). For a run it:
 ``end()`` is the watchdog's last resort: SIGKILL. The grader is then
 ``lost`` until ``restart()`` gives it a new process (new port, new
 password, nothing carried over: it never held anything but runs).
-Scripts loaded with SCRIPT LOAD stay in Valkey's cache, so it is flushed
-every ``FLUSH_EVERY`` loads; the course's scripts and the grader's own are
-``Script``s and come back on their own (NOSCRIPT, then load).
+
+Every run starts on a fresh Lua VM (``load``): ``SCRIPT FLUSH SYNC`` closes
+the eval VM and opens a new one, so nothing a learner's script left in it
+reaches the next run, whatever the engine protects — on 9.1.2 basic-type
+metatables, ``_G`` and the libraries are read-only, but ``cjson``'s settings
+(``encode_max_depth``…), the collector's (``collectgarbage('stop')``) and
+``loadstring``'s functions still live as long as the VM. ``FUNCTION FLUSH``
+empties the functions' VM too (a run's user may not reach it; the flush is
+there so no future grant makes it a channel), and Lua's ``math.random``,
+whose state is the server's and not the VM's, is seeded afresh. The
+course's scripts are loaded again in the same round trip, so the run meets
+no NOSCRIPT. It is done before a run, not after, so a run ended any way at
+all (killed, abandoned, a held turn) still leaves nothing to the next.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+import logging
+import secrets
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
+from server.emq import registry
+from server.emq.script import Script
 from server.exercises.errors import compile_refusal
 from server.exercises.process import GraderProcess, ProcessLimits
-from server.exercises.runkeys import RunKeys
+from server.exercises.runkeys import SNAPSHOT, RunKeys
 from server.exercises.runuser import RunUser, no_retry
 from server.exercises.watchdog import Erred, Limits, Replied, watched
 
+log = logging.getLogger(__name__)
+
 HOST: Final = "127.0.0.1"
-FLUSH_EVERY: Final = 64
+# Loaded again on every fresh VM: the scenes run these by SHA.
+COURSE_SCRIPTS: Final[tuple[Script, ...]] = (*(registry.script(name) for name in registry.names()), SNAPSHOT)
+RESEED: Final = "math.randomseed(tonumber(ARGV[1])) return 0"
 
 
 class Grader:
@@ -50,8 +68,9 @@ class Grader:
         self.guard: Redis | None = None
         self.keys: RunKeys | None = None
         self.lost = False
-        self.loads = 0
         self.starts = 0
+        # told when the process ends on its own (the pool starts it again)
+        self.on_lost: Callable[[Grader], None] | None = None
 
     def __repr__(self) -> str:
         pid = self.process.pid if self.process else None
@@ -99,8 +118,25 @@ class Grader:
         await guard.ping()
         self.guard = guard
         self.keys = RunKeys(admin)
-        self.lost, self.loads = False, 0
+        self.lost = False
         self.starts += 1
+        process.watch(lambda: self._ended(process))
+
+    def _ended(self, process: GraderProcess) -> None:
+        """The process ended and was reaped, and not by us (``end`` unwatches first)."""
+        if process is not self.process:
+            return
+        code = process.proc_code()
+        how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        log.warning("grader %s (pid %s) ended on its own (%s); it is started again",
+                    self.index, process.pid, how)
+        self.lost = True
+        if self.on_lost is not None:
+            self.on_lost(self)
+
+    def alive(self) -> bool:
+        """Up and not ended: a grader that may be handed a run."""
+        return not self.lost and self.process is not None and self.process.alive()
 
     async def _answered(self, process: GraderProcess, admin: Redis, within: float) -> None:
         loop = asyncio.get_running_loop()
@@ -143,16 +179,26 @@ class Grader:
         await self.start()
 
     async def load(self, text: str) -> str:
-        """SCRIPT LOAD as admin: the SHA, or ``DoesNotCompile`` with Valkey's line."""
+        """A fresh Lua VM, then SCRIPT LOAD as admin: the SHA, or ``DoesNotCompile``
+        with Valkey's line. One round trip; a VM that does not close within the
+        kill deadline raises ``TimeoutError`` (the caller ends the grader)."""
         admin = self.admin_client()
-        if self.loads >= FLUSH_EVERY:
-            await admin.script_flush("SYNC")
-            self.loads = 0
-        try:
-            sha = await admin.script_load(text)
-        except ResponseError as exc:
-            raise compile_refusal(str(exc)) from exc
-        self.loads += 1
+        async with admin.pipeline(transaction=False) as pipe:
+            pipe.execute_command("SCRIPT", "FLUSH", "SYNC")
+            pipe.execute_command("FUNCTION", "FLUSH", "SYNC")
+            pipe.execute_command("EVAL", RESEED, 0, secrets.randbits(31))
+            for script in COURSE_SCRIPTS:
+                pipe.execute_command("SCRIPT", "LOAD", script.source)
+            pipe.execute_command("SCRIPT", "LOAD", text)
+            replies = await asyncio.wait_for(pipe.execute(raise_on_error=False), self.limits.kill_ms / 1000)
+        for failed in replies[:-1]:
+            if isinstance(failed, Exception):
+                raise failed  # the grader's own steps: not the learner's to be told of
+        sha = replies[-1]
+        if isinstance(sha, ResponseError):
+            raise compile_refusal(str(sha)) from sha
+        if isinstance(sha, Exception):
+            raise sha
         return str(sha.decode() if isinstance(sha, bytes) else sha)
 
     def user(self, run_id: str) -> RunUser:

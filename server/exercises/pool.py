@@ -1,21 +1,25 @@
 """The grader pool: a few graders, one run each, and a bounded line of waiting runs.
 
 ``turn(run_for)`` is how a run gets a grader: ``submit`` admits it (the
-sandbox's share, ``admission``) and either hands it a free grader at once or
-gives it a place in the line; ``serve`` waits for the grader and gives it
+sandbox's share, ``admission``; its address's, ``line``) and either hands it
+a free grader at once or gives it a place in the line; ``serve`` waits for the grader and gives it
 back afterwards. ``on_place`` hears the place each time it moves (1 is
 next, 0 is "being graded now"); ``Ticket.places()`` gives the same as an
 async iterator, for a caller that submits first and streams the places.
-The line is first come, first served; its bound and the shares are
-checked before the run waits, so a refusal is immediate:
+The line takes turns by client address, first come first served within
+one (``line``); its bound and the shares are checked before the run
+waits, so a refusal is immediate:
 
 * the sandbox's share is used up → ``TooOften`` (429);
-* the line is full → ``QueueFull`` (429);
+* the address's share of places, or the line, is full → ``QueueFull`` (429);
 * no grader is up (all starting again) → ``Restarting`` (503).
 
 A grader the watchdog had to end comes back to the pool as ``lost``; the
 pool starts it again in the background (a new process, ~30 ms) and hands
-it to the line once it answers. The other graders go on meanwhile. A caller
+it to the line once it answers. The other graders go on meanwhile. A grader
+whose process ended while it waited for a run (``kill -9``, the OOM killer)
+is reaped and started again at once, with a line in the log; one found dead
+when it is handed out goes to a restart, not to the run. A caller
 that goes away while waiting (a closed request) leaves the line, and a
 grader handed to it at that instant goes to the next run.
 """
@@ -24,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -34,8 +37,9 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from server.exercises.admission import SandboxShares
-from server.exercises.errors import QueueFull, Restarting
+from server.exercises.errors import QueueFull, Restarting, TooOften
 from server.exercises.grader import Grader
+from server.exercises.line import FairLine
 from server.exercises.settings import PoolSettings
 from server.valkey.tasks import stop_tasks
 
@@ -48,8 +52,9 @@ PlaceHook = Callable[[int], None]
 class Ticket:
     """One run's claim on a grader: a place in the line, then the grader."""
 
-    def __init__(self, run_for: str, on_place: PlaceHook | None) -> None:
+    def __init__(self, run_for: str, on_place: PlaceHook | None, address: str | None = None) -> None:
         self.run_for = run_for
+        self.address = address
         self.place = 0
         self.granted: asyncio.Future[Grader] = asyncio.get_running_loop().create_future()
         self._moved = asyncio.Event()
@@ -93,9 +98,11 @@ class GraderPool:
         self.settings = settings or PoolSettings()
         s = self.settings
         self.graders = [Grader(i, s.process, s.limits) for i in range(s.graders)]
+        for grader in self.graders:
+            grader.on_lost = self._lost
         self.shares = SandboxShares(s.sandbox_in_flight, s.sandbox_burst, s.sandbox_per_minute)
-        self._free: deque[Grader] = deque()
-        self._waiting: deque[Ticket] = deque()
+        self._free: list[Grader] = []
+        self._waiting: FairLine[Ticket] = FairLine(s.queue_bound, s.address_runs)
         self._restarting: set[Grader] = set()
         self._down: set[Grader] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -144,25 +151,33 @@ class GraderPool:
 
     # --- the line -----------------------------------------------------------
 
-    def submit(self, run_for: str, on_place: PlaceHook | None = None) -> Ticket:
-        """Admit a run of sandbox ``run_for`` or refuse it now (never after waiting)."""
+    def submit(self, run_for: str, on_place: PlaceHook | None = None, address: str | None = None) -> Ticket:
+        """Admit a run of sandbox ``run_for`` from client ``address`` or refuse it
+        now (never after waiting). ``address`` None: a caller with no share of places."""
         if not self._started:
             raise Restarting("The graders are not running yet; run the checks again in a moment.")
         if len(self._restarting) + len(self._down) >= len(self.graders):
             raise Restarting("The grader is starting again after a script it had to end; "
                              "run the checks again in a moment.")
-        self.shares.admit(run_for)
-        ticket = Ticket(run_for, on_place)
-        if self._free and not self._waiting:
+        self._waiting.admit(address)
+        try:
+            self.shares.admit(run_for)
+        except TooOften:
+            self._waiting.release(address)
+            raise
+        ticket = Ticket(run_for, on_place, address)
+        idle = None if self._waiting else self._free_grader()
+        if idle is not None:
             ticket.move(0)
-            ticket.granted.set_result(self._free.popleft())
-        elif len(self._waiting) >= self.settings.queue_bound:
+            ticket.granted.set_result(idle)
+        elif self._waiting.full():
             self.shares.undo(run_for)
+            self._waiting.release(address)
             raise QueueFull(f"All {self.settings.queue_bound} places in the line for a grader are taken; "
                             "run the checks again in a few seconds.")
         else:
-            self._waiting.append(ticket)
-            ticket.move(len(self._waiting))
+            self._waiting.push(address, ticket)
+            self._renumber()
         return ticket
 
     async def wait(self, ticket: Ticket) -> Grader:
@@ -178,6 +193,7 @@ class GraderPool:
         """The run is over: the grader goes to the next in line (or is restarted,
         if the watchdog had to end it), and the sandbox's run stops counting."""
         self.shares.done(ticket.run_for)
+        self._waiting.release(ticket.address)
         self._give_back(grader)
 
     @asynccontextmanager
@@ -198,24 +214,39 @@ class GraderPool:
     def _withdraw(self, ticket: Ticket) -> None:
         """A run that stopped waiting: out of the line, its grader (if any) to the next."""
         self.shares.done(ticket.run_for)
-        if ticket in self._waiting:
-            self._waiting.remove(ticket)
+        self._waiting.release(ticket.address)
+        if self._waiting.remove(ticket):
             self._renumber()
         granted = ticket.granted
         if granted.done() and not granted.cancelled() and granted.exception() is None:
             self._give_back(granted.result())
 
     def _give_back(self, grader: Grader) -> None:
-        if grader.lost:
-            self._restart(grader)
-        else:
+        if grader.alive():
             self._hand(grader)
+        else:
+            self._restart(grader)
+
+    def _lost(self, grader: Grader) -> None:
+        """A grader's process ended on its own: if it was idle, start it again now
+        (one in a run is given back by the run, which met the end itself)."""
+        if grader in self._free:
+            self._free.remove(grader)
+            self._restart(grader)
+
+    def _free_grader(self) -> Grader | None:
+        """An idle grader that is alive; a dead one found here goes to a restart."""
+        while self._free:
+            grader = self._free.pop(0)
+            if grader.alive():
+                return grader
+            self._restart(grader)
+        return None
 
     def _hand(self, grader: Grader) -> None:
         if not self._started:
             return
-        while self._waiting:
-            ticket = self._waiting.popleft()
+        while (ticket := self._waiting.pop()) is not None:
             if ticket.granted.done():
                 continue  # cancelled while it waited
             ticket.move(0)
@@ -229,8 +260,7 @@ class GraderPool:
             ticket.move(place)
 
     def _fail_waiting(self, why: str) -> None:
-        while self._waiting:
-            ticket = self._waiting.popleft()
+        for ticket in self._waiting.clear():
             if not ticket.granted.done():
                 ticket.granted.set_exception(Restarting(why))
 

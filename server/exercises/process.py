@@ -17,6 +17,12 @@ with the settings that make a learner's script safe to run:
 It is started and waited for from the event loop's own thread: the
 kernel's parent-death signal (``PR_SET_PDEATHSIG``) fires when the *thread*
 that forked the child exits, and the loop thread lives as long as the site.
+
+``watch`` hears the process end however it ends (a ``kill -9`` from
+outside, the kernel's OOM killer, a crash while idle): a pidfd becomes
+readable on the loop, the process is reaped there at once (no zombie waits
+for the next run) and the grader is told, so it is started again before a
+run meets it.
 """
 
 from __future__ import annotations
@@ -73,6 +79,8 @@ class GraderProcess(ValkeyProcess):
         super().__init__(load_module=False)
         self.limits = limits
         self.password = secrets.token_urlsafe(24)
+        self._pidfd: int | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def command(self) -> list[str]:
         base = super().command()
@@ -115,6 +123,38 @@ class GraderProcess(ValkeyProcess):
             preexec_fn=_bounded_child(self.limits, os.getpid()),  # noqa: PLW1509 -- only prctl and setrlimit run there
         )
 
+    def watch(self, on_exit: Callable[[], None]) -> None:
+        """Call ``on_exit`` from the running loop once the process has ended and
+        been reaped. Without pidfds (an old kernel) nothing is watched, and a
+        dead grader is found when it is next handed out (``alive``)."""
+        if self.proc is None or self._pidfd is not None:
+            return
+        try:
+            pidfd = os.pidfd_open(self.proc.pid)
+        except (OSError, AttributeError):
+            return
+        self._pidfd = pidfd
+        self._loop = loop = asyncio.get_running_loop()
+
+        def ended() -> None:
+            self._unwatch()
+            if self.proc is not None:
+                self.proc.poll()  # reaps it: a zombie's slot is freed now
+            on_exit()
+
+        loop.add_reader(pidfd, ended)
+
+    def _unwatch(self) -> None:
+        pidfd, self._pidfd = self._pidfd, None
+        if pidfd is not None and self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to remove
+                self._loop.remove_reader(pidfd)
+            os.close(pidfd)
+
+    def proc_code(self) -> int | None:
+        """The exit code (minus the signal that ended it), None while it runs."""
+        return self.proc.poll() if self.proc is not None else None
+
     def exit_note(self) -> str:
         """Why the process is gone, for an error message: its code and the log's tail."""
         code = self.proc.poll() if self.proc is not None else None
@@ -124,6 +164,7 @@ class GraderProcess(ValkeyProcess):
 
     def kill(self) -> None:
         """SIGKILL and reap: for a process stuck inside a script. Its dir goes too."""
+        self._unwatch()  # an end we chose is no news to the grader
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -132,6 +173,7 @@ class GraderProcess(ValkeyProcess):
 
     async def close(self, grace: float = 2.0) -> None:
         """SIGTERM, wait without blocking the loop, SIGKILL past ``grace``."""
+        self._unwatch()
         proc = self.proc
         if proc is not None and proc.poll() is None:
             proc.terminate()

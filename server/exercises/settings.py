@@ -10,6 +10,7 @@ variable                        what                                   default
 ==============================  =====================================  =======
 EMQLAB_GRADERS                  grader processes                       2
 EMQLAB_GRADER_QUEUE             runs that may wait for a grader        32
+EMQLAB_GRADER_ADDRESS_RUNS      runs of one address waiting or running 16
 EMQLAB_GRADER_SANDBOX_RUNS      runs of one sandbox waiting or running 2
 EMQLAB_GRADER_SANDBOX_BURST     runs one sandbox may start at once     6
 EMQLAB_GRADER_SANDBOX_PER_MIN   runs per minute one sandbox refills    30
@@ -35,6 +36,7 @@ from server.exercises.watchdog import Limits
 class PoolSettings:
     graders: int = 2
     queue_bound: int = 32
+    address_runs: int = 16  # half the line: one address cannot hold it
     sandbox_in_flight: int = 2
     sandbox_burst: int = 6
     sandbox_per_minute: float = 30.0
@@ -79,6 +81,7 @@ class PoolSettings:
         return cls(
             graders=number("EMQLAB_GRADERS", cls.graders),
             queue_bound=number("EMQLAB_GRADER_QUEUE", cls.queue_bound),
+            address_runs=number("EMQLAB_GRADER_ADDRESS_RUNS", cls.address_runs),
             sandbox_in_flight=number("EMQLAB_GRADER_SANDBOX_RUNS", cls.sandbox_in_flight),
             sandbox_burst=number("EMQLAB_GRADER_SANDBOX_BURST", cls.sandbox_burst),
             sandbox_per_minute=float(number("EMQLAB_GRADER_SANDBOX_PER_MIN", int(cls.sandbox_per_minute))),

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import InvalidResponse, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.valkey import reply
@@ -37,6 +37,12 @@ from server.valkey import reply
 # Valkey ends a script's error with where it happened, by SHA and line.
 _WHERE_RE: Final = re.compile(r"\s*script: [0-9a-f]{40}, on @user_script:(\d+)\.?\s*$")
 _RUNNING_RE: Final = re.compile(r"Error running script [0-9a-f]{40}, ")
+# How deep a script's reply may nest: the course's replies nest two levels;
+# past this the grader neither decodes nor pictures it (a reply nested
+# thousands deep stops redis-py's parser or Python's recursion).
+MAX_REPLY_DEPTH: Final = 32
+TOO_DEEP: Final = (f"the script's reply nests deeper than {MAX_REPLY_DEPTH} levels, more than the grader "
+                   "reads; return a flat value (a number, a string, or a list of them)")
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,18 @@ class Halted(Exception):
         self.lost = lost
 
 
+def too_deep(value: Any) -> bool:
+    """Whether ``value`` nests past ``MAX_REPLY_DEPTH`` (walked without recursion)."""
+    level: list[tuple[Any, int]] = [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        if isinstance(item, list):
+            if depth > MAX_REPLY_DEPTH:
+                return True
+            level.extend((inner, depth + 1) for inner in item)
+    return False
+
+
 def plain(value: Any) -> Any:
     """A reply with bytes decoded (any bytes: the script chose them)."""
     if isinstance(value, bytes):
@@ -96,7 +114,12 @@ def error_text(exc: ResponseError) -> str:
 def _settle(task: asyncio.Future[Any]) -> Replied | Erred:
     exc = task.exception()
     if exc is None:
-        return Replied(plain(task.result()))
+        value = task.result()
+        return Erred(TOO_DEEP) if too_deep(value) else Replied(plain(value))
+    if isinstance(exc, (InvalidResponse, RecursionError)):
+        # redis-py gave up on the reply and drops the connection; the run's
+        # next call opens another, so the run goes on with a verdict
+        return Erred(TOO_DEEP)
     if isinstance(exc, ResponseError):
         return Erred(error_text(exc))
     if isinstance(exc, (RedisConnectionError, RedisTimeoutError, OSError)):

@@ -57,10 +57,12 @@ def wants_json(request: Request) -> bool:
     return kind.startswith("application/json") or "application/json" in request.headers.get("accept", "")
 
 
-async def read_form(request: Request, kind: type[T]) -> T:
-    """The body as `kind`: JSON (empty means {}), or a urlencoded form read as msgspec reads strings."""
+async def read_form(request: Request, kind: type[T], cap: int | None = None) -> T:
+    """The body as `kind`: JSON (empty means {}), or a urlencoded form read as msgspec reads strings.
+    At most `cap` bytes (default `EMQLAB_MAX_BODY_BYTES`) are read, in memory: a multipart body is
+    refused (415) before any of it is parsed or spooled to disk."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    data = await raw(request, request.app.state.settings.max_body_bytes)
+    data = await raw(request, request.app.state.settings.max_body_bytes if cap is None else cap)
     if content_type != FORM:
         if data and content_type not in ("", "application/json"):
             raise BadBody(415, "send the body as JSON or as an HTML form (application/x-www-form-urlencoded)")

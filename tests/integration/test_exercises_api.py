@@ -4,7 +4,9 @@ runaway script on a grader leaves the site's own widgets answering."""
 from __future__ import annotations
 
 import concurrent.futures
+import socket
 import time
+from collections.abc import Iterator
 
 import httpx
 
@@ -70,3 +72,40 @@ def test_a_runaway_script_is_stopped_in_words_while_the_sites_widgets_answer(cle
     assert answer.status_code == 200
     assert "stopped" in answer.json()["checks"][0]["said"]
     assert time.monotonic() - started < 10  # a liveness bound, not a speed claim
+
+
+def test_the_exercise_form_is_bounded_and_refused_in_words_before_anything_is_parsed_or_spooled(
+    clean: LiveSite,
+) -> None:
+    client = clean.visitor()
+    form = "/exercises/fan-in/run"
+    course = registry.script_source("complete")
+    graded = client.post(form, data={"script": course})
+    assert graded.status_code == 200 and "checks passed" in graded.text
+
+    over_a_megabyte = client.post(form, data={"script": "x" * 1_100_000})
+    assert over_a_megabyte.status_code == 413 and "larger than" in over_a_megabyte.json()["error"]
+    many_fields = client.post(form, content="&".join(f"f{n}=x" for n in range(1001)).encode(),
+                              headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert many_fields.status_code == 400 and "does not fit" in many_fields.json()["error"]
+    multipart = client.post(form, files={"script": ("a.lua", b"return 1")})
+    assert multipart.status_code == 415 and "form" in multipart.json()["error"]
+
+    def two_gigabytes_announced_never_sent() -> Iterator[bytes]:
+        yield b"--b\r\nContent-Disposition: form-data; name=\"script\"\r\n\r\n"
+        for _ in range(64):  # 4 MB sent, in chunks with no length announced: read only up to the cap
+            yield b"x" * 65_536
+
+    streamed = client.post(form, content=two_gigabytes_announced_never_sent(),
+                           headers={"Content-Type": "multipart/form-data; boundary=b"})
+    assert streamed.status_code == 413
+    # 2 GB announced, a few bytes sent: answered at once from the declared length
+    cookie = "; ".join(f"{name}={value}" for name, value in client.cookies.items())
+    with socket.create_connection(("127.0.0.1", clean.port), timeout=10) as raw:
+        raw.sendall(f"POST {form} HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {cookie}\r\n"
+                    "Content-Type: multipart/form-data; boundary=b\r\n"
+                    f"Content-Length: {2 * 1024**3}\r\n\r\n--b\r\n".encode())
+        assert raw.recv(4096).startswith(b"HTTP/1.1 413 ")
+    # only the first, graded run was kept in the learner's record
+    progress = clean.redis().hgetall(next(iter(clean.redis().keys("lab:{*}:progress"))))
+    assert progress["ex:fan-in"].split("/")[0] == progress["ex:fan-in"].split("/")[1]

@@ -30,6 +30,11 @@ BAD = {
     "another run's key": ("return redis.call('DEL', 'emq:{rzzzzzzzzzz.1.reports}:job:JOBpart1')",
                           "No permissions to access a key"),
     "a loop after a write": ("redis.call('SET', KEYS[2], 'x') while true do end", "could not stop it half-way"),
+    # 40 levels reach the check; 5,000 stop redis-py's parser (a 500 once): both a verdict in words
+    "a reply nested 40 deep": ("local t = {} local c = t for i = 1, 40 do c[1] = {} c = c[1] end return t",
+                               "the script's reply nests deeper than 32 levels"),
+    "a reply nested 5,000 deep": ("local t = {} local c = t for i = 1, 5000 do c[1] = {} c = c[1] end return t",
+                                  "the script's reply nests deeper than 32 levels"),
     # allow-oom lifts maxmemory; the address-space limit then crashes the process,
     # which closes its connections or hangs in its crash report till the SIGKILL
     "writes past every memory limit": ("#!lua flags=allow-oom\nlocal s = string.rep('x', 2^20)\n"

@@ -19,7 +19,7 @@ from server.exercises import (
     UnknownExercise,
     grade,
 )
-from server.exercises.grader import FLUSH_EVERY
+from server.exercises.grader import COURSE_SCRIPTS
 from server.exercises.process import ProcessLimits
 from server.exercises.runuser import new_run_id
 from tests.integration.exercises.support import COURSE, sandbox, valkey_children
@@ -131,15 +131,20 @@ async def test_the_run_user_reaches_its_own_keys_and_nothing_else(pool: GraderPo
             await user.close()
 
 
-async def test_learners_scripts_are_flushed_from_valkeys_cache_now_and_then_and_the_course_reloads(
+async def test_learners_scripts_do_not_pile_up_in_valkeys_cache_each_run_starts_with_the_course_alone(
     pool: GraderPool,
 ) -> None:
-    for grader in pool.graders:
-        grader.loads = FLUSH_EVERY  # as if 64 runs had loaded their scripts here
-    for _ in pool.graders:
-        graded = await grade(pool, "deliver", COURSE["deliver"], run_for=sandbox())
+    for number in range(4):  # four different scripts, each passing
+        graded = await grade(pool, "deliver", f"{COURSE['deliver']}\n-- run {number}", run_for=sandbox())
         assert graded.passed == graded.total
-    assert min(grader.loads for grader in pool.graders) <= 1
+    for grader in pool.graders:
+        admin = aioredis.Redis.from_url(grader.url)
+        try:
+            cached = (await admin.info("memory"))["number_of_cached_scripts"]
+        finally:
+            await admin.aclose()
+        # the course's scripts, the seeding of math.random, and at most the last run's own
+        assert len(COURSE_SCRIPTS) + 1 <= cached <= len(COURSE_SCRIPTS) + 2
 
 
 def test_pool_settings_read_the_environment_and_refuse_a_limit_nobody_chose() -> None:

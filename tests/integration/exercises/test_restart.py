@@ -11,7 +11,12 @@ heard) until the watchdog's SIGKILL.
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
+import signal
 import time
+
+import pytest
 
 from server.exercises import GraderPool, PoolSettings, Restarting, grade
 from server.exercises.process import ProcessLimits
@@ -70,21 +75,15 @@ async def test_a_run_arriving_while_the_only_grader_restarts_is_refused_with_res
         assert again.passed == again.total
 
 
-async def test_a_grader_that_died_while_idle_answers_restarting_once_and_then_grades_again() -> None:
+async def test_a_grader_that_died_while_idle_is_started_again_and_the_run_waits_for_it() -> None:
     async with GraderPool(PoolSettings(graders=1)) as pool:
         grader = pool.graders[0]
         assert grader.process is not None and grader.process.proc is not None
         grader.process.proc.kill()  # a crash nobody saw: no run was on it
         grader.process.proc.wait()
-        try:
-            await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
-        except Restarting as refused:
-            assert refused.message.startswith("The grader stopped during the run and is starting again")
-        else:
-            raise AssertionError("a dead grader graded a run")
-        await until_up(pool)
-        again = await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
-        assert again.passed == again.total
+        # found dead as it is handed out: the run waits for the new process, not for a 503
+        graded = await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
+        assert graded.passed == graded.total and grader.starts == 2
 
 
 async def test_stopping_the_pool_leaves_no_grader_process_behind() -> None:
@@ -97,3 +96,40 @@ async def test_stopping_the_pool_leaves_no_grader_process_behind() -> None:
     await pool.stop()  # a restart is under way: it is cancelled, and its new process ended too
     assert valkey_children() == before
     assert not any(pid_alive(pid) for pid in pids)
+
+
+async def test_a_grader_killed_with_sigkill_while_idle_is_reaped_at_once_logged_and_the_next_runs_work(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="server.exercises.grader")
+    async with GraderPool(PoolSettings(graders=2)) as pool:
+        victim = pool.graders[0]
+        assert victim.process is not None and victim.process.pid is not None
+        pid = victim.process.pid
+        os.kill(pid, signal.SIGKILL)  # as an operator or the OOM killer would, no run on it
+        deadline = time.monotonic() + 5.0  # liveness: the loop hears the pidfd at once
+        while (pid in valkey_children() or pool.status().free < 2) and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        assert pid not in valkey_children()  # reaped: no zombie left for the next run to find
+        assert victim.starts == 2 and victim.process is not None and victim.process.pid != pid
+        assert pool.status().free == 2
+        # the next runs, on both graders at once, are graded as usual
+        graded = await asyncio.gather(*(grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox()) for _ in range(4)))
+        assert [g.passed for g in graded] == [g.total for g in graded]
+    said = [r.getMessage() for r in caplog.records if r.name == "server.exercises.grader"]
+    assert len(said) == 1 and said[0] == f"grader 0 (pid {pid}) ended on its own (signal 9); it is started again"
+
+
+async def test_the_only_grader_killed_with_sigkill_is_back_for_the_very_next_run() -> None:
+    async with GraderPool(PoolSettings(graders=1)) as pool:
+        grader = pool.graders[0]
+        assert grader.process is not None and grader.process.pid is not None
+        pid = grader.process.pid
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5.0
+        while grader.starts < 2 and time.monotonic() < deadline:  # noqa: ASYNC110 -- the grader's own count
+            await asyncio.sleep(0.01)
+        for _ in range(2):  # today's "next two runs" both graded
+            graded = await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
+            assert graded.passed == graded.total
+        assert pid not in valkey_children()
