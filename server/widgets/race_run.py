@@ -109,8 +109,14 @@ class Race:
                 await asyncio.wait_for(self.stop.wait(), CAP_S)
             except TimeoutError:
                 self.finish("the time cap")
+            except asyncio.CancelledError:
+                # a Reset cancels the run: no worker writes after this returns
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
             self.stop.set()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)  # each ends its call in flight
         finally:
             for w in self.workers:
                 with contextlib.suppress(Exception):
@@ -251,7 +257,7 @@ def _own_connection(conn: Conn, key: str, name: str) -> Redis:
         pool = conn.connection_pool
     kwargs = {**pool.connection_kwargs, "client_name": name, "decode_responses": True}
     own = ConnectionPool(connection_class=pool.connection_class, max_connections=1, **kwargs)
-    return Redis(connection_pool=own)
+    return Redis.from_pool(own)  # the client owns its pool: closing it closes the connection
 
 
 def deadline_ms() -> int:
