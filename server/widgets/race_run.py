@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redis.asyncio import ConnectionPool, Redis, RedisCluster
+from redis.asyncio.connection import AbstractConnection
 
 from server.emq import keyspace, registry
 from server.emq.includes import expand
@@ -103,7 +104,7 @@ class Race:
             self.workers.append(Worker(n, conn, random.Random(f"{self.plan.seed}:{n}"), faults[n]))
         try:
             for script in (registry.script("claim"), self.complete_script, registry.script("requeue_lapsed")):
-                await self.workers[0].conn.execute_command("SCRIPT", "LOAD", script.source)
+                await self.workers[0].conn.script_load(script.source)
             tasks = [asyncio.create_task(self.work(w)) for w in self.workers]
             try:
                 await asyncio.wait_for(self.stop.wait(), CAP_S)
@@ -206,7 +207,8 @@ class Race:
                 await self.requeue(w)
             else:
                 row = keyspace.job_key(self.queue, job)
-                while not self.stop.is_set() and int(await w.conn.hget(row, "attempts") or token) <= token:
+                # polled on the worker's own connection, as a stalled process would find out
+                while not self.stop.is_set() and int(await w.conn.hget(row, "attempts") or token) <= token:  # noqa: ASYNC110
                     await asyncio.sleep(0.01)
             await self.complete(w, job, token, "late complete")
         finally:
@@ -249,14 +251,15 @@ def _said(op: str, reply: Any, around: list[Any] | None) -> str:
 
 def _own_connection(conn: Conn, key: str, name: str) -> Redis:
     """A connection of the worker's own (named `name`), to the node holding the race's slot."""
+    kind: type[AbstractConnection]
     if isinstance(conn, RedisCluster):
         node = conn.get_node_from_key(key)
-        assert node is not None and node.redis_connection is not None
-        pool = node.redis_connection.connection_pool
+        assert node is not None
+        kind, kwargs = node.connection_class, {**node.connection_kwargs, "host": node.host, "port": node.port}
     else:
-        pool = conn.connection_pool
-    kwargs = {**pool.connection_kwargs, "client_name": name, "decode_responses": True}
-    own = ConnectionPool(connection_class=pool.connection_class, max_connections=1, **kwargs)
+        kind, kwargs = conn.connection_pool.connection_class, dict(conn.connection_pool.connection_kwargs)
+    kwargs.update(client_name=name, decode_responses=True)
+    own = ConnectionPool(connection_class=kind, max_connections=1, **kwargs)
     return Redis.from_pool(own)  # the client owns its pool: closing it closes the connection
 
 
