@@ -14,5 +14,6 @@ REGION_WORDS = {
     "outbox": "outbox",
     "failure-policy": "failure policy",
     "results": "results",
+    "race": "Race",
 }
 CONSOLE_WORDS = "console"

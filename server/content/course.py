@@ -31,7 +31,10 @@ class Course:
         self.index: Page = self.pages["/"]
         self.hubs: list[Page] = sorted((p for p in self.pages.values() if p.kind == "hub"), key=lambda p: p.order)
         self._link_hubs()
-        self.dives: list[Page] = [d for hub in self.hubs for d in hub.dives]
+        # hubs in order, their dives in order; a dive marked `course_last` closes the course
+        # whatever its hub (dive 05 lives in Flows but follows Bulk flows)
+        self.dives: list[Page] = sorted((d for hub in self.hubs for d in hub.dives),
+                                        key=lambda d: bool(d.meta.get("course_last")))
         self._number_dives()
         for page in self.pages.values():
             self._resolve_entries(page)

@@ -24,7 +24,7 @@ _FIELDS = {  # (required, optional) front matter fields of each kind of page
     "index": ({"title", "lede"}, {"kicker"}),
     "hub": ({"title", "lede", "order"}, {"kicker"}),
     "dive": ({"title", "lede", "order", "pattern", "implementation", "recap", "next", "sources"},
-             {"kicker", "summary", "related"}),
+             {"kicker", "summary", "related", "course_last"}),
 }
 
 

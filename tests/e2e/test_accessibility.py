@@ -41,6 +41,9 @@ CONTROLS: dict[str, tuple[tuple[Name, ...], tuple[str, ...], tuple[str, ...]]] =
     "failure policy": (("Fail child at the cap", re.compile("attempts left"), "Reset"),
                        ("fail the parent", "ignore the dependency"), ()),
     "results": (("Complete child", "Fail child at the cap", "Read the results", "Reset"), (), ()),
+    "Race": (("Run", "Reset"), ("Workers", "Children", "Seed", "a worker crashes after its claim",
+                                "a lease lapses while its worker stalls", "a completion is delivered twice",
+                                "use the early-release complete (below)"), ("Race controls",)),
 }
 
 

@@ -35,6 +35,7 @@ ALL_PAGES = {
     "/flows/reading-the-results",
     "/flows/cross-queue",
     "/batches/bulk-flows",
+    "/flows/under-fire",
 }
 
 
@@ -231,6 +232,7 @@ def test_hub_lists_its_dives_in_order_with_ledes(client):
         "/flows/parent-and-children",
         "/flows/reading-the-results",
         "/flows/cross-queue",
+        "/flows/under-fire",
     ]
     assert "Flows · dive 02" in doc.text
 

@@ -1,0 +1,154 @@
+"""What a race left, read from the keys: the timeline, the invariants, the picture.
+
+The invariants are decided only from what Valkey holds after the run: the
+parent's row, `:dependencies`, `:processed`, the state sets, the queue's
+`metrics:completed` count and the timeline the workers wrote. They are safety
+rules; whether the parent was released at all is said beside them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import msgspec
+
+from server.widgets.race_run import PARENT, child_ids
+from server.widgets.view import Moment
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "site" / "templates"
+_ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
+
+
+class Entry(msgspec.Struct, frozen=True):
+    worker: str
+    op: str
+    job: str
+    reply: str
+
+
+class Invariant(msgspec.Struct, frozen=True):
+    id: str
+    held: bool
+    text: str
+
+
+class Choices(msgspec.Struct, frozen=True):
+    workers: int = 3
+    children: int = 6
+    faults: tuple[str, ...] = ("crash", "lapse", "twice")
+    early_release: bool = False
+    seed: int = 7
+
+
+class Picture(msgspec.Struct, frozen=True):
+    seed: int
+    status: str  # ready | running | done
+    ended: str
+    choices: Choices
+    script: str  # the complete the workers ran
+    parent: str  # the parent's state, in words
+    dependencies: int | None
+    processed: int
+    timeline: list[Entry]
+    invariants: list[Invariant]
+    broken: str  # one sentence: which invariant broke, and why ("" when none)
+
+
+def timeline(moment: Moment) -> list[Entry]:
+    found = sorted((k, v) for k, v in moment.state.items() if k.startswith("race:t:"))
+    out = []
+    for _, raw in found:
+        try:
+            out.append(msgspec.convert(json.loads(raw), Entry))
+        except (ValueError, msgspec.ValidationError):
+            continue  # a half-written entry never breaks the picture
+    return out
+
+
+def invariants(moment: Moment, n: int) -> list[Invariant]:
+    view = moment.first
+    children = set(child_ids(n))
+    deps = view.number(PARENT, ":dependencies")
+    processed = view.fields(PARENT, ":processed")
+    state = view.fields(PARENT).get("state")
+    released = state is not None and state != "awaiting_children"
+    recorded = len(set(processed) & children)
+    live = [c for c in children if view.row(c) is not None and view.sets_of(c)]
+    completed = _completed(moment)
+    counted_ok = deps is not None and deps >= 0 and n - deps == recorded and set(processed) <= children
+    counted = Invariant("counted-once", counted_ok, (
+        f"Each child counted once: :processed holds {recorded} and :dependencies = {deps}, {n} children in all."
+        if counted_ok else
+        f"A child was counted without its result: :dependencies fell to {deps}, yet :processed holds "
+        f"{recorded} of {n}."))
+    early = released and (recorded < n or deps != 0)
+    below = deps is not None and deps < 0
+    release_ok = not early and not below
+    release_text = (f"The parent was released before every child was counted: :processed held {recorded} of {n}."
+                    if early else f":dependencies went below zero ({deps}): a child was counted twice."
+                    if below else "The parent was released once, after its last child: :dependencies = 0."
+                    if released else f"The parent was never released early: it is still held, :dependencies "
+                    f"= {deps}.")
+    lost = n - len(live) - completed
+    none_lost = Invariant("none-lost", lost <= 0, (
+        f"No child lost: {completed} completed, {len(live)} still waiting to run." if lost <= 0 else
+        f"{lost} child(ren) vanished: neither completed nor waiting in a state set."))
+    return [counted, Invariant("released-once", release_ok, release_text), none_lost]
+
+
+def _completed(moment: Moment) -> int:
+    found = moment.first.get("metrics:completed")
+    value = found.value if found is not None and isinstance(found.value, dict) else {}
+    try:
+        return int(value.get("count") or 0)
+    except ValueError:
+        return 0
+
+
+def broken_sentence(found: list[Invariant]) -> str:
+    broken = [i for i in found if not i.held]
+    if not broken:
+        return ""
+    return f"{broken[0].id} broke: {broken[0].text}"
+
+
+def picture(moment: Moment) -> Picture:
+    run = moment.kept("run") or {}
+    choices = _choices(run.get("choices"))
+    view = moment.first
+    state = view.fields(PARENT).get("state")
+    status = str(run.get("status") or "ready")
+    found = invariants(moment, choices.children) if status == "done" else []
+    return Picture(
+        seed=choices.seed, status=status, ended=str(run.get("ended") or ""), choices=choices,
+        script="complete_early_release" if choices.early_release else "complete",
+        parent={"awaiting_children": "held", "pending": "released", "active": "released and claimed",
+                None: "gone"}.get(state, state or "gone"),
+        dependencies=view.number(PARENT, ":dependencies"), processed=len(view.fields(PARENT, ":processed")),
+        timeline=timeline(moment), invariants=found, broken=broken_sentence(found))
+
+
+def _choices(raw: Any) -> Choices:
+    try:
+        return msgspec.convert(raw, Choices) if isinstance(raw, dict) else Choices()
+    except msgspec.ValidationError:
+        return Choices()
+
+
+def html(found: Picture) -> str:
+    """The picture drawn by its one template (the live page sets it as it is)."""
+    return _ENV.get_template("widgets/_race_picture.html").render(p=found)
+
+
+def readout(found: Picture) -> str:
+    if found.status == "running":
+        return f"Racing: {len(found.timeline)} answers so far; the parent is {found.parent}."
+    if found.status != "done":
+        return (f"A parent held on {found.choices.children} children in queue race: "
+                "choose the workers and faults, then Run.")
+    held = sum(i.held for i in found.invariants)
+    return (f"The run ended at {found.ended}: the parent is {found.parent}, :dependencies = {found.dependencies}; "
+            f"{held} of {len(found.invariants)} invariants held." + (f" {found.broken}" if found.broken else ""))

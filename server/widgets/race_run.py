@@ -1,0 +1,267 @@
+"""One race: real workers, each its own Valkey connection, on the race widget's flow.
+
+Every worker claims and completes through the course's scripts (`claim`,
+`complete` or the early-release `complete`, `requeue_lapsed`), with its
+timing and its faults drawn from the seed. Each call goes in a MULTI with an
+INCR of the run's counter, so the timeline's order is the order Valkey
+answered; each entry is then written into the widget's lab state, where
+every open page reads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis.asyncio import ConnectionPool, Redis, RedisCluster
+from redis.asyncio.connection import AbstractConnection
+
+from server.emq import keyspace, registry
+from server.emq.includes import expand
+from server.emq.script import Script
+from server.emq.wire import Conn, text
+from server.widgets import turn as turns
+
+log = logging.getLogger("emqlab.race")
+
+PARENT = "JOBrace"
+LEASE_MS = 250  # short, so a lapse comes within the run
+CAP_S = 5.0  # no run outlives this
+ENTRIES = 120  # the timeline's cap: a snapshot stays small
+EARLY = Script("complete_early_release", expand(
+    "complete_early_release.lua", (turns.SCRIPTS / "complete_early_release.lua").read_text("utf-8"),
+    registry.SCRIPTS_DIR))
+
+
+def child_ids(n: int) -> list[str]:
+    return [f"JOBc{i:02d}" for i in range(1, n + 1)]
+
+
+@dataclass(frozen=True)
+class Plan:
+    workers: int
+    children: int
+    faults: tuple[str, ...]
+    early_release: bool
+    seed: int
+
+    def faults_by_worker(self) -> dict[int, dict[int, str]]:
+        """worker -> {its k-th claim: the fault it meets there}, drawn from the seed."""
+        rng = random.Random(f"faults:{self.seed}")
+        found: dict[int, dict[int, str]] = {w: {} for w in range(1, self.workers + 1)}
+        # a crash stops its worker for good: never every worker, so the others finish the flow
+        crashers = rng.sample(range(1, self.workers + 1), k=1) if "crash" in self.faults else []
+        for w in crashers:
+            found[w][rng.randint(1, 2)] = "crash"
+        for fault in ("lapse", "twice"):
+            if fault in self.faults:
+                for _ in range(rng.randint(1, 2)):
+                    w = rng.choice([w for w in found if w not in crashers])
+                    found[w].setdefault(rng.randint(1, 3), fault)
+        return found
+
+
+@dataclass
+class Worker:
+    number: int
+    conn: Redis
+    rng: random.Random
+    faults: dict[int, str]
+    claims: int = 0
+
+
+@dataclass
+class Race:
+    conn: Conn
+    queue: str
+    state_key: str
+    plan: Plan
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    ended: str = ""
+    stalled: int = 0
+    workers: list[Worker] = field(default_factory=list)
+
+    def key(self, suffix: str) -> str:
+        return keyspace.queue_key(self.queue, suffix)
+
+    def finish(self, why: str) -> None:
+        if not self.ended:
+            self.ended = why
+        self.stop.set()
+
+    async def run(self) -> str:
+        """Start the workers, wait for the end; why it ended."""
+        faults = self.plan.faults_by_worker()
+        for n in range(1, self.plan.workers + 1):
+            conn = _own_connection(self.conn, self.state_key, f"emqlab-race-w{n}")
+            await conn.ping()  # connected now: CLIENT LIST shows every worker from the start
+            self.workers.append(Worker(n, conn, random.Random(f"{self.plan.seed}:{n}"), faults[n]))
+        try:
+            for script in (registry.script("claim"), self.complete_script, registry.script("requeue_lapsed")):
+                await self.workers[0].conn.script_load(script.source)
+            tasks = [asyncio.create_task(self.work(w)) for w in self.workers]
+            try:
+                await asyncio.wait_for(self.stop.wait(), CAP_S)
+            except TimeoutError:
+                self.finish("the time cap")
+            except asyncio.CancelledError:
+                # a Reset cancels the run: no worker writes after this returns
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
+            self.stop.set()
+            await asyncio.gather(*tasks, return_exceptions=True)  # each ends its call in flight
+        finally:
+            for w in self.workers:
+                with contextlib.suppress(Exception):
+                    await w.conn.aclose()
+        return self.ended
+
+    @property
+    def complete_script(self) -> Script:
+        return EARLY if self.plan.early_release else registry.script("complete")
+
+    async def op(self, w: Worker, op: str, job: str, script: Script | None, keys: list[str],
+                 args: list[Any], counts: bool = False) -> Any:
+        """One call in a MULTI with the run's counter (and, for a completion, the counter around it)."""
+        deps = keyspace.dependencies_key(self.queue, PARENT)
+        async with w.conn.pipeline(transaction=True) as pipe:
+            if counts:
+                pipe.get(deps)
+            if script is not None:
+                pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            if counts:
+                pipe.get(deps)
+                pipe.hget(keyspace.job_key(self.queue, PARENT), "state")
+            pipe.hincrby(self.state_key, "race:n", 1)
+            replies = await pipe.execute(raise_on_error=False)
+        reply = replies[1 if counts else 0] if script is not None else None
+        said = _said(op, reply, replies if counts else None)
+        if op == "claim" and isinstance(reply, list):
+            job = text(reply[0]) or ""
+        # an empty claim or sweep is a poll, not an event: the timeline leaves it out
+        if script is None or op not in ("claim", "requeue_lapsed") or reply:
+            seq = int(replies[-1])
+            if seq <= ENTRIES:
+                entry = {"worker": f"w{w.number}", "op": op, "job": job, "reply": said}
+                await w.conn.hset(self.state_key, f"race:t:{seq:04d}", json.dumps(entry))
+        if counts and text(replies[-2]) not in ("awaiting_children", None):
+            self.finish("the parent's release" if text(replies[-2]) == "pending" else "the parent's failure")
+        return reply
+
+    async def work(self, w: Worker) -> None:
+        try:
+            await self.loop(w)
+        except Exception:  # a worker that breaks stops; the run reads what it left
+            log.exception("race worker w%d of %s stopped", w.number, self.queue)
+
+    async def loop(self, w: Worker) -> None:
+        if True:
+            while not self.stop.is_set():
+                got = await self.op(w, "claim", "", registry.script("claim"),
+                                    [self.key("pending"), self.key("active")],
+                                    [keyspace.base(self.queue), LEASE_MS])
+                if not got:
+                    await self.idle(w)
+                    continue
+                job, token = text(got[0]) or "", int(got[1])
+                if job == PARENT:
+                    self.finish("the parent's release")
+                    return
+                w.claims += 1
+                fault = w.faults.get(w.claims)
+                if fault == "crash":
+                    await self.op(w, "crash", job, None, [], [])
+                    await w.conn.aclose()
+                    return
+                await asyncio.sleep(w.rng.uniform(0.002, 0.02))  # the work
+                if fault == "lapse":
+                    await self.stall(w, job, token)
+                    continue
+                await self.complete(w, job, token, "complete")
+                if fault == "twice":
+                    await self.complete(w, job, token, "complete again")
+
+    async def complete(self, w: Worker, job: str, token: int, op: str) -> None:
+        keys = [self.key("active"), keyspace.job_key(self.queue, job),
+                keyspace.dependencies_key(self.queue, PARENT), keyspace.processed_key(self.queue, PARENT),
+                keyspace.job_key(self.queue, PARENT)]
+        args = [job, str(token), keyspace.base(self.queue), PARENT, f"done by w{w.number}"]
+        await self.op(w, op, job, self.complete_script, keys, args, counts=True)
+
+    async def stall(self, w: Worker, job: str, token: int) -> None:
+        """The worker stalls past its lease; it wakes either right after `requeue_lapsed`
+        handed the child back (before anyone claimed it again) or once it was claimed
+        again: the seed says which."""
+        self.stalled += 1
+        try:
+            await asyncio.sleep(LEASE_MS / 1000 + 0.005)
+            if w.rng.random() < 0.3:
+                await self.requeue(w)
+            else:
+                row = keyspace.job_key(self.queue, job)
+                # polled on the worker's own connection, as a stalled process would find out
+                while not self.stop.is_set() and int(await w.conn.hget(row, "attempts") or token) <= token:  # noqa: ASYNC110
+                    await asyncio.sleep(0.01)
+            await self.complete(w, job, token, "late complete")
+        finally:
+            self.stalled -= 1
+
+    async def requeue(self, w: Worker) -> Any:
+        return await self.op(w, "requeue_lapsed", "", registry.script("requeue_lapsed"),
+                             [self.key("active"), self.key("pending")], [keyspace.base(self.queue), 100])
+
+    async def idle(self, w: Worker) -> None:
+        """Nothing to claim: sweep for lapsed leases now and then; end when nothing is left."""
+        await asyncio.sleep(w.rng.uniform(0.08, 0.16))
+        if self.stop.is_set():
+            return
+        await self.requeue(w)
+        left = await w.conn.zcard(self.key("pending")) + await w.conn.zcard(self.key("active"))
+        if left == 0 and self.stalled == 0:
+            self.finish("nothing left to claim")
+
+
+def _said(op: str, reply: Any, around: list[Any] | None) -> str:
+    """A reply as the timeline shows it, in the scripts' words."""
+    if op == "crash":
+        return "the worker crashed: its connection closed, the claim left in active"
+    if isinstance(reply, Exception):
+        return str(reply).split(" Script:")[0]
+    if op == "claim":
+        return f"{text(reply[0])}, token {int(reply[1])}" if reply else "nothing to claim"
+    if op == "requeue_lapsed":
+        return "nothing lapsed" if not reply else "put back in pending: " + ", ".join(text(r) or "" for r in reply)
+    if around is not None:
+        before, after = text(around[0]), text(around[2])
+        if int(reply) == 0:
+            return "0: the row is gone, nothing counted"
+        if before != after:
+            return f"1: counted, :dependencies {before} → {after}"
+        return "1: the row retired, counted nothing"
+    return str(reply)
+
+
+def _own_connection(conn: Conn, key: str, name: str) -> Redis:
+    """A connection of the worker's own (named `name`), to the node holding the race's slot."""
+    kind: type[AbstractConnection]
+    if isinstance(conn, RedisCluster):
+        node = conn.get_node_from_key(key)
+        assert node is not None
+        kind, kwargs = node.connection_class, {**node.connection_kwargs, "host": node.host, "port": node.port}
+    else:
+        kind, kwargs = conn.connection_pool.connection_class, dict(conn.connection_pool.connection_kwargs)
+    kwargs.update(client_name=name, decode_responses=True)
+    own = ConnectionPool(connection_class=kind, max_connections=1, **kwargs)
+    return Redis.from_pool(own)  # the client owns its pool: closing it closes the connection
+
+
+def deadline_ms() -> int:
+    return int((time.time() + CAP_S + 2) * 1000)

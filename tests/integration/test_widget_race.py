@@ -1,0 +1,130 @@
+"""The race lab on a real Valkey: real workers, each its own connection, through the course's
+scripts; the invariants read from the keys after each run."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import httpx
+
+from server.emq import keyspace
+from server.widgets.race_run import PARENT, child_ids
+from tests.support import LiveSite
+from tests.widgets import SANDBOX, act, snapshot_of
+
+FAULTS = ["crash", "lapse", "twice"]
+SEEDS = range(50)
+Q = f"{SANDBOX}.race"
+
+
+async def race(conn: Any, seed: int, early: bool = False, **more: Any) -> dict[str, Any]:
+    body = {"workers": 3, "children": 4, "faults": FAULTS, "early_release": early, "seed": seed, **more}
+    await act(conn, "race", "run", **body)
+    snap = await snapshot_of(conn, "race")
+    assert snap.picture is not None
+    return snap.picture
+
+
+async def invariants_from_keys(conn: Any, n: int) -> dict[str, bool]:
+    """The three rules judged here again, straight from Valkey's keys."""
+    deps = await conn.get(keyspace.dependencies_key(Q, PARENT))
+    processed = await conn.hgetall(keyspace.processed_key(Q, PARENT))
+    state = await conn.hget(keyspace.job_key(Q, PARENT), "state")
+    completed = int(await conn.hget(keyspace.queue_key(Q, "metrics:completed"), "count") or 0)
+    waiting = 0
+    for child in child_ids(n):
+        for name in ("pending", "active", "schedule"):
+            if await conn.zscore(keyspace.queue_key(Q, name), child) is not None \
+                    and await conn.exists(keyspace.job_key(Q, child)):
+                waiting += 1
+    counted = int(deps) >= 0 and n - int(deps) == len(processed)
+    released = state != "awaiting_children"
+    return {"counted-once": counted,
+            "released-once": int(deps) >= 0 and (not released or (len(processed) == n and int(deps) == 0)),
+            "none-lost": completed + waiting >= n}
+
+
+async def test_fifty_seeds_with_every_fault_keep_every_invariant_on_the_course_scripts(conn: Any) -> None:
+    for seed in SEEDS:
+        picture = await race(conn, seed)
+        shown = {i["id"]: i["held"] for i in picture["invariants"]}
+        assert shown == {"counted-once": True, "released-once": True, "none-lost": True}, (seed, picture)
+        assert await invariants_from_keys(conn, 4) == shown, seed
+        assert picture["timeline"] and picture["seed"] == seed
+
+
+async def test_the_early_release_script_breaks_an_invariant_on_some_seed_and_the_widget_names_it(conn: Any) -> None:
+    broken: dict[int, list[str]] = {}
+    for seed in SEEDS:
+        picture = await race(conn, seed, early=True, faults=["lapse"])
+        names = [i["id"] for i in picture["invariants"] if not i["held"]]
+        assert names == [k for k, v in (await invariants_from_keys(conn, 4)).items() if not v]
+        if names:
+            broken[seed] = names
+            assert picture["broken"].startswith(names[0] + " broke: ")
+            break
+    assert broken, "no seed of 50 broke an invariant with the early-release complete"
+    assert (await snapshot_of(conn, "race")).readout.endswith(picture["broken"])
+
+
+async def test_the_timeline_names_the_fenced_late_completion_in_valkeys_words(conn: Any) -> None:
+    replies = []
+    for seed in range(12):
+        replies += [e["reply"] for e in (await race(conn, seed, faults=["lapse", "twice"]))["timeline"]]
+    assert any(r.startswith("EMQSTALE complete token mismatch") for r in replies)
+    assert any(r.startswith("0: the row is gone") for r in replies)
+    assert any(r.startswith("1: counted, :dependencies") for r in replies)
+
+
+async def test_during_a_run_client_list_shows_one_connection_per_worker(conn: Any) -> None:
+    seen: list[int] = []
+
+    async def watch() -> None:
+        for _ in range(200):
+            names = [c.get("name", "") for c in await conn.client_list()]
+            seen.append(sum(n.startswith("emqlab-race-w") for n in names))
+            await asyncio.sleep(0.01)
+
+    watcher = asyncio.create_task(watch())
+    await race(conn, 3, workers=5, children=12, faults=["lapse"])
+    watcher.cancel()
+    assert max(seen) == 5
+    names = [c.get("name", "") for c in await conn.client_list()]
+    assert not any(n.startswith("emqlab-race-w") for n in names)  # every worker's connection closed after
+
+
+def test_a_second_run_during_a_run_answers_409_and_reset_stops_it(clean: LiveSite) -> None:
+    client = clean.visitor("/flows/under-fire")
+    headers = {"Origin": clean.url}
+    body = {"workers": 4, "children": 16, "faults": ["lapse"], "early_release": False, "seed": 1}
+    answers: list[httpx.Response] = []
+    first = threading.Thread(target=lambda: answers.append(
+        client.post("/api/widgets/race/run", json=body, headers=headers, timeout=20)))
+    first.start()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        state = client.get("/api/widgets/race/state").json()["snapshot"]
+        if state["picture"] and state["picture"]["status"] == "running":
+            break
+        time.sleep(0.02)
+    second = client.post("/api/widgets/race/run", json=body, headers=headers, timeout=20)
+    assert second.status_code == 409, second.text
+    assert "still going" in second.json()["error"]
+    reset = client.post("/api/widgets/race/reset", json={}, headers=headers, timeout=20)
+    assert reset.status_code == 200, reset.text
+    first.join(20)
+    assert answers and answers[0].status_code == 200
+    picture = client.get("/api/widgets/race/state").json()["snapshot"]["picture"]
+    assert picture["status"] == "ready" and picture["timeline"] == []
+    again = client.post("/api/widgets/race/run", json={**body, "children": 3}, headers=headers, timeout=20)
+    assert again.status_code == 200 and "Seed 1" in again.json()["outcome"]["text"]
+
+
+def test_a_run_with_bad_choices_answers_400_and_writes_nothing(clean: LiveSite) -> None:
+    client = clean.visitor("/flows/under-fire")
+    for bad in ({"workers": 9}, {"children": 2}, {"faults": ["fire"]}, {"seed": -1}):
+        answer = client.post("/api/widgets/race/run", json=bad, headers={"Origin": clean.url})
+        assert answer.status_code == 400, (bad, answer.text)
