@@ -87,7 +87,8 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     vendor = Mount("/static/vendor", StaticFiles(directory=str(SITE / "node_modules"), check_dir=False), name="vendor")
     app = Starlette(
         routes=[*widgets.routes(), *console.routes(), *exercises.routes(), *instructor.routes(), *classroom.routes(),
-                *asking.routes(), *room.routes(), vendor, static, *pages.routes()],  # the catch-all page routes: keep last
+                *asking.routes(), *room.routes(), vendor, static,
+                *pages.routes()],  # the catch-all page routes: keep last
         middleware=[Middleware(Site, cookie=cookie)],
         exception_handlers=pages.exception_handlers(),
         lifespan=_lifespan(url, cluster, settings, catalog, secret),
