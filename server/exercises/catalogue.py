@@ -73,8 +73,9 @@ _FANIN_TASK = (
     "Write the fan-in of complete for a child in its parent's queue. The token fence, the cross-queue "
     "arm and the shared tail are written; in the marked branch, count the child off its parent: record "
     "its result in :processed, take one off :dependencies, and when that reaches zero put the parent in "
-    "pending with state pending. Count only in the call that took the child out of active, so that no "
-    "second or late completion counts it again and the parent is released exactly once."
+    "pending with state pending, if it is still held (awaiting_children). Count only in the call that "
+    "took the child out of active, so that no second or late completion counts it again and the parent "
+    "is released exactly once."
 )
 _REDELIVERY_TASK = (
     "This complete passes most checks, yet a parent can be released before its last child has finished. "
@@ -99,7 +100,8 @@ EXERCISES: Final = {
             page="/flows/parent-and-children", script="complete", starter_file="fan_in.lua",
             checks=fanin_checks.CHECKS,
             learner_checks=frozenset({"three children", "the last child", "a redelivered completion",
-                                      "a completion after the lease lapsed"}),
+                                      "a completion after the lease lapsed", "a parent already failed",
+                                      "a parent already released"}),
         ),
         Exercise(
             name="redelivery", title="Make a redelivery harmless", task=_REDELIVERY_TASK,

@@ -43,6 +43,7 @@ from server.exercises.scene import (
     expect_reply,
     expect_unchanged,
 )
+from server.exercises.shown import PARENT_QUEUE
 from server.exercises.watchdog import Erred, Replied
 
 PARENT = "JOBorder1"
@@ -72,7 +73,7 @@ def deliver_call(entry: pump.OutboxEntry) -> tuple[list[str], list[str]]:
 
 
 async def land(scene: Scene, **per_child: dict[str, Any]) -> Family:
-    family = Family(parent_queue=scene.queue("orders"), child_queue=scene.queue("mail"),
+    family = Family(parent_queue=scene.queue("orders", shown=PARENT_QUEUE), child_queue=scene.queue("mail"),
                     parent=PARENT, children=CHILDREN)
     scene.judge(family.keys())
     await flows.add(scene.admin, family.parent_queue, family.spec(**per_child))

@@ -11,16 +11,38 @@ lineage read by the host first). The judgments are on the keys:
 * a redelivered completion — the same call sent again answers 0, changes nothing;
 * a completion after the lease lapsed — a child no longer in active counts nothing;
 * a stale token — answers EMQSTALE and writes nothing;
-* a missing row — answers 0 and writes nothing.
+* a missing row — answers 0 and writes nothing;
+* a parent already failed — the last completion counts, yet leaves the failed parent failed;
+* a parent already released — the last completion leaves the parent with the worker that claimed it.
+
+The last two put the parent where the course's ``release_parent`` refuses to
+release it (``awaiting_children`` no longer): a fan-in that releases at zero
+without looking at the parent's state passes every other check and fails
+these. Neither state arises from the course's scripts in a same-queue flow
+(a 'fp' failure never counts, so :dependencies never reaches zero after it),
+so the scene writes it as the scripts that make it would leave it: failed
+as ``fail_parent`` fails a parent, released early as the second exercise's
+complete releases one, then claimed with the course's ``claim``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from server.emq import flows, jobs
-from server.exercises.family import Family, claim, expect_held, expect_released, lapse
+from server.exercises.family import (
+    Family,
+    claim,
+    expect_claimed,
+    expect_failed,
+    expect_held,
+    expect_released,
+    lapse,
+)
 from server.exercises.outcome import Picture
 from server.exercises.scene import (
     Check,
+    CheckFailed,
     Scene,
     expect_counter,
     expect_error,
@@ -153,6 +175,63 @@ async def missing_row(scene: Scene) -> str:
     return f"the completion of {ghost}, which has no row, answered 0 and wrote nothing"
 
 
+HELD_ONLY = "only a parent still held (awaiting_children) is released"
+
+
+def expect_kept(expect: Callable[[Picture, Family, str], None], after: Picture, family: Family,
+                step: str, why: str) -> None:
+    """``expect`` with the rule the script broke said after it, when it did."""
+    try:
+        expect(after, family, step)
+    except CheckFailed as failed:
+        raise CheckFailed(f"{failed.said}: {HELD_ONLY}, and {why}") from None
+
+
+async def last_of_two_counted(scene: Scene) -> tuple[Family, int]:
+    """The flow with JOBpart1 and JOBpart2 counted by the course's complete,
+    and JOBpart3 claimed: :dependencies = 1. The last child's token."""
+    family = await land(scene)
+    for child in CHILDREN[:2]:
+        token = await claim(scene, family.child_queue, child)
+        await jobs.complete(scene.admin, family.child_queue, child, token, result_of(child))
+    return family, await claim(scene, family.child_queue, CHILDREN[2])
+
+
+async def last_counted(scene: Scene, family: Family, token: int, step: str) -> Picture:
+    """The last child's completion by the learner's script: it counts (1, :dependencies 0, its result)."""
+    last = CHILDREN[2]
+    outcome, after = await complete(scene, family, last, token, step)
+    expect_reply(outcome, 1, step)
+    expect_counter(after, family.deps, 0, step)
+    expect_field(after, family.processed, ":processed", last, result_of(last), step)
+    return after
+
+
+async def already_failed(scene: Scene) -> str:
+    family, token = await last_of_two_counted(scene)
+    # meanwhile an operator gave up on the flow: the parent failed, as fail_parent leaves one
+    await scene.admin.hset(family.parent_row, mapping={"state": "failed", "error": "given up by an operator"})
+    await scene.admin.zadd(family.parent_set("dead"), {PARENT: 1})
+    step = f"the completion of {CHILDREN[2]}, the last child, after the parent had failed"
+    after = await last_counted(scene, family, token, step)
+    expect_kept(expect_failed, after, family, step, "this one had failed already")
+    return (f"the completion of {CHILDREN[2]} counted it (:dependencies 0) and left the failed parent "
+            "failed, in dead")
+
+
+async def already_released(scene: Scene) -> str:
+    family, token = await last_of_two_counted(scene)
+    # released too early (as the second exercise's complete does), then a worker claims it
+    await scene.admin.zadd(family.parent_set("pending"), {PARENT: 0})
+    await scene.admin.hset(family.parent_row, "state", "pending")
+    await claim(scene, family.parent_queue, PARENT)
+    step = f"the completion of {CHILDREN[2]}, the last child, after a worker had claimed the released parent"
+    after = await last_counted(scene, family, token, step)
+    expect_kept(expect_claimed, after, family, step, "this one was released and claimed already")
+    return (f"the completion of {CHILDREN[2]} counted it (:dependencies 0) and left the parent "
+            "with the worker that claimed it")
+
+
 CHECKS = (
     Check("three children", three_children),
     Check("the last child", last_child),
@@ -160,4 +239,6 @@ CHECKS = (
     Check("a completion after the lease lapsed", lapsed),
     Check("a stale token", stale),
     Check("a missing row", missing_row),
+    Check("a parent already failed", already_failed),
+    Check("a parent already released", already_released),
 )

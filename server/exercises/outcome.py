@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from server.exercises.shown import Names, rename
+
 # A key's value as the picture shows it: a string's text, a hash's fields, a
 # list's or a set's members, a sorted set's (member, score) pairs; None for
 # a type the picture does not open (a stream, say).
@@ -34,9 +36,21 @@ class KeyShot:
     size: int
     whole: bool = True
 
-    def as_json(self) -> dict[str, object]:
-        shown: object = [list(pair) for pair in self.value] if self.type == "zset" and self.value else self.value
-        return {"name": self.name, "type": self.type, "value": shown, "size": self.size, "whole": self.whole}
+    def as_json(self, names: Names = ()) -> dict[str, object]:
+        """The key as a panel draws it, its run queues written as the course writes them."""
+        return {"name": rename(self.name, names), "type": self.type, "value": _shown(self.value, names),
+                "size": self.size, "whole": self.whole}
+
+
+def _shown(value: Value, names: Names) -> object:
+    if isinstance(value, str):
+        return rename(value, names)
+    if isinstance(value, dict):
+        return {rename(k, names): rename(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [[rename(item[0], names), item[1]] if isinstance(item, tuple) else rename(item, names)
+                for item in value]
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +88,8 @@ class Picture:
     def names(self) -> list[str]:
         return [shot.name for shot in self.keys]
 
-    def as_json(self) -> list[dict[str, object]]:
-        return [shot.as_json() for shot in self.keys]
+    def as_json(self, names: Names = ()) -> list[dict[str, object]]:
+        return [shot.as_json(names) for shot in self.keys]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +98,9 @@ class CheckResult:
 
     ``step`` names the learner's call the pictures frame ("the second
     delivery of JOBmail1"); a passing check and a check stopped before the
-    learner's script ran carry no pictures.
+    learner's script ran carry no pictures. ``names`` are the scene's run
+    queues and how the course writes them (``shown``): the pictures keep
+    the real names, their JSON the course's.
     """
 
     name: str
@@ -93,6 +109,7 @@ class CheckResult:
     step: str | None = None
     before: Picture | None = None
     after: Picture | None = None
+    names: Names = ()
 
     def as_json(self) -> dict[str, object]:
         return {"name": self.name, "passed": self.passed, "said": self.said}
@@ -101,7 +118,7 @@ class CheckResult:
         if self.passed or self.before is None or self.after is None:
             return None
         return {"check": self.name, "step": self.step,
-                "before": self.before.as_json(), "after": self.after.as_json()}
+                "before": self.before.as_json(self.names), "after": self.after.as_json(self.names)}
 
 
 @dataclass(frozen=True, slots=True)

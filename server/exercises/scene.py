@@ -28,6 +28,7 @@ from server.emq import keyspace
 from server.exercises.grader import Grader
 from server.exercises.outcome import CheckResult, Picture
 from server.exercises.runkeys import scenario_pattern
+from server.exercises.shown import QUEUE, rename
 from server.exercises.watchdog import Erred, Halted, Replied
 
 
@@ -76,15 +77,19 @@ class Scene:
         self.step: str | None = None
         self.before: Picture | None = None
         self.after: Picture | None = None
+        self.shown: dict[str, str] = {}  # each queue of the scene -> how the course writes it
 
     @property
     def admin(self) -> Redis:
         """The grader's admin client: the course's scripts run on it."""
         return self.run.grader.admin_client()
 
-    def queue(self, role: str) -> str:
-        """A queue of this scene: ``<run>.<check>.<role>``, inside the run's pattern."""
-        return keyspace.check_queue(f"{self.run.run_id}.{self.index}.{role}")
+    def queue(self, role: str, shown: str = QUEUE) -> str:
+        """A queue of this scene: ``<run>.<check>.<role>``, inside the run's pattern;
+        ``shown`` is how the learner reads it (``emq:{q}:…``)."""
+        queue = keyspace.check_queue(f"{self.run.run_id}.{self.index}.{role}")
+        self.shown[queue] = shown
+        return queue
 
     def judge(self, keys: Sequence[str]) -> None:
         """Keys the check reads: always in the picture, whatever else is there."""
@@ -106,9 +111,11 @@ class Scene:
         return outcome, self.after
 
     def result(self, name: str, said: str) -> CheckResult:
-        """A failed check, with the pictures of the learner's last call in it."""
-        return CheckResult(name=name, passed=False, said=said, step=self.step,
-                           before=self.before, after=self.after)
+        """A failed check, with the pictures of the learner's last call in it,
+        its sentence written with the queues as the course writes them."""
+        names = tuple(self.shown.items())
+        return CheckResult(name=name, passed=False, said=rename(said, names), step=self.step,
+                           before=self.before, after=self.after, names=names)
 
 
 # --- judging ---------------------------------------------------------------
@@ -123,15 +130,6 @@ def clip(text: str) -> str:
 
 def shown(value: str | None) -> str:
     return "no such key" if value is None else clip(value)
-
-
-def short(name: str) -> str:
-    """A key as the learner knows it: ``emq:{r….3.reports}:pending`` → ``emq:{reports}:pending``."""
-    head, brace, rest = name.partition("{")
-    if not brace:
-        return name
-    tag, close, tail = rest.partition("}")
-    return f"{head}{{{tag.rsplit('.', 1)[-1]}}}{tail}" if close else name
 
 
 def expect_reply(outcome: Replied | Erred, want: int, step: str) -> None:
@@ -178,8 +176,8 @@ def expect_unchanged(before: Picture | None, after: Picture, step: str) -> None:
         if was == now:
             continue
         if now is None:
-            raise CheckFailed(f"expected nothing to change, Valkey no longer holds {short(name)} after {step}")
+            raise CheckFailed(f"expected nothing to change, Valkey no longer holds {name} after {step}")
         if was is None:
-            raise CheckFailed(f"expected nothing to change, Valkey holds a new key {short(name)} after {step}")
-        raise CheckFailed(f"expected nothing to change, Valkey holds {short(name)} = {clip(str(now.value))} "
+            raise CheckFailed(f"expected nothing to change, Valkey holds a new key {name} after {step}")
+        raise CheckFailed(f"expected nothing to change, Valkey holds {name} = {clip(str(now.value))} "
                           f"(it was {clip(str(was.value))}) after {step}")

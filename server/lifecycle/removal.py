@@ -27,7 +27,8 @@ async def delete(conn: Conn, catalog: Catalog, sandbox: str) -> int:
     # `clear.lua` for every widget queue of the sandbox (lab state included)
     calls = [clear_call(w, sandbox, part) for w in catalog.widgets.values() for part in w.queue_parts]
     locks = [keys.lock_key(queue_name(sandbox, w.queue_parts[0])) for w in catalog.widgets.values()]
-    names = [keys.meta_key(sandbox), keys.progress_key(sandbox), *await transcript.keys_of(conn, sandbox)]
+    names = [keys.meta_key(sandbox), keys.progress_key(sandbox), keys.work_key(sandbox),
+             *await transcript.keys_of(conn, sandbox)]
     # one DEL for `names`: every lab:{<sandbox>}:… key shares the sandbox's slot
     replies = await pipelined(conn, [*calls, *(("DEL", lock) for lock in locks), ("DEL", *names),
                                      ("ZREM", admission.HELD_KEY, sandbox)])

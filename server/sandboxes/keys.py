@@ -40,3 +40,8 @@ def meta_key(sandbox: str) -> str:
 def progress_key(sandbox: str) -> str:
     """The learner's progress record (server/sandboxes/progress.py)."""
     return f"lab:{{{sandbox}}}:progress"
+
+
+def work_key(sandbox: str) -> str:
+    """The learner's kept scripts, one per exercise (server/sandboxes/work.py)."""
+    return f"lab:{{{sandbox}}}:work"

@@ -82,4 +82,5 @@ async def read(conn: Conn, sandbox: str) -> dict[str, str]:
 
 
 async def clear(conn: Conn, sandbox: str) -> bool:
-    return bool(await conn.delete(keys.progress_key(sandbox)))
+    """Forget the record and the exercises' kept scripts (one slot, one DEL)."""
+    return bool(await conn.delete(keys.progress_key(sandbox), keys.work_key(sandbox)))

@@ -14,9 +14,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.sandboxes.sandbox import COOKIE, NoSandbox, new_id
 from server.sandboxes.sandbox import SandboxCookie as Cookie
+from server.web import editor_assets
 
+# the one inline script the site has: the exercises' import map, by its hash
 CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    f"default-src 'self'; script-src 'self' {editor_assets.CSP_SOURCE}; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
     "form-action 'self'; frame-ancestors 'none'"
 )

@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.templating import Jinja2Templates
 
 from server.content import Course
-from server.web import guards
+from server.web import editor_assets, guards
 from server.widgets import traces
 from server.widgets.snapshot import Catalog
 
@@ -48,6 +48,7 @@ def renderer(templates: Jinja2Templates, catalog: Catalog,
              extras: dict[str, Extra]) -> Callable[[str, dict[str, Any]], str]:
     """`(name, options) -> HTML` for the Markdown's `{widget}` directive."""
     templates.env.filters.setdefault("key_breaks", key_breaks)
+    templates.env.globals.setdefault("editor_import_map", editor_assets.TAG)  # a page with an exercise
 
     def render(name: str, options: dict[str, Any] | None = None) -> str:
         if name in extras:

@@ -21,7 +21,7 @@ from starlette.routing import BaseRoute, Route
 from server.emq.script import execute
 from server.exercises import Graded, GradeRefused, catalogue, grade
 from server.live.streams import frame
-from server.sandboxes import progress
+from server.sandboxes import progress, work
 from server.web import bodies, guards, rates
 from server.web.answer import JSONAnswer, dumps
 from server.web.errors import answer_error, answered
@@ -37,25 +37,31 @@ class Run(msgspec.Struct, forbid_unknown_fields=True):
 
 @answered
 async def describe(request: Request) -> Response:
-    await guards.enter(request, write=False, counts="reads")
-    return JSONAnswer(catalogue.get(request.path_params["name"]).as_json())
+    """The exercise, and the visitor's own work on it (`mine`: last script, best run)."""
+    entry = await guards.enter(request, write=False, counts="reads")
+    exercise = catalogue.get(request.path_params["name"])
+    mine = await work.mine(request.app.state.conn, entry.visitor, exercise.name)
+    return JSONAnswer({**exercise.as_json(), "mine": mine.as_json()})
 
 
 async def _graded(request: Request, entry: guards.Entry, script: str,
                   places: asyncio.Queue[int] | None = None) -> Graded:
-    """Grade, then keep the result in the learner's record (record.lua never lowers a best)."""
+    """Grade, then keep the result in the learner's record (record.lua never lowers a best)
+    and the script as their last (server/sandboxes/work.py)."""
     name = request.path_params["name"]
     graded = await grade(request.app.state.graders, name, script, run_for=entry.visitor,
                          on_place=places.put_nowait if places is not None else None,
                          address=rates.client_address(request))
     step = progress.Step(f"ex:{name}", result=f"{graded.passed}/{graded.total}")
     settings = request.app.state.settings
-    script_, keys, args = progress.record_call(entry.visitor, step, settings.sandbox_ttl * 2, int(time.time() * 1000))
+    ttl = settings.sandbox_ttl * 2
+    script_, keys, args = progress.record_call(entry.visitor, step, ttl, int(time.time() * 1000))
     async with request.app.state.conn.pipeline(transaction=False) as pipe:
         script_.queue(pipe, keys, args)
+        work.keep(pipe, entry.visitor, name, script, ttl)
         # each check of the latest run, for the class page ("which check most of the class fails")
         pipe.hset(keys[1], mapping={f"ex:{name}:{c.name}": int(c.passed) for c in graded.checks})
-        await execute(request.app.state.conn, pipe, [(script_, keys, args), None])
+        await execute(request.app.state.conn, pipe, [(script_, keys, args), None, None, None])
     return graded
 
 
@@ -84,6 +90,19 @@ async def _streamed(request: Request, entry: guards.Entry, script: str) -> Async
         yield frame("error", dumps({**exc.as_json(), "status": exc.status}))
 
 
+async def page(request: Request) -> Response:
+    """An exercise on a page of its own (no JavaScript needed): the visitor's last script, and their best run."""
+    try:
+        entry = await guards.enter(request, write=False, counts="reads")
+        exercise = catalogue.get(request.path_params["name"])
+        mine = await work.mine(request.app.state.conn, entry.visitor, exercise.name)
+    except Exception as exc:  # noqa: BLE001
+        return answer_error(exc)
+    context = {"exercise": exercise, "script": mine.script or exercise.starter, "graded": None, "error": None,
+               "best": mine.best, "dive": course_of(request).page(exercise.page)}
+    return respond(request, "exercise.html", context)
+
+
 async def run_form(request: Request) -> Response:
     """A form's run (no JavaScript): the results as a page."""
     name = request.path_params["name"]
@@ -96,7 +115,7 @@ async def run_form(request: Request) -> Response:
         exercise = catalogue.get(name)
     except Exception as exc:  # noqa: BLE001
         return answer_error(exc)
-    context = {"exercise": exercise, "script": script, "graded": None, "error": None,
+    context = {"exercise": exercise, "script": script, "graded": None, "error": None, "best": None,
                "dive": course_of(request).page(exercise.page)}
     try:
         context["graded"] = await _graded(request, entry, script)
@@ -109,4 +128,5 @@ async def run_form(request: Request) -> Response:
 def routes() -> list[BaseRoute]:
     return [Route("/api/exercises/{name}", describe, methods=["GET"]),
             Route("/api/exercises/{name}/run", run, methods=["POST"]),
+            Route("/exercises/{name}", page, methods=["GET"]),
             Route("/exercises/{name}/run", run_form, methods=["POST"])]

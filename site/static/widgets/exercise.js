@@ -3,8 +3,24 @@
 // result), and each check's verdict is drawn as the server said it. A failing
 // check opens to show the scenario's keys before and after the learner's
 // script, as the graders read them from Valkey. Nothing is judged here.
-import { el } from "./cards.js";
+//
+// The list only ever shows one run: while a run is under way its lines say
+// so, and a run that did not happen (a script that does not compile, a
+// refusal) marks every check "not run". The learner's kept work comes from
+// GET /api/exercises/<name> (`mine`): the editor opens with their last script
+// and the best-run line says their best.
+import { el, keyName } from "./cards.js";
 import { formatValue } from "./panels.js";
+
+const $ = (root, role) => root.querySelector(`[data-role="${role}"]`);
+
+// why a refused run ran no check, by its status (the status line says it whole)
+const NOT_RUN = {
+  422: "the script does not compile",
+  413: "the script is too large",
+  429: "the run was refused: too many runs",
+  503: "the graders are starting again",
+};
 
 function keyList(title, keys) {
   const box = el("div", "exercise-keys");
@@ -21,19 +37,37 @@ function keyList(title, keys) {
   const body = table.createTBody();
   for (const key of keys) {
     const row = body.insertRow();
-    row.insertCell().textContent = key.name;
-    row.insertCell().textContent = key.type;
-    row.insertCell().textContent = formatValue({ ...key, cut: !key.whole });
+    const name = row.insertCell();
+    name.className = "key-name";
+    name.append(keyName(key.name));
+    const type = row.insertCell();
+    type.className = "key-type";
+    type.textContent = key.type;
+    const value = row.insertCell();
+    value.className = "key-value";
+    value.textContent = formatValue({ ...key, cut: !key.whole });
   }
-  if (!keys.length) body.insertRow().insertCell().textContent = "no keys";
+  if (!keys.length) {
+    const cell = body.insertRow().insertCell();
+    cell.colSpan = 3;
+    cell.textContent = "no keys";
+  }
   box.append(table);
   return box;
 }
 
+/** Every check's line saying the same thing (this run has not judged it). */
+function markAll(root, checks, words, className) {
+  $(root, "results").replaceChildren(...checks.map((name) => {
+    const item = el("li", className, `${name}: ${words}`);
+    item.dataset.check = name;
+    return item;
+  }));
+}
+
 function drawResults(root, result) {
-  const list = root.querySelector('[data-role="results"]');
   const pictures = new Map((result.pictures || []).map((p) => [p.check, p]));
-  list.replaceChildren(...result.checks.map((check) => {
+  $(root, "results").replaceChildren(...result.checks.map((check) => {
     const item = el("li", check.passed ? "check-passed" : "check-failed");
     item.dataset.check = check.name;
     item.dataset.passed = check.passed ? "1" : "0";
@@ -45,20 +79,52 @@ function drawResults(root, result) {
     }
     const details = el("details", "exercise-picture");
     details.append(el("summary", "", line));
-    details.append(keyList(`Before your script (${picture.step})`, picture.before),
+    const sides = el("div", "exercise-sides");
+    sides.append(keyList(`Before your script (${picture.step})`, picture.before),
       keyList("After your script", picture.after));
+    details.append(sides);
     item.append(details);
     return item;
   }));
-  const said = `${result.passed} of ${result.total} checks passed.`;
-  root.querySelector('[data-role="status"]').textContent = said;
-  root.querySelector('[data-role="announce"]').textContent = said;
+  say(root, `${result.passed} of ${result.total} checks passed.`, result.passed === result.total ? "ok" : "");
 }
 
-async function run(root, name) {
-  const status = root.querySelector('[data-role="status"]');
-  const script = root.querySelector('[data-role="script"]').value;
-  status.textContent = "Sending your script to a grader…";
+function say(root, text, kind = "") {
+  const status = $(root, "status");
+  status.textContent = text;
+  status.dataset.kind = kind;
+  $(root, "announce").textContent = text;
+}
+
+function refused(root, checks, status, error) {
+  markAll(root, checks, `not run — ${NOT_RUN[status] || "the run did not happen"}`, "check-not-run");
+  say(root, error.error + (error.line ? ` (line ${error.line})` : ""), "down");
+}
+
+function showBest(root, best) {
+  $(root, "best").textContent = best
+    ? `Your best run: ${best.passed} of ${best.total} checks passed. Your last script is kept; Start over on your progress page forgets both.`
+    : "Not run yet: your best run will show here, and your last script is kept.";
+}
+
+/** The learner's kept work: their last script into the editor (unless they
+ *  already typed), their best run into its line. */
+async function loadMine(root, name, editor, opened) {
+  try {
+    const response = await fetch(`/api/exercises/${name}`, { credentials: "same-origin" });
+    if (!response.ok) return;
+    const { mine } = await response.json();
+    if (editor && mine.script !== null && editor.get() === opened) editor.set(mine.script);
+    showBest(root, mine.best);
+  } catch (err) {
+    // the best-run line keeps its link to the exercise's own page
+  }
+}
+
+async function run(root, name, checks) {
+  const script = $(root, "script").value;  // the editor keeps the textarea in step
+  say(root, "Sending your script to a grader…");
+  markAll(root, checks, "running…", "check-running");
   root.setAttribute("aria-busy", "true");
   try {
     const response = await fetch(`/api/exercises/${name}/run`, {
@@ -67,12 +133,12 @@ async function run(root, name) {
       body: JSON.stringify({ script }),
     });
     if (!response.ok) {
-      const data = await response.json();
-      status.textContent = data.error + (data.line ? ` (line ${data.line})` : "");
+      refused(root, checks, response.status, await response.json());
       return;
     }
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
     let buffer = "";
+    let ended = false;
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
@@ -86,24 +152,46 @@ async function run(root, name) {
         if (!event || !data) continue;
         const payload = JSON.parse(data[1]);
         if (event[1] === "place") {
-          status.textContent = payload.place > 0
-            ? `Waiting for a grader: ${payload.place} ahead of you.` : "A grader is running your checks…";
-        } else if (event[1] === "result") drawResults(root, payload);
-        else if (event[1] === "error") status.textContent = payload.error + (payload.line ? ` (line ${payload.line})` : "");
+          say(root, payload.place > 0
+            ? `Waiting for a grader: ${payload.place} ahead of you.` : "A grader is running your checks…");
+        } else if (event[1] === "result") {
+          drawResults(root, payload);
+          ended = true;
+        } else if (event[1] === "error") {
+          refused(root, checks, payload.status, payload);
+          ended = true;
+        }
       }
     }
+    if (!ended) throw new Error("the stream ended without a result");
   } catch (err) {
-    status.textContent = "The site is unreachable; try again in a moment.";
+    markAll(root, checks, "not run — the site could not be reached", "check-not-run");
+    say(root, "The site is unreachable; try again in a moment.", "down");
   } finally {
     root.removeAttribute("aria-busy");
   }
+  loadMine(root, name, null, null);  // the best run, as the learner's record now holds it
 }
 
-for (const root of document.querySelectorAll("[data-exercise]")) {
+async function start(root) {
   const name = root.dataset.exercise;
+  const checks = [...$(root, "results").children].map((item) => item.dataset.check);
   root.classList.add("is-live");
-  root.querySelector('[data-role="form"]').addEventListener("submit", (event) => {
+  $(root, "form").addEventListener("submit", (event) => {
     event.preventDefault();
-    run(root, name);
+    if (!root.hasAttribute("aria-busy")) run(root, name, checks);  // one run at a time per exercise
   });
+  const textarea = $(root, "script");
+  const opened = textarea.value;
+  let editor = null;
+  try {
+    const { enhance } = await import("./editor.js");
+    editor = enhance(textarea, document.getElementById(`${root.id}-label`), $(root, "hint"));
+    root.classList.add("has-editor");
+  } catch (err) {
+    // no editor (its modules did not load): the plain textarea does the work
+  }
+  await loadMine(root, name, editor ?? { get: () => textarea.value, set: (text) => { textarea.value = text; } }, opened);
 }
+
+for (const root of document.querySelectorAll("[data-exercise]")) start(root);

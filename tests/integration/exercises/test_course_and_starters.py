@@ -51,7 +51,24 @@ async def test_a_failing_check_says_what_valkey_holds_and_pictures_the_keys_arou
     pictures = graded.as_json()["pictures"]
     assert [p["check"] for p in pictures] == ["a completion after the lease lapsed"]  # type: ignore[index]
     drawn = {key["name"]: key for key in pictures[0]["after"]}  # type: ignore[index]
-    assert drawn[deps[0].name] == {"name": deps[0].name, "type": "string", "value": "0", "size": 1, "whole": True}
+    # drawn as the course writes keys, not under the grader's run queue
+    assert drawn["emq:{q}:job:JOBreport:dependencies"] == {
+        "name": "emq:{q}:job:JOBreport:dependencies", "type": "string", "value": "0", "size": 1, "whole": True}
+
+
+async def test_a_runs_sentences_and_pictures_write_its_queues_as_the_course_does(pool: GraderPool) -> None:
+    # a deliver that writes a stray key on each slot: the sentence names it, the pictures show every key
+    stray = COURSE["deliver"].replace("local child_id = ARGV[1]", "redis.call('SET', ARGV[4] .. 'stray', 1)\n"
+                                      "redis.call('SET', KEYS[3] .. ':stray', 1)\nlocal child_id = ARGV[1]", 1)
+    graded = await grade(pool, "deliver", stray, run_for=sandbox())
+    said = graded.check("a missing parent").said
+    assert "emq:{pq}:" in said and "{r" not in said, said
+    body = graded.as_json()
+    names = [key["name"] for p in body["pictures"] for side in ("before", "after")  # type: ignore[attr-defined]
+             for key in p[side]]
+    assert names and all(name.startswith(("emq:{q}:", "emq:{pq}:")) for name in names), names
+    assert "emq:{pq}:job:JOBorder1" in names and "emq:{q}:job:JOBmail1" in names
+    assert "{r" not in str(body)  # no run queue anywhere, values included
 
 
 async def test_every_key_of_a_run_lives_in_the_runs_own_hashtag(pool: GraderPool) -> None:

@@ -1,0 +1,82 @@
+// editor.js — the exercises' code editor: CodeMirror 6 with its Lua mode, over
+// the form's own textarea. The textarea stays the form field (hidden, kept in
+// step with every edit), so the form posts what the editor shows, and a page
+// whose editor cannot load keeps the plain textarea. The modules come from
+// /static/vendor/ through the page's import map (server/web/editor_assets.py).
+//
+// Keyboard: Tab and Shift-Tab indent (indentWithTab); Escape, then Tab,
+// leaves the editor (CodeMirror's own tab focus mode), as the hint under the
+// label says, so focus is never trapped.
+//
+// The editor lives in a shadow root of its own: CodeMirror writes its styles
+// through style-mod, which uses a <style> element in a document (refused by
+// the site's CSP, style-src 'self') and a constructable sheet in a shadow
+// root (allowed). So its look is set here, as a CodeMirror theme, and the
+// label reaches it as its aria-label (an id reference cannot cross into it).
+import { EditorState } from "@codemirror/state";
+import {
+  EditorView, drawSelection, highlightActiveLine, highlightActiveLineGutter, highlightSpecialChars, keymap, lineNumbers,
+} from "@codemirror/view";
+import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirror/commands";
+import {
+  StreamLanguage, bracketMatching, defaultHighlightStyle, indentOnInput, indentUnit, syntaxHighlighting,
+} from "@codemirror/language";
+import { lua } from "@codemirror/legacy-modes/mode/lua";
+
+const MONO = 'ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace';
+// the widgets' colours (widgets.css): border, soft, accent, focus, the bad one
+const THEME = EditorView.theme({
+  "&": { height: "100%", border: "1px solid #c9d2de", borderRadius: "6px", background: "#fff", fontSize: "0.82rem" },
+  "&.cm-focused": { outline: "3px solid #c2410c", outlineOffset: "2px" },
+  ".cm-scroller": { fontFamily: MONO, lineHeight: "1.4", overflow: "auto" },
+  ".cm-content": { caretColor: "#1c2430" },
+  ".cm-gutters": { background: "#f3f6fa", color: "#4a5565", borderRight: "1px solid #c9d2de" },
+  ".cm-activeLine": { background: "#f5f8fd" },
+  ".cm-activeLineGutter": { background: "#e6edf8", color: "#1c2430" },
+  "&.cm-focused .cm-matchingBracket": { background: "#d7e6ff", outline: "1px solid #1f5fbf" },
+  "&.cm-focused .cm-nonmatchingBracket": { background: "#fdecec", color: "#a4161a" },
+});
+
+/** Put an editor over `textarea`; returns {get, set, focus}. */
+export function enhance(textarea, label, hint) {
+  const sync = EditorView.updateListener.of((update) => {
+    if (update.docChanged) textarea.value = update.state.doc.toString();
+  });
+  const host = document.createElement("div");
+  host.className = "exercise-editor";
+  textarea.after(host);
+  const shadow = host.attachShadow({ mode: "open" });
+  const view = new EditorView({
+    root: shadow,
+    parent: shadow,
+    state: EditorState.create({
+      doc: textarea.value,
+      extensions: [
+        lineNumbers(), highlightActiveLineGutter(), highlightSpecialChars(), history(), drawSelection(),
+        indentOnInput(), bracketMatching(), highlightActiveLine(),
+        StreamLanguage.define(lua), syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+        indentUnit.of("  "), EditorState.tabSize.of(2),
+        keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
+        EditorView.contentAttributes.of({
+          // tabindex 0: in the tab order already (contenteditable), said outright so
+          // checkers see that its scrolling box holds a focusable control
+          "aria-label": label.textContent.trim(), "aria-multiline": "true", tabindex: "0",
+          spellcheck: "false", autocapitalize: "off", autocorrect: "off", translate: "no",
+        }),
+        THEME, sync,
+      ],
+    }),
+  });
+  // the label names the editor now; the textarea is the form's field only
+  label.removeAttribute("for");
+  label.addEventListener("click", () => view.focus());
+  textarea.hidden = true;
+  hint.hidden = false;
+  return {
+    get: () => view.state.doc.toString(),
+    set(text) {
+      view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: text } });
+    },
+    focus: () => view.focus(),
+  };
+}
