@@ -8,10 +8,34 @@
 -- ARGV[3] N, how many children follow
 -- ARGV[4..] N pairs: child id, child payload
 -- Returns: N, the counter the parent is held with.
--- Errors: EMQKIND job id must be JOB-namespaced (checked before any write).
+-- Errors: EMQKIND job id must be JOB-namespaced (checked before any write);
+--   EMQARGS when N does not match the KEYS and ARGV given, EMQTYPE
+--   (includes/guards.lua), both before any write too.
 -- Stepper: the body is cut into four moves; what precedes move 1 runs in each.
 
 -- @include kind_refusal
+-- @include guards
+
+-- N is held to the KEYS and ARGV that carry the children before anything
+-- counts on it: every loop below runs N times, and N rows are named.
+local layout = layout_refusal('enqueue_flow', 3, math.huge, 3, math.huge) or number_refusal('enqueue_flow', 3)
+if not layout and (#KEYS ~= 3 + tonumber(ARGV[3]) or #ARGV ~= 3 + 2 * tonumber(ARGV[3])) then
+  layout = redis.error_reply('EMQARGS enqueue_flow: ARGV[3] says ' .. ARGV[3] .. ' children, so it takes '
+    .. ARGV[3] .. ' child rows after KEYS[3] and ' .. ARGV[3] .. ' id, payload pairs after ARGV[3]; got '
+    .. (#KEYS - 3) .. ' rows and ' .. (#ARGV - 3) .. ' values')
+end
+if not layout then
+  local roles = {KEYS[1], 'hash', 'KEYS[1]', KEYS[2], 'string', 'KEYS[2]', KEYS[3], 'zset', 'KEYS[3]'}
+  for i = 4, #KEYS do
+    table.insert(roles, KEYS[i])
+    table.insert(roles, 'hash')
+    table.insert(roles, 'KEYS[' .. i .. ']')
+  end
+  layout = types_refusal('enqueue_flow', roles)
+end
+if layout then
+  return layout
+end
 
 local parent_id = ARGV[1]
 local parent_payload = ARGV[2]
