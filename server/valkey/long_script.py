@@ -26,8 +26,10 @@ BUSY_REPLY_MS: Final = 200
 
 
 def is_busy(exc: BaseException | None) -> bool:
-    """Valkey's BUSY reply: a script (or function) holds the server right now."""
-    return isinstance(exc, ResponseError) and str(exc).startswith("BUSY ")
+    """Valkey's BUSY reply: a script (or function) holds the server right now
+    (alone, or as redis-py words it for a pipeline: "… caused error: BUSY …")."""
+    text = str(exc) if isinstance(exc, ResponseError) else ""
+    return text.startswith("BUSY ") or "caused error: BUSY " in text
 
 
 async def ask_script_kill(conn: Conn, seconds: float, node: ClusterNode | None = None) -> str | None:

@@ -12,27 +12,30 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from server.console import watchdog
 from server.console.as_user import Runner
 from server.console.plan import script_names
-from server.emq import jobs, keyspace
+from server.emq import jobs, keyspace, registry
 
 from .support import A, B, console, held_by, land_fanin, line, names
 
 CALLS = sorted([*script_names(), "EMQ.COMPLETE", "EMQ.FAIL"])
 SUFFIXES = ["pending", "active", "schedule", "dead", "flow:outbox", "flow:outbox:poison", "metrics:completed",
             "job:JOBparent", "job:JOBparent:dependencies", "job:JOBparent:processed", "job:JOBchild1",
-            "job:JOBchild2", "job:X", "job:JOBp", "job:JOBp:dependencies", "job:JOBp:ignored", "x"]
+            "job:JOBchild2", "job:JOBflat", "job:X", "job:JOBp", "job:JOBp:dependencies", "job:JOBp:ignored", "x"]
 WORDS = ["999999999999999", "9999999999999999999", "4", "2", "1", "0", "-1", "1e9", "0x10", " 7", "X", "x",
-         "JOBp", "JOBchild1", "JOBchild2", "JOBparent", "emq:{fanin}:", "xq", "id", "fp", "", "fanin", "p"]
+         "JOBp", "JOBchild1", "JOBchild2", "JOBflat", "JOBparent", "emq:{fanin}:", "xq", "id", "fp", "", "fanin", "p"]
 ATTACK = ("enqueue_flow 4 emq:{fanin}:job:JOBp emq:{fanin}:job:JOBp:dependencies emq:{fanin}:pending "
           "emq:{fanin}:job:X JOBp p 999999999999999 X x")
 # What one line may cost Valkey: the console's own round trips (lock, budget, the
 # user's AUTH, a script load) and the script's calls, a few per argument.
 FIXED_COMMANDS = 60
 PER_ARGUMENT = 6
+LOOP = "while true do end"
 LIVENESS_S = 60.0  # a generous deadline: a stalled Valkey misses it by minutes, a slow machine never
 
 Q = "emq:{fanin}:"
@@ -55,8 +58,8 @@ LAYOUTS: dict[str, list[tuple[list[str], list[str]]]] = {
                       ["JOBp", "p", "2", "JOBa", "a", "JOBb", "b"])],
     "enqueue_flow_child": [(["job:JOBc", "pending"], ["JOBc", "c", "JOBparent", ""])],
     "hold_parent": [(["job:JOBp", "job:JOBp:dependencies"], ["JOBp", "p", "3"])],
-    "EMQ.COMPLETE": [(["active", "job:JOBchild1"], ["JOBchild1", "1", Q])],
-    "EMQ.FAIL": [(["active", "job:JOBchild1", "schedule", "dead"], ["JOBchild1", "1", "boom", "3", "1000", Q])],
+    "EMQ.COMPLETE": [(["active", "job:JOBflat"], ["JOBflat", "1", Q])],
+    "EMQ.FAIL": [(["active", "job:JOBflat", "schedule", "dead"], ["JOBflat", "1", "boom", "3", "1000", Q])],
 }
 assert sorted(LAYOUTS) == CALLS  # every console-reachable call is attacked
 
@@ -112,6 +115,9 @@ async def fresh(conn: Any) -> None:
         await conn.delete(key)
     await land_fanin(conn, B)
     await jobs.claim(conn, f"{B}.fanin", 30_000)
+    # a flat job claimed beside the flow: what EMQ.COMPLETE and EMQ.FAIL act on
+    await conn.hset(keyspace.job_key(f"{B}.fanin", "JOBflat"), mapping={"state": "active", "attempts": "1"})
+    await conn.zadd(keyspace.queue_key(f"{B}.fanin", "active"), {"JOBflat": 1})
     if not await conn.exists(f"emq:{{{A}.fanin}}:pending"):
         await land_fanin(conn, A)
 
@@ -157,7 +163,7 @@ async def test_a_non_job_child_is_still_refused_with_the_kind_law_before_any_wri
     assert await emq_keys(admin, B) == before
 
 
-async def test_hold_parent_onto_pending_or_the_outbox_is_refused_and_no_type_changes(
+async def test_scripts_and_emq_fail_onto_keys_of_another_type_are_refused_and_no_type_changes(
     admin: Any, runner: Runner
 ) -> None:
     await fresh(admin)
@@ -165,10 +171,16 @@ async def test_hold_parent_onto_pending_or_the_outbox_is_refused_and_no_type_cha
     onto_pending = "hold_parent 2 emq:{fanin}:job:JOBx emq:{fanin}:pending JOBx p 3"
     onto_outbox = "hold_parent 2 emq:{fanin}:flow:outbox emq:{fanin}:job:JOBx:dependencies JOBx p 3"
     onto_absent_set = "hold_parent 2 emq:{fanin}:job:JOBx emq:{fanin}:schedule JOBx p 3"
-    for text in (onto_pending, onto_outbox, onto_absent_set):
+    rows_onto_pending = ("enqueue_flow 4 emq:{fanin}:job:JOBp emq:{fanin}:job:JOBp:dependencies emq:{fanin}:pending "
+                         "emq:{fanin}:active JOBp p 1 JOBa a")
+    for text in (onto_pending, onto_outbox, onto_absent_set, rows_onto_pending):
         answer = await line(console(admin, runner, B), text)
-        assert answer.kind == "error" and answer.lines[0].startswith("(error) EMQTYPE hold_parent would write"), \
-            answer
+        assert answer.kind == "error" and answer.lines[0].startswith("(error) EMQTYPE "), answer
+    native = ("EMQ.FAIL 4 emq:{fanin}:active emq:{fanin}:job:JOBflat emq:{fanin}:metrics:completed "
+              "emq:{fanin}:dead JOBflat 1 boom 3 1000 emq:{fanin}:")
+    answer = await line(console(admin, runner, B), native)
+    assert answer.lines == ("(error) ERR EMQ.FAIL adds to the queue's own sets: schedule and dead must be "
+                            "<base>schedule and <base>dead",), answer
     assert await emq_keys(admin, B) == before
     assert await misfits(admin, B) == []
 
@@ -197,3 +209,24 @@ async def test_complete_refuses_a_broken_completed_count_before_it_counts_the_ch
                                "emq:{fanin}:job:JOBparent JOBchild1 1 emq:{fanin}: JOBparent done")
     assert answer.lines[0].startswith("(error) EMQDATA complete: the completed count"), answer
     assert await emq_keys(admin, B) == before
+
+
+async def test_a_console_script_past_its_budget_is_stopped_with_script_kill_and_the_learner_is_told(
+    admin: Any, runner: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watchdog behind the bounds: were a course script to loop (here `claim`'s
+    text swapped for a loop, since none of theirs does), SCRIPT KILL ends it."""
+    await fresh(admin)
+    course = registry.script_source
+    monkeypatch.setattr(registry, "script_source", lambda name: LOOP if name == "claim" else course(name))
+    stuck = asyncio.ensure_future(line(console(admin, runner, B), f"claim 2 {Q}pending {Q}active {Q} 30000"))
+    other = await asyncio.wait_for(line(console(admin, runner, A), "GET emq:{fanin}:job:JOBparent:dependencies"),
+                                   LIVENESS_S)
+    answer = await asyncio.wait_for(stuck, LIVENESS_S)
+    assert answer.status == 422 and answer.refused is not None and answer.refused.reason == "stopped"
+    assert answer.refused.message.startswith(f"claim ran past the console's {watchdog.SCRIPT_MS} ms budget, so "
+                                             "the site stopped it with SCRIPT KILL before it wrote anything")
+    # the other learner was answered meanwhile: the value, or in words that Valkey was busy
+    assert other.status == 200 or (other.status == 503 and "busy" in (other.refused.message if other.refused
+                                                                      else "")), other
+    assert await admin.ping()
