@@ -18,12 +18,8 @@
 
 -- N is held to the KEYS and ARGV that carry the children before anything
 -- counts on it: every loop below runs N times, and N rows are named.
-local layout = layout_refusal('enqueue_flow', 3, math.huge, 3, math.huge) or number_refusal('enqueue_flow', 3)
-if not layout and (#KEYS ~= 3 + tonumber(ARGV[3]) or #ARGV ~= 3 + 2 * tonumber(ARGV[3])) then
-  layout = redis.error_reply('EMQARGS enqueue_flow: ARGV[3] says ' .. ARGV[3] .. ' children, so it takes '
-    .. ARGV[3] .. ' child rows after KEYS[3] and ' .. ARGV[3] .. ' id, payload pairs after ARGV[3]; got '
-    .. (#KEYS - 3) .. ' rows and ' .. (#ARGV - 3) .. ' values')
-end
+local layout = layout_refusal('enqueue_flow', 3, math.huge, 3, math.huge)
+  or count_refusal('enqueue_flow', 3, 3, 1, 3, 2)
 if not layout then
   local roles = {KEYS[1], 'hash', 'KEYS[1]', KEYS[2], 'string', 'KEYS[2]', KEYS[3], 'zset', 'KEYS[3]'}
   for i = 4, #KEYS do

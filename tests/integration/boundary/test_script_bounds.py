@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from server.console import watchdog
 from server.console.as_user import Runner
 from server.console.plan import script_names
-from server.emq import jobs, keyspace, registry
+from server.emq import includes, jobs, keyspace, registry
 
 from .support import A, B, console, held_by, land_fanin, line, names
 
@@ -149,7 +149,8 @@ async def test_the_reported_enqueue_flow_line_is_refused_in_words_at_once_and_wr
     answer = await asyncio.wait_for(line(console(admin, runner, B), ATTACK), LIVENESS_S)
     assert await commands_run(admin) - counted < FIXED_COMMANDS
     assert answer.kind == "error"
-    assert answer.lines[0].startswith("(error) EMQARGS enqueue_flow: ARGV[3] says 999999999999999 children"), answer
+    assert answer.lines[0].startswith("(error) EMQARGS enqueue_flow: ARGV[3] says 999999999999999, so it "
+                                      "takes"), answer
     assert await emq_keys(admin, B) == before
 
 
@@ -230,3 +231,13 @@ async def test_a_console_script_past_its_budget_is_stopped_with_script_kill_and_
     assert other.status == 200 or (other.status == 503 and "busy" in (other.refused.message if other.refused
                                                                       else "")), other
     assert await admin.ping()
+
+
+async def test_the_scripts_read_the_key_grammar_as_the_host_does(admin: Any) -> None:
+    """Lua's patterns and Python's regexes read the one table alike, on Valkey itself."""
+    suffixes = [*SUFFIXES, "job:", "job:a:b", "pendings", "flow:outbox:x", "metrics:completed:x", "job:{x}"]
+    source = includes.expand("probe.lua", "-- @include key_grammar\nlocal found = {}\n"
+                             "for i, key in ipairs(KEYS) do found[i] = grammar_type(key) or '-' end\n"
+                             "return found\n", registry.SCRIPTS_DIR)
+    said = await admin.eval(source, len(suffixes), *(Q + suffix for suffix in suffixes))
+    assert said == [keyspace.grammar_type(suffix) or "-" for suffix in suffixes]

@@ -43,6 +43,22 @@ local function number_refusal(verb, i)
   return nil
 end
 
+-- A count ARGV[i] gives (N children) held to the KEYS and ARGV that carry
+-- what it counts: exactly fixed_keys + N * keys_each KEYS and fixed_argv +
+-- N * argv_each ARGV, so a loop over N runs no further than what was given.
+local function count_refusal(verb, i, fixed_keys, keys_each, fixed_argv, argv_each)
+  local n = whole_number(ARGV[i])
+  if n == nil then
+    return number_refusal(verb, i)
+  end
+  if #KEYS ~= fixed_keys + n * keys_each or #ARGV ~= fixed_argv + n * argv_each then
+    return redis.error_reply('EMQARGS ' .. verb .. ': ARGV[' .. i .. '] says ' .. ARGV[i] .. ', so it takes '
+      .. (fixed_keys + n * keys_each) .. ' KEYS and ' .. (fixed_argv + n * argv_each) .. ' ARGV; got '
+      .. #KEYS .. ' and ' .. #ARGV)
+  end
+  return nil
+end
+
 -- A key the script writes as `kind` ('hash', 'zset', 'string', 'list'): refused
 -- when the key grammar gives its name another type, or it holds another type.
 -- `role` names it in the reply ('KEYS[2]', 'the pending set'), never the key
