@@ -14,6 +14,7 @@
  *     -> 0 (no row) | "scheduled" | "dead" | -EMQSTALE fail token mismatch
  *   numkeys 5 or 3 (complete), 8 or 5 (fail): -EMQSTATE <verb> flow not native
  *   a base other than emq:{<the keys' hashtag>}: -> -ERR the base must be ...
+ *   EMQ.FAIL's schedule or dead not <base>schedule, <base>dead -> -ERR EMQ.FAIL adds to ...
  *   a key or a command the caller's ACL denies -> -NOPERM ... (Valkey's words)
  *
  * Keys go through Call, one server command at a time; writes carry '!' so
@@ -88,6 +89,7 @@ static int base_ok(ValkeyModuleString *base) {
 
 #define BASE_REFUSAL "ERR the base must be emq:{<hashtag>}: with the keys' own {hashtag}"
 
+
 /* A key is of `want` type or absent: checked before any write, so no write
  * fails halfway with WRONGTYPE and leaves the others done. TYPE runs as the
  * caller: a key outside the caller's ACL answers NOPERM here, through
@@ -134,6 +136,16 @@ static size_t queue_key(ValkeyModuleString *base, const char *suffix, char *buf,
     memcpy(buf, b, len);
     memcpy(buf + len, suffix, slen + 1);
     return len + slen;
+}
+
+/* A key is base + suffix exactly (emq:{q}:schedule): a set the command adds
+ * to is then a key the grammar makes a sorted set, so no call turns a key of
+ * another type in the grammar (a row, a counter, the outbox) into one. */
+static int named(ValkeyModuleString *key, ValkeyModuleString *base, const char *suffix) {
+    char want[512];
+    size_t len, want_len = queue_key(base, suffix, want, sizeof(want));
+    const char *s = ValkeyModule_StringPtrLen(key, &len);
+    return want_len && len == want_len && memcmp(s, want, len) == 0;
 }
 
 /* The server's clock in ms, from TIME (seconds, microseconds), read as the
@@ -272,6 +284,9 @@ static int fail_command(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int arg
         return ValkeyModule_ReplyWithError(ctx, "ERR max_attempts and backoff_ms must be whole numbers");
     ValkeyModuleString *names[] = {active, row, schedule, dead, base};
     if (!base_ok(base) || !one_slot(names, 5)) return ValkeyModule_ReplyWithError(ctx, BASE_REFUSAL);
+    if (!named(schedule, base, "schedule") || !named(dead, base, "dead"))
+        return ValkeyModule_ReplyWithError(ctx, "ERR EMQ.FAIL adds to the queue's own sets: schedule and dead must be "
+                                                "<base>schedule and <base>dead");
     ValkeyModuleCallReply *denied = NULL;
     enum check found[] = {key_type_ok(ctx, active, "zset", &denied), key_type_ok(ctx, schedule, "zset", &denied),
                           key_type_ok(ctx, dead, "zset", &denied)};

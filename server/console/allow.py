@@ -18,9 +18,9 @@ KeysAt = Literal["first", "all", "numkeys", "none"]
 
 # Why a line was refused, for the caller to pick its answer: a line that is
 # not a command the console can send (400), one it will not send (403), a
-# write past the sandbox's budget (409), the console closed on this server
-# or Valkey unable to take it now (503).
-Reason = Literal["bad-line", "not-allowed", "read-only", "over-budget", "busy", "closed", "unavailable"]
+# write past the sandbox's budget (409), a script stopped past its time (422),
+# the console closed on this server or Valkey unable to take it now (503).
+Reason = Literal["bad-line", "not-allowed", "read-only", "over-budget", "stopped", "busy", "closed", "unavailable"]
 _BY_STATUS: dict[int, Reason] = {400: "bad-line", 403: "not-allowed", 409: "over-budget", 503: "unavailable"}
 
 

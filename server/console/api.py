@@ -23,12 +23,15 @@ from server.console.parse import Limits, Malformed
 from server.console.plan import Plan, plan
 from server.emq.wire import Conn
 from server.valkey import acl
+from server.valkey.long_script import is_busy
 
 log = logging.getLogger("emqlab.console")
 
 FULL = "Valkey is at its memory limit right now: nothing was written. Try again after a Reset."
 BUSY = "A widget of this queue is busy right now: nothing was written. Run the line again in a moment."
 FAULT = "Valkey could not take the line just now; run it again in a moment."
+HELD = ("Valkey is busy with a long-running script right now (the site stops a learner's script past its "
+        "budget): the line did not run. Run it again in a moment.")
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,7 @@ async def run_line(console: ConsoleContext, line: str) -> ConsoleReply:
         return refusal(line, 503, "unavailable", FULL)
     except (RedisError, TimeoutError, OSError) as exc:  # a fault of Valkey's, not of the line
         log.warning("console line in %s not run: %s", console.sandbox, exc)
-        return refusal(line, 503, "unavailable", FAULT)
+        return refusal(line, 503, "unavailable", HELD if is_busy(exc) else FAULT)
 
 
 def answered(found: Plan, value: Any, wrote: bool = False) -> ConsoleReply:
@@ -113,6 +116,8 @@ def answered(found: Plan, value: Any, wrote: bool = False) -> ConsoleReply:
         return refusal(found.command, 503, "unavailable", FULL, lines)
     if isinstance(value, acl.PASSING):  # loading its data, or a cluster between two slot maps
         return refusal(found.command, 503, "unavailable", FAULT, lines)
+    if is_busy(value):  # another script holds Valkey: this line did not run
+        return refusal(found.command, 503, "unavailable", HELD, lines)
     kind: Literal["reply", "error"] = "error" if isinstance(value, Exception) else "reply"
     return ConsoleReply(found.command, tuple(lines), kind, wrote=wrote,
                         touched=(found.queue,) if wrote and found.queue is not None else ())

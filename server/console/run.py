@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.exceptions import RedisError
 
+from server.console import watchdog
 from server.console.as_user import Runner
 from server.console.confine import Confinement
 from server.console.plan import Plan
@@ -31,7 +33,8 @@ async def execute(runner: Runner, admin: Conn, sandbox: str, found: Plan, where:
     """The reply of a checked plan; an error reply comes back as its exception."""
     if found.how == "script":
         assert found.script is not None
-        return await runner.evalsha(sandbox, registry.script_source(found.script), found.keys, found.argv)
+        call = runner.evalsha(sandbox, registry.script_source(found.script), found.keys, found.argv)
+        return await watchdog.watched(call, admin, node_for(admin, found.keys[0]), found.script)
     if found.how == "scan":
         return await scan(admin, found, where)
     return await runner.call(sandbox, found.args, found.route)
@@ -48,6 +51,11 @@ async def scan(admin: Conn, found: Plan, where: Confinement) -> list[Any]:
     if len(names) > SCAN_LIMIT:
         shown.append(f"(more than {SCAN_LIMIT} keys: narrow the pattern)".encode())
     return [b"0", shown] if found.scan_as == "SCAN" else shown
+
+
+def node_for(admin: Conn, key: str) -> ClusterNode | None:
+    """The primary a key's script runs on (None: one server), where SCRIPT KILL must go."""
+    return admin.get_node_from_key(key) if isinstance(admin, RedisCluster) else None
 
 
 def printed(found: Plan, value: Any) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+from pathlib import Path
 from typing import Final
 
 from redis.crc import key_slot
@@ -112,15 +113,13 @@ def metrics_key(queue: str) -> str:
 
 
 STATE_SETS: Final = ("pending", "active", "schedule", "dead")
-# The types the key grammar gives (DESIGN.md), by what follows `emq:{q}:`.
-GRAMMAR: Final = (
-    (re.compile(r"job:[^:]+"), "hash"),
-    (re.compile(r"job:[^:]+:dependencies"), "string"),
-    (re.compile(r"job:[^:]+:(processed|ignored)"), "hash"),
-    (re.compile(r"pending|active|schedule|dead"), "zset"),
-    (re.compile(r"metrics:completed|flow:outbox:head"), "hash"),
-    (re.compile(r"flow:outbox(:poison)?"), "list"),
-)
+# The types the key grammar gives (DESIGN.md), by what follows `emq:{q}:`: the
+# rows of the scripts' own table (scripts/includes/key_grammar.lua), so the host
+# and the scripts refuse the same keys. Its patterns use `[^:]`, literal text
+# and nothing else, which read the same in Lua and in Python.
+_GRAMMAR_FILE: Final = Path(__file__).resolve().parent / "scripts" / "includes" / "key_grammar.lua"
+_ROW_RE: Final = re.compile(r"^\s*\{'([a-z:\[\]^+]+)', '([a-z]+)'\},?\s*$", re.M)
+GRAMMAR: Final = tuple((re.compile(pattern), kind) for pattern, kind in _ROW_RE.findall(_GRAMMAR_FILE.read_text()))
 
 
 def grammar_type(suffix: str) -> str | None:

@@ -29,10 +29,11 @@ from typing import Any, Final
 
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import InvalidResponse, RedisError, ResponseError
+from redis.exceptions import InvalidResponse, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.valkey import reply
+from server.valkey.long_script import ask_script_kill
 
 # Valkey ends a script's error with where it happened, by SHA and line.
 _WHERE_RE: Final = re.compile(r"\s*script: [0-9a-f]{40}, on @user_script:(\d+)\.?\s*$")
@@ -128,18 +129,6 @@ def _settle(task: asyncio.Future[Any]) -> Replied | Erred:
     raise exc
 
 
-async def _ask_kill(guard: Redis, seconds: float) -> str | None:
-    """SCRIPT KILL's answer ('OK', 'UNKILLABLE', 'NOTBUSY'), None if none came."""
-    try:
-        kill = guard.execute_command("SCRIPT", "KILL")  # type: ignore[no-untyped-call]  # untyped in redis-py
-        await asyncio.wait_for(kill, max(seconds, 0.01))
-    except ResponseError as exc:
-        return str(exc).split(" ", 1)[0]
-    except (TimeoutError, RedisError, OSError):
-        return None
-    return "OK"
-
-
 async def _drain(task: asyncio.Future[Any]) -> None:
     """Let a call whose server was killed fail, and keep its error to ourselves."""
     await asyncio.wait({task}, timeout=1.0)
@@ -179,7 +168,7 @@ async def _watch(
 
     stopped = f"stopped after {limits.script_ms} ms: the script did not finish"
     deadline = started + limits.kill_ms / 1000
-    answer = await _ask_kill(guard, deadline - loop.time())
+    answer = await ask_script_kill(guard, deadline - loop.time())
     if answer in ("OK", "NOTBUSY"):
         await asyncio.wait({task}, timeout=max(deadline - loop.time(), 0))
         if task.done():

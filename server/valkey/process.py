@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from server.valkey import engine, native
+from server.valkey import engine, long_script, native
 
 # Keyspace channels, every event class: what the live stream listens for
 # (here, below the live package, because the managed server starts with them).
@@ -107,6 +107,9 @@ class ValkeyProcess:
             *memory,
             "--daemonize", "no",
             "--notify-keyspace-events", NOTIFY_FLAGS,
+            # A script past this answers others BUSY (a worded 503) and hears SCRIPT KILL
+            # (the console's watchdog); the default 5 s would hold every learner that long.
+            "--busy-reply-threshold", str(long_script.BUSY_REPLY_MS),
             "--logfile", str(self.dir / "valkey.log"),
             # The EMQ module (EMQ.COMPLETE, EMQ.FAIL) once `make module` built it.
             *(["--loadmodule", str(native.MODULE_PATH)] if self.load_module and native.built() else []),

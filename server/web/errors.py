@@ -32,6 +32,7 @@ from server.sandboxes.admission import AddressFull, Full
 from server.sandboxes.learners import BadName
 from server.sandboxes.rooms import BadRoom, RoomsFull
 from server.sandboxes.sandbox import NoSandbox
+from server.valkey.long_script import is_busy
 from server.web.answer import JSONAnswer
 from server.web.guards import Refused
 from server.widgets import base as widget_base
@@ -48,6 +49,8 @@ WRONG_TYPE = ("A key of this widget holds another type than the key grammar give
 VALKEY_DOWN = (RedisConnectionError, RedisTimeout, BusyLoadingError, ReadOnlyError, OSError,
                RedisClusterException, ClusterError)
 UNREACHABLE = "Valkey is unreachable right now; the widget will recover when it returns."
+BUSY = ("Valkey is busy with a long-running script right now (the site stops a learner's script past its "
+        "budget), so nothing was done: try again in a moment.")
 OUT_OF_MEMORY = (
     "Valkey is out of memory right now, so nothing was written; "
     "idle sandboxes expire and the site recovers by itself: try again in a minute."
@@ -72,8 +75,8 @@ def is_out_of_memory(exc: BaseException | None) -> bool:
 
 
 def is_fault(exc: BaseException) -> bool:
-    """A fault of Valkey's (away or out of memory) rather than a refusal or a bug."""
-    return isinstance(exc, VALKEY_DOWN) or is_out_of_memory(exc)
+    """A fault of Valkey's (away, busy or out of memory) rather than a refusal or a bug."""
+    return isinstance(exc, VALKEY_DOWN) or is_busy(exc) or is_out_of_memory(exc)
 
 
 def status_of(exc: Exception) -> tuple[int, str, int | None]:
@@ -92,6 +95,8 @@ def status_of(exc: Exception) -> tuple[int, str, int | None]:
         return 409, str(exc), None
     if isinstance(exc, Full):
         return 429 if isinstance(exc, AddressFull) else 503, str(exc), 60
+    if is_busy(exc):
+        return 503, BUSY, 1
     if isinstance(exc, ResponseError) and "WRONGTYPE" in str(exc):
         return 409, WRONG_TYPE, None
     if isinstance(exc, Busy):

@@ -8,10 +8,13 @@ make `pending` a string), so the widget says so and only Reset runs on it.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from server.emq import keyspace
+
+COUNTER_RE: Final = re.compile(r"-?[0-9]{1,15}")
 
 
 @dataclass(frozen=True)
@@ -84,15 +87,21 @@ class QueueView:
         return [s for s in keyspace.STATE_SETS if job_id in self.members(s)]
 
     def misfit(self) -> str | None:
-        """A sentence when a key of the grammar holds another type, else None."""
+        """A sentence when a key of the grammar holds another type, or a row's
+        counter is not a whole number (the widgets count with it), else None."""
         home = keyspace.base(self.queue)
         for key in self.keys:
             if not key.name.startswith(home):
                 continue
-            want = keyspace.grammar_type(key.name[len(home):])
+            suffix = key.name[len(home):]
+            want = keyspace.grammar_type(suffix)
             if want is not None and want != key.type:
                 return (f"{key.shown} holds a {key.type} where the key grammar has a {want}: "
                         "the widget cannot read its scenario. Press Reset to land it again.")
+            row = suffix.startswith("job:") and ":" not in suffix[4:]
+            if row and isinstance(key.value, dict) and not _counter(key.value.get("attempts")):
+                return (f"{key.shown} holds attempts = {str(key.value['attempts'])[:40]!r}, not a whole number: "
+                        "the token cannot be counted. Press Reset to land it again.")
         return None
 
     def as_json(self) -> dict[str, Any]:
@@ -136,6 +145,12 @@ class Moment:
 
     def misfit(self) -> str | None:
         return next((found for v in self.views.values() if (found := v.misfit()) is not None), None)
+
+
+def _counter(value: Any) -> bool:
+    """Absent, or a whole number a script counts with (the scripts' own rule,
+    includes/guards.lua stored_number_refusal: at most 15 digits)."""
+    return value is None or (isinstance(value, str) and COUNTER_RE.fullmatch(value) is not None)
 
 
 def shown(text: str, sandbox: str) -> str:

@@ -12,12 +12,37 @@
 -- ARGV[7] (xq) the parent's queue
 -- ARGV[8] (xq) the child's failure policy token, carried along in the entry
 -- Returns: 1 completed; 0 the row is gone.
--- Errors: EMQSTALE complete token mismatch.
+-- Errors: EMQSTALE complete token mismatch; EMQARGS, EMQTYPE, EMQDATA
+--   (includes/guards.lua), before any write.
 -- A flat job passes KEYS[1..2] and ARGV[1..3] only.
 
 -- @include leave_active
 -- @include release_parent
 -- @include outbox_entry
+-- @include guards
+
+-- The layout is the arm: 2 keys a flat job, 5 a same-queue child, 3 with
+-- ARGV[6] = 'xq' a cross-queue one. Every key it may write is checked first.
+local cross = ARGV[6] == 'xq'
+local refused
+if cross then
+  refused = layout_refusal('complete', 3, 3, 8, 8)
+    or types_refusal('complete', {KEYS[3], 'list', 'KEYS[3]'})
+elseif #KEYS == 5 then
+  refused = layout_refusal('complete', 5, 5, 5, 6)
+    or types_refusal('complete', {KEYS[3], 'string', 'KEYS[3]', KEYS[4], 'hash', 'KEYS[4]',
+                                  KEYS[5], 'hash', 'KEYS[5]', ARGV[3] .. 'pending', 'zset', 'the pending set'})
+    or stored_number_refusal('complete', redis.call('GET', KEYS[3]), "the parent's :dependencies")
+else
+  refused = layout_refusal('complete', 2, 2, 3, 5)
+end
+refused = refused or types_refusal('complete', {KEYS[1], 'zset', 'KEYS[1]', KEYS[2], 'hash', 'KEYS[2]',
+                                                 ARGV[3] .. 'metrics:completed', 'hash', 'the metrics hash'})
+  or stored_number_refusal('complete', redis.call('HGET', ARGV[3] .. 'metrics:completed', 'count'),
+                           'the completed count')
+if refused then
+  return refused
+end
 
 local job_id = ARGV[1]
 local base = ARGV[3]

@@ -8,10 +8,30 @@
 -- ARGV[3] N, how many children follow
 -- ARGV[4..] N pairs: child id, child payload
 -- Returns: N, the counter the parent is held with.
--- Errors: EMQKIND job id must be JOB-namespaced (checked before any write).
+-- Errors: EMQKIND job id must be JOB-namespaced (checked before any write);
+--   EMQARGS when N does not match the KEYS and ARGV given, EMQTYPE
+--   (includes/guards.lua), both before any write too.
 -- Stepper: the body is cut into four moves; what precedes move 1 runs in each.
 
 -- @include kind_refusal
+-- @include guards
+
+-- N is held to the KEYS and ARGV that carry the children before anything
+-- counts on it: every loop below runs N times, and N rows are named.
+local layout = layout_refusal('enqueue_flow', 3, math.huge, 3, math.huge)
+  or count_refusal('enqueue_flow', 3, 3, 1, 3, 2)
+if not layout then
+  local roles = {KEYS[1], 'hash', 'KEYS[1]', KEYS[2], 'string', 'KEYS[2]', KEYS[3], 'zset', 'KEYS[3]'}
+  for i = 4, #KEYS do
+    table.insert(roles, KEYS[i])
+    table.insert(roles, 'hash')
+    table.insert(roles, 'KEYS[' .. i .. ']')
+  end
+  layout = types_refusal('enqueue_flow', roles)
+end
+if layout then
+  return layout
+end
 
 local parent_id = ARGV[1]
 local parent_payload = ARGV[2]

@@ -6,13 +6,17 @@
 -- ARGV[3] the parent id
 -- ARGV[4] the parent's queue, or '' when the child shares the parent's queue
 -- Returns: 1 landed; 2 the row already exists (left untouched).
--- Errors: EMQKIND job id must be JOB-namespaced.
+-- Errors: EMQKIND job id must be JOB-namespaced; EMQARGS, EMQTYPE
+--   (includes/guards.lua). All before any write.
 
 -- @include kind_refusal
 -- @include parent_link
+-- @include guards
 
 local child_id = ARGV[1]
-local refused = kind_refusal(child_id)
+local refused = layout_refusal('enqueue_flow_child', 2, 2, 4, 4)
+  or types_refusal('enqueue_flow_child', {KEYS[1], 'hash', 'KEYS[1]', KEYS[2], 'zset', 'KEYS[2]'})
+  or kind_refusal(child_id)
 if refused then
   return refused
 end

@@ -16,7 +16,8 @@
 -- ARGV[8] (flow child) the policy arm the host resolved: 'id' or 'fp'
 -- ARGV[9] (cross-queue child) the parent's queue
 -- Returns: 'scheduled' or 'dead'; 0 the row is gone.
--- Errors: EMQSTALE fail token mismatch.
+-- Errors: EMQSTALE fail token mismatch; EMQARGS, EMQTYPE, EMQDATA
+--   (includes/guards.lua), before any write.
 -- The layout is the arm: 4 keys a flat job, 8 a same-queue child, 5 a cross-queue one.
 
 -- @include leave_active
@@ -24,6 +25,26 @@
 -- @include release_parent
 -- @include fail_parent
 -- @include outbox_entry
+-- @include guards
+
+-- Every key the arm may write, and every number it computes with, checked first.
+local refused
+if #KEYS == 8 then
+  refused = layout_refusal('fail', 8, 8, 8, 8)
+    or types_refusal('fail', {KEYS[5], 'hash', 'KEYS[5]', KEYS[6], 'string', 'KEYS[6]',
+                              KEYS[7], 'hash', 'KEYS[7]', KEYS[8], 'zset', 'KEYS[8]'})
+    or stored_number_refusal('fail', redis.call('GET', KEYS[6]), "the parent's :dependencies")
+elseif #KEYS == 5 then
+  refused = layout_refusal('fail', 5, 5, 9, 9) or types_refusal('fail', {KEYS[5], 'list', 'KEYS[5]'})
+else
+  refused = layout_refusal('fail', 4, 4, 6, 9)
+end
+refused = refused or number_refusal('fail', 2) or number_refusal('fail', 4) or number_refusal('fail', 5)
+  or types_refusal('fail', {KEYS[1], 'zset', 'KEYS[1]', KEYS[2], 'hash', 'KEYS[2]',
+                            KEYS[3], 'zset', 'KEYS[3]', KEYS[4], 'zset', 'KEYS[4]'})
+if refused then
+  return refused
+end
 
 local job_id = ARGV[1]
 local failure = ARGV[3]

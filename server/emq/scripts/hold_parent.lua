@@ -8,13 +8,17 @@
 -- ARGV[5] for a tree's inner node: its parent's queue when different, else ''
 -- Returns: 1 held now; 2 already held (a retry: the counter is kept as it is).
 -- Errors: EMQKIND job id must be JOB-namespaced;
---   EMQSTATE flow parent exists and is not held.
+--   EMQSTATE flow parent exists and is not held;
+--   EMQARGS, EMQTYPE (includes/guards.lua). All before any write.
 
 -- @include kind_refusal
 -- @include parent_link
+-- @include guards
 
 local parent_id = ARGV[1]
-local refused = kind_refusal(parent_id)
+local refused = layout_refusal('hold_parent', 2, 2, 3, 5) or number_refusal('hold_parent', 3)
+  or types_refusal('hold_parent', {KEYS[1], 'hash', 'KEYS[1]', KEYS[2], 'string', 'KEYS[2]'})
+  or kind_refusal(parent_id)
 if refused then
   return refused
 end
