@@ -32,6 +32,7 @@ from server.sandboxes.admission import AddressFull, Full
 from server.sandboxes.learners import BadName
 from server.sandboxes.rooms import BadRoom, RoomsFull
 from server.sandboxes.sandbox import NoSandbox
+from server.valkey.reply import error_text
 from server.web.answer import JSONAnswer
 from server.web.guards import Refused
 from server.widgets import base as widget_base
@@ -53,6 +54,16 @@ OUT_OF_MEMORY = (
     "idle sandboxes expire and the site recovers by itself: try again in a minute."
 )
 
+# Valkey refusing writes for a while, said in words (503) rather than a 500:
+# it cannot persist (MISCONF: its data directory stopped being writable, or a
+# save failed), or a script holds it (BUSY, until it ends or is killed).
+REFUSING = {
+    "MISCONF": ("Valkey cannot save its data right now (writing to its data directory failed), so it refuses "
+                "every write and nothing was written; the operator must free or fix that folder. "
+                "Try again later.", 30),
+    "BUSY": ("Valkey is busy finishing a long script right now, so nothing was written; try again in a moment.", 2),
+}
+
 
 def problem(status: int, message: str, retry_after: int | None = None) -> JSONAnswer:
     headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
@@ -71,9 +82,21 @@ def is_out_of_memory(exc: BaseException | None) -> bool:
     return False
 
 
+def refusing(exc: BaseException | None) -> str | None:
+    """The code (a key of REFUSING) of a Valkey refusing writes for a while, plain or out of a script."""
+    for _ in range(5):  # the failure and its causes, a few links deep
+        if exc is None:
+            return None
+        code = error_text(exc).split(" ", 1)[0] if isinstance(exc, Exception) else ""
+        if code in REFUSING:
+            return code
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def is_fault(exc: BaseException) -> bool:
     """A fault of Valkey's (away or out of memory) rather than a refusal or a bug."""
-    return isinstance(exc, VALKEY_DOWN) or is_out_of_memory(exc)
+    return isinstance(exc, VALKEY_DOWN) or is_out_of_memory(exc) or refusing(exc) is not None
 
 
 def status_of(exc: Exception) -> tuple[int, str, int | None]:
@@ -99,6 +122,9 @@ def status_of(exc: Exception) -> tuple[int, str, int | None]:
     if is_out_of_memory(exc):
         log.warning("valkey is out of memory: answered 503")
         return 503, OUT_OF_MEMORY, 30
+    if code := refusing(exc):
+        log.warning("valkey answered %s: answered 503", code)
+        return 503, *REFUSING[code]
     if isinstance(exc, EmqError):
         return 409, str(exc), None
     if isinstance(exc, VALKEY_DOWN):
