@@ -27,7 +27,7 @@ from server.live.hub import Hub
 from server.live.streams import Streams, frame
 from server.sandboxes.sandbox import SandboxCookie, SignedCookie
 from server.settings import Settings
-from server.valkey import client, native
+from server.valkey import client, native, secret_seen
 from server.valkey.datadir import site_secret
 from server.valkey.tasks import stop_tasks
 from server.web import rates, templating
@@ -127,6 +127,8 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog,
         app.state.graders = GraderPool(PoolSettings.from_env())
         # the console runs each line as its sandbox's Valkey ACL user (server/console/as_user.py)
         app.state.console = Runner(conn, secret)
+        with contextlib.suppress(RedisError, OSError):
+            await secret_seen.note(conn, secret)  # a replaced secret signs everyone out: logged, never silent
         with contextlib.suppress(RedisError, OSError):
             await app.state.console.users.probe()  # the idle user on every primary, before the first line
         with contextlib.suppress(RedisError, OSError):
