@@ -104,9 +104,9 @@ class Supervisor:
     @staticmethod
     def pause(deaths: int) -> float:
         """Seconds to wait before starting a killed server, after `deaths` earlier deaths in a row."""
-        return 0.0 if deaths == 0 else min(LONGEST_KILLED, FIRST_KILLED * 2 ** min(deaths - 1, 8))
+        return 0.0 if deaths == 0 else min(LONGEST_KILLED, FIRST_KILLED * 2.0 ** min(deaths - 1, 8))
 
     @staticmethod
     def pause_after_failed_start(failures: int) -> float:
         """Seconds to wait before the next try, after `failures` failed starts in a row."""
-        return min(LONGEST_PAUSE, FIRST_PAUSE * 2 ** min(failures - 1, 8))
+        return min(LONGEST_PAUSE, FIRST_PAUSE * 2.0 ** min(failures - 1, 8))
