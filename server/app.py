@@ -30,7 +30,7 @@ from server.settings import Settings
 from server.valkey import client, native, secret_seen
 from server.valkey.datadir import site_secret
 from server.valkey.tasks import stop_tasks
-from server.web import rates, templating
+from server.web import rates, sessions, templating
 from server.web.answer import dumps
 from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import Site
@@ -86,7 +86,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     app = Starlette(
         routes=[*widgets.routes(), *console.routes(), *exercises.routes(), *instructor.routes(), *classroom.routes(),
                 *asking.routes(), *room.routes(), static, *pages.routes()],  # the catch-all page routes: keep last
-        middleware=[Middleware(Site, cookie=cookie)],
+        middleware=[Middleware(Site, cookie=cookie), Middleware(sessions.Resolve, cookie_name=INSTRUCTOR_COOKIE)],
         exception_handlers=pages.exception_handlers(),
         lifespan=_lifespan(url, cluster, settings, catalog, secret),
     )
@@ -94,6 +94,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     app.state.room_cookie = SignedCookie(ROOM_COOKIE, secret, "emqlab-room", settings.room_ttl, secure)
     app.state.instructor_cookie = SignedCookie(INSTRUCTOR_COOKIE, secret, "emqlab-instructor",
                                                settings.instructor_session, secure)
+    app.state.sessions = sessions.Sessions(secret, settings.instructor_token, settings.instructor_session)
     app.state.flash_cookie = SignedCookie(FLASH_COOKIE, secret, "emqlab-flash", 60, secure)
     app.state.watch_cookie = SignedCookie(WATCH_COOKIE, secret, "emqlab-watch", 3600, secure)
     app.state.settings = settings

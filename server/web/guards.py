@@ -9,7 +9,6 @@ the very next one on any worker) or a Watch, then the rates.
 from __future__ import annotations
 
 import functools
-import hashlib
 import hmac
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
@@ -19,7 +18,7 @@ from starlette.requests import Request
 
 from server.sandboxes import rooms
 from server.sandboxes.sandbox import COOKIE, SANDBOX_RE, NoSandbox
-from server.web import rates
+from server.web import rates, sessions
 
 INSTRUCTOR_COOKIE = "emqlab_instructor"
 DEMO_REFUSAL = "demo mode: only the instructor acts in this class; you are watching the instructor's sandbox"
@@ -123,11 +122,6 @@ def visitor_of(request: Request) -> str:
         raise Refused(403, str(exc)) from exc
 
 
-def token_fingerprint(token: str) -> str:
-    """What the instructor cookie carries: changing the token signs everyone out."""
-    return hashlib.sha256(b"emqlab-instructor:" + token.encode()).hexdigest()[:32]
-
-
 def token_matches(given: object, token: str) -> bool:
     return isinstance(given, str) and hmac.compare_digest(given.encode(), token.encode())
 
@@ -138,10 +132,8 @@ def bearer_of(request: Request) -> str | None:
 
 
 def signed_in(request: Request) -> bool:
-    """The instructor's sign-in cookie (no token compared: nothing to guess here)."""
-    token = request.app.state.settings.instructor_token
-    value = request.app.state.instructor_cookie.read(request) if token else None
-    return isinstance(value, str) and hmac.compare_digest(value, token_fingerprint(token))
+    """A live sign-in session (server/web/sessions.py; no token compared: nothing to guess here)."""
+    return bool(request.app.state.settings.instructor_token) and sessions.session_of(request) is not None
 
 
 def is_instructor(request: Request) -> bool:
