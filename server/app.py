@@ -34,6 +34,7 @@ from server.web import rates, sessions, templating
 from server.web.answer import dumps
 from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import Site
+from server.web.stream_slots import StreamSlots
 from server.web.views import asking, classroom, console, exercises, instructor, pages, room, widgets
 from server.widgets import WIDGETS, questions, snapshot, traces
 from server.widgets.runner import Lab
@@ -102,6 +103,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     app.state.course = course
     app.state.catalog = catalog
     app.state.windows = rates.Windows()
+    app.state.stream_slots = StreamSlots()
     app.state.page_bodies = {}  # a page's body is the same for every visitor: rendered once (views/pages.py)
     app.state.render_widget = templating.renderer(templates, catalog, {
         console_page.NAME: console_page.context,

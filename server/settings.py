@@ -74,6 +74,7 @@ class Settings(BaseSettings):
     stream_lifetime: int = Field(default=600, ge=5)  # seconds; the browser reconnects after
     stream_ping: int = Field(default=15, ge=1)
     stream_send_timeout: int = Field(default=10, ge=1)
+    streams_per_visitor: Whole = 16  # streams one visitor holds open at once, per worker (0: no cap)
 
     # (the exercises' graders read their own settings: server/exercises/settings.py)
 
