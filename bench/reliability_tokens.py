@@ -70,7 +70,8 @@ def guessing(mode: Mode) -> list[Row]:
             Row(f"{GUESSES} wrong tokens by the form from 127.0.0.2, {THREADS} at a time",
                 counted(form), None, None,
                 f"tokens compared: {form.count(401)} (each 401 is one compare); {rate} guesses a second; "
-                f"attempts counted against the address in Valkey: {counter}", form.count(401) <= LIMIT and 0 not in form),
+                f"attempts counted against the address in Valkey: {counter}",
+                form.count(401) <= LIMIT and 0 not in form),
             Row("halfway through, 127.0.0.3 signs in with the right token and opens the overview", str(second),
                 None, None, "", second == 200),
             Row("then the right token by the form from 127.0.0.2", str(right.status_code), None, None,

@@ -5,8 +5,9 @@ reset or the reaper matches, so whatever it wrote goes with the sandbox. The
 password is an HMAC of the site's secret (nothing stored); a user is made when
 its AUTH first fails on a node. On a Valkey without the EMQ module (a managed
 service that loads none) the module's commands are left out of the rules, so
-the console works there; EMQ.COMPLETE then answers Valkey's "unknown command". A failed AUTH leaves a connection as whoever it
-was, so between lines one rests as ``emqlab-idle``, with no key and no command.
+the console works there; EMQ.COMPLETE then answers Valkey's "unknown command".
+A failed AUTH leaves a connection as whoever it was, so between lines one rests
+as ``emqlab-idle``, with no key and no command.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def test_a_valkey_that_cannot_persist_misconf_answers_a_worded_503_writes_nothin
     client, r = site.visitor(), site.redis()
     assert client.post(ACTION, json={}).status_code == 200
     taken = break_saving(r)
-    with pytest.raises(redis.ResponseError, match="^MISCONF"):
+    with pytest.raises(redis.ResponseError, match=r"^MISCONF"):
         r.set("probe", "1")  # Valkey itself refuses writes now
     before = keys_and_values(r)
     for path in (ACTION, "/api/widgets/fanin/reset", "/api/widgets/enqueue-stepper/next"):
