@@ -20,7 +20,7 @@ from server.web.rates import attempts_key
 
 GUESSES = 300
 THREADS = 16
-LIMIT = 20  # the site's default failed attempts per address per minute (EMQLAB_ATTEMPT_LIMIT)
+LIMIT = 20  # the site's default failed attempts per visitor per minute (EMQLAB_ATTEMPT_LIMIT)
 
 
 def fresh_minute(margin: float) -> None:
@@ -63,14 +63,15 @@ def guessing(mode: Mode) -> list[Row]:
         codes, rate = burst(calls)
         second, form = codes.pop(GUESSES // 2), codes
         right = guesser.post("/instructor/sign-in", data={"token": TOKEN}, headers={"Accept": "application/json"})
-        counter = int(r.get(attempts_key("127.0.0.2", "sign-in")) or 0)
+        counter = int(r.get(attempts_key("sign-in", "a:127.0.0.2")) or 0)  # the address's count
         rows += [
             Row("the instructor signs in by the form from 127.0.0.2 (before any guess)", str(signed), None,
                 None, "", signed == 303),
             Row(f"{GUESSES} wrong tokens by the form from 127.0.0.2, {THREADS} at a time",
                 counted(form), None, None,
                 f"tokens compared: {form.count(401)} (each 401 is one compare); {rate} guesses a second; "
-                f"attempts counted in Valkey: {counter}", form.count(401) <= LIMIT and 0 not in form),
+                f"attempts counted against the address in Valkey: {counter}",
+                form.count(401) <= LIMIT and 0 not in form),
             Row("halfway through, 127.0.0.3 signs in with the right token and opens the overview", str(second),
                 None, None, "", second == 200),
             Row("then the right token by the form from 127.0.0.2", str(right.status_code), None, None,

@@ -28,13 +28,14 @@ from server.live.hub import Hub
 from server.live.streams import Streams, frame
 from server.sandboxes.sandbox import SandboxCookie, SignedCookie
 from server.settings import Settings
-from server.valkey import client, engine, native
+from server.valkey import client, engine, native, secret_seen
 from server.valkey.datadir import site_secret
 from server.valkey.tasks import stop_tasks
-from server.web import rates, templating
+from server.web import rates, sessions, templating
 from server.web.answer import dumps
 from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import Site
+from server.web.stream_slots import StreamSlots
 from server.web.views import asking, classroom, console, exercises, instructor, pages, room, widgets
 from server.widgets import WIDGETS, questions, snapshot, traces
 from server.widgets.runner import Lab
@@ -92,7 +93,8 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
                 *pages.routes()],  # the catch-all page routes: keep last
         # gzip outside the rest: pages and JSON over 1 KB go compressed; the stream never
         # (Starlette leaves text/event-stream alone, so frames are not held back).
-        middleware=[Middleware(GZipMiddleware, minimum_size=1024), Middleware(Site, cookie=cookie)],
+        middleware=[Middleware(GZipMiddleware, minimum_size=1024), Middleware(Site, cookie=cookie),
+                    Middleware(sessions.Resolve, cookie_name=INSTRUCTOR_COOKIE)],
         exception_handlers=pages.exception_handlers(),
         lifespan=_lifespan(url, cluster, settings, catalog, secret),
     )
@@ -100,6 +102,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     app.state.room_cookie = SignedCookie(ROOM_COOKIE, secret, "emqlab-room", settings.room_ttl, secure)
     app.state.instructor_cookie = SignedCookie(INSTRUCTOR_COOKIE, secret, "emqlab-instructor",
                                                settings.instructor_session, secure)
+    app.state.sessions = sessions.Sessions(secret, settings.instructor_token, settings.instructor_session)
     app.state.flash_cookie = SignedCookie(FLASH_COOKIE, secret, "emqlab-flash", 60, secure)
     app.state.watch_cookie = SignedCookie(WATCH_COOKIE, secret, "emqlab-watch", 3600, secure)
     app.state.settings = settings
@@ -107,6 +110,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     app.state.course = course
     app.state.catalog = catalog
     app.state.windows = rates.Windows()
+    app.state.stream_slots = StreamSlots()
     app.state.page_bodies = {}  # a page's body is the same for every visitor: rendered once (views/pages.py)
     app.state.render_widget = templating.renderer(templates, catalog, {
         console_page.NAME: console_page.context,
@@ -133,6 +137,8 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog,
         app.state.graders = GraderPool(PoolSettings.from_env())
         # the console runs each line as its sandbox's Valkey ACL user (server/console/as_user.py)
         app.state.console = Runner(conn, secret)
+        with contextlib.suppress(RedisError, OSError):
+            await secret_seen.note(conn, secret)  # a replaced secret signs everyone out: logged, never silent
         with contextlib.suppress(RedisError, OSError):
             await app.state.console.users.probe()  # the idle user on every primary, before the first line
         with contextlib.suppress(RedisError, OSError):

@@ -66,12 +66,15 @@ class Settings(BaseSettings):
     read_limit: Whole = 200  # state reads and page loads per visitor
     address_rate_limit: Whole | None = None  # actions per address; unset: 10 visitors' worth
     room_rate_limit: Whole | None = None  # actions per class; unset: 20 visitors' worth
-    attempt_limit: Whole = 20  # failed sign-ins and room joins per address per minute (in Valkey)
+    # failed sign-ins and failed room joins per minute, in Valkey, each kind counted apart:
+    attempt_limit: Whole = 20  # per visitor (a caller without a cookie: all such of one address)
+    address_attempt_limit: Whole | None = None  # per address, whatever the cookies; unset: 10 visitors' worth
 
     # -- the live stream --------------------------------------------------------------
     stream_lifetime: int = Field(default=600, ge=5)  # seconds; the browser reconnects after
     stream_ping: int = Field(default=15, ge=1)
     stream_send_timeout: int = Field(default=10, ge=1)
+    streams_per_visitor: Whole = 16  # streams one visitor holds open at once, per worker (0: no cap)
 
     # (the exercises' graders read their own settings: server/exercises/settings.py)
 
@@ -86,6 +89,10 @@ class Settings(BaseSettings):
     @property
     def address_actions(self) -> int:
         return self.address_rate_limit if self.address_rate_limit is not None else 10 * self.rate_limit
+
+    @property
+    def address_attempts(self) -> int:
+        return self.address_attempt_limit if self.address_attempt_limit is not None else 10 * self.attempt_limit
 
     @property
     def room_actions(self) -> int:

@@ -3,8 +3,11 @@
 User ``sbx-<sandbox>`` reaches keys ``emq:{<sandbox>.*`` only: the pattern a
 reset or the reaper matches, so whatever it wrote goes with the sandbox. The
 password is an HMAC of the site's secret (nothing stored); a user is made when
-its AUTH first fails on a node. A failed AUTH leaves a connection as whoever it
-was, so between lines one rests as ``emqlab-idle``, with no key and no command.
+its AUTH first fails on a node. On a Valkey without the EMQ module (a managed
+service that loads none) the module's commands are left out of the rules, so
+the console works there; EMQ.COMPLETE then answers Valkey's "unknown command".
+A failed AUTH leaves a connection as whoever it was, so between lines one rests
+as ``emqlab-idle``, with no key and no command.
 """
 
 from __future__ import annotations
@@ -37,8 +40,9 @@ COMMANDS: Final = (
     "decrby", "hget", "hgetall", "hmget", "hlen", "hexists", "hkeys", "hvals", "hset", "hsetnx", "hdel",
     "hincrby", "zrange", "zrevrange", "zrangebyscore", "zscore", "zmscore", "zcard", "zrank", "zrevrank",
     "zcount", "zadd", "zrem", "zincrby", "zpopmin", "lrange", "llen", "lindex", "lpush", "rpush", "lpop",
-    "rpop", "lrem", "expire", "pexpire", "persist", "del", "evalsha", "emq.complete", "emq.fail",
+    "rpop", "lrem", "expire", "pexpire", "persist", "del", "evalsha",
 )
+MODULE_COMMANDS: Final = ("emq.complete", "emq.fail")  # allowed where the EMQ module is loaded
 # Denied by name although `-@all` denies them: key patterns cannot confine a
 # keyless command, and named they stay denied if a category is ever added.
 DENIED: Final = (
@@ -51,6 +55,11 @@ DENIED: Final = (
 # other refusal of ACL SETUSER means the site may not make users here.
 PASSING: Final = (BusyLoadingError, ClusterDownError, MasterDownError, TryAgainError)
 CLOSED_FOR: Final = 30.0  # seconds a node that refused ACL SETUSER is not asked again
+NO_MODULE_FOR: Final = 30.0  # seconds a node found without the module makes users without its commands
+
+
+class _NoModule(Exception):
+    """ACL SETUSER named a module command this server does not have."""
 
 
 class Closed(Exception):
@@ -77,12 +86,20 @@ def _hashed(secret: str | bytes, name: str) -> str:
     return "#" + hashlib.sha256(password_of(secret, name).encode()).hexdigest()
 
 
-def sandbox_rules(sandbox: str, secret: str | bytes) -> list[str]:
-    """ACL SETUSER rules of the sandbox's user (`reset` first: whatever it held before)."""
+def sandbox_rules(sandbox: str, secret: str | bytes, module: bool = True) -> list[str]:
+    """ACL SETUSER rules of the sandbox's user (`reset` first: whatever it held before);
+    `module`: the server has the EMQ module, so its commands are allowed too."""
+    allowed = (*COMMANDS, *MODULE_COMMANDS) if module else COMMANDS
     return [
         "reset", "on", _hashed(secret, user_of(sandbox)), "resetchannels", f"~emq:{{{sandbox}.*",
-        "-@all", *(f"+{c}" for c in COMMANDS), *(f"-{c}" for c in DENIED),
+        "-@all", *(f"+{c}" for c in allowed), *(f"-{c}" for c in DENIED),
     ]
+
+
+def _unknown_module_command(exc: ResponseError) -> bool:
+    """ACL SETUSER refused a module command the server does not have (no EMQ module loaded)."""
+    text = str(exc).lower()
+    return "unknown command" in text and any(f"'+{c}'" in text for c in MODULE_COMMANDS)
 
 
 def idle_rules(secret: str | bytes) -> list[str]:
@@ -98,8 +115,9 @@ class Users:
         self.admin = admin
         self.secret = secret
         self._closed: dict[str, tuple[float, str]] = {}  # node name -> (until, reason)
+        self._no_module: dict[str, float] = {}  # node name -> until when it is taken to have no EMQ module
 
-    async def _set(self, node: ClusterNode | None, name: str, rules: list[str]) -> None:
+    async def _set(self, node: ClusterNode | None, name: str, rules: list[str], module: bool = False) -> None:
         where = node.name if node is not None else ""
         until, reason = self._closed.get(where, (0.0, ""))
         if time.monotonic() < until:
@@ -109,14 +127,23 @@ class Users:
         except PASSING:
             raise  # the server is starting or moving slots: a fault for now, not a closed console
         except ResponseError as exc:
+            if module and _unknown_module_command(exc):
+                raise _NoModule from exc
             reason = (f"the site may not create Valkey ACL users on this server ({reply.error_text(exc)}), "
                       "and every console line runs as its sandbox's own user")
             self._closed[where] = (time.monotonic() + CLOSED_FOR, reason)
             raise Closed(reason) from exc
 
     async def make(self, sandbox: str, node: ClusterNode | None = None) -> None:
-        """ACL SETUSER of the sandbox's user on `node` (the one server: None)."""
-        await self._set(node, user_of(sandbox), sandbox_rules(sandbox, self.secret))
+        """ACL SETUSER of the sandbox's user on `node` (the one server: None); without the
+        module's commands where the server has none (found by its refusal, asked again later)."""
+        where = node.name if node is not None else ""
+        module = time.monotonic() >= self._no_module.get(where, 0.0)
+        try:
+            await self._set(node, user_of(sandbox), sandbox_rules(sandbox, self.secret, module), module)
+        except _NoModule:
+            self._no_module[where] = time.monotonic() + NO_MODULE_FOR
+            await self._set(node, user_of(sandbox), sandbox_rules(sandbox, self.secret, module=False))
 
     async def make_idle(self, node: ClusterNode | None = None) -> None:
         await self._set(node, IDLE_USER, idle_rules(self.secret))

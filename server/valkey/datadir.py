@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import secrets
 from pathlib import Path
@@ -19,6 +20,8 @@ EPHEMERAL_ENV = "EMQLAB_EPHEMERAL"
 DEFAULT = ".emqlab"
 SECRET = "secret"
 SINGLE, CLUSTER = "valkey", "cluster"
+
+log = logging.getLogger("emqlab.secret")
 
 
 class Busy(RuntimeError):
@@ -167,7 +170,11 @@ def load_secret(folder: Path, adopt_from: Path | None = None) -> str:
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     old = adopt_from / SECRET if adopt_from is not None else None
     value = _read_secret(old) if old is not None else None
+    used = (folder / "ports.json").exists()  # a site ran here, so it had a secret: this one was deleted
     placed = _place_secret(path, value or secrets.token_urlsafe(32))
+    if used and placed != value:
+        log.warning("emqlab: the cookie-signing secret %s was missing from a data directory a site has used; "
+                    "a new one was made, so every cookie signed with the old one no longer counts", path)
     if old is not None and value is not None and placed == value:
         old.unlink(missing_ok=True)
     return placed

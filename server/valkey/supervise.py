@@ -1,6 +1,11 @@
 """Keeps the site's managed valkey-server(s) running: a thread of `emqlab serve`
-starts a dead one again on its own port and folder, one log line per restart;
-one that keeps dying waits longer each time (0.5 s doubling to 30 s), not a busy loop.
+starts a dead one again on its own port and folder, one log line per restart.
+
+Two pauses, kept apart. A server that answered and was then killed comes back
+within 5 s however many times in a row (a short pause, capped at 1 s): its
+data and the learners are waiting, and the start itself proves it can run.
+A server that will not start (a bad binary, a port taken) waits longer after
+each failed start (0.5 s doubling to 30 s), so it is not a busy loop.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ log = logging.getLogger("emqlab.valkey")
 
 POLL = 0.2  # seconds between two looks at each process
 STEADY = 30.0  # seconds up after which a server's earlier deaths are forgotten
-FIRST_PAUSE, LONGEST_PAUSE = 0.5, 30.0
+FIRST_PAUSE, LONGEST_PAUSE = 0.5, 30.0  # after failed starts in a row
+FIRST_KILLED, LONGEST_KILLED = 0.25, 1.0  # after deaths in a row of a server that had started
 
 
 def how_it_ended(code: int) -> str:
@@ -35,6 +41,7 @@ class Watch:
     server: ValkeyProcess
     started: float
     deaths: int = 0  # in a row, without a steady stretch between them
+    failures: int = 0  # failed starts in a row
     retry_at: float = 0.0
     ended: str = ""
 
@@ -75,19 +82,20 @@ class Supervisor:
             watch.ended = how_it_ended(code)
             watch.retry_at = now + self.pause(watch.deaths)
             watch.deaths += 1
+            watch.failures = 0
             server.proc = None
         if now < watch.retry_at:
             return
         try:
             server.start(timeout=30.0)
         except (RuntimeError, OSError) as exc:
-            watch.retry_at = time.monotonic() + self.pause(watch.deaths)
-            watch.deaths += 1
+            watch.failures += 1
+            watch.retry_at = time.monotonic() + self.pause_after_failed_start(watch.failures)
             said = (str(exc).strip() or repr(exc)).splitlines()[0]
             log.warning("emqlab: valkey-server on port %d (%s) did not start again: %s; next try in %.1f s",
                         server.port, watch.ended, said, watch.retry_at - time.monotonic())
             return
-        watch.started = time.monotonic()
+        watch.started, watch.failures = time.monotonic(), 0
         self.restarts += 1
         assert server.proc is not None
         log.warning("emqlab: valkey-server on port %d %s; started it again on the same port and data (pid %d)",
@@ -95,5 +103,10 @@ class Supervisor:
 
     @staticmethod
     def pause(deaths: int) -> float:
-        """Seconds to wait before the next start, after `deaths` deaths in a row."""
-        return 0.0 if deaths == 0 else min(LONGEST_PAUSE, FIRST_PAUSE * 2 ** (deaths - 1))
+        """Seconds to wait before starting a killed server, after `deaths` earlier deaths in a row."""
+        return 0.0 if deaths == 0 else min(LONGEST_KILLED, FIRST_KILLED * 2.0 ** min(deaths - 1, 8))
+
+    @staticmethod
+    def pause_after_failed_start(failures: int) -> float:
+        """Seconds to wait before the next try, after `failures` failed starts in a row."""
+        return min(LONGEST_PAUSE, FIRST_PAUSE * 2.0 ** min(failures - 1, 8))

@@ -33,6 +33,7 @@ from server.sandboxes.learners import BadName
 from server.sandboxes.rooms import BadRoom, RoomsFull
 from server.sandboxes.sandbox import NoSandbox
 from server.valkey.long_script import is_busy
+from server.valkey.reply import error_text
 from server.web.answer import JSONAnswer
 from server.web.guards import Refused
 from server.widgets import base as widget_base
@@ -56,6 +57,15 @@ OUT_OF_MEMORY = (
     "idle sandboxes expire and the site recovers by itself: try again in a minute."
 )
 
+# Valkey refusing writes for a while, said in words (503) rather than a 500:
+# it cannot persist (MISCONF: its data directory stopped being writable, or a
+# save failed). A script holding it (BUSY) is is_busy's, above.
+REFUSING = {
+    "MISCONF": ("Valkey cannot save its data right now (writing to its data directory failed), so it refuses "
+                "every write and nothing was written; the operator must free or fix that folder. "
+                "Try again later.", 30),
+}
+
 
 def problem(status: int, message: str, retry_after: int | None = None) -> JSONAnswer:
     headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
@@ -74,9 +84,21 @@ def is_out_of_memory(exc: BaseException | None) -> bool:
     return False
 
 
+def refusing(exc: BaseException | None) -> str | None:
+    """The code (a key of REFUSING) of a Valkey refusing writes for a while, plain or out of a script."""
+    for _ in range(5):  # the failure and its causes, a few links deep
+        if exc is None:
+            return None
+        code = error_text(exc).split(" ", 1)[0] if isinstance(exc, Exception) else ""
+        if code in REFUSING:
+            return code
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def is_fault(exc: BaseException) -> bool:
-    """A fault of Valkey's (away, busy or out of memory) rather than a refusal or a bug."""
-    return isinstance(exc, VALKEY_DOWN) or is_busy(exc) or is_out_of_memory(exc)
+    """A fault of Valkey's (away, busy, out of memory or refusing writes) rather than a refusal or a bug."""
+    return isinstance(exc, VALKEY_DOWN) or is_busy(exc) or is_out_of_memory(exc) or refusing(exc) is not None
 
 
 def status_of(exc: Exception) -> tuple[int, str, int | None]:
@@ -104,6 +126,9 @@ def status_of(exc: Exception) -> tuple[int, str, int | None]:
     if is_out_of_memory(exc):
         log.warning("valkey is out of memory: answered 503")
         return 503, OUT_OF_MEMORY, 30
+    if code := refusing(exc):
+        log.warning("valkey answered %s: answered 503", code)
+        return 503, *REFUSING[code]
     if isinstance(exc, EmqError):
         return 409, str(exc), None
     if isinstance(exc, VALKEY_DOWN):

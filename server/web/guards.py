@@ -9,7 +9,6 @@ the very next one on any worker) or a Watch, then the rates.
 from __future__ import annotations
 
 import functools
-import hashlib
 import hmac
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
@@ -19,7 +18,7 @@ from starlette.requests import Request
 
 from server.sandboxes import rooms
 from server.sandboxes.sandbox import COOKIE, SANDBOX_RE, NoSandbox
-from server.web import rates
+from server.web import rates, sessions
 
 INSTRUCTOR_COOKIE = "emqlab_instructor"
 DEMO_REFUSAL = "demo mode: only the instructor acts in this class; you are watching the instructor's sandbox"
@@ -123,11 +122,6 @@ def visitor_of(request: Request) -> str:
         raise Refused(403, str(exc)) from exc
 
 
-def token_fingerprint(token: str) -> str:
-    """What the instructor cookie carries: changing the token signs everyone out."""
-    return hashlib.sha256(b"emqlab-instructor:" + token.encode()).hexdigest()[:32]
-
-
 def token_matches(given: object, token: str) -> bool:
     return isinstance(given, str) and hmac.compare_digest(given.encode(), token.encode())
 
@@ -138,10 +132,8 @@ def bearer_of(request: Request) -> str | None:
 
 
 def signed_in(request: Request) -> bool:
-    """The instructor's sign-in cookie (no token compared: nothing to guess here)."""
-    token = request.app.state.settings.instructor_token
-    value = request.app.state.instructor_cookie.read(request) if token else None
-    return isinstance(value, str) and hmac.compare_digest(value, token_fingerprint(token))
+    """A live sign-in session (server/web/sessions.py; no token compared: nothing to guess here)."""
+    return bool(request.app.state.settings.instructor_token) and sessions.session_of(request) is not None
 
 
 def is_instructor(request: Request) -> bool:
@@ -163,22 +155,44 @@ async def require_instructor(request: Request) -> None:
     await check_token(request, given)
 
 
-async def take_attempt(request: Request, kind: str) -> str:
-    """Count this address's attempt BEFORE anything is compared: the key to DECR when it was right."""
-    limit = request.app.state.settings.attempt_limit
-    counted = await rates.take_attempt(request.app.state.conn, rates.client_address(request), kind, limit)
-    if counted is None:
-        raise Refused(429, f"too many failed attempts: at most {limit} a minute from one address; "
+def attempt_visitor(request: Request) -> str:
+    """Whose failed attempts these are: the signed sandbox cookie sent, else every cookieless
+    caller of the address together (so dropping the cookie buys no fresh allowance)."""
+    raw = request.cookies.get(COOKIE)
+    if raw:
+        try:
+            return "v:" + str(request.app.state.cookie.parse(raw))
+        except NoSandbox:
+            pass
+    return "anon:" + rates.client_address(request)
+
+
+async def take_attempt(request: Request, kind: str) -> list[str]:
+    """Count this attempt BEFORE anything is compared, per visitor then per address (each
+    kind apart): the keys to give back when it was right, or 429 past either limit."""
+    settings = request.app.state.settings
+    visitor, address = settings.attempt_limit, settings.address_attempts
+    counted, past = await rates.take_attempt(request.app.state.conn, kind, [
+        (attempt_visitor(request), visitor), ("a:" + rates.client_address(request), address)])
+    if past == 0:
+        raise Refused(429, f"too many failed attempts: at most {visitor} a minute from one visitor; "
                            "wait a minute and try again")
+    if past is not None:
+        raise Refused(429, f"too many failed attempts from your address: at most {address} a minute, "
+                           "whoever makes them; wait a minute and try again")
     return counted
 
 
+async def give_back(request: Request, counted: list[str]) -> None:
+    await rates.give_back(request.app.state.conn, counted)
+
+
 async def check_token(request: Request, given: str) -> None:
-    """Compare a token only while this address is under its failed-attempt limit."""
+    """Compare a token only while this visitor and this address are under their failed-attempt limits."""
     counted = await take_attempt(request, "sign-in")
     if not token_matches(given, request.app.state.settings.instructor_token or ""):
         raise Refused(401, "that is not the instructor token")
-    await request.app.state.conn.decr(counted)  # the right token: not a failed attempt
+    await give_back(request, counted)  # the right token: not a failed attempt
 
 
 @functools.lru_cache(maxsize=256)

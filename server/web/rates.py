@@ -3,13 +3,16 @@
 Actions and reads are counted in each worker's memory, so a flood is turned
 away before it reaches Valkey (with N workers a client may get N budgets; they
 are sized for that). Failed attempts are counted in Valkey, shared by every
-worker, and BEFORE anything is compared.
+worker, and BEFORE anything is compared: per visitor first, then per address.
+A visitor past its own limit is refused without touching the address's count,
+so one guesser cannot use up the allowance of the classroom behind its address.
 """
 
 from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from starlette.requests import Request
 
@@ -50,16 +53,30 @@ def client_address(request: Request) -> str:
     return "".join(ch for ch in host if ch.isalnum() or ch in ".:-")[:64] or "unknown"
 
 
-def attempts_key(address: str, kind: str) -> str:
-    return f"lab:attempts:{kind}:{address}:{int(time.time() // 60)}"
+def attempts_key(kind: str, whose: str) -> str:
+    return f"lab:attempts:{kind}:{whose}:{int(time.time() // 60)}"
 
 
-async def take_attempt(conn: Conn, address: str, kind: str, limit: int) -> str | None:
-    """Count one attempt with one INCR (atomic however many arrive at once): the key
-    counted in (the caller gives it back on success), or None past the limit."""
-    key = attempts_key(address, kind)
+async def take_attempt(conn: Conn, kind: str, budgets: Sequence[tuple[str, int]]) -> tuple[list[str], int | None]:
+    """Count one attempt under each (whose, limit) in turn, one INCR each (atomic however many
+    arrive at once), stopping at the first past its limit (0: none). The keys counted in (the
+    caller gives them back on success), and the index of the budget past its limit, or None."""
+    counted: list[str] = []
+    for index, (whose, limit) in enumerate(budgets):
+        key = attempts_key(kind, whose)
+        async with conn.pipeline(transaction=False) as pipe:
+            pipe.incr(key)
+            pipe.expire(key, 120)
+            count, _ = await pipe.execute()
+        counted.append(key)
+        if 0 < limit < int(count):
+            return counted, index
+    return counted, None
+
+
+async def give_back(conn: Conn, counted: Sequence[str]) -> None:
+    """The attempt was right: not a failed one."""
     async with conn.pipeline(transaction=False) as pipe:
-        pipe.incr(key)
-        pipe.expire(key, 120)
-        count, _ = await pipe.execute()
-    return key if limit <= 0 or int(count) <= limit else None
+        for key in counted:
+            pipe.decr(key)
+        await pipe.execute()

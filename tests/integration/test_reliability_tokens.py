@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -24,7 +25,7 @@ from starlette.routing import Route
 from server.emq.wire import Conn
 from server.sandboxes.sandbox import SignedCookie
 from server.settings import Settings
-from server.web import guards
+from server.web import guards, sessions
 
 TOKEN = "the-instructor-token-16+"
 SECRET = "token-test-secret"
@@ -39,7 +40,7 @@ def guarded_app(conn: Conn) -> Starlette:
         except guards.Refused as exc:
             return JSONResponse({"error": str(exc)}, status_code=exc.status)
         response = JSONResponse({"ok": True})
-        request.app.state.instructor_cookie.attach(response, guards.token_fingerprint(TOKEN))
+        request.app.state.instructor_cookie.attach(response, await request.app.state.sessions.open(conn))
         return response
 
     async def overview(request: Request) -> JSONResponse:
@@ -49,7 +50,9 @@ def guarded_app(conn: Conn) -> Starlette:
             return JSONResponse({"error": str(exc)}, status_code=exc.status)
         return JSONResponse({"ok": True})
 
-    app = Starlette(routes=[Route("/sign-in", sign_in, methods=["POST"]), Route("/overview", overview)])
+    app = Starlette(routes=[Route("/sign-in", sign_in, methods=["POST"]), Route("/overview", overview)],
+                    middleware=[Middleware(sessions.Resolve, cookie_name=guards.INSTRUCTOR_COOKIE)])
+    app.state.sessions = sessions.Sessions(SECRET, TOKEN, 3600)
     app.state.settings = Settings(instructor_token=TOKEN, attempt_limit=LIMIT)
     app.state.conn = conn
     app.state.instructor_cookie = SignedCookie(guards.INSTRUCTOR_COOKIE, SECRET, "emqlab-instructor", 3600)

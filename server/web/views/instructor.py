@@ -18,7 +18,7 @@ from server.emq.wire import as_dict, as_text
 from server.lifecycle import resets
 from server.sandboxes import kept, keys, learners, presence, rooms
 from server.sandboxes.sandbox import SANDBOX_RE
-from server.web import bodies, guards
+from server.web import bodies, guards, sessions
 from server.web.answer import JSONAnswer
 from server.web.views.replies import done, instructor_only, page_context, refused, render
 from server.widgets.flow import plural as plural  # asking and class_state take it from here
@@ -109,17 +109,22 @@ async def sign_in(request: Request) -> Response:
         body = await bodies.read_form(request, SignIn)
         if not guards.signed_in(request):
             await guards.check_token(request, body.token)
+        # a session of its own in Valkey: the cookie names it and reveals nothing of the token
+        sid = sessions.session_of(request) or await request.app.state.sessions.open(request.app.state.conn)
     except Exception as exc:  # noqa: BLE001 - said in words, 4xx or 503
         return refused(request, exc)
     response = done(request, "Signed in as the instructor.")
-    request.app.state.instructor_cookie.attach(response, guards.token_fingerprint(settings.instructor_token))
+    request.app.state.instructor_cookie.attach(response, sid)
     return response
 
 
 async def sign_out(request: Request) -> Response:
+    """Ends the session in Valkey, so a copy of the cookie stops counting too."""
     try:
         guards.check_origin(request)
-    except guards.Refused as exc:
+        cookie = request.app.state.instructor_cookie.read(request)
+        await request.app.state.sessions.close(request.app.state.conn, cookie)
+    except Exception as exc:  # noqa: BLE001 - Valkey away: said, and the cookie is kept until it answers
         return refused(request, exc)
     response = done(request, "Signed out.", flash=False)
     request.app.state.instructor_cookie.clear(response)

@@ -1,7 +1,7 @@
 """The room page: join a class with its code and your name, leave it; the class's question.
 
-Unknown codes count as failed attempts of the address, counted before the code
-is looked up. An asked question's distribution reaches learners once revealed.
+Unknown codes count as failed attempts of the visitor and of the address,
+counted before the code is looked up. An asked question's distribution reaches learners once revealed.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ async def admitted(request: Request, code: str) -> rooms.Room:
     room = await rooms.get(request.app.state.conn, code)
     if room is None:
         raise guards.Refused(404, f"no open class has the code {code}: check it with your instructor")
-    await request.app.state.conn.decr(counted)  # a class's code: not a failed attempt
+    await guards.give_back(request, counted)  # a class's code: not a failed attempt
     return room
 
 

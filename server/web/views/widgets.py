@@ -12,11 +12,12 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from urllib.parse import urlsplit
 
 import msgspec
 from sse_starlette.sse import EventSourceResponse
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -26,7 +27,8 @@ from server.sandboxes import admission, presence
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer, dumps
 from server.web.errors import answer_error, answered, is_fault, problem
-from server.web.rates import client_address
+from server.web.rates import TooMany, client_address
+from server.web.stream_slots import Slot
 from server.widgets import runner
 from server.widgets.base import Widget
 from server.widgets.turn import Actor, Busy
@@ -99,14 +101,28 @@ async def stream(request: Request) -> Response:
         if not is_fault(exc) and getattr(exc, "status", 0) != 503:
             return answer_error(exc)
         return sse(request, _down_then_close(str(exc)))
-    return sse(request, events(request, entry, names))
+    try:
+        slot = request.app.state.stream_slots.take(entry.visitor, request.app.state.settings.streams_per_visitor)
+    except TooMany as exc:
+        return problem(429, str(exc), 10)
+    return sse(request, _holding(slot, events(request, entry, names)), slot.release)
 
 
-def sse(request: Request, content: AsyncIterator[bytes]) -> Response:
+async def _holding(slot: Slot, content: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The stream, its place given back however it ends (a response never started: `sse`'s background)."""
+    try:
+        async for chunk in content:
+            yield chunk
+    finally:
+        slot.release()
+
+
+def sse(request: Request, content: AsyncIterator[bytes], done: Callable[[], None] | None = None) -> Response:
     """A live stream with the site's keep-alive, send deadline and no proxy buffering."""
     settings = request.app.state.settings
     return EventSourceResponse(content, ping=settings.stream_ping, send_timeout=settings.stream_send_timeout,
-                               headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+                               headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+                               background=BackgroundTask(done) if done else None)
 
 
 async def _down_then_close(message: str) -> AsyncIterator[bytes]:

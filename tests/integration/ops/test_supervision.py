@@ -1,6 +1,7 @@
 """The managed valkey-server is supervised (real processes): killed, it is
-reaped and started again on the same port and data, with one log line; one
-that keeps failing is tried again after growing pauses, not in a busy loop."""
+reaped and started again on the same port and data, with one log line, back
+within 5 s however many times in a row it is killed; one that will not start
+is tried again after growing pauses, not in a busy loop."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 import redis
 
 from server.valkey.process import ValkeyProcess
-from server.valkey.supervise import LONGEST_PAUSE, Supervisor
+from server.valkey.supervise import LONGEST_KILLED, LONGEST_PAUSE, Supervisor
 from tests.integration.ops.serving import Serve, state_of, valkeys_of, wait_for
 
 RESTARTED = "started it again on the same port and data"
@@ -45,10 +46,43 @@ def test_a_killed_valkey_is_reaped_and_back_on_the_same_url_with_its_keys_and_on
     assert site.stop() == 0
 
 
-def test_the_pause_before_a_restart_doubles_with_each_death_in_a_row_up_to_a_cap() -> None:
-    pauses = [Supervisor.pause(deaths) for deaths in range(10)]
-    assert pauses[:5] == [0.0, 0.5, 1.0, 2.0, 4.0]
-    assert max(pauses) == LONGEST_PAUSE == pauses[-1]
+def test_the_pause_after_a_kill_stays_short_and_after_a_failed_start_doubles_up_to_a_cap() -> None:
+    killed = [Supervisor.pause(deaths) for deaths in range(50)]
+    assert killed[:4] == [0.0, 0.25, 0.5, 1.0]
+    assert max(killed) == LONGEST_KILLED == killed[-1] == 1.0
+    failed = [Supervisor.pause_after_failed_start(failures) for failures in range(1, 50)]
+    assert failed[:5] == [0.5, 1.0, 2.0, 4.0, 8.0]
+    assert max(failed) == LONGEST_PAUSE == failed[-1]
+
+
+def test_a_valkey_killed_eight_times_in_a_row_is_back_within_5_s_each_time(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="emqlab.valkey")
+    server = ValkeyProcess(home=None)
+    server.start()
+    supervisor = Supervisor([server], poll=0.05)
+    supervisor.start()
+    try:
+        r = redis.Redis(port=server.port, socket_timeout=1)
+        for kill in range(8):
+            assert server.proc is not None
+            old = server.proc.pid
+            os.kill(old, signal.SIGKILL)
+
+            def back(old: int = old, kill: int = kill) -> bool:
+                proc = server.proc
+                try:  # its restart logged, and the new process answering
+                    return supervisor.restarts == kill + 1 and proc is not None and proc.pid != old and bool(r.ping())
+                except redis.ConnectionError:
+                    return False
+
+            # a liveness deadline (the design's 5 s), not a speed claim
+            wait_for(back, 5, f"valkey-server answering again after kill {kill + 1}")
+        assert caplog.text.count(RESTARTED) == 8
+        assert "did not start again" not in caplog.text
+    finally:
+        supervisor.stop()
+        server.stop()
 
 
 def test_a_valkey_that_will_not_start_is_tried_after_growing_pauses_then_comes_back(

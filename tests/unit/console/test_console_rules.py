@@ -85,7 +85,7 @@ def test_a_write_costs_its_arguments_and_an_overhead() -> None:
 
 
 def test_the_sandbox_user_runs_what_the_console_and_the_scripts_send_and_nothing_denied() -> None:
-    allowed = set(acl.COMMANDS)
+    allowed = set(acl.COMMANDS) | set(acl.MODULE_COMMANDS)
     assert not allowed & set(acl.DENIED)
     host_side = {"SCAN", "KEYS"}  # run as the site, MATCH the sandbox's keys
     assert {name.lower() for name in RULES if name not in host_side} <= allowed
@@ -100,6 +100,9 @@ def test_the_sandbox_users_rules_reach_its_own_keys_and_no_channel() -> None:
     assert [r for r in rules if r.startswith(("~", "%", "&", "allkeys", "allchannels"))] == [f"~emq:{{{SANDBOX}.*"]
     assert "resetchannels" in rules and rules.index("-@all") < min(i for i, r in enumerate(rules) if r[0] == "+")
     assert not [r for r in rules if r.startswith("+@")]
+    assert {f"+{c}" for c in acl.MODULE_COMMANDS} <= set(rules)
+    plain = acl.sandbox_rules(SANDBOX, b"secret", module=False)  # a Valkey without the EMQ module
+    assert not {f"+{c}" for c in acl.MODULE_COMMANDS} & set(plain) and set(plain) < set(rules)
     idle = acl.idle_rules(b"secret")
     assert not [r for r in idle if r.startswith(("~", "&", "+@"))] and "-@all" in idle
 

@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 
 from server.sandboxes.sandbox import COOKIE, SandboxCookie, SignedCookie
 from server.settings import Settings
-from server.web import guards, rates
+from server.web import guards, rates, sessions
 from tests.unit.web.asgi import app_with, request
 
 SECRET = "unit-test-secret"
@@ -71,13 +71,6 @@ def test_no_cookie_or_a_forged_one_is_refused_with_403() -> None:
 # -- the instructor ---------------------------------------------------------------------
 
 
-def test_the_instructor_cookie_carries_a_fingerprint_that_changes_with_the_token() -> None:
-    mark = guards.token_fingerprint(TOKEN)
-    assert len(mark) == 32 and int(mark, 16) >= 0
-    assert mark == guards.token_fingerprint(TOKEN) != guards.token_fingerprint(TOKEN + "x")
-    assert TOKEN not in mark
-
-
 @pytest.mark.parametrize(("given", "matches"),
                          [(TOKEN, True), (TOKEN + " ", False), ("", False), (None, False), (42, False)])
 def test_only_the_exact_token_as_text_matches(given: object, matches: bool) -> None:
@@ -90,13 +83,13 @@ def test_the_bearer_token_is_read_from_the_authorization_header(header: str, bea
     assert guards.bearer_of(request({"authorization": header} if header else {})) == bearer
 
 
-def test_the_instructor_is_known_by_the_bearer_token_or_the_signed_fingerprint_cookie() -> None:
+def test_the_instructor_is_known_by_the_bearer_token_or_a_live_session_never_by_a_cookie_alone() -> None:
     app = site()
-    signed = app.state.instructor_cookie.serializer.dumps(guards.token_fingerprint(TOKEN))
-    stale = app.state.instructor_cookie.serializer.dumps(guards.token_fingerprint("an older token!!"))
+    signed = app.state.instructor_cookie.serializer.dumps("a-session-id-valkey-does-not-hold")
     assert guards.is_instructor(request({"authorization": f"Bearer {TOKEN}"}, app=app))
-    assert guards.is_instructor(request({"cookie": f"{guards.INSTRUCTOR_COOKIE}={signed}"}, app=app))
-    assert not guards.is_instructor(request({"cookie": f"{guards.INSTRUCTOR_COOKIE}={stale}"}, app=app))
+    # the session middleware (server/web/sessions.py) found the cookie's session live in Valkey
+    assert guards.is_instructor(request(app=app, state={sessions.STATE: "a-live-session"}))
+    assert not guards.is_instructor(request({"cookie": f"{guards.INSTRUCTOR_COOKIE}={signed}"}, app=app))
     assert not guards.is_instructor(request({"authorization": "Bearer not-the-token!!"}, app=app))
     assert not guards.is_instructor(request(app=app))
 
@@ -114,9 +107,7 @@ async def test_require_instructor_says_why_each_caller_is_refused_before_any_tok
     assert foreign.status == 403
     nobody = await refused_async(guards.require_instructor, request(app=site()))
     assert nobody.status == 401 and str(nobody).startswith("sign in as the instructor first")
-    app = site()
-    signed = app.state.instructor_cookie.serializer.dumps(guards.token_fingerprint(TOKEN))
-    await guards.require_instructor(request({"cookie": f"{guards.INSTRUCTOR_COOKIE}={signed}"}, app=app))
+    await guards.require_instructor(request(app=site(), state={sessions.STATE: "a-live-session"}))
 
 
 # -- cross-site requests -------------------------------------------------------------

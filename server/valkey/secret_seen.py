@@ -1,0 +1,39 @@
+"""Whether the cookie-signing secret changed under a Valkey's data: said in the log.
+
+A deleted or replaced secret file (a cleanup, a restored backup) or a new
+`EMQLAB_SECRET` makes a new secret, and every cookie signed with the old one
+stops counting: sandboxes, classes and instructor sign-ins are lost at once.
+That must not pass silently, so Valkey keeps a keyed fingerprint of the
+secret its data was written under (one key; the secret cannot be read back
+from it) and each start compares it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+
+from server.emq.wire import Conn, as_text
+
+log = logging.getLogger("emqlab.secret")
+
+KEY = "lab:secret-fingerprint"
+CHANGED = ("the cookie-signing secret is not the one this Valkey's data was written under (its file was deleted "
+           "or replaced, or EMQLAB_SECRET changed): every cookie signed before no longer counts, so every "
+           "visitor gets a new sandbox, every class member joins again and the instructor signs in again")
+
+
+def fingerprint(secret: str) -> str:
+    return hmac.new(secret.encode(), b"emqlab-secret-seen", hashlib.sha256).hexdigest()[:32]
+
+
+async def note(conn: Conn, secret: str) -> bool:
+    """Record this secret's fingerprint (SET … GET: one worker of many sees the old one);
+    True, and one warning logged, when Valkey held another secret's."""
+    mine = fingerprint(secret)
+    before = await conn.set(KEY, mine, get=True)
+    if before is not None and as_text(before) != mine:
+        log.warning("emqlab: %s", CHANGED)
+        return True
+    return False
