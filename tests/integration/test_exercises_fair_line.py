@@ -73,7 +73,9 @@ def test_forty_cookies_of_one_address_cannot_hold_the_line_another_address_gets_
         stop.set()
     assert [a.status_code for a in answers] == [200] * 5, [a.text for a in answers]
     assert all(a.json()["passed"] == a.json()["total"] for a in answers)
-    # the attacker's runs that were taken were graded (stopped in words), the rest refused with its share
-    assert statuses[200] > 0 and set(statuses) <= {200, 429}, statuses
+    # the attacker's runs that were taken were graded (stopped in words), the rest refused with its
+    # share; a run that met both graders restarting after a runaway they had to kill is a 503 (the API's
+    # word for it), never a 500
+    assert statuses[200] > 0 and set(statuses) <= {200, 429, 503}, statuses
     for client in (*attackers, learner):
         client.close()
