@@ -72,6 +72,8 @@ class Settings(BaseSettings):
     stream_lifetime: int = Field(default=600, ge=5)  # seconds; the browser reconnects after
     stream_ping: int = Field(default=15, ge=1)
     stream_send_timeout: int = Field(default=10, ge=1)
+    # an open page counts its visitor online this long past its stream's last beat (3 beats a life)
+    presence_ttl: int = Field(default=45, ge=3, le=60)
 
     # (the exercises' graders read their own settings: server/exercises/settings.py)
 
