@@ -51,9 +51,8 @@ class Counted(msgspec.Struct):
         return (self.widget, self.question, self.mode, self.round, self.step)
 
     def contract(self) -> dict[str, Any]:
-        """The entry of answers.json: the fields DESIGN.md gives, and the mode the answers were given in."""
-        return {"widget": self.widget, "question": self.question, "mode": self.mode, "step": self.step,
-                "round": self.round,
+        """The entry of answers.json: exactly the fields DESIGN.md gives (`across_modes` counts it)."""
+        return {"widget": self.widget, "question": self.question, "step": self.step, "round": self.round,
                 "legend": self.legend, "answered": self.answered,
                 "answers": [{"value": c.value, "count": c.count, "right": c.right} for c in self.answers]}
 
@@ -101,6 +100,13 @@ def moved(first: Counted, second: Counted, answers: Mapping[Key, Sequence[Given]
     earlier = {a.learner: _same(a.value) for a in answers.get(first.key, ())}
     changed = [a for a in answers.get(second.key, ()) if a.learner in earlier and earlier[a.learner] != _same(a.value)]
     second.changed, second.now_right = len(changed), sum(a.right for a in changed)
+
+
+def across_modes(given: Sequence[Given]) -> list[Given]:
+    """The answers as answers.json counts them: one entry per question, round and step, whatever
+    the mode, so each learner's answer in each mode is there (a together-mode answer beside the
+    own-sandbox one it no longer replaces) within DESIGN.md's fields, which name no mode."""
+    return [msgspec.structs.replace(g, mode="any") for g in given]
 
 
 def counted(given: Sequence[Given], learners: Sequence[str],

@@ -90,11 +90,11 @@ async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, adm
         question = _question(lab, widget, slug, body, before) if problem is None else None
         outcome = await action.fn(widget, held, body)
         verdict = None
-        if question is not None and body.predict is not None:
-            if questions.ran(outcome.kind):
-                verdict = questions.judge(widget, question, body.predict.answer, await held.read(), before)
-            else:  # the press found nothing to act on: the answer is not judged, not counted
-                outcome = msgspec.structs.replace(outcome, text=outcome.text + questions.UNJUDGED)
+        if body.predict is not None and not questions.ran(outcome.kind):
+            # the press found nothing to act on (a page still showing the question): not judged, not counted
+            outcome = msgspec.structs.replace(outcome, text=outcome.text + questions.UNJUDGED)
+        elif question is not None and body.predict is not None:
+            verdict = questions.judge(widget, question, body.predict.answer, await held.read(), before)
         held.remember(landed="1")  # the scenario stands whole again (an action may have cleared it)
     except BaseException:
         await held.release()

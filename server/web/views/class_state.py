@@ -60,8 +60,12 @@ async def read(request: Request, room: Room) -> ClassState:
     conn, catalog = request.app.state.conn, request.app.state.catalog
     given, runs = await answers.read(conn, room.code)
     learners = await roster.read(conn, room.code, tours(catalog), runs)
-    legends = {(q.widget, q.id): q.general() for qs in catalog.questions.values() for q in qs}
-    return ClassState(room, learners, insight.counted(given, [row.id for row in learners], legends), given)
+    counted = insight.counted(given, [row.id for row in learners], legends_of(catalog))
+    return ClassState(room, learners, counted, given)
+
+
+def legends_of(catalog: Catalog) -> dict[tuple[str, str], str]:
+    return {(q.widget, q.id): q.general() for qs in catalog.questions.values() for q in qs}
 
 
 def revealed(counted: Counted, room: Room) -> bool:
@@ -170,7 +174,7 @@ def csv_text(request: Request, state: ClassState) -> str:
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(["name", "joined", "pages", *(f"{w} steps" for w in widgets), "predictions asked",
                      "predictions right", "class answers", "class answers right",
-                     *(f"{e} checks passed" for e in exercises), "last seen", *map(column_title, columns)])
+                     *(f"{e} checks passed" for e in exercises), *map(column_title, columns), "last seen"])
     for row in state.learners:
         reached = {r.widget: len(r.reached) for r in row.records}
         given = [mine[(row.id, c)] for c in columns if (row.id, c) in mine]
@@ -179,8 +183,7 @@ def csv_text(request: Request, state: ClassState) -> str:
                          sum(r.asked for r in row.records), sum(r.right for r in row.records),
                          len(given), sum(g.right for g in given),
                          *(row.exercises[e][0] if e in row.exercises else "" for e in exercises),
-                         when(row.last_seen),
-                         *(answer_cell(mine.get((row.id, c))) for c in columns)])
+                         *(answer_cell(mine.get((row.id, c))) for c in columns), when(row.last_seen)])
     return out.getvalue()
 
 
@@ -190,8 +193,10 @@ def answer_cell(given: answers.Given | None) -> str:
     return cell(f"{given.value} ({'right' if given.right else 'not quite'})")
 
 
-def answers_text(state: ClassState) -> str:
-    return dumps({"code": state.room.code, "questions": [c.contract() for c in state.counted]}).decode()
+def answers_text(request: Request, state: ClassState) -> str:
+    every = insight.counted(insight.across_modes(state.given), [row.id for row in state.learners],
+                            legends_of(request.app.state.catalog))
+    return dumps({"code": state.room.code, "questions": [c.contract() for c in every]}).decode()
 
 
 async def texts(request: Request) -> tuple[str, str, str]:
@@ -199,7 +204,7 @@ async def texts(request: Request) -> tuple[str, str, str]:
     code = rooms.normalize_code(request.path_params["code"])
     if (room := await rooms.get(request.app.state.conn, code)) is not None:
         state = await read(request, room)
-        return code, csv_text(request, state), answers_text(state)
+        return code, csv_text(request, state), answers_text(request, state)
     found = await kept.find(request.app.state.conn, code)
     if found is None:
         days = request.app.state.settings.results_days
@@ -210,8 +215,8 @@ async def texts(request: Request) -> tuple[str, str, str]:
 
 async def keep(request: Request, room: rooms.Room) -> None:
     state = await read(request, room)
-    await kept.keep(request.app.state.conn, room.code, room.name, csv_text(request, state), answers_text(state),
-                    request.app.state.settings.results_days)
+    await kept.keep(request.app.state.conn, room.code, room.name, csv_text(request, state),
+                    answers_text(request, state), request.app.state.settings.results_days)
 
 
 @instructor_only
