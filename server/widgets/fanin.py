@@ -80,7 +80,8 @@ class FanIn(Widget):
             waiting = [c for c in CHILDREN if c in view.members("pending") or c in view.members("active")]
             if not waiting and parent.dependencies is None:
                 return "No flow in this queue: press Reset to land it again."
-            return (f"The parent's row is gone, yet {flow.plural(len(waiting), 'child', 'children')} still wait "
+            verb = "waits" if len(waiting) == 1 else "wait"
+            return (f"The parent's row is gone, yet {flow.plural(len(waiting), 'child', 'children')} still {verb} "
                     f"and {reading_.counter()}: completions count down a counter nothing will release. "
                     "Press Reset.")
         line = f"{reading_.tally()} → {reading_.counter()}; {parent.fate()}"
