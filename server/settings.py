@@ -75,6 +75,8 @@ class Settings(BaseSettings):
     stream_ping: int = Field(default=15, ge=1)
     stream_send_timeout: int = Field(default=10, ge=1)
     streams_per_visitor: Whole = 16  # streams one visitor holds open at once, per worker (0: no cap)
+    # an open page counts its visitor online this long past its stream's last beat (3 beats a life)
+    presence_ttl: int = Field(default=45, ge=3, le=60)
 
     # (the exercises' graders read their own settings: server/exercises/settings.py)
 

@@ -19,7 +19,7 @@ RELATIVE = re.compile(r"^before(?:(?P<sign>[+-])(?P<step>[0-9]+))?$")
 INTEGER = re.compile(r"^-?[0-9]+$")
 
 _REQUIRED = ("id", "action", "legend", "reading", "answer", "says")
-_OPTIONAL = ("when", "choices", "feedback")
+_OPTIONAL = ("when", "subject", "choices", "feedback")
 
 AnswerKind = Literal["number", "choice"]
 
@@ -45,12 +45,13 @@ class QuestionSpec:
     says: str  # the fact in words; "{value}" is what Valkey holds (a choice by its label)
     feedback: tuple[FeedbackSpec, ...]
     line: int
+    subject: str | None = None  # a reading naming what the question is about: the legend's {subject}
 
     def as_json(self) -> dict[str, Any]:
         """The declaration as plain data (choices as [value, label] pairs)."""
         return {
             "id": self.id, "action": self.action, "legend": self.legend, "reading": self.reading,
-            "when": self.when, "answer": self.answer,
+            "when": self.when, "subject": self.subject, "answer": self.answer,
             "choices": [[value, label] for value, label in self.choices],
             "says": self.says,
             "feedback": [{"answer": f.answer, "text": f.text} for f in self.feedback],
@@ -98,8 +99,8 @@ def _question(raw: Any, line: int) -> QuestionSpec:
     _check_says(text["says"], raw.line_of("says"))
     question = QuestionSpec(
         id=text["id"], action=text["action"], legend=text["legend"], reading=text["reading"],
-        when=_when(raw), answer="number" if kind == "number" else "choice", choices=choices,
-        says=text["says"], feedback=(), line=raw.line,
+        when=_named(raw, "when"), answer="number" if kind == "number" else "choice", choices=choices,
+        says=text["says"], feedback=(), line=raw.line, subject=_named(raw, "subject"),
     )
     # feedback answers are checked against the question (its kind, its choices)
     return replace(question, feedback=_feedback(raw, question))
@@ -112,12 +113,13 @@ def _text(raw: YamlMap, key: str) -> str:
     return value.strip()
 
 
-def _when(raw: YamlMap) -> str | None:
-    if "when" not in raw:
+def _named(raw: YamlMap, key: str) -> str | None:
+    """An optional field naming one of the widget's readings (`when`, `subject`)."""
+    if key not in raw:
         return None
-    value = _text(raw, "when")
+    value = _text(raw, key)
     if not NAME.match(value):
-        raise DirectiveError(f"when names one reading (a-z, 0-9, '-'), got {value!r}", raw.line_of("when"))
+        raise DirectiveError(f"{key} names one reading (a-z, 0-9, '-'), got {value!r}", raw.line_of(key))
     return value
 
 

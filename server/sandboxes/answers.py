@@ -3,6 +3,11 @@
 An answer is written by the action that judged it, in its last round trip, with
 a lab event so the class page's counts move at once. Its feedback is kept: a
 note written for "the count before" cannot be found again from the value alone.
+
+Each answer has a field of its own per learner, question, mode, round and
+step (`<widget>|<question>|<mode>|<round>|<step>|<learner>`): a together-mode
+answer never replaces the learner's own-sandbox one, nor a round 2 a round 1.
+Fields an older site wrote (`<widget>|<question>|<round>|<learner>`) read as own.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ KEPT_FOR = 7 * 24 * 3600  # s: the answers of a class closed or expired without 
 Value = int | float | str | bool | None
 
 
+MODES = ("own", "demo", "together")
+
+
 class Given(msgspec.Struct, frozen=True):
     widget: str
     question: str
@@ -34,6 +42,8 @@ class Given(msgspec.Struct, frozen=True):
     step: int | None = None  # where an asked question was put
     at: int = 0  # ms
     feedback: str = ""
+    mode: str = "own"  # the class's mode when it was given
+    text: str = ""  # the verdict in words, shown to a learner whose verdict waited for Reveal
 
 
 class Kept(msgspec.Struct):
@@ -42,6 +52,7 @@ class Kept(msgspec.Struct):
     step: int | None = None
     at: int = 0
     feedback: str = ""
+    text: str = ""
 
 
 def answers_key(code: str) -> str:
@@ -62,27 +73,38 @@ def told(code: str, action: str) -> str:
                        "data": {"code": code, "action": action}})
 
 
+def answer_field(widget: str, question: str, mode: str, round_: int | None, step: int | None,
+                 learner: str) -> str:
+    return "|".join((widget, question, mode, "-" if round_ is None else str(round_),
+                     "-" if step is None else str(step), learner))
+
+
 def answer_command(code: str, learner: str, widget: str, question: str, value: object, right: bool,
-                   round_: int | None = None, step: int | None = None, *, feedback: str = "") -> Call:
-    field = f"{widget}|{question}|{round_ if round_ is not None else '-'}|{learner}"
+                   round_: int | None = None, step: int | None = None, *, feedback: str = "",
+                   mode: str = "own", text: str = "") -> Call:
+    field = answer_field(widget, question, mode, round_, step, learner)
     kept = json.dumps({"value": value, "right": right, "step": step, "at": int(time.time() * 1000),
-                       "feedback": feedback})
+                       "feedback": feedback, "text": text})
     return (ANSWER, [answers_key(code)], [field, kept, f"wrong|{widget}|{learner}", int(right), KEPT_FOR,
                                           told(code, "answered"), EVENTS_CHANNEL])
 
 
 def _given(field: str, raw: str) -> Given | None:
-    """`<widget>|<question>|<round or ->|<learner>` -> a JSON `Kept`."""
+    """`<widget>|<question>|<mode>|<round or ->|<step or ->|<learner>` (or an older site's
+    `<widget>|<question>|<round or ->|<learner>`, own sandboxes) -> a JSON `Kept`."""
     parts = field.split("|")
-    if len(parts) < 4:
+    if len(parts) == 6 and parts[2] in MODES:
+        widget, question, mode, round_, _, learner = parts
+    elif len(parts) == 4:
+        (widget, question, round_, learner), mode = parts, "own"
+    else:
         return None
-    round_, learner = parts[-2], parts[-1]
     try:
         kept = msgspec.json.decode(raw, type=Kept)
     except msgspec.DecodeError:
         return None  # a value this site did not write: not counted
-    return Given(parts[0], "|".join(parts[1:-2]), int(round_) if round_.isdecimal() else None, learner,
-                 kept.value, kept.right, kept.step, kept.at, kept.feedback)
+    return Given(widget, question, int(round_) if round_.isdecimal() else None, learner,
+                 kept.value, kept.right, kept.step, kept.at, kept.feedback, mode, kept.text)
 
 
 def parse(fields: dict[str, str]) -> tuple[list[Given], dict[tuple[str, str], int]]:

@@ -1,4 +1,4 @@
-"""What the class thinks: its current learners' answers, counted per question and round.
+"""What the class thinks: its current learners' answers, counted per question, mode and round.
 
 Pure. One entry per value and verdict: the same value can be right at one step
 and wrong at another. A second round also says how the answers moved.
@@ -15,7 +15,7 @@ import msgspec
 
 from server.sandboxes.answers import Given, Value
 
-Key = tuple[str, str, int | None, int | None]  # widget, question, round, step
+Key = tuple[str, str, str, int | None, int | None]  # widget, question, mode, round, step
 
 
 class Count(msgspec.Struct, frozen=True):
@@ -33,6 +33,7 @@ class Move(msgspec.Struct, frozen=True):
 class Counted(msgspec.Struct):
     widget: str
     question: str
+    mode: str
     step: int | None
     round: int | None
     legend: str
@@ -47,10 +48,10 @@ class Counted(msgspec.Struct):
 
     @property
     def key(self) -> Key:
-        return (self.widget, self.question, self.round, self.step)
+        return (self.widget, self.question, self.mode, self.round, self.step)
 
     def contract(self) -> dict[str, Any]:
-        """The entry of answers.json: exactly the fields DESIGN.md gives."""
+        """The entry of answers.json: exactly the fields DESIGN.md gives (`across_modes` counts it)."""
         return {"widget": self.widget, "question": self.question, "step": self.step, "round": self.round,
                 "legend": self.legend, "answered": self.answered,
                 "answers": [{"value": c.value, "count": c.count, "right": c.right} for c in self.answers]}
@@ -67,7 +68,7 @@ def group(given: Sequence[Given], learners: Sequence[str]) -> dict[Key, list[Giv
     for answer in given:
         if answer.learner in members:
             step = answer.step if answer.round is not None else None
-            found.setdefault((answer.widget, answer.question, answer.round, step), []).append(answer)
+            found.setdefault((answer.widget, answer.question, answer.mode, answer.round, step), []).append(answer)
     return found
 
 
@@ -79,8 +80,8 @@ def count(key: Key, answers: Sequence[Given], learners: Sequence[str], legend: s
     notes = Counter(a.feedback for a in answers
                     if wrong is not None and not a.right and _same(a.value) == _same(wrong.value) and a.feedback)
     who = {a.learner for a in answers}
-    widget, question, round_, step = key
-    return Counted(widget, question, step, round_, legend, len(who), counts,
+    widget, question, mode, round_, step = key
+    return Counted(widget, question, mode, step, round_, legend, len(who), counts,
                    [learner for learner in learners if learner not in who], wrong,
                    notes.most_common(1)[0][0] if notes else "")
 
@@ -101,13 +102,20 @@ def moved(first: Counted, second: Counted, answers: Mapping[Key, Sequence[Given]
     second.changed, second.now_right = len(changed), sum(a.right for a in changed)
 
 
+def across_modes(given: Sequence[Given]) -> list[Given]:
+    """The answers as answers.json counts them: one entry per question, round and step, whatever
+    the mode, so each learner's answer in each mode is there (a together-mode answer beside the
+    own-sandbox one it no longer replaces) within DESIGN.md's fields, which name no mode."""
+    return [msgspec.structs.replace(g, mode="any") for g in given]
+
+
 def counted(given: Sequence[Given], learners: Sequence[str],
             legends: Mapping[tuple[str, str], str]) -> list[Counted]:
     """Every question the class has met, counted per round, in the order met."""
     groups = group(given, learners)
     found = {key: count(key, answers, learners, legends.get(key[:2], key[1])) for key, answers in groups.items()}
-    for (widget, question, round_, step), second in found.items():
-        first = found.get((widget, question, 1, step))
+    for (widget, question, mode, round_, step), second in found.items():
+        first = found.get((widget, question, mode, 1, step))
         if round_ == 2 and first is not None:
             moved(first, second, groups)
     return list(found.values())

@@ -1,46 +1,69 @@
-"""Who has a page open, and which: kept in the visitor's activity record.
+"""Who has a page open, and which: one entry per open stream in the visitor's activity record.
 
-A page's stream counts itself in (`streams`, `page`, `online_until`) when it
-opens and out when it ends: no beat per visitor. `online_until` outlives the
-count of a worker killed mid-stream.
+Each stream writes `p:<stream>` = `<until>|<page>` when it opens and again on
+every beat (`beat_every`), and removes it when it ends. An entry counts only
+until its time: a stream a killed site left behind stops counting within
+`lasts` seconds (under a minute), and the next entry written sweeps it away.
+No count goes up and down, so none can be left behind.
 """
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
 import anyio
 
+from server.emq.script import Script
 from server.emq.wire import Conn
 from server.sandboxes.keys import meta_key
 
+PRESENCE = Script.from_file(Path(__file__).resolve().parent / "scripts" / "presence.lua")
+PREFIX = "p:"
 
-async def arrive(conn: Conn, visitor: str, page: str | None, lasts: int, ttl: int) -> None:
-    """Shielded, as `leave` is: a page left while its stream opens (a class's learner
-    sent on from the room page) cancelled the stream after Valkey counted it in and
-    before its `leave` was armed, and the visitor stayed online on that page for ever."""
-    key = meta_key(visitor)
+
+def beat_every(lasts: int) -> float:
+    """Three beats to an entry's life: one late beat never drops a page that is open."""
+    return max(1.0, lasts / 3)
+
+
+def new_stream() -> str:
+    return PREFIX + secrets.token_hex(6)
+
+
+async def here(conn: Conn, visitor: str, stream: str, page: str | None, lasts: int, ttl: int) -> None:
+    """The stream is open (its first write, and each beat). Shielded, as `leave` is: a page
+    left while its stream opens (a class's learner sent on from the room page) would cancel
+    the write halfway."""
+    now = int(time.time())
     with anyio.CancelScope(shield=True):
-        async with conn.pipeline(transaction=False) as pipe:
-            pipe.hincrby(key, "streams", 1)
-            pipe.hset(key, mapping={"online_until": int(time.time()) + lasts, "page": page or ""})
-            pipe.expire(key, ttl)
-            await pipe.execute()
+        await PRESENCE.run(conn, [meta_key(visitor)], [stream, f"{now + lasts}|{page or ''}", now, ttl])
 
 
-async def leave(conn: Conn, visitor: str) -> None:
-    """Shielded: a stream ends mostly by being cancelled, which would stop the writes."""
-    key = meta_key(visitor)
+async def leave(conn: Conn, visitor: str, stream: str) -> None:
+    """Shielded: a stream ends mostly by being cancelled, which would stop the write."""
     with anyio.CancelScope(shield=True):
-        if int(await conn.hincrby(key, "streams", -1)) <= 0:
-            await conn.hset(key, mapping={"streams": 0, "page": ""})
+        await conn.hdel(meta_key(visitor), stream)
+
+
+def _entries(meta: Mapping[str, str], now: float) -> list[tuple[int, str]]:
+    """(until, page) of each entry still counting, the latest first."""
+    found = []
+    for field, value in meta.items():
+        if field.startswith(PREFIX):
+            until, _, page = value.partition("|")
+            if until.isdecimal() and int(until) > now:
+                found.append((int(until), page))
+    return sorted(found, reverse=True)
 
 
 def online(meta: Mapping[str, str]) -> bool:
-    streams, until = meta.get("streams", "0"), meta.get("online_until", "0")
-    return streams.lstrip("-").isdecimal() and int(streams) > 0 and until.isdecimal() and int(until) > time.time()
+    return bool(_entries(meta, time.time()))
 
 
 def page(meta: Mapping[str, str]) -> str | None:
-    return (meta.get("page") or None) if online(meta) else None
+    """The page of the stream heard from last (None: no page open)."""
+    found = _entries(meta, time.time())
+    return (found[0][1] or None) if found else None

@@ -45,6 +45,12 @@ class Ask:
     round: int = 1
     revealed: bool = False
 
+    def veils(self, mode: str) -> bool:
+        """Whether a learner's verdict on this question is kept from them for now: in own
+        sandboxes each presses their own button, and until Reveal a second round must come
+        before anyone has seen the answer (demo and together judge only at the press)."""
+        return mode == "own" and not self.revealed
+
 
 def _ask(raw: str) -> Ask | None:
     with suppress(TypeError, ValueError):  # not an Ask we wrote: none

@@ -65,16 +65,22 @@ def exercises_of(fields: Mapping[str, str]) -> tuple[dict[str, tuple[int, int]],
     return dict(sorted(best.items())), {k: dict(sorted(v.items())) for k, v in sorted(checks.items())}
 
 
-def stuck(meta: Mapping[str, str], records: Sequence[WidgetProgress], runs: Mapping[str, int], now: float) -> str:
-    """Why a learner may need a hand ("" when not): wrong answers in a row, or idle on an unfinished widget."""
+def stuck(meta: Mapping[str, str], records: Sequence[WidgetProgress], runs: Mapping[str, int], now: float,
+          joined: float = 0.0) -> str:
+    """Why a learner may need a hand ("" when not): wrong answers in a row, or idle on an unfinished
+    widget. Idle counts from their last action in this class: one from before they joined (another
+    class, their own study) is no sign of being stuck here."""
     for widget, run in sorted(runs.items()):
         if run >= STUCK_WRONG:
             return f"{run} wrong answers in a row on {widget}"
     seen, last = _seen(meta), meta.get("widget")
+    since = max(seen or 0.0, joined)
     record = next((r for r in records if r.widget == last), None)
-    if presence.online(meta) and seen is not None and now - seen >= STUCK_IDLE and record and not record.done:
-        return (f"no action for {int(now - seen) // 60} min on {last}, "
-                f"{len(record.reached)} of {len(record.steps)} steps")
+    if presence.online(meta) and since and now - since >= STUCK_IDLE and record and not record.done:
+        steps, minutes = f"{len(record.reached)} of {len(record.steps)} steps", int(now - since) // 60
+        if seen is None or seen < joined:
+            return f"no action since joining {minutes} min ago; {last} {steps}"
+        return f"no action for {minutes} min on {last}, {steps}"
     return ""
 
 
@@ -86,7 +92,7 @@ def learner(sandbox: str, meta: Mapping[str, str], made: Mapping[str, str], join
     return Learner(id=sandbox, name=meta.get("name") or "(no name)", page=presence.page(meta),
                    widget=meta.get("widget") or None, online=presence.online(meta), last_seen=_seen(meta),
                    joined=joined, records=records, exercises=best, checks=checks,
-                   stuck=stuck(meta, records, runs, now))
+                   stuck=stuck(meta, records, runs, now, joined))
 
 
 async def read(conn: Conn, code: str, tours: Tours,

@@ -23,7 +23,9 @@ from server.web import rates, sessions
 INSTRUCTOR_COOKIE = "emqlab_instructor"
 DEMO_REFUSAL = "demo mode: only the instructor acts in this class; you are watching the instructor's sandbox"
 WATCH_REFUSAL = "you are watching a learner's sandbox, read-only: stop watching to act"
-ROOM_DOWN = "Valkey is unreachable right now, so your class cannot be looked up; the page recovers when it returns."
+# Said to anyone whose browser holds a class's cookie, in a class or not (it may have closed): no "your class"
+ROOM_DOWN = ("Valkey is unreachable right now, so the site cannot check the class this browser joined "
+             "(it may have closed); the page recovers when Valkey returns.")
 
 
 class Refused(Exception):

@@ -133,7 +133,8 @@ class EnqueueStepper(Widget):
         parent, children = job(view, PARENT), [job(view, c) for c in (CHILDREN[0], second)]
         held = contents(view, children, parent)
         if at.refused:
-            after = held if view.count else f"nothing was written, {held}"  # held: "…holds no key" here
+            # the stepper empties its queue before every run: say so, not that nothing changed
+            after = held if view.count else f"the queue was emptied for the run and the script wrote nothing, {held}"
             readout = f"Refused in move {at.refused_at} ({title(at.refused_at)}) with {at.refused}: {after}."
         elif at.move == 0:
             readout = f"Before move 1: {held}."
@@ -183,7 +184,8 @@ class EnqueueStepper(Widget):
 
     @staticmethod
     def refusal(ran: Ran) -> Outcome:
-        return Outcome(text=f"enqueue_flow refused in move {ran.at} ({title(ran.at)}): {ran.error}.",
+        return Outcome(text=f"The queue was emptied and enqueue_flow ran from its top: it refused in move {ran.at} "
+                            f"({title(ran.at)}) with {ran.error}, before writing a key.",
                        kind="refused", reached=("refused",), detail={"error": ran.error, "refused_at": ran.at})
 
     @action("next", "Next move")

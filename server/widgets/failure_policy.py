@@ -71,6 +71,16 @@ class FailurePolicy(Widget):
     def child_pending(self, now: Moment, before: Moment) -> Value:
         return any(c in now.view(ff.HOME).members("pending") for c in ff.CHILDREN)
 
+    @reading("next-child")
+    def next_child(self, now: Moment, before: Moment) -> Value:
+        """The child a press claims next (the head of pending), with its row's token: in a mixed
+        flow each child dies under its own policy, so a question about "this child" names it."""
+        view = now.view(ff.HOME)
+        head = next(iter(view.members("pending")), None)
+        if head not in ff.CHILDREN:
+            return "the next child"
+        return f"{head} (parent_policy {view.fields(head).get('parent_policy') or 'unset'})"
+
     @reading("parent-held-child-pending")
     def parent_held_child_pending(self, now: Moment, before: Moment) -> Value:
         return bool(self.child_pending(now, now)) and self.parent_fate(now, now) == "held"

@@ -80,7 +80,8 @@ class FanIn(Widget):
             waiting = [c for c in CHILDREN if c in view.members("pending") or c in view.members("active")]
             if not waiting and parent.dependencies is None:
                 return "No flow in this queue: press Reset to land it again."
-            return (f"The parent's row is gone, yet {flow.plural(len(waiting), 'child', 'children')} still wait "
+            verb = "waits" if len(waiting) == 1 else "wait"
+            return (f"The parent's row is gone, yet {flow.plural(len(waiting), 'child', 'children')} still {verb} "
                     f"and {reading_.counter()}: completions count down a counter nothing will release. "
                     "Press Reset.")
         line = f"{reading_.tally()} → {reading_.counter()}; {parent.fate()}"
@@ -91,6 +92,19 @@ class FanIn(Widget):
     dependencies = base.parent_reading("dependencies", PARENT)
     children_outstanding = base.parent_reading("children-outstanding", PARENT)
     parent_fate = base.parent_reading("parent-fate", PARENT)
+
+    @reading("child-to-complete")
+    def child_to_complete(self, now: Moment, before: Moment) -> Value:
+        """The parent waits and a child is there for Complete child to take (claimed, or in
+        pending): with none left, the press changes nothing and asks nothing."""
+        view = now.first
+        there = any(c in view.members("active") or c in view.members("pending") for c in CHILDREN)
+        return bool(self.children_outstanding(now, before)) and there
+
+    @reading("child-claimed")
+    def child_claimed(self, now: Moment, before: Moment) -> Value:
+        """The parent waits and a child is in active: a stale completion has a claim to be refused on."""
+        return bool(self.children_outstanding(now, before)) and bool(now.first.members("active"))
 
     @reading("completion-to-redeliver")
     def completion_to_redeliver(self, now: Moment, before: Moment) -> Value:

@@ -29,12 +29,19 @@ class Question(msgspec.Struct, frozen=True):
     says: str  # the fact in words; "{value}" is what Valkey holds
     answer: Literal["number", "choice"] = "number"
     when: str | None = None
+    # a reading naming what the question is about now (the child the action takes):
+    # the legend's "{subject}" is filled with it, so a mixed flow's question says which child
+    subject: str | None = None
     choices: tuple[tuple[str, str], ...] = ()  # (value, label)
     feedback: tuple[Feedback, ...] = ()
 
     def words(self, value: object) -> str:
         """A value as the learner reads it: a choice by its label."""
         return dict(self.choices).get(str(value), "nothing" if value is None else str(value))
+
+    def general(self) -> str:
+        """The legend as the class page and answers.json list it: for no moment in particular."""
+        return self.legend.replace("{subject}", "the next child")
 
     def as_json(self) -> dict[str, Any]:
         """What a snapshot carries: the question, never its answer."""
@@ -50,6 +57,7 @@ class Verdict(msgspec.Struct, frozen=True):
     right: bool
     text: str
     feedback: str = ""
+    hidden: bool = False  # an asked question's verdict kept from the learner until Reveal
 
 
 class BadQuestion(ValueError):
@@ -65,11 +73,14 @@ def bind(widget: Widget, spec: Mapping[str, Any]) -> Question:
     known = ", ".join(sorted(widget.readings))
     if question.action not in widget.actions:
         raise BadQuestion(f"question {question.id!r}: widget {widget.name!r} has no action {question.action!r}")
-    for name in (question.reading, question.when):
+    for name in (question.reading, question.when, question.subject):
         if name is not None and name not in widget.readings:
             raise BadQuestion(f"question {question.id!r}: no reading {name!r} on {widget.name!r} (known: {known})")
     if not question.legend.startswith("Predict"):
         raise BadQuestion(f"question {question.id!r}: a legend starts with 'Predict'")
+    if ("{subject}" in question.legend) != (question.subject is not None):
+        raise BadQuestion(f"question {question.id!r}: a legend holds {{subject}} when, and only when, "
+                          "the question names a subject reading")
     if (question.answer == "choice") != bool(question.choices):
         raise BadQuestion(f"question {question.id!r}: choices go with answer: choice, and only with it")
     return question
@@ -77,13 +88,47 @@ def bind(widget: Widget, spec: Mapping[str, Any]) -> Question:
 
 def offered(widget: Widget, questions: Sequence[Question], moment: Moment) -> list[Question]:
     """The questions open now, one per action: for each action, the first
-    declared whose `when` holds on these keys (every page asks the same)."""
+    declared whose `when` holds on these keys (every page asks the same), its
+    legend naming its subject as these keys have it."""
     found: dict[str, Question] = {}
     for question in questions:
         if question.action not in found and (
                 question.when is None or widget.measure(question.when, moment, moment)):
-            found[question.action] = question
+            found[question.action] = _named(widget, question, moment)
     return list(found.values())
+
+
+def fits(question: Question, legend: str) -> bool:
+    """Whether `legend` is this question's, its subject named (a recorded trace's legend)."""
+    head, _, tail = question.legend.partition("{subject}")
+    if question.subject is None:
+        return legend == question.legend
+    return legend.startswith(head) and legend.endswith(tail) and len(legend) > len(head) + len(tail)
+
+
+def _named(widget: Widget, question: Question, moment: Moment) -> Question:
+    if question.subject is None:
+        return question
+    subject = widget.measure(question.subject, moment, moment)
+    return msgspec.structs.replace(question, legend=question.legend.replace("{subject}", str(subject)))
+
+
+def ran(kind: str) -> bool:
+    """Whether a press (its outcome's `kind`) did something a question can be judged on. An `info` outcome is a
+    press that found nothing to act on (no child left, nothing claimed): its answer is
+    neither judged nor counted, in the learner's progress or in the class's answers."""
+    return kind != "info"
+
+
+UNJUDGED = " Your prediction was not judged: this press changed nothing."
+VEILED = "Your answer {answer} is in; its verdict shows when your instructor reveals the class's answers."
+
+
+def veiled(verdict: Verdict, question: Question) -> Verdict:
+    """An asked question's verdict as the learner sees it before Reveal (own sandboxes): their
+    answer, not whether Valkey bore it out, so the second round comes before the answer."""
+    return Verdict(verdict.question, verdict.legend, verdict.answer, None, False,
+                   VEILED.format(answer=question.words(verdict.answer)), hidden=True)
 
 
 def judge(widget: Widget, question: Question, answer: object, now: Moment, before: Moment) -> Verdict:

@@ -73,6 +73,15 @@ class ResultsReader(Widget):
     children_outstanding = base.parent_reading("children-outstanding", PARENT)
     parent_fate = base.parent_reading("parent-fate", PARENT)
 
+    @reading("child-to-fail")
+    def child_to_fail(self, now: Moment, before: Moment) -> Value:
+        """The parent waits and a child is there for the press to take: with none, nothing would run."""
+        view = now.first
+        pending = view.members("pending")
+        there = any(c in CHILDREN and view.row(c) is not None for c in view.members("active")) or (
+            bool(pending) and pending[0] in CHILDREN)
+        return bool(self.children_outstanding(now, before)) and there
+
     @reading("read-dependencies")
     def read_dependencies(self, now: Moment, before: Moment) -> Value:
         read = now.kept("read")

@@ -90,30 +90,36 @@ async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, adm
         question = _question(lab, widget, slug, body, before) if problem is None else None
         outcome = await action.fn(widget, held, body)
         verdict = None
-        if question is not None and body.predict is not None:
+        if body.predict is not None and not questions.ran(outcome.kind):
+            # the press found nothing to act on (a page still showing the question): not judged, not counted
+            outcome = msgspec.structs.replace(outcome, text=outcome.text + questions.UNJUDGED)
+        elif question is not None and body.predict is not None:
             verdict = questions.judge(widget, question, body.predict.answer, await held.read(), before)
         held.remember(landed="1")  # the scenario stands whole again (an action may have cleared it)
     except BaseException:
         await held.release()
         raise
-    record = _record(widget, actor, slug, outcome, verdict)
+    asked = actor.ask if verdict and actor.ask and actor.ask[:2] == (widget.name, verdict.question) else None
+    # an asked question's verdict waits for Reveal (own sandboxes): the page and the record say only
+    # that the answer is in; it is counted in the learner's progress at Reveal
+    shown = questions.veiled(verdict, question) if verdict and question and asked and actor.veiled else verdict
+    record = _record(widget, actor, slug, outcome, shown)
     step = progress.Step(widget.name, outcome.reached if slug != "goto" else (),
-                         verdict.right if verdict else None, verdict.text if verdict else "")
+                         shown.right if shown and not shown.hidden else None, shown.text if shown else "")
     now_ms = int(time.time() * 1000)
     calls: list[Call | tuple[Any, ...]] = [admission.touch_call(actor.sandbox, now_ms)]
     if actor.records:
         calls.insert(0, progress.record_call(actor.visitor, step, lab.ttl, now_ms))
     if verdict is not None and actor.room:
-        asked = actor.ask if actor.ask and actor.ask[:2] == (widget.name, verdict.question) else None
         calls.append(answers.answer_command(actor.room, actor.visitor, widget.name, verdict.question,
                                             verdict.answer, verdict.right,
                                             asked[3] if asked else None, asked[2] if asked else None,
-                                            feedback=verdict.feedback))
+                                            feedback=verdict.feedback, mode=actor.mode, text=verdict.text))
     ver, replies = await held.finish(json.dumps(record), calls)
     recorded = actor.records and replies and not isinstance(replies[0], Exception)
     fields = progress.fields_of(replies[0]) if recorded else {}
     mine = progress.of_widget(fields, widget.name, [s.id for s in widget.tour])
-    return Acted(record, int(ver), mine, verdict)
+    return Acted(record, int(ver), mine, shown)
 
 
 def _question(lab: Lab, widget: Widget, slug: str, body: Body, before: Any) -> questions.Question | None:

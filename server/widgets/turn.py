@@ -57,6 +57,9 @@ class Actor:
     room: str | None = None
     # the question the class was asked, as (widget, question, step, round): its answers count in that round
     ask: tuple[str, str, int, int] | None = None
+    # the asked question's verdict is kept from the learner until Reveal (own sandboxes)
+    veiled: bool = False
+    mode: str = "own"  # the class's mode when the answer was given: answers of each mode are kept apart
     # False on the learner's behalf (an instructor's reset): their record and activity stay as they were
     records: bool = True
 

@@ -87,7 +87,7 @@ def test_a_non_job_id_is_refused_with_emqkind_and_the_choice_outlives_reset(
     for widget in (a, b):
         expect(widget.locator('[data-role="readout"]')).to_have_text(
             "Refused in move 1 (gate every id) with EMQKIND job id must be JOB-namespaced: "
-            "nothing was written, the stepper's queue holds no key.")
+            "the queue was emptied for the run and the script wrote nothing, the stepper's queue holds no key.")
         expect(widget.locator('[data-role="keys"]')).to_contain_text("no keys")
     expect(b.locator('[data-role="outcome"]')).to_contain_text("EMQKIND job id must be JOB-namespaced")
     queue = queue_of(site, a)

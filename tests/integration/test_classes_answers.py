@@ -102,9 +102,12 @@ def test_ask_the_class_rebuilds_every_learner_widget_at_the_step_and_counts_two_
     predict(linus, 2)
     [first] = answers_json(instructor, code)["questions"]
     assert (first["step"], first["round"], first["answered"]) == (0, 1, 3)
-    assert linus.get("/room/ask").json()["ask"]["mine"] == "Your answer: 2 — Right."
+    # own sandboxes: until Reveal a learner sees that their answer is in, never whether it was right
+    assert linus.get("/room/ask").json()["ask"]["mine"] == (
+        "Your answer: 2 — it is in; its verdict shows when your instructor reveals.")
     assert instructor.post(f"/instructor/rooms/{code}/reveal", json={}).status_code == 200
     shown = linus.get("/room/ask").json()["ask"]
+    assert shown["mine"] == "Your answer: 2 — Right: Valkey holds :dependencies = 2."
     assert shown["counts"] == [{"value": "2", "count": "2 learners", "mark": "right"},
                                {"value": "3", "count": "1 learner", "mark": "not quite"}]
     assert instructor.post(f"/instructor/rooms/{code}/second-round", json={}).status_code == 200

@@ -201,6 +201,7 @@ def test_a_learner_is_marked_stuck_after_three_wrong_answers_or_idle_with_a_page
     predict(grace, 2)
     sandbox = own_sandbox(clean, code, "Grace")
     clean.redis().hset(f"lab:{{{sandbox}}}:meta", "seen", int((time.time() - 400) * 1000))  # her last action
+    clean.redis().zadd(f"lab:room:{code}:learners", {sandbox: int((time.time() - 500) * 1000)})  # she joined before
     with grace.stream("GET", "/api/stream?widgets=fanin", headers={"Referer": clean.url + DIVE}, timeout=15) as got:
         held = Events(got)
         held.until("snapshot")

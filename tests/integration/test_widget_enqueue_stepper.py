@@ -68,7 +68,7 @@ async def assert_readout_is_true(conn: Any, sandbox: str = SANDBOX) -> str:
                 assert child in readout and f"state {state}" in readout, readout
     if at["refused"]:
         assert readout.startswith(f"Refused in move {at['refused_at']}") and at["refused"] in readout
-        assert ("nothing was written" in readout) == (count == 0)
+        assert ("the script wrote nothing" in readout) == (count == 0)
     elif at["move"] in ("", "0"):
         assert readout.startswith("Before move 1")
     else:
@@ -135,12 +135,13 @@ async def test_a_non_job_child_is_refused_at_the_gate_with_nothing_written(stepp
     assert "'child2', not JOB-prefixed" in chosen.outcome["text"]
     refused = await act(stepper, NAME, "next")
     assert refused.outcome["kind"] == "refused" and refused.outcome["detail"]["refused_at"] == 1
-    assert refused.outcome["text"] == ("enqueue_flow refused in move 1 (gate every id): "
-                                       "EMQKIND job id must be JOB-namespaced.")
+    assert refused.outcome["text"] == ("The queue was emptied and enqueue_flow ran from its top: it refused in move "
+                                       "1 (gate every id) with EMQKIND job id must be JOB-namespaced, before "
+                                       "writing a key.")
     assert await keys_of(stepper) == {}
     assert await place(stepper) == {"move": "0", "non_job": "1", "refused": "EMQKIND job id must be JOB-namespaced",
                                      "refused_at": "1"}
-    assert "nothing was written" in await assert_readout_is_true(stepper)
+    assert "emptied for the run and the script wrote nothing" in await assert_readout_is_true(stepper)
     again = await act(stepper, NAME, "next")
     assert again.outcome["kind"] == "info" and await keys_of(stepper) == {}
     # the whole script refuses too, and the probe of its prefixes finds the gate

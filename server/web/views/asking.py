@@ -10,6 +10,7 @@ presses once for the class (`press`) and every vote is judged.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,7 +21,7 @@ from starlette.routing import BaseRoute, Route
 
 from server.emq.script import Call, execute
 from server.live import events
-from server.sandboxes import answers, learners, rooms
+from server.sandboxes import answers, learners, progress, rooms
 from server.web import bodies, guards
 from server.web.views.class_state import the_room
 from server.web.views.instructor import plural
@@ -67,10 +68,11 @@ def askable(catalog: Catalog) -> list[Askable]:
         for step, entry in enumerate(widget.tour):
             row = trace.rows[start] if start < len(trace.rows) else None
             slug = entry.replay[0][0] if entry.replay else ""
-            question = next((q for q in declared if row and q.legend == row.question and q.action == slug), None)
-            if question is not None:
+            question = next((q for q in declared if row and questions.fits(q, row.question) and q.action == slug),
+                            None)
+            if question is not None and row is not None:
                 label = widget.tour[step - 1].label if step else "the scenario as it lands"
-                found.append(Askable(name, question.id, question.legend, step, label, slug, widget.label(slug)))
+                found.append(Askable(name, question.id, row.question, step, label, slug, widget.label(slug)))
             start += len(entry.replay)
     return found
 
@@ -158,10 +160,29 @@ async def second_round(request: Request) -> Response:
 async def reveal(request: Request) -> Response:
     room = await the_room(request)
     found, ask = current(request, room)
-    await rooms.set_ask(request.app.state.conn, room.code, replace(ask, revealed=True),
-                        request.app.state.settings.room_ttl)
+    conn = request.app.state.conn
+    await rooms.set_ask(conn, room.code, replace(ask, revealed=True), request.app.state.settings.room_ttl)
+    if ask.veils(room.mode):
+        await count_veiled(request, room, ask)
     await announce(request, room, {"action": "reveal", "widget": found.widget})
     return done(request, f"Revealed to class {room.code}: how the class answered {found.legend}", room=room)
+
+
+async def count_veiled(request: Request, room: rooms.Room, ask: rooms.Ask) -> None:
+    """The verdicts own sandboxes kept until Reveal, counted now in each learner's progress
+    (the press counted none of them: no one had seen whether they were right)."""
+    conn, lab = request.app.state.conn, request.app.state.lab
+    given, _ = await answers.read(conn, room.code)
+    now_ms = int(time.time() * 1000)
+    calls: list[Call] = [
+        progress.record_call(g.learner, progress.Step(g.widget, right=g.right, verdict=g.text), lab.ttl, now_ms)
+        for g in given if g.mode == room.mode and g.round == ask.round
+        and (g.widget, g.question, g.step) == (ask.widget, ask.question, ask.step)]
+    if calls:
+        async with conn.pipeline(transaction=False) as pipe:
+            for script, keys, args in calls:
+                script.queue(pipe, keys, args)
+            await execute(conn, pipe, calls)
 
 
 @instructor_only
@@ -191,13 +212,17 @@ async def press(request: Request) -> Response:
     action = widget.actions[found.action]
     actor = Actor(sandbox, sandbox, by="instructor", records=room.mode == "demo")  # a demo's host is the instructor
     acted = await runner.act(lab, widget, actor, found.action, msgspec.convert({}, action.body))
+    if not questions.ran(str(acted.outcome.get("kind"))):  # a press that did nothing judges no vote
+        return done(request, f"Pressed {action.label} for class {room.code}: {acted.outcome['text']} "
+                             "Nothing ran, so no vote was judged; the votes stay in.", room=room)
     now = await turn.read(conn, widget, sandbox)
     votes = await answers.votes(conn, room.code, ask.round)
     calls: list[Call] = []
     for learner, value in votes.items():
         verdict = questions.judge(widget, question, value, now, before)
         calls.append(answers.answer_command(room.code, learner, widget.name, question.id, verdict.answer,
-                                            verdict.right, ask.round, found.step, feedback=verdict.feedback))
+                                            verdict.right, ask.round, found.step, feedback=verdict.feedback,
+                                            mode=room.mode, text=verdict.text))
     async with conn.pipeline(transaction=False) as pipe:  # no vote: nothing to send, no round trip
         for script, keys, args in calls:
             script.queue(pipe, keys, args)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.requests import Request
@@ -19,7 +19,7 @@ from starlette.responses import Response
 
 from server.sandboxes import answers, insight, kept, rooms, roster
 from server.sandboxes.insight import Counted
-from server.sandboxes.rooms import Ask, Room
+from server.sandboxes.rooms import Room
 from server.web import guards
 from server.web.answer import dumps
 from server.web.views.instructor import ago, plural
@@ -27,12 +27,15 @@ from server.web.views.replies import instructor_only
 from server.widgets.questions import Question
 from server.widgets.snapshot import Catalog
 
+MODE_SHORT = {"own": "in own sandboxes", "demo": "in a demo", "together": "working together"}
+
 
 @dataclass(frozen=True)
 class ClassState:
     room: Room
     learners: list[roster.Learner]
     counted: list[Counted]
+    given: list[answers.Given] = field(default_factory=list)  # every answer, for results.csv
 
 
 async def the_room(request: Request) -> Room:
@@ -57,15 +60,21 @@ async def read(request: Request, room: Room) -> ClassState:
     conn, catalog = request.app.state.conn, request.app.state.catalog
     given, runs = await answers.read(conn, room.code)
     learners = await roster.read(conn, room.code, tours(catalog), runs)
-    legends = {(q.widget, q.id): q.legend for qs in catalog.questions.values() for q in qs}
-    return ClassState(room, learners, insight.counted(given, [row.id for row in learners], legends))
+    counted = insight.counted(given, [row.id for row in learners], legends_of(catalog))
+    return ClassState(room, learners, counted, given)
 
 
-def revealed(counted: Counted, ask: Ask | None) -> bool:
+def legends_of(catalog: Catalog) -> dict[tuple[str, str], str]:
+    return {(q.widget, q.id): q.general() for qs in catalog.questions.values() for q in qs}
+
+
+def revealed(counted: Counted, room: Room) -> bool:
     """Met on their own (each saw their verdict): at once. Asked: once revealed, or the class moved on."""
+    ask = room.ask
     if counted.round is None:
         return True
-    if ask is None or (ask.widget, ask.question, ask.step) != (counted.widget, counted.question, counted.step):
+    if ask is None or (ask.widget, ask.question, ask.step, room.mode) != (
+            counted.widget, counted.question, counted.step, counted.mode):
         return True
     return ask.revealed and counted.round <= ask.round
 
@@ -94,14 +103,15 @@ def answers_view(request: Request, state: ClassState, projector: bool = False) -
     for counted in state.counted:
         question = question_of(catalog, counted.widget, counted.question)
         words = question.words if question else str
-        open_ = revealed(counted, state.room.ask)
+        open_ = revealed(counted, state.room)
         where = ("met on their own" if counted.round is None else
                  f"asked the class at {step_words(catalog, counted.widget, counted.step)}, round {counted.round}")
+        where += f" ({MODE_SHORT.get(counted.mode, counted.mode)})"
         missing = [names[m] for m in counted.missing if m in names]
         wrong = counted.common_wrong if open_ else None
         moved = [{"value": words(m.value), "first": m.first, "second": m.second} for m in counted.moved]
         shown.append({
-            "key": f"{counted.widget}|{counted.question}|{counted.round or '-'}|{counted.step}",
+            "key": f"{counted.widget}|{counted.question}|{counted.mode}|{counted.round or '-'}|{counted.step}",
             "legend": counted.legend, "widget": counted.widget, "where": where, "revealed": open_,
             "answered": f"{counted.answered} answered",
             "waiting": (f"{len(missing)} not yet" + ("" if projector or not missing else ": " + ", ".join(missing))),
@@ -136,25 +146,57 @@ def pages_of(request: Request, row: roster.Learner) -> list[str]:
     return [d.path for d in request.app.state.course.dives if worked & set(d.widgets)]
 
 
+def answer_columns(given: list[answers.Given]) -> list[tuple[str, str, str, int | None, int | None]]:
+    """One column per question, mode, round and step the class answered, in the order first met."""
+    found: dict[tuple[str, str, str, int | None, int | None], None] = {}
+    for g in given:
+        found.setdefault((g.widget, g.question, g.mode, g.round, g.step if g.round is not None else None))
+    return list(found)
+
+
+def column_title(column: tuple[str, str, str, int | None, int | None]) -> str:
+    widget, question, mode, round_, step = column
+    asked = f", asked at step {step}, round {round_}" if round_ is not None else ""
+    return f"{widget} {question} ({mode}{asked})"
+
+
 def csv_text(request: Request, state: ClassState) -> str:
+    """One row per learner: their progress, then every answer they gave in the class (each
+    mode, round and step a column of its own: `value (right)` or `value (not quite)`)."""
     widgets = list(request.app.state.catalog.widgets)
     exercises = sorted({name for row in state.learners for name in row.exercises})
+    ids = {row.id for row in state.learners}
+    columns = answer_columns([g for g in state.given if g.learner in ids])
+    mine: dict[tuple[str, tuple[str, str, str, int | None, int | None]], answers.Given] = {
+        (g.learner, (g.widget, g.question, g.mode, g.round, g.step if g.round is not None else None)): g
+        for g in state.given}
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(["name", "joined", "pages", *(f"{w} steps" for w in widgets), "predictions asked",
-                     "predictions right", *(f"{e} checks passed" for e in exercises), "last seen"])
+                     "predictions right", "class answers", "class answers right",
+                     *(f"{e} checks passed" for e in exercises), *map(column_title, columns), "last seen"])
     for row in state.learners:
         reached = {r.widget: len(r.reached) for r in row.records}
+        given = [mine[(row.id, c)] for c in columns if (row.id, c) in mine]
         writer.writerow([cell(row.name), when(row.joined), " ".join(pages_of(request, row)),
                          *(reached.get(w, 0) for w in widgets),
                          sum(r.asked for r in row.records), sum(r.right for r in row.records),
+                         len(given), sum(g.right for g in given),
                          *(row.exercises[e][0] if e in row.exercises else "" for e in exercises),
-                         when(row.last_seen)])
+                         *(answer_cell(mine.get((row.id, c))) for c in columns), when(row.last_seen)])
     return out.getvalue()
 
 
-def answers_text(state: ClassState) -> str:
-    return dumps({"code": state.room.code, "questions": [c.contract() for c in state.counted]}).decode()
+def answer_cell(given: answers.Given | None) -> str:
+    if given is None:
+        return ""
+    return cell(f"{given.value} ({'right' if given.right else 'not quite'})")
+
+
+def answers_text(request: Request, state: ClassState) -> str:
+    every = insight.counted(insight.across_modes(state.given), [row.id for row in state.learners],
+                            legends_of(request.app.state.catalog))
+    return dumps({"code": state.room.code, "questions": [c.contract() for c in every]}).decode()
 
 
 async def texts(request: Request) -> tuple[str, str, str]:
@@ -162,7 +204,7 @@ async def texts(request: Request) -> tuple[str, str, str]:
     code = rooms.normalize_code(request.path_params["code"])
     if (room := await rooms.get(request.app.state.conn, code)) is not None:
         state = await read(request, room)
-        return code, csv_text(request, state), answers_text(state)
+        return code, csv_text(request, state), answers_text(request, state)
     found = await kept.find(request.app.state.conn, code)
     if found is None:
         days = request.app.state.settings.results_days
@@ -173,8 +215,8 @@ async def texts(request: Request) -> tuple[str, str, str]:
 
 async def keep(request: Request, room: rooms.Room) -> None:
     state = await read(request, room)
-    await kept.keep(request.app.state.conn, room.code, room.name, csv_text(request, state), answers_text(state),
-                    request.app.state.settings.results_days)
+    await kept.keep(request.app.state.conn, room.code, room.name, csv_text(request, state),
+                    answers_text(request, state), request.app.state.settings.results_days)
 
 
 @instructor_only

@@ -96,8 +96,11 @@ async def page(request: Request) -> Response:
 
 @instructor_only
 async def signed_in_page(request: Request) -> Response:
-    return render(request, "instructor.html", page_context(request, signed_in=True,
-                                                           overview=await overview_data(request)))
+    overview = await overview_data(request)
+    context = page_context(request, signed_in=True, overview=overview)
+    if context["my_room"] not in {room["code"] for room in overview["rooms"]}:
+        context["my_room"] = None  # the cookie outlives its class: a closed class is no class to be in
+    return render(request, "instructor.html", context)
 
 
 async def sign_in(request: Request) -> Response:

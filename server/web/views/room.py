@@ -6,6 +6,7 @@ counted before the code is looked up. An asked question's distribution reaches l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
@@ -129,8 +130,8 @@ async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
     given, _ = await answers.read(conn, room.code)
     ids = await learners.learner_ids(conn, room.code)
     counted = {c.key: c for c in insight.counted(given, ids, {})}
-    this = counted.get((ask.widget, ask.question, ask.round, ask.step))
-    mine = next((g for g in given if g.learner == entry.visitor and g.round == ask.round
+    this = counted.get((ask.widget, ask.question, room.mode, ask.round, ask.step))
+    mine = next((g for g in given if g.learner == entry.visitor and g.round == ask.round and g.mode == room.mode
                  and (g.widget, g.question, g.step) == (ask.widget, ask.question, ask.step)), None)
     vote = (await answers.votes(conn, room.code, ask.round)).get(entry.visitor)
     shown: dict[str, Any] = {
@@ -139,7 +140,7 @@ async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
         "votes": room.mode != "own", "kind": question.answer if question else "number",
         "choices": [{"value": v, "label": label} for v, label in (question.choices if question else ())],
         "answered": f"{plural(this.answered if this else 0, 'learner')} of {len(ids)} answered",
-        "mine": (f"Your answer: {words(mine.value)} — {'Right' if mine.right else 'Not quite'}." if mine else
+        "mine": (mine_words(mine, words, ask.veils(room.mode)) if mine else
                  f"Your answer {words(vote)} is in: it is judged when your instructor presses." if vote is not None
                  else ""),
     }
@@ -148,6 +149,13 @@ async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
                             "mark": "right" if c.right else "not quite"} for c in this.answers]
         shown["moved"] = [{"value": words(m.value), "first": m.first, "second": m.second} for m in this.moved]
     return shown
+
+
+def mine_words(mine: answers.Given, words: Callable[[object], str], veiled: bool) -> str:
+    """The learner's own answer to the asked question; its verdict only once revealed (own sandboxes)."""
+    if veiled:
+        return f"Your answer: {words(mine.value)} — it is in; its verdict shows when your instructor reveals."
+    return f"Your answer: {words(mine.value)} — " + (mine.text or f"{'Right' if mine.right else 'Not quite'}.")
 
 
 @answered

@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from urllib.parse import urlsplit
 
+import anyio
 import msgspec
 from sse_starlette.sse import EventSourceResponse
 from starlette.background import BackgroundTask
@@ -55,7 +56,7 @@ def find(request: Request) -> Widget:
 def actor(entry: guards.Entry) -> Actor:
     ask = (entry.ask.widget, entry.ask.question, entry.ask.step, entry.ask.round) if entry.ask else None
     return Actor(entry.sandbox, entry.visitor, "instructor" if entry.instructor else "learner", entry.name,
-                 entry.tab, entry.room, ask)
+                 entry.tab, entry.room, ask, veiled=bool(entry.ask and entry.ask.veils(entry.mode)), mode=entry.mode)
 
 
 def admitter(request: Request, sandbox: str, used: bool) -> runner.Admit:
@@ -202,14 +203,31 @@ async def _present(request: Request, entry: guards.Entry) -> AsyncIterator[None]
         yield
         return
     conn, settings = request.app.state.conn, request.app.state.settings
-    page = _page_of(request)
+    page, stream = _page_of(request), presence.new_stream()
+    lasts, ttl = settings.presence_ttl, settings.sandbox_ttl * 2
+
+    ended = asyncio.Event()
+
+    async def beat() -> None:
+        """The entry kept alive while the stream is: a site killed stops beating, and it lapses."""
+        while not ended.is_set():
+            await asyncio.sleep(presence.beat_every(lasts))
+            if not ended.is_set():
+                with contextlib.suppress(Exception):  # Valkey away: the next beat tries again
+                    await presence.here(conn, entry.visitor, stream, page, lasts, ttl)
+
     with contextlib.suppress(Exception):
-        await presence.arrive(conn, entry.visitor, page, settings.stream_lifetime + 30, settings.sandbox_ttl * 2)
+        await presence.here(conn, entry.visitor, stream, page, lasts, ttl)
+    beating = asyncio.create_task(beat())
     try:
         yield
     finally:
-        with contextlib.suppress(Exception):
-            await presence.leave(conn, entry.visitor)
+        ended.set()
+        beating.cancel()
+        # shielded, as the stream ends by being cancelled: a beat halfway through ends before the entry goes
+        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+            await asyncio.wait([beating], timeout=2)
+            await presence.leave(conn, entry.visitor, stream)
 
 
 def _page_of(request: Request) -> str | None:

@@ -97,6 +97,18 @@ export function showRoom(room) {
 export function afterPaint(root) {
   const readonly = Boolean(current && current.readonly);
   root.toggleAttribute("data-readonly", readonly);
+  // a disabled question must not say "answer, then press": here only the instructor presses
+  for (const hint of root.querySelectorAll(".predict-hint")) {
+    if (readonly && hint.dataset.pressHint === undefined) {
+      hint.dataset.pressHint = hint.textContent;
+      hint.textContent = current.watching
+        ? "Read-only: you are watching, so nothing here is answered or pressed."
+        : "Read-only in a demo: your instructor presses. When the class is asked, answer in the class's question box.";
+    } else if (!readonly && hint.dataset.pressHint !== undefined) {
+      hint.textContent = hint.dataset.pressHint;
+      delete hint.dataset.pressHint;
+    }
+  }
   for (const control of root.querySelectorAll(CONTROLS)) {
     if (control.dataset.role === "dismiss") continue; // a notice can always be dismissed
     if (readonly && !control.disabled) {

@@ -53,14 +53,19 @@ def test_a_room_name_follows_the_same_rule_and_an_empty_one_is_class_room() -> N
         rooms.clean_name("x\u202e")
 
 
-def test_online_needs_a_counted_stream_whose_lifetime_has_not_run_out() -> None:
-    later = str(int(time.time()) + 60)
-    assert presence.online({"streams": "1", "online_until": later})
-    assert presence.page({"streams": "1", "online_until": later, "page": "/flows"}) == "/flows"
-    assert not presence.online({"streams": "0", "online_until": later})
-    assert not presence.online({"streams": "2", "online_until": str(int(time.time()) - 1)})  # a killed worker's count
-    assert not presence.online({"streams": "x", "online_until": later})
-    assert presence.page({"streams": "0", "online_until": later, "page": "/flows"}) is None
+def test_online_needs_a_stream_entry_whose_time_has_not_run_out_and_a_dead_sites_entries_lapse() -> None:
+    now = int(time.time())
+    assert presence.online({"p:a1": f"{now + 45}|/flows"})
+    assert presence.page({"p:a1": f"{now + 45}|/flows"}) == "/flows"
+    # two pages open: the one heard from last names the page
+    assert presence.page({"p:a1": f"{now + 20}|/flows", "p:b2": f"{now + 44}|/batches"}) == "/batches"
+    # a killed site's stream never said goodbye: its entry stops counting at its time
+    assert not presence.online({"p:a1": f"{now - 1}|/flows"})
+    assert presence.page({"p:a1": f"{now - 1}|/flows"}) is None
+    # what an older site wrote (a count of streams) counts no one: it could be left behind
+    assert not presence.online({"streams": "2", "online_until": str(now + 600), "page": "/flows"})
+    assert not presence.online({"p:a1": "junk", "seen": "1"})
+    assert presence.beat_every(45) == 15 and presence.beat_every(3) == 1
 
 
 def record(reached: list[str], asked: int = 0, right: int = 0) -> WidgetProgress:
@@ -69,13 +74,18 @@ def record(reached: list[str], asked: int = 0, right: int = 0) -> WidgetProgress
 
 def test_a_learner_is_stuck_after_three_wrong_answers_in_a_row_or_idle_on_an_unfinished_widget() -> None:
     now = time.time()
-    open_page = {"streams": "1", "online_until": str(int(now) + 60), "widget": "fanin"}
+    open_page = {"p:a1": f"{int(now) + 60}|/flows", "widget": "fanin"}
     assert roster.stuck({}, [record(["counted"])], {"fanin": 3}, now) == "3 wrong answers in a row on fanin"
     assert roster.stuck({}, [record(["counted"])], {"fanin": 2}, now) == ""
     idle = {**open_page, "seen": str(int((now - 400) * 1000))}
     assert roster.stuck(idle, [record(["counted"])], {}, now) == "no action for 6 min on fanin, 1 of 3 steps"
     assert roster.stuck(idle, [record(STEPS)], {}, now) == ""  # done: nothing to be stuck on
-    assert roster.stuck({**idle, "streams": "0"}, [record(["counted"])], {}, now) == ""  # gone home
+    assert roster.stuck({**idle, "p:a1": f"{int(now) - 1}|/flows"}, [record(["counted"])], {}, now) == ""  # gone
+    # idle counts from the last action in this class: a learner who acted 400 s ago and joined
+    # a minute ago is not stuck, and one who joined 6 min ago and did nothing since is
+    assert roster.stuck(idle, [record(["counted"])], {}, now, joined=now - 60) == ""
+    assert roster.stuck(idle, [record(["counted"])], {}, now, joined=now - 370) == (
+        "no action since joining 6 min ago; fanin 1 of 3 steps")
 
 
 def test_the_roster_says_progress_and_exercises_in_words_and_reads_exercise_checks() -> None:
@@ -90,16 +100,32 @@ def test_the_roster_says_progress_and_exercises_in_words_and_reads_exercise_chec
                                                   "verdict": ""}}
 
 
-def given(learner: str, value: object, right: bool, round_: int | None = None, feedback: str = "") -> Given:
-    return Given("fanin", "deps", round_, learner, value, right, 0 if round_ else None, 0, feedback)  # type: ignore[arg-type]
+def given(learner: str, value: object, right: bool, round_: int | None = None, feedback: str = "",
+          mode: str = "own") -> Given:
+    return Given("fanin", "deps", round_, learner, value, right, 0 if round_ else None, 0,  # type: ignore[arg-type]
+                 feedback, mode)
 
 
 def test_the_answers_hash_reads_back_as_answers_and_runs_of_wrong_answers() -> None:
     kept = json.dumps({"value": 3, "right": False, "step": None, "at": 5, "feedback": "the count before"})
-    fields = {f"fanin|deps|-|{ADA}": kept, f"wrong|fanin|{ADA}": "2", "fanin|odd": "x", f"fanin|q|1|{ADA}": "not json"}
+    together = json.dumps({"value": 2, "right": True, "step": 1, "at": 9, "text": "Right: Valkey holds 2."})
+    fields = {f"fanin|deps|-|{ADA}": kept, f"wrong|fanin|{ADA}": "2", "fanin|odd": "x", f"fanin|q|1|{ADA}": "not json",
+              answers.answer_field("fanin", "deps", "together", 1, 1, ADA): together,
+              f"fanin|deps|nomode|1|1|{ADA}": kept}
     found, runs = answers.parse(fields)
-    assert found == [Given("fanin", "deps", None, ADA, 3, False, None, 5, "the count before")]
+    assert found == [Given("fanin", "deps", None, ADA, 3, False, None, 5, "the count before"),  # an older site's
+                     Given("fanin", "deps", 1, ADA, 2, True, 1, 9, "", "together", "Right: Valkey holds 2.")]
     assert runs == {("fanin", ADA): 2}
+
+
+def test_one_learners_answers_in_two_modes_are_two_answers_counted_apart() -> None:
+    found = [given(ADA, 3, False), given(ADA, 2, True, mode="together"), given(GRACE, 2, True, mode="together")]
+    own, together = insight.counted(found, [ADA, GRACE], {})
+    assert (own.mode, own.answered, [c.value for c in own.answers]) == ("own", 1, [3])
+    assert (together.mode, together.answered) == ("together", 2)
+    # answers.json names no mode: there both of Ada's answers are counted in one entry, neither lost
+    [every] = insight.counted(insight.across_modes(found), [ADA, GRACE], {})
+    assert every.answered == 2 and [(c.value, c.count, c.right) for c in every.answers] == [(2, 2, True), (3, 1, False)]
 
 
 def test_answers_are_counted_per_value_and_verdict_with_the_common_wrong_one_and_who_is_missing() -> None:
