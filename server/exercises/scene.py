@@ -125,7 +125,13 @@ SHOWN_CHARS = 120  # a said quotes at most this much of a value: it is one sente
 
 
 def clip(text: str) -> str:
-    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + f"… ({len(text):,} characters)"
+    """`text` whole, or its start cut at a word's end (never mid-word) with its length said."""
+    if len(text) <= SHOWN_CHARS:
+        return text
+    start = text[:SHOWN_CHARS]
+    if " " in start[SHOWN_CHARS // 2:] and not text[SHOWN_CHARS].isspace():
+        start = start.rsplit(" ", 1)[0]
+    return f"{start.rstrip()}… ({len(text):,} characters)"
 
 
 def shown(value: str | None) -> str:

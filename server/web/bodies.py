@@ -7,6 +7,7 @@ HTML forms (they work without JavaScript); scripts post JSON: `read_form` takes 
 
 from __future__ import annotations
 
+import re
 from typing import TypeVar
 from urllib.parse import parse_qsl
 
@@ -37,12 +38,35 @@ async def raw(request: Request, cap: int) -> bytes:
     return b"".join(chunks)
 
 
+_PATH = re.compile(r" - at `\$((?:\.\w+|\[\d+\])*)`$")
+_STEP = re.compile(r"\.(\w+)(?:\[(\d+)\])?|\[(\d+)\]")
+_ONE = {"children": "child", "flows": "flow", "faults": "fault", "checks": "check"}
+
+
+def in_words(exc: msgspec.ValidationError) -> str:
+    """msgspec's complaint with its JSON path said as a reader would: `… - at `$.flows[0].children[1].id``
+    becomes `… (flow 1, child 2, its id)`."""
+    text = str(exc)
+    found = _PATH.search(text)
+    if not found:
+        return text
+    where = []
+    for name, index, bare in _STEP.findall(found[1]):
+        if name and index:
+            where.append(f"{_ONE.get(name, name.rstrip('s') or name)} {int(index) + 1}")
+        elif name:
+            where.append(f"its {name}")
+        else:
+            where.append(f"item {int(bare) + 1}")
+    return f"{text[: found.start()]} ({', '.join(where)})" if where else text[: found.start()]
+
+
 def decode(data: bytes, kind: type[T]) -> T:
     """`data` (JSON; empty means {}) as `kind`, or BadBody(400) saying what is wrong."""
     try:
         return msgspec.json.decode(data or b"{}", type=kind)
     except msgspec.ValidationError as exc:
-        raise BadBody(400, f"the body does not fit this action: {exc}") from exc
+        raise BadBody(400, f"the body does not fit this action: {in_words(exc)}") from exc
     except msgspec.DecodeError as exc:
         raise BadBody(400, f"the body is not JSON: {exc}") from exc
 
@@ -74,4 +98,4 @@ async def read_form(request: Request, kind: type[T], cap: int | None = None) -> 
     try:
         return msgspec.convert(fields, kind, strict=False)
     except msgspec.ValidationError as exc:
-        raise BadBody(400, f"the form does not fit this action: {exc}") from exc
+        raise BadBody(400, f"the form does not fit this action: {in_words(exc)}") from exc

@@ -42,8 +42,9 @@ def test_a_malformed_prediction_is_a_400_naming_the_field_and_writes_nothing(cle
     sandbox = sandbox_of(client)
     valkey = clean.redis()
     before = {k: valkey.dump(k) for k in sorted(valkey.scan_iter(match=f"*{sandbox}*"))}
-    for body, field in (({"predict": 3}, "$.predict"), ({"predict": {"question": 3}}, "$.predict.question"),
-                        ({"predict": {"question": QUESTION, "answer": [2]}}, "$.predict.answer"),
+    for body, field in (({"predict": 3}, "(its predict)"),
+                        ({"predict": {"question": 3}}, "(its predict, its question)"),
+                        ({"predict": {"question": QUESTION, "answer": [2]}}, "(its predict, its answer)"),
                         ({"predict": {"question": QUESTION, "answer": 2, "more": 1}}, "more")):
         answer = client.post("/api/widgets/fanin/complete-child", json=body)
         assert answer.status_code == 400 and field in answer.json()["error"], (body, answer.text)

@@ -3,6 +3,7 @@ then decoded into the action's own msgspec type, a misfit named in a 400."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from server.web import bodies
@@ -29,12 +30,12 @@ def test_a_body_is_decoded_into_the_actions_type() -> None:
 
 @pytest.mark.parametrize(("data", "kind", "named"), [
     (b'{"sandbox": "s0123456789"}', Body, "sandbox"),
-    (b'{"child": 5}', ChildBody, "$.child"),
-    (b'{"step": -1}', GotoBody, "$.step"),
-    (b'{"step": 1001}', GotoBody, "$.step"),
+    (b'{"child": 5}', ChildBody, "(its child)"),
+    (b'{"step": -1}', GotoBody, "(its step)"),
+    (b'{"step": 1001}', GotoBody, "(its step)"),
     (b"{}", GotoBody, "step"),
     (b'{"predict": {"question": "q", "answer": 1, "extra": 1}}', Body, "extra"),
-    (b'{"predict": {"question": 3}}', Body, "$.predict.question"),
+    (b'{"predict": {"question": 3}}', Body, "(its predict, its question)"),
 ])
 def test_a_body_that_does_not_fit_is_a_400_naming_the_field(data: bytes, kind: type[Body], named: str) -> None:
     refusal = bad(data, kind)
@@ -65,3 +66,28 @@ async def test_a_body_under_the_cap_arrives_whole() -> None:
     upload = Upload([b'{"child":', b' "JOBchild1"}'])
     data = await bodies.raw(request(upload=upload), cap=1024)
     assert bodies.decode(data, ChildBody).child == "JOBchild1"
+
+
+class _Child(msgspec.Struct):
+    id: str
+
+
+class _Flow(msgspec.Struct):
+    children: list[_Child]
+
+
+class _Batch(msgspec.Struct):
+    flows: list[_Flow]
+
+
+def test_a_body_that_does_not_fit_is_refused_in_words_with_no_json_path() -> None:
+    with pytest.raises(bodies.BadBody) as refused:
+        bodies.decode(b'{"flows": [{"children": [{"id": "JOBa"}, {"id": 7}]}]}', _Batch)
+    said = str(refused.value)
+    assert "$." not in said and "(flow 1, child 2, its id)" in said and "Expected `str`, got `int`" in said
+
+
+def test_a_missing_field_and_a_list_item_are_named_in_words() -> None:
+    with pytest.raises(bodies.BadBody) as refused:
+        bodies.decode(b'{"flows": [{}]}', _Batch)
+    assert "(flow 1)" in str(refused.value) and "children" in str(refused.value)
