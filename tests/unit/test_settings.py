@@ -47,11 +47,12 @@ def test_with_no_variable_set_the_settings_are_the_defaults(bare_env: pytest.Mon
 
 
 def test_each_whole_number_is_read_from_its_own_variable(bare_env: pytest.MonkeyPatch) -> None:
-    # 5000 fits every range (max_children and max_flows stop at 1000) and keeps
+    # 5000 fits every range (max_children and max_flows stop at 1000, presence_ttl at 60) and keeps
     # the sandbox TTL no shorter than the stream's lifetime.
     numbers = [name for name, field in Settings.model_fields.items() if field.annotation in (int, int | None)]
     assert {"max_sandboxes", "rate_limit", "read_limit", "sandbox_bytes", "stream_send_timeout"} <= set(numbers)
-    wanted = {name: 1000 if name in ("max_children", "max_flows") else 5000 for name in numbers}
+    capped = {"max_children": 1000, "max_flows": 1000, "presence_ttl": 60}
+    wanted = {name: capped.get(name, 5000) for name in numbers}
     settings = read(bare_env, **{name.upper(): str(value) for name, value in wanted.items()})
     assert {name: getattr(settings, name) for name in numbers} == wanted
 
