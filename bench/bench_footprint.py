@@ -12,13 +12,10 @@ refuses an empty body writes nothing). The baseline is the size of the same
 keys serialized by DUMP (the data without Valkey's per-key overhead).
 Finally `server.lifecycle.reaper.expire_idle(conn, catalog, 0)` expires every
 sandbox and the keys and bytes left under each are counted (the target is 0).
-
-    python -m bench.bench_footprint
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import time
 from typing import Any
@@ -58,7 +55,7 @@ def run(site_url: str, valkey_url: str) -> dict[str, Any]:
     try:
         for name, widget in WIDGETS.items():
             cookie = servers.new_cookie(site_url)
-            sandbox = servers.sandbox_of(valkey_url, cookie)
+            sandbox = servers.sandbox_of(cookie)
             sandboxes[name] = sandbox
             status, body = servers.get(site_url, f"/api/widgets/{name}/state", cookie)
             if status != 200:
@@ -100,12 +97,3 @@ async def _expire(valkey_url: str) -> list[str]:
         return list(await reaper.expire_idle(conn, Catalog(dict(WIDGETS)), 0))
     finally:
         await conn.aclose()
-
-
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description="footprint: Valkey memory per widget scenario, and after expiry")
-    return servers.main_with_site(lambda site, valkey_url, args: run(site.url, valkey_url), parser, argv)
-
-
-if __name__ == "__main__":
-    main()

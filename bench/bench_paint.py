@@ -22,31 +22,40 @@ After three completions the widget is Reset (not measured).
 Baseline: `bench/baseline_app.py`'s `/paint`, a bare page whose button POSTs
 `/act/<learner>` (one EVALSHA that INCRs and PUBLISHes) and paints the
 value its bare SSE stream brings, clicked and timed by the same script,
-idle and under the same load. The load (bench/background.py) counts its
-non-2xx answers.
+idle and under the same load. The load is wrk: the sandboxes' streams held
+open (bench/wrk/streams.lua) and their actions paced to the rate
+(bench/wrk/actions.lua), every answer counted by status.
 
-    python -m bench.bench_paint [--clicks 200] [--rate 100]
+Racing (issue 42): the same learner's clicks while 20 other learners race
+(`POST /api/widgets/race/run`, 8 workers, 16 children, every fault, each
+racer its own wrk connection running one race after another), beside the
+same learner with none racing; target p99 within 100 ms.
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import json
 import os
 import secrets
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from bench import servers
-from bench.background import Background
+from bench import mix, servers
 from bench.stats import distribution
+from bench.wrkrun import Wrk, socket_errors
 
 CHROMIUM = os.environ.get("EMQLAB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update", "--no-first-run"]
 LIMIT_MS = 15000  # a click whose paint never comes fails the run, never hangs it
+RACERS = 20
+RACE_P99_MS = 100.0
+RACE = {"workers": 8, "children": 16, "faults": ["crash", "lapse", "twice"], "early_release": False}
 
 # Clicks one button of a widget and resolves with [ms to the answer, ms to the
 # paint of the action's snapshot, ms to settled (the later of the two)].
@@ -172,20 +181,58 @@ def ratio(figure: float, base: float) -> float:
     return round(figure / base, 2) if base else 0.0
 
 
+@contextlib.contextmanager
+def background(site_url: str, sandboxes: int, rate: float) -> Iterator[dict[str, Any]]:
+    """`sandboxes` others, each with its page's stream open, walking the fan-in's tour at `rate` in all."""
+    cookies = servers.cookies(site_url, sandboxes)
+    stream = servers.page_stream(site_url)
+    files = [servers.lines_file([f"{stream} {c}" for c in cookies]), servers.lines_file(cookies)]
+    connections = max(1, min(sandboxes // 2, round(rate / 10)))
+    found: dict[str, Any] = {"sandboxes": sandboxes, "target_rate": rate}
+    try:
+        with Wrk(site_url, "streams.lua", connections=sandboxes, threads=1, args=[files[0], "1"],
+                 timeout="1s") as streams:
+            time.sleep(1.0)  # the streams' first frames (each lands the page's widgets) before the clicks
+            with Wrk(site_url + "/", "actions.lua", connections=connections, args=[
+                    files[1], "2", mix.WIDGET, ",".join(mix.WALK), str(round(connections / rate * 1000))]) as acts:
+                yield found
+        found.update(actions=acts.result["requests"], achieved_rate=acts.result["rps"],
+                     non_2xx=acts.result["non_2xx"], errors=socket_errors(acts.result) + socket_errors(
+                         streams.result, timeouts=False), stream_bytes=streams.result["bytes"])
+    finally:
+        for name in files:
+            Path(name).unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def racing(site_url: str, racers: int = RACERS) -> Iterator[dict[str, Any]]:
+    """`racers` learners, each running one race after another on a wrk connection of its own."""
+    found: dict[str, Any] = {"racers": racers}
+    with contextlib.ExitStack() as stack:
+        loads = [stack.enter_context(Wrk(site_url + "/api/widgets/race/run", "post.lua", connections=1, threads=1,
+                                         args=[servers.new_cookie(site_url), "0", json.dumps({**RACE, "seed": n})],
+                                         timeout="10s"))
+                 for n in range(racers)]
+        time.sleep(1.0)  # every racer's first run under way
+        yield found
+    found.update(runs=sum(w.result["requests"] for w in loads), non_2xx=sum(w.result["non_2xx"] for w in loads),
+                 errors=sum(socket_errors(w.result) for w in loads))
+
+
 def measure_all(browser: Any, site_url: str, baseline_url: str, clicks: int, load_rate: float,
-                load_sandboxes: int) -> dict[str, Any]:
+                load_sandboxes: int, racers: int = RACERS) -> dict[str, Any]:
     site = Target(site_url + servers.DIVE, "fanin", '[data-role="dependencies"]')
     bare = Target(baseline_url + "/paint?u=paint" + secrets.token_hex(4), "bare", '[data-role="value"]')
     both(browser, site, bare, 6)  # warm-up: caches, JIT, connections
     idle = both(browser, site, bare, clicks)
-    cookies = servers.cookies(site_url, load_sandboxes)
-    with Background(site_url, cookies, rate=load_rate, streams=True, stream_path=servers.page_stream(site_url)) as load:
+    with background(site_url, load_sandboxes, load_rate) as load:
         loaded = both(browser, site, bare, clicks)
+    calm = measure(browser, site, clicks)  # the same learner, none racing, just before the race
+    with racing(site_url, racers) as race:
+        raced = measure(browser, site, clicks)
     return {
-        "clicks": clicks,
-        "idle": idle,
-        "loaded": loaded,
-        "load": load.result,
+        "clicks": clicks, "idle": idle, "loaded": loaded, "load": load,
+        "race": {"none": calm, "racing": raced, **race},
         "ratios": {phase: {what: {p: ratio(run["site"][what][p], run["bare"][what][p]) for p in ("p50", "p99")}
                            for what in ("answer_ms", "painted_ms", "settled_ms")}
                    for phase, run in (("idle", idle), ("loaded", loaded))},
@@ -193,34 +240,15 @@ def measure_all(browser: Any, site_url: str, baseline_url: str, clicks: int, loa
 
 
 def run(site_url: str, baseline_url: str, clicks: int = 200, load_rate: float = 100.0, load_sandboxes: int = 100,
-        browser: Any = None) -> dict[str, Any]:
+        browser: Any = None, racers: int = RACERS) -> dict[str, Any]:
     """Idle, then under load; pass a Playwright ``browser`` to reuse one (the e2e smoke test does)."""
     if browser is not None:
-        return measure_all(browser, site_url, baseline_url, clicks, load_rate, load_sandboxes)
+        return measure_all(browser, site_url, baseline_url, clicks, load_rate, load_sandboxes, racers)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         launched = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            return measure_all(launched, site_url, baseline_url, clicks, load_rate, load_sandboxes)
+            return measure_all(launched, site_url, baseline_url, clicks, load_rate, load_sandboxes, racers)
         finally:
             launched.close()
-
-
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description="click to settled, beside a bare one-EVALSHA page")
-    parser.add_argument("--clicks", type=int, default=200)
-    parser.add_argument("--rate", type=float, default=100.0, help="background actions per second, in all")
-    parser.add_argument("--sandboxes", type=int, default=100, help="background sandboxes")
-    args = parser.parse_args(argv)
-    from server.valkey.process import ValkeyProcess
-
-    with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site, \
-            servers.serve_baseline(valkey.url) as base:
-        result = run(site.url, base.url, args.clicks, args.rate, args.sandboxes)
-    print(json.dumps(result, indent=2))
-    return result
-
-
-if __name__ == "__main__":
-    main()

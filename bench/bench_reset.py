@@ -16,15 +16,11 @@ keys are copied byte for byte (DUMP / RESTORE) under each new id, and each id
 is entered in the registry and the held index as admission enters it, idle
 for ten minutes (well inside the TTL, so nobody reaps it mid-run). The
 crowd's keys are removed afterwards. The site's own reaper runs throughout.
-
-    python -m bench.bench_reset [--crowd 5000] [--samples 20]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import time
 from typing import Any
 
@@ -52,7 +48,7 @@ def landed_sandbox(site_url: str, valkey_url: str) -> tuple[str, str]:
         status, body = servers.get(site_url, f"/api/widgets/{name}/state", cookie)
         if status != 200:
             raise RuntimeError(f"{name} state answered {status}: {body[:200]!r}")
-    return cookie, servers.sandbox_of(valkey_url, cookie)
+    return cookie, servers.sandbox_of(cookie)
 
 
 def template_keys(valkey: redis.Redis, sandbox: str) -> list[tuple[bytes, bytes]]:
@@ -157,7 +153,7 @@ def run(site_url: str, valkey_url: str, quick: bool = False, crowd: int = 5000,
         template, _ = landed_sandbox(site_url, valkey_url)
         cookie, learner = landed_sandbox(site_url, valkey_url)
         before = both(site_url, valkey_url, cookie, learner, samples)
-        written = land_crowd(valkey, servers.sandbox_of(valkey_url, template), crowd)
+        written = land_crowd(valkey, servers.sandbox_of(template), crowd)
         crowded = {k: summary(v) for k, v in both(site_url, valkey_url, cookie, learner, samples).items()}
         remove_crowd(valkey, written, crowd)
         written_count, written = len(written), []
@@ -179,19 +175,3 @@ def run(site_url: str, valkey_url: str, quick: bool = False, crowd: int = 5000,
             "without": brief(alone[kind]), "target_ratio": TARGET, "crowd": crowd, "samples": samples,
             "keys_per_idle_sandbox": written_count // max(crowd, 1), "alone": alone, "crowded": crowded,
             "ratios": ratios}
-
-
-def main(argv: list[str] | None = None) -> int:
-    from server.valkey.process import ValkeyProcess
-
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--crowd", type=int, default=5000, help="idle sandboxes present in the crowded run")
-    parser.add_argument("--samples", type=int, default=20, help="resets timed per kind and run")
-    args = parser.parse_args(argv)
-    with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site:
-        print(json.dumps(run(site.url, valkey.url, crowd=args.crowd, samples=args.samples), indent=2))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

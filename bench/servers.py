@@ -25,7 +25,6 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from bench import uvicorn_workers
@@ -59,9 +58,6 @@ class Served:
     name: str
     env: dict[str, str] = field(default_factory=dict)
     log: Path | None = None
-
-    def log_tail(self, chars: int = 2000) -> str:
-        return self.log.read_text(errors="replace")[-chars:] if self.log and self.log.exists() else ""
 
     def tracebacks(self) -> int:
         """Unhandled errors the server logged so far (reported, never hidden)."""
@@ -225,7 +221,7 @@ def cookie_header(value: str) -> str:
     return f"{COOKIE}={value}"
 
 
-def sandbox_of(valkey_url: str, cookie_value: str) -> str:
+def sandbox_of(cookie_value: str) -> str:
     """The sandbox id inside a cookie, read with the secret the bench gave the site."""
     return SandboxCookie(BENCH_SECRET).parse(cookie_value)
 
@@ -252,32 +248,8 @@ def get(url: str, path: str, cookie_value: str | None = None) -> tuple[int, byte
         return exc.code, exc.read()
 
 
-def main_with_site(run: Any, argv_parser: Any, argv: list[str] | None = None) -> dict[str, Any]:
-    """`python -m bench.<module>`: a Valkey and the site, then
-    `run(site, valkey_url, args)`, printed as JSON."""
-    import json
-
-    from server.valkey.process import ValkeyProcess
-
-    args = argv_parser.parse_args(argv)
-    with ValkeyProcess() as valkey, serve_site(valkey.url) as site:
-        result: dict[str, Any] = run(site, valkey.url, args)
-    print(json.dumps(result, indent=2))
-    return result
-
-
-def main_with_baseline(run: Any, description: str, seconds: float, argv: list[str] | None = None) -> dict[str, Any]:
-    """`python -m bench.<module>`: a Valkey, the site and the one-EVALSHA
-    baseline, then `run(site_url, baseline_url, seconds)`, printed as JSON."""
-    import argparse
-    import json
-
-    from server.valkey.process import ValkeyProcess
-
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--seconds", type=float, default=seconds)
-    args = parser.parse_args(argv)
-    with ValkeyProcess() as valkey, serve_site(valkey.url) as site, serve_baseline(valkey.url) as base:
-        result: dict[str, Any] = run(site.url, base.url, args.seconds)
-    print(json.dumps(result, indent=2))
-    return result
+def lines_file(lines: list[str]) -> str:
+    """A temporary file of these lines, for wrk's scripts (the caller removes it)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", prefix="emqlab-bench-", delete=False) as handle:
+        handle.write("\n".join(lines) + "\n")
+    return handle.name
