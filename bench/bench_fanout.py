@@ -1,19 +1,11 @@
-"""Fan-out: N concurrent SSE streams on one worker, all watching one
-sandbox (what a room is: every learner of a class on the instructor's
-sandbox), each the stream the dive's page opens (every widget it shows).
-One "Complete child" is posted; each client's latency runs from the
-moment the POST is sent to the moment that client receives the snapshot
-showing the new `:dependencies` (and, separately, its first `effect` event).
-The snapshot is read once per change and the same frame handed to every
-stream (server/live/streams.py).
-Server memory is the uvicorn process's VmRSS from /proc, idle and with every
-stream open, and its peak (VmHWM).
-
-Every widget of the page has landed before the streams open (the
-instructor's page was there first). The clients are one asyncio process
-(bench/sse.py: wrk cannot note when each stream got a frame); they share
-the CPU with the server, so their own lag is part of the figure. The
-baseline is the same measurement with a single stream.
+"""Fan-out: N concurrent SSE streams on one worker, all on one sandbox (a
+class on the instructor's sandbox), each the stream the dive's page opens.
+Per "Complete child": from sending the POST to each client receiving the
+frame with the new `:dependencies` (and its first `effect`). RSS is the
+uvicorn process's VmRSS, idle and with every stream open, and its peak.
+Every widget has landed before the streams open. The clients are one
+asyncio process (bench/sse.py: wrk cannot note when each stream got a
+frame), sharing the CPU with the server. Baseline: the same, one stream.
 """
 
 from __future__ import annotations

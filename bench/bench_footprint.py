@@ -1,17 +1,9 @@
-"""Footprint: Valkey memory per sandbox after each widget's
-scenario, and what remains after expiry.
-
-For each widget, a fresh sandbox (a first visit's cookie) asks for the
-widget's state, which lands its starting scenario through the real scripts;
-then every key of that sandbox (SCAN `emq:{<sandbox>.*` and `lab:{<sandbox>*`:
-the bench looks for keys by pattern on purpose, so a key the site's removal,
-which names keys rather than scanning, would miss is still counted) is priced
-with MEMORY USAGE. The same is done
-after each of the widget's actions has run once (empty body; an action that
-refuses an empty body writes nothing). The baseline is the size of the same
-keys serialized by DUMP (the data without Valkey's per-key overhead).
-Finally `server.lifecycle.reaper.expire_idle(conn, catalog, 0)` expires every
-sandbox and the keys and bytes left under each are counted (the target is 0).
+"""Footprint: Valkey memory per sandbox after each widget's scenario, and
+what remains after expiry. For each widget, a fresh sandbox's state read
+lands the scenario; every key of the sandbox (found by pattern, so a key the
+site's removal would miss still counts) is priced with MEMORY USAGE, again
+after each action ran once; baseline: the same keys' DUMP size. Then
+`reaper.expire_idle(conn, catalog, 0)`, and what is left (target: 0).
 """
 
 from __future__ import annotations

@@ -1,20 +1,8 @@
-"""The exercise grader: a run's time, the same scenarios without the grading, and runs per second.
-
-1. **A graded run**: ``grade()`` of the course's own script for each exercise,
-   one at a time on an idle pool — SCRIPT LOAD, the run's ACL user, every
-   check's scenario (landed with the course's scripts), the learner's calls
-   as that user under the watchdog with a key picture before and after each,
-   the user deleted and the keys swept.
-2. **The same scenarios, directly**: each check's scenario and judgments
-   exactly as above, but the exercise's transition is the course's script
-   run by the admin (``registry.run``: EVALSHA), with no run user, no
-   watchdog, no compile and no sweep; the pictures the judgments read stay.
-   The difference is what grading a learner's script costs.
-3. **Runs per second the pool holds**: the default pool (2 graders), eight
-   sandboxes each running the checks back to back for ``--seconds``.
-
-It also times the answers the watchdog gives: a runaway (SCRIPT KILL at
-500 ms) and a loop after a write (SIGKILL, then the grader back in the pool).
+"""The exercise grader: a graded run of each exercise's own course script on
+an idle pool, beside the same scenarios run directly with the course's
+script (no run user, watchdog, compile or sweep); runs per second the
+default pool holds; and how fast the watchdog answers a runaway and brings
+a SIGKILLed grader back.
 """
 
 from __future__ import annotations

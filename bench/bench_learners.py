@@ -1,27 +1,19 @@
 """How many learners this machine holds, beside a bare one-EVALSHA endpoint
-with a bare SSE stream, in the same run.
+with a bare SSE stream, in the same run (2 uvicorn workers each side).
 
-A learner has its page's live stream open and acts once every 10 s in its
-own sandbox, walking the fan-in's tour (bench/mix.py). The crowd is wrk:
-the streams are held by `bench/wrk/streams.lua`, one connection each,
-arriving 250 at a time every 5 s (the first open of a site stream lands
-every widget of the page, some ten actions' work); the actions are
-`bench/wrk/actions.lua`, one keep-alive connection per 5 learners, each
-pausing 2 s between requests (so every learner acts once per 10 s). Learners
-are added level by level; at each level, a whole period after the last
-arrival, the probe (bench/probe.py: its own sandbox and stream) acts every
-0.1 s for the window and times each click to its frame. A level holds while
-the probe's p99 stays within 100 ms and nothing failed: a non-2xx or socket
-error of the crowd's actions in the window, fewer streams open than
-learners (counted on the server's port in /proc/net/tcp), a probe answer
-that failed or a frame that never came. The knee is the last level that held.
-
-Each window's CPU is priced per action (the crowd's and the probe's):
-valkey-server's (INFO cpu) net of what it spends with nobody acting, and the
-server's processes' (/proc). Each side runs 2 uvicorn workers, one per core.
-The site's stream lifetime is an hour: streams that opened together would
-otherwise all reconnect together in the middle of a level.
+A learner has its page's stream open (held by wrk, streams.lua, 250
+arriving every 5 s) and acts once every 10 s in its own sandbox, walking the
+fan-in's tour (actions.lua: a keep-alive connection per 5 learners, pausing
+2 s between requests). Levels rise; at each, a period after the last
+arrival, the probe (bench/probe.py) acts every 0.1 s for the window and
+times each click to its frame. A level holds while the probe's p99 stays
+within 100 ms and nothing failed (a crowd non-2xx or socket error, fewer
+streams open than learners on the server's port, a probe failure). Each
+window's CPU is priced per action: Valkey's (INFO cpu, net of its idle
+work) and the server's (/proc). Site streams live an hour here, so streams
+opened together do not all reconnect mid-level.
 """
+
 
 from __future__ import annotations
 
@@ -141,10 +133,10 @@ async def climb(served: servers.Served, kind: str, valkey_url: str, levels: tupl
             arrival = crowd.grow(learners)
             with crowd.actions(period) as warm:
                 await asyncio.sleep(period)  # every new learner has acted once before the window
+            online = established(served.port) - 1  # the streams open: the probe's is one of them
             with crowd.actions(window) as acting:
                 cpu_valkey, cpu_site, began = cpu(valkey), served.cpu_seconds(), time.monotonic()
                 probed = await probe.measure(window, probe_every)
-                online = established(served.port) - acting.connections - 1
                 window_actions = acting.finish()
             seconds = time.monotonic() - began
             spent_valkey, spent_site = cpu(valkey) - cpu_valkey, served.cpu_seconds() - cpu_site

@@ -192,10 +192,11 @@ def figure_rows(r: dict[str, Any]) -> Rows:
     rows: Rows = []
     for key, label, build in FIGURES:
         found = r.get(key)
-        if isinstance(found, dict) and "error" in found:
-            rows.append([label, f"not measured: {found['error']}", "—", "—", "—", "**not measured**"])
-        elif found:
+        if isinstance(found, dict) and "error" not in found:
             rows += build(found)
+        else:
+            why = found["error"] if isinstance(found, dict) else "not run"
+            rows.append([label, f"not measured: {why}", "—", "—", "—", "**not measured**"])
     return rows + non_2xx(r)
 
 
@@ -247,10 +248,6 @@ def details(r: dict[str, Any]) -> list[str]:
         out += ["### Action throughput (`bench/bench_actions.py`)", "", table(WRK_HEADER, [
             wrk_row("baseline: one EVALSHA", a["baseline"]), wrk_row(f"site: {a['mix']}", a["site_mix"])]), "",
             "Each round's own ratio: " + ", ".join(f"{x}×" for x in a["round_ratios"]) + ".", ""]
-    if c := ok(r, "cluster"):
-        out += ["### Cluster (`bench/bench_cluster.py`)", "", table(WRK_HEADER, [
-            row for n, w in c["workers"].items() for row in (wrk_row(f"baseline, {n} worker(s)", w["baseline"]),
-                                                            wrk_row(f"site, {n} worker(s)", w["site_mix"]))]), ""]
     if pt := ok(r, "paint"):
         rows = [[phase, page, to, *(str(d[k]) for k in ("samples", "p50", "p95", "p99", "max"))]
                 for phase, pages_ in (("idle", pt["idle"]), ("under load", pt["loaded"]),
@@ -292,15 +289,6 @@ def details(r: dict[str, Any]) -> list[str]:
                 table(WRK_HEADER, [wrk_row("baseline: static file", pg["baseline_static"]),
                                    wrk_row("dive, returning visitor", pg["dive"]),
                                    wrk_row("dive, first visit", pg["dive_first_visit"])]), ""]
-    if rs := ok(r, "reset"):
-        out += ["### Reset (`bench/bench_reset.py`)", "", table(["reset", "alone p50 / p99", "crowded p50 / p99 ms"], [
-            [k, f"{rs['alone'][k]['p50_ms']} / {rs['alone'][k]['p99_ms']}",
-             f"{rs['crowded'][k]['p50_ms']} / {rs['crowded'][k]['p99_ms']}"] for k in rs["alone"]]), ""]
-    if fp := ok(r, "footprint"):
-        out += ["### Footprint (`bench/bench_footprint.py`)", "", table(
-            ["widget", "keys", "bytes (MEMORY USAGE)", "DUMP bytes", "keys after actions", "bytes after actions"],
-            [[n, w["landed"]["keys"], f"{w['landed']['bytes']:,}", f"{w['landed']['dump_bytes']:,}",
-              w["after_actions"]["keys"], f"{w['after_actions']['bytes']:,}"] for n, w in fp["widgets"].items()]), ""]
     return out
 
 

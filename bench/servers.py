@@ -1,13 +1,8 @@
-"""The processes a benchmark runs against: Valkey, the site, the baseline app.
-
-Both HTTP apps run the same way, the way `emqlab serve` runs the site
-(`server.cli.run_uvicorn`, through bench/uvicorn_workers.py): one uvicorn
-worker (or N) in its own process, the same event loop and HTTP
-implementation (uvicorn's "auto" choice, recorded in the report), log level
-warning and no access log. The site runs with
-its rate limits off (``EMQLAB_RATE_LIMIT=0`` …) so a benchmark measures the
-work, not the limiter, except where the limiter is what it measures
-(``serve_site(limits=True)``: the fairness figure).
+"""The processes a benchmark runs against: the site and the baseline app,
+each under uvicorn as `emqlab serve` runs the site (bench/uvicorn_workers.py),
+no access log. The site runs with its rate limits off, so a benchmark
+measures the work, not the limiter, except where the limiter is what it
+measures (``serve_site(limits=True)``: fairness).
 """
 
 from __future__ import annotations
@@ -99,10 +94,7 @@ class Served:
         return ticks / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
-        """The server and every worker it spawned: they run in a process group
-        of their own, so a worker whose supervisor died first (it was seen
-        left behind, reconnecting to a Valkey long gone at a fifth of a core)
-        goes too."""
+        """The server and every worker: their process group, so a worker whose supervisor died first goes too."""
         if self.proc.poll() is None:
             self._signal(signal.SIGTERM)
             try:
@@ -111,10 +103,8 @@ class Served:
                 self._signal(signal.SIGKILL)
                 self.proc.wait(timeout=5)
         self._signal(signal.SIGKILL)  # whatever of the group is still there
-        if self.log is not None and (self.tracebacks() or os.environ.get("EMQLAB_BENCH_KEEP_LOGS")):
-            kept = Path(tempfile.gettempdir()) / f"emqlab-bench-{self.name}-{self.proc.pid}.log"
-            shutil.copyfile(self.log, kept)  # its unhandled errors, for whoever reads the report
-            print(f"{self.name}: {self.tracebacks()} unhandled errors, its log kept in {kept}")
+        if self.log is not None and self.tracebacks():
+            print(f"{self.name}: {self.tracebacks()} unhandled errors:\n{self.log.read_text()[-3000:]}")
         if self.log is not None:
             shutil.rmtree(self.log.parent, ignore_errors=True)
 
