@@ -16,7 +16,8 @@ from tests.e2e.conftest import Site
 pytestmark = pytest.mark.bench_smoke
 
 
-def test_click_to_settled_runs_idle_under_load_and_while_others_race_beside_the_bare_page(browser: Browser, site: Site) -> None:
+def test_click_to_settled_runs_idle_under_load_and_while_others_race_beside_the_bare_page(
+        browser: Browser, site: Site) -> None:
     with servers.serve_baseline(site.valkey.url) as bare:
         result = bench_paint.run(site.url, bare.url, clicks=3, load_rate=20, load_sandboxes=5, browser=browser,
                                   racers=2)
