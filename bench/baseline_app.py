@@ -1,29 +1,13 @@
 """The same-run baselines: the least an HTTP endpoint backed by one script can do.
 
-    POST /evalsha        one registered script (EVALSHA: an INCR) on the same
-                         Valkey, a small JSON answer: the throughput baseline
-    POST /act/<learner>  one registered script that INCRs the learner's key
-                         and PUBLISHes the new value on one channel; answers
-                         {"value", "ver"} (the value is the version)
-    GET  /stream/<learner>  a bare SSE stream of that learner's values: its
-                         current value first, then every one published
-    GET  /paint?u=<learner>  a bare page whose button POSTs /act/<learner> and
-                         paints the value its /stream brings (never an older one)
-
-Served exactly like the site (same workers, same loop, same flags), on the
-same Valkey, in the same run. `/act` + `/stream` is the simplest honest
-counterpart of a click and its live frame, and is what the learners figure
-(bench_learners.py) and click to settled (bench_paint.py) compare with: one
-round trip per action (the PUBLISH runs inside the script), and ONE
-subscription per process (a plain SUBSCRIBE of one channel, no pattern)
-whose messages are handed to the learner's open streams by a dict lookup,
-as the site's hub does; each stream gets a comment every 15 s, as the
-site's do. No cookie, no guards, no snapshot read: the frame is the
-published value itself. On a cluster it takes the same client the site
-takes (`server.valkey.client.open_client`): a RedisCluster, so an EVALSHA
-goes to the node owning the key's slot.
+POST /evalsha (one EVALSHA: an INCR) is the throughput baseline; POST
+/act/<learner> (one script that INCRs the learner's key and PUBLISHes it)
+with GET /stream/<learner> (a bare SSE stream fed by the process's one
+SUBSCRIBE) is a click and its frame at their simplest (the learners
+figure), and GET /paint?u=<learner> a bare page of them (click to settled).
+Served exactly like the site, on the same Valkey, in the same run; on a
+cluster its client is the site's (a RedisCluster).
 """
-
 from __future__ import annotations
 
 import asyncio

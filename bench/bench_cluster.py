@@ -7,19 +7,15 @@ then three `complete-child` on the fan-in), against the site started the way
 every widget talks through redis-py's RedisCluster). Beside each run, in the
 same run: the one-EVALSHA baseline app (`bench/baseline_app.py`) on the same
 cluster with the same number of workers (its client is a RedisCluster too),
-and the ratio. For reference, the site with 1 worker on one valkey-server.
-
-    python -m bench.bench_cluster [--seconds 10]
+and the ratio.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 from typing import Any
 
 from bench import bench_actions, servers
-from server.valkey.process import ValkeyCluster, ValkeyProcess
+from server.valkey.process import ValkeyCluster
 
 PRIMARIES = 3
 WORKERS = (1, 2)
@@ -34,8 +30,7 @@ def measure(site: servers.Served, base: servers.Served, seconds: float, connecti
             "site_errors": site.tracebacks()}
 
 
-def run(seconds: float = 10, connections: int = 50, sandboxes: int = 200, threads: int = 2,
-        single_reference: bool = True) -> dict[str, Any]:
+def run(seconds: float = 10, connections: int = 50, sandboxes: int = 200, threads: int = 2) -> dict[str, Any]:
     result: dict[str, Any] = {
         "primaries": PRIMARIES, "connections": connections, "sandboxes": sandboxes,
         "mix": bench_actions.MIX, "workers": {},
@@ -45,23 +40,6 @@ def run(seconds: float = 10, connections: int = 50, sandboxes: int = 200, thread
             with servers.serve_site(cluster.url, workers=workers, env=CLUSTER_ENV) as site, \
                     servers.serve_baseline(cluster.url, workers=workers, **CLUSTER_ENV) as base:
                 result["workers"][str(workers)] = measure(site, base, seconds, connections, sandboxes, threads)
-    if single_reference:
-        with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site, \
-                servers.serve_baseline(valkey.url) as base:
-            result["single_server_1_worker"] = measure(site, base, seconds, connections, sandboxes, threads)
     one, two = (result["workers"][str(n)]["site_mix"]["rps"] for n in WORKERS)
     result["scaling_2_over_1"] = round(two / one, 2) if one else 0.0
     return result
-
-
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description="action throughput on a 3-primary cluster, 1 and 2 workers")
-    parser.add_argument("--seconds", type=float, default=10)
-    args = parser.parse_args(argv)
-    result = run(args.seconds)
-    print(json.dumps(result, indent=2))
-    return result
-
-
-if __name__ == "__main__":
-    main()

@@ -1,34 +1,22 @@
-"""Fan-out: N concurrent SSE streams on one worker, all watching one
-sandbox (what a room is: every learner of a class on the instructor's
-sandbox), each the stream the dive's page opens (every widget it shows).
-One "Complete child" is posted; each client's latency runs from the
-moment the POST is sent to the moment that client receives the snapshot
-showing the new `:dependencies` (and, separately, its first `effect` event).
-The snapshot is read once per change and the same frame handed to every
-stream (server/live/streams.py).
-Server memory is the uvicorn process's VmRSS from /proc, idle and with every
-stream open, and its peak (VmHWM).
-
-Every widget of the page has landed before the streams open (the
-instructor's page was there first). The clients run in one asyncio process
-on raw sockets (bench/rawhttp.py); on
-a small machine they share the CPU with the server, so their own lag is part
-of the figure. The baseline is the same measurement with a single stream.
-
-    python -m bench.bench_fanout [--clients 1000] [--actions 12]
+"""Fan-out: N concurrent SSE streams on one worker, all on one sandbox (a
+class on the instructor's sandbox), each the stream the dive's page opens.
+Per "Complete child": from sending the POST to each client receiving the
+frame with the new `:dependencies` (and its first `effect`). RSS is the
+uvicorn process's VmRSS, idle and with every stream open, and its peak.
+Every widget has landed before the streams open. The clients are one
+asyncio process (bench/sse.py: wrk cannot note when each stream got a
+frame), sharing the CPU with the server. Baseline: the same, one stream.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import time
 from typing import Any
 
-from bench import servers
-from bench.rawhttp import HttpConn, dependencies_of, raise_fd_limit, sse_stream
+from bench import servers, sse
 from bench.stats import distribution
+from bench.wrkrun import raise_fd_limit
 
 
 class Client:
@@ -36,18 +24,16 @@ class Client:
         self.deps: int | None = None
         self.deps_at = 0.0
         self.effect_at = 0.0
-        self.snapshots = 0
         self.down = 0  # status frames saying Valkey is down (a snapshot read that failed)
 
     def on_event(self, event: str, data: str, at: float) -> None:
         if event == "status" and '"down"' in data:
             self.down += 1
-        if event == "snapshot":
-            deps = dependencies_of(data)
-            self.snapshots += 1
+        if event != "effect":
+            deps = sse.dependencies_of(data)
             if deps is not None and deps != self.deps:
                 self.deps, self.deps_at = deps, at
-        elif event == "effect" and self.effect_at == 0.0:
+        elif self.effect_at == 0.0:
             self.effect_at = at
 
 
@@ -60,7 +46,7 @@ async def open_crowd(site: servers.Served, cookie: str, clients: int, within: fl
     tasks: list[asyncio.Task[Any]] = []
     opened_at = time.perf_counter()
     for index, client in enumerate(crowd):
-        tasks.append(asyncio.create_task(sse_stream(site.host, site.port, path, cookie, client.on_event)))
+        tasks.append(asyncio.create_task(sse.stream(site.host, site.port, path, cookie, client.on_event)))
         if index % 100 == 99:
             await asyncio.sleep(0.05)  # a class arriving, not a SYN flood
     deadline = time.perf_counter() + within
@@ -78,17 +64,16 @@ async def measure(site: servers.Served, clients: int, actions: int, within: floa
                   path: str = "") -> dict[str, Any]:
     """`clients` streams of `path` (the dive page's stream when empty) on one sandbox."""
     path = path or servers.page_stream(site.url)
-    raise_fd_limit(clients * 2 + 256)
+    raise_fd_limit()
     cookie = servers.new_cookie(site.url)
-    actor = HttpConn(site.host, site.port, cookie)
     # the instructor's page opened first: every widget of the page has landed
     # before the class arrives (a thousand first showings of a widget at once
     # queue on its lock: see bench_learners' notes and the lead's report)
     for widget in servers.page_widgets(site.url):
-        status, _ = await actor.request("GET", f"/api/widgets/{widget}/state")
+        status, _ = servers.get(site.url, f"/api/widgets/{widget}/state", cookie)
         if status != 200:
             raise RuntimeError(f"{widget}'s state answered {status}")
-    await act(actor, "reset")
+    await act(site, cookie, "reset")
     rss_idle = site.rss_mb()
     crowd, tasks, connect_seconds = await open_crowd(site, cookie, clients, within, path)
     without_first = sum(c.deps != 3 for c in crowd)
@@ -97,12 +82,11 @@ async def measure(site: servers.Served, clients: int, actions: int, within: floa
     rss_streams = site.rss_mb()
     to_snapshot: list[float] = []
     to_effect: list[float] = []
-    per_action: list[dict[str, float]] = []
     expected = 3
     done_actions = 0
     while done_actions < actions:
         if expected == 0:
-            await act(actor, "reset")
+            await act(site, cookie, "reset")
             expected = 3
             await wait_for(crowd, 3, deadline=time.perf_counter() + within)
             await asyncio.sleep(0.2)
@@ -110,21 +94,18 @@ async def measure(site: servers.Served, clients: int, actions: int, within: floa
         for client in crowd:
             client.effect_at = 0.0
         sent = time.perf_counter()
-        await act(actor, "complete-child")
+        await act(site, cookie, "complete-child")
         expected -= 1
         await wait_for(crowd, expected, deadline=time.perf_counter() + within)
         got = [c.deps_at - sent for c in crowd]
         to_snapshot += got
         to_effect += [c.effect_at - sent for c in crowd if c.effect_at]
-        shown = distribution(got, 1000)
-        per_action.append({"p50_ms": shown["p50"], "p99_ms": shown["p99"]})
         done_actions += 1
         await asyncio.sleep(0.3)
     rss_after = site.rss_mb()
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    await actor.close()
     return {
         "clients": clients,
         "stream": path,
@@ -134,13 +115,12 @@ async def measure(site: servers.Served, clients: int, actions: int, within: floa
         "said_valkey_down": said_down,
         "to_snapshot_ms": distribution(to_snapshot, 1000),
         "to_first_effect_ms": distribution(to_effect, 1000),
-        "per_action": per_action,
         "rss_mb": {"idle": rss_idle, "streams_open": rss_streams, "after_broadcasts": rss_after, "peak": site.hwm_mb()},
     }
 
 
-async def act(actor: HttpConn, action: str) -> None:
-    status, body = await actor.post(f"/api/widgets/fanin/{action}")
+async def act(site: servers.Served, cookie: str, action: str) -> None:
+    status, body = await sse.post(site.host, site.port, f"/api/widgets/fanin/{action}", cookie)
     if status != 200:
         raise RuntimeError(f"{action} answered {status}: {body[:300]!r}")
 
@@ -161,21 +141,3 @@ def run(site: servers.Served, clients: int = 1000, actions: int = 12, stream: st
     base, many = single["to_snapshot_ms"]["p99"], crowd["to_snapshot_ms"]["p99"]
     return {"baseline_one_stream": single, "many_streams": crowd,
             "ratio_p99": round(many / base, 1) if base else 0.0}
-
-
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description="fan-out: N SSE streams on one worker")
-    parser.add_argument("--clients", type=int, default=1000)
-    parser.add_argument("--actions", type=int, default=12)
-    parser.add_argument("--stream", default="", help="the stream each client opens (default: the dive page's)")
-    args = parser.parse_args(argv)
-    from server.valkey.process import ValkeyProcess
-
-    with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site:
-        result = run(site, args.clients, args.actions, args.stream)
-    print(json.dumps(result, indent=2))
-    return result
-
-
-if __name__ == "__main__":
-    main()

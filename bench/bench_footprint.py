@@ -1,24 +1,13 @@
-"""Footprint: Valkey memory per sandbox after each widget's
-scenario, and what remains after expiry.
-
-For each widget, a fresh sandbox (a first visit's cookie) asks for the
-widget's state, which lands its starting scenario through the real scripts;
-then every key of that sandbox (SCAN `emq:{<sandbox>.*` and `lab:{<sandbox>*`:
-the bench looks for keys by pattern on purpose, so a key the site's removal,
-which names keys rather than scanning, would miss is still counted) is priced
-with MEMORY USAGE. The same is done
-after each of the widget's actions has run once (empty body; an action that
-refuses an empty body writes nothing). The baseline is the size of the same
-keys serialized by DUMP (the data without Valkey's per-key overhead).
-Finally `server.lifecycle.reaper.expire_idle(conn, catalog, 0)` expires every
-sandbox and the keys and bytes left under each are counted (the target is 0).
-
-    python -m bench.bench_footprint
+"""Footprint: Valkey memory per sandbox after each widget's scenario, and
+what remains after expiry. For each widget, a fresh sandbox's state read
+lands the scenario; every key of the sandbox (found by pattern, so a key the
+site's removal would miss still counts) is priced with MEMORY USAGE, again
+after each action ran once; baseline: the same keys' DUMP size. Then
+`reaper.expire_idle(conn, catalog, 0)`, and what is left (target: 0).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import time
 from typing import Any
@@ -58,7 +47,7 @@ def run(site_url: str, valkey_url: str) -> dict[str, Any]:
     try:
         for name, widget in WIDGETS.items():
             cookie = servers.new_cookie(site_url)
-            sandbox = servers.sandbox_of(valkey_url, cookie)
+            sandbox = servers.sandbox_of(cookie)
             sandboxes[name] = sandbox
             status, body = servers.get(site_url, f"/api/widgets/{name}/state", cookie)
             if status != 200:
@@ -100,12 +89,3 @@ async def _expire(valkey_url: str) -> list[str]:
         return list(await reaper.expire_idle(conn, Catalog(dict(WIDGETS)), 0))
     finally:
         await conn.aclose()
-
-
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description="footprint: Valkey memory per widget scenario, and after expiry")
-    return servers.main_with_site(lambda site, valkey_url, args: run(site.url, valkey_url), parser, argv)
-
-
-if __name__ == "__main__":
-    main()

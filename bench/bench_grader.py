@@ -1,31 +1,12 @@
-"""The exercise grader: a run's time, the same scenarios without the grading, and runs per second.
-
-    python -m bench.bench_grader                 # 200 runs per exercise, 5 s of load
-    python -m bench.bench_grader --runs 50 --seconds 2
-
-Three measures, printed as a Markdown table (never asserted: the machine is
-shared):
-
-1. **A graded run**: ``grade()`` of the course's own script for each exercise,
-   one at a time on an idle pool — SCRIPT LOAD, the run's ACL user, every
-   check's scenario (landed with the course's scripts), the learner's calls
-   as that user under the watchdog with a key picture before and after each,
-   the user deleted and the keys swept.
-2. **The same scenarios, directly**: each check's scenario and judgments
-   exactly as above, but the exercise's transition is the course's script
-   run by the admin (``registry.run``: EVALSHA), with no run user, no
-   watchdog, no compile and no sweep; the pictures the judgments read stay.
-   The difference is what grading a learner's script costs.
-3. **Runs per second the pool holds**: the default pool (2 graders), eight
-   sandboxes each running the checks back to back for ``--seconds``.
-
-It also times the answers the watchdog gives: a runaway (SCRIPT KILL at
-500 ms) and a loop after a write (SIGKILL, then the grader back in the pool).
+"""The exercise grader: a graded run of each exercise's own course script on
+an idle pool, beside the same scenarios run directly with the course's
+script (no run user, watchdog, compile or sweep); runs per second the
+default pool holds; and how fast the watchdog answers a runaway and brings
+a SIGKILLed grader back.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import time
 from collections.abc import Sequence
@@ -153,39 +134,3 @@ async def measure(runs: int, seconds: float, tries: int) -> dict[str, Any]:
 def run(runs: int = 200, seconds: float = 5.0, tries: int = 5) -> dict[str, Any]:
     """The three measures (see the module's docstring), as a dict for the report."""
     return asyncio.run(measure(runs, seconds, tries))
-
-
-def spread(found: dict[str, float]) -> str:
-    return f"{found['p50']} / {found['p99']}"
-
-
-def render(result: dict[str, Any]) -> str:
-    lines = [
-        f"Grader, {result['runs']} runs per exercise, one at a time (ms, p50 / p99):",
-        "",
-        "| exercise | checks | graded run | same scenarios, course script direct |",
-        "|---|---:|---:|---:|",
-        *(f"| {name} | {row['checks']} | {spread(row['graded_ms'])} | {spread(row['direct_ms'])} |"
-          for name, row in result["exercises"].items()),
-        "",
-        f"Runs per second the pool holds ({result['graders']} graders, 8 sandboxes back to back, "
-        f"{result['seconds']:g} s, the three exercises in turn): {result['runs_per_second']:.0f}",
-        "",
-        f"Watchdog ({result['tries']} tries, ms p50 / p99): a runaway answered in "
-        f"{spread(result['runaway_answered_ms'])}; a SIGKILLed grader back in the pool "
-        f"{spread(result['sigkilled_back_ms'])} after its answer",
-    ]
-    return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--runs", type=int, default=200, help="runs per exercise and measure")
-    parser.add_argument("--seconds", type=float, default=5.0, help="length of the throughput run")
-    parser.add_argument("--tries", type=int, default=5, help="runaways and SIGKILLs timed")
-    options = parser.parse_args(argv)
-    print(render(run(options.runs, options.seconds, options.tries)))
-
-
-if __name__ == "__main__":
-    main()

@@ -5,13 +5,10 @@ same worker, same wrk settings, same run.
 The dive is requested by a returning visitor (with a sandbox cookie); a
 first visit (no cookie: the middleware mints and signs a new sandbox cookie)
 is measured too.
-
-    python -m bench.bench_pages [--seconds 10]
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 from typing import Any
 
@@ -41,13 +38,3 @@ def run(site_url: str, seconds: float = 10, connections: int = 50, threads: int 
         "ratio": round(dive["rps"] / static["rps"], 2) if static["rps"] else 0.0,
         "ratio_first_visit": round(first["rps"] / static["rps"], 2) if static["rps"] else 0.0,
     }
-
-
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description="pages: the dive vs a static file")
-    parser.add_argument("--seconds", type=float, default=10)
-    return servers.main_with_site(lambda site, valkey_url, args: run(site.url, args.seconds), parser, argv)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,52 +1,45 @@
 """Click to settled: in Chromium, from the click on "Complete child" to the
-moment the fan-in widget shows the stream's snapshot of that action, idle
-and while 100 other sandboxes act at 100 actions/s in all, each beside a
-bare page measured the same way in the same run.
+moment the fan-in widget shows the stream's frame of that action, idle and
+under load, each beside a bare page measured the same way in the same run;
+then while 20 other learners race (issue 42), beside none racing.
 
-The site has one paint path: the answer to an action carries only
-{outcome, ver, progress}; every page of the sandbox, the one that clicked
-too, paints the snapshot the live stream brings (site/static/widgets/lab.js),
-and never one older than the `ver` it shows. Measured inside the page with
-performance.now(): the page's `fetch` is wrapped for the click so the
-answer's `ver` and its arrival are seen; a MutationObserver on the widget
-notes each paint (a change of `data-ver`, with the readout at that moment).
-
-* `answer_ms`: the action's answer arrived (JSON parsed);
-* `painted_ms`: the widget painted a snapshot with `data-ver` at least the
-  answer's `ver` and the expected `[data-role="dependencies"]` number: the
-  stream's snapshot of the action (it may come before the answer);
-* `settled_ms`: the later of the two, when the page has both (the figure).
-
-After three completions the widget is Reset (not measured).
-
-Baseline: `bench/baseline_app.py`'s `/paint`, a bare page whose button POSTs
-`/act/<learner>` (one EVALSHA that INCRs and PUBLISHes) and paints the
-value its bare SSE stream brings, clicked and timed by the same script,
-idle and under the same load. The load (bench/background.py) counts its
-non-2xx answers.
-
-    python -m bench.bench_paint [--clicks 200] [--rate 100]
+Measured inside the page with performance.now(): `fetch` is wrapped for the
+click (the answer's `ver` and arrival); a MutationObserver notes each paint.
+`answer_ms`: the answer arrived; `painted_ms`: the widget shows `data-ver` at
+least the answer's with the expected `[data-role="dependencies"]` (it may
+come before the answer); `settled_ms`: the later of the two, the figure.
+After three completions the widget is Reset (not timed). Baseline: the bare
+page of bench/baseline_app.py. The load is wrk: streams held open
+(streams.lua), actions paced to the rate (actions.lua); the racers are one
+wrk connection each, running race after race (8 workers, 16 children, every
+fault); every answer counted by status.
 """
+
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import json
 import os
 import secrets
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from bench import servers
-from bench.background import Background
+from bench import mix, servers
 from bench.stats import distribution
+from bench.wrkrun import Wrk, socket_errors
 
 CHROMIUM = os.environ.get("EMQLAB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update", "--no-first-run"]
 LIMIT_MS = 15000  # a click whose paint never comes fails the run, never hangs it
+RACERS = 20
+RACE_P99_MS = 100.0
+RACE = {"workers": 8, "children": 16, "faults": ["crash", "lapse", "twice"], "early_release": False}
 
 # Clicks one button of a widget and resolves with [ms to the answer, ms to the
 # paint of the action's snapshot, ms to settled (the later of the two)].
@@ -172,20 +165,58 @@ def ratio(figure: float, base: float) -> float:
     return round(figure / base, 2) if base else 0.0
 
 
+@contextlib.contextmanager
+def background(site_url: str, sandboxes: int, rate: float) -> Iterator[dict[str, Any]]:
+    """`sandboxes` others, each with its page's stream open, walking the fan-in's tour at `rate` in all."""
+    cookies = servers.cookies(site_url, sandboxes)
+    stream = servers.page_stream(site_url)
+    files = [servers.lines_file([f"{stream} {c}" for c in cookies]), servers.lines_file(cookies)]
+    connections = max(1, min(sandboxes // 2, round(rate / 2)))  # a 500 ms pause: the answer's time slips it little
+    found: dict[str, Any] = {"sandboxes": sandboxes, "target_rate": rate}
+    try:
+        with Wrk(site_url, "streams.lua", connections=sandboxes, threads=1, args=[files[0], "1"],
+                 timeout="1s") as streams:
+            time.sleep(1.0)  # the streams' first frames (each lands the page's widgets) before the clicks
+            with Wrk(site_url + "/", "actions.lua", connections=connections, args=[
+                    files[1], "2", mix.WIDGET, ",".join(mix.WALK), str(round(connections / rate * 1000))]) as acts:
+                yield found
+        found.update(actions=acts.result["requests"], achieved_rate=acts.result["rps"],
+                     non_2xx=acts.result["non_2xx"], errors=socket_errors(acts.result) + socket_errors(
+                         streams.result, timeouts=False), stream_bytes=streams.result["bytes"])
+    finally:
+        for name in files:
+            Path(name).unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def racing(site_url: str, racers: int = RACERS) -> Iterator[dict[str, Any]]:
+    """`racers` learners, each running one race after another on a wrk connection of its own."""
+    found: dict[str, Any] = {"racers": racers}
+    with contextlib.ExitStack() as stack:
+        loads = [stack.enter_context(Wrk(site_url + "/api/widgets/race/run", "post.lua", connections=1, threads=1,
+                                         args=[servers.new_cookie(site_url), "0", json.dumps({**RACE, "seed": n})],
+                                         timeout="10s"))
+                 for n in range(racers)]
+        time.sleep(1.0)  # every racer's first run under way
+        yield found
+    found.update(runs=sum(w.result["requests"] for w in loads), non_2xx=sum(w.result["non_2xx"] for w in loads),
+                 errors=sum(socket_errors(w.result) for w in loads))
+
+
 def measure_all(browser: Any, site_url: str, baseline_url: str, clicks: int, load_rate: float,
-                load_sandboxes: int) -> dict[str, Any]:
+                load_sandboxes: int, racers: int = RACERS) -> dict[str, Any]:
     site = Target(site_url + servers.DIVE, "fanin", '[data-role="dependencies"]')
     bare = Target(baseline_url + "/paint?u=paint" + secrets.token_hex(4), "bare", '[data-role="value"]')
     both(browser, site, bare, 6)  # warm-up: caches, JIT, connections
     idle = both(browser, site, bare, clicks)
-    cookies = servers.cookies(site_url, load_sandboxes)
-    with Background(site_url, cookies, rate=load_rate, streams=True, stream_path=servers.page_stream(site_url)) as load:
+    with background(site_url, load_sandboxes, load_rate) as load:
         loaded = both(browser, site, bare, clicks)
+    calm = measure(browser, site, clicks)  # the same learner, none racing, just before the race
+    with racing(site_url, racers) as race:
+        raced = measure(browser, site, clicks)
     return {
-        "clicks": clicks,
-        "idle": idle,
-        "loaded": loaded,
-        "load": load.result,
+        "clicks": clicks, "idle": idle, "loaded": loaded, "load": load,
+        "race": {"none": calm, "racing": raced, **race},
         "ratios": {phase: {what: {p: ratio(run["site"][what][p], run["bare"][what][p]) for p in ("p50", "p99")}
                            for what in ("answer_ms", "painted_ms", "settled_ms")}
                    for phase, run in (("idle", idle), ("loaded", loaded))},
@@ -193,34 +224,15 @@ def measure_all(browser: Any, site_url: str, baseline_url: str, clicks: int, loa
 
 
 def run(site_url: str, baseline_url: str, clicks: int = 200, load_rate: float = 100.0, load_sandboxes: int = 100,
-        browser: Any = None) -> dict[str, Any]:
+        browser: Any = None, racers: int = RACERS) -> dict[str, Any]:
     """Idle, then under load; pass a Playwright ``browser`` to reuse one (the e2e smoke test does)."""
     if browser is not None:
-        return measure_all(browser, site_url, baseline_url, clicks, load_rate, load_sandboxes)
+        return measure_all(browser, site_url, baseline_url, clicks, load_rate, load_sandboxes, racers)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         launched = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            return measure_all(launched, site_url, baseline_url, clicks, load_rate, load_sandboxes)
+            return measure_all(launched, site_url, baseline_url, clicks, load_rate, load_sandboxes, racers)
         finally:
             launched.close()
-
-
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description="click to settled, beside a bare one-EVALSHA page")
-    parser.add_argument("--clicks", type=int, default=200)
-    parser.add_argument("--rate", type=float, default=100.0, help="background actions per second, in all")
-    parser.add_argument("--sandboxes", type=int, default=100, help="background sandboxes")
-    args = parser.parse_args(argv)
-    from server.valkey.process import ValkeyProcess
-
-    with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site, \
-            servers.serve_baseline(valkey.url) as base:
-        result = run(site.url, base.url, args.clicks, args.rate, args.sandboxes)
-    print(json.dumps(result, indent=2))
-    return result
-
-
-if __name__ == "__main__":
-    main()

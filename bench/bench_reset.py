@@ -1,30 +1,15 @@
-"""Reset with 5,000 idle sandboxes present vs none (issue 12): the ratio.
+"""Reset with 5,000 idle sandboxes present vs none: the ratio.
 
-One learner's sandbox is landed through the site (every widget of the
-course, as a learner who opened every page). Two resets of it are timed:
-
-* `emqlab reset --sandbox` (and the instructor's reset, which runs the same
-  function): `server.lifecycle.resets.reset_sandboxes(lab, [sandbox])`, called
-  in this process on the site's own client (`server.valkey.client.open_client`);
-* the fan-in widget's own Reset, `POST /api/widgets/fanin/reset` through the
-  site (a uvicorn process, as a click sends it).
-
-First with no other sandbox, then with `crowd` idle sandboxes present. The
-crowd is landed cheaply but looks to the reaper like real idle sandboxes: one
-template sandbox's widgets land through the site (the real scripts), its
-keys are copied byte for byte (DUMP / RESTORE) under each new id, and each id
-is entered in the registry and the held index as admission enters it, idle
-for ten minutes (well inside the TTL, so nobody reaps it mid-run). The
-crowd's keys are removed afterwards. The site's own reaper runs throughout.
-
-    python -m bench.bench_reset [--crowd 5000] [--samples 20]
+One learner's sandbox is landed through the site (every widget). Two resets
+are timed, first with no other sandbox, then with `crowd` idle ones: `emqlab
+reset --sandbox` (`resets.reset_sandboxes`, in this process) and the fan-in's
+own Reset through the site. The crowd is one landed sandbox's keys copied
+(DUMP / RESTORE) under new ids, each entered in the registry and the held
+index idle for ten minutes, as admission enters it; removed afterwards.
 """
-
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import time
 from typing import Any
 
@@ -52,7 +37,7 @@ def landed_sandbox(site_url: str, valkey_url: str) -> tuple[str, str]:
         status, body = servers.get(site_url, f"/api/widgets/{name}/state", cookie)
         if status != 200:
             raise RuntimeError(f"{name} state answered {status}: {body[:200]!r}")
-    return cookie, servers.sandbox_of(valkey_url, cookie)
+    return cookie, servers.sandbox_of(cookie)
 
 
 def template_keys(valkey: redis.Redis, sandbox: str) -> list[tuple[bytes, bytes]]:
@@ -142,14 +127,7 @@ def both(site_url: str, valkey_url: str, cookie: str, sandbox: str, samples: int
 
 def run(site_url: str, valkey_url: str, quick: bool = False, crowd: int = 5000,
         samples: int | None = None) -> dict[str, Any]:
-    """Both resets' p50/p99 with no other sandbox and with `crowd` idle ones, and the ratios.
-
-    Returns {"ratio": the larger p50 ratio of the two kinds (crowded / alone),
-    "kind": which, "with_idle": {"p50", "p99"} and "without": {"p50", "p99"}
-    of that kind (ms), "target_ratio", "crowd", "samples",
-    "keys_per_idle_sandbox", "alone" and "crowded": {"emqlab": {"p50_ms",
-    "p99_ms"}, "widget": {...}}, "ratios": {kind: {"p50", "p99"}}}.
-    """
+    """Both resets' p50/p99 with no other sandbox and with `crowd` idle ones, and the ratios."""
     samples = samples or (5 if quick else 30)
     valkey = redis.Redis.from_url(valkey_url)
     written: list[bytes] = []
@@ -157,7 +135,7 @@ def run(site_url: str, valkey_url: str, quick: bool = False, crowd: int = 5000,
         template, _ = landed_sandbox(site_url, valkey_url)
         cookie, learner = landed_sandbox(site_url, valkey_url)
         before = both(site_url, valkey_url, cookie, learner, samples)
-        written = land_crowd(valkey, servers.sandbox_of(valkey_url, template), crowd)
+        written = land_crowd(valkey, servers.sandbox_of(template), crowd)
         crowded = {k: summary(v) for k, v in both(site_url, valkey_url, cookie, learner, samples).items()}
         remove_crowd(valkey, written, crowd)
         written_count, written = len(written), []
@@ -179,19 +157,3 @@ def run(site_url: str, valkey_url: str, quick: bool = False, crowd: int = 5000,
             "without": brief(alone[kind]), "target_ratio": TARGET, "crowd": crowd, "samples": samples,
             "keys_per_idle_sandbox": written_count // max(crowd, 1), "alone": alone, "crowded": crowded,
             "ratios": ratios}
-
-
-def main(argv: list[str] | None = None) -> int:
-    from server.valkey.process import ValkeyProcess
-
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--crowd", type=int, default=5000, help="idle sandboxes present in the crowded run")
-    parser.add_argument("--samples", type=int, default=20, help="resets timed per kind and run")
-    args = parser.parse_args(argv)
-    with ValkeyProcess() as valkey, servers.serve_site(valkey.url) as site:
-        print(json.dumps(run(site.url, valkey.url, crowd=args.crowd, samples=args.samples), indent=2))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,13 +1,8 @@
-"""The processes a benchmark runs against: Valkey, the site, the baseline app.
-
-Both HTTP apps run the same way, the way `emqlab serve` runs the site
-(`server.cli.run_uvicorn`, through bench/uvicorn_workers.py): one uvicorn
-worker (or N) in its own process, the same event loop and HTTP
-implementation (uvicorn's "auto" choice, recorded in the report), log level
-warning and no access log. The site runs with
-its rate limits off (``EMQLAB_RATE_LIMIT=0`` …) so a benchmark measures the
-work, not the limiter, except where the limiter is what it measures
-(``serve_site(limits=True)``: the fairness figure).
+"""The processes a benchmark runs against: the site and the baseline app,
+each under uvicorn as `emqlab serve` runs the site (bench/uvicorn_workers.py),
+no access log. The site runs with its rate limits off, so a benchmark
+measures the work, not the limiter, except where the limiter is what it
+measures (``serve_site(limits=True)``: fairness).
 """
 
 from __future__ import annotations
@@ -25,7 +20,6 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from bench import uvicorn_workers
@@ -59,9 +53,6 @@ class Served:
     name: str
     env: dict[str, str] = field(default_factory=dict)
     log: Path | None = None
-
-    def log_tail(self, chars: int = 2000) -> str:
-        return self.log.read_text(errors="replace")[-chars:] if self.log and self.log.exists() else ""
 
     def tracebacks(self) -> int:
         """Unhandled errors the server logged so far (reported, never hidden)."""
@@ -103,10 +94,7 @@ class Served:
         return ticks / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
-        """The server and every worker it spawned: they run in a process group
-        of their own, so a worker whose supervisor died first (it was seen
-        left behind, reconnecting to a Valkey long gone at a fifth of a core)
-        goes too."""
+        """The server and every worker: their process group, so a worker whose supervisor died first goes too."""
         if self.proc.poll() is None:
             self._signal(signal.SIGTERM)
             try:
@@ -115,10 +103,8 @@ class Served:
                 self._signal(signal.SIGKILL)
                 self.proc.wait(timeout=5)
         self._signal(signal.SIGKILL)  # whatever of the group is still there
-        if self.log is not None and (self.tracebacks() or os.environ.get("EMQLAB_BENCH_KEEP_LOGS")):
-            kept = Path(tempfile.gettempdir()) / f"emqlab-bench-{self.name}-{self.proc.pid}.log"
-            shutil.copyfile(self.log, kept)  # its unhandled errors, for whoever reads the report
-            print(f"{self.name}: {self.tracebacks()} unhandled errors, its log kept in {kept}")
+        if self.log is not None and self.tracebacks():
+            print(f"{self.name}: {self.tracebacks()} unhandled errors:\n{self.log.read_text()[-3000:]}")
         if self.log is not None:
             shutil.rmtree(self.log.parent, ignore_errors=True)
 
@@ -225,7 +211,7 @@ def cookie_header(value: str) -> str:
     return f"{COOKIE}={value}"
 
 
-def sandbox_of(valkey_url: str, cookie_value: str) -> str:
+def sandbox_of(cookie_value: str) -> str:
     """The sandbox id inside a cookie, read with the secret the bench gave the site."""
     return SandboxCookie(BENCH_SECRET).parse(cookie_value)
 
@@ -252,32 +238,8 @@ def get(url: str, path: str, cookie_value: str | None = None) -> tuple[int, byte
         return exc.code, exc.read()
 
 
-def main_with_site(run: Any, argv_parser: Any, argv: list[str] | None = None) -> dict[str, Any]:
-    """`python -m bench.<module>`: a Valkey and the site, then
-    `run(site, valkey_url, args)`, printed as JSON."""
-    import json
-
-    from server.valkey.process import ValkeyProcess
-
-    args = argv_parser.parse_args(argv)
-    with ValkeyProcess() as valkey, serve_site(valkey.url) as site:
-        result: dict[str, Any] = run(site, valkey.url, args)
-    print(json.dumps(result, indent=2))
-    return result
-
-
-def main_with_baseline(run: Any, description: str, seconds: float, argv: list[str] | None = None) -> dict[str, Any]:
-    """`python -m bench.<module>`: a Valkey, the site and the one-EVALSHA
-    baseline, then `run(site_url, baseline_url, seconds)`, printed as JSON."""
-    import argparse
-    import json
-
-    from server.valkey.process import ValkeyProcess
-
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--seconds", type=float, default=seconds)
-    args = parser.parse_args(argv)
-    with ValkeyProcess() as valkey, serve_site(valkey.url) as site, serve_baseline(valkey.url) as base:
-        result: dict[str, Any] = run(site.url, base.url, args.seconds)
-    print(json.dumps(result, indent=2))
-    return result
+def lines_file(lines: list[str]) -> str:
+    """A temporary file of these lines, for wrk's scripts (the caller removes it)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", prefix="emqlab-bench-", delete=False) as handle:
+        handle.write("\n".join(lines) + "\n")
+    return handle.name

@@ -1,21 +1,46 @@
--- report.lua: the `done` every bench/wrk script shares. It prints one line,
--- "WRKJSON {...}", that bench/wrkrun.py parses (latencies in microseconds).
--- A script that counts answers by status defines `codes` (a table, per
--- thread) and calls `remember(thread)` from its setup; done() adds them up.
+-- report.lua: what every bench/wrk script shares. done() prints one line,
+-- "WRKJSON {...}", that bench/wrkrun.py parses (latencies in microseconds),
+-- with every answer counted by status (a script's response() calls count_status).
 local threads = {}
 function remember(thread) threads[#threads + 1] = thread end
 
--- The Host header, written by the script itself: a request built with
--- wrk.format and a headers table of its own gets no Host from every wrk
--- version, and an HTTP/1.1 request without one is answered 400.
+-- The Host header, written by the scripts themselves: a request built with
+-- wrk.format and a headers table of its own gets none, and HTTP/1.1 without one is a 400.
 function host_header()
-  if wrk.headers["Host"] then return wrk.headers["Host"] end
   return wrk.host .. (wrk.port and (":" .. wrk.port) or "")
 end
 
+-- The milliseconds each connection waits before its next request; wrk asks
+-- for delay() only when a script defines it, so none is defined for 0.
+function pace(ms)
+  local pause = tonumber(ms) or 0
+  if pause > 0 then delay = function() return pause end end
+end
+
+codes = {}
 function count_status(status)
   local key = tostring(status)
   codes[key] = (codes[key] or 0) + 1
+end
+function response(status, headers, body) count_status(status) end
+
+-- Lines of a file, the `tid`-th of every `threads` (a thread's own share).
+function share(file, threads)
+  local mine, k = {}, 0
+  for line in io.lines(file) do
+    if #line > 0 then
+      if k % threads == tid then mine[#mine + 1] = line end
+      k = k + 1
+    end
+  end
+  return mine
+end
+
+local counter = 0
+function setup(thread)
+  thread:set("tid", counter)
+  counter = counter + 1
+  remember(thread)
 end
 
 function done(summary, latency, requests)

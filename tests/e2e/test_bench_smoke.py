@@ -16,9 +16,11 @@ from tests.e2e.conftest import Site
 pytestmark = pytest.mark.bench_smoke
 
 
-def test_click_to_settled_runs_idle_and_under_load_beside_the_bare_page(browser: Browser, site: Site) -> None:
+def test_click_to_settled_runs_idle_under_load_and_while_others_race_beside_the_bare_page(
+        browser: Browser, site: Site) -> None:
     with servers.serve_baseline(site.valkey.url) as bare:
-        result = bench_paint.run(site.url, bare.url, clicks=3, load_rate=20, load_sandboxes=5, browser=browser)
+        result = bench_paint.run(site.url, bare.url, clicks=3, load_rate=20, load_sandboxes=5, browser=browser,
+                                  racers=2)
     for phase in ("idle", "loaded"):
         for page in ("site", "bare"):
             run = result[phase][page]
@@ -29,3 +31,6 @@ def test_click_to_settled_runs_idle_and_under_load_beside_the_bare_page(browser:
         assert set(result["ratios"][phase]) == {"answer_ms", "painted_ms", "settled_ms"}
     assert result["load"]["sandboxes"] == 5 and result["load"]["actions"] > 0
     assert result["load"]["non_2xx"] == 0 and result["load"]["errors"] == 0
+    race = result["race"]
+    assert race["racers"] == 2 and race["runs"] > 0 and race["non_2xx"] == 0
+    assert race["racing"]["settled_ms"]["samples"] == race["none"]["settled_ms"]["samples"] == 3

@@ -16,12 +16,42 @@ from typing import Any
 import httpx
 import redis
 
-from bench.reliability_procs import children, command_of, state_of
 from server.valkey.process import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 # Variables of the machine that would point a test's site elsewhere.
 UNSET = ("EMQLAB_VALKEY_URL", "EMQLAB_VALKEY_CLUSTER", "EMQLAB_DATA_DIR", "EMQLAB_EPHEMERAL", "EMQLAB_SECRET")
+
+
+def children(pid: int) -> list[int]:
+    """Processes whose parent is `pid`, read from /proc."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def command_of(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def state_of(pid: int) -> str | None:
+    """The process's state letter (R, S, Z…), None once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("State:"):
+                return line.split()[1]
+    except OSError:
+        return None
+    return None
 
 
 def valkeys_of(pid: int) -> list[int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from bench import mix
-from bench.rawhttp import dependencies_of
+from bench.sse import dependencies_of, ver_of
 from server.widgets import WIDGETS
 
 
@@ -27,3 +27,10 @@ def test_a_frame_of_another_widget_is_not_read_as_the_fanin_counter() -> None:
     assert dependencies_of(json.dumps(fanin)) == 2
     assert dependencies_of(json.dumps(other)) is None
     assert dependencies_of("not json") is None
+
+
+def test_an_html_frame_is_read_for_its_version_and_the_fanin_counter() -> None:
+    frame = '<section data-widget="fanin" data-ver="12"><b data-role="dependencies">2</b></section>'
+    assert ver_of(frame) == 12 and ver_of('{"widget": "fanin", "ver": 7}') == 7
+    assert dependencies_of(frame) == 2
+    assert dependencies_of(frame.replace("fanin", "native")) is None

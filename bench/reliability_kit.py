@@ -1,0 +1,143 @@
+"""What every attack of `make reliability` drives: `emqlab serve` as an
+operator runs it (a data directory of its own, Ctrl-C to stop), the
+`emqlab` command from a shell, HTTP clients leaving from chosen loopback
+addresses (httpx), and the row an attack records. Nothing here asserts."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import redis
+
+from server.valkey.process import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+DIVE = "/flows/parent-and-children"
+TOKEN = "reliability-instructor-token"
+# variables of this machine that would point a scenario's site elsewhere
+UNSET = ("EMQLAB_VALKEY_URL", "EMQLAB_VALKEY_CLUSTER", "EMQLAB_DATA_DIR", "EMQLAB_EPHEMERAL", "EMQLAB_SECRET",
+         "EMQLAB_INSTRUCTOR_TOKEN")
+
+
+@dataclass
+class Row:
+    """One attempt and what came of it: a line of an item's table."""
+
+    tried: str
+    statuses: str = "—"
+    happened: str = ""
+    held: bool | None = None  # what issue 38 asks for was so; None for a listing
+
+
+def counted(codes: Iterable[int | str]) -> str:
+    """"20 × 401, 280 × 429": each status with how often it came (0: no answer)."""
+    found = collections.Counter(str(code) for code in codes)
+    return ", ".join(f"{n} × {code}" for code, n in sorted(found.items())) or "none"
+
+
+def env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    return {**{k: v for k, v in os.environ.items() if k not in UNSET}, "PYTHONPATH": str(ROOT),
+            "EMQLAB_INSTRUCTOR_TOKEN": TOKEN, **(extra or {})}
+
+
+class Serve:
+    """`python -m server.cli serve` on a free port and a scratch data directory."""
+
+    def __init__(self, extra_env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.work = Path(tempfile.mkdtemp(prefix="emqlab-rel-"))
+        self.data_dir = self.work / "data"
+        self.env = env({"EMQLAB_STATE_DIR": str(self.work / "state"), **(extra_env or {})})
+        self.log = self.work / "serve.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Serve:
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", "server.cli", "serve", "--port", str(self.port),
+                                          "--data-dir", str(self.data_dir)], cwd=self.work, env=self.env,
+                                         stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"emqlab serve exited with {self.proc.returncode}: {self.said()[-600:]}")
+            try:
+                if httpx.get(self.url + "/", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.__exit__()
+        raise RuntimeError(f"emqlab serve did not answer within 60 s: {self.said()[-600:]}")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        subprocess.run(["rm", "-rf", str(self.work)], check=False)
+
+    def said(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def redis(self) -> redis.Redis:
+        running = json.loads((self.data_dir / "running.json").read_text())
+        return redis.Redis.from_url(running["url"], decode_responses=True)
+
+    def emqlab(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """The `emqlab` command from a shell, on this site's data directory."""
+        return subprocess.run([sys.executable, "-m", "server.cli", *args, "--data-dir", str(self.data_dir)],
+                              capture_output=True, text=True, check=False, timeout=60, cwd=ROOT, env=self.env)
+
+
+def visitor(url: str, address: str | None = None, page: str = DIVE) -> httpx.Client:
+    """A browser (leaving from `address`: another visitor address) that opened a page: it holds a cookie."""
+    transport = httpx.HTTPTransport(local_address=address) if address else None
+    made = httpx.Client(base_url=url, timeout=30, transport=transport)
+    made.get(page)
+    return made
+
+
+def instructor(url: str, token: str = TOKEN, address: str | None = None) -> tuple[httpx.Client, int]:
+    """A browser signed in with the form (its status: 303 when it worked)."""
+    made = visitor(url, address, "/")
+    return made, made.post("/instructor/sign-in", data={"token": token}).status_code
+
+
+def console(holder: httpx.Client, line: str) -> httpx.Response:
+    return holder.post("/api/console", json={"command": line})
+
+
+def act(holder: httpx.Client, action: str, widget: str = "fanin", **body: Any) -> httpx.Response:
+    return holder.post(f"/api/widgets/{widget}/{action}", json=body)
+
+
+def said(answer: httpx.Response, limit: int = 120) -> str:
+    """The sentence of an answer: its `error`, `message` or outcome, cut to `limit`."""
+    try:
+        body = answer.json()
+    except ValueError:
+        return answer.text[:limit].replace("\n", " ")
+    if not isinstance(body, dict):
+        return str(body)[:limit]
+    outcome = body.get("outcome") if isinstance(body.get("outcome"), dict) else {}
+    return str(body.get("error") or body.get("message") or (outcome or {}).get("text")
+               or " / ".join(body.get("reply_lines", [])[:2]) or body)[:limit]
