@@ -42,13 +42,13 @@ class Client:
     def on_event(self, event: str, data: str, at: float) -> None:
         if event == "status" and '"down"' in data:
             self.down += 1
-        if event == "snapshot":
+        if event == "widget":
             deps = dependencies_of(data)
             self.snapshots += 1
             if deps is not None and deps != self.deps:
                 self.deps, self.deps_at = deps, at
-        elif event == "effect" and self.effect_at == 0.0:
-            self.effect_at = at
+            if 'class="effect"' in data and self.effect_at == 0.0:
+                self.effect_at = at  # the first frame whose effects log lists a write
 
 
 async def open_crowd(site: servers.Served, cookie: str, clients: int, within: float,

@@ -40,7 +40,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bench import mix, servers
-from bench.rawhttp import one_shot, raise_fd_limit, sse_stream
+from bench.rawhttp import one_shot, raise_fd_limit, sse_stream, widget_of
 from bench.stats import distribution
 from server.sandboxes.sandbox import COOKIE
 
@@ -122,8 +122,7 @@ class Crowd:
         def on_event(event: str, data: str, at: float) -> None:
             self.window.frames += 1
             self.total.frames += 1
-            if not opened.is_set() and (event == "value" or (event == "snapshot" and f'"widget":"{mix.WIDGET}"'
-                                                              in data[:64])):
+            if not opened.is_set() and (event == "value" or (event == "widget" and widget_of(data) == mix.WIDGET)):
                 opened.set()
 
         while True:

@@ -34,7 +34,7 @@ async def watch(host: str, port: int, cookie: str, counts: dict[str, int], opene
     landing and first read are done, so the measured window leaves them out)."""
     def on_event(event: str, data: str, at: float) -> None:
         counts["events"] += 1
-        if event == "snapshot":
+        if event == "widget":
             opened.set()
 
     try:

@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from bench import mix, servers
-from bench.rawhttp import HttpConn, sse_stream
+from bench.rawhttp import HttpConn, sse_stream, ver_of, widget_of
 from bench.stats import distribution
 
 LAG_EVERY = 0.01  # seconds the lag watch sleeps between looks
@@ -44,8 +44,8 @@ class Probe:
     def on_event(self, event: str, data: str, at: float) -> None:
         if self.kind == "bare" and event == "value":
             ver = int(data)
-        elif self.kind == "site" and event == "snapshot" and f'"widget":"{mix.WIDGET}"' in data[:64]:
-            ver = int(json.loads(data)["ver"])
+        elif self.kind == "site" and event == "widget" and widget_of(data) == mix.WIDGET:
+            ver = ver_of(data) or 0
         else:
             return
         self.frames.append((ver, at))

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
+import re
 import resource
 import time
 from collections.abc import Callable
-from typing import Any
 
 from server.sandboxes.sandbox import COOKIE
 
@@ -169,14 +168,21 @@ async def sse_stream(host: str, port: int, path: str, cookie: str, on_event: Han
         await conn.close()
 
 
+def widget_of(data: str) -> str | None:
+    """The widget a `widget` frame draws (its section's `data-widget`)."""
+    found = re.search(r'data-widget="([^"]+)"', data[:400])
+    return found.group(1) if found else None
+
+
+def ver_of(data: str) -> int | None:
+    found = re.search(r'<section [^>]*data-ver="(\d+)"', data[:600])
+    return int(found.group(1)) if found else None
+
+
 def dependencies_of(data: str) -> int | None:
-    """`:dependencies` in a fan-in snapshot event (None when it is not one:
-    a page's stream brings the snapshots of every widget it shows)."""
-    try:
-        snap: Any = json.loads(data)
-        if snap.get("widget") != "fanin":
-            return None
-        found = snap["picture"]["parent"]["dependencies"]
-        return int(found) if found is not None else None
-    except (ValueError, KeyError, TypeError):
+    """`:dependencies` in a fan-in `widget` frame (None when it is not one:
+    a page's stream brings the drawings of every widget it shows)."""
+    if widget_of(data) != "fanin":
         return None
+    found = re.search(r'data-role="dependencies">(\d+)<', data)
+    return int(found.group(1)) if found else None

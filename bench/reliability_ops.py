@@ -158,7 +158,7 @@ def kill_valkey(mode: Mode) -> list[Row]:
         [old] = site.valkeys()
         logged = len(site.said().splitlines())
         with Watch(site.url, pupil.cookies.get(COOKIE) or "") as page:
-            wait_for(lambda: page.after(0, "snapshot"), 10)
+            wait_for(lambda: page.after(0, "widget"), 10)
             killed = time.monotonic()
             os.kill(old, signal.SIGKILL)
             codes: list[int] = []
@@ -171,9 +171,9 @@ def kill_valkey(mode: Mode) -> list[Row]:
             zombie = state_of(old)
             new = [pid for pid in site.valkeys() if pid != old]
             kept = deps(pupil)
-            wait_for(lambda: page.after(killed + seconds, "snapshot"), 10)
+            wait_for(lambda: page.after(killed + seconds, "widget"), 10)
             time.sleep(mode.pick(0.5, 5.0))  # would the log go on repeating itself?
-            painted = page.after(killed, "snapshot")
+            painted = page.after(killed, "widget")
             reopened = page.opened
         lines = site.said().splitlines()[logged:]
     return [

@@ -3,8 +3,7 @@
 // result), and each check's verdict is drawn as the server said it. A failing
 // check opens to show the scenario's keys before and after the learner's
 // script, as the graders read them from Valkey. Nothing is judged here.
-import { el } from "./cards.js";
-import { formatValue } from "./panels.js";
+import { el, formatValue } from "./dom.js";
 
 function keyList(title, keys) {
   const box = el("div", "exercise-keys");

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import json
-
 from bench import mix
 from bench.rawhttp import dependencies_of
 from server.widgets import WIDGETS
@@ -22,8 +20,9 @@ def test_the_mix_is_described_by_its_share_of_resets() -> None:
 
 
 def test_a_frame_of_another_widget_is_not_read_as_the_fanin_counter() -> None:
-    fanin = {"widget": "fanin", "picture": {"parent": {"dependencies": 2}}}
-    other = {"widget": "native", "picture": {"parent": {"dependencies": 9}}}
-    assert dependencies_of(json.dumps(fanin)) == 2
-    assert dependencies_of(json.dumps(other)) is None
-    assert dependencies_of("not json") is None
+    counter = '<output class="counter-value" data-role="dependencies">{}</output>'
+    fanin = f'<section class="widget" data-widget="fanin" data-ver="7">{counter.format(2)}</section>'
+    other = f'<section class="widget" data-widget="native" data-ver="7">{counter.format(9)}</section>'
+    assert dependencies_of(fanin) == 2
+    assert dependencies_of(other) is None
+    assert dependencies_of("not a widget") is None
