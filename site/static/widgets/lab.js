@@ -31,8 +31,9 @@ const KEEP = {
   beforeAttributeUpdated: (name, node) => {
     if (name === "open" && node.tagName === "DETAILS") return false; // the reader opened or closed it
     if (name === "data-room-disabled") return false;
-    // what the reader typed or picked in a question, a form, a picker
-    return !(["value", "checked", "selected"].includes(name) && node.closest("[data-reader]"));
+    // what the reader typed or picked in a question, a form, a picker (an option's own value is the server's)
+    const typed = name === "selected" || (node.tagName !== "OPTION" && ["value", "checked"].includes(name));
+    return !(typed && node.closest("[data-reader]"));
   },
 };
 
