@@ -23,21 +23,22 @@ from server.content import Course, Page, Placement, load_course
 from server.content.errors import ContentError
 from server.emq import registry
 from server.exercises import GraderPool, PoolSettings, catalogue
-from server.lifecycle import reaper, removal
+from server.lifecycle import reaper
 from server.live.hub import Hub
-from server.live.streams import Streams, frame
+from server.live.streams import Streams
 from server.sandboxes.sandbox import SandboxCookie, SignedCookie
 from server.settings import Settings
 from server.valkey import client, engine, native, secret_seen
 from server.valkey.datadir import site_secret
 from server.valkey.tasks import stop_tasks
 from server.web import rates, sessions, templating
-from server.web.answer import dumps
 from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import Site
 from server.web.stream_slots import StreamSlots
 from server.web.views import asking, classroom, console, exercises, instructor, pages, room, widgets
-from server.widgets import WIDGETS, questions, snapshot, traces
+from server.widgets import WIDGETS, questions
+from server.widgets.draw import Drawing
+from server.widgets.frames import Frames
 from server.widgets.runner import Lab
 from server.widgets.snapshot import Catalog
 
@@ -88,9 +89,10 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     # The front-end packages of site/package-lock.json, as `make assets` installed them (no build step).
     vendor = Mount("/static/vendor", StaticFiles(directory=str(SITE / "node_modules"), check_dir=False), name="vendor")
     app = Starlette(
+        # the catch-all page routes: keep last
         routes=[*widgets.routes(), *console.routes(), *exercises.routes(), *instructor.routes(), *classroom.routes(),
                 *asking.routes(), *room.routes(), vendor, static,
-                *pages.routes()],  # the catch-all page routes: keep last
+                *pages.routes()],
         # gzip outside the rest: pages and JSON over 1 KB go compressed; the stream never
         # (Starlette leaves text/event-stream alone, so frames are not held back).
         middleware=[Middleware(GZipMiddleware, minimum_size=1024), Middleware(Site, cookie=cookie),
@@ -112,6 +114,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     app.state.windows = rates.Windows()
     app.state.stream_slots = StreamSlots()
     app.state.page_bodies = {}  # a page's body is the same for every visitor: rendered once (views/pages.py)
+    app.state.drawing = Drawing(templates.env)
     app.state.render_widget = templating.renderer(templates, catalog, {
         console_page.NAME: console_page.context,
         EXERCISE: lambda options: {"exercise": catalogue.get(str(options.get("name", "")))}})
@@ -120,19 +123,16 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
 
 def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog,
               secret: str) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
-    """Open the Valkey client, start the hub, the reaper and the traces; undo it all at the end."""
+    """Open the Valkey client, start the hub and the reaper; undo it all at the end."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         conn = client.open_client(url, cluster)
         lab = Lab(conn, catalog, settings.sandbox_ttl * 2, settings.snapshot_bytes)
         app.state.conn, app.state.lab = conn, lab
-
-        async def read(sandbox: str, widget: str) -> bytes:
-            _, snap = await snapshot.read(conn, catalog, catalog.widgets[widget], sandbox, settings.snapshot_bytes)
-            return frame("snapshot", dumps(snap))
-
-        hub = app.state.hub = Hub(url, Streams(read), catalog.widget_of_queue, cluster=cluster)
+        app.state.frames = Frames(lab, app.state.drawing)
+        streams = Streams(app.state.frames)
+        hub = app.state.hub = Hub(url, streams, catalog.widget_of_queue, cluster=cluster)
         # graders start with the first run (server/exercises/): a site nobody grades on starts none
         app.state.graders = GraderPool(PoolSettings.from_env())
         # the console runs each line as its sandbox's Valkey ACL user (server/console/as_user.py)
@@ -146,7 +146,6 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog,
         app.state.engine_warning = None  # an external Valkey older than the Lua fixes: said on /instructor
         with contextlib.suppress(RedisError, OSError):
             app.state.engine_warning = engine.external_warning(engine.served_version(await conn.info("server")))
-        await traces.start(app, lambda sandbox: removal.delete(conn, catalog, sandbox))
         await hub.start()
         reaping = asyncio.create_task(reaper.run(conn, catalog, settings.sandbox_ttl, every=settings.reap_every),
                                       name="emqlab-reaper")
@@ -154,7 +153,6 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog,
         try:
             yield
         finally:
-            await traces.stop(app)
             await stop_tasks([reaping])
             await hub.stop()
             await app.state.console.aclose()

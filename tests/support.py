@@ -9,7 +9,9 @@ process-wide state out of the test process.
 
 from __future__ import annotations
 
+import html
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -124,10 +126,26 @@ def sandbox_of(client: httpx.Client | httpx.AsyncClient) -> str:
     return sandbox
 
 
-def deps(snapshot: dict[str, Any]) -> int | None:
-    """The fan-in's `:dependencies` as a snapshot draws it (None: no counter)."""
-    found = snapshot["picture"]["parent"]["dependencies"]
-    return None if found is None else int(found)
+def deps(seen: dict[str, Any]) -> int | None:
+    """The fan-in's `:dependencies` as a snapshot (JSON) or a widget frame (HTML) draws it (None: no counter)."""
+    if "html" in seen:
+        found = re.search(r'data-role="dependencies">([^<]*)<', seen["html"])
+        value = html.unescape(found.group(1)) if found else "—"
+        return None if value == "—" else int(value)
+    counter = seen["picture"]["parent"]["dependencies"]
+    return None if counter is None else int(counter)
+
+
+def drawn(data: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A `widget` frame's HTML as a test reads it: its widget, `ver` and HTML, and the effects its log lists."""
+    section = re.search(r'<section [^>]*data-widget="([^"]+)"[^>]*>', data)
+    assert section, data[:200]
+    ver = re.search(r'data-ver="(\d+)"', section.group(0))
+    effects = [{"key": html.unescape(key), "event": event, "words": html.unescape(words)}
+               for key, event, words in re.findall(
+                   r'<li class="effect" title="([^"]*)"><code class="effect-verb">([^<]*)</code>.*?'
+                   r'<span class="effect-words">([^<]*)</span>', data, re.S)]
+    return {"widget": section.group(1), "ver": int(ver.group(1)) if ver else None, "html": data}, effects
 
 
 @contextmanager
@@ -146,16 +164,28 @@ class Events:
     def __init__(self, response: httpx.Response) -> None:
         self.lines = response.iter_lines()
         self.seen: list[tuple[str, dict[str, Any]]] = []
+        self.queued: list[tuple[str, dict[str, Any]]] = []
 
     def next(self) -> tuple[str, dict[str, Any]]:
+        """The next event; a `widget` frame comes after the effects its log lists, each as an `effect`."""
         import json
 
-        event = None
+        if self.queued:
+            item = self.queued.pop(0)
+            self.seen.append(item)
+            return item
+        event, data = None, []
         for line in self.lines:
             if line.startswith("event:"):
                 event = line.split(":", 1)[1].strip()
             elif line.startswith("data:") and event:
-                item = (event, json.loads(line.split(":", 1)[1]))
+                data.append(line[len("data:"):].removeprefix(" "))
+            elif not line and event and data:
+                if event == "widget":
+                    frame, effects = drawn("\n".join(data))
+                    self.queued = [*(("effect", e) for e in effects), ("widget", frame)]
+                    return self.next()
+                item = (event, json.loads("\n".join(data)))
                 self.seen.append(item)
                 return item
         raise AssertionError(f"the stream ended; events so far: {[e for e, _ in self.seen]}")

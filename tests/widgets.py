@@ -19,7 +19,7 @@ import msgspec
 from server.app import bind_questions
 from server.content import load_course
 from server.emq.wire import Conn
-from server.widgets import WIDGETS, runner, snapshot
+from server.widgets import WIDGETS, reader, runner
 from server.widgets.runner import Acted, Lab
 from server.widgets.snapshot import Catalog, Snapshot
 from server.widgets.turn import Actor
@@ -54,4 +54,4 @@ async def act(conn: Conn, name: str, slug: str, sandbox: str = SANDBOX, *, actor
 
 async def snapshot_of(conn: Conn, name: str, sandbox: str = SANDBOX) -> Snapshot:
     """The snapshot every page of the sandbox would paint now."""
-    return (await snapshot.read(conn, catalog(), WIDGETS[name], sandbox))[1]
+    return (await reader.snapshot(conn, catalog(), WIDGETS[name], sandbox))[1]

@@ -11,8 +11,9 @@ from server.console import transcript
 from server.emq.wire import Conn
 from server.sandboxes import admission, keys
 from server.sandboxes.sandbox import SANDBOX_RE, queue_name
+from server.widgets.reader import pipelined
 from server.widgets.snapshot import Catalog
-from server.widgets.turn import clear_call, pipelined
+from server.widgets.turn import clear_call
 
 
 def checked(sandbox: str) -> str:

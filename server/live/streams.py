@@ -1,16 +1,17 @@
 """The open streams, by sandbox, and what each is handed.
 
-A closed batch becomes frames once (each touched widget read once, each effect
-worded once), so a thousand pages of a sandbox cost one read per change.
+A closed batch becomes frames once (each effect worded once, each touched widget
+read and drawn once, with the effects that touched it), so a thousand pages of a
+sandbox cost one read and one drawing per change.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -21,8 +22,22 @@ QUEUE_CAP = 500  # items one stream may lag behind before it is resynced instead
 READS_AT_ONCE = 64  # snapshot reads in flight for the streams: an overload queues here, not in the pool
 READ_DEADLINE = 5.0  # seconds one read may take before the change is dropped (the page resyncs later)
 
-# (sandbox, widget) -> the snapshot's SSE frame body (`event: snapshot` … as bytes)
-Read = Callable[[str, str], Awaitable[bytes]]
+
+
+class Worded(msgspec.Struct, frozen=True):
+    """One keyspace notification of a change, in words (server/live/effects.py)."""
+
+    event: str
+    key: str  # as the learner writes it: no sandbox prefix
+    words: str
+    queue: str = ""  # the queue part under the sandbox
+    at: float = 0.0
+
+
+class Painter(Protocol):
+    """What draws a widget's frame: `server/widgets/frames.py` (a layer above this one)."""
+
+    async def frame(self, sandbox: str, widget: str, effects: Sequence[Worded]) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -56,9 +71,14 @@ def frame(event: str, data: bytes) -> bytes:
     return b"event: " + event.encode() + b"\r\ndata: " + data + b"\r\nretry: 1000\r\n\r\n"
 
 
+def html_frame(event: str, html: str) -> bytes:
+    """One SSE event carrying HTML: each line its own `data:` line (the browser joins them with newlines)."""
+    return frame(event, "\r\ndata: ".join(html.splitlines()).encode())
+
+
 class Streams:
-    def __init__(self, read: Read) -> None:
-        self.read = read
+    def __init__(self, painter: Painter) -> None:
+        self.painter = painter
         self.subs: dict[str, set[Subscription]] = {}
         self.gate = asyncio.Semaphore(READS_AT_ONCE)
 
@@ -85,27 +105,24 @@ class Streams:
                 sub.push(notice)
 
     async def deliver(self, sandbox: str, change: Change) -> None:
-        """A closed batch of `sandbox`: each touched widget read once, each page its own frames."""
+        """A closed batch of `sandbox`: each touched widget drawn once, with its effects; each page its frames."""
         subs = list(self.subs.get(sandbox, ()))
         followed = {w for sub in subs for w in sub.widgets} & change.widgets
-        snapshots = {}
-        for widget in sorted(followed):
-            async with self.gate, asyncio.timeout(READ_DEADLINE):
-                snapshots[widget] = await self.read(sandbox, widget)
-        worded: dict[str, list[bytes]] = {}
+        worded: dict[str, list[Worded]] = {}
         for effect in change.effects:
             if effect.widget in followed:
-                data = {"widget": effect.widget, "queue": effect.queue.partition(".")[2],
-                        "key": effect.key.replace("{" + sandbox + ".", "{", 1), "event": effect.event,
-                        "at": effect.at, "words": effects.describe(effect.event, effect.key)}
-                worded.setdefault(effect.widget, []).append(frame("effect", msgspec.json.encode(data)))
+                worded.setdefault(effect.widget, []).append(Worded(
+                    effect.event, effect.key.replace("{" + sandbox + ".", "{", 1),
+                    effects.describe(effect.event, effect.key), effect.queue.partition(".")[2], effect.at))
+        drawn = {}
+        for widget in sorted(followed):
+            async with self.gate, asyncio.timeout(READ_DEADLINE):
+                drawn[widget] = await self.painter.frame(sandbox, widget, worded.get(widget, ()))
         # pages showing the same widgets share one chunk: a class's thousand pages, one bytes object
         chunks: dict[tuple[str, ...], bytes] = {}
         for sub in subs:
             chunk = chunks.get(sub.widgets)
             if chunk is None:
-                parts = [f for w in sub.widgets for f in worded.get(w, [])]
-                parts += [snapshots[w] for w in sub.widgets if w in snapshots]
-                chunk = chunks[sub.widgets] = b"".join(parts)
+                chunk = chunks[sub.widgets] = b"".join(drawn[w] for w in sub.widgets if w in drawn)
             if chunk:
                 sub.push(chunk)

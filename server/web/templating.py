@@ -1,7 +1,8 @@
 """Pages from templates: the one base layout, and each widget's partial.
 
-A partial carries no visitor's state (the live keys come from the API and the
-stream), so a rendered dive is the same for every visitor and is rendered once.
+A dive's body is the same for every visitor and is rendered once; each widget in
+it is a marker the page fills per visitor with the widget's HTML, drawn from its
+snapshot (`server/widgets/draw.py`, `views/widgets.py` `fill`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from starlette.templating import Jinja2Templates
 
 from server.content import Course
 from server.web import editor_assets, guards
-from server.widgets import traces
 from server.widgets.snapshot import Catalog
 
 # The partials of what is not a widget (the console, the exercises): name -> options -> context.
@@ -38,16 +38,17 @@ def respond(request: Request, template: str, context: dict[str, Any], status: in
     return templates.TemplateResponse(request, template, {**frame, **context}, status_code=status)
 
 
-def key_breaks(name: str) -> Markup:
-    """A key name that may wrap only after ":" and "}" (as lab.js keyName does)."""
-    pieces = re.split(r"(?<=[:}])", name)
-    return Markup("<wbr>").join(escape(piece) for piece in pieces if piece)
+def marker(name: str) -> str:
+    """Where a widget goes in a cached body: filled per visitor with its drawn HTML."""
+    return f"<!--emqlab-widget:{name}-->"
+
+
+MARKER = re.compile(r"<!--emqlab-widget:([a-z0-9-]+)-->")
 
 
 def renderer(templates: Jinja2Templates, catalog: Catalog,
              extras: dict[str, Extra]) -> Callable[[str, dict[str, Any]], str]:
     """`(name, options) -> HTML` for the Markdown's `{widget}` directive."""
-    templates.env.filters.setdefault("key_breaks", key_breaks)
     templates.env.globals.setdefault("editor_import_map", editor_assets.TAG)  # a page with an exercise
 
     def render(name: str, options: dict[str, Any] | None = None) -> str:
@@ -56,8 +57,6 @@ def renderer(templates: Jinja2Templates, catalog: Catalog,
         widget = catalog.widgets.get(name)
         if widget is None:
             return Markup(f'<div class="widget-slot" data-widget-missing="{escape(name)}"></div>')
-        context = {"widget": widget, "trace": traces.current(name), "questions": catalog.asked(widget),
-                   **widget.partial_context()}
-        return Markup(templates.get_template(f"widgets/_{name}.html").render(context))
+        return Markup(marker(widget.name))
 
     return render

@@ -1,11 +1,16 @@
 """The widgets, found by the code: every module of this package that defines a
 `Widget` subclass with a `name` is one. No list of widgets is kept by hand.
+
+Each widget's queue parts are its own: a part two widgets claim would repaint
+the wrong widget on every write (the hub finds a widget by its queue), so it
+stops the start.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Mapping
 
 from server.widgets.base import Widget
 
@@ -21,7 +26,18 @@ def discover() -> dict[str, Widget]:
                 if value.name in found:
                     raise RuntimeError(f"two widgets are named {value.name!r}")
                 found[value.name] = value()
+    check_parts(found)
     return dict(sorted(found.items()))
+
+
+def check_parts(widgets: Mapping[str, Widget]) -> None:
+    """Every queue part belongs to one widget; a clash raises, naming both."""
+    owner: dict[str, str] = {}
+    for name, widget in widgets.items():
+        for part in widget.queue_parts:
+            if part in owner:
+                raise RuntimeError(f"widgets {owner[part]!r} and {name!r} both claim the queue part {part!r}")
+            owner[part] = name
 
 
 WIDGETS = discover()

@@ -134,9 +134,23 @@ class Description:
     picture: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Design:
+    """The widget's row of DESIGN.md's table, which tests outside the project rely on: the
+    words its region's name contains, its buttons' visible labels (`containing`: labels that
+    contain these words), its checkboxes' and radios' labels, its groups' names."""
+
+    region: str
+    buttons: tuple[str, ...] = ()
+    containing: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+
 class Widget:
     name: ClassVar[str]
     title: ClassVar[str]
+    design: ClassVar[Design]
     queue_parts: ClassVar[tuple[str, ...]]
     tour: ClassVar[tuple[Step, ...]] = ()
     # Lab state fields that are the learner's choices: a Reset keeps them.

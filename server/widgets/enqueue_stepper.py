@@ -13,7 +13,20 @@ from typing import Any
 
 from server.emq import flows, registry
 from server.emq.errors import EmqError
-from server.widgets.base import Body, Description, GotoBody, Outcome, Step, Value, Widget, action, do, info, reading
+from server.widgets.base import (
+    Body,
+    Description,
+    Design,
+    GotoBody,
+    Outcome,
+    Step,
+    Value,
+    Widget,
+    action,
+    do,
+    info,
+    reading,
+)
 from server.widgets.flow import plural
 from server.widgets.turn import Turn
 from server.widgets.view import Moment, QueueView
@@ -112,6 +125,8 @@ class IdChoice(Body):
 class EnqueueStepper(Widget):
     name = "enqueue-stepper"
     title = "The @enqueue_flow transition"
+    design = Design(  # DESIGN.md's row
+        "@enqueue_flow", ("Next move", "Previous move", "Run atomically", "Reset"), choices=("Use a non-JOB id",))
     queue_parts = ("stepper",)
     rows = (PARENT, *CHILDREN, NON_JOB_CHILD)
     kept_on_reset = ("non_job",)

@@ -12,7 +12,7 @@ from typing import Literal
 from server.emq import flows, jobs, keyspace, pump
 from server.widgets import base, flow
 from server.widgets import failure_flows as ff
-from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
+from server.widgets.base import Body, Description, Design, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
 
@@ -27,6 +27,9 @@ class PolicyBody(Body):
 class FailurePolicy(Widget):
     name = "failure-policy"
     title = "The failure policy"
+    design = Design(  # DESIGN.md's row
+        "failure policy", ("Fail child at the cap", "Reset"), containing=("attempts left",),
+        choices=("fail the parent", "ignore the dependency"))
     queue_parts = (ff.HOME, ff.MAIL)
     kept_on_reset = ("policy", "variant")
     # the tour states its policy, so a reader without JavaScript sees each arm

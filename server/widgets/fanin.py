@@ -15,8 +15,9 @@ from server.emq.errors import EmqError, Gone
 from server.emq.script import raise_first
 from server.emq.wire import text
 from server.widgets import base, flow
-from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
-from server.widgets.turn import Turn, pipelined
+from server.widgets.base import Body, Description, Design, Outcome, Step, Value, Widget, action, do, info, reading
+from server.widgets.reader import pipelined
+from server.widgets.turn import Turn
 from server.widgets.view import Moment, QueueView
 
 PARENT = "JOBparent"
@@ -42,6 +43,8 @@ def claims(view: QueueView) -> list[dict[str, Any]]:
 class FanIn(Widget):
     name = "fanin"
     title = "The fan-in counter"
+    design = Design(  # DESIGN.md's row
+        "fan-in", ("Claim", "Complete child", "Redeliver last completion", "Reset"), containing=("stale",))
     queue_parts = ("fanin",)
     rows = (PARENT, *CHILDREN)
     tour = (

@@ -17,9 +17,23 @@ from server.emq.script import raise_first
 from server.emq.shape import FlowShapeError
 from server.widgets import flow
 from server.widgets import ledger_batch as lb
-from server.widgets.base import FATES, Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
+from server.widgets.base import (
+    FATES,
+    Body,
+    Description,
+    Design,
+    Outcome,
+    Step,
+    Value,
+    Widget,
+    action,
+    do,
+    info,
+    reading,
+)
 from server.widgets.flow import plural
-from server.widgets.turn import Turn, pipelined
+from server.widgets.reader import pipelined
+from server.widgets.turn import Turn
 from server.widgets.view import Moment
 
 PARTS = tuple(f"ledger.{q}" for q in lb.LEDGER_QUEUES)
@@ -30,6 +44,9 @@ MOST_CLAIMS = 16  # one press completes at most this many billing jobs (a consol
 class LedgerWidget(Widget):
     name = "ledger"
     title = "The bulk ledger"
+    design = Design(  # DESIGN.md's row
+        "ledger", ("Next flow", "Run the batch", "Retry flow 4", "Try an ill-formed id", "Reset",
+                   "Flow 1", "Flow 2", "Flow 3", "Flow 4"), groups=("Your own batch",))
     queue_parts = PARTS
     fixed_flows = len(lb.FIXED)  # the template's "Flow N" buttons before the first snapshot
     reset_text = ("Reset: the ledger's queues are empty and so is the result list; start with Next flow "

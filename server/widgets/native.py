@@ -21,7 +21,7 @@ from server.emq.wire import Conn
 from server.valkey import native as module
 from server.valkey import reply as replies
 from server.widgets import flow
-from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, reading
+from server.widgets.base import Body, Description, Design, Outcome, Step, Value, Widget, action, do, reading
 from server.widgets.flow import plural
 from server.widgets.turn import Turn
 from server.widgets.view import Moment, QueueView, shown
@@ -105,6 +105,9 @@ class Press:
 class Native(Widget):
     name = "native"
     title = "The native refusal"
+    design = Design(  # DESIGN.md's row
+        "native", ("Send as a script", "Send as EMQ.COMPLETE", "Send the flat form", "Complete a flat job natively",
+                   "Reset"))
     queue_parts = ("native",)
     rows = (PARENT, CHILD, FLAT)
     tour = (

@@ -16,7 +16,20 @@ from redis.exceptions import ResponseError
 from server.emq import flows, jobs, keyspace, pump, registry
 from server.valkey.client import node_of
 from server.widgets import base, flow, outbox_entries
-from server.widgets.base import Body, Description, Outcome, Refused, Step, Value, Widget, action, do, info, reading
+from server.widgets.base import (
+    Body,
+    Description,
+    Design,
+    Outcome,
+    Refused,
+    Step,
+    Value,
+    Widget,
+    action,
+    do,
+    info,
+    reading,
+)
 from server.widgets.outbox_entries import Lane
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
@@ -39,6 +52,8 @@ EMPTY = "Both outboxes are empty, so the Pump had nothing to deliver."
 class Outbox(Widget):
     name = "outbox"
     title = "The cross-queue outbox"
+    design = Design(  # DESIGN.md's row
+        "outbox", ("Complete child", "Pump tick", "Crash before trim", "Add a poison entry", "Aged pump tick", "Reset"))
     queue_parts = (HOME, *LANES)
     tour = (
         Step("emitted", "A completion waited in its own queue's outbox", (do("complete-child"),)),

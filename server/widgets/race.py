@@ -20,7 +20,7 @@ import msgspec
 from server.emq import flows
 from server.sandboxes import keys
 from server.widgets import race_judge
-from server.widgets.base import Body, Description, Outcome, Refused, Step, Value, Widget, action, do, reading
+from server.widgets.base import Body, Description, Design, Outcome, Refused, Step, Value, Widget, action, do, reading
 from server.widgets.race_run import EARLY, PARENT, Plan, Race, child_ids, deadline_ms
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
@@ -41,6 +41,11 @@ class RunBody(Body):
 class RaceLab(Widget):
     name = "race"
     title = "Race the workers"
+    design = Design(  # DESIGN.md's row
+        "Race", ("Run", "Reset"),
+        choices=("Workers", "Children", "Seed", "a worker crashes after its claim",
+                 "a lease lapses while its worker stalls", "a completion is delivered twice",
+                 "use the early-release complete (below)"), groups=("Race controls",))
     queue_parts = ("race",)
     rows = (PARENT, *child_ids(16))
     reset_text = "Reset: any run stopped, and the flow landed again through the real scripts."

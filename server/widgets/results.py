@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from server.emq import flows, jobs, results
 from server.widgets import base, flow
-from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
+from server.widgets.base import Body, Description, Design, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
 
@@ -29,6 +29,8 @@ def dict_words(found: dict[str, str]) -> str:
 class ResultsReader(Widget):
     name = "results"
     title = "The results reader"
+    design = Design(  # DESIGN.md's row
+        "results", ("Complete child", "Fail child at the cap", "Read the results", "Reset"))
     queue_parts = ("results",)
     rows = (PARENT, *CHILDREN)
     tour = (

@@ -19,7 +19,7 @@ import msgspec
 from server.emq.script import Call
 from server.emq.wire import Conn
 from server.sandboxes import admission, answers, progress
-from server.widgets import questions, snapshot
+from server.widgets import questions, reader
 from server.widgets.base import Body, Outcome, Refused, Widget
 from server.widgets.questions import Verdict
 from server.widgets.snapshot import Catalog, Snapshot
@@ -47,7 +47,7 @@ class Acted(msgspec.Struct):
 
 async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = None) -> Snapshot:
     """The snapshot a page opens with; the first time, the scenario lands under the lock."""
-    moment, snap = await snapshot.read(lab.conn, lab.catalog, widget, actor.sandbox, lab.snapshot_bytes)
+    moment, snap = await reader.snapshot(lab.conn, lab.catalog, widget, actor.sandbox, lab.snapshot_bytes)
     if moment.landed:
         return snap
     if admit is not None:
@@ -57,7 +57,7 @@ async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = Non
     while (taken := await held.try_take()) is None:
         # another page is landing it: read until it stands, rather than every page queueing on the lock
         await asyncio.sleep(0.02)
-        moment, snap = await snapshot.read(lab.conn, lab.catalog, widget, actor.sandbox, lab.snapshot_bytes)
+        moment, snap = await reader.snapshot(lab.conn, lab.catalog, widget, actor.sandbox, lab.snapshot_bytes)
         if moment.landed:
             return snap
         if time.monotonic() > deadline:
@@ -71,7 +71,7 @@ async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = Non
             await held.release()
             raise
         await held.finish("")  # a first showing is not a use: the sandbox stays evictable until an action
-    return (await snapshot.read(lab.conn, lab.catalog, widget, actor.sandbox, lab.snapshot_bytes))[1]
+    return (await reader.snapshot(lab.conn, lab.catalog, widget, actor.sandbox, lab.snapshot_bytes))[1]
 
 
 async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, admit: Admit | None = None) -> Acted:

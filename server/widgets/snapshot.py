@@ -11,11 +11,9 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from server.emq.script import raise_first
-from server.emq.wire import Conn
-from server.sandboxes import keys, progress
+from server.sandboxes import progress
 from server.sandboxes.progress import WidgetProgress
-from server.widgets import questions, turn
+from server.widgets import questions
 from server.widgets.base import Widget
 from server.widgets.questions import Question
 from server.widgets.view import Moment
@@ -92,13 +90,3 @@ def unsandboxed(value: T, prefix: str) -> T:
         return value
     raw = msgspec.json.encode(value).replace(prefix.encode(), b"")
     return msgspec.json.decode(raw)  # type: ignore[no-any-return]
-
-
-async def read(conn: Conn, catalog: Catalog, widget: Widget, sandbox: str,
-               budget: int = turn.SNAPSHOT_BYTES) -> tuple[Moment, Snapshot]:
-    """Read the widget and the sandbox's record in one round trip; compose its snapshot."""
-    progress_read = ("HGETALL", keys.progress_key(sandbox))
-    replies = raise_first(await turn.pipelined(conn, [*turn.read_calls(widget, sandbox, budget), progress_read]))
-    moment = turn.moment_of(conn, widget, sandbox, replies[:-1])
-    return moment, compose(catalog, widget, moment, progress.fields_of(replies[-1]))
-

@@ -13,7 +13,7 @@ from server.emq import flows, jobs
 from server.emq.errors import EmqError
 from server.emq.shape import Node, parse_flow
 from server.widgets import base, flow
-from server.widgets.base import Body, Description, Outcome, Step, Value, Widget, action, do, info, reading
+from server.widgets.base import Body, Description, Design, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.turn import Turn
 from server.widgets.view import Moment, QueueView
 
@@ -63,6 +63,7 @@ def node_line(n: dict[str, Any]) -> str:
 class Tree(Widget):
     name = "tree"
     title = "The two-level tree"
+    design = Design("tree", ("Reset",))  # DESIGN.md's row
     queue_parts = ("tree",)
     rows = ORDER
     tour = (

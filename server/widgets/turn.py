@@ -18,27 +18,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from server.emq import jobs
-from server.emq.script import Call, Script, execute, raise_first
+from server.emq.script import Call, Script, raise_first
 from server.emq.wire import Conn
 from server.sandboxes import keys
 from server.sandboxes.sandbox import queue_name
-from server.valkey.client import node_of
-from server.widgets.view import Moment, decode
+from server.widgets.reader import SNAPSHOT_BYTES, Command, moment_of, pipelined, queues_of, read, read_calls
+from server.widgets.view import Moment
 
 if TYPE_CHECKING:
     from server.widgets.base import Widget
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
-READ = Script.from_file(SCRIPTS / "read.lua")
 CLEAR = Script.from_file(SCRIPTS / "clear.lua")
 FINISH = Script.from_file(SCRIPTS / "finish.lua")
 RELEASE = Script.from_file(SCRIPTS / "release.lua")
 
 LOCK_LEASE_MS = 10_000  # an action that outlives this (a site killed mid-action) lets go
 LOCK_WAIT_S = 5.0  # how long an action queues behind another before it gives up
-SNAPSHOT_BYTES = 64 * 1024  # the values one read may carry (settings.snapshot_bytes)
-
-Command = tuple[Any, ...]
 
 
 class Busy(Exception):
@@ -64,49 +60,11 @@ class Actor:
     records: bool = True
 
 
-def queues_of(widget: Widget, sandbox: str) -> dict[str, str]:
-    """The widget's queues in a sandbox, by part: {"fanin": "<sandbox>.fanin"}."""
-    return {part: queue_name(sandbox, part) for part in widget.queue_parts}
-
-
-def read_calls(widget: Widget, sandbox: str, budget: int = SNAPSHOT_BYTES) -> list[Call]:
-    """One `read.lua` call per queue (the lab state comes with the first)."""
-    queues = queues_of(widget, sandbox)
-    share = budget // len(queues)
-    # each queue's own lab keys (one slot per call); the lab state is the first queue's
-    return [(READ, [keys.state_key(queue), keys.index_key(queue)],
-             [f"emq:{{{queue}}}:", share, *widget.job_ids(part)]) for part, queue in queues.items()]
-
-
 def clear_call(widget: Widget, sandbox: str, part: str, kept: Sequence[str] = ()) -> Call:
     """`clear.lua` over one queue of the widget: every key goes, and the lab state but its fields `kept`."""
     q = queue_name(sandbox, part)
     return (CLEAR, [keys.state_key(q), keys.index_key(q), keys.spent_key(q)],
             [f"emq:{{{q}}}:", json.dumps(list(kept)), *widget.job_ids(part)])
-
-
-async def pipelined(conn: Conn, entries: Sequence[Call | Command]) -> list[Any]:
-    """Script calls and plain commands in one round trip, in order: replies, errors in place (`execute`)."""
-    calls = [entry if isinstance(entry[0], Script) else None for entry in entries]
-    async with conn.pipeline(transaction=False) as pipe:
-        for entry in entries:
-            if isinstance(entry[0], Script):
-                entry[0].queue(pipe, entry[1], entry[2])
-            else:
-                pipe.execute_command(*entry)
-        return await execute(conn, pipe, calls)
-
-
-def moment_of(conn: Conn, widget: Widget, sandbox: str, replies: Sequence[Any]) -> Moment:
-    found = [decode(queue, part, sandbox, reply, node_of(conn, f"emq:{{{queue}}}:"))
-             for (part, queue), reply in zip(queues_of(widget, sandbox).items(), replies)]
-    return Moment({view.part: view for _, view in found}, found[0][0])  # the lab state is the first queue's
-
-
-async def read(conn: Conn, widget: Widget, sandbox: str, budget: int = SNAPSHOT_BYTES) -> Moment:
-    """Every queue of the widget and its lab state: one round trip."""
-    replies = raise_first(await pipelined(conn, read_calls(widget, sandbox, budget)))
-    return moment_of(conn, widget, sandbox, replies)
 
 
 class Turn:

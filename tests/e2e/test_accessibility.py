@@ -3,12 +3,12 @@ every widget is the region, with the controls, that the design names.
 
 Each page is checked once its widgets have drawn the keys Valkey returned,
 then again with every panel a learner can open (raw keys, effects log, the
-recorded run) opened, so what hides behind a click is checked too.
+and the rest) opened, so what hides behind a click is checked too.
 
-DESIGN.md's table of widgets is the contract of the region names (written
-once, in tests/contract.py) and of the controls' visible labels (here).
-Every other e2e file finds a widget by its `data-widget` name, taken from
-the code.
+DESIGN.md's table of widgets is the contract of the region names and of the
+controls' visible labels: each widget's row is in its own module
+(`Widget.design`). Every other e2e file finds a widget by its `data-widget`
+name, taken from the code.
 """
 
 from __future__ import annotations
@@ -19,33 +19,10 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Locator, Page, expect
 
-from tests.contract import CONSOLE_WORDS, REGION_WORDS
+from tests.contract import CONSOLE_WORDS
 from tests.e2e.pages import COURSE, DIVES, WIDGETS, app_pages, on_dive, region, wait_until_live
 
 AXE = Axe()
-
-Name = str | re.Pattern[str]
-# DESIGN.md's table, by the words of each region's name (tests/contract.py
-# holds which widget's region they name): the buttons by visible label, the
-# checkboxes and radios by label, the groups by name.
-CONTROLS: dict[str, tuple[tuple[Name, ...], tuple[str, ...], tuple[str, ...]]] = {
-    "@enqueue_flow": (("Next move", "Previous move", "Run atomically", "Reset"), ("Use a non-JOB id",), ()),
-    "fan-in": (("Claim", "Complete child", "Redeliver last completion", re.compile("stale"), "Reset"), (), ()),
-    "native": (("Send as a script", "Send as EMQ.COMPLETE", "Send the flat form", "Complete a flat job natively",
-                "Reset"), (), ()),
-    "tree": (("Reset",), (), ()),
-    "ledger": (("Next flow", "Run the batch", "Retry flow 4", "Try an ill-formed id", "Reset",
-                "Flow 1", "Flow 2", "Flow 3", "Flow 4"), (), ("Your own batch",)),
-    "outbox": (("Complete child", "Pump tick", "Crash before trim", "Add a poison entry", "Aged pump tick",
-                "Reset"), (), ()),
-    "failure policy": (("Fail child at the cap", re.compile("attempts left"), "Reset"),
-                       ("fail the parent", "ignore the dependency"), ()),
-    "results": (("Complete child", "Fail child at the cap", "Read the results", "Reset"), (), ()),
-    "Race": (("Run", "Reset"), ("Workers", "Children", "Seed", "a worker crashes after its claim",
-                                "a lease lapses while its worker stalls", "a completion is delivered twice",
-                                "use the early-release complete (below)"), ("Race controls",)),
-}
-
 
 def violations(page: Page) -> str:
     results = AXE.run(page)
@@ -83,27 +60,21 @@ def test_axe_finds_no_violation_on_a_dive_live_then_with_every_panel_open(page: 
     assert not report, report
 
 
-def test_the_design_table_names_every_widget_the_site_has() -> None:
-    assert set(REGION_WORDS) == set(WIDGETS)
-    assert set(CONTROLS) == set(REGION_WORDS.values())
-
-
 @pytest.mark.parametrize("path", DIVES)
 def test_each_widget_is_the_region_the_design_names_with_its_controls(page: Page, path: str) -> None:
     page.goto(path)
     wait_until_live(page)
     for name in on_dive(path):
-        words = REGION_WORDS[name]
-        buttons, choices, groups = CONTROLS[words]
-        found = page.get_by_role("region", name=re.compile(re.escape(words), re.IGNORECASE))
+        design = WIDGETS[name].widget.design
+        found = page.get_by_role("region", name=re.compile(re.escape(design.region), re.IGNORECASE))
         expect(found).to_have_count(1)
         # the region the words find is the widget's own root
         expect(found).to_have_attribute("data-widget", name)
-        for label in buttons:
+        for label in (*design.buttons, *(re.compile(re.escape(words)) for words in design.containing)):
             expect(control(found, label)).to_be_visible()
-        for label in choices:
+        for label in design.choices:
             expect(found.get_by_label(label, exact=True)).to_be_visible()
-        for group in groups:
+        for group in design.groups:
             expect(found.get_by_role("group", name=group, exact=True)).to_be_visible()
         # its state changes are announced: the region holds a polite live region
         expect(found.locator('[aria-live="polite"]').first).to_be_attached()
@@ -115,7 +86,7 @@ def test_each_widget_is_the_region_the_design_names_with_its_controls(page: Page
     expect(console.get_by_role("log")).to_be_attached()
 
 
-def control(widget: Locator, label: Name) -> Locator:
+def control(widget: Locator, label: str | re.Pattern[str]) -> Locator:
     if isinstance(label, str):
         return widget.get_by_role("button", name=label, exact=True)
     return widget.get_by_role("button", name=label).first

@@ -158,19 +158,21 @@ def test_a_ledger_step_link_replays_the_tour_to_that_step(page: Page, site: Site
     assert site.redis().zrange(key(sandbox, "billing", "pending"), 0, -1) == ["JOB0KHTOWnGLuK", "JOB0KHTOWnGLuL"]
 
 
-def test_without_javascript_the_ledger_shows_its_recorded_run_on_valkey(browser: Browser, site: Site) -> None:
+def test_without_javascript_the_ledger_shows_the_batch_valkey_holds(browser: Browser, site: Site) -> None:
+    """The page without JavaScript is the live widget's drawing: after Run the batch (posted as a
+    tool would), it lists the result the state API reads from Valkey, entry by entry."""
     context = browser.new_context(base_url=site.url, java_script_enabled=False)
     try:
         page = context.new_page()
         page.goto(DIVE)
-        table = region(page, "ledger").get_by_role("table", name=re.compile("^A recorded run on Valkey"))
-        expect(table.locator('tbody tr[data-step="3"]')).to_contain_text("EMQKIND job id must be JOB-namespaced")
-        expect(table.locator('tbody tr[data-step="4"]')).to_contain_text("4: held")
-        expect(table.locator('tbody tr[data-step="6"]')).to_contain_text("4: released")
-        expect(table.locator('tbody tr[data-step="7"]')).to_contain_text("raised BadId for 'JOB bad}'")
-        expect(table.locator('tbody tr[data-step="7"]')).to_contain_text("No key changed")
-        expect(table.locator('tbody tr[data-step="8"]')).to_contain_text("Cleared the ledger")
-        expect(table.locator('tbody tr[data-step="9"]')).to_contain_text("your 3 flows returned 3 entries")
+        assert context.request.post(f"{site.url}/api/widgets/ledger/run-batch", data={},
+                                    headers={"Origin": site.url}).ok
+        state = context.request.get(f"{site.url}/api/widgets/ledger/state").json()["snapshot"]
+        page.goto(DIVE)
+        widget = region(page, "ledger")
+        expect(widget.locator('[data-role="result"] li')).to_have_text(
+            [f"({parent}, [{', '.join(children)}])" for parent, children in state["picture"]["result"]])
+        expect(widget.locator('[data-role="readout"]')).to_have_text(state["readout"])
     finally:
         context.close()
 

@@ -22,7 +22,7 @@ import pytest
 import redis.asyncio as aioredis
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, Route, expect
 
-from server.widgets import turn
+from server.widgets import reader
 from server.widgets.base import Value
 from server.widgets.questions import Question
 from server.widgets.view import Moment
@@ -39,7 +39,7 @@ def moment(site: Site, name: str, sandbox: str) -> Moment:
     async def read() -> Moment:
         conn = aioredis.Redis.from_url(site.valkey.url, decode_responses=True)
         try:
-            return await turn.read(conn, WIDGETS[name].widget, sandbox)
+            return await reader.read(conn, WIDGETS[name].widget, sandbox)
         finally:
             await conn.aclose()
 

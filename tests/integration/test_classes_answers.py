@@ -87,7 +87,7 @@ def test_ask_the_class_rebuilds_every_learner_widget_at_the_step_and_counts_two_
         learner.post("/api/widgets/fanin/complete-child", json={})
     with linus.stream("GET", "/api/stream?widgets=fanin", timeout=15) as response:
         events = Events(response)
-        events.until("snapshot")
+        events.until("widget")
         asked = instructor.post(f"/instructor/rooms/{code}/ask", json={"widget": "fanin", "question": QUESTION,
                                                                         "step": 0})
         assert asked.status_code == 200, asked.text

@@ -204,7 +204,7 @@ def test_a_learner_is_marked_stuck_after_three_wrong_answers_or_idle_with_a_page
     clean.redis().zadd(f"lab:room:{code}:learners", {sandbox: int((time.time() - 500) * 1000)})  # she joined before
     with grace.stream("GET", "/api/stream?widgets=fanin", headers={"Referer": clean.url + DIVE}, timeout=15) as got:
         held = Events(got)
-        held.until("snapshot")
+        held.until("widget")
         page = instructor.get(f"/instructor/rooms/{code}").text
         assert "Stuck: no action for 6 min on fanin, 1 of 8 steps" in page
 
@@ -217,12 +217,12 @@ def test_a_mode_change_reaches_an_open_stream_as_a_room_event_which_ends_it(clea
     ada = joined(clean, code, "Ada")
     with ada.stream("GET", "/api/stream?widgets=fanin", timeout=15) as response:
         events = Events(response)
-        events.until("snapshot")
+        events.until("widget")
         assert instructor.post(f"/instructor/rooms/{code}/mode", json={"mode": "demo"}).status_code == 200
         event = events.until("room")[-1][1]
         assert event["action"] == "mode" and event["reconnect"] is True and "read-only" in event["text"]
         with pytest.raises(AssertionError):
-            events.until("snapshot", timeout=3)  # the stream ended: the page reconnects
+            events.until("widget", timeout=3)  # the stream ended: the page reconnects
 
 
 def test_bring_everyone_sends_a_goto_to_a_page_without_widgets_too(clean: LiveSite) -> None:

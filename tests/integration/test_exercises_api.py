@@ -11,7 +11,8 @@ from collections.abc import Iterator
 import httpx
 
 from server.emq import registry
-from tests.contract import CONSOLE_WORDS, REGION_WORDS
+from server.widgets import WIDGETS
+from tests.contract import CONSOLE_WORDS
 from tests.support import LiveSite
 
 CONTRACT = {"name", "title", "task", "starter", "checks"}
@@ -24,7 +25,7 @@ def test_an_exercise_is_described_as_the_contract_says(clean: LiveSite) -> None:
         assert answer.status_code == 200
         body = answer.json()
         assert set(body) >= CONTRACT and body["name"] == name and len(body["checks"]) >= 5
-        for word in (*REGION_WORDS.values(), CONSOLE_WORDS):  # other widgets' region words
+        for word in (*(w.design.region for w in WIDGETS.values()), CONSOLE_WORDS):  # other widgets' region words
             assert word not in body["title"].lower()
     assert client.get("/api/exercises/nope").status_code == 404
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 
 from tests.e2e.rooms import joined, open_class, own_sandbox
-from tests.support import Events, LiveSite
+from tests.support import Events, LiveSite, deps
 
 
 def counter(site: LiveSite, sandbox: str) -> str | None:
@@ -63,10 +63,10 @@ def test_a_reset_reaches_the_learner_open_stream_which_sends_the_scenario_again(
     ada, sandbox = learner_of(clean, code, "Ada")
     with ada.stream("GET", "/api/stream?widgets=fanin", timeout=15) as response:
         events = Events(response)
-        assert events.until("snapshot")[-1][1]["picture"]["parent"]["dependencies"] == 2
+        assert deps(events.until("widget")[-1][1]) == 2
         assert instructor.post("/instructor/reset", json={"sandbox": sandbox}).status_code == 200
         assert events.until("reset")[-1][1]["by"] == "instructor"
-        assert events.until("snapshot")[-1][1]["picture"]["parent"]["dependencies"] == 3
+        assert deps(events.until("widget")[-1][1]) == 3
 
 
 def test_a_reset_form_without_javascript_redirects_back_with_a_notice(clean: LiveSite) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import threading
 import time
 from collections.abc import Iterator
@@ -28,7 +29,7 @@ def open_stream(client: httpx.Client, widgets: str = "fanin") -> tuple[Any, Even
     response = context.__enter__()
     assert response.status_code == 200
     events = Events(response)
-    events.until("snapshot", widget="fanin")  # the fresh snapshot every (re)connect starts with
+    events.until("widget", widget="fanin")  # the fresh snapshot every (re)connect starts with
     return context, events
 
 
@@ -37,11 +38,11 @@ def test_two_pages_of_one_sandbox_get_the_same_snapshot_after_a_click(visitor: h
     second, b = open_stream(visitor)
     try:
         acted = visitor.post("/api/widgets/fanin/complete-child", json={}).json()
-        snap_a = a.until("snapshot", widget="fanin", ver=acted["ver"])[-1][1]
-        snap_b = b.until("snapshot", widget="fanin", ver=acted["ver"])[-1][1]
-        assert snap_a == snap_b
-        assert snap_a["readout"].startswith("1 of 3 children complete → :dependencies = 2")
-        assert snap_a["outcome"]["text"] == acted["outcome"]["text"]
+        snap_a = a.until("widget", widget="fanin", ver=acted["ver"])[-1][1]
+        snap_b = b.until("widget", widget="fanin", ver=acted["ver"])[-1][1]
+        assert snap_a == snap_b  # the same HTML to both pages
+        assert "1 of 3 children complete → :dependencies = 2" in snap_a["html"]
+        assert html.escape(acted["outcome"]["text"], quote=False) in snap_a["html"]
     finally:
         first.__exit__(None, None, None)
         second.__exit__(None, None, None)
@@ -51,7 +52,7 @@ def test_the_effects_of_a_click_reach_the_page_with_the_words_of_each_write(visi
     context, events = open_stream(visitor)
     try:
         acted = visitor.post("/api/widgets/fanin/complete-child", json={}).json()
-        seen = events.until("snapshot", widget="fanin", ver=acted["ver"])
+        seen = events.until("widget", widget="fanin", ver=acted["ver"])
         effects = [data for kind, data in seen if kind == "effect"]
         words = {e["words"] for e in effects}
         assert "one fewer outstanding child" in words
@@ -65,8 +66,8 @@ def test_a_console_write_repaints_the_widget_on_the_open_page(visitor: httpx.Cli
     try:
         line = visitor.post("/api/console", json={"command": "SET emq:{fanin}:job:JOBparent:dependencies 9"})
         assert line.status_code == 200, line.text
-        seen = events.until("snapshot", widget="fanin")
-        assert ":dependencies = 9" in seen[-1][1]["readout"]
+        seen = events.until("widget", widget="fanin")
+        assert ":dependencies = 9" in seen[-1][1]["html"]
     finally:
         context.__exit__(None, None, None)
 
@@ -101,8 +102,8 @@ def test_a_page_never_gets_a_snapshot_older_than_one_it_already_got(visitor: htt
         worker.start()
         worker.join(30)
         last = visitor.post("/api/widgets/fanin/claim", json={}).json()["ver"]
-        seen = events.until("snapshot", widget="fanin", ver=last)
-        vers = [data["ver"] for kind, data in seen if kind == "snapshot"]
+        seen = events.until("widget", widget="fanin", ver=last)
+        vers = [data["ver"] for kind, data in seen if kind == "widget"]
         assert vers == sorted(vers)
     finally:
         context.__exit__(None, None, None)
@@ -119,12 +120,12 @@ def test_completing_a_job_that_has_logs_repaints_each_page_once(clean: LiveSite,
     context, events = open_stream(visitor)
     try:
         done = visitor.post("/api/widgets/fanin/complete-child", json={}).json()
-        events.until("snapshot", widget="fanin", ver=done["ver"])
+        events.until("widget", widget="fanin", ver=done["ver"])
         time.sleep(0.3)  # a second batch (the DEL after the lock) would close well within this
         marker = visitor.post("/api/widgets/fanin/claim", json={})
         assert marker.status_code == 200, marker.text
-        between = events.until("snapshot", widget="fanin", ver=marker.json()["ver"])
-        assert [kind for kind, _ in between].count("snapshot") == 1, [(k, d.get("ver")) for k, d in between]
+        between = events.until("widget", widget="fanin", ver=marker.json()["ver"])
+        assert [kind for kind, _ in between].count("widget") == 1, [(k, d.get("ver")) for k, d in between]
         with clean.redis() as r:
             assert sum(r.exists(f"emq:{{{queue}}}:job:{c}:logs") for c in ("JOBchild1", "JOBchild2", "JOBchild3")) == 2
     finally:

@@ -33,7 +33,7 @@ def pages_of(site: LiveSite, stack: ExitStack, count: int) -> tuple[httpx.Client
     for _ in range(count):
         page = stack.enter_context(site.client(cookies=visitor.cookies))
         events = stack.enter_context(streaming(page))
-        events.until("snapshot", widget="fanin")
+        events.until("widget", widget="fanin")
         pages.append(events)
     return visitor, pages
 
@@ -46,7 +46,7 @@ def test_notifications_switched_off_behind_the_sites_back_are_switched_on_again_
         # a click while they are off: no notification of it ever reaches the hub
         assert visitor.post("/api/widgets/fanin/complete-child", json={}).status_code == 200
         for events in pages:
-            seen = events.until("snapshot", timeout=WITHIN, widget="fanin", where=lambda d: deps(d) == 2)
+            seen = events.until("widget", timeout=WITHIN, widget="fanin", where=lambda d: deps(d) == 2)
             assert any(kind == "status" and "switched them on again" in data.get("message", "")
                        for kind, data in seen)
         assert "K" in str(admin.config_get("notify-keyspace-events")["notify-keyspace-events"])
@@ -66,7 +66,7 @@ def test_notifications_off_where_config_is_refused_are_said_plainly_and_the_stre
             assert "may not switch them on" in said["message"] and "1.5 s" in said["message"]
         assert visitor.post("/api/widgets/fanin/complete-child", json={}).status_code == 200
         for events in pages:  # no notification: the next poll paints it
-            events.until("snapshot", timeout=WITHIN, widget="fanin", where=lambda d: deps(d) == 2)
+            events.until("widget", timeout=WITHIN, widget="fanin", where=lambda d: deps(d) == 2)
         with streaming(stack.enter_context(site.client(cookies=visitor.cookies))) as fresh:
             kind, status = fresh.next()
             assert kind == "status" and status["notifications"] is False
@@ -109,7 +109,7 @@ def test_out_of_memory_answers_503_in_words_writes_nothing_and_everything_recove
         admin.config_set("maxmemory", "0")
         page.until("status", timeout=WITHIN, memory="ok")
         assert visitor.post("/api/widgets/fanin/complete-child", json={}).status_code == 200
-        page.until("snapshot", timeout=WITHIN, widget="fanin", where=lambda d: deps(d) == 2)
+        page.until("widget", timeout=WITHIN, widget="fanin", where=lambda d: deps(d) == 2)
         assert newcomer.get("/api/widgets/fanin/state").status_code == 200
         line = visitor.post("/api/console", json={"command": "HSET emq:{fanin}:job:JOBparent note x"})
         assert line.status_code == 200, line.text
@@ -128,7 +128,7 @@ def test_a_stream_carries_heartbeats_and_ends_at_its_lifetime_cap() -> None:
                     events.append(line.split(":", 1)[1].strip())
         lasted = time.monotonic() - started
         assert 4.5 <= lasted < 15, lasted  # ended by the site, not by the client's timeout
-        assert pings >= 2 and events[:2] == ["status", "snapshot"]
+        assert pings >= 2 and events[:2] == ["status", "where", "widget"]
 
 
 def test_a_page_opened_while_valkey_is_away_says_so_and_paints_by_itself_once_it_is_back() -> None:
@@ -144,6 +144,6 @@ def test_a_page_opened_while_valkey_is_away_says_so_and_paints_by_itself_once_it
                 valkey.start()
                 events.until("status", timeout=WITHIN, valkey="up")
                 # the server came back empty: the stream's resync landed the scenario again
-                assert deps(events.until("snapshot", timeout=WITHIN, widget="fanin")[-1][1]) == 3
+                assert deps(events.until("widget", timeout=WITHIN, widget="fanin")[-1][1]) == 3
     finally:
         valkey.stop()

@@ -7,7 +7,6 @@ is read from the real site under uvicorn.
 
 from __future__ import annotations
 
-import json
 import socket
 import time
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ import httpx
 import pytest
 
 from server.sandboxes.keys import meta_key
-from tests.support import Site, own_site, sandbox_of
+from tests.support import Events, Site, deps, own_site, sandbox_of
 
 DIVE = "/flows/parent-and-children"
 
@@ -28,57 +27,25 @@ def site() -> Iterator[Site]:
         yield running
 
 
-def read_events(lines: Iterator[str], want: int, timeout: float = 10.0) -> list[tuple[str, dict]]:
-    """Parse SSE frames until `want` events arrived (or the timeout)."""
-    events: list[tuple[str, dict]] = []
-    name, data = "", ""
-    deadline = time.monotonic() + timeout
-    for line in lines:
-        if line.startswith("event:"):
-            name = line.split(":", 1)[1].strip()
-        elif line.startswith("data:"):
-            data = line.split(":", 1)[1].strip()
-        elif line == "" and name:
-            events.append((name, json.loads(data)))
-            name, data = "", ""
-            if len(events) >= want:
-                break
-        if time.monotonic() > deadline:
-            break
-    return events
-
-
-def dependencies_in(snapshot: dict) -> str | None:
-    for key in snapshot["queues"][0]["keys"]:
-        if key["name"].endswith(":job:JOBparent:dependencies"):
-            return str(key["value"])
-    return None
-
-
-def test_an_action_streams_its_effects_and_a_fresh_snapshot_to_the_open_page(site: Site) -> None:
+def test_an_action_streams_its_effects_and_a_fresh_drawing_to_the_open_page(site: Site) -> None:
     with httpx.Client(base_url=site.url, timeout=10) as client:
         client.get(DIVE)
         assert client.get("/api/widgets/fanin/state").status_code == 200
         with client.stream("GET", "/api/stream", params={"widgets": "fanin"}) as stream:
-            lines = stream.iter_lines()
-            first = read_events(lines, 2)
-            assert [name for name, _ in first] == ["status", "snapshot"]
+            events = Events(stream)
+            first = [events.next() for _ in range(3)]
+            assert [name for name, _ in first] == ["status", "where", "widget"]
             assert first[0][1]["valkey"] == "up"
-            assert dependencies_in(first[1][1]) == "3"
+            assert deps(first[2][1]) == 3
             answer = client.post("/api/widgets/fanin/complete-child")
             assert answer.status_code == 200
-            events: list[tuple[str, dict]] = []
-            deadline = time.monotonic() + 5
-            while time.monotonic() < deadline:
-                events += read_events(lines, 1, timeout=5)
-                if events and events[-1][0] == "snapshot" and dependencies_in(events[-1][1]) == "2":
-                    break
-        effects = [data for name, data in events if name == "effect"]
+            seen = events.until("widget", timeout=5, ver=answer.json()["ver"])
+        assert deps(seen[-1][1]) == 2
+        # the frame's effects log lists the writes the notifications reported, each in the server's words
+        effects = [data for name, data in seen if name == "effect"]
         touched = {e["key"].split("}", 1)[1] for e in effects}
         assert {":job:JOBparent:dependencies", ":job:JOBparent:processed", ":active"} <= touched
         assert {"hset", "zrem", "del"} <= {e["event"] for e in effects}
-        assert dependencies_in(events[-1][1]) == "2"
-        # each effect arrives with its words, said by the server
         words = {e["key"].split("}", 1)[1]: e["words"] for e in effects if e["event"] in ("incrby", "hset")}
         assert words[":job:JOBparent:dependencies"] == "one fewer outstanding child"
         assert words[":job:JOBparent:processed"] == "recorded the child's result"

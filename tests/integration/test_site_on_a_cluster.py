@@ -160,13 +160,13 @@ def test_the_site_on_a_cluster_streams_and_acts_with_each_queue_on_its_primary(c
         assert page.until("status")[-1][1]["valkey"] == "up"
         acted = client.post("/api/widgets/fanin/complete-child", json={})
         assert acted.status_code == 200, acted.text
-        seen = page.until("snapshot", widget="fanin", ver=acted.json()["ver"])
+        seen = page.until("widget", widget="fanin", ver=acted.json()["ver"])
         assert any(kind == "effect" and data["key"].startswith("emq:{fanin}:") for kind, data in seen)
         assert deps(seen[-1][1]) == 2
         for widget, action in (("native", "script"), ("enqueue-stepper", "run-atomically")):
             answer = client.post(f"/api/widgets/{widget}/{action}", json={})
             assert answer.status_code == 200, answer.text
-            page.until("snapshot", widget=widget, ver=answer.json()["ver"])
+            page.until("widget", widget=widget, ver=answer.json()["ver"])
         line = client.post("/api/console", json={"command": "GET emq:{fanin}:job:JOBparent:dependencies"})
         assert line.status_code == 200 and line.json()["reply_lines"] == ['"2"'], line.text
 
@@ -181,7 +181,7 @@ def test_on_a_cluster_a_widgets_reset_and_an_instructors_reset_land_the_scenario
     assert deps(client.get("/api/widgets/fanin/state").json()["snapshot"]) == 3
     assert client.post("/api/widgets/fanin/complete-child", json={}).status_code == 200
     with streaming(client) as page:
-        page.until("snapshot", widget="fanin")
+        page.until("widget", widget="fanin")
 
         async def reset() -> resets.Report:
             conn = await cluster_client(valkey_cluster)
@@ -193,4 +193,4 @@ def test_on_a_cluster_a_widgets_reset_and_an_instructors_reset_land_the_scenario
         report = asyncio.run(reset())
         assert report.reset == [sandbox] and report.failed == {}
         page.until("reset")
-        assert deps(page.until("snapshot", widget="fanin")[-1][1]) == 3
+        assert deps(page.until("widget", widget="fanin")[-1][1]) == 3

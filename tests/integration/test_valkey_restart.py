@@ -87,7 +87,7 @@ def test_a_stream_says_valkey_is_down_then_up_and_resyncs_after_notifications_ar
     client = site.visitor()
     assert client.post("/api/widgets/fanin/complete-child", json={}).status_code == 200
     with streaming(client, read_timeout=20) as events:
-        assert deps(events.until("snapshot", widget="fanin")[-1][1]) == 2
+        assert deps(events.until("widget", widget="fanin")[-1][1]) == 2
 
         valkey_server.stop(remove_dir=False)
         events.until("status", valkey="down")
@@ -95,11 +95,11 @@ def test_a_stream_says_valkey_is_down_then_up_and_resyncs_after_notifications_ar
         valkey_server.extra_args = ("--notify-keyspace-events", "")
         valkey_server.start()
         events.until("status", valkey="up")
-        assert deps(events.until("snapshot", widget="fanin")[-1][1]) == 3  # landed again on the empty server
+        assert deps(events.until("widget", widget="fanin")[-1][1]) == 3  # landed again on the empty server
 
         assert "K" in str(site.redis().config_get("notify-keyspace-events")["notify-keyspace-events"])
         acted = client.post("/api/widgets/fanin/complete-child", json={}).json()
-        seen = events.until("snapshot", widget="fanin", ver=acted["ver"])
+        seen = events.until("widget", widget="fanin", ver=acted["ver"])
         assert "one fewer outstanding child" in {data.get("words") for kind, data in seen if kind == "effect"}
         assert deps(seen[-1][1]) == 2
 
@@ -110,6 +110,6 @@ def test_a_reconnecting_stream_starts_from_valkeys_status_and_a_fresh_snapshot_w
     client = site.visitor()
     assert client.post("/api/widgets/fanin/complete-child", json={}).status_code == 200
     with client.stream("GET", "/api/stream?widgets=fanin", headers={"Last-Event-ID": "999"}) as response:
-        got = Events(response).until("snapshot", widget="fanin")
+        got = Events(response).until("widget", widget="fanin")
         assert got[0][0] == "status" and got[0][1]["valkey"] == "up"
         assert deps(got[-1][1]) == 2

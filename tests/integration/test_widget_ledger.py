@@ -14,7 +14,7 @@ import msgspec
 
 from server.emq import keyspace, results
 from server.sandboxes import keys
-from server.widgets import WIDGETS, ledger_batch, questions, runner, snapshot
+from server.widgets import WIDGETS, ledger_batch, questions, reader, runner
 from server.widgets.ledger_batch import FIXED_PLAN
 from server.widgets.snapshot import Catalog
 from server.widgets.turn import Actor
@@ -312,7 +312,7 @@ async def answer(lab: runner.Lab, slug: str, question: str, given: Any) -> runne
 async def test_the_dives_questions_are_offered_where_the_lesson_turns_and_judged_by_valkey(conn) -> None:
     lab = lab_with_questions(conn)
     await show(conn, "ledger")
-    first = (await snapshot.read(conn, lab.catalog, WIDGETS["ledger"], SANDBOX))[1]
+    first = (await reader.snapshot(conn, lab.catalog, WIDGETS["ledger"], SANDBOX))[1]
     assert [q["id"] for q in first.questions] == ["ledger-result", "ledger-ill-formed"]
     right = await answer(lab, "next", "ledger-result", 1)
     assert right.verdict is not None and right.verdict.text == "Right: Valkey holds a result list of length 1."
@@ -321,7 +321,7 @@ async def test_the_dives_questions_are_offered_where_the_lesson_turns_and_judged
     assert wrong.verdict is not None and not wrong.verdict.right
     assert wrong.verdict.text == ("Not quite: you said 3; Valkey holds a result list of length 2. "
                                   "This flow was refused: it adds no entry.")
-    asked = (await snapshot.read(conn, lab.catalog, WIDGETS["ledger"], SANDBOX))[1].questions
+    asked = (await reader.snapshot(conn, lab.catalog, WIDGETS["ledger"], SANDBOX))[1].questions
     assert [q["id"] for q in asked] == ["ledger-flow4", "ledger-ill-formed"]  # one per action, the first that holds
     held = await answer(lab, "next", "ledger-flow4", "held")
     assert held.verdict is not None and held.verdict.right and await state_of(conn, J) == "awaiting_children"

@@ -20,7 +20,7 @@ import redis.asyncio as aioredis
 from server.emq import keyspace, registry
 from server.valkey import native
 from server.valkey.process import ValkeyProcess
-from server.widgets import WIDGETS, questions, runner, snapshot
+from server.widgets import WIDGETS, questions, reader, runner
 from server.widgets.base import Body, Prediction
 from server.widgets.native import ABSENT, CHILD, FLAT, PARENT
 from server.widgets.runner import Lab
@@ -222,9 +222,9 @@ async def test_the_keys_changed_question_is_judged_by_the_keys_valkey_holds(conn
         assert acted.verdict is not None and acted.verdict.right is right and acted.verdict.truth == "no"
     assert acted.verdict.text == "Right: Valkey holds every key as it was before the call."
     # the script's line does change keys: the same reading says so
-    before = (await snapshot.read(conn, lab.catalog, widget, SANDBOX))[0]
+    before = (await reader.snapshot(conn, lab.catalog, widget, SANDBOX))[0]
     await act(conn, NAME, "script")
-    after = (await snapshot.read(conn, lab.catalog, widget, SANDBOX))[0]
+    after = (await reader.snapshot(conn, lab.catalog, widget, SANDBOX))[0]
     assert widget.measure("keys-changed", after, before) == "yes"
 
 

@@ -14,7 +14,7 @@ import msgspec
 
 from server.emq import jobs, keyspace, results
 from server.sandboxes import keys
-from server.widgets import WIDGETS, questions, runner, snapshot
+from server.widgets import WIDGETS, questions, reader, runner
 from server.widgets.results import CHILDREN, ERROR, PARENT, VALUES
 from server.widgets.snapshot import Catalog
 from server.widgets.turn import Actor
@@ -200,7 +200,7 @@ async def test_the_dives_questions_are_judged_by_what_valkey_holds(conn) -> None
     asked = tuple(questions.bind(widget, spec) for spec in QUESTIONS)
     lab = runner.Lab(conn, Catalog({"results": widget}, {"results": asked}))
     await show(conn, "results")
-    offered = (await snapshot.read(conn, lab.catalog, widget, SANDBOX))[1].questions
+    offered = (await reader.snapshot(conn, lab.catalog, widget, SANDBOX))[1].questions
     assert [q["id"] for q in offered] == ["deps-after-death", "read-dependencies"]  # one per action
 
     async def answer(slug: str, question: str, given: Any) -> Any:
@@ -211,11 +211,11 @@ async def test_the_dives_questions_are_judged_by_what_valkey_holds(conn) -> None
     assert wrong.text == ("Not quite: you said 3; Valkey holds :dependencies = 2. "
                           "A death under this policy counts like a completion.")
     assert (await answer("fail-child", "deps-after-death", 1)).right
-    moment = (await snapshot.read(conn, lab.catalog, widget, SANDBOX))[0]
+    moment = (await reader.snapshot(conn, lab.catalog, widget, SANDBOX))[0]
     assert widget.measure("children-outstanding", moment, moment) is True  # one child left
     assert widget.measure("parent-fate", moment, moment) == "held"
     await act(conn, "results", "complete-child")
-    offered = (await snapshot.read(conn, lab.catalog, widget, SANDBOX))[1].questions
+    offered = (await reader.snapshot(conn, lab.catalog, widget, SANDBOX))[1].questions
     assert [q["id"] for q in offered] == ["read-dependencies"]  # no child is outstanding now
     right = await answer("read", "read-dependencies", 0)
     assert right.right and right.text == "Right: Valkey holds a counter of 0."

@@ -1,7 +1,7 @@
 """Ask the class: one question, at one step of its widget's tour, put to every learner.
 
-The askable (question, step) pairs come from the widgets' recorded traces: a
-question open where the tour presses its button next, so the whole class can
+The askable (question, step) pairs are each question open where a widget's tour
+presses its button next (`askable.py`), so the whole class can
 answer it from one same state. The step is rebuilt as a deep link does
 (`goto`) where the class acts; in a demo or together the instructor then
 presses once for the class (`press`) and every vote is judged.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -23,30 +23,15 @@ from server.emq.script import Call, execute
 from server.live import events
 from server.sandboxes import answers, learners, progress, rooms
 from server.web import bodies, guards
+from server.web.views.askable import Askable, askable
 from server.web.views.class_state import the_room
 from server.web.views.instructor import plural
 from server.web.views.replies import done, instructor_only
-from server.widgets import questions, runner, traces, turn
+from server.widgets import questions, reader, runner
 from server.widgets.base import GotoBody, Widget
-from server.widgets.snapshot import Catalog
 from server.widgets.turn import Actor
 
 REBUILDS_AT_ONCE = 8  # learners' widgets rebuilt side by side
-
-
-@dataclass(frozen=True)
-class Askable:
-    widget: str
-    question: str
-    legend: str
-    step: int
-    step_label: str
-    action: str
-    label: str  # the action's button, as the widget shows it
-
-    @property
-    def value(self) -> str:
-        return f"{self.widget}|{self.question}|{self.step}"
 
 
 class AskBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -56,30 +41,9 @@ class AskBody(msgspec.Struct, forbid_unknown_fields=True):
     pick: str = ""  # the class page's select: "<widget>|<question>|<step>"
 
 
-def askable(catalog: Catalog) -> list[Askable]:
-    """Every (question, step) a class can be asked, from the recorded traces."""
-    found: list[Askable] = []
-    for name, widget in catalog.widgets.items():
-        trace = traces.current(name)
-        declared = catalog.asked(widget)
-        if trace is None or not declared:
-            continue
-        start = 1  # the row of each step's first action (row 0 is the scenario as it lands)
-        for step, entry in enumerate(widget.tour):
-            row = trace.rows[start] if start < len(trace.rows) else None
-            slug = entry.replay[0][0] if entry.replay else ""
-            question = next((q for q in declared if row and questions.fits(q, row.question) and q.action == slug),
-                            None)
-            if question is not None and row is not None:
-                label = widget.tour[step - 1].label if step else "the scenario as it lands"
-                found.append(Askable(name, question.id, row.question, step, label, slug, widget.label(slug)))
-            start += len(entry.replay)
-    return found
-
-
-def chosen(request: Request, body: AskBody) -> Askable:
+async def chosen(request: Request, body: AskBody) -> Askable:
     pick = body.pick.split("|") if body.pick else [body.widget, body.question, str(body.step)]
-    for found in askable(request.app.state.catalog):
+    for found in await askable(request.app.state.lab):
         if [found.widget, found.question, str(found.step)] == pick:
             return found
     raise bodies.BadBody(400, "that question cannot be asked at that step: pick one the class page lists")
@@ -132,12 +96,12 @@ async def put(request: Request, room: rooms.Room, found: Askable, round: int = 1
     return done(request, said, {"ask": ask, "failed": failed}, room=room)
 
 
-def current(request: Request, room: rooms.Room) -> tuple[Askable, rooms.Ask]:
+async def current(request: Request, room: rooms.Room) -> tuple[Askable, rooms.Ask]:
     """The question asked in the class, and how it is asked (its round, whether revealed)."""
     ask = room.ask
     if ask is None:
         raise guards.Refused(409, "no question is asked in this class now: Ask the class first")
-    for found in askable(request.app.state.catalog):
+    for found in await askable(request.app.state.lab):
         if (found.widget, found.question, found.step) == (ask.widget, ask.question, ask.step):
             return found, ask
     raise guards.Refused(409, "the asked question is no longer in the course: ask another")
@@ -147,19 +111,19 @@ def current(request: Request, room: rooms.Room) -> tuple[Askable, rooms.Ask]:
 async def ask(request: Request) -> Response:
     body = await bodies.read_form(request, AskBody)
     room = await the_room(request)
-    return await put(request, room, chosen(request, body))
+    return await put(request, room, await chosen(request, body))
 
 
 @instructor_only
 async def second_round(request: Request) -> Response:
     room = await the_room(request)
-    return await put(request, room, current(request, room)[0], round=2)
+    return await put(request, room, (await current(request, room))[0], round=2)
 
 
 @instructor_only
 async def reveal(request: Request) -> Response:
     room = await the_room(request)
-    found, ask = current(request, room)
+    found, ask = await current(request, room)
     conn = request.app.state.conn
     await rooms.set_ask(conn, room.code, replace(ask, revealed=True), request.app.state.settings.room_ttl)
     if ask.veils(room.mode):
@@ -198,13 +162,13 @@ async def end(request: Request) -> Response:
 async def press(request: Request) -> Response:
     """Demo or together: the button pressed once, every vote judged against what Valkey returned."""
     room = await the_room(request)
-    found, ask = current(request, room)
+    found, ask = await current(request, room)
     if room.mode == "own":
         raise guards.Refused(409, "in own sandboxes each learner presses in their own widget")
     lab, conn = request.app.state.lab, request.app.state.conn
     widget = lab.catalog.widgets[found.widget]
     sandbox = room.host if room.mode == "demo" and room.host else room.sandbox
-    before = await turn.read(conn, widget, sandbox)
+    before = await reader.read(conn, widget, sandbox)
     question = next((q for q in questions.offered(widget, lab.catalog.asked(widget), before)
                      if q.id == found.question and q.action == found.action), None)
     if question is None:
@@ -215,7 +179,7 @@ async def press(request: Request) -> Response:
     if not questions.ran(str(acted.outcome.get("kind"))):  # a press that did nothing judges no vote
         return done(request, f"Pressed {action.label} for class {room.code}: {acted.outcome['text']} "
                              "Nothing ran, so no vote was judged; the votes stay in.", room=room)
-    now = await turn.read(conn, widget, sandbox)
+    now = await reader.read(conn, widget, sandbox)
     votes = await answers.votes(conn, room.code, ask.round)
     calls: list[Call] = []
     for learner, value in votes.items():

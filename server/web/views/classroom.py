@@ -29,6 +29,7 @@ from server.web import bodies, guards
 from server.web.answer import JSONAnswer, dumps
 from server.web.errors import is_fault
 from server.web.views import asking, class_state
+from server.web.views.askable import askable
 from server.web.views.class_state import the_room
 from server.web.views.instructor import report_words
 from server.web.views.replies import done, instructor_only, render
@@ -72,8 +73,8 @@ async def page(request: Request) -> Response:
     return render(request, "class.html", {
         "room": room, "learners": class_state.roster_rows(state), "modes": rooms.MODE_WORDS,
         "answers": class_state.answers_view(request, state, projector), "projector": projector,
-        "askable": asking.askable(request.app.state.catalog), "ask": room.ask,
-        "asked": asking.current(request, room)[0] if room.ask else None,
+        "askable": await askable(request.app.state.lab), "ask": room.ask,
+        "asked": (await asking.current(request, room))[0] if room.ask else None,
         "dives": request.app.state.course.dives, "confirm": request.query_params.get("confirm") == "reset",
     })
 

@@ -28,6 +28,7 @@ from server.web import guards
 from server.web.answer import JSONAnswer
 from server.web.errors import answered
 from server.web.templating import course_of, respond
+from server.web.views import widgets
 from server.widgets.flow import plural
 
 
@@ -38,8 +39,12 @@ def _body(request: Request, page: Page) -> Markup:
     return cache[page.path]
 
 
-def _render(request: Request, template: str, page: Page | None, status: int = 200, **extra: Any) -> Response:
-    context = {"page": page, "body": _body(request, page) if page is not None else Markup(""),
+async def _render(request: Request, template: str, page: Page | None, status: int = 200, **extra: Any) -> Response:
+    body = await widgets.fill(request, _body(request, page)) if page is not None else Markup("")
+    catalog = request.app.state.catalog
+    # lab.js draws nothing: it morphs the server's frames in; what is not a widget has its own script
+    scripts = sorted({"lab" if name in catalog.widgets else name for name in page.widgets}) if page else []
+    context = {"page": page, "body": body, "scripts": scripts,
                "current_hub": _hub_of(page), **extra}
     return respond(request, template, context, status)
 
@@ -51,7 +56,7 @@ def _hub_of(page: Page | None) -> str | None:
 
 
 async def index(request: Request) -> Response:
-    return _render(request, "index.html", course_of(request).index, progress=await dive_progress(request))
+    return await _render(request, "index.html", course_of(request).index, progress=await dive_progress(request))
 
 
 async def page_at(request: Request) -> Response:
@@ -60,14 +65,14 @@ async def page_at(request: Request) -> Response:
     page = course_of(request).page(request.url.path)
     if page is None or page.kind != kind or page.path != request.url.path:
         raise HTTPException(status_code=404)
-    return _render(request, f"{kind}.html", page, progress=await dive_progress(request))
+    return await _render(request, f"{kind}.html", page, progress=await dive_progress(request))
 
 
 async def not_found(request: Request, exc: Exception) -> Response:
     detail = getattr(exc, "detail", "Not Found")
     if request.url.path.startswith("/api/"):
         return JSONAnswer({"error": detail}, status_code=404)
-    return _render(request, "404.html", None, status=404)
+    return await _render(request, "404.html", None, status=404)
 
 
 FAVICON = Path(__file__).resolve().parents[3] / "site" / "static" / "favicon.svg"

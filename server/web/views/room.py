@@ -124,7 +124,7 @@ async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
     room = await rooms.get(conn, entry.room)
     if room is None or room.ask is None:
         return None
-    found, ask = asking.current(request, room)
+    found, ask = await asking.current(request, room)
     question = class_state.question_of(request.app.state.catalog, ask.widget, ask.question)
     words = question.words if question else str
     given, _ = await answers.read(conn, room.code)

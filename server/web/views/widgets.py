@@ -1,8 +1,10 @@
-"""The widget API: a widget's snapshot, its actions, and a page's live stream (`/api/stream?widgets=a,b`).
+"""The widget API: a widget's snapshot (JSON, for tools and tests), its actions, a page's
+live stream (`/api/stream?widgets=a,b`), and the widgets drawn into a page's first paint.
 
 A click travels: the guards, the body typed, `runner.act`, and back; every page
-of the sandbox repaints from its stream, which on (re)connect sends a fresh
-snapshot of each widget, so a page never depends on replaying what it missed.
+of the sandbox morphs in what its stream sends, each widget's HTML drawn from its
+snapshot, and on (re)connect a fresh drawing of each widget, so a page never
+depends on replaying what it missed.
 """
 
 from __future__ import annotations
@@ -17,21 +19,24 @@ from urllib.parse import urlsplit
 
 import anyio
 import msgspec
+from markupsafe import Markup
 from sse_starlette.sse import EventSourceResponse
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from server.live.streams import Notice, frame
+from server.live.streams import Notice, frame, html_frame
 from server.sandboxes import admission, presence
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer, dumps
 from server.web.errors import answer_error, answered, is_fault, problem
 from server.web.rates import TooMany, client_address
 from server.web.stream_slots import Slot
+from server.web.templating import MARKER
 from server.widgets import runner
 from server.widgets.base import Widget
+from server.widgets.frames import EVENT
 from server.widgets.turn import Actor, Busy
 
 POLL_EVERY = 1.5  # seconds between reads while notifications are off (or a read failed)
@@ -137,6 +142,7 @@ async def events(request: Request, entry: guards.Entry, names: tuple[str, ...]) 
     with hub.streams.open(entry.sandbox, names) as sub:
         async with _present(request, entry):
             yield frame("status", dumps(hub.status()))
+            yield frame("where", dumps(entry.where()))  # the class (or Watch) this page acts in
             chunk_, whole = await _snapshots(request, entry, names)
             yield chunk_
             while (left := deadline - time.monotonic()) > 0:
@@ -179,15 +185,15 @@ def _react(items: list[bytes | Notice], entry: guards.Entry) -> tuple[list[bytes
 
 
 async def _snapshots(request: Request, entry: guards.Entry, names: tuple[str, ...]) -> tuple[bytes, bool]:
-    """A fresh snapshot of each widget, and whether every one was read (Valkey's faults: a status frame)."""
+    """A fresh drawing of each widget, and whether every one was read (Valkey's faults: a status frame)."""
     lab = request.app.state.lab
     frames = []
     for name in names:
         try:
             async with asyncio.timeout(READ_DEADLINE):
-                snap = await runner.show(lab, lab.catalog.widgets[name], actor(entry),
-                                         admitter(request, entry.sandbox, used=False))
-            frames.append(frame("snapshot", dumps(snap)))
+                widget = lab.catalog.widgets[name]
+                snap = await runner.show(lab, widget, actor(entry), admitter(request, entry.sandbox, used=False))
+            frames.append(html_frame(EVENT, request.app.state.frames.html(entry.sandbox, name, snap)))
         except Exception as exc:
             if is_fault(exc) or isinstance(exc, (TimeoutError, Busy)):
                 frames.append(frame("status", dumps(request.app.state.hub.status())))
@@ -238,3 +244,33 @@ def _page_of(request: Request) -> str | None:
         page = request.app.state.course.page(urlsplit(referer).path)
         return page.path if page is not None else None
     return None
+
+
+async def fill(request: Request, body: Markup) -> Markup:
+    """A page body with each widget marker replaced by the widget drawn from the visitor's
+    snapshot (landed the first time); a widget that cannot be read now is drawn empty and
+    its stream fills it."""
+    names = MARKER.findall(body)
+    if not names:
+        return body
+    lab = request.app.state.lab
+    drawn: dict[str, str] = {}
+    try:
+        entry = await guards.enter(request, write=False, counts="reads")
+    except Exception as exc:
+        if not is_fault(exc) and not isinstance(exc, guards.Refused):
+            raise
+        entry = None
+    for name in names:
+        widget = lab.catalog.widgets[name]
+        snap = None
+        if entry is not None:
+            try:
+                async with asyncio.timeout(READ_DEADLINE):
+                    snap = await runner.show(lab, widget, actor(entry), admitter(request, entry.sandbox, used=False))
+            except Exception as exc:
+                if not (is_fault(exc) or isinstance(exc, (TimeoutError, Busy, guards.Refused))):
+                    raise
+        drawn[name] = request.app.state.frames.html(entry.sandbox, name, snap) if entry else \
+            request.app.state.drawing.html(widget, snap)
+    return Markup(MARKER.sub(lambda m: drawn[m.group(1)], body))

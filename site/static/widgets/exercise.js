@@ -9,8 +9,7 @@
 // refusal) marks every check "not run". The learner's kept work comes from
 // GET /api/exercises/<name> (`mine`): the editor opens with their last script
 // and the best-run line says their best.
-import { el, keyName } from "./cards.js";
-import { formatValue } from "./panels.js";
+import { el, formatValue, keyName } from "./dom.js";
 
 const $ = (root, role) => root.querySelector(`[data-role="${role}"]`);
 

@@ -1,65 +1,171 @@
-// lab.js — the API and the stream, one paint path.
+// lab.js — the generic swap and the actions, for every widget on the page.
 //
-// A widget registers here. Its buttons post their action; the answer says
-// only whether it ran (and the learner's progress). What the widget shows is
-// painted from one source: the snapshots the server reads from Valkey — the
-// first from GET …/state, then every one the live stream (EventSource) sends
-// to every page of the sandbox, the page that clicked included. A snapshot
-// carries `ver` (the server's clock at the widget's last action); a page
-// never paints a snapshot older than the one it shows. Nothing here computes
-// a value to show.
+// The server draws each widget (site/templates/widgets/_<name>.html) from its
+// snapshot: the first paint, the page without JavaScript and every frame of
+// the live stream are the same HTML. This page only morphs a newer frame in
+// (idiomorph), never one with an older `ver`, and keeps what is the reader's:
+// focus, typed values, open details, scroll. A control posts its action:
+// `data-action` (a button) or `data-send` (a button, an input on change, a
+// form on submit) names it; `data-body` and the widget's
+// `[data-field][data-for~=<action>]` controls fill its body; an open question's
+// answer rides along. Nothing here computes a value to show.
 
-import { $ } from "./cards.js";
-import { announce, changedKeys, logEffect, renderKeys, renderSets, setStatus, showOutcome } from "./panels.js";
+import { Idiomorph } from "/static/vendor/idiomorph/dist/idiomorph.esm.js";
+import { $, announce, setStatus } from "./dom.js";
+import { COMPOSE } from "./forms.js";
 import { afterPaint, followRoom, keepsNotice, settleNotice, showRoom, stickyNotice } from "./room.js";
 
-const registry = new Map(); // widget name -> { root, render, last, before, changed }
-// This page's name for itself: an outcome caused by another page says so.
+// This page's name for itself: an outcome another page caused says so.
 const TAB = Array.from({ length: 12 }, () => Math.floor(Math.random() * 36).toString(36)).join("");
-// When the stream has not brought an action's snapshot this long after its
-// answer (the stream is reconnecting, notifications are off), read it.
+// When the stream has not brought an action's frame this long after its answer
+// (reconnecting, notifications off), the stream is opened afresh (it sends every widget).
 const CATCH_UP_MS = 1500;
+const widgets = new Map(); // name -> { root, ver, openedAt }
 let source = null;
-let streamNames = "";
-let hashWatched = false;
-let domReady = document.readyState === "complete";
-if (!domReady) {
-  document.addEventListener("DOMContentLoaded", () => { domReady = true; openStream(); }, { once: true });
+
+// ---- the swap ---------------------------------------------------------------
+
+const KEEP = {
+  // the announcement and the status line are this page's own (written below and by room.js)
+  beforeNodeMorphed: (node) => !(node.nodeType === 1 && node.hasAttribute("data-keep")),
+  beforeAttributeUpdated: (name, node) => {
+    if (name === "open" && node.tagName === "DETAILS") return false; // the reader opened or closed it
+    if (name === "data-room-disabled") return false;
+    // what the reader typed or picked in a question, a form, a picker (an option's own value is the server's)
+    const typed = name === "selected" || (node.tagName !== "OPTION" && ["value", "checked"].includes(name));
+    return !(typed && node.closest("[data-reader]"));
+  },
+};
+
+function verOf(node) {
+  return node.hasAttribute("data-ver") ? Number(node.dataset.ver) : null;
 }
 
-// Extensions (predict.js): each may add fields to an action's body
-// (`body(name, action, root)`), and sees every snapshot painted
-// (`paint(name, root, snapshot)`) and every action's answer (`acted(name, root, data)`).
-export const extensions = [];
+/** Morph the server's drawing of a widget in, unless the page shows a newer `ver`. */
+function swap(html) {
+  const holder = document.createElement("template");
+  holder.innerHTML = html;
+  const fresh = holder.content.querySelector("section[data-widget]");
+  const entry = fresh && widgets.get(fresh.dataset.widget);
+  const ver = fresh && verOf(fresh);
+  if (!entry || ver === null) return;
+  if (entry.ver !== null && ver < entry.ver) return; // one truth: never an older state over a newer one
+  const isNew = entry.ver !== null && ver !== entry.ver;
+  Idiomorph.morph(entry.root, Array.from(fresh.childNodes), { morphStyle: "innerHTML", callbacks: KEEP });
+  entry.ver = ver;
+  entry.root.dataset.ver = String(ver);
+  settled(entry, isNew);
+}
 
-export function register(name, render, bodyFor = null) {
-  const root = document.querySelector(`[data-widget="${name}"]`);
-  if (!root) return null;
-  const entry = { root, render, last: null, before: null, changed: new Set() };
-  registry.set(name, entry);
-  // Live from here on: the controls show, the recorded trace folds away.
-  root.classList.add("is-live");
-  const trace = $(root, "trace");
-  if (trace) trace.open = false;
-  root.querySelectorAll("button[data-action]").forEach((button) => {
-    button.addEventListener("click", () => act(name, button.dataset.action, bodyFor ? bodyFor(button.dataset.action) : {}));
+/** What depends on this page: whose outcome it is, what to say aloud, the room's read-only controls. */
+function settled(entry, isNew) {
+  const { root } = entry;
+  if (entry.openedAt === null) entry.openedAt = entry.ver;
+  const who = root.querySelector(".outcome-who");
+  const mine = Boolean(who && who.dataset.tab === TAB);
+  // an outcome recorded before this page opened is nobody else's news: not "from another page"
+  // who acted, when it was not this page (the server draws the words; this page knows whether they apply)
+  if (who) who.textContent = mine || (who.dataset.who === "page" && !(entry.ver > entry.openedAt)) ? "" : who.dataset.said;
+  const box = $(root, "outcome");
+  if (isNew && !box.hidden) {
+    announce(root, box.textContent.trim());
+    if (mine) requestAnimationFrame(() => bringIntoView(root, box));
+  }
+  afterPaint(root);
+}
+
+function bringIntoView(root, box) {
+  const r = box.getBoundingClientRect();
+  const aside = root.closest(".dive-aside");
+  const bottom = Math.min(window.innerHeight, aside ? aside.getBoundingClientRect().bottom : Infinity);
+  if (r.top < 0 || r.bottom > bottom) box.scrollIntoView({ block: "center" });
+}
+
+// ---- actions ------------------------------------------------------------
+
+function bodyFor(root, action, control) {
+  const body = control && control.dataset.body ? JSON.parse(control.dataset.body) : {};
+  for (const field of root.querySelectorAll(`[data-field][data-for~="${action}"]`)) {
+    if (field.value) body[field.dataset.field] = field.value;
+  }
+  // the open question's answer for this action, as typed (a number when it reads as one)
+  const box = root.querySelector(`[data-role="predict"] fieldset[data-question-for="${action}"]`);
+  if (box) {
+    const number = box.querySelector("input.predict-number");
+    const picked = box.querySelector('input[type="radio"]:checked');
+    const typed = number ? number.value.trim() : picked ? picked.value : "";
+    if (typed !== "") {
+      const answer = number && Number.isFinite(Number(typed)) ? Number(typed) : typed;
+      body.predict = { question: box.dataset.question, answer };
+      // answered: the next question starts empty
+      if (number) number.value = "";
+      if (picked) picked.checked = false;
+    }
+  }
+  return body;
+}
+
+export async function act(name, action, body = {}) {
+  const entry = widgets.get(name);
+  entry.root.setAttribute("aria-busy", "true"); // for assistive technology; no style depends on it
+  const started = Date.now(); // a notice that came after this click is not settled by it (room.js)
+  try {
+    const response = await fetch(`/api/widgets/${name}/${action}`, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-Emqlab-Tab": TAB },
+      body: JSON.stringify(body),
+    });
+    const data = await response.json();
+    if (!response.ok) {
+      showProblem(entry.root, data.error || response.statusText, response.status);
+      return null;
+    }
+    settleNotice(entry.root, started);
+    showRoom(data.room);
+    refreshDive();
+    // The frame of this action comes by the stream, as to every page; if it is slow, open it afresh.
+    setTimeout(() => { if (entry.ver === null || entry.ver < data.ver) reconnect(); }, CATCH_UP_MS);
+    return data;
+  } catch (err) {
+    showProblem(entry.root, "The site is unreachable; retrying.", 0);
+    return null;
+  } finally {
+    entry.root.removeAttribute("aria-busy");
+  }
+}
+
+function showProblem(root, message, status) {
+  setStatus(root, message, status === 503 || status === 0 ? "down" : "error");
+  $(root, "outcome").dataset.stale = "1"; // the last outcome is not this press's: it stays, marked
+  announce(root, message);
+}
+
+function wire(name, root) {
+  root.addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-action], button[data-send]");
+    if (!button || !root.contains(button)) return;
+    const action = button.dataset.action || button.dataset.send;
+    act(name, action, bodyFor(root, action, button));
   });
-  entry.ready = load(name);
-  followHash(name);
-  if (!hashWatched) {
-    hashWatched = true;
-    window.addEventListener("hashchange", () => { for (const n of registry.keys()) followHash(n); });
-  }
-  if (domReady) {
-    if (source && !streamNames.split(",").includes(name)) reconnect();
-    else openStream();
-  }
-  return root;
+  root.addEventListener("change", (event) => {
+    const input = event.target.closest("input[data-send]");
+    if (!input || (input.type === "radio" && !input.checked)) return;
+    const value = input.type === "checkbox" ? input.checked : input.value;
+    act(name, input.dataset.send, { [input.dataset.field]: value });
+  });
+  root.addEventListener("submit", (event) => {
+    const form = event.target.closest("form[data-send]");
+    if (!form) return;
+    event.preventDefault();
+    const compose = COMPOSE.get(form.dataset.compose);
+    act(name, form.dataset.send, compose ? compose(form) : Object.fromEntries(new FormData(form)));
+  });
 }
 
 // ---- deep links: #step=N (the page's first widget), #<widget>-step=N -------
 
-export function hashStep(name, root, hash = location.hash) {
+function hashStep(name, root, hash = location.hash) {
   const own = new RegExp(`(?:^#|&)${name}-step=(\\d+)(?:&|$)`).exec(hash);
   if (own) return Number(own[1]);
   const first = /(?:^#|&)step=(\d+)(?:&|$)/.exec(hash);
@@ -68,120 +174,27 @@ export function hashStep(name, root, hash = location.hash) {
 }
 
 function followHash(name) {
-  const entry = registry.get(name);
-  const step = hashStep(name, entry.root);
+  const { root } = widgets.get(name);
+  const step = hashStep(name, root);
   if (step === null) return;
   // The server resets the widget and replays its tour to that step on Valkey.
   act(name, "goto", { step }).then(() => {
-    if (!entry.root.hasAttribute("tabindex")) entry.root.tabIndex = -1;
-    entry.root.scrollIntoView({ block: "start" });
-    entry.root.focus({ preventScroll: true });
+    if (!root.hasAttribute("tabindex")) root.tabIndex = -1;
+    root.scrollIntoView({ block: "start" });
+    root.focus({ preventScroll: true });
   });
-}
-
-async function load(name) {
-  try {
-    const response = await fetch(`/api/widgets/${name}/state`, { credentials: "same-origin" });
-    const body = await response.json();
-    if (!response.ok) return showProblem(name, body.error || response.statusText, response.status);
-    showRoom(body.room);
-    paint(name, body.snapshot);
-  } catch (err) {
-    showProblem(name, "The site is unreachable; retrying.", 0);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    return load(name);
-  }
-}
-
-export async function act(name, action, body = {}) {
-  const entry = registry.get(name);
-  await entry.ready;
-  entry.root.setAttribute("aria-busy", "true"); // for assistive technology; no style depends on it
-  const started = Date.now(); // a notice that came after this click is not settled by it (room.js)
-  try {
-    const extra = extensions.map((x) => (x.body ? x.body(name, action, entry.root) : {}));
-    const response = await fetch(`/api/widgets/${name}/${action}`, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "X-Emqlab-Tab": TAB },
-      body: JSON.stringify(Object.assign({}, body, ...extra)),
-    });
-    const data = await response.json();
-    if (!response.ok) {
-      showProblem(name, data.error || response.statusText, response.status);
-      return null;
-    }
-    settleNotice(entry.root, started);
-    showRoom(data.room);
-    for (const x of extensions) if (x.acted) x.acted(name, entry.root, data);
-    // The snapshot of this action comes by the stream, as to every page; if
-    // the stream is slow to bring it, read it.
-    setTimeout(() => { if (!entry.last || entry.last.ver < data.ver) entry.ready = load(name); }, CATCH_UP_MS);
-    return data;
-  } catch (err) {
-    showProblem(name, "The site is unreachable; retrying.", 0);
-    return null;
-  } finally {
-    entry.root.removeAttribute("aria-busy");
-  }
-}
-
-function showProblem(name, message, status) {
-  const entry = registry.get(name);
-  if (!entry) return;
-  const kind = status === 503 || status === 0 ? "down" : "error";
-  setStatus(entry.root, message, kind);
-  // the last outcome is not this press's: it stays, marked as the one before
-  $(entry.root, "outcome").dataset.stale = "1";
-  announce(entry.root, message);
-}
-
-function paint(name, snapshot) {
-  const entry = registry.get(name);
-  if (!entry || !snapshot) return;
-  // One truth: a snapshot older than the one on the page is never painted.
-  if (entry.last && snapshot.ver < entry.last.ver) return;
-  entry.root.dataset.ver = String(snapshot.ver);
-  const isNew = !entry.last || snapshot.ver !== entry.last.ver;
-  // an outcome recorded before this page opened is nobody else's news: not "from another page"
-  if (entry.openedAt === undefined) entry.openedAt = snapshot.ver;
-  showOutcome(entry.root, snapshot.outcome, isNew && snapshot.outcome !== null && entry.last !== null, TAB,
-    snapshot.ver > entry.openedAt);
-  const same = entry.last !== null && JSON.stringify(entry.last.queues) === JSON.stringify(snapshot.queues);
-  if (!same) {
-    entry.before = entry.last;
-    entry.changed = changedKeys(snapshot, entry.last);
-  }
-  const previous = same ? entry.before : entry.last;
-  entry.last = snapshot;
-  $(entry.root, "readout").textContent = snapshot.problem || snapshot.readout || "";
-  renderKeys(entry.root, snapshot, entry.changed);
-  renderSets($(entry.root, "sets"), snapshot, previous);
-  if (snapshot.picture) entry.render(entry.root, snapshot, previous);
-  else $(entry.root, "picture").replaceChildren();
-  for (const x of extensions) if (x.paint) x.paint(name, entry.root, snapshot);
-  afterPaint(entry.root);
 }
 
 // ---- the live stream ----------------------------------------------------
 
 function openStream() {
-  if (source || registry.size === 0) return;
-  const names = [...registry.keys()].join(",");
-  streamNames = names;
-  source = new EventSource(`/api/stream?widgets=${encodeURIComponent(names)}`);
-  source.addEventListener("snapshot", (e) => {
-    const snapshot = JSON.parse(e.data);
-    paint(snapshot.widget, snapshot);
-  });
-  source.addEventListener("effect", (e) => {
-    const effect = JSON.parse(e.data);
-    const entry = registry.get(effect.widget);
-    if (entry) logEffect(entry.root, effect, Boolean(entry.last && entry.last.queues.length > 1));
-  });
+  if (source || widgets.size === 0) return;
+  source = new EventSource(`/api/stream?widgets=${encodeURIComponent([...widgets.keys()].join(","))}`);
+  source.addEventListener("widget", (e) => swap(e.data));
+  source.addEventListener("where", (e) => showRoom(JSON.parse(e.data).room));
   source.addEventListener("status", (e) => {
     const status = JSON.parse(e.data);
-    for (const { root } of registry.values()) {
+    for (const { root } of widgets.values()) {
       if (status.valkey === "down") setStatus(root, "Valkey is unreachable right now; the widget will recover when it returns.", "down");
       else if (typeof status.message === "string" && (status.message || !keepsNotice(root))) {
         setStatus(root, status.message, status.message ? "notice" : "");
@@ -194,34 +207,63 @@ function openStream() {
     const text = data.by === "learner" ? "You started over: every scenario lands again."
       : "Your sandbox was reset by the instructor: the scenario starts again.";
     // a notice that stays until the learner dismisses it or acts on the widget (room.js)
-    for (const { root } of registry.values()) stickyNotice(root, text);
-    for (const { root } of registry.values()) announce(root, text);
+    for (const { root } of widgets.values()) stickyNotice(root, text);
+    for (const { root } of widgets.values()) announce(root, text);
   });
   source.onerror = () => {
-    for (const { root } of registry.values()) {
+    for (const { root } of widgets.values()) {
       if (!$(root, "status").textContent) setStatus(root, "Live stream interrupted; reconnecting…", "down");
     }
   };
   source.onopen = () => {
-    for (const { root } of registry.values()) {
+    for (const { root } of widgets.values()) {
       if ($(root, "status").dataset.kind === "down") setStatus(root, "");
     }
   };
 }
 
-/** A fresh stream: the server resolves again which sandbox this page acts in. */
+/** A fresh stream: the server resolves again which sandbox this page acts in, and draws every widget. */
 export function reconnect() {
   if (source) source.close();
   source = null;
   openStream();
 }
 
-/** Every widget read again; the page may now show another sandbox, whose
- * versions do not follow this one's: forget what was painted. */
+/** The page may now show another sandbox, whose versions do not follow this one's: forget them. */
 export function reloadAll() {
-  for (const [name, entry] of registry) {
-    entry.last = null;
-    entry.openedAt = undefined;
-    entry.ready = load(name);
+  for (const entry of widgets.values()) {
+    entry.ver = null;
+    entry.openedAt = null;
   }
 }
+
+async function refreshDive() {
+  try {
+    const response = await fetch("/api/progress", { credentials: "same-origin" });
+    if (!response.ok) return;
+    const data = await response.json();
+    const line = document.querySelector('[data-role="dive-progress"]');
+    const dive = data.dives.find((d) => d.path === location.pathname);
+    const text = line && dive ? line.querySelector('[data-role="dive-progress-summary"]') : null;
+    if (text && text.textContent !== dive.summary) text.textContent = dive.summary;
+  } catch (err) {
+    // The site is away: the server-rendered line stays as it was.
+  }
+}
+
+function start() {
+  for (const root of document.querySelectorAll("section[data-widget]")) {
+    const name = root.dataset.widget;
+    const entry = { root, ver: verOf(root), openedAt: verOf(root) };
+    widgets.set(name, entry);
+    root.classList.add("is-live"); // live from here on: the controls show
+    wire(name, root);
+    if (entry.ver !== null) settled(entry, false);
+  }
+  for (const name of widgets.keys()) followHash(name);
+  window.addEventListener("hashchange", () => { for (const name of widgets.keys()) followHash(name); });
+  openStream();
+}
+
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start, { once: true });
+else start();

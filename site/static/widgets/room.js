@@ -5,7 +5,7 @@
 // class and mode every answer comes from, and what the class is asked
 // (GET /room/ask); nothing here decides it.
 
-import { setStatus } from "./panels.js";
+import { setStatus } from "./dom.js";
 
 let current = null; // the last room the server named (null: none)
 let notice = ""; // a sentence that outlives the room (e.g. the class was closed)

@@ -11,11 +11,11 @@ import pytest
 
 from server.emq import keyspace
 from server.exercises import GraderPool, catalogue, grade
+from server.widgets import WIDGETS
 from tests.contract import CONSOLE_WORDS
-from tests.contract import REGION_WORDS as WORDS
 from tests.integration.exercises.support import COURSE, sandbox
 
-REGION_WORDS = (*WORDS.values(), CONSOLE_WORDS)
+REGION_WORDS = (*(w.design.region for w in WIDGETS.values()), CONSOLE_WORDS)
 
 
 @pytest.mark.parametrize("name", catalogue.names())

@@ -23,6 +23,7 @@ from server.content import Course
 from server.emq import registry
 from server.web.views import pages as views_pages
 from server.widgets import WIDGETS as FOUND
+from server.widgets.snapshot import Catalog
 
 ROOT = Path(__file__).resolve().parents[3]
 # what a dive may place: every widget the code has, the console and the exercises (server/app.py)
@@ -109,6 +110,7 @@ def client(course, widget_calls):
     app.state.course = course
     app.state.templates = Jinja2Templates(directory=str(ROOT / "site" / "templates"))
     app.state.render_widget = _fake_widget(widget_calls)
+    app.state.catalog = Catalog(dict(FOUND))
     app.state.page_bodies = {}
     with TestClient(app) as test_client:
         yield test_client
@@ -175,16 +177,14 @@ def test_every_related_entry_of_a_dive_is_a_link_to_a_page_of_this_course(course
             assert entry.href and not entry.external and course.page(entry.href) is not None, (dive.path, entry.title)
 
 
-def test_dive_scripts_block_loads_one_module_per_widget_and_the_predictions(client):
+def test_dive_scripts_block_loads_the_one_swap_for_every_widget_and_what_is_no_widget(client):
     doc = Doc(client.get("/flows/cross-queue").text)
     scripts = [(s.get("type"), s.get("src")) for s in doc.all("script")]
+    # lab.js morphs in every widget's frames; the console and the exercises drive themselves
     assert scripts == [
-        ("module", "/static/widgets/outbox.js"),
-        ("module", "/static/widgets/exercise.js"),
-        ("module", "/static/widgets/failure-policy.js"),
-        ("module", "/static/widgets/tree.js"),
         ("module", "/static/widgets/console.js"),
-        ("module", "/static/widgets/predict.js"),
+        ("module", "/static/widgets/exercise.js"),
+        ("module", "/static/widgets/lab.js"),
     ]
     assert Doc(client.get("/").text).all("script") == []
 

@@ -8,24 +8,28 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 
 from server.live import events, heartbeat, topology
 from server.live.batches import Batches, Change
 from server.live.hub import Hub
-from server.live.streams import QUEUE_CAP, Notice, Streams, frame
+from server.live.streams import QUEUE_CAP, Notice, Streams, Worded, frame, html_frame
 
 SANDBOX, OTHER = "s0123456789", "sabcdefghij"
 
 
 class Reads:
-    """A stand-in for the snapshot read: counts the reads, one frame per (sandbox, widget)."""
+    """A stand-in for the painter (server/widgets/frames.py): counts the drawings, one frame per
+    (sandbox, widget), and keeps the worded effects each was handed."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
+        self.effects: list[Worded] = []
 
-    async def __call__(self, sandbox: str, widget: str) -> bytes:
+    async def frame(self, sandbox: str, widget: str, effects: Sequence[Worded]) -> bytes:
         self.calls.append((sandbox, widget))
-        return frame("snapshot", json.dumps({"widget": widget, "sandbox": sandbox}).encode())
+        self.effects.extend(effects)
+        return frame("widget", json.dumps({"widget": widget, "sandbox": sandbox}).encode())
 
 
 def drained(sub: object) -> list[object]:
@@ -44,20 +48,23 @@ async def test_a_change_is_read_once_per_widget_however_many_pages_show_it() -> 
         assert drained(c) == [] and drained(elsewhere) == []
 
 
-async def test_a_pages_effects_are_worded_without_the_sandbox_prefix_before_its_snapshot() -> None:
+async def test_a_widgets_effects_are_worded_without_the_sandbox_prefix_for_its_drawing() -> None:
     from server.live.batches import Effect
 
-    streams = Streams(Reads())
+    reads = Reads()
+    streams = Streams(reads)
     with streams.open(SANDBOX, ("fanin",)) as page:
         key = f"emq:{{{SANDBOX}.fanin}}:job:JOBparent:dependencies"
         await streams.deliver(SANDBOX, Change({"fanin"}, [Effect("fanin", f"{SANDBOX}.fanin", key, "incrby", 1.0)]))
         (chunk,) = drained(page)
-        assert isinstance(chunk, bytes)
-        effect, snapshot = chunk.split(b"\r\n\r\n")[:2]
-        assert effect.startswith(b"event: effect") and snapshot.startswith(b"event: snapshot")
-        data = json.loads(effect.split(b"data: ")[1].split(b"\r\n")[0])
-        assert data["key"] == "emq:{fanin}:job:JOBparent:dependencies" and data["queue"] == "fanin"
-        assert data["words"] == "one fewer outstanding child"
+        assert isinstance(chunk, bytes) and chunk.startswith(b"event: widget")
+    (worded,) = reads.effects
+    assert worded.key == "emq:{fanin}:job:JOBparent:dependencies" and worded.queue == "fanin"
+    assert worded.words == "one fewer outstanding child"
+
+
+def test_an_html_frame_sends_each_line_as_its_own_data_line() -> None:
+    assert html_frame("widget", "<p>\na</p>") == b"event: widget\r\ndata: <p>\r\ndata: a</p>\r\nretry: 1000\r\n\r\n"
 
 
 async def test_a_notice_reaches_its_sandboxes_streams_and_one_for_none_reaches_all() -> None:

@@ -1,0 +1,95 @@
+"""Drawing a widget: its one template (`site/templates/widgets/_<name>.html`) over
+its snapshot. The first paint, the page without JavaScript and every frame of the
+stream are this same HTML; the browser only morphs it in.
+
+What the last step changed is marked here, from the effects the stream already
+words: a key row, a set's member, a counter whose key a notification named.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup, escape
+
+from server.live.streams import Worded
+from server.widgets.base import Widget
+from server.widgets.snapshot import Snapshot
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "site" / "templates"
+
+
+def key_breaks(name: str, joints: str = ":}") -> Markup:
+    """A key name that may wrap only after ":" and "}" (the grammar's joints); a queue name passes "."."""
+    return Markup("<wbr>").join(escape(piece) for piece in re.split(f"(?<=[{re.escape(joints)}])", name) if piece)
+
+
+def short_key(name: str) -> str:
+    """A key's name after its hash tag: "emq:{q}:job:J" -> ":job:J"."""
+    return name.partition("}")[2] if "}" in name else name
+
+
+def key_text(key: dict[str, Any]) -> str:
+    """A key's value as the key panel prints it; a value the read cut says so, with its whole size."""
+    kind, value = key["type"], key["value"]
+    size = f"{key['size']} bytes" if kind == "string" else f"{key['size']} elements"
+    if value is None:
+        return f"({size}; not shown: this snapshot's budget is spent)"
+    if kind == "hash":
+        text = "\n".join(f"{f} = {v}" for f, v in value.items()) or "(empty)"
+    elif kind == "zset":
+        text = "\n".join(f"{m} (score {s})" for m, s in value) or "(empty)"
+    elif kind == "list":
+        text = "\n".join(f"[{i}] {v}" for i, v in enumerate(value)) or "(empty)"
+    else:
+        text = str(value)
+    return text + (f"\n… ({size} in all; the first shown)" if key.get("cut") else "")
+
+
+def environment(directory: Path = TEMPLATES) -> Environment:
+    env = Environment(loader=FileSystemLoader(str(directory)), autoescape=select_autoescape(), auto_reload=False)
+    prepare(env)
+    return env
+
+
+def prepare(env: Environment) -> None:
+    """The filters every widget template draws with."""
+    env.filters.update(key_breaks=key_breaks, short_key=short_key, key_text=key_text)
+
+
+class Changed:
+    """The keys the last step's notifications named, asked by a template."""
+
+    def __init__(self, effects: Sequence[Worded]) -> None:
+        self.keys = {e.key for e in effects}
+
+    def __bool__(self) -> bool:
+        return bool(self.keys)
+
+    def shown(self, snap: Snapshot) -> bool:
+        """A key the snapshot shows was written (a key deleted since is not marked, nor counted)."""
+        return any(k["name"] in self.keys for q in snap.queues for k in q["keys"])
+
+    def key(self, name: str) -> bool:
+        return name in self.keys
+
+    def job(self, job_id: str, sub: str = "") -> bool:
+        """A job's row (or its `sub` key, ":dependencies") was written, in any queue."""
+        tail = f":job:{job_id}{sub}"
+        return any(k.endswith(tail) for k in self.keys)
+
+
+class Drawing:
+    def __init__(self, env: Environment) -> None:
+        self.env = env
+        prepare(env)
+
+    def html(self, widget: Widget, snap: Snapshot | None, effects: Sequence[Worded] = ()) -> str:
+        """The widget's `<section>`; with no snapshot (Valkey away), its shell, which the stream fills."""
+        context = {"widget": widget, "snap": snap, "p": snap.picture if snap else None,
+                   "effects": list(reversed(effects)), "changed": Changed(effects), **widget.partial_context()}
+        return self.env.get_template(f"widgets/_{widget.name}.html").render(context)

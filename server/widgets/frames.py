@@ -1,0 +1,46 @@
+"""The stream's frames: a widget read (`reader.snapshot`) and drawn (`draw.Drawing`)
+as one SSE event of HTML, the same bytes for every page of the sandbox.
+
+What the last step changed is the writes its notifications reported: kept here per
+sandbox and widget until a later step writes a key of the widget, so a page that
+opens (or reconnects) after it marks the same keys as the pages that saw it live.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from server.live.streams import Worded, html_frame
+from server.widgets import reader
+from server.widgets.draw import Drawing
+from server.widgets.runner import Lab
+from server.widgets.snapshot import Snapshot
+
+EVENT = "widget"  # the SSE event a widget's HTML comes in
+KEPT = 10_000  # (sandbox, widget) pairs whose last step is remembered: the least recent go first
+LOGGED = 40  # writes one step's effects log shows at most
+
+
+class Frames:
+    """The hub's painter (`server.live.streams.Painter`): read, then draw."""
+
+    def __init__(self, lab: Lab, drawing: Drawing) -> None:
+        self.lab, self.drawing = lab, drawing
+        self.last: OrderedDict[tuple[str, str], tuple[Worded, ...]] = OrderedDict()
+
+    def html(self, sandbox: str, widget: str, snap: Snapshot | None, new: Sequence[Worded] = ()) -> str:
+        """The widget drawn, its last step's writes marked (`new`: a step's writes just heard)."""
+        pair = (sandbox, widget)
+        writes = tuple(e for e in new if e.key.startswith("emq:"))[-LOGGED:]
+        if writes:
+            self.last[pair] = writes
+            self.last.move_to_end(pair)
+            while len(self.last) > KEPT:
+                self.last.popitem(last=False)
+        return self.drawing.html(self.lab.catalog.widgets[widget], snap, self.last.get(pair, ()))
+
+    async def frame(self, sandbox: str, widget: str, effects: Sequence[Worded] = ()) -> bytes:
+        found = self.lab.catalog.widgets[widget]
+        _, snap = await reader.snapshot(self.lab.conn, self.lab.catalog, found, sandbox, self.lab.snapshot_bytes)
+        return html_frame(EVENT, self.html(sandbox, widget, snap, effects))
