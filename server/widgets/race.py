@@ -62,8 +62,7 @@ class RaceLab(Widget):
 
     def describe(self, moment: Moment) -> Description:
         found = race_judge.picture(moment)
-        return Description(race_judge.readout(found),
-                           {**msgspec.to_builtins(found), "html": race_judge.html(found)})
+        return Description(race_judge.readout(found), msgspec.to_builtins(found))
 
     @reading("released-early")
     def released_early(self, now: Moment, before: Moment) -> Value:

@@ -9,17 +9,12 @@ rules; whether the parent was released at all is said beside them.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-import jinja2
 import msgspec
 
 from server.widgets.race_run import PARENT, child_ids
 from server.widgets.view import Moment
-
-TEMPLATES = Path(__file__).resolve().parents[2] / "site" / "templates"
-_ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
 
 
 class Entry(msgspec.Struct, frozen=True):
@@ -136,11 +131,6 @@ def _choices(raw: Any) -> Choices:
         return msgspec.convert(raw, Choices) if isinstance(raw, dict) else Choices()
     except msgspec.ValidationError:
         return Choices()
-
-
-def html(found: Picture) -> str:
-    """The picture drawn by its one template (the live page sets it as it is)."""
-    return _ENV.get_template("widgets/_race_picture.html").render(p=found)
 
 
 def readout(found: Picture) -> str:

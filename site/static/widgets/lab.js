@@ -86,7 +86,12 @@ function bringIntoView(root, box) {
 function bodyFor(root, action, control) {
   const body = control && control.dataset.body ? JSON.parse(control.dataset.body) : {};
   for (const field of root.querySelectorAll(`[data-field][data-for~="${action}"]`)) {
-    if (field.value) body[field.dataset.field] = field.value;
+    // `data-kind` says how a field's value travels: "number", "flag" (a checkbox's
+    // checked), "list" (the values of the checked boxes sharing the field); else text
+    const { field: key, kind } = field.dataset;
+    if (kind === "list") body[key] = [...(body[key] || []), ...(field.checked ? [field.value] : [])];
+    else if (kind === "flag") body[key] = field.checked;
+    else if (field.value) body[key] = kind === "number" ? Number(field.value) : field.value;
   }
   // the open question's answer for this action, as typed (a number when it reads as one)
   const box = root.querySelector(`[data-role="predict"] fieldset[data-question-for="${action}"]`);
