@@ -49,8 +49,8 @@ VALKEY_DOWN = (RedisConnectionError, RedisTimeout, BusyLoadingError, ReadOnlyErr
                RedisClusterException, ClusterError)
 UNREACHABLE = "Valkey is unreachable right now; the widget will recover when it returns."
 OUT_OF_MEMORY = (
-    "Valkey is out of memory right now, so nothing was written; "
-    "idle sandboxes expire and the site recovers by itself: try again in a minute."
+    "Valkey is at its memory limit right now, so nothing was written. A Reset still works there and "
+    "frees memory: press Reset on a widget (or ask the instructor to reset the class), then try again."
 )
 
 
