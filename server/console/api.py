@@ -24,6 +24,7 @@ from server.console.parse import Limits, Malformed
 from server.console.plan import Plan, plan
 from server.emq.wire import Conn
 from server.sandboxes import admission
+from server.sandboxes.keys import REGISTRY_KEY
 from server.valkey import acl
 
 log = logging.getLogger("emqlab.console")
@@ -88,8 +89,7 @@ async def run_line(console: ConsoleContext, line: str) -> ConsoleReply:
         where = Confinement(console.sandbox, console.queues)
         found = plan(line, where, console.limits)
         if found.queue is None:
-            if console.door is not None:  # before its ACL user is made: a reader is reaped too
-                await console.door.enter(console.admin, console.sandbox, used=False)
+            await _admitted_to_read(console)
             return answered(found, await run.execute(console.runner, console.admin, console.sandbox, found, where,
                                                      console.ids))
         if console.read_only is not None:
@@ -117,6 +117,18 @@ async def run_line(console: ConsoleContext, line: str) -> ConsoleReply:
     except (RedisError, TimeoutError, OSError) as exc:  # a fault of Valkey's, not of the line
         log.warning("console line in %s not run: %s", console.sandbox, exc)
         return refusal(line, 503, "unavailable", FAULT)
+
+
+async def _admitted_to_read(console: ConsoleContext) -> None:
+    """Admit a reader before its ACL user is made (a reader is reaped too). Over maxmemory
+    the registry refuses the write, yet a sandbox already registered may still read."""
+    if console.door is None:
+        return
+    try:
+        await console.door.enter(console.admin, console.sandbox, used=False)
+    except OutOfMemoryError:
+        if await console.admin.zscore(REGISTRY_KEY, console.sandbox) is None:
+            raise
 
 
 async def _weighed(console: ConsoleContext, admitted: budget.Admission) -> None:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from redis.exceptions import OutOfMemoryError
 
 from server.console import transcript
-from server.emq.script import raise_first
+from server.console.lock import queue_lock
+from server.emq.script import Call, raise_first
 from server.emq.wire import Conn, as_text
 from server.lifecycle.removal import checked
 from server.live import events
@@ -25,7 +26,7 @@ from server.sandboxes.sandbox import SANDBOX_RE, queue_name
 from server.widgets import runner
 from server.widgets.base import Body, Widget
 from server.widgets.snapshot import Catalog
-from server.widgets.turn import Actor, Turn, clear_call, pipelined
+from server.widgets.turn import Actor, clear_call, pipelined
 
 log = logging.getLogger("emqlab.lifecycle")
 
@@ -58,24 +59,26 @@ async def reset_sandbox(lab: runner.Lab, sandbox: str, by: str = "instructor") -
 
 
 async def clear_unlanded(lab: runner.Lab, widget: Widget, actor: Actor) -> None:
-    """Clear a widget's queues under its lock (never while a page lands it); reset it if it landed meanwhile."""
-    held = Turn(lab.conn, widget, actor, lab.snapshot_bytes)
-    moment = await held.take()
-    try:
-        if not moment.landed:
-            await held.clear()
-    finally:
-        await held.release()
-    if moment.landed:
+    """Clear a widget's queues under its lock (never while a page lands it), reading nothing
+    of them (whatever types they hold); reset it instead if it landed meanwhile."""
+    first = widget.queue_parts[0]
+    async with queue_lock(lab.conn, actor.sandbox)(first):
+        landed = await lab.conn.hget(keys.state_key(queue_name(actor.sandbox, first)), "landed") == "1"
+        if not landed:
+            raise_first(await pipelined(lab.conn, clear_calls(widget, actor.sandbox)))
+    if landed:
         await runner.act(lab, widget, actor, "reset", Body())
+
+
+def clear_calls(widget: Widget, sandbox: str) -> list[Call]:
+    """`clear.lua` over each queue of the widget, the learner's kept choices and `ver` kept."""
+    return [clear_call(widget, sandbox, part, ["ver", *widget.kept_on_reset]) for part in widget.queue_parts]
 
 
 async def free(conn: Conn, catalog: Catalog, sandbox: str) -> None:
     """Every widget queue of the sandbox cleared in one round trip, no lock taken: `clear.lua`
     deletes before it writes, which Valkey allows over maxmemory. Learners' kept choices stay."""
-    calls = [clear_call(w, sandbox, part, ["ver", *w.kept_on_reset])
-             for w in catalog.widgets.values() for part in w.queue_parts]
-    raise_first(await pipelined(conn, calls))
+    raise_first(await pipelined(conn, [call for w in catalog.widgets.values() for call in clear_calls(w, sandbox)]))
 
 
 def out_of_memory(exc: BaseException) -> bool:

@@ -92,6 +92,8 @@ def test_over_maxmemory_an_action_and_a_console_line_answer_503_saying_a_reset_s
     line = client.post("/api/console", json={"command": "SET emq:{fanin}:note hello"})
     assert line.status_code == 503 and "A Reset still works there and frees memory" in line.json()["error"]
     assert "recovers by itself" not in action.text + line.text
+    read = client.post("/api/console", json={"command": "ZCARD emq:{fanin}:pending"})
+    assert read.status_code == 200 and read.json()["reply_lines"] == ["(integer) 3"]  # a read still answers
 
 
 def test_a_learners_reset_frees_memory_over_maxmemory_and_lands_the_scenario_again(fresh: LiveSite) -> None:

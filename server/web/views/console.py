@@ -6,9 +6,11 @@ ACL user (server/console/), a write under its widget's lock.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Annotated
 
 import msgspec
+from redis.exceptions import OutOfMemoryError
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
@@ -54,8 +56,10 @@ async def run_command(request: Request) -> JSONAnswer:
     body, prefix = reply.body(), entry.sandbox + "."
     # a reply as the learner writes keys: without the sandbox's prefix (inside values too)
     body["reply_lines"] = [text.replace(prefix, "") for text in body["reply_lines"]]
-    await transcript.record(request.app.state.conn, entry.sandbox, entry.visitor, body,
-                            request.app.state.settings.sandbox_ttl)
+    # over maxmemory the transcript is not kept, and the reply (a read's answer, a 503 in words) still goes
+    with contextlib.suppress(OutOfMemoryError):
+        await transcript.record(request.app.state.conn, entry.sandbox, entry.visitor, body,
+                                request.app.state.settings.sandbox_ttl)
     return JSONAnswer(body, status_code=reply.status)
 
 
