@@ -1,14 +1,15 @@
 """The console's one entry point: `run_line(console, line) -> ConsoleReply`.
 
 It never raises for a line or a fault of Valkey's: every outcome is a reply, a
-refusal carrying the status to answer. A write runs under its queue's lock,
-charged to the byte budget first, and names the queue it touched for a repaint.
+refusal carrying the status to answer. Every line first admits the sandbox (the
+one admission a widget passes too). A write runs under its queue's lock, checked
+against the byte budget before and weighed after, and names the queue it touched for a repaint.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
@@ -22,12 +23,15 @@ from server.console.confine import Confinement
 from server.console.parse import Limits, Malformed
 from server.console.plan import Plan, plan
 from server.emq.wire import Conn
+from server.sandboxes import admission
+from server.sandboxes.keys import REGISTRY_KEY
 from server.valkey import acl
 from server.valkey.long_script import is_busy
 
 log = logging.getLogger("emqlab.console")
 
-FULL = "Valkey is at its memory limit right now: nothing was written. Try again after a Reset."
+FULL = ("Valkey is at its memory limit right now: nothing was written. A Reset still works there and frees "
+        "memory: press Reset on a widget, then run the line again.")
 BUSY = "A widget of this queue is busy right now: nothing was written. Run the line again in a moment."
 FAULT = "Valkey could not take the line just now; run it again in a moment."
 HELD = ("Valkey is busy with a long-running script right now (the site stops a learner's script past its "
@@ -44,6 +48,8 @@ class ConsoleContext:
     budget: int = budget.DEFAULT_BUDGET  # bytes of keys the sandbox's console writes may add
     limits: Limits = field(default_factory=Limits)  # the line's size caps
     read_only: str | None = None  # when set, a write is refused (403) with this sentence: demo mode
+    door: admission.Door | None = None  # the site's admission, passed before any line runs (None: a test's)
+    ids: Mapping[str, Sequence[str]] = field(default_factory=dict)  # queue -> the rows its widget lands (KEYS)
 
 
 class ReplyJSON(TypedDict, total=False):
@@ -86,14 +92,21 @@ async def run_line(console: ConsoleContext, line: str) -> ConsoleReply:
         where = Confinement(console.sandbox, console.queues)
         found = plan(line, where, console.limits)
         if found.queue is None:
-            return answered(found, await run.execute(console.runner, console.admin, console.sandbox, found, where))
+            await _admitted_to_read(console)
+            return answered(found, await run.execute(console.runner, console.admin, console.sandbox, found, where,
+                                                     console.ids))
         if console.read_only is not None:
             raise Refusal(403, console.read_only, "read-only")
         async with console.lock(found.queue):
-            admitted = await budget.admit(console.admin, console.sandbox, console.queues, found, console.budget)
-            await budget.charge(console.admin, console.sandbox, admitted)
+            admitted = await budget.admit(console.admin, console.sandbox, console.queues, found, console.budget,
+                                          console.door)
+            await budget.index(console.admin, console.sandbox, admitted)
             value = await run.execute(console.runner, console.admin, console.sandbox, found, where)
+            await _weighed(console, admitted)
         return answered(found, value, wrote=True)
+    except admission.Full as exc:
+        status = 429 if isinstance(exc, admission.AddressFull) else 503
+        return refusal(line, status, "unavailable", str(exc))
     except Malformed as exc:
         return refusal(line, 400, "bad-line", str(exc))
     except Refusal as exc:
@@ -107,6 +120,26 @@ async def run_line(console: ConsoleContext, line: str) -> ConsoleReply:
     except (RedisError, TimeoutError, OSError) as exc:  # a fault of Valkey's, not of the line
         log.warning("console line in %s not run: %s", console.sandbox, exc)
         return refusal(line, 503, "unavailable", HELD if is_busy(exc) else FAULT)
+
+
+async def _admitted_to_read(console: ConsoleContext) -> None:
+    """Admit a reader before its ACL user is made (a reader is reaped too). Over maxmemory
+    the registry refuses the write, yet a sandbox already registered may still read."""
+    if console.door is None:
+        return
+    try:
+        await console.door.enter(console.admin, console.sandbox, used=False)
+    except OutOfMemoryError:
+        if await console.admin.zscore(REGISTRY_KEY, console.sandbox) is None:
+            raise
+
+
+async def _weighed(console: ConsoleContext, admitted: budget.Admission) -> None:
+    """Charge what the line wrote; a fault here is logged, not answered (the line ran, its reply stands)."""
+    try:
+        await budget.weigh(console.admin, console.sandbox, admitted)
+    except (RedisError, OSError) as exc:
+        log.warning("console write in %s ran but was not weighed: %s", console.sandbox, exc)
 
 
 def answered(found: Plan, value: Any, wrote: bool = False) -> ConsoleReply:

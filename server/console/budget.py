@@ -1,19 +1,27 @@
 """What a sandbox's console writes may cost, and the names they leave behind.
 
-Valkey's memory cannot be weighed beforehand, so a write line is charged what it
-sends (plus `OVERHEAD`) before it runs, to its queue's `:spent` (a widget's Reset
-frees it); names a snapshot would not find go to the queue's `:index`.
+The budget charges what Valkey reports, not the bytes typed: after a write,
+`scripts/weigh.lua` takes the MEMORY USAGE of every key the write may have
+changed (the queue's own keys, the rows it named) and keeps each figure and
+their sum in the queue's `:spent` hash (a widget's Reset deletes it with the
+keys). Before a write, the sandbox's sums plus the bytes the line sends (the
+least it can add) must stay under the budget, else 409 and nothing is
+written. A write line costs two round trips of its own, both pipelined with
+what the line needed anyway (the admission before, the weighing after); a
+third only when it names keys the queue's `:index` does not list yet.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 from server.console.allow import Refusal
 from server.console.plan import Plan
+from server.emq.script import Call, Script, execute
 from server.emq.wire import Conn
-from server.sandboxes import keys
+from server.sandboxes import admission, keys
 
 DEFAULT_BUDGET: Final = 1_048_576
 OVERHEAD: Final = 64  # bytes counted for every write line, whatever it sends
@@ -23,10 +31,13 @@ FOUND_BY_SNAPSHOT: Final = frozenset({
     "pending", "active", "schedule", "dead", "flow:outbox", "flow:outbox:poison", "flow:outbox:head",
     "metrics:completed",
 })
+# A row and the subkeys a script may write beside it (includes/queue_names.lua's row_suffixes).
+ROW_SUFFIXES: Final = ("", ":dependencies", ":processed", ":ignored", ":logs")
+WEIGH = Script.from_file(Path(__file__).resolve().parent / "scripts" / "weigh.lua")
 
 
 def cost(found: Plan) -> int:
-    """The bytes a write line is counted for."""
+    """The least a write line can add: the bytes it sends, plus `OVERHEAD`."""
     return OVERHEAD + sum(len(arg.encode("utf-8", "surrogateescape")) for arg in found.sent)
 
 
@@ -39,57 +50,87 @@ def extra_names(found: Plan, sandbox: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def weighed_names(found: Plan, sandbox: str) -> list[str]:
+    """The keys a write may change: the queue's own, each named key, and a named row's whole family
+    (a script given a row writes its counter or its results too)."""
+    assert found.queue is not None
+    base = f"emq:{{{sandbox}.{found.queue}}}:"
+    names = [base + suffix for suffix in sorted(FOUND_BY_SNAPSHOT)]
+    for key in found.written:
+        if not key.startswith(base):
+            continue
+        names.append(key)
+        rest = key[len(base):]
+        if rest.startswith("job:"):
+            row = base + "job:" + rest[len("job:"):].split(":", 1)[0]
+            names.extend(row + suffix for suffix in ROW_SUFFIXES)
+    return list(dict.fromkeys(names))
+
+
 @dataclass(frozen=True)
 class Admission:
-    """What one write may do: its cost, and the index names it adds."""
+    """What one write may do: its least cost, the index names it adds, the keys weighed after it."""
 
     queue: str
     cost: int
     new_names: list[str]
+    weighed: list[str] = field(default_factory=list)
 
 
 def _number(value: Any) -> int:
     try:
         return int(value or 0)
     except (TypeError, ValueError):
-        return 0  # not a counter (nothing but the site writes it): counted as empty
+        return 0  # not a figure (an error reply, an older site's key): counted as empty
 
 
-async def admit(admin: Conn, sandbox: str, queues: frozenset[str], found: Plan, budget: int) -> Admission:
-    """Read the sandbox's spent bytes and the queue's index (one pipeline);
-    `Refusal` 409 when the line would go past either cap."""
+async def admit(admin: Conn, sandbox: str, queues: frozenset[str], found: Plan, budget: int,
+                door: admission.Door | None = None) -> Admission:
+    """The sandbox admitted (`door`), its queues' sums and the queue's index read, in one round trip;
+    `Refusal` 409 when the line would go past either cap (nothing written)."""
     assert found.queue is not None
     names = extra_names(found, sandbox)
     parts = sorted(queues | {found.queue})
+    calls: list[Call | None] = [door.call(sandbox, used=True)] if door is not None else []
     async with admin.pipeline(transaction=False) as pipe:
+        for call in calls:
+            assert call is not None
+            call[0].queue(pipe, call[1], call[2])
         for part in parts:
-            pipe.get(keys.spent_key(f"{sandbox}.{part}"))
+            pipe.hget(keys.spent_key(f"{sandbox}.{part}"), "total")
         if names:
             pipe.scard(keys.index_key(f"{sandbox}.{found.queue}"))
             pipe.smismember(keys.index_key(f"{sandbox}.{found.queue}"), names)
-        replies = await pipe.execute()
+        replies = await execute(admin, pipe, calls)
+    if calls:
+        admission.refuse(replies.pop(0))
     spent = sum(_number(r) for r in replies[:len(parts)])
     price = cost(found)
     if spent + price > budget:
-        raise Refusal(409, f"This sandbox holds about {_megabytes(budget)} already: press Reset on a widget "
-                           "to free its queue's share, then run the line again. Nothing was written.")
+        raise Refusal(409, f"This sandbox holds about {_megabytes(budget)} already: "
+                           "press Reset on a widget to free its queue's share, then run the line again. "
+                           "Nothing was written.")
     new: list[str] = []
     if names:
         size, present = _number(replies[len(parts)]), replies[len(parts) + 1]
+        if isinstance(present, Exception):
+            raise present
         new = [n for n, there in zip(names, present) if not int(there)]
         if new and size + len(new) > INDEX_CAP:
             raise Refusal(409, f"the console adds at most {INDEX_CAP} new keys to one queue; press Reset on its "
                                "widget. Nothing was written.")
-    return Admission(found.queue, price, new)
+    return Admission(found.queue, price, new, weighed_names(found, sandbox))
 
 
-async def charge(admin: Conn, sandbox: str, admitted: Admission) -> None:
-    """Count the line and list its new names (one pipeline, the queue's own slot)."""
-    async with admin.pipeline(transaction=False) as pipe:
-        pipe.incrby(keys.spent_key(f"{sandbox}.{admitted.queue}"), admitted.cost)
-        if admitted.new_names:
-            pipe.sadd(keys.index_key(f"{sandbox}.{admitted.queue}"), *admitted.new_names)
-        await pipe.execute()
+async def index(admin: Conn, sandbox: str, admitted: Admission) -> None:
+    """List the line's new names before it runs, so a Reset finds them whatever happens next."""
+    if admitted.new_names:
+        await admin.sadd(keys.index_key(f"{sandbox}.{admitted.queue}"), *admitted.new_names)
+
+
+async def weigh(admin: Conn, sandbox: str, admitted: Admission) -> int:
+    """Charge the queue what Valkey now reports for the keys the line may have changed: its new sum."""
+    return int(await WEIGH.run(admin, [keys.spent_key(f"{sandbox}.{admitted.queue}"), *admitted.weighed], []))
 
 
 async def spent(admin: Conn, sandbox: str, queues: frozenset[str]) -> int:
@@ -97,8 +138,8 @@ async def spent(admin: Conn, sandbox: str, queues: frozenset[str]) -> int:
     parts = sorted(queues)
     async with admin.pipeline(transaction=False) as pipe:
         for part in parts:
-            pipe.get(keys.spent_key(f"{sandbox}.{part}"))
-        return sum(_number(r) for r in await pipe.execute())
+            pipe.hget(keys.spent_key(f"{sandbox}.{part}"), "total")
+        return sum(_number(r) for r in await pipe.execute(raise_on_error=False))
 
 
 def _megabytes(size: int) -> str:

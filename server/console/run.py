@@ -1,18 +1,19 @@
 """A checked plan run on Valkey, and the lines the page prints.
 
 Commands and scripts run as the sandbox's ACL user (`as_user.Runner`). SCAN
-and KEYS, which key patterns cannot confine (the user may not run them), run as
-the site, matching the sandbox's own keys only, and answer in the short form.
+and KEYS, which key patterns cannot confine (the user may not run them), are
+answered by the site from the sandbox's own keys (`listing`), in the short form.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.exceptions import RedisError
 
-from server.console import watchdog
+from server.console import listing, watchdog
 from server.console.as_user import Runner
 from server.console.confine import Confinement
 from server.console.plan import Plan
@@ -29,24 +30,24 @@ NOPERM_WORDS: Final = (
 )
 
 
-async def execute(runner: Runner, admin: Conn, sandbox: str, found: Plan, where: Confinement) -> Any:
+async def execute(runner: Runner, admin: Conn, sandbox: str, found: Plan, where: Confinement,
+                  ids: Mapping[str, Sequence[str]] | None = None) -> Any:
     """The reply of a checked plan; an error reply comes back as its exception."""
     if found.how == "script":
         assert found.script is not None
         call = runner.evalsha(sandbox, registry.script_source(found.script), found.keys, found.argv)
         return await watchdog.watched(call, admin, node_for(admin, found.keys[0]), found.script)
     if found.how == "scan":
-        return await scan(admin, found, where)
+        return await scan(admin, found, where, ids or {})
     return await runner.call(sandbox, found.args, found.route)
 
 
-async def scan(admin: Conn, found: Plan, where: Confinement) -> list[Any]:
-    """SCAN or KEYS as the site, MATCH the sandbox's own keys (every primary of a cluster)."""
-    names: list[str] = []
-    async for name in admin.scan_iter(match=found.args[0], count=1000, _type=found.scan_type):
-        names.append(name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name))
-        if len(names) > SCAN_LIMIT:
-            break
+async def scan(admin: Conn, found: Plan, where: Confinement, ids: Mapping[str, Sequence[str]]) -> list[Any]:
+    """SCAN or KEYS over the sandbox's own keys (`listing`), never the keyspace, in one round trip."""
+    matches = listing.glob(found.args[0]).fullmatch
+    wanted = found.scan_type.lower() if found.scan_type else None
+    held = await listing.keys_of(admin, where.sandbox, sorted(where.writable), ids)
+    names = [name for name, kind in held if matches(name) and (wanted is None or kind == wanted)]
     shown: list[Any] = sorted(where.short(n).encode() for n in names[:SCAN_LIMIT])
     if len(names) > SCAN_LIMIT:
         shown.append(f"(more than {SCAN_LIMIT} keys: narrow the pattern)".encode())

@@ -1,8 +1,10 @@
 """Resetting sandboxes: an instructor's reset, reset-all, a learner's "Start over".
 
-Each landed widget is reset as its own Reset button does it; the console
-transcripts go, the learner and their progress stay. One sandbox's failure is
-logged and counted, never raised through the others.
+Each landed widget is reset as its own Reset button does it, the others'
+queues cleared (a console may have written them); the console transcripts go,
+the learner and their progress stay. Over maxmemory, where Valkey refuses
+every lock, the queues are cleared with deletes alone (`free`), which it takes.
+One sandbox's failure is logged and counted, never raised through the others.
 """
 
 from __future__ import annotations
@@ -11,15 +13,21 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
+from redis.exceptions import OutOfMemoryError
+
 from server.console import transcript
+from server.console.lock import queue_lock
+from server.emq.script import Call, raise_first
 from server.emq.wire import Conn, as_text
 from server.lifecycle.removal import checked
 from server.live import events
 from server.sandboxes import admission, keys, rooms
 from server.sandboxes.sandbox import SANDBOX_RE, queue_name
 from server.widgets import runner
-from server.widgets.base import Body
-from server.widgets.turn import Actor
+from server.widgets.base import Body, Widget
+from server.widgets.reader import pipelined
+from server.widgets.snapshot import Catalog
+from server.widgets.turn import Actor, clear_call
 
 log = logging.getLogger("emqlab.lifecycle")
 
@@ -35,11 +43,48 @@ class Report:
 async def reset_sandbox(lab: runner.Lab, sandbox: str, by: str = "instructor") -> None:
     checked(sandbox)
     actor = Actor(sandbox, sandbox, by=by, records=False)  # done to the sandbox, not by its learner
-    for widget in lab.catalog.widgets.values():
-        landed = await lab.conn.hget(keys.state_key(queue_name(sandbox, widget.queue_parts[0])), "landed")
-        if landed == "1":
-            await runner.act(lab, widget, actor, "reset", Body())
+    try:
+        for widget in lab.catalog.widgets.values():
+            landed = await lab.conn.hget(keys.state_key(queue_name(sandbox, widget.queue_parts[0])), "landed")
+            if landed == "1":
+                await runner.act(lab, widget, actor, "reset", Body())
+            else:  # never shown, yet the console may have written its queues
+                await clear_unlanded(lab, widget, actor)
+    except Exception as exc:
+        if not out_of_memory(exc):
+            raise
+        # Over maxmemory Valkey refuses the lock (a write) but takes deletes: free every queue
+        # of the sandbox without it; each widget lands again when a page next shows it.
+        await free(lab.conn, lab.catalog, sandbox)
     await lab.conn.delete(*await transcript.keys_of(lab.conn, sandbox))
+
+
+async def clear_unlanded(lab: runner.Lab, widget: Widget, actor: Actor) -> None:
+    """Clear a widget's queues under its lock (never while a page lands it), reading nothing
+    of them (whatever types they hold); reset it instead if it landed meanwhile."""
+    first = widget.queue_parts[0]
+    async with queue_lock(lab.conn, actor.sandbox)(first):
+        landed = await lab.conn.hget(keys.state_key(queue_name(actor.sandbox, first)), "landed") == "1"
+        if not landed:
+            raise_first(await pipelined(lab.conn, clear_calls(widget, actor.sandbox)))
+    if landed:
+        await runner.act(lab, widget, actor, "reset", Body())
+
+
+def clear_calls(widget: Widget, sandbox: str) -> list[Call]:
+    """`clear.lua` over each queue of the widget, the learner's kept choices and `ver` kept."""
+    return [clear_call(widget, sandbox, part, ["ver", *widget.kept_on_reset]) for part in widget.queue_parts]
+
+
+async def free(conn: Conn, catalog: Catalog, sandbox: str) -> None:
+    """Every widget queue of the sandbox cleared in one round trip, no lock taken: `clear.lua`
+    deletes before it writes, which Valkey allows over maxmemory. Learners' kept choices stay."""
+    raise_first(await pipelined(conn, [call for w in catalog.widgets.values() for call in clear_calls(w, sandbox)]))
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Valkey's maxmemory refusal, as redis-py types it or inside a script's error."""
+    return isinstance(exc, OutOfMemoryError) or "used memory > 'maxmemory'" in str(exc)
 
 
 async def reset_sandboxes(lab: runner.Lab, sandboxes: list[str] | None, by: str = "instructor") -> Report:

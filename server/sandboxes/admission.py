@@ -1,7 +1,9 @@
 """Admission: which sandboxes are live, and who may open a new one.
 
-A sandbox is registered (and counts against the site's cap) when a widget
-first shows or acts, not on a page visit. Admission is one script
+A sandbox is registered (and counts against the site's cap) before its first
+write, whichever door it came through: a widget showing or acting, a console
+line (before its Valkey ACL user is made), an exercise run; not on a page
+visit. Registered, it is reaped the same way (its keys and its ACL user). Admission is one script
 (`scripts/admit.lua`), so two new visitors cannot both take the last place; a
 full site evicts the longest-idle never-used sandbox, never a learner's work.
 """
@@ -49,21 +51,46 @@ def address_key(address: str, now: float) -> str:
     return f"{{lab:sandboxes}}:new:{address}:{int(now // WINDOW)}"
 
 
+@dataclass(frozen=True)
+class Door:
+    """What admitting a sandbox needs besides its id: the site's limits and the visitor's address.
+    A caller that pipelines admission with its own reads (the console) carries one of these."""
+
+    limits: Limits
+    address: str = "unknown"
+
+    def call(self, sandbox: str, used: bool) -> Call:
+        """`admit.lua` as a call to queue on a pipeline (its reply goes to `refuse`)."""
+        now = time.time()
+        return (ADMIT, [REGISTRY_KEY, UNUSED_KEY, address_key(self.address, now), HELD_KEY],
+                [sandbox, int(now * 1000), self.limits.cap, self.limits.address_cap, int(used),
+                 self.limits.unused_idle * 1000, WINDOW * 2])
+
+    async def enter(self, conn: Conn, sandbox: str, used: bool) -> None:
+        """Admit (one round trip) or raise `Full` / `AddressFull`."""
+        script, keys, args = self.call(sandbox, used)
+        refuse(await script.run(conn, keys, args))
+
+
 async def admit(conn: Conn, sandbox: str, limits: Limits, address: str = "unknown", used: bool = False) -> int | str:
     """ADMITTED, FULL, ADDRESS_FULL, or the id of the sandbox evicted to admit this one."""
-    now = time.time()
-    reply = await ADMIT.run(conn, [REGISTRY_KEY, UNUSED_KEY, address_key(address, now), HELD_KEY],
-                            [sandbox, int(now * 1000), limits.cap, limits.address_cap, int(used),
-                             limits.unused_idle * 1000, WINDOW * 2])
+    script, keys, args = Door(limits, address).call(sandbox, used)
+    reply = await script.run(conn, keys, args)
     return reply if isinstance(reply, str) else int(reply)
 
 
-async def admit_or_refuse(conn: Conn, sandbox: str, limits: Limits, address: str, used: bool) -> None:
-    answer = await admit(conn, sandbox, limits, address, used)
+def refuse(answer: object) -> None:
+    """Raise what an `admit.lua` reply refuses (an error reply is raised as it is); nothing when admitted."""
+    if isinstance(answer, Exception):
+        raise answer
     if answer == FULL:
         raise Full("The site is full right now: too many learners at once. Try again in a few minutes.")
     if answer == ADDRESS_FULL:
         raise AddressFull("Too many new visitors from your address in the last minutes; try again later.")
+
+
+async def admit_or_refuse(conn: Conn, sandbox: str, limits: Limits, address: str, used: bool) -> None:
+    await Door(limits, address).enter(conn, sandbox, used)
 
 
 def touch_call(sandbox: str, now_ms: int) -> Call:

@@ -53,8 +53,8 @@ UNREACHABLE = "Valkey is unreachable right now; the widget will recover when it 
 BUSY = ("Valkey is busy with a long-running script right now (the site stops a learner's script past its "
         "budget), so nothing was done: try again in a moment.")
 OUT_OF_MEMORY = (
-    "Valkey is out of memory right now, so nothing was written; "
-    "idle sandboxes expire and the site recovers by itself: try again in a minute."
+    "Valkey is at its memory limit right now, so nothing was written. A Reset still works there and "
+    "frees memory: press Reset on a widget (or ask the instructor to reset the class), then try again."
 )
 
 # Valkey refusing writes for a while, said in words (503) rather than a 500:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from redis.exceptions import OutOfMemoryError
 
 from server.emq.script import Call
 from server.emq.wire import Conn
@@ -77,7 +78,15 @@ async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = Non
 async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, admit: Admit | None = None) -> Acted:
     action = widget.actions[slug]
     held = Turn(lab.conn, widget, actor, lab.snapshot_bytes)
-    before = await held.take()
+    try:
+        before = await held.take()
+    except OutOfMemoryError:
+        if slug != "reset":
+            raise
+        # Over maxmemory the lock (a write) is refused, deletes are not: a Reset frees the
+        # widget's keys first (clear.lua deletes before it writes), then takes the lock.
+        await held.clear()
+        before = await held.take()
     try:
         if not before.landed and slug != "reset":
             if admit is not None:

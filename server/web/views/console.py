@@ -6,9 +6,11 @@ ACL user (server/console/), a write under its widget's lock.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Annotated
 
 import msgspec
+from redis.exceptions import OutOfMemoryError
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
@@ -19,6 +21,8 @@ from server.console.parse import Limits
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer
 from server.web.errors import answered
+from server.web.views.widgets import door
+from server.widgets.snapshot import Catalog
 
 
 class Line(msgspec.Struct, forbid_unknown_fields=True):
@@ -33,7 +37,13 @@ def context(request: Request, entry: guards.Entry) -> ConsoleContext:
     return ConsoleContext(admin=request.app.state.conn, runner=request.app.state.console, sandbox=entry.sandbox,
                           queues=frozenset(first), lock=lambda part: lock(first.get(part, part)),
                           budget=settings.sandbox_bytes, limits=Limits(argument_bytes=settings.max_payload_bytes),
-                          read_only=guards.DEMO_REFUSAL if entry.readonly else None)
+                          read_only=guards.DEMO_REFUSAL if entry.readonly else None,
+                          door=door(request), ids=ids_of(catalog))
+
+
+def ids_of(catalog: Catalog) -> dict[str, tuple[str, ...]]:
+    """Each queue's landed rows, which KEYS lists as a Reset finds them."""
+    return {part: w.job_ids(part) for w in catalog.widgets.values() for part in w.queue_parts}
 
 
 @answered
@@ -46,8 +56,10 @@ async def run_command(request: Request) -> JSONAnswer:
     body, prefix = reply.body(), entry.sandbox + "."
     # a reply as the learner writes keys: without the sandbox's prefix (inside values too)
     body["reply_lines"] = [text.replace(prefix, "") for text in body["reply_lines"]]
-    await transcript.record(request.app.state.conn, entry.sandbox, entry.visitor, body,
-                            request.app.state.settings.sandbox_ttl)
+    # over maxmemory the transcript is not kept, and the reply (a read's answer, a 503 in words) still goes
+    with contextlib.suppress(OutOfMemoryError):
+        await transcript.record(request.app.state.conn, entry.sandbox, entry.visitor, body,
+                                request.app.state.settings.sandbox_ttl)
     return JSONAnswer(body, status_code=reply.status)
 
 

@@ -26,6 +26,7 @@ from server.web import bodies, guards, rates
 from server.web.answer import JSONAnswer, dumps
 from server.web.errors import answer_error, answered
 from server.web.templating import course_of, respond
+from server.web.views.widgets import admitter
 
 # A script of 16,384 bytes may need six bytes of JSON per byte (\u escapes).
 BODY_CAP = 6 * 16_384 + 1024
@@ -69,6 +70,8 @@ async def _graded(request: Request, entry: guards.Entry, script: str,
 async def run(request: Request) -> Response:
     entry = await guards.enter(request, write=True)
     body = bodies.decode(await bodies.raw(request, BODY_CAP), Run)
+    # a run writes the learner's record: their sandbox is admitted first, as before a widget's action
+    await admitter(request, entry.visitor, used=True)()
     if "text/event-stream" in request.headers.get("accept", ""):
         return EventSourceResponse(_streamed(request, entry, body.script), send_timeout=10)
     return JSONAnswer((await _graded(request, entry, body.script)).as_json())
@@ -113,6 +116,7 @@ async def run_form(request: Request) -> Response:
         # cap 413, multipart 415, unknown fields 400, before anything is run
         script = (await bodies.read_form(request, Run, cap=BODY_CAP)).script
         exercise = catalogue.get(name)
+        await admitter(request, entry.visitor, used=True)()
     except Exception as exc:  # noqa: BLE001
         return answer_error(exc)
     context = {"exercise": exercise, "script": script, "graded": None, "error": None, "best": None,

@@ -64,12 +64,17 @@ def actor(entry: guards.Entry) -> Actor:
                  entry.tab, entry.room, ask, veiled=bool(entry.ask and entry.ask.veils(entry.mode)), mode=entry.mode)
 
 
-def admitter(request: Request, sandbox: str, used: bool) -> runner.Admit:
-    """The admission a first landing needs (the site's cap, this address's share)."""
+def door(request: Request) -> admission.Door:
+    """The one admission every door into a sandbox passes (a widget, the console, an exercise):
+    the site's cap and this address's share."""
     settings = request.app.state.settings
     limits = admission.Limits(settings.max_sandboxes, settings.address_sandboxes, settings.unused_idle)
-    return functools.partial(admission.admit_or_refuse, request.app.state.conn, sandbox, limits,
-                             client_address(request), used)
+    return admission.Door(limits, client_address(request))
+
+
+def admitter(request: Request, sandbox: str, used: bool) -> runner.Admit:
+    """The admission a first landing needs."""
+    return functools.partial(door(request).enter, request.app.state.conn, sandbox, used)
 
 
 @answered

@@ -26,7 +26,12 @@ async def land_fanin(conn: Any, sandbox: str) -> None:
     await flows.add(conn, f"{sandbox}.fanin", FANIN)
 
 
+# The rows the fan-in lands, as the site tells the console (a held parent is in no state set).
+LANDED_IDS = {"fanin": (FANIN["parent"]["id"], *(c["id"] for c in FANIN["children"]))}
+
+
 def console(conn: Any, runner: Runner, sandbox: str, **options: Any) -> ConsoleContext:
+    options.setdefault("ids", LANDED_IDS)
     return ConsoleContext(conn, runner, sandbox, QUEUES, queue_lock(conn, sandbox), **options)
 
 
