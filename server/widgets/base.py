@@ -178,6 +178,10 @@ class Widget:
     async def land(self, turn: Turn) -> None:
         """Land the starting scenario through the real scripts."""
 
+    async def first_shown(self, turn: Turn) -> None:
+        """What a sandbox's first showing plays on the scenario just landed, under the same
+        lock (the race: a recorded run, so a page without JavaScript shows one); nothing here."""
+
     def describe(self, moment: Moment) -> Description:
         """The picture and readout, built only from the keys just read."""
         return Description("", {})

@@ -28,6 +28,8 @@ from server.widgets.view import Moment
 Fault = Literal["crash", "lapse", "twice"]
 # the runs going in this process, by sandbox: Reset stops its sandbox's run
 RUNS: dict[str, asyncio.Task[str]] = {}
+# the tour's race, played on a sandbox's first showing: the recorded run a page shows before any Run
+RECORDED: dict[str, Any] = {"workers": 3, "children": 6, "faults": ["crash", "lapse", "twice"], "seed": 2}
 
 
 class RunBody(Body):
@@ -51,7 +53,7 @@ class RaceLab(Widget):
     reset_text = "Reset: any run stopped, and the flow landed again through the real scripts."
     tour = (
         Step("raced", "A race ran on the course's scripts and every invariant held",
-             (do("run", workers=3, children=5, faults=["crash", "lapse", "twice"], seed=7),)),
+             (do("run", **RECORDED),)),
     )
 
     async def land(self, turn: Turn, children: int = 6) -> None:
@@ -59,6 +61,16 @@ class RaceLab(Widget):
             "parent": {"id": PARENT, "payload": "ship the order"},
             "children": [{"id": c, "payload": f"part {i}"} for i, c in enumerate(child_ids(children), 1)],
         })
+
+    async def first_shown(self, turn: Turn) -> None:
+        """The tour's race on the flow just landed, under the showing's lock (Reset waits
+        for it, at most the time cap): a page without JavaScript shows a recorded run."""
+        body = msgspec.convert(RECORDED, RunBody)
+        plan = Plan(body.workers, body.children, tuple(sorted(body.faults)), False, body.seed)
+        state = keys.state_key(turn.queue())
+        ended = await Race(turn.conn, turn.queue(), state, plan).run()
+        await turn.conn.hset(state, "run", json.dumps(
+            {"status": "done", "ended": ended, "choices": _choices(plan), "recorded": True}))
 
     def describe(self, moment: Moment) -> Description:
         found = race_judge.picture(moment)
@@ -77,8 +89,7 @@ class RaceLab(Widget):
         if going.get("status") == "running" and int(going.get("until") or 0) > time.time() * 1000:
             raise Refused("A run of this sandbox is still going: wait for it to end, or press Reset.")
         plan = Plan(body.workers, body.children, tuple(sorted(set(body.faults))), body.early_release, body.seed)
-        choices = {"workers": plan.workers, "children": plan.children, "faults": list(plan.faults),
-                   "early_release": plan.early_release, "seed": plan.seed}
+        choices = _choices(plan)
         await turn.clear()
         await self.land(turn, plan.children)
         state = keys.state_key(turn.queue())
@@ -117,3 +128,9 @@ class RaceLab(Widget):
 
     def partial_context(self) -> dict[str, Any]:
         return {"early_script": EARLY.source, "early_name": "complete_early_release.lua"}
+
+
+def _choices(plan: Plan) -> dict[str, Any]:
+    """A run's choices as the lab state keeps them: every page shows the same ones."""
+    return {"workers": plan.workers, "children": plan.children, "faults": list(plan.faults),
+            "early_release": plan.early_release, "seed": plan.seed}

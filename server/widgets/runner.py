@@ -68,6 +68,7 @@ async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = Non
     else:
         try:
             await _land(widget, held)
+            await widget.first_shown(held)
         except BaseException:
             await held.release()
             raise
