@@ -57,9 +57,8 @@ def wait_for_widgets(page: Page, deep_link: str) -> None:
         timeout=15_000,
     )
     if deep_link:
-        page.locator('[data-widget] [data-role="outcome"]').filter(has_text=re.compile(r"^(Step \d+ of|Rebuilt on Valkey|This tour has)")).first.wait_for(
-            timeout=15_000
-        )
+        replayed = re.compile(r"^(Step \d+ of|Rebuilt on Valkey|This tour has)")
+        page.locator('[data-widget] [data-role="outcome"]').filter(has_text=replayed).first.wait_for(timeout=15_000)
 
 
 def shoot(page: Page, name: str, path: str, deep_link: str, viewport: str) -> Path:
