@@ -16,6 +16,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 
+from server.live import effects
 from server.live.streams import Worded
 from server.widgets.base import Widget
 from server.widgets.snapshot import Snapshot
@@ -50,6 +51,11 @@ def key_text(key: dict[str, Any]) -> str:
     return text + (f"\n… ({size} in all; the first shown)" if key.get("cut") else "")
 
 
+def verb(effect: Worded) -> str:
+    """The command an effect's script ran (a DECR is notified as ``incrby``: server/live/effects.py)."""
+    return effects.command(effect.event, effect.key)
+
+
 def environment(directory: Path = TEMPLATES) -> Environment:
     env = Environment(loader=FileSystemLoader(str(directory)), autoescape=select_autoescape(), auto_reload=False)
     prepare(env)
@@ -58,7 +64,7 @@ def environment(directory: Path = TEMPLATES) -> Environment:
 
 def prepare(env: Environment) -> None:
     """The filters every widget template draws with."""
-    env.filters.update(key_breaks=key_breaks, short_key=short_key, key_text=key_text)
+    env.filters.update(key_breaks=key_breaks, short_key=short_key, key_text=key_text, verb=verb)
 
 
 class Changed:
