@@ -184,7 +184,8 @@ class Native(Widget):
         turn.remember(last={
             "action": slug, "line": shown(sent.line, turn.sandbox),
             "reply": shown(sent.reply, turn.sandbox), "error": sent.error, "absent": sent.absent,
-            "before": [k.as_json() for k in before.keys], "after": [k.as_json() for k in after.keys],
+            "before": msgspec.to_builtins([k.as_json() for k in before.keys]),
+            "after": msgspec.to_builtins([k.as_json() for k in after.keys]),
             "changes": [{"name": n, "kind": k} for n, k in named], "unchanged": not moved})
         if slug != "script":  # a native line tells whether this Valkey has the executor
             turn.remember(executor="absent" if sent.absent else "present")
