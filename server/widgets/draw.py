@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import msgspec
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 
@@ -33,8 +34,11 @@ def short_key(name: str) -> str:
     return name.partition("}")[2] if "}" in name else name
 
 
-def key_text(key: KeyShape) -> str:
-    """A key's value as the key panel prints it; a value the read cut says so, with its whole size."""
+def key_text(key: KeyShape | dict[str, object]) -> str:
+    """A key's value as the key panel prints it; a value the read cut says so, with its whole size.
+    A row a widget remembered in its lab state (native's before and after) comes as JSON's types."""
+    if isinstance(key, dict):
+        key = msgspec.convert(key, KeyShape)
     kind, value = key.type, key.value
     size = f"{key.size} bytes" if kind == "string" else f"{key.size} elements"
     if value is None:
