@@ -56,10 +56,10 @@ class Refused(Exception):
     """An action the scenario cannot take now: nothing was written; answered 409."""
 
 
-Replay = tuple[str, dict[str, Any]]
+Replay = tuple[str, dict[str, object]]
 
 
-def do(slug: str, **body: Any) -> Replay:
+def do(slug: str, **body: object) -> Replay:
     return (slug, body)
 
 
@@ -131,7 +131,7 @@ def parent_reading(name: str, parent: str, part: str | None = None) -> ReadingFn
 @dataclass(frozen=True)
 class Description:
     readout: str
-    picture: dict[str, Any]
+    picture: msgspec.Struct | None  # the widget's own Struct: its template draws its fields
 
 
 @dataclass(frozen=True)
@@ -184,9 +184,9 @@ class Widget:
 
     def describe(self, moment: Moment) -> Description:
         """The picture and readout, built only from the keys just read."""
-        return Description("", {})
+        return Description("", None)
 
-    def partial_context(self) -> dict[str, Any]:
+    def partial_context(self) -> dict[str, object]:
         """What the widget's template needs beyond the widget (a stepper: its listing)."""
         return {}
 

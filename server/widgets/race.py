@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import time
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -74,7 +74,7 @@ class RaceLab(Widget):
 
     def describe(self, moment: Moment) -> Description:
         found = race_judge.picture(moment)
-        return Description(race_judge.readout(found), msgspec.to_builtins(found))
+        return Description(race_judge.readout(found), found)
 
     @reading("released-early")
     def released_early(self, now: Moment, before: Moment) -> Value:
@@ -126,7 +126,7 @@ class RaceLab(Widget):
                 await running
         return await super().reset(turn, body)
 
-    def partial_context(self) -> dict[str, Any]:
+    def partial_context(self) -> dict[str, object]:
         return {"early_script": EARLY.source, "early_name": "complete_early_release.lua"}
 
 
