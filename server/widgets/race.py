@@ -29,7 +29,7 @@ Fault = Literal["crash", "lapse", "twice"]
 # the runs going in this process, by sandbox: Reset stops its sandbox's run
 RUNS: dict[str, asyncio.Task[str]] = {}
 # the tour's race, played on a sandbox's first showing: the recorded run a page shows before any Run
-RECORDED: dict[str, Any] = {"workers": 3, "children": 6, "faults": ["crash", "lapse", "twice"], "seed": 2}
+RECORDED: dict[str, object] = {"workers": 3, "children": 6, "faults": ["crash", "lapse", "twice"], "seed": 2}
 
 
 class RunBody(Body):
@@ -130,7 +130,7 @@ class RaceLab(Widget):
         return {"early_script": EARLY.source, "early_name": "complete_early_release.lua"}
 
 
-def _choices(plan: Plan) -> dict[str, Any]:
+def _choices(plan: Plan) -> dict[str, object]:
     """A run's choices as the lab state keeps them: every page shows the same ones."""
     return {"workers": plan.workers, "children": plan.children, "faults": list(plan.faults),
             "early_release": plan.early_release, "seed": plan.seed}
