@@ -155,6 +155,9 @@ class Widget:
     tour: ClassVar[tuple[Step, ...]] = ()
     # Lab state fields that are the learner's choices: a Reset keeps them.
     kept_on_reset: ClassVar[tuple[str, ...]] = ()
+    # An action that lets the lock go while it works (the race's Run): a second one meanwhile
+    # answers 409 instead of queueing behind it (its own tests say what runs at once leaves).
+    runs_unlocked: ClassVar[bool] = False
     rows: ClassVar[tuple[str, ...]] = ()  # job_ids of every part, for a widget that needs no more
     reset_text: ClassVar[str] = "Reset: the scenario was landed again through the real scripts."
     actions: ClassVar[dict[str, Action]]

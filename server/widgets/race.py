@@ -49,6 +49,7 @@ class RaceLab(Widget):
                  "a lease lapses while its worker stalls", "a completion is delivered twice",
                  "use the early-release complete (below)"), groups=("Race controls",))
     queue_parts = ("race",)
+    runs_unlocked = True  # Run lets the lock go while the workers race: Reset may stop it
     rows = (PARENT, *child_ids(16))
     reset_text = "Reset: any run stopped, and the flow landed again through the real scripts."
     tour = (

@@ -43,6 +43,8 @@ def rounds() -> list[tuple[str, list[Click]]]:
     first click five times."""
     found = []
     for name, widget in WIDGETS.items():
+        if widget.runs_unlocked:  # a second action meanwhile is a 409, not queued: its own test_widget_*.py
+            continue
         tour = [(slug, dict(body)) for step in widget.tour for slug, body in step.replay]
         different: list[Click] = []
         for click in tour:

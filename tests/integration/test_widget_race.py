@@ -145,6 +145,26 @@ def test_a_second_run_during_a_run_answers_409_and_a_reset_from_another_page_sto
     assert again.status_code == 200 and "Seed 1" in again.json()["outcome"]["text"]
 
 
+def test_five_runs_at_once_from_five_tabs_race_once_and_the_others_answer_409(clean: LiveSite) -> None:
+    client = clean.visitor("/flows/under-fire")
+    tabs = [second_page(clean, client, f"tab{n}") for n in range(5)]
+    body = {"workers": 3, "children": 4, "faults": ["crash", "twice"], "seed": 3}
+    answers: list[httpx.Response] = []
+    threads = [threading.Thread(target=lambda tab=tab: answers.append(
+        tab.post("/api/widgets/race/run", json=body, timeout=30))) for tab in tabs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    codes = sorted(a.status_code for a in answers)
+    assert codes == [200, 409, 409, 409, 409], codes
+    # the keys hold one finished run of those choices, as one Run alone leaves them
+    picture = client.get("/api/widgets/race/state").json()["snapshot"]["picture"]
+    assert picture["status"] == "done" and picture["seed"] == 3 and picture["timeline"]
+    q = f"{sandbox_of(client)}.race"
+    assert clean.redis().hlen(keyspace.job_key(q, PARENT) + ":processed") <= 4
+
+
 def test_another_page_sees_the_timeline_fill_while_the_run_goes(clean: LiveSite) -> None:
     client = clean.visitor("/flows/under-fire")
     other = second_page(clean, client, "two")
