@@ -143,7 +143,7 @@ def drawn(data: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     ver = re.search(r'data-ver="(\d+)"', section.group(0))
     effects = [{"key": html.unescape(key), "event": event, "words": html.unescape(words)}
                for key, event, words in re.findall(
-                   r'<li class="effect" title="([^"]*)"><code class="effect-verb">([^<]*)</code>.*?'
+                   r'<li class="effect" title="([^"]*)"><code class="effect-verb"[^>]*>([^<]*)</code>.*?'
                    r'<span class="effect-words">([^<]*)</span>', data, re.S)]
     return {"widget": section.group(1), "ver": int(ver.group(1)) if ver else None, "html": data}, effects
 
