@@ -123,6 +123,8 @@ def status_of(exc: Exception) -> tuple[int, str, int | None]:
         return 409, WRONG_TYPE, None
     if isinstance(exc, Busy):
         return 503, str(exc), 1
+    if isinstance(exc, widget_base.ResetStillFull):
+        return 503, str(exc), 30
     if is_out_of_memory(exc):
         log.warning("valkey is out of memory: answered 503")
         return 503, OUT_OF_MEMORY, 30

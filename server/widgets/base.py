@@ -56,6 +56,15 @@ class Refused(Exception):
     """An action the scenario cannot take now: nothing was written; answered 409."""
 
 
+class ResetStillFull(Exception):
+    """A Reset over maxmemory removed the widget's keys, but Valkey stayed at its limit (other
+    sandboxes hold the memory), so the scenario could not land again yet: answered 503."""
+
+    def __str__(self) -> str:
+        return ("Reset removed this widget's keys, but Valkey is still at its memory limit (other sandboxes hold "
+                "it), so the scenario lands again once memory frees: idle sandboxes are reaped; try again then.")
+
+
 Replay = tuple[str, dict[str, object]]
 
 
