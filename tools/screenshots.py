@@ -23,7 +23,7 @@ import re
 import sys
 from pathlib import Path
 
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Locator, Page, sync_playwright
 
 from server.valkey.process import ValkeyProcess
 from tests.support import start_site, stop_site
@@ -41,6 +41,7 @@ PAGES = {
     "reading-the-results": ("/flows/reading-the-results", "#step=4"),
     "cross-queue": ("/flows/cross-queue", "#step=3"),
     "bulk-flows": ("/batches/bulk-flows", "#step=4"),
+    "under-fire": ("/flows/under-fire", ""),
 }
 
 # the exercise editor: shot by `shoot_exercise`, not as a page of PAGES
@@ -99,16 +100,18 @@ def shoot_exercise(page: Page, viewport: str) -> Path:
     failed = region.locator('[data-role="results"] details.exercise-picture').first
     failed.wait_for(timeout=30_000)
     failed.locator("summary").click()
-    # On a desktop the region sits in the dive's aside, which scrolls on its own
-    # within the window's height: the window is made as tall as the region for
-    # this one shot, so the editor and the opened failure show together.
+    return region_shot(page, region, OUT / f"{name}-{viewport}.png")
+
+
+def region_shot(page: Page, region: Locator, out: Path) -> Path:
+    """One region whole. On a desktop it sits in the dive's aside, which scrolls on its own
+    within the window's height: the window is made as tall as the region for this one shot."""
     size = page.viewport_size
     assert size is not None
     tall = int(region.evaluate("(node) => node.scrollHeight")) + 200
     page.set_viewport_size({"width": size["width"], "height": max(size["height"], tall)})
     region.evaluate("(node) => node.scrollIntoView({block: 'start', behavior: 'instant'})")
     page.wait_for_timeout(300)
-    out = OUT / f"{name}-{viewport}.png"
     try:
         region.screenshot(path=str(out), animations="disabled")
     finally:
@@ -116,9 +119,35 @@ def shoot_exercise(page: Page, viewport: str) -> Path:
     return out
 
 
+# dive 05's race run on the early-release complete, with a seed that breaks an invariant
+RACE = ("under-fire-broken", "/flows/under-fire")
+BREAKING = {"race-workers": "3", "race-children": "4"}
+
+
+def shoot_race(page: Page, viewport: str) -> Path:
+    """The race widget after a run on the early-release script that broke an invariant: seeds are
+    tried in turn (the workers' timing is real, so a seed breaks one on most runs, not every run)."""
+    name, path = RACE
+    page.goto(path)
+    region = page.locator('[data-widget="race"]')
+    region.locator('[data-role="readout"]').filter(has_not_text="Reading the keys").wait_for(timeout=30_000)
+    for fault, on in (("crash", False), ("lapse", True), ("twice", False)):
+        region.locator(f'[data-role="race-fault-{fault}"]').set_checked(on)
+    region.locator('[data-role="race-early"]').set_checked(True)
+    for seed in range(20):
+        for role, value in {**BREAKING, "race-seed": str(seed)}.items():
+            region.locator(f'[data-role="{role}"]').fill(value)
+        region.locator('button[data-action="run"]').click()
+        shown = region.locator('.race-picture[data-status="done"] [data-role="race-seed-shown"]')
+        shown.filter(has_text=re.compile(f"^{seed}$")).wait_for(timeout=30_000)
+        if region.locator('[data-role="race-broken"]').count():
+            return region_shot(page, region, OUT / f"{name}-{viewport}.png")
+    raise RuntimeError("no seed of 20 broke an invariant on the early-release script")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    shots = [*PAGES, EXERCISE[0]]
+    shots = [*PAGES, EXERCISE[0], RACE[0]]
     parser.add_argument("pages", nargs="*", help=f"only these pages (of: {', '.join(shots)})")
     args = parser.parse_args(argv)
     wanted = args.pages or shots
@@ -143,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
                     for name in wanted:
                         if name == EXERCISE[0]:
                             written = shoot_exercise(page, viewport)
+                        elif name == RACE[0]:
+                            written = shoot_race(page, viewport)
                         else:
                             path, deep_link = PAGES[name]
                             written = shoot(page, name, path, deep_link, viewport)
