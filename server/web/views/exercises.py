@@ -25,6 +25,7 @@ from server.sandboxes import progress, work
 from server.web import bodies, guards, rates
 from server.web.answer import JSONAnswer, dumps
 from server.web.errors import answer_error, answered
+from server.web.services import services
 from server.web.templating import course_of, respond
 from server.web.views.widgets import admitter
 
@@ -41,7 +42,7 @@ async def describe(request: Request) -> Response:
     """The exercise, and the visitor's own work on it (`mine`: last script, best run)."""
     entry = await guards.enter(request, write=False, counts="reads")
     exercise = catalogue.get(request.path_params["name"])
-    mine = await work.mine(request.app.state.conn, entry.visitor, exercise.name)
+    mine = await work.mine(services(request).conn, entry.visitor, exercise.name)
     return JSONAnswer({**exercise.as_json(), "mine": mine.as_json()})
 
 
@@ -50,19 +51,19 @@ async def _graded(request: Request, entry: guards.Entry, script: str,
     """Grade, then keep the result in the learner's record (record.lua never lowers a best)
     and the script as their last (server/sandboxes/work.py)."""
     name = request.path_params["name"]
-    graded = await grade(request.app.state.graders, name, script, run_for=entry.visitor,
+    graded = await grade(services(request).graders, name, script, run_for=entry.visitor,
                          on_place=places.put_nowait if places is not None else None,
                          address=rates.client_address(request))
     step = progress.Step(f"ex:{name}", result=f"{graded.passed}/{graded.total}")
-    settings = request.app.state.settings
+    settings = services(request).settings
     ttl = settings.sandbox_ttl * 2
     script_, keys, args = progress.record_call(entry.visitor, step, ttl, int(time.time() * 1000))
-    async with request.app.state.conn.pipeline(transaction=False) as pipe:
+    async with services(request).conn.pipeline(transaction=False) as pipe:
         script_.queue(pipe, keys, args)
         work.keep(pipe, entry.visitor, name, script, ttl)
         # each check of the latest run, for the class page ("which check most of the class fails")
         pipe.hset(keys[1], mapping={f"ex:{name}:{c.name}": int(c.passed) for c in graded.checks})
-        await execute(request.app.state.conn, pipe, [(script_, keys, args), None, None, None])
+        await execute(services(request).conn, pipe, [(script_, keys, args), None, None, None])
     return graded
 
 
@@ -98,7 +99,7 @@ async def page(request: Request) -> Response:
     try:
         entry = await guards.enter(request, write=False, counts="reads")
         exercise = catalogue.get(request.path_params["name"])
-        mine = await work.mine(request.app.state.conn, entry.visitor, exercise.name)
+        mine = await work.mine(services(request).conn, entry.visitor, exercise.name)
     except Exception as exc:  # noqa: BLE001
         return answer_error(exc)
     context = {"exercise": exercise, "script": mine.script or exercise.starter, "graded": None, "error": None,

@@ -18,6 +18,7 @@ from server.web import guards
 from server.web.answer import JSONAnswer
 from server.web.bodies import wants_json
 from server.web.errors import Handler, status_of
+from server.web.services import services
 from server.web.templating import respond
 
 REALM = 'Bearer realm="emqlab-instructor"'
@@ -25,11 +26,11 @@ LEARNER = "that is the instructor's: a learner of a class cannot use it (the ins
 
 
 def render(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
-    flash = request.app.state.flash_cookie.read(request)
+    flash = services(request).cookies.flash.read(request)
     flash = flash if isinstance(flash, str) else None
     response = respond(request, template, {"flash": flash, "error": None, **context}, status)
-    if flash is not None or request.cookies.get(request.app.state.flash_cookie.name):
-        request.app.state.flash_cookie.clear(response)
+    if flash is not None or request.cookies.get(services(request).cookies.flash.name):
+        services(request).cookies.flash.clear(response)
     if status == 401:
         response.headers["WWW-Authenticate"] = REALM
     return response
@@ -42,7 +43,7 @@ def done(request: Request, message: str, data: dict[str, Any] | None = None, sta
         return JSONAnswer({"ok": True, "message": message, **(data or {})}, status_code=status)
     response = RedirectResponse(f"/instructor/rooms/{room.code}" if room else back, status_code=303)
     if flash:
-        request.app.state.flash_cookie.attach(response, message)
+        services(request).cookies.flash.attach(response, message)
     return response
 
 
@@ -52,11 +53,11 @@ EPHEMERAL = ("This site runs ephemeral (EMQLAB_EPHEMERAL): its classes, sandboxe
 
 def page_context(request: Request, **extra: Any) -> dict[str, Any]:
     """The instructor page's words; `modes`, `my_room` and `confirm_all` show only with the overview."""
-    settings = request.app.state.settings
-    code = request.app.state.room_cookie.read(request)
+    settings = services(request).settings
+    code = services(request).cookies.room.read(request)
     return {"enabled": bool(settings.instructor_token), "signed_in": guards.is_instructor(request),
             "ephemeral": EPHEMERAL if settings.ephemeral else "", "modes": rooms.MODE_WORDS,
-            "engine_warning": request.app.state.engine_warning,
+            "engine_warning": services(request).engine_warning,
             "my_room": code if isinstance(code, str) else None, "back": None, "overview": None,
             "confirm_all": request.query_params.get("confirm") == "all", **extra}
 
@@ -82,7 +83,7 @@ def instructor_only(handler: Handler, back: str | None = None) -> Handler:
             return await handler(request)
         except Exception as exc:  # noqa: BLE001 - every failure is answered in words (status_of)
             if isinstance(exc, guards.Refused) and exc.status == 401 and guards.bearer_of(request) is None:
-                learner = isinstance(request.app.state.room_cookie.read(request), str)  # refused, not asked to sign in
+                learner = isinstance(services(request).cookies.room.read(request), str)  # refused, not asked to sign in
                 exc = guards.Refused(403, LEARNER) if learner else exc
             code = request.path_params.get("code")
             return refused(request, exc, back or (f"/instructor/rooms/{code}" if code else "/instructor"))

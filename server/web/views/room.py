@@ -19,6 +19,7 @@ from server.sandboxes import answers, insight, learners, rooms
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer
 from server.web.errors import answer_error, answered, status_of
+from server.web.services import services
 from server.web.views import asking, class_state
 from server.web.views.replies import done, render
 from server.web.views.widgets import admitter
@@ -35,22 +36,22 @@ class Vote(msgspec.Struct, forbid_unknown_fields=True):
 
 
 async def current_room(request: Request) -> rooms.Room | None:
-    code = request.app.state.room_cookie.read(request)
+    code = services(request).cookies.room.read(request)
     if not isinstance(code, str):
         return None
-    room, member, _ = await rooms.membership(request.app.state.conn, code, guards.visitor_of(request))
+    room, member, _ = await rooms.membership(services(request).conn, code, guards.visitor_of(request))
     return room if member else None
 
 
 def page_context(request: Request, **extra: Any) -> dict[str, Any]:
-    return {"room": None, "code": "", "name": "", "modes": rooms.MODE_WORDS, "dives": request.app.state.course.dives,
+    return {"room": None, "code": "", "name": "", "modes": rooms.MODE_WORDS, "dives": services(request).course.dives,
             "is_instructor": guards.is_instructor(request), **extra}
 
 
 async def page(request: Request) -> Response:
     try:
         room = await current_room(request)
-        name = await learners.name_of(request.app.state.conn, guards.visitor_of(request))
+        name = await learners.name_of(services(request).conn, guards.visitor_of(request))
     except Exception as exc:  # noqa: BLE001 - Valkey away: said, the form still shows
         status, message, _ = status_of(exc)
         return render(request, "room.html", page_context(request, error=message), status)
@@ -81,7 +82,7 @@ async def join(request: Request) -> Response:
         code = rooms.normalize_code(body.code)
         name = learners.clean_name(body.name)
         room = await admitted(request, code)
-        settings, conn = request.app.state.settings, request.app.state.conn
+        settings, conn = services(request).settings, services(request).conn
         await admitter(request, visitor, used=True)()  # live now: the reaper keeps the name's sandbox
         await learners.join(conn, code, visitor, name, settings.room_ttl, settings.sandbox_ttl * 2)
         await rooms.record_join(conn, code, settings.room_ttl)
@@ -89,14 +90,14 @@ async def join(request: Request) -> Response:
         return await refused(request, exc, typed, named)
     response = done(request, f"You joined class {room.code} as {name} ({rooms.MODE_WORDS[room.mode]}).",
                     {"room": {"code": room.code, "name": room.name, "mode": room.mode}}, back="/room", flash=False)
-    request.app.state.room_cookie.attach(response, room.code)
+    services(request).cookies.room.attach(response, room.code)
     return response
 
 
 async def admitted(request: Request, code: str) -> rooms.Room:
     """The class with that code; the attempt is counted first and given back when the code is a class's."""
     counted = await guards.take_attempt(request, "join")
-    room = await rooms.get(request.app.state.conn, code)
+    room = await rooms.get(services(request).conn, code)
     if room is None:
         raise guards.Refused(404, f"no open class has the code {code}: check it with your instructor")
     await guards.give_back(request, counted)  # a class's code: not a failed attempt
@@ -106,13 +107,13 @@ async def admitted(request: Request, code: str) -> rooms.Room:
 async def leave(request: Request) -> Response:
     try:
         guards.check_origin(request)
-        code = request.app.state.room_cookie.read(request)
+        code = services(request).cookies.room.read(request)
         if isinstance(code, str):
-            await learners.leave(request.app.state.conn, code, guards.visitor_of(request))
+            await learners.leave(services(request).conn, code, guards.visitor_of(request))
     except Exception as exc:  # noqa: BLE001
         return await refused(request, exc)
     response = JSONAnswer({"ok": True}) if bodies.wants_json(request) else RedirectResponse("/room", status_code=303)
-    request.app.state.room_cookie.clear(response)
+    services(request).cookies.room.clear(response)
     return response
 
 
@@ -120,12 +121,12 @@ async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
     """The question put to the learner's class, their own answer, and once revealed how the class answered."""
     if entry.room is None or entry.ask is None:
         return None
-    conn = request.app.state.conn
+    conn = services(request).conn
     room = await rooms.get(conn, entry.room)
     if room is None or room.ask is None:
         return None
     found, ask = await asking.current(request, room)
-    question = class_state.question_of(request.app.state.catalog, ask.widget, ask.question)
+    question = class_state.question_of(services(request).catalog, ask.widget, ask.question)
     words = question.words if question else str
     given, _ = await answers.read(conn, room.code)
     ids = await learners.learner_ids(conn, room.code)
@@ -176,8 +177,8 @@ async def answer(request: Request) -> Response:
     if entry.ask.revealed:
         raise guards.Refused(409, "the answers of this round are revealed: wait for the next question")
     value = body.answer if not isinstance(body.answer, str) else body.answer.strip()[:200]
-    await answers.vote(request.app.state.conn, entry.room, entry.ask.round, entry.visitor, value,
-                       request.app.state.settings.room_ttl)
+    await answers.vote(services(request).conn, entry.room, entry.ask.round, entry.visitor, value,
+                       services(request).settings.room_ttl)
     return JSONAnswer({"ok": True, "message": "Your answer is in: it is judged when your instructor presses."})
 
 
