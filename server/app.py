@@ -32,12 +32,12 @@ from server.settings import Settings
 from server.valkey import client, engine, native, secret_seen
 from server.valkey.datadir import site_secret
 from server.valkey.tasks import stop_tasks
-from server.web import rates, sessions, templating
+from server.web import errors, rates, sessions, templating
 from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import Site
 from server.web.services import Cookies, Services
 from server.web.stream_slots import StreamSlots
-from server.web.views import asking, classroom, console, exercises, instructor, pages, room, widgets
+from server.web.views import asking, classroom, console, exercises, instructor, pages, replies, room, widgets
 from server.widgets import WIDGETS, questions
 from server.widgets.draw import Drawing
 from server.widgets.frames import Frames
@@ -114,7 +114,10 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
         # (Starlette leaves text/event-stream alone, so frames are not held back).
         middleware=[Middleware(GZipMiddleware, minimum_size=1024), Middleware(Site, cookie=cookie),
                     Middleware(sessions.Resolve, cookie_name=INSTRUCTOR_COOKIE)],
-        exception_handlers=pages.exception_handlers(),
+        # every failure a view raises, answered in words: JSON, or the instructor's or the room's page
+        exception_handlers={**pages.exception_handlers(), **errors.exception_handlers(
+            {"/instructor": replies.refused, "/instructor/": replies.refused,
+             "/room": room.refused, "/room/join": room.refused, "/room/leave": room.refused})},
         lifespan=_lifespan(url, cluster, settings, catalog, drawing, secret, made),
     )
 

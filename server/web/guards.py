@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from redis.exceptions import RedisError
 from starlette.requests import Request
 
+from server.refusal import Refusal
 from server.sandboxes import rooms
 from server.sandboxes.sandbox import COOKIE, SANDBOX_RE, NoSandbox
 from server.web import rates, sessions
@@ -29,12 +30,12 @@ ROOM_DOWN = ("Valkey is unreachable right now, so the site cannot check the clas
              "(it may have closed); the page recovers when Valkey returns.")
 
 
-class Refused(Exception):
-    """A guard's refusal: `status` (4xx, or 503) and a sentence."""
+class Refused(Refusal):
+    """A guard's refusal: `status` (4xx, or 503) and a sentence; a client over a budget, or a Valkey
+    away, may try again in 10 s."""
 
     def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+        super().__init__(message, status=status, retry_after=10 if status in (429, 503) else None)
 
 
 @dataclass(frozen=True)

@@ -17,14 +17,17 @@ from collections.abc import Sequence
 from starlette.requests import Request
 
 from server.emq.wire import Conn
+from server.refusal import Refusal
 from server.web.services import services
 
 WINDOW = 10  # seconds
 REMEMBERED = 50_000  # counters one worker keeps (oldest dropped first)
 
 
-class TooMany(Exception):
-    """Over a budget: answered 429 with this sentence."""
+class TooMany(Refusal):
+    """Over a budget: answered 429 with this sentence, retried in 10 s."""
+
+    status, retry_after = 429, 10
 
 
 class Windows:

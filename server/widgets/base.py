@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 import msgspec
 
+from server.refusal import Refusal
 from server.widgets.view import Moment
 
 if TYPE_CHECKING:
@@ -52,8 +53,10 @@ class GotoBody(Body):
     step: Annotated[int, msgspec.Meta(ge=0, le=1000)]  # a deep link's step: 0 is the scenario as it lands
 
 
-class Refused(Exception):
+class Refused(Refusal):
     """An action the scenario cannot take now: nothing was written; answered 409."""
+
+    status = 409
 
 
 Replay = tuple[str, dict[str, Any]]

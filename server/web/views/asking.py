@@ -23,6 +23,7 @@ from server.emq.script import Call, execute
 from server.live import events
 from server.sandboxes import answers, learners, progress, rooms
 from server.web import bodies, guards
+from server.web.errors import FAULTS
 from server.web.services import services
 from server.web.views.askable import Askable, askable
 from server.web.views.class_state import the_room
@@ -64,7 +65,7 @@ async def rebuild(request: Request, room: rooms.Room, widget: Widget, step: int)
             try:
                 await runner.act(lab, widget, Actor(sandbox, sandbox, by="instructor", records=False), "goto",
                                  GotoBody(step=step))
-            except Exception as exc:  # noqa: BLE001 - one learner's trouble is said, the others are rebuilt
+            except FAULTS as exc:  # one learner's trouble is said, the others are rebuilt
                 failed.append(f"{await learners.name_of(conn, sandbox) or sandbox} ({exc})")
 
     await asyncio.gather(*(one(s) for s in targets))

@@ -27,7 +27,7 @@ from server.sandboxes import answers, keys, learners, presence, rooms, roster
 from server.sandboxes.sandbox import SANDBOX_RE
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer, dumps
-from server.web.errors import is_fault
+from server.web.errors import FAULTS, is_fault
 from server.web.services import services
 from server.web.views import asking, class_state
 from server.web.views.askable import askable
@@ -100,7 +100,7 @@ async def _class_events(request: Request, code: str, projector: bool) -> AsyncIt
                     return
                 state = await class_state.read(request, room)
                 encoded = dumps(class_state.class_json(request, state, projector))
-            except Exception as exc:
+            except FAULTS as exc:  # mid-stream: Valkey's faults said in the frame, a bug ends it
                 if not is_fault(exc):
                     raise
                 encoded = dumps({"down": "Valkey is unreachable right now; the class page recovers when it returns."})

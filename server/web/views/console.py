@@ -20,7 +20,6 @@ from server.console.lock import queue_lock
 from server.console.parse import Limits
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer
-from server.web.errors import answered
 from server.web.services import services
 from server.web.views.widgets import door
 from server.widgets.snapshot import Catalog
@@ -47,7 +46,6 @@ def ids_of(catalog: Catalog) -> dict[str, tuple[str, ...]]:
     return {part: w.job_ids(part) for w in catalog.widgets.values() for part in w.queue_parts}
 
 
-@answered
 async def run_command(request: Request) -> JSONAnswer:
     # a read-only page may still read: its writes are refused by the console itself
     entry = await guards.enter(request, write=False)
@@ -64,7 +62,6 @@ async def run_command(request: Request) -> JSONAnswer:
     return JSONAnswer(body, status_code=reply.status)
 
 
-@answered
 async def read_transcript(request: Request) -> JSONAnswer:
     entry = await guards.enter(request, write=False, counts="reads")
     return JSONAnswer({"transcript": await transcript.read(services(request).conn, entry.sandbox, entry.visitor)})

@@ -26,7 +26,6 @@ from server.sandboxes import progress
 from server.sandboxes.progress import WidgetProgress
 from server.web import guards
 from server.web.answer import JSONAnswer
-from server.web.errors import answered
 from server.web.services import services
 from server.web.templating import course_of, respond
 from server.web.views import widgets
@@ -128,7 +127,6 @@ async def progress_page(request: Request) -> Response:
     return respond(request, "progress.html", context, 200 if dives is not None else 503)
 
 
-@answered
 async def start_over(request: Request) -> Response:
     """Forget the record and land every scenario afresh, once confirmed."""
     entry = await guards.enter(request, write=True)
@@ -140,7 +138,6 @@ async def start_over(request: Request) -> Response:
     return RedirectResponse("/progress?done=start-over", status_code=303)
 
 
-@answered
 async def progress_json(request: Request) -> Response:
     entry = await guards.enter(request, write=False, counts="reads")
     dives = await course_progress(request, entry.visitor)

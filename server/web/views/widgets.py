@@ -27,11 +27,12 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from server.live.streams import Notice, frame, html_frame
+from server.refusal import Refusal
 from server.sandboxes import admission, presence
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer, dumps
-from server.web.errors import answer_error, answered, is_fault, problem
-from server.web.rates import TooMany, client_address
+from server.web.errors import FAULTS, is_fault, problem
+from server.web.rates import client_address
 from server.web.services import services
 from server.web.stream_slots import Slot
 from server.web.templating import MARKER
@@ -78,7 +79,6 @@ def admitter(request: Request, sandbox: str, used: bool) -> runner.Admit:
     return functools.partial(door(request).enter, services(request).conn, sandbox, used)
 
 
-@answered
 async def state(request: Request) -> JSONAnswer:
     widget = find(request)
     entry = await guards.enter(request, write=False, counts="reads")
@@ -87,7 +87,6 @@ async def state(request: Request) -> JSONAnswer:
     return JSONAnswer({"snapshot": snap, **entry.where()})
 
 
-@answered
 async def act(request: Request) -> JSONAnswer:
     widget = find(request)
     found = widget.actions.get(request.path_params["action"])
@@ -109,14 +108,11 @@ async def stream(request: Request) -> Response:
         return problem(404, f"unknown widgets: {', '.join(n[:40] for n in unknown[:5]) or '(too many)'}")
     try:
         entry = await guards.enter(request, write=False, counts="reads")
-    except Exception as exc:  # noqa: BLE001 - a refusal, or Valkey away: said in words
-        if not is_fault(exc) and getattr(exc, "status", 0) != 503:
-            return answer_error(exc)
+    except FAULTS as exc:  # Valkey away: the stream says so, and the page retries; a refusal is answered
+        if not is_fault(exc) and not (isinstance(exc, Refusal) and exc.status == 503):
+            raise
         return sse(request, _down_then_close(str(exc)))
-    try:
-        slot = services(request).stream_slots.take(entry.visitor, services(request).settings.streams_per_visitor)
-    except TooMany as exc:
-        return problem(429, str(exc), 10)
+    slot = services(request).stream_slots.take(entry.visitor, services(request).settings.streams_per_visitor)
     return sse(request, _holding(slot, events(request, entry, names)), slot.release)
 
 
@@ -263,7 +259,7 @@ async def fill(request: Request, body: Markup) -> Markup:
     drawn: dict[str, str] = {}
     try:
         entry = await guards.enter(request, write=False, counts="reads")
-    except Exception as exc:
+    except FAULTS as exc:
         if not is_fault(exc) and not isinstance(exc, guards.Refused):
             raise
         entry = None
@@ -274,7 +270,7 @@ async def fill(request: Request, body: Markup) -> Markup:
             try:
                 async with asyncio.timeout(READ_DEADLINE):
                     snap = await runner.show(lab, widget, actor(entry), admitter(request, entry.sandbox, used=False))
-            except Exception as exc:
+            except FAULTS as exc:  # TimeoutError is an OSError
                 if not (is_fault(exc) or isinstance(exc, (TimeoutError, Busy, guards.Refused))):
                     raise
         drawn[name] = services(request).frames.html(entry.sandbox, name, snap) if entry else \

@@ -21,8 +21,8 @@ from starlette.testclient import TestClient
 from server.app import PLACEABLE
 from server.content import Course
 from server.emq import registry
-from server.web.views import pages as views_pages
 from server.sandboxes.sandbox import SignedCookie
+from server.web.views import pages as views_pages
 from server.widgets import WIDGETS as FOUND
 from server.widgets.snapshot import Catalog
 from tests import services_stub
