@@ -19,7 +19,7 @@ MODULE := native/build/emq.so
 MODULE_SRC := native/emq_module.c native/valkey_module_api.h
 CFLAGS_MODULE := -O2 -fPIC -shared -std=c11 -Wall -Wextra -Wpedantic
 
-.PHONY: serve lint lint-with test programs test-unit test-unit-with test-integration-with test-integration test-e2e test-latest lock bench bench-smoke reliability screenshots valkey assets npm chromium wrk nginx ps ss venv module compiler clean
+.PHONY: serve lint lint-with test programs test-unit test-unit-with test-integration-with test-integration test-e2e test-latest lock bench bench-smoke lighthouse reliability screenshots valkey assets npm chromium wrk nginx ps ss venv module compiler clean
 
 # The site keeps its data in .emqlab/ here (git-ignored); SERVE_FLAGS passes
 # more, e.g. `make serve SERVE_FLAGS="--port 8080"` or `SERVE_FLAGS=--ephemeral`.
@@ -69,7 +69,7 @@ test-e2e: venv valkey assets chromium ps ss module
 bench-smoke: venv valkey module assets wrk nginx chromium
 	$(PY) -m pytest tests -m bench_smoke $(PYTEST_FLAGS)
 
-bench: venv valkey assets chromium wrk module
+bench: venv valkey assets chromium wrk module lighthouse
 	$(PY) -m bench.run
 
 # Each fault and attack of docs/RELIABILITY.md, tried on loopback; rewrites that page.
@@ -129,6 +129,16 @@ assets: $(ASSETS)
 $(ASSETS): site/package-lock.json | npm
 	@cd site && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
 	@touch $(ASSETS)
+
+# Lighthouse, which `make bench` runs on every dive (bench/bench_lighthouse.py): pinned
+# with its hashes in bench/lighthouse/package-lock.json, apart from the site's. 12.x: 13 wants Node 22.
+LIGHTHOUSE := bench/lighthouse/node_modules/.installed
+lighthouse: $(LIGHTHOUSE)
+	@true
+
+$(LIGHTHOUSE): bench/lighthouse/package-lock.json | npm
+	@cd bench/lighthouse && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
+	@touch $(LIGHTHOUSE)
 
 npm:
 	@command -v npm >/dev/null || { $(APT) update && $(APT) install npm; }

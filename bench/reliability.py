@@ -106,17 +106,16 @@ def console_only(quick: bool) -> list[Row]:
         learner = visitor(site.url, "127.0.0.2")
         written = [console(learner, f"SET emq:{{fanin}}:note{n} x").status_code for n in range(3)]
         r = site.redis()
-        keys = sorted(r.scan_iter(match="emq:{*", count=1000))
-        ttls = {k: r.ttl(k) for k in keys}
-        registered = r.zcard(REGISTRY_KEY)
+        notes = sorted(r.scan_iter(match="emq:{*}:note*", count=1000))
+        sandboxes = r.zrange(REGISTRY_KEY, 0, -1, withscores=True)
         done = site.emqlab("reset", "--all")
-        left = sorted(r.scan_iter(match="emq:{*", count=1000))
+        left = sorted(r.scan_iter(match="emq:{*}:note*", count=1000))
+        # a sandbox's keys carry no TTL of their own: the registry's last-seen is its TTL, and the
+        # reaper (or a reset) removes every key of a sandbox idle past EMQLAB_SANDBOX_TTL
         return [Row("a cookie that only uses the console writes 3 keys", counted(written),
-                    f"{len(keys)} keys; without a TTL: {[k for k, t in ttls.items() if t < 0][:3]}",
-                    bool(keys) and all(t > 0 for t in ttls.values())),
-                Row("the sandbox registered (so the reaper and /instructor count it)", "—",
-                    f"{registered} sandboxes in the registry", registered >= 1),
-                Row("`emqlab reset --all`", f"exit {done.returncode}", f"{len(left)} of its keys left; "
+                    f"{len(notes)} keys written; the sandbox admitted and registered: {len(sandboxes)} in the registry",
+                    written == [200, 200, 200] and len(notes) == 3 and len(sandboxes) == 1),
+                Row("`emqlab reset --all`", f"exit {done.returncode}", f"{len(left)} of the console's keys left; "
                     + (done.stdout + done.stderr).strip()[-100:], done.returncode == 0 and not left)]
 
 
@@ -128,14 +127,18 @@ def at_maxmemory(quick: bool) -> list[Row]:
         r = site.redis()
         r.config_set("maxmemory", str(int(r.info("memory")["used_memory"])))
         r.config_set("maxmemory-policy", "noeviction")
-        refused = console(learner, "SET emq:{fanin}:big " + "x" * 10_000)
+        refused = console(learner, "SET emq:{fanin}:big " + "x" * 1_000)
         rows = [Row("Valkey at maxmemory: a console write", counted([refused.status_code]), said(refused),
-                    refused.status_code in (413, 503, 507, 400, 409))]
+                    refused.status_code in (409, 503, 507))]
         for label, attempt in (("the learner's Reset", lambda: act(learner, "reset")),
                                ("the instructor's reset-all", lambda: teacher.post(
                                    "/instructor/reset", data={"all": "true"}))):
             answer = attempt()
-            rows.append(Row(label, counted([answer.status_code]), said(answer), 200 <= answer.status_code < 400))
+            # freed means: the widget's keys are gone (a Reset deletes first); the scenario lands
+            # again only if that made room, else the answer says so (503, not "press Reset")
+            freed = answer.status_code == 503 and "removed" in said(answer)
+            rows.append(Row(label, counted([answer.status_code]), said(answer),
+                            200 <= answer.status_code < 400 or freed))
         done = site.emqlab("reset", "--all")
         rows.append(Row("`emqlab reset --all`", f"exit {done.returncode}", (done.stdout + done.stderr).strip()[-120:],
                         done.returncode == 0))
@@ -161,7 +164,9 @@ def classroom(quick: bool) -> list[Row]:
 
 
 def grader_line(quick: bool) -> list[Row]:
-    cookies, tries = (8, 5) if quick else (40, 30)
+    # the learner runs its own sandbox's burst (EMQLAB_GRADER_SANDBOX_BURST, 6): past it a run
+    # waits for its own share, which is that sandbox's limit, not the line's
+    cookies, tries = (8, 6) if quick else (40, 6)
     runaway = "while true do end"
     correct = registry.script_source(catalogue.get("fan-in").script)
     with Serve() as site:
@@ -183,7 +188,7 @@ def grader_line(quick: bool) -> list[Row]:
             t.join(timeout=60)
     return [Row(f"{cookies} cookies behind 127.0.0.7 send runaway scripts", counted(flood), "", None),
             Row(f"meanwhile a learner elsewhere runs {tries} correct scripts", counted(theirs),
-                f"{theirs.count(200)} of {tries} graded", theirs.count(200) >= tries * 0.9)]
+                f"{theirs.count(200)} of {tries} graded", theirs.count(200) == tries)]
 
 
 def smaller(quick: bool) -> list[Row]:
@@ -194,6 +199,8 @@ def smaller(quick: bool) -> list[Row]:
         broke = console(learner, "HSET emq:{fanin}:job:JOBchild1 attempts abc")
         claim = act(learner, "claim")
         typed = console(learner, "hold_parent 2 emq:{fanin}:job:JOBx emq:{fanin}:pending JOBx p 3")
+        only = site.redis().zrange(REGISTRY_KEY, 0, -1)[0]  # the one sandbox of this site
+        pending_type = site.redis().type(f"emq:{{{only}.fanin}}:pending")
         teacher, _ = instructor(site.url)
         copy = dict(teacher.cookies)
         teacher.post("/instructor/sign-out")
@@ -202,8 +209,8 @@ def smaller(quick: bool) -> list[Row]:
                     400 <= big.status_code < 500),
                 Row("`HSET emq:{fanin}:job:JOBchild1 attempts abc`, then Claim",
                     counted([broke.status_code, claim.status_code]), said(claim), claim.status_code != 500),
-                Row("`hold_parent` from the console (pending made a string)", counted([typed.status_code]),
-                    said(typed), 400 <= typed.status_code < 500),
+                Row("`hold_parent` from the console onto `pending`", counted([typed.status_code]),
+                    f"{said(typed)}; pending is still a {pending_type}", pending_type == "zset"),
                 Row("a copy of the instructor's cookie after sign-out", counted([after.status_code]), "",
                     after.status_code != 200)]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bench import bench_fairness, bench_learners, bench_paint, bench_reset
+from bench import bench_fairness, bench_learners, bench_lighthouse, bench_paint, bench_reset
 
 Rows = list[list[str]]
 LEARNERS_HEADING = "## Learners this machine holds"
@@ -151,6 +151,14 @@ def pages(pg: dict[str, Any]) -> Rows:
                    f"{pg['baseline_static']['rps']:,.0f} (static file)", "≥ 0.5×", pg["ratio"] >= 0.5, pg["ratio"])]
 
 
+def lighthouse(lh: dict[str, Any]) -> Rows:
+    """One row per dive and form factor: the four scores against 95 / 100 / 100 / 100."""
+    cats = bench_lighthouse.CATEGORIES
+    return [figure(f"Lighthouse {run['page']}, {run['form']} (perf / a11y / best practices / SEO)",
+                   " / ".join(str(run[c]) for c in cats), f"CLS {run['cls']}", "≥ 95 / 100 / 100 / 100",
+                   all(run[c] >= bench_lighthouse.TARGETS[c] for c in cats)) for run in lh["runs"]]
+
+
 def footprint(fp: dict[str, Any]) -> Rows:
     dump = max(w["landed"]["dump_bytes"] for w in fp["widgets"].values())
     left = fp["after_expiry"]
@@ -180,7 +188,8 @@ FIGURES: tuple[tuple[str, str, Callable[[dict[str, Any]], Rows]], ...] = (
     ("paint", "Click to settled", paint), ("reset", "Reset with 5,000 idle sandboxes vs none", reset),
     ("fanout", "Fan-out and RSS", fanout), ("commands", "\"Complete child\" round trips and commands", commands),
     ("learners", "Learners this machine holds", learners), ("fairness", "Fairness", fairness),
-    ("grader", "Grader", grader), ("pages", "Dive page", pages), ("footprint", "Valkey memory", footprint))
+    ("grader", "Grader", grader), ("pages", "Dive page", pages), ("footprint", "Valkey memory", footprint),
+    ("lighthouse", "Lighthouse on every dive", lighthouse))
 
 
 def ok(r: dict[str, Any], key: str) -> dict[str, Any] | None:
@@ -289,6 +298,10 @@ def details(r: dict[str, Any]) -> list[str]:
                 table(WRK_HEADER, [wrk_row("baseline: static file", pg["baseline_static"]),
                                    wrk_row("dive, returning visitor", pg["dive"]),
                                    wrk_row("dive, first visit", pg["dive_first_visit"])]), ""]
+    if lh := ok(r, "lighthouse"):
+        out += [f"### Lighthouse (`bench/bench_lighthouse.py`: {lh['version']})", "",
+                table(["page", "form", "what cost points"], [[x["page"], x["form"], "; ".join(x["lost"]) or "—"]
+                                                              for x in lh["runs"]]), ""]
     return out
 
 

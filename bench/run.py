@@ -31,6 +31,7 @@ from bench import (
     bench_footprint,
     bench_grader,
     bench_learners,
+    bench_lighthouse,
     bench_pages,
     bench_paint,
     bench_reset,
@@ -45,11 +46,13 @@ FULL: dict[str, Any] = {"seconds": 10, "clicks": 200, "clients": 1000, "fan_acti
                         "load_rate": 100.0, "load_sandboxes": 100, "racers": bench_paint.RACERS,
                         "levels": bench_learners.LEVELS, "window": 30.0, "period": bench_learners.PERIOD,
                         "probe_every": bench_learners.PROBE_EVERY, "crowd": 5000, "fair_window": 20.0,
-                        "grader_runs": 200, "grader_seconds": 5.0, "grader_tries": 5}
+                        "grader_runs": 200, "grader_seconds": 5.0, "grader_tries": 5,
+                        "dives": bench_lighthouse.DIVES, "forms": bench_lighthouse.FORMS}
 QUICK: dict[str, Any] = {"seconds": 1, "clicks": 6, "clients": 50, "fan_actions": 3, "sandboxes": 120,
                          "load_rate": 50.0, "load_sandboxes": 20, "racers": 3, "levels": (10, 20), "window": 1.0,
                          "period": 1.0, "probe_every": 0.1, "crowd": 200, "fair_window": 1.0, "grader_runs": 3,
-                         "grader_seconds": 1.0, "grader_tries": 1}
+                         "grader_seconds": 1.0, "grader_tries": 1,
+                         "dives": bench_lighthouse.DIVES[:1], "forms": ("desktop",)}
 
 
 def first_line(command: list[str]) -> str:
@@ -109,6 +112,9 @@ def run_all(quick: bool = False, log: Callable[[str], None] = print) -> dict[str
                 site.url, base.url, p["clicks"], p["load_rate"], p["load_sandboxes"], racers=p["racers"]), site)
             attempt("pages", "pages", lambda: bench_pages.run(site.url, p["seconds"]), site)
             attempt("footprint", "footprint", lambda: bench_footprint.run(site.url, valkey.url), site)
+        with servers.serve_site(valkey.url) as fresh:  # every dive a first visit, as a search engine's
+            attempt("lighthouse", "Lighthouse on every dive", lambda: bench_lighthouse.run(
+                fresh.url, p["dives"], p["forms"]), fresh)
         with servers.serve_site(valkey.url) as fresh:
             attempt("fanout", "fan-out", lambda: bench_fanout.run(fresh, p["clients"], p["fan_actions"]), fresh)
         with servers.serve_site(valkey.url) as fresh:

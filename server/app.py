@@ -15,7 +15,6 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.routing import Mount
-from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from server.console import page as console_page
@@ -36,6 +35,7 @@ from server.web import errors, rates, sessions, templating
 from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import Site
 from server.web.services import Cookies, Services
+from server.web.static import CachedStatic, static_url
 from server.web.stream_slots import StreamSlots
 from server.web.views import asking, classroom, console, exercises, instructor, pages, replies, room, widgets
 from server.widgets import WIDGETS, questions
@@ -78,6 +78,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     cookie = SandboxCookie(secret, secure=secure)
     templates = Jinja2Templates(directory=str(SITE / "templates"))
     templates.env.auto_reload = False  # templates ship with the code: no stat() per render
+    templates.env.globals["static_url"] = static_url(SITE / "static")
     registry.load_all()  # every script with its includes: a broken one stops the start
     catalog = Catalog(dict(WIDGETS))
     # a dive naming a widget the site does not have stops the start, not a page view
@@ -87,9 +88,9 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
             raise ContentError(f"no exercise named {placement.options.get('name')!r} "
                                f"(known: {', '.join(catalogue.names())})", path=page.source, line=placement.line)
     bind_questions(catalog, course)
-    static = Mount("/static", StaticFiles(directory=str(SITE / "static")), name="static")
+    static = Mount("/static", CachedStatic(directory=str(SITE / "static")), name="static")
     # The front-end packages of site/package-lock.json, as `make assets` installed them (no build step).
-    vendor = Mount("/static/vendor", StaticFiles(directory=str(SITE / "node_modules"), check_dir=False), name="vendor")
+    vendor = Mount("/static/vendor", CachedStatic(directory=str(SITE / "node_modules"), check_dir=False), name="vendor")
     cookies = Cookies(
         sandbox=cookie,
         room=SignedCookie(ROOM_COOKIE, secret, "emqlab-room", settings.room_ttl, secure),

@@ -143,7 +143,7 @@ def drawn(data: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     ver = re.search(r'data-ver="(\d+)"', section.group(0))
     effects = [{"key": html.unescape(key), "event": event, "words": html.unescape(words)}
                for key, event, words in re.findall(
-                   r'<li class="effect" title="([^"]*)"><code class="effect-verb">([^<]*)</code>.*?'
+                   r'<li class="effect" title="([^"]*)"><code class="effect-verb"[^>]*>([^<]*)</code>.*?'
                    r'<span class="effect-words">([^<]*)</span>', data, re.S)]
     return {"widget": section.group(1), "ver": int(ver.group(1)) if ver else None, "html": data}, effects
 
@@ -166,8 +166,9 @@ class Events:
         self.seen: list[tuple[str, dict[str, Any]]] = []
         self.queued: list[tuple[str, dict[str, Any]]] = []
 
-    def next(self) -> tuple[str, dict[str, Any]]:
-        """The next event; a `widget` frame comes after the effects its log lists, each as an `effect`."""
+    def next(self, deadline: float | None = None) -> tuple[str, dict[str, Any]]:
+        """The next event; a `widget` frame comes after the effects its log lists, each as an `effect`.
+        Past `deadline` (monotonic) it gives up at the next line, a keep-alive ping included."""
         import json
 
         if self.queued:
@@ -176,6 +177,8 @@ class Events:
             return item
         event, data = None, []
         for line in self.lines:
+            if deadline is not None and time.monotonic() > deadline:
+                raise AssertionError(f"no event in time; events so far: {[e for e, _ in self.seen]}")
             if line.startswith("event:"):
                 event = line.split(":", 1)[1].strip()
             elif line.startswith("data:") and event:
@@ -184,7 +187,7 @@ class Events:
                 if event == "widget":
                     frame, effects = drawn("\n".join(data))
                     self.queued = [*(("effect", e) for e in effects), ("widget", frame)]
-                    return self.next()
+                    return self.next(deadline)
                 item = (event, json.loads("\n".join(data)))
                 self.seen.append(item)
                 return item
@@ -197,7 +200,7 @@ class Events:
         got: list[tuple[str, dict[str, Any]]] = []
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            event, data = self.next()
+            event, data = self.next(deadline)
             got.append((event, data))
             if event == wanted and all(data.get(k) == v for k, v in match.items()) and (where is None or where(data)):
                 return got

@@ -39,9 +39,16 @@ def lab(conn: Conn) -> Lab:
     return Lab(conn, catalog())
 
 
+def as_sent(snap: Snapshot) -> Snapshot:
+    """The snapshot with its typed parts as `GET /api/widgets/<name>/state` sends them (JSON's
+    types): the tests read `picture["parent"]["dependencies"]` as outside tools do."""
+    return msgspec.structs.replace(snap, **{part: msgspec.to_builtins(getattr(snap, part)) for part in (
+        "queues", "picture", "outcome", "questions", "steps")})
+
+
 async def show(conn: Conn, name: str, sandbox: str = SANDBOX) -> Snapshot:
     """What a page opening the widget gets (the scenario lands the first time)."""
-    return await runner.show(lab(conn), WIDGETS[name], Actor(sandbox, sandbox))
+    return as_sent(await runner.show(lab(conn), WIDGETS[name], Actor(sandbox, sandbox)))
 
 
 async def act(conn: Conn, name: str, slug: str, sandbox: str = SANDBOX, *, actor: Actor | None = None,
@@ -54,4 +61,4 @@ async def act(conn: Conn, name: str, slug: str, sandbox: str = SANDBOX, *, actor
 
 async def snapshot_of(conn: Conn, name: str, sandbox: str = SANDBOX) -> Snapshot:
     """The snapshot every page of the sandbox would paint now."""
-    return (await reader.snapshot(conn, catalog(), WIDGETS[name], sandbox))[1]
+    return as_sent((await reader.snapshot(conn, catalog(), WIDGETS[name], sandbox))[1])

@@ -9,6 +9,10 @@ docs/screenshots/<page>-desktop.png and <page>-phone.png. A dive is shot with
 its first widget in view, opened on a step of its tour by a deep link, so the
 picture shows a state worth looking at (the held parent, the counter, the
 outbox) rather than a blank start.
+
+The exercise editor is shot on its own (`exercise-editor`): the fan-in
+exercise's region, its script run once as the starter stands, so checks fail,
+the first failing check's before/after keys opened.
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ PAGES = {
     "bulk-flows": ("/batches/bulk-flows", "#step=4"),
 }
 
+# the exercise editor: shot by `shoot_exercise`, not as a page of PAGES
+EXERCISE = ("exercise-editor", "/flows/parent-and-children", "Exercise: Count the children down")
+
 
 def wait_for_widgets(page: Page, deep_link: str) -> None:
     """Every widget's readout came from Valkey; a deep link's replay has answered."""
@@ -50,9 +57,8 @@ def wait_for_widgets(page: Page, deep_link: str) -> None:
         timeout=15_000,
     )
     if deep_link:
-        page.locator('[data-widget] [data-role="outcome"]').filter(has_text=re.compile(r"^(Step \d+ of|Rebuilt on Valkey|This tour has)")).first.wait_for(
-            timeout=15_000
-        )
+        replayed = re.compile(r"^(Step \d+ of|Rebuilt on Valkey|This tour has)")
+        page.locator('[data-widget] [data-role="outcome"]').filter(has_text=replayed).first.wait_for(timeout=15_000)
 
 
 def shoot(page: Page, name: str, path: str, deep_link: str, viewport: str) -> Path:
@@ -83,12 +89,40 @@ def shoot(page: Page, name: str, path: str, deep_link: str, viewport: str) -> Pa
     return out
 
 
+def shoot_exercise(page: Page, viewport: str) -> Path:
+    """The exercise's region, run once as it starts (its checks fail), the first failure's keys opened."""
+    name, path, title = EXERCISE
+    page.goto(path)
+    region = page.get_by_role("region", name=title)
+    region.locator(".cm-editor").wait_for(timeout=15_000)
+    region.get_by_role("button", name="Run the checks").click()
+    failed = region.locator('[data-role="results"] details.exercise-picture').first
+    failed.wait_for(timeout=30_000)
+    failed.locator("summary").click()
+    # On a desktop the region sits in the dive's aside, which scrolls on its own
+    # within the window's height: the window is made as tall as the region for
+    # this one shot, so the editor and the opened failure show together.
+    size = page.viewport_size
+    assert size is not None
+    tall = int(region.evaluate("(node) => node.scrollHeight")) + 200
+    page.set_viewport_size({"width": size["width"], "height": max(size["height"], tall)})
+    region.evaluate("(node) => node.scrollIntoView({block: 'start', behavior: 'instant'})")
+    page.wait_for_timeout(300)
+    out = OUT / f"{name}-{viewport}.png"
+    try:
+        region.screenshot(path=str(out), animations="disabled")
+    finally:
+        page.set_viewport_size(size)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("pages", nargs="*", help=f"only these pages (of: {', '.join(PAGES)})")
+    shots = [*PAGES, EXERCISE[0]]
+    parser.add_argument("pages", nargs="*", help=f"only these pages (of: {', '.join(shots)})")
     args = parser.parse_args(argv)
-    wanted = args.pages or list(PAGES)
-    unknown = [p for p in wanted if p not in PAGES]
+    wanted = args.pages or shots
+    unknown = [p for p in wanted if p not in shots]
     if unknown:
         parser.error(f"unknown pages: {', '.join(unknown)}")
     OUT.mkdir(parents=True, exist_ok=True)
@@ -107,8 +141,11 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     page = context.new_page()
                     for name in wanted:
-                        path, deep_link = PAGES[name]
-                        written = shoot(page, name, path, deep_link, viewport)
+                        if name == EXERCISE[0]:
+                            written = shoot_exercise(page, viewport)
+                        else:
+                            path, deep_link = PAGES[name]
+                            written = shoot(page, name, path, deep_link, viewport)
                         print(written.relative_to(ROOT))
                     context.close()
                 browser.close()

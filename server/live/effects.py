@@ -69,6 +69,12 @@ _VERBS: dict[str, str] = {
 }
 
 
+# The command the course's script ran, where Valkey's notification names another:
+# Valkey reports INCR, DECR, INCRBY and DECRBY alike as ``incrby``, and the only
+# write of a counter after its SET is release_parent.lua's DECR.
+_COMMANDS: dict[tuple[str, str], str] = {("counter", "incrby"): "decr"}
+
+
 def role(key: str) -> str | None:
     """What a queue key is for, from its suffix; ``None`` for other keys."""
     suffix = key[key.find("}") + 1 :]  # no brace: the whole key
@@ -81,3 +87,8 @@ def role(key: str) -> str | None:
 def describe(event: str, key: str) -> str:
     """The words for one write: ``describe("incrby", "emq:{q}:job:P:dependencies")``."""
     return _WORDS.get((role(key) or "", event)) or _VERBS.get(event, event)
+
+
+def command(event: str, key: str) -> str:
+    """The command as the script wrote it: ``command("incrby", "emq:{q}:job:P:dependencies") == "decr"``."""
+    return _COMMANDS.get((role(key) or "", event), event)

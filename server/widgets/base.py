@@ -59,10 +59,22 @@ class Refused(Refusal):
     status = 409
 
 
-Replay = tuple[str, dict[str, Any]]
+class ResetStillFull(Refusal):
+    """A Reset over maxmemory removed the widget's keys, but Valkey stayed at its limit (other
+    sandboxes hold the memory), so the scenario could not land again yet: answered 503, retried in 30 s."""
+
+    status, retry_after = 503, 30
+
+    def __init__(self) -> None:
+        super().__init__("Reset removed this widget's keys, but Valkey is still at its memory limit (other sandboxes "
+                         "hold it), so the scenario lands again once memory frees: idle sandboxes are reaped; "
+                         "try again then.")
 
 
-def do(slug: str, **body: Any) -> Replay:
+Replay = tuple[str, dict[str, object]]
+
+
+def do(slug: str, **body: object) -> Replay:
     return (slug, body)
 
 
@@ -134,7 +146,7 @@ def parent_reading(name: str, parent: str, part: str | None = None) -> ReadingFn
 @dataclass(frozen=True)
 class Description:
     readout: str
-    picture: dict[str, Any]
+    picture: msgspec.Struct | None  # the widget's own Struct: its template draws its fields
 
 
 @dataclass(frozen=True)
@@ -158,6 +170,9 @@ class Widget:
     tour: ClassVar[tuple[Step, ...]] = ()
     # Lab state fields that are the learner's choices: a Reset keeps them.
     kept_on_reset: ClassVar[tuple[str, ...]] = ()
+    # An action that lets the lock go while it works (the race's Run): a second one meanwhile
+    # answers 409 instead of queueing behind it (its own tests say what runs at once leaves).
+    runs_unlocked: ClassVar[bool] = False
     rows: ClassVar[tuple[str, ...]] = ()  # job_ids of every part, for a widget that needs no more
     reset_text: ClassVar[str] = "Reset: the scenario was landed again through the real scripts."
     actions: ClassVar[dict[str, Action]]
@@ -181,11 +196,15 @@ class Widget:
     async def land(self, turn: Turn) -> None:
         """Land the starting scenario through the real scripts."""
 
+    async def first_shown(self, turn: Turn) -> None:
+        """What a sandbox's first showing plays on the scenario just landed, under the same
+        lock (the race: a recorded run, so a page without JavaScript shows one); nothing here."""
+
     def describe(self, moment: Moment) -> Description:
         """The picture and readout, built only from the keys just read."""
-        return Description("", {})
+        return Description("", None)
 
-    def partial_context(self) -> dict[str, Any]:
+    def partial_context(self) -> dict[str, object]:
         """What the widget's template needs beyond the widget (a stepper: its listing)."""
         return {}
 

@@ -11,14 +11,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+import msgspec
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 
+from server.live import effects
 from server.live.streams import Worded
 from server.widgets.base import Widget
 from server.widgets.snapshot import Snapshot
+from server.widgets.view import KeyShape
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "site" / "templates"
 
@@ -33,21 +35,30 @@ def short_key(name: str) -> str:
     return name.partition("}")[2] if "}" in name else name
 
 
-def key_text(key: dict[str, Any]) -> str:
-    """A key's value as the key panel prints it; a value the read cut says so, with its whole size."""
-    kind, value = key["type"], key["value"]
-    size = f"{key['size']} bytes" if kind == "string" else f"{key['size']} elements"
+def key_text(key: KeyShape | dict[str, object]) -> str:
+    """A key's value as the key panel prints it; a value the read cut says so, with its whole size.
+    A row a widget remembered in its lab state (native's before and after) comes as JSON's types."""
+    if isinstance(key, dict):
+        key = msgspec.convert(key, KeyShape)
+    kind, value = key.type, key.value
+    size = f"{key.size} bytes" if kind == "string" else f"{key.size} elements"
     if value is None:
         return f"({size}; not shown: this snapshot's budget is spent)"
-    if kind == "hash":
+    if kind == "hash" and isinstance(value, dict):
         text = "\n".join(f"{f} = {v}" for f, v in value.items()) or "(empty)"
-    elif kind == "zset":
-        text = "\n".join(f"{m} (score {s})" for m, s in value) or "(empty)"
-    elif kind == "list":
+    elif kind == "zset" and isinstance(value, list):
+        pairs = [pair for pair in value if isinstance(pair, list)]  # [member, score]
+        text = "\n".join(f"{pair[0]} (score {pair[1]})" for pair in pairs) or "(empty)"
+    elif kind == "list" and isinstance(value, list):
         text = "\n".join(f"[{i}] {v}" for i, v in enumerate(value)) or "(empty)"
     else:
         text = str(value)
-    return text + (f"\n… ({size} in all; the first shown)" if key.get("cut") else "")
+    return text + (f"\n… ({size} in all; the first shown)" if key.cut else "")
+
+
+def verb(effect: Worded) -> str:
+    """The command an effect's script ran (a DECR is notified as ``incrby``: server/live/effects.py)."""
+    return effects.command(effect.event, effect.key)
 
 
 def environment(directory: Path = TEMPLATES) -> Environment:
@@ -58,7 +69,7 @@ def environment(directory: Path = TEMPLATES) -> Environment:
 
 def prepare(env: Environment) -> None:
     """The filters every widget template draws with."""
-    env.filters.update(key_breaks=key_breaks, short_key=short_key, key_text=key_text)
+    env.filters.update(key_breaks=key_breaks, short_key=short_key, key_text=key_text, verb=verb)
 
 
 class Changed:
@@ -72,7 +83,7 @@ class Changed:
 
     def shown(self, snap: Snapshot) -> bool:
         """A key the snapshot shows was written (a key deleted since is not marked, nor counted)."""
-        return any(k["name"] in self.keys for q in snap.queues for k in q["keys"])
+        return any(k.name in self.keys for q in snap.queues for k in q.keys)
 
     def key(self, name: str) -> bool:
         return name in self.keys

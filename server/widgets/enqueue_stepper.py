@@ -11,6 +11,8 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from server.emq import flows, registry
 from server.emq.errors import EmqError
 from server.widgets.base import (
@@ -77,8 +79,31 @@ class Line:
     move: int | None
 
 
+class Job(msgspec.Struct, kw_only=True):
+    id: str
+    state: str | None
+    dependencies: int | None
+    sets: list[str]
+
+
+class MoveCard(msgspec.Struct, kw_only=True):
+    number: int
+    title: str
+
+
+class Picture(msgspec.Struct, kw_only=True):
+    move: int
+    total: int
+    moves: list[MoveCard]
+    non_job: bool
+    refused: str
+    refused_at: int
+    parent: Job
+    children: list[Job]
+
+
 @functools.cache
-def listing() -> dict[str, Any]:
+def listing() -> dict[str, object]:
     """The script's listing for the partial: each line tagged with its move."""
     path = registry.script_path(SCRIPT)
     owner = {n: m.number for m in MOVES for n in range(m.first_line, m.last_line + 1)}
@@ -88,24 +113,24 @@ def listing() -> dict[str, Any]:
             "lines": lines, "moves": MOVES}
 
 
-def job(view: QueueView, job_id: str) -> dict[str, Any]:
-    return {"id": job_id, "state": view.fields(job_id).get("state"),
-            "dependencies": view.number(job_id, ":dependencies"), "sets": view.sets_of(job_id)}
+def job(view: QueueView, job_id: str) -> Job:
+    return Job(id=job_id, state=view.fields(job_id).get("state"),
+               dependencies=view.number(job_id, ":dependencies"), sets=view.sets_of(job_id))
 
 
-def contents(view: QueueView, children: list[dict[str, Any]], parent: dict[str, Any]) -> str:
+def contents(view: QueueView, children: list[Job], parent: Job) -> str:
     """What the queue holds, in words: its key count, the children, the parent, the counter."""
     if view.count == 0:
         return "the stepper's queue holds no key"
     groups: dict[str, list[str]] = {}
     for child in children:
-        if child["state"] is not None:
-            groups.setdefault(f"state {child['state']}, in {', '.join(child['sets']) or 'no state set'}",
-                              []).append(child["id"])
+        if child.state is not None:
+            groups.setdefault(f"state {child.state}, in {', '.join(child.sets) or 'no state set'}",
+                              []).append(child.id)
     kids = "; ".join(f"{' and '.join(ids)}: {words}" for words, ids in groups.items()) or "no child row"
-    held = (f"{parent['id']}: no row yet" if parent["state"] is None else
-            f"{parent['id']}: state {parent['state']}, in {', '.join(parent['sets']) or 'no state set'}")
-    deps = parent["dependencies"]
+    held = (f"{parent.id}: no row yet" if parent.state is None else
+            f"{parent.id}: state {parent.state}, in {', '.join(parent.sets) or 'no state set'}")
+    deps = parent.dependencies
     counter = "no :dependencies yet" if deps is None else f":dependencies = {deps}"
     return f"{plural(view.count, 'key')} in the stepper's queue; {kids}; {held}; {counter}"
 
@@ -139,7 +164,7 @@ class EnqueueStepper(Widget):
         Step("back", "Previous move rebuilt the move before", (do("previous"),)),
     )
 
-    def partial_context(self) -> dict[str, Any]:
+    def partial_context(self) -> dict[str, object]:
         return listing()
 
     def describe(self, moment: Moment) -> Description:
@@ -155,10 +180,9 @@ class EnqueueStepper(Widget):
             readout = f"Before move 1: {held}."
         else:
             readout = f"After move {at.move} of {TOTAL} ({title(at.move)}): {held}."
-        return Description(readout, {
-            "move": at.move, "total": TOTAL, "moves": [{"number": m.number, "title": m.title} for m in MOVES],
-            "non_job": at.non_job, "refused": at.refused, "refused_at": at.refused_at,
-            "parent": parent, "children": children})
+        return Description(readout, Picture(
+            move=at.move, total=TOTAL, moves=[MoveCard(number=m.number, title=m.title) for m in MOVES],
+            non_job=at.non_job, refused=at.refused, refused_at=at.refused_at, parent=parent, children=children))
 
     @reading("keys")
     def keys(self, now: Moment, before: Moment) -> Value:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from server.widgets import flow, outbox_entries
 from server.widgets.view import Moment, QueueView
 
@@ -60,14 +62,43 @@ def entry_words(raw: str, view: QueueView) -> str:
     return f"{entry.kind} {entry.child} → {entry.parent} (policy {entry.policy}), waiting for the Pump"
 
 
-def child_json(view: QueueView, child: flow.Child) -> dict[str, Any]:
+class Child(flow.ChildCard, kw_only=True):
+    policy: str | None  # its row's parent_policy token
+    error: str | None
+    attempts: str | None
+
+
+class Parent(flow.ParentCard, kw_only=True):
+    failed_child: str | None
+
+
+class Linked(msgspec.Struct, kw_only=True):
+    """The cross-queue flow: its parent at home, its child in mail, mail's outbox in words."""
+
+    parent: Parent
+    child: Child
+    outbox: list[str]
+
+
+class Picture(msgspec.Struct, kw_only=True):
+    policy: str
+    variant: str
+    tokens: list[str]  # the tokens the child rows hold
+    parent: Parent
+    children: list[Child]
+    linked: Linked
+
+
+def child_json(view: QueueView, child: flow.Child) -> Child:
     fields = view.fields(child.id)
-    return {**child.as_json(), "policy": fields.get("parent_policy"), "error": fields.get("last_error"),
-            "attempts": fields.get("attempts")}
+    return Child(**child.card_fields(), policy=fields.get("parent_policy"), error=fields.get("last_error"),
+                 attempts=fields.get("attempts"))
 
 
-def parent_json(reading: flow.FlowReading, part: str) -> dict[str, Any]:
-    return {**reading.parent.as_json(), "queue": part, "failed_child": reading.parent.fields.get("failed_child")}
+def parent_json(reading: flow.FlowReading, part: str) -> Parent:
+    fields = reading.parent.card_fields()
+    fields["queue"] = part
+    return Parent(**fields, failed_child=reading.parent.fields.get("failed_child"))
 
 
 def flows_of(moment: Moment) -> tuple[QueueView, QueueView, flow.FlowReading, flow.FlowReading]:
@@ -77,17 +108,17 @@ def flows_of(moment: Moment) -> tuple[QueueView, QueueView, flow.FlowReading, fl
             flow.read_flow(home, LINKED, [(mail, REMOTE)]))
 
 
-def picture(moment: Moment) -> dict[str, Any]:
+def picture(moment: Moment) -> Picture:
     home, mail, main, linked = flows_of(moment)
     policy, variant = choices(moment.state)
     children = [child_json(home, c) for c in main.children]
-    return {
-        "policy": policy, "variant": variant,
-        "tokens": sorted({c["policy"] for c in children if c["policy"]}),
-        "parent": parent_json(main, HOME), "children": children,
-        "linked": {"parent": parent_json(linked, HOME), "child": child_json(mail, linked.children[0]),
-                   "outbox": [entry_words(raw, mail) for raw in mail.items("flow:outbox")]},
-    }
+    return Picture(
+        policy=policy, variant=variant,
+        tokens=sorted({c.policy for c in children if c.policy}),
+        parent=parent_json(main, HOME), children=children,
+        linked=Linked(parent=parent_json(linked, HOME), child=child_json(mail, linked.children[0]),
+                      outbox=[entry_words(raw, mail) for raw in mail.items("flow:outbox")]),
+    )
 
 
 def tally(children: list[flow.Child]) -> str:

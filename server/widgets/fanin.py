@@ -8,7 +8,8 @@ worker's late completion, a redelivered completion.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+
+import msgspec
 
 from server.emq import flows, jobs, keyspace
 from server.emq.errors import EmqError, Gone
@@ -18,7 +19,7 @@ from server.widgets import base, flow
 from server.widgets.base import Body, Description, Design, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.reader import pipelined
 from server.widgets.turn import Turn
-from server.widgets.view import Moment, QueueView
+from server.widgets.view import Kept, Moment, QueueView
 
 PARENT = "JOBparent"
 CHILDREN = ("JOBchild1", "JOBchild2", "JOBchild3")
@@ -33,10 +34,29 @@ def result_of(job_id: str) -> str:
     return f"result of {job_id}"
 
 
-def claims(view: QueueView) -> list[dict[str, Any]]:
+class Claim(msgspec.Struct, kw_only=True):
+    id: str
+    token: str | None
+    deadline: str
+
+
+class Child(flow.ChildCard, kw_only=True):
+    token: str | None  # its row's attempts
+    deadline: str | None  # its lease's, while claimed
+
+
+class Picture(msgspec.Struct, kw_only=True):
+    parent: flow.ParentCard
+    children: list[Child]
+    active: list[Claim]
+    last: Kept | None  # the last completion sent: what Redeliver sends again
+    lapsed: Kept | None  # the lease that lapsed: what the late completion sends
+
+
+def claims(view: QueueView) -> list[Claim]:
     """The jobs in `active`, oldest lease first: id, token, deadline."""
-    return [{"id": member, "token": view.fields(member).get("attempts"),
-             "deadline": datetime.fromtimestamp(float(score) / 1000, UTC).strftime("%H:%M:%S UTC")}
+    return [Claim(id=member, token=view.fields(member).get("attempts"),
+                  deadline=datetime.fromtimestamp(float(score) / 1000, UTC).strftime("%H:%M:%S UTC"))
             for member, score in view.scores("active").items()]
 
 
@@ -69,15 +89,15 @@ class FanIn(Widget):
         view = moment.first
         reading_ = flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN])
         active = claims(view)
-        deadlines = {a["id"]: a["deadline"] for a in active}
-        children = [{**child.as_json(), "token": view.fields(child.id).get("attempts"),
-                     "deadline": deadlines.get(child.id)} for child in reading_.children]
-        return Description(self.readout(view, reading_, active), {
-            "parent": reading_.parent.as_json(), "children": children, "active": active,
-            "last": moment.kept("last"), "lapsed": moment.kept("lapsed")})
+        deadlines = {a.id: a.deadline for a in active}
+        children = [Child(**child.card_fields(), token=view.fields(child.id).get("attempts"),
+                          deadline=deadlines.get(child.id)) for child in reading_.children]
+        return Description(self.readout(view, reading_, active), Picture(
+            parent=reading_.parent.as_json(), children=children, active=active,
+            last=moment.kept("last"), lapsed=moment.kept("lapsed")))
 
     @staticmethod
-    def readout(view: QueueView, reading_: flow.FlowReading, active: list[dict[str, Any]]) -> str:
+    def readout(view: QueueView, reading_: flow.FlowReading, active: list[Claim]) -> str:
         parent = reading_.parent
         if parent.state is None:
             waiting = [c for c in CHILDREN if c in view.members("pending") or c in view.members("active")]
@@ -89,7 +109,7 @@ class FanIn(Widget):
                     "Press Reset.")
         line = f"{reading_.tally()} → {reading_.counter()}; {parent.fate()}"
         if active:
-            line += "; in active: " + ", ".join(f"{a['id']} (token {a['token']})" for a in active)
+            line += "; in active: " + ", ".join(f"{a.id} (token {a.token})" for a in active)
         return line
 
     dependencies = base.parent_reading("dependencies", PARENT)
@@ -146,21 +166,25 @@ class FanIn(Widget):
     @action("complete-child", "Complete child", ChildBody)
     async def complete_child(self, turn: Turn, body: ChildBody) -> Outcome:
         view = turn.moment.first
-        got = self.picked(turn, body)
+        got = self.picked(turn, body)  # a child in active, as read under the lock
         if got is None and body.child is not None:
             return info(f"{body.child} is not in active: claim it first.")
         if got is None:
-            got, _ = await self.take_next(turn)
+            got, _ = await self.take_next(turn)  # claimed into active under the lock
             if got is None:
                 return info("No child is claimed or waiting in pending: press Reset to start again.")
         job_id, token = got
         before = view.number(PARENT, ":dependencies")
+        held = self.parent_fate(turn.moment, turn.moment) == "held"
         line = jobs.lineage_of_row(turn.queue(), view.fields(job_id))
         await jobs.complete(turn.conn, turn.queue(), job_id, token, result_of(job_id), line=line, tail=turn.after)
         turn.remember(last={"id": job_id, "token": token, "result": result_of(job_id)})
         reached: tuple[str, ...] = ("counted",)
-        if before == 1 and self.parent_fate(await turn.read(), turn.moment) == "released":
-            reached += ("released",)  # the last child: read back, so the milestone is what Valkey holds
+        if before == 1 and held:
+            # the last child, with no read back (the click stays 4 round trips): under the lock the
+            # counter stood at 1 on a held parent and complete answered 1 for a child in active, so
+            # complete.lua's fan-in took it to 0 and released the parent (release_parent.lua)
+            reached += ("released",)
         return Outcome(text=f"Completed {job_id} with token {token}: complete answered 1 and counted it off "
                             "the parent.", reached=reached, detail={"child": job_id, "token": token})
 

@@ -9,13 +9,61 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, TypedDict
+
+import msgspec
 
 from server.emq import pump
 from server.widgets.view import QueueView
 
 Counted = Literal["processed", "ignored"]
 EntryState = Literal["waiting", "applied"]
+
+
+class ChildFields(TypedDict):
+    id: str
+    state: str | None
+    set: str | None
+    counted: Counted | None
+    entry: EntryState | None
+    where: str
+
+
+class ChildCard(msgspec.Struct, kw_only=True):
+    """A child as a picture draws it; a widget's own card adds its fields (`ChildFields`)."""
+
+    id: str
+    state: str | None
+    set: str | None
+    counted: Counted | None
+    entry: EntryState | None
+    where: str
+
+
+class ParentFields(TypedDict):
+    id: str
+    queue: str
+    state: str | None
+    sets: list[str]
+    dependencies: int | None
+    processed: dict[str, str]
+    ignored: dict[str, str]
+    done: int
+    in_pending: bool
+
+
+class ParentCard(msgspec.Struct, kw_only=True):
+    """A flow's parent as a picture draws it; a widget's own card adds its fields (`ParentFields`)."""
+
+    id: str
+    queue: str
+    state: str | None
+    sets: list[str]
+    dependencies: int | None
+    processed: dict[str, str] | list[str]  # the outbox lists its ids, sorted
+    ignored: dict[str, str]
+    done: int
+    in_pending: bool
 
 
 def trusted_by(sandbox: str) -> pump.Accept:
@@ -50,9 +98,12 @@ class Child:
             return "no row (retired); its completion waits in the outbox"
         return "no row"
 
-    def as_json(self) -> dict[str, Any]:
-        return {"id": self.id, "state": self.state, "set": self.set,
-                "counted": self.counted, "entry": self.entry, "where": self.words()}
+    def card_fields(self) -> ChildFields:
+        return ChildFields(id=self.id, state=self.state, set=self.set, counted=self.counted, entry=self.entry,
+                           where=self.words())
+
+    def as_json(self) -> ChildCard:
+        return ChildCard(**self.card_fields())
 
 
 def fate(state: str | None, sets: list[str]) -> str:
@@ -81,10 +132,13 @@ class Parent:
     def fate(self) -> str:
         return fate(self.state, self.sets)
 
-    def as_json(self) -> dict[str, Any]:
-        return {"id": self.id, "queue": self.queue, "state": self.state, "sets": self.sets,
-                "dependencies": self.dependencies, "processed": self.processed, "ignored": self.ignored,
-                "done": len(self.processed), "in_pending": "pending" in self.sets}
+    def card_fields(self) -> ParentFields:
+        return ParentFields(id=self.id, queue=self.queue, state=self.state, sets=self.sets,
+                            dependencies=self.dependencies, processed=self.processed, ignored=self.ignored,
+                            done=len(self.processed), in_pending="pending" in self.sets)
+
+    def as_json(self) -> ParentCard:
+        return ParentCard(**self.card_fields())
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from server.emq import flows, jobs, keyspace, pump
 from server.emq.errors import EmqError
 from server.emq.script import raise_first
 from server.emq.shape import FlowShapeError
-from server.widgets import flow
+from server.widgets import flow, ledger_card
 from server.widgets import ledger_batch as lb
 from server.widgets.base import (
     FATES,
@@ -32,6 +32,7 @@ from server.widgets.base import (
     reading,
 )
 from server.widgets.flow import plural
+from server.widgets.ledger_card import FlowCard
 from server.widgets.reader import pipelined
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
@@ -39,6 +40,17 @@ from server.widgets.view import Moment
 PARTS = tuple(f"ledger.{q}" for q in lb.LEDGER_QUEUES)
 FLOW4_PARENT = lb.FIXED[3]["parent"]["id"]
 MOST_CLAIMS = 16  # one press completes at most this many billing jobs (a console can flood pending)
+
+
+class Picture(msgspec.Struct, kw_only=True):
+    mode: str  # step, batch or own
+    move: int
+    total: int
+    picked: int | None
+    result: object  # the adds' result as the lab state keeps it ([[parent, [children]], ...])
+    retry: object  # what the retry of flow 4 returned (None: no retry)
+    refused: str
+    flows: list[FlowCard]
 
 
 class LedgerWidget(Widget):
@@ -70,28 +82,28 @@ class LedgerWidget(Widget):
         found += [lb.FLOW4_CHILD_FIXED] if rel == "billing" else []
         return tuple(i for i in dict.fromkeys(found) if lb.well_formed(i))
 
-    def partial_context(self) -> dict[str, Any]:
+    def partial_context(self) -> dict[str, object]:
         return {"own_sample": lb.OWN_SAMPLE, "ledger_queues": lb.LEDGER_QUEUES}
 
     def describe(self, moment: Moment) -> Description:
         led = lb.LedgerState.of(moment.state)
         plans = led.plans()
         views = {q: moment.view(f"ledger.{q}") for q in lb.LEDGER_QUEUES}
-        rows = [lb.card(n, plan, views, entry, n <= led.move, led.errors.get(str(n)))
+        rows = [ledger_card.card(n, plan, views, entry, n <= led.move, led.errors.get(str(n)))
                 for n, (plan, entry) in enumerate(zip(plans, lb.entries_of(plans, led.result)), 1)]
-        return Description(self.readout(led, rows), {
-            "mode": led.mode, "move": led.move, "total": len(rows), "picked": led.picked, "result": led.result,
-            "retry": led.retry, "refused": led.refused, "flows": rows})
+        return Description(self.readout(led, rows), Picture(
+            mode=led.mode, move=led.move, total=len(rows), picked=led.picked, result=led.result,
+            retry=led.retry, refused=led.refused, flows=rows))
 
     @staticmethod
-    def readout(led: lb.LedgerState, rows: list[dict[str, Any]]) -> str:
-        if led.mode == "step" and led.move == 0 and all(r["state"] is None for r in rows):
+    def readout(led: lb.LedgerState, rows: list[FlowCard]) -> str:
+        if led.mode == "step" and led.move == 0 and all(r.state is None for r in rows):
             return "Before flow 1: the result list is empty and no flow's parent has a row."
         how = {"step": f"Flow {led.move} of {len(rows)} added one at a time",
                "batch": f"After one add_bulk over the {len(rows)} flows",
                "own": f"After your batch of {plural(len(rows), 'flow')}" + (", refused whole by the gate"
                                                                            if led.refused else "")}[led.mode]
-        parents = ", ".join(f"{r['number']}: {r['word']}" for r in rows)
+        parents = ", ".join(f"{r.number}: {r.word}" for r in rows)
         return f"{how}: {plural(len(led.result), 'entry', 'entries')} in the result; parents — {parents}."
 
     @reading("flow4-parent")

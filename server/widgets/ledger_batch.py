@@ -20,9 +20,7 @@ import msgspec
 from server.emq import keyspace
 from server.sandboxes import keys
 from server.settings import Settings
-from server.widgets import flow
-from server.widgets.base import FATES, Body
-from server.widgets.view import QueueView
+from server.widgets.base import Body
 
 # The limits a learner's batch is held to (an action's body type is fixed at import).
 LIMITS = Settings.from_env()
@@ -158,50 +156,6 @@ def entries_of(plans: Sequence[Planned], result: Sequence[Any]) -> list[list[Any
         found.append(list(result[at]) if hit else None)
         at += hit
     return found
-
-
-def card(n: int, plan: Planned, views: dict[str, QueueView], entry: list[Any] | None,
-         tried: bool, error: str | None) -> dict[str, Any]:
-    """One flow as Valkey holds it now, beside what the add returned for it."""
-    status: dict[str, Any] = {"number": n, "parent": plan.parent, "path": plan.path, "entry": entry,
-                              "tried": tried, "error": error, "state": None, "dependencies": None,
-                              "processed": 0, "sets": []}
-    if all(well_formed(i) for i in (plan.parent, *(c for c, _ in plan.children))):
-        found = flow.read_flow(views["orders"], plan.parent, [(views[q], c) for c, q in plan.children])
-        p = found.parent
-        status.update(state=p.state, dependencies=p.dependencies, processed=len(p.processed), sets=p.sets)
-        status["children"] = [{**c.as_json(), "queue": rel} for c, (_, rel) in zip(found.children, plan.children)]
-    else:
-        # an ill-formed id never became a key: the gate refused the batch it was in
-        status["children"] = [{"id": c, "queue": q, "state": None, "set": None,
-                               "where": "no row" if well_formed(c) else "ill-formed: no key can be built for it"}
-                              for c, q in plan.children]
-    status["word"] = parent_word(status)
-    status["line"] = card_line(status)
-    return status
-
-
-def parent_word(s: dict[str, Any]) -> str:
-    if s["state"] is None:
-        return "no row" if s["tried"] else "not added yet"
-    return FATES.get(s["state"], str(s["state"]))
-
-
-def card_line(s: dict[str, Any]) -> str:
-    if s["entry"]:
-        found = f"in the result as ({s['entry'][0]}, [{', '.join(s['entry'][1])}])"
-    elif not s["tried"]:
-        found = "not added yet"
-    else:
-        found = "not in the result" + (f" (refused: {s['error']})" if s["error"] else "")
-    if s["state"] is None:
-        parent = f"parent {s['parent']}: no row"
-    else:
-        deps = "no :dependencies" if s["dependencies"] is None else f":dependencies = {s['dependencies']}"
-        where = f"in {', '.join(s['sets'])}" if s["sets"] else "in no state set"
-        parent = f"parent {s['parent']}: {s['state']}, {deps}, {where}"
-    kids = "; ".join(f"{c['id']} (ledger.{c['queue']}) {c['where']}" for c in s["children"])
-    return f"Flow {s['number']} ({s['path']}) is {found}; {parent}; children: {kids}."
 
 
 FIXED_PLAN = tuple(planned(f) for f in FIXED)

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from redis import exceptions as redis_errors
 from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
@@ -24,7 +25,7 @@ from server.widgets import flow
 from server.widgets.base import Body, Description, Design, Outcome, Step, Value, Widget, action, do, reading
 from server.widgets.flow import plural
 from server.widgets.turn import Turn
-from server.widgets.view import Moment, QueueView, shown
+from server.widgets.view import Kept, Moment, QueueView, shown
 
 PARENT, CHILD, FLAT = "JOBparent", "JOBchild", "JOBflat"
 RESULT = "packed"  # one word: the line reads as it was sent
@@ -102,6 +103,20 @@ class Press:
         return self.first.startswith("(error) EMQSTATE") and not self.moved
 
 
+class Flat(msgspec.Struct, kw_only=True):
+    id: str
+    state: str | None
+    set: str | None
+
+
+class Picture(msgspec.Struct, kw_only=True):
+    parent: flow.ParentCard
+    child: flow.ChildCard
+    flat: Flat  # a job of no flow, claimed beside it
+    executor: str  # "present" or "absent": the EMQ module's native executor
+    last: Kept | None  # the last press: what it sent and what changed
+
+
 class Native(Widget):
     name = "native"
     title = "The native refusal"
@@ -141,10 +156,10 @@ class Native(Widget):
                    f"{flat_words(view)}.")
         if state.get("executor") == "absent":
             readout += " " + ABSENT
-        flat = {"id": FLAT, "state": view.fields(FLAT).get("state"), "set": next(iter(view.sets_of(FLAT)), None)}
-        return Description(readout, {
-            "parent": reading_.parent.as_json(), "child": child.as_json(), "flat": flat,
-            "executor": state.get("executor", ""), "last": moment.kept("last")})
+        flat = Flat(id=FLAT, state=view.fields(FLAT).get("state"), set=next(iter(view.sets_of(FLAT)), None))
+        return Description(readout, Picture(
+            parent=reading_.parent.as_json(), child=child.as_json(), flat=flat,
+            executor=state.get("executor", ""), last=moment.kept("last")))
 
     @reading("keys-changed")
     def keys_changed(self, now: Moment, before: Moment) -> Value:
@@ -169,7 +184,8 @@ class Native(Widget):
         turn.remember(last={
             "action": slug, "line": shown(sent.line, turn.sandbox),
             "reply": shown(sent.reply, turn.sandbox), "error": sent.error, "absent": sent.absent,
-            "before": [k.as_json() for k in before.keys], "after": [k.as_json() for k in after.keys],
+            "before": msgspec.to_builtins([k.as_json() for k in before.keys]),
+            "after": msgspec.to_builtins([k.as_json() for k in after.keys]),
             "changes": [{"name": n, "kind": k} for n, k in named], "unchanged": not moved})
         if slug != "script":  # a native line tells whether this Valkey has the executor
             turn.remember(executor="absent" if sent.absent else "present")

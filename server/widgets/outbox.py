@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import msgspec
 from redis.asyncio import RedisCluster
 from redis.exceptions import ResponseError
 
@@ -30,7 +31,7 @@ from server.widgets.base import (
     info,
     reading,
 )
-from server.widgets.outbox_entries import Lane
+from server.widgets.outbox_entries import Lane, LaneCard, LaneChild
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
 
@@ -47,6 +48,17 @@ MAX_ENTRIES = 12
 POISON = '{"kind":"completed","child":"JOBtorn","parent":'
 SOLO, SOLO_CHILD = "JOBsolo", "JOBsolo1"  # "Try it as one script": ids no other action uses
 EMPTY = "Both outboxes are empty, so the Pump had nothing to deliver."
+
+
+class Parent(flow.ParentCard, kw_only=True):
+    slot: int  # the home queue's hash slot
+
+
+class Picture(msgspec.Struct, kw_only=True):
+    parent: Parent  # its `processed` the ids, sorted
+    queues: list[LaneCard]
+    max_blocked: int
+    cluster: bool
 
 
 class Outbox(Widget):
@@ -87,13 +99,15 @@ class Outbox(Widget):
         home = moment.view(HOME)
         reading_ = flow.read_flow(home, PARENT, [(moment.view(p), cid) for p, cid in CHILDREN])
         lanes = self.lanes(moment)
-        parent = {**reading_.parent.as_json(), "queue": HOME, "slot": keyspace.queue_slot(home.queue),
-                  "processed": sorted(reading_.parent.processed)}
-        pictured = [{**lane.as_json(home.queue), "children": [
-            {**replace(c, entry=lane.waits(c.id)).as_json(), "queue": lane.part}
-            for c in reading_.children if c.queue == lane.queue]} for lane in lanes]
-        return Description(self.readout(reading_, lanes), {
-            "parent": parent, "queues": pictured, "max_blocked": MAX_BLOCKED, "cluster": home.node is not None})
+        fields = reading_.parent.card_fields()
+        fields["queue"] = HOME
+        parent = Parent(**fields, slot=keyspace.queue_slot(home.queue))
+        parent.processed = sorted(reading_.parent.processed)  # the ids, as the page lists them
+        pictured = [lane.as_json(home.queue, [
+            LaneChild(**replace(c, entry=lane.waits(c.id)).card_fields(), queue=lane.part)
+            for c in reading_.children if c.queue == lane.queue]) for lane in lanes]
+        return Description(self.readout(reading_, lanes), Picture(
+            parent=parent, queues=pictured, max_blocked=MAX_BLOCKED, cluster=home.node is not None))
 
     @staticmethod
     def readout(reading_: flow.FlowReading, lanes: list[Lane]) -> str:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
+
+import msgspec
 
 from server.emq import keyspace, pump
 from server.widgets import flow
@@ -97,10 +99,31 @@ class Lane:
         return "waiting" if any(s.verdict == "waiting" and s.entry and s.entry.child == child
                                 for s in self.entries) else None
 
-    def as_json(self, home: str) -> dict[str, Any]:
-        return {"part": self.part, "slot": keyspace.queue_slot(self.queue), "head_count": self.head_count,
-                "outbox": [{"text": s.words(home), "verdict": s.verdict} for s in self.entries],
-                "poison": [{"text": s.words(home), "verdict": s.verdict} for s in self.aside]}
+    def as_json(self, home: str, children: list[LaneChild]) -> LaneCard:
+        return LaneCard(part=self.part, slot=keyspace.queue_slot(self.queue), head_count=self.head_count,
+                        outbox=[EntryCard(text=s.words(home), verdict=s.verdict) for s in self.entries],
+                        poison=[EntryCard(text=s.words(home), verdict=s.verdict) for s in self.aside],
+                        children=children)
+
+
+class EntryCard(msgspec.Struct, kw_only=True):
+    text: str
+    verdict: str
+
+
+class LaneChild(flow.ChildCard, kw_only=True):
+    queue: str  # the lane's part
+
+
+class LaneCard(msgspec.Struct, kw_only=True):
+    """One child queue as the outbox's picture draws it."""
+
+    part: str
+    slot: int
+    head_count: int
+    outbox: list[EntryCard]
+    poison: list[EntryCard]
+    children: list[LaneChild]
 
 
 def lane_of(view: QueueView, home: str, parent: str, counted: set[str]) -> Lane:

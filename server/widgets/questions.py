@@ -43,10 +43,25 @@ class Question(msgspec.Struct, frozen=True):
         """The legend as the class page and answers.json list it: for no moment in particular."""
         return self.legend.replace("{subject}", "the next child")
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> Asked:
         """What a snapshot carries: the question, never its answer."""
-        return {"id": self.id, "action": self.action, "legend": self.legend, "kind": self.answer,
-                "choices": [{"value": v, "label": label} for v, label in self.choices]}
+        return Asked(id=self.id, action=self.action, legend=self.legend, kind=self.answer,
+                     choices=[Choice(value=v, label=label) for v, label in self.choices])
+
+
+class Choice(msgspec.Struct):
+    value: str
+    label: str
+
+
+class Asked(msgspec.Struct, kw_only=True):
+    """A question open now, as a snapshot carries it (the page draws its fieldset)."""
+
+    id: str
+    action: str
+    legend: str
+    kind: Literal["number", "choice"]
+    choices: list[Choice]
 
 
 class Verdict(msgspec.Struct, frozen=True):

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import time
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -28,6 +28,8 @@ from server.widgets.view import Moment
 Fault = Literal["crash", "lapse", "twice"]
 # the runs going in this process, by sandbox: Reset stops its sandbox's run
 RUNS: dict[str, asyncio.Task[str]] = {}
+# the tour's race, played on a sandbox's first showing: the recorded run a page shows before any Run
+RECORDED: dict[str, object] = {"workers": 3, "children": 6, "faults": ["crash", "lapse", "twice"], "seed": 2}
 
 
 class RunBody(Body):
@@ -47,11 +49,12 @@ class RaceLab(Widget):
                  "a lease lapses while its worker stalls", "a completion is delivered twice",
                  "use the early-release complete (below)"), groups=("Race controls",))
     queue_parts = ("race",)
+    runs_unlocked = True  # Run lets the lock go while the workers race: Reset may stop it
     rows = (PARENT, *child_ids(16))
     reset_text = "Reset: any run stopped, and the flow landed again through the real scripts."
     tour = (
         Step("raced", "A race ran on the course's scripts and every invariant held",
-             (do("run", workers=3, children=5, faults=["crash", "lapse", "twice"], seed=7),)),
+             (do("run", **RECORDED),)),
     )
 
     async def land(self, turn: Turn, children: int = 6) -> None:
@@ -60,9 +63,19 @@ class RaceLab(Widget):
             "children": [{"id": c, "payload": f"part {i}"} for i, c in enumerate(child_ids(children), 1)],
         })
 
+    async def first_shown(self, turn: Turn) -> None:
+        """The tour's race on the flow just landed, under the showing's lock (Reset waits
+        for it, at most the time cap): a page without JavaScript shows a recorded run."""
+        body = msgspec.convert(RECORDED, RunBody)
+        plan = Plan(body.workers, body.children, tuple(sorted(body.faults)), False, body.seed)
+        state = keys.state_key(turn.queue())
+        ended = await Race(turn.conn, turn.queue(), state, plan).run()
+        await turn.conn.hset(state, "run", json.dumps(
+            {"status": "done", "ended": ended, "choices": _choices(plan), "recorded": True}))
+
     def describe(self, moment: Moment) -> Description:
         found = race_judge.picture(moment)
-        return Description(race_judge.readout(found), msgspec.to_builtins(found))
+        return Description(race_judge.readout(found), found)
 
     @reading("released-early")
     def released_early(self, now: Moment, before: Moment) -> Value:
@@ -77,8 +90,7 @@ class RaceLab(Widget):
         if going.get("status") == "running" and int(going.get("until") or 0) > time.time() * 1000:
             raise Refused("A run of this sandbox is still going: wait for it to end, or press Reset.")
         plan = Plan(body.workers, body.children, tuple(sorted(set(body.faults))), body.early_release, body.seed)
-        choices = {"workers": plan.workers, "children": plan.children, "faults": list(plan.faults),
-                   "early_release": plan.early_release, "seed": plan.seed}
+        choices = _choices(plan)
         await turn.clear()
         await self.land(turn, plan.children)
         state = keys.state_key(turn.queue())
@@ -115,5 +127,11 @@ class RaceLab(Widget):
                 await running
         return await super().reset(turn, body)
 
-    def partial_context(self) -> dict[str, Any]:
+    def partial_context(self) -> dict[str, object]:
         return {"early_script": EARLY.source, "early_name": "complete_early_release.lua"}
+
+
+def _choices(plan: Plan) -> dict[str, object]:
+    """A run's choices as the lab state keeps them: every page shows the same ones."""
+    return {"workers": plan.workers, "children": plan.children, "faults": list(plan.faults),
+            "early_release": plan.early_release, "seed": plan.seed}

@@ -41,6 +41,7 @@ class Choices(msgspec.Struct, frozen=True):
 class Picture(msgspec.Struct, frozen=True):
     seed: int
     status: str  # ready | running | done
+    recorded: bool  # the tour's race, played when the sandbox first showed the widget
     ended: str
     choices: Choices
     script: str  # the complete the workers ran
@@ -50,6 +51,7 @@ class Picture(msgspec.Struct, frozen=True):
     timeline: list[Entry]
     invariants: list[Invariant]
     broken: str  # one sentence: which invariant broke, and why ("" when none)
+    held: str  # one sentence when a finished run left the parent held, and why ("" otherwise)
 
 
 def timeline(moment: Moment) -> list[Entry]:
@@ -110,6 +112,17 @@ def broken_sentence(found: list[Invariant]) -> str:
     return f"{broken[0].id} broke: {broken[0].text}"
 
 
+def held_sentence(status: str, state: str | None, deps: int | None, entries: list[Entry]) -> str:
+    """Said plainly when a finished run left the parent held: safe, yet never released."""
+    if status != "done" or state != "awaiting_children":
+        return ""
+    if any(e.reply.startswith("1: the row retired") for e in entries):
+        return (f"The parent is still held and nothing will release it: a late completion retired a child "
+                f"that had already left active without counting it, so :dependencies stays at {deps} "
+                "(the lost count dive 01 teaches).")
+    return f"The parent is still held: the run ended with :dependencies = {deps}, children still outstanding."
+
+
 def picture(moment: Moment) -> Picture:
     run = moment.kept("run") or {}
     choices = _choices(run.get("choices"))
@@ -117,13 +130,16 @@ def picture(moment: Moment) -> Picture:
     state = view.fields(PARENT).get("state")
     status = str(run.get("status") or "ready")
     found = invariants(moment, choices.children) if status == "done" else []
+    entries = timeline(moment)
     return Picture(
-        seed=choices.seed, status=status, ended=str(run.get("ended") or ""), choices=choices,
+        seed=choices.seed, status=status, recorded=bool(run.get("recorded")), ended=str(run.get("ended") or ""),
+        choices=choices,
         script="complete_early_release" if choices.early_release else "complete",
         parent={"awaiting_children": "held", "pending": "released", "active": "released and claimed",
                 None: "gone"}.get(state, state or "gone"),
         dependencies=view.number(PARENT, ":dependencies"), processed=len(view.fields(PARENT, ":processed")),
-        timeline=timeline(moment), invariants=found, broken=broken_sentence(found))
+        timeline=entries, invariants=found, broken=broken_sentence(found),
+        held=held_sentence(status, state, view.number(PARENT, ":dependencies"), entries))
 
 
 def _choices(raw: Any) -> Choices:
@@ -140,5 +156,7 @@ def readout(found: Picture) -> str:
         return (f"A parent held on {found.choices.children} children in queue race: "
                 "choose the workers and faults, then Run.")
     held = sum(i.held for i in found.invariants)
-    return (f"The run ended at {found.ended}: the parent is {found.parent}, :dependencies = {found.dependencies}; "
-            f"{held} of {len(found.invariants)} invariants held." + (f" {found.broken}" if found.broken else ""))
+    said = (f"The run ended at {found.ended}: the parent is {found.parent}, :dependencies = {found.dependencies}; "
+            f"{held} of {len(found.invariants)} invariants held.")
+    recorded = "A recorded run (the tour's race, played when this sandbox first showed the page)."
+    return " ".join(s for s in (recorded if found.recorded else "", said, found.broken, found.held) if s)

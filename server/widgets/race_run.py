@@ -119,9 +119,11 @@ class Race:
             self.stop.set()
             await asyncio.gather(*tasks, return_exceptions=True)  # each ends its call in flight
         finally:
-            for w in self.workers:
-                with contextlib.suppress(Exception):
-                    await w.conn.aclose()
+            # shielded: a Reset cancels the run, and a close cut short by that cancel would leave
+            # the workers' connections open (CLIENT LIST would still show them)
+            closing = asyncio.gather(*(w.conn.aclose() for w in self.workers), return_exceptions=True)
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(closing)
         return self.ended
 
     @property

@@ -8,11 +8,13 @@ answers are kept in the lab state, beside the keys they came from.
 
 from __future__ import annotations
 
+import msgspec
+
 from server.emq import flows, jobs, results
 from server.widgets import base, flow
 from server.widgets.base import Body, Description, Design, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.turn import Turn
-from server.widgets.view import Moment
+from server.widgets.view import Kept, Moment
 
 PARENT = "JOBquote"
 CHILDREN = ("JOBleg1", "JOBleg2", "JOBleg3")
@@ -24,6 +26,12 @@ LEASE_MS = 30_000
 
 def dict_words(found: dict[str, str]) -> str:
     return "{" + ", ".join(f"{k}: {v}" for k, v in found.items()) + "}" if found else "{} (empty)"
+
+
+class Picture(msgspec.Struct, kw_only=True):
+    parent: flow.ParentCard
+    children: list[flow.ChildCard]
+    read: Kept | None  # what the last reads returned (`read` in the lab state), and whether it is `current`
 
 
 class ResultsReader(Widget):
@@ -58,8 +66,8 @@ class ResultsReader(Widget):
             now = {"values": view.fields(PARENT, ":processed"), "ignored": view.fields(PARENT, ":ignored"),
                    "dependencies": view.number(PARENT, ":dependencies") or 0}
             read["current"] = all(read.get(k) == v for k, v in now.items())
-        return Description(self.readout(found), {
-            "parent": found.parent.as_json(), "children": [c.as_json() for c in found.children], "read": read})
+        return Description(self.readout(found), Picture(
+            parent=found.parent.as_json(), children=[c.as_json() for c in found.children], read=read))
 
     @staticmethod
     def readout(found: flow.FlowReading) -> str:

@@ -21,7 +21,7 @@ from server.emq.script import Call
 from server.emq.wire import Conn
 from server.sandboxes import admission, answers, progress
 from server.widgets import questions, reader
-from server.widgets.base import Body, Outcome, Refused, Widget
+from server.widgets.base import Body, Outcome, Refused, ResetStillFull, Widget
 from server.widgets.questions import Verdict
 from server.widgets.snapshot import Catalog, Snapshot
 from server.widgets.turn import LOCK_WAIT_S, Actor, Busy, Turn
@@ -68,6 +68,7 @@ async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = Non
     else:
         try:
             await _land(widget, held)
+            await widget.first_shown(held)
         except BaseException:
             await held.release()
             raise
@@ -86,7 +87,10 @@ async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, adm
         # Over maxmemory the lock (a write) is refused, deletes are not: a Reset frees the
         # widget's keys first (clear.lua deletes before it writes), then takes the lock.
         await held.clear()
-        before = await held.take()
+        try:
+            before = await held.take()
+        except OutOfMemoryError as exc:
+            raise ResetStillFull from exc
     try:
         if not before.landed and slug != "reset":
             if admit is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Literal, cast
 
 import msgspec
 
@@ -15,8 +15,32 @@ from server.sandboxes import progress
 from server.sandboxes.progress import WidgetProgress
 from server.widgets import questions
 from server.widgets.base import Widget
-from server.widgets.questions import Question
-from server.widgets.view import Moment
+from server.widgets.questions import Asked, Question, Verdict
+from server.widgets.view import Moment, QueueShape
+
+
+class Record(msgspec.Struct, kw_only=True):
+    """The last action's record as the lab state keeps it (`runner._record`): what, which
+    button, who, from which page. Every field has a default: an older record still reads."""
+
+    text: str = ""
+    kind: Literal["ok", "refused", "info"] = "ok"
+    detail: dict[str, object] = {}
+    action: str = ""
+    label: str = ""
+    by: str = "learner"
+    name: str = ""
+    tab: str = ""
+    reached: list[str] = []
+    verdict: Verdict | None = None
+
+
+class StepState(msgspec.Struct):
+    """One milestone of the tour's checklist."""
+
+    id: str
+    label: str
+    reached: bool
 
 
 class Snapshot(msgspec.Struct, kw_only=True):
@@ -24,13 +48,13 @@ class Snapshot(msgspec.Struct, kw_only=True):
     ver: int  # the server's clock at the widget's last action: pages paint in ver order
     landed: bool
     key_count: int
-    queues: list[dict[str, Any]]
+    queues: list[QueueShape]
     readout: str
-    picture: dict[str, Any] | None
+    picture: msgspec.Struct | None  # the widget's own picture (`Widget.describe`)
     problem: str | None  # a key of the wrong type: what it is, and Reset
-    outcome: dict[str, Any] | None  # the last action's record (text, by whom, from which page)
-    questions: list[dict[str, Any]]  # the questions open now (one per action), never their answers
-    steps: list[dict[str, Any]]  # the tour's checklist: id, label, reached
+    outcome: Record | None  # the last action's record (text, by whom, from which page)
+    questions: list[Asked]  # the questions open now (one per action), never their answers
+    steps: list[StepState]  # the tour's checklist
     progress: WidgetProgress
 
 
@@ -59,9 +83,10 @@ def compose(catalog: Catalog, widget: Widget, moment: Moment, fields: Mapping[st
     record = progress.of_widget(fields, widget.name, [s.id for s in widget.tour])
     prefix = moment.first.queue.partition(".")[0] + "." if moment.views else ""
     # names and values as the learner writes them: no sandbox prefix, a row's parent_queue included
-    queues, readout, picture, outcome = unsandboxed(
-        ([v.as_json() for v in moment.views.values()], described.readout if described else "",
-         described.picture if described else None, moment.kept("outcome")), prefix)
+    picture = described.picture if described else None
+    shown = Shown(queues=[v.as_json() for v in moment.views.values()], readout=described.readout if described else "",
+                  picture=picture, outcome=record_of(moment))
+    queues, readout, picture, outcome = unsandboxed(shown, prefix)
     return Snapshot(
         widget=widget.name,
         ver=int(moment.state.get("ver") or 0),
@@ -73,20 +98,46 @@ def compose(catalog: Catalog, widget: Widget, moment: Moment, fields: Mapping[st
         problem=problem,
         outcome=outcome,
         questions=[q.as_json() for q in asked],
-        steps=[{"id": s.id, "label": s.label, "reached": s.id in record.reached} for s in widget.tour],
+        steps=[StepState(s.id, s.label, s.id in record.reached) for s in widget.tour],
         progress=record,
     )
 
 
-T = TypeVar("T")
+def record_of(moment: Moment) -> Record | None:
+    """The last action's record, or None: a half-written or older one must not break a picture."""
+    kept = moment.kept("outcome")
+    try:
+        return msgspec.convert(kept, Record) if kept is not None else None
+    except msgspec.ValidationError:
+        return None
 
 
-def unsandboxed(value: T, prefix: str) -> T:
-    """`value` (JSON's types) with every `<sandbox>.` inside its strings removed: a page never
-    shows the sandbox id (a class member would learn the target of an attack). Done on the
-    encoded bytes, where the id (letters, digits and a dot) reads as it does in the strings:
-    one pass in C rather than a walk of every string in Python (a fifth of a snapshot's cost)."""
-    if not prefix:
-        return value
-    raw = msgspec.json.encode(value).replace(prefix.encode(), b"")
-    return msgspec.json.decode(raw)  # type: ignore[no-any-return]
+class Shown(msgspec.Struct, kw_only=True):
+    """What a snapshot shows that may name the sandbox: the keys, the readout, the picture, the record."""
+
+    queues: list[QueueShape]
+    readout: str
+    picture: msgspec.Struct | None
+    outcome: Record | None
+
+
+def unsandboxed(shown: Shown, prefix: str) -> tuple[list[QueueShape], str, msgspec.Struct | None, Record | None]:
+    """`shown` with every `<sandbox>.` inside its strings removed: a page never shows the
+    sandbox id (a class member would learn the target of an attack). Done on the encoded
+    bytes, where the id (letters, digits and a dot) reads as it does in the strings: one
+    pass in C rather than a walk of every string in Python (a fifth of a snapshot's cost),
+    decoded back into the same types (the picture's own Struct)."""
+    if prefix:
+        raw = msgspec.json.encode(shown).replace(prefix.encode(), b"")
+        shown = msgspec.json.decode(raw, type=_shape(type(shown.picture) if shown.picture is not None else None))
+    return shown.queues, shown.readout, shown.picture, shown.outcome
+
+
+@functools.cache
+def _shape(picture: type[msgspec.Struct] | None) -> type[Shown]:
+    """`Shown` with its picture the widget's own Struct (None: a widget with none), so the
+    decode types it; one subclass per picture type, made once."""
+    if picture is None:
+        return Shown
+    made = msgspec.defstruct(f"Shown{picture.__name__}", [("picture", picture | None)], bases=(Shown,), kw_only=True)
+    return cast(type[Shown], made)

@@ -7,7 +7,9 @@ is read from the keys: a node landed when its row exists or its parent counted i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+import msgspec
 
 from server.emq import flows, jobs
 from server.emq.errors import EmqError
@@ -44,20 +46,38 @@ def landed(view: QueueView) -> list[str]:
     return [n for n in ORDER if view.row(n) is not None or counted(view, n)]
 
 
-def node_json(view: QueueView, node: str) -> dict[str, Any]:
+class NodeCard(msgspec.Struct, kw_only=True):
+    id: str
+    depth: int
+    role: Literal["root", "inner", "leaf"]
+    state: str | None  # "completed": no row, counted in its parent's :processed
+    sets: list[str]
+    parent: str | None
+    dependencies: int | None
+    processed: list[str]
+
+
+class Picture(msgspec.Struct, kw_only=True):
+    landed: int
+    total: int
+    next: str | None  # the next node in the walk
+    nodes: list[NodeCard]
+
+
+def node_json(view: QueueView, node: str) -> NodeCard:
     row = view.fields(node)
     state = row.get("state") if view.row(node) is not None else ("completed" if counted(view, node) else None)
-    return {"id": node, "depth": LEVEL[node], "role": "root" if node == ROOT else "inner" if node == INNER else "leaf",
-            "state": state, "sets": view.sets_of(node), "parent": row.get("parent"),
-            "dependencies": view.number(node, ":dependencies"), "processed": sorted(view.fields(node, ":processed"))}
+    return NodeCard(id=node, depth=LEVEL[node], role="root" if node == ROOT else "inner" if node == INNER else "leaf",
+                    state=state, sets=view.sets_of(node), parent=row.get("parent"),
+                    dependencies=view.number(node, ":dependencies"), processed=sorted(view.fields(node, ":processed")))
 
 
-def node_line(n: dict[str, Any]) -> str:
-    if n["state"] == "completed":
-        return f"{n['id']}: completed, counted in {PARENT_OF[n['id']]}'s :processed"
-    line = f"{n['id']}: {n['state'] or 'no state'}, in {', '.join(n['sets']) or 'no state set'}"
-    line += f", :dependencies = {n['dependencies']}" if n["dependencies"] is not None else ""
-    return line + (f", parent = {n['parent']}" if n["parent"] else "")
+def node_line(n: NodeCard) -> str:
+    if n.state == "completed":
+        return f"{n.id}: completed, counted in {PARENT_OF[n.id]}'s :processed"
+    line = f"{n.id}: {n.state or 'no state'}, in {', '.join(n.sets) or 'no state set'}"
+    line += f", :dependencies = {n.dependencies}" if n.dependencies is not None else ""
+    return line + (f", parent = {n.parent}" if n.parent else "")
 
 
 class Tree(Widget):
@@ -86,14 +106,14 @@ class Tree(Widget):
         nodes = [node_json(view, n) for n in ORDER]
         done = landed(view)
         missing = [n for n in ORDER if n not in done]
-        picture = {"landed": len(done), "total": len(ORDER), "next": missing[0] if missing else None, "nodes": nodes}
+        picture = Picture(landed=len(done), total=len(ORDER), next=missing[0] if missing else None, nodes=nodes)
         if not done:
             return Description("Before the walk: no node has landed yet; Next node lands the root first.", picture)
         head = f"{len(done)} of {len(ORDER)} nodes landed" + (
             f" (next in the walk: {missing[0]})" if missing else ", the walk is complete")
-        lines = "; ".join(node_line(n) for n in nodes if n["state"] is not None)
+        lines = "; ".join(node_line(n) for n in nodes if n.state is not None)
         root = nodes[0]
-        fate = flow.fate(root["state"], root["sets"]) if view.row(ROOT) is not None else "no row"
+        fate = flow.fate(root.state, root.sets) if view.row(ROOT) is not None else "no row"
         return Description(f"{head}. " + (f"{lines}. " if lines else "") + f"The root: {fate}.", picture)
 
     root_claimable = base.parent_reading("root-claimable", ROOT)
@@ -117,14 +137,14 @@ class Tree(Widget):
         except EmqError as exc:
             return Outcome(text=f"Landing {node.id} was refused: {exc.message}", kind="refused")
         n = node_json((await turn.read()).first, node.id)
-        where = ", ".join(n["sets"]) or "no state set"
+        where = ", ".join(n.sets) or "no state set"
         if node.children or up is None:
-            what = f"held as a parent (state {n['state']}, :dependencies = {n['dependencies']}, in {where})"
-            what += f", and landed as a child of {n['parent']}" if n["parent"] else ""
+            what = f"held as a parent (state {n.state}, :dependencies = {n.dependencies}, in {where})"
+            what += f", and landed as a child of {n.parent}" if n.parent else ""
         else:
-            what = f"landed as a leaf (state {n['state']}, in {where}), a child of {n['parent']}"
+            what = f"landed as a leaf (state {n.state}, in {where}), a child of {n.parent}"
         return Outcome(text=f"Node {i + 1} of {len(ORDER)}, {node.id}: {what}.", reached=(WALKED[i],),
-                       detail={"node": node.id, "state": n["state"], "parent": n["parent"]})
+                       detail={"node": node.id, "state": n.state, "parent": n.parent})
 
     @action("previous", "Previous node")
     async def previous_node(self, turn: Turn, body: Body) -> Outcome:

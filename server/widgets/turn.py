@@ -23,7 +23,8 @@ from server.emq.wire import Conn
 from server.refusal import Refusal
 from server.sandboxes import keys
 from server.sandboxes.sandbox import queue_name
-from server.widgets.reader import SNAPSHOT_BYTES, Command, moment_of, pipelined, queues_of, read, read_calls
+from server.widgets.reader import SNAPSHOT_BYTES, Command, moment_of, pipelined, queues_of, read_calls
+from server.widgets.reader import read as read  # re-exported: the tests read a widget from here
 from server.widgets.view import Moment
 
 if TYPE_CHECKING:
@@ -108,9 +109,12 @@ class Turn:
         return self.moment
 
     async def read(self) -> Moment:
-        """Read again (after the action's writes: a verdict, a replay's next step)."""
-        await self.flush()
-        self.moment = await read(self.conn, self.widget, self.sandbox, self.budget)
+        """Read again (after the action's writes: a verdict, a replay's next step); what
+        waits for the finish is written first, in the same round trip."""
+        pending = self.pending()
+        replies = await pipelined(self.conn, [*pending, *read_calls(self.widget, self.sandbox, self.budget)])
+        self.kept, self.after = {}, []  # best effort, as in flush: their errors stay unraised
+        self.moment = moment_of(self.conn, self.widget, self.sandbox, raise_first(replies[len(pending):]))
         return self.moment
 
     async def lineage(self, part: str | None, job_id: str) -> jobs.Lineage:
@@ -123,11 +127,15 @@ class Turn:
         """Keep lab state fields (text as it is, anything else as JSON), written with the finish."""
         self.kept.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in fields.items()})
 
+    def pending(self) -> list[Command]:
+        """What waits for the finish: the kept lab state fields, then the `after` writes."""
+        state: list[Command] = [("HSET", keys.state_key(self.first), *chain(*self.kept.items()))] if self.kept else []
+        return [*state, *self.after]
+
     async def flush(self) -> None:
         """Write now what waits for the finish (a replay's step before the next one reads)."""
-        state: list[Command] = [("HSET", keys.state_key(self.first), *chain(*self.kept.items()))] if self.kept else []
-        if state or self.after:
-            await pipelined(self.conn, [*state, *self.after])  # best effort: errors come back, unraised
+        if pending := self.pending():
+            await pipelined(self.conn, pending)  # best effort: errors come back, unraised
         self.kept, self.after = {}, []
 
     async def clear(self, *, keep_choices: bool = True) -> None:

@@ -12,9 +12,39 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import msgspec
+
 from server.emq import keyspace
 
 COUNTER_RE: Final = re.compile(r"-?[0-9]{1,15}")
+# A JSON object a widget remembered in its lab state (`turn.remember`), as decoded.
+Kept = dict[str, object]
+# A key's value as the page reads it: a string, a hash's fields, a zset's [member, score]
+# pairs or a list's or a set's items (one array type: msgspec decodes one per union); None
+# when the read cut it off.
+KeyValue = str | int | dict[str, str] | list[object] | None
+
+
+class KeyShape(msgspec.Struct, kw_only=True):
+    """One key as a snapshot carries it (the key panel's row)."""
+
+    name: str
+    type: str
+    value: KeyValue
+    size: int
+    cut: bool
+
+
+class QueueShape(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One queue as a snapshot carries it: its keys and its state sets' members."""
+
+    queue: str
+    slot: int
+    count: int
+    more: int
+    keys: list[KeyShape]
+    sets: dict[str, list[str]]  # the grammar's order: the page draws them as they are
+    node: str | None = None  # on a cluster only
 
 
 @dataclass(frozen=True)
@@ -31,8 +61,8 @@ class KeyView:
         value = self.value.encode() if isinstance(self.value, str) else self.value
         return value is None or (isinstance(value, list | dict | bytes) and len(value) < self.size)
 
-    def as_json(self) -> dict[str, Any]:
-        return {"name": self.shown, "type": self.type, "value": self.value, "size": self.size, "cut": self.cut}
+    def as_json(self) -> KeyShape:
+        return KeyShape(name=self.shown, type=self.type, value=self.value, size=self.size, cut=self.cut)
 
 
 @dataclass
@@ -104,14 +134,10 @@ class QueueView:
                         "the token cannot be counted. Press Reset to land it again.")
         return None
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "queue": self.part, "slot": keyspace.queue_slot(self.queue), "count": self.count,
-            "more": self.more, "keys": [k.as_json() for k in self.keys],
-            # the state sets' members in the grammar's order: the page draws them as they are
-            "sets": {name: self.members(name) for name in keyspace.STATE_SETS},
-            **({"node": self.node} if self.node is not None else {}),
-        }
+    def as_json(self) -> QueueShape:
+        return QueueShape(queue=self.part, slot=keyspace.queue_slot(self.queue), count=self.count, more=self.more,
+                          keys=[k.as_json() for k in self.keys],
+                          sets={name: self.members(name) for name in keyspace.STATE_SETS}, node=self.node)
 
 
 @dataclass(frozen=True)

@@ -86,9 +86,11 @@ def wait_until_live(page: Page) -> None:
 
 # -- a widget's controls, and pressing one ------------------------------------------
 
+# What acts when pressed: buttons, and the boxes that post on change (`data-send`); a box
+# that only rides along with an action (the race's faults) is a choice, not a control.
 CONTROLS = ", ".join(f".controls {kind}" for kind in (
     "button[data-action]", "button[data-flow]", "button[data-own-action]",
-    "input[type=checkbox]", "input[type=radio]"))
+    "input[type=checkbox][data-send]", "input[type=radio][data-send]"))
 
 
 def controls(widget: Locator) -> list[str]:

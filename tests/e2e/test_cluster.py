@@ -10,7 +10,7 @@ click served by one worker reaches pages whose streams another worker serves.
 
 from __future__ import annotations
 
-import json
+import itertools
 import os
 import re
 import signal
@@ -27,6 +27,7 @@ from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 from server.valkey.process import free_port, pid_alive
 from tests.e2e.branch_helpers import press
 from tests.e2e.pages import DIVES, WIDGETS, on_dive, region, settled_after, wait_until_live
+from tests.support import Events, deps
 
 ROOT = Path(__file__).resolve().parents[2]
 CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot"
@@ -221,14 +222,12 @@ def test_every_worker_streams_a_change_made_through_any_worker(cluster_site: Clu
         for _ in range(16):
             c = httpx.Client(base_url=cluster_site.url, timeout=10, cookies=cookie)
             response = c.send(c.build_request("GET", "/api/stream", params={"widgets": "fanin"}), stream=True)
-            lines = response.iter_lines()
-            for line in lines:  # the first status event: the stream is open
-                if line.startswith("data:"):
-                    break
+            events = Events(response)
+            assert events.next()[0] == "status"  # the first status event: the stream is open
             stream = response.extensions["network_stream"]
             local_port = stream.get_extra_info("socket").getsockname()[1]
             pid = serving_pid(cluster_site.port, local_port)
-            streams.append((c, response, lines, pid))
+            streams.append((c, response, events, pid))
             workers.add(pid)
             if len(streams) >= 4 and len(workers - {None}) >= 2:
                 break
@@ -236,20 +235,11 @@ def test_every_worker_streams_a_change_made_through_any_worker(cluster_site: Clu
         with httpx.Client(base_url=cluster_site.url, timeout=10, cookies=cookie) as actor:
             assert actor.post("/api/widgets/fanin/reset").status_code == 200
             assert actor.post("/api/widgets/fanin/complete-child").status_code == 200
-        for _, _, lines, pid in streams:
-            deadline = time.monotonic() + 10
-            event, got = "", False
-            for line in lines:
-                if line.startswith("event:"):
-                    event = line.split(":", 1)[1].strip()
-                elif (
-                    line.startswith("data:")
-                    and event == "effect"
-                    and json.loads(line[5:])["key"].endswith(":dependencies")
-                ):
-                    got = True
-                    break
-                assert time.monotonic() < deadline
+        for _, _, events, pid in streams:
+            # the drawing after the child's completion; its effects log (the `effect` items before it) names the counter
+            seen = events.until("widget", timeout=10, widget="fanin", where=lambda d: deps(d) == 2)
+            logged = list(itertools.takewhile(lambda item: item[0] == "effect", reversed(seen[:-1])))
+            got = any(data["key"].endswith(":dependencies") for _, data in logged)
             assert got, f"the stream served by worker {pid} missed the effect"
     finally:
         for c, response, _, _ in streams:

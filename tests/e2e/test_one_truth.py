@@ -68,7 +68,7 @@ def test_every_control_pressed_on_one_page_shows_on_the_other_page_of_the_sandbo
     a, b = region(page_a, name), region(page_b, name)
     same_on_both(a, b)
     pressed = press_every_control(a, lambda selector, _: click(a, selector), lambda _: same_on_both(a, b))
-    assert len(pressed) >= 4
+    assert len(pressed) >= 2  # every control the widget draws (press_every_control checks), Run and Reset at least
 
 
 def test_an_outcome_never_outlives_the_state_it_describes(context: BrowserContext) -> None:

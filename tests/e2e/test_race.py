@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 
-from playwright.sync_api import BrowserContext, Locator, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 
+from tests.e2e.conftest import Site
 from tests.e2e.pages import region, wait_until_live
 
 DIVE = "/flows/under-fire"
@@ -69,3 +70,24 @@ def test_the_race_is_run_and_reset_from_the_keyboard_alone(page: Page) -> None:
     page.keyboard.press("Enter")
     expect(widget.locator(".race-invariants li")).to_have_count(0, timeout=RUN_S)
     expect(widget.locator(".race-picture")).to_contain_text("No run yet")
+
+
+def test_without_javascript_a_fresh_sandbox_shows_a_recorded_run_read_from_valkey(browser: Browser, site: Site) -> None:
+    """No run of the visitor's yet: the first showing played the tour's race, and the page draws it
+    as Valkey holds it (the same readout and timeline the state API reads)."""
+    context = browser.new_context(base_url=site.url, java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(DIVE)
+        widget = region(page, "race")
+        expect(widget.locator('[data-role="race-recorded"]')).to_contain_text("A recorded run")
+        state = context.request.get(f"{site.url}/api/widgets/race/state").json()["snapshot"]
+        assert state["picture"]["recorded"] is True and state["picture"]["status"] == "done"
+        expect(widget.locator('[data-role="readout"]')).to_have_text(state["readout"])
+        expect(widget.locator(".race-invariants li")).to_have_count(3)
+        expect(widget.locator(".race-timeline tbody tr")).to_have_count(len(state["picture"]["timeline"]))
+        sandbox = site.sandbox_of(context)
+        written = [f for f in site.redis().hkeys(f"lab:{{{sandbox}.race}}:state") if f.startswith("race:t:")]
+        assert len(written) == len(state["picture"]["timeline"]) > 0
+    finally:
+        context.close()

@@ -119,6 +119,8 @@ def test_the_dives_questions_are_answered_on_the_page_and_judged_by_valkey(page:
     death.locator('input[type="number"]').fill("3")
     press(widget, "Fail child at the cap")
     verdict = widget.locator('[data-role="outcome"] .verdict')
+    # the verdict first (the action has then run), then the counter Valkey holds after it
+    expect(verdict).to_have_text(re.compile(r"^Not quite: you said 3; Valkey holds :dependencies = \d+\. "))
     counter = site.redis().get(parent_key(page.context, ":dependencies"))
     expect(verdict).to_have_text(re.compile(rf"^Not quite: you said 3; Valkey holds :dependencies = {counter}\. "))
     read = widget.locator('fieldset[data-question="read-dependencies"]')

@@ -177,7 +177,7 @@ def test_a_page_left_open_when_the_site_was_killed_stops_counting_online_within_
         with ada.stream("GET", "/api/stream?widgets=fanin", headers={"Referer": first.url + DIVE},
                         timeout=15) as got:
             held = Events(got)  # held: dropping the reader closes the stream
-            held.until("snapshot")
+            held.until("widget")
             assert roster(instructor, code)["Ada"]["online"] is True
             assert first.proc is not None
             first.proc.send_signal(signal.SIGKILL)  # no goodbye from the stream
@@ -196,7 +196,7 @@ def test_an_open_page_stays_online_past_its_ttl_because_its_stream_beats(clean: 
     ada = joined(clean, code, "Ada")
     with ada.stream("GET", "/api/stream?widgets=fanin", headers={"Referer": clean.url + DIVE}, timeout=20) as got:
         held = Events(got)  # held: dropping the reader closes the stream
-        held.until("snapshot")
+        held.until("widget")
         time.sleep(PRESENCE_TTL * 2)  # two lives of an entry: only the beats keep it
         assert roster(instructor, code)["Ada"]["online"] is True
     deadline = time.monotonic() + 5
@@ -214,7 +214,7 @@ def test_a_learner_idle_before_joining_is_not_stuck_the_moment_they_join(clean: 
     clean.redis().hset(f"lab:{{{sandbox}}}:meta", "seen", int((time.time() - 480) * 1000))
     with grace.stream("GET", "/api/stream?widgets=fanin", headers={"Referer": clean.url + DIVE}, timeout=15) as got:
         held = Events(got)  # held: dropping the reader closes the stream
-        held.until("snapshot")
+        held.until("widget")
         page = instructor.get(f"/instructor/rooms/{code}").text
         assert "Stuck" not in page
 

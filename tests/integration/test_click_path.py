@@ -47,6 +47,35 @@ def test_complete_child_is_four_round_trips_and_eight_commands(client: TestClien
     assert wire.names.count("EVALSHA") == 6 and wire.names.count("SET") == 1 and wire.names.count("DEL") == 1
 
 
+def complete_the_last_child(client: TestClient, sandbox: str, body: dict[str, object]) -> WireCount:
+    """Reset, complete two children, then count the third: the completion that releases the parent."""
+    client.post("/api/widgets/fanin/reset", json={})
+    for _ in range(2):
+        assert client.post("/api/widgets/fanin/complete-child", json={}).status_code == 200
+    with WireCount(sandbox) as wire:
+        answer = client.post("/api/widgets/fanin/complete-child", json=body)
+    assert answer.status_code == 200, answer.text
+    assert "released" in answer.json()["outcome"]["reached"]
+    return wire
+
+
+def test_the_last_child_that_releases_the_parent_is_four_round_trips_and_eight_commands(client: TestClient) -> None:
+    wire = complete_the_last_child(client, sandbox_of(client), {})
+    assert wire.round_trips == 4, wire.names
+    assert wire.commands == 8, wire.names
+
+
+def test_a_prediction_on_the_last_child_adds_at_most_one_round_trip(client: TestClient) -> None:
+    sandbox = sandbox_of(client)
+    predict = {"predict": {"question": "deps-after-complete", "answer": 0}}
+    wire = complete_the_last_child(client, sandbox, predict)
+    answer = client.get("/api/widgets/fanin/state").json()["snapshot"]["outcome"]
+    assert answer["verdict"]["right"] is True, answer
+    # the verdict's fresh read: one round trip more, carrying the lab state and :logs writes with it
+    assert wire.round_trips == 5, wire.names
+    assert wire.commands == 10, wire.names
+
+
 def test_a_page_reading_a_landed_widget_costs_one_round_trip(client: TestClient) -> None:
     sandbox = sandbox_of(client)
     with WireCount(sandbox) as wire:

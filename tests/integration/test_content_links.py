@@ -10,6 +10,7 @@ import re
 import pytest
 from starlette.testclient import TestClient
 
+from server.exercises import catalogue
 from tests.unit.content.test_content_site import ALL_PAGES, Doc
 
 
@@ -48,8 +49,10 @@ def test_every_page_is_reachable_from_the_index_and_no_internal_link_is_dead(sit
                 fragments.append((path, target, fragment))
             if target not in seen:
                 queue.append(target)
-    # every page of the course, plus the app's own pages the footer links to
-    assert set(seen) == ALL_PAGES | {"/room", "/progress"}
+    # every page of the course, plus the app's own pages the footer links to, and each
+    # exercise's own page (its kept script and best run, for a reader without JavaScript)
+    exercises = {f"/exercises/{name}" for name in catalogue.names()}
+    assert set(seen) == ALL_PAGES | {"/room", "/progress"} | exercises
     for source, target, fragment in fragments:
         # a deep link (#<widget>-step=N) opens a widget of that page at a step of its tour
         step = re.fullmatch(r"(?P<widget>[a-z-]+)-step=\d+", fragment)

@@ -26,6 +26,7 @@ import redis.asyncio as aioredis
 
 from server.valkey.process import ValkeyProcess
 from server.widgets import WIDGETS
+from server.widgets.base import Widget
 from tests.support import DIVE, LiveSite, running, sandbox_of
 from tests.widgets import act
 
@@ -43,6 +44,8 @@ def rounds() -> list[tuple[str, list[Click]]]:
     first click five times."""
     found = []
     for name, widget in WIDGETS.items():
+        if widget.runs_unlocked:  # a second action meanwhile is a 409, not queued: its own test_widget_*.py
+            continue
         tour = [(slug, dict(body)) for step in widget.tour for slug, body in step.replay]
         different: list[Click] = []
         for click in tour:
@@ -168,7 +171,11 @@ def test_tabs_opening_a_widget_at_once_land_its_scenario_once(site: LiveSite) ->
 
     assert set(asyncio.run(open_tabs())) == {200}
     r = site.redis()
-    for name in WIDGETS:
+    for name, widget in WIDGETS.items():
+        if type(widget).first_shown is not Widget.first_shown:
+            # it plays a recorded run on its first showing, which a Reset does not: a landing
+            # twice would show as two runs' keys, which test_widget_race's own checks refuse
+            continue
         landed = state_of(r, name, sandbox)
         assert visitor.post(f"/api/widgets/{name}/reset", json={}).status_code == 200
         assert state_of(r, name, sandbox) == landed, f"{name} was landed more than once, or over itself"

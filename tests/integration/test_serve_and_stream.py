@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from server.sandboxes import presence
 from server.sandboxes.keys import meta_key
 from tests.support import Events, Site, deps, own_site, sandbox_of
 
@@ -46,7 +47,7 @@ def test_an_action_streams_its_effects_and_a_fresh_drawing_to_the_open_page(site
         touched = {e["key"].split("}", 1)[1] for e in effects}
         assert {":job:JOBparent:dependencies", ":job:JOBparent:processed", ":active"} <= touched
         assert {"hset", "zrem", "del"} <= {e["event"] for e in effects}
-        words = {e["key"].split("}", 1)[1]: e["words"] for e in effects if e["event"] in ("incrby", "hset")}
+        words = {e["key"].split("}", 1)[1]: e["words"] for e in effects if e["event"] in ("decr", "hset")}
         assert words[":job:JOBparent:dependencies"] == "one fewer outstanding child"
         assert words[":job:JOBparent:processed"] == "recorded the child's result"
 
@@ -81,7 +82,13 @@ def test_streams_dropped_as_they_open_leave_the_visitor_offline_with_no_page(sit
             sock.sendall(request)
             time.sleep(attempt % 6 / 2000)
     r = site.redis()
-    deadline = time.monotonic() + 10  # a liveness bound: each stream's end is seen and written
-    while (meta := r.hgetall(meta_key(sandbox))).get("streams") != "0" and time.monotonic() < deadline:
+    deadline = time.monotonic() + 10  # a liveness bound: each stream's end is seen and its entry removed
+
+    def entries() -> dict[str, str]:
+        return {k: v for k, v in r.hgetall(meta_key(sandbox)).items() if k.startswith(presence.PREFIX)}
+
+    while entries() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert meta.get("streams") == "0" and meta.get("page") == "", meta
+    time.sleep(0.5)  # a stream's first write landing late would show by now
+    meta = r.hgetall(meta_key(sandbox))
+    assert not entries() and not presence.online(meta) and presence.page(meta) is None, meta

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -23,7 +23,7 @@ from server.emq import keyspace
 from server.lifecycle import resets
 from server.live import events, topology
 from server.live.hub import Hub
-from server.live.streams import Notice, Streams, frame
+from server.live.streams import Notice, Streams, Worded, frame
 from server.valkey.process import ValkeyCluster
 from tests.integration.conftest import cluster_client, flush
 from tests.support import LiveSite, deps, running, sandbox_of, streaming
@@ -51,11 +51,12 @@ async def hub(valkey_cluster: ValkeyCluster, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(topology, "TOPOLOGY_EVERY", 0.2)
     reads: list[Any] = []
 
-    async def read(sandbox: str, widget: str) -> bytes:
-        reads.append((sandbox, widget))
-        return frame("snapshot", b"{}")
+    class Painter:
+        async def frame(self, sandbox: str, widget: str, effects: Sequence[Worded]) -> bytes:
+            reads.append((sandbox, widget))
+            return frame("widget", b"{}")
 
-    made = Hub(valkey_cluster.url, Streams(read), lambda queue: queue.partition(".")[2] or None, cluster=True)
+    made = Hub(valkey_cluster.url, Streams(Painter()), lambda queue: queue.partition(".")[2] or None, cluster=True)
     await made.start()
     try:
         await wait_for(lambda: made.up)

@@ -313,7 +313,7 @@ async def test_the_dives_questions_are_offered_where_the_lesson_turns_and_judged
     lab = lab_with_questions(conn)
     await show(conn, "ledger")
     first = (await reader.snapshot(conn, lab.catalog, WIDGETS["ledger"], SANDBOX))[1]
-    assert [q["id"] for q in first.questions] == ["ledger-result", "ledger-ill-formed"]
+    assert [q.id for q in first.questions] == ["ledger-result", "ledger-ill-formed"]
     right = await answer(lab, "next", "ledger-result", 1)
     assert right.verdict is not None and right.verdict.text == "Right: Valkey holds a result list of length 1."
     await act(conn, "ledger", "next")
@@ -322,7 +322,7 @@ async def test_the_dives_questions_are_offered_where_the_lesson_turns_and_judged
     assert wrong.verdict.text == ("Not quite: you said 3; Valkey holds a result list of length 2. "
                                   "This flow was refused: it adds no entry.")
     asked = (await reader.snapshot(conn, lab.catalog, WIDGETS["ledger"], SANDBOX))[1].questions
-    assert [q["id"] for q in asked] == ["ledger-flow4", "ledger-ill-formed"]  # one per action, the first that holds
+    assert [q.id for q in asked] == ["ledger-flow4", "ledger-ill-formed"]  # one per action, the first that holds
     held = await answer(lab, "next", "ledger-flow4", "held")
     assert held.verdict is not None and held.verdict.right and await state_of(conn, J) == "awaiting_children"
     gate = await answer(lab, "ill-formed", "ledger-ill-formed", 0)

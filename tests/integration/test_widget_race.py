@@ -4,6 +4,7 @@ scripts; the invariants read from the keys after each run."""
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from typing import Any
@@ -12,7 +13,7 @@ import httpx
 
 from server.emq import keyspace
 from server.widgets.race_run import PARENT, child_ids
-from tests.support import LiveSite
+from tests.support import LiveSite, sandbox_of, streaming
 from tests.widgets import SANDBOX, act, snapshot_of
 
 FAULTS = ["crash", "lapse", "twice"]
@@ -96,31 +97,92 @@ async def test_during_a_run_client_list_shows_one_connection_per_worker(conn: An
     assert not any(n.startswith("emqlab-race-w") for n in names)  # every worker's connection closed after
 
 
-def test_a_second_run_during_a_run_answers_409_and_reset_stops_it(clean: LiveSite) -> None:
+def running_now(client: httpx.Client) -> None:
+    """Until the sandbox's run is going (its state says so)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        state = client.get("/api/widgets/race/state").json()["snapshot"]
+        if state["picture"] and state["picture"]["status"] == "running":
+            return
+        time.sleep(0.02)
+    raise AssertionError("the run never showed as running")
+
+
+def second_page(site: LiveSite, first: httpx.Client, tab: str) -> httpx.Client:
+    """Another page of the same sandbox: the same cookies, a tab of its own."""
+    other = site.client(headers={"X-Emqlab-Tab": tab, "Origin": site.url})
+    other.cookies.update(first.cookies)
+    return other
+
+
+def test_a_second_run_during_a_run_answers_409_and_a_reset_from_another_page_stops_it_and_lands_the_flow(
+        clean: LiveSite) -> None:
     client = clean.visitor("/flows/under-fire")
-    headers = {"Origin": clean.url}
+    headers = {"Origin": clean.url, "X-Emqlab-Tab": "one"}
+    other = second_page(clean, client, "two")
     body = {"workers": 4, "children": 16, "faults": ["lapse"], "early_release": False, "seed": 1}
     answers: list[httpx.Response] = []
     first = threading.Thread(target=lambda: answers.append(
         client.post("/api/widgets/race/run", json=body, headers=headers, timeout=20)))
     first.start()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        state = client.get("/api/widgets/race/state").json()["snapshot"]
-        if state["picture"] and state["picture"]["status"] == "running":
-            break
-        time.sleep(0.02)
-    second = client.post("/api/widgets/race/run", json=body, headers=headers, timeout=20)
+    running_now(other)
+    second = other.post("/api/widgets/race/run", json=body, timeout=20)
     assert second.status_code == 409, second.text
     assert "still going" in second.json()["error"]
-    reset = client.post("/api/widgets/race/reset", json={}, headers=headers, timeout=20)
+    reset = other.post("/api/widgets/race/reset", json={}, timeout=20)
     assert reset.status_code == 200, reset.text
     first.join(20)
     assert answers and answers[0].status_code == 200
+    assert answers[0].json()["outcome"]["text"] == "The run was stopped by a Reset."
     picture = client.get("/api/widgets/race/state").json()["snapshot"]["picture"]
     assert picture["status"] == "ready" and picture["timeline"] == []
+    # the flow landed again through the scripts: the parent held on every child
+    r, q = clean.redis(), f"{sandbox_of(client)}.race"
+    assert r.hget(keyspace.job_key(q, PARENT), "state") == "awaiting_children"
+    assert r.get(keyspace.dependencies_key(q, PARENT)) == "6"
+    assert sorted(r.zrange(keyspace.queue_key(q, "pending"), 0, -1)) == child_ids(6)
     again = client.post("/api/widgets/race/run", json={**body, "children": 3}, headers=headers, timeout=20)
     assert again.status_code == 200 and "Seed 1" in again.json()["outcome"]["text"]
+
+
+def test_five_runs_at_once_from_five_tabs_race_once_and_the_others_answer_409(clean: LiveSite) -> None:
+    client = clean.visitor("/flows/under-fire")
+    tabs = [second_page(clean, client, f"tab{n}") for n in range(5)]
+    body = {"workers": 3, "children": 4, "faults": ["crash", "twice"], "seed": 3}
+    answers: list[httpx.Response] = []
+    threads = [threading.Thread(target=lambda tab=tab: answers.append(
+        tab.post("/api/widgets/race/run", json=body, timeout=30))) for tab in tabs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    codes = sorted(a.status_code for a in answers)
+    assert codes == [200, 409, 409, 409, 409], codes
+    # the keys hold one finished run of those choices, as one Run alone leaves them
+    picture = client.get("/api/widgets/race/state").json()["snapshot"]["picture"]
+    assert picture["status"] == "done" and picture["seed"] == 3 and picture["timeline"]
+    q = f"{sandbox_of(client)}.race"
+    assert clean.redis().hlen(keyspace.job_key(q, PARENT) + ":processed") <= 4
+
+
+def test_another_page_sees_the_timeline_fill_while_the_run_goes(clean: LiveSite) -> None:
+    client = clean.visitor("/flows/under-fire")
+    other = second_page(clean, client, "two")
+    body = {"workers": 2, "children": 16, "faults": ["lapse"], "seed": 4}
+    frames: list[dict[str, Any]] = []
+    with streaming(other, widgets="race", page="/flows/under-fire") as events:
+        events.until("widget")  # the page's first paint
+        runner = threading.Thread(target=lambda: client.post(
+            "/api/widgets/race/run", json=body, headers={"Origin": clean.url}, timeout=20))
+        runner.start()
+        frames = [data for event, data in events.until(
+            "widget", timeout=20, where=lambda d: 'data-status="done"' in d["html"]) if event == "widget"]
+        runner.join(20)
+    rows = [len(re.findall(r"<tr data-op=", f["html"])) for f in frames if 'data-status="running"' in f["html"]]
+    assert rows and max(rows) >= 1, "no frame showed the run going with answers on its timeline"
+    assert rows == sorted(rows), rows  # the timeline only grows while it goes
+    done = len(re.findall(r"<tr data-op=", frames[-1]["html"]))
+    assert done >= max(rows)
 
 
 def test_a_run_with_bad_choices_answers_400_and_writes_nothing(clean: LiveSite) -> None:

@@ -201,7 +201,7 @@ async def test_the_dives_questions_are_judged_by_what_valkey_holds(conn) -> None
     lab = runner.Lab(conn, Catalog({"results": widget}, {"results": asked}))
     await show(conn, "results")
     offered = (await reader.snapshot(conn, lab.catalog, widget, SANDBOX))[1].questions
-    assert [q["id"] for q in offered] == ["deps-after-death", "read-dependencies"]  # one per action
+    assert [q.id for q in offered] == ["deps-after-death", "read-dependencies"]  # one per action
 
     async def answer(slug: str, question: str, given: Any) -> Any:
         body = msgspec.convert({"predict": {"question": question, "answer": given}}, widget.actions[slug].body)
@@ -216,7 +216,7 @@ async def test_the_dives_questions_are_judged_by_what_valkey_holds(conn) -> None
     assert widget.measure("parent-fate", moment, moment) == "held"
     await act(conn, "results", "complete-child")
     offered = (await reader.snapshot(conn, lab.catalog, widget, SANDBOX))[1].questions
-    assert [q["id"] for q in offered] == ["read-dependencies"]  # no child is outstanding now
+    assert [q.id for q in offered] == ["read-dependencies"]  # no child is outstanding now
     right = await answer("read", "read-dependencies", 0)
     assert right.right and right.text == "Right: Valkey holds a counter of 0."
 

@@ -29,6 +29,7 @@ from starlette.routing import BaseRoute, Route
 from server.live.streams import Notice, frame, html_frame
 from server.refusal import Refusal
 from server.sandboxes import admission, presence
+from server.sandboxes.keys import REGISTRY_KEY
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer, dumps
 from server.web.errors import FAULTS, is_fault, problem
@@ -77,6 +78,23 @@ def door(request: Request) -> admission.Door:
 def admitter(request: Request, sandbox: str, used: bool) -> runner.Admit:
     """The admission a first landing needs."""
     return functools.partial(door(request).enter, services(request).conn, sandbox, used)
+
+
+class NotLive(Exception):
+    """A page visit lands nothing in a sandbox that is not live yet: its stream (or an action) admits it."""
+
+
+def page_admitter(request: Request, sandbox: str) -> runner.Admit:
+    """The admission a page's first paint may use: a page visit registers no sandbox (docs/LIMITS.md),
+    so a widget not landed yet is landed only in a sandbox already live (admission then only touches it)."""
+    conn = services(request).conn
+
+    async def admit() -> None:
+        if await conn.zscore(REGISTRY_KEY, sandbox) is None:
+            raise NotLive(sandbox)
+        await door(request).enter(conn, sandbox, False)
+
+    return admit
 
 
 async def state(request: Request) -> JSONAnswer:
@@ -250,15 +268,16 @@ def _page_of(request: Request) -> str | None:
 
 async def fill(request: Request, body: Markup) -> Markup:
     """A page body with each widget marker replaced by the widget drawn from the visitor's
-    snapshot (landed the first time); a widget that cannot be read now is drawn empty and
-    its stream fills it."""
+    snapshot (landed the first time in a sandbox already live: a page visit registers none);
+    a widget that cannot be read or landed now is drawn empty and its stream fills it."""
     names = MARKER.findall(body)
     if not names:
         return body
     lab = services(request).lab
     drawn: dict[str, str] = {}
     try:
-        entry = await guards.enter(request, write=False, counts="reads")
+        # no budget spent: the page and the stream it opens are one showing, and the stream counts it
+        entry = await guards.enter(request, write=False, counts="")
     except FAULTS as exc:
         if not is_fault(exc) and not isinstance(exc, guards.Refused):
             raise
@@ -269,9 +288,11 @@ async def fill(request: Request, body: Markup) -> Markup:
         if entry is not None:
             try:
                 async with asyncio.timeout(READ_DEADLINE):
-                    snap = await runner.show(lab, widget, actor(entry), admitter(request, entry.sandbox, used=False))
-            except FAULTS as exc:  # TimeoutError is an OSError
-                if not (is_fault(exc) or isinstance(exc, (TimeoutError, Busy, guards.Refused))):
+                    snap = await runner.show(lab, widget, actor(entry), page_admitter(request, entry.sandbox))
+            except (*FAULTS, NotLive) as exc:  # TimeoutError is an OSError
+                # not live yet, or a full site: the page still renders, its stream fills the widget (or says why)
+                if not (is_fault(exc) or isinstance(exc, (TimeoutError, Busy, guards.Refused, NotLive,
+                                                          admission.Full))):
                     raise
         drawn[name] = services(request).frames.html(entry.sandbox, name, snap) if entry else \
             services(request).drawing.html(widget, snap)

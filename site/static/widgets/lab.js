@@ -51,10 +51,19 @@ function swap(html) {
   if (!entry || ver === null) return;
   if (entry.ver !== null && ver < entry.ver) return; // one truth: never an older state over a newer one
   const isNew = entry.ver !== null && ver !== entry.ver;
+  const progressWas = progressOf(entry.root);
   Idiomorph.morph(entry.root, Array.from(fresh.childNodes), { morphStyle: "innerHTML", callbacks: KEEP });
   entry.ver = ver;
   entry.root.dataset.ver = String(ver);
   settled(entry, isNew);
+  // the learner's record moved (a step reached, a prediction judged, on this page or
+  // another of the sandbox): the dive's own progress line is read afresh from the server
+  if (progressOf(entry.root) !== progressWas) refreshDive();
+}
+
+function progressOf(root) {
+  const line = $(root, "widget-progress");
+  return line ? line.textContent : null;
 }
 
 /** What depends on this page: whose outcome it is, what to say aloud, the room's read-only controls. */
@@ -159,6 +168,15 @@ function wire(name, root) {
     const value = input.type === "checkbox" ? input.checked : input.value;
     act(name, input.dataset.send, { [input.dataset.field]: value });
   });
+  // Enter in a prediction's field presses that question's action (its button comes after it)
+  root.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || event.isComposing || event.target.tagName !== "INPUT") return;
+    const box = event.target.closest('[data-role="predict"] fieldset[data-question-for]');
+    if (!box || !root.contains(box)) return;
+    const button = root.querySelector(`button[data-action="${box.dataset.questionFor}"]`);
+    event.preventDefault();
+    if (button && !button.hidden && !button.disabled) button.click();
+  });
   root.addEventListener("submit", (event) => {
     const form = event.target.closest("form[data-send]");
     if (!form) return;
@@ -170,18 +188,29 @@ function wire(name, root) {
 
 // ---- deep links: #step=N (the page's first widget), #<widget>-step=N -------
 
+/** The link's step for this widget: `{step, said}` (`said` as the link wrote it), or null. */
 function hashStep(name, root, hash = location.hash) {
-  const own = new RegExp(`(?:^#|&)${name}-step=(\\d+)(?:&|$)`).exec(hash);
-  if (own) return Number(own[1]);
-  const first = /(?:^#|&)step=(\d+)(?:&|$)/.exec(hash);
-  if (first && document.querySelector("[data-widget]") === root) return Number(first[1]);
-  return null;
+  const own = new RegExp(`(?:^#|&)(${name}-step=([^&]*))`).exec(hash);
+  const first = /(?:^#|&)(step=([^&]*))/.exec(hash);
+  const found = own || (first && document.querySelector("[data-widget]") === root ? first : null);
+  if (!found) return null;
+  let value = found[2];
+  try { value = decodeURIComponent(value); } catch (err) { /* a stray "%": said as written */ }
+  return { step: /^\d+$/.test(value) ? Number(value) : null, said: `#${found[1].split("=")[0]}=${value}` };
 }
 
 function followHash(name) {
   const { root } = widgets.get(name);
-  const step = hashStep(name, root);
-  if (step === null) return;
+  const link = hashStep(name, root);
+  if (link === null) return;
+  if (link.step === null) {
+    // a link that names no step is said, not ignored: the widget stays as it is
+    const steps = root.querySelectorAll('[data-role="checklist"] li[data-step]').length;
+    const range = steps ? `a step of this tour (1–${steps})` : "a step: this widget has no tour";
+    stickyNotice(root, `${link.said} is not ${range}; the widget stays as it is.`);
+    return;
+  }
+  const { step } = link;
   // The server resets the widget and replays its tour to that step on Valkey.
   act(name, "goto", { step }).then(() => {
     if (!root.hasAttribute("tabindex")) root.tabIndex = -1;

@@ -31,9 +31,10 @@ WORDS = ["999999999999999", "9999999999999999999", "4", "2", "1", "0", "-1", "1e
          "JOBp", "JOBchild1", "JOBchild2", "JOBflat", "JOBparent", "emq:{fanin}:", "xq", "id", "fp", "", "fanin", "p"]
 ATTACK = ("enqueue_flow 4 emq:{fanin}:job:JOBp emq:{fanin}:job:JOBp:dependencies emq:{fanin}:pending "
           "emq:{fanin}:job:X JOBp p 999999999999999 X x")
-# What one line may cost Valkey: the console's own round trips (lock, budget, the
-# user's AUTH, a script load) and the script's calls, a few per argument.
-FIXED_COMMANDS = 60
+# What one line may cost Valkey: the console's own round trips (lock, admission and the
+# budget's reads of its weights, the user's AUTH, a script load, the weighing after a
+# write) and the script's calls, a few per argument. A stall costs millions.
+FIXED_COMMANDS = 90
 PER_ARGUMENT = 6
 LOOP = "while true do end"
 LIVENESS_S = 60.0  # a generous deadline: a stalled Valkey misses it by minutes, a slow machine never

@@ -113,7 +113,12 @@ class Serve:
             except httpx.HTTPError:
                 return False
 
-        wait_for(answering, timeout, "the site answering")
+        try:
+            wait_for(answering, timeout, "the site answering")
+        except BaseException:
+            proc.kill()  # a start that failed leaves no `emqlab serve` behind (no __exit__ runs for it)
+            proc.wait(timeout=10)
+            raise
         return self
 
     def said(self) -> str:

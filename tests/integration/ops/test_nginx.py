@@ -18,7 +18,7 @@ import pytest
 
 from server.valkey.process import ValkeyProcess, free_port
 from tests.integration.ops.serving import ROOT, wait_for
-from tests.support import running
+from tests.support import Events, deps, running
 
 SITE_CONF = ROOT / "tools" / "nginx" / "flows-lab.conf"
 HEADER_DEADLINE = 2  # seconds; the shipped file says 10s, shortened here to keep the test short
@@ -113,14 +113,13 @@ def test_an_action_through_nginx_reaches_the_stream_of_the_page(nginx: str) -> N
     with httpx.Client(base_url=nginx, timeout=10, headers={"Origin": nginx}) as client:
         assert client.get("/flows/parent-and-children").status_code == 200  # the sandbox cookie
         with client.stream("GET", "/api/stream", params={"widgets": "fanin"}) as stream:
-            lines = stream.iter_lines()
-            next(line for line in lines if line.startswith("event: snapshot"))
+            events = Events(stream)
+            events.until("widget", widget="fanin")
             acted = client.post("/api/widgets/fanin/complete-child", json={})
             assert acted.status_code == 200, acted.text
-            ver = str(acted.json()["ver"])
-            # the page's stream brings the action's snapshot, through the proxy, unbuffered
-            data = next(line for line in lines if line.startswith("data:") and f'"ver":{ver}' in line)
-    assert ":dependencies = 2" in data
+            # the page's stream brings the action's drawing, through the proxy, unbuffered
+            seen = events.until("widget", timeout=10, ver=acted.json()["ver"])
+    assert deps(seen[-1][1]) == 2
 
 
 def test_nginx_cuts_off_a_client_that_dribbles_its_header(nginx: str) -> None:

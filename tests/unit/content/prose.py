@@ -21,6 +21,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from server.content import Course, Page
+from server.web.static import static_url
 
 ROOT = Path(__file__).resolve().parents[3]
 TEMPLATES = ROOT / "site" / "templates"
@@ -31,6 +32,7 @@ _BLOCK = {"address", "article", "aside", "blockquote", "br", "dd", "div", "dl", 
 
 def render_page(course: Course, page: Page) -> str:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
+    env.globals["static_url"] = static_url(ROOT / "site" / "static")  # as create_app sets it
     template = {"index": "index.html", "hub": "hub.html", "dive": "dive.html"}[page.kind]
     hub = page.path if page.kind == "hub" else page.hub.path if page.hub else None
     return env.get_template(template).render(course=course, page=page, body=page.render_body(), current_hub=hub)

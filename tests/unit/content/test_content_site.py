@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from starlette.applications import Starlette
 from starlette.routing import Mount
-from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.testclient import TestClient
 
@@ -22,6 +21,7 @@ from server.app import PLACEABLE
 from server.content import Course
 from server.emq import registry
 from server.sandboxes.sandbox import SignedCookie
+from server.web.static import CachedStatic, static_url
 from server.web.views import pages as views_pages
 from server.widgets import WIDGETS as FOUND
 from server.widgets.snapshot import Catalog
@@ -104,12 +104,14 @@ def widget_calls():
 def client(course, widget_calls):
     app = Starlette(
         routes=[
-            Mount("/static", StaticFiles(directory=ROOT / "site" / "static"), name="static"),
+            Mount("/static", CachedStatic(directory=ROOT / "site" / "static"), name="static"),
             *views_pages.routes(),
         ],
         exception_handlers=views_pages.exception_handlers(),
     )
-    services_stub.on(app, course=course, templates=Jinja2Templates(directory=str(ROOT / "site" / "templates")),
+    templates = Jinja2Templates(directory=str(ROOT / "site" / "templates"))
+    templates.env.globals["static_url"] = static_url(ROOT / "site" / "static")  # as server/app.py
+    services_stub.on(app, course=course, templates=templates,
                      render_widget=_fake_widget(widget_calls), catalog=Catalog(dict(FOUND)),
                      cookies=services_stub.cookies(room=SignedCookie("emqlab_room", "unit-secret", "emqlab-room", 60)))
     with TestClient(app) as test_client:
@@ -145,7 +147,7 @@ def test_each_page_has_one_h1_one_main_a_skip_link_and_the_stylesheets(client):
         assert len(doc.all("h1")) == 1, path
         assert len(doc.all("main")) == 1, path
         assert doc.all("a")[0].get("href") == "#main", path
-        hrefs = [link.get("href") for link in doc.all("link")]
+        hrefs = [(link.get("href") or "").split("?v=")[0] for link in doc.all("link")]
         assert "/static/site.css" in hrefs and "/static/widgets.css" in hrefs
 
 
@@ -277,7 +279,23 @@ def test_favicon_ico_is_the_sites_svg_icon_never_a_404(client):
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("image/svg+xml")
     assert response.text.startswith("<svg")
-    assert '<link rel="icon" href="/static/favicon.svg"' in client.get("/").text
+    assert '<link rel="icon" href="/static/favicon.svg?v=' in client.get("/").text
+
+
+def test_a_stylesheet_url_names_its_content_and_is_kept_a_year_while_a_module_revalidates(client):
+    import hashlib
+    from pathlib import Path
+
+    href = next(link.get("href") for link in Doc(client.get("/").text).all("link")
+                if (link.get("href") or "").startswith("/static/site.css"))
+    css = (Path(__file__).resolve().parents[3] / "site" / "static" / "site.css").read_bytes()
+    assert href == f"/static/site.css?v={hashlib.sha256(css).hexdigest()[:12]}"
+    kept = client.get(href)
+    assert kept.status_code == 200 and kept.headers["cache-control"] == "public, max-age=31536000, immutable"
+    module = client.get("/static/widgets/dom.js")  # imported as "./dom.js": no hash to change, so asked again
+    assert module.status_code == 200 and module.headers["cache-control"] == "no-cache"
+    again = client.get("/static/widgets/dom.js", headers={"If-None-Match": module.headers["etag"]})
+    assert again.status_code == 304
 
 
 def test_index_key_table_names_the_poison_list_the_head_counter_and_the_metric(client):

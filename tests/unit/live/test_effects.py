@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.live.effects import describe, role
+from server.live.effects import command, describe, role
 
 Q = "emq:{s0000000000.fanin}"
 
@@ -40,3 +40,9 @@ def test_a_job_id_that_looks_like_a_suffix_is_still_a_row() -> None:
     assert role(Q + ":job:pending") == "row"
     assert role(Q + ":job:JOBx:dependencies") == "counter"
     assert role("lab:{s0000000000.fanin}:state") is None
+
+
+def test_the_log_names_the_scripts_decr_though_valkey_notifies_it_as_incrby() -> None:
+    assert command("incrby", Q + ":job:JOBparent:dependencies") == "decr"
+    assert command("incrby", Q + ":other") == "incrby"  # a key the course does not count down: as notified
+    assert command("zadd", Q + ":pending") == "zadd"
