@@ -40,7 +40,7 @@ def in_process_site(url: str) -> Iterator[TestClient]:
 def sandbox_of(client: TestClient) -> str:
     """The sandbox the client's cookie names (read without asking the site:
     a widget's state read would land its scenario before it is counted)."""
-    return str(client.app.state.cookie.parse(client.cookies[COOKIE]))  # type: ignore[attr-defined]
+    return str(client.app.state.services.cookies.sandbox.parse(client.cookies[COOKIE]))  # type: ignore[attr-defined]
 
 
 def count(client: TestClient, sandbox: str, method: str, path: str, body: dict[str, Any] | None = None,
@@ -70,7 +70,7 @@ def dive_of(client: TestClient, name: str) -> str:
     """The first dive of the course that places the widget (its page sets the
     sandbox cookie); the fan-in's dive for a widget no dive places yet (any
     page names the visitor's sandbox)."""
-    for page in client.app.state.course.dives:  # type: ignore[attr-defined]
+    for page in client.app.state.services.course.dives:  # type: ignore[attr-defined]
         if name in page.widgets:
             return str(page.path)
     return FANIN_DIVE

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
@@ -30,12 +31,13 @@ from server.settings import Settings
 from server.valkey import client, engine, native, secret_seen
 from server.valkey.datadir import site_secret
 from server.valkey.tasks import stop_tasks
-from server.web import rates, sessions, templating
+from server.web import errors, rates, sessions, templating
 from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import Site
+from server.web.services import Cookies, Services
 from server.web.static import CachedStatic, static_url
 from server.web.stream_slots import StreamSlots
-from server.web.views import asking, classroom, console, exercises, instructor, pages, room, widgets
+from server.web.views import asking, classroom, console, exercises, instructor, pages, replies, room, widgets
 from server.widgets import WIDGETS, questions
 from server.widgets.draw import Drawing
 from server.widgets.frames import Frames
@@ -89,7 +91,22 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     static = Mount("/static", CachedStatic(directory=str(SITE / "static")), name="static")
     # The front-end packages of site/package-lock.json, as `make assets` installed them (no build step).
     vendor = Mount("/static/vendor", CachedStatic(directory=str(SITE / "node_modules"), check_dir=False), name="vendor")
-    app = Starlette(
+    cookies = Cookies(
+        sandbox=cookie,
+        room=SignedCookie(ROOM_COOKIE, secret, "emqlab-room", settings.room_ttl, secure),
+        instructor=SignedCookie(INSTRUCTOR_COOKIE, secret, "emqlab-instructor", settings.instructor_session, secure),
+        flash=SignedCookie(FLASH_COOKIE, secret, "emqlab-flash", 60, secure),
+        watch=SignedCookie(WATCH_COOKIE, secret, "emqlab-watch", 3600, secure))
+    render_widget = templating.renderer(templates, catalog, {
+        console_page.NAME: console_page.context,
+        EXERCISE: lambda options: {"exercise": catalogue.get(str(options.get("name", "")))}})
+    drawing = Drawing(templates.env)
+    made = functools.partial(
+        Services, settings=settings, cookies=cookies,
+        sessions=sessions.Sessions(secret, settings.instructor_token, settings.instructor_session),
+        templates=templates, course=course, catalog=catalog, windows=rates.Windows(), stream_slots=StreamSlots(),
+        drawing=drawing, render_widget=render_widget)
+    return Starlette(
         # the catch-all page routes: keep last
         routes=[*widgets.routes(), *console.routes(), *exercises.routes(), *instructor.routes(), *classroom.routes(),
                 *asking.routes(), *room.routes(), vendor, static,
@@ -98,55 +115,39 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
         # (Starlette leaves text/event-stream alone, so frames are not held back).
         middleware=[Middleware(GZipMiddleware, minimum_size=1024), Middleware(Site, cookie=cookie),
                     Middleware(sessions.Resolve, cookie_name=INSTRUCTOR_COOKIE)],
-        exception_handlers=pages.exception_handlers(),
-        lifespan=_lifespan(url, cluster, settings, catalog, secret),
+        # every failure a view raises, answered in words: JSON, or the instructor's or the room's page
+        exception_handlers={**pages.exception_handlers(), **errors.exception_handlers(
+            {"/instructor": replies.refused, "/instructor/": replies.refused,
+             "/room": room.refused, "/room/join": room.refused, "/room/leave": room.refused})},
+        lifespan=_lifespan(url, cluster, settings, catalog, drawing, secret, made),
     )
-    app.state.cookie = cookie
-    app.state.room_cookie = SignedCookie(ROOM_COOKIE, secret, "emqlab-room", settings.room_ttl, secure)
-    app.state.instructor_cookie = SignedCookie(INSTRUCTOR_COOKIE, secret, "emqlab-instructor",
-                                               settings.instructor_session, secure)
-    app.state.sessions = sessions.Sessions(secret, settings.instructor_token, settings.instructor_session)
-    app.state.flash_cookie = SignedCookie(FLASH_COOKIE, secret, "emqlab-flash", 60, secure)
-    app.state.watch_cookie = SignedCookie(WATCH_COOKIE, secret, "emqlab-watch", 3600, secure)
-    app.state.settings = settings
-    app.state.templates = templates
-    app.state.course = course
-    app.state.catalog = catalog
-    app.state.windows = rates.Windows()
-    app.state.stream_slots = StreamSlots()
-    app.state.page_bodies = {}  # a page's body is the same for every visitor: rendered once (views/pages.py)
-    app.state.drawing = Drawing(templates.env)
-    app.state.render_widget = templating.renderer(templates, catalog, {
-        console_page.NAME: console_page.context,
-        EXERCISE: lambda options: {"exercise": catalogue.get(str(options.get("name", "")))}})
-    return app
 
 
-def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog,
-              secret: str) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
-    """Open the Valkey client, start the hub and the reaper; undo it all at the end."""
+def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog, drawing: Drawing, secret: str,
+              made: Callable[..., Services]) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """Open the Valkey client, start the hub and the reaper, and keep the services; undo it all at the end."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         conn = client.open_client(url, cluster)
         lab = Lab(conn, catalog, settings.sandbox_ttl * 2, settings.snapshot_bytes)
-        app.state.conn, app.state.lab = conn, lab
-        app.state.frames = Frames(lab, app.state.drawing)
-        streams = Streams(app.state.frames)
-        hub = app.state.hub = Hub(url, streams, catalog.widget_of_queue, cluster=cluster)
+        frames = Frames(lab, drawing)
+        hub = Hub(url, Streams(frames), catalog.widget_of_queue, cluster=cluster)
         # graders start with the first run (server/exercises/): a site nobody grades on starts none
-        app.state.graders = GraderPool(PoolSettings.from_env())
+        graders = GraderPool(PoolSettings.from_env())
         # the console runs each line as its sandbox's Valkey ACL user (server/console/as_user.py)
-        app.state.console = Runner(conn, secret)
+        console_runner = Runner(conn, secret)
         with contextlib.suppress(RedisError, OSError):
             await secret_seen.note(conn, secret)  # a replaced secret signs everyone out: logged, never silent
         with contextlib.suppress(RedisError, OSError):
-            await app.state.console.users.probe()  # the idle user on every primary, before the first line
+            await console_runner.users.probe()  # the idle user on every primary, before the first line
         with contextlib.suppress(RedisError, OSError):
             await native.ensure_loaded(conn)  # an external Valkey may allow MODULE LOAD
-        app.state.engine_warning = None  # an external Valkey older than the Lua fixes: said on /instructor
+        engine_warning = None  # an external Valkey older than the Lua fixes: said on /instructor
         with contextlib.suppress(RedisError, OSError):
-            app.state.engine_warning = engine.external_warning(engine.served_version(await conn.info("server")))
+            engine_warning = engine.external_warning(engine.served_version(await conn.info("server")))
+        app.state.services = made(conn=conn, lab=lab, frames=frames, hub=hub, graders=graders,
+                                  console=console_runner, engine_warning=engine_warning)
         await hub.start()
         reaping = asyncio.create_task(reaper.run(conn, catalog, settings.sandbox_ttl, every=settings.reap_every),
                                       name="emqlab-reaper")
@@ -156,8 +157,8 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog,
         finally:
             await stop_tasks([reaping])
             await hub.stop()
-            await app.state.console.aclose()
-            await app.state.graders.stop()
+            await console_runner.aclose()
+            await graders.stop()
             await conn.aclose()
 
     return lifespan

@@ -17,7 +17,9 @@ sentence for the learner, so the view needs no table of its own:
 from __future__ import annotations
 
 import re
-from typing import ClassVar, Final
+from typing import Final
+
+from server.refusal import Refusal
 
 MAX_SCRIPT_BYTES: Final = 16_384
 
@@ -26,18 +28,8 @@ MAX_SCRIPT_BYTES: Final = 16_384
 _LINE_RE: Final = re.compile(r"user_script:(\d+):")
 
 
-class GradeRefused(Exception):
-    """Base of every refusal; ``status`` is the HTTP status, ``message`` the sentence."""
-
-    status: ClassVar[int] = 400
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-    def as_json(self) -> dict[str, object]:
-        """The body the web layer answers with: ``{"error": <sentence>}``."""
-        return {"error": self.message}
+class GradeRefused(Refusal):
+    """Base of every refusal of a run; ``status`` is the HTTP status, ``message`` the sentence."""
 
 
 class UnknownExercise(GradeRefused):

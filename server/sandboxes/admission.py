@@ -16,6 +16,7 @@ from pathlib import Path
 
 from server.emq.script import Call, Script
 from server.emq.wire import Conn
+from server.refusal import Refusal
 from server.sandboxes.keys import REGISTRY_KEY
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
@@ -32,12 +33,16 @@ WINDOW = 600  # seconds: the window of the per-address count of new sandboxes
 ADMITTED, FULL, ADDRESS_FULL = 1, 0, -1
 
 
-class Full(Exception):
-    """No new sandbox can be admitted now (answered 503 with this sentence)."""
+class Full(Refusal):
+    """No new sandbox can be admitted now (answered 503 with this sentence; retried in a minute)."""
+
+    status, retry_after = 503, 60
 
 
 class AddressFull(Full):
     """This address opened its share of new sandboxes (answered 429: the client may slow down)."""
+
+    status = 429
 
 
 @dataclass(frozen=True)

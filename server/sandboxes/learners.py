@@ -13,6 +13,7 @@ import unicodedata
 from typing import Any
 
 from server.emq.wire import Conn, as_text
+from server.refusal import Refusal
 from server.sandboxes.keys import meta_key
 from server.sandboxes.sandbox import SANDBOX_RE
 
@@ -28,7 +29,7 @@ def learners_key(code: str) -> str:
     return f"lab:room:{code}:learners"
 
 
-class BadName(ValueError):
+class BadName(Refusal, ValueError):
     """A display name that cannot be one (400)."""
 
 

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from server.emq.wire import Conn, Fields, as_dict, as_text
+from server.refusal import Refusal
 from server.sandboxes.answers import answers_key, votes_key
 from server.sandboxes.keys import REGISTRY_KEY, meta_key
 from server.sandboxes.learners import BadName, learner_ids, learners_key, readable
@@ -59,12 +60,14 @@ def _ask(raw: str) -> Ask | None:
     return None
 
 
-class BadRoom(ValueError):
+class BadRoom(Refusal, ValueError):
     """A room code or name that cannot be one (400)."""
 
 
-class RoomsFull(Exception):
+class RoomsFull(Refusal):
     """No room can be opened now: the cap is reached (409)."""
+
+    status = 409
 
 
 @dataclass

@@ -16,13 +16,17 @@ from itsdangerous import BadSignature, URLSafeSerializer, URLSafeTimedSerializer
 from starlette.requests import Request
 from starlette.responses import Response
 
+from server.refusal import Refusal
+
 COOKIE = "emqlab_sandbox"
 # \A…\Z, not $: "s0123456789\n" is not an id, whichever of match/fullmatch a caller uses.
 SANDBOX_RE = re.compile(r"\As[a-z0-9]{10}\Z")
 
 
-class NoSandbox(Exception):
+class NoSandbox(Refusal):
     """The request carries no valid sandbox cookie."""
+
+    status = 403
 
 
 def new_id() -> str:

@@ -15,6 +15,7 @@ import msgspec
 from starlette.requests import Request
 
 from server.web.guards import Refused
+from server.web.services import services
 
 T = TypeVar("T")
 FORM = "application/x-www-form-urlencoded"
@@ -72,7 +73,7 @@ def decode(data: bytes, kind: type[T]) -> T:
 
 
 async def read(request: Request, kind: type[T]) -> T:
-    return decode(await raw(request, request.app.state.settings.max_body_bytes), kind)
+    return decode(await raw(request, services(request).settings.max_body_bytes), kind)
 
 
 def wants_json(request: Request) -> bool:
@@ -86,7 +87,7 @@ async def read_form(request: Request, kind: type[T], cap: int | None = None) -> 
     At most `cap` bytes (default `EMQLAB_MAX_BODY_BYTES`) are read, in memory: a multipart body is
     refused (415) before any of it is parsed or spooled to disk."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    data = await raw(request, request.app.state.settings.max_body_bytes if cap is None else cap)
+    data = await raw(request, services(request).settings.max_body_bytes if cap is None else cap)
     if content_type != FORM:
         if data and content_type not in ("", "application/json"):
             raise BadBody(415, "send the body as JSON or as an HTML form (application/x-www-form-urlencoded)")

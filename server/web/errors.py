@@ -1,15 +1,17 @@
-"""One answer for every failure a view can meet: a clear JSON status, never a traceback.
+"""One answer for every failure a view can meet, in Starlette's exception handlers: never a traceback.
 
-Every view maps what went wrong through `answer_error`, so the same fault gets
-the same words and status everywhere: our refusals a 4xx, Valkey away or out of
-memory a 503 to retry, a bug of ours a logged 500.
+A view raises and the app's handlers (`exception_handlers`, registered in
+app.py) answer, so the same fault gets the same words and status everywhere:
+a `Refusal` (each package's, carrying its status) a 4xx, Valkey away, busy, out
+of memory or refusing writes a 503 to retry, a bug of ours a logged 500. JSON,
+unless the path has a page of its own that says it (the instructor's, the room's).
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from redis.exceptions import (
     BusyLoadingError,
@@ -17,6 +19,7 @@ from redis.exceptions import (
     OutOfMemoryError,
     ReadOnlyError,
     RedisClusterException,
+    RedisError,
     ResponseError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -27,20 +30,15 @@ from starlette.responses import Response
 from server.emq.errors import EmqError
 from server.emq.keyspace import BadId
 from server.emq.shape import FlowShapeError
-from server.exercises import GradeRefused
-from server.sandboxes.admission import AddressFull, Full
-from server.sandboxes.learners import BadName
-from server.sandboxes.rooms import BadRoom, RoomsFull
-from server.sandboxes.sandbox import NoSandbox
+from server.refusal import Refusal
 from server.valkey.long_script import is_busy
 from server.valkey.reply import error_text
 from server.web.answer import JSONAnswer
-from server.web.guards import Refused
-from server.widgets import base as widget_base
-from server.widgets.turn import Busy
 
 log = logging.getLogger("emqlab.api")
-Handler = Callable[[Request], Awaitable[Response]]
+# A path's own page for a refusal (the instructor's, the room's): the sentence said on it, at its status
+PageAnswer = Callable[[Request, Refusal], Awaitable[Response]]
+ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
 
 WRONG_TYPE = ("A key of this widget holds another type than the key grammar gives it (a console line "
               "changed it), so the action cannot run on it. Press Reset: it removes the keys whatever they hold.")
@@ -49,6 +47,9 @@ WRONG_TYPE = ("A key of this widget holds another type than the key grammar give
 # Valkey away, loading, a replica after a failover, or a cluster whose topology is changing: retried.
 VALKEY_DOWN = (RedisConnectionError, RedisTimeout, BusyLoadingError, ReadOnlyError, OSError,
                RedisClusterException, ClusterError)
+# What a view that degrades rather than refuses (a stream, a page's first paint) catches: a refusal or
+# any of Valkey's faults (is_fault tells which), never a bug
+FAULTS = (Refusal, EmqError, RedisError, RedisClusterException, OSError)
 UNREACHABLE = "Valkey is unreachable right now; the widget will recover when it returns."
 BUSY = ("Valkey is busy with a long-running script right now (the site stops a learner's script past its "
         "budget), so nothing was done: try again in a moment.")
@@ -101,62 +102,61 @@ def is_fault(exc: BaseException) -> bool:
     return isinstance(exc, VALKEY_DOWN) or is_busy(exc) or is_out_of_memory(exc) or refusing(exc) is not None
 
 
-def status_of(exc: Exception) -> tuple[int, str, int | None]:
-    """A failure's status, sentence and Retry-After seconds (a bug of ours logged, never shown)."""
-    if isinstance(exc, GradeRefused):
-        return exc.status, exc.message, None
+def refusal_of(exc: Exception) -> Refusal | None:
+    """What went wrong as a refusal: the packages' own as they are, Valkey's faults and the host
+    library's refusals in words; None for a bug of ours."""
+    if isinstance(exc, Refusal):
+        return exc
     if isinstance(exc, LookupError):
-        return 404, str(exc).strip("'\""), None
-    if isinstance(exc, Refused):  # a guard's, or a body's (BadBody)
-        return exc.status, str(exc), 10 if exc.status in (429, 503) else None
-    if isinstance(exc, NoSandbox):
-        return 403, str(exc), None
-    if isinstance(exc, (BadId, FlowShapeError, BadRoom, BadName)):
-        return 400, str(exc), None
-    if isinstance(exc, (widget_base.Refused, RoomsFull)):
-        return 409, str(exc), None
-    if isinstance(exc, Full):
-        return 429 if isinstance(exc, AddressFull) else 503, str(exc), 60
+        return Refusal(str(exc).strip("'\""), status=404)
+    if isinstance(exc, (BadId, FlowShapeError)):
+        return Refusal(str(exc))
     if is_busy(exc):
-        return 503, BUSY, 1
+        return Refusal(BUSY, status=503, retry_after=1)
     if isinstance(exc, ResponseError) and "WRONGTYPE" in str(exc):
-        return 409, WRONG_TYPE, None
-    if isinstance(exc, Busy):
-        return 503, str(exc), 1
-    if isinstance(exc, widget_base.ResetStillFull):
-        return 503, str(exc), 30
+        return Refusal(WRONG_TYPE, status=409)
     if is_out_of_memory(exc):
         log.warning("valkey is out of memory: answered 503")
-        return 503, OUT_OF_MEMORY, 30
+        return Refusal(OUT_OF_MEMORY, status=503, retry_after=30)
     if code := refusing(exc):
         log.warning("valkey answered %s: answered 503", code)
-        return 503, *REFUSING[code]
+        message, retry_after = REFUSING[code]
+        return Refusal(message, status=503, retry_after=retry_after)
     if isinstance(exc, EmqError):
-        return 409, str(exc), None
+        return Refusal(str(exc), status=409)
     if isinstance(exc, VALKEY_DOWN):
-        return 503, UNREACHABLE, 2
+        return Refusal(UNREACHABLE, status=503, retry_after=2)
     if isinstance(exc, ClientDisconnect):
         # The visitor closed the tab mid-upload: no one is waiting for this answer.
         log.info("client went away before its request body arrived")
-        return 400, "the request body did not arrive: the client disconnected", None
-    log.exception("widget action failed", exc_info=exc)
-    return 500, "the server failed on this action; it has been logged", None
+        return Refusal("the request body did not arrive: the client disconnected")
+    return None
 
 
-def answer_error(exc: Exception) -> JSONAnswer:
-    if isinstance(exc, GradeRefused):  # its body may name the line a script failed on
-        return JSONAnswer(exc.as_json(), status_code=exc.status)
-    return problem(*status_of(exc))
+def json_answer(refusal: Refusal) -> JSONAnswer:
+    headers = {"Retry-After": str(refusal.retry_after)} if refusal.retry_after is not None else None
+    return JSONAnswer(refusal.as_json(), status_code=refusal.status, headers=headers)
 
 
-def answered(handler: Handler) -> Handler:
-    """`handler` with every failure answered in words (`answer_error`), never a traceback."""
+def exception_handlers(pages: Mapping[str, PageAnswer]) -> dict[Any, ExceptionHandler]:
+    """The app's handlers: every failure a view raises, answered in JSON or on its path's page.
+    `pages` keys are paths, or prefixes when they end with "/"."""
 
-    @functools.wraps(handler)
-    async def endpoint(request: Request) -> Response:
-        try:
-            return await handler(request)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a clear JSON answer
-            return answer_error(exc)
+    def page_of(request: Request) -> PageAnswer | None:
+        path = request.url.path
+        return pages.get(path) or next((page for key, page in pages.items()
+                                        if key.endswith("/") and path.startswith(key)), None)
 
-    return endpoint
+    async def answer(request: Request, exc: Exception) -> Response:
+        refusal = refusal_of(exc)
+        if refusal is None:
+            log.error("widget action failed", exc_info=exc)
+            refusal = Refusal("the server failed on this action; it has been logged", status=500)
+        page = page_of(request)
+        return await page(request, refusal) if page is not None else json_answer(refusal)
+
+    # Each family by its class, so Starlette answers it inside the site's middleware; a bug
+    # (`Exception`) is Starlette's outermost handler's, which also logs its traceback.
+    answered = (Refusal, LookupError, BadId, FlowShapeError, EmqError, RedisError, RedisClusterException,
+                OSError, ClientDisconnect, Exception)
+    return dict.fromkeys(answered, answer)

@@ -16,9 +16,11 @@ from urllib.parse import urlsplit
 from redis.exceptions import RedisError
 from starlette.requests import Request
 
+from server.refusal import Refusal
 from server.sandboxes import rooms
 from server.sandboxes.sandbox import COOKIE, SANDBOX_RE, NoSandbox
 from server.web import rates, sessions
+from server.web.services import services
 
 INSTRUCTOR_COOKIE = "emqlab_instructor"
 DEMO_REFUSAL = "demo mode: only the instructor acts in this class; you are watching the instructor's sandbox"
@@ -28,12 +30,12 @@ ROOM_DOWN = ("Valkey is unreachable right now, so the site cannot check the clas
              "(it may have closed); the page recovers when Valkey returns.")
 
 
-class Refused(Exception):
-    """A guard's refusal: `status` (4xx, or 503) and a sentence."""
+class Refused(Refusal):
+    """A guard's refusal: `status` (4xx, or 503) and a sentence; a client over a budget, or a Valkey
+    away, may try again in 10 s."""
 
     def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+        super().__init__(message, status=status, retry_after=10 if status in (429, 503) else None)
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ async def enter(request: Request, *, write: bool, counts: str = "actions") -> En
     instructor = is_instructor(request)
     tab = "".join(ch for ch in request.headers.get("x-emqlab-tab", "")[:32] if ch.isalnum())
     entry = Entry(visitor, visitor, instructor, tab=tab)
-    watched = request.app.state.watch_cookie.read(request) if instructor else None
+    watched = services(request).cookies.watch.read(request) if instructor else None
     if isinstance(watched, str) and SANDBOX_RE.fullmatch(watched):
         entry = replace(entry, sandbox=watched, readonly=True, watching=watched)
     else:
@@ -79,13 +81,13 @@ async def enter(request: Request, *, write: bool, counts: str = "actions") -> En
 
 
 async def _in_class(request: Request, entry: Entry) -> Entry:
-    code = request.app.state.room_cookie.read(request)
+    code = services(request).cookies.room.read(request)
     if code is None:
         return entry
     if not isinstance(code, str):
         raise Refused(403, "the class cookie is not one this site signed: join your class again at /room")
     try:
-        room, member, name = await rooms.membership(request.app.state.conn, code, entry.visitor)
+        room, member, name = await rooms.membership(services(request).conn, code, entry.visitor)
     except (RedisError, OSError) as exc:
         raise Refused(503, ROOM_DOWN) from exc
     if room is None or not member:
@@ -96,7 +98,7 @@ async def _in_class(request: Request, entry: Entry) -> Entry:
 
 
 def _spend(request: Request, entry: Entry, counts: str) -> None:
-    settings, windows = request.app.state.settings, request.app.state.windows
+    settings, windows = services(request).settings, services(request).windows
     try:
         if counts == "reads":
             windows.spend(f"r:{entry.visitor}", settings.read_limit, "per visitor", "reads")
@@ -119,7 +121,7 @@ def visitor_of(request: Request) -> str:
     if not raw:
         raise Refused(403, "no sandbox cookie: open a page of the course first")
     try:
-        return str(request.app.state.cookie.parse(raw))
+        return str(services(request).cookies.sandbox.parse(raw))
     except NoSandbox as exc:
         raise Refused(403, str(exc)) from exc
 
@@ -135,18 +137,18 @@ def bearer_of(request: Request) -> str | None:
 
 def signed_in(request: Request) -> bool:
     """A live sign-in session (server/web/sessions.py; no token compared: nothing to guess here)."""
-    return bool(request.app.state.settings.instructor_token) and sessions.session_of(request) is not None
+    return bool(services(request).settings.instructor_token) and sessions.session_of(request) is not None
 
 
 def is_instructor(request: Request) -> bool:
     """Signed in, or a matching Bearer token (uncounted: `require_instructor` counts failures)."""
-    token = request.app.state.settings.instructor_token
-    return bool(token) and (signed_in(request) or token_matches(bearer_of(request), token))
+    token = services(request).settings.instructor_token
+    return bool(token) and (signed_in(request) or token_matches(bearer_of(request), token or ""))
 
 
 async def require_instructor(request: Request) -> None:
     """403 when instructors are off or the Origin is foreign; 429 past the failed-attempt limit; else 401."""
-    if not request.app.state.settings.instructor_token:
+    if not services(request).settings.instructor_token:
         raise Refused(403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN")
     check_origin(request)
     if signed_in(request):
@@ -163,7 +165,7 @@ def attempt_visitor(request: Request) -> str:
     raw = request.cookies.get(COOKIE)
     if raw:
         try:
-            return "v:" + str(request.app.state.cookie.parse(raw))
+            return "v:" + str(services(request).cookies.sandbox.parse(raw))
         except NoSandbox:
             pass
     return "anon:" + rates.client_address(request)
@@ -172,9 +174,9 @@ def attempt_visitor(request: Request) -> str:
 async def take_attempt(request: Request, kind: str) -> list[str]:
     """Count this attempt BEFORE anything is compared, per visitor then per address (each
     kind apart): the keys to give back when it was right, or 429 past either limit."""
-    settings = request.app.state.settings
+    settings = services(request).settings
     visitor, address = settings.attempt_limit, settings.address_attempts
-    counted, past = await rates.take_attempt(request.app.state.conn, kind, [
+    counted, past = await rates.take_attempt(services(request).conn, kind, [
         (attempt_visitor(request), visitor), ("a:" + rates.client_address(request), address)])
     if past == 0:
         raise Refused(429, f"too many failed attempts: at most {visitor} a minute from one visitor; "
@@ -186,13 +188,13 @@ async def take_attempt(request: Request, kind: str) -> list[str]:
 
 
 async def give_back(request: Request, counted: list[str]) -> None:
-    await rates.give_back(request.app.state.conn, counted)
+    await rates.give_back(services(request).conn, counted)
 
 
 async def check_token(request: Request, given: str) -> None:
     """Compare a token only while this visitor and this address are under their failed-attempt limits."""
     counted = await take_attempt(request, "sign-in")
-    if not token_matches(given, request.app.state.settings.instructor_token or ""):
+    if not token_matches(given, services(request).settings.instructor_token or ""):
         raise Refused(401, "that is not the instructor token")
     await give_back(request, counted)  # the right token: not a failed attempt
 
@@ -215,7 +217,7 @@ def check_origin(request: Request) -> None:
         return
     # the site's pages are at the configured public origin (behind a proxy), else at the request's
     scheme, host = request.scope.get("scheme", "http"), request.headers.get("host", "")
-    site = request.app.state.settings.origin or f"{scheme}://{host}"
+    site = services(request).settings.origin or f"{scheme}://{host}"
     if _origin_of(origin) != site.lower() or not _origin_of(origin):
         shown = origin if len(origin) <= 100 and origin.isprintable() else "(unreadable)"
         raise Refused(403, f"cross-site request refused: Origin {shown} is not this site")

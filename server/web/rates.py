@@ -17,13 +17,17 @@ from collections.abc import Sequence
 from starlette.requests import Request
 
 from server.emq.wire import Conn
+from server.refusal import Refusal
+from server.web.services import services
 
 WINDOW = 10  # seconds
 REMEMBERED = 50_000  # counters one worker keeps (oldest dropped first)
 
 
-class TooMany(Exception):
-    """Over a budget: answered 429 with this sentence."""
+class TooMany(Refusal):
+    """Over a budget: answered 429 with this sentence, retried in 10 s."""
+
+    status, retry_after = 429, 10
 
 
 class Windows:
@@ -47,7 +51,7 @@ class Windows:
 def client_address(request: Request) -> str:
     """The socket's peer, or the last `X-Forwarded-For` entry (the proxy's own) when one is trusted."""
     host = request.client.host if request.client else "unknown"
-    if request.app.state.settings.trust_forwarded_for:
+    if services(request).settings.trust_forwarded_for:
         last = request.headers.get("x-forwarded-for", "").rsplit(",", 1)[-1].strip()
         host = last or host
     return "".join(ch for ch in host if ch.isalnum() or ch in ".:-")[:64] or "unknown"

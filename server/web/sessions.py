@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from server.emq.wire import Conn, as_text
+from server.web.services import services
 
 log = logging.getLogger("emqlab.instructor")
 
@@ -70,10 +71,10 @@ class Resolve:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and f"{self.cookie_name}=".encode() in _cookie_header(scope):
             request = Request(scope)
-            state = request.app.state
-            sid = state.instructor_cookie.read(request)
+            found = services(request)
+            sid = found.cookies.instructor.read(request)
             try:
-                if await state.sessions.live(state.conn, sid):
+                if await found.sessions.live(found.conn, sid):
                     scope.setdefault("state", {})[STATE] = sid
             except (RedisError, OSError) as exc:
                 log.warning("instructor session not checked, Valkey did not answer: %s", exc)

@@ -18,6 +18,7 @@ from starlette.templating import Jinja2Templates
 
 from server.content import Course
 from server.web import editor_assets, guards
+from server.web.services import services
 from server.widgets.snapshot import Catalog
 
 # The partials of what is not a widget (the console, the exercises): name -> options -> context.
@@ -25,15 +26,14 @@ Extra = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def course_of(request: Request) -> Course:
-    course: Course = request.app.state.course
+    course: Course = services(request).course
     return course
 
 
 def respond(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
     """`in_class`: a class's learner, so a page without widgets still follows the class (room-follow.js)."""
-    templates: Jinja2Templates = request.app.state.templates
-    room = getattr(request.app.state, "room_cookie", None)
-    in_class = room is not None and room.read(request) is not None and not guards.is_instructor(request)
+    templates: Jinja2Templates = services(request).templates
+    in_class = services(request).cookies.room.read(request) is not None and not guards.is_instructor(request)
     frame = {"in_class": in_class, "course": course_of(request), "page": None, "current_hub": None}
     return templates.TemplateResponse(request, template, {**frame, **context}, status_code=status)
 

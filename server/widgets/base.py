@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 import msgspec
 
+from server.refusal import Refusal
 from server.widgets.view import Moment
 
 if TYPE_CHECKING:
@@ -52,17 +53,22 @@ class GotoBody(Body):
     step: Annotated[int, msgspec.Meta(ge=0, le=1000)]  # a deep link's step: 0 is the scenario as it lands
 
 
-class Refused(Exception):
+class Refused(Refusal):
     """An action the scenario cannot take now: nothing was written; answered 409."""
 
+    status = 409
 
-class ResetStillFull(Exception):
+
+class ResetStillFull(Refusal):
     """A Reset over maxmemory removed the widget's keys, but Valkey stayed at its limit (other
-    sandboxes hold the memory), so the scenario could not land again yet: answered 503."""
+    sandboxes hold the memory), so the scenario could not land again yet: answered 503, retried in 30 s."""
 
-    def __str__(self) -> str:
-        return ("Reset removed this widget's keys, but Valkey is still at its memory limit (other sandboxes hold "
-                "it), so the scenario lands again once memory frees: idle sandboxes are reaped; try again then.")
+    status, retry_after = 503, 30
+
+    def __init__(self) -> None:
+        super().__init__("Reset removed this widget's keys, but Valkey is still at its memory limit (other sandboxes "
+                         "hold it), so the scenario lands again once memory frees: idle sandboxes are reaped; "
+                         "try again then.")
 
 
 Replay = tuple[str, dict[str, object]]

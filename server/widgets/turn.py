@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from server.emq import jobs
 from server.emq.script import Call, Script, raise_first
 from server.emq.wire import Conn
+from server.refusal import Refusal
 from server.sandboxes import keys
 from server.sandboxes.sandbox import queue_name
 from server.widgets.reader import SNAPSHOT_BYTES, Command, moment_of, pipelined, queues_of, read_calls
@@ -38,8 +39,10 @@ LOCK_LEASE_MS = 10_000  # an action that outlives this (a site killed mid-action
 LOCK_WAIT_S = 5.0  # how long an action queues behind another before it gives up
 
 
-class Busy(Exception):
-    """Another action of this widget held the lock for too long (answered 503)."""
+class Busy(Refusal):
+    """Another action of this widget held the lock for too long (answered 503, retried in a second)."""
+
+    status, retry_after = 503, 1
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
 def sandbox_of(client: TestClient) -> str:
     snap = client.get("/api/widgets/fanin/state").json()["snapshot"]
     assert snap["landed"]
-    return str(client.app.state.cookie.parse(client.cookies["emqlab_sandbox"]))  # type: ignore[attr-defined]
+    return str(client.app.state.services.cookies.sandbox.parse(client.cookies["emqlab_sandbox"]))  # type: ignore[attr-defined]
 
 
 def test_complete_child_is_four_round_trips_and_eight_commands(client: TestClient) -> None:

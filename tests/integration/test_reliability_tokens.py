@@ -26,6 +26,8 @@ from server.emq.wire import Conn
 from server.sandboxes.sandbox import SignedCookie
 from server.settings import Settings
 from server.web import guards, sessions
+from server.web.services import services
+from tests import services_stub
 
 TOKEN = "the-instructor-token-16+"
 SECRET = "token-test-secret"
@@ -40,7 +42,8 @@ def guarded_app(conn: Conn) -> Starlette:
         except guards.Refused as exc:
             return JSONResponse({"error": str(exc)}, status_code=exc.status)
         response = JSONResponse({"ok": True})
-        request.app.state.instructor_cookie.attach(response, await request.app.state.sessions.open(conn))
+        found = services(request)
+        found.cookies.instructor.attach(response, await found.sessions.open(conn))
         return response
 
     async def overview(request: Request) -> JSONResponse:
@@ -52,11 +55,11 @@ def guarded_app(conn: Conn) -> Starlette:
 
     app = Starlette(routes=[Route("/sign-in", sign_in, methods=["POST"]), Route("/overview", overview)],
                     middleware=[Middleware(sessions.Resolve, cookie_name=guards.INSTRUCTOR_COOKIE)])
-    app.state.sessions = sessions.Sessions(SECRET, TOKEN, 3600)
-    app.state.settings = Settings(instructor_token=TOKEN, attempt_limit=LIMIT)
-    app.state.conn = conn
-    app.state.instructor_cookie = SignedCookie(guards.INSTRUCTOR_COOKIE, SECRET, "emqlab-instructor", 3600)
-    return app
+    return services_stub.on(
+        app, sessions=sessions.Sessions(SECRET, TOKEN, 3600), conn=conn,
+        settings=Settings(instructor_token=TOKEN, attempt_limit=LIMIT),
+        cookies=services_stub.cookies(
+            instructor=SignedCookie(guards.INSTRUCTOR_COOKIE, SECRET, "emqlab-instructor", 3600)))
 
 
 def from_address(app: Starlette, address: str) -> httpx.AsyncClient:

@@ -23,6 +23,8 @@ from server.emq.script import Call, execute
 from server.live import events
 from server.sandboxes import answers, learners, progress, rooms
 from server.web import bodies, guards
+from server.web.errors import FAULTS
+from server.web.services import services
 from server.web.views.askable import Askable, askable
 from server.web.views.class_state import the_room
 from server.web.views.instructor import plural
@@ -43,7 +45,7 @@ class AskBody(msgspec.Struct, forbid_unknown_fields=True):
 
 async def chosen(request: Request, body: AskBody) -> Askable:
     pick = body.pick.split("|") if body.pick else [body.widget, body.question, str(body.step)]
-    for found in await askable(request.app.state.lab):
+    for found in await askable(services(request).lab):
         if [found.widget, found.question, str(found.step)] == pick:
             return found
     raise bodies.BadBody(400, "that question cannot be asked at that step: pick one the class page lists")
@@ -51,7 +53,7 @@ async def chosen(request: Request, body: AskBody) -> Askable:
 
 async def rebuild(request: Request, room: rooms.Room, widget: Widget, step: int) -> list[str]:
     """The step rebuilt where the class acts; the learners whose sandbox could not be, in words."""
-    lab, conn = request.app.state.lab, request.app.state.conn
+    lab, conn = services(request).lab, services(request).conn
     if room.mode == "own":
         targets = await learners.learner_ids(conn, room.code)
     else:
@@ -63,7 +65,7 @@ async def rebuild(request: Request, room: rooms.Room, widget: Widget, step: int)
             try:
                 await runner.act(lab, widget, Actor(sandbox, sandbox, by="instructor", records=False), "goto",
                                  GotoBody(step=step))
-            except Exception as exc:  # noqa: BLE001 - one learner's trouble is said, the others are rebuilt
+            except FAULTS as exc:  # one learner's trouble is said, the others are rebuilt
                 failed.append(f"{await learners.name_of(conn, sandbox) or sandbox} ({exc})")
 
     await asyncio.gather(*(one(s) for s in targets))
@@ -72,20 +74,20 @@ async def rebuild(request: Request, room: rooms.Room, widget: Widget, step: int)
 
 async def announce(request: Request, room: rooms.Room, data: dict[str, Any]) -> None:
     """A `room` event to every page of the class, and the class page woken."""
-    conn = request.app.state.conn
+    conn = services(request).conn
     await events.publish(conn, "room", await rooms.audience(conn, room), {"code": room.code, **data})
     await answers.tell(conn, room.code, str(data.get("action", "")))
 
 
 def dive_of(request: Request, widget: str) -> str | None:
-    return next((d.path for d in request.app.state.course.dives if widget in d.widgets), None)
+    return next((d.path for d in services(request).course.dives if widget in d.widgets), None)
 
 
 async def put(request: Request, room: rooms.Room, found: Askable, round: int = 1) -> Response:
-    conn, settings = request.app.state.conn, request.app.state.settings
+    conn, settings = services(request).conn, services(request).settings
     ask = rooms.Ask(found.widget, found.question, found.step, round)
     await answers.clear_votes(conn, room.code)
-    failed = await rebuild(request, room, request.app.state.catalog.widgets[found.widget], found.step)
+    failed = await rebuild(request, room, services(request).catalog.widgets[found.widget], found.step)
     await rooms.set_ask(conn, room.code, ask, settings.room_ttl)
     text = f"Your instructor asks the class: {found.legend}" + (" (second round)" if ask.round == 2 else "")
     await announce(request, room, {"action": "goto", "page": dive_of(request, found.widget), "widget": found.widget,
@@ -101,7 +103,7 @@ async def current(request: Request, room: rooms.Room) -> tuple[Askable, rooms.As
     ask = room.ask
     if ask is None:
         raise guards.Refused(409, "no question is asked in this class now: Ask the class first")
-    for found in await askable(request.app.state.lab):
+    for found in await askable(services(request).lab):
         if (found.widget, found.question, found.step) == (ask.widget, ask.question, ask.step):
             return found, ask
     raise guards.Refused(409, "the asked question is no longer in the course: ask another")
@@ -124,8 +126,8 @@ async def second_round(request: Request) -> Response:
 async def reveal(request: Request) -> Response:
     room = await the_room(request)
     found, ask = await current(request, room)
-    conn = request.app.state.conn
-    await rooms.set_ask(conn, room.code, replace(ask, revealed=True), request.app.state.settings.room_ttl)
+    conn = services(request).conn
+    await rooms.set_ask(conn, room.code, replace(ask, revealed=True), services(request).settings.room_ttl)
     if ask.veils(room.mode):
         await count_veiled(request, room, ask)
     await announce(request, room, {"action": "reveal", "widget": found.widget})
@@ -135,7 +137,7 @@ async def reveal(request: Request) -> Response:
 async def count_veiled(request: Request, room: rooms.Room, ask: rooms.Ask) -> None:
     """The verdicts own sandboxes kept until Reveal, counted now in each learner's progress
     (the press counted none of them: no one had seen whether they were right)."""
-    conn, lab = request.app.state.conn, request.app.state.lab
+    conn, lab = services(request).conn, services(request).lab
     given, _ = await answers.read(conn, room.code)
     now_ms = int(time.time() * 1000)
     calls: list[Call] = [
@@ -152,8 +154,8 @@ async def count_veiled(request: Request, room: rooms.Room, ask: rooms.Ask) -> No
 @instructor_only
 async def end(request: Request) -> Response:
     room = await the_room(request)
-    await rooms.set_ask(request.app.state.conn, room.code, None, request.app.state.settings.room_ttl)
-    await answers.clear_votes(request.app.state.conn, room.code)
+    await rooms.set_ask(services(request).conn, room.code, None, services(request).settings.room_ttl)
+    await answers.clear_votes(services(request).conn, room.code)
     await announce(request, room, {"action": "ask-ended"})
     return done(request, f"Class {room.code} is asked nothing now; the answers stay counted.", room=room)
 
@@ -165,7 +167,7 @@ async def press(request: Request) -> Response:
     found, ask = await current(request, room)
     if room.mode == "own":
         raise guards.Refused(409, "in own sandboxes each learner presses in their own widget")
-    lab, conn = request.app.state.lab, request.app.state.conn
+    lab, conn = services(request).lab, services(request).conn
     widget = lab.catalog.widgets[found.widget]
     sandbox = room.host if room.mode == "demo" and room.host else room.sandbox
     before = await reader.read(conn, widget, sandbox)

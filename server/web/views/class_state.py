@@ -22,6 +22,7 @@ from server.sandboxes.insight import Counted
 from server.sandboxes.rooms import Room
 from server.web import guards
 from server.web.answer import dumps
+from server.web.services import services
 from server.web.views.instructor import ago, plural
 from server.web.views.replies import instructor_only
 from server.widgets.questions import Question
@@ -41,7 +42,7 @@ class ClassState:
 async def the_room(request: Request) -> Room:
     """The open class the URL names: 400 for a code that cannot be one, 404 for none."""
     code = rooms.normalize_code(request.path_params["code"])
-    room = await rooms.get(request.app.state.conn, code)
+    room = await rooms.get(services(request).conn, code)
     if room is None:
         raise guards.Refused(404, f"no open class has the code {code}")
     return room
@@ -57,7 +58,7 @@ def question_of(catalog: Catalog, widget: str, question: str) -> Question | None
 
 
 async def read(request: Request, room: Room) -> ClassState:
-    conn, catalog = request.app.state.conn, request.app.state.catalog
+    conn, catalog = services(request).conn, services(request).catalog
     given, runs = await answers.read(conn, room.code)
     learners = await roster.read(conn, room.code, tours(catalog), runs)
     counted = insight.counted(given, [row.id for row in learners], legends_of(catalog))
@@ -97,7 +98,7 @@ def roster_rows(state: ClassState) -> list[dict[str, Any]]:
 
 
 def answers_view(request: Request, state: ClassState, projector: bool = False) -> list[dict[str, Any]]:
-    catalog: Catalog = request.app.state.catalog
+    catalog: Catalog = services(request).catalog
     names = {row.id: row.name for row in state.learners}
     shown = []
     for counted in state.counted:
@@ -143,7 +144,7 @@ def cell(text: str) -> str:
 
 def pages_of(request: Request, row: roster.Learner) -> list[str]:
     worked = {r.widget for r in row.records}
-    return [d.path for d in request.app.state.course.dives if worked & set(d.widgets)]
+    return [d.path for d in services(request).course.dives if worked & set(d.widgets)]
 
 
 def answer_columns(given: list[answers.Given]) -> list[tuple[str, str, str, int | None, int | None]]:
@@ -163,7 +164,7 @@ def column_title(column: tuple[str, str, str, int | None, int | None]) -> str:
 def csv_text(request: Request, state: ClassState) -> str:
     """One row per learner: their progress, then every answer they gave in the class (each
     mode, round and step a column of its own: `value (right)` or `value (not quite)`)."""
-    widgets = list(request.app.state.catalog.widgets)
+    widgets = list(services(request).catalog.widgets)
     exercises = sorted({name for row in state.learners for name in row.exercises})
     ids = {row.id for row in state.learners}
     columns = answer_columns([g for g in state.given if g.learner in ids])
@@ -195,19 +196,19 @@ def answer_cell(given: answers.Given | None) -> str:
 
 def answers_text(request: Request, state: ClassState) -> str:
     every = insight.counted(insight.across_modes(state.given), [row.id for row in state.learners],
-                            legends_of(request.app.state.catalog))
+                            legends_of(services(request).catalog))
     return dumps({"code": state.room.code, "questions": [c.contract() for c in every]}).decode()
 
 
 async def texts(request: Request) -> tuple[str, str, str]:
     """(code, csv, answers.json) of an open class now, or of a closed one as kept."""
     code = rooms.normalize_code(request.path_params["code"])
-    if (room := await rooms.get(request.app.state.conn, code)) is not None:
+    if (room := await rooms.get(services(request).conn, code)) is not None:
         state = await read(request, room)
         return code, csv_text(request, state), answers_text(request, state)
-    found = await kept.find(request.app.state.conn, code)
+    found = await kept.find(services(request).conn, code)
     if found is None:
-        days = request.app.state.settings.results_days
+        days = services(request).settings.results_days
         raise guards.Refused(404, f"no open class has the code {code}, and no class closed in the last "
                                   f"{days} days kept results under it")
     return code, *found
@@ -215,8 +216,8 @@ async def texts(request: Request) -> tuple[str, str, str]:
 
 async def keep(request: Request, room: rooms.Room) -> None:
     state = await read(request, room)
-    await kept.keep(request.app.state.conn, room.code, room.name, csv_text(request, state),
-                    answers_text(request, state), request.app.state.settings.results_days)
+    await kept.keep(services(request).conn, room.code, room.name, csv_text(request, state),
+                    answers_text(request, state), services(request).settings.results_days)
 
 
 @instructor_only

@@ -27,7 +27,8 @@ from server.sandboxes import answers, keys, learners, presence, rooms, roster
 from server.sandboxes.sandbox import SANDBOX_RE
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer, dumps
-from server.web.errors import is_fault
+from server.web.errors import FAULTS, is_fault
+from server.web.services import services
 from server.web.views import asking, class_state
 from server.web.views.askable import askable
 from server.web.views.class_state import the_room
@@ -73,9 +74,9 @@ async def page(request: Request) -> Response:
     return render(request, "class.html", {
         "room": room, "learners": class_state.roster_rows(state), "modes": rooms.MODE_WORDS,
         "answers": class_state.answers_view(request, state, projector), "projector": projector,
-        "askable": await askable(request.app.state.lab), "ask": room.ask,
+        "askable": await askable(services(request).lab), "ask": room.ask,
         "asked": (await asking.current(request, room))[0] if room.ask else None,
-        "dives": request.app.state.course.dives, "confirm": request.query_params.get("confirm") == "reset",
+        "dives": services(request).course.dives, "confirm": request.query_params.get("confirm") == "reset",
     })
 
 
@@ -87,8 +88,8 @@ async def follow(request: Request) -> Response:
 
 
 async def _class_events(request: Request, code: str, projector: bool) -> AsyncIterator[bytes]:
-    conn, hub = request.app.state.conn, request.app.state.hub
-    deadline = time.monotonic() + request.app.state.settings.stream_lifetime
+    conn, hub = services(request).conn, services(request).hub
+    deadline = time.monotonic() + services(request).settings.stream_lifetime
     last = b""
     with hub.streams.open(answers.class_stream(code), ()) as sub:
         while time.monotonic() < deadline:
@@ -99,7 +100,7 @@ async def _class_events(request: Request, code: str, projector: bool) -> AsyncIt
                     return
                 state = await class_state.read(request, room)
                 encoded = dumps(class_state.class_json(request, state, projector))
-            except Exception as exc:
+            except FAULTS as exc:  # mid-stream: Valkey's faults said in the frame, a bug ends it
                 if not is_fault(exc):
                     raise
                 encoded = dumps({"down": "Valkey is unreachable right now; the class page recovers when it returns."})
@@ -116,7 +117,7 @@ async def _class_events(request: Request, code: str, projector: bool) -> AsyncIt
 async def roster_json(request: Request) -> Response:
     """roster.json: exactly the documented fields."""
     room = await the_room(request)
-    rows = await roster.read(request.app.state.conn, room.code, class_state.tours(request.app.state.catalog))
+    rows = await roster.read(services(request).conn, room.code, class_state.tours(services(request).catalog))
     return JSONAnswer({"code": room.code, "mode": room.mode, "learners": [row.public() for row in rows]})
 
 
@@ -128,10 +129,10 @@ async def switch(request: Request, room: rooms.Room, mode: str) -> Response:
             host = guards.visitor_of(request)  # the instructor's own sandbox is the one shown
         if not host:
             raise guards.Refused(409, "open a page of the course in this browser first: the demo shows its sandbox")
-    conn = request.app.state.conn
+    conn = services(request).conn
     changed = await rooms.set_mode(conn, room.code, mode, host)
     assert changed is not None
-    await conn.expire(rooms.room_key(room.code), request.app.state.settings.room_ttl)  # the class lives on
+    await conn.expire(rooms.room_key(room.code), services(request).settings.room_ttl)  # the class lives on
     await asking.announce(request, changed, {"action": "mode", "mode": mode, "reconnect": True,
                                              "text": MODE_TEXT[mode]})
     return done(request, f"Class {room.code}: {rooms.MODE_WORDS[mode]}.", {"room": room.code, "mode": mode}, room=room)
@@ -153,7 +154,7 @@ async def demo(request: Request) -> Response:
 async def bring(request: Request) -> Response:
     body = await bodies.read_form(request, BringBody)
     room = await the_room(request)
-    dives = {d.path: d for d in request.app.state.course.dives}
+    dives = {d.path: d for d in services(request).course.dives}
     if body.page not in dives:
         raise bodies.BadBody(400, f"'page' must be one of the course's dives: {', '.join(sorted(dives))}")
     title = dives[body.page].title
@@ -168,10 +169,10 @@ async def reset_learners(request: Request) -> Response:
     room = await the_room(request)
     if not body.confirm:
         raise bodies.BadBody(400, "'confirm' must be true: this resets every learner's sandbox")
-    conn = request.app.state.conn
+    conn = services(request).conn
     ids = await learners.learner_ids(conn, room.code)
     names = {s: await learners.name_of(conn, s) for s in ids}
-    report = await resets.reset_sandboxes(request.app.state.lab, [*ids, room.sandbox])
+    report = await resets.reset_sandboxes(services(request).lab, [*ids, room.sandbox])
     return done(request, f"Every learner of class {room.code} was reset ({plural(len(ids), 'learner')}; "
                          f"{report_words(report, names)}).",
                 {"reset": len([s for s in ids if s in report.reset]), "failed": report.failed}, room=room)
@@ -179,7 +180,7 @@ async def reset_learners(request: Request) -> Response:
 
 async def learner_of(request: Request, room: rooms.Room) -> str:
     sandbox = str(request.path_params["sandbox"])
-    if not SANDBOX_RE.fullmatch(sandbox) or sandbox not in await learners.learner_ids(request.app.state.conn,
+    if not SANDBOX_RE.fullmatch(sandbox) or sandbox not in await learners.learner_ids(services(request).conn,
                                                                                       room.code):
         raise guards.Refused(404, f"class {room.code} has no such learner")
     return sandbox
@@ -190,8 +191,8 @@ async def reset_learner(request: Request) -> Response:
     await bodies.read_form(request, Empty)
     room = await the_room(request)
     sandbox = await learner_of(request, room)
-    name = await learners.name_of(request.app.state.conn, sandbox)
-    failed = (await resets.reset_sandboxes(request.app.state.lab, [sandbox])).failed
+    name = await learners.name_of(services(request).conn, sandbox)
+    failed = (await resets.reset_sandboxes(services(request).lab, [sandbox])).failed
     said = f"could not be reset: {failed[sandbox]}" if failed else "was reset."
     return done(request, f"{name or sandbox} {said}", {"reset": None if failed else sandbox, "failed": failed},
                 room=room)
@@ -200,17 +201,17 @@ async def reset_learner(request: Request) -> Response:
 @instructor_only
 async def watch(request: Request) -> Response:
     sandbox = await learner_of(request, await the_room(request))
-    dives = [d.path for d in request.app.state.course.dives]
-    seen = presence.page(as_dict(await request.app.state.conn.hgetall(keys.meta_key(sandbox))))
+    dives = [d.path for d in services(request).course.dives]
+    seen = presence.page(as_dict(await services(request).conn.hgetall(keys.meta_key(sandbox))))
     response = RedirectResponse(seen if seen is not None and seen in dives else dives[0], status_code=303)
-    request.app.state.watch_cookie.attach(response, sandbox)
+    services(request).cookies.watch.attach(response, sandbox)
     return response
 
 
 @instructor_only
 async def stop_watching(request: Request) -> Response:
     response = done(request, "You stopped watching: your pages act in your own sandbox again.")
-    request.app.state.watch_cookie.clear(response)
+    services(request).cookies.watch.clear(response)
     return response
 
 
@@ -219,25 +220,25 @@ async def join(request: Request) -> Response:
     room = await the_room(request)
     visitor = guards.visitor_of(request)
     if room.host != visitor:
-        await request.app.state.conn.hset(rooms.room_key(room.code), "host", visitor)
+        await services(request).conn.hset(rooms.room_key(room.code), "host", visitor)
     response = done(request, f"You are in class {room.code} ({room.name}).", {"room": room.code}, room=room)
-    request.app.state.room_cookie.attach(response, room.code)
+    services(request).cookies.room.attach(response, room.code)
     return response
 
 
 @instructor_only
 async def close(request: Request) -> Response:
     room = await the_room(request)
-    conn = request.app.state.conn
+    conn = services(request).conn
     await class_state.keep(request, room)
     audience = await rooms.audience(conn, room)
     await rooms.close(conn, room.code)
-    report = await resets.reset_sandboxes(request.app.state.lab, [room.sandbox])
+    report = await resets.reset_sandboxes(services(request).lab, [room.sandbox])
     await conn.zrem(keys.REGISTRY_KEY, room.sandbox)
     await events.publish(conn, "room", audience, {"code": room.code, "action": "closed", "reconnect": True,
                                                   "text": CLOSED_TEXT})
     await answers.tell(conn, room.code, "closed")
-    days = request.app.state.settings.results_days
+    days = services(request).settings.results_days
     return done(request, f"Class {room.code} was closed; its results stay downloadable for {days} days.",
                 {"room": room.code, "failed": report.failed})
 

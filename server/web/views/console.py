@@ -20,7 +20,7 @@ from server.console.lock import queue_lock
 from server.console.parse import Limits
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer
-from server.web.errors import answered
+from server.web.services import services
 from server.web.views.widgets import door
 from server.widgets.snapshot import Catalog
 
@@ -30,11 +30,11 @@ class Line(msgspec.Struct, forbid_unknown_fields=True):
 
 
 def context(request: Request, entry: guards.Entry) -> ConsoleContext:
-    settings, catalog = request.app.state.settings, request.app.state.catalog
+    settings, catalog = services(request).settings, services(request).catalog
     # A queue's lock is its widget's: the lock of the widget's first queue, which every action takes.
     first = {part: w.queue_parts[0] for w in catalog.widgets.values() for part in w.queue_parts}
-    lock = queue_lock(request.app.state.conn, entry.sandbox)
-    return ConsoleContext(admin=request.app.state.conn, runner=request.app.state.console, sandbox=entry.sandbox,
+    lock = queue_lock(services(request).conn, entry.sandbox)
+    return ConsoleContext(admin=services(request).conn, runner=services(request).console, sandbox=entry.sandbox,
                           queues=frozenset(first), lock=lambda part: lock(first.get(part, part)),
                           budget=settings.sandbox_bytes, limits=Limits(argument_bytes=settings.max_payload_bytes),
                           read_only=guards.DEMO_REFUSAL if entry.readonly else None,
@@ -46,7 +46,6 @@ def ids_of(catalog: Catalog) -> dict[str, tuple[str, ...]]:
     return {part: w.job_ids(part) for w in catalog.widgets.values() for part in w.queue_parts}
 
 
-@answered
 async def run_command(request: Request) -> JSONAnswer:
     # a read-only page may still read: its writes are refused by the console itself
     entry = await guards.enter(request, write=False)
@@ -58,15 +57,14 @@ async def run_command(request: Request) -> JSONAnswer:
     body["reply_lines"] = [text.replace(prefix, "") for text in body["reply_lines"]]
     # over maxmemory the transcript is not kept, and the reply (a read's answer, a 503 in words) still goes
     with contextlib.suppress(OutOfMemoryError):
-        await transcript.record(request.app.state.conn, entry.sandbox, entry.visitor, body,
-                                request.app.state.settings.sandbox_ttl)
+        await transcript.record(services(request).conn, entry.sandbox, entry.visitor, body,
+                                services(request).settings.sandbox_ttl)
     return JSONAnswer(body, status_code=reply.status)
 
 
-@answered
 async def read_transcript(request: Request) -> JSONAnswer:
     entry = await guards.enter(request, write=False, counts="reads")
-    return JSONAnswer({"transcript": await transcript.read(request.app.state.conn, entry.sandbox, entry.visitor)})
+    return JSONAnswer({"transcript": await transcript.read(services(request).conn, entry.sandbox, entry.visitor)})
 
 
 def routes() -> list[BaseRoute]:

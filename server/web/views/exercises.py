@@ -24,7 +24,7 @@ from server.live.streams import frame
 from server.sandboxes import progress, work
 from server.web import bodies, guards, rates
 from server.web.answer import JSONAnswer, dumps
-from server.web.errors import answer_error, answered
+from server.web.services import services
 from server.web.templating import course_of, respond
 from server.web.views.widgets import admitter
 
@@ -36,12 +36,11 @@ class Run(msgspec.Struct, forbid_unknown_fields=True):
     script: Annotated[str, msgspec.Meta(max_length=BODY_CAP)]
 
 
-@answered
 async def describe(request: Request) -> Response:
     """The exercise, and the visitor's own work on it (`mine`: last script, best run)."""
     entry = await guards.enter(request, write=False, counts="reads")
     exercise = catalogue.get(request.path_params["name"])
-    mine = await work.mine(request.app.state.conn, entry.visitor, exercise.name)
+    mine = await work.mine(services(request).conn, entry.visitor, exercise.name)
     return JSONAnswer({**exercise.as_json(), "mine": mine.as_json()})
 
 
@@ -50,23 +49,22 @@ async def _graded(request: Request, entry: guards.Entry, script: str,
     """Grade, then keep the result in the learner's record (record.lua never lowers a best)
     and the script as their last (server/sandboxes/work.py)."""
     name = request.path_params["name"]
-    graded = await grade(request.app.state.graders, name, script, run_for=entry.visitor,
+    graded = await grade(services(request).graders, name, script, run_for=entry.visitor,
                          on_place=places.put_nowait if places is not None else None,
                          address=rates.client_address(request))
     step = progress.Step(f"ex:{name}", result=f"{graded.passed}/{graded.total}")
-    settings = request.app.state.settings
+    settings = services(request).settings
     ttl = settings.sandbox_ttl * 2
     script_, keys, args = progress.record_call(entry.visitor, step, ttl, int(time.time() * 1000))
-    async with request.app.state.conn.pipeline(transaction=False) as pipe:
+    async with services(request).conn.pipeline(transaction=False) as pipe:
         script_.queue(pipe, keys, args)
         work.keep(pipe, entry.visitor, name, script, ttl)
         # each check of the latest run, for the class page ("which check most of the class fails")
         pipe.hset(keys[1], mapping={f"ex:{name}:{c.name}": int(c.passed) for c in graded.checks})
-        await execute(request.app.state.conn, pipe, [(script_, keys, args), None, None, None])
+        await execute(services(request).conn, pipe, [(script_, keys, args), None, None, None])
     return graded
 
 
-@answered
 async def run(request: Request) -> Response:
     entry = await guards.enter(request, write=True)
     body = bodies.decode(await bodies.raw(request, BODY_CAP), Run)
@@ -95,12 +93,9 @@ async def _streamed(request: Request, entry: guards.Entry, script: str) -> Async
 
 async def page(request: Request) -> Response:
     """An exercise on a page of its own (no JavaScript needed): the visitor's last script, and their best run."""
-    try:
-        entry = await guards.enter(request, write=False, counts="reads")
-        exercise = catalogue.get(request.path_params["name"])
-        mine = await work.mine(request.app.state.conn, entry.visitor, exercise.name)
-    except Exception as exc:  # noqa: BLE001
-        return answer_error(exc)
+    entry = await guards.enter(request, write=False, counts="reads")
+    exercise = catalogue.get(request.path_params["name"])
+    mine = await work.mine(services(request).conn, entry.visitor, exercise.name)
     context = {"exercise": exercise, "script": mine.script or exercise.starter, "graded": None, "error": None,
                "best": mine.best, "dive": course_of(request).page(exercise.page)}
     return respond(request, "exercise.html", context)
@@ -109,16 +104,13 @@ async def page(request: Request) -> Response:
 async def run_form(request: Request) -> Response:
     """A form's run (no JavaScript): the results as a page."""
     name = request.path_params["name"]
-    try:
-        entry = await guards.enter(request, write=True)
-        # read whole, in memory, up to the cap, never through Starlette's form
-        # parser (its multipart spools parts to disk, 2 GB in 4 s): past the
-        # cap 413, multipart 415, unknown fields 400, before anything is run
-        script = (await bodies.read_form(request, Run, cap=BODY_CAP)).script
-        exercise = catalogue.get(name)
-        await admitter(request, entry.visitor, used=True)()
-    except Exception as exc:  # noqa: BLE001
-        return answer_error(exc)
+    entry = await guards.enter(request, write=True)
+    # read whole, in memory, up to the cap, never through Starlette's form
+    # parser (its multipart spools parts to disk, 2 GB in 4 s): past the
+    # cap 413, multipart 415, unknown fields 400, before anything is run
+    script = (await bodies.read_form(request, Run, cap=BODY_CAP)).script
+    exercise = catalogue.get(name)
+    await admitter(request, entry.visitor, used=True)()
     context = {"exercise": exercise, "script": script, "graded": None, "error": None, "best": None,
                "dive": course_of(request).page(exercise.page)}
     try:

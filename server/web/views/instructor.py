@@ -20,7 +20,8 @@ from server.sandboxes import kept, keys, learners, presence, rooms
 from server.sandboxes.sandbox import SANDBOX_RE
 from server.web import bodies, guards, sessions
 from server.web.answer import JSONAnswer
-from server.web.views.replies import done, instructor_only, page_context, refused, render
+from server.web.services import services
+from server.web.views.replies import done, instructor_only, page_context, render
 from server.widgets.flow import plural as plural  # asking and class_state take it from here
 
 LISTED = 500  # sandboxes shown on the page, most recent first
@@ -53,7 +54,7 @@ def ago(seconds: float | None, now: float) -> str:
 
 async def live_sandboxes(request: Request, open_rooms: list[rooms.Room]) -> list[dict[str, Any]]:
     """The most recently active sandboxes: who (name, class) and where (page, widget)."""
-    conn = request.app.state.conn
+    conn = services(request).conn
     found: Any = await conn.zrevrange(keys.REGISTRY_KEY, 0, LISTED - 1, withscores=True)
     ids = [(as_text(s), float(score) / 1000) for s, score in found if SANDBOX_RE.match(as_text(s))]
     async with conn.pipeline(transaction=False) as pipe:  # none to send: no round trip
@@ -73,7 +74,7 @@ async def live_sandboxes(request: Request, open_rooms: list[rooms.Room]) -> list
 
 
 async def overview_data(request: Request) -> dict[str, Any]:
-    conn = request.app.state.conn
+    conn = services(request).conn
     now = time.time()
     open_rooms = await rooms.list_rooms(conn)
     return {
@@ -86,7 +87,7 @@ async def overview_data(request: Request) -> dict[str, Any]:
 
 
 async def page(request: Request) -> Response:
-    if not request.app.state.settings.instructor_token:
+    if not services(request).settings.instructor_token:
         return render(request, "instructor.html", page_context(
             request, error="Instructor features are off: start the site with EMQLAB_INSTRUCTOR_TOKEN set."), 403)
     if guards.bearer_of(request) is None and not guards.signed_in(request):
@@ -104,33 +105,28 @@ async def signed_in_page(request: Request) -> Response:
 
 
 async def sign_in(request: Request) -> Response:
-    settings = request.app.state.settings
-    try:
-        if not settings.instructor_token:
-            raise guards.Refused(403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN")
-        guards.check_origin(request)
-        body = await bodies.read_form(request, SignIn)
-        if not guards.signed_in(request):
-            await guards.check_token(request, body.token)
-        # a session of its own in Valkey: the cookie names it and reveals nothing of the token
-        sid = sessions.session_of(request) or await request.app.state.sessions.open(request.app.state.conn)
-    except Exception as exc:  # noqa: BLE001 - said in words, 4xx or 503
-        return refused(request, exc)
+    settings = services(request).settings
+    if not settings.instructor_token:
+        raise guards.Refused(403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN")
+    guards.check_origin(request)
+    body = await bodies.read_form(request, SignIn)
+    if not guards.signed_in(request):
+        await guards.check_token(request, body.token)
+    # a session of its own in Valkey: the cookie names it and reveals nothing of the token
+    sid = sessions.session_of(request) or await services(request).sessions.open(services(request).conn)
     response = done(request, "Signed in as the instructor.")
-    request.app.state.instructor_cookie.attach(response, sid)
+    services(request).cookies.instructor.attach(response, sid)
     return response
 
 
 async def sign_out(request: Request) -> Response:
-    """Ends the session in Valkey, so a copy of the cookie stops counting too."""
-    try:
-        guards.check_origin(request)
-        cookie = request.app.state.instructor_cookie.read(request)
-        await request.app.state.sessions.close(request.app.state.conn, cookie)
-    except Exception as exc:  # noqa: BLE001 - Valkey away: said, and the cookie is kept until it answers
-        return refused(request, exc)
+    """Ends the session in Valkey, so a copy of the cookie stops counting too (Valkey away: refused,
+    and the cookie is kept until it answers)."""
+    guards.check_origin(request)
+    cookie = services(request).cookies.instructor.read(request)
+    await services(request).sessions.close(services(request).conn, cookie)
     response = done(request, "Signed out.", flash=False)
-    request.app.state.instructor_cookie.clear(response)
+    services(request).cookies.instructor.clear(response)
     return response
 
 
@@ -141,9 +137,9 @@ async def overview(request: Request) -> Response:
 
 @instructor_only
 async def watching(request: Request) -> Response:
-    watched = request.app.state.watch_cookie.read(request)
+    watched = services(request).cookies.watch.read(request)
     watched = watched if isinstance(watched, str) and SANDBOX_RE.fullmatch(watched) else None
-    meta = as_dict(await request.app.state.conn.hgetall(keys.meta_key(watched))) if watched else {}
+    meta = as_dict(await services(request).conn.hgetall(keys.meta_key(watched))) if watched else {}
     return JSONAnswer({"sandbox": watched, "name": meta.get("name") or None, "room": meta.get("room") or None})
 
 
@@ -158,7 +154,7 @@ def report_words(report: resets.Report, names: dict[str, str]) -> str:
 @instructor_only
 async def reset(request: Request) -> Response:
     body = await bodies.read_form(request, ResetBody)
-    lab, conn = request.app.state.lab, request.app.state.conn
+    lab, conn = services(request).lab, services(request).conn
     if sum(map(bool, (body.sandbox, body.room, body.all))) != 1:
         raise bodies.BadBody(400, "say what to reset: exactly one of sandbox (an id), room (a code) or all (true)")
     if body.all:
@@ -186,16 +182,16 @@ async def reset(request: Request) -> Response:
 
 @instructor_only
 async def create_room(request: Request) -> Response:
-    settings = request.app.state.settings
+    settings = services(request).settings
     body = await bodies.read_form(request, NewRoom)
     try:
         host = guards.visitor_of(request)
     except guards.Refused:
         host = ""  # a Bearer caller without a browser sandbox: a demo names its sandbox later
-    room = await rooms.create(request.app.state.conn, body.name, settings.room_ttl, settings.max_rooms, host=host)
+    room = await rooms.create(services(request).conn, body.name, settings.room_ttl, settings.max_rooms, host=host)
     response = done(request, f"Class {room.code} ({room.name}) is open: learners join at /room with the code "
                              f"{room.code} and their name.", {"room": room.as_json()}, status=201, room=room)
-    request.app.state.room_cookie.attach(response, room.code)
+    services(request).cookies.room.attach(response, room.code)
     return response
 
 

@@ -1,7 +1,7 @@
 """HTML pages: the course index, the hubs, the dives, the 404 page, and the learner's progress.
 
 A page body does not depend on the visitor, so each is rendered once and kept
-in `app.state.page_bodies`; the progress beside its dives (the visitor's own
+in the services' `page_bodies`; the progress beside its dives (the visitor's own
 record, also in a class) is the page's frame. `routes()` match any one- or
 two-part path: mount them after the app's own routes.
 """
@@ -26,22 +26,22 @@ from server.sandboxes import progress
 from server.sandboxes.progress import WidgetProgress
 from server.web import guards
 from server.web.answer import JSONAnswer
-from server.web.errors import answered
+from server.web.services import services
 from server.web.templating import course_of, respond
 from server.web.views import widgets
 from server.widgets.flow import plural
 
 
 def _body(request: Request, page: Page) -> Markup:
-    cache: dict[str, Markup] = request.app.state.page_bodies
+    cache: dict[str, Markup] = services(request).page_bodies
     if page.path not in cache:
-        cache[page.path] = page.render_body(request.app.state.render_widget)
+        cache[page.path] = page.render_body(services(request).render_widget)
     return cache[page.path]
 
 
 async def _render(request: Request, template: str, page: Page | None, status: int = 200, **extra: Any) -> Response:
     body = await widgets.fill(request, _body(request, page)) if page is not None else Markup("")
-    catalog = request.app.state.catalog
+    catalog = services(request).catalog
     # lab.js draws nothing: it morphs the server's frames in; what is not a widget has its own script
     scripts = sorted({"lab" if name in catalog.widgets else name for name in page.widgets}) if page else []
     context = {"page": page, "body": body, "scripts": scripts,
@@ -97,8 +97,8 @@ class DiveProgress(msgspec.Struct):
 
 
 async def course_progress(request: Request, visitor: str) -> list[DiveProgress]:
-    fields = await progress.read(request.app.state.conn, visitor)
-    catalog = request.app.state.catalog
+    fields = await progress.read(services(request).conn, visitor)
+    catalog = services(request).catalog
     dives = []
     for dive in course_of(request).dives:
         found = [catalog.widgets[n] for n in dive.widgets if n in catalog.widgets]
@@ -122,24 +122,22 @@ async def progress_page(request: Request) -> Response:
     dives = await dive_progress(request)
     done = request.query_params.get("done") == "start-over"
     context = {"dives": list(dives.values()) if dives is not None else None,
-               "titles": {n: w.title for n, w in request.app.state.catalog.widgets.items()},
+               "titles": {n: w.title for n, w in services(request).catalog.widgets.items()},
                "started_over": done, "confirming": request.query_params.get("confirm") == "start-over"}
     return respond(request, "progress.html", context, 200 if dives is not None else 503)
 
 
-@answered
 async def start_over(request: Request) -> Response:
     """Forget the record and land every scenario afresh, once confirmed."""
     entry = await guards.enter(request, write=True)
     form = await request.form()
     if form.get("confirm") != "yes":
         return RedirectResponse("/progress?confirm=start-over", status_code=303)
-    await resets.reset_sandboxes(request.app.state.lab, [entry.visitor], by="learner")
-    await progress.clear(request.app.state.conn, entry.visitor)
+    await resets.reset_sandboxes(services(request).lab, [entry.visitor], by="learner")
+    await progress.clear(services(request).conn, entry.visitor)
     return RedirectResponse("/progress?done=start-over", status_code=303)
 
 
-@answered
 async def progress_json(request: Request) -> Response:
     entry = await guards.enter(request, write=False, counts="reads")
     dives = await course_progress(request, entry.visitor)

@@ -8,28 +8,32 @@ with the sentence at the refusal's status.
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from server.refusal import Refusal
 from server.sandboxes import rooms
 from server.web import guards
 from server.web.answer import JSONAnswer
 from server.web.bodies import wants_json
-from server.web.errors import Handler, status_of
+from server.web.services import services
 from server.web.templating import respond
 
 REALM = 'Bearer realm="emqlab-instructor"'
+BACK = "emqlab.back"  # the request state's key for a refusal page's Back link
+Handler = Callable[[Request], Awaitable[Response]]
 LEARNER = "that is the instructor's: a learner of a class cannot use it (the instructor signs in at /instructor)"
 
 
 def render(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
-    flash = request.app.state.flash_cookie.read(request)
+    flash = services(request).cookies.flash.read(request)
     flash = flash if isinstance(flash, str) else None
     response = respond(request, template, {"flash": flash, "error": None, **context}, status)
-    if flash is not None or request.cookies.get(request.app.state.flash_cookie.name):
-        request.app.state.flash_cookie.clear(response)
+    if flash is not None or request.cookies.get(services(request).cookies.flash.name):
+        services(request).cookies.flash.clear(response)
     if status == 401:
         response.headers["WWW-Authenticate"] = REALM
     return response
@@ -42,7 +46,7 @@ def done(request: Request, message: str, data: dict[str, Any] | None = None, sta
         return JSONAnswer({"ok": True, "message": message, **(data or {})}, status_code=status)
     response = RedirectResponse(f"/instructor/rooms/{room.code}" if room else back, status_code=303)
     if flash:
-        request.app.state.flash_cookie.attach(response, message)
+        services(request).cookies.flash.attach(response, message)
     return response
 
 
@@ -52,39 +56,43 @@ EPHEMERAL = ("This site runs ephemeral (EMQLAB_EPHEMERAL): its classes, sandboxe
 
 def page_context(request: Request, **extra: Any) -> dict[str, Any]:
     """The instructor page's words; `modes`, `my_room` and `confirm_all` show only with the overview."""
-    settings = request.app.state.settings
-    code = request.app.state.room_cookie.read(request)
+    settings = services(request).settings
+    code = services(request).cookies.room.read(request)
     return {"enabled": bool(settings.instructor_token), "signed_in": guards.is_instructor(request),
             "ephemeral": EPHEMERAL if settings.ephemeral else "", "modes": rooms.MODE_WORDS,
-            "engine_warning": request.app.state.engine_warning,
+            "engine_warning": services(request).engine_warning,
             "my_room": code if isinstance(code, str) else None, "back": None, "overview": None,
             "confirm_all": request.query_params.get("confirm") == "all", **extra}
 
 
-def refused(request: Request, exc: Exception, back: str = "/instructor") -> Response:
-    status, message, retry_after = status_of(exc)
-    headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
-    if status == 401:
+async def refused(request: Request, refusal: Refusal) -> Response:
+    """A refusal on the instructor's paths: JSON to a script, else the instructor's page with the sentence
+    and a Back link (the class's page under a class's path, unless `instructor_only` named another)."""
+    headers = {"Retry-After": str(refusal.retry_after)} if refusal.retry_after is not None else {}
+    if refusal.status == 401:
         headers["WWW-Authenticate"] = REALM
     if wants_json(request) or (request.method == "GET" and request.url.path.endswith((".json", ".csv", "/events"))):
-        return JSONAnswer({"error": message}, status_code=status, headers=headers)
-    return render(request, "instructor.html", page_context(request, error=message, back=back), status)
+        return JSONAnswer(refusal.as_json(), status_code=refusal.status, headers=headers)
+    code = request.path_params.get("code")
+    back = request.scope.get("state", {}).get(BACK) or (f"/instructor/rooms/{code}" if code else "/instructor")
+    return render(request, "instructor.html", page_context(request, error=refusal.message, back=back), refusal.status)
 
 
 def instructor_only(handler: Handler, back: str | None = None) -> Handler:
-    """The instructor's guard first, then `handler`; every failure a clear 4xx (or 503), the page's Back
-    link `back` (by default the class's page under a class's path, else /instructor)."""
+    """The instructor's guard first, then `handler`; a failure is the app's handlers' (`refused` says it
+    here), with the page's Back link `back` when given."""
 
     @functools.wraps(handler)
     async def endpoint(request: Request) -> Response:
+        if back is not None:
+            request.scope.setdefault("state", {})[BACK] = back
         try:
             await guards.require_instructor(request)
-            return await handler(request)
-        except Exception as exc:  # noqa: BLE001 - every failure is answered in words (status_of)
-            if isinstance(exc, guards.Refused) and exc.status == 401 and guards.bearer_of(request) is None:
-                learner = isinstance(request.app.state.room_cookie.read(request), str)  # refused, not asked to sign in
-                exc = guards.Refused(403, LEARNER) if learner else exc
-            code = request.path_params.get("code")
-            return refused(request, exc, back or (f"/instructor/rooms/{code}" if code else "/instructor"))
+        except guards.Refused as exc:
+            if exc.status == 401 and guards.bearer_of(request) is None and \
+                    isinstance(services(request).cookies.room.read(request), str):
+                raise guards.Refused(403, LEARNER) from exc  # a class's learner: refused, not asked to sign in
+            raise
+        return await handler(request)
 
     return endpoint

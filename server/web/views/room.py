@@ -11,18 +11,22 @@ from contextlib import suppress
 from typing import Any
 
 import msgspec
+from redis.exceptions import RedisError
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from server.refusal import Refusal
 from server.sandboxes import answers, insight, learners, rooms
-from server.web import bodies, guards
+from server.web import bodies, errors, guards
 from server.web.answer import JSONAnswer
-from server.web.errors import answer_error, answered, status_of
+from server.web.services import services
 from server.web.views import asking, class_state
 from server.web.views.replies import done, render
 from server.web.views.widgets import admitter
 from server.widgets.flow import plural
+
+TYPED = "emqlab.typed"  # the request state's key for the join form's code and name, refilled when refused
 
 
 class JoinBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -35,68 +39,63 @@ class Vote(msgspec.Struct, forbid_unknown_fields=True):
 
 
 async def current_room(request: Request) -> rooms.Room | None:
-    code = request.app.state.room_cookie.read(request)
+    code = services(request).cookies.room.read(request)
     if not isinstance(code, str):
         return None
-    room, member, _ = await rooms.membership(request.app.state.conn, code, guards.visitor_of(request))
+    room, member, _ = await rooms.membership(services(request).conn, code, guards.visitor_of(request))
     return room if member else None
 
 
 def page_context(request: Request, **extra: Any) -> dict[str, Any]:
-    return {"room": None, "code": "", "name": "", "modes": rooms.MODE_WORDS, "dives": request.app.state.course.dives,
+    return {"room": None, "code": "", "name": "", "modes": rooms.MODE_WORDS, "dives": services(request).course.dives,
             "is_instructor": guards.is_instructor(request), **extra}
 
 
 async def page(request: Request) -> Response:
-    try:
-        room = await current_room(request)
-        name = await learners.name_of(request.app.state.conn, guards.visitor_of(request))
-    except Exception as exc:  # noqa: BLE001 - Valkey away: said, the form still shows
-        status, message, _ = status_of(exc)
-        return render(request, "room.html", page_context(request, error=message), status)
+    room = await current_room(request)  # Valkey away: said on this page (`refused`), the form still shows
+    name = await learners.name_of(services(request).conn, guards.visitor_of(request))
     prefill = ""
     with suppress(rooms.BadRoom):
         prefill = rooms.normalize_code(request.query_params.get("code", ""))
     return render(request, "room.html", page_context(request, room=room, code=prefill, name=name))
 
 
-async def refused(request: Request, exc: Exception, typed: str = "", named: str = "") -> Response:
+async def refused(request: Request, refusal: Refusal) -> Response:
+    """A refusal on the room's page (the app's handlers call it): JSON to a script, else the page again
+    with the sentence and the form refilled with what was typed."""
     if bodies.wants_json(request):
-        return answer_error(exc)
-    status, message, _ = status_of(exc)
+        return errors.json_answer(refusal)
+    typed, named = request.scope.get("state", {}).get(TYPED, ("", ""))
     room = None
-    with suppress(Exception):  # the refusal is what this page says; Valkey's trouble is not the point
+    with suppress(Refusal, RedisError, *errors.VALKEY_DOWN):  # the refusal is what this page says
         room = await current_room(request)
-    return render(request, "room.html", page_context(request, room=room, error=message, code=typed[:12],
-                                                     name=named[:40]), status)
+    return render(request, "room.html", page_context(request, room=room, error=refusal.message, code=typed[:12],
+                                                     name=named[:40]), refusal.status)
 
 
 async def join(request: Request) -> Response:
-    typed = named = ""
-    try:
-        guards.check_origin(request)
-        visitor = guards.visitor_of(request)  # a visitor has a sandbox cookie: they opened a page
-        body = await bodies.read_form(request, JoinBody)
-        typed, named = (v if isinstance(v, str) else "" for v in (body.code, body.name))
-        code = rooms.normalize_code(body.code)
-        name = learners.clean_name(body.name)
-        room = await admitted(request, code)
-        settings, conn = request.app.state.settings, request.app.state.conn
-        await admitter(request, visitor, used=True)()  # live now: the reaper keeps the name's sandbox
-        await learners.join(conn, code, visitor, name, settings.room_ttl, settings.sandbox_ttl * 2)
-        await rooms.record_join(conn, code, settings.room_ttl)
-    except Exception as exc:  # noqa: BLE001 - every refusal in words, the form refilled
-        return await refused(request, exc, typed, named)
+    guards.check_origin(request)
+    visitor = guards.visitor_of(request)  # a visitor has a sandbox cookie: they opened a page
+    body = await bodies.read_form(request, JoinBody)
+    typed, named = (v if isinstance(v, str) else "" for v in (body.code, body.name))
+    request.scope.setdefault("state", {})[TYPED] = (typed, named)  # refused: the form refilled with them
+    code = rooms.normalize_code(body.code)
+    name = learners.clean_name(body.name)
+    room = await admitted(request, code)
+    settings, conn = services(request).settings, services(request).conn
+    await admitter(request, visitor, used=True)()  # live now: the reaper keeps the name's sandbox
+    await learners.join(conn, code, visitor, name, settings.room_ttl, settings.sandbox_ttl * 2)
+    await rooms.record_join(conn, code, settings.room_ttl)
     response = done(request, f"You joined class {room.code} as {name} ({rooms.MODE_WORDS[room.mode]}).",
                     {"room": {"code": room.code, "name": room.name, "mode": room.mode}}, back="/room", flash=False)
-    request.app.state.room_cookie.attach(response, room.code)
+    services(request).cookies.room.attach(response, room.code)
     return response
 
 
 async def admitted(request: Request, code: str) -> rooms.Room:
     """The class with that code; the attempt is counted first and given back when the code is a class's."""
     counted = await guards.take_attempt(request, "join")
-    room = await rooms.get(request.app.state.conn, code)
+    room = await rooms.get(services(request).conn, code)
     if room is None:
         raise guards.Refused(404, f"no open class has the code {code}: check it with your instructor")
     await guards.give_back(request, counted)  # a class's code: not a failed attempt
@@ -104,15 +103,12 @@ async def admitted(request: Request, code: str) -> rooms.Room:
 
 
 async def leave(request: Request) -> Response:
-    try:
-        guards.check_origin(request)
-        code = request.app.state.room_cookie.read(request)
-        if isinstance(code, str):
-            await learners.leave(request.app.state.conn, code, guards.visitor_of(request))
-    except Exception as exc:  # noqa: BLE001
-        return await refused(request, exc)
+    guards.check_origin(request)
+    code = services(request).cookies.room.read(request)
+    if isinstance(code, str):
+        await learners.leave(services(request).conn, code, guards.visitor_of(request))
     response = JSONAnswer({"ok": True}) if bodies.wants_json(request) else RedirectResponse("/room", status_code=303)
-    request.app.state.room_cookie.clear(response)
+    services(request).cookies.room.clear(response)
     return response
 
 
@@ -120,12 +116,12 @@ async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
     """The question put to the learner's class, their own answer, and once revealed how the class answered."""
     if entry.room is None or entry.ask is None:
         return None
-    conn = request.app.state.conn
+    conn = services(request).conn
     room = await rooms.get(conn, entry.room)
     if room is None or room.ask is None:
         return None
     found, ask = await asking.current(request, room)
-    question = class_state.question_of(request.app.state.catalog, ask.widget, ask.question)
+    question = class_state.question_of(services(request).catalog, ask.widget, ask.question)
     words = question.words if question else str
     given, _ = await answers.read(conn, room.code)
     ids = await learners.learner_ids(conn, room.code)
@@ -158,13 +154,11 @@ def mine_words(mine: answers.Given, words: Callable[[object], str], veiled: bool
     return f"Your answer: {words(mine.value)} — " + (mine.text or f"{'Right' if mine.right else 'Not quite'}.")
 
 
-@answered
 async def ask_state(request: Request) -> Response:
     entry = await guards.enter(request, write=False, counts="reads")
     return JSONAnswer({"ask": await asked(request, entry)})
 
 
-@answered
 async def answer(request: Request) -> Response:
     guards.check_origin(request)
     entry = await guards.enter(request, write=False)  # write=False: a demo's learners vote, read-only
@@ -176,8 +170,8 @@ async def answer(request: Request) -> Response:
     if entry.ask.revealed:
         raise guards.Refused(409, "the answers of this round are revealed: wait for the next question")
     value = body.answer if not isinstance(body.answer, str) else body.answer.strip()[:200]
-    await answers.vote(request.app.state.conn, entry.room, entry.ask.round, entry.visitor, value,
-                       request.app.state.settings.room_ttl)
+    await answers.vote(services(request).conn, entry.room, entry.ask.round, entry.visitor, value,
+                       services(request).settings.room_ttl)
     return JSONAnswer({"ok": True, "message": "Your answer is in: it is judged when your instructor presses."})
 
 

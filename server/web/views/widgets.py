@@ -27,12 +27,14 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from server.live.streams import Notice, frame, html_frame
+from server.refusal import Refusal
 from server.sandboxes import admission, presence
 from server.sandboxes.keys import REGISTRY_KEY
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer, dumps
-from server.web.errors import answer_error, answered, is_fault, problem
-from server.web.rates import TooMany, client_address
+from server.web.errors import FAULTS, is_fault, problem
+from server.web.rates import client_address
+from server.web.services import services
 from server.web.stream_slots import Slot
 from server.web.templating import MARKER
 from server.widgets import runner
@@ -53,10 +55,10 @@ def routes() -> list[BaseRoute]:
 
 def find(request: Request) -> Widget:
     name = request.path_params["widget"]
-    found = request.app.state.lab.catalog.widgets.get(name)
+    found = services(request).lab.catalog.widgets.get(name)
     if found is None:
         raise LookupError(f"no widget named {name[:40]!r}")
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def actor(entry: guards.Entry) -> Actor:
@@ -68,14 +70,14 @@ def actor(entry: guards.Entry) -> Actor:
 def door(request: Request) -> admission.Door:
     """The one admission every door into a sandbox passes (a widget, the console, an exercise):
     the site's cap and this address's share."""
-    settings = request.app.state.settings
+    settings = services(request).settings
     limits = admission.Limits(settings.max_sandboxes, settings.address_sandboxes, settings.unused_idle)
     return admission.Door(limits, client_address(request))
 
 
 def admitter(request: Request, sandbox: str, used: bool) -> runner.Admit:
     """The admission a first landing needs."""
-    return functools.partial(door(request).enter, request.app.state.conn, sandbox, used)
+    return functools.partial(door(request).enter, services(request).conn, sandbox, used)
 
 
 class NotLive(Exception):
@@ -85,7 +87,7 @@ class NotLive(Exception):
 def page_admitter(request: Request, sandbox: str) -> runner.Admit:
     """The admission a page's first paint may use: a page visit registers no sandbox (docs/LIMITS.md),
     so a widget not landed yet is landed only in a sandbox already live (admission then only touches it)."""
-    conn = request.app.state.conn
+    conn = services(request).conn
 
     async def admit() -> None:
         if await conn.zscore(REGISTRY_KEY, sandbox) is None:
@@ -95,16 +97,14 @@ def page_admitter(request: Request, sandbox: str) -> runner.Admit:
     return admit
 
 
-@answered
 async def state(request: Request) -> JSONAnswer:
     widget = find(request)
     entry = await guards.enter(request, write=False, counts="reads")
-    snap = await runner.show(request.app.state.lab, widget, actor(entry),
+    snap = await runner.show(services(request).lab, widget, actor(entry),
                              admitter(request, entry.sandbox, used=False))
     return JSONAnswer({"snapshot": snap, **entry.where()})
 
 
-@answered
 async def act(request: Request) -> JSONAnswer:
     widget = find(request)
     found = widget.actions.get(request.path_params["action"])
@@ -113,27 +113,24 @@ async def act(request: Request) -> JSONAnswer:
                             f"known: {', '.join(sorted(widget.actions))}")
     entry = await guards.enter(request, write=True)
     body = await bodies.read(request, found.body)
-    acted = await runner.act(request.app.state.lab, widget, actor(entry), found.slug, body,
+    acted = await runner.act(services(request).lab, widget, actor(entry), found.slug, body,
                              admitter(request, entry.sandbox, used=True))
     return JSONAnswer({**msgspec.structs.asdict(acted), **entry.where()})
 
 
 async def stream(request: Request) -> Response:
-    lab = request.app.state.lab
+    lab = services(request).lab
     names = tuple(n for n in request.query_params.get("widgets", "").split(",") if n)
     unknown = [n for n in names if n not in lab.catalog.widgets]
     if unknown or len(names) > len(lab.catalog.widgets):
         return problem(404, f"unknown widgets: {', '.join(n[:40] for n in unknown[:5]) or '(too many)'}")
     try:
         entry = await guards.enter(request, write=False, counts="reads")
-    except Exception as exc:  # noqa: BLE001 - a refusal, or Valkey away: said in words
-        if not is_fault(exc) and getattr(exc, "status", 0) != 503:
-            return answer_error(exc)
+    except FAULTS as exc:  # Valkey away: the stream says so, and the page retries; a refusal is answered
+        if not is_fault(exc) and not (isinstance(exc, Refusal) and exc.status == 503):
+            raise
         return sse(request, _down_then_close(str(exc)))
-    try:
-        slot = request.app.state.stream_slots.take(entry.visitor, request.app.state.settings.streams_per_visitor)
-    except TooMany as exc:
-        return problem(429, str(exc), 10)
+    slot = services(request).stream_slots.take(entry.visitor, services(request).settings.streams_per_visitor)
     return sse(request, _holding(slot, events(request, entry, names)), slot.release)
 
 
@@ -148,7 +145,7 @@ async def _holding(slot: Slot, content: AsyncIterator[bytes]) -> AsyncIterator[b
 
 def sse(request: Request, content: AsyncIterator[bytes], done: Callable[[], None] | None = None) -> Response:
     """A live stream with the site's keep-alive, send deadline and no proxy buffering."""
-    settings = request.app.state.settings
+    settings = services(request).settings
     return EventSourceResponse(content, ping=settings.stream_ping, send_timeout=settings.stream_send_timeout,
                                headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
                                background=BackgroundTask(done) if done else None)
@@ -160,8 +157,8 @@ async def _down_then_close(message: str) -> AsyncIterator[bytes]:
 
 
 async def events(request: Request, entry: guards.Entry, names: tuple[str, ...]) -> AsyncIterator[bytes]:
-    hub = request.app.state.hub
-    deadline = time.monotonic() + request.app.state.settings.stream_lifetime
+    hub = services(request).hub
+    deadline = time.monotonic() + services(request).settings.stream_lifetime
     with hub.streams.open(entry.sandbox, names) as sub:
         async with _present(request, entry):
             yield frame("status", dumps(hub.status()))
@@ -209,17 +206,17 @@ def _react(items: list[bytes | Notice], entry: guards.Entry) -> tuple[list[bytes
 
 async def _snapshots(request: Request, entry: guards.Entry, names: tuple[str, ...]) -> tuple[bytes, bool]:
     """A fresh drawing of each widget, and whether every one was read (Valkey's faults: a status frame)."""
-    lab = request.app.state.lab
+    lab = services(request).lab
     frames = []
     for name in names:
         try:
             async with asyncio.timeout(READ_DEADLINE):
                 widget = lab.catalog.widgets[name]
                 snap = await runner.show(lab, widget, actor(entry), admitter(request, entry.sandbox, used=False))
-            frames.append(html_frame(EVENT, request.app.state.frames.html(entry.sandbox, name, snap)))
+            frames.append(html_frame(EVENT, services(request).frames.html(entry.sandbox, name, snap)))
         except Exception as exc:
             if is_fault(exc) or isinstance(exc, (TimeoutError, Busy)):
-                frames.append(frame("status", dumps(request.app.state.hub.status())))
+                frames.append(frame("status", dumps(services(request).hub.status())))
                 return b"".join(frames), False
             log.exception("snapshot of %s failed", name)
     return b"".join(frames), True
@@ -231,7 +228,7 @@ async def _present(request: Request, entry: guards.Entry) -> AsyncIterator[None]
     if entry.watching:
         yield
         return
-    conn, settings = request.app.state.conn, request.app.state.settings
+    conn, settings = services(request).conn, services(request).settings
     page, stream = _page_of(request), presence.new_stream()
     lasts, ttl = settings.presence_ttl, settings.sandbox_ttl * 2
 
@@ -264,7 +261,7 @@ def _page_of(request: Request) -> str | None:
     if not referer:
         return None
     with contextlib.suppress(ValueError):  # a Referer that is no URL names no page
-        page = request.app.state.course.page(urlsplit(referer).path)
+        page = services(request).course.page(urlsplit(referer).path)
         return page.path if page is not None else None
     return None
 
@@ -276,12 +273,12 @@ async def fill(request: Request, body: Markup) -> Markup:
     names = MARKER.findall(body)
     if not names:
         return body
-    lab = request.app.state.lab
+    lab = services(request).lab
     drawn: dict[str, str] = {}
     try:
         # no budget spent: the page and the stream it opens are one showing, and the stream counts it
         entry = await guards.enter(request, write=False, counts="")
-    except Exception as exc:
+    except FAULTS as exc:
         if not is_fault(exc) and not isinstance(exc, guards.Refused):
             raise
         entry = None
@@ -292,11 +289,11 @@ async def fill(request: Request, body: Markup) -> Markup:
             try:
                 async with asyncio.timeout(READ_DEADLINE):
                     snap = await runner.show(lab, widget, actor(entry), page_admitter(request, entry.sandbox))
-            except Exception as exc:
+            except (*FAULTS, NotLive) as exc:  # TimeoutError is an OSError
                 # not live yet, or a full site: the page still renders, its stream fills the widget (or says why)
                 if not (is_fault(exc) or isinstance(exc, (TimeoutError, Busy, guards.Refused, NotLive,
                                                           admission.Full))):
                     raise
-        drawn[name] = request.app.state.frames.html(entry.sandbox, name, snap) if entry else \
-            request.app.state.drawing.html(widget, snap)
+        drawn[name] = services(request).frames.html(entry.sandbox, name, snap) if entry else \
+            services(request).drawing.html(widget, snap)
     return Markup(MARKER.sub(lambda m: drawn[m.group(1)], body))

@@ -1,7 +1,7 @@
 """The real course, served by server.web.views.pages through the real templates.
 
 A small Starlette app stands in for server/app.py: it sets the three
-``app.state`` attributes views_pages expects and mounts its routes.
+app services views_pages expects and mounts its routes.
 """
 
 from __future__ import annotations
@@ -20,10 +20,12 @@ from starlette.testclient import TestClient
 from server.app import PLACEABLE
 from server.content import Course
 from server.emq import registry
+from server.sandboxes.sandbox import SignedCookie
 from server.web.static import CachedStatic, static_url
 from server.web.views import pages as views_pages
 from server.widgets import WIDGETS as FOUND
 from server.widgets.snapshot import Catalog
+from tests import services_stub
 
 ROOT = Path(__file__).resolve().parents[3]
 # what a dive may place: every widget the code has, the console and the exercises (server/app.py)
@@ -107,12 +109,11 @@ def client(course, widget_calls):
         ],
         exception_handlers=views_pages.exception_handlers(),
     )
-    app.state.course = course
-    app.state.templates = Jinja2Templates(directory=str(ROOT / "site" / "templates"))
-    app.state.templates.env.globals["static_url"] = static_url(ROOT / "site" / "static")  # as server/app.py
-    app.state.render_widget = _fake_widget(widget_calls)
-    app.state.catalog = Catalog(dict(FOUND))
-    app.state.page_bodies = {}
+    templates = Jinja2Templates(directory=str(ROOT / "site" / "templates"))
+    templates.env.globals["static_url"] = static_url(ROOT / "site" / "static")  # as server/app.py
+    services_stub.on(app, course=course, templates=templates,
+                     render_widget=_fake_widget(widget_calls), catalog=Catalog(dict(FOUND)),
+                     cookies=services_stub.cookies(room=SignedCookie("emqlab_room", "unit-secret", "emqlab-room", 60)))
     with TestClient(app) as test_client:
         yield test_client
 
@@ -206,7 +207,7 @@ def test_page_bodies_are_rendered_once_and_cached(client, widget_calls):
     client.get("/flows/parent-and-children")
     client.get("/flows/cross-queue")
     placed = [p.name for path in ("/flows/parent-and-children", "/flows/cross-queue")
-              for p in client.app.state.course.page(path).placements]
+              for p in client.app.state.services.course.page(path).placements]
     assert widget_calls == placed  # each placement rendered once, then served from the cache
 
 

@@ -11,6 +11,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 
 from server.settings import Settings
+from tests import services_stub
 
 
 @dataclass
@@ -30,12 +31,8 @@ class Upload:
 
 
 def app_with(settings: Settings | None = None, **state: Any) -> Starlette:
-    """An app whose `state` holds the site's settings and whatever else a guard reads."""
-    app = Starlette()
-    app.state.settings = settings or Settings()
-    for name, value in state.items():
-        setattr(app.state, name, value)
-    return app
+    """An app whose services hold the site's settings and whatever else a guard reads."""
+    return services_stub.on(Starlette(), settings=settings or Settings(), **state)
 
 
 def request(

@@ -13,6 +13,7 @@ from starlette.applications import Starlette
 from server.sandboxes.sandbox import COOKIE, SandboxCookie, SignedCookie
 from server.settings import Settings
 from server.web import guards, rates, sessions
+from tests import services_stub
 from tests.unit.web.asgi import app_with, request
 
 SECRET = "unit-test-secret"
@@ -23,17 +24,18 @@ SANDBOX, OTHER = "s0123456789", "sabcdefghij"
 def site(settings: Settings | None = None, **state: Any) -> Starlette:
     return app_with(
         settings or Settings(instructor_token=TOKEN, rate_limit=0, read_limit=0),
-        cookie=SandboxCookie(SECRET),
-        instructor_cookie=SignedCookie(guards.INSTRUCTOR_COOKIE, SECRET, "emqlab-instructor", 3600),
-        room_cookie=SignedCookie("emqlab_room", SECRET, "emqlab-room", 3600),
-        watch_cookie=SignedCookie("emqlab_watch", SECRET, "emqlab-watch", 3600),
+        cookies=services_stub.cookies(
+            sandbox=SandboxCookie(SECRET),
+            instructor=SignedCookie(guards.INSTRUCTOR_COOKIE, SECRET, "emqlab-instructor", 3600),
+            room=SignedCookie("emqlab_room", SECRET, "emqlab-room", 3600),
+            watch=SignedCookie("emqlab_watch", SECRET, "emqlab-watch", 3600)),
         windows=rates.Windows(),
         **state,
     )
 
 
 def cookie_of(app: Starlette, sandbox: str = SANDBOX) -> dict[str, str]:
-    return {"cookie": f"{COOKIE}={app.state.cookie.serializer.dumps(sandbox)}"}
+    return {"cookie": f"{COOKIE}={app.state.services.cookies.sandbox.serializer.dumps(sandbox)}"}
 
 
 def refused(call: Any, *args: Any) -> guards.Refused:
@@ -85,7 +87,7 @@ def test_the_bearer_token_is_read_from_the_authorization_header(header: str, bea
 
 def test_the_instructor_is_known_by_the_bearer_token_or_a_live_session_never_by_a_cookie_alone() -> None:
     app = site()
-    signed = app.state.instructor_cookie.serializer.dumps("a-session-id-valkey-does-not-hold")
+    signed = app.state.services.cookies.instructor.serializer.dumps("a-session-id-valkey-does-not-hold")
     assert guards.is_instructor(request({"authorization": f"Bearer {TOKEN}"}, app=app))
     # the session middleware (server/web/sessions.py) found the cookie's session live in Valkey
     assert guards.is_instructor(request(app=app, state={sessions.STATE: "a-live-session"}))
