@@ -102,7 +102,7 @@ def controls(widget: Locator) -> list[str]:
         .map((n) => n.dataset.action ? `button[data-action="${n.dataset.action}"]`
           : n.dataset.flow ? `button[data-flow="${n.dataset.flow}"]`
           : n.dataset.ownAction ? `button[data-own-action="${n.dataset.ownAction}"]`
-          : n.type === "radio" ? `input[type=radio][value="${n.value}"]`
+          : n.type === "radio" ? `input[type=radio][data-send][value="${n.value}"]`
           : `input[data-role="${n.dataset.role}"]`)""")
     return sorted(dict.fromkeys(found), key=lambda s: s == 'button[data-action="reset"]')
 

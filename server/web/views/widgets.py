@@ -85,12 +85,16 @@ class NotLive(Exception):
 
 
 def page_admitter(request: Request, sandbox: str) -> runner.Admit:
-    """The admission a page's first paint may use: a page visit registers no sandbox (docs/LIMITS.md),
-    so a widget not landed yet is landed only in a sandbox already live (admission then only touches it)."""
+    """The admission a page's first paint may use. A visit with no cookie (a first request, or a
+    client that keeps none: a flood) registers no sandbox (docs/LIMITS.md), so its widgets are
+    drawn empty and its stream fills them; a browser that came back with its cookie gets its
+    widgets landed for the first paint (the page without JavaScript shows them), in a place
+    that stays evictable until it acts."""
     conn = services(request).conn
+    returning = "sandbox" not in request.scope.get("state", {})  # the middleware names only a new visitor
 
     async def admit() -> None:
-        if await conn.zscore(REGISTRY_KEY, sandbox) is None:
+        if not returning and await conn.zscore(REGISTRY_KEY, sandbox) is None:
             raise NotLive(sandbox)
         await door(request).enter(conn, sandbox, False)
 
