@@ -91,6 +91,7 @@ def test_a_refused_command_shows_its_reason_in_the_transcript(page: Page) -> Non
 
 def test_the_transcript_comes_back_from_valkey_after_a_reload(page: Page) -> None:
     page.goto(DIVE)
+    wait_until_live(page)  # the widgets landed (a first visit's stream lands them), so the key exists
     type_and_enter(page, "TYPE emq:{fanin}:pending")
     expect(last_reply(page)).to_have_text("zset")
     page.reload()
