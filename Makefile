@@ -82,12 +82,12 @@ screenshots: venv valkey assets chromium module
 venv: $(STAMP)
 	@true
 
-# The venv is exactly the lock (requirements.lock: every package of every extra, each
+# The venv is exactly the lock (requirements.txt: every package of every extra, each
 # version with its hashes), made again whenever the lock or pyproject.toml changes;
 # then the project itself, editable, built by the locked setuptools. Nothing resolves here.
-$(STAMP): requirements.lock pyproject.toml | $(UV)
+$(STAMP): requirements.txt pyproject.toml | $(UV)
 	@[ -x $(PY) ] || $(UV) venv -q $(VENV)
-	@VIRTUAL_ENV=$(VENV) $(UV) pip sync -q --require-hashes requirements.lock
+	@VIRTUAL_ENV=$(VENV) $(UV) pip sync -q --require-hashes requirements.txt
 	@VIRTUAL_ENV=$(VENV) $(UV) pip install -q --no-deps --no-build-isolation -e .
 	@$(PY) -c 'import server, starlette, redis, playwright'
 	@touch $(STAMP)
@@ -98,11 +98,11 @@ $(UV): tools/uv-requirements.txt
 	@touch $(UV)
 
 # Upgrade on purpose: resolve the newest versions pyproject.toml allows into
-# requirements.lock, and the newest front-end packages into site/package-lock.json;
+# requirements.txt, and the newest front-end packages into site/package-lock.json;
 # then `make test`, and commit both locks with what they changed.
 LOCK_FLAGS := --all-extras --generate-hashes --universal --python-version 3.11 -q
 lock: | $(UV) npm
-	$(UV) pip compile pyproject.toml $(LOCK_FLAGS) --upgrade -o requirements.lock
+	$(UV) pip compile pyproject.toml $(LOCK_FLAGS) --upgrade -o requirements.txt
 	cd site && npm update --save-exact
 
 # The newest versions, in a scratch venv, against lint, unit and integration: an

