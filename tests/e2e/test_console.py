@@ -74,6 +74,7 @@ def test_after_reset_the_console_reads_three_and_complete_by_name_repaints_the_f
 
 def test_an_example_runs_with_one_click(page: Page) -> None:
     page.goto(DIVE)
+    wait_until_live(page)  # the widgets landed (a first visit's stream lands them), so the row exists
     console(page).get_by_role("button", name="try: HGETALL emq:{fanin}:job:JOBparent").click()
     expect(transcript(page)).to_contain_text("HGETALL emq:{fanin}:job:JOBparent")
     expect(last_reply(page)).to_contain_text('1) "state"')
