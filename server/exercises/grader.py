@@ -46,7 +46,7 @@ from server.exercises.errors import compile_refusal
 from server.exercises.process import GraderProcess, ProcessLimits
 from server.exercises.runkeys import SNAPSHOT, RunKeys
 from server.exercises.runuser import RunUser, no_retry
-from server.exercises.watchdog import Erred, Limits, Replied, watched
+from server.exercises.watchdog import Erred, Limits, Replied, Timed, watched
 
 log = logging.getLogger(__name__)
 
@@ -209,9 +209,24 @@ class Grader:
     async def call(
         self, client: Redis, sha: str, keys: Sequence[str], args: Sequence[str | int]
     ) -> tuple[Replied | Erred, float]:
-        """EVALSHA as the run's user, under the watchdog."""
+        """EVALSHA as the run's user, under the watchdog, timed by Valkey's clock."""
         if self.guard is None:
             raise RuntimeError("the grader is not started")
+        return await watched(_timed(client, sha, keys, args), self.guard, self.end, self.limits)
+
+
+async def _timed(client: Redis, sha: str, keys: Sequence[str], args: Sequence[str | int]) -> Timed:
+    """TIME, the EVALSHA, TIME: one round trip, and the script's time as Valkey
+    counted it (nothing else runs on a grader between them)."""
+    async with client.pipeline(transaction=False) as pipe:
+        pipe.execute_command("TIME")
         # execute_command: the reply as Valkey sent it (redis-py's evalsha is typed as text)
-        call = client.execute_command("EVALSHA", sha, len(keys), *keys, *args)  # type: ignore[no-untyped-call]
-        return await watched(call, self.guard, self.end, self.limits)
+        pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
+        pipe.execute_command("TIME")
+        before, value, after = await pipe.execute(raise_on_error=False)
+    return Timed(value, _seconds(after) - _seconds(before))
+
+
+def _seconds(time: tuple[int, int]) -> float:
+    """TIME's reply as redis-py parses it: (seconds, microseconds)."""
+    return time[0] + time[1] / 1_000_000

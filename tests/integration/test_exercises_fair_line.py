@@ -41,8 +41,6 @@ def visitor_from(site: LiveSite, address: str) -> httpx.Client:
     return client
 
 
-@pytest.mark.flaky(reruns=1, reason="on 2 loaded cores a correct run that meets both graders restarting "
-                                      "after a killed runaway can lose a check (seen once in three fresh runs)")
 def test_forty_cookies_of_one_address_cannot_hold_the_line_another_address_gets_every_run(site: LiveSite) -> None:
     attackers = [visitor_from(site, ATTACKER) for _ in range(COOKIES)]
     learner = visitor_from(site, LEARNER)
@@ -74,7 +72,8 @@ def test_forty_cookies_of_one_address_cannot_hold_the_line_another_address_gets_
                    for _ in range(5)]
         stop.set()
     assert [a.status_code for a in answers] == [200] * 5, [a.text for a in answers]
-    assert all(a.json()["passed"] == a.json()["total"] for a in answers)
+    failed = [[check["said"] for check in a.json()["checks"] if not check["passed"]] for a in answers]
+    assert failed == [[]] * 5, failed
     # the attacker's runs that were taken were graded (stopped in words), the rest refused with its
     # share; a run that met both graders restarting after a runaway they had to kill is a 503 (the API's
     # word for it), never a 500

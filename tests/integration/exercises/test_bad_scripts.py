@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
 
 from server.emq import flows, jobs
 from server.exercises import GraderPool, grade
+from server.exercises import grader as grader_module
 from server.valkey.process import ValkeyProcess
 from tests.integration.exercises.support import COURSE, dump_all, plant, sandbox
 
@@ -108,6 +110,25 @@ async def test_a_script_slow_in_every_call_is_stopped_by_the_runs_time_budget(po
     saids = [check.said for check in graded.checks]
     assert any(said.startswith("stopped: the script had used the run's 600 ms of script time") for said in saids)
     assert saids[-1].startswith("not run: the run stopped at")
+
+
+async def test_a_correct_script_is_charged_valkeys_time_not_the_stalls_of_a_busy_site(
+    pool: GraderPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A site serving a class on two cores reads a reply late. Here every call of
+    # the learner's script holds the event loop 300 ms once Valkey has answered:
+    # timed by the site's clock, the course's own script used up the run's
+    # 600 ms budget by its third call and lost the checks after it.
+    timed = grader_module._timed
+
+    async def read_late(*args: Any) -> Any:
+        answer = await timed(*args)
+        time.sleep(0.3)  # noqa: ASYNC251 -- the busy site under test
+        return answer
+
+    monkeypatch.setattr(grader_module, "_timed", read_late)
+    graded = await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
+    assert [check.said for check in graded.checks if not check.passed] == []
 
 
 async def test_the_sites_own_actions_answer_normally_while_a_runaway_is_graded(
