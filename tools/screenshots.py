@@ -95,6 +95,7 @@ def shoot_exercise(page: Page, viewport: str) -> Path:
     name, path, title = EXERCISE
     page.goto(path)
     region = page.get_by_role("region", name=title)
+    region.scroll_into_view_if_needed()  # the editor loads as the exercise nears the screen
     region.locator(".cm-editor").wait_for(timeout=15_000)
     region.get_by_role("button", name="Run the checks").click()
     failed = region.locator('[data-role="results"] details.exercise-picture').first

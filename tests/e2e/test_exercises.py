@@ -78,6 +78,7 @@ def results(region: Locator) -> Locator:
 def opened(page: Page) -> Locator:
     page.goto(DIVE)
     region = exercise(page)
+    region.scroll_into_view_if_needed()  # the editor loads as the exercise nears the screen
     expect(region.locator(".cm-editor")).to_be_visible()
     return region
 
@@ -138,6 +139,20 @@ def test_a_run_that_did_not_happen_leaves_no_verdict_of_the_run_before(page: Pag
     expect(results(region).filter(has_text=re.compile(": (passed|failed) —"))).to_have_count(0)
 
 
+def test_the_editors_modules_load_only_when_the_exercise_nears_the_screen(page: Page) -> None:
+    fetched: list[str] = []
+    page.on("request", lambda request: fetched.append(request.url))
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(DIVE)
+    region = exercise(page)
+    expect(region.locator('[data-role="best"]')).to_contain_text("Not run yet")  # its script is live
+    assert not [url for url in fetched if "/@codemirror/" in url], "the editor loaded with the page"
+    expect(region.locator(".cm-editor")).to_have_count(0)
+    region.scroll_into_view_if_needed()
+    expect(region.locator(".cm-editor")).to_be_visible()
+    assert [url for url in fetched if "/@codemirror/view/" in url]
+
+
 def test_a_reload_opens_the_learners_last_script_and_shows_their_best_run(page: Page) -> None:
     region = opened(page)
     starter = field(region).input_value()
@@ -151,7 +166,10 @@ def test_a_reload_opens_the_learners_last_script_and_shows_their_best_run(page: 
     expect(status(region)).to_have_text(re.compile(r"checks passed\.$"))
     page.reload()
     region = exercise(page)
+    region.scroll_into_view_if_needed()
     expect(field(region)).to_have_value(mine)  # the last script, not the best
+    # the editor draws the lines in its view: its end, where the learner's part is
+    region.locator(".cm-scroller").evaluate("scroller => { scroller.scrollTop = scroller.scrollHeight; }")
     expect(region.locator(".cm-content")).to_contain_text("local left = redis.call('DECR', KEYS[3])")
     expect(region.locator('[data-role="best"]')).to_contain_text(f"Your best run: {CHECKS} of {CHECKS} checks")
     # "Start over" asks first, then forgets both
@@ -230,7 +248,9 @@ def test_axe_finds_no_violation_with_the_editor_and_a_failing_check_opened(page:
     found = violations(page)
     assert found == [], [(v["id"], [n["target"] for n in v["nodes"]]) for v in found]  # type: ignore[index]
     page.goto("/flows/cross-queue")
-    expect(page.get_by_role("region", name="Exercise: Deliver a completion once").locator(".cm-editor")).to_be_visible()
+    delivery = page.get_by_role("region", name="Exercise: Deliver a completion once")
+    delivery.scroll_into_view_if_needed()
+    expect(delivery.locator(".cm-editor")).to_be_visible()
     assert violations(page) == []
 
 

@@ -181,16 +181,31 @@ async function start(root) {
     if (!root.hasAttribute("aria-busy")) run(root, name, checks);  // one run at a time per exercise
   });
   const textarea = $(root, "script");
-  const opened = textarea.value;
-  let editor = null;
+  const field = { get: () => textarea.value, set: (text) => { textarea.value = text; } };
+  await loadMine(root, name, field, textarea.value);  // the editor opens on what the textarea holds then
+  whenNear(root, () => enhanceField(root, textarea));
+}
+
+/** The editor's modules (some 800 kB unpacked) load when the exercise comes
+ *  near the screen, not with the page: a reader who never scrolls to it pays
+ *  nothing for them, and a phone paints the prose first. */
+function whenNear(root, then) {
+  const observer = new IntersectionObserver((seen) => {
+    if (!seen.some((entry) => entry.isIntersecting)) return;
+    observer.disconnect();
+    then();
+  }, { rootMargin: "800px 0px" });
+  observer.observe(root);
+}
+
+async function enhanceField(root, textarea) {
   try {
     const { enhance } = await import("./editor.js");
-    editor = enhance(textarea, document.getElementById(`${root.id}-label`), $(root, "hint"));
+    enhance(textarea, document.getElementById(`${root.id}-label`), $(root, "hint"));
     root.classList.add("has-editor");
   } catch (err) {
     // no editor (its modules did not load): the plain textarea does the work
   }
-  await loadMine(root, name, editor ?? { get: () => textarea.value, set: (text) => { textarea.value = text; } }, opened);
 }
 
 for (const root of document.querySelectorAll("[data-exercise]")) start(root);
