@@ -6,9 +6,11 @@
 A starter is the course script's own header (its KEYS/ARGV lines, read from
 the file the pages list) followed by a body in ``starters/``, with its
 ``-- @include`` markers expanded exactly as the course's scripts are
-(``server.emq.includes``), so the learner edits the text Valkey will run,
-helpers and all. ``learner_checks`` names the checks that need the learner's
-part: the starter fails every one of them (a test holds it to that).
+(``server.emq.variants.dressed``), so the learner edits the text Valkey will
+run, helpers and all. A starter the site also runs (the early-release
+``complete`` that dive 05's race breaks) is a variant, kept once in
+``server/emq/scripts/variants/``. ``learner_checks`` names the checks that need
+the learner's part: the starter fails every one of them (a test holds it to that).
 
 Titles stay clear of the other widgets' region words (fan-in, outbox,
 ledger, tree, native, results, console): the page names each exercise's
@@ -22,7 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Final
 
-from server.emq import includes, registry
+from server.emq import variants
 from server.exercises import deliver_checks, fanin_checks
 from server.exercises.errors import UnknownExercise
 from server.exercises.scene import Check
@@ -37,12 +39,15 @@ class Exercise:
     task: str
     page: str  # the dive the exercise sits on
     script: str  # the course script the learner's replaces
-    starter_file: str
+    starter_file: str  # in starters/ ("" for a variant)
     checks: tuple[Check, ...]
     learner_checks: frozenset[str]
+    variant: str = ""  # else the starter is this variant of `script` (server/emq/variants.py)
 
     @property
     def starter(self) -> str:
+        if self.variant:
+            return variants.source(self.variant, self.script)
         return _starter(self.script, self.starter_file)
 
     def check_names(self) -> list[str]:
@@ -53,20 +58,9 @@ class Exercise:
                 "starter": self.starter, "checks": self.check_names()}
 
 
-def header(script: str) -> str:
-    """The leading comment block of a course script: its summary, KEYS, ARGV, returns."""
-    lines = []
-    for line in registry.file_source(script).splitlines():
-        if not line.startswith("--"):
-            break
-        lines.append(line)
-    return "\n".join(lines) + "\n"
-
-
 @cache
 def _starter(script: str, starter_file: str) -> str:
-    body = (STARTERS / starter_file).read_text("utf-8")
-    return includes.expand(starter_file, header(script) + "\n" + body, registry.SCRIPTS_DIR)
+    return variants.dressed(script, starter_file, (STARTERS / starter_file).read_text("utf-8"))
 
 
 _FANIN_TASK = (
@@ -105,9 +99,9 @@ EXERCISES: Final = {
         ),
         Exercise(
             name="redelivery", title="Make a redelivery harmless", task=_REDELIVERY_TASK,
-            page="/flows/parent-and-children", script="complete", starter_file="redelivery.lua",
+            page="/flows/parent-and-children", script="complete", starter_file="",
             checks=fanin_checks.CHECKS,
-            learner_checks=frozenset({"a completion after the lease lapsed"}),
+            learner_checks=frozenset({"a completion after the lease lapsed"}), variant="complete_early_release",
         ),
         Exercise(
             name="deliver", title="Deliver a completion once", task=_DELIVER_TASK,

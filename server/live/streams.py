@@ -35,7 +35,8 @@ class Worded(msgspec.Struct, frozen=True):
 
 
 class Painter(Protocol):
-    """What draws a widget's frame: `server/widgets/frames.py` (a layer above this one)."""
+    """What draws a widget's frame: `server/widgets/frames.py` (a layer above this one);
+    b"" when there is nothing to draw now (no page is sent anything)."""
 
     async def frame(self, sandbox: str, widget: str, effects: Sequence[Worded]) -> bytes: ...
 

@@ -41,6 +41,13 @@ class Frames:
         return self.drawing.html(self.lab.catalog.widgets[widget], snap, self.last.get(pair, ()))
 
     async def frame(self, sandbox: str, widget: str, effects: Sequence[Worded] = ()) -> bytes:
+        """The widget's frame, or nothing (b"") while its scenario is half-landed."""
         found = self.lab.catalog.widgets[widget]
-        _, snap = await reader.snapshot(self.lab.conn, self.lab.catalog, found, sandbox, self.lab.snapshot_bytes)
+        moment, snap = await reader.snapshot(self.lab.conn, self.lab.catalog, found, sandbox, self.lab.snapshot_bytes)
+        if not moment.landed:
+            # A landing (a first showing, a Reset, a Run's fresh flow) writes under the lock and
+            # sets `landed` only with its finish (`Turn.clear`): what its writes notify is half a
+            # scenario, drawn empty at the `ver` the page already shows. `runner.show` never
+            # answers such a moment; nor does the stream. The finish's own notification draws it whole.
+            return b""
         return html_frame(EVENT, self.html(sandbox, widget, snap, effects))
