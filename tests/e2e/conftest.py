@@ -101,7 +101,8 @@ def contexts(browser: Browser, site: Site) -> Iterator[Callable[..., BrowserCont
     made: list[BrowserContext] = []
 
     def make(**options: object) -> BrowserContext:
-        ctx = browser.new_context(base_url=site.url, **options)  # type: ignore[arg-type]
+        # base_url may name another site (a second one on the same Valkey and secret)
+        ctx = browser.new_context(**{"base_url": site.url, **options})  # type: ignore[arg-type]
         ctx.set_default_timeout(10_000)
         made.append(ctx)
         return ctx

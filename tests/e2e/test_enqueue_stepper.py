@@ -115,3 +115,30 @@ def test_a_deep_link_opens_the_stepper_at_that_move_on_valkey(context: BrowserCo
     with site.redis() as valkey:
         assert valkey.hget(f"lab:{{{queue}}}:state", "move") == "3"
         assert valkey.hget(f"emq:{{{queue}}}:job:JOBparent", "state") == "awaiting_children"
+
+
+def test_a_refused_run_says_the_queue_was_emptied_for_it_and_the_feedback_for_five_does_too(
+        page: Page, site: Site) -> None:
+    """Issue 41, item 13: the refused run emptied a queue that held keys, then said "nothing
+    was written", and the feedback for 5 said the queue "stays empty"."""
+    page.goto(DIVE)
+    wait_until_live(page)
+    widget = region(page, "enqueue-stepper")
+    widget.get_by_role("button", name="Reset", exact=True).click()
+    widget.get_by_role("button", name="Next move").click()
+    widget.get_by_role("button", name="Next move").click()  # the children landed: the queue holds keys
+    expect(widget.locator('[data-role="readout"]')).to_contain_text("After move 2 of 4")
+    expect(key_row(widget, ":pending")).to_have_count(1)
+    widget.get_by_label("Use a non-JOB id").check()
+    box = widget.locator('[data-role="predict"] fieldset[data-question="keys-after-atomic-non-job"]')
+    box.locator('input[type="number"]').fill("5")
+    widget.get_by_role("button", name="Run atomically").click()
+    verdict = widget.locator('[data-role="outcome"] .verdict')
+    expect(verdict).to_contain_text("Not quite: you said 5; Valkey holds 0 keys in the stepper's queue.")
+    expect(verdict).to_contain_text("the queue, emptied for the run, gets no key")
+    expect(verdict).not_to_contain_text("stays empty")
+    expect(widget.locator('[data-role="readout"]')).to_contain_text(
+        "the queue was emptied for the run and the script wrote nothing")
+    expect(widget.locator('[data-role="keys"]')).to_contain_text("no keys")
+    with site.redis() as valkey:
+        assert list(valkey.scan_iter(f"emq:{{{queue_of(site, widget)}}}:*")) == []

@@ -25,14 +25,37 @@ let source = null;
 
 // ---- the swap ---------------------------------------------------------------
 
+// Fields the morph is turning into another field. The morph reuses a node without
+// an id for a new one with an id (a page first drawn without its snapshot: the
+// controls' policy radios became the question's radios, and kept "fp" as the
+// value of the answer "held", checked). What was typed or picked belongs to the
+// field it was typed in, so a field that is not the same field takes the server's.
+const adopted = new WeakSet();
+
+/** A field's identity: its id, else its name; a radio's or a checkbox's value is part of it (the server's). */
+function fieldOf(node) {
+  if (node.nodeType !== 1 || !["INPUT", "TEXTAREA", "SELECT", "OPTION"].includes(node.tagName)) return null;
+  const own = node.getAttribute("id") || node.getAttribute("name") || "";
+  const choice = node.tagName === "OPTION" || ["radio", "checkbox"].includes(node.getAttribute("type"));
+  return choice ? `${own}=${node.getAttribute("value")}` : own;
+}
+
 const KEEP = {
-  // the announcement and the status line are this page's own (written below and by room.js)
-  beforeNodeMorphed: (node) => !(node.nodeType === 1 && node.hasAttribute("data-keep")),
+  beforeNodeMorphed: (node, fresh) => {
+    // the announcement and the status line are this page's own (written below and by room.js)
+    if (node.nodeType === 1 && node.hasAttribute("data-keep")) return false;
+    const field = fieldOf(node);
+    if (field !== null && field !== fieldOf(fresh)) adopted.add(node);
+    return true;
+  },
+  afterNodeMorphed: (node) => { adopted.delete(node); },
   beforeAttributeUpdated: (name, node) => {
     if (name === "open" && node.tagName === "DETAILS") return false; // the reader opened or closed it
     if (name === "data-room-disabled") return false;
-    // what the reader typed or picked in a question, a form, a picker (an option's own value is the server's)
-    const typed = name === "selected" || (node.tagName !== "OPTION" && ["value", "checked"].includes(name));
+    if (adopted.has(node)) return true;
+    // what the reader typed or picked in a question, a form, a picker (an option's or a radio's value is the server's)
+    const choice = node.tagName === "OPTION" || ["radio", "checkbox"].includes(node.type);
+    const typed = name === "selected" || name === "checked" || (name === "value" && !choice);
     return !(typed && node.closest("[data-reader]"));
   },
 };
