@@ -49,10 +49,10 @@ async def measure(site: servers.Served, window: float, reads: float, writes: flo
     try:
         await probe.measure(1.0, EVERY)  # warm: the walk under way
         before = await probe.measure(window / 2, EVERY)
-        with Wrk(site.url + stream, "get.lua", connections=1, threads=1, args=[flooder], timeout="1s"), \
-                Wrk(site.url + "/api/widgets/fanin/state", "get.lua", connections=6, threads=2,
+        with Wrk(site.url + stream, "request.lua", connections=1, threads=1, args=[flooder], timeout="1s"), \
+                Wrk(site.url + "/api/widgets/fanin/state", "request.lua", connections=6, threads=2,
                     args=[flooder, str(round(6000 / reads))]) as read, \
-                Wrk(site.url + "/api/console", "post.lua", connections=1, threads=1,
+                Wrk(site.url + "/api/console", "request.lua", connections=1, threads=1,
                     args=[flooder, str(round(1000 / writes)), WRITE]) as write:
             await asyncio.sleep(1.0)  # the flood at its pace before the window opens
             flooded = await probe.measure(window, EVERY)

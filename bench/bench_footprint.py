@@ -21,16 +21,9 @@ from server.widgets import WIDGETS
 from server.widgets.snapshot import Catalog
 
 
-def key_patterns(sandbox: str) -> tuple[str, str]:
-    """Every key a sandbox may hold: its queues' learner keys and every lab key under its id."""
-    return (f"emq:{{{sandbox}.*", f"lab:{{{sandbox}*")
-
-
 def sandbox_keys(client: redis.Redis, sandbox: str) -> list[bytes]:
-    names: list[bytes] = []
-    for pattern in key_patterns(sandbox):
-        names.extend(client.scan_iter(match=pattern, count=1000))
-    return names
+    """Every key a sandbox holds: its queues' learner keys and every lab key under its id (a scan: bench only)."""
+    return [n for p in (f"emq:{{{sandbox}.*", f"lab:{{{sandbox}*") for n in client.scan_iter(match=p, count=1000)]
 
 
 def price(client: redis.Redis, sandbox: str) -> dict[str, int]:
@@ -49,16 +42,11 @@ def run(site_url: str, valkey_url: str) -> dict[str, Any]:
             cookie = servers.new_cookie(site_url)
             sandbox = servers.sandbox_of(cookie)
             sandboxes[name] = sandbox
-            status, body = servers.get(site_url, f"/api/widgets/{name}/state", cookie)
-            if status != 200:
-                raise RuntimeError(f"{name} state answered {status}: {body[:200]!r}")
+            servers.land(site_url, cookie, [name])
             landed = price(client, sandbox)
-            answers: dict[str, int] = {}
-            for slug in widget.actions:
-                if slug in ("reset", "goto"):  # goto replays the tour: its actions are counted here already
-                    continue
-                status, _ = servers.post(site_url, f"/api/widgets/{name}/{slug}", cookie)
-                answers[slug] = status
+            # goto replays the tour: its actions are counted here already
+            answers = {slug: servers.post(site_url, f"/api/widgets/{name}/{slug}", cookie)[0]
+                       for slug in widget.actions if slug not in ("reset", "goto")}
             acted = price(client, sandbox)
             widgets[name] = {"sandbox": sandbox, "landed": landed, "after_actions": acted, "action_status": answers}
         time.sleep(0.01)

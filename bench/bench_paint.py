@@ -22,7 +22,6 @@ import contextlib
 import json
 import os
 import secrets
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -98,14 +97,6 @@ class Target:
     readout: str
 
 
-def chromium_version() -> str:
-    try:
-        out = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, timeout=30, check=False).stdout
-        return out.strip() or "unknown"
-    except OSError:
-        return "not found"
-
-
 Timing = tuple[float, float, float]  # answer, painted, settled (ms)
 
 
@@ -168,7 +159,7 @@ def ratio(figure: float, base: float) -> float:
 @contextlib.contextmanager
 def background(site_url: str, sandboxes: int, rate: float) -> Iterator[dict[str, Any]]:
     """`sandboxes` others, each with its page's stream open, walking the fan-in's tour at `rate` in all."""
-    cookies = servers.cookies(site_url, sandboxes)
+    cookies = [servers.new_cookie(site_url) for _ in range(sandboxes)]
     stream = servers.page_stream(site_url)
     files = [servers.lines_file([f"{stream} {c}" for c in cookies]), servers.lines_file(cookies)]
     connections = max(1, min(sandboxes // 2, round(rate / 2)))  # a 500 ms pause: the answer's time slips it little
@@ -193,7 +184,7 @@ def racing(site_url: str, racers: int = RACERS) -> Iterator[dict[str, Any]]:
     """`racers` learners, each running one race after another on a wrk connection of its own."""
     found: dict[str, Any] = {"racers": racers}
     with contextlib.ExitStack() as stack:
-        loads = [stack.enter_context(Wrk(site_url + "/api/widgets/race/run", "post.lua", connections=1, threads=1,
+        loads = [stack.enter_context(Wrk(site_url + "/api/widgets/race/run", "request.lua", connections=1, threads=1,
                                          args=[servers.new_cookie(site_url), "0", json.dumps({**RACE, "seed": n})],
                                          timeout="10s"))
                  for n in range(racers)]

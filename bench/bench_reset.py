@@ -16,8 +16,8 @@ from typing import Any
 import redis
 
 from bench import servers
-from bench.bench_footprint import key_patterns
-from bench.stats import percentile  # one percentile rule for every bench
+from bench.bench_footprint import sandbox_keys
+from bench.stats import percentile
 from server.lifecycle import resets
 from server.sandboxes.admission import HELD_KEY
 from server.sandboxes.keys import REGISTRY_KEY
@@ -30,20 +30,11 @@ BATCH = 1000  # RESTOREs per pipeline while landing the crowd
 WARM_UP = 5  # untimed resets of each kind before each run's samples
 
 
-def landed_sandbox(site_url: str, valkey_url: str) -> tuple[str, str]:
+def landed_sandbox(site_url: str) -> tuple[str, str]:
     """A first visit whose every widget landed through the site: (cookie, sandbox id)."""
     cookie = servers.new_cookie(site_url)
-    for name in WIDGETS:
-        status, body = servers.get(site_url, f"/api/widgets/{name}/state", cookie)
-        if status != 200:
-            raise RuntimeError(f"{name} state answered {status}: {body[:200]!r}")
+    servers.land(site_url, cookie, list(WIDGETS))
     return cookie, servers.sandbox_of(cookie)
-
-
-def template_keys(valkey: redis.Redis, sandbox: str) -> list[tuple[bytes, bytes]]:
-    """Every key of the template sandbox with its DUMP (a setup step: a scan is fine here)."""
-    names = [n for p in key_patterns(sandbox) for n in valkey.scan_iter(match=p, count=1000)]
-    return [(n, d) for n in names if (d := valkey.dump(n)) is not None]
 
 
 def crowd_ids(n: int) -> list[str]:
@@ -52,15 +43,14 @@ def crowd_ids(n: int) -> list[str]:
 
 def land_crowd(valkey: redis.Redis, template: str, n: int) -> list[bytes]:
     """`n` idle copies of the template sandbox; the names written, for the cleanup."""
-    keys = template_keys(valkey, template)
+    keys = [(name, dumped) for name in sandbox_keys(valkey, template) if (dumped := valkey.dump(name)) is not None]
     seen = int((time.time() - 600) * 1000)
     written: list[bytes] = []
     pipe = valkey.pipeline(transaction=False)
     for sandbox in crowd_ids(n):
         for name, dumped in keys:
-            copy = name.replace(template.encode(), sandbox.encode())
-            pipe.restore(copy, 0, dumped, replace=True)
-            written.append(copy)
+            written.append(name.replace(template.encode(), sandbox.encode()))
+            pipe.restore(written[-1], 0, dumped, replace=True)
         pipe.zadd(REGISTRY_KEY, {sandbox: seen})
         pipe.zadd(HELD_KEY, {sandbox: seen}, nx=True)
         if len(pipe) >= BATCH:
@@ -81,22 +71,16 @@ def remove_crowd(valkey: redis.Redis, written: list[bytes], n: int) -> None:
     pipe.execute()
 
 
-def summary(times: list[float]) -> dict[str, float]:
-    return {"p50_ms": round(percentile(times, 50), 2), "p99_ms": round(percentile(times, 99), 2)}
-
-
 def widget_reset(site_url: str, cookie: str, samples: int) -> list[float]:
-    """The fan-in's Reset through the site, `samples` times (after WARM_UP untimed)."""
+    """The fan-in's Reset through the site, `samples` times (after WARM_UP untimed), in seconds."""
     times = []
-    for i in range(WARM_UP + samples):
+    for _ in range(WARM_UP + samples):
         start = time.perf_counter()
         status, body = servers.post(site_url, "/api/widgets/fanin/reset", cookie)
-        took = time.perf_counter() - start
+        times.append(time.perf_counter() - start)
         if status != 200:
             raise RuntimeError(f"the fan-in's Reset answered {status}: {body[:200]!r}")
-        if i >= WARM_UP:
-            times.append(took * 1000)
-    return times
+    return times[WARM_UP:]
 
 
 def emqlab_reset(valkey_url: str, sandbox: str, samples: int) -> list[float]:
@@ -106,23 +90,27 @@ def emqlab_reset(valkey_url: str, sandbox: str, samples: int) -> list[float]:
         lab = runner.Lab(conn, Catalog(dict(WIDGETS)))
         times = []
         try:
-            for i in range(WARM_UP + samples):
+            for _ in range(WARM_UP + samples):
                 start = time.perf_counter()
                 report = await resets.reset_sandboxes(lab, [sandbox], by="emqlab reset")
+                times.append(time.perf_counter() - start)
                 if report.failed:
                     raise RuntimeError(f"emqlab reset failed: {report.failed}")
-                if i >= WARM_UP:
-                    times.append((time.perf_counter() - start) * 1000)
         finally:
             await conn.aclose()
-        return times
+        return times[WARM_UP:]
 
     return asyncio.run(timed())
 
 
 def both(site_url: str, valkey_url: str, cookie: str, sandbox: str, samples: int) -> dict[str, list[float]]:
-    """Each kind's times (ms), `samples` of each."""
+    """Each kind's times (s), `samples` of each."""
     return {"emqlab": emqlab_reset(valkey_url, sandbox, samples), "widget": widget_reset(site_url, cookie, samples)}
+
+
+def summary(times: list[float]) -> dict[str, float]:
+    """p50 and p99 in ms, to a hundredth: a reset takes a few ms, and the figure is their ratio."""
+    return {f"p{p}_ms": round(percentile(times, p) * 1000, 2) for p in (50, 99)}
 
 
 def run(site_url: str, valkey_url: str, quick: bool = False, crowd: int = 5000,
@@ -132,8 +120,8 @@ def run(site_url: str, valkey_url: str, quick: bool = False, crowd: int = 5000,
     valkey = redis.Redis.from_url(valkey_url)
     written: list[bytes] = []
     try:
-        template, _ = landed_sandbox(site_url, valkey_url)
-        cookie, learner = landed_sandbox(site_url, valkey_url)
+        template, _ = landed_sandbox(site_url)
+        cookie, learner = landed_sandbox(site_url)
         before = both(site_url, valkey_url, cookie, learner, samples)
         written = land_crowd(valkey, servers.sandbox_of(template), crowd)
         crowded = {k: summary(v) for k, v in both(site_url, valkey_url, cookie, learner, samples).items()}
@@ -149,11 +137,8 @@ def run(site_url: str, valkey_url: str, quick: bool = False, crowd: int = 5000,
     ratios = {kind: {p: round(crowded[kind][f"{p}_ms"] / max(alone[kind][f"{p}_ms"], 1e-9), 2)
                      for p in ("p50", "p99")} for kind in alone}
     kind = max(ratios, key=lambda k: ratios[k]["p50"])
-
-    def brief(found: dict[str, float]) -> dict[str, float]:
-        return {"p50": found["p50_ms"], "p99": found["p99_ms"]}
-
-    return {"ratio": ratios[kind]["p50"], "kind": kind, "with_idle": brief(crowded[kind]),
-            "without": brief(alone[kind]), "target_ratio": TARGET, "crowd": crowd, "samples": samples,
+    return {"ratio": ratios[kind]["p50"], "kind": kind, "target_ratio": TARGET, "crowd": crowd, "samples": samples,
+            "with_idle": {p: crowded[kind][f"{p}_ms"] for p in ("p50", "p99")},
+            "without": {p: alone[kind][f"{p}_ms"] for p in ("p50", "p99")},
             "keys_per_idle_sandbox": written_count // max(crowd, 1), "alone": alone, "crowded": crowded,
             "ratios": ratios}

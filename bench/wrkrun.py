@@ -33,11 +33,6 @@ def wrk_binary() -> str:
     return found
 
 
-def wrk_version() -> str:
-    done = subprocess.run([wrk_binary(), "-v"], capture_output=True, text=True, check=False)
-    return (done.stdout or done.stderr).splitlines()[0].split(" Copyright")[0].strip()
-
-
 class Wrk:
     """``with Wrk(url, script, seconds, ...) as load: ...``; ``load.result`` afterwards. wrk allocates
     its latency histogram by `timeout` (8 bytes a microsecond): held streams take "1s"."""

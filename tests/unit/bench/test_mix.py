@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from bench import mix
-from bench.sse import dependencies_of, ver_of
+from bench.probe import dependencies_of, ver_of
 from server.widgets import WIDGETS
 
 
