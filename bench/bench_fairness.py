@@ -22,7 +22,7 @@ from typing import Any
 
 from bench import servers
 from bench.probe import Probe
-from bench.stats import distribution
+from bench.stats import distribution, ratio
 from bench.wrkrun import Wrk
 
 TARGET_RATIO = 2.0
@@ -60,12 +60,11 @@ async def measure(site: servers.Served, window: float, reads: float, writes: flo
     finally:
         await probe.close()
     quiet, loud = joined(before, after), joined(flooded)
-    q50, l50 = quiet["answer_ms"]["p50"], loud["answer_ms"]["p50"]
     flood = {name: {"rate": w.result["rps"], "target_rate": rate, "statuses": w.result["status_codes"]}
              for name, w, rate in (("reads", read, reads), ("writes", write, writes))}
     return {"window_seconds": window, "every_seconds": EVERY, "unflooded": quiet, "flooded": loud, "flood": flood,
-            "ratio_p50": round(l50 / q50, 2) if q50 else 0.0, "target_ratio": TARGET_RATIO,
-            "ratio_p99": round(loud["answer_ms"]["p99"] / max(quiet["answer_ms"]["p99"], 1e-9), 2)}
+            "target_ratio": TARGET_RATIO,
+            **{f"ratio_{p}": ratio(loud["answer_ms"][p], quiet["answer_ms"][p], 2) for p in ("p50", "p99")}}
 
 
 def run(valkey_url: str, window: float = 20.0, reads: float = 200.0, writes: float = 50.0) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from bench import probe, servers
-from bench.stats import distribution
+from bench.stats import distribution, ratio
 from bench.wrkrun import raise_fd_limit
 
 
@@ -116,4 +116,4 @@ def run(site: servers.Served, clients: int = 1000, actions: int = 12) -> dict[st
     """The figure (``clients`` streams) beside its baseline (one stream), same site, same run."""
     single, crowd = (asyncio.run(measure(site, n, actions)) for n in (1, clients))
     base, many = single["to_snapshot_ms"]["p99"], crowd["to_snapshot_ms"]["p99"]
-    return {"baseline_one_stream": single, "many_streams": crowd, "ratio_p99": round(many / base, 1) if base else 0.0}
+    return {"baseline_one_stream": single, "many_streams": crowd, "ratio_p99": ratio(many, base, 1)}

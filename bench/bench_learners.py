@@ -26,6 +26,7 @@ import redis
 
 from bench import mix, servers
 from bench.probe import Probe
+from bench.stats import ratio
 from bench.wrkrun import Wrk, raise_fd_limit, socket_errors
 
 LEVELS = (250, 500, 1000, 1500, 2000, 2500, 3000, 4000)
@@ -54,7 +55,7 @@ def cpu_flat(side: dict[str, Any]) -> dict[str, Any] | None:
     base = low["valkey_net_us_per_action"]
     return {"low": low["learners"], "high": high["learners"], "low_us": base,
             "high_us": high["valkey_net_us_per_action"],
-            "ratio": round(high["valkey_net_us_per_action"] / base, 2) if base else 0.0}
+            "ratio": ratio(high["valkey_net_us_per_action"], base, 2)}
 
 
 def established(port: int) -> int:
@@ -101,12 +102,10 @@ class Crowd:
 
     def actions(self, seconds: float) -> Wrk:
         connections = max(1, round(len(self.cookies) * PAUSE / PERIOD))
-        if self.kind == "site":
-            return Wrk(self.served.url + "/", "actions.lua", seconds, connections, 2,
-                       [self.file(self.cookies), "2", mix.WIDGET, ",".join(mix.WALK), str(int(PAUSE * 1000))])
         # widget "-": the bare learner's own /act/<learner>
+        walk = [mix.WIDGET, ",".join(mix.WALK)] if self.kind == "site" else ["-", "act"]
         return Wrk(self.served.url + "/", "actions.lua", seconds, connections, 2,
-                   [self.file(self.cookies), "2", "-", "act", str(int(PAUSE * 1000))])
+                   [self.file(self.cookies), "2", *walk, str(int(PAUSE * 1000))])
 
     def close(self) -> int:
         errors = 0

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import mix, servers
-from bench.stats import distribution
+from bench.stats import distribution, ratio
 from bench.wrkrun import Wrk, socket_errors
 
 CHROMIUM = os.environ.get("EMQLAB_CHROMIUM", "/usr/bin/chromium")
@@ -97,41 +97,26 @@ class Target:
     readout: str
 
 
-Timing = tuple[float, float, float]  # answer, painted, settled (ms)
+def click(page: Any, target: Target, action: str, want: str | None) -> list[float]:
+    """[ms to the answer, ms to the paint, ms to settled] of one click."""
+    return [float(x) for x in page.evaluate(CLICK_JS, [target.widget, action, target.readout, want, LIMIT_MS])]
 
 
-def click(page: Any, target: Target, action: str, want: str | None) -> Timing:
-    answer, painted, settled = page.evaluate(CLICK_JS, [target.widget, action, target.readout, want, LIMIT_MS])
-    return float(answer), float(painted), float(settled)
-
-
-def figures(timings: list[Timing]) -> dict[str, Any]:
-    return {"answer_ms": distribution([t[0] for t in timings]),
-            "painted_ms": distribution([t[1] for t in timings]),
-            "settled_ms": distribution([t[2] for t in timings])}
-
-
-def fanin_clicks(page: Any, target: Target, clicks: int) -> dict[str, Any]:
+def fanin_clicks(page: Any, target: Target, clicks: int) -> list[list[float]]:
     """"Complete child" `clicks` times, a Reset (not timed) after every third."""
     page.wait_for_function(
         "() => document.querySelector('[data-widget=\"fanin\"] [data-role=\"dependencies\"]')?.textContent === '3'")
     time.sleep(0.5)  # the page's EventSource opens right after the widgets register
-    click(page, target, "reset", "3")  # not timed: the stream is open once its snapshot painted
-    timings: list[Timing] = []
-    left = 3
+    timings: list[list[float]] = []
+    left = 0  # the first click a Reset: the stream is open once its snapshot painted
     while len(timings) < clicks:
         if left == 0:
             click(page, target, "reset", "3")
             left = 3
-            continue
-        left -= 1
-        timings.append(click(page, target, "complete-child", str(left)))
-    return figures(timings)
-
-
-def bare_clicks(page: Any, target: Target, clicks: int) -> dict[str, Any]:
-    page.wait_for_function("() => document.querySelector('[data-widget=\"bare\"]').dataset.ver !== undefined")
-    return figures([click(page, target, "act", None) for _ in range(clicks)])
+        else:
+            left -= 1
+            timings.append(click(page, target, "complete-child", str(left)))
+    return timings
 
 
 def measure(browser: Any, target: Target, clicks: int) -> dict[str, Any]:
@@ -142,18 +127,19 @@ def measure(browser: Any, target: Target, clicks: int) -> dict[str, Any]:
         page = context.new_page()
         page.goto(target.url)
         page.locator(f'[data-widget="{target.widget}"] {target.readout}').wait_for()
-        walk = fanin_clicks if target.widget == "fanin" else bare_clicks
-        return walk(page, target, clicks)
+        if target.widget == "fanin":
+            timings = fanin_clicks(page, target, clicks)
+        else:
+            page.wait_for_function("() => document.querySelector('[data-widget=\"bare\"]').dataset.ver !== undefined")
+            timings = [click(page, target, "act", None) for _ in range(clicks)]
     finally:
         context.close()
+    return {name: distribution([t[i] for t in timings]) for i, name in enumerate(("answer_ms", "painted_ms",
+                                                                                   "settled_ms"))}
 
 
 def both(browser: Any, site: Target, bare: Target, clicks: int) -> dict[str, Any]:
     return {"site": measure(browser, site, clicks), "bare": measure(browser, bare, clicks)}
-
-
-def ratio(figure: float, base: float) -> float:
-    return round(figure / base, 2) if base else 0.0
 
 
 @contextlib.contextmanager
@@ -208,7 +194,7 @@ def measure_all(browser: Any, site_url: str, baseline_url: str, clicks: int, loa
     return {
         "clicks": clicks, "idle": idle, "loaded": loaded, "load": load,
         "race": {"none": calm, "racing": raced, **race},
-        "ratios": {phase: {what: {p: ratio(run["site"][what][p], run["bare"][what][p]) for p in ("p50", "p99")}
+        "ratios": {phase: {what: {p: ratio(run["site"][what][p], run["bare"][what][p], 2) for p in ("p50", "p99")}
                            for what in ("answer_ms", "painted_ms", "settled_ms")}
                    for phase, run in (("idle", idle), ("loaded", loaded))},
     }

@@ -1,12 +1,8 @@
-"""What a learner does on the fan-in, as the benchmarks replay it.
-
-A learner walks the widget's tour: the actions its `Step`s replay, in
-order, from the scenario as it lands. The walk of the fan-in is thirteen
-actions, one of them a Reset (the tour's last step starts again from a
-fresh scenario); the benchmarks put a Reset before it, so a learner who
-walks it again and again does 2 Resets in 14 actions. (The previous rounds'
-mix was 1 Reset : 3 "Complete child", a Reset in every 4: twice what the
-tour asks, and Reset is the dearest action, landing the scenario again.)
+"""What a learner does on the fan-in, as the benchmarks replay it: the
+widget's tour, the actions its `Step`s replay, in order, from the scenario as
+it lands, after a Reset. Walked again and again, that is 2 Resets in 14
+actions (the tour's last step starts again from a fresh scenario): the mix
+a learner makes, not more of Reset, the dearest action, than the tour asks.
 
     WALK = ("reset", "complete-child", "redeliver", "claim", ...)
 """

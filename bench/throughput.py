@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import mix, servers
+from bench.stats import ratio
 from bench.wrkrun import combined, run_wrk
 from server.valkey.process import ValkeyCluster
 from server.widgets import WIDGETS
@@ -37,10 +38,6 @@ ROUNDS = 6
 PRIMARIES = 3
 WORKERS = (1, 2)
 CLUSTER_ENV = {"EMQLAB_VALKEY_CLUSTER": "1"}
-
-
-def ratio(figure: float, base: float, places: int = 3) -> float:
-    return round(figure / base, places) if base else 0.0
 
 
 def preflight(site_url: str, cookie: str) -> None:
