@@ -38,7 +38,7 @@ class Client:
 
 
 async def act(site: servers.Served, cookie: str, action: str) -> None:
-    status, body = await probe.post(site.host, site.port, f"/api/widgets/fanin/{action}", cookie)
+    status, body = await probe.post("127.0.0.1", site.port, f"/api/widgets/fanin/{action}", cookie)
     if status != 200:
         raise RuntimeError(f"{action} answered {status}: {body[:300]!r}")
 
@@ -69,7 +69,7 @@ async def measure(site: servers.Served, clients: int, actions: int, within: floa
     crowd, tasks, path = [Client() for _ in range(clients)], [], "/api/stream?widgets=" + ",".join(widgets)
     opened_at = time.perf_counter()
     for index, client in enumerate(crowd):
-        tasks.append(asyncio.create_task(probe.stream(site.host, site.port, path, cookie, client.on_event)))
+        tasks.append(asyncio.create_task(probe.stream("127.0.0.1", site.port, path, cookie, client.on_event)))
         if index % 100 == 99:
             await asyncio.sleep(0.05)  # a class arriving, not a SYN flood
     # a stream that opened without its first snapshot within `within` is counted, and gets the next change's
@@ -109,7 +109,7 @@ async def measure(site: servers.Served, clients: int, actions: int, within: floa
             "without_first_snapshot": without_first, "said_valkey_down": said_down,
             "to_snapshot_ms": distribution(to_snapshot, 1000), "to_first_effect_ms": distribution(to_effect, 1000),
             "rss_mb": {"idle": rss_idle, "streams_open": rss_streams, "after_broadcasts": rss_after,
-                       "peak": site.hwm_mb()}}
+                       "peak": site.rss_mb("VmHWM")}}
 
 
 def run(site: servers.Served, clients: int = 1000, actions: int = 12) -> dict[str, Any]:

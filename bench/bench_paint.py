@@ -13,8 +13,13 @@ page of bench/baseline_app.py. The load is wrk: streams held open
 (streams.lua), actions paced to the rate (actions.lua); the racers are one
 wrk connection each, running race after race (8 workers, 16 children, every
 fault); every answer counted by status.
-"""
 
+Lighthouse (`lighthouse`): every dive scored for performance, accessibility,
+best practices and SEO by Lighthouse 12 (bench/lighthouse/package-lock.json,
+`make lighthouse`; 13 wants Node 22) driving Debian's Chromium headless, each
+opened fresh (a first visit: the scenario lands on the first paint), at its
+mobile defaults (a throttled mid-range phone) and its desktop preset.
+"""
 
 from __future__ import annotations
 
@@ -22,13 +27,15 @@ import contextlib
 import json
 import os
 import secrets
+import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import mix, servers
+from bench import probe, servers
 from bench.stats import distribution, ratio
 from bench.wrkrun import Wrk, socket_errors
 
@@ -72,13 +79,8 @@ async ([widget, action, readout, want, limitMs]) => {
     observer.observe(root, { subtree: true, childList: true, characterData: true, attributes: true });
     window.fetch = async (...args) => {
       const response = await original(...args);
-      if ((args[1] || {}).method === "POST" && String(args[0]).includes(`/${action}`)) {
-        response.clone().json().then((data) => {
-          answerAt = performance.now();
-          answerVer = Number(data.ver);
-          check();
-        });
-      }
+      if ((args[1] || {}).method === "POST" && String(args[0]).includes(`/${action}`))
+        response.clone().json().then((d) => { answerAt = performance.now(); answerVer = Number(d.ver); check(); });
       return response;
     };
     t0 = performance.now();
@@ -155,7 +157,7 @@ def background(site_url: str, sandboxes: int, rate: float) -> Iterator[dict[str,
                  timeout="1s") as streams:
             time.sleep(1.0)  # the streams' first frames (each lands the page's widgets) before the clicks
             with Wrk(site_url + "/", "actions.lua", connections=connections, args=[
-                    files[1], "2", mix.WIDGET, ",".join(mix.WALK), str(round(connections / rate * 1000))]) as acts:
+                    files[1], "2", probe.WIDGET, ",".join(probe.WALK), str(round(connections / rate * 1000))]) as acts:
                 yield found
         found.update(actions=acts.result["requests"], achieved_rate=acts.result["rps"],
                      non_2xx=acts.result["non_2xx"], errors=socket_errors(acts.result) + socket_errors(
@@ -213,3 +215,44 @@ def run(site_url: str, baseline_url: str, clicks: int = 200, load_rate: float = 
             return measure_all(launched, site_url, baseline_url, clicks, load_rate, load_sandboxes, racers)
         finally:
             launched.close()
+
+
+# -- Lighthouse ------------------------------------------------------------
+
+DIVES = ("/flows/parent-and-children", "/flows/reading-the-results", "/flows/cross-queue",
+         "/batches/bulk-flows", "/flows/under-fire")
+FORMS = ("desktop", "mobile")
+CATEGORIES = ("performance", "accessibility", "best-practices", "seo")
+TARGETS = {"performance": 95, "accessibility": 100, "best-practices": 100, "seo": 100}
+CLI = servers.ROOT / "bench" / "lighthouse" / "node_modules" / "lighthouse" / "cli" / "index.js"
+
+
+def audit(url: str, form: str) -> dict[str, Any]:
+    """One Lighthouse run: the four scores (0-100) and the audits that cost points."""
+    with tempfile.TemporaryDirectory(prefix="lighthouse-") as tmp:
+        out = Path(tmp) / "report.json"
+        preset = ["--preset=desktop"] if form == "desktop" else []
+        command = ["node", str(CLI), url, "--quiet", "--output=json", f"--output-path={out}",
+                   f"--only-categories={','.join(CATEGORIES)}", *preset,
+                   "--chrome-flags=--headless=new --no-sandbox --disable-gpu"]
+        # CHROME_PATH: Debian's chromium, never a downloaded one; the profile dir is Lighthouse's own
+        env = {**os.environ, "CHROME_PATH": os.environ.get("CHROME_PATH", CHROMIUM), "TMPDIR": tmp}
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False, env=env)
+        if done.returncode != 0 or not out.exists():
+            raise RuntimeError(f"lighthouse {form} {url}: {(done.stderr or done.stdout).strip()[-300:]}")
+        report = json.loads(out.read_text())
+    scores = {c: round(100 * (report["categories"][c]["score"] or 0)) for c in CATEGORIES}
+    lost = sorted(f"{a['id']} ({a.get('displayValue') or a['score']})" for a in report["audits"].values()
+                  if a.get("score") is not None and a["score"] < 0.9 and a.get("scoreDisplayMode") in
+                  ("binary", "numeric", "metricSavings"))
+    cls = report["audits"].get("cumulative-layout-shift", {}).get("numericValue", 0.0)
+    return {**scores, "cls": round(float(cls), 3), "lost": lost}
+
+
+def lighthouse(site_url: str, dives: tuple[str, ...] = DIVES, forms: tuple[str, ...] = FORMS) -> dict[str, Any]:
+    if not CLI.exists():
+        raise RuntimeError("Lighthouse is not installed: `make lighthouse`")
+    runs = [{"page": dive, "form": form, **audit(site_url + dive, form)} for dive in dives for form in forms]
+    short = [r for r in runs if any(r[c] < TARGETS[c] for c in CATEGORIES)]
+    version = json.loads((CLI.parent.parent / "package.json").read_text())["version"]
+    return {"version": str(version), "runs": runs, "under_target": len(short)}

@@ -1,12 +1,22 @@
-"""Reset with 5,000 idle sandboxes present vs none: the ratio.
+"""A sandbox's keys in Valkey: what each widget's scenario costs and what
+expiry leaves (`footprint`), and a reset beside 5,000 idle sandboxes (`run`).
 
-One learner's sandbox is landed through the site (every widget). Two resets
-are timed, first with no other sandbox, then with `crowd` idle ones: `emqlab
-reset --sandbox` (`resets.reset_sandboxes`, in this process) and the fan-in's
-own Reset through the site. The crowd is one landed sandbox's keys copied
-(DUMP / RESTORE) under new ids, each entered in the registry and the held
-index idle for ten minutes, as admission enters it; removed afterwards.
+Footprint: Valkey memory per sandbox after each widget's scenario, and
+what remains after expiry. For each widget, a fresh sandbox's state read
+lands the scenario; every key of the sandbox (found by pattern, so a key the
+site's removal would miss still counts) is priced with MEMORY USAGE, again
+after each action ran once; baseline: the same keys' DUMP size. Then
+`reaper.expire_idle(conn, catalog, 0)`, and what is left (target: 0).
+
+Reset with 5,000 idle sandboxes present vs none, the ratio: one learner's
+sandbox is landed through the site (every widget). Two resets are timed, first
+with no other sandbox, then with `crowd` idle ones: `emqlab reset --sandbox`
+(`resets.reset_sandboxes`, in this process) and the fan-in's own Reset through
+the site. The crowd is one landed sandbox's keys copied (DUMP / RESTORE) under
+new ids, each entered in the registry and the held index idle for ten minutes,
+as admission enters it; removed afterwards.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -14,11 +24,11 @@ import time
 from typing import Any
 
 import redis
+import redis.asyncio as aioredis
 
 from bench import servers
-from bench.bench_footprint import sandbox_keys
 from bench.stats import percentile
-from server.lifecycle import resets
+from server.lifecycle import reaper, resets
 from server.sandboxes.admission import HELD_KEY
 from server.sandboxes.keys import REGISTRY_KEY
 from server.valkey.client import open_client
@@ -35,6 +45,55 @@ def landed_sandbox(site_url: str) -> tuple[str, str]:
     cookie = servers.new_cookie(site_url)
     servers.land(site_url, cookie, list(WIDGETS))
     return cookie, servers.sandbox_of(cookie)
+
+
+def sandbox_keys(client: redis.Redis, sandbox: str) -> list[bytes]:
+    """Every key a sandbox holds: its queues' learner keys and every lab key under its id (a scan: bench only)."""
+    return [n for p in (f"emq:{{{sandbox}.*", f"lab:{{{sandbox}*") for n in client.scan_iter(match=p, count=1000)]
+
+
+def price(client: redis.Redis, sandbox: str) -> dict[str, int]:
+    names = sandbox_keys(client, sandbox)
+    memory = sum(int(client.memory_usage(n, samples=0) or 0) for n in names)
+    dumped = sum(len(client.dump(n) or b"") for n in names)
+    return {"keys": len(names), "bytes": memory, "dump_bytes": dumped}
+
+
+def footprint(site_url: str, valkey_url: str) -> dict[str, Any]:
+    """Each widget's scenario priced in a fresh sandbox, as it lands and after each action; then expiry."""
+    client = redis.Redis.from_url(valkey_url)
+    widgets: dict[str, Any] = {}
+    try:
+        for name, widget in WIDGETS.items():
+            cookie = servers.new_cookie(site_url)
+            sandbox = servers.sandbox_of(cookie)
+            servers.land(site_url, cookie, [name])
+            landed = price(client, sandbox)
+            # goto replays the tour: its actions are counted here already
+            answers = {slug: servers.post(site_url, f"/api/widgets/{name}/{slug}", cookie)[0]
+                       for slug in widget.actions if slug not in ("reset", "goto")}
+            widgets[name] = {"sandbox": sandbox, "landed": landed, "after_actions": price(client, sandbox),
+                             "action_status": answers}
+        time.sleep(0.01)
+        expired = asyncio.run(expire(valkey_url))
+        left = [price(client, w["sandbox"]) for w in widgets.values()]
+        still_registered = sum(client.zscore(REGISTRY_KEY, w["sandbox"]) is not None for w in widgets.values())
+    finally:
+        client.close()
+    return {"widgets": widgets, "max_landed_bytes": max(w["landed"]["bytes"] for w in widgets.values()),
+            "max_after_actions_bytes": max(w["after_actions"]["bytes"] for w in widgets.values()),
+            "expired_sandboxes": len(set(expired) & {w["sandbox"] for w in widgets.values()}),
+            "after_expiry": {"keys": sum(v["keys"] for v in left), "bytes": sum(v["bytes"] for v in left),
+                             "still_registered": still_registered}}
+
+
+async def expire(valkey_url: str) -> list[str]:
+    """`reaper.expire_idle` with no idle time allowed: every sandbox is past it."""
+    conn = aioredis.Redis.from_url(valkey_url, decode_responses=True)
+    try:
+        return list(await reaper.expire_idle(conn, Catalog(dict(WIDGETS)), 0))
+    finally:
+        await conn.aclose()
 
 
 def crowd_ids(n: int) -> list[str]:

@@ -1,16 +1,15 @@
-"""What wrk and the browser cannot do for the benchmarks: note the moment each
-of many live streams receives a frame (fan-out), and the probe learner
-(learners, fairness), one learner whose every click is timed, to its answer
-and to its frame.
+"""What a learner does (`WALK`), and what wrk and the browser cannot do for the
+benchmarks: note the moment each of many live streams receives a frame
+(fan-out), and the probe learner (learners, fairness), whose every click is
+timed to its answer and to its frame.
 
 A stream is read from a plain asyncio connection; a click is one POST on a
 connection of its own (a browser's idle connection is gone after uvicorn's
-5 s). The load itself is wrk's (bench/wrkrun.py). The probe has its own
-sandbox and its page's stream open, and acts every `every` seconds, walking
-the fan-in's tour (bench/mix.py); the bare probe POSTs `/act/<learner>` of
-bench/baseline_app.py and reads `/stream/<learner>`. A click's frame is the
-first frame of the widget on the stream with a `ver` at least the answer's
-(it may come before the answer).
+5 s). The probe has its own sandbox and its page's stream open, and acts
+every `every` seconds, walking `WALK`; the bare probe POSTs `/act/<learner>`
+of bench/baseline_app.py and reads `/stream/<learner>`. A click's frame is
+the first frame of the widget on the stream with a `ver` at least the
+answer's (it may come before the answer).
 """
 
 from __future__ import annotations
@@ -20,12 +19,38 @@ import contextlib
 import json
 import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from bench import mix, servers
+from bench import servers
 from bench.stats import distribution
 from server.sandboxes.sandbox import COOKIE
+from server.widgets import WIDGETS
+
+# -- what a learner does: Reset, then the actions the fan-in's tour replays, in order, again and again
+WIDGET = "fanin"
+
+
+def walk(widget: str = WIDGET) -> tuple[str, ...]:
+    """Reset, then every action the widget's tour replays, in order."""
+    slugs = ["reset"]
+    for step in WIDGETS[widget].tour:
+        for slug, body in step.replay:
+            if body:  # the walk is sent as "{}" bodies (wrk, the load generators)
+                raise ValueError(f"{widget}'s tour step {step.id} sends a body: {body}")
+            slugs.append(slug)
+    return tuple(slugs)
+
+
+WALK = walk()
+
+
+def describe(actions: tuple[str, ...] = WALK) -> str:
+    """The mix in words, for the report: "the fan-in's tour, 2 resets in 14 actions"."""
+    resets = actions.count("reset")
+    return f"the fan-in's tour walked again and again, {resets} reset{'s' if resets != 1 else ''} in {len(actions)}"
+
 
 Handler = Callable[[str, str, float], None]  # event, data, perf_counter() when it came
 # a frame's version and the fan-in's counter, in a JSON snapshot or an HTML frame
@@ -85,16 +110,9 @@ def ver_of(data: str) -> int | None:
 
 
 def dependencies_of(data: str) -> int | None:
-    """`:dependencies` in a fan-in frame (None when it is another widget's)."""
-    try:
-        snap = json.loads(data)
-        if snap.get("widget") != "fanin":
-            return None
-        found = snap["picture"]["parent"]["dependencies"]
-        return None if found is None else int(found)
-    except (ValueError, KeyError, TypeError, AttributeError):
-        match = DEPENDENCIES.search(data) if 'data-widget="fanin"' in data else None
-        return int(match.group(1)) if match else None
+    """`:dependencies` in a fan-in frame, the HTML the stream sends (None when it is another widget's)."""
+    match = DEPENDENCIES.search(data) if 'data-widget="fanin"' in data else None
+    return int(match.group(1)) if match else None
 
 
 FRAME_WITHIN = 5.0  # a frame later than this counts as never come
@@ -102,7 +120,7 @@ FRAME_WITHIN = 5.0  # a frame later than this counts as never come
 
 class Probe:
     def __init__(self, served: servers.Served, kind: str, stream: str) -> None:
-        self.host, self.port, self.kind = served.host, served.port, kind
+        self.host, self.port, self.kind = "127.0.0.1", served.port, kind
         self.learner = "probe" + str(int(time.time() * 1000) % 100000)
         self.cookie = servers.new_cookie(served.url) if kind == "site" else ""
         self.stream = stream if kind == "site" else f"/stream/{self.learner}"
@@ -115,7 +133,7 @@ class Probe:
         if self.kind == "bare":
             ver = int(data) if event == "value" else None
         else:
-            ver = ver_of(data) if f'"{mix.WIDGET}"' in data[:200] and event != "effect" else None
+            ver = ver_of(data) if f'"{WIDGET}"' in data[:200] and event != "effect" else None
         if ver is not None:
             self.frames.append((ver, at))
             self.news.set()
@@ -147,14 +165,15 @@ class Probe:
         return hit
 
     async def measure(self, seconds: float, every: float) -> dict[str, Any]:
+        """A window of clicks, one every `every` seconds: its raw samples (`summary` sums windows up)."""
         frames: list[float] = []
         answers: list[float] = []
         failures = {"non_2xx": 0, "errors": 0, "frames_missing": 0}
-        statuses: dict[str, int] = {}
+        statuses: Counter[str] = Counter()
         stop_at = time.perf_counter() + seconds
         while time.perf_counter() < stop_at:
             self.frames = []
-            path = (f"/api/widgets/{mix.WIDGET}/{mix.WALK[self.step % len(mix.WALK)]}" if self.kind == "site"
+            path = (f"/api/widgets/{WIDGET}/{WALK[self.step % len(WALK)]}" if self.kind == "site"
                     else f"/act/{self.learner}")
             sent = time.perf_counter()
             try:
@@ -164,7 +183,7 @@ class Probe:
                 await asyncio.sleep(every)
                 continue
             answers.append(time.perf_counter() - sent)
-            statuses[str(status)] = statuses.get(str(status), 0) + 1
+            statuses[str(status)] += 1
             self.step += 1
             if status != 200:
                 failures["non_2xx"] += 1
@@ -174,6 +193,15 @@ class Probe:
             else:
                 frames.append(max(0.0, at - sent))
             await asyncio.sleep(max(0.0, sent + every - time.perf_counter()))
-        return {"click_to_frame_ms": distribution(frames, 1000), "answer_ms": distribution(answers, 1000),
-                "actions": len(answers), "statuses": statuses, **failures,
-                "raw": {"answer_s": answers, "frame_s": frames}}  # for a caller that joins windows
+        return {"answer_s": answers, "frame_s": frames, "statuses": statuses, **failures}
+
+
+def summary(*windows: dict[str, Any]) -> dict[str, Any]:
+    """One or more of the probe's windows as one: its answers' and frames' distributions, its failures."""
+    statuses: Counter[str] = Counter()
+    for w in windows:
+        statuses.update(w["statuses"])
+    return {"click_to_frame_ms": distribution([x for w in windows for x in w["frame_s"]], 1000),
+            "answer_ms": distribution([x for w in windows for x in w["answer_s"]], 1000),
+            "actions": sum(len(w["answer_s"]) for w in windows), "statuses": dict(statuses),
+            **{k: sum(w[k] for w in windows) for k in ("non_2xx", "errors", "frames_missing")}}

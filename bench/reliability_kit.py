@@ -8,7 +8,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -46,11 +45,6 @@ def counted(codes: Iterable[int | str]) -> str:
     return ", ".join(f"{n} × {code}" for code, n in sorted(found.items())) or "none"
 
 
-def env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    return {**{k: v for k, v in os.environ.items() if k not in UNSET}, "PYTHONPATH": str(ROOT),
-            "EMQLAB_INSTRUCTOR_TOKEN": TOKEN, **(extra or {})}
-
-
 class Serve:
     """`python -m server.cli serve` on a free port and a scratch data directory, stopped with Ctrl-C (SIGINT)."""
 
@@ -58,7 +52,8 @@ class Serve:
         self.port = free_port()
         self.work = Path(tempfile.mkdtemp(prefix="emqlab-rel-"))
         self.data_dir = self.work / "data"
-        self.env = env({"EMQLAB_STATE_DIR": str(self.work / "state")})
+        self.env = {**{k: v for k, v in os.environ.items() if k not in UNSET}, "PYTHONPATH": str(ROOT),
+                    "EMQLAB_INSTRUCTOR_TOKEN": TOKEN, "EMQLAB_STATE_DIR": str(self.work / "state")}
         self.url = f"http://127.0.0.1:{self.port}"
         self.served: Served | None = None
 
@@ -72,7 +67,6 @@ class Serve:
     def __exit__(self, *exc: object) -> None:
         if self.served is not None:
             self.served.stop()  # its log's directory, the scratch one, goes with it
-        shutil.rmtree(self.work, ignore_errors=True)
 
     def redis(self) -> redis.Redis:
         running = json.loads((self.data_dir / "running.json").read_text())
@@ -114,6 +108,6 @@ def said(answer: httpx.Response, limit: int = 120) -> str:
         return answer.text[:limit].replace("\n", " ")
     if not isinstance(body, dict):
         return str(body)[:limit]
-    outcome = body.get("outcome") if isinstance(body.get("outcome"), dict) else {}
-    return str(body.get("error") or body.get("message") or (outcome or {}).get("text")
+    outcome = body["outcome"] if isinstance(body.get("outcome"), dict) else {}
+    return str(body.get("error") or body.get("message") or outcome.get("text")
                or " / ".join(body.get("reply_lines", [])[:2]) or body)[:limit]

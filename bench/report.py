@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bench import bench_fairness, bench_learners, bench_lighthouse, bench_paint, bench_reset
+from bench import bench_learners, bench_paint, bench_reset
 
 R = dict[str, Any]  # one benchmark's results, as its run() gives them
 Rows = list[list[str]]
@@ -136,8 +136,8 @@ def learners(lr: R) -> Rows:
 def fairness(f: R) -> Rows:
     quiet, loud = f["unflooded"]["answer_ms"], f["flooded"]["answer_ms"]
     return [figure("Fairness: another learner's action p50 while one floods reads and console writes (ms)",
-                   loud["p50"], f"{quiet['p50']} (the same learner, no flood)", f"≤ {bench_fairness.TARGET_RATIO:g}×",
-                   f["ratio_p50"] <= bench_fairness.TARGET_RATIO, f["ratio_p50"]),
+                   loud["p50"], f"{quiet['p50']} (the same learner, no flood)", f"≤ {bench_learners.TARGET_RATIO:g}×",
+                   f["ratio_p50"] <= bench_learners.TARGET_RATIO, f["ratio_p50"]),
             figure("Fairness: another learner's action p99 while one floods (ms)", loud["p99"],
                    f"{quiet['p99']} (the same learner, no flood)", ratio=f["ratio_p99"])]
 
@@ -153,10 +153,10 @@ def grader(g: R) -> Rows:
 
 def lighthouse(lh: R) -> Rows:
     """One row per dive and form factor: the four scores against 95 / 100 / 100 / 100."""
-    cats = bench_lighthouse.CATEGORIES
+    cats = bench_paint.CATEGORIES
     return [figure(f"Lighthouse {run['page']}, {run['form']} (perf / a11y / best practices / SEO)",
                    " / ".join(str(run[c]) for c in cats), f"CLS {run['cls']}", "≥ 95 / 100 / 100 / 100",
-                   all(run[c] >= bench_lighthouse.TARGETS[c] for c in cats)) for run in lh["runs"]]
+                   all(run[c] >= bench_paint.TARGETS[c] for c in cats)) for run in lh["runs"]]
 
 
 def footprint(fp: R) -> Rows:
@@ -198,13 +198,13 @@ def ok(r: R, key: str) -> R | None:
 
 
 def figure_rows(r: R) -> Rows:
+    """Every benchmark's rows; one that failed or did not run is a row that says so."""
     rows: Rows = []
     for key, label, build in FIGURES:
-        found = r.get(key)
-        if isinstance(found, dict) and "error" not in found:
+        if found := ok(r, key):
             rows += build(found)
         else:
-            why = found["error"] if isinstance(found, dict) else "not run"
+            why = r[key]["error"] if isinstance(r.get(key), dict) else "not run"
             rows.append([label, f"not measured: {why}", "—", "—", "—", "**not measured**"])
     return rows + non_2xx(r)
 
@@ -286,7 +286,7 @@ def details(r: R) -> list[str]:
                 for label, x in (("no flood", f["unflooded"]), ("one learner flooding", f["flooded"]))]
         flood = "; ".join(f"{k}: {v['rate']} a second of {v['target_rate']} asked ({v['statuses']})"
                           for k, v in f["flood"].items())
-        out += ["### Fairness (`bench/bench_fairness.py`)", "", table(
+        out += ["### Fairness (`bench/bench_learners.py`)", "", table(
             ["the other learner", "actions", "answer p50 / p99 ms", "click→frame p50 / p99 ms", "answers"], rows), "",
             f"The flood: {flood}.", ""]
     if g := ok(r, "grader"):
@@ -299,7 +299,7 @@ def details(r: R) -> list[str]:
                                    wrk_row("dive, returning visitor", pg["dive"]),
                                    wrk_row("dive, first visit", pg["dive_first_visit"])]), ""]
     if lh := ok(r, "lighthouse"):
-        out += [f"### Lighthouse (`bench/bench_lighthouse.py`: {lh['version']})", "",
+        out += [f"### Lighthouse (`bench/bench_paint.py`: {lh['version']})", "",
                 table(["page", "form", "what cost points"], [[x["page"], x["form"], "; ".join(x["lost"]) or "—"]
                                                               for x in lh["runs"]]), ""]
     return out

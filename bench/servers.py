@@ -50,30 +50,18 @@ class Served:
     stop_signal: signal.Signals = signal.SIGTERM
 
     @property
-    def host(self) -> str:
-        return urlsplit(self.url).hostname or "127.0.0.1"
-
-    @property
     def port(self) -> int:
-        return int(urlsplit(self.url).port or 80)
+        return int(urlsplit(self.url).port or 80)  # every bench server listens on 127.0.0.1
 
     def tracebacks(self) -> int:
         """Unhandled errors the server logged so far (reported, never hidden)."""
         return self.log.read_text(errors="replace").count("Traceback (most recent call last)") \
             if self.log.exists() else 0
 
-    def _kb(self, field_name: str) -> int:
-        """VmRSS / VmHWM of the server process, in kB, from /proc."""
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith(field_name + ":"):
-                return int(line.split()[1])
-        return 0
-
-    def rss_mb(self) -> float:
-        return round(self._kb("VmRSS") / 1024, 1)
-
-    def hwm_mb(self) -> float:
-        return round(self._kb("VmHWM") / 1024, 1)
+    def rss_mb(self, field_name: str = "VmRSS") -> float:
+        """The server process's VmRSS (or its peak, VmHWM), in MB, from /proc."""
+        lines = Path(f"/proc/{self.proc.pid}/status").read_text().splitlines()
+        return next((round(int(x.split()[1]) / 1024, 1) for x in lines if x.startswith(field_name + ":")), 0.0)
 
     def cpu_seconds(self) -> float:
         """CPU seconds of the server and its workers (its process group)."""
@@ -139,17 +127,11 @@ def uvicorn_command(factory: str, port: int, workers: int = 1) -> list[str]:
     return [sys.executable, "-m", "bench.servers", factory, "--port", str(port), "--workers", str(workers)]
 
 
-def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """This environment for a bench child process, `extra` added, the repository first on PYTHONPATH."""
-    env = {**os.environ, **(extra or {})}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    return env
-
-
 def serve(factory: str, valkey_url: str, ready_path: str, name: str, extra_env: dict[str, str] | None = None,
           workers: int = 1) -> Served:
     port = free_port()
-    env = child_env({"EMQLAB_VALKEY_URL": valkey_url, **(extra_env or {})})
+    env = {**os.environ, "EMQLAB_VALKEY_URL": valkey_url, **(extra_env or {})}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)  # the repository first
     return launch(uvicorn_command(factory, port, workers), name, env, f"http://127.0.0.1:{port}", ready_path)
 
 

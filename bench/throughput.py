@@ -1,9 +1,8 @@
 """Requests per second under wrk, each beside a baseline served the same way
-in the same run: the fan-in's actions against the one-EVALSHA endpoint (on
-one Valkey, then on a managed 3-primary cluster with 1 and 2 workers), and
-the dive page against a static file.
+in the same run: the fan-in's actions against the one-EVALSHA endpoint (one
+Valkey; a 3-primary cluster, 1 and 2 workers), the dive against a static file.
 
-Actions: the mix is what a learner does (bench/mix.py): Reset, then the
+Actions: the mix is what a learner does (bench/probe.py): Reset, then the
 actions the fan-in's tour replays, again and again. wrk (bench/wrk/actions.lua)
 walks a pool of sandboxes (cookies from first visits to the dive), never two
 requests in flight on one sandbox. Each answer carries the outcome, `ver` and
@@ -14,10 +13,9 @@ sides alike). On the cluster the site runs as `emqlab serve --cluster
 --workers N` runs it (EMQLAB_VALKEY_CLUSTER=1: every widget talks through
 redis-py's RedisCluster), and so does the baseline's client.
 
-Pages: the dive for a returning visitor (with a sandbox cookie), and for a
-first visit (no cookie: the middleware mints and signs one), against
-`/static/site.css` through the same app's StaticFiles, same worker, same wrk
-settings.
+Pages: the dive for a returning visitor (a sandbox cookie) and a first visit
+(none: the middleware mints and signs one), against `/static/site.css`
+through the same app's StaticFiles, same worker, same wrk settings.
 """
 
 from __future__ import annotations
@@ -27,13 +25,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import mix, servers
+from bench import probe, servers
 from bench.stats import ratio
 from bench.wrkrun import combined, run_wrk
 from server.valkey.process import ValkeyCluster
 from server.widgets import WIDGETS
 
-MIX = mix.describe()
+MIX = probe.describe()
 ROUNDS = 6
 PRIMARIES = 3
 WORKERS = (1, 2)
@@ -43,13 +41,13 @@ CLUSTER_ENV = {"EMQLAB_VALKEY_CLUSTER": "1"}
 def preflight(site_url: str, cookie: str) -> None:
     """The walk wrk sends does what a learner's clicks do: every answer 200, and the tour's milestones reached."""
     reached: list[str] = []
-    for action in mix.WALK:
-        status, body = servers.post(site_url, f"/api/widgets/{mix.WIDGET}/{action}", cookie)
+    for action in probe.WALK:
+        status, body = servers.post(site_url, f"/api/widgets/{probe.WIDGET}/{action}", cookie)
         answer = json.loads(body)
         if status != 200 or "ver" not in answer:
             raise RuntimeError(f"{action} answered {status}: {answer}")
         reached += answer["outcome"].get("reached", [])
-    tour = [step.id for step in WIDGETS[mix.WIDGET].tour]
+    tour = [step.id for step in WIDGETS[probe.WIDGET].tour]
     if sorted(set(reached)) != sorted(tour):
         raise RuntimeError(f"the walk reached {reached}, the tour has {tour}")
 
@@ -60,7 +58,7 @@ def actions(site_url: str, baseline_url: str, seconds: float = 10, connections: 
     preflight(site_url, cookies[0])
     preflight(site_url, cookies[0])  # twice: the walk starts again from where it ends
     name = servers.lines_file(cookies)
-    mix_args = [name, str(threads), mix.WIDGET, ",".join(mix.WALK)]
+    mix_args = [name, str(threads), probe.WIDGET, ",".join(probe.WALK)]
     settle, rounds = (1.0, ROUNDS) if seconds >= 6 else (0.3, 1)
     baselines: list[dict[str, Any]] = []
     mixes: list[dict[str, Any]] = []
@@ -82,7 +80,7 @@ def actions(site_url: str, baseline_url: str, seconds: float = 10, connections: 
     finally:
         Path(name).unlink(missing_ok=True)
     baseline, mixed = combined(baselines), combined(mixes)
-    return {"connections": connections, "sandboxes": sandboxes, "mix": MIX, "walk": list(mix.WALK),
+    return {"connections": connections, "sandboxes": sandboxes, "mix": MIX, "walk": list(probe.WALK),
             "baseline": baseline, "site_mix": mixed, "ratio": ratio(mixed["rps"], baseline["rps"]),
             "round_ratios": [ratio(m["rps"], b["rps"]) for b, m in zip(baselines, mixes)]}
 

@@ -13,6 +13,7 @@ import resource
 import shutil
 import signal
 import subprocess
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -99,11 +100,10 @@ def combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
     seconds, requests = sum(r["seconds"] for r in runs), sum(r["requests"] for r in runs)
 
     def summed(key: str) -> dict[str, int]:
-        found: dict[str, int] = {}
+        found: Counter[str] = Counter()
         for run in runs:
-            for k, n in run[key].items():
-                found[k] = found.get(k, 0) + n
-        return found
+            found.update(run[key])  # update, not +: a count of 0 stays in the table
+        return dict(found)
 
     middle = sorted(runs, key=lambda r: r["rps"])[len(runs) // 2]["latency_ms"]
     return {**runs[0], "requests": requests, "seconds": round(seconds, 2),
