@@ -130,7 +130,7 @@ $(ASSETS): site/package-lock.json | npm
 	@cd site && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
 	@touch $(ASSETS)
 
-# Lighthouse, which `make bench` runs on every dive (bench/bench_lighthouse.py): pinned
+# Lighthouse, which `make bench` runs on every dive (bench/bench_paint.py): pinned
 # with its hashes in bench/lighthouse/package-lock.json, apart from the site's. 12.x: 13 wants Node 22.
 LIGHTHOUSE := bench/lighthouse/node_modules/.installed
 lighthouse: $(LIGHTHOUSE)

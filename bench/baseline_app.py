@@ -41,10 +41,6 @@ def learner_key(learner: str) -> str:
     return f"bench:bare:{{{learner}}}"
 
 
-def frame(value: str) -> bytes:
-    return b"event: value\r\ndata: " + value.encode() + b"\r\n\r\n"
-
-
 # The least a widget can be: a button that POSTs, and a stream whose value is
 # painted in version order (as lab.js paints `ver`). Same selectors as a site
 # widget, so bench_paint clicks and observes both the same way.
@@ -87,11 +83,9 @@ class Listeners:
         try:
             yield queue
         finally:
-            found = self.queues.get(learner)
-            if found is not None:
-                found.discard(queue)
-                if not found:
-                    del self.queues[learner]
+            self.queues[learner].discard(queue)  # in self.queues for as long as it holds `queue`
+            if not self.queues[learner]:
+                del self.queues[learner]
 
     def hand(self, data: str) -> None:
         learner, _, value = data.partition(" ")
@@ -143,8 +137,7 @@ def create_app(url: str) -> Starlette:
 
     async def evalsha(request: Request) -> JSONResponse:
         await request.body()
-        value = await request.app.state.script(keys=[KEY])
-        return JSONResponse({"value": value})
+        return JSONResponse({"value": await request.app.state.script(keys=[KEY])})
 
     async def act(request: Request) -> Response:
         learner = request.path_params["learner"]
@@ -162,7 +155,7 @@ def create_app(url: str) -> Starlette:
 
         async def frames() -> AsyncIterator[bytes]:
             with listeners.open(learner) as queue:
-                yield frame(str(current or 0))
+                yield b"event: value\r\ndata: " + str(current or 0).encode() + b"\r\n\r\n"
                 while True:
                     try:
                         async with asyncio.timeout(PING_EVERY):
@@ -170,22 +163,16 @@ def create_app(url: str) -> Starlette:
                     except TimeoutError:
                         yield b": ping\r\n\r\n"
                         continue
-                    yield frame(value)
+                    yield b"event: value\r\ndata: " + value.encode() + b"\r\n\r\n"
 
         return StreamingResponse(frames(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
-    async def paint(request: Request) -> HTMLResponse:
-        return HTMLResponse(PAINT_PAGE)
-
-    async def health(request: Request) -> PlainTextResponse:
-        return PlainTextResponse("ok")
-
     return Starlette(
         routes=[Route("/evalsha", evalsha, methods=["GET", "POST"]), Route("/act/{learner}", act, methods=["POST"]),
-                Route("/stream/{learner}", stream), Route("/paint", paint), Route("/health", health)],
-        lifespan=lifespan,
-    )
+                Route("/stream/{learner}", stream), Route("/paint", lambda _: HTMLResponse(PAINT_PAGE)),
+                Route("/health", lambda _: PlainTextResponse("ok"))],
+        lifespan=lifespan)
 
 
 def app_from_env() -> Starlette:

@@ -18,14 +18,13 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
+from bench.servers import DIVE
 from bench.wire import WireCount
 from server.app import create_app
 from server.sandboxes.sandbox import COOKIE
 from server.settings import Settings
 from server.widgets import WIDGETS
 from server.widgets.base import Widget
-
-FANIN_DIVE = "/flows/parent-and-children"
 
 
 @contextmanager
@@ -36,20 +35,17 @@ def in_process_site(url: str) -> Iterator[TestClient]:
         with TestClient(create_app(url, settings, cluster=False)) as client:
             yield client
 
-
 def sandbox_of(client: TestClient) -> str:
     """The sandbox the client's cookie names (read without asking the site:
     a widget's state read would land its scenario before it is counted)."""
     return str(client.app.state.services.cookies.sandbox.parse(client.cookies[COOKIE]))  # type: ignore[attr-defined]
-
 
 def count(client: TestClient, sandbox: str, method: str, path: str, body: dict[str, Any] | None = None,
           ) -> dict[str, Any]:
     with WireCount(sandbox) as wire:
         answer = client.post(path, json=body or {}) if method == "POST" else client.get(path)
     assert answer.status_code == 200, (path, answer.status_code, answer.text)
-    return wire.as_json()
-
+    return {"round_trips": wire.round_trips, "commands": wire.commands, "names": wire.names}
 
 def tour_counts(client: TestClient, sandbox: str, widget: Widget) -> list[dict[str, Any]]:
     """The widget's state read (the first one lands the scenario, through
@@ -65,7 +61,6 @@ def tour_counts(client: TestClient, sandbox: str, widget: Widget) -> list[dict[s
                          **count(client, sandbox, "POST", f"{base}/{slug}", body)})
     return rows
 
-
 def dive_of(client: TestClient, name: str) -> str:
     """The first dive of the course that places the widget (its page sets the
     sandbox cookie); the fan-in's dive for a widget no dive places yet (any
@@ -73,24 +68,16 @@ def dive_of(client: TestClient, name: str) -> str:
     for page in client.app.state.services.course.dives:  # type: ignore[attr-defined]
         if name in page.widgets:
             return str(page.path)
-    return FANIN_DIVE
-
+    return DIVE
 
 def run(url: str) -> dict[str, Any]:
-    """Every widget's tour, counted, in the course's order of widgets."""
-    found: dict[str, Any] = {}
+    """Every widget's tour, counted, in the course's order of widgets; and the figures table's "Complete
+    child": the fan-in tour's first, right after its Reset (it claims, then completes)."""
+    tours: dict[str, Any] = {}
     with in_process_site(url) as client:
         for name, widget in WIDGETS.items():
             client.cookies.clear()  # a fresh visitor per widget: its first view lands the scenario
             client.get(dive_of(client, name))
-            found[name] = tour_counts(client, sandbox_of(client), widget)
-    return found
-
-
-def fanin_complete_child(url: str) -> dict[str, Any]:
-    """The issue's figure: one "Complete child" right after Reset."""
-    with in_process_site(url) as client:
-        client.get(FANIN_DIVE)
-        sandbox = sandbox_of(client)
-        count(client, sandbox, "POST", "/api/widgets/fanin/reset")
-        return count(client, sandbox, "POST", "/api/widgets/fanin/complete-child")
+            tours[name] = tour_counts(client, sandbox_of(client), widget)
+    first = next(row for row in tours["fanin"] if row["action"] == "complete-child")
+    return {"complete_child": {k: first[k] for k in ("round_trips", "commands", "names")}, "tours": tours}

@@ -111,11 +111,6 @@ async def watchdog_answers(pool: GraderPool, tries: int) -> tuple[list[float], l
     return answered, back
 
 
-def ms(values: list[float]) -> dict[str, float]:
-    spread = distribution(values, 1000)
-    return {"p50": spread["p50"], "p99": spread["p99"], "samples": spread["samples"]}
-
-
 async def measure(runs: int, seconds: float, tries: int) -> dict[str, Any]:
     names = catalogue.names()
     rows: dict[str, dict[str, Any]] = {}
@@ -123,12 +118,13 @@ async def measure(runs: int, seconds: float, tries: int) -> dict[str, Any]:
         for name in names:
             await timings(pool, name, min(5, runs))  # warm: scripts loaded, connections open
             graded, direct = await timings(pool, name, runs)
-            rows[name] = {"checks": len(catalogue.get(name).checks), "graded_ms": ms(graded), "direct_ms": ms(direct)}
+            rows[name] = {"checks": len(catalogue.get(name).checks), "graded_ms": distribution(graded, 1000),
+                           "direct_ms": distribution(direct, 1000)}
         answered, back = await watchdog_answers(pool, tries)
     per_second = await throughput(seconds, names)
     return {"runs": runs, "seconds": seconds, "tries": tries, "graders": PoolSettings().graders,
             "exercises": rows, "runs_per_second": round(per_second, 1),
-            "runaway_answered_ms": ms(answered), "sigkilled_back_ms": ms(back)}
+            "runaway_answered_ms": distribution(answered, 1000), "sigkilled_back_ms": distribution(back, 1000)}
 
 
 def run(runs: int = 200, seconds: float = 5.0, tries: int = 5) -> dict[str, Any]:

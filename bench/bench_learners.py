@@ -1,4 +1,4 @@
-"""How many learners this machine holds, beside a bare one-EVALSHA endpoint
+"""How many learners this machine holds (`run`), beside a bare one-EVALSHA endpoint
 with a bare SSE stream, in the same run (2 uvicorn workers each side).
 
 A learner has its page's stream open (held by wrk, streams.lua, 250
@@ -12,8 +12,21 @@ streams open than learners on the server's port, a probe failure). Each
 window's CPU is priced per action: Valkey's (INFO cpu, net of its idle
 work) and the server's (/proc). Site streams live an hour here, so streams
 opened together do not all reconnect mid-level.
-"""
 
+Fairness (`fairness`): another learner's actions while one learner floods,
+beside the same learner's actions unflooded, in the same run. The site runs
+with its default rate limits (the defence is what is measured). The measured
+learner (bench/probe.py) acts every 0.2 s, walking the fan-in's tour in its
+own sandbox: each action's answer time and its click to frame. The flooder
+is wrk, from one sandbox with its page's stream open: 200 state reads a
+second over six keep-alive connections (a browser's six per host) and 50
+console writes a second (an HSET on its own parent row) over one; every
+answer is counted by status (the site turns most of a flood away with 429).
+Timed unflooded for half the window, flooded for the window, unflooded for
+half again (both halves together are the unflooded figure, so a drift of the
+machine weighs on both sides). Target: the flood moves the other learner's
+action p50 by at most 2x.
+"""
 
 from __future__ import annotations
 
@@ -24,8 +37,9 @@ from typing import Any
 
 import redis
 
-from bench import mix, servers
-from bench.probe import Probe
+from bench import servers
+from bench.probe import WALK, WIDGET, Probe, describe, summary
+from bench.stats import ratio
 from bench.wrkrun import Wrk, raise_fd_limit, socket_errors
 
 LEVELS = (250, 500, 1000, 1500, 2000, 2500, 3000, 4000)
@@ -37,6 +51,9 @@ PAUSE = 2.0  # seconds an action connection waits between requests: PERIOD / PAU
 PROBE_EVERY = 0.1  # 300 clicks in a 30 s window, so p99 is not the max
 ARRIVING = 250  # learners per wrk stream process, one started every ARRIVING / 50 s
 WORKERS = 2
+TARGET_RATIO = 2.0  # fairness: the flood moves the other learner's action p50 by at most this
+EVERY = 0.2  # fairness: seconds between the measured learner's actions
+WRITE = '{"command": "HSET emq:{fanin}:job:JOBparent note flood"}'
 
 
 def held(level: dict[str, Any]) -> bool:
@@ -54,7 +71,7 @@ def cpu_flat(side: dict[str, Any]) -> dict[str, Any] | None:
     base = low["valkey_net_us_per_action"]
     return {"low": low["learners"], "high": high["learners"], "low_us": base,
             "high_us": high["valkey_net_us_per_action"],
-            "ratio": round(high["valkey_net_us_per_action"] / base, 2) if base else 0.0}
+            "ratio": ratio(high["valkey_net_us_per_action"], base, 2)}
 
 
 def established(port: int) -> int:
@@ -68,7 +85,7 @@ def established(port: int) -> int:
 
 
 def cpu(valkey: redis.Redis) -> float:
-    info = valkey.info("cpu")
+    info = valkey.info("cpu")  # one reading: sys and user of the same moment
     return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
 
 
@@ -101,21 +118,18 @@ class Crowd:
 
     def actions(self, seconds: float) -> Wrk:
         connections = max(1, round(len(self.cookies) * PAUSE / PERIOD))
-        if self.kind == "site":
-            return Wrk(self.served.url + "/", "actions.lua", seconds, connections, 2,
-                       [self.file(self.cookies), "2", mix.WIDGET, ",".join(mix.WALK), str(int(PAUSE * 1000))])
         # widget "-": the bare learner's own /act/<learner>
+        walk = [WIDGET, ",".join(WALK)] if self.kind == "site" else ["-", "act"]
         return Wrk(self.served.url + "/", "actions.lua", seconds, connections, 2,
-                   [self.file(self.cookies), "2", "-", "act", str(int(PAUSE * 1000))])
+                   [self.file(self.cookies), "2", *walk, str(int(PAUSE * 1000))])
 
     def close(self) -> int:
-        errors = 0
+        """Every stream closed, every file removed; the streams' socket errors."""
         for load in self.streams:
             load.__exit__()
-            errors += socket_errors(load.result, timeouts=False)
         for name in self.files:
             Path(name).unlink(missing_ok=True)
-        return errors
+        return sum(socket_errors(load.result, timeouts=False) for load in self.streams)
 
 
 async def climb(served: servers.Served, kind: str, valkey_url: str, levels: tuple[int, ...], window: float,
@@ -136,11 +150,10 @@ async def climb(served: servers.Served, kind: str, valkey_url: str, levels: tupl
             online = established(served.port) - 1  # the streams open: the probe's is one of them
             with crowd.actions(window) as acting:
                 cpu_valkey, cpu_site, began = cpu(valkey), served.cpu_seconds(), time.monotonic()
-                probed = await probe.measure(window, probe_every)
+                probed = summary(await probe.measure(window, probe_every))
                 window_actions = acting.finish()
             seconds = time.monotonic() - began
             spent_valkey, spent_site = cpu(valkey) - cpu_valkey, served.cpu_seconds() - cpu_site
-            probed.pop("raw")
             actions = window_actions["requests"] + probed["actions"]
             net = max(0.0, spent_valkey - idle_rate * seconds)
             level = {"learners": learners, "online": online, "arrival_seconds": arrival, "probe": probed,
@@ -175,7 +188,7 @@ def run(valkey_url: str, levels: tuple[int, ...] = LEVELS, window: float = 30.0,
     raise_fd_limit()  # inherited by the servers: thousands of streams each
     result: dict[str, Any] = {"levels": list(levels), "window_seconds": window, "period_seconds": period,
                               "probe_every_seconds": probe_every, "p99_limit_ms": P99_LIMIT_MS,
-                              "mix": mix.describe(), "workers": WORKERS}
+                              "mix": describe(), "workers": WORKERS}
     for kind in ("site", "bare"):
         serve = (servers.serve_site(valkey_url, WORKERS, env={"EMQLAB_STREAM_LIFETIME": "3600"}) if kind == "site"
                  else servers.serve_baseline(valkey_url, WORKERS))
@@ -183,4 +196,39 @@ def run(valkey_url: str, levels: tuple[int, ...] = LEVELS, window: float = 30.0,
             result[kind] = asyncio.run(climb(served, kind, valkey_url, levels, window, period, probe_every, log))
             result[kind]["server_errors"] = served.tracebacks()
         result[kind]["cpu_flat"] = cpu_flat(result[kind])
+    return result
+
+
+async def flood(site: servers.Served, window: float, reads: float, writes: float) -> dict[str, Any]:
+    stream = servers.page_stream(site.url)
+    probe, flooder = Probe(site, "site", stream), servers.new_cookie(site.url)
+    await probe.open()
+    try:
+        await probe.measure(1.0, EVERY)  # warm: the walk under way
+        before = await probe.measure(window / 2, EVERY)
+        with Wrk(site.url + stream, "request.lua", connections=1, threads=1, args=[flooder], timeout="1s"), \
+                Wrk(site.url + "/api/widgets/fanin/state", "request.lua", connections=6, threads=2,
+                    args=[flooder, str(round(6000 / reads))]) as read, \
+                Wrk(site.url + "/api/console", "request.lua", connections=1, threads=1,
+                    args=[flooder, str(round(1000 / writes)), WRITE]) as write:
+            await asyncio.sleep(1.0)  # the flood at its pace before the window opens
+            flooded = await probe.measure(window, EVERY)
+        after = await probe.measure(window / 2, EVERY)
+    finally:
+        await probe.close()
+    quiet, loud = summary(before, after), summary(flooded)
+    flood = {name: {"rate": w.result["rps"], "target_rate": rate, "statuses": w.result["status_codes"]}
+             for name, w, rate in (("reads", read, reads), ("writes", write, writes))}
+    return {"window_seconds": window, "every_seconds": EVERY, "unflooded": quiet, "flooded": loud, "flood": flood,
+            "target_ratio": TARGET_RATIO,
+            **{f"ratio_{p}": ratio(loud["answer_ms"][p], quiet["answer_ms"][p], 2) for p in ("p50", "p99")}}
+
+
+def fairness(valkey_url: str, window: float = 20.0, reads: float = 200.0, writes: float = 50.0) -> dict[str, Any]:
+    """On a fresh site process with its default rate limits."""
+    with servers.serve_site(valkey_url, limits=True) as site:
+        started = time.monotonic()
+        result = asyncio.run(flood(site, window, reads, writes))
+        result["seconds"] = round(time.monotonic() - started, 1)
+        result["site_errors"] = site.tracebacks()
     return result

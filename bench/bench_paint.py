@@ -13,8 +13,13 @@ page of bench/baseline_app.py. The load is wrk: streams held open
 (streams.lua), actions paced to the rate (actions.lua); the racers are one
 wrk connection each, running race after race (8 workers, 16 children, every
 fault); every answer counted by status.
-"""
 
+Lighthouse (`lighthouse`): every dive scored for performance, accessibility,
+best practices and SEO by Lighthouse 12 (bench/lighthouse/package-lock.json,
+`make lighthouse`; 13 wants Node 22) driving Debian's Chromium headless, each
+opened fresh (a first visit: the scenario lands on the first paint), at its
+mobile defaults (a throttled mid-range phone) and its desktop preset.
+"""
 
 from __future__ import annotations
 
@@ -23,14 +28,15 @@ import json
 import os
 import secrets
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import mix, servers
-from bench.stats import distribution
+from bench import probe, servers
+from bench.stats import distribution, ratio
 from bench.wrkrun import Wrk, socket_errors
 
 CHROMIUM = os.environ.get("EMQLAB_CHROMIUM", "/usr/bin/chromium")
@@ -73,13 +79,8 @@ async ([widget, action, readout, want, limitMs]) => {
     observer.observe(root, { subtree: true, childList: true, characterData: true, attributes: true });
     window.fetch = async (...args) => {
       const response = await original(...args);
-      if ((args[1] || {}).method === "POST" && String(args[0]).includes(`/${action}`)) {
-        response.clone().json().then((data) => {
-          answerAt = performance.now();
-          answerVer = Number(data.ver);
-          check();
-        });
-      }
+      if ((args[1] || {}).method === "POST" && String(args[0]).includes(`/${action}`))
+        response.clone().json().then((d) => { answerAt = performance.now(); answerVer = Number(d.ver); check(); });
       return response;
     };
     t0 = performance.now();
@@ -98,49 +99,26 @@ class Target:
     readout: str
 
 
-def chromium_version() -> str:
-    try:
-        out = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, timeout=30, check=False).stdout
-        return out.strip() or "unknown"
-    except OSError:
-        return "not found"
+def click(page: Any, target: Target, action: str, want: str | None) -> list[float]:
+    """[ms to the answer, ms to the paint, ms to settled] of one click."""
+    return [float(x) for x in page.evaluate(CLICK_JS, [target.widget, action, target.readout, want, LIMIT_MS])]
 
 
-Timing = tuple[float, float, float]  # answer, painted, settled (ms)
-
-
-def click(page: Any, target: Target, action: str, want: str | None) -> Timing:
-    answer, painted, settled = page.evaluate(CLICK_JS, [target.widget, action, target.readout, want, LIMIT_MS])
-    return float(answer), float(painted), float(settled)
-
-
-def figures(timings: list[Timing]) -> dict[str, Any]:
-    return {"answer_ms": distribution([t[0] for t in timings]),
-            "painted_ms": distribution([t[1] for t in timings]),
-            "settled_ms": distribution([t[2] for t in timings])}
-
-
-def fanin_clicks(page: Any, target: Target, clicks: int) -> dict[str, Any]:
+def fanin_clicks(page: Any, target: Target, clicks: int) -> list[list[float]]:
     """"Complete child" `clicks` times, a Reset (not timed) after every third."""
     page.wait_for_function(
         "() => document.querySelector('[data-widget=\"fanin\"] [data-role=\"dependencies\"]')?.textContent === '3'")
     time.sleep(0.5)  # the page's EventSource opens right after the widgets register
-    click(page, target, "reset", "3")  # not timed: the stream is open once its snapshot painted
-    timings: list[Timing] = []
-    left = 3
+    timings: list[list[float]] = []
+    left = 0  # the first click a Reset: the stream is open once its snapshot painted
     while len(timings) < clicks:
         if left == 0:
             click(page, target, "reset", "3")
             left = 3
-            continue
-        left -= 1
-        timings.append(click(page, target, "complete-child", str(left)))
-    return figures(timings)
-
-
-def bare_clicks(page: Any, target: Target, clicks: int) -> dict[str, Any]:
-    page.wait_for_function("() => document.querySelector('[data-widget=\"bare\"]').dataset.ver !== undefined")
-    return figures([click(page, target, "act", None) for _ in range(clicks)])
+        else:
+            left -= 1
+            timings.append(click(page, target, "complete-child", str(left)))
+    return timings
 
 
 def measure(browser: Any, target: Target, clicks: int) -> dict[str, Any]:
@@ -151,24 +129,25 @@ def measure(browser: Any, target: Target, clicks: int) -> dict[str, Any]:
         page = context.new_page()
         page.goto(target.url)
         page.locator(f'[data-widget="{target.widget}"] {target.readout}').wait_for()
-        walk = fanin_clicks if target.widget == "fanin" else bare_clicks
-        return walk(page, target, clicks)
+        if target.widget == "fanin":
+            timings = fanin_clicks(page, target, clicks)
+        else:
+            page.wait_for_function("() => document.querySelector('[data-widget=\"bare\"]').dataset.ver !== undefined")
+            timings = [click(page, target, "act", None) for _ in range(clicks)]
     finally:
         context.close()
+    return {name: distribution([t[i] for t in timings]) for i, name in enumerate(("answer_ms", "painted_ms",
+                                                                                   "settled_ms"))}
 
 
 def both(browser: Any, site: Target, bare: Target, clicks: int) -> dict[str, Any]:
     return {"site": measure(browser, site, clicks), "bare": measure(browser, bare, clicks)}
 
 
-def ratio(figure: float, base: float) -> float:
-    return round(figure / base, 2) if base else 0.0
-
-
 @contextlib.contextmanager
 def background(site_url: str, sandboxes: int, rate: float) -> Iterator[dict[str, Any]]:
     """`sandboxes` others, each with its page's stream open, walking the fan-in's tour at `rate` in all."""
-    cookies = servers.cookies(site_url, sandboxes)
+    cookies = [servers.new_cookie(site_url) for _ in range(sandboxes)]
     stream = servers.page_stream(site_url)
     files = [servers.lines_file([f"{stream} {c}" for c in cookies]), servers.lines_file(cookies)]
     connections = max(1, min(sandboxes // 2, round(rate / 2)))  # a 500 ms pause: the answer's time slips it little
@@ -178,7 +157,7 @@ def background(site_url: str, sandboxes: int, rate: float) -> Iterator[dict[str,
                  timeout="1s") as streams:
             time.sleep(1.0)  # the streams' first frames (each lands the page's widgets) before the clicks
             with Wrk(site_url + "/", "actions.lua", connections=connections, args=[
-                    files[1], "2", mix.WIDGET, ",".join(mix.WALK), str(round(connections / rate * 1000))]) as acts:
+                    files[1], "2", probe.WIDGET, ",".join(probe.WALK), str(round(connections / rate * 1000))]) as acts:
                 yield found
         found.update(actions=acts.result["requests"], achieved_rate=acts.result["rps"],
                      non_2xx=acts.result["non_2xx"], errors=socket_errors(acts.result) + socket_errors(
@@ -193,7 +172,7 @@ def racing(site_url: str, racers: int = RACERS) -> Iterator[dict[str, Any]]:
     """`racers` learners, each running one race after another on a wrk connection of its own."""
     found: dict[str, Any] = {"racers": racers}
     with contextlib.ExitStack() as stack:
-        loads = [stack.enter_context(Wrk(site_url + "/api/widgets/race/run", "post.lua", connections=1, threads=1,
+        loads = [stack.enter_context(Wrk(site_url + "/api/widgets/race/run", "request.lua", connections=1, threads=1,
                                          args=[servers.new_cookie(site_url), "0", json.dumps({**RACE, "seed": n})],
                                          timeout="10s"))
                  for n in range(racers)]
@@ -217,7 +196,7 @@ def measure_all(browser: Any, site_url: str, baseline_url: str, clicks: int, loa
     return {
         "clicks": clicks, "idle": idle, "loaded": loaded, "load": load,
         "race": {"none": calm, "racing": raced, **race},
-        "ratios": {phase: {what: {p: ratio(run["site"][what][p], run["bare"][what][p]) for p in ("p50", "p99")}
+        "ratios": {phase: {what: {p: ratio(run["site"][what][p], run["bare"][what][p], 2) for p in ("p50", "p99")}
                            for what in ("answer_ms", "painted_ms", "settled_ms")}
                    for phase, run in (("idle", idle), ("loaded", loaded))},
     }
@@ -236,3 +215,44 @@ def run(site_url: str, baseline_url: str, clicks: int = 200, load_rate: float = 
             return measure_all(launched, site_url, baseline_url, clicks, load_rate, load_sandboxes, racers)
         finally:
             launched.close()
+
+
+# -- Lighthouse ------------------------------------------------------------
+
+DIVES = ("/flows/parent-and-children", "/flows/reading-the-results", "/flows/cross-queue",
+         "/batches/bulk-flows", "/flows/under-fire")
+FORMS = ("desktop", "mobile")
+CATEGORIES = ("performance", "accessibility", "best-practices", "seo")
+TARGETS = {"performance": 95, "accessibility": 100, "best-practices": 100, "seo": 100}
+CLI = servers.ROOT / "bench" / "lighthouse" / "node_modules" / "lighthouse" / "cli" / "index.js"
+
+
+def audit(url: str, form: str) -> dict[str, Any]:
+    """One Lighthouse run: the four scores (0-100) and the audits that cost points."""
+    with tempfile.TemporaryDirectory(prefix="lighthouse-") as tmp:
+        out = Path(tmp) / "report.json"
+        preset = ["--preset=desktop"] if form == "desktop" else []
+        command = ["node", str(CLI), url, "--quiet", "--output=json", f"--output-path={out}",
+                   f"--only-categories={','.join(CATEGORIES)}", *preset,
+                   "--chrome-flags=--headless=new --no-sandbox --disable-gpu"]
+        # CHROME_PATH: Debian's chromium, never a downloaded one; the profile dir is Lighthouse's own
+        env = {**os.environ, "CHROME_PATH": os.environ.get("CHROME_PATH", CHROMIUM), "TMPDIR": tmp}
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False, env=env)
+        if done.returncode != 0 or not out.exists():
+            raise RuntimeError(f"lighthouse {form} {url}: {(done.stderr or done.stdout).strip()[-300:]}")
+        report = json.loads(out.read_text())
+    scores = {c: round(100 * (report["categories"][c]["score"] or 0)) for c in CATEGORIES}
+    lost = sorted(f"{a['id']} ({a.get('displayValue') or a['score']})" for a in report["audits"].values()
+                  if a.get("score") is not None and a["score"] < 0.9 and a.get("scoreDisplayMode") in
+                  ("binary", "numeric", "metricSavings"))
+    cls = report["audits"].get("cumulative-layout-shift", {}).get("numericValue", 0.0)
+    return {**scores, "cls": round(float(cls), 3), "lost": lost}
+
+
+def lighthouse(site_url: str, dives: tuple[str, ...] = DIVES, forms: tuple[str, ...] = FORMS) -> dict[str, Any]:
+    if not CLI.exists():
+        raise RuntimeError("Lighthouse is not installed: `make lighthouse`")
+    runs = [{"page": dive, "form": form, **audit(site_url + dive, form)} for dive in dives for form in forms]
+    short = [r for r in runs if any(r[c] < TARGETS[c] for c in CATEGORIES)]
+    version = json.loads((CLI.parent.parent / "package.json").read_text())["version"]
+    return {"version": str(version), "runs": runs, "under_target": len(short)}

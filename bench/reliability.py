@@ -27,6 +27,7 @@ from pathlib import Path
 import httpx
 
 from bench.reliability_kit import ROOT, TOKEN, Row, Serve, act, console, counted, instructor, said, visitor
+from bench.report import table
 from server.emq import registry
 from server.exercises import catalogue
 from server.sandboxes.keys import REGISTRY_KEY
@@ -242,10 +243,9 @@ def render(items: list[Item], when: dict[str, object]) -> str:
     out += [f"- {i.number}. {r.tried}: {r.happened}" for i, r in failed] or ["Every row held."]
     out += [f"- {i.number}. stopped on an error: {i.error}" for i in items if i.error]
     for item in items:
-        out += ["", f"## {item.number}. {item.title}", "", "| tried | statuses | what happened | held |",
-                "|---|---|---|---|"]
-        out += [f"| {r.tried} | {r.statuses} | {' '.join(r.happened.replace('|', '/').split())} | "
-                f"{'—' if r.held is None else 'yes' if r.held else '**no**'} |" for r in item.rows]
+        out += ["", f"## {item.number}. {item.title}", "", table(["tried", "statuses", "what happened", "held"], [
+            [r.tried, r.statuses, " ".join(r.happened.replace("|", "/").split()),
+             "—" if r.held is None else "yes" if r.held else "**no**"] for r in item.rows])]
         out += ["", f"Took {item.seconds} s." + (f" Error: {item.error}" if item.error else "")]
     return "\n".join(out) + "\n"
 

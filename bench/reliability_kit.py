@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +20,9 @@ from typing import Any
 import httpx
 import redis
 
+from bench.servers import DIVE, ROOT, Served, launch
 from server.valkey.process import free_port
 
-ROOT = Path(__file__).resolve().parent.parent
-DIVE = "/flows/parent-and-children"
 TOKEN = "reliability-instructor-token"
 # variables of this machine that would point a scenario's site elsewhere
 UNSET = ("EMQLAB_VALKEY_URL", "EMQLAB_VALKEY_CLUSTER", "EMQLAB_DATA_DIR", "EMQLAB_EPHEMERAL", "EMQLAB_SECRET",
@@ -47,56 +45,28 @@ def counted(codes: Iterable[int | str]) -> str:
     return ", ".join(f"{n} × {code}" for code, n in sorted(found.items())) or "none"
 
 
-def env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    return {**{k: v for k, v in os.environ.items() if k not in UNSET}, "PYTHONPATH": str(ROOT),
-            "EMQLAB_INSTRUCTOR_TOKEN": TOKEN, **(extra or {})}
-
-
 class Serve:
-    """`python -m server.cli serve` on a free port and a scratch data directory."""
+    """`python -m server.cli serve` on a free port and a scratch data directory, stopped with Ctrl-C (SIGINT)."""
 
-    def __init__(self, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(self) -> None:
         self.port = free_port()
         self.work = Path(tempfile.mkdtemp(prefix="emqlab-rel-"))
         self.data_dir = self.work / "data"
-        self.env = env({"EMQLAB_STATE_DIR": str(self.work / "state"), **(extra_env or {})})
-        self.log = self.work / "serve.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        self.env = {**{k: v for k, v in os.environ.items() if k not in UNSET}, "PYTHONPATH": str(ROOT),
+                    "EMQLAB_INSTRUCTOR_TOKEN": TOKEN, "EMQLAB_STATE_DIR": str(self.work / "state")}
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.served: Served | None = None
 
     def __enter__(self) -> Serve:
-        with self.log.open("ab") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "server.cli", "serve", "--port", str(self.port),
-                                          "--data-dir", str(self.data_dir)], cwd=self.work, env=self.env,
-                                         stdout=log, stderr=log, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"emqlab serve exited with {self.proc.returncode}: {self.said()[-600:]}")
-            try:
-                if httpx.get(self.url + "/", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        self.__exit__()
-        raise RuntimeError(f"emqlab serve did not answer within 60 s: {self.said()[-600:]}")
+        command = [sys.executable, "-m", "server.cli", "serve", "--port", str(self.port), "--data-dir",
+                   str(self.data_dir)]
+        self.served = launch(command, "emqlab serve", self.env, self.url, "/", log=self.work / "serve.log",
+                             cwd=self.work, within=60, stop_signal=signal.SIGINT)
+        return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        subprocess.run(["rm", "-rf", str(self.work)], check=False)
-
-    def said(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
+        if self.served is not None:
+            self.served.stop()  # its log's directory, the scratch one, goes with it
 
     def redis(self) -> redis.Redis:
         running = json.loads((self.data_dir / "running.json").read_text())
@@ -138,6 +108,6 @@ def said(answer: httpx.Response, limit: int = 120) -> str:
         return answer.text[:limit].replace("\n", " ")
     if not isinstance(body, dict):
         return str(body)[:limit]
-    outcome = body.get("outcome") if isinstance(body.get("outcome"), dict) else {}
-    return str(body.get("error") or body.get("message") or (outcome or {}).get("text")
+    outcome = body["outcome"] if isinstance(body.get("outcome"), dict) else {}
+    return str(body.get("error") or body.get("message") or outcome.get("text")
                or " / ".join(body.get("reply_lines", [])[:2]) or body)[:limit]

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bench import bench_fairness, bench_learners, bench_lighthouse, bench_paint, bench_reset
+from bench import bench_learners, bench_paint, bench_reset
 
+R = dict[str, Any]  # one benchmark's results, as its run() gives them
 Rows = list[list[str]]
 LEARNERS_HEADING = "## Learners this machine holds"
 WRK_HEADER = ["run", "req/s", "requests", "p50 ms", "p99 ms", "answers", "non-2xx", "socket errors"]
@@ -35,18 +36,18 @@ def figure(label: str, value: float | str, base: str, target: str = "—", met: 
             "(reported)" if met is None else ("met" if met else "**missed**")]
 
 
-def wrk_row(label: str, w: dict[str, Any]) -> list[str]:
+def wrk_row(label: str, w: R) -> list[str]:
     codes = ", ".join(f"{k}: {v}" for k, v in sorted(w["status_codes"].items())) or "—"
     errors = sum(w["errors"].values()) - w["errors"].get("status", 0)
     return [label, f"{w['rps']:,.1f}", f"{w['requests']:,}", str(w["latency_ms"]["p50"]),
             str(w["latency_ms"]["p99"]), codes, str(w["non_2xx"]), str(errors)]
 
 
-def pair(d: dict[str, Any]) -> str:
+def pair(d: R) -> str:
     return f"{d['p50']} / {d['p99']}"
 
 
-def knee_text(side: dict[str, Any] | None) -> str:
+def knee_text(side: R | None) -> str:
     """The last level that held: "≥ top" when every level held, "< first" when none did."""
     if not side or not side.get("levels"):
         return "not measured"
@@ -57,45 +58,49 @@ def knee_text(side: dict[str, Any] | None) -> str:
 
 # -- the figures table, benchmark by benchmark ------------------------------------------------
 
-def actions(a: dict[str, Any]) -> Rows:
+def actions(a: R) -> Rows:
     return [figure(f"Action throughput, fan-in mix ({a['mix']}), req/s", f"{a['site_mix']['rps']:,.0f}",
                    f"{a['baseline']['rps']:,.0f} (one-EVALSHA endpoint)", "≥ 0.3×", a["ratio"] >= 0.3, a["ratio"])]
 
 
-def cluster(c: dict[str, Any]) -> Rows:
+def cluster(c: R) -> Rows:
     return [figure(f"Action throughput on a {c['primaries']}-primary cluster, {n} worker{'s' * (n != '1')} (req/s)",
                    f"{r['site_mix']['rps']:,.0f}", f"{r['baseline']['rps']:,.0f} (one EVALSHA, same cluster)",
                    ratio=r["ratio"]) for n, r in c["workers"].items()]
 
 
-def paint(pt: dict[str, Any]) -> Rows:
-    targets = {("idle", "p50"): 20.0, ("idle", "p99"): 60.0, ("loaded", "p99"): 100.0}
-    rows = []
-    for phase, label in (("idle", "idle"), ("loaded", "under load")):
-        for p in ("p50", "p99"):
-            site, bare, target = pt[phase]["site"]["settled_ms"][p], pt[phase]["bare"]["settled_ms"][p], \
-                targets.get((phase, p))
-            rows.append(figure(f"Click to settled {p}, {label} (ms)", site, f"{bare} (bare page: POST, its stream)",
-                               f"≤ {target:.0f} ms" if target else "—", None if target is None else site <= target,
-                               against=bare))
+def pages(pg: R) -> Rows:
+    return [figure("Dive page (req/s)", f"{pg['dive']['rps']:,.0f}",
+                   f"{pg['baseline_static']['rps']:,.0f} (static file)", "≥ 0.5×", pg["ratio"] >= 0.5, pg["ratio"])]
+
+
+def paint(pt: R) -> Rows:
+    """Click to settled, idle and under load beside the bare page, and while others race beside none racing."""
     race = pt["race"]
-    for p in ("p50", "p99"):
-        site, calm = race["racing"]["settled_ms"][p], race["none"]["settled_ms"][p]
-        target = bench_paint.RACE_P99_MS if p == "p99" else None
-        rows.append(figure(f"Click to settled {p}, another learner while {race['racers']} race (ms)", site,
-                           f"{calm} (the same learner, none racing)", f"≤ {target:.0f} ms" if target else "—",
-                           None if target is None else site <= target, against=calm))
+    limits = {("idle", "p50"): 20.0, ("idle", "p99"): 60.0, ("loaded", "p99"): 100.0,
+              ("race", "p99"): bench_paint.RACE_P99_MS}
+    sides = [("idle", "idle", pt["idle"]["site"], pt["idle"]["bare"], "bare page: POST, its stream"),
+             ("loaded", "under load", pt["loaded"]["site"], pt["loaded"]["bare"], "bare page: POST, its stream"),
+             ("race", f"another learner while {race['racers']} race", race["racing"], race["none"],
+              "the same learner, none racing")]
+    rows = []
+    for phase, label, site, base, why in sides:
+        for p in ("p50", "p99"):
+            value, against, limit = site["settled_ms"][p], base["settled_ms"][p], limits.get((phase, p))
+            rows.append(figure(f"Click to settled {p}, {label} (ms)", value, f"{against} ({why})",
+                               f"≤ {limit:.0f} ms" if limit else "—", None if limit is None else value <= limit,
+                               against=against))
     return rows
 
 
-def reset(r: dict[str, Any]) -> Rows:
+def reset(r: R) -> Rows:
     w, wo = r["with_idle"], r["without"]
     return [figure(f"Reset with {r['crowd']:,} idle sandboxes vs none", f"p50 {w['p50']} / p99 {w['p99']} ms",
                    f"p50 {wo['p50']} / p99 {wo['p99']} ms (no other sandbox)", f"≤ {bench_reset.TARGET}×",
                    r["ratio"] <= bench_reset.TARGET, r["ratio"])]
 
 
-def fanout(fo: dict[str, Any]) -> Rows:
+def fanout(fo: R) -> Rows:
     many, one = fo["many_streams"], fo["baseline_one_stream"]
     p99, rss = many["to_snapshot_ms"]["p99"], many["rss_mb"]
     return [figure(f"Fan-out broadcast p99, {many['clients']:,} streams (ms)", p99,
@@ -105,14 +110,14 @@ def fanout(fo: dict[str, Any]) -> Rows:
                    "≤ 150 MB", rss["peak"] <= 150, against=rss["idle"])]
 
 
-def commands(c: dict[str, Any]) -> Rows:
+def commands(c: R) -> Rows:
     trips, sent = c["complete_child"]["round_trips"], c["complete_child"]["commands"]
     return [figure("\"Complete child\" round trips to Valkey", trips, "1 (one-EVALSHA endpoint)", "≤ 4",
                    trips <= 4, trips),
             figure("\"Complete child\" top-level commands", sent, "1 (one-EVALSHA endpoint)", "≤ 8", sent <= 8, sent)]
 
 
-def learners(lr: dict[str, Any]) -> Rows:
+def learners(lr: R) -> Rows:
     site, bare = lr.get("site") or {}, lr.get("bare") or {}
     rows = [figure(f"Learners this machine holds (probe click→frame p99 ≤ {lr['p99_limit_ms']:.0f} ms, no failed "
                    "answer)", knee_text(site), f"{knee_text(bare)} (bare EVALSHA + SSE)",
@@ -128,16 +133,16 @@ def learners(lr: dict[str, Any]) -> Rows:
     return rows
 
 
-def fairness(f: dict[str, Any]) -> Rows:
+def fairness(f: R) -> Rows:
     quiet, loud = f["unflooded"]["answer_ms"], f["flooded"]["answer_ms"]
     return [figure("Fairness: another learner's action p50 while one floods reads and console writes (ms)",
-                   loud["p50"], f"{quiet['p50']} (the same learner, no flood)", f"≤ {bench_fairness.TARGET_RATIO:g}×",
-                   f["ratio_p50"] <= bench_fairness.TARGET_RATIO, f["ratio_p50"]),
+                   loud["p50"], f"{quiet['p50']} (the same learner, no flood)", f"≤ {bench_learners.TARGET_RATIO:g}×",
+                   f["ratio_p50"] <= bench_learners.TARGET_RATIO, f["ratio_p50"]),
             figure("Fairness: another learner's action p99 while one floods (ms)", loud["p99"],
                    f"{quiet['p99']} (the same learner, no flood)", ratio=f["ratio_p99"])]
 
 
-def grader(g: dict[str, Any]) -> Rows:
+def grader(g: R) -> Rows:
     rows = [figure(f"Grader: a run of \"{name}\" ({e['checks']} checks), p50 / p99 (ms)", pair(e["graded_ms"]),
                    f"{pair(e['direct_ms'])} (same scenarios, the course's script direct)",
                    ratio=e["graded_ms"]["p50"] / max(e["direct_ms"]["p50"], 1e-9))
@@ -146,20 +151,15 @@ def grader(g: dict[str, Any]) -> Rows:
                           f"{g['runs_per_second']:,.0f}", "—")]
 
 
-def pages(pg: dict[str, Any]) -> Rows:
-    return [figure("Dive page (req/s)", f"{pg['dive']['rps']:,.0f}",
-                   f"{pg['baseline_static']['rps']:,.0f} (static file)", "≥ 0.5×", pg["ratio"] >= 0.5, pg["ratio"])]
-
-
-def lighthouse(lh: dict[str, Any]) -> Rows:
+def lighthouse(lh: R) -> Rows:
     """One row per dive and form factor: the four scores against 95 / 100 / 100 / 100."""
-    cats = bench_lighthouse.CATEGORIES
+    cats = bench_paint.CATEGORIES
     return [figure(f"Lighthouse {run['page']}, {run['form']} (perf / a11y / best practices / SEO)",
                    " / ".join(str(run[c]) for c in cats), f"CLS {run['cls']}", "≥ 95 / 100 / 100 / 100",
-                   all(run[c] >= bench_lighthouse.TARGETS[c] for c in cats)) for run in lh["runs"]]
+                   all(run[c] >= bench_paint.TARGETS[c] for c in cats)) for run in lh["runs"]]
 
 
-def footprint(fp: dict[str, Any]) -> Rows:
+def footprint(fp: R) -> Rows:
     dump = max(w["landed"]["dump_bytes"] for w in fp["widgets"].values())
     left = fp["after_expiry"]
     return [figure("Valkey memory per widget scenario, worst (bytes)", fp["max_landed_bytes"], f"{dump:,} (DUMP size)",
@@ -168,7 +168,7 @@ def footprint(fp: dict[str, Any]) -> Rows:
                    left["keys"] == left["bytes"] == 0)]
 
 
-def non_2xx(r: dict[str, Any]) -> Rows:
+def non_2xx(r: R) -> Rows:
     """Every answer outside 2xx where none is expected (the learners' climb and
     the fairness flood are judged in their own rows)."""
     a, pg, pt, c = (ok(r, k) or {} for k in ("actions", "pages", "paint", "cluster"))
@@ -183,7 +183,7 @@ def non_2xx(r: dict[str, Any]) -> Rows:
 
 
 # (results key, label when it failed, rows), in the table's order
-FIGURES: tuple[tuple[str, str, Callable[[dict[str, Any]], Rows]], ...] = (
+FIGURES: tuple[tuple[str, str, Callable[[R], Rows]], ...] = (
     ("actions", "Action throughput", actions), ("cluster", "Action throughput on a cluster", cluster),
     ("paint", "Click to settled", paint), ("reset", "Reset with 5,000 idle sandboxes vs none", reset),
     ("fanout", "Fan-out and RSS", fanout), ("commands", "\"Complete child\" round trips and commands", commands),
@@ -192,24 +192,24 @@ FIGURES: tuple[tuple[str, str, Callable[[dict[str, Any]], Rows]], ...] = (
     ("lighthouse", "Lighthouse on every dive", lighthouse))
 
 
-def ok(r: dict[str, Any], key: str) -> dict[str, Any] | None:
+def ok(r: R, key: str) -> R | None:
     found = r.get(key)
     return None if not isinstance(found, dict) or "error" in found else found
 
 
-def figure_rows(r: dict[str, Any]) -> Rows:
+def figure_rows(r: R) -> Rows:
+    """Every benchmark's rows; one that failed or did not run is a row that says so."""
     rows: Rows = []
     for key, label, build in FIGURES:
-        found = r.get(key)
-        if isinstance(found, dict) and "error" not in found:
+        if found := ok(r, key):
             rows += build(found)
         else:
-            why = found["error"] if isinstance(found, dict) else "not run"
+            why = r[key]["error"] if isinstance(r.get(key), dict) else "not run"
             rows.append([label, f"not measured: {why}", "—", "—", "—", "**not measured**"])
     return rows + non_2xx(r)
 
 
-def learners_section(lr: dict[str, Any]) -> list[str]:
+def learners_section(lr: R) -> list[str]:
     sides = {kind: {lv["learners"]: lv for lv in (lr.get(kind) or {}).get("levels", [])} for kind in ("site", "bare")}
     rows = []
     for n in sorted(set(sides["site"]) | set(sides["bare"])):
@@ -235,14 +235,14 @@ def learners_section(lr: dict[str, Any]) -> list[str]:
                    "site: Valkey / site process, share of a core", "held: site / bare"], rows), ""]
 
 
-def commands_table(tours: dict[str, list[dict[str, Any]]]) -> str:
+def commands_table(tours: dict[str, list[R]]) -> str:
     """One row per widget action; a range where its tour reaches it in more than one state."""
     def span(values: list[int]) -> str:
         return str(values[0]) if min(values) == max(values) else f"{min(values)}–{max(values)}"
 
     rows = []
     for widget, steps in tours.items():
-        seen: dict[str, list[dict[str, Any]]] = {}
+        seen: dict[str, list[R]] = {}
         for step in steps:
             seen.setdefault(step["action"], []).append(step)
         rows += [[widget, action, str(len(runs)), span([x["round_trips"] for x in runs]),
@@ -250,11 +250,11 @@ def commands_table(tours: dict[str, list[dict[str, Any]]]) -> str:
     return table(["widget", "action", "times in its tour", "round trips", "top-level commands"], rows)
 
 
-def details(r: dict[str, Any]) -> list[str]:
+def details(r: R) -> list[str]:
     """Each benchmark's own numbers behind its figures; how it measured is its module's docstring."""
     out = ["## Details", "", "How each benchmark measures is the docstring of its module, named in each heading.", ""]
     if a := ok(r, "actions"):
-        out += ["### Action throughput (`bench/bench_actions.py`)", "", table(WRK_HEADER, [
+        out += ["### Action throughput (`bench/throughput.py`)", "", table(WRK_HEADER, [
             wrk_row("baseline: one EVALSHA", a["baseline"]), wrk_row(f"site: {a['mix']}", a["site_mix"])]), "",
             "Each round's own ratio: " + ", ".join(f"{x}×" for x in a["round_ratios"]) + ".", ""]
     if pt := ok(r, "paint"):
@@ -286,7 +286,7 @@ def details(r: dict[str, Any]) -> list[str]:
                 for label, x in (("no flood", f["unflooded"]), ("one learner flooding", f["flooded"]))]
         flood = "; ".join(f"{k}: {v['rate']} a second of {v['target_rate']} asked ({v['statuses']})"
                           for k, v in f["flood"].items())
-        out += ["### Fairness (`bench/bench_fairness.py`)", "", table(
+        out += ["### Fairness (`bench/bench_learners.py`)", "", table(
             ["the other learner", "actions", "answer p50 / p99 ms", "click→frame p50 / p99 ms", "answers"], rows), "",
             f"The flood: {flood}.", ""]
     if g := ok(r, "grader"):
@@ -294,18 +294,18 @@ def details(r: dict[str, Any]) -> list[str]:
                 f"Watchdog ({g['tries']} tries, ms p50 / p99): a runaway answered in {pair(g['runaway_answered_ms'])}"
                 f"; a SIGKILLed grader back in the pool {pair(g['sigkilled_back_ms'])} after its answer.", ""]
     if pg := ok(r, "pages"):
-        out += [f"### Pages (`bench/bench_pages.py`: `{pg['page']}`, {pg['page_bytes']:,} bytes)", "",
+        out += [f"### Pages (`bench/throughput.py`: `{pg['page']}`, {pg['page_bytes']:,} bytes)", "",
                 table(WRK_HEADER, [wrk_row("baseline: static file", pg["baseline_static"]),
                                    wrk_row("dive, returning visitor", pg["dive"]),
                                    wrk_row("dive, first visit", pg["dive_first_visit"])]), ""]
     if lh := ok(r, "lighthouse"):
-        out += [f"### Lighthouse (`bench/bench_lighthouse.py`: {lh['version']})", "",
+        out += [f"### Lighthouse (`bench/bench_paint.py`: {lh['version']})", "",
                 table(["page", "form", "what cost points"], [[x["page"], x["form"], "; ".join(x["lost"]) or "—"]
                                                               for x in lh["runs"]]), ""]
     return out
 
 
-def render(r: dict[str, Any]) -> str:
+def render(r: R) -> str:
     out = ["# Performance", "",
            "Regenerated by `make bench` (`python -m bench.run`): it starts its own valkey-server, the site and a "
            "baseline app, runs every benchmark under `bench/` (HTTP load by wrk, clicks in Chromium), and rewrites "

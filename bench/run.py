@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.util
 import json
 import os
 import platform
@@ -23,22 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from bench import (
-    bench_actions,
-    bench_cluster,
     bench_commands,
-    bench_fairness,
     bench_fanout,
-    bench_footprint,
     bench_grader,
     bench_learners,
-    bench_lighthouse,
-    bench_pages,
     bench_paint,
     bench_reset,
     servers,
+    throughput,
 )
 from bench.report import render
-from bench.wrkrun import wrk_version
 from server.valkey.process import ValkeyProcess
 
 OUT = servers.ROOT / "docs" / "PERFORMANCE.md"
@@ -47,18 +42,19 @@ FULL: dict[str, Any] = {"seconds": 10, "clicks": 200, "clients": 1000, "fan_acti
                         "levels": bench_learners.LEVELS, "window": 30.0, "period": bench_learners.PERIOD,
                         "probe_every": bench_learners.PROBE_EVERY, "crowd": 5000, "fair_window": 20.0,
                         "grader_runs": 200, "grader_seconds": 5.0, "grader_tries": 5,
-                        "dives": bench_lighthouse.DIVES, "forms": bench_lighthouse.FORMS}
+                        "dives": bench_paint.DIVES, "forms": bench_paint.FORMS}
 QUICK: dict[str, Any] = {"seconds": 1, "clicks": 6, "clients": 50, "fan_actions": 3, "sandboxes": 120,
                          "load_rate": 50.0, "load_sandboxes": 20, "racers": 3, "levels": (10, 20), "window": 1.0,
                          "period": 1.0, "probe_every": 0.1, "crowd": 200, "fair_window": 1.0, "grader_runs": 3,
                          "grader_seconds": 1.0, "grader_tries": 1,
-                         "dives": bench_lighthouse.DIVES[:1], "forms": ("desktop",)}
+                         "dives": bench_paint.DIVES[:1], "forms": ("desktop",)}
 
 
 def first_line(command: list[str]) -> str:
+    """What a tool says of its version (wrk's, before its copyright)."""
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
-        return (done.stdout or done.stderr).strip().splitlines()[0]
+        return (done.stdout or done.stderr).strip().splitlines()[0].split(" Copyright")[0]
     except (OSError, IndexError, subprocess.TimeoutExpired):
         return "not found"
 
@@ -76,14 +72,15 @@ def machine() -> dict[str, str]:
 
     info = Path("/proc/cpuinfo").read_text()
     mem_kb = int(next(x for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemTotal")).split()[1])
-    flavour = servers.uvicorn_flavour()
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"  # what uvicorn's "auto" picks here
+    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
     return {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "cpus": str(os.cpu_count()),
             "cpu": next((x.split(":", 1)[1].strip() for x in info.splitlines() if x.startswith("model name")), "?"),
             "ram": f"{mem_kb / 1024 / 1024:.1f} GiB", "kernel": platform.release(),
             "load average at start": load_average(), "python": platform.python_version(),
-            "valkey": first_line([binary(), "--version"]), "chromium": bench_paint.chromium_version(),
-            "wrk": wrk_version(),
-            "uvicorn": f"{uvicorn.__version__} (loop {flavour['loop']}, http {flavour['http']}, no access log)",
+            "valkey": first_line([binary(), "--version"]), "wrk": first_line(["wrk", "-v"]),
+            "chromium": first_line([bench_paint.CHROMIUM, "--version"]),
+            "uvicorn": f"{uvicorn.__version__} (loop {loop}, http {http}, no access log)",
             "starlette / redis-py": f"{starlette.__version__} / {redis.__version__}"}
 
 
@@ -103,30 +100,29 @@ def run_all(quick: bool = False, log: Callable[[str], None] = print) -> dict[str
         results["site_errors"] += served.tracebacks() if served else results[key].get("site_errors", 0)
 
     with ValkeyProcess() as valkey:
-        attempt("commands", "round trips and commands per action", lambda: {
-            "complete_child": bench_commands.fanin_complete_child(valkey.url), "tours": bench_commands.run(valkey.url)})
+        attempt("commands", "round trips and commands per action", lambda: bench_commands.run(valkey.url))
         with servers.serve_site(valkey.url) as site, servers.serve_baseline(valkey.url) as base:
-            attempt("actions", "action throughput", lambda: bench_actions.run(
+            attempt("actions", "action throughput", lambda: throughput.actions(
                 site.url, base.url, p["seconds"], 50, p["sandboxes"]), site)
             attempt("paint", "click to settled: idle, under load, while others race", lambda: bench_paint.run(
                 site.url, base.url, p["clicks"], p["load_rate"], p["load_sandboxes"], racers=p["racers"]), site)
-            attempt("pages", "pages", lambda: bench_pages.run(site.url, p["seconds"]), site)
-            attempt("footprint", "footprint", lambda: bench_footprint.run(site.url, valkey.url), site)
+            attempt("pages", "pages", lambda: throughput.pages(site.url, p["seconds"]), site)
+            attempt("footprint", "footprint", lambda: bench_reset.footprint(site.url, valkey.url), site)
         with servers.serve_site(valkey.url) as fresh:  # every dive a first visit, as a search engine's
-            attempt("lighthouse", "Lighthouse on every dive", lambda: bench_lighthouse.run(
+            attempt("lighthouse", "Lighthouse on every dive", lambda: bench_paint.lighthouse(
                 fresh.url, p["dives"], p["forms"]), fresh)
         with servers.serve_site(valkey.url) as fresh:
             attempt("fanout", "fan-out", lambda: bench_fanout.run(fresh, p["clients"], p["fan_actions"]), fresh)
         with servers.serve_site(valkey.url) as fresh:
             attempt("reset", "reset with idle sandboxes vs none", lambda: bench_reset.run(
                 fresh.url, valkey.url, quick=quick, crowd=p["crowd"]), fresh)
-        attempt("fairness", "fairness", lambda: bench_fairness.run(valkey.url, p["fair_window"]))
+        attempt("fairness", "fairness", lambda: bench_learners.fairness(valkey.url, p["fair_window"]))
         attempt("learners", "learners this machine holds", lambda: bench_learners.run(
             valkey.url, tuple(p["levels"]), p["window"], p["period"], p["probe_every"], log=log))
         results["site_errors"] += (results["learners"].get("site") or {}).get("server_errors", 0)
     attempt("grader", "the exercise grader", lambda: bench_grader.run(
         p["grader_runs"], p["grader_seconds"], p["grader_tries"]))
-    attempt("cluster", "cluster", lambda: bench_cluster.run(p["seconds"], 50, p["sandboxes"]))
+    attempt("cluster", "cluster", lambda: throughput.cluster(p["seconds"], 50, p["sandboxes"]))
     return results
 
 

@@ -1,4 +1,4 @@
-"""Percentiles and the distribution every benchmark reports (one rule for all)."""
+"""Percentiles, the distribution and the ratios every benchmark reports (one rule for all)."""
 
 from __future__ import annotations
 
@@ -27,3 +27,8 @@ def distribution(values: list[float], scale: float = 1.0) -> dict[str, float]:
         "mean": round(statistics.fmean(values) * scale, 1) if values else 0.0,
         "samples": len(values),
     }
+
+
+def ratio(figure: float, base: float, places: int = 3) -> float:
+    """`figure / base` to `places` decimals; 0 when the baseline measured nothing."""
+    return round(figure / base, places) if base else 0.0

@@ -1,8 +1,8 @@
 """Count what one widget action sends to Valkey: round trips and commands.
 
 Round trips and commands do not drift with machine noise, so a test may
-assert them (tests/integration/test_commands_per_action.py) and the bench
-reports them beside the timings. The count is taken on the wire: every
+assert them (tests/integration/test_click_path.py) and the bench reports
+them beside the timings. The count is taken on the wire: every
 `send_packed_command` of redis-py's asyncio connections is one round trip,
 and the RESP arrays in it are its top-level commands (a script's inner
 `redis.call`s are not: they never cross the wire). Only what mentions the
@@ -22,8 +22,7 @@ from typing import Any
 
 from redis.asyncio.connection import AbstractConnection
 
-# Every class whose send_packed_command puts bytes on the wire itself.
-SENDERS: tuple[type[AbstractConnection], ...] = (AbstractConnection,)
+SENDERS: tuple[type[AbstractConnection], ...] = (AbstractConnection,)  # whose send_packed_command writes bytes
 
 
 def parse(payload: bytes) -> list[list[bytes]]:
@@ -80,6 +79,3 @@ class WireCount:
                  tb: TracebackType | None) -> None:
         for cls, original in self._originals.items():
             cls.send_packed_command = original  # type: ignore[method-assign]
-
-    def as_json(self) -> dict[str, Any]:
-        return {"round_trips": self.round_trips, "commands": self.commands, "names": self.names}

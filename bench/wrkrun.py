@@ -13,6 +13,7 @@ import resource
 import shutil
 import signal
 import subprocess
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +32,6 @@ def wrk_binary() -> str:
     if not found:
         raise RuntimeError("wrk not found: `make bench` installs Debian's wrk")
     return found
-
-
-def wrk_version() -> str:
-    done = subprocess.run([wrk_binary(), "-v"], capture_output=True, text=True, check=False)
-    return (done.stdout or done.stderr).splitlines()[0].split(" Copyright")[0].strip()
 
 
 class Wrk:
@@ -104,11 +100,10 @@ def combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
     seconds, requests = sum(r["seconds"] for r in runs), sum(r["requests"] for r in runs)
 
     def summed(key: str) -> dict[str, int]:
-        found: dict[str, int] = {}
+        found: Counter[str] = Counter()
         for run in runs:
-            for k, n in run[key].items():
-                found[k] = found.get(k, 0) + n
-        return found
+            found.update(run[key])  # update, not +: a count of 0 stays in the table
+        return dict(found)
 
     middle = sorted(runs, key=lambda r: r["rps"])[len(runs) // 2]["latency_ms"]
     return {**runs[0], "requests": requests, "seconds": round(seconds, 2),

@@ -8,7 +8,7 @@ import asyncio
 import os
 import sys
 
-from server.listen import run_uvicorn as run_uvicorn  # bench/uvicorn_workers.py starts every bench server with it
+from server.listen import run_uvicorn as run_uvicorn  # bench/servers.py starts every bench server with it
 from server.serve import CLUSTER_PRIMARIES, fail, serve
 
 

@@ -25,7 +25,7 @@ import httpx
 import redis
 from itsdangerous import URLSafeSerializer
 
-from bench import uvicorn_workers
+from bench import servers
 from server.sandboxes.sandbox import COOKIE, SANDBOX_RE
 from server.valkey.process import ValkeyProcess, free_port
 
@@ -61,7 +61,7 @@ class LiveSite:
         """Start the site; its log goes to `output` (a file) when given, else to ours."""
         self.proc = subprocess.Popen(
             # as `emqlab serve` runs it (server.cli.run_uvicorn), the way every bench server starts
-            uvicorn_workers.command("server.cli:app_from_env", self.port),
+            servers.uvicorn_command("server.cli:app_from_env", self.port),
             env=self.env, cwd=str(ROOT), stdout=output, stderr=output,
         )
         deadline = time.monotonic() + timeout

@@ -1,12 +1,10 @@
 -- actions.lua: a widget's actions on many sandboxes.
 --   wrk -s bench/wrk/actions.lua URL -- COOKIE_FILE THREADS WIDGET ACTIONS [PAUSE_MS]
--- ACTIONS: the walk each sandbox repeats, comma-separated (bench/mix.py).
--- Each thread owns every THREADS-th cookie (one sandbox each) and walks them
--- round-robin, one step of the walk per round: a sandbox is used again only
--- after every other of the thread's, so two requests never overlap on one as
--- long as a thread holds more sandboxes than connections. PAUSE_MS paces each
--- connection (a background load at a rate), 0 for as fast as it answers.
--- WIDGET "-": the bare learners of bench/baseline_app.py, POST /act/<line>.
+-- ACTIONS: the walk each sandbox repeats, comma-separated (bench/probe.py WALK). Each thread
+-- owns every THREADS-th cookie (a sandbox) and walks them round-robin, one step per round: two
+-- requests never overlap on one sandbox while a thread holds more sandboxes than connections.
+-- PAUSE_MS paces each connection, 0 for as fast as it answers. WIDGET "-": the bare learners
+-- of bench/baseline_app.py, POST /act/<line>.
 local here = debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "./"
 dofile(here .. "report.lua")
 

@@ -1,8 +1,7 @@
 -- report.lua: what every bench/wrk script shares. done() prints one line,
 -- "WRKJSON {...}", that bench/wrkrun.py parses (latencies in microseconds),
--- with every answer counted by status (a script's response() calls count_status).
+-- with every answer counted by status.
 local threads = {}
-function remember(thread) threads[#threads + 1] = thread end
 
 -- The Host header, written by the scripts themselves: a request built with
 -- wrk.format and a headers table of its own gets none, and HTTP/1.1 without one is a 400.
@@ -18,11 +17,7 @@ function pace(ms)
 end
 
 codes = {}
-function count_status(status)
-  local key = tostring(status)
-  codes[key] = (codes[key] or 0) + 1
-end
-function response(status, headers, body) count_status(status) end
+function response(status, headers, body) codes[tostring(status)] = (codes[tostring(status)] or 0) + 1 end
 
 -- Lines of a file, the `tid`-th of every `threads` (a thread's own share).
 function share(file, threads)
@@ -40,7 +35,7 @@ local counter = 0
 function setup(thread)
   thread:set("tid", counter)
   counter = counter + 1
-  remember(thread)
+  threads[#threads + 1] = thread
 end
 
 function done(summary, latency, requests)

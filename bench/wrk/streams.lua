@@ -1,9 +1,8 @@
 -- streams.lua: hold live streams open, one per connection, as open pages do.
 --   wrk -s bench/wrk/streams.lua URL -- STREAM_FILE THREADS
--- STREAM_FILE: one stream a line, "PATH COOKIE" (COOKIE "-" for none). A
--- stream never completes, so each connection holds the one it opened; one
--- the server ends is opened again with the thread's next line. Run with a
--- long --timeout; bytes read and every connect/read error are reported.
+-- STREAM_FILE: one stream a line, "PATH COOKIE" (COOKIE "-" for none). A stream never completes,
+-- so each connection holds the one it opened; one the server ends is opened again with the
+-- thread's next line. Run with a long --timeout; bytes read and connect/read errors are reported.
 local here = debug.getinfo(1, "S").source:sub(2):match("(.*/)") or "./"
 dofile(here .. "report.lua")
 

@@ -3,30 +3,20 @@
 
 from __future__ import annotations
 
-import json
-
-from bench import mix
-from bench.sse import dependencies_of, ver_of
+from bench import probe
+from bench.probe import dependencies_of, ver_of
 from server.widgets import WIDGETS
 
 
 def test_the_walk_is_a_reset_then_every_action_the_fanin_tour_replays_in_order() -> None:
     replayed = [slug for step in WIDGETS["fanin"].tour for slug, _ in step.replay]
-    assert ("reset", *replayed) == mix.WALK
-    assert set(mix.WALK) <= set(WIDGETS["fanin"].actions)
+    assert ("reset", *replayed) == probe.WALK
+    assert set(probe.WALK) <= set(WIDGETS["fanin"].actions)
 
 
 def test_the_mix_is_described_by_its_share_of_resets() -> None:
-    assert mix.describe(("reset", "claim", "reset", "late")) .endswith("2 resets in 4")
-    assert mix.describe(("reset", "claim")).endswith("1 reset in 2")
-
-
-def test_a_frame_of_another_widget_is_not_read_as_the_fanin_counter() -> None:
-    fanin = {"widget": "fanin", "picture": {"parent": {"dependencies": 2}}}
-    other = {"widget": "native", "picture": {"parent": {"dependencies": 9}}}
-    assert dependencies_of(json.dumps(fanin)) == 2
-    assert dependencies_of(json.dumps(other)) is None
-    assert dependencies_of("not json") is None
+    assert probe.describe(("reset", "claim", "reset", "late")) .endswith("2 resets in 4")
+    assert probe.describe(("reset", "claim")).endswith("1 reset in 2")
 
 
 def test_an_html_frame_is_read_for_its_version_and_the_fanin_counter() -> None:
