@@ -3,7 +3,8 @@
 The server draws every widget from the snapshot it reads from Valkey
 (site/templates/widgets/_<name>.html): the page without JavaScript shows the
 keys, the readout and the picture as Valkey holds them now, without the
-controls it cannot run. The widgets and the exercises come from the code and the course.
+controls it cannot run; on a first visit, from the specimen (test_first_paint.py).
+The widgets and the exercises come from the code and the course.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import Site
-from tests.e2e.pages import THE_COURSE, WIDGETS, region, wait_until_live
+from tests.e2e.pages import OWN_VER, THE_COURSE, WIDGETS, region, wait_until_live
 
 EXERCISES = [(page.path, placement.options["name"]) for page, placement in THE_COURSE.placements()
              if placement.name == "exercise"]
@@ -26,8 +27,8 @@ def still_page(browser: Browser, site: Site) -> Iterator[Page]:
     context = browser.new_context(base_url=site.url, java_script_enabled=False)
     context.set_default_timeout(10_000)
     page = context.new_page()
-    # a visit with no cookie lands nothing (a flood's clients keep none: docs/LIMITS.md); the
-    # reader's browser keeps the cookie its first page set, and every page after lands its widgets
+    # the reader's own sandbox: the cookie its first page set (a first visit's page is drawn from
+    # the specimen instead, at ver 0: test_first_paint.py), and every page after lands its widgets
     page.goto("/")
     yield page
     context.close()
@@ -37,7 +38,7 @@ def still_page(browser: Browser, site: Site) -> Iterator[Page]:
 def test_every_widget_shows_the_state_valkey_holds_without_its_controls(still_page: Page, name: str) -> None:
     still_page.goto(WIDGETS[name].dive)
     box = region(still_page, name)
-    expect(box).to_have_attribute("data-ver", re.compile(r"^\d+$"))
+    expect(box).to_have_attribute("data-ver", OWN_VER)
     # the controls cannot run without JavaScript, so they are not shown
     controls = box.locator(".controls")
     assert controls.count() >= 1

@@ -78,7 +78,7 @@ def test_without_javascript_a_fresh_sandbox_shows_a_recorded_run_read_from_valke
     context = browser.new_context(base_url=site.url, java_script_enabled=False)
     try:
         page = context.new_page()
-        page.goto("/")  # the reader's first page sets the cookie; a cookieless visit lands nothing
+        page.goto("/")  # the reader's first page sets the cookie (a first visit shows the specimen's run)
         page.goto(DIVE)
         widget = region(page, "race")
         expect(widget.locator('[data-role="race-recorded"]')).to_contain_text("A recorded run")

@@ -29,7 +29,6 @@ from starlette.routing import BaseRoute, Route
 from server.live.streams import Notice, frame, html_frame
 from server.refusal import Refusal
 from server.sandboxes import admission, presence
-from server.sandboxes.keys import REGISTRY_KEY
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer, dumps
 from server.web.errors import FAULTS, is_fault, problem
@@ -37,7 +36,7 @@ from server.web.rates import client_address
 from server.web.services import services
 from server.web.stream_slots import Slot
 from server.web.templating import MARKER
-from server.widgets import runner
+from server.widgets import runner, specimen
 from server.widgets.base import Widget
 from server.widgets.frames import EVENT
 from server.widgets.turn import Actor, Busy
@@ -78,27 +77,6 @@ def door(request: Request) -> admission.Door:
 def admitter(request: Request, sandbox: str, used: bool) -> runner.Admit:
     """The admission a first landing needs."""
     return functools.partial(door(request).enter, services(request).conn, sandbox, used)
-
-
-class NotLive(Exception):
-    """A page visit lands nothing in a sandbox that is not live yet: its stream (or an action) admits it."""
-
-
-def page_admitter(request: Request, sandbox: str) -> runner.Admit:
-    """The admission a page's first paint may use. A visit with no cookie (a first request, or a
-    client that keeps none: a flood) registers no sandbox (docs/LIMITS.md), so its widgets are
-    drawn empty and its stream fills them; a browser that came back with its cookie gets its
-    widgets landed for the first paint (the page without JavaScript shows them), in a place
-    that stays evictable until it acts."""
-    conn = services(request).conn
-    returning = "sandbox" not in request.scope.get("state", {})  # the middleware names only a new visitor
-
-    async def admit() -> None:
-        if not returning and await conn.zscore(REGISTRY_KEY, sandbox) is None:
-            raise NotLive(sandbox)
-        await door(request).enter(conn, sandbox, False)
-
-    return admit
 
 
 async def state(request: Request) -> JSONAnswer:
@@ -270,10 +248,19 @@ def _page_of(request: Request) -> str | None:
     return None
 
 
+def _new_visitor(request: Request) -> bool:
+    """A visit without a valid sandbox cookie (the middleware just named one): a first visit, a
+    crawler, a flood's client. It registers no sandbox (docs/LIMITS.md): its page is drawn from
+    the specimen, and its own sandbox lands when its stream opens or it acts."""
+    return "sandbox" in request.scope.get("state", {})
+
+
 async def fill(request: Request, body: Markup) -> Markup:
-    """A page body with each widget marker replaced by the widget drawn from the visitor's
-    snapshot (landed the first time in a sandbox already live: a page visit registers none);
-    a widget that cannot be read or landed now is drawn empty and its stream fills it."""
+    """A page body with each widget marker replaced by the widget drawn from a snapshot read
+    now: the visitor's own (landed the first time), or, for a visitor whose sandbox is not live
+    (a new visitor, or a full site), the specimen's opening scenario at `ver` 0, which the
+    stream's first frame replaces. A widget that cannot be read now is drawn empty and its
+    stream fills it (or says why)."""
     names = MARKER.findall(body)
     if not names:
         return body
@@ -286,18 +273,25 @@ async def fill(request: Request, body: Markup) -> Markup:
         if not is_fault(exc) and not isinstance(exc, guards.Refused):
             raise
         entry = None
+    own = entry is not None and not (_new_visitor(request) and entry.sandbox == entry.visitor)
     for name in names:
         widget = lab.catalog.widgets[name]
-        snap = None
-        if entry is not None:
-            try:
-                async with asyncio.timeout(READ_DEADLINE):
-                    snap = await runner.show(lab, widget, actor(entry), page_admitter(request, entry.sandbox))
-            except (*FAULTS, NotLive) as exc:  # TimeoutError is an OSError
-                # not live yet, or a full site: the page still renders, its stream fills the widget (or says why)
-                if not (is_fault(exc) or isinstance(exc, (TimeoutError, Busy, guards.Refused, NotLive,
-                                                          admission.Full))):
-                    raise
-        drawn[name] = services(request).frames.html(entry.sandbox, name, snap) if entry else \
+        snap, mine = None, False
+        try:
+            async with asyncio.timeout(READ_DEADLINE):
+                if own and entry is not None:
+                    try:
+                        snap, mine = await runner.show(lab, widget, actor(entry),
+                                                       admitter(request, entry.sandbox, used=False)), True
+                    except admission.Full:  # no room for the visitor's sandbox now: the specimen meanwhile
+                        snap = await specimen.snapshot(lab, widget)
+                else:
+                    snap = await specimen.snapshot(lab, widget)
+        except FAULTS as exc:  # TimeoutError is an OSError
+            # Valkey away or busy, a landing still under way, a refused admission: the page still
+            # renders, its stream fills the widget (or says why)
+            if not (is_fault(exc) or isinstance(exc, (TimeoutError, Busy, guards.Refused))):
+                raise
+        drawn[name] = services(request).frames.html(entry.sandbox, name, snap) if entry and mine else \
             services(request).drawing.html(widget, snap)
     return Markup(MARKER.sub(lambda m: drawn[m.group(1)], body))

@@ -72,7 +72,9 @@ function swap(html) {
   const entry = fresh && widgets.get(fresh.dataset.widget);
   const ver = fresh && verOf(fresh);
   if (!entry || ver === null) return;
-  if (entry.ver !== null && ver < entry.ver) return; // one truth: never an older state over a newer one
+  // one truth: never an older state over a newer one. A first visit's page is drawn from the
+  // specimen at ver 0 (server/widgets/specimen.py): the visitor's own first frame always replaces it.
+  if (entry.ver !== null && ver < entry.ver) return;
   const isNew = entry.ver !== null && ver !== entry.ver;
   const progressWas = progressOf(entry.root);
   Idiomorph.morph(entry.root, Array.from(fresh.childNodes), { morphStyle: "innerHTML", callbacks: KEEP });
