@@ -193,19 +193,24 @@ async def cluster_conn(valkey_cluster: ValkeyCluster) -> AsyncIterator[RedisClus
         await client.aclose()
 
 
-# -- the real site under uvicorn, one per test module that asks for it ----------
+# -- the real site under uvicorn: one per worker with the default settings, and one
+# per module that needs settings (or a Valkey) of its own -------------------------
 
 
 @pytest.fixture(scope="module")
 def valkey_server() -> Iterator[ValkeyProcess]:
-    """A valkey-server of the module's own (the site's tests write everywhere)."""
+    """A valkey-server of the module's own (for a site of the module's own)."""
     with ValkeyProcess() as server:
         yield server
 
 
-@pytest.fixture(scope="module")
-def site(valkey_server: ValkeyProcess) -> Iterator[LiveSite]:
-    with running(valkey_server.url) as live:
+@pytest.fixture(scope="session")
+def site() -> Iterator[LiveSite]:
+    """The site with the default settings on a Valkey of its own, shared by every
+    module that does not define a `site` of its own: a site's start is the largest
+    cost of this suite (about 1.3 CPU-seconds). A test that needs an empty Valkey
+    asks for `clean`; one that reads keys reads its own sandbox's."""
+    with ValkeyProcess() as server, running(server.url) as live:
         yield live
 
 

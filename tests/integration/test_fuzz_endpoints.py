@@ -9,7 +9,6 @@ sandbox still paints.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -21,9 +20,8 @@ from hypothesis import strategies as st
 
 from server.console.allow import REASONS, RULES
 from server.emq import registry
-from server.valkey.process import ValkeyProcess
 from server.widgets import WIDGETS
-from tests.support import LiveSite, running, sandbox_of
+from tests.support import LiveSite, sandbox_of
 
 WIDGET_PATHS = [f"/api/widgets/{name}/{slug}" for name, widget in WIDGETS.items() for slug in sorted(widget.actions)]
 FIELDS = ["child", "step", "non_job", "predict", "question", "answer", "flow", "flows", "parent", "children", "id",
@@ -46,12 +44,6 @@ json_values = st.recursive(
 objects = st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=4)
 predictions = st.fixed_dictionaries({"predict": st.fixed_dictionaries(
     {"question": st.sampled_from(["deps-after-complete", "deps-after-stale", "nope", ""]), "answer": json_values})})
-
-
-@pytest.fixture(scope="module")
-def site() -> Iterator[LiveSite]:
-    with ValkeyProcess() as valkey, running(valkey.url) as live:
-        yield live
 
 
 @pytest.fixture(scope="module")

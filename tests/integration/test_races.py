@@ -16,7 +16,6 @@ import asyncio
 import itertools
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -24,10 +23,9 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
-from server.valkey.process import ValkeyProcess
 from server.widgets import WIDGETS
 from server.widgets.base import Widget
-from tests.support import DIVE, LiveSite, running, sandbox_of
+from tests.support import DIVE, LiveSite, sandbox_of
 from tests.widgets import act
 
 CLOCK = re.compile(r"\b1\d{12}\b")  # a lease deadline (ms) kept in a widget's picture of its keys
@@ -54,12 +52,6 @@ def rounds() -> list[tuple[str, list[Click]]]:
         found.append((name, [("reset", {}), *different[:3]]))
         found.append((name, [tour[0]] * 5))
     return found
-
-
-@pytest.fixture(scope="module")
-def site() -> Iterator[LiveSite]:
-    with ValkeyProcess() as valkey, running(valkey.url) as live:
-        yield live
 
 
 def state_of(r: redis.Redis, widget: str, sandbox: str) -> tuple[Any, ...]:
