@@ -34,7 +34,9 @@ def queues_of(widget: Widget, sandbox: str) -> dict[str, str]:
 def read_calls(widget: Widget, sandbox: str, budget: int = SNAPSHOT_BYTES) -> list[Call]:
     """One `read.lua` call per queue (the lab state comes with the first)."""
     queues = queues_of(widget, sandbox)
-    share = budget // len(queues)
+    # names and values take three quarters; the rest is the snapshot's frame around them
+    # (types, sizes, sets, the lab state), so the whole stays under `budget`
+    share = budget * 3 // 4 // len(queues)
     # each queue's own lab keys (one slot per call); the lab state is the first queue's
     return [(READ, [keys.state_key(queue), keys.index_key(queue)],
              [f"emq:{{{queue}}}:", share, *widget.job_ids(part)]) for part, queue in queues.items()]

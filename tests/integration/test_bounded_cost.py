@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from server.valkey.process import ValkeyProcess
+from server.web import rates
 from tests.support import LiveSite, running
 
 
@@ -32,10 +34,21 @@ def test_a_snapshot_stays_under_64_kb_whatever_the_console_wrote(clean: LiveSite
 
 
 def test_a_flood_of_reads_from_one_learner_is_refused_and_another_learner_acts(limited: LiveSite) -> None:
+    # The budget is 40 reads in each 10-second window of the site's monotonic clock (the
+    # machine's, which this process reads too): a flood is counted window by window, so a
+    # window that turns during it never reads as a failure, whatever the machine's load.
     flooder, other = limited.visitor(), limited.visitor()
     assert other.get("/api/widgets/fanin/state").status_code == 200
-    statuses = [flooder.get("/api/widgets/fanin/state").status_code for _ in range(80)]
-    assert statuses.count(429) >= 30 and statuses.count(200) <= 40
-    refused = next(r for r in (flooder.get("/api/widgets/fanin/state") for _ in range(3)) if r.status_code == 429)
-    assert "too many reads" in refused.json()["error"]
+    answered: dict[int, list[int]] = {}
+    refused = None
+    for _ in range(400):  # until refused: a liveness bound
+        window = int(time.monotonic() // rates.WINDOW)
+        answer = flooder.get("/api/widgets/fanin/state")
+        if int(time.monotonic() // rates.WINDOW) == window:  # begun and answered in one window
+            answered.setdefault(window, []).append(answer.status_code)
+        if answer.status_code == 429:
+            refused = answer
+            break
+    assert refused is not None and "too many reads" in refused.json()["error"]
+    assert all(set(codes) <= {200, 429} and codes.count(200) <= 40 for codes in answered.values()), answered
     assert other.post("/api/widgets/fanin/complete-child", json={}).status_code == 200

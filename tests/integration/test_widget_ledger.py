@@ -18,7 +18,7 @@ from server.widgets import WIDGETS, ledger_batch, questions, reader, runner
 from server.widgets.ledger_batch import FIXED_PLAN
 from server.widgets.snapshot import Catalog
 from server.widgets.turn import Actor
-from tests.support import LiveSite
+from tests.support import LiveSite, sandbox_of
 from tests.widgets import SANDBOX, act, show, snapshot_of
 
 OTHER = "s9876543210"
@@ -358,8 +358,9 @@ def test_a_batch_that_does_not_fit_answers_400_and_nothing_runs_but_an_ill_forme
     origin = {"Origin": clean.url}
     assert client.get("/api/widgets/ledger/state").status_code == 200
     assert client.post("/api/widgets/ledger/next", json={}, headers=origin).status_code == 200
-    [state] = store.keys("lab:{*.ledger.orders}:state")
-    sandbox = state[len("lab:{"):].partition(".")[0]
+    sandbox = sandbox_of(client)
+    state = f"lab:{{{sandbox}.ledger.orders}}:state"
+    assert store.exists(state)
 
     def held() -> tuple[Any, ...]:
         names = sorted(store.keys(f"emq:{{{sandbox}.*"))

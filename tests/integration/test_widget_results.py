@@ -18,7 +18,7 @@ from server.widgets import WIDGETS, questions, reader, runner
 from server.widgets.results import CHILDREN, ERROR, PARENT, VALUES
 from server.widgets.snapshot import Catalog
 from server.widgets.turn import Actor
-from tests.support import LiveSite
+from tests.support import LiveSite, sandbox_of
 from tests.widgets import SANDBOX, act, show, snapshot_of
 
 OTHER = "s9876543210"
@@ -224,7 +224,8 @@ async def test_the_dives_questions_are_judged_by_what_valkey_holds(conn) -> None
 def test_an_action_body_with_an_unknown_field_answers_400_and_nothing_runs(clean: LiveSite) -> None:
     client, store = clean.visitor("/flows/reading-the-results"), clean.redis()
     assert client.get("/api/widgets/results/state").status_code == 200
-    [state] = store.keys("lab:{*.results}:state")
+    state = f"lab:{{{sandbox_of(client)}.results}}:state"
+    assert store.exists(state)
     before = store.hgetall(state), sorted(store.keys("emq:*"))
     answered = client.post("/api/widgets/results/complete-child", json={"child": "JOBleg1"},
                            headers={"Origin": clean.url})

@@ -2,7 +2,7 @@
 -- KEYS[1] the widget's lab state hash, lab:{q}:state (same slot as the queue)
 -- KEYS[2] the queue's index of extra key names, lab:{q}:index
 -- ARGV[1] the queue base, emq:{q}:
--- ARGV[2] the byte budget for the values (a snapshot stays small whatever a console wrote)
+-- ARGV[2] the byte budget for the names and values (a snapshot stays small whatever a console wrote)
 -- ARGV[3..] job ids the widget knows of (their rows are shown even when off every set)
 -- Returns: { state, keys, more }: state is HGETALL of KEYS[1]; keys is a list of
 --   { name, type, value, size } for each key that exists, in a fixed order:
@@ -25,6 +25,29 @@ local function cut(s)
     return string.sub(s, 1, CUT)
   end
   return s
+end
+
+-- A value's pieces while the budget lasts, a pair at a time for a hash or a zset,
+-- at most ELEMENTS of them: one big key never carries the read past its budget
+-- (an HSCAN's COUNT is only a hint, and a page of it can hold more).
+local function spend(kind, value)
+  if type(value) == 'string' then
+    value = cut(value)
+    budget = budget - #value
+    return value
+  end
+  local step = (kind == 'hash' or kind == 'zset') and 2 or 1
+  local kept = {}
+  for i = 1, #value - step + 1, step do
+    if budget <= 0 or #kept >= ELEMENTS * step then
+      break
+    end
+    for j = i, i + step - 1 do
+      kept[#kept + 1] = cut(value[j])
+      budget = budget - #kept[#kept]
+    end
+  end
+  return kept
 end
 
 -- the value of one key, whole when small, else its first ELEMENTS elements
@@ -54,16 +77,11 @@ for _, name in ipairs(queue_names(ARGV[1], ids, KEYS[2])) do
     else
       local size = sizes[kind] and redis.call(sizes[kind], name) or 0
       local value = false
+      budget = budget - #name  -- the names are sent too
       if budget > 0 then
         value = value_of(name, kind, size)
-        if type(value) == 'table' then
-          for i, element in ipairs(value) do
-            value[i] = cut(element)
-            budget = budget - #value[i]
-          end
-        elseif type(value) == 'string' then
-          value = cut(value)
-          budget = budget - #value
+        if value then
+          value = spend(kind, value)
         end
       end
       found[#found + 1] = { name, kind, value, size }
