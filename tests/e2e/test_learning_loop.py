@@ -232,3 +232,35 @@ def test_the_raw_keys_title_says_the_sandbox_id_is_left_out_and_no_value_shows_i
     expect(widget.locator('[data-role="keys"] tr[data-key]').first).to_be_visible()
     assert site.sandbox_of(context) not in widget.locator('[data-role="keys"]').inner_text()
 
+
+
+def test_a_parent_row_gone_with_one_child_left_says_one_child_still_waits(page: Page) -> None:
+    page.goto(DIVE)
+    wait_until_live(page)
+    widget = fanin(page)
+    widget.locator('button[data-action="reset"]').click()
+    expect(counter(page)).to_have_text("3")
+    for left in ("2", "1"):
+        widget.get_by_role("button", name="Complete child", exact=True).click()
+        expect(counter(page)).to_have_text(left)
+    command = page.get_by_label("Command", exact=True)
+    command.fill("DEL emq:{fanin}:job:JOBparent")
+    command.press("Enter")
+    readout = widget.locator('[data-role="readout"]')
+    expect(readout).to_contain_text("The parent's row is gone, yet 1 child still waits")
+    expect(readout).not_to_contain_text("1 child still wait ")
+
+
+def test_a_long_error_from_the_learners_script_is_cut_at_a_word_and_its_length_said(page: Page) -> None:
+    page.goto(DIVE)
+    region_ = page.get_by_role("region", name="Exercise: Count the children down")
+    region_.scroll_into_view_if_needed()
+    words = " ".join(f"word{i}" for i in range(60))  # 473 characters, no word cut by the 120th
+    region_.get_by_label("Your script").fill(f"error('{words}', 0)")
+    region_.get_by_role("button", name="Run the checks").click()
+    first = region_.locator('[data-role="results"] > li').first
+    expect(first).to_contain_text("the script stopped with the error:")
+    said = first.inner_text()
+    shown = re.search(r"the error: (.*?)… \(([\d,]+) characters\)", said)
+    assert shown, said
+    assert shown[1].split()[-1] in words.split()  # the last word shown is whole
