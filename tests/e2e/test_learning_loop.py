@@ -248,14 +248,13 @@ def test_a_parent_row_gone_with_one_child_left_says_one_child_still_waits(page: 
     command.press("Enter")
     readout = widget.locator('[data-role="readout"]')
     expect(readout).to_contain_text("The parent's row is gone, yet 1 child still waits")
-    expect(readout).not_to_contain_text("1 child still wait ")
 
 
 def test_a_long_error_from_the_learners_script_is_cut_at_a_word_and_its_length_said(page: Page) -> None:
     page.goto(DIVE)
     region_ = page.get_by_role("region", name="Exercise: Count the children down")
     region_.scroll_into_view_if_needed()
-    words = " ".join(f"word{i}" for i in range(60))  # 473 characters, no word cut by the 120th
+    words = " ".join(f"w{i:02d}x" for i in range(90))  # 449 characters; no word is a piece of another
     region_.get_by_label("Your script").fill(f"error('{words}', 0)")
     region_.get_by_role("button", name="Run the checks").click()
     first = region_.locator('[data-role="results"] > li').first
