@@ -1,7 +1,3 @@
-"""The console: Valkey commands typed by a learner, run as their sandbox's own Valkey user.
-
-The web layer calls `api.run_line(ConsoleContext, line) -> ConsoleReply`: the
-line is split (parse), checked (allow, confine, plan), charged (budget) and run
-(run, as_user). The checks make good messages; the boundary is Valkey's ACL
-user (server/valkey/acl.py), so a line that slipped past them answers NOPERM.
-"""
+"""The console: `api.run_line` splits a learner's line (parse), checks it (allow, confine, plan),
+charges it (budget) and runs it (run, as_user) as the sandbox's Valkey ACL user, the real
+boundary: a line that slipped past the checks answers NOPERM."""

@@ -1,9 +1,5 @@
-"""The allowlist: every command the console sends, and why the others are refused.
-
-Each entry says whether the command reads or writes, where its keys are, its
-arity, and the key type it works on (a write may not turn a key of the key
-grammar into another type: the widgets read them as that type).
-"""
+"""The allowlist: every command the console sends (reads or writes, where its keys are, its arity,
+the key type it works on: the widgets read a key of the grammar as its type), and why others are refused."""
 
 from __future__ import annotations
 
@@ -16,10 +12,8 @@ Access = Literal["read", "write"]
 KeysAt = Literal["first", "all", "numkeys", "none"]
 
 
-# Why a line was refused, for the caller to pick its answer: a line that is
-# not a command the console can send (400), one it will not send (403), a
-# write past the sandbox's budget (409), a script stopped past its time (422),
-# the console closed on this server or Valkey unable to take it now (503).
+# Why a line was refused: not a command (400), not one it sends (403), past the budget (409),
+# a script stopped past its time (422), the console closed or Valkey unable to take it (503).
 Reason = Literal["bad-line", "not-allowed", "read-only", "over-budget", "stopped", "busy", "closed", "unavailable"]
 _BY_STATUS: dict[int, Reason] = {400: "bad-line", 403: "not-allowed", 409: "over-budget", 503: "unavailable"}
 
@@ -100,7 +94,7 @@ REASONS: dict[str, str] = {
 
 
 def rule_for(args: list[str]) -> Rule:
-    """The rule of command `args[0]` (any case), its arguments counted; `Refusal` when it is not allowed."""
+    """The rule of command `args[0]` (any case), its arguments counted; `Refusal` when not allowed."""
     name, count = args[0], len(args) - 1
     rule = RULES.get(name.upper())
     if rule is None:

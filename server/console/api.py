@@ -1,9 +1,6 @@
-"""The console's one entry point: `run_line(console, line) -> ConsoleReply`.
-
-It never raises for a line or a fault of Valkey's: every outcome is a reply, a
-refusal carrying the status to answer. Every line first admits the sandbox (the
-one admission a widget passes too). A write runs under its queue's lock, checked
-against the byte budget before and weighed after, and names the queue it touched for a repaint.
+"""The console's one entry point: `run_line(console, line) -> ConsoleReply`, which never raises
+for a line or a fault of Valkey's. A write runs under its queue's lock, checked against the byte
+budget before, weighed after, and names the queue it touched for a repaint.
 """
 
 from __future__ import annotations
@@ -52,9 +49,7 @@ class ConsoleContext:
     ids: Mapping[str, Sequence[str]] = field(default_factory=dict)  # queue -> the rows its widget lands (KEYS)
 
 
-class ReplyJSON(TypedDict, total=False):
-    """What the page reads (and the transcript keeps): `error` on a refusal only."""
-
+class ReplyJSON(TypedDict, total=False):  # what the page reads and the transcript keeps
     command: str
     reply_lines: list[str]
     kind: Literal["reply", "error", "refused"]
@@ -87,12 +82,18 @@ def refusal(command: str, status: int, reason: Reason, message: str, lines: list
 
 
 async def run_line(console: ConsoleContext, line: str) -> ConsoleReply:
-    """Check `line`, run it as the sandbox's ACL user, and say what came of it."""
     try:
         where = Confinement(console.sandbox, console.queues)
         found = plan(line, where, console.limits)
         if found.queue is None:
-            await _admitted_to_read(console)
+            # A reader is admitted (and so reaped) too; over maxmemory the registry refuses the
+            # write, yet a sandbox already registered may still read.
+            try:
+                if console.door is not None:
+                    await console.door.enter(console.admin, console.sandbox, used=False)
+            except OutOfMemoryError:
+                if await console.admin.zscore(REGISTRY_KEY, console.sandbox) is None:
+                    raise
             return answered(found, await run.execute(console.runner, console.admin, console.sandbox, found, where,
                                                      console.ids))
         if console.read_only is not None:
@@ -102,7 +103,10 @@ async def run_line(console: ConsoleContext, line: str) -> ConsoleReply:
                                           console.door)
             await budget.index(console.admin, console.sandbox, admitted)
             value = await run.execute(console.runner, console.admin, console.sandbox, found, where)
-            await _weighed(console, admitted)
+            try:
+                await budget.weigh(console.admin, console.sandbox, admitted)
+            except (RedisError, OSError) as exc:  # the line ran: its reply stands
+                log.warning("console write in %s ran but was not weighed: %s", console.sandbox, exc)
         return answered(found, value, wrote=True)
     except admission.Full as exc:
         status = 429 if isinstance(exc, admission.AddressFull) else 503
@@ -122,28 +126,7 @@ async def run_line(console: ConsoleContext, line: str) -> ConsoleReply:
         return refusal(line, 503, "unavailable", HELD if is_busy(exc) else FAULT)
 
 
-async def _admitted_to_read(console: ConsoleContext) -> None:
-    """Admit a reader before its ACL user is made (a reader is reaped too). Over maxmemory
-    the registry refuses the write, yet a sandbox already registered may still read."""
-    if console.door is None:
-        return
-    try:
-        await console.door.enter(console.admin, console.sandbox, used=False)
-    except OutOfMemoryError:
-        if await console.admin.zscore(REGISTRY_KEY, console.sandbox) is None:
-            raise
-
-
-async def _weighed(console: ConsoleContext, admitted: budget.Admission) -> None:
-    """Charge what the line wrote; a fault here is logged, not answered (the line ran, its reply stands)."""
-    try:
-        await budget.weigh(console.admin, console.sandbox, admitted)
-    except (RedisError, OSError) as exc:
-        log.warning("console write in %s ran but was not weighed: %s", console.sandbox, exc)
-
-
 def answered(found: Plan, value: Any, wrote: bool = False) -> ConsoleReply:
-    """The reply of a line that ran; Valkey's out-of-memory refusal is a 503."""
     lines = run.printed(found, value)
     if isinstance(value, OutOfMemoryError):
         return refusal(found.command, 503, "unavailable", FULL, lines)

@@ -1,11 +1,7 @@
-"""One command run as a sandbox's Valkey ACL user, in one round trip.
-
-Pooled connections rest as the idle user (server/valkey/acl.py says why); a
-command goes out as `AUTH sbx-<sandbox>`, the command, `AUTH emqlab-idle`,
-written at once. A first AUTH that fails (no such user on this node yet) makes
-the user and sends the line once more, as does a MOVED; a last AUTH that fails
-drops the connection. Replies are RESP2, undecoded; an error reply comes back
-as its exception, not raised.
+"""One command run as a sandbox's Valkey ACL user, in one round trip: `AUTH sbx-<sandbox>`, the
+command, `AUTH emqlab-idle` (pooled connections rest as the idle user: server/valkey/acl.py). A
+first AUTH that fails makes the user and sends the line again, as does a MOVED; a last AUTH that
+fails drops the connection. Replies are RESP2, undecoded; an error reply is returned, not raised.
 """
 
 from __future__ import annotations
@@ -25,27 +21,17 @@ from server.emq.wire import Conn
 from server.valkey import acl
 
 Arg = str | bytes | int | float
-# Settings carried over from the site's connection: where the node is and how
-# to reach it, never who it is nor how replies are decoded.
+# Carried over from the site's connection: where the node is, never who it is nor how replies decode.
 _CARRIED: Final = frozenset({"host", "port", "db", "path", "socket_timeout", "socket_connect_timeout",
                              "socket_keepalive", "socket_keepalive_options", "socket_type"})
-# Commands that change what a connection is (identity, database, protocol state):
-# a pooled connection must stay one AUTH away from idle, so none is ever sent here.
+# They change what a connection is: a pooled connection must stay one AUTH away from idle.
 _STATEFUL: Final = frozenset({"AUTH", "HELLO", "RESET", "SELECT", "MULTI", "EXEC", "WATCH", "CLIENT", "QUIT",
                               "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "MONITOR", "READONLY", "READWRITE"})
 
 
-def _kind(cls: type[AbstractConnection]) -> type[AbstractConnection]:
-    """The plain redis-py class (TLS, unix socket or TCP) of the site's connection class."""
-    for plain in (SSLConnection, UnixDomainSocketConnection):
-        if issubclass(cls, plain):
-            return plain
-    return Connection
-
-
 class Runner:
-    """Runs commands as sandboxes' ACL users; `admin`, the site's connection, makes
-    the users, loads scripts, and knows which node owns a slot."""
+    """Runs commands as sandboxes' ACL users; `admin`, the site's connection, makes the users,
+    loads scripts, and knows which node owns a slot."""
 
     def __init__(self, admin: Conn, secret: str | bytes, *, max_connections: int = 16, timeout: float = 5.0) -> None:
         self.admin = admin
@@ -56,8 +42,8 @@ class Runner:
         self._pools: dict[str, aioredis.BlockingConnectionPool] = {}
 
     async def call(self, sandbox: str, args: Sequence[Arg], key: str | None) -> Any:
-        """The reply of `args` run as the sandbox's user on the node of `key` (None: any).
-        Raises `acl.Closed` where users cannot be made, redis-py's errors on a fault."""
+        """The reply of `args` as the sandbox's user on the node of `key` (None: any); `acl.Closed`
+        where users cannot be made."""
         name = args[0].decode("utf-8", "replace") if isinstance(args[0], bytes) else str(args[0])
         if name.upper() in _STATEFUL:
             raise ValueError(f"{name} changes the connection itself; it is never run as a sandbox's user")
@@ -83,8 +69,7 @@ class Runner:
                 return found
 
     async def evalsha(self, sandbox: str, source: str, keys: Sequence[str], argv: Sequence[Arg]) -> Any:
-        """A script by SHA as the sandbox's user; on NOSCRIPT the site loads
-        it on that node (SCRIPT is denied to the user) and it runs once more."""
+        """A script by SHA; on NOSCRIPT the site loads it (SCRIPT is denied to the user) and retries."""
         sha = hashlib.sha1(source.encode()).hexdigest()
         args: list[Arg] = ["EVALSHA", sha, len(keys), *keys, *argv]
         key = keys[0] if keys else None
@@ -117,8 +102,9 @@ class Runner:
                 cls, settings = site.connection_class, site.connection_kwargs
             else:
                 raise ValueError("a cluster command needs the node it goes to")
+            plain = next((c for c in (SSLConnection, UnixDomainSocketConnection) if issubclass(cls, c)), Connection)
             pool = aioredis.BlockingConnectionPool(
-                connection_class=_kind(cls), max_connections=self.max_connections, timeout=self.timeout,
+                connection_class=plain, max_connections=self.max_connections, timeout=self.timeout,
                 username=acl.IDLE_USER, password=acl.password_of(self.secret, acl.IDLE_USER),
                 protocol=2, decode_responses=False, driver_info=None, health_check_interval=0,
                 retry=Retry(NoBackoff(), 0),  # a line is never sent twice by redis-py itself
@@ -165,12 +151,11 @@ class Runner:
 
 
 class _Unread(ConnectionError):
-    """The connection was closed before any reply to the line was read."""
+    """Closed before any reply to the line was read."""
 
 
 async def _read(conn: AbstractConnection) -> Any:
-    """One reply; an error reply (WRONGPASS too) as its exception, the connection kept:
-    an error reply read whole leaves it as sound as any (a real fault drops it in `_exchange`)."""
+    """One reply; an error reply (WRONGPASS too) as its exception, the connection kept (read whole)."""
     try:
         return await conn.read_response(disconnect_on_error=False)
     except (ResponseError, AuthenticationError) as exc:

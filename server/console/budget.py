@@ -1,14 +1,8 @@
 """What a sandbox's console writes may cost, and the names they leave behind.
 
-The budget charges what Valkey reports, not the bytes typed: after a write,
-`scripts/weigh.lua` takes the MEMORY USAGE of every key the write may have
-changed (the queue's own keys, the rows it named) and keeps each figure and
-their sum in the queue's `:spent` hash (a widget's Reset deletes it with the
-keys). Before a write, the sandbox's sums plus the bytes the line sends (the
-least it can add) must stay under the budget, else 409 and nothing is
-written. A write line costs two round trips of its own, both pipelined with
-what the line needed anyway (the admission before, the weighing after); a
-third only when it names keys the queue's `:index` does not list yet.
+After a write, `scripts/weigh.lua` keeps the MEMORY USAGE of every key it may have changed, and
+their sum, in the queue's `:spent` hash (a Reset deletes it). Before a write, the sandbox's sums
+plus the bytes the line sends must stay under the budget, else 409 and nothing is written.
 """
 
 from __future__ import annotations
@@ -37,7 +31,7 @@ WEIGH = Script.from_file(Path(__file__).resolve().parent / "scripts" / "weigh.lu
 
 
 def cost(found: Plan) -> int:
-    """The least a write line can add: the bytes it sends, plus `OVERHEAD`."""
+    """The least a write line can add."""
     return OVERHEAD + sum(len(arg.encode("utf-8", "surrogateescape")) for arg in found.sent)
 
 
@@ -51,8 +45,8 @@ def extra_names(found: Plan, sandbox: str) -> list[str]:
 
 
 def weighed_names(found: Plan, sandbox: str) -> list[str]:
-    """The keys a write may change: the queue's own, each named key, and a named row's whole family
-    (a script given a row writes its counter or its results too)."""
+    """The queue's own keys, each named key, and a named row's whole family (a script writes its
+    counter or results too)."""
     assert found.queue is not None
     base = f"emq:{{{sandbox}.{found.queue}}}:"
     names = [base + suffix for suffix in sorted(FOUND_BY_SNAPSHOT)]
@@ -69,8 +63,6 @@ def weighed_names(found: Plan, sandbox: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Admission:
-    """What one write may do: its least cost, the index names it adds, the keys weighed after it."""
-
     queue: str
     cost: int
     new_names: list[str]
@@ -80,14 +72,14 @@ class Admission:
 def _number(value: Any) -> int:
     try:
         return int(value or 0)
-    except (TypeError, ValueError):
-        return 0  # not a figure (an error reply, an older site's key): counted as empty
+    except (TypeError, ValueError):  # an error reply, an older site's key
+        return 0
 
 
 async def admit(admin: Conn, sandbox: str, queues: frozenset[str], found: Plan, budget: int,
                 door: admission.Door | None = None) -> Admission:
-    """The sandbox admitted (`door`), its queues' sums and the queue's index read, in one round trip;
-    `Refusal` 409 when the line would go past either cap (nothing written)."""
+    """Admission (`door`), the queues' sums and the queue's index, in one round trip; `Refusal` 409
+    past either cap."""
     assert found.queue is not None
     names = extra_names(found, sandbox)
     parts = sorted(queues | {found.queue})
@@ -107,7 +99,8 @@ async def admit(admin: Conn, sandbox: str, queues: frozenset[str], found: Plan, 
     spent = sum(_number(r) for r in replies[:len(parts)])
     price = cost(found)
     if spent + price > budget:
-        raise Refusal(409, f"This sandbox holds about {_megabytes(budget)} already: "
+        size = f"{budget / 1_048_576:g} MB" if budget >= 1_048_576 else f"{budget // 1024} KB"
+        raise Refusal(409, f"This sandbox holds about {size} already: "
                            "press Reset on a widget to free its queue's share, then run the line again. "
                            "Nothing was written.")
     new: list[str] = []
@@ -129,7 +122,7 @@ async def index(admin: Conn, sandbox: str, admitted: Admission) -> None:
 
 
 async def weigh(admin: Conn, sandbox: str, admitted: Admission) -> int:
-    """Charge the queue what Valkey now reports for the keys the line may have changed: its new sum."""
+    """Charge the queue what Valkey now reports for the keys weighed: its new sum."""
     return int(await WEIGH.run(admin, [keys.spent_key(f"{sandbox}.{admitted.queue}"), *admitted.weighed], []))
 
 
@@ -140,7 +133,3 @@ async def spent(admin: Conn, sandbox: str, queues: frozenset[str]) -> int:
         for part in parts:
             pipe.hget(keys.spent_key(f"{sandbox}.{part}"), "total")
         return sum(_number(r) for r in await pipe.execute(raise_on_error=False))
-
-
-def _megabytes(size: int) -> str:
-    return f"{size / 1_048_576:g} MB" if size >= 1_048_576 else f"{size // 1024} KB"

@@ -1,9 +1,6 @@
-"""Keys as the learner writes them -> keys of the sandbox the line acts in.
-
-``emq:{fanin}:…`` means that queue in the line's sandbox; another sandbox's key,
-or one outside the grammar, is refused with a message (the boundary itself is
-the ACL user's NOPERM). Writes reach the course's queues only, never the outbox.
-"""
+"""Keys as the learner writes them (``emq:{fanin}:…``) -> keys of the line's sandbox; another
+sandbox's key or one outside the grammar is refused in words (the boundary is the ACL user's
+NOPERM). Writes reach the course's queues only, never the outbox."""
 
 from __future__ import annotations
 
@@ -50,7 +47,7 @@ class Confinement:
         return f"{self.sandbox}.{queue}"
 
     def key(self, text: str, *, write: bool, shape: str | None = None, base: bool = False) -> Key:
-        """The sandbox's key for `text`; `base`: the queue's prefix emq:{q}: is accepted."""
+        """The sandbox's key for `text`; `base`: the prefix emq:{q}: is accepted."""
         found = KEY_RE.fullmatch(text)
         if not found:
             raise Refusal(403, f"{_show(text)} is outside every sandbox: the console reaches keys written "
@@ -84,8 +81,8 @@ class Confinement:
         return self.full(queue)
 
     def check_value(self, text: str) -> None:
-        """Refuse a value naming another sandbox's queue, plainly or through JSON's \\u
-        escapes: not the boundary, but it explains itself better than NOPERM later."""
+        """Refuse a value naming another sandbox's queue, plainly or in JSON's \\u escapes (not the
+        boundary, but clearer than NOPERM later)."""
         for seen in (text, UNICODE_ESCAPE.sub(lambda m: chr(int(m[1], 16)), text)):
             for found in FOREIGN.finditer(seen):
                 if found[1] != self.sandbox:

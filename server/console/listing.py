@@ -1,12 +1,8 @@
 """KEYS and SCAN for the console, answered from the sandbox's own keys.
 
-The sandbox's user may not run KEYS or SCAN (key patterns cannot confine
-them), and the site running them would walk the whole keyspace for one
-learner's line. Instead each queue of the sandbox lists the keys it holds the
-way a Reset finds them (`scripts/names.lua`: the queue's keys, the rows of its
-state sets and its widget, the names its `:index` lists), all queues in one
-round trip, and the pattern is matched here with Valkey's glob rules. The
-work is bounded by the sandbox's own keys, whatever else Valkey holds.
+Key patterns cannot confine KEYS or SCAN, and the site running them would walk the whole keyspace;
+instead each queue lists its keys the way a Reset finds them (`scripts/names.lua`), all queues in
+one round trip, and the pattern is matched here with Valkey's glob rules.
 """
 
 from __future__ import annotations
@@ -21,10 +17,9 @@ from server.emq.script import Call, Script, execute, raise_first
 from server.emq.wire import Conn, as_text
 from server.sandboxes import keys
 
-_HERE = Path(__file__).resolve().parent / "scripts"
-# The names rule is the widgets' own (`includes/queue_names.lua`, which clear.lua runs): one rule, one place.
-_RULES = Path(__file__).resolve().parents[1] / "widgets" / "scripts"
-NAMES = Script("names", expand("names.lua", (_HERE / "names.lua").read_text(encoding="utf-8"), _RULES))
+# The names rule is the widgets' own (`includes/queue_names.lua`, which clear.lua runs).
+NAMES = Script("names", expand("names.lua", (Path(__file__).resolve().parent / "scripts" / "names.lua").read_text(
+    encoding="utf-8"), Path(__file__).resolve().parents[1] / "widgets" / "scripts"))
 
 
 async def keys_of(admin: Conn, sandbox: str, queues: Sequence[str],

@@ -1,5 +1,4 @@
-"""What the console's partial shows: the dive's example commands, one per
-`try-N` option of its directive (``try-1: HGETALL emq:{fanin}:job:JOBparent``)."""
+"""The console's partial: the dive's example commands, its `try-N` options (`try-1: HGETALL …`)."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ _TRY = re.compile(r"try-(\d+)")
 
 
 def examples(options: dict[str, Any]) -> list[str]:
-    """The `try-N` options in the order of N."""
     found = [(int(m[1]), str(v)) for k, v in options.items() if (m := _TRY.fullmatch(k))]
     return [command for _, command in sorted(found)]
 

@@ -1,7 +1,5 @@
-"""Split a console line into arguments the way valkey-cli (sdssplitargs) does,
-quotes and escapes included, but saying what is wrong and where instead of
-"Invalid argument(s)". Arguments must be UTF-8: the widgets read the keys as text.
-"""
+"""Split a console line the way valkey-cli (sdssplitargs) does, saying what is wrong and where
+instead of "Invalid argument(s)". Arguments must be UTF-8: the widgets read the keys as text."""
 
 from __future__ import annotations
 
@@ -19,8 +17,6 @@ class Malformed(ValueError):
 
 @dataclass(frozen=True)
 class Limits:
-    """The caps on one line: its size, how many arguments, each one's size."""
-
     line_bytes: int = 4096
     arguments: int = 64
     argument_bytes: int = 1024
@@ -38,7 +34,7 @@ _IN_QUOTES = {'"': re.compile(r'[^"\\]+'), "'": re.compile(r"[^'\\]+")}
 
 
 def _quoted(line: str, at: int, quote: str, out: bytearray) -> int:
-    """Read a quoted part opened at `at`; return the index after its closing quote."""
+    """The index after the closing quote of the part opened at `at`."""
     i = at + 1
     run = _IN_QUOTES[quote]
     while i < len(line):
@@ -69,7 +65,6 @@ def _quoted(line: str, at: int, quote: str, out: bytearray) -> int:
 
 
 def split(line: str, limits: Limits = Limits()) -> list[str]:
-    """The arguments of `line`, each checked against `limits`; `Malformed` if not."""
     size = len(_utf8(line, "the line"))
     if size > limits.line_bytes:
         raise Malformed(f"the command is {size} bytes long; the console takes at most {limits.line_bytes}")

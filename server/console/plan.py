@@ -1,8 +1,5 @@
-"""A console line -> a plan checked end to end, before anything is sent.
-
-Every host-side check happens here (`Refusal` or `Malformed`); a plan that
-comes back is what `run.py` sends as the sandbox's ACL user, and nothing else.
-"""
+"""A console line -> a plan checked end to end (`Refusal` or `Malformed`) before anything is sent:
+what `run.py` sends as the sandbox's ACL user, and nothing else."""
 
 from __future__ import annotations
 
@@ -22,17 +19,13 @@ from server.emq.keyspace import ID_RE
 _ARGV_RE: Final = re.compile(r"ARGV\[(\d+)\]")
 _QUEUE_RE: Final = re.compile(r"(?<![-\w])queue(?![-'\w])")
 NUMKEYS_RE: Final = re.compile(r"[0-9]{1,2}")
-# A number a script computes with: ASCII digits only. `str.isdigit` passes
-# '²' and Lua's tonumber passes '1e9' and '0x10'; neither is what a learner
-# means, and claim would pop the job before failing on the lease.
+# ASCII digits only: `str.isdigit` passes '²', Lua's tonumber '1e9' and '0x10' (claim would pop
+# the job before failing on the lease).
 NUMBER_RE: Final = re.compile(r"[0-9]{1,15}")
 
-# The Pump's own scripts: they move and trim outbox entries, which the Pump
-# then trusts, so a learner never runs them (issue 28: outbox_age_head moved
-# a crafted entry into an outbox).
+# The Pump's own scripts move outbox entries, which the Pump trusts: never a learner's (issue 28).
 PUMP_SIDE: Final = frozenset({"flow_deliver", "outbox_age_head", "outbox_trim"})
-# ARGV positions each runnable script reads as a whole number (its header
-# names them; tests check every tonumber(ARGV[n]) of the files is here).
+# ARGV each script reads as a whole number (tests check every tonumber(ARGV[n]) is here).
 NUMBERS: Final[dict[str, frozenset[int]]] = {
     "claim": frozenset({2}), "complete": frozenset({2}), "fail": frozenset({2, 4, 5}),
     "enqueue_flow": frozenset({3}), "hold_parent": frozenset({3}), "requeue_lapsed": frozenset({2}),
@@ -58,7 +51,7 @@ class Plan:
 
     @property
     def route(self) -> str | None:
-        """The key whose slot the command goes to on a cluster (None: any node)."""
+        """The key whose slot the command goes to (None: any node)."""
         if self.how == "script":
             return self.keys[0]
         if self.rule is not None and self.rule.keys == "numkeys":
@@ -67,11 +60,8 @@ class Plan:
 
     @property
     def sent(self) -> list[str]:
-        """What goes to Valkey's memory if the line writes: every argument after the name."""
+        """What goes to Valkey's memory if the line writes."""
         return [*self.keys, *self.argv] if self.how == "script" else self.args[1:]
-
-
-# -- the course's scripts ----------------------------------------------------------
 
 
 @cache
@@ -101,9 +91,6 @@ def argv_roles(name: str) -> dict[int, str]:
     return roles
 
 
-# -- planning: every check, nothing sent -------------------------------------------
-
-
 def plan(line: str, where: Confinement, limits: Limits) -> Plan:
     args = split(line, limits)
     script, rest = args[0].lower(), args[1:]  # a course script typed by name, or a command (EVALSHA among them)
@@ -121,7 +108,10 @@ def plan(line: str, where: Confinement, limits: Limits) -> Plan:
     if script in PUMP_SIDE:
         raise Refusal(403, f"{script} is the Pump's own script: it moves outbox entries, which the Pump trusts, "
                            "so the console does not run it.")
-    return _script_plan(line, script, rest, where)
+    roles = argv_roles(script)
+    queue, real, confined = _call(script, rest, where, roles)
+    return Plan(line, "script", [], script=script, keys=real, argv=confined, queue=queue,
+                written=real + _rows_named(confined, roles, NUMBERS.get(script, ())))
 
 
 def _direct_plan(line: str, rule: Rule, args: list[str], where: Confinement) -> Plan:
@@ -168,10 +158,8 @@ def _values(rule: Rule, suffix: str, values: list[str], where: Confinement) -> l
 
 
 def _call(name: str, rest: list[str], where: Confinement, roles: dict[int, str]) -> tuple[str, list[str], list[str]]:
-    """(queue, KEYS, ARGV) of a script or EMQ.* call, after its numkeys. Every key is
-    in one queue (one hashtag), the course's queues only; the ARGV a script computes
-    with are ASCII whole numbers, checked before it runs (a script failing halfway
-    keeps what it wrote); its base and queue arguments are confined."""
+    """(queue, KEYS, ARGV) of a script or EMQ.* call after its numkeys: one queue of the course's,
+    numbers checked before it runs (a script failing halfway keeps what it wrote), bases confined."""
     if not rest or not NUMKEYS_RE.fullmatch(rest[0]) or int(rest[0]) > len(rest) - 1:
         raise Refusal(400, f"{name}: numkeys must be a whole number (digits 0-9), at most the number of "
                            "arguments after it.")
@@ -192,8 +180,7 @@ def _call(name: str, rest: list[str], where: Confinement, roles: dict[int, str])
 
 
 def _confined_argv(argv: list[str], where: Confinement, queue: str, roles: dict[int, str]) -> list[str]:
-    """A base (an argument the script or the module makes key names from) is
-    confined whatever its prefix; so is anything shaped like a key."""
+    """A base (key names are made from it) is confined whatever its prefix; so is anything key-shaped."""
     out = []
     for i, value in enumerate(argv, 1):
         role = roles.get(i)
@@ -211,16 +198,8 @@ def _confined_argv(argv: list[str], where: Confinement, queue: str, roles: dict[
     return out
 
 
-def _script_plan(line: str, script: str, rest: list[str], where: Confinement) -> Plan:
-    roles = argv_roles(script)
-    queue, real, confined = _call(script, rest, where, roles)
-    return Plan(line, "script", [], script=script, keys=real, argv=confined, queue=queue,
-                written=real + _rows_named(confined, roles, NUMBERS.get(script, ())))
-
-
 def _rows_named(argv: list[str], roles: dict[int, str], numbers: Iterable[int]) -> list[str]:
-    """The job rows a script may make from its base and the ids among its
-    ARGV (add_flow's children, a parent id): named so a Reset finds them."""
+    """The job rows a script may make from its base and the ids in its ARGV, so a Reset finds them."""
     bases = [argv[i - 1] for i, role in roles.items() if role == "base" and i <= len(argv)]
     if not bases:
         return []

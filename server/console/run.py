@@ -1,16 +1,12 @@
-"""A checked plan run on Valkey, and the lines the page prints.
-
-Commands and scripts run as the sandbox's ACL user (`as_user.Runner`). SCAN
-and KEYS, which key patterns cannot confine (the user may not run them), are
-answered by the site from the sandbox's own keys (`listing`), in the short form.
-"""
+"""A checked plan run on Valkey as the sandbox's ACL user (SCAN and KEYS from the sandbox's own
+keys: `listing`), and the lines the page prints."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
 from server.console import listing, watchdog
@@ -36,14 +32,14 @@ async def execute(runner: Runner, admin: Conn, sandbox: str, found: Plan, where:
     if found.how == "script":
         assert found.script is not None
         call = runner.evalsha(sandbox, registry.script_source(found.script), found.keys, found.argv)
-        return await watchdog.watched(call, admin, node_for(admin, found.keys[0]), found.script)
+        node = admin.get_node_from_key(found.keys[0]) if isinstance(admin, RedisCluster) else None
+        return await watchdog.watched(call, admin, node, found.script)  # SCRIPT KILL goes to that node
     if found.how == "scan":
         return await scan(admin, found, where, ids or {})
     return await runner.call(sandbox, found.args, found.route)
 
 
 async def scan(admin: Conn, found: Plan, where: Confinement, ids: Mapping[str, Sequence[str]]) -> list[Any]:
-    """SCAN or KEYS over the sandbox's own keys (`listing`), never the keyspace, in one round trip."""
     matches = listing.glob(found.args[0]).fullmatch
     wanted = found.scan_type.lower() if found.scan_type else None
     held = await listing.keys_of(admin, where.sandbox, sorted(where.writable), ids)
@@ -54,13 +50,7 @@ async def scan(admin: Conn, found: Plan, where: Confinement, ids: Mapping[str, S
     return [b"0", shown] if found.scan_as == "SCAN" else shown
 
 
-def node_for(admin: Conn, key: str) -> ClusterNode | None:
-    """The primary a key's script runs on (None: one server), where SCRIPT KILL must go."""
-    return admin.get_node_from_key(key) if isinstance(admin, RedisCluster) else None
-
-
 def printed(found: Plan, value: Any) -> list[str]:
-    """The lines valkey-cli would print for the reply, cut to size."""
     if isinstance(value, RedisError):
         return cut(error_lines(value))
     status = found.rule is not None and found.rule.status and not _bulk_instead(found.args)
@@ -73,7 +63,7 @@ def error_lines(exc: RedisError) -> list[str]:
 
 
 def refused_by_acl(exc: RedisError) -> bool:
-    """NOPERM, or a script stopped by the ACL (Valkey says 'ACL failure in script')."""
+    """NOPERM, or a script stopped by the ACL ('ACL failure in script')."""
     text = reply.error_text(exc)
     return text.startswith("NOPERM") or "ACL failure" in text
 

@@ -1,8 +1,5 @@
-"""The console's transcript, kept in Valkey: the last commands and their replies.
-
-A reload or a second tab reads it back from here. One list per visitor in the
-sandbox (a class sharing one does not share its members' typing), expiring with it.
-"""
+"""The console's transcript in Valkey, read back by a reload or a second tab: one list per visitor
+in the sandbox (a class sharing one does not share its members' typing), expiring with it."""
 
 from __future__ import annotations
 
@@ -22,7 +19,7 @@ def transcript_key(sandbox: str, visitor: str) -> str:
 
 
 def visitors_key(sandbox: str) -> str:
-    """The visitors with a transcript in `sandbox`: how a reset finds them without a scan."""
+    """Who has a transcript in `sandbox`: how a reset finds them without a scan."""
     return f"lab:{{{sandbox}}}:consoles"
 
 
@@ -33,7 +30,6 @@ async def keys_of(conn: Conn, sandbox: str) -> list[str]:
 
 
 def kept(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The entry as stored: a long reply keeps its first lines and says so."""
     lines = list(entry.get("reply_lines", []))
     if len(lines) > KEEP_LINES:
         left = len(lines) - KEEP_LINES

@@ -1,16 +1,7 @@
-"""The console's watchdog: a course script a learner runs from the console
-answers within a small budget, or is stopped with SCRIPT KILL.
-
-Every console-reachable script bounds its work by its KEYS and ARGV
-(includes/guards.lua), so none should come near the budget; this is the
-backstop for one that does. Past `SCRIPT_MS` the site, on its own connection,
-sends SCRIPT KILL to the node the script runs on; Valkey hears it once the
-script is past `busy-reply-threshold` (the managed Valkey's is
-`long_script.BUSY_REPLY_MS`, a little under the budget). SCRIPT KILL stops a
-script that has not written (`OK`: the learner is told, in words, that
-nothing was written); one that has written cannot be stopped halfway
-(`UNKILLABLE`) and is waited for, and logged. EMQ.* commands are C with a fixed
-amount of work: they are not watched.
+"""The console's watchdog: a course script run from the console answers within `SCRIPT_MS`, or the
+site sends SCRIPT KILL to its node (heard past `busy-reply-threshold`, the managed Valkey's
+`long_script.BUSY_REPLY_MS`). A backstop: every script bounds its work (includes/guards.lua). A
+script that wrote cannot be stopped (`UNKILLABLE`): it is waited for and logged. EMQ.* is not watched.
 """
 
 from __future__ import annotations
@@ -38,8 +29,7 @@ STOPPED: Final = ("{script} ran past the console's {ms} ms budget, so the site s
 
 async def watched(call: Awaitable[Any], admin: Conn, node: ClusterNode | None, script: str,
                   budget_ms: int = SCRIPT_MS) -> Any:
-    """The reply of `call` (an EVALSHA as the sandbox's user); `Refusal` 422
-    when it ran past `budget_ms` and SCRIPT KILL stopped it."""
+    """The reply of `call`; `Refusal` 422 when SCRIPT KILL stopped it past `budget_ms`."""
     task = asyncio.ensure_future(call)
     await asyncio.wait({task}, timeout=budget_ms / 1000)
     if task.done():
