@@ -1,9 +1,5 @@
-"""Markdown content pipeline: front matter, directives, sections, the course.
-
-``load_course()`` reads ``site/content/**/*.md`` once; ``course.page(path)``
-returns a :class:`Page`. Directives: ``{widget}`` (whose body may declare
-questions) and ``{listing}``; front matter and directive bodies are YAML.
-"""
+"""The Markdown pipeline: ``load_course()`` reads ``site/content/**/*.md`` once (YAML front matter,
+the ``{widget}`` and ``{listing}`` directives, sections); ``course.page(path)`` is a :class:`Page`."""
 
 from .course import Course, load_course
 from .errors import ContentError

@@ -1,7 +1,5 @@
-"""The course: every page loaded once, linked together and cross-checked (dives
-numbered, link entries resolved, every internal link naming a page and id that
-exist), so a broken course stops the start naming the file and line.
-"""
+"""The course: every page loaded once, linked and cross-checked (dives numbered, entries resolved,
+internal links checked), so a broken course stops the start naming the file and line."""
 
 from __future__ import annotations
 
@@ -18,8 +16,7 @@ from .pages import CONTENT_DIR, STATIC_DIR, Link, Page, body_links
 from .scripts import ScriptSource
 from .widget_directive import Placement
 
-#: ``check(page, placement)`` raises ContentError (a DirectiveError with the
-#: question's line, say) when the placement asks what its widget cannot do.
+#: raises ContentError when the placement asks what its widget cannot do
 CheckPlacement = Callable[[Page, Placement], None]
 
 
@@ -31,8 +28,7 @@ class Course:
         self.index: Page = self.pages["/"]
         self.hubs: list[Page] = sorted((p for p in self.pages.values() if p.kind == "hub"), key=lambda p: p.order)
         self._link_hubs()
-        # hubs in order, their dives in order; a dive marked `course_last` closes the course
-        # whatever its hub (dive 05 lives in Flows but follows Bulk flows)
+        # a dive marked `course_last` closes the course whatever its hub (dive 05 lives in Flows)
         self.dives: list[Page] = sorted((d for hub in self.hubs for d in hub.dives),
                                         key=lambda d: bool(d.meta.get("course_last")))
         self._number_dives()
@@ -43,12 +39,10 @@ class Course:
                     raise ContentError(f"link {href!r}: {problem}", path=page.source, line=line)
         self._check_questions_declared_once()
 
-    # -- public API ----------------------------------------------------------
     @classmethod
     def load(cls, content_dir: str | Path = CONTENT_DIR, *, known_widgets: Iterable[str] | None = None,
              scripts: ScriptSource | None = None) -> Course:
-        """Parse every ``*.md`` under ``content_dir``; ``known_widgets`` ``None`` accepts
-        any widget name, ``scripts`` ``None`` reads listings from the host library's registry."""
+        """Every ``*.md`` under ``content_dir``; ``None``: any widget name, the registry's scripts."""
         root = Path(content_dir)
         md = make_markdown(known_widgets, scripts)
         files = sorted(root.rglob("*.md"))
@@ -61,14 +55,13 @@ class Course:
         return self.pages.get("/" + path.strip("/"))
 
     def placements(self) -> Iterator[tuple[Page, Placement]]:
-        """Every ``{widget}`` fence of the course with its page: the index, the hubs, then the dives."""
+        """Every ``{widget}`` fence with its page: the index, the hubs, then the dives."""
         for page in [self.index, *self.hubs, *self.dives]:
             for placement in page.placements:
                 yield page, placement
 
     def check_placements(self, check: CheckPlacement) -> None:
-        """Run ``check`` on every placement; its ContentError comes back naming
-        the dive file, and the fence's line when it named none."""
+        """Run ``check`` on every placement; its ContentError comes back naming the file (and line)."""
         for page, placement in self.placements():
             try:
                 check(page, placement)
@@ -76,7 +69,6 @@ class Course:
                 line = exc.line if exc.line is not None else placement.line
                 raise ContentError(exc.message, path=page.source, line=line) from None
 
-    # -- building ------------------------------------------------------------
     def _link_hubs(self) -> None:
         hubs = {h.slug: h for h in self.hubs}
         grouped: dict[str, list[Page]] = {slug: [] for slug in hubs}
@@ -94,8 +86,7 @@ class Course:
                 dive.hub = hubs[slug]
 
     def _number_dives(self) -> None:
-        # One sequence for the whole course: a learner who finishes the last
-        # dive of a hub goes on to the first of the next, and the numbers say so.
+        # One sequence for the whole course: the last dive of a hub leads to the next hub's first.
         for position, dive in enumerate(self.dives):
             dive.number = position + 1
             if "kicker" not in dive.meta and dive.hub is not None:
@@ -104,8 +95,7 @@ class Course:
             dive.next_page = self.dives[position + 1] if position + 1 < len(self.dives) else None
 
     def _check_questions_declared_once(self) -> None:
-        # A widget's actions are one API for the whole site, so its questions
-        # can only be written in one place.
+        # A widget's actions are one API for the whole site: its questions are written once.
         declared: dict[str, tuple[Page, Placement]] = {}
         for page, placement in self.placements():
             if not placement.questions:

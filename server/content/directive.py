@@ -1,9 +1,5 @@
-"""Shared parsing for MyST-style directive fences: ```` ```{name} argument ````.
-
-The body is a YAML mapping (:mod:`.yaml_text`: every value stays text, every
-key knows its line); an empty body is an empty mapping. Each directive plugin
-registers itself with :func:`directive_plugin`, which turns its fences into tokens.
-"""
+"""MyST-style directive fences (```` ```{name} argument ````) whose body is a YAML mapping
+(:mod:`.yaml_text`); :func:`directive_plugin` turns a directive's fences into tokens."""
 
 from __future__ import annotations
 
@@ -29,7 +25,7 @@ class Directive:
     line: int | None
 
     def text_options(self, known: set[str] | None = None, skip: str = "") -> dict[str, str]:
-        """The body's keys but ``skip`` as ``name: text`` options; ``known`` limits the names."""
+        """The body's keys but ``skip`` as text options; ``known`` limits the names."""
         options: dict[str, str] = {}
         for key, value in self.body.items():
             if key == skip:
@@ -47,8 +43,8 @@ class Directive:
 
 def directive_plugin(md: MarkdownIt, name: str, tag: str, build: Callable[[Directive, StateCore], dict[str, object]],
                      render: Callable[..., str]) -> None:
-    """Turn every ```` ```{name} ```` fence into a leaf block token of type ``name``, its text
-    gone and its meta ``build(directive, state)``: the ``render`` rule draws it from that alone."""
+    """Every ```` ```{name} ```` fence becomes a token of type ``name`` with meta
+    ``build(directive, state)``, which ``render`` draws it from."""
 
     def directive_rule(state: StateCore) -> None:
         for token in state.tokens:
@@ -68,8 +64,7 @@ def directive_plugin(md: MarkdownIt, name: str, tag: str, build: Callable[[Direc
 
 
 def parse_body(body: str, directive: str, line: int | None) -> YamlMap:
-    """A fence's body as a YAML mapping; ``line`` is the fence's own line, so
-    the body starts on the next one."""
+    """A fence's body as a YAML mapping; ``line`` is the fence's own (the body starts below)."""
     first = line + 1 if line is not None else 1
     try:
         value = load_yaml(body, first)

@@ -1,8 +1,5 @@
-"""Errors the content pipeline raises while loading the course.
-
-Every problem is found when the site starts, never while a visitor reads a
-page, and is named the way a compiler does (``site/content/flows/cross-queue.md:42: …``).
-"""
+"""Errors found loading the course when the site starts, named the way a compiler does
+(``site/content/flows/cross-queue.md:42: …``)."""
 
 from __future__ import annotations
 
@@ -10,7 +7,7 @@ from pathlib import Path
 
 
 class ContentError(Exception):
-    """A content file that cannot become a page; ``path`` and ``line`` (1-based) say where, when known."""
+    """A content file that cannot become a page; ``path`` and ``line`` (1-based) when known."""
 
     def __init__(self, message: str, line: int | None = None, *, path: str | Path | None = None) -> None:
         self.message = message
@@ -27,4 +24,4 @@ class DirectiveError(ContentError):
 
 
 class FrontMatterError(ContentError):
-    """The front matter between the ``---`` lines is not the YAML a page needs."""
+    """The front matter is not the YAML a page needs."""

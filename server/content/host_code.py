@@ -1,10 +1,5 @@
-"""Host listings: one Python function cut, by name, out of a file under ``server/``.
-
-The function is found with :mod:`ast` each time the course loads, so a listing
-cannot drift from the code: a name that no longer exists fails the load. A cut
-holds the comment lines directly above the function, its decorators, and the
-function down to its last line.
-"""
+"""Host listings: a top-level Python function of ``server/`` cut by name with :mod:`ast` (with its
+comments above and decorators) each time the course loads, so a listing cannot drift from the code."""
 
 from __future__ import annotations
 
@@ -33,7 +28,6 @@ class HostFunction:
 
 
 def cut_function(source: str, name: str, path: str = "<source>") -> HostFunction:
-    """The top-level function ``name`` of ``source``, with its comments and decorators."""
     tree = ast.parse(source, filename=path)
     lines = source.splitlines()
     for node in tree.body:
@@ -48,7 +42,7 @@ def cut_function(source: str, name: str, path: str = "<source>") -> HostFunction
 
 
 class HostFiles:
-    """Read host files relative to one root (the repository, by default)."""
+    """Host files under one root (the repository, by default)."""
 
     def __init__(self, root: str | Path = REPO_ROOT) -> None:
         self.root = Path(root)

@@ -1,9 +1,6 @@
-"""The ``{listing}`` directive: show a Lua script exactly as the server runs it.
-
-``NAME.lua``, ``NAME.lua#MOVE``, ``NAME.lua#lines=A-B`` or ``server/PATH.py::FUNCTION``;
-``caption:`` and ``fold: <summary>`` (a ``<details>``, for plumbing, never a
-widget's script). Anything missing fails the course load.
-"""
+"""The ``{listing}`` directive: code exactly as the server runs it (``NAME.lua``, ``NAME.lua#MOVE``,
+``NAME.lua#lines=A-B`` or ``server/PATH.py::FUNCTION``), with ``caption:`` and ``fold: <summary>``
+(a ``<details>``, for plumbing). Anything missing fails the course load."""
 
 from __future__ import annotations
 
@@ -65,8 +62,7 @@ def listing_plugin(md: MarkdownIt, scripts: ScriptSource | None = None, host: Ho
 
 
 def _resolve(source: ScriptSource, argument: str, options: dict[str, str], line: int | None) -> dict[str, Any]:
-    """The script's lines the argument asks for (one move, a range, or all), numbered and tagged with their
-    move, and the figure's attributes and title."""
+    """The lines asked for (a move, a range, or all), tagged with their move; the figure's attributes and title."""
     match = _ARGUMENT.match(argument)
     if not match:
         raise DirectiveError("{listing} takes NAME.lua, NAME.lua#MOVE, NAME.lua#lines=A-B "
@@ -111,7 +107,6 @@ def render_listing(self: RendererProtocol, tokens: Sequence[Token], idx: int, op
         figure = _figure("listing", meta["attrs"], meta["title"], meta["caption"], meta["lines"], "lua")
     if not meta.get("fold_html"):
         return figure
-    # Folded plumbing: the summary says what is inside, one click opens it.
     return f'<details class="listing-fold"><summary>{meta["fold_html"]}</summary>\n{figure}</details>\n'
 
 

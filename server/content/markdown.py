@@ -1,8 +1,5 @@
-"""The one Markdown parser every page goes through.
-
-CommonMark with raw HTML off (a ``<script>`` typed into a page comes out as
-text), GFM tables, h2 anchors, front matter, and the course's directives.
-"""
+"""The one Markdown parser: CommonMark with raw HTML off (a typed ``<script>`` comes out as text),
+GFM tables, h2 anchors, front matter, and the course's directives."""
 
 from __future__ import annotations
 

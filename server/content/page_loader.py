@@ -1,10 +1,5 @@
-"""Loading one content file into a :class:`~.pages.Page`.
-
-Where the file lies gives its kind and URL; the front matter gives its
-fields (checked against what its kind takes); the body gives its sections,
-widgets and placements. Every problem found here is a :class:`ContentError`
-naming the file, and the line when one is known.
-"""
+"""One content file -> a :class:`~.pages.Page`: its place gives its kind and URL, its front matter
+its fields (checked against its kind), its body its sections and placements."""
 
 from __future__ import annotations
 
@@ -52,7 +47,6 @@ def load_page(md: MarkdownIt, root: Path, file: Path) -> Page:
 
 
 def _place(root: Path, file: Path) -> tuple[PageKind, str, str | None, str]:
-    """(kind, URL path, hub slug, slug) of a content file, from where it lies."""
     parts = file.relative_to(root).with_suffix("").parts
     place: tuple[PageKind, str, str | None, str]
     if parts == ("index",):
@@ -70,7 +64,6 @@ def _place(root: Path, file: Path) -> tuple[PageKind, str, str | None, str]:
 
 
 def _parse(md: MarkdownIt, file: Path) -> tuple[YamlMap, list[Token]]:
-    """The front matter and the body tokens of a content file."""
     text = file.read_text(encoding="utf-8")
     if not text.startswith("---\n"):
         raise ContentError("a page opens with front matter between '---' lines", path=file, line=1)
@@ -79,16 +72,14 @@ def _parse(md: MarkdownIt, file: Path) -> tuple[YamlMap, list[Token]]:
         front = next((t for t in tokens if t.type == "front_matter"), None)
         if front is None:
             raise ContentError("front matter is not closed with '---'", line=1)
-        # the block's text starts on line 2, right after the opening '---'
-        meta = parse_front_matter(front.content, first_line=2)
+        meta = parse_front_matter(front.content, first_line=2)  # right after the opening '---'
     except ContentError as exc:  # the parsers that find a problem do not know its file
         raise ContentError(exc.message, path=file, line=exc.line) from None
     return meta, [t for t in tokens if t.type != "front_matter"]
 
 
 def parse_front_matter(text: str, first_line: int = 1) -> YamlMap:
-    """The front matter (cut out by markdown-it's front_matter_plugin) as a mapping;
-    ``first_line`` is the file line the block starts on."""
+    """The front matter as a mapping; ``first_line``: the file line the block starts on."""
     if "\t" in text:
         number = first_line + text[: text.index("\t")].count("\n")
         raise FrontMatterError("tabs are not allowed; indent with spaces", number)
@@ -104,7 +95,7 @@ def parse_front_matter(text: str, first_line: int = 1) -> YamlMap:
 
 
 def _checked_meta(file: Path, kind: str, meta: YamlMap) -> int:
-    """The page's order, once its front matter has exactly the fields its kind allows."""
+    """The page's order, once its front matter has the fields its kind allows."""
     required, optional = _FIELDS[kind]
     missing = required - set(meta)
     unknown = set(meta) - required - optional

@@ -1,8 +1,5 @@
-"""A page of the course: one ``site/content/**/*.md`` file, parsed.
-
-``index.md`` is ``/``, ``<hub>/index.md`` the hub ``/<hub>``, ``<hub>/<slug>.md``
-a dive at ``/<hub>/<slug>``; front matter fields are checked in page_loader.py.
-"""
+"""A page of the course: ``index.md`` is ``/``, ``<hub>/index.md`` the hub ``/<hub>``,
+``<hub>/<slug>.md`` a dive at ``/<hub>/<slug>`` (loaded by page_loader.py)."""
 
 from __future__ import annotations
 
@@ -76,10 +73,8 @@ class Page:
     prev_page: Page | None = field(default=None, repr=False)
     next_page: Page | None = field(default=None, repr=False)
 
-    # -- front matter fields -------------------------------------------------
     def inline(self, name: str) -> Markup:
-        """A front matter text field rendered as inline Markdown (raw HTML
-        stays escaped), ready for a template: ``page.inline("recap")``."""
+        """A front matter text field as inline Markdown (raw HTML escaped): ``page.inline("recap")``."""
         text = self.lede if name == "lede" else str(self.meta.get(name, ""))
         return Markup(self.md.renderInline(text))
 
@@ -93,11 +88,10 @@ class Page:
 
     @property
     def description(self) -> str:
-        """The page's meta description: its summary (else its lede) as plain text, one line."""
+        """Its summary (else its lede) as one line of plain text."""
         text = str(self.meta.get("summary") or self.lede)
         return " ".join(text.replace("`", "").split())
 
-    # -- body ----------------------------------------------------------------
     def render_body(self, render_widget: RenderWidget | None = None) -> Markup:
         """The body HTML, each widget drawn by ``render_widget(name, options)`` (else an empty slot)."""
         env: dict[str, Any] = {"render_widget": render_widget} if render_widget is not None else {}
@@ -105,7 +99,7 @@ class Page:
 
     @property
     def ids(self) -> set[str]:
-        """Every id the rendered page will carry (sections, headings, page blocks)."""
+        """Every id the rendered page will carry."""
         found = {s.id for s in self.sections} | {f"{s.id}-title" for s in self.sections}
         return found | (set(DIVE_PAGE_IDS) if self.kind == "dive" else {"main"})
 

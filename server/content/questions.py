@@ -1,7 +1,5 @@
-"""Questions a dive declares on a widget, parsed from the ``{widget}`` body
-(the format: docs/ARCHITECTURE.md). Only the declaration's shape is checked
-here; whether the widget has that action and readings is the widgets layer's.
-"""
+"""Questions a dive declares in a ``{widget}`` body (docs/ARCHITECTURE.md): only their shape is
+checked here; whether the widget has that action and readings is the widgets layer's."""
 
 from __future__ import annotations
 
@@ -26,8 +24,6 @@ AnswerKind = Literal["number", "choice"]
 
 @dataclass(frozen=True)
 class FeedbackSpec:
-    """What to tell a learner who gave ``answer`` when Valkey held something else."""
-
     answer: str  # a literal value, or "before", "before-1", "before+1"
     text: str
     line: int
@@ -48,7 +44,6 @@ class QuestionSpec:
     subject: str | None = None  # a reading naming what the question is about: the legend's {subject}
 
     def as_json(self) -> dict[str, Any]:
-        """The declaration as plain data (choices as [value, label] pairs)."""
         return {
             "id": self.id, "action": self.action, "legend": self.legend, "reading": self.reading,
             "when": self.when, "subject": self.subject, "answer": self.answer,
@@ -96,7 +91,12 @@ def _question(raw: Any, line: int) -> QuestionSpec:
     if kind not in ("number", "choice"):
         raise DirectiveError(f"answer is 'number' or 'choice', got {kind!r}", raw.line_of("answer"))
     choices = _choices(raw, kind)
-    _check_says(text["says"], raw.line_of("says"))
+    try:
+        fields = {name for _, name, _, _ in string.Formatter().parse(text["says"]) if name is not None}
+    except ValueError as exc:
+        raise DirectiveError(f"says: {exc} (write a literal brace as {{{{ or }}}})", raw.line_of("says")) from None
+    if fields != {"value"}:
+        raise DirectiveError("says holds {value}, where what Valkey holds goes, and no other {…}", raw.line_of("says"))
     question = QuestionSpec(
         id=text["id"], action=text["action"], legend=text["legend"], reading=text["reading"],
         when=_named(raw, "when"), answer="number" if kind == "number" else "choice", choices=choices,
@@ -138,15 +138,6 @@ def _choices(raw: YamlMap, kind: str) -> tuple[tuple[str, str], ...]:
     return tuple((key, label.strip()) for key, label in value.items())
 
 
-def _check_says(says: str, line: int) -> None:
-    try:
-        fields = {name for _, name, _, _ in string.Formatter().parse(says) if name is not None}
-    except ValueError as exc:
-        raise DirectiveError(f"says: {exc} (write a literal brace as {{{{ or }}}})", line) from None
-    if fields != {"value"}:
-        raise DirectiveError("says holds {value}, where what Valkey holds goes, and no other {…}", line)
-
-
 def _feedback(raw: YamlMap, question: QuestionSpec) -> tuple[FeedbackSpec, ...]:
     value = raw.get("feedback")
     if value is None:
@@ -158,17 +149,14 @@ def _feedback(raw: YamlMap, question: QuestionSpec) -> tuple[FeedbackSpec, ...]:
         if not isinstance(item, YamlMap) or set(item) != {"answer", "text"}:
             raise DirectiveError("each feedback item has exactly answer: and text:", line)
         answer, text = _text(item, "answer"), _text(item, "text")
-        _check_feedback_answer(question, answer, item.line_of("answer"))
+        if question.answer == "choice" and answer not in dict(question.choices):
+            raise DirectiveError(f"feedback answer {answer!r} is not one of the choices", item.line_of("answer"))
+        if question.answer != "choice" and not RELATIVE.match(answer) and not INTEGER.match(answer):
+            raise DirectiveError(f"feedback answer {answer!r} is a whole number, before, before-N or before+N",
+                                 item.line_of("answer"))
         if any(f.answer == answer for f in items):
             raise DirectiveError(f"feedback for answer {answer!r} is given twice", line)
         items.append(FeedbackSpec(answer, text, line))
     return tuple(items)
 
-
-def _check_feedback_answer(question: QuestionSpec, answer: str, line: int) -> None:
-    if question.answer == "choice":
-        if answer not in dict(question.choices):
-            raise DirectiveError(f"feedback answer {answer!r} is not one of the choices", line)
-    elif not RELATIVE.match(answer) and not INTEGER.match(answer):
-        raise DirectiveError(f"feedback answer {answer!r} is a whole number, before, before-N or before+N", line)
 

@@ -1,10 +1,5 @@
-"""Where listings read Lua from: the very files the server runs.
-
-A *script source* gives ``script_source(stem)``: the text as the server runs
-it, includes expanded, so a listing's line numbers (and its moves) are the
-registered text's. The app reads the host library's registry; tests point a
-:class:`DirScripts` at a folder of their own.
-"""
+"""Where listings read Lua from: ``script_source(stem)``, the text as the server runs it (includes
+expanded, so line numbers are the registered text's). Tests point :class:`DirScripts` at a folder."""
 
 from __future__ import annotations
 
@@ -26,7 +21,7 @@ class ScriptSource(Protocol):
 
 
 class DirScripts:
-    """Read ``<stem>.lua`` files from one folder (helpers in its ``includes/``)."""
+    """``<stem>.lua`` files of one folder (helpers in its ``includes/``)."""
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)

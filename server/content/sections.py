@@ -1,8 +1,5 @@
-"""Group a page body into sections, one per ``## `` heading: ``<section>`` of
-prose, an ``<aside>`` of its widgets, then ``prose-after``. The section is cut
-at its first widget, so on a phone the widget follows the words that introduce
-it and the long reading follows it.
-"""
+"""A page body grouped into sections, one per ``## `` heading: prose, an ``<aside>`` of its widgets,
+then ``prose-after``: cut at the first widget, so on a phone it follows the words that introduce it."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The ``{widget}`` directive: a live widget placed in a dive; ``questions:`` in
-its body (:mod:`.questions`), every other key a text option for its partial.
-"""
+"""The ``{widget}`` directive: a live widget in a dive; ``questions:`` in its body (:mod:`.questions`),
+every other key a text option for its partial."""
 
 from __future__ import annotations
 
@@ -24,8 +23,6 @@ WIDGET_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 
 @dataclass(frozen=True)
 class Placement:
-    """One ``{widget}`` fence: which widget, its text options, its questions, its line."""
-
     name: str
     options: dict[str, str] = field(default_factory=dict)
     questions: tuple[QuestionSpec, ...] = ()

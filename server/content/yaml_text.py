@@ -1,8 +1,5 @@
-"""YAML as the course's authors write it: plain text, with the line of every value.
-
-``yaml.BaseLoader`` keeps every scalar the string written (``no:`` is not
-``False``); a key given twice is an error (PyYAML would keep the last).
-"""
+"""YAML as the course's authors write it: every scalar the string written (``no:`` is not ``False``),
+every value's line kept, and a key given twice an error (PyYAML would keep the last)."""
 
 from __future__ import annotations
 
@@ -38,9 +35,7 @@ class YamlList(list[Any]):
 
 
 def load_yaml(text: str, first_line: int = 1) -> Any:
-    """The YAML document in ``text``; ``first_line`` is the file line ``text``
-    starts on, so every line reported is a line of the file. An empty document
-    is ``None``."""
+    """The YAML document in ``text`` (empty: ``None``); ``first_line``: the file line it starts on."""
     try:
         node = yaml.compose(text, Loader=yaml.BaseLoader)
     except yaml.MarkedYAMLError as exc:
