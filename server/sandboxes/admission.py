@@ -1,11 +1,7 @@
-"""Admission: which sandboxes are live, and who may open a new one.
-
-A sandbox is registered (and counts against the site's cap) before its first
-write, whichever door it came through: a widget showing or acting, a console
-line (before its Valkey ACL user is made), an exercise run; not on a page
-visit. Registered, it is reaped the same way (its keys and its ACL user). Admission is one script
-(`scripts/admit.lua`), so two new visitors cannot both take the last place; a
-full site evicts the longest-idle never-used sandbox, never a learner's work.
+"""Admission: a sandbox is registered (against the site's cap) before its first write, whatever the
+door (a widget, a console line, an exercise run; not a page visit), and reaped the same way. One
+script (`scripts/admit.lua`), so two visitors cannot both take the last place; a full site evicts
+the longest-idle never-used sandbox, never a learner's work.
 """
 
 from __future__ import annotations
@@ -58,8 +54,7 @@ def address_key(address: str, now: float) -> str:
 
 @dataclass(frozen=True)
 class Door:
-    """What admitting a sandbox needs besides its id: the site's limits and the visitor's address.
-    A caller that pipelines admission with its own reads (the console) carries one of these."""
+    """What admitting a sandbox needs besides its id (a caller may pipeline its `call`)."""
 
     limits: Limits
     address: str = "unknown"
@@ -94,12 +89,8 @@ def refuse(answer: object) -> None:
         raise AddressFull("Too many new visitors from your address in the last minutes; try again later.")
 
 
-async def admit_or_refuse(conn: Conn, sandbox: str, limits: Limits, address: str, used: bool) -> None:
-    await Door(limits, address).enter(conn, sandbox, used)
-
-
 def touch_call(sandbox: str, now_ms: int) -> Call:
-    """`touch.lua`: the sandbox was used just now (its place in the registry, kept from eviction)."""
+    """`touch.lua`: the sandbox was used just now (kept from eviction)."""
     return (TOUCH, [REGISTRY_KEY, UNUSED_KEY], [sandbox, now_ms])
 
 

@@ -1,13 +1,8 @@
-"""A class's answers (`lab:room:<CODE>:answers`) and its demo votes (`…:votes`), kept on the class.
+"""A class's answers (`lab:room:<CODE>:answers`) and demo votes (`…:votes`), kept on the class.
 
-An answer is written by the action that judged it, in its last round trip, with
-a lab event so the class page's counts move at once. Its feedback is kept: a
-note written for "the count before" cannot be found again from the value alone.
-
-Each answer has a field of its own per learner, question, mode, round and
-step (`<widget>|<question>|<mode>|<round>|<step>|<learner>`): a together-mode
-answer never replaces the learner's own-sandbox one, nor a round 2 a round 1.
-Fields an older site wrote (`<widget>|<question>|<round>|<learner>`) read as own.
+An answer is written by the action that judged it, with a lab event so the class page moves at
+once, its feedback kept (a note for "the count before" cannot be found from the value). One field
+per `<widget>|<question>|<mode>|<round>|<step>|<learner>`: no mode or round replaces another.
 """
 
 from __future__ import annotations
@@ -46,15 +41,6 @@ class Given(msgspec.Struct, frozen=True):
     text: str = ""  # the verdict in words, shown to a learner whose verdict waited for Reveal
 
 
-class Kept(msgspec.Struct):
-    value: Value
-    right: bool
-    step: int | None = None
-    at: int = 0
-    feedback: str = ""
-    text: str = ""
-
-
 def answers_key(code: str) -> str:
     return f"lab:room:{code}:answers"
 
@@ -90,8 +76,8 @@ def answer_command(code: str, learner: str, widget: str, question: str, value: o
 
 
 def _given(field: str, raw: str) -> Given | None:
-    """`<widget>|<question>|<mode>|<round or ->|<step or ->|<learner>` (or an older site's
-    `<widget>|<question>|<round or ->|<learner>`, own sandboxes) -> a JSON `Kept`."""
+    """`<widget>|<question>|<mode>|<round or ->|<step or ->|<learner>` (an older site's
+    `<widget>|<question>|<round or ->|<learner>`: own) -> the answer kept as JSON."""
     parts = field.split("|")
     if len(parts) == 6 and parts[2] in MODES:
         widget, question, mode, round_, _, learner = parts
@@ -100,11 +86,11 @@ def _given(field: str, raw: str) -> Given | None:
     else:
         return None
     try:
-        kept = msgspec.json.decode(raw, type=Kept)
-    except msgspec.DecodeError:
-        return None  # a value this site did not write: not counted
-    return Given(widget, question, int(round_) if round_.isdecimal() else None, learner,
-                 kept.value, kept.right, kept.step, kept.at, kept.feedback, mode, kept.text)
+        kept = msgspec.json.decode(raw, type=dict[str, Any])
+        return msgspec.convert({**kept, "widget": widget, "question": question, "learner": learner, "mode": mode,
+                                "round": int(round_) if round_.isdecimal() else None}, type=Given)
+    except msgspec.DecodeError:  # a value this site did not write (ValidationError is one): not counted
+        return None
 
 
 def parse(fields: dict[str, str]) -> tuple[list[Given], dict[tuple[str, str], int]]:

@@ -1,8 +1,6 @@
-"""What the class thinks: its current learners' answers, counted per question, mode and round.
-
-Pure. One entry per value and verdict: the same value can be right at one step
-and wrong at another. A second round also says how the answers moved.
-"""
+"""What the class thinks (pure): its learners' answers counted per question, mode and round, one
+entry per value and verdict (a value can be right at one step and wrong at another); a second
+round also says how the answers moved."""
 
 from __future__ import annotations
 
@@ -103,9 +101,7 @@ def moved(first: Counted, second: Counted, answers: Mapping[Key, Sequence[Given]
 
 
 def across_modes(given: Sequence[Given]) -> list[Given]:
-    """The answers as answers.json counts them: one entry per question, round and step, whatever
-    the mode, so each learner's answer in each mode is there (a together-mode answer beside the
-    own-sandbox one it no longer replaces) within DESIGN.md's fields, which name no mode."""
+    """The answers as answers.json counts them, whatever the mode (DESIGN.md's fields name none)."""
     return [msgspec.structs.replace(g, mode="any") for g in given]
 
 

@@ -1,8 +1,5 @@
-"""A closed class's results, kept for the instructor to download for some days.
-
-    lab:results:<CODE>   a hash {name, closed, csv, answers}, expiring after `days`
-    lab:results          a zset: code -> when its results expire (s)
-
+"""A closed class's results, kept for the instructor to download: `lab:results:<CODE>` {name,
+closed, csv, answers} expiring after `days`, and `lab:results`, code -> when they expire (s).
 A code drawn again by a new class serves the open class's results; its close writes over these.
 """
 

@@ -1,8 +1,5 @@
-"""The names of the site's own keys (`lab:…`), beside the learners' `emq:…` ones.
-
-A queue's `lab:` keys share its hashtag (one slot, one script); learners never
-reach them, as their ACL user covers `emq:{<sandbox>.…}` only.
-"""
+"""The names of the site's own keys (`lab:…`): a queue's share its hashtag (one slot, one script);
+learners never reach them (their ACL user covers `emq:{<sandbox>.…}` only)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The learners of a class (a zset of their own sandboxes, by join time) and their names.
-
-A name lives with the learner's sandbox (`meta` field `name`), so leaving and
-joining again keeps it. Refused in a name is only what hides or garbles:
-format characters (a right-to-left override turns the roster's columns around)
-and stacks of combining marks that paint over the rows above.
-"""
+"""The learners of a class (a zset of their sandboxes, by join time) and their names, kept with the
+sandbox (`meta` field `name`). Refused in a name is only what hides or garbles: format characters
+(a right-to-left override turns the roster around) and stacks of combining marks."""
 
 from __future__ import annotations
 
@@ -34,8 +30,7 @@ class BadName(Refusal, ValueError):
 
 
 def readable(raw: str, limit: int, what: str) -> str:
-    """`raw` as shown text: NFC, spaces collapsed, at most `limit` characters;
-    BadName (in words, naming `what`) for anything that only hides or garbles."""
+    """`raw` as shown text (NFC, spaces collapsed, at most `limit`); BadName naming `what` if not."""
     text = " ".join(unicodedata.normalize("NFC", raw).split())
     run = 0
     for ch in text:

@@ -1,10 +1,6 @@
-"""Who has a page open, and which: one entry per open stream in the visitor's activity record.
-
-Each stream writes `p:<stream>` = `<until>|<page>` when it opens and again on
-every beat (`beat_every`), and removes it when it ends. An entry counts only
-until its time: a stream a killed site left behind stops counting within
-`lasts` seconds (under a minute), and the next entry written sweeps it away.
-No count goes up and down, so none can be left behind.
+"""Who has a page open, and which: each open stream writes `p:<stream>` = `<until>|<page>` in the
+visitor's activity record on every beat, and removes it when it ends. An entry counts only until
+its time, so one a killed site left stops counting within `lasts` s: no count can be left behind.
 """
 
 from __future__ import annotations
@@ -34,9 +30,8 @@ def new_stream() -> str:
 
 
 async def here(conn: Conn, visitor: str, stream: str, page: str | None, lasts: int, ttl: int) -> None:
-    """The stream is open (its first write, and each beat). Shielded, as `leave` is: a page
-    left while its stream opens (a class's learner sent on from the room page) would cancel
-    the write halfway."""
+    """The stream is open (its first write, and each beat); shielded: a page left while its stream
+    opens would cancel the write halfway."""
     now = int(time.time())
     with anyio.CancelScope(shield=True):
         await PRESENCE.run(conn, [meta_key(visitor)], [stream, f"{now + lasts}|{page or ''}", now, ttl])

@@ -1,9 +1,5 @@
-"""A learner's progress, per sandbox, in one Valkey hash: `m:<widget>:<milestone>`,
-`asked:`/`right:`/`verdict:<widget>`, `ex:<exercise>` ("passed/total").
-
-The hashtag is the sandbox, not a widget queue, so resets leave the record
-alone. Each action writes it with `record.lua` in its last round trip, no read first.
-"""
+"""A learner's progress in one hash of the sandbox's (resets leave it alone): `m:<widget>:<milestone>`,
+`asked:`/`right:`/`verdict:<widget>`, `ex:<exercise>` ("passed/total"), written by `record.lua`."""
 
 from __future__ import annotations
 
@@ -51,9 +47,7 @@ def _number(raw: str | None) -> int:
 
 
 @dataclass(frozen=True)
-class Step:
-    """What one action adds to the record."""
-
+class Step:  # what one action adds to the record
     widget: str  # a widget's name, or "ex:<exercise>" for an exercise's run
     reached: tuple[str, ...] = ()
     right: bool | None = None  # None: no prediction was answered

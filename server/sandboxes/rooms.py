@@ -1,10 +1,6 @@
-"""Classes ("rooms"): a short code, a mode and a host, in one Valkey hash.
-
-`lab:room:<CODE>` {name, sandbox, mode, host, created, joins, ask} lives while
-the class is active; the index `lab:rooms` (code -> shared sandbox) is what the
-instructor page and the reaper walk. Nothing is kept in process memory: every
-worker reads the same hash on every request.
-"""
+"""Classes ("rooms"): `lab:room:<CODE>` {name, sandbox, mode, host, created, joins, ask}, read by
+every worker on every request, and the index `lab:rooms` (code -> shared sandbox) the instructor
+page and the reaper walk."""
 
 from __future__ import annotations
 
@@ -47,9 +43,8 @@ class Ask:
     revealed: bool = False
 
     def veils(self, mode: str) -> bool:
-        """Whether a learner's verdict on this question is kept from them for now: in own
-        sandboxes each presses their own button, and until Reveal a second round must come
-        before anyone has seen the answer (demo and together judge only at the press)."""
+        """Whether a learner's verdict is kept from them for now: in own sandboxes until Reveal, so a
+        second round comes before anyone has seen the answer (demo and together judge at the press)."""
         return mode == "own" and not self.revealed
 
 

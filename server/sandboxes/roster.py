@@ -1,9 +1,5 @@
-"""The class roster, read from Valkey in two round trips.
-
-Every row is read from the learner's own records (each action is recorded on
-the learner who made it, whatever sandbox it ran in), so every mode and every
-worker reads the same roster.
-"""
+"""The class roster in two round trips, each row from the learner's own records (an action is
+recorded on its learner, whatever sandbox it ran in): every mode and worker reads the same."""
 
 from __future__ import annotations
 
@@ -68,8 +64,7 @@ def exercises_of(fields: Mapping[str, str]) -> tuple[dict[str, tuple[int, int]],
 def stuck(meta: Mapping[str, str], records: Sequence[WidgetProgress], runs: Mapping[str, int], now: float,
           joined: float = 0.0) -> str:
     """Why a learner may need a hand ("" when not): wrong answers in a row, or idle on an unfinished
-    widget. Idle counts from their last action in this class: one from before they joined (another
-    class, their own study) is no sign of being stuck here."""
+    widget since their last action in this class (or since joining)."""
     for widget, run in sorted(runs.items()):
         if run >= STUCK_WRONG:
             return f"{run} wrong answers in a row on {widget}"

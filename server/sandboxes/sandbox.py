@@ -1,9 +1,5 @@
-"""Sandboxes: one per visitor, named by a signed cookie.
-
-The sandbox id is carried inside every queue name (`<sandbox>.<widget>`), so
-inside every `{…}` hashtag: queue names are built here, never taken from the
-request, and no request can name a key outside its sandbox.
-"""
+"""Sandboxes: one per visitor, named by a signed cookie. The id is inside every queue name
+(`<sandbox>.<widget>`), so every `{…}` hashtag: queue names are built here, never taken from a request."""
 
 from __future__ import annotations
 
@@ -22,11 +18,9 @@ from server.refusal import Refusal
 COOKIE = "emqlab_sandbox"
 # \A…\Z, not $: "s0123456789\n" is not an id, whichever of match/fullmatch a caller uses.
 SANDBOX_RE = re.compile(r"\As[a-z0-9]{10}\Z")
-# The site's own read-only sandbox: each widget's opening scenario, drawn for a visitor whose
-# sandbox is not live yet (server/widgets/specimen.py). Eight letters: no visitor's id (`s` and
-# ten) is it, and no visitor's ACL pattern `~emq:{<id>.*` covers `emq:{specimen.…}`; SANDBOX_RE
-# refuses it, so no cookie, class or watch names it, and the registry, the reaper and the
-# resets (which keep only SANDBOX_RE's ids) never see it.
+# The site's own read-only sandbox (server/widgets/specimen.py). Eight letters: no visitor's id
+# nor ACL pattern `~emq:{<id>.*` covers it, and SANDBOX_RE refuses it, so no cookie, class, watch,
+# registry, reaper or reset sees it.
 SPECIMEN: Final = "specimen"
 
 

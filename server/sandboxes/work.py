@@ -1,17 +1,7 @@
-"""A learner's kept work on the exercises: the last script each one ran.
-
-The script lives beside the progress record, in the sandbox's own hash
-``lab:{<sandbox>}:work`` (field: the exercise, value: the script), not in
-the progress hash itself: every action's ``record.lua`` answers the whole
-progress record and every snapshot reads it, and three scripts of up to
-16 KiB would ride along each time. The best run stays where it always was,
-``ex:<exercise>`` in the progress record (``record.lua`` never lowers it).
-
-Only a script the graders ran is kept: a refusal (a script that does not
-compile, one too large, a run refused for rate) writes nothing, like every
-other refused request. Both records go together: same slot, same lifetime,
-one DEL at "Start over" (``progress.clear``) and at the sandbox's removal.
-"""
+"""A learner's kept work on the exercises: the last script the graders ran of each, in
+``lab:{<sandbox>}:work`` beside the progress record (which every action answers whole: scripts of
+16 KiB would ride along), with the same slot and lifetime (one DEL: ``progress.clear``). The best
+run stays ``ex:<exercise>`` in the progress record."""
 
 from __future__ import annotations
 
@@ -22,9 +12,7 @@ from server.sandboxes import keys, progress
 
 
 @dataclass(frozen=True)
-class Mine:
-    """What ``GET /api/exercises/<name>`` answers as ``mine``."""
-
+class Mine:  # what ``GET /api/exercises/<name>`` answers as ``mine``
     script: str | None
     best: tuple[int, int] | None
 
