@@ -99,8 +99,8 @@ async def admit(admin: Conn, sandbox: str, queues: frozenset[str], found: Plan, 
     spent = sum(_number(r) for r in replies[:len(parts)])
     price = cost(found)
     if spent + price > budget:
-        size = f"{budget / 1_048_576:g} MB" if budget >= 1_048_576 else f"{budget // 1024} KB"
-        raise Refusal(409, f"This sandbox holds about {size} already: "
+        held = f"{budget / 1_048_576:g} MB" if budget >= 1_048_576 else f"{budget // 1024} KB"
+        raise Refusal(409, f"This sandbox holds about {held} already: "
                            "press Reset on a widget to free its queue's share, then run the line again. "
                            "Nothing was written.")
     new: list[str] = []
