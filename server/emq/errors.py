@@ -1,8 +1,5 @@
-"""Typed exceptions for the scripts' refusals (``EMQKIND``, ``EMQSTALE``, ``EMQSTATE``).
-
-``str(exc)`` is what Valkey said. ``Gone`` has no error reply: the scripts
-answer 0 for a missing row and the host raises it.
-"""
+"""Typed exceptions for the scripts' refusals (``EMQKIND``, ``EMQSTALE``, ``EMQSTATE``); ``str(exc)``
+is what Valkey said. ``Gone`` has no error reply: the host raises it on a script's 0."""
 
 from __future__ import annotations
 

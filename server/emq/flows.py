@@ -1,10 +1,9 @@
 """Adding flows: ``add``, ``add_bulk`` and the three paths ``add`` picks from.
 
-A flow is checked whole first (``shape.parse_flow``, before any wire). A tree or
-a cross-queue flow is walked host-side, parent first: hold the parent
-(``hold_parent``), then land each child on its own slot. The first refusal
-stops the walk and is raised; the parent stays held, and ``add`` again with
-the same ids resumes it. A same-queue flow is one atomic ``enqueue_flow``.
+A flow is checked whole first (``shape.parse_flow``). A same-queue flow is one atomic
+``enqueue_flow``; a tree or cross-queue flow is walked host-side, parent first (hold it,
+then land each child on its own slot). The first refusal stops the walk and is raised;
+the parent stays held, and ``add`` again with the same ids resumes it.
 """
 
 from __future__ import annotations
@@ -28,12 +27,8 @@ async def add(conn: Conn, queue: str, flow: Any) -> Landed:
 
 
 async def add_bulk(conn: Conn, queue: str, flows: Sequence[Any]) -> list[Landed]:
-    """Add many flows one at a time; returns the landed ones in input order.
-
-    Every flow is checked first, so one ill-formed id anywhere raises before
-    anything lands. A flow the server refuses is dropped (with its error) and
-    the batch goes on; what it leaves behind is what ``add`` leaves.
-    """
+    """Add many flows one at a time; returns the landed ones in input order. Every flow is
+    checked first (one ill-formed id: nothing lands); a refused flow is dropped, the batch goes on."""
     roots = [parse_flow(queue, flow, f"flows[{i}]") for i, flow in enumerate(flows)]
     return await _sequential(conn, roots)
 
@@ -67,7 +62,7 @@ async def _add_node(conn: Conn, root: Node) -> Landed:
     return root.id, [child.id for child in root.children]
 
 
-# --- path 3: the atomic same-queue add ---------------------------------------
+# --- the atomic same-queue add ---------------------------------------------
 
 
 def enqueue_flow_call(queue: str, flow: Any) -> tuple[list[str], list[str]]:
@@ -91,15 +86,14 @@ def _same_queue_call(root: Node) -> tuple[list[str], list[str]]:
 async def _add_same_queue(conn: Conn, root: Node) -> None:
     keys, args = _same_queue_call(root)
     await registry.run(conn, "enqueue_flow", keys, args)
-    # The policies are written after the atomic land, as plain HSETs on rows
-    # that now exist (one round trip for them all); the script stays about landing.
+    # The policies as plain HSETs after the atomic land, one round trip for them all.
     async with conn.pipeline(transaction=False) as pipe:
         for child in root.children:
             pipe.hset(keyspace.job_key(child.queue, child.id), "parent_policy", child.policy)
         await pipe.execute()
 
 
-# --- paths 1 and 2: the host-side walk ----------------------------------------
+# --- trees and cross-queue flows: the host-side walk ------------------------
 
 
 async def _hold(conn: Conn, node: Node, up: Node | None) -> bool:
@@ -120,9 +114,8 @@ async def _land_leaf(conn: Conn, child: Node, parent: Node) -> bool:
 
 async def _land_children(conn: Conn, parent: Node, retry: bool) -> None:
     for child in parent.children:
-        # On a retry a child may have run to completion already: its row is
-        # gone, but its parent has counted it (or its note waits in an outbox).
-        # Landing it again would make the counter wait for it a second time.
+        # On a retry a child may have completed already (row gone, counted or in an
+        # outbox): landing it again would make the counter wait for it twice.
         if retry and await _already_counted(conn, child, parent):
             continue
         if child.children:

@@ -1,11 +1,8 @@
 """The include step: a shared Lua rule written once, pasted where it is used.
 
-A line ``-- @include release_parent`` becomes the text of
-``includes/release_parent.lua`` between a ``-- ▼ included from …`` and a
-``-- ▲ end of …`` fence line. The expanded text is what is registered (its SHA)
-and what the listings show. Each helper is pasted once per script, at its
-first marker (its ``local function`` is then in scope for the rest of the
-chunk). An unknown name or a cycle raises ``IncludeError`` at load, never at run.
+``-- @include release_parent`` becomes ``includes/release_parent.lua`` between two fence
+lines; the expanded text is what is registered and listed. A helper is pasted once per
+script, at its first marker; an unknown name or a cycle raises ``IncludeError`` at load.
 """
 
 from __future__ import annotations

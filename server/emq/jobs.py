@@ -1,10 +1,8 @@
 """The job verbs: ``claim``, ``complete`` and ``fail``, where the fan-in starts.
 
-Before running the script, the host reads the row's ``parent``,
-``parent_queue`` and ``parent_policy`` (one HMGET) and passes the parent's keys
-as KEYS, so the script never builds a key out of a hash value. The arm (flat,
-same-queue ``sq``, cross-queue ``xq``) shows in the layout sent: the native
-``EMQ.FAIL`` refuses the flow layouts by their key count.
+The host reads the row's lineage (one HMGET) and passes the parent's keys as KEYS, so
+no script builds a key from a hash value. The arm (flat, ``sq``, ``xq``) shows in the
+layout sent: the native ``EMQ.FAIL`` refuses the flow layouts by their key count.
 """
 
 from __future__ import annotations
@@ -35,7 +33,7 @@ def policy_arm(token: str | None) -> str:
 
 @dataclass(frozen=True)
 class Lineage:
-    """Where a job's completion or death must be counted."""
+    """Where a job's completion or death must be counted (mode "": nowhere)."""
 
     mode: Mode
     parent: str | None = None
@@ -107,11 +105,10 @@ async def requeue_lapsed(conn: Conn, queue: str, limit: int = 100) -> list[str]:
 def complete_call(
     queue: str, job_id: str, token: int | str, line: Lineage, result: Any = None
 ) -> tuple[list[str], list[str]]:
-    """The KEYS and ARGV ``complete.lua`` runs with: the seed's layout (the
-    native widget shows this very line, sent as a script and as EMQ.COMPLETE)."""
+    """The KEYS and ARGV ``complete.lua`` runs with: the seed's layout (also EMQ.COMPLETE's)."""
     keys = [keyspace.queue_key(queue, "active"), keyspace.job_key(queue, job_id)]
     args = [job_id, str(token), keyspace.base(queue)]
-    if line.parent is None or line.mode == "":
+    if line.parent is None:
         return keys, args
     args += [line.parent, _as_value(result, job_id)]
     if line.mode == "xq":
@@ -132,10 +129,7 @@ async def complete(
     *, line: Lineage | None = None, tail: list[tuple[Any, ...]] | None = None,
 ) -> None:
     """Complete a claimed job (recording ``result``, else its own id). Raises ``Stale`` or ``Gone``.
-
-    ``line``: the row's lineage when the caller has read it (else one HMGET).
-    ``tail``: where the best-effort DEL of ``:logs`` goes, for the caller's next round trip.
-    """
+    ``line``: the lineage if already read; ``tail``: takes the best-effort DEL of ``:logs``."""
     line = line or await lineage(conn, queue, job_id)
     keys, args = complete_call(queue, job_id, token, line, result)
     done = as_int(await registry.run(conn, "complete", keys, args))
@@ -158,7 +152,7 @@ def fail_call(
             keyspace.queue_key(queue, "schedule"), keyspace.queue_key(queue, "dead")]
     args = [job_id, str(token), _as_value(error, ""), str(int(max_attempts)), str(int(backoff_ms)),
             keyspace.base(queue)]
-    if line.parent is None or line.mode == "":
+    if line.parent is None:
         return keys, args
     args += [line.parent, line.policy]
     if line.mode == "xq":

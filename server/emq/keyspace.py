@@ -1,8 +1,7 @@
 """The key grammar ``emq:{<queue>}:<suffix>`` and the host-side id gate.
 
-Every key the library builds goes through here, so an ill-formed id or queue
-name raises ``BadId`` before any wire. The queue inside ``{...}`` is the
-cluster hashtag: one queue's keys share one slot, so one script can touch them all.
+Every key goes through here, so an ill-formed id or queue raises ``BadId`` before any wire.
+The queue inside ``{...}`` is the hashtag: one queue's keys share one slot.
 """
 
 from __future__ import annotations
@@ -24,8 +23,7 @@ class BadId(ValueError):
 
 @functools.lru_cache(maxsize=8192)
 def _matches(value: str) -> bool:
-    # fullmatch, not match + "$": "$" would accept a trailing newline.
-    # Cached: a click names the same few queues and ids some ninety times.
+    # fullmatch ("$" would accept a trailing newline); cached: a click repeats ids ~90 times
     return ID_RE.fullmatch(value) is not None
 
 
@@ -60,8 +58,7 @@ def job_key(queue: str, job_id: str) -> str:
     return base(queue) + "job:" + check_id(job_id)
 
 
-# Cached (a raise is never cached): one click builds some sixty key names on a
-# few queues and ids. Only str reaches them; anything else is refused above.
+# Cached (a raise never is): a click builds ~60 key names on a few queues and ids.
 @functools.lru_cache(maxsize=8192)
 def _base(queue: str) -> str:
     return "emq:{" + check_queue(queue) + "}:"  # the queue's hashtag: every key of the queue carries it
@@ -113,10 +110,9 @@ def metrics_key(queue: str) -> str:
 
 
 STATE_SETS: Final = ("pending", "active", "schedule", "dead")
-# The types the key grammar gives (DESIGN.md), by what follows `emq:{q}:`: the
-# rows of the scripts' own table (scripts/includes/key_grammar.lua), so the host
-# and the scripts refuse the same keys. Its patterns use `[^:]`, literal text
-# and nothing else, which read the same in Lua and in Python.
+# The key grammar's types by suffix, read from the scripts' own table
+# (scripts/includes/key_grammar.lua; patterns that read alike in Lua and Python),
+# so the host and the scripts refuse the same keys.
 _GRAMMAR_FILE: Final = Path(__file__).resolve().parent / "scripts" / "includes" / "key_grammar.lua"
 _ROW_RE: Final = re.compile(r"^\s*\{'([a-z:\[\]^+]+)', '([a-z]+)'\},?\s*$", re.M)
 GRAMMAR: Final = tuple((re.compile(pattern), kind) for pattern, kind in _ROW_RE.findall(_GRAMMAR_FILE.read_text()))

@@ -1,13 +1,10 @@
 """The outbox Pump: deliver cross-queue completions to their parents' slots.
 
-A cross-queue child cannot touch its parent's keys (another slot), so it
-appends an entry to its own queue's ``flow:outbox``. The Pump reads a page
-without removing it, delivers each entry on the parent's slot
-(``flow_deliver``), stops at the first that does not deliver, and trims
-exactly the delivered prefix. A crash before the trim re-delivers; the HSETNX
-guard makes that harmless. An entry is data a job's writer could forge: one
-that cannot be decoded, names another child queue or is refused by the
-caller's ``accept`` is poison, and blocks the outbox (the aged variant sets it aside).
+A cross-queue child appends an entry to its own queue's ``flow:outbox``; the Pump reads a
+page, delivers each entry on the parent's slot (``flow_deliver``) up to the first that does
+not go, and trims exactly that prefix (a re-delivery is harmless: HSETNX guard). An entry a
+job's writer could forge (undecodable, another child queue, refused by ``accept``) is poison
+and blocks the outbox; the aged variant sets it aside.
 """
 
 from __future__ import annotations
@@ -25,8 +22,7 @@ from server.emq.errors import EmqError
 from server.emq.wire import Conn, as_int, as_text, raw
 
 KINDS: Final = ("completed", "failed")
-# A bound on one aged call's drain/age rounds, so a flood of poison cannot
-# keep a single tick busy forever.
+# Rounds of one aged call: a flood of poison cannot keep a tick busy for ever.
 _MAX_ROUNDS: Final = 64
 
 
@@ -52,8 +48,8 @@ class OutboxEntry:
 
 @dataclass(frozen=True)
 class DeliveryReport:
-    """What ``deliver_page`` did: the delivered prefix's length (duplicates included),
-    how many of those the HSETNX guard refused, and the raw entry it stopped at."""
+    """What ``deliver_page`` did: the delivered prefix's length (duplicates included), the
+    duplicates among them, and the raw entry it stopped at."""
 
     delivered: int
     duplicates: int
@@ -99,9 +95,7 @@ def decoded(entry: str | bytes) -> OutboxEntry | None:
 
 async def read_all(conn: Conn, queue: str, stop: int = -1) -> list[str]:
     """The entries of the queue's outbox through index ``stop`` (all by default), not removed."""
-    # Read undecoded so a non-UTF-8 entry cannot make the client raise; keep
-    # it losslessly as text (surrogateescape) and give back its exact bytes
-    # when it travels to a script again.
+    # Undecoded, so a non-UTF-8 entry cannot make the client raise; kept losslessly (surrogateescape).
     items = await conn.execute_command("LRANGE", keyspace.outbox_key(queue), 0, stop, **{NEVER_DECODE: []})
     return [as_text(item) for item in items or []]
 
@@ -123,8 +117,8 @@ async def deliver_one(conn: Conn, entry: OutboxEntry) -> int:
 
 
 def trusted(raw_entry: str | OutboxEntry, queue: str, accept: Accept | None) -> OutboxEntry:
-    """Decode an entry of ``queue``'s outbox (unless a reader decoded it already) and check it:
-    its child's queue is this outbox's, and ``accept`` (when given) takes it; else PoisonEntry."""
+    """An entry of ``queue``'s outbox decoded (unless it is already) and checked: its child's
+    queue is this one and ``accept`` (when given) takes it; else PoisonEntry."""
     entry = raw_entry if isinstance(raw_entry, OutboxEntry) else decode_entry(raw_entry)
     if entry.child_queue != queue:
         raise PoisonEntry(f"entry of queue {entry.child_queue!r} in the outbox of {queue!r}")
@@ -135,8 +129,7 @@ def trusted(raw_entry: str | OutboxEntry, queue: str, accept: Accept | None) -> 
 
 async def deliver_page(conn: Conn, queue: str, entries: Sequence[str],
                        accept: Accept | None = None) -> DeliveryReport:
-    """Deliver ``entries`` of ``queue``'s outbox in order, stopping at the
-    first that does not go (undecodable, refused by ``trusted``, or by the server)."""
+    """Deliver ``entries`` of ``queue``'s outbox in order, stopping at the first that does not go."""
     delivered = duplicates = 0
     for raw_entry in entries:
         try:
@@ -151,8 +144,7 @@ async def deliver_page(conn: Conn, queue: str, entries: Sequence[str],
 
 
 async def trim(conn: Conn, queue: str, entries_delivered: Sequence[str]) -> int:
-    """Pop the delivered entries off the head while they are still there; how many
-    were removed (none when a concurrent Pump trimmed them first)."""
+    """Pop the delivered entries off the head while still there; how many (0: another Pump did)."""
     if not entries_delivered:
         return 0
     reply = await registry.run(conn, "outbox_trim", [keyspace.outbox_key(queue)], [raw(e) for e in entries_delivered])

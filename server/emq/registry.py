@@ -1,11 +1,8 @@
 """Every ``scripts/*.lua`` file: its parsed header, its moves, and running it.
 
-The server runs these very files and the pages list them, so this is the one
-place that reads them. ``script_source`` is a file with its includes expanded:
-the text registered (its SHA), listed and cut into moves. A script marks its
-stepper moves with ``-- @move <n>: <title>``; ``prefix_source(name, n)`` is the
-script through move ``n`` plus a ``return``, so running it leaves the state
-Valkey holds after that move.
+The one place that reads them. ``script_source`` (includes expanded) is the text
+registered, listed and cut into stepper moves (``-- @move <n>: <title>``);
+``prefix_source(name, n)`` runs through move ``n`` only, then returns.
 """
 
 from __future__ import annotations
@@ -91,11 +88,8 @@ def sha_of(name: str) -> str:
 
 @cache
 def doc(name: str) -> ScriptDoc:
-    """Parse the first comment block: title, KEYS, ARGV, Returns/Errors lines.
-
-    An entry may continue on following comment lines; those are indented
-    (``--   more text``) and are appended to the entry above them.
-    """
+    """Parse the first comment block: title, KEYS, ARGV, Returns/Errors lines (an indented
+    ``--   more`` line continues the entry above it)."""
     summary = title_name = ""
     keys: list[str] = []
     argv: list[str] = []
@@ -157,8 +151,7 @@ def moves(name: str) -> tuple[Move, ...]:
 
 @cache
 def prefix_source(name: str, n: int) -> str:
-    """The script from the top through move ``n``, then a ``return``; through the
-    last move, the whole script unchanged (its own ``return`` stays last)."""
+    """The script through move ``n``, then a ``return`` (through the last move: the whole script)."""
     all_moves = moves(name)
     if not 1 <= n <= len(all_moves):
         raise ValueError(f"{name}.lua has {len(all_moves)} moves; no move {n}")

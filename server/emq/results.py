@@ -1,8 +1,4 @@
-"""The three pure reads of what the fan-in writes on a parent.
-
-They only read: a parent's code runs on its children's outcomes, and reading
-them must never change them (no key is created, touched or removed here).
-"""
+"""The three pure reads of what the fan-in writes on a parent (no key is created or changed)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""One Lua script and the one way the site runs scripts: EVALSHA.
+"""One Lua script and the one way the site runs scripts: EVALSHA, loading it on NOSCRIPT.
 
-A server that does not know the script (a restart, SCRIPT FLUSH, a new cluster
-node) answers NOSCRIPT; the script is loaded and that one call sent again. In a
-pipeline (`execute`) that retry runs after the other calls, so the calls of one
-pipeline must not depend on each other's effects. EchoMQ's own refusals
-(`EMQKIND …`) raise typed (`errors.translate`), other errors as redis-py gives them.
+In a pipeline (`execute`) that retry runs after the other calls, so one pipeline's calls
+must not depend on each other's effects. EchoMQ refusals raise typed (`errors.translate`).
 """
 
 from __future__ import annotations
@@ -76,10 +73,8 @@ Call = tuple[Script, Sequence[str], Sequence[Arg]]
 
 
 async def execute(conn: Conn, pipe: Pipe, calls: Sequence[Call | None]) -> list[Any]:
-    """Send `pipe`; `calls` names, per queued command, the script call it was
-    (None for a plain command). A NOSCRIPT reply is retried alone (loaded
-    first); every other error reply is returned in its place, typed, for the
-    caller to read or raise (`raise_first`)."""
+    """Send `pipe`; `calls[i]` is the script call queued i-th (None: a plain command). A NOSCRIPT
+    is retried alone; other error replies are returned in place, typed (see `raise_first`)."""
     replies = list(await pipe.execute(raise_on_error=False))
     for i, reply in enumerate(replies):
         call = calls[i] if i < len(calls) else None

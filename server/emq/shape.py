@@ -1,9 +1,7 @@
 """What a flow looks like, checked and normalised before anything is written.
 
-``parse_flow`` turns the caller's dict into a tree of ``Node`` values: every
-id and queue gated by ``keyspace`` (``BadId``), every payload a string, every
-child's failure policy resolved to one token. A flow that does not have the
-documented shape raises ``FlowShapeError``; both errors come before any wire.
+``parse_flow`` turns the caller's dict into a tree of ``Node``: ids and queues gated
+(``BadId``), payloads strings, each policy one token; a wrong shape raises ``FlowShapeError``.
 """
 
 from __future__ import annotations
@@ -39,9 +37,8 @@ class Node:
 
 
 def policy_token(child: Mapping[str, Any]) -> str:
-    """The child's failure policy: 'id' when it asks to ignore the dependency
-    (even if it also asks to fail the parent: proceeding is the explicit
-    opt-in), else 'fp', the default."""
+    """The child's failure policy: 'id' when it asks to ignore the dependency (even if it also
+    asks to fail the parent: proceeding is the explicit opt-in), else 'fp'."""
     return "id" if child.get("ignore_dependency_on_failure") else "fp"
 
 
@@ -62,8 +59,7 @@ def _job_id(spec: Mapping[str, Any], where: str) -> str:
 def _child(spec: Any, where: str, default_queue: str) -> Node:
     if not isinstance(spec, Mapping):
         raise FlowShapeError(f"{where}: a child must be a dict")
-    # absent (or None) means the enclosing parent's queue; anything else,
-    # the empty string included, must be a well-formed queue name
+    # absent or None: the parent's queue; anything else (even "") must be well-formed
     queue = keyspace.check_queue(default_queue if spec.get("queue") is None else spec["queue"])
     job_id = _job_id(spec, where)
     if "payload" not in spec:
@@ -98,8 +94,7 @@ def parse_flow(queue: str, flow: Any, where: str = "flow") -> Node:
         raise FlowShapeError(f"{where}: a flow needs at least one child")
     root = Node(parent_id, _payload(parent["payload"], f"{where}.parent"), queue, "fp",
                 tuple(_child(spec, f"{where}.children[{i}]", queue) for i, spec in enumerate(children)))
-    # Two jobs of one flow on the same row would share state and the parent's
-    # counter could never reach zero: refuse it up front.
+    # Two jobs of one flow on one row: the parent's counter could never reach zero.
     seen: set[tuple[str, str]] = set()
     for node, _ in root.walk():
         if (node.queue, node.id) in seen:

@@ -1,13 +1,8 @@
-"""The course's wrong variants of its own scripts, each written once, below every layer that uses it.
+"""The course's wrong variants of its own scripts, each written once for every layer using it.
 
-A variant is a body in ``scripts/variants/`` that stands in for a course script:
-dressed in that script's own header (its KEYS/ARGV lines, read from the file the
-pages list) and its ``-- @include`` markers expanded as the course's are, it is
-the exact text Valkey runs. The early-release ``complete`` is the second
-exercise's starter (the learner moves its decrement under the guard) and the
-race widget's early-release script (dive 05 races it to show the count break):
-one file, so the two can never drift apart. The body says nothing of its
-mistake: finding it is the exercise.
+A body in ``scripts/variants/``, dressed in its course script's header and with its
+includes expanded, is the exact text Valkey runs (e.g. the early-release ``complete``:
+the second exercise's starter and the race widget's script, one file so they never drift).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Reply decoding shared by the modules, and the client type they accept.
-
-A caller may hand us a client made with ``decode_responses`` True or False,
-so every reply that carries text goes through ``text`` before we compare it.
-"""
+"""Reply decoding shared by the modules, and the client type they accept (``decode_responses``
+either way: every text reply goes through ``text`` before it is compared)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The reaper: idle sandboxes and classes expire, and no key lives forever.
-
-Every `every` seconds it removes whole (`removal.delete`) the sandboxes idle
-past the TTL, those of expired rooms, and orphans (admitted, no longer
-registered); one sandbox's failure is logged and the round goes on.
-"""
+"""The reaper: every `every` seconds it removes whole the sandboxes idle past the TTL, those of
+expired rooms, and orphans (admitted, no longer registered); one failure is logged, the round goes on."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Removing a sandbox: every key it may hold, found by name, never by a scan.
-
-Its widgets' queues are cleared by `clear.lua` (whatever types the keys hold),
-and its own `lab:{<sandbox>}:…` records deleted, so removing one sandbox costs
-the same whether Valkey holds one sandbox or thousands.
-"""
+"""Removing a sandbox: every key it may hold, found by name, never by a scan (`clear.lua` on
+its widgets' queues, DEL of its own records), so its cost does not grow with Valkey's size."""
 
 from __future__ import annotations
 

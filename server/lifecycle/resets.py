@@ -1,10 +1,8 @@
 """Resetting sandboxes: an instructor's reset, reset-all, a learner's "Start over".
 
-Each landed widget is reset as its own Reset button does it, the others'
-queues cleared (a console may have written them); the console transcripts go,
-the learner and their progress stay. Over maxmemory, where Valkey refuses
-every lock, the queues are cleared with deletes alone (`free`), which it takes.
-One sandbox's failure is logged and counted, never raised through the others.
+Each landed widget is reset as its Reset button does, the others' queues cleared; the
+console transcripts go, the learner and progress stay. Over maxmemory (every lock refused)
+the queues are cleared by deletes alone (`free`). One sandbox's failure never stops the others.
 """
 
 from __future__ import annotations
@@ -53,8 +51,8 @@ async def reset_sandbox(lab: runner.Lab, sandbox: str, by: str = "instructor") -
     except Exception as exc:
         if not out_of_memory(exc):
             raise
-        # Over maxmemory Valkey refuses the lock (a write) but takes deletes: free every queue
-        # of the sandbox without it; each widget lands again when a page next shows it.
+        # Over maxmemory the lock (a write) is refused but deletes pass: free every queue
+        # without it; each widget lands again when a page next shows it.
         await free(lab.conn, lab.catalog, sandbox)
     await lab.conn.delete(*await transcript.keys_of(lab.conn, sandbox))
 

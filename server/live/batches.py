@@ -1,9 +1,8 @@
 """When a sandbox's keyspace notifications make one change a page should see.
 
-An action holds its widget's lock (`lab:{q}:lock`) around its writes and
-deletes it last, so a batch with a lock held closes at the lock's deletion (at
-most HELD_MAX); one without closes after QUIET. A closed batch is one `Change`,
-handed to `flush` one at a time per sandbox.
+An action holds its widget's lock (`lab:{q}:lock`) around its writes, so a batch with a
+lock held closes at its deletion (at most HELD_MAX), one without after QUIET. A closed
+batch is one `Change`, handed to `flush` one at a time per sandbox.
 """
 
 from __future__ import annotations

@@ -10,8 +10,7 @@ import re
 
 from server.emq.keyspace import STATE_SETS
 
-# The key's role, from the part after the hashtag: a job's own keys are
-# ":job:<id>" plus an optional part, a queue's keys a fixed suffix.
+# The key's role from the part after the hashtag: ":job:<id>[:part]" or a queue's suffix.
 _JOB = re.compile(r"^:job:[^:]+(?P<part>:[a-z]+)?$")
 _JOB_PARTS: dict[str, str] = {
     "": "row", ":dependencies": "counter", ":processed": "processed", ":ignored": "ignored", ":logs": "logs",
@@ -69,9 +68,8 @@ _VERBS: dict[str, str] = {
 }
 
 
-# The command the course's script ran, where Valkey's notification names another:
-# Valkey reports INCR, DECR, INCRBY and DECRBY alike as ``incrby``, and the only
-# write of a counter after its SET is release_parent.lua's DECR.
+# The command the script ran where the notification names another: Valkey reports DECR as
+# ``incrby``, and a counter's only write after its SET is release_parent.lua's DECR.
 _COMMANDS: dict[tuple[str, str], str] = {("counter", "incrby"): "decr"}
 
 

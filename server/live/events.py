@@ -1,8 +1,5 @@
-"""The lab's own events (resets, class changes), published to every worker.
-
-An event names the sandboxes whose streams must hear it (None: all); a
-PUBLISH reaches every node of a cluster, so each carries an id, handed on once.
-"""
+"""The lab's own events (resets, class changes), published to every worker for the streams of
+the sandboxes named (None: all); each carries an id, handed on once (a cluster repeats a PUBLISH)."""
 
 from __future__ import annotations
 

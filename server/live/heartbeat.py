@@ -1,10 +1,8 @@
 """The heartbeat: proof, every second, that keyspace notifications still arrive.
 
-Notifications switched off behind the site's back fail nothing, the streams just
-fall silent; so the hub writes a key it subscribes to and expects the notice back.
-After `SILENCE` it switches them on again, reports "off" where CONFIG is refused,
-or raises (the hub reconnects) when the flags say on. A write refused for memory
-reports "memory full", then "memory ok".
+Switched off behind the site's back they fail nothing, streams fall silent; so the hub
+writes a key it subscribes to. After `SILENCE` it switches them on again, reports "off"
+where CONFIG is refused, or raises (to resubscribe); a write refused for memory reports it.
 """
 
 from __future__ import annotations
@@ -122,8 +120,7 @@ class Heartbeat:
             wrote = await self.write()
             slept = time.monotonic()
             await asyncio.sleep(BEAT_EVERY)
-            # A sleep that overran means a worker behind on every message: not
-            # silence, and resubscribing would only add load.
+            # An overrun sleep is a busy worker, not silence: resubscribing would add load.
             late = time.monotonic() - slept > 2 * BEAT_EVERY
             if late:
                 self.last_seen = max(self.last_seen, time.monotonic() - SILENCE / 2)

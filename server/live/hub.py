@@ -1,9 +1,6 @@
-"""The live stream's listener: keyspace notifications in, changes out.
-
-One subscription per Valkey primary, whoever is online, so an action costs Valkey
-the same with two thousand learners as with one; a notice of a sandbox no page
-shows is dropped with one dict lookup. On a drop it reconnects and resyncs.
-"""
+"""The live stream's listener: keyspace notifications in, changes out. One subscription per
+Valkey primary, whoever is online (an action costs the same with 2,000 learners as with one);
+on a drop it reconnects and resyncs."""
 
 from __future__ import annotations
 
@@ -25,9 +22,8 @@ from server.valkey.tasks import stop_tasks
 
 log = logging.getLogger("emqlab.stream")
 
-# every learner key, and the site's keys about a widget queue (`lab:{<sandbox>.<part>}:…`,
-# a dot inside the braces), not a sandbox's own records (`lab:{<sandbox>}:meta`):
-# each action writes those too, and no page draws them
+# every learner key, and the site's keys of a widget queue (`lab:{<sandbox>.<part>}:…`),
+# not a sandbox's own records (`lab:{<sandbox>}:meta`), which no page draws
 PATTERNS = ("__keyspace@*__:emq:{*", "__keyspace@*__:lab:{*.*}:*")
 RECONNECT_EVERY = 0.25  # seconds between tries of a node that dropped
 NOTIFICATIONS_OFF = (

@@ -1,9 +1,5 @@
-"""The open streams, by sandbox, and what each is handed.
-
-A closed batch becomes frames once (each effect worded once, each touched widget
-read and drawn once, with the effects that touched it), so a thousand pages of a
-sandbox cost one read and one drawing per change.
-"""
+"""The open streams, by sandbox, and what each is handed: a closed batch becomes frames
+once (each effect worded, each touched widget drawn once), however many pages watch."""
 
 from __future__ import annotations
 
@@ -23,7 +19,6 @@ READS_AT_ONCE = 64  # snapshot reads in flight for the streams: an overload queu
 READ_DEADLINE = 5.0  # seconds one read may take before the change is dropped (the page resyncs later)
 
 
-
 class Worded(msgspec.Struct, frozen=True):
     """One keyspace notification of a change, in words (server/live/effects.py)."""
 
@@ -35,8 +30,7 @@ class Worded(msgspec.Struct, frozen=True):
 
 
 class Painter(Protocol):
-    """What draws a widget's frame: `server/widgets/frames.py` (a layer above this one);
-    b"" when there is nothing to draw now (no page is sent anything)."""
+    """What draws a widget's frame (`server/widgets/frames.py`); b"": nothing to send now."""
 
     async def frame(self, sandbox: str, widget: str, effects: Sequence[Worded]) -> bytes: ...
 

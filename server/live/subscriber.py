@@ -1,11 +1,8 @@
 """The hub's subscription: one connection in subscribe mode, its replies parsed by hiredis.
 
-Every write of every sandbox is a keyspace message to every worker, whoever
-watches. redis-py's `PubSub` spends about 7 µs of its own on each (its retry,
-push and observability layers): a tenth of an action's CPU in `make bench`.
-Here the messages are read in bulk and parsed by `hiredis.Reader`, the parser
-redis-py itself uses, behind its public API; nothing else is sent on this
-connection but AUTH and the subscribe commands.
+Every sandbox write is a message to every worker; redis-py's `PubSub` spent ~7 µs of
+its own on each (a tenth of an action's CPU), so messages are read in bulk and parsed
+by `hiredis.Reader`. Only AUTH and the subscribe commands are sent.
 """
 
 from __future__ import annotations

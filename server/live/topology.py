@@ -1,8 +1,5 @@
-"""Which Valkey nodes the hub listens on, and keeping one subscriber on each.
-
-Notifications are node-local: on a cluster one subscriber per online primary
-(CLUSTER SHARDS, read every few seconds). `up` when every subscriber is ready.
-"""
+"""Which Valkey nodes the hub listens on (notifications are node-local: on a cluster each
+online primary, from CLUSTER SHARDS every few seconds), one subscriber each; `up` when all are ready."""
 
 from __future__ import annotations
 

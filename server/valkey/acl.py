@@ -1,13 +1,9 @@
 """Each sandbox's own Valkey ACL user: its rules, its password, making and dropping it.
 
-User ``sbx-<sandbox>`` reaches keys ``emq:{<sandbox>.*`` only: the pattern a
-reset or the reaper matches, so whatever it wrote goes with the sandbox. The
-password is an HMAC of the site's secret (nothing stored); a user is made when
-its AUTH first fails on a node. On a Valkey without the EMQ module (a managed
-service that loads none) the module's commands are left out of the rules, so
-the console works there; EMQ.COMPLETE then answers Valkey's "unknown command".
-A failed AUTH leaves a connection as whoever it was, so between lines one rests
-as ``emqlab-idle``, with no key and no command.
+User ``sbx-<sandbox>`` reaches keys ``emq:{<sandbox>.*`` only (what a reset
+removes); its password is an HMAC of the site's secret, and it is made when its
+AUTH first fails on a node. Without the EMQ module the module's commands are
+left out of the rules. Between lines a connection rests as ``emqlab-idle``.
 """
 
 from __future__ import annotations
@@ -33,8 +29,7 @@ from server.valkey.client import command_on, primaries
 
 PREFIX: Final = "sbx-"
 IDLE_USER: Final = "emqlab-idle"
-# The console's commands, plus what the scripts and the module call inside
-# (TIME, EXISTS, ...): Valkey checks those calls against this list too.
+# The console's commands, plus what the scripts and the module call inside (checked too).
 COMMANDS: Final = (
     "ping", "time", "type", "ttl", "pttl", "exists", "get", "strlen", "set", "incr", "decr", "incrby",
     "decrby", "hget", "hgetall", "hmget", "hlen", "hexists", "hkeys", "hvals", "hset", "hsetnx", "hdel",
@@ -43,23 +38,17 @@ COMMANDS: Final = (
     "rpop", "lrem", "expire", "pexpire", "persist", "del", "evalsha",
 )
 MODULE_COMMANDS: Final = ("emq.complete", "emq.fail")  # allowed where the EMQ module is loaded
-# Denied by name although `-@all` denies them: key patterns cannot confine a
-# keyless command, and named they stay denied if a category is ever added.
+# Denied by name besides `-@all`: keyless commands stay denied if a category is ever added.
 DENIED: Final = (
     "keys", "scan", "randomkey", "flushall", "flushdb", "config", "script", "function", "eval", "eval_ro",
     "fcall", "fcall_ro", "debug", "acl", "module", "shutdown", "migrate", "client", "object", "memory",
     "info", "monitor", "subscribe", "psubscribe", "publish", "sort", "rename", "copy", "move", "restore",
     "dump", "select", "swapdb", "cluster", "save", "bgsave", "replicaof", "multi", "wait",
 )
-# Error replies that pass by themselves (loading, between two slot maps); any
-# other refusal of ACL SETUSER means the site may not make users here.
+# Passing error replies; any other refusal of ACL SETUSER closes the console here.
 PASSING: Final = (BusyLoadingError, ClusterDownError, MasterDownError, TryAgainError)
 CLOSED_FOR: Final = 30.0  # seconds a node that refused ACL SETUSER is not asked again
 NO_MODULE_FOR: Final = 30.0  # seconds a node found without the module makes users without its commands
-
-
-class _NoModule(Exception):
-    """ACL SETUSER named a module command this server does not have."""
 
 
 class Closed(Exception):
@@ -81,14 +70,12 @@ def password_of(secret: str | bytes, name: str) -> str:
 
 
 def _hashed(secret: str | bytes, name: str) -> str:
-    # `#<sha256>` rather than `>password`: the password itself never travels
-    # in an ACL SETUSER that SLOWLOG or MONITOR could show.
+    # `#<sha256>`, not `>password`: SLOWLOG or MONITOR never show the password
     return "#" + hashlib.sha256(password_of(secret, name).encode()).hexdigest()
 
 
 def sandbox_rules(sandbox: str, secret: str | bytes, module: bool = True) -> list[str]:
-    """ACL SETUSER rules of the sandbox's user (`reset` first: whatever it held before);
-    `module`: the server has the EMQ module, so its commands are allowed too."""
+    """ACL SETUSER rules of the sandbox's user; `module`: the EMQ module's commands too."""
     allowed = (*COMMANDS, *MODULE_COMMANDS) if module else COMMANDS
     return [
         "reset", "on", _hashed(secret, user_of(sandbox)), "resetchannels", f"~emq:{{{sandbox}.*",
@@ -96,15 +83,8 @@ def sandbox_rules(sandbox: str, secret: str | bytes, module: bool = True) -> lis
     ]
 
 
-def _unknown_module_command(exc: ResponseError) -> bool:
-    """ACL SETUSER refused a module command the server does not have (no EMQ module loaded)."""
-    text = str(exc).lower()
-    return "unknown command" in text and any(f"'+{c}'" in text for c in MODULE_COMMANDS)
-
-
 def idle_rules(secret: str | bytes) -> list[str]:
-    """The idle user: no key, no channel, no command but SELECT (a connection
-    to a database other than 0 selects it right after its AUTH)."""
+    """The idle user: nothing but SELECT (a connection to another database selects it after AUTH)."""
     return ["reset", "on", _hashed(secret, IDLE_USER), "resetchannels", "-@all", "+select"]
 
 
@@ -117,18 +97,21 @@ class Users:
         self._closed: dict[str, tuple[float, str]] = {}  # node name -> (until, reason)
         self._no_module: dict[str, float] = {}  # node name -> until when it is taken to have no EMQ module
 
-    async def _set(self, node: ClusterNode | None, name: str, rules: list[str], module: bool = False) -> None:
+    async def _set(self, node: ClusterNode | None, name: str, rules: list[str]) -> bool:
+        """ACL SETUSER; False when it named a module command the server does not have."""
         where = node.name if node is not None else ""
         until, reason = self._closed.get(where, (0.0, ""))
         if time.monotonic() < until:
             raise Closed(reason)
         try:
             await command_on(self.admin, node, "ACL", "SETUSER", name, *rules)
+            return True
         except PASSING:
             raise  # the server is starting or moving slots: a fault for now, not a closed console
         except ResponseError as exc:
-            if module and _unknown_module_command(exc):
-                raise _NoModule from exc
+            text = str(exc).lower()
+            if "unknown command" in text and any(f"'+{c}'" in text for c in MODULE_COMMANDS):
+                return False
             reason = (f"the site may not create Valkey ACL users on this server ({reply.error_text(exc)}), "
                       "and every console line runs as its sandbox's own user")
             self._closed[where] = (time.monotonic() + CLOSED_FOR, reason)
@@ -139,9 +122,7 @@ class Users:
         module's commands where the server has none (found by its refusal, asked again later)."""
         where = node.name if node is not None else ""
         module = time.monotonic() >= self._no_module.get(where, 0.0)
-        try:
-            await self._set(node, user_of(sandbox), sandbox_rules(sandbox, self.secret, module), module)
-        except _NoModule:
+        if not await self._set(node, user_of(sandbox), sandbox_rules(sandbox, self.secret, module)):
             self._no_module[where] = time.monotonic() + NO_MODULE_FOR
             await self._set(node, user_of(sandbox), sandbox_rules(sandbox, self.secret, module=False))
 

@@ -1,9 +1,5 @@
-"""The Valkey client the site talks through: `Redis` for one server, `RedisCluster` for a cluster.
-
-A cluster is used when asked (`EMQLAB_VALKEY_CLUSTER=1`) or found (`INFO
-cluster` says `cluster_enabled:1`); every script runs unchanged on either,
-since its keys share one hashtag.
-"""
+"""The Valkey client the site talks through: `Redis` for one server, `RedisCluster` for a
+cluster (asked with `EMQLAB_VALKEY_CLUSTER=1`, or found by `INFO cluster`)."""
 
 from __future__ import annotations
 
@@ -53,9 +49,8 @@ def _cluster_url(url: str) -> str:
 
 
 class PackedConnection(aioredis.Connection):
-    """redis-py's async connection, its commands packed by hiredis in C, as
-    redis-py's own synchronous client packs them. Packing each argument in
-    Python was a tenth of a click's CPU (a click sends some ninety)."""
+    """redis-py's async connection, its commands packed by hiredis in C (packing in
+    Python was a tenth of a click's CPU)."""
 
     def pack_command(self, *args: Any) -> list[bytes]:
         # redis-py sends a command name written with a space ("CONFIG GET") as two words
@@ -72,15 +67,11 @@ def open_client(url: str, cluster: bool | None = None) -> aioredis.Redis | Redis
             _cluster_url(url), decode_responses=True, socket_connect_timeout=1, socket_timeout=5,
             health_check_interval=10, driver_info=None,
         )
-    # A plain pool sized above uvicorn's limit_concurrency, so the cap is never
-    # the queue (a BlockingConnectionPool's checkout cost an eighth of an action's CPU).
-    # One retry on a dropped connection: after a Valkey restart a command that
-    # met a dead pooled socket never reached the new server.
-    # No socket timeout or health check per command (a task per send, a tenth of
-    # a click's CPU): a request has one deadline for all (web/middleware.py `Site`).
-    # redis-py 8 sets a 5 s socket timeout unless told None: a wait_for task per send.
-    # No CLIENT SETINFO (`driver_info=None`): each new connection otherwise reads redis-py's
-    # package metadata from disk (a millisecond: a burst of page opens grows the pool by hundreds).
+    # A plain pool sized above uvicorn's limit_concurrency (a BlockingConnectionPool's
+    # checkout cost an eighth of an action's CPU). One retry: after a Valkey restart a
+    # dead pooled socket must not lose the command. socket_timeout=None (redis-py 8's
+    # default 5 s is a task per send): a request has one deadline (web/middleware.py).
+    # driver_info=None: no CLIENT SETINFO, which reads package metadata per connection.
     pool = aioredis.ConnectionPool.from_url(
         url, decode_responses=True, socket_connect_timeout=1, socket_timeout=None, driver_info=None,
         max_connections=MAX_CONNECTIONS,

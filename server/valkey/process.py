@@ -57,14 +57,25 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def _answers(port: int, command: bytes, expected: bytes) -> bool:
-    """Whether the server on `port` answers an inline `command` with a reply that holds `expected`."""
+def _ask(port: int, words: str, timeout: float = 0.2) -> bytes:
+    """One inline command to the server on `port`, its raw reply (OSError when none comes)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(words.encode() + b"\r\n")
+        return sock.recv(4096)
+
+
+def _answers(port: int, words: str, expected: bytes) -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
-            sock.sendall(command + b"\r\n")
-            return expected in sock.recv(4096)
+        return expected in _ask(port, words)
     except OSError:
         return False
+
+
+def _command(port: int, words: str) -> None:
+    """One command the server must accept (its words need no quoting); an error reply raises."""
+    reply = _ask(port, words, timeout=5)
+    if reply.startswith(b"-"):
+        raise RuntimeError(f"{words} on port {port}: {reply.decode(errors='replace').strip()}")
 
 
 def _die_with_parent() -> None:
@@ -141,7 +152,7 @@ class ValkeyProcess:
                 tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
                 raise RuntimeError(f"valkey-server exited early (status {self.proc.returncode}); "
                                    f"the end of {log}:\n{tail}")
-            if _answers(self.port, b"PING", b"+PONG"):  # -LOADING while it reads its append-only file: not yet
+            if _answers(self.port, "PING", b"+PONG"):  # -LOADING while it reads its append-only file: not yet
                 return
             time.sleep(0.02)
         raise RuntimeError(f"valkey-server did not answer on port {self.port} within {timeout}s")
@@ -195,23 +206,9 @@ class ClusterNode(ValkeyProcess):
         ]
 
 
-def _command(port: int, *words: object) -> bytes:
-    """One command to the server on `port` (RESP), its raw reply; an error reply raises."""
-    args = [str(word).encode() for word in words]
-    frame = b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(arg), arg) for arg in args)
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(frame)
-        reply = sock.recv(4096)
-    if reply.startswith(b"-"):
-        raise RuntimeError(f"{' '.join(map(str, words))} on port {port}: {reply.decode(errors='replace').strip()}")
-    return reply
-
-
 class ValkeyCluster:
-    """A managed Valkey Cluster of `primaries` nodes, formed with CLUSTER commands (as
-    `valkey-cli --cluster create` does: slots split evenly, one config epoch each, then
-    MEET). Nodes whose nodes.conf already hold slots form again by themselves on their
-    old ports, with their data."""
+    """`primaries` nodes formed as `valkey-cli --cluster create` does (slots split evenly, one
+    config epoch each, MEET); nodes whose nodes.conf hold slots form again on their own."""
 
     SLOTS = 16384
 
@@ -235,10 +232,10 @@ class ValkeyCluster:
         count = len(self.nodes)
         for index, node in enumerate(self.nodes):
             first, last = index * self.SLOTS // count, (index + 1) * self.SLOTS // count - 1
-            _command(node.port, "CLUSTER", "ADDSLOTSRANGE", first, last)
-            _command(node.port, "CLUSTER", "SET-CONFIG-EPOCH", index + 1)
+            _command(node.port, f"CLUSTER ADDSLOTSRANGE {first} {last}")
+            _command(node.port, f"CLUSTER SET-CONFIG-EPOCH {index + 1}")
         for node in self.nodes[1:]:
-            _command(self.nodes[0].port, "CLUSTER", "MEET", "127.0.0.1", node.port, node.bus_port)
+            _command(self.nodes[0].port, f"CLUSTER MEET 127.0.0.1 {node.port} {node.bus_port}")
 
     def start(self, timeout: float = 30.0) -> str:
         try:
@@ -252,7 +249,7 @@ class ValkeyCluster:
             raise
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if all(_answers(node.port, b"CLUSTER INFO", b"cluster_state:ok") for node in self.nodes):
+            if all(_answers(node.port, "CLUSTER INFO", b"cluster_state:ok") for node in self.nodes):
                 return self.url
             time.sleep(0.05)
         self.stop()

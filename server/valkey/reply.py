@@ -29,13 +29,8 @@ def quote(value: bytes) -> str:
 
 
 def error_text(exc: Exception) -> str:
-    """The error reply as Valkey sent it (as valkey-cli prints it), its code said once.
-
-    redis-py splits a reply's code off in more than one way: a code it knows
-    leaves the message and waits in `status_code` (or only in the exception's
-    class, for one raised before 8.2); since 8.2 a code it does not know
-    (EMQSTALE, WRONGTYPE) is in `status_code` and kept in the message too.
-    """
+    """The error reply as valkey-cli prints it, its code said once: redis-py moves a code it
+    knows to `status_code` (before 8.2: only to the class); since 8.2 an unknown one is in both."""
     message = str(exc)
     code = getattr(exc, "status_code", None) or _CODES.get(type(exc))
     if code is not None:

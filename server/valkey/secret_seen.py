@@ -1,11 +1,8 @@
 """Whether the cookie-signing secret changed under a Valkey's data: said in the log.
 
-A deleted or replaced secret file (a cleanup, a restored backup) or a new
-`EMQLAB_SECRET` makes a new secret, and every cookie signed with the old one
-stops counting: sandboxes, classes and instructor sign-ins are lost at once.
-That must not pass silently, so Valkey keeps a keyed fingerprint of the
-secret its data was written under (one key; the secret cannot be read back
-from it) and each start compares it.
+A new secret (file deleted or replaced, new `EMQLAB_SECRET`) voids every cookie
+at once, so Valkey keeps a keyed fingerprint of the secret its data was written
+under (the secret cannot be read back from it) and each start compares it.
 """
 
 from __future__ import annotations

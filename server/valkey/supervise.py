@@ -1,11 +1,8 @@
-"""Keeps the site's managed valkey-server(s) running: a thread of `emqlab serve`
-starts a dead one again on its own port and folder, one log line per restart.
+"""Keeps the managed valkey-server(s) running: a thread of `emqlab serve` restarts a dead
+one on its own port and folder, one log line per restart.
 
-Two pauses, kept apart. A server that answered and was then killed comes back
-within 5 s however many times in a row (a short pause, capped at 1 s): its
-data and the learners are waiting, and the start itself proves it can run.
-A server that will not start (a bad binary, a port taken) waits longer after
-each failed start (0.5 s doubling to 30 s), so it is not a busy loop.
+A server killed after it ran comes back fast (pauses capped at 1 s: learners wait);
+one that will not start backs off from 0.5 s doubling to 30 s (no busy loop).
 """
 
 from __future__ import annotations

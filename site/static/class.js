@@ -1,17 +1,10 @@
-// class.js — the class page (and its projector view), live. The server reads
-// the class from Valkey and sends it in words on /instructor/rooms/<CODE>/events
-// each time it changed (at once when a learner answers); this module only lays
-// the words out, the same way the page's template does: every word in a cell,
-// a count, a mark, a feedback, is the server's.
+// class.js — the class page (and its projector view), live: the server sends
+// the class in words on /instructor/rooms/<CODE>/events at each change; this
+// lays them out as the page's template does. Every word is the server's.
+
+import { withRole as el } from "./widgets/dom.js";
 
 const page = document.querySelector("[data-class]");
-
-function el(tag, text, role) {
-  const node = document.createElement(tag);
-  if (text !== undefined && text !== null) node.textContent = text;
-  if (role) node.dataset.role = role;
-  return node;
-}
 
 // ---- the answers: one block per question and round -----------------------
 

@@ -1,8 +1,6 @@
-// console.js — the Valkey console: a command typed, sent to POST /api/console,
-// and the reply printed as valkey-cli prints it. Standalone: its own fetch, no
-// stream. Every reply line comes from the server (Valkey's reply, or the
-// console's refusal); the transcript is also kept in Valkey, so a reload or a
-// second tab reads the same last commands back (GET /api/console).
+// console.js — the Valkey console: a command sent to POST /api/console, its
+// reply printed as the server wrote it (as valkey-cli would). The transcript is
+// kept in Valkey, so a reload or a second tab reads it back (GET /api/console).
 
 const root = document.querySelector("[data-console]");
 const MAX_ENTRIES = 200; // entries kept on the page; older ones scroll away

@@ -12,6 +12,14 @@ export function el(tag, className, text) {
   return node;
 }
 
+/** A new element with its text and its data-role (the class's pieces: room.js, class.js). */
+export function withRole(tag, text, role) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = text;
+  if (role) node.dataset.role = role;
+  return node;
+}
+
 export function setStatus(root, text, kind = "") {
   const status = $(root, "status");
   // only what changed is written: clearing a clear line is no change on the page

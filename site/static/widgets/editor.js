@@ -1,18 +1,10 @@
-// editor.js — the exercises' code editor: CodeMirror 6 with its Lua mode, over
-// the form's own textarea. The textarea stays the form field (hidden, kept in
-// step with every edit), so the form posts what the editor shows, and a page
-// whose editor cannot load keeps the plain textarea. The modules come from
-// /static/vendor/ through the page's import map (server/web/editor_assets.py).
-//
-// Keyboard: Tab and Shift-Tab indent (indentWithTab); Escape, then Tab,
-// leaves the editor (CodeMirror's own tab focus mode), as the hint under the
-// label says, so focus is never trapped.
-//
-// The editor lives in a shadow root of its own: CodeMirror writes its styles
-// through style-mod, which uses a <style> element in a document (refused by
-// the site's CSP, style-src 'self') and a constructable sheet in a shadow
-// root (allowed). So its look is set here, as a CodeMirror theme, and the
-// label reaches it as its aria-label (an id reference cannot cross into it).
+// editor.js — the exercises' code editor: CodeMirror 6 (Lua) over the form's
+// own textarea, which stays the (hidden) form field kept in step, so a page
+// whose editor cannot load keeps the plain textarea. Modules: /static/vendor/
+// via the import map. Tab indents; Escape, then Tab leaves (focus never trapped).
+// It lives in a shadow root: the CSP (style-src 'self') refuses style-mod's
+// <style> in a document but not a shadow root's constructable sheet. So its look
+// is a CodeMirror theme here, and the label reaches it as its aria-label.
 import { EditorState } from "@codemirror/state";
 import {
   EditorView, drawSelection, highlightActiveLine, highlightActiveLineGutter, highlightSpecialChars, keymap, lineNumbers,

@@ -1,14 +1,9 @@
 // exercise.js — an exercise: the learner's script is posted to the graders
-// (POST /api/exercises/<name>/run, as a stream of its place in line, then the
-// result), and each check's verdict is drawn as the server said it. A failing
-// check opens to show the scenario's keys before and after the learner's
-// script, as the graders read them from Valkey. Nothing is judged here.
-//
-// The list only ever shows one run: while a run is under way its lines say
-// so, and a run that did not happen (a script that does not compile, a
-// refusal) marks every check "not run". The learner's kept work comes from
-// GET /api/exercises/<name> (`mine`): the editor opens with their last script
-// and the best-run line says their best.
+// (POST /api/exercises/<name>/run streams its place in line, then the result)
+// and each check's verdict, with a failing check's keys before and after, is
+// drawn as the server said it. The list shows one run; a run that did not
+// happen marks every check "not run". GET /api/exercises/<name> (`mine`)
+// brings back the learner's last script and best run.
 import { el, formatValue, keyName } from "./dom.js";
 
 const $ = (root, role) => root.querySelector(`[data-role="${role}"]`);

@@ -1,14 +1,9 @@
 // lab.js — the generic swap and the actions, for every widget on the page.
-//
-// The server draws each widget (site/templates/widgets/_<name>.html) from its
-// snapshot: the first paint, the page without JavaScript and every frame of
-// the live stream are the same HTML. This page only morphs a newer frame in
-// (idiomorph), never one with an older `ver`, and keeps what is the reader's:
-// focus, typed values, open details, scroll. A control posts its action:
-// `data-action` (a button) or `data-send` (a button, an input on change, a
-// form on submit) names it; `data-body` and the widget's
-// `[data-field][data-for~=<action>]` controls fill its body; an open question's
-// answer rides along. Nothing here computes a value to show.
+// The server draws every frame (first paint, no-JS page, live stream: the same
+// HTML); this page morphs a newer `ver` in (idiomorph), keeping the reader's
+// focus, typed values, open details and scroll. `data-action`/`data-send` name
+// a control's action; `data-body`, `[data-field][data-for~=<action>]` and an
+// open question's answer fill its body. Nothing here computes a value to show.
 
 import { Idiomorph } from "/static/vendor/idiomorph/dist/idiomorph.esm.js";
 import { $, announce, setStatus } from "./dom.js";
@@ -25,11 +20,9 @@ let source = null;
 
 // ---- the swap ---------------------------------------------------------------
 
-// Fields the morph is turning into another field. The morph reuses a node without
-// an id for a new one with an id (a page first drawn without its snapshot: the
-// controls' policy radios became the question's radios, and kept "fp" as the
-// value of the answer "held", checked). What was typed or picked belongs to the
-// field it was typed in, so a field that is not the same field takes the server's.
+// Fields the morph turns into another field (it reuses a node without an id for a
+// new one: policy radios once became a question's, keeping "fp" checked). What was
+// typed belongs to its own field, so a field that is not the same takes the server's.
 const adopted = new WeakSet();
 
 /** A field's identity: its id, else its name; a radio's or a checkbox's value is part of it (the server's). */

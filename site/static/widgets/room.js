@@ -1,11 +1,8 @@
-// room.js — what a dive page shows of the class it is in (or of a Watch):
-// the banner, the controls disabled where the page only watches, the class's
-// events (a mode change, "bring everyone", a question asked, a close), the
-// question the class is asked, and notices that stay. The server says which
-// class and mode every answer comes from, and what the class is asked
-// (GET /room/ask); nothing here decides it.
+// room.js — what a dive page shows of its class (or of a Watch): the banner,
+// controls disabled where the page only watches, the class's events, the
+// question asked (GET /room/ask) and notices that stay. The server decides all.
 
-import { setStatus } from "./dom.js";
+import { setStatus, withRole as el } from "./dom.js";
 
 let current = null; // the last room the server named (null: none)
 let notice = ""; // a sentence that outlives the room (e.g. the class was closed)
@@ -13,20 +10,12 @@ let watched = null; // whom an instructor's Watch shows: { sandbox, name, room }
 let askedIn = null; // the class whose question was last read
 
 const CONTROLS = "button, input, select, textarea";
-// A notice that stays (an instructor's reset, a class's move) is cleared by the learner's Dismiss, or by
-// their action on the widget it concerns — not by a click already on its way when it came, nor by one in
-// its first seconds (a learner clicking fast has not read it yet), nor by an answer on another widget.
+// A notice that stays is cleared by Dismiss or an action on its widget, not by a click
+// sent before it came or in its first seconds (not read yet), nor on another widget.
 const NOTICE_READ_MS = 4000;
 const CARRIED = "emqlab-class-notice"; // a notice carried to the page the class was brought to
 
 const $ = (selector, root = document) => root.querySelector(selector);
-
-function el(tag, text, role) {
-  const node = document.createElement(tag);
-  if (text !== undefined && text !== null) node.textContent = text;
-  if (role) node.dataset.role = role;
-  return node;
-}
 
 function banner() {
   return $('[data-role="room-banner"]');
