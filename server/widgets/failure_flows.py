@@ -91,14 +91,12 @@ class Picture(msgspec.Struct, kw_only=True):
 
 def child_json(view: QueueView, child: flow.Child) -> Child:
     fields = view.fields(child.id)
-    return Child(**child.card_fields(), policy=fields.get("parent_policy"), error=fields.get("last_error"),
-                 attempts=fields.get("attempts"))
+    return child.card(Child, policy=fields.get("parent_policy"), error=fields.get("last_error"),
+                      attempts=fields.get("attempts"))
 
 
 def parent_json(reading: flow.FlowReading, part: str) -> Parent:
-    fields = reading.parent.card_fields()
-    fields["queue"] = part
-    return Parent(**fields, failed_child=reading.parent.fields.get("failed_child"))
+    return reading.parent.card(Parent, queue=part, failed_child=reading.parent.fields.get("failed_child"))
 
 
 def flows_of(moment: Moment) -> tuple[QueueView, QueueView, flow.FlowReading, flow.FlowReading]:

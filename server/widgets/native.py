@@ -158,7 +158,7 @@ class Native(Widget):
             readout += " " + ABSENT
         flat = Flat(id=FLAT, state=view.fields(FLAT).get("state"), set=next(iter(view.sets_of(FLAT)), None))
         return Description(readout, Picture(
-            parent=reading_.parent.as_json(), child=child.as_json(), flat=flat,
+            parent=reading_.parent.card(flow.ParentCard), child=child.card(flow.ChildCard), flat=flat,
             executor=state.get("executor", ""), last=moment.kept("last")))
 
     @reading("keys-changed")

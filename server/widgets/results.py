@@ -67,7 +67,8 @@ class ResultsReader(Widget):
                    "dependencies": view.number(PARENT, ":dependencies") or 0}
             read["current"] = all(read.get(k) == v for k, v in now.items())
         return Description(self.readout(found), Picture(
-            parent=found.parent.as_json(), children=[c.as_json() for c in found.children], read=read))
+            parent=found.parent.card(flow.ParentCard), children=[c.card(flow.ChildCard) for c in found.children],
+            read=read))
 
     @staticmethod
     def readout(found: flow.FlowReading) -> str:

@@ -124,9 +124,7 @@ class Shown(msgspec.Struct, kw_only=True):
 def unsandboxed(shown: Shown, prefix: str) -> tuple[list[QueueShape], str, msgspec.Struct | None, Record | None]:
     """`shown` with every `<sandbox>.` inside its strings removed: a page never shows the
     sandbox id (a class member would learn the target of an attack). Done on the encoded
-    bytes, where the id (letters, digits and a dot) reads as it does in the strings: one
-    pass in C rather than a walk of every string in Python (a fifth of a snapshot's cost),
-    decoded back into the same types (the picture's own Struct)."""
+    bytes (the id reads there as in the strings): one pass in C, not a walk in Python."""
     if prefix:
         raw = msgspec.json.encode(shown).replace(prefix.encode(), b"")
         shown = msgspec.json.decode(raw, type=_shape(type(shown.picture) if shown.picture is not None else None))
@@ -135,8 +133,7 @@ def unsandboxed(shown: Shown, prefix: str) -> tuple[list[QueueShape], str, msgsp
 
 @functools.cache
 def _shape(picture: type[msgspec.Struct] | None) -> type[Shown]:
-    """`Shown` with its picture the widget's own Struct (None: a widget with none), so the
-    decode types it; one subclass per picture type, made once."""
+    """`Shown` typed with the widget's own picture Struct; one subclass per picture type."""
     if picture is None:
         return Shown
     made = msgspec.defstruct(f"Shown{picture.__name__}", [("picture", picture | None)], bases=(Shown,), kw_only=True)
