@@ -80,10 +80,7 @@ class FanIn(Widget):
     )
 
     async def land(self, turn: Turn) -> None:
-        await flows.add(turn.conn, turn.queue(), {
-            "parent": {"id": PARENT, "payload": "build the report"},
-            "children": [{"id": c, "payload": f"part {i}"} for i, c in enumerate(CHILDREN, 1)],
-        })
+        await flows.add(turn.conn, turn.queue(), flow.spec(PARENT, "build the report", CHILDREN, "part {i}"))
 
     def describe(self, moment: Moment) -> Description:
         view = moment.first

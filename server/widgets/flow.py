@@ -53,6 +53,12 @@ def trusted_by(sandbox: str) -> pump.Accept:
     return lambda entry: entry.parent_queue.startswith(prefix)
 
 
+def spec(parent: str, payload: str, children: Sequence[str], child_payload: str, **flags: bool) -> dict[str, Any]:
+    """A flow's spec for `flows.add`: each child's payload is `child_payload` with its number as `{i}`."""
+    return {"parent": {"id": parent, "payload": payload},
+            "children": [{"id": c, "payload": child_payload.format(i=i), **flags} for i, c in enumerate(children, 1)]}
+
+
 def plural(n: int, one: str, many: str | None = None) -> str:
     """`1 entry`, `2 entries`: every count a sentence shows goes through here."""
     return f"{n} {one if n == 1 else (many or one + 's')}"

@@ -19,6 +19,7 @@ import msgspec
 
 from server.emq import flows
 from server.sandboxes import keys
+from server.widgets import flow
 from server.widgets.base import Body, Description, Design, Outcome, Refused, Step, Value, Widget, action, do, reading
 from server.widgets.race_run import EARLY, PARENT, Plan, Race, child_ids, deadline_ms
 from server.widgets.turn import Turn
@@ -195,10 +196,7 @@ class RaceLab(Widget):
     )
 
     async def land(self, turn: Turn, children: int = 6) -> None:
-        await flows.add(turn.conn, turn.queue(), {
-            "parent": {"id": PARENT, "payload": "ship the order"},
-            "children": [{"id": c, "payload": f"part {i}"} for i, c in enumerate(child_ids(children), 1)],
-        })
+        await flows.add(turn.conn, turn.queue(), flow.spec(PARENT, "ship the order", child_ids(children), "part {i}"))
 
     async def first_shown(self, turn: Turn) -> None:
         """The tour's race on the flow just landed, under the showing's lock (Reset waits

@@ -50,12 +50,9 @@ class ResultsReader(Widget):
     )
 
     async def land(self, turn: Turn) -> None:
-        await flows.add(turn.conn, turn.queue(), {
-            "parent": {"id": PARENT, "payload": "price the quote"},
-            # ignore the dependency: a child dead at its cap lands in :ignored and still counts down
-            "children": [{"id": c, "payload": f"leg {i}", "ignore_dependency_on_failure": True}
-                         for i, c in enumerate(CHILDREN, 1)],
-        })
+        # ignore the dependency: a child dead at its cap lands in :ignored and still counts down
+        await flows.add(turn.conn, turn.queue(), flow.spec(PARENT, "price the quote", CHILDREN, "leg {i}",
+                                                           ignore_dependency_on_failure=True))
 
     def describe(self, moment: Moment) -> Description:
         view = moment.first
