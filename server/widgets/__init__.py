@@ -1,9 +1,6 @@
-"""The widgets, found by the code: every module of this package that defines a
-`Widget` subclass with a `name` is one. No list of widgets is kept by hand.
+"""The widgets, found by the code: every `Widget` subclass with a `name` in this package.
 
-Each widget's queue parts are its own: a part two widgets claim would repaint
-the wrong widget on every write (the hub finds a widget by its queue), so it
-stops the start.
+A queue part two widgets claim stops the start: the hub finds a widget by its queue.
 """
 
 from __future__ import annotations

@@ -60,8 +60,7 @@ class Refused(Refusal):
 
 
 class ResetStillFull(Refusal):
-    """A Reset over maxmemory removed the widget's keys, but Valkey stayed at its limit (other
-    sandboxes hold the memory), so the scenario could not land again yet: answered 503, retried in 30 s."""
+    """A Reset over maxmemory removed the widget's keys, but Valkey stayed at its limit: 503, retried in 30 s."""
 
     status, retry_after = 503, 30
 
@@ -151,9 +150,8 @@ class Description:
 
 @dataclass(frozen=True)
 class Design:
-    """The widget's row of DESIGN.md's table, which tests outside the project rely on: the
-    words its region's name contains, its buttons' visible labels (`containing`: labels that
-    contain these words), its checkboxes' and radios' labels, its groups' names."""
+    """The widget's row of DESIGN.md's table (tests outside the project rely on it): its region's
+    words, its buttons' labels (`containing`: words in a label), its checkboxes', radios', groups' names."""
 
     region: str
     buttons: tuple[str, ...] = ()
@@ -197,8 +195,7 @@ class Widget:
         """Land the starting scenario through the real scripts."""
 
     async def first_shown(self, turn: Turn) -> None:
-        """What a sandbox's first showing plays on the scenario just landed, under the same
-        lock (the race: a recorded run, so a page without JavaScript shows one); nothing here."""
+        """Played on a sandbox's first showing, under the same lock (the race's recorded run)."""
 
     def describe(self, moment: Moment) -> Description:
         """The picture and readout, built only from the keys just read."""

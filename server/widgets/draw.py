@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from pathlib import Path
 
 import msgspec
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Environment
 from markupsafe import Markup, escape
 
 from server.live import effects
@@ -21,8 +20,6 @@ from server.live.streams import Worded
 from server.widgets.base import Widget
 from server.widgets.snapshot import Snapshot
 from server.widgets.view import KeyShape
-
-TEMPLATES = Path(__file__).resolve().parents[2] / "site" / "templates"
 
 
 def key_breaks(name: str, joints: str = ":}") -> Markup:
@@ -61,17 +58,6 @@ def verb(effect: Worded) -> str:
     return effects.command(effect.event, effect.key)
 
 
-def environment(directory: Path = TEMPLATES) -> Environment:
-    env = Environment(loader=FileSystemLoader(str(directory)), autoescape=select_autoescape(), auto_reload=False)
-    prepare(env)
-    return env
-
-
-def prepare(env: Environment) -> None:
-    """The filters every widget template draws with."""
-    env.filters.update(key_breaks=key_breaks, short_key=short_key, key_text=key_text, verb=verb)
-
-
 class Changed:
     """The keys the last step's notifications named, asked by a template."""
 
@@ -97,7 +83,7 @@ class Changed:
 class Drawing:
     def __init__(self, env: Environment) -> None:
         self.env = env
-        prepare(env)
+        env.filters.update(key_breaks=key_breaks, short_key=short_key, key_text=key_text, verb=verb)
 
     def html(self, widget: Widget, snap: Snapshot | None, effects: Sequence[Worded] = ()) -> str:
         """The widget's `<section>`; with no snapshot (Valkey away), its shell, which the stream fills."""

@@ -29,7 +29,7 @@ from server.widgets.base import (
     info,
     reading,
 )
-from server.widgets.flow import plural
+from server.widgets.flow import plural, spec
 from server.widgets.turn import Turn
 from server.widgets.view import Moment, QueueView
 
@@ -42,9 +42,7 @@ TOTAL = len(MOVES)
 
 
 def flow_spec(non_job: bool) -> dict[str, Any]:
-    second = NON_JOB_CHILD if non_job else CHILDREN[1]
-    return {"parent": {"id": PARENT, "payload": "ship the order"},
-            "children": [{"id": c, "payload": f"step {i}"} for i, c in enumerate((CHILDREN[0], second), 1)]}
+    return spec(PARENT, "ship the order", [CHILDREN[0], NON_JOB_CHILD if non_job else CHILDREN[1]], "step {i}")
 
 
 def title(move: int) -> str:

@@ -1,20 +1,156 @@
 """The failure policy: a child dies at its attempt cap, and its row's token decides.
 
-Under `fp` the held parent is failed into `dead`; under `id` the error goes to
-`:ignored` and the counter falls. A failure with attempts left schedules the
-child and reads no token.
+Under `fp` the held parent is failed into `dead`; under `id` the error goes to `:ignored`
+and the counter falls; a failure with attempts left schedules the child and reads no token.
+The main flow lands `uniform` (every child on the learner's policy) or `mixed` (`fp`, both
+flags so `id`, and an unknown token that resolves to `fp`); a cross-queue flow beside it
+has its one child in `failure-policy.mail`.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
+
+import msgspec
 
 from server.emq import flows, jobs, keyspace, pump
-from server.widgets import base, flow
-from server.widgets import failure_flows as ff
+from server.widgets import base, flow, outbox_entries
 from server.widgets.base import Body, Description, Design, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.turn import Turn
-from server.widgets.view import Moment
+from server.widgets.view import Moment, QueueView
+
+HOME, MAIL = "failure-policy", "failure-policy.mail"
+PARENT = "JOBparent"
+CHILDREN = ("JOBchild1", "JOBchild2", "JOBchild3")
+LINKED, REMOTE = "JOBlinked", "JOBremote"  # the cross-queue flow: parent here, child in mail
+POLICIES = ("fp", "id")
+VARIANTS = ("uniform", "mixed")
+WORDS = {"fp": "fail the parent", "id": "ignore the dependency"}
+ERROR = "card declined"
+UNKNOWN_TOKEN = "skip"  # what an old or foreign writer might leave in parent_policy
+
+
+def choices(state: dict[str, str]) -> tuple[str, str]:
+    policy, variant = state.get("policy", ""), state.get("variant", "")
+    return (policy if policy in POLICIES else "fp", variant if variant in VARIANTS else "uniform")
+
+
+def flag_for(policy: str) -> dict[str, bool]:
+    return {"ignore_dependency_on_failure": True} if policy == "id" else {"fail_parent_on_failure": True}
+
+
+def flow_spec(policy: str, variant: str) -> dict[str, Any]:
+    if variant == "mixed":
+        flags: list[dict[str, bool]] = [
+            {"fail_parent_on_failure": True},
+            {"fail_parent_on_failure": True, "ignore_dependency_on_failure": True},
+            {"fail_parent_on_failure": True},  # its row's token is then overwritten with UNKNOWN_TOKEN
+        ]
+    else:
+        flags = [flag_for(policy)] * len(CHILDREN)
+    return {"parent": {"id": PARENT, "payload": "settle invoice 7"},
+            "children": [{"id": c, "payload": f"charge {i}", **f} for i, (c, f) in enumerate(zip(CHILDREN, flags), 1)]}
+
+
+def linked_spec(policy: str, mail_queue: str) -> dict[str, Any]:
+    return {"parent": {"id": LINKED, "payload": "send the receipt"},
+            "children": [{"id": REMOTE, "payload": "mail the receipt", "queue": mail_queue, **flag_for(policy)}]}
+
+
+def entry_words(raw: str, view: QueueView) -> str:
+    """An outbox entry of `view`'s queue in words, judged as the outbox widget judges one."""
+    seen = outbox_entries.judge(raw, view.queue)
+    if (entry := seen.entry) is None:
+        return f"poison (it does not decode): {raw[:40]}…"
+    if seen.verdict == "refused":
+        return f"refused: {entry.kind} {entry.child} → {entry.parent} names a queue outside your sandbox"
+    return f"{entry.kind} {entry.child} → {entry.parent} (policy {entry.policy}), waiting for the Pump"
+
+
+class Child(flow.ChildCard, kw_only=True):
+    policy: str | None  # its row's parent_policy token
+    error: str | None
+    attempts: str | None
+
+
+class Parent(flow.ParentCard, kw_only=True):
+    failed_child: str | None
+
+
+class Linked(msgspec.Struct, kw_only=True):
+    """The cross-queue flow: its parent at home, its child in mail, mail's outbox in words."""
+
+    parent: Parent
+    child: Child
+    outbox: list[str]
+
+
+class Picture(msgspec.Struct, kw_only=True):
+    policy: str
+    variant: str
+    tokens: list[str]  # the tokens the child rows hold
+    parent: Parent
+    children: list[Child]
+    linked: Linked
+
+
+def child_json(view: QueueView, child: flow.Child) -> Child:
+    fields = view.fields(child.id)
+    return child.card(Child, policy=fields.get("parent_policy"), error=fields.get("last_error"),
+                      attempts=fields.get("attempts"))
+
+
+def parent_json(reading: flow.FlowReading, part: str) -> Parent:
+    return reading.parent.card(Parent, queue=part, failed_child=reading.parent.fields.get("failed_child"))
+
+
+def flows_of(moment: Moment) -> tuple[QueueView, QueueView, flow.FlowReading, flow.FlowReading]:
+    """Both queues' views, the main flow and the linked (cross-queue) one."""
+    home, mail = moment.view(HOME), moment.view(MAIL)
+    return (home, mail, flow.read_flow(home, PARENT, [(home, c) for c in CHILDREN]),
+            flow.read_flow(home, LINKED, [(mail, REMOTE)]))
+
+
+def picture(moment: Moment) -> Picture:
+    home, mail, main, linked = flows_of(moment)
+    policy, variant = choices(moment.state)
+    children = [child_json(home, c) for c in main.children]
+    return Picture(
+        policy=policy, variant=variant,
+        tokens=sorted({c.policy for c in children if c.policy}),
+        parent=parent_json(main, HOME), children=children,
+        linked=Linked(parent=parent_json(linked, HOME), child=child_json(mail, linked.children[0]),
+                      outbox=[entry_words(raw, mail) for raw in mail.items("flow:outbox")]),
+    )
+
+
+def tally(children: list[flow.Child]) -> str:
+    """Where the main flow's children are: `1 died at the cap, 2 waiting in pending`."""
+    kinds = (("died at the cap", lambda c: c.state == "dead"),
+             ("completed", lambda c: c.state is None and c.counted == "processed"),
+             ("waiting in pending", lambda c: c.set == "pending"),
+             ("scheduled for a retry", lambda c: c.state == "scheduled"),
+             ("claimed, in active", lambda c: c.set == "active"),
+             ("gone (no row, not counted)", lambda c: c.state is None and c.counted is None))
+    return ", ".join(f"{n} {words}" for words, test in kinds if (n := sum(1 for c in children if test(c))))
+
+
+def readout(moment: Moment) -> str:
+    home, mail, main, linked = flows_of(moment)
+    tokens = sorted({t for c in CHILDREN if (t := home.fields(c).get("parent_policy"))})
+    # `fp (fail the parent)`; an unknown token says what it resolves to
+    words = [f"{t} ({WORDS[t]})" if t in WORDS else f"{t} (unknown: it resolves to fp, {WORDS['fp']})" for t in tokens]
+    said = (f"The child rows say parent_policy {', '.join(words[:-1])}{' and ' if len(words) > 1 else ''}{words[-1]}"
+            if words else "No child row is left to read a token from")
+    parent = main.parent
+    line = (f"{said}. {tally(main.children)} → {main.counter()}, :ignored holds {len(parent.ignored)}; "
+            f"{parent.fate()}.")
+    waiting = mail.items("flow:outbox")
+    outbox = (f"mail's outbox holds {flow.plural(len(waiting), 'entry', 'entries')} "
+              f"({'; '.join(entry_words(raw, mail) for raw in waiting)})" if waiting else "mail's outbox is empty")
+    return (f"{line} Cross-queue: {REMOTE} in {MAIL}: {linked.children[0].words()}; {outbox}; "
+            f"{LINKED}: {linked.parent.fate()}.")
+
 
 RETRY_CAP = 3  # "attempts left": the first failure of three allowed
 BATCH = 10
@@ -30,7 +166,7 @@ class FailurePolicy(Widget):
     design = Design(  # DESIGN.md's row
         "failure policy", ("Fail child at the cap", "Reset"), containing=("attempts left",),
         choices=("fail the parent", "ignore the dependency"))
-    queue_parts = (ff.HOME, ff.MAIL)
+    queue_parts = (HOME, MAIL)
     kept_on_reset = ("policy", "variant")
     # the tour states its policy, so a reader without JavaScript sees each arm
     tour = (
@@ -50,37 +186,37 @@ class FailurePolicy(Widget):
     )
 
     def job_ids(self, part: str) -> tuple[str, ...]:
-        return (ff.REMOTE,) if part == ff.MAIL else (ff.PARENT, *ff.CHILDREN, ff.LINKED)
+        return (REMOTE,) if part == MAIL else (PARENT, *CHILDREN, LINKED)
 
     async def land(self, turn: Turn) -> None:
-        await self.land_with(turn, *ff.choices(turn.moment.state))
+        await self.land_with(turn, *choices(turn.moment.state))
 
     async def land_with(self, turn: Turn, policy: str, variant: str) -> None:
-        home = turn.queue(ff.HOME)
-        await flows.add(turn.conn, home, ff.flow_spec(policy, variant))
+        home = turn.queue(HOME)
+        await flows.add(turn.conn, home, flow_spec(policy, variant))
         if variant == "mixed":
             # a token this library never writes, as an old or foreign writer might leave it
-            await turn.conn.hset(keyspace.job_key(home, ff.CHILDREN[2]), "parent_policy", ff.UNKNOWN_TOKEN)
-        await flows.add(turn.conn, home, ff.linked_spec(policy, turn.queue(ff.MAIL)))
+            await turn.conn.hset(keyspace.job_key(home, CHILDREN[2]), "parent_policy", UNKNOWN_TOKEN)
+        await flows.add(turn.conn, home, linked_spec(policy, turn.queue(MAIL)))
 
     def describe(self, moment: Moment) -> Description:
-        return Description(ff.readout(moment), ff.picture(moment))
+        return Description(readout(moment), picture(moment))
 
-    parent_fate = base.parent_reading("parent-fate", ff.PARENT, ff.HOME)
-    dependencies = base.parent_reading("dependencies", ff.PARENT, ff.HOME)
-    parent_claimable = base.parent_reading("parent-claimable", ff.PARENT, ff.HOME)
+    parent_fate = base.parent_reading("parent-fate", PARENT, HOME)
+    dependencies = base.parent_reading("dependencies", PARENT, HOME)
+    parent_claimable = base.parent_reading("parent-claimable", PARENT, HOME)
 
     @reading("child-pending")
     def child_pending(self, now: Moment, before: Moment) -> Value:
-        return any(c in now.view(ff.HOME).members("pending") for c in ff.CHILDREN)
+        return any(c in now.view(HOME).members("pending") for c in CHILDREN)
 
     @reading("next-child")
     def next_child(self, now: Moment, before: Moment) -> Value:
         """The child a press claims next (the head of pending), with its row's token: in a mixed
         flow each child dies under its own policy, so a question about "this child" names it."""
-        view = now.view(ff.HOME)
+        view = now.view(HOME)
         head = next(iter(view.members("pending")), None)
-        if head not in ff.CHILDREN:
+        if head not in CHILDREN:
             return "the next child"
         return f"{head} (parent_policy {view.fields(head).get('parent_policy') or 'unset'})"
 
@@ -93,15 +229,15 @@ class FailurePolicy(Widget):
         return bool(self.child_pending(now, now)) and self.parent_fate(now, now) == "failed"
 
     async def claim_child(self, turn: Turn) -> tuple[str, int, jobs.Lineage] | Outcome:
-        view = turn.moment.view(ff.HOME)
+        view = turn.moment.view(HOME)
         pending = view.members("pending")
-        if not pending or pending[0] not in ff.CHILDREN:
+        if not pending or pending[0] not in CHILDREN:
             return info("No child of the main flow waits in pending: press Reset, or pick a policy, to land it again.")
-        got = await jobs.claim(turn.conn, turn.queue(ff.HOME))
-        if got is None or got[0] not in ff.CHILDREN:
+        got = await jobs.claim(turn.conn, turn.queue(HOME))
+        if got is None or got[0] not in CHILDREN:
             return info(f"Claim took {got[0] if got else 'nothing'}, not a child of the flow: their rows are gone. "
                         "Press Reset.")
-        return got[0], got[1], await turn.lineage(ff.HOME, got[0])
+        return got[0], got[1], await turn.lineage(HOME, got[0])
 
     @action("fail-child", "Fail child at the cap")
     async def fail_child(self, turn: Turn, body: Body) -> Outcome:
@@ -109,25 +245,25 @@ class FailurePolicy(Widget):
             return claimed
         job_id, token, line = claimed
         before = turn.moment
-        said = before.view(ff.HOME).fields(job_id).get("parent_policy")
-        answer = await jobs.fail(turn.conn, turn.queue(ff.HOME), job_id, token, ff.ERROR, token, line=line)
+        said = before.view(HOME).fields(job_id).get("parent_policy")
+        answer = await jobs.fail(turn.conn, turn.queue(HOME), job_id, token, ERROR, token, line=line)
         now = await turn.read()
         was, fate = self.parent_fate(before, before), self.parent_fate(now, now)
         reached: tuple[str, ...] = ()
         if line.policy == "id":
             effect = "the error went to the parent's :ignored and the counter fell"
-            if job_id in now.view(ff.HOME).fields(ff.PARENT, ":ignored"):
-                both = job_id == ff.CHILDREN[1] and ff.choices(before.state)[1] == "mixed"
+            if job_id in now.view(HOME).fields(PARENT, ":ignored"):
+                both = job_id == CHILDREN[1] and choices(before.state)[1] == "mixed"
                 reached = ("id-ignored",) + (("both-flags",) if both else ())
             if fate == "released" and was == "held":
                 effect += ", releasing the parent into pending"
                 reached += ("id-released",)
         elif was == "held" and fate == "failed":
             effect = "the parent was failed and moved to dead"
-            reached = ("fp-failed",) + (("unknown-token",) if said not in ff.POLICIES else ())
+            reached = ("fp-failed",) + (("unknown-token",) if said not in POLICIES else ())
         else:
             effect = f"the parent was already {was}, so it did not change"
-        resolves = " resolves to fp" if said not in ff.POLICIES else ""
+        resolves = " resolves to fp" if said not in POLICIES else ""
         return Outcome(text=f"{job_id} died at its cap: fail answered {answer}. Its row's parent_policy "
                             f"{said or '(none)'}{resolves}: {effect}.", reached=reached,
                        detail={"child": job_id, "answer": answer, "policy": said or "", "arm": line.policy})
@@ -138,7 +274,7 @@ class FailurePolicy(Widget):
             return claimed
         job_id, token, line = claimed
         before = _parent_keys(turn.moment)
-        answer = await jobs.fail(turn.conn, turn.queue(ff.HOME), job_id, token, ff.ERROR, RETRY_CAP, line=line)
+        answer = await jobs.fail(turn.conn, turn.queue(HOME), job_id, token, ERROR, RETRY_CAP, line=line)
         now = await turn.read()
         if answer != "scheduled":
             return Outcome(text=f"{job_id} failed attempt {token} of {RETRY_CAP}: fail answered {answer}, the last "
@@ -154,7 +290,7 @@ class FailurePolicy(Widget):
             return claimed
         job_id, token, line = claimed
         was = self.parent_fate(turn.moment, turn.moment)
-        await jobs.complete(turn.conn, turn.queue(ff.HOME), job_id, token, f"{job_id} charged", line=line,
+        await jobs.complete(turn.conn, turn.queue(HOME), job_id, token, f"{job_id} charged", line=line,
                             tail=turn.after)
         fate = str(self.parent_fate(await turn.read(), turn.moment))
         reached: tuple[str, ...] = ()
@@ -173,54 +309,54 @@ class FailurePolicy(Widget):
         await turn.clear()
         await self.land_with(turn, body.policy, "uniform")
         turn.remember(policy=body.policy, variant="uniform")
-        return Outcome(text=f"Landed the flows again with every child on {body.policy} ({ff.WORDS[body.policy]}).",
+        return Outcome(text=f"Landed the flows again with every child on {body.policy} ({WORDS[body.policy]}).",
                        detail={"policy": body.policy})
 
     @action("mixed", "Land a mixed flow")
     async def mixed(self, turn: Turn, body: Body) -> Outcome:
         await turn.clear()
-        await self.land_with(turn, ff.choices(turn.moment.state)[0], "mixed")
+        await self.land_with(turn, choices(turn.moment.state)[0], "mixed")
         turn.remember(variant="mixed")
-        return Outcome(text=f"Landed a mixed flow: {ff.CHILDREN[0]} asks fp, {ff.CHILDREN[1]} names both flags "
-                            f"(its row says id), {ff.CHILDREN[2]}'s row says {ff.UNKNOWN_TOKEN}.",
+        return Outcome(text=f"Landed a mixed flow: {CHILDREN[0]} asks fp, {CHILDREN[1]} names both flags "
+                            f"(its row says id), {CHILDREN[2]}'s row says {UNKNOWN_TOKEN}.",
                        detail={"variant": "mixed"})
 
     @action("fail-remote", "Fail the cross-queue child at the cap")
     async def fail_remote(self, turn: Turn, body: Body) -> Outcome:
-        mail = turn.moment.view(ff.MAIL)
-        if ff.REMOTE not in mail.members("pending"):
-            return info(f"{ff.REMOTE} does not wait in pending in {ff.MAIL}: press Reset to land it again.")
+        mail = turn.moment.view(MAIL)
+        if REMOTE not in mail.members("pending"):
+            return info(f"{REMOTE} does not wait in pending in {MAIL}: press Reset to land it again.")
         got = await jobs.claim(turn.conn, mail.queue)
-        if got is None or got[0] != ff.REMOTE:
-            return info(f"Claim took {got[0] if got else 'nothing'} in {ff.MAIL}, not {ff.REMOTE}: press Reset.")
-        line = await turn.lineage(ff.MAIL, ff.REMOTE)
-        answer = await jobs.fail(turn.conn, mail.queue, ff.REMOTE, got[1], ff.ERROR, got[1], line=line)
+        if got is None or got[0] != REMOTE:
+            return info(f"Claim took {got[0] if got else 'nothing'} in {MAIL}, not {REMOTE}: press Reset.")
+        line = await turn.lineage(MAIL, REMOTE)
+        answer = await jobs.fail(turn.conn, mail.queue, REMOTE, got[1], ERROR, got[1], line=line)
         if line.mode != "xq":
-            return Outcome(text=f"{ff.REMOTE} died at its cap: fail answered {answer}.", detail={"answer": answer})
-        return Outcome(text=f"{ff.REMOTE} died at its cap in {ff.MAIL}: its parent is on another slot, so fail "
+            return Outcome(text=f"{REMOTE} died at its cap: fail answered {answer}.", detail={"answer": answer})
+        return Outcome(text=f"{REMOTE} died at its cap in {MAIL}: its parent is on another slot, so fail "
                             f"appended a failed entry (policy {line.policy}) to mail's flow:outbox.",
                        reached=("remote-entry",), detail={"answer": answer, "policy": line.policy})
 
     @action("pump", "Deliver with the Pump")
     async def pump_tick(self, turn: Turn, body: Body) -> Outcome:
-        mail = turn.moment.view(ff.MAIL)
+        mail = turn.moment.view(MAIL)
         delivered = await pump.deliver_flow_completions(turn.conn, mail.queue, BATCH,
                                                         accept=flow.trusted_by(turn.sandbox))
         if delivered:
             now = await turn.read()
-            linked = ff.flows_of(now)[3]
-            return Outcome(text=f"The Pump delivered {delivered} from mail's outbox on {ff.LINKED}'s slot: "
+            linked = flows_of(now)[3]
+            return Outcome(text=f"The Pump delivered {delivered} from mail's outbox on {LINKED}'s slot: "
                                 f"{linked.parent.fate()}.", reached=("remote-applied",),
                            detail={"delivered": delivered})
         waiting = mail.items("flow:outbox")
         if waiting:
-            return Outcome(text=f"The Pump stopped at the head of mail's outbox, {ff.entry_words(waiting[0], mail)}; "
+            return Outcome(text=f"The Pump stopped at the head of mail's outbox, {entry_words(waiting[0], mail)}; "
                                 "nothing was delivered.", kind="refused", detail={"delivered": 0})
-        hint = "fail the cross-queue child first" if ff.REMOTE in mail.members("pending") else "nothing waits"
+        hint = "fail the cross-queue child first" if REMOTE in mail.members("pending") else "nothing waits"
         return Outcome(text=f"mail's flow:outbox is empty: {hint}.", kind="info", detail={"delivered": 0})
 
 
 def _parent_keys(moment: Moment) -> list[object]:
     """The main parent's row, counter and :ignored as Valkey holds them."""
-    view = moment.view(ff.HOME)
-    return [None if (k := view.row(ff.PARENT, sub)) is None else k.value for sub in ("", ":dependencies", ":ignored")]
+    view = moment.view(HOME)
+    return [None if (k := view.row(PARENT, sub)) is None else k.value for sub in ("", ":dependencies", ":ignored")]

@@ -80,20 +80,17 @@ class FanIn(Widget):
     )
 
     async def land(self, turn: Turn) -> None:
-        await flows.add(turn.conn, turn.queue(), {
-            "parent": {"id": PARENT, "payload": "build the report"},
-            "children": [{"id": c, "payload": f"part {i}"} for i, c in enumerate(CHILDREN, 1)],
-        })
+        await flows.add(turn.conn, turn.queue(), flow.spec(PARENT, "build the report", CHILDREN, "part {i}"))
 
     def describe(self, moment: Moment) -> Description:
         view = moment.first
         reading_ = flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN])
         active = claims(view)
         deadlines = {a.id: a.deadline for a in active}
-        children = [Child(**child.card_fields(), token=view.fields(child.id).get("attempts"),
-                          deadline=deadlines.get(child.id)) for child in reading_.children]
+        children = [child.card(Child, token=view.fields(child.id).get("attempts"),
+                               deadline=deadlines.get(child.id)) for child in reading_.children]
         return Description(self.readout(view, reading_, active), Picture(
-            parent=reading_.parent.as_json(), children=children, active=active,
+            parent=reading_.parent.card(flow.ParentCard), children=children, active=active,
             last=moment.kept("last"), lapsed=moment.kept("lapsed")))
 
     @staticmethod

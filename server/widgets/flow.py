@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
@@ -18,19 +18,11 @@ from server.widgets.view import QueueView
 
 Counted = Literal["processed", "ignored"]
 EntryState = Literal["waiting", "applied"]
-
-
-class ChildFields(TypedDict):
-    id: str
-    state: str | None
-    set: str | None
-    counted: Counted | None
-    entry: EntryState | None
-    where: str
+Card = TypeVar("Card", bound=msgspec.Struct)
 
 
 class ChildCard(msgspec.Struct, kw_only=True):
-    """A child as a picture draws it; a widget's own card adds its fields (`ChildFields`)."""
+    """A child as a picture draws it; a widget's own card subclasses it with its fields."""
 
     id: str
     state: str | None
@@ -40,20 +32,8 @@ class ChildCard(msgspec.Struct, kw_only=True):
     where: str
 
 
-class ParentFields(TypedDict):
-    id: str
-    queue: str
-    state: str | None
-    sets: list[str]
-    dependencies: int | None
-    processed: dict[str, str]
-    ignored: dict[str, str]
-    done: int
-    in_pending: bool
-
-
 class ParentCard(msgspec.Struct, kw_only=True):
-    """A flow's parent as a picture draws it; a widget's own card adds its fields (`ParentFields`)."""
+    """A flow's parent as a picture draws it; a widget's own card subclasses it with its fields."""
 
     id: str
     queue: str
@@ -71,6 +51,12 @@ def trusted_by(sandbox: str) -> pump.Accept:
     parent queue is one of this sandbox's, else it is poison (every widget's Pump passes this)."""
     prefix = sandbox + "."
     return lambda entry: entry.parent_queue.startswith(prefix)
+
+
+def spec(parent: str, payload: str, children: Sequence[str], child_payload: str, **flags: bool) -> dict[str, Any]:
+    """A flow's spec for `flows.add`: each child's payload is `child_payload` with its number as `{i}`."""
+    return {"parent": {"id": parent, "payload": payload},
+            "children": [{"id": c, "payload": child_payload.format(i=i), **flags} for i, c in enumerate(children, 1)]}
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
@@ -98,12 +84,11 @@ class Child:
             return "no row (retired); its completion waits in the outbox"
         return "no row"
 
-    def card_fields(self) -> ChildFields:
-        return ChildFields(id=self.id, state=self.state, set=self.set, counted=self.counted, entry=self.entry,
-                           where=self.words())
-
-    def as_json(self) -> ChildCard:
-        return ChildCard(**self.card_fields())
+    def card(self, kind: type[Card], **extra: Any) -> Card:
+        """The child as `kind` (ChildCard or a widget's own card), `extra` its own fields."""
+        fields = {"id": self.id, "state": self.state, "set": self.set, "counted": self.counted, "entry": self.entry,
+                  "where": self.words()}
+        return kind(**{**fields, **extra})
 
 
 def fate(state: str | None, sets: list[str]) -> str:
@@ -132,13 +117,12 @@ class Parent:
     def fate(self) -> str:
         return fate(self.state, self.sets)
 
-    def card_fields(self) -> ParentFields:
-        return ParentFields(id=self.id, queue=self.queue, state=self.state, sets=self.sets,
-                            dependencies=self.dependencies, processed=self.processed, ignored=self.ignored,
-                            done=len(self.processed), in_pending="pending" in self.sets)
-
-    def as_json(self) -> ParentCard:
-        return ParentCard(**self.card_fields())
+    def card(self, kind: type[Card], **extra: Any) -> Card:
+        """The parent as `kind` (ParentCard or a widget's own card), `extra` its own fields or overrides."""
+        fields = {"id": self.id, "queue": self.queue, "state": self.state, "sets": self.sets,
+                  "dependencies": self.dependencies, "processed": self.processed, "ignored": self.ignored,
+                  "done": len(self.processed), "in_pending": "pending" in self.sets}
+        return kind(**{**fields, **extra})
 
 
 @dataclass(frozen=True)

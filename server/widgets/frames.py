@@ -1,9 +1,8 @@
 """The stream's frames: a widget read (`reader.snapshot`) and drawn (`draw.Drawing`)
 as one SSE event of HTML, the same bytes for every page of the sandbox.
 
-What the last step changed is the writes its notifications reported: kept here per
-sandbox and widget until a later step writes a key of the widget, so a page that
-opens (or reconnects) after it marks the same keys as the pages that saw it live.
+The last step's writes are kept per sandbox and widget until a later step writes,
+so a page that opens (or reconnects) after it marks the same keys as those live.
 """
 
 from __future__ import annotations
@@ -45,9 +44,7 @@ class Frames:
         found = self.lab.catalog.widgets[widget]
         moment, snap = await reader.snapshot(self.lab.conn, self.lab.catalog, found, sandbox, self.lab.snapshot_bytes)
         if not moment.landed:
-            # A landing (a first showing, a Reset, a Run's fresh flow) writes under the lock and
-            # sets `landed` only with its finish (`Turn.clear`): what its writes notify is half a
-            # scenario, drawn empty at the `ver` the page already shows. `runner.show` never
-            # answers such a moment; nor does the stream. The finish's own notification draws it whole.
+            # A landing writes under the lock and sets `landed` only with its finish: its writes
+            # notify half a scenario. The finish's own notification draws it whole.
             return b""
         return html_frame(EVENT, self.html(sandbox, widget, snap, effects))

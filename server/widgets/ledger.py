@@ -2,7 +2,7 @@
 
 "Next flow" adds one flow through `flows.add`, showing the refusal `add_bulk`
 swallows; "Run the batch" is one `add_bulk`. The result list is the adds'
-return value, kept in the lab state; everything beside it is read from Valkey.
+return value, kept in the lab state; each flow's card beside it is read from Valkey.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from server.emq import flows, jobs, keyspace, pump
 from server.emq.errors import EmqError
 from server.emq.script import raise_first
 from server.emq.shape import FlowShapeError
-from server.widgets import flow, ledger_card
+from server.widgets import flow
 from server.widgets import ledger_batch as lb
 from server.widgets.base import (
     FATES,
@@ -32,14 +32,87 @@ from server.widgets.base import (
     reading,
 )
 from server.widgets.flow import plural
-from server.widgets.ledger_card import FlowCard
 from server.widgets.reader import pipelined
 from server.widgets.turn import Turn
-from server.widgets.view import Moment
+from server.widgets.view import Moment, QueueView
 
 PARTS = tuple(f"ledger.{q}" for q in lb.LEDGER_QUEUES)
 FLOW4_PARENT = lb.FIXED[3]["parent"]["id"]
 MOST_CLAIMS = 16  # one press completes at most this many billing jobs (a console can flood pending)
+
+
+class LedgerChild(msgspec.Struct, kw_only=True):
+    """A child of a flow; an ill-formed batch's child never became a key, so it has no
+    `counted` nor `entry` (UNSET: the JSON leaves them out, as it always did)."""
+
+    id: str
+    queue: str  # the child's queue, relative to the ledger ("orders")
+    state: str | None
+    set: str | None
+    where: str
+    counted: flow.Counted | msgspec.UnsetType | None = msgspec.UNSET
+    entry: flow.EntryState | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class FlowCard(msgspec.Struct, kw_only=True):
+    number: int
+    parent: str
+    path: str  # same-queue or cross-queue
+    entry: list[object] | None  # its [parent, [children]] in the add's result
+    tried: bool
+    error: str | None
+    state: str | None
+    dependencies: int | None
+    processed: int
+    sets: list[str]
+    children: list[LedgerChild]
+    word: str = ""  # the parent in one word
+    line: str = ""  # the flow in one sentence
+
+
+def card(n: int, plan: lb.Planned, views: dict[str, QueueView], entry: list[object] | None,
+         tried: bool, error: str | None) -> FlowCard:
+    """One flow as Valkey holds it now, beside what the add returned for it."""
+    status = FlowCard(number=n, parent=plan.parent, path=plan.path, entry=entry, tried=tried, error=error,
+                      state=None, dependencies=None, processed=0, sets=[], children=[])
+    if all(lb.well_formed(i) for i in (plan.parent, *(c for c, _ in plan.children))):
+        found = flow.read_flow(views["orders"], plan.parent, [(views[q], c) for c, q in plan.children])
+        p = found.parent
+        status.state, status.dependencies, status.processed, status.sets = (
+            p.state, p.dependencies, len(p.processed), p.sets)
+        status.children = [c.card(LedgerChild, queue=rel)
+                           for c, (_, rel) in zip(found.children, plan.children)]
+    else:
+        # an ill-formed id never became a key: the gate refused the batch it was in
+        status.children = [LedgerChild(id=c, queue=q, state=None, set=None, where="no row" if lb.well_formed(c)
+                                       else "ill-formed: no key can be built for it") for c, q in plan.children]
+    status.word = parent_word(status)
+    status.line = card_line(status)
+    return status
+
+
+def parent_word(s: FlowCard) -> str:
+    if s.state is None:
+        return "no row" if s.tried else "not added yet"
+    return FATES.get(s.state, str(s.state))
+
+
+def card_line(s: FlowCard) -> str:
+    if s.entry:
+        kids = s.entry[1] if len(s.entry) > 1 and isinstance(s.entry[1], list) else []
+        found = f"in the result as ({s.entry[0]}, [{', '.join(map(str, kids))}])"
+    elif not s.tried:
+        found = "not added yet"
+    else:
+        found = "not in the result" + (f" (refused: {s.error})" if s.error else "")
+    if s.state is None:
+        parent = f"parent {s.parent}: no row"
+    else:
+        deps = "no :dependencies" if s.dependencies is None else f":dependencies = {s.dependencies}"
+        where = f"in {', '.join(s.sets)}" if s.sets else "in no state set"
+        parent = f"parent {s.parent}: {s.state}, {deps}, {where}"
+    kids_said = "; ".join(f"{c.id} (ledger.{c.queue}) {c.where}" for c in s.children)
+    return f"Flow {s.number} ({s.path}) is {found}; {parent}; children: {kids_said}."
 
 
 class Picture(msgspec.Struct, kw_only=True):
@@ -89,7 +162,7 @@ class LedgerWidget(Widget):
         led = lb.LedgerState.of(moment.state)
         plans = led.plans()
         views = {q: moment.view(f"ledger.{q}") for q in lb.LEDGER_QUEUES}
-        rows = [ledger_card.card(n, plan, views, entry, n <= led.move, led.errors.get(str(n)))
+        rows = [card(n, plan, views, entry, n <= led.move, led.errors.get(str(n)))
                 for n, (plan, entry) in enumerate(zip(plans, lb.entries_of(plans, led.result)), 1)]
         return Description(self.readout(led, rows), Picture(
             mode=led.mode, move=led.move, total=len(rows), picked=led.picked, result=led.result,

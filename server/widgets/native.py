@@ -134,8 +134,7 @@ class Native(Widget):
 
     async def land(self, turn: Turn) -> None:
         queue = turn.queue()
-        await flows.add(turn.conn, queue, {"parent": {"id": PARENT, "payload": "ship the order"},
-                                           "children": [{"id": CHILD, "payload": "pack the box"}]})
+        await flows.add(turn.conn, queue, flow.spec(PARENT, "ship the order", [CHILD], "pack the box"))
         child = await jobs.claim(turn.conn, queue)
         # a flat job has no add script: its row and its pending entry in one MULTI, then the real claim
         async with turn.conn.pipeline(transaction=True) as pipe:
@@ -158,7 +157,7 @@ class Native(Widget):
             readout += " " + ABSENT
         flat = Flat(id=FLAT, state=view.fields(FLAT).get("state"), set=next(iter(view.sets_of(FLAT)), None))
         return Description(readout, Picture(
-            parent=reading_.parent.as_json(), child=child.as_json(), flat=flat,
+            parent=reading_.parent.card(flow.ParentCard), child=child.card(flow.ChildCard), flat=flat,
             executor=state.get("executor", ""), last=moment.kept("last")))
 
     @reading("keys-changed")

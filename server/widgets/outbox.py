@@ -99,12 +99,10 @@ class Outbox(Widget):
         home = moment.view(HOME)
         reading_ = flow.read_flow(home, PARENT, [(moment.view(p), cid) for p, cid in CHILDREN])
         lanes = self.lanes(moment)
-        fields = reading_.parent.card_fields()
-        fields["queue"] = HOME
-        parent = Parent(**fields, slot=keyspace.queue_slot(home.queue))
-        parent.processed = sorted(reading_.parent.processed)  # the ids, as the page lists them
+        parent = reading_.parent.card(Parent, queue=HOME, slot=keyspace.queue_slot(home.queue),
+                                      processed=sorted(reading_.parent.processed))  # the ids, as the page lists them
         pictured = [lane.as_json(home.queue, [
-            LaneChild(**replace(c, entry=lane.waits(c.id)).card_fields(), queue=lane.part)
+            replace(c, entry=lane.waits(c.id)).card(LaneChild, queue=lane.part)
             for c in reading_.children if c.queue == lane.queue]) for lane in lanes]
         return Description(self.readout(reading_, lanes), Picture(
             parent=parent, queues=pictured, max_blocked=MAX_BLOCKED, cluster=home.node is not None))

@@ -1,10 +1,9 @@
 """Race the workers: real workers on one flow, faults from a seed, invariants from the keys.
 
-"Run" lands a fresh flow (a parent held on the chosen children), marks the
-run in the lab state and lets go of the widget's lock, so Reset can stop it
-and a second Run is refused (409) while it goes; the workers
-(`race_run.Race`) write the timeline as Valkey answers. The answer comes when
-the run is over, so a prediction is judged on what Valkey holds after it.
+"Run" lands a fresh flow, marks the run in the lab state and lets go of the lock, so
+Reset can stop it and a second Run is refused (409); the workers (`race_run.Race`) write
+the timeline as Valkey answers. The invariants are safety rules decided only from what
+Valkey holds after the run; whether the parent was released at all is said beside them.
 """
 
 from __future__ import annotations
@@ -13,13 +12,14 @@ import asyncio
 import contextlib
 import json
 import time
-from typing import Annotated, Literal
+from dataclasses import asdict
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from server.emq import flows
 from server.sandboxes import keys
-from server.widgets import race_judge
+from server.widgets import flow
 from server.widgets.base import Body, Description, Design, Outcome, Refused, Step, Value, Widget, action, do, reading
 from server.widgets.race_run import EARLY, PARENT, Plan, Race, child_ids, deadline_ms
 from server.widgets.turn import Turn
@@ -30,6 +30,144 @@ Fault = Literal["crash", "lapse", "twice"]
 RUNS: dict[str, asyncio.Task[str]] = {}
 # the tour's race, played on a sandbox's first showing: the recorded run a page shows before any Run
 RECORDED: dict[str, object] = {"workers": 3, "children": 6, "faults": ["crash", "lapse", "twice"], "seed": 2}
+
+
+class Entry(msgspec.Struct, frozen=True):
+    worker: str
+    op: str
+    job: str
+    reply: str
+
+
+class Invariant(msgspec.Struct, frozen=True):
+    id: str
+    held: bool
+    text: str
+
+
+class Choices(msgspec.Struct, frozen=True):
+    workers: int = 3
+    children: int = 6
+    faults: tuple[str, ...] = ("crash", "lapse", "twice")
+    early_release: bool = False
+    seed: int = 7
+
+
+class Picture(msgspec.Struct, frozen=True):
+    seed: int
+    status: str  # ready | running | done
+    recorded: bool  # the tour's race, played when the sandbox first showed the widget
+    ended: str
+    choices: Choices
+    script: str  # the complete the workers ran
+    parent: str  # the parent's state, in words
+    dependencies: int | None
+    processed: int
+    timeline: list[Entry]
+    invariants: list[Invariant]
+    broken: str  # one sentence: which invariant broke, and why ("" when none)
+    held: str  # one sentence when a finished run left the parent held, and why ("" otherwise)
+
+
+def timeline(moment: Moment) -> list[Entry]:
+    found = sorted((k, v) for k, v in moment.state.items() if k.startswith("race:t:"))
+    out = []
+    for _, raw in found:
+        try:
+            out.append(msgspec.convert(json.loads(raw), Entry))
+        except (ValueError, msgspec.ValidationError):
+            continue  # a half-written entry never breaks the picture
+    return out
+
+
+def invariants(moment: Moment, n: int) -> list[Invariant]:
+    view = moment.first
+    children = set(child_ids(n))
+    deps = view.number(PARENT, ":dependencies")
+    processed = view.fields(PARENT, ":processed")
+    state = view.fields(PARENT).get("state")
+    released = state is not None and state != "awaiting_children"
+    recorded = len(set(processed) & children)
+    live = [c for c in children if view.row(c) is not None and view.sets_of(c)]
+    completed = _completed(moment)
+    counted_ok = deps is not None and deps >= 0 and n - deps == recorded and set(processed) <= children
+    counted = Invariant("counted-once", counted_ok, (
+        f"Each child counted once: :processed holds {recorded} and :dependencies = {deps}, {n} children in all."
+        if counted_ok else
+        f"A child was counted without its result: :dependencies fell to {deps}, yet :processed holds "
+        f"{recorded} of {n}."))
+    early = released and (recorded < n or deps != 0)
+    below = deps is not None and deps < 0
+    release_ok = not early and not below
+    release_text = (f"The parent was released before every child was counted: :processed held {recorded} of {n}."
+                    if early else f":dependencies went below zero ({deps}): a child was counted twice."
+                    if below else "The parent was released once, after its last child: :dependencies = 0."
+                    if released else f"The parent was never released early: it is still held, :dependencies "
+                    f"= {deps}.")
+    lost = n - len(live) - completed
+    none_lost = Invariant("none-lost", lost <= 0, (
+        f"No child lost: {completed} completed, {len(live)} still waiting to run." if lost <= 0 else
+        f"{lost} child(ren) vanished: neither completed nor waiting in a state set."))
+    return [counted, Invariant("released-once", release_ok, release_text), none_lost]
+
+
+def _completed(moment: Moment) -> int:
+    found = moment.first.get("metrics:completed")
+    value = found.value if found is not None and isinstance(found.value, dict) else {}
+    try:
+        return int(value.get("count") or 0)
+    except ValueError:
+        return 0
+
+
+def held_sentence(status: str, state: str | None, deps: int | None, entries: list[Entry]) -> str:
+    """Said plainly when a finished run left the parent held: safe, yet never released."""
+    if status != "done" or state != "awaiting_children":
+        return ""
+    if any(e.reply.startswith("1: the row retired") for e in entries):
+        return (f"The parent is still held and nothing will release it: a late completion retired a child "
+                f"that had already left active without counting it, so :dependencies stays at {deps} "
+                "(the lost count dive 01 teaches).")
+    return f"The parent is still held: the run ended with :dependencies = {deps}, children still outstanding."
+
+
+def picture(moment: Moment) -> Picture:
+    run = moment.kept("run") or {}
+    choices = _read_choices(run.get("choices"))
+    view = moment.first
+    state = view.fields(PARENT).get("state")
+    status = str(run.get("status") or "ready")
+    found = invariants(moment, choices.children) if status == "done" else []
+    entries = timeline(moment)
+    return Picture(
+        seed=choices.seed, status=status, recorded=bool(run.get("recorded")), ended=str(run.get("ended") or ""),
+        choices=choices,
+        script="complete_early_release" if choices.early_release else "complete",
+        parent={"awaiting_children": "held", "pending": "released", "active": "released and claimed",
+                None: "gone"}.get(state, state or "gone"),
+        dependencies=view.number(PARENT, ":dependencies"), processed=len(view.fields(PARENT, ":processed")),
+        timeline=entries, invariants=found, broken=next((f"{i.id} broke: {i.text}" for i in found if not i.held), ""),
+        held=held_sentence(status, state, view.number(PARENT, ":dependencies"), entries))
+
+
+def _read_choices(raw: Any) -> Choices:
+    try:
+        return msgspec.convert(raw, Choices) if isinstance(raw, dict) else Choices()
+    except msgspec.ValidationError:
+        return Choices()
+
+
+def readout(found: Picture) -> str:
+    if found.status == "running":
+        return f"Racing: {len(found.timeline)} answers so far; the parent is {found.parent}."
+    if found.status != "done":
+        return (f"A parent held on {found.choices.children} children in queue race: "
+                "choose the workers and faults, then Run.")
+    held = sum(i.held for i in found.invariants)
+    said = (f"The run ended at {found.ended}: the parent is {found.parent}, :dependencies = {found.dependencies}; "
+            f"{held} of {len(found.invariants)} invariants held.")
+    recorded = "A recorded run (the tour's race, played when this sandbox first showed the page)."
+    return " ".join(s for s in (recorded if found.recorded else "", said, found.broken, found.held) if s)
 
 
 class RunBody(Body):
@@ -58,10 +196,7 @@ class RaceLab(Widget):
     )
 
     async def land(self, turn: Turn, children: int = 6) -> None:
-        await flows.add(turn.conn, turn.queue(), {
-            "parent": {"id": PARENT, "payload": "ship the order"},
-            "children": [{"id": c, "payload": f"part {i}"} for i, c in enumerate(child_ids(children), 1)],
-        })
+        await flows.add(turn.conn, turn.queue(), flow.spec(PARENT, "ship the order", child_ids(children), "part {i}"))
 
     async def first_shown(self, turn: Turn) -> None:
         """The tour's race on the flow just landed, under the showing's lock (Reset waits
@@ -71,16 +206,16 @@ class RaceLab(Widget):
         state = keys.state_key(turn.queue())
         ended = await Race(turn.conn, turn.queue(), state, plan).run()
         await turn.conn.hset(state, "run", json.dumps(
-            {"status": "done", "ended": ended, "choices": _choices(plan), "recorded": True}))
+            {"status": "done", "ended": ended, "choices": asdict(plan), "recorded": True}))
 
     def describe(self, moment: Moment) -> Description:
-        found = race_judge.picture(moment)
-        return Description(race_judge.readout(found), found)
+        found = picture(moment)
+        return Description(readout(found), found)
 
     @reading("released-early")
     def released_early(self, now: Moment, before: Moment) -> Value:
         """"yes" when the parent left awaiting_children before every child was counted."""
-        found = {i.id: i for i in race_judge.picture(now).invariants}
+        found = {i.id: i for i in picture(now).invariants}
         return "yes" if "released-once" in found and not found["released-once"].held else "no"
 
     @action("run", "Run", RunBody)
@@ -90,7 +225,7 @@ class RaceLab(Widget):
         if going.get("status") == "running" and int(going.get("until") or 0) > time.time() * 1000:
             raise Refused("A run of this sandbox is still going: wait for it to end, or press Reset.")
         plan = Plan(body.workers, body.children, tuple(sorted(set(body.faults))), body.early_release, body.seed)
-        choices = _choices(plan)
+        choices = asdict(plan)
         await turn.clear()
         await self.land(turn, plan.children)
         state = keys.state_key(turn.queue())
@@ -109,7 +244,7 @@ class RaceLab(Widget):
             raise task.exception()  # type: ignore[misc]
         ended = task.result()
         await turn.conn.hset(state, "run", json.dumps({"status": "done", "ended": ended, "choices": choices}))
-        found = race_judge.picture(await turn.read())
+        found = picture(await turn.read())
         broken = [i.id for i in found.invariants if not i.held]
         script = "the early-release complete" if plan.early_release else "the course's complete"
         said = (f"broke {', '.join(broken)}" if broken else "every invariant held")
@@ -130,8 +265,3 @@ class RaceLab(Widget):
     def partial_context(self) -> dict[str, object]:
         return {"early_script": EARLY.source, "early_name": "complete_early_release.lua"}
 
-
-def _choices(plan: Plan) -> dict[str, object]:
-    """A run's choices as the lab state keeps them: every page shows the same ones."""
-    return {"workers": plan.workers, "children": plan.children, "faults": list(plan.faults),
-            "early_release": plan.early_release, "seed": plan.seed}

@@ -1,11 +1,8 @@
-"""One race: real workers, each its own Valkey connection, on the race widget's flow.
+"""One race: real workers, each on its own Valkey connection, on the race widget's flow.
 
-Every worker claims and completes through the course's scripts (`claim`,
-`complete` or the early-release `complete`, `requeue_lapsed`), with its
-timing and its faults drawn from the seed. Each call goes in a MULTI with an
-INCR of the run's counter, so the timeline's order is the order Valkey
-answered; each entry is then written into the widget's lab state, where
-every open page reads it.
+Workers claim and complete through the course's scripts, timing and faults drawn
+from the seed. Each call goes in a MULTI with an INCR of the run's counter, so the
+timeline (written into the lab state, where every page reads it) is Valkey's order.
 """
 
 from __future__ import annotations
@@ -162,31 +159,30 @@ class Race:
             log.exception("race worker w%d of %s stopped", w.number, self.queue)
 
     async def loop(self, w: Worker) -> None:
-        if True:
-            while not self.stop.is_set():
-                got = await self.op(w, "claim", "", registry.script("claim"),
-                                    [self.key("pending"), self.key("active")],
-                                    [keyspace.base(self.queue), LEASE_MS])
-                if not got:
-                    await self.idle(w)
-                    continue
-                job, token = text(got[0]) or "", int(got[1])
-                if job == PARENT:
-                    self.finish("the parent's release")
-                    return
-                w.claims += 1
-                fault = w.faults.get(w.claims)
-                if fault == "crash":
-                    await self.op(w, "crash", job, None, [], [])
-                    await w.conn.aclose()
-                    return
-                await asyncio.sleep(w.rng.uniform(0.002, 0.02))  # the work
-                if fault == "lapse":
-                    await self.stall(w, job, token)
-                    continue
-                await self.complete(w, job, token, "complete")
-                if fault == "twice":
-                    await self.complete(w, job, token, "complete again")
+        while not self.stop.is_set():
+            got = await self.op(w, "claim", "", registry.script("claim"),
+                                [self.key("pending"), self.key("active")],
+                                [keyspace.base(self.queue), LEASE_MS])
+            if not got:
+                await self.idle(w)
+                continue
+            job, token = text(got[0]) or "", int(got[1])
+            if job == PARENT:
+                self.finish("the parent's release")
+                return
+            w.claims += 1
+            fault = w.faults.get(w.claims)
+            if fault == "crash":
+                await self.op(w, "crash", job, None, [], [])
+                await w.conn.aclose()
+                return
+            await asyncio.sleep(w.rng.uniform(0.002, 0.02))  # the work
+            if fault == "lapse":
+                await self.stall(w, job, token)
+                continue
+            await self.complete(w, job, token, "complete")
+            if fault == "twice":
+                await self.complete(w, job, token, "complete again")
 
     async def complete(self, w: Worker, job: str, token: int, op: str) -> None:
         keys = [self.key("active"), keyspace.job_key(self.queue, job),

@@ -50,12 +50,9 @@ class ResultsReader(Widget):
     )
 
     async def land(self, turn: Turn) -> None:
-        await flows.add(turn.conn, turn.queue(), {
-            "parent": {"id": PARENT, "payload": "price the quote"},
-            # ignore the dependency: a child dead at its cap lands in :ignored and still counts down
-            "children": [{"id": c, "payload": f"leg {i}", "ignore_dependency_on_failure": True}
-                         for i, c in enumerate(CHILDREN, 1)],
-        })
+        # ignore the dependency: a child dead at its cap lands in :ignored and still counts down
+        await flows.add(turn.conn, turn.queue(), flow.spec(PARENT, "price the quote", CHILDREN, "leg {i}",
+                                                           ignore_dependency_on_failure=True))
 
     def describe(self, moment: Moment) -> Description:
         view = moment.first
@@ -67,7 +64,8 @@ class ResultsReader(Widget):
                    "dependencies": view.number(PARENT, ":dependencies") or 0}
             read["current"] = all(read.get(k) == v for k, v in now.items())
         return Description(self.readout(found), Picture(
-            parent=found.parent.as_json(), children=[c.as_json() for c in found.children], read=read))
+            parent=found.parent.card(flow.ParentCard), children=[c.card(flow.ChildCard) for c in found.children],
+            read=read))
 
     @staticmethod
     def readout(found: flow.FlowReading) -> str:

@@ -14,7 +14,7 @@ import msgspec
 from server.sandboxes import progress
 from server.sandboxes.progress import WidgetProgress
 from server.widgets import questions
-from server.widgets.base import Widget
+from server.widgets.base import Description, Widget
 from server.widgets.questions import Asked, Question, Verdict
 from server.widgets.view import Moment, QueueShape
 
@@ -78,25 +78,24 @@ class Catalog:
 def compose(catalog: Catalog, widget: Widget, moment: Moment, fields: Mapping[str, str]) -> Snapshot:
     """The snapshot of one moment, with the sandbox's progress record's `fields`."""
     problem = moment.misfit()
-    described = widget.describe(moment) if problem is None and moment.landed else None
-    asked = questions.offered(widget, catalog.asked(widget), moment) if problem is None and moment.landed else []
+    fits = problem is None and moment.landed
+    described = widget.describe(moment) if fits else Description("", None)
+    asked = questions.offered(widget, catalog.asked(widget), moment) if fits else []
     record = progress.of_widget(fields, widget.name, [s.id for s in widget.tour])
     prefix = moment.first.queue.partition(".")[0] + "." if moment.views else ""
     # names and values as the learner writes them: no sandbox prefix, a row's parent_queue included
-    picture = described.picture if described else None
-    shown = Shown(queues=[v.as_json() for v in moment.views.values()], readout=described.readout if described else "",
-                  picture=picture, outcome=record_of(moment))
-    queues, readout, picture, outcome = unsandboxed(shown, prefix)
+    shown = unsandboxed(Shown(queues=[v.as_json() for v in moment.views.values()], readout=described.readout,
+                              picture=described.picture, outcome=record_of(moment)), prefix)
     return Snapshot(
         widget=widget.name,
         ver=int(moment.state.get("ver") or 0),
         landed=moment.landed,
         key_count=sum(v.count for v in moment.views.values()),
-        queues=queues,
-        readout=readout,
-        picture=picture,
+        queues=shown.queues,
+        readout=shown.readout,
+        picture=shown.picture,
         problem=problem,
-        outcome=outcome,
+        outcome=shown.outcome,
         questions=[q.as_json() for q in asked],
         steps=[StepState(s.id, s.label, s.id in record.reached) for s in widget.tour],
         progress=record,
@@ -121,22 +120,19 @@ class Shown(msgspec.Struct, kw_only=True):
     outcome: Record | None
 
 
-def unsandboxed(shown: Shown, prefix: str) -> tuple[list[QueueShape], str, msgspec.Struct | None, Record | None]:
+def unsandboxed(shown: Shown, prefix: str) -> Shown:
     """`shown` with every `<sandbox>.` inside its strings removed: a page never shows the
     sandbox id (a class member would learn the target of an attack). Done on the encoded
-    bytes, where the id (letters, digits and a dot) reads as it does in the strings: one
-    pass in C rather than a walk of every string in Python (a fifth of a snapshot's cost),
-    decoded back into the same types (the picture's own Struct)."""
+    bytes (the id reads there as in the strings): one pass in C, not a walk in Python."""
     if prefix:
         raw = msgspec.json.encode(shown).replace(prefix.encode(), b"")
         shown = msgspec.json.decode(raw, type=_shape(type(shown.picture) if shown.picture is not None else None))
-    return shown.queues, shown.readout, shown.picture, shown.outcome
+    return shown
 
 
 @functools.cache
 def _shape(picture: type[msgspec.Struct] | None) -> type[Shown]:
-    """`Shown` with its picture the widget's own Struct (None: a widget with none), so the
-    decode types it; one subclass per picture type, made once."""
+    """`Shown` typed with the widget's own picture Struct; one subclass per picture type."""
     if picture is None:
         return Shown
     made = msgspec.defstruct(f"Shown{picture.__name__}", [("picture", picture | None)], bases=(Shown,), kw_only=True)
