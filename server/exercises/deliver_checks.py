@@ -33,7 +33,7 @@ from server.exercises.family import (
     expect_held,
     expect_released,
 )
-from server.exercises.outcome import Picture
+from server.exercises.outcome import PARENT_QUEUE, Picture
 from server.exercises.scene import (
     Check,
     CheckFailed,
@@ -43,7 +43,6 @@ from server.exercises.scene import (
     expect_reply,
     expect_unchanged,
 )
-from server.exercises.shown import PARENT_QUEUE
 from server.exercises.watchdog import Erred, Replied
 
 PARENT = "JOBorder1"

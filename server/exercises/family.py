@@ -118,9 +118,9 @@ async def claim(scene: Scene, queue: str, want: str) -> int:
     """Claim with the course's script; the scenario needs ``want`` next. Its token."""
     got = await jobs.claim(scene.admin, queue, LEASE_MS)
     if got is None or got[0] != want:
-        after = f" after {scene.step}" if scene.step else ""
         handed = "nothing" if got is None else got[0]
-        raise CheckFailed(f"expected {want} to be claimable next, the course's claim handed out {handed}{after}")
+        raise CheckFailed(f"expected {want} to be claimable next, the course's claim handed out {handed}"
+                          f"{scene.after_step}")
     return got[1]
 
 
