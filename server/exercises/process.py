@@ -39,20 +39,6 @@ class ProcessLimits:
     maxclients: int = 64
 
 
-def _bounded_child(limits: ProcessLimits, parent: int) -> Callable[[], None]:
-    address_space = limits.address_space_mb * 1024 * 1024
-
-    def in_child() -> None:
-        # SIGKILL, not SIGTERM: a grader may be inside a script and deaf to
-        # anything gentler, and it holds nothing worth a clean shutdown.
-        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
-        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
-
-    return in_child
-
-
 class GraderProcess(ValkeyProcess):
     """A valkey-server for grading; ``password`` is its admin password."""
 
@@ -100,12 +86,22 @@ class GraderProcess(ValkeyProcess):
     def spawn(self) -> None:
         """Start the process (not waiting for it to answer: see ``Grader.start``)."""
         engine.checked(self.binary)  # not found, or older than the Lua fixes: refused in one sentence
+        parent, space = os.getpid(), self.limits.address_space_mb * 1024 * 1024
+
+        def in_child() -> None:
+            # SIGKILL, not SIGTERM: a grader may be inside a script and deaf to
+            # anything gentler, and it holds nothing worth a clean shutdown.
+            _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:  # the parent died before prctl took effect
+                os._exit(1)
+            resource.setrlimit(resource.RLIMIT_AS, (space, space))
+
         self.proc = subprocess.Popen(
             self.command(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=_bounded_child(self.limits, os.getpid()),  # noqa: PLW1509 -- only prctl and setrlimit run there
+            preexec_fn=in_child,  # noqa: PLW1509 -- only prctl and setrlimit run there
         )
 
     def watch(self, on_exit: Callable[[], None]) -> None:

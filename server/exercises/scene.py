@@ -37,23 +37,15 @@ class Check:
     run: Callable[[Scene], Awaitable[str]]
 
 
+@dataclass
 class Run:
-    """One learner's run on one grader, as the run's own Valkey user."""
+    """One learner's run on one grader, as the run's own Valkey user (``client``)."""
 
-    def __init__(self, grader: Grader, client: Redis, sha: str, run_id: str) -> None:
-        self.grader = grader
-        self.client = client
-        self.sha = sha
-        self.run_id = run_id
-        self.spent = 0.0  # seconds of the learner's script so far
-
-    async def call(self, keys: Sequence[str], args: Sequence[str | int]) -> Replied | Erred:
-        budget = self.grader.limits.budget_ms
-        if self.spent * 1000 >= budget:
-            raise Halted(f"stopped: the script had used the run's {budget} ms of script time", lost=False)
-        outcome, took = await self.grader.call(self.client, self.sha, keys, args)
-        self.spent += took
-        return outcome
+    grader: Grader
+    client: Redis
+    sha: str
+    run_id: str
+    spent: float = 0.0  # seconds of the learner's script so far
 
 
 class Scene:
@@ -99,7 +91,11 @@ class Scene:
         self.step = step
         self.before = await self.picture()
         self.after = None
-        outcome = await self.run.call(keys, args)
+        run, budget = self.run, self.run.grader.limits.budget_ms
+        if run.spent * 1000 >= budget:
+            raise Halted(f"stopped: the script had used the run's {budget} ms of script time", lost=False)
+        outcome, took = await run.grader.call(run.client, run.sha, keys, args)
+        run.spent += took
         self.after = await self.picture()
         return outcome, self.after
 
