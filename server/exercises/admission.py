@@ -1,17 +1,8 @@
-"""Each sandbox's share of the graders: how many runs at once, and how often.
+"""Each sandbox's share of the graders, refused with ``TooOften`` (429) before a run takes a place.
 
-Two rules, both answered with ``TooOften`` (429) before a run takes a place
-in the line:
-
-* at most ``in_flight`` runs of one sandbox waiting or being graded at once,
-  so one learner pressing "Run the checks" in a loop holds one or two places,
-  not the whole line;
-* a token bucket: ``burst`` runs at once, refilled at ``per_minute``; a
-  sandbox that has used its burst waits a few seconds between runs.
-
-The state is in memory, per process: a sandbox's share is a courtesy to the
-others in one site, not a security boundary (the ACL user and the watchdog
-are). Idle, refilled sandboxes are forgotten once the table grows.
+At most ``in_flight`` runs of one sandbox wait or run at once, and a token bucket (``burst`` at
+once, refilled at ``per_minute``) paces it. The state is per process, in memory: a courtesy to
+the others in one site, not a security boundary (the ACL user and the watchdog are).
 """
 
 from __future__ import annotations
@@ -24,7 +15,7 @@ from typing import Final
 
 from server.exercises.errors import TooOften
 
-FORGET_AFTER: Final = 4096  # sandboxes remembered before idle ones are dropped
+FORGET_AFTER: Final = 4096  # sandboxes remembered before idle, refilled ones are dropped
 
 
 @dataclass
@@ -47,26 +38,20 @@ class SandboxShares:
         self.clock = clock
         self.shares: dict[str, _Share] = {}
 
-    def _share(self, sandbox: str, now: float) -> _Share:
-        share = self.shares.get(sandbox)
-        if share is None:
-            if len(self.shares) >= FORGET_AFTER:
-                self._forget(now)
-            share = self.shares[sandbox] = _Share(tokens=float(self.burst), stamp=now)
-        share.tokens = min(float(self.burst), share.tokens + (now - share.stamp) * self.per_second)
-        share.stamp = now
-        return share
-
-    def _forget(self, now: float) -> None:
-        for sandbox, share in list(self.shares.items()):
-            refilled = share.tokens + (now - share.stamp) * self.per_second
-            if share.in_flight == 0 and refilled >= self.burst:
-                del self.shares[sandbox]
+    def _refilled(self, share: _Share, now: float) -> float:
+        return min(float(self.burst), share.tokens + (now - share.stamp) * self.per_second)
 
     def admit(self, sandbox: str) -> None:
         """Count one run of ``sandbox`` in, or raise ``TooOften``."""
         now = self.clock()
-        share = self._share(sandbox, now)
+        share = self.shares.get(sandbox)
+        if share is None:
+            if len(self.shares) >= FORGET_AFTER:
+                for name, old in list(self.shares.items()):
+                    if old.in_flight == 0 and self._refilled(old, now) >= self.burst:
+                        del self.shares[name]
+            share = self.shares[sandbox] = _Share(tokens=float(self.burst), stamp=now)
+        share.tokens, share.stamp = self._refilled(share, now), now
         if share.in_flight >= self.in_flight:
             runs = "run" if self.in_flight == 1 else "runs"
             raise TooOften(f"This sandbox already has {share.in_flight} {runs} of the checks waiting or "
@@ -78,15 +63,10 @@ class SandboxShares:
         share.tokens -= 1.0
         share.in_flight += 1
 
-    def undo(self, sandbox: str) -> None:
-        """Give back a run admitted here but refused further on (the line was full)."""
+    def done(self, sandbox: str, *, refund: bool = False) -> None:
+        """A run of ``sandbox`` is over; ``refund``: it was refused further on (the line was full)."""
         share = self.shares.get(sandbox)
         if share is not None:
             share.in_flight = max(0, share.in_flight - 1)
-            share.tokens = min(float(self.burst), share.tokens + 1.0)
-
-    def done(self, sandbox: str) -> None:
-        """A run of ``sandbox`` finished (graded, refused by Valkey, or abandoned)."""
-        share = self.shares.get(sandbox)
-        if share is not None:
-            share.in_flight = max(0, share.in_flight - 1)
+            if refund:
+                share.tokens = min(float(self.burst), share.tokens + 1.0)

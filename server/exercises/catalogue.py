@@ -1,20 +1,11 @@
 """The exercises: what each asks, the script it starts from, the checks it runs.
 
-``GET /api/exercises/<name>`` answers ``Exercise.as_json()``:
-``{"name", "title", "task", "starter", "checks": [names]}``.
-
-A starter is the course script's own header (its KEYS/ARGV lines, read from
-the file the pages list) followed by a body in ``starters/``, with its
-``-- @include`` markers expanded exactly as the course's scripts are
-(``server.emq.variants.dressed``), so the learner edits the text Valkey will
-run, helpers and all. A starter the site also runs (the early-release
-``complete`` that dive 05's race breaks) is a variant, kept once in
-``server/emq/scripts/variants/``. ``learner_checks`` names the checks that need
-the learner's part: the starter fails every one of them (a test holds it to that).
-
-Titles stay clear of the other widgets' region words (fan-in, outbox,
-ledger, tree, native, results, console): the page names each exercise's
-region "Exercise: <title>".
+A starter is the course script's own header (its KEYS/ARGV lines) and a body from ``starters/``,
+its ``-- @include`` markers expanded as the course's are (``variants.dressed``), so the learner
+edits the text Valkey will run; a starter the site also runs (the early-release ``complete`` of
+dive 05's race) is a variant in ``server/emq/scripts/variants/``. The starter fails every check in
+``learner_checks`` (a test holds it to that). Titles avoid the other widgets' region words (fan-in,
+outbox, ledger, tree, native, results, console): the region is named "Exercise: <title>".
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """The checks of a learner's ``flow_deliver``: the Pump's half on the parent's slot.
 
-Every check lands the cross-queue flow JOBorder1 ← JOBmail1..3 (the parent
-in ``<run>.<n>.orders``, the children in ``<run>.<n>.mail``) with the course's
-scripts (``flows.add``: ``hold_parent``, then ``enqueue_flow_child`` per
-child), finishes children with the course's ``claim`` and ``complete`` or
-``fail`` (each leaves an entry in the mail queue's outbox), reads the
-outbox as the Pump does (``read_page``, then ``trusted``), and hands each
-entry to the learner's script with the KEYS/ARGV ``pump.deliver_one`` sends
-to ``flow_deliver.lua`` (``deliver_call`` mirrors it: the host library has
-no builder of its own for them; the course's script passing every check is
-what keeps the two in step):
-
-* three children — each delivery counts once and records the result;
-* the last child — the third delivery releases the parent;
-* a crash before trim — the same entry delivered twice decrements once and answers 2;
-* released once — a repeated last entry leaves the claimed parent with its worker;
-* an ignored failure — recorded in :ignored, counted once;
-* a failure that fails the parent — failed and dead, not counted;
-* a missing parent — answers 0, writes nothing (the entry blocks the outbox).
+Each check lands the cross-queue flow JOBorder1 (``<run>.<n>.orders``) ← JOBmail1..3
+(``<run>.<n>.mail``) with the course's scripts, finishes children with its ``claim`` and
+``complete`` or ``fail`` (each leaves an outbox entry), reads the outbox as the Pump does, and
+hands each entry to the learner's script with the KEYS/ARGV ``pump.deliver_one`` sends
+(``deliver_call`` mirrors it; the course's script passing every check keeps the two in step).
 """
 
 from __future__ import annotations
@@ -29,11 +16,12 @@ from server.exercises.family import (
     Family,
     claim,
     expect_claimed,
+    expect_counted,
     expect_failed,
     expect_held,
     expect_released,
 )
-from server.exercises.outcome import Picture
+from server.exercises.outcome import PARENT_QUEUE, Picture
 from server.exercises.scene import (
     Check,
     CheckFailed,
@@ -43,7 +31,6 @@ from server.exercises.scene import (
     expect_reply,
     expect_unchanged,
 )
-from server.exercises.shown import PARENT_QUEUE
 from server.exercises.watchdog import Erred, Replied
 
 PARENT = "JOBorder1"
@@ -101,21 +88,12 @@ async def deliver(scene: Scene, family: Family, raw: str, step: str) -> tuple[Re
     return await scene.learner(keys, args, step)
 
 
-async def trim(scene: Scene, family: Family, raw: str) -> None:
-    """The Pump's trim after a page that delivered (the course's ``outbox_trim``)."""
-    await pump.trim(scene.admin, family.child_queue, [raw])
-
-
 async def counted(scene: Scene, family: Family, child: str, left: int) -> None:
     raw = await finish(scene, family, child)
     step = f"the delivery of {child}'s completion"
     outcome, after = await deliver(scene, family, raw, step)
-    expect_reply(outcome, 1, step)
-    expect_counter(after, family.deps, left, step)
-    expect_field(after, family.processed, ":processed", child, result_of(child), step)
-    if left > 0:
-        expect_held(after, family, step)
-    await trim(scene, family, raw)
+    expect_counted(outcome, after, family, child, result_of(child), left, step)
+    await pump.trim(scene.admin, family.child_queue, [raw])  # the Pump's trim after a page that delivered
 
 
 async def three_children(scene: Scene) -> str:
@@ -126,19 +104,19 @@ async def three_children(scene: Scene) -> str:
             "and :processed holds the three results")
 
 
-async def course_delivers(scene: Scene, family: Family, children: tuple[str, ...]) -> None:
-    """Finish ``children`` and let the course's Pump deliver them."""
-    for child in children:
+async def last_finished(scene: Scene) -> tuple[Family, str]:
+    """The first two children finished and delivered by the course's Pump, the last one
+    finished: the flow, and the last child's outbox entry."""
+    family = await land(scene)
+    for child in CHILDREN[:2]:
         await finish(scene, family, child)
         await pump.deliver_flow_completions(scene.admin, family.child_queue, 10)
+    return family, await finish(scene, family, CHILDREN[2])
 
 
 async def last_child(scene: Scene) -> str:
-    family = await land(scene)
-    await course_delivers(scene, family, CHILDREN[:2])
-    last = CHILDREN[2]
-    raw = await finish(scene, family, last)
-    step = f"the delivery of {last}'s completion, the last child"
+    family, raw = await last_finished(scene)
+    step = f"the delivery of {CHILDREN[2]}'s completion, the last child"
     outcome, after = await deliver(scene, family, raw, step)
     expect_reply(outcome, 1, step)
     expect_counter(after, family.deps, 0, step)
@@ -165,10 +143,8 @@ async def crash_before_trim(scene: Scene) -> str:
 
 
 async def released_once(scene: Scene) -> str:
-    family = await land(scene)
-    await course_delivers(scene, family, CHILDREN[:2])
+    family, raw = await last_finished(scene)
     last = CHILDREN[2]
-    raw = await finish(scene, family, last)
     step = f"the delivery of {last}'s completion"
     outcome, after = await deliver(scene, family, raw, step)
     expect_reply(outcome, 1, step)

@@ -1,17 +1,6 @@
-"""Why a run is refused, as typed exceptions that carry their HTTP status.
-
-A run the grader cannot judge is not a failed check: it never gets a
-``Graded``. Each refusal names the status the web layer answers with and a
-sentence for the learner, so the view needs no table of its own:
-
-* ``UnknownExercise`` 404, ``NotUtf8`` 400, ``TooLarge`` 413 — the input,
-  refused before the run waits for a grader;
-* ``TooOften`` and ``QueueFull`` 429 — the sandbox's own pace, or everybody's;
-* ``Restarting`` 503 — no grader can take a run while they start again;
-* ``DoesNotCompile`` 422 — Valkey's own compiler said no; it carries the
-  message as Valkey wrote it and the line it names.
-
-``check_script`` is the input gate (bytes or text in, the text out).
+"""Why a run is refused (it never gets a ``Graded``): typed exceptions carrying their HTTP
+status and a sentence for the learner, so the view needs no table of its own. ``check_script``
+is the input gate (bytes or text in, the text out).
 """
 
 from __future__ import annotations
@@ -33,19 +22,15 @@ class GradeRefused(Refusal):
 
 
 class UnknownExercise(GradeRefused):
-    """No exercise has this name."""
-
     status = 404
 
 
 class NotUtf8(GradeRefused):
-    """The script's bytes are not UTF-8 text."""
-
     status = 400
 
 
 class TooLarge(GradeRefused):
-    """The script is over ``MAX_SCRIPT_BYTES`` of UTF-8."""
+    """Over ``MAX_SCRIPT_BYTES`` of UTF-8."""
 
     status = 413
 
@@ -57,7 +42,7 @@ class TooOften(GradeRefused):
 
 
 class QueueFull(GradeRefused):
-    """Every place in the waiting line is taken, or every place this address may hold."""
+    """Every place in the line is taken, or every place this address may hold."""
 
     status = 429
 
@@ -69,7 +54,7 @@ class Restarting(GradeRefused):
 
 
 class DoesNotCompile(GradeRefused):
-    """Valkey refused to load the script; ``line`` is the line it names (or None)."""
+    """Valkey's compiler said no: its message as Valkey wrote it, and the line it names (or None)."""
 
     status = 422
 
@@ -82,12 +67,8 @@ class DoesNotCompile(GradeRefused):
 
 
 def check_script(script: bytes | str) -> str:
-    """The script as text, or ``NotUtf8`` / ``TooLarge``.
-
-    Text that arrived through JSON may hold lone surrogates, which are not
-    UTF-8 either; encoding with ``surrogatepass`` keeps them so the strict
-    decode below refuses them, as it refuses bad bytes.
-    """
+    """The script as text, or ``NotUtf8`` / ``TooLarge``. Text from JSON may hold lone
+    surrogates, not UTF-8 either: ``surrogatepass`` keeps them for the strict decode to refuse."""
     raw = script.encode("utf-8", "surrogatepass") if isinstance(script, str) else bytes(script)
     try:
         text = raw.decode("utf-8")

@@ -1,15 +1,9 @@
-"""A flow the checks land: one parent, three children, and how to judge the parent.
+"""A flow the checks land (one parent, three children) and how to judge where its parent is.
 
-Both exercises judge the same things about a parent: is it still held
-(``awaiting_children`` and in no state set), released (``pending`` and in
-the pending set), claimed by a worker (``active`` and in active only), or
-failed (``failed`` and in dead)? ``Family`` names every key of the flow, so
-a scene can ask for all of them in its pictures, and the ``expect_*``
-helpers say, when the parent is not where a check wants it, where Valkey
-holds it instead.
-
-``claim`` and ``lapse`` are the two worker moves the scenarios need besides
-completing: both run the course's own scripts (``claim``, ``requeue_lapsed``).
+Both exercises ask whether the parent is held, released, claimed or failed; ``Family`` names
+every key of the flow for the pictures, and the ``expect_*`` helpers say, when the parent is not
+where a check wants it, where Valkey holds it instead. ``claim`` and ``lapse`` are the worker
+moves the scenarios need besides completing, by the course's own scripts.
 """
 
 from __future__ import annotations
@@ -19,7 +13,8 @@ from typing import Any
 
 from server.emq import jobs, keyspace
 from server.exercises.outcome import Picture
-from server.exercises.scene import CheckFailed, Scene
+from server.exercises.scene import CheckFailed, Scene, expect_counter, expect_field, expect_reply
+from server.exercises.watchdog import Erred, Replied
 
 LEASE_MS = 30_000
 SETS = ("pending", "active", "dead")
@@ -114,13 +109,24 @@ def expect_failed(picture: Picture, family: Family, step: str) -> None:
                           f"Valkey holds {parent_status(picture, family)} after {step}")
 
 
+def expect_counted(outcome: Replied | Erred, after: Picture, family: Family, child: str, value: str,
+                   left: int, step: str) -> None:
+    """The learner's call counted ``child``: it answered 1, :dependencies is ``left``, ``value``
+    is in :processed, and the parent stays held while any child is left."""
+    expect_reply(outcome, 1, step)
+    expect_counter(after, family.deps, left, step)
+    expect_field(after, family.processed, ":processed", child, value, step)
+    if left > 0:
+        expect_held(after, family, step)
+
+
 async def claim(scene: Scene, queue: str, want: str) -> int:
     """Claim with the course's script; the scenario needs ``want`` next. Its token."""
     got = await jobs.claim(scene.admin, queue, LEASE_MS)
     if got is None or got[0] != want:
-        after = f" after {scene.step}" if scene.step else ""
         handed = "nothing" if got is None else got[0]
-        raise CheckFailed(f"expected {want} to be claimable next, the course's claim handed out {handed}{after}")
+        raise CheckFailed(f"expected {want} to be claimable next, the course's claim handed out {handed}"
+                          f"{scene.after_step}")
     return got[1]
 
 

@@ -1,28 +1,10 @@
 """The checks of a learner's ``complete``: the fan-in of a same-queue flow.
 
-Every check lands the flow JOBreport ← JOBpart1..3 with the course's
-``enqueue_flow`` (``flows.add``), claims with the course's ``claim``, and
-sends the learner's script exactly what ``jobs.complete`` would send to
-``complete.lua`` (``jobs.complete_call``: the seed's KEYS and ARGV, the
-lineage read by the host first). The judgments are on the keys:
-
-* three children — each completion counts once and records its result;
-* the last child — the third completion releases the parent;
-* a redelivered completion — the same call sent again answers 0, changes nothing;
-* a completion after the lease lapsed — a child no longer in active counts nothing;
-* a stale token — answers EMQSTALE and writes nothing;
-* a missing row — answers 0 and writes nothing;
-* a parent already failed — the last completion counts, yet leaves the failed parent failed;
-* a parent already released — the last completion leaves the parent with the worker that claimed it.
-
-The last two put the parent where the course's ``release_parent`` refuses to
-release it (``awaiting_children`` no longer): a fan-in that releases at zero
-without looking at the parent's state passes every other check and fails
-these. Neither state arises from the course's scripts in a same-queue flow
-(a 'fp' failure never counts, so :dependencies never reaches zero after it),
-so the scene writes it as the scripts that make it would leave it: failed
-as ``fail_parent`` fails a parent, released early as the second exercise's
-complete releases one, then claimed with the course's ``claim``.
+Each check lands JOBreport ← JOBpart1..3 with the course's ``enqueue_flow``, claims with its
+``claim``, and sends the learner's script what ``jobs.complete`` would send ``complete.lua``.
+The last two checks put the parent where ``release_parent`` refuses to release it (failed, as
+``fail_parent`` leaves one; released early, as the second exercise's ``complete`` does, then
+claimed): a fan-in that releases at zero without looking at the parent's state fails them.
 """
 
 from __future__ import annotations
@@ -34,6 +16,7 @@ from server.exercises.family import (
     Family,
     claim,
     expect_claimed,
+    expect_counted,
     expect_failed,
     expect_held,
     expect_released,
@@ -75,20 +58,42 @@ async def completion_call(scene: Scene, family: Family, child: str, token: int) 
 
 
 async def complete(scene: Scene, family: Family, child: str, token: int, step: str) -> tuple[Replied | Erred, Picture]:
-    keys, args = await completion_call(scene, family, child, token)
-    return await scene.learner(keys, args, step)
+    return await scene.learner(*await completion_call(scene, family, child, token), step)
 
 
-async def counted(scene: Scene, family: Family, child: str, left: int) -> Picture:
+async def counted(scene: Scene, family: Family, child: str, left: int) -> None:
     """Claim ``child``, complete it with the learner's script, and judge that it counted."""
     token = await claim(scene, family.child_queue, child)
     step = f"the completion of {child}"
     outcome, after = await complete(scene, family, child, token, step)
-    expect_reply(outcome, 1, step)
-    expect_counter(after, family.deps, left, step)
-    expect_field(after, family.processed, ":processed", child, result_of(child), step)
-    if left > 0:
-        expect_held(after, family, step)
+    expect_counted(outcome, after, family, child, result_of(child), left, step)
+
+
+HELD_ONLY = "only a parent still held (awaiting_children) is released"
+
+
+def expect_kept(expect: Callable[[Picture, Family, str], None], after: Picture, family: Family,
+                step: str, why: str) -> None:
+    """``expect`` with the rule the script broke said after it, when it did."""
+    try:
+        expect(after, family, step)
+    except CheckFailed as failed:
+        raise CheckFailed(f"{failed.said}: {HELD_ONLY}, and {why}") from None
+
+
+async def last_of_two_counted(scene: Scene) -> tuple[Family, int]:
+    """JOBpart1 and JOBpart2 counted by the course's complete, JOBpart3 claimed; its token."""
+    family = await land(scene)
+    for child in CHILDREN[:2]:
+        token = await claim(scene, family.child_queue, child)
+        await jobs.complete(scene.admin, family.child_queue, child, token, result_of(child))
+    return family, await claim(scene, family.child_queue, CHILDREN[2])
+
+
+async def last_counted(scene: Scene, family: Family, token: int, step: str) -> Picture:
+    """The last child's completion by the learner's script: it counts (1, :dependencies 0, its result)."""
+    outcome, after = await complete(scene, family, CHILDREN[2], token, step)
+    expect_counted(outcome, after, family, CHILDREN[2], result_of(CHILDREN[2]), 0, step)
     return after
 
 
@@ -100,14 +105,9 @@ async def three_children(scene: Scene) -> str:
 
 
 async def last_child(scene: Scene) -> str:
-    family = await land(scene)
-    for child in CHILDREN[:2]:  # the course's complete counts the first two
-        token = await claim(scene, family.child_queue, child)
-        await jobs.complete(scene.admin, family.child_queue, child, token, result_of(child))
-    last = CHILDREN[2]
-    token = await claim(scene, family.child_queue, last)
-    step = f"the completion of {last}, the last child"
-    outcome, after = await complete(scene, family, last, token, step)
+    family, token = await last_of_two_counted(scene)
+    step = f"the completion of {CHILDREN[2]}, the last child"
+    outcome, after = await complete(scene, family, CHILDREN[2], token, step)
     expect_reply(outcome, 1, step)
     expect_counter(after, family.deps, 0, step)
     expect_released(after, family, step)
@@ -173,38 +173,6 @@ async def missing_row(scene: Scene) -> str:
     expect_reply(outcome, 0, step)
     expect_unchanged(scene.before, after, step)
     return f"the completion of {ghost}, which has no row, answered 0 and wrote nothing"
-
-
-HELD_ONLY = "only a parent still held (awaiting_children) is released"
-
-
-def expect_kept(expect: Callable[[Picture, Family, str], None], after: Picture, family: Family,
-                step: str, why: str) -> None:
-    """``expect`` with the rule the script broke said after it, when it did."""
-    try:
-        expect(after, family, step)
-    except CheckFailed as failed:
-        raise CheckFailed(f"{failed.said}: {HELD_ONLY}, and {why}") from None
-
-
-async def last_of_two_counted(scene: Scene) -> tuple[Family, int]:
-    """The flow with JOBpart1 and JOBpart2 counted by the course's complete,
-    and JOBpart3 claimed: :dependencies = 1. The last child's token."""
-    family = await land(scene)
-    for child in CHILDREN[:2]:
-        token = await claim(scene, family.child_queue, child)
-        await jobs.complete(scene.admin, family.child_queue, child, token, result_of(child))
-    return family, await claim(scene, family.child_queue, CHILDREN[2])
-
-
-async def last_counted(scene: Scene, family: Family, token: int, step: str) -> Picture:
-    """The last child's completion by the learner's script: it counts (1, :dependencies 0, its result)."""
-    last = CHILDREN[2]
-    outcome, after = await complete(scene, family, last, token, step)
-    expect_reply(outcome, 1, step)
-    expect_counter(after, family.deps, 0, step)
-    expect_field(after, family.processed, ":processed", last, result_of(last), step)
-    return after
 
 
 async def already_failed(scene: Scene) -> str:

@@ -1,25 +1,13 @@
 """The entry point: grade one learner's script for one exercise.
 
-``grade(pool, "fan-in", script, run_for=sandbox_id)`` checks the input (the
-exercise exists, UTF-8, at most 16,384 bytes), waits for a grader in the
-pool's line, and then on that grader:
-
-1. compiles the script (``SCRIPT LOAD``: ``DoesNotCompile`` with the line);
-2. creates the run's Valkey user, confined to the run's keys;
-3. runs every check of the exercise in order, each in scenes of its own;
-4. deletes the user and the run's keys.
-
-A check that fails is a verdict, not an error: the run still answers a
-``Graded`` (200), a runaway script included — its check says where it was
-stopped and the checks after it say they were not run, because a script
-that ran away once would again, and every answer must come within 2 s.
-Refusals are ``GradeRefused`` subclasses carrying their HTTP status.
+A failing check is a verdict, not an error: the run still answers a ``Graded`` (200), a runaway
+script's too (its check says where it was stopped, and the checks after it were not run: it
+would run away again, and every answer must come within 2 s). Refusals are ``GradeRefused``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -33,7 +21,6 @@ from server.exercises.errors import Restarting, check_script
 from server.exercises.grader import Grader
 from server.exercises.outcome import CheckResult, Graded
 from server.exercises.pool import GraderPool, PlaceHook, Ticket
-from server.exercises.runuser import new_run_id
 from server.exercises.scene import CheckFailed, Run, Scene, clip
 from server.exercises.watchdog import Halted
 
@@ -44,14 +31,9 @@ async def grade(
     pool: GraderPool, exercise_name: str, script: bytes | str, run_for: str,
     *, on_place: PlaceHook | None = None, address: str | None = None,
 ) -> Graded:
-    """Run every check of ``exercise_name`` against ``script`` for sandbox ``run_for``.
-
-    Raises ``UnknownExercise`` (404), ``NotUtf8`` (400), ``TooLarge`` (413),
-    ``TooOften``/``QueueFull`` (429), ``Restarting`` (503) before any check
-    runs, and ``DoesNotCompile`` (422) once a grader has read the script.
-    ``on_place`` hears the run's place in the line while it waits; ``address``
-    is the client's, whose runs share the line fairly with other addresses'.
-    """
+    """Run every check of ``exercise_name`` against ``script`` for sandbox ``run_for`` (from
+    client ``address``, whose runs share the line fairly); ``on_place`` hears its place in line.
+    Every refusal but ``DoesNotCompile`` (422, from the grader) comes before any check runs."""
     exercise = catalogue.get(exercise_name)
     text = check_script(script)
     try:
@@ -78,7 +60,14 @@ def _unclaimed(run: asyncio.Future[Graded]) -> None:
 
 async def _run_on(pool: GraderPool, ticket: Ticket, grader: Grader, exercise: Exercise, text: str) -> Graded:
     try:
-        return await grade_on(grader, exercise, text)
+        sha = await grader.load(text)
+        user = grader.user()
+        run = Run(grader, await user.open(), sha, user.run_id)
+        try:
+            checks = await run_checks(exercise, run)
+        finally:
+            await user.close(lost=grader.lost)  # a lost process took the user and the keys with it
+        return Graded(exercise=exercise.name, checks=checks)
     except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
         # The grader went away outside the learner's script (nothing to
         # judge it by): end it for a clean restart and say so, here and in the log.
@@ -89,24 +78,6 @@ async def _run_on(pool: GraderPool, ticket: Ticket, grader: Grader, exercise: Ex
                          "run the checks again in a moment.") from exc
     finally:
         pool.give_back(ticket, grader)
-
-
-async def grade_on(grader: Grader, exercise: Exercise, text: str) -> Graded:
-    """The run on a grader the caller holds (the pool's turn, or a bench's own)."""
-    sha = await grader.load(text)
-    user = grader.user(new_run_id())
-    client = await user.open()
-    run = Run(grader, client, sha, user.run_id)
-    try:
-        checks = await run_checks(exercise, run)
-    finally:
-        if grader.lost:
-            # The process is gone, and with it the user and the keys.
-            with contextlib.suppress(RedisError, OSError):
-                await client.aclose()
-        else:
-            await user.close()
-    return Graded(exercise=exercise.name, checks=checks)
 
 
 async def run_checks(exercise: Exercise, run: Run) -> tuple[CheckResult, ...]:
@@ -130,16 +101,15 @@ async def run_checks(exercise: Exercise, run: Run) -> tuple[CheckResult, ...]:
             # The grader died outside the script's own call (the keys it left
             # used the last of its memory, say): the run cannot go on there.
             run.grader.end()
-            after = f" after {scene.step}" if scene.step else ""
-            results.append(scene.result(check.name, f"the grader stopped{after} (out of memory, or it crashed) "
-                                                    "and was started again"))
+            results.append(scene.result(check.name, f"the grader stopped{scene.after_step} (out of memory, "
+                                                    "or it crashed) and was started again"))
             stopped_at = check.name
         except (EmqError, ResponseError, ValueError) as exc:
             # The learner's script left keys the course's own scripts refuse
             # (a counter turned into a hash, a row without its fields): the
             # scenario cannot go on, and the check says what Valkey answered.
-            after = f" after {scene.step}" if scene.step else ""
-            results.append(scene.result(check.name, f"the scenario could not go on{after}: {clip(str(exc))}"))
+            results.append(scene.result(check.name, f"the scenario could not go on{scene.after_step}: "
+                                                    f"{clip(str(exc))}"))
         else:
             results.append(CheckResult(check.name, True, said))
     return tuple(results)

@@ -1,31 +1,16 @@
 """One grader: a valkey-server of its own, its admin client, and its watchdog line.
 
-A grader serves one run at a time (the pool sees to that). For a run it:
+A grader serves one run at a time (the pool sees to that): ``load`` compiles the learner's
+script as admin (``DoesNotCompile`` with Valkey's line), ``user`` makes the run's user, and
+``call`` runs the script by SHA as that user under the watchdog, whose ``SCRIPT KILL`` goes on
+a connection of its own (``guard``: the run's is stuck waiting). ``end()`` is the watchdog's
+last resort, SIGKILL; the grader is then ``lost`` until ``restart()`` gives it a new process.
 
-1. loads the learner's script with ``SCRIPT LOAD`` as admin — the compile
-   check: Valkey's own compiler answers, with the line (``DoesNotCompile``);
-2. creates the run's user (``runuser``) and a connection that runs as it;
-3. calls the script by SHA as that user, under the watchdog, whose
-   ``SCRIPT KILL`` goes on a connection of its own (``guard``): the run's
-   connection is the one stuck waiting for the script;
-4. deletes the user and sweeps the run's keys.
-
-``end()`` is the watchdog's last resort: SIGKILL. The grader is then
-``lost`` until ``restart()`` gives it a new process (new port, new
-password, nothing carried over: it never held anything but runs).
-
-Every run starts on a fresh Lua VM (``load``): ``SCRIPT FLUSH SYNC`` closes
-the eval VM and opens a new one, so nothing a learner's script left in it
-reaches the next run, whatever the engine protects — on 9.1.2 basic-type
-metatables, ``_G`` and the libraries are read-only, but ``cjson``'s settings
-(``encode_max_depth``…), the collector's (``collectgarbage('stop')``) and
-``loadstring``'s functions still live as long as the VM. ``FUNCTION FLUSH``
-empties the functions' VM too (a run's user may not reach it; the flush is
-there so no future grant makes it a channel), and Lua's ``math.random``,
-whose state is the server's and not the VM's, is seeded afresh. The
-course's scripts are loaded again in the same round trip, so the run meets
-no NOSCRIPT. It is done before a run, not after, so a run ended any way at
-all (killed, abandoned, a held turn) still leaves nothing to the next.
+Every run starts on a fresh Lua VM: ``SCRIPT FLUSH SYNC`` replaces the eval VM, so nothing a
+script left there (``cjson``'s settings, the collector's, ``loadstring``'s functions) reaches
+the next run; ``FUNCTION FLUSH`` empties the functions' VM (out of a run's reach, so no future
+grant makes it a channel), and ``math.random``, whose state is the server's, is seeded afresh.
+It is done before a run, not after, so a run ended any way at all leaves nothing to the next.
 """
 
 from __future__ import annotations
@@ -44,14 +29,14 @@ from server.emq import registry
 from server.emq.script import Script
 from server.exercises.errors import compile_refusal
 from server.exercises.process import GraderProcess, ProcessLimits
-from server.exercises.runkeys import SNAPSHOT, RunKeys
+from server.exercises.runkeys import SNAPSHOT
 from server.exercises.runuser import RunUser, no_retry
 from server.exercises.watchdog import Erred, Limits, Replied, Timed, watched
 
 log = logging.getLogger(__name__)
 
 HOST: Final = "127.0.0.1"
-# Loaded again on every fresh VM: the scenes run these by SHA.
+# Loaded again on every fresh VM, so the scenes meet no NOSCRIPT.
 COURSE_SCRIPTS: Final[tuple[Script, ...]] = (*(registry.script(name) for name in registry.names()), SNAPSHOT)
 RESEED: Final = "math.randomseed(tonumber(ARGV[1])) return 0"
 
@@ -66,7 +51,6 @@ class Grader:
         self.process: GraderProcess | None = None
         self.admin: Redis | None = None
         self.guard: Redis | None = None
-        self.keys: RunKeys | None = None
         self.lost = False
         self.starts = 0
         # told when the process ends on its own (the pool starts it again)
@@ -87,11 +71,6 @@ class Grader:
         if self.admin is None:
             raise RuntimeError("the grader is not started")
         return self.admin
-
-    def run_keys(self) -> RunKeys:
-        if self.keys is None:
-            raise RuntimeError("the grader is not started")
-        return self.keys
 
     def _client(self, process: GraderProcess, *, single: bool) -> Redis:
         return Redis(host=HOST, port=process.port, password=process.password, retry=no_retry(),
@@ -117,7 +96,6 @@ class Grader:
         guard = self._client(process, single=True)
         await guard.ping()
         self.guard = guard
-        self.keys = RunKeys(admin)
         self.lost = False
         self.starts += 1
         process.watch(lambda: self._ended(process))
@@ -126,7 +104,7 @@ class Grader:
         """The process ended and was reaped, and not by us (``end`` unwatches first)."""
         if process is not self.process:
             return
-        code = process.proc_code()
+        code = process.code()
         how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
         log.warning("grader %s (pid %s) ended on its own (%s); it is started again",
                     self.index, process.pid, how)
@@ -157,7 +135,6 @@ class Grader:
                 with contextlib.suppress(RedisError, OSError):
                     await client.aclose()
         self.guard = self.admin = None
-        self.keys = None
 
     async def stop(self) -> None:
         await self._drop_clients()
@@ -201,10 +178,11 @@ class Grader:
             raise sha
         return str(sha.decode() if isinstance(sha, bytes) else sha)
 
-    def user(self, run_id: str) -> RunUser:
-        if self.process is None:
-            raise RuntimeError("the grader is not started")
-        return RunUser(self.run_keys(), HOST, self.process.port, run_id)
+    def user(self) -> RunUser:
+        """A new run's user (not yet created on Valkey: ``open`` does)."""
+        admin = self.admin_client()
+        assert self.process is not None  # started with the admin client
+        return RunUser(admin, HOST, self.process.port)
 
     async def call(
         self, client: Redis, sha: str, keys: Sequence[str], args: Sequence[str | int]
@@ -224,9 +202,5 @@ async def _timed(client: Redis, sha: str, keys: Sequence[str], args: Sequence[st
         pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
         pipe.execute_command("TIME")
         before, value, after = await pipe.execute(raise_on_error=False)
-    return Timed(value, _seconds(after) - _seconds(before))
-
-
-def _seconds(time: tuple[int, int]) -> float:
-    """TIME's reply as redis-py parses it: (seconds, microseconds)."""
-    return time[0] + time[1] / 1_000_000
+    # TIME as redis-py parses it: (seconds, microseconds)
+    return Timed(value, after[0] - before[0] + (after[1] - before[1]) / 1_000_000)

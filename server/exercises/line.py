@@ -1,27 +1,16 @@
 """The line for a grader, shared fairly by client address.
 
-Two rules keep one address (forty cookies behind one network, or one
-attacker with forty) from holding the line:
-
-* **a share of places**: the runs of one address, waiting or on a grader,
-  hold at most ``per_address`` places; past it ``QueueFull`` (429) names
-  the share, and places stay free for every other address;
-* **turns by address**: the line is not first come, first served across
-  addresses but round-robin (start-time fair queueing): each waiting run is
-  tagged with its address's next turn, at least the turn being served now,
-  and the grader goes to the smallest tag. A learner from an address with
-  nothing waiting is next, however many runs another address has queued;
-  within one address the runs keep their order.
-
-Each sandbox's own share (``admission``) still applies inside its address's.
-A run with no address (``None``: a bench, a test, the site's own callers)
-has no share of places and takes its turns as one more address. The state
-is in memory, per process, like the shares: a courtesy between visitors of
-one site, not a security boundary.
+One address's runs (waiting or on a grader) hold at most ``per_address`` places (past it
+``QueueFull``, 429), and the line is round-robin by address (start-time fair queueing): each
+waiting run is tagged with its address's next turn, at least the turn served now, and the
+smallest tag goes first, so a newcomer is next however many runs another address queued; one
+address's runs keep their order. ``None`` (a bench, the site's own callers) has no share of
+places and takes turns as one more address. In memory, per process: a courtesy, not a boundary.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -89,11 +78,7 @@ class FairLine(Generic[T]):
         tag = max(self._now, self._next_turn.get(address, 0))
         self._next_turn[address] = tag + 1
         self._seq += 1
-        entry = _Waiting(tag, self._seq, address, item)
-        at = len(self._waiting)
-        while at > 0 and entry < self._waiting[at - 1]:
-            at -= 1
-        self._waiting.insert(at, entry)
+        bisect.insort(self._waiting, _Waiting(tag, self._seq, address, item))
 
     def pop(self) -> T | None:
         """The run whose turn it is, out of the line (None when nobody waits)."""
@@ -101,7 +86,9 @@ class FairLine(Generic[T]):
             return None
         entry = self._waiting.pop(0)
         self._now = entry.tag
-        self._forget()
+        # An address with nothing waiting keeps no tag: its next run starts at the current turn.
+        waiting = {w.address for w in self._waiting}
+        self._next_turn = {a: turn for a, turn in self._next_turn.items() if a in waiting}
         return entry.item
 
     def remove(self, item: T) -> bool:
@@ -111,13 +98,6 @@ class FairLine(Generic[T]):
                 del self._waiting[at]
                 return True
         return False
-
-    def _forget(self) -> None:
-        # An address with nothing waiting keeps no tag: its next run starts
-        # at the current turn, so the table holds waiting addresses only.
-        waiting = {entry.address for entry in self._waiting}
-        for address in [a for a in self._next_turn if a not in waiting]:
-            del self._next_turn[address]
 
     def clear(self) -> list[T]:
         """Every waiting run, out of the line (the pool is stopping)."""

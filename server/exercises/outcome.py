@@ -1,28 +1,36 @@
 """What a run answers: each check's verdict in words, and the key pictures.
 
-``Graded.as_json`` is the 200 body of ``POST /api/exercises/<name>/run``:
-``{"checks": [{"name", "passed", "said"}], "passed", "total"}`` as the
-contract has it, plus ``"pictures"``: for each failing check that got as far
-as running the learner's script, the scenario's keys just before and just
-after the call the check judged (name, type, value, as the widgets' key
-panels draw them), so the page can show what the script did.
+``Graded.as_json`` is the 200 body (``{"checks": [{"name", "passed", "said"}], "passed",
+"total"}``) plus ``"pictures"``: for each failing check that ran the learner's script, the keys
+just before and after the call it judged, so the page can show what the script did. The checks
+judge the keys Valkey returned in a ``Picture``, never a count kept on the Python side.
 
-A ``Picture`` is read by the checks too: they judge the keys Valkey returned
-in it, never a count kept on the Python side.
+A run's queues are ``<run>.<check>.<role>`` on the grader, but the learner reads them as the
+course writes them (``emq:{q}:…``, a cross-queue parent's ``emq:{pq}:…``): every sentence and
+picture shown passes through ``rename``; the checks judge the real keys.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-from server.exercises.shown import Names, rename
+# (the queue as the grader names it, the tag the course writes for it)
+Names: TypeAlias = tuple[tuple[str, str], ...]
+QUEUE = "q"  # a check's queue, as the scripts' headers write it
+PARENT_QUEUE = "pq"  # a cross-queue flow's parent queue (flow_deliver.lua's header)
 
 # A key's value as the picture shows it: a string's text, a hash's fields, a
 # list's or a set's members, a sorted set's (member, score) pairs; None for
 # a type the picture does not open (a stream, say).
 Value: TypeAlias = str | dict[str, str] | list[str] | list[tuple[str, str]] | None
+
+
+def rename(text: str, names: Names) -> str:
+    """``text`` with each run queue's hashtag written as the course writes it."""
+    for real, course in names:
+        text = text.replace("{" + real + "}", "{" + course + "}")
+    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,23 +75,16 @@ class Picture:
         shot = self.find(name)
         return shot.value if shot is not None and isinstance(shot.value, str) else None
 
-    def fields(self, name: str) -> dict[str, str]:
-        """A hash key's fields; empty when the key is missing or not a hash."""
-        shot = self.find(name)
-        return dict(shot.value) if shot is not None and isinstance(shot.value, dict) else {}
-
     def field(self, name: str, field_name: str) -> str | None:
-        return self.fields(name).get(field_name)
-
-    def members(self, name: str) -> list[str]:
-        """The members of a sorted set, a set or a list (in the order shown)."""
+        """A hash key's field; None when the key is missing or not a hash."""
         shot = self.find(name)
-        if shot is None or not isinstance(shot.value, list):
-            return []
-        return [item[0] if isinstance(item, tuple) else item for item in shot.value]
+        return shot.value.get(field_name) if shot is not None and isinstance(shot.value, dict) else None
 
     def holds(self, name: str, member: str) -> bool:
-        return member in self.members(name)
+        """Whether a sorted set, a set or a list holds ``member``."""
+        shot = self.find(name)
+        values = shot.value if shot is not None and isinstance(shot.value, list) else []
+        return any((item[0] if isinstance(item, tuple) else item) == member for item in values)
 
     def names(self) -> list[str]:
         return [shot.name for shot in self.keys]
@@ -94,14 +95,8 @@ class Picture:
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """One check's verdict: ``said`` is one sentence, passed or not.
-
-    ``step`` names the learner's call the pictures frame ("the second
-    delivery of JOBmail1"); a passing check and a check stopped before the
-    learner's script ran carry no pictures. ``names`` are the scene's run
-    queues and how the course writes them (``shown``): the pictures keep
-    the real names, their JSON the course's.
-    """
+    """One check's verdict: ``said`` is one sentence, passed or not. ``step`` names the
+    learner's call the pictures frame; ``names`` the scene's queues, renamed in the JSON only."""
 
     name: str
     passed: bool
@@ -154,8 +149,3 @@ class Graded:
             "total": self.total,
             "pictures": pictures,
         }
-
-
-def picture_of(shots: Iterable[KeyShot]) -> Picture:
-    """A Picture of ``shots`` in name order."""
-    return Picture(tuple(sorted(shots, key=lambda shot: shot.name)))

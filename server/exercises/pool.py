@@ -1,27 +1,12 @@
 """The grader pool: a few graders, one run each, and a bounded line of waiting runs.
 
-``turn(run_for)`` is how a run gets a grader: ``submit`` admits it (the
-sandbox's share, ``admission``; its address's, ``line``) and either hands it
-a free grader at once or gives it a place in the line; ``serve`` waits for the grader and gives it
-back afterwards. ``on_place`` hears the place each time it moves (1 is
-next, 0 is "being graded now"); ``Ticket.places()`` gives the same as an
-async iterator, for a caller that submits first and streams the places.
-The line takes turns by client address, first come first served within
-one (``line``); its bound and the shares are checked before the run
-waits, so a refusal is immediate:
-
-* the sandbox's share is used up → ``TooOften`` (429);
-* the address's share of places, or the line, is full → ``QueueFull`` (429);
-* no grader is up (all starting again) → ``Restarting`` (503).
-
-A grader the watchdog had to end comes back to the pool as ``lost``; the
-pool starts it again in the background (a new process, ~30 ms) and hands
-it to the line once it answers. The other graders go on meanwhile. A grader
-whose process ended while it waited for a run (``kill -9``, the OOM killer)
-is reaped and started again at once, with a line in the log; one found dead
-when it is handed out goes to a restart, not to the run. A caller
-that goes away while waiting (a closed request) leaves the line, and a
-grader handed to it at that instant goes to the next run.
+``submit`` admits a run (its sandbox's share, ``admission``; its address's, ``line``) and hands
+it a free grader or a place in the line, or refuses it at once, never after waiting: the share
+used up is ``TooOften``, the line or the address's share full ``QueueFull`` (both 429), no
+grader up ``Restarting`` (503). ``on_place`` (or ``Ticket.places()``) hears the place as it
+moves (0: being graded). A grader the watchdog ended, or whose process died (found by its
+pidfd, or when handed out), is started again in the background while the others go on; a
+caller that stops waiting leaves the line, and a grader handed to it then goes to the next.
 """
 
 from __future__ import annotations
@@ -152,8 +137,7 @@ class GraderPool:
     # --- the line -----------------------------------------------------------
 
     def submit(self, run_for: str, on_place: PlaceHook | None = None, address: str | None = None) -> Ticket:
-        """Admit a run of sandbox ``run_for`` from client ``address`` or refuse it
-        now (never after waiting). ``address`` None: a caller with no share of places."""
+        """Admit a run of sandbox ``run_for`` from client ``address`` (None: no share of places)."""
         if not self._started:
             raise Restarting("The graders are not running yet; run the checks again in a moment.")
         if len(self._restarting) + len(self._down) >= len(self.graders):
@@ -171,7 +155,7 @@ class GraderPool:
             ticket.move(0)
             ticket.granted.set_result(idle)
         elif self._waiting.full():
-            self.shares.undo(run_for)
+            self.shares.done(run_for, refund=True)
             self._waiting.release(address)
             raise QueueFull(f"All {self.settings.queue_bound} places in the line for a grader are taken; "
                             "run the checks again in a few seconds.")
@@ -181,8 +165,7 @@ class GraderPool:
         return ticket
 
     async def wait(self, ticket: Ticket) -> Grader:
-        """``ticket``'s grader, once its turn comes; a caller that stops waiting
-        (cancelled, or refused because no grader came back) leaves the line."""
+        """``ticket``'s grader, once its turn comes; a caller that stops waiting leaves the line."""
         try:
             return await ticket.granted
         except BaseException:
@@ -190,8 +173,7 @@ class GraderPool:
             raise
 
     def give_back(self, ticket: Ticket, grader: Grader) -> None:
-        """The run is over: the grader goes to the next in line (or is restarted,
-        if the watchdog had to end it), and the sandbox's run stops counting."""
+        """The run is over: the grader goes to the next in line (or to a restart)."""
         self.shares.done(ticket.run_for)
         self._waiting.release(ticket.address)
         self._give_back(grader)
@@ -228,8 +210,7 @@ class GraderPool:
             self._restart(grader)
 
     def _lost(self, grader: Grader) -> None:
-        """A grader's process ended on its own: if it was idle, start it again now
-        (one in a run is given back by the run, which met the end itself)."""
+        """A grader's process ended on its own: if idle, start it again now (one in a run is given back by the run)."""
         if grader in self._free:
             self._free.remove(grader)
             self._restart(grader)

@@ -1,28 +1,11 @@
 """One grader's valkey-server: a managed process that holds no learner data.
 
-It is a ``ValkeyProcess`` (free loopback port, a temp dir, no persistence)
-with the settings that make a learner's script safe to run:
-
-* ``requirepass``: only the grader's admin client (and the run users it
-  creates) get in, though it listens on loopback only;
-* ``busy-reply-threshold`` low, so a SCRIPT KILL is heard 100 ms into a
-  script instead of after five seconds;
-* a small ``maxmemory`` (noeviction: a write past it fails, nothing is
-  dropped in silence) for the keys, and an address-space limit of the
-  process (``RLIMIT_AS``, set in the child before exec) for everything
-  else: ``maxmemory`` does not count Lua's heap, and a ``string.rep`` of a
-  gigabyte then fails inside Lua with "not enough memory";
-* no DEBUG, no MODULE, no keyspace notifications (nothing listens).
-
-It is started and waited for from the event loop's own thread: the
-kernel's parent-death signal (``PR_SET_PDEATHSIG``) fires when the *thread*
-that forked the child exits, and the loop thread lives as long as the site.
-
-``watch`` hears the process end however it ends (a ``kill -9`` from
-outside, the kernel's OOM killer, a crash while idle): a pidfd becomes
-readable on the loop, the process is reaped there at once (no zombie waits
-for the next run) and the grader is told, so it is started again before a
-run meets it.
+A ``ValkeyProcess`` (loopback, temp dir, no persistence) with ``requirepass``, a low
+``busy-reply-threshold`` (SCRIPT KILL heard 100 ms into a script, not 5 s), a small
+``maxmemory`` (noeviction) for keys, and ``RLIMIT_AS`` for the rest (``maxmemory`` does not
+count Lua's heap: a huge ``string.rep`` then fails in Lua). It is spawned from the loop's
+thread, since ``PR_SET_PDEATHSIG`` fires when the forking *thread* exits. ``watch`` hears the
+process end however it ends (a pidfd readable on the loop), reaps it and tells the grader.
 """
 
 from __future__ import annotations
@@ -50,26 +33,10 @@ _LIBC: Final = ctypes.CDLL(None, use_errno=True)
 
 @dataclass(frozen=True)
 class ProcessLimits:
-    """How one grader process is bounded."""
-
     address_space_mb: int = 256
     maxmemory_mb: int = 32
     busy_reply_ms: int = 100
     maxclients: int = 64
-
-
-def _bounded_child(limits: ProcessLimits, parent: int) -> Callable[[], None]:
-    address_space = limits.address_space_mb * 1024 * 1024
-
-    def in_child() -> None:
-        # SIGKILL, not SIGTERM: a grader may be inside a script and deaf to
-        # anything gentler, and it holds nothing worth a clean shutdown.
-        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
-        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
-
-    return in_child
 
 
 class GraderProcess(ValkeyProcess):
@@ -109,24 +76,37 @@ class GraderProcess(ValkeyProcess):
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None else None
 
+    def code(self) -> int | None:
+        """The exit code (minus the signal that ended it), None while it runs."""
+        return self.proc.poll() if self.proc is not None else None
+
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.proc is not None and self.code() is None
 
     def spawn(self) -> None:
         """Start the process (not waiting for it to answer: see ``Grader.start``)."""
         engine.checked(self.binary)  # not found, or older than the Lua fixes: refused in one sentence
+        parent, space = os.getpid(), self.limits.address_space_mb * 1024 * 1024
+
+        def in_child() -> None:
+            # SIGKILL, not SIGTERM: a grader may be inside a script and deaf to
+            # anything gentler, and it holds nothing worth a clean shutdown.
+            _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:  # the parent died before prctl took effect
+                os._exit(1)
+            resource.setrlimit(resource.RLIMIT_AS, (space, space))
+
         self.proc = subprocess.Popen(
             self.command(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=_bounded_child(self.limits, os.getpid()),  # noqa: PLW1509 -- only prctl and setrlimit run there
+            preexec_fn=in_child,  # noqa: PLW1509 -- only prctl and setrlimit run there
         )
 
     def watch(self, on_exit: Callable[[], None]) -> None:
-        """Call ``on_exit`` from the running loop once the process has ended and
-        been reaped. Without pidfds (an old kernel) nothing is watched, and a
-        dead grader is found when it is next handed out (``alive``)."""
+        """Call ``on_exit`` on the loop once the process ended and was reaped. Without
+        pidfds nothing is watched: a dead grader is found when next handed out (``alive``)."""
         if self.proc is None or self._pidfd is not None:
             return
         try:
@@ -151,16 +131,11 @@ class GraderProcess(ValkeyProcess):
                 self._loop.remove_reader(pidfd)
             os.close(pidfd)
 
-    def proc_code(self) -> int | None:
-        """The exit code (minus the signal that ended it), None while it runs."""
-        return self.proc.poll() if self.proc is not None else None
-
     def exit_note(self) -> str:
         """Why the process is gone, for an error message: its code and the log's tail."""
-        code = self.proc.poll() if self.proc is not None else None
         log = self.dir / "valkey.log"
         tail = log.read_text("utf-8", "replace")[-400:] if log.exists() else ""
-        return f"valkey-server exited ({code}): {tail.strip()}"
+        return f"valkey-server exited ({self.code()}): {tail.strip()}"
 
     def kill(self) -> None:
         """SIGKILL and reap: for a process stuck inside a script. Its dir goes too."""

@@ -1,16 +1,10 @@
 """A run's keys on the grader: read as a picture, and swept away afterwards.
 
-Every key of a run carries its run id inside the hashtag
-(``emq:{<run>.<check>.<role>}:…``), so one MATCH pattern finds a scenario's
-keys (``scenario_pattern``) and another all of the run's (``run_pattern``).
-Both are read and removed by the grader's admin client, never by the run's
-own user, whose ACL has no SCAN.
-
-The picture is one round trip: ``scripts/snapshot.lua`` reads the keys the
-checks judge first, then whatever else the scan finds, up to a bound, so a
-script that wrote thousands of keys gets a short picture, not a slow grader.
-It runs as the site runs every script of its own: a ``Script`` (EVALSHA,
-loaded on NOSCRIPT), so a SCRIPT FLUSH on the grader costs it nothing.
+Every key of a run carries its run id in the hashtag (``emq:{<run>.<check>.<role>}:…``), so
+one MATCH pattern finds a scenario's keys and another the whole run's. Both are read and
+removed by the grader's admin client, never by the run's user (its ACL has no SCAN). The
+picture is one ``scripts/snapshot.lua`` call: the judged keys first, then what the scan finds,
+up to a bound, so a script that wrote thousands of keys gets a short picture, not a slow grader.
 """
 
 from __future__ import annotations
@@ -22,18 +16,16 @@ from typing import Any, Final
 from redis.asyncio import Redis
 
 from server.emq.script import Script
-from server.exercises.outcome import KeyShot, Picture, Value, picture_of
+from server.exercises.outcome import KeyShot, Picture, Value
 
 SNAPSHOT: Final = Script.from_file(Path(__file__).resolve().parent / "scripts" / "snapshot.lua")
 
-# How much of a scenario the picture shows: keys, elements per key (a
-# string shows 64 bytes per element). A scenario of the course holds about
-# fifteen keys of a few elements each, so these only bound a runaway writer.
+# A scenario of the course holds about fifteen keys of a few elements each: these
+# (keys, elements per key, characters per element) only bound a runaway writer.
 MOST_KEYS: Final = 40
 WIDTH: Final = 32
 ELEMENT_CHARS: Final = 256
-# How many keys one SCAN/UNLINK round of the sweep handles.
-SWEEP_COUNT: Final = 500
+SWEEP_COUNT: Final = 500  # keys per SCAN/UNLINK round of the sweep
 
 
 def run_pattern(run_id: str) -> str:
@@ -42,13 +34,11 @@ def run_pattern(run_id: str) -> str:
 
 
 def scenario_pattern(run_id: str, check: int) -> str:
-    """Every key of one check's scenario."""
     return "emq:{" + f"{run_id}.{check}." + "*"
 
 
 def _text(value: Any) -> str:
-    # The learner's script may write any bytes; the picture shows them as text,
-    # and no more of one element than a panel can draw.
+    # The learner's script may write any bytes; shown as text, no more of one element than a panel draws.
     text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
     return text if len(text) <= ELEMENT_CHARS else text[:ELEMENT_CHARS] + "…"
 
@@ -74,24 +64,18 @@ def _shot(entry: Sequence[Any]) -> KeyShot:
     return KeyShot(name=name, type=kind, value=value, size=size, whole=whole)
 
 
-class RunKeys:
-    """The admin side of one grader's keyspace: pictures and sweeps."""
+async def picture(admin: Redis, judged: Sequence[str], pattern: str) -> Picture:
+    """The keys ``judged`` (those that exist) and the others ``pattern`` finds, in name order."""
+    reply = await SNAPSHOT.run(admin, judged, [pattern, MOST_KEYS, WIDTH])
+    return Picture(tuple(sorted((_shot(entry) for entry in reply or []), key=lambda shot: shot.name)))
 
-    def __init__(self, admin: Redis) -> None:
-        self.admin = admin
 
-    async def picture(self, judged: Sequence[str], pattern: str) -> Picture:
-        """The keys ``judged`` (those that exist) and the others ``pattern`` finds."""
-        reply = await SNAPSHOT.run(self.admin, judged, [pattern, MOST_KEYS, WIDTH])
-        return picture_of(_shot(entry) for entry in reply or [])
-
-    async def sweep(self, pattern: str) -> int:
-        """UNLINK every key matching ``pattern``; returns how many went."""
-        removed = 0
-        cursor = 0
-        while True:
-            cursor, found = await self.admin.scan(cursor=cursor, match=pattern, count=SWEEP_COUNT)
-            if found:
-                removed += int(await self.admin.unlink(*found))
-            if int(cursor) == 0:
-                return removed
+async def sweep(admin: Redis, pattern: str) -> None:
+    """UNLINK every key matching ``pattern``."""
+    cursor = 0
+    while True:
+        cursor, found = await admin.scan(cursor=cursor, match=pattern, count=SWEEP_COUNT)
+        if found:
+            await admin.unlink(*found)
+        if int(cursor) == 0:
+            return

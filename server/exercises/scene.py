@@ -1,20 +1,10 @@
 """A run and its scenes: where a check lands keys and calls the learner's script.
 
-``Run`` is one learner's run on one grader: the run id, the connection of
-the run's own user, the SHA of the learner's script, and the script time
-spent so far (a run has a budget, so a slow script cannot stretch a run of
-many checks past the 2 s every answer must come within).
-
-``Scene`` is one check's part of it: its queues (``<run>.<check>.<role>``),
-the keys it judges, and ``learner()``, which runs the learner's script with
-the course's KEYS/ARGV under the watchdog and pictures the scenario's keys
-just before and just after. A check raises ``CheckFailed`` with its
-sentence; ``Scene.result`` attaches the last pictures to it.
-
-Everything else a scene does — landing flows, claiming, completing, the
-Pump's reads — goes through ``server.emq`` on the grader's admin client: the
-scenario is the course's own scripts at work, and only the one transition
-the exercise asks for is the learner's.
+``Run`` is one learner's run on one grader, with the script time it spent (a budget, so a slow
+script cannot stretch a run of many checks past 2 s). ``Scene`` is one check's part: its queues
+(``<run>.<check>.<role>``), the keys it judges, and ``learner()``, the learner's script with the
+course's KEYS/ARGV under the watchdog, pictured before and after. Everything else a scene does
+goes through ``server.emq`` on the admin client: only the exercise's transition is the learner's.
 """
 
 from __future__ import annotations
@@ -25,10 +15,9 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 
 from server.emq import keyspace
+from server.exercises import runkeys
 from server.exercises.grader import Grader
-from server.exercises.outcome import CheckResult, Picture
-from server.exercises.runkeys import scenario_pattern
-from server.exercises.shown import QUEUE, rename
+from server.exercises.outcome import QUEUE, CheckResult, Picture, rename
 from server.exercises.watchdog import Erred, Halted, Replied
 
 
@@ -48,23 +37,15 @@ class Check:
     run: Callable[[Scene], Awaitable[str]]
 
 
+@dataclass
 class Run:
-    """One learner's run on one grader, as the run's own Valkey user."""
+    """One learner's run on one grader, as the run's own Valkey user (``client``)."""
 
-    def __init__(self, grader: Grader, client: Redis, sha: str, run_id: str) -> None:
-        self.grader = grader
-        self.client = client
-        self.sha = sha
-        self.run_id = run_id
-        self.spent = 0.0  # seconds of the learner's script so far
-
-    async def call(self, keys: Sequence[str], args: Sequence[str | int]) -> Replied | Erred:
-        budget = self.grader.limits.budget_ms
-        if self.spent * 1000 >= budget:
-            raise Halted(f"stopped: the script had used the run's {budget} ms of script time", lost=False)
-        outcome, took = await self.grader.call(self.client, self.sha, keys, args)
-        self.spent += took
-        return outcome
+    grader: Grader
+    client: Redis
+    sha: str
+    run_id: str
+    spent: float = 0.0  # seconds of the learner's script so far
 
 
 class Scene:
@@ -95,9 +76,13 @@ class Scene:
         """Keys the check reads: always in the picture, whatever else is there."""
         self.judged.extend(key for key in keys if key not in self.judged)
 
+    @property
+    def after_step(self) -> str:
+        """`` after <the learner's last call>`` for a sentence, or nothing before the first."""
+        return f" after {self.step}" if self.step else ""
+
     async def picture(self) -> Picture:
-        keys = self.run.grader.run_keys()
-        return await keys.picture(self.judged, scenario_pattern(self.run.run_id, self.index))
+        return await runkeys.picture(self.admin, self.judged, runkeys.scenario_pattern(self.run.run_id, self.index))
 
     async def learner(
         self, keys: Sequence[str], args: Sequence[str | int], step: str
@@ -106,7 +91,11 @@ class Scene:
         self.step = step
         self.before = await self.picture()
         self.after = None
-        outcome = await self.run.call(keys, args)
+        run, budget = self.run, self.run.grader.limits.budget_ms
+        if run.spent * 1000 >= budget:
+            raise Halted(f"stopped: the script had used the run's {budget} ms of script time", lost=False)
+        outcome, took = await run.grader.call(run.client, run.sha, keys, args)
+        run.spent += took
         self.after = await self.picture()
         return outcome, self.after
 

@@ -1,25 +1,7 @@
-"""The grader pool's settings, with their environment variables.
+"""The grader pool's settings, each with its ``EMQLAB_GRADER*`` variable (docs/LIMITS.md).
 
-Every figure has a default fit for a class on a small machine; the site
-reads overrides from the environment (``PoolSettings.from_env``) and a value
-that is not a positive number stops it at start with a sentence naming the
-variable, rather than grading with a limit nobody chose.
-
-==============================  =====================================  =======
-variable                        what                                   default
-==============================  =====================================  =======
-EMQLAB_GRADERS                  grader processes                       2
-EMQLAB_GRADER_QUEUE             runs that may wait for a grader        32
-EMQLAB_GRADER_ADDRESS_RUNS      runs of one address waiting or running 16
-EMQLAB_GRADER_SANDBOX_RUNS      runs of one sandbox waiting or running 2
-EMQLAB_GRADER_SANDBOX_BURST     runs one sandbox may start at once     6
-EMQLAB_GRADER_SANDBOX_PER_MIN   runs per minute one sandbox refills    30
-EMQLAB_GRADER_SCRIPT_MS         one call of a learner's script         500
-EMQLAB_GRADER_KILL_MS           SIGKILL deadline, from the call start  800
-EMQLAB_GRADER_BUDGET_MS         a run's script time in all             600
-EMQLAB_GRADER_ADDRESS_MB        a grader's address space (RLIMIT_AS)   256
-EMQLAB_GRADER_MAXMEMORY_MB      a grader's maxmemory                   32
-==============================  =====================================  =======
+The defaults fit a class on a small machine; a value that is not a positive whole number stops
+the site at start with a sentence naming the variable, rather than grading with a limit nobody chose.
 """
 
 from __future__ import annotations

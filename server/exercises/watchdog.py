@@ -1,30 +1,15 @@
-"""The watchdog: one call of a learner's script, stopped if it runs too long.
+"""The watchdog: one call of a learner's script, stopped if it runs past ``script_ms``.
 
-A learner's script gets ``script_ms`` (500 ms). Past it the watchdog asks
-Valkey, on a connection of its own, to ``SCRIPT KILL`` it; the grader's low
-``busy-reply-threshold`` makes Valkey hear that 100 ms into any script whose
-Lua hook still fires. Three things can follow:
+Past it the watchdog sends ``SCRIPT KILL`` on a connection of its own (the grader's low
+``busy-reply-threshold`` makes Valkey hear it 100 ms into a script). ``OK``: the script ends
+and the run stops there (it would run away in the next check too, and every answer must come
+within 2 s). ``NOTBUSY``: nothing runs, the site was slow to read a reply that came in time,
+and the call's own time by Valkey's clock decides. ``UNKILLABLE`` (it has written) or no answer
+by ``kill_ms`` (one long C call, or gone): the grader is SIGKILLed, and the pool restarts it.
+The learner gets ``Halted`` with where the script was stopped.
 
-* ``OK``: the script ends, the grader is fine, and the run stops there — a
-  script that ran past its time once will in the next check too, and every
-  answer must come within 2 s;
-* ``NOTBUSY``: no script runs. The site was too busy to read a reply that
-  had come in time (a class of runs at once on two cores): the call's own
-  time, by Valkey's clock, decides — under ``script_ms`` it stands;
-* ``UNKILLABLE``: the script has written, so Valkey refuses to stop it
-  half-way; the only way out is to end the process;
-* no answer at all by ``kill_ms``: Valkey is inside one long C call (a
-  ``string.rep`` of a gigabyte runs no Lua hook) or gone.
-
-In the last two cases the watchdog SIGKILLs the grader (it holds nothing but
-this run) and says so; the pool starts it again. Either way the learner gets
-``Halted`` with a sentence that says where the script was stopped.
-
-A call's time is Valkey's, not the site's: the grader sends ``TIME``, the
-``EVALSHA`` and ``TIME`` in one round trip (``Timed``), and the run's budget
-is charged the difference. Measured by the site's own clock, a loaded event
-loop charged a correct script for the requests it served meanwhile, and
-stopped it (seen with 40 visitors flooding the line on two cores).
+A call's time is Valkey's (``Timed``: TIME, EVALSHA, TIME in one round trip): by the site's
+clock, a loaded event loop charged a correct script for the requests it served meanwhile.
 """
 
 from __future__ import annotations
@@ -78,6 +63,14 @@ class Erred:
     message: str
 
 
+@dataclass(frozen=True)
+class Timed:
+    """A call's reply (or Valkey's error) and its seconds by Valkey's clock."""
+
+    value: Any
+    seconds: float
+
+
 class Halted(Exception):
     """The run cannot go on: ``said`` says why; ``lost`` means the grader was ended."""
 
@@ -121,39 +114,27 @@ def error_text(exc: ResponseError) -> str:
     return text
 
 
-@dataclass(frozen=True)
-class Timed:
-    """A call's reply (or Valkey's error) and its seconds by Valkey's clock."""
-
-    value: Any
-    seconds: float
-
-
 def _settle(task: asyncio.Future[Timed], took: float) -> tuple[Replied | Erred, float]:
     exc = task.exception()
-    if exc is None:
-        timed = task.result()
-        return _outcome(timed.value), timed.seconds
-    return _outcome_of_error(exc), took
+    if exc is not None:
+        return _outcome(exc), took
+    return _outcome(task.result().value), task.result().seconds
 
 
 def _outcome(value: Any) -> Replied | Erred:
-    if isinstance(value, BaseException):  # the EVALSHA's error, in its place in the round trip
-        return _outcome_of_error(value)
-    return Erred(TOO_DEEP) if too_deep(value) else Replied(plain(value))
-
-
-def _outcome_of_error(exc: BaseException) -> Replied | Erred:
-    if isinstance(exc, (InvalidResponse, RecursionError)):
+    """The call's reply, or its error (raised, or in its place in the round trip)."""
+    if isinstance(value, (InvalidResponse, RecursionError)):
         # redis-py gave up on the reply and drops the connection; the run's
         # next call opens another, so the run goes on with a verdict
         return Erred(TOO_DEEP)
-    if isinstance(exc, ResponseError):
-        return Erred(error_text(exc))
-    if isinstance(exc, (RedisConnectionError, RedisTimeoutError, OSError)):
+    if isinstance(value, ResponseError):
+        return Erred(error_text(value))
+    if isinstance(value, (RedisConnectionError, RedisTimeoutError, OSError)):
         raise Halted("the grader stopped while the script ran (out of memory, or it crashed) "
-                     "and was started again", lost=True) from exc
-    raise exc
+                     "and was started again", lost=True) from value
+    if isinstance(value, BaseException):
+        raise value
+    return Erred(TOO_DEEP) if too_deep(value) else Replied(plain(value))
 
 
 async def _drain(task: asyncio.Future[Timed]) -> None:
@@ -168,11 +149,8 @@ async def _drain(task: asyncio.Future[Timed]) -> None:
 async def watched(
     call: Awaitable[Timed], guard: Redis, end_process: Callable[[], None], limits: Limits
 ) -> tuple[Replied | Erred, float]:
-    """Run ``call`` (the learner's EVALSHA, timed by Valkey) under the watchdog.
-
-    Returns the outcome and the seconds Valkey took; raises ``Halted`` when the
-    script ran past ``limits.script_ms`` or the grader had to be ended.
-    """
+    """Run ``call`` (the learner's EVALSHA, timed by Valkey): its outcome and seconds, or
+    ``Halted`` when the script ran past ``limits.script_ms`` or the grader had to be ended."""
     try:
         return await _watch(call, guard, end_process, limits)
     except Halted as halt:

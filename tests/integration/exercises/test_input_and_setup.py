@@ -21,7 +21,6 @@ from server.exercises import (
 )
 from server.exercises.grader import COURSE_SCRIPTS
 from server.exercises.process import ProcessLimits
-from server.exercises.runuser import new_run_id
 from tests.integration.exercises.support import COURSE, sandbox, valkey_children
 
 
@@ -110,8 +109,8 @@ async def test_a_run_leaves_no_user_and_no_key_behind(pool: GraderPool) -> None:
 
 async def test_the_run_user_reaches_its_own_keys_and_nothing_else(pool: GraderPool) -> None:
     async with pool.turn(sandbox()) as grader:
-        run_id = new_run_id()
-        user = grader.user(run_id)
+        user = grader.user()
+        run_id = user.run_id
         client = await user.open()
         try:
             own = "emq:{" + run_id + ".1.reports}:pending"
