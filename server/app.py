@@ -36,7 +36,6 @@ from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import Site
 from server.web.services import Cookies, Services
 from server.web.static import CachedStatic, static_url
-from server.web.stream_slots import StreamSlots
 from server.web.views import asking, classroom, console, exercises, instructor, pages, replies, room, widgets
 from server.widgets import WIDGETS, questions
 from server.widgets.draw import Drawing
@@ -104,7 +103,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     made = functools.partial(
         Services, settings=settings, cookies=cookies,
         sessions=sessions.Sessions(secret, settings.instructor_token, settings.instructor_session),
-        templates=templates, course=course, catalog=catalog, windows=rates.Windows(), stream_slots=StreamSlots(),
+        templates=templates, course=course, catalog=catalog, windows=rates.Windows(), stream_slots=rates.StreamSlots(),
         drawing=drawing, render_widget=render_widget)
     return Starlette(
         # the catch-all page routes: keep last

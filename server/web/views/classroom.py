@@ -30,7 +30,6 @@ from server.web.answer import JSONAnswer, dumps
 from server.web.errors import FAULTS, is_fault
 from server.web.services import services
 from server.web.views import asking, class_state
-from server.web.views.askable import askable
 from server.web.views.class_state import the_room
 from server.web.views.instructor import report_words
 from server.web.views.replies import done, instructor_only, render
@@ -74,7 +73,7 @@ async def page(request: Request) -> Response:
     return render(request, "class.html", {
         "room": room, "learners": class_state.roster_rows(state), "modes": rooms.MODE_WORDS,
         "answers": class_state.answers_view(request, state, projector), "projector": projector,
-        "askable": await askable(services(request).lab), "ask": room.ask,
+        "askable": await asking.askable(services(request).lab), "ask": room.ask,
         "asked": (await asking.current(request, room))[0] if room.ask else None,
         "dives": services(request).course.dives, "confirm": request.query_params.get("confirm") == "reset",
     })

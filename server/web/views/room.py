@@ -94,11 +94,10 @@ async def join(request: Request) -> Response:
 
 async def admitted(request: Request, code: str) -> rooms.Room:
     """The class with that code; the attempt is counted first and given back when the code is a class's."""
-    counted = await guards.take_attempt(request, "join")
-    room = await rooms.get(services(request).conn, code)
-    if room is None:
-        raise guards.Refused(404, f"no open class has the code {code}: check it with your instructor")
-    await guards.give_back(request, counted)  # a class's code: not a failed attempt
+    async with guards.attempt(request, "join"):
+        room = await rooms.get(services(request).conn, code)
+        if room is None:
+            raise guards.Refused(404, f"no open class has the code {code}: check it with your instructor")
     return room
 
 
