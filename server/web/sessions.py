@@ -64,7 +64,8 @@ class Resolve:
         self.cookie_name = cookie_name
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and f"{self.cookie_name}=".encode() in _cookie_header(scope):
+        cookies = b";".join(value for name, value in scope.get("headers", ()) if name == b"cookie")
+        if scope["type"] == "http" and f"{self.cookie_name}=".encode() in cookies:
             request = Request(scope)
             found = services(request)
             sid = found.cookies.instructor.read(request)
@@ -74,7 +75,3 @@ class Resolve:
             except (RedisError, OSError) as exc:
                 log.warning("instructor session not checked, Valkey did not answer: %s", exc)
         await self.app(scope, receive, send)
-
-
-def _cookie_header(scope: Scope) -> bytes:
-    return b";".join(value for name, value in scope.get("headers", ()) if name == b"cookie")

@@ -1,9 +1,8 @@
 """The class page, its live stream, and the instructor's class controls (modes, bring, resets, Watch, close).
 
-A mode change or a close is a `room` event to every sandbox a member's page
-may listen on: the pages reconnect, resolved afresh by the guards. The class
-page's stream sends the class whenever it changed: at once on an answer's lab
-event, else on a read every `EVERY` seconds for what no event announces.
+A mode change or a close is a `room` event to every sandbox a member's page may listen on: the pages
+reconnect, resolved afresh by the guards. The class page's stream sends the class whenever it changed:
+at once on an answer's event, else on a read every `EVERY` seconds for what no event announces.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The room page: join a class with its code and your name, leave it; the class's question.
 
-Unknown codes count as failed attempts of the visitor and of the address,
-counted before the code is looked up. An asked question's distribution reaches learners once revealed.
+Unknown codes count as failed attempts of the visitor and of the address, counted before the code is
+looked up. An asked question's distribution reaches learners once revealed.
 """
 
 from __future__ import annotations

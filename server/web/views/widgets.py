@@ -271,13 +271,11 @@ async def fill(request: Request, body: Markup) -> Markup:
         snap, mine = None, False
         try:
             async with asyncio.timeout(READ_DEADLINE):
-                if own and entry is not None:
-                    try:
+                with contextlib.suppress(admission.Full):  # no room for the visitor's sandbox now: the specimen
+                    if own and entry is not None:
                         snap, mine = await runner.show(lab, widget, actor(entry),
                                                        admitter(request, entry.sandbox, used=False)), True
-                    except admission.Full:  # no room for the visitor's sandbox now: the specimen meanwhile
-                        snap = await specimen.snapshot(lab, widget)
-                else:
+                if not mine:
                     snap = await specimen.snapshot(lab, widget)
         except FAULTS as exc:  # TimeoutError is an OSError
             # Valkey away or busy, a landing still under way, a refused admission: the page still
