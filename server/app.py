@@ -6,10 +6,9 @@ import asyncio
 import contextlib
 import functools
 import gc
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import TypeVar
 
 from redis.exceptions import RedisError
 from starlette.applications import Starlette
@@ -44,7 +43,6 @@ from server.widgets.frames import Frames
 from server.widgets.runner import Lab
 from server.widgets.snapshot import Catalog
 
-T = TypeVar("T")
 SITE = Path(__file__).resolve().parent.parent / "site"
 ROOM_COOKIE, WATCH_COOKIE, FLASH_COOKIE = "emqlab_room", "emqlab_watch", "emqlab_flash"
 EXERCISE = "exercise"  # the {widget} name that places an exercise (its body names which: `name: fan-in`)
@@ -138,13 +136,15 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog, dra
         graders = GraderPool(PoolSettings.from_env())
         # the console runs each line as its sandbox's Valkey ACL user (server/console/as_user.py)
         console_runner = Runner(conn, secret)
-        # each a step Valkey may be away for: the site starts anyway
-        await _unless_away(secret_seen.note(conn, secret))  # a replaced secret signs everyone out: logged
-        await _unless_away(console_runner.users.probe())  # the idle user on every primary, before the first line
-        await _unless_away(native.ensure_loaded(conn))  # an external Valkey may allow MODULE LOAD
-        info = await _unless_away(conn.info("server"))
-        # an external Valkey older than the Lua fixes: said on /instructor
-        engine_warning = engine.external_warning(engine.served_version(info)) if info is not None else None
+        with contextlib.suppress(RedisError, OSError):
+            await secret_seen.note(conn, secret)  # a replaced secret signs everyone out: logged, never silent
+        with contextlib.suppress(RedisError, OSError):
+            await console_runner.users.probe()  # the idle user on every primary, before the first line
+        with contextlib.suppress(RedisError, OSError):
+            await native.ensure_loaded(conn)  # an external Valkey may allow MODULE LOAD
+        engine_warning = None  # an external Valkey older than the Lua fixes: said on /instructor
+        with contextlib.suppress(RedisError, OSError):
+            engine_warning = engine.external_warning(engine.served_version(await conn.info("server")))
         app.state.services = made(conn=conn, lab=lab, frames=frames, hub=hub, graders=graders,
                                   console=console_runner, engine_warning=engine_warning)
         await hub.start()
@@ -165,11 +165,4 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog, dra
             await conn.aclose()
 
     return lifespan
-
-
-async def _unless_away(step: Awaitable[T]) -> T | None:
-    try:
-        return await step
-    except (RedisError, OSError):
-        return None
 

@@ -30,11 +30,10 @@ from server.sandboxes import answers, learners, progress, rooms
 from server.web import bodies, guards
 from server.web.errors import FAULTS
 from server.web.services import services
-from server.web.views.class_state import the_room
-from server.web.views.instructor import plural
-from server.web.views.replies import done, instructor_only
+from server.web.views.replies import done, for_class
 from server.widgets import questions, reader, runner
 from server.widgets.base import GotoBody, Widget
+from server.widgets.flow import plural
 from server.widgets.turn import Actor
 
 REBUILDS_AT_ONCE = 8  # learners' widgets rebuilt side by side
@@ -166,22 +165,19 @@ async def current(request: Request, room: rooms.Room) -> tuple[Askable, rooms.As
     raise guards.Refused(409, "the asked question is no longer in the course: ask another")
 
 
-@instructor_only
-async def ask(request: Request) -> Response:
+@for_class
+async def ask(request: Request, room: rooms.Room) -> Response:
     body = await bodies.read_form(request, AskBody)
-    room = await the_room(request)
     return await put(request, room, await chosen(request, body))
 
 
-@instructor_only
-async def second_round(request: Request) -> Response:
-    room = await the_room(request)
+@for_class
+async def second_round(request: Request, room: rooms.Room) -> Response:
     return await put(request, room, (await current(request, room))[0], round=2)
 
 
-@instructor_only
-async def reveal(request: Request) -> Response:
-    room = await the_room(request)
+@for_class
+async def reveal(request: Request, room: rooms.Room) -> Response:
     found, ask = await current(request, room)
     conn = services(request).conn
     await rooms.set_ask(conn, room.code, replace(ask, revealed=True), services(request).settings.room_ttl)
@@ -212,19 +208,17 @@ async def _run(conn: Conn, calls: list[Call]) -> None:
         await execute(conn, pipe, calls)
 
 
-@instructor_only
-async def end(request: Request) -> Response:
-    room = await the_room(request)
+@for_class
+async def end(request: Request, room: rooms.Room) -> Response:
     await rooms.set_ask(services(request).conn, room.code, None, services(request).settings.room_ttl)
     await answers.clear_votes(services(request).conn, room.code)
     await announce(request, room, {"action": "ask-ended"})
     return done(request, f"Class {room.code} is asked nothing now; the answers stay counted.", room=room)
 
 
-@instructor_only
-async def press(request: Request) -> Response:
+@for_class
+async def press(request: Request, room: rooms.Room) -> Response:
     """Demo or together: the button pressed once, every vote judged against what Valkey returned."""
-    room = await the_room(request)
     found, ask = await current(request, room)
     if room.mode == "own":
         raise guards.Refused(409, "in own sandboxes each learner presses in their own widget")

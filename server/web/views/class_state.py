@@ -22,8 +22,9 @@ from server.sandboxes.rooms import Room
 from server.web import guards
 from server.web.answer import dumps
 from server.web.services import services
-from server.web.views.instructor import ago, plural
+from server.web.views.instructor import ago
 from server.web.views.replies import instructor_only
+from server.widgets.flow import plural
 from server.widgets.questions import Question
 from server.widgets.snapshot import Catalog
 
@@ -36,15 +37,6 @@ class ClassState:
     learners: list[roster.Learner]
     counted: list[Counted]
     given: list[answers.Given] = field(default_factory=list)  # every answer, for results.csv
-
-
-async def the_room(request: Request) -> Room:
-    """The open class the URL names: 400 for a code that cannot be one, 404 for none."""
-    code = rooms.normalize_code(request.path_params["code"])
-    room = await rooms.get(services(request).conn, code)
-    if room is None:
-        raise guards.Refused(404, f"no open class has the code {code}")
-    return room
 
 
 def tours(catalog: Catalog) -> dict[str, list[str]]:

@@ -25,6 +25,7 @@ from server.web.templating import respond
 REALM = 'Bearer realm="emqlab-instructor"'
 BACK = "emqlab.back"  # the request state's key for a refusal page's Back link
 Handler = Callable[[Request], Awaitable[Response]]
+ClassHandler = Callable[[Request, rooms.Room], Awaitable[Response]]
 LEARNER = "that is the instructor's: a learner of a class cannot use it (the instructor signs in at /instructor)"
 
 
@@ -96,3 +97,17 @@ def instructor_only(handler: Handler, back: str | None = None) -> Handler:
         return await handler(request)
 
     return endpoint
+
+
+def for_class(handler: ClassHandler, back: str | None = None) -> Handler:
+    """`instructor_only`, then `handler` given the open class the URL names (400 for a code that cannot
+    be one, 404 for none)."""
+
+    async def endpoint(request: Request) -> Response:
+        code = rooms.normalize_code(request.path_params["code"])
+        room = await rooms.get(services(request).conn, code)
+        if room is None:
+            raise guards.Refused(404, f"no open class has the code {code}")
+        return await handler(request, room)
+
+    return instructor_only(functools.wraps(handler)(endpoint), back)
