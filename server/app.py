@@ -36,7 +36,6 @@ from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import Site
 from server.web.services import Cookies, Services
 from server.web.static import CachedStatic, static_url
-from server.web.stream_slots import StreamSlots
 from server.web.views import asking, classroom, console, exercises, instructor, pages, replies, room, widgets
 from server.widgets import WIDGETS, questions
 from server.widgets.draw import Drawing
@@ -104,7 +103,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     made = functools.partial(
         Services, settings=settings, cookies=cookies,
         sessions=sessions.Sessions(secret, settings.instructor_token, settings.instructor_session),
-        templates=templates, course=course, catalog=catalog, windows=rates.Windows(), stream_slots=StreamSlots(),
+        templates=templates, course=course, catalog=catalog, windows=rates.Windows(), stream_slots=rates.StreamSlots(),
         drawing=drawing, render_widget=render_widget)
     return Starlette(
         # the catch-all page routes: keep last
@@ -151,7 +150,11 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog, dra
         await hub.start()
         reaping = asyncio.create_task(reaper.run(conn, catalog, settings.sandbox_ttl, every=settings.reap_every),
                                       name="emqlab-reaper")
-        _settle_collector()
+        # What is loaded by now lives as long as the process: out of the cyclic collector's sight (a full
+        # collection with a thousand streams open paused the loop 100-300 ms); young ones run less often.
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(10_000, 10, 50)
         try:
             yield
         finally:
@@ -163,11 +166,3 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog, dra
 
     return lifespan
 
-
-def _settle_collector() -> None:
-    """What is loaded by now lives as long as the process: out of the cyclic collector's sight.
-    A full collection with a thousand streams open walked every module's objects too and paused
-    the loop 100-300 ms, the fan-out's slowest deliveries; young collections run less often."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(10_000, 10, 50)

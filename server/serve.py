@@ -1,9 +1,8 @@
 """`emqlab serve`: the site, its data directory and the Valkey it manages.
 
-In order: hold the data directory, bind the socket (a taken port stops here,
-before any Valkey starts), make the cookie secret (before any worker, so none
-race for it), start and supervise the managed Valkey (or take
-EMQLAB_VALKEY_URL's), run uvicorn. Workers learn the rest from the environment.
+In order: hold the data directory, bind the socket (a taken port stops here, before any Valkey
+starts), make the cookie secret (before any worker, so none race for it), start and supervise the
+managed Valkey (or take EMQLAB_VALKEY_URL's), run uvicorn. Workers learn the rest from the environment.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Request bodies: read up to a cap, then decoded into the endpoint's own `msgspec.Struct`.
 
-Unknown fields are refused and a body that does not fit answers 400 naming the
-field, before anything runs. The instructor's and the room's pages post plain
-HTML forms (they work without JavaScript); scripts post JSON: `read_form` takes both.
+Unknown fields are refused and a body that does not fit answers 400 naming the field, before anything
+runs. The instructor's and the room's pages post HTML forms (no JavaScript needed), scripts JSON:
+`read_form` takes both.
 """
 
 from __future__ import annotations

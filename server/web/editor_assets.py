@@ -1,14 +1,9 @@
-"""The code editor's modules: the import map a page with an exercise carries.
+"""The code editor's import map, which a page with an exercise carries.
 
-The exercises' editor is CodeMirror 6 (with its Lua mode), installed from
-the package registry pinned by hash (site/package-lock.json, ``make
-assets``) and served as the packages publish it, under /static/vendor/: ES
-modules that import each other by bare name (``@codemirror/state``). There
-is no build step, so the page maps each bare name to its file with an
-import map. That map is an inline script, which the site's CSP
-(``script-src 'self'``) would refuse: the CSP names it by its SHA-256
-instead (``CSP_SOURCE``), and the page carries exactly ``TAG``'s text, so
-the two cannot drift apart.
+The editor is CodeMirror 6 (with its Lua mode), served under /static/vendor/ as its packages publish
+it (site/package-lock.json, no build step): ES modules importing each other by bare name, mapped to
+files by an inline import map. The CSP (`script-src 'self'`) allows that one inline script by its
+SHA-256 (`CSP_SOURCE`), computed from exactly `TAG`'s text, so the two cannot drift apart.
 """
 
 from __future__ import annotations

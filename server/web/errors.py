@@ -1,16 +1,14 @@
 """One answer for every failure a view can meet, in Starlette's exception handlers: never a traceback.
 
-A view raises and the app's handlers (`exception_handlers`, registered in
-app.py) answer, so the same fault gets the same words and status everywhere:
-a `Refusal` (each package's, carrying its status) a 4xx, Valkey away, busy, out
-of memory or refusing writes a 503 to retry, a bug of ours a logged 500. JSON,
-unless the path has a page of its own that says it (the instructor's, the room's).
+A view raises; the handlers answer the same fault with the same words everywhere: a `Refusal` at its
+status, Valkey away, busy, out of memory or refusing writes a 503 to retry, a bug of ours a logged 500.
+JSON, unless the path has a page of its own that says it (the instructor's, the room's).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 from redis.exceptions import (
@@ -58,48 +56,33 @@ OUT_OF_MEMORY = (
     "frees memory: press Reset on a widget (or ask the instructor to reset the class), then try again."
 )
 
-# Valkey refusing writes for a while, said in words (503) rather than a 500:
-# it cannot persist (MISCONF: its data directory stopped being writable, or a
-# save failed). A script holding it (BUSY) is is_busy's, above.
-REFUSING = {
-    "MISCONF": ("Valkey cannot save its data right now (writing to its data directory failed), so it refuses "
-                "every write and nothing was written; the operator must free or fix that folder. "
-                "Try again later.", 30),
-}
+# Valkey refusing writes for a while (MISCONF: its data directory stopped being writable, or a save
+# failed), said in words (503) rather than a 500. A script holding it (BUSY) is is_busy's.
+MISCONF = ("Valkey cannot save its data right now (writing to its data directory failed), so it refuses "
+           "every write and nothing was written; the operator must free or fix that folder. Try again later.")
 
 
-def problem(status: int, message: str, retry_after: int | None = None) -> JSONAnswer:
-    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
-    return JSONAnswer({"error": message}, status_code=status, headers=headers)
-
-
-def is_out_of_memory(exc: BaseException | None) -> bool:
-    """Valkey's OOM refusal, plain or out of a script (an `EmqError` whose cause is it)."""
-    for _ in range(5):  # the failure and its causes, a few links deep
+def _chain(exc: BaseException | None) -> Iterator[BaseException]:
+    """The failure and its causes, a few links deep (out of a script: an `EmqError` whose cause is Valkey's)."""
+    for _ in range(5):
         if exc is None:
-            return False
-        text = str(exc)
-        if isinstance(exc, OutOfMemoryError) or text.startswith("OOM ") or "OOM command not allowed" in text:
-            return True
+            return
+        yield exc
         exc = exc.__cause__ or exc.__context__
-    return False
 
 
-def refusing(exc: BaseException | None) -> str | None:
-    """The code (a key of REFUSING) of a Valkey refusing writes for a while, plain or out of a script."""
-    for _ in range(5):  # the failure and its causes, a few links deep
-        if exc is None:
-            return None
-        code = error_text(exc).split(" ", 1)[0] if isinstance(exc, Exception) else ""
-        if code in REFUSING:
-            return code
-        exc = exc.__cause__ or exc.__context__
-    return None
+def _out_of_memory(exc: BaseException) -> bool:
+    return any(isinstance(e, OutOfMemoryError) or str(e).startswith("OOM ") or "OOM command not allowed" in str(e)
+               for e in _chain(exc))
+
+
+def _misconf(exc: BaseException) -> bool:
+    return any(isinstance(e, Exception) and error_text(e).split(" ", 1)[0] == "MISCONF" for e in _chain(exc))
 
 
 def is_fault(exc: BaseException) -> bool:
     """A fault of Valkey's (away, busy, out of memory or refusing writes) rather than a refusal or a bug."""
-    return isinstance(exc, VALKEY_DOWN) or is_busy(exc) or is_out_of_memory(exc) or refusing(exc) is not None
+    return isinstance(exc, VALKEY_DOWN) or is_busy(exc) or _out_of_memory(exc) or _misconf(exc)
 
 
 def refusal_of(exc: Exception) -> Refusal | None:
@@ -115,13 +98,12 @@ def refusal_of(exc: Exception) -> Refusal | None:
         return Refusal(BUSY, status=503, retry_after=1)
     if isinstance(exc, ResponseError) and "WRONGTYPE" in str(exc):
         return Refusal(WRONG_TYPE, status=409)
-    if is_out_of_memory(exc):
+    if _out_of_memory(exc):
         log.warning("valkey is out of memory: answered 503")
         return Refusal(OUT_OF_MEMORY, status=503, retry_after=30)
-    if code := refusing(exc):
-        log.warning("valkey answered %s: answered 503", code)
-        message, retry_after = REFUSING[code]
-        return Refusal(message, status=503, retry_after=retry_after)
+    if _misconf(exc):
+        log.warning("valkey answered MISCONF: answered 503")
+        return Refusal(MISCONF, status=503, retry_after=30)
     if isinstance(exc, EmqError):
         return Refusal(str(exc), status=409)
     if isinstance(exc, VALKEY_DOWN):

@@ -1,15 +1,16 @@
 """The way in: every request meets its guards here, once, before any widget.
 
-`enter` answers who asks and where they act (`Entry`), or raises `Refused`:
-origin, the signed sandbox cookie (never the body or the URL), the instructor,
-the class (its mode read from Valkey on every request, so a change holds for
-the very next one on any worker) or a Watch, then the rates.
+`enter` answers who asks and where they act (`Entry`), or raises `Refused`: origin, the signed
+sandbox cookie (never the body or the URL), the instructor, the class (its mode read from Valkey
+on every request, so a change holds at once on any worker) or a Watch, then the rates.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hmac
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
@@ -159,44 +160,34 @@ async def require_instructor(request: Request) -> None:
     await check_token(request, given)
 
 
-def attempt_visitor(request: Request) -> str:
-    """Whose failed attempts these are: the signed sandbox cookie sent, else every cookieless
-    caller of the address together (so dropping the cookie buys no fresh allowance)."""
-    raw = request.cookies.get(COOKIE)
-    if raw:
-        try:
-            return "v:" + str(services(request).cookies.sandbox.parse(raw))
-        except NoSandbox:
-            pass
-    return "anon:" + rates.client_address(request)
-
-
-async def take_attempt(request: Request, kind: str) -> list[str]:
-    """Count this attempt BEFORE anything is compared, per visitor then per address (each
-    kind apart): the keys to give back when it was right, or 429 past either limit."""
-    settings = services(request).settings
-    visitor, address = settings.attempt_limit, settings.address_attempts
+@contextlib.asynccontextmanager
+async def attempt(request: Request, kind: str) -> AsyncIterator[None]:
+    """Count this attempt BEFORE anything is compared, per visitor then per address (each kind apart;
+    429 past either limit), and give it back when the block ends unrefused: it was right. The visitor
+    is the signed sandbox cookie, else every cookieless caller of the address together (dropping the
+    cookie buys no fresh allowance)."""
+    settings, address = services(request).settings, rates.client_address(request)
+    visitor = "anon:" + address
+    if raw := request.cookies.get(COOKIE):
+        with contextlib.suppress(NoSandbox):
+            visitor = "v:" + str(services(request).cookies.sandbox.parse(raw))
     counted, past = await rates.take_attempt(services(request).conn, kind, [
-        (attempt_visitor(request), visitor), ("a:" + rates.client_address(request), address)])
+        (visitor, settings.attempt_limit), ("a:" + address, settings.address_attempts)])
     if past == 0:
-        raise Refused(429, f"too many failed attempts: at most {visitor} a minute from one visitor; "
-                           "wait a minute and try again")
+        raise Refused(429, f"too many failed attempts: at most {settings.attempt_limit} a minute from one "
+                           "visitor; wait a minute and try again")
     if past is not None:
-        raise Refused(429, f"too many failed attempts from your address: at most {address} a minute, "
-                           "whoever makes them; wait a minute and try again")
-    return counted
-
-
-async def give_back(request: Request, counted: list[str]) -> None:
+        raise Refused(429, f"too many failed attempts from your address: at most {settings.address_attempts} "
+                           "a minute, whoever makes them; wait a minute and try again")
+    yield
     await rates.give_back(services(request).conn, counted)
 
 
 async def check_token(request: Request, given: str) -> None:
     """Compare a token only while this visitor and this address are under their failed-attempt limits."""
-    counted = await take_attempt(request, "sign-in")
-    if not token_matches(given, services(request).settings.instructor_token or ""):
-        raise Refused(401, "that is not the instructor token")
-    await give_back(request, counted)  # the right token: not a failed attempt
+    async with attempt(request, "sign-in"):
+        if not token_matches(given, services(request).settings.instructor_token or ""):
+            raise Refused(401, "that is not the instructor token")
 
 
 @functools.lru_cache(maxsize=256)

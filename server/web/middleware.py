@@ -36,11 +36,11 @@ PRIVATE_PATHS = ("/instructor", "/room", "/api/")
 
 
 class Site:
-    """Every request's answer gets the security headers it does not set itself (and no-store under the
-    private paths). A page visit without a valid sandbox cookie gets a new sandbox id (on the request's
-    state and as a cookie); API requests never do: a forged cookie cannot conjure a sandbox mid-session.
-    One deadline per request, whatever it sends to Valkey (a stopped Valkey answers nothing at all):
-    past it, an answer not yet started is a 503 in words. Streams keep their own deadlines."""
+    """Every answer gets the security headers it does not set itself (no-store under the private paths).
+    A page visit without a valid sandbox cookie gets a new sandbox id (on the request's state and as a
+    cookie); API requests never do: a forged cookie cannot conjure a sandbox mid-session. One deadline
+    per request (a stopped Valkey answers nothing at all): past it, an answer not yet started is a 503
+    in words. Streams keep their own deadlines."""
 
     def __init__(self, app: ASGIApp, cookie: Cookie, seconds: float = 10.0) -> None:
         self.app = app
@@ -66,7 +66,8 @@ class Site:
                 message["headers"] = headers + [h for h in added if h[0] not in present]
             await send(message)
 
-        streaming = path == "/api/stream" or _wants_stream(scope)
+        streaming = path == "/api/stream" or any(name == b"accept" and b"text/event-stream" in value
+                                                  for name, value in scope.get("headers", ()))
         try:
             async with asyncio.timeout(None if streaming else self.seconds):
                 await self.app(scope, receive, secured)
@@ -108,7 +109,3 @@ def _cookies(header: bytes) -> Mapping[str, str]:
         return MappingProxyType({})
     # read-only: every request with this header shares the one mapping
     return MappingProxyType({key: morsel.value for key, morsel in jar.items()})
-
-
-def _wants_stream(scope: Scope) -> bool:
-    return any(name == b"accept" and b"text/event-stream" in value for name, value in scope.get("headers", ()))

@@ -1,10 +1,6 @@
-"""The app's services, one typed object: what every view reaches for, built once when the site starts.
-
-`app.py` builds `Services` in its lifespan (the Valkey client and what needs it
-exist only there) and keeps it on `app.state.services`; a view asks
-`services(request)`, never `request.app.state` itself, so every use is typed.
-The types are imported for the checker only: the web modules that define some
-of them (sessions, rates) ask for `services` too.
+"""The app's services, one typed object built in `app.py`'s lifespan: a view asks `services(request)`,
+never `request.app.state`, so every use is typed. The types are imported for the checker only: the
+web modules that define some of them (sessions, rates) ask for `services` too.
 """
 
 from __future__ import annotations
@@ -27,9 +23,8 @@ if TYPE_CHECKING:
     from server.live.hub import Hub
     from server.sandboxes.sandbox import SandboxCookie, SignedCookie
     from server.settings import Settings
-    from server.web.rates import Windows
+    from server.web.rates import StreamSlots, Windows
     from server.web.sessions import Sessions
-    from server.web.stream_slots import StreamSlots
     from server.widgets.draw import Drawing
     from server.widgets.frames import Frames
     from server.widgets.runner import Lab

@@ -1,14 +1,9 @@
-"""The instructor's sign-in sessions, kept in Valkey so that signing out ends them.
+"""The instructor's sign-in sessions, kept in Valkey so that signing out ends them on every worker.
 
-The sign-in cookie carries only a random session id (signed, so a forged one
-is dropped unread): nothing about the token, which a payload such as its hash
-would let anyone holding a copied cookie guess offline. The session lives in
-Valkey (`lab:instructor:<id>`, expiring with the sign-in), so sign-out deletes
-it and a copy of the cookie stops counting on every worker at once. It holds
-an HMAC of the token under the site's secret: a new token ends every session.
-
-`Resolve` looks the cookie up once per request that carries it, before the
-views, so the guards and the templates can ask "signed in?" without waiting.
+The signed cookie carries only a random session id, nothing of the token (a hash of it would let a
+copied cookie's holder guess offline). The session (`lab:instructor:<id>`) holds an HMAC of the token
+under the site's secret: a new token ends every session. `Resolve` looks the cookie up once per
+request, before the views, so guards and templates ask "signed in?" without waiting.
 """
 
 from __future__ import annotations
@@ -69,7 +64,8 @@ class Resolve:
         self.cookie_name = cookie_name
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and f"{self.cookie_name}=".encode() in _cookie_header(scope):
+        cookies = b";".join(value for name, value in scope.get("headers", ()) if name == b"cookie")
+        if scope["type"] == "http" and f"{self.cookie_name}=".encode() in cookies:
             request = Request(scope)
             found = services(request)
             sid = found.cookies.instructor.read(request)
@@ -79,7 +75,3 @@ class Resolve:
             except (RedisError, OSError) as exc:
                 log.warning("instructor session not checked, Valkey did not answer: %s", exc)
         await self.app(scope, receive, send)
-
-
-def _cookie_header(scope: Scope) -> bytes:
-    return b";".join(value for name, value in scope.get("headers", ()) if name == b"cookie")

@@ -1,11 +1,8 @@
 """The static files' cache lifetimes, and the content-hashed URLs that let them be long.
 
-A URL the templates write through `static_url` carries its file's content hash
-(`?v=`): a change makes a new URL, so the browser keeps that response for a
-year without asking. Every other static URL (the ES modules importing one
-another as "./dom.js", the stylesheets' @imports, /static/vendor/) has no hash
-to change, so the browser revalidates it each time: a 304 when its ETag still
-matches, never a stale module beside a fresh one.
+A URL written through `static_url` carries its file's hash (`?v=`), so the browser keeps it a year.
+Every other static URL (ES modules importing "./dom.js", @imports, /static/vendor/) has no hash to
+change, so it is revalidated each time (304 on a matching ETag): never a stale module beside a fresh one.
 """
 
 from __future__ import annotations

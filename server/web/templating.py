@@ -1,8 +1,7 @@
 """Pages from templates: the one base layout, and each widget's partial.
 
-A dive's body is the same for every visitor and is rendered once; each widget in
-it is a marker the page fills per visitor with the widget's HTML, drawn from its
-snapshot (`server/widgets/draw.py`, `views/widgets.py` `fill`).
+A dive's body is the same for every visitor and is rendered once; each widget in it is a marker
+filled per visitor with the widget's HTML, drawn from its snapshot (`views/widgets.py` `fill`).
 """
 
 from __future__ import annotations
@@ -26,13 +25,12 @@ Extra = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def course_of(request: Request) -> Course:
-    course: Course = services(request).course
-    return course
+    return services(request).course
 
 
 def respond(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
     """`in_class`: a class's learner, so a page without widgets still follows the class (room-follow.js)."""
-    templates: Jinja2Templates = services(request).templates
+    templates = services(request).templates
     in_class = services(request).cookies.room.read(request) is not None and not guards.is_instructor(request)
     frame = {"in_class": in_class, "course": course_of(request), "page": None, "current_hub": None}
     return templates.TemplateResponse(request, template, {**frame, **context}, status_code=status)

@@ -1,39 +1,95 @@
 """Ask the class: one question, at one step of its widget's tour, put to every learner.
 
-The askable (question, step) pairs are each question open where a widget's tour
-presses its button next (`askable.py`), so the whole class can
-answer it from one same state. The step is rebuilt as a deep link does
-(`goto`) where the class acts; in a demo or together the instructor then
-presses once for the class (`press`) and every vote is judged.
+What can be asked is each question open where a widget's tour presses its button next, so the whole
+class answers from one same state: found by playing each tour once in a scratch sandbox, the first
+time a class page needs it, and kept for the process's life. The step is rebuilt as a deep link does
+(`goto`) where the class acts; in a demo or together the instructor then presses once for the class
+(`press`) and every vote is judged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import secrets
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import msgspec
+from redis.exceptions import RedisError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from server.emq.script import Call, execute
+from server.emq.wire import Conn
+from server.lifecycle import removal
 from server.live import events
 from server.sandboxes import answers, learners, progress, rooms
 from server.web import bodies, guards
 from server.web.errors import FAULTS
 from server.web.services import services
-from server.web.views.askable import Askable, askable
-from server.web.views.class_state import the_room
-from server.web.views.instructor import plural
-from server.web.views.replies import done, instructor_only
+from server.web.views.replies import done, for_class
 from server.widgets import questions, reader, runner
 from server.widgets.base import GotoBody, Widget
+from server.widgets.flow import plural
 from server.widgets.turn import Actor
 
 REBUILDS_AT_ONCE = 8  # learners' widgets rebuilt side by side
+_FOUND: list[Askable] = []
+_LOCK = asyncio.Lock()
+
+
+@dataclass(frozen=True)
+class Askable:
+    widget: str
+    question: str
+    legend: str
+    step: int
+    step_label: str
+    action: str
+    label: str  # the action's button, as the widget shows it
+
+    @property
+    def value(self) -> str:
+        return f"{self.widget}|{self.question}|{self.step}"
+
+
+async def askable(lab: runner.Lab) -> list[Askable]:
+    """Every askable (question, step), found once (Valkey away: none yet, found on a later call)."""
+    async with _LOCK:
+        if not _FOUND:
+            with contextlib.suppress(RedisError, OSError):
+                _FOUND.extend(await _play_all(lab))
+    return list(_FOUND)
+
+
+async def _play_all(lab: runner.Lab) -> list[Askable]:
+    sandbox = "sask" + "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(7))
+    try:
+        return [found for widget in lab.catalog.widgets.values() if lab.catalog.asked(widget)
+                for found in await _play(lab, widget, sandbox)]
+    finally:
+        with contextlib.suppress(RedisError, OSError):
+            await removal.delete(lab.conn, lab.catalog, sandbox)
+
+
+async def _play(lab: runner.Lab, widget: Widget, sandbox: str) -> list[Askable]:
+    """The widget's tour from its landing: the question open before each step's first press."""
+    actor, declared = Actor(sandbox, sandbox, records=False), lab.catalog.asked(widget)
+    found: list[Askable] = []
+    await runner.act(lab, widget, actor, "reset", widget.actions["reset"].body())
+    for step, entry in enumerate(widget.tour):
+        slug = entry.replay[0][0] if entry.replay else ""
+        now = await reader.read(lab.conn, widget, sandbox)
+        question = next((q for q in questions.offered(widget, declared, now) if q.action == slug), None)
+        if question is not None:
+            label = widget.tour[step - 1].label if step else "the scenario as it lands"
+            found.append(Askable(widget.name, question.id, question.legend, step, label, slug, widget.label(slug)))
+        for action, raw in entry.replay:
+            await runner.act(lab, widget, actor, action, msgspec.convert(raw, widget.actions[action].body))
+    return found
 
 
 class AskBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -109,22 +165,19 @@ async def current(request: Request, room: rooms.Room) -> tuple[Askable, rooms.As
     raise guards.Refused(409, "the asked question is no longer in the course: ask another")
 
 
-@instructor_only
-async def ask(request: Request) -> Response:
+@for_class
+async def ask(request: Request, room: rooms.Room) -> Response:
     body = await bodies.read_form(request, AskBody)
-    room = await the_room(request)
     return await put(request, room, await chosen(request, body))
 
 
-@instructor_only
-async def second_round(request: Request) -> Response:
-    room = await the_room(request)
+@for_class
+async def second_round(request: Request, room: rooms.Room) -> Response:
     return await put(request, room, (await current(request, room))[0], round=2)
 
 
-@instructor_only
-async def reveal(request: Request) -> Response:
-    room = await the_room(request)
+@for_class
+async def reveal(request: Request, room: rooms.Room) -> Response:
     found, ask = await current(request, room)
     conn = services(request).conn
     await rooms.set_ask(conn, room.code, replace(ask, revealed=True), services(request).settings.room_ttl)
@@ -144,26 +197,28 @@ async def count_veiled(request: Request, room: rooms.Room, ask: rooms.Ask) -> No
         progress.record_call(g.learner, progress.Step(g.widget, right=g.right, verdict=g.text), lab.ttl, now_ms)
         for g in given if g.mode == room.mode and g.round == ask.round
         and (g.widget, g.question, g.step) == (ask.widget, ask.question, ask.step)]
-    if calls:
-        async with conn.pipeline(transaction=False) as pipe:
-            for script, keys, args in calls:
-                script.queue(pipe, keys, args)
-            await execute(conn, pipe, calls)
+    await _run(conn, calls)
 
 
-@instructor_only
-async def end(request: Request) -> Response:
-    room = await the_room(request)
+async def _run(conn: Conn, calls: list[Call]) -> None:
+    """The scripts in one pipeline (none: nothing to send, no round trip)."""
+    async with conn.pipeline(transaction=False) as pipe:
+        for script, keys, args in calls:
+            script.queue(pipe, keys, args)
+        await execute(conn, pipe, calls)
+
+
+@for_class
+async def end(request: Request, room: rooms.Room) -> Response:
     await rooms.set_ask(services(request).conn, room.code, None, services(request).settings.room_ttl)
     await answers.clear_votes(services(request).conn, room.code)
     await announce(request, room, {"action": "ask-ended"})
     return done(request, f"Class {room.code} is asked nothing now; the answers stay counted.", room=room)
 
 
-@instructor_only
-async def press(request: Request) -> Response:
+@for_class
+async def press(request: Request, room: rooms.Room) -> Response:
     """Demo or together: the button pressed once, every vote judged against what Valkey returned."""
-    room = await the_room(request)
     found, ask = await current(request, room)
     if room.mode == "own":
         raise guards.Refused(409, "in own sandboxes each learner presses in their own widget")
@@ -189,10 +244,7 @@ async def press(request: Request) -> Response:
         calls.append(answers.answer_command(room.code, learner, widget.name, question.id, verdict.answer,
                                             verdict.right, ask.round, found.step, feedback=verdict.feedback,
                                             mode=room.mode, text=verdict.text))
-    async with conn.pipeline(transaction=False) as pipe:  # no vote: nothing to send, no round trip
-        for script, keys, args in calls:
-            script.queue(pipe, keys, args)
-        await execute(conn, pipe, calls)
+    await _run(conn, calls)
     await answers.clear_votes(conn, room.code)
     await announce(request, room, {"action": "pressed", "widget": found.widget})
     return done(request, f"Pressed {action.label} for class {room.code}: {acted.outcome['text']} "

@@ -1,9 +1,8 @@
 """A class as its pages show it and as the instructor takes it away: roster and answers, read once.
 
-The class page renders the words and its stream sends the same as JSON, so the
-page reads the same with and without JavaScript; verdicts show once revealed,
-and the projector view has no names. results.csv and answers.json are read
-live while the class is open, and kept as they stood when it closes.
+The class page renders the words and its stream sends the same as JSON (the page reads the same
+without JavaScript); verdicts show once revealed, the projector has no names. results.csv and
+answers.json are read live while the class is open, and kept as they stood when it closes.
 """
 
 from __future__ import annotations
@@ -23,8 +22,9 @@ from server.sandboxes.rooms import Room
 from server.web import guards
 from server.web.answer import dumps
 from server.web.services import services
-from server.web.views.instructor import ago, plural
+from server.web.views.instructor import ago
 from server.web.views.replies import instructor_only
+from server.widgets.flow import plural
 from server.widgets.questions import Question
 from server.widgets.snapshot import Catalog
 
@@ -37,15 +37,6 @@ class ClassState:
     learners: list[roster.Learner]
     counted: list[Counted]
     given: list[answers.Given] = field(default_factory=list)  # every answer, for results.csv
-
-
-async def the_room(request: Request) -> Room:
-    """The open class the URL names: 400 for a code that cannot be one, 404 for none."""
-    code = rooms.normalize_code(request.path_params["code"])
-    room = await rooms.get(services(request).conn, code)
-    if room is None:
-        raise guards.Refused(404, f"no open class has the code {code}")
-    return room
 
 
 def tours(catalog: Catalog) -> dict[str, list[str]]:
@@ -72,9 +63,7 @@ def legends_of(catalog: Catalog) -> dict[tuple[str, str], str]:
 def revealed(counted: Counted, room: Room) -> bool:
     """Met on their own (each saw their verdict): at once. Asked: once revealed, or the class moved on."""
     ask = room.ask
-    if counted.round is None:
-        return True
-    if ask is None or (ask.widget, ask.question, ask.step, room.mode) != (
+    if counted.round is None or ask is None or (ask.widget, ask.question, ask.step, room.mode) != (
             counted.widget, counted.question, counted.step, counted.mode):
         return True
     return ask.revealed and counted.round <= ask.round
@@ -147,15 +136,15 @@ def pages_of(request: Request, row: roster.Learner) -> list[str]:
     return [d.path for d in services(request).course.dives if worked & set(d.widgets)]
 
 
-def answer_columns(given: list[answers.Given]) -> list[tuple[str, str, str, int | None, int | None]]:
-    """One column per question, mode, round and step the class answered, in the order first met."""
-    found: dict[tuple[str, str, str, int | None, int | None], None] = {}
-    for g in given:
-        found.setdefault((g.widget, g.question, g.mode, g.round, g.step if g.round is not None else None))
-    return list(found)
+Column = tuple[str, str, str, int | None, int | None]
 
 
-def column_title(column: tuple[str, str, str, int | None, int | None]) -> str:
+def column_of(g: answers.Given) -> Column:
+    """The results.csv column of an answer: one per question, mode, round and step (met on their own: no step)."""
+    return g.widget, g.question, g.mode, g.round, g.step if g.round is not None else None
+
+
+def column_title(column: Column) -> str:
     widget, question, mode, round_, step = column
     asked = f", asked at step {step}, round {round_}" if round_ is not None else ""
     return f"{widget} {question} ({mode}{asked})"
@@ -167,10 +156,8 @@ def csv_text(request: Request, state: ClassState) -> str:
     widgets = list(services(request).catalog.widgets)
     exercises = sorted({name for row in state.learners for name in row.exercises})
     ids = {row.id for row in state.learners}
-    columns = answer_columns([g for g in state.given if g.learner in ids])
-    mine: dict[tuple[str, tuple[str, str, str, int | None, int | None]], answers.Given] = {
-        (g.learner, (g.widget, g.question, g.mode, g.round, g.step if g.round is not None else None)): g
-        for g in state.given}
+    columns = list(dict.fromkeys(column_of(g) for g in state.given if g.learner in ids))  # in the order first met
+    mine = {(g.learner, column_of(g)): g for g in state.given}
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(["name", "joined", "pages", *(f"{w} steps" for w in widgets), "predictions asked",
@@ -178,20 +165,16 @@ def csv_text(request: Request, state: ClassState) -> str:
                      *(f"{e} checks passed" for e in exercises), *map(column_title, columns), "last seen"])
     for row in state.learners:
         reached = {r.widget: len(r.reached) for r in row.records}
-        given = [mine[(row.id, c)] for c in columns if (row.id, c) in mine]
+        given = [mine.get((row.id, c)) for c in columns]
+        answered = [g for g in given if g is not None]
         writer.writerow([cell(row.name), when(row.joined), " ".join(pages_of(request, row)),
                          *(reached.get(w, 0) for w in widgets),
                          sum(r.asked for r in row.records), sum(r.right for r in row.records),
-                         len(given), sum(g.right for g in given),
+                         len(answered), sum(g.right for g in answered),
                          *(row.exercises[e][0] if e in row.exercises else "" for e in exercises),
-                         *(answer_cell(mine.get((row.id, c))) for c in columns), when(row.last_seen)])
+                         *(cell(f"{g.value} ({'right' if g.right else 'not quite'})") if g else "" for g in given),
+                         when(row.last_seen)])
     return out.getvalue()
-
-
-def answer_cell(given: answers.Given | None) -> str:
-    if given is None:
-        return ""
-    return cell(f"{given.value} ({'right' if given.right else 'not quite'})")
 
 
 def answers_text(request: Request, state: ClassState) -> str:

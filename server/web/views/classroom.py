@@ -1,9 +1,8 @@
 """The class page, its live stream, and the instructor's class controls (modes, bring, resets, Watch, close).
 
-A mode change or a close is a `room` event to every sandbox a member's page
-may listen on: the pages reconnect, resolved afresh by the guards. The class
-page's stream sends the class whenever it changed: at once on an answer's lab
-event, else on a read every `EVERY` seconds for what no event announces.
+A mode change or a close is a `room` event to every sandbox a member's page may listen on: the pages
+reconnect, resolved afresh by the guards. The class page's stream sends the class whenever it changed:
+at once on an answer's event, else on a read every `EVERY` seconds for what no event announces.
 """
 
 from __future__ import annotations
@@ -30,10 +29,8 @@ from server.web.answer import JSONAnswer, dumps
 from server.web.errors import FAULTS, is_fault
 from server.web.services import services
 from server.web.views import asking, class_state
-from server.web.views.askable import askable
-from server.web.views.class_state import the_room
 from server.web.views.instructor import report_words
-from server.web.views.replies import done, instructor_only, render
+from server.web.views.replies import done, for_class, instructor_only, render
 from server.web.views.widgets import sse
 from server.widgets.flow import plural
 
@@ -66,24 +63,22 @@ class Empty(msgspec.Struct, forbid_unknown_fields=True):
     pass
 
 
-@functools.partial(instructor_only, back="/instructor")  # refused on the class's own page: no Back link to it
-async def page(request: Request) -> Response:
-    room = await the_room(request)
+@functools.partial(for_class, back="/instructor")  # refused on the class's own page: no Back link to it
+async def page(request: Request, room: rooms.Room) -> Response:
     state = await class_state.read(request, room)
     projector = request.url.path.endswith("/projector")
     return render(request, "class.html", {
         "room": room, "learners": class_state.roster_rows(state), "modes": rooms.MODE_WORDS,
         "answers": class_state.answers_view(request, state, projector), "projector": projector,
-        "askable": await askable(services(request).lab), "ask": room.ask,
+        "askable": await asking.askable(services(request).lab), "ask": room.ask,
         "asked": (await asking.current(request, room))[0] if room.ask else None,
         "dives": services(request).course.dives, "confirm": request.query_params.get("confirm") == "reset",
     })
 
 
-@instructor_only
-async def follow(request: Request) -> Response:
+@for_class
+async def follow(request: Request, room: rooms.Room) -> Response:
     """The class page's stream (and the projector's: `?view=projector`, no names)."""
-    room = await the_room(request)
     return sse(request, _class_events(request, room.code, request.query_params.get("view") == "projector"))
 
 
@@ -113,10 +108,9 @@ async def _class_events(request: Request, code: str, projector: bool) -> AsyncIt
                 sub.drain()  # a burst of answers is one read
 
 
-@instructor_only
-async def roster_json(request: Request) -> Response:
+@for_class
+async def roster_json(request: Request, room: rooms.Room) -> Response:
     """roster.json: exactly the documented fields."""
-    room = await the_room(request)
     rows = await roster.read(services(request).conn, room.code, class_state.tours(services(request).catalog))
     return JSONAnswer({"code": room.code, "mode": room.mode, "learners": [row.public() for row in rows]})
 
@@ -138,22 +132,21 @@ async def switch(request: Request, room: rooms.Room, mode: str) -> Response:
     return done(request, f"Class {room.code}: {rooms.MODE_WORDS[mode]}.", {"room": room.code, "mode": mode}, room=room)
 
 
-@instructor_only
-async def mode(request: Request) -> Response:
+@for_class
+async def mode(request: Request, room: rooms.Room) -> Response:
     body = await bodies.read_form(request, ModeBody)
-    return await switch(request, await the_room(request), rooms.clean_mode(body.mode))
+    return await switch(request, room, rooms.clean_mode(body.mode))
 
 
-@instructor_only
-async def demo(request: Request) -> Response:
+@for_class
+async def demo(request: Request, room: rooms.Room) -> Response:
     body = await bodies.read_form(request, DemoBody)
-    return await switch(request, await the_room(request), "demo" if body.demo else "own")
+    return await switch(request, room, "demo" if body.demo else "own")
 
 
-@instructor_only
-async def bring(request: Request) -> Response:
+@for_class
+async def bring(request: Request, room: rooms.Room) -> Response:
     body = await bodies.read_form(request, BringBody)
-    room = await the_room(request)
     dives = {d.path: d for d in services(request).course.dives}
     if body.page not in dives:
         raise bodies.BadBody(400, f"'page' must be one of the course's dives: {', '.join(sorted(dives))}")
@@ -163,10 +156,9 @@ async def bring(request: Request) -> Response:
     return done(request, f"Everyone in class {room.code} was sent to {title}.", {"page": body.page}, room=room)
 
 
-@instructor_only
-async def reset_learners(request: Request) -> Response:
+@for_class
+async def reset_learners(request: Request, room: rooms.Room) -> Response:
     body = await bodies.read_form(request, ConfirmBody)
-    room = await the_room(request)
     if not body.confirm:
         raise bodies.BadBody(400, "'confirm' must be true: this resets every learner's sandbox")
     conn = services(request).conn
@@ -186,10 +178,9 @@ async def learner_of(request: Request, room: rooms.Room) -> str:
     return sandbox
 
 
-@instructor_only
-async def reset_learner(request: Request) -> Response:
+@for_class
+async def reset_learner(request: Request, room: rooms.Room) -> Response:
     await bodies.read_form(request, Empty)
-    room = await the_room(request)
     sandbox = await learner_of(request, room)
     name = await learners.name_of(services(request).conn, sandbox)
     failed = (await resets.reset_sandboxes(services(request).lab, [sandbox])).failed
@@ -198,9 +189,9 @@ async def reset_learner(request: Request) -> Response:
                 room=room)
 
 
-@instructor_only
-async def watch(request: Request) -> Response:
-    sandbox = await learner_of(request, await the_room(request))
+@for_class
+async def watch(request: Request, room: rooms.Room) -> Response:
+    sandbox = await learner_of(request, room)
     dives = [d.path for d in services(request).course.dives]
     seen = presence.page(as_dict(await services(request).conn.hgetall(keys.meta_key(sandbox))))
     response = RedirectResponse(seen if seen is not None and seen in dives else dives[0], status_code=303)
@@ -215,9 +206,8 @@ async def stop_watching(request: Request) -> Response:
     return response
 
 
-@instructor_only
-async def join(request: Request) -> Response:
-    room = await the_room(request)
+@for_class
+async def join(request: Request, room: rooms.Room) -> Response:
     visitor = guards.visitor_of(request)
     if room.host != visitor:
         await services(request).conn.hset(rooms.room_key(room.code), "host", visitor)
@@ -226,9 +216,8 @@ async def join(request: Request) -> Response:
     return response
 
 
-@instructor_only
-async def close(request: Request) -> Response:
-    room = await the_room(request)
+@for_class
+async def close(request: Request, room: rooms.Room) -> Response:
     conn = services(request).conn
     await class_state.keep(request, room)
     audience = await rooms.audience(conn, room)

@@ -1,8 +1,7 @@
 """The exercises' endpoints: read one, and run a learner's script through its checks.
 
-A run passes the guards an action passes, then the grader (server/exercises/):
-the script never runs on the site's Valkey. With `Accept: text/event-stream` it
-streams its place in the grader's line, then its result.
+A run passes the guards an action passes, then the grader (server/exercises/): the script never runs
+on the site's Valkey. With `Accept: text/event-stream` it streams its place in the line, then its result.
 """
 
 from __future__ import annotations
@@ -10,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 from sse_starlette.sse import EventSourceResponse
@@ -36,11 +35,15 @@ class Run(msgspec.Struct, forbid_unknown_fields=True):
     script: Annotated[str, msgspec.Meta(max_length=BODY_CAP)]
 
 
-async def describe(request: Request) -> Response:
-    """The exercise, and the visitor's own work on it (`mine`: last script, best run)."""
+async def _mine(request: Request) -> tuple[catalogue.Exercise, work.Mine]:
+    """The exercise, and the visitor's own work on it (last script, best run)."""
     entry = await guards.enter(request, write=False, counts="reads")
     exercise = catalogue.get(request.path_params["name"])
-    mine = await work.mine(services(request).conn, entry.visitor, exercise.name)
+    return exercise, await work.mine(services(request).conn, entry.visitor, exercise.name)
+
+
+async def describe(request: Request) -> Response:
+    exercise, mine = await _mine(request)
     return JSONAnswer({**exercise.as_json(), "mine": mine.as_json()})
 
 
@@ -93,32 +96,28 @@ async def _streamed(request: Request, entry: guards.Entry, script: str) -> Async
 
 async def page(request: Request) -> Response:
     """An exercise on a page of its own (no JavaScript needed): the visitor's last script, and their best run."""
-    entry = await guards.enter(request, write=False, counts="reads")
-    exercise = catalogue.get(request.path_params["name"])
-    mine = await work.mine(services(request).conn, entry.visitor, exercise.name)
-    context = {"exercise": exercise, "script": mine.script or exercise.starter, "graded": None, "error": None,
-               "best": mine.best, "dive": course_of(request).page(exercise.page)}
-    return respond(request, "exercise.html", context)
+    exercise, mine = await _mine(request)
+    return _page(request, exercise, mine.script or exercise.starter, best=mine.best)
+
+
+def _page(request: Request, exercise: catalogue.Exercise, script: str, status: int = 200, **context: Any) -> Response:
+    return respond(request, "exercise.html", {"exercise": exercise, "script": script, "graded": None, "error": None,
+                                              "best": None, "dive": course_of(request).page(exercise.page),
+                                              **context}, status)
 
 
 async def run_form(request: Request) -> Response:
     """A form's run (no JavaScript): the results as a page."""
-    name = request.path_params["name"]
     entry = await guards.enter(request, write=True)
-    # read whole, in memory, up to the cap, never through Starlette's form
-    # parser (its multipart spools parts to disk, 2 GB in 4 s): past the
-    # cap 413, multipart 415, unknown fields 400, before anything is run
+    # read whole in memory up to the cap, never by Starlette's form parser (its multipart spools parts
+    # to disk, 2 GB in 4 s): past the cap 413, multipart 415, unknown fields 400, before anything runs
     script = (await bodies.read_form(request, Run, cap=BODY_CAP)).script
-    exercise = catalogue.get(name)
+    exercise = catalogue.get(request.path_params["name"])
     await admitter(request, entry.visitor, used=True)()
-    context = {"exercise": exercise, "script": script, "graded": None, "error": None, "best": None,
-               "dive": course_of(request).page(exercise.page)}
     try:
-        context["graded"] = await _graded(request, entry, script)
-        status = 200
+        return _page(request, exercise, script, graded=await _graded(request, entry, script))
     except GradeRefused as exc:
-        context["error"], status = exc.message, exc.status
-    return respond(request, "exercise.html", context, status)
+        return _page(request, exercise, script, exc.status, error=exc.message)
 
 
 def routes() -> list[BaseRoute]:

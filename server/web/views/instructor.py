@@ -22,7 +22,7 @@ from server.web import bodies, guards, sessions
 from server.web.answer import JSONAnswer
 from server.web.services import services
 from server.web.views.replies import done, instructor_only, page_context, render
-from server.widgets.flow import plural as plural  # asking and class_state take it from here
+from server.widgets.flow import plural
 
 LISTED = 500  # sandboxes shown on the page, most recent first
 

@@ -1,9 +1,7 @@
 """HTML pages: the course index, the hubs, the dives, the 404 page, and the learner's progress.
 
-A page body does not depend on the visitor, so each is rendered once and kept
-in the services' `page_bodies`; the progress beside its dives (the visitor's own
-record, also in a class) is the page's frame. `routes()` match any one- or
-two-part path: mount them after the app's own routes.
+A page body does not depend on the visitor: each is rendered once, kept in the services' `page_bodies`,
+and framed with the visitor's progress. `routes()` match any one- or two-part path: mount them last.
 """
 
 from __future__ import annotations
@@ -32,15 +30,12 @@ from server.web.views import widgets
 from server.widgets.flow import plural
 
 
-def _body(request: Request, page: Page) -> Markup:
-    cache: dict[str, Markup] = services(request).page_bodies
-    if page.path not in cache:
-        cache[page.path] = page.render_body(services(request).render_widget)
-    return cache[page.path]
-
-
 async def _render(request: Request, template: str, page: Page | None, status: int = 200, **extra: Any) -> Response:
-    body = await widgets.fill(request, _body(request, page)) if page is not None else Markup("")
+    body, cache = Markup(""), services(request).page_bodies
+    if page is not None:
+        if page.path not in cache:
+            cache[page.path] = page.render_body(services(request).render_widget)
+        body = await widgets.fill(request, cache[page.path])
     catalog = services(request).catalog
     # lab.js draws nothing: it morphs the server's frames in; what is not a widget has its own script
     scripts = sorted({"lab" if name in catalog.widgets else name for name in page.widgets}) if page else []

@@ -1,8 +1,7 @@
 """How the instructor's, the class's and the room's endpoints answer.
 
-A script (it sent JSON, or asks for it) gets JSON. A page's form gets a 303
-back with a one-shot notice (the flash cookie), or, refused, the page again
-with the sentence at the refusal's status.
+A script (it sent JSON, or asks for it) gets JSON. A page's form gets a 303 back with a one-shot
+notice (the flash cookie), or, refused, the page again with the sentence at the refusal's status.
 """
 
 from __future__ import annotations
@@ -19,12 +18,14 @@ from server.sandboxes import rooms
 from server.web import guards
 from server.web.answer import JSONAnswer
 from server.web.bodies import wants_json
+from server.web.errors import json_answer
 from server.web.services import services
 from server.web.templating import respond
 
 REALM = 'Bearer realm="emqlab-instructor"'
 BACK = "emqlab.back"  # the request state's key for a refusal page's Back link
 Handler = Callable[[Request], Awaitable[Response]]
+ClassHandler = Callable[[Request, rooms.Room], Awaitable[Response]]
 LEARNER = "that is the instructor's: a learner of a class cannot use it (the instructor signs in at /instructor)"
 
 
@@ -68,11 +69,11 @@ def page_context(request: Request, **extra: Any) -> dict[str, Any]:
 async def refused(request: Request, refusal: Refusal) -> Response:
     """A refusal on the instructor's paths: JSON to a script, else the instructor's page with the sentence
     and a Back link (the class's page under a class's path, unless `instructor_only` named another)."""
-    headers = {"Retry-After": str(refusal.retry_after)} if refusal.retry_after is not None else {}
-    if refusal.status == 401:
-        headers["WWW-Authenticate"] = REALM
     if wants_json(request) or (request.method == "GET" and request.url.path.endswith((".json", ".csv", "/events"))):
-        return JSONAnswer(refusal.as_json(), status_code=refusal.status, headers=headers)
+        response = json_answer(refusal)
+        if refusal.status == 401:
+            response.headers["WWW-Authenticate"] = REALM
+        return response
     code = request.path_params.get("code")
     back = request.scope.get("state", {}).get(BACK) or (f"/instructor/rooms/{code}" if code else "/instructor")
     return render(request, "instructor.html", page_context(request, error=refusal.message, back=back), refusal.status)
@@ -96,3 +97,17 @@ def instructor_only(handler: Handler, back: str | None = None) -> Handler:
         return await handler(request)
 
     return endpoint
+
+
+def for_class(handler: ClassHandler, back: str | None = None) -> Handler:
+    """`instructor_only`, then `handler` given the open class the URL names (400 for a code that cannot
+    be one, 404 for none)."""
+
+    async def endpoint(request: Request) -> Response:
+        code = rooms.normalize_code(request.path_params["code"])
+        room = await rooms.get(services(request).conn, code)
+        if room is None:
+            raise guards.Refused(404, f"no open class has the code {code}")
+        return await handler(request, room)
+
+    return instructor_only(functools.wraps(handler)(endpoint), back)

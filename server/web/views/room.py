@@ -1,7 +1,7 @@
 """The room page: join a class with its code and your name, leave it; the class's question.
 
-Unknown codes count as failed attempts of the visitor and of the address,
-counted before the code is looked up. An asked question's distribution reaches learners once revealed.
+Unknown codes count as failed attempts of the visitor and of the address, counted before the code is
+looked up. An asked question's distribution reaches learners once revealed.
 """
 
 from __future__ import annotations
@@ -94,11 +94,10 @@ async def join(request: Request) -> Response:
 
 async def admitted(request: Request, code: str) -> rooms.Room:
     """The class with that code; the attempt is counted first and given back when the code is a class's."""
-    counted = await guards.take_attempt(request, "join")
-    room = await rooms.get(services(request).conn, code)
-    if room is None:
-        raise guards.Refused(404, f"no open class has the code {code}: check it with your instructor")
-    await guards.give_back(request, counted)  # a class's code: not a failed attempt
+    async with guards.attempt(request, "join"):
+        room = await rooms.get(services(request).conn, code)
+        if room is None:
+            raise guards.Refused(404, f"no open class has the code {code}: check it with your instructor")
     return room
 
 

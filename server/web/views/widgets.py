@@ -1,10 +1,8 @@
-"""The widget API: a widget's snapshot (JSON, for tools and tests), its actions, a page's
-live stream (`/api/stream?widgets=a,b`), and the widgets drawn into a page's first paint.
+"""The widget API: a snapshot (JSON), the actions, a page's live stream, and a page's first paint.
 
-A click travels: the guards, the body typed, `runner.act`, and back; every page
-of the sandbox morphs in what its stream sends, each widget's HTML drawn from its
-snapshot, and on (re)connect a fresh drawing of each widget, so a page never
-depends on replaying what it missed.
+A click travels: the guards, the body typed, `runner.act`, and back; every page of the sandbox
+morphs in what its stream sends, and on (re)connect gets a fresh drawing of each widget, so a
+page never depends on replaying what it missed.
 """
 
 from __future__ import annotations
@@ -31,10 +29,9 @@ from server.refusal import Refusal
 from server.sandboxes import admission, presence
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer, dumps
-from server.web.errors import FAULTS, is_fault, problem
+from server.web.errors import FAULTS, is_fault
 from server.web.rates import client_address
 from server.web.services import services
-from server.web.stream_slots import Slot
 from server.web.templating import MARKER
 from server.widgets import runner, specimen
 from server.widgets.base import Widget
@@ -91,8 +88,8 @@ async def act(request: Request) -> JSONAnswer:
     widget = find(request)
     found = widget.actions.get(request.path_params["action"])
     if found is None:
-        return problem(404, f"widget {widget.name!r} has no action {request.path_params['action'][:40]!r}; "
-                            f"known: {', '.join(sorted(widget.actions))}")
+        raise guards.Refused(404, f"widget {widget.name!r} has no action {request.path_params['action'][:40]!r}; "
+                                  f"known: {', '.join(sorted(widget.actions))}")
     entry = await guards.enter(request, write=True)
     body = await bodies.read(request, found.body)
     acted = await runner.act(services(request).lab, widget, actor(entry), found.slug, body,
@@ -105,24 +102,24 @@ async def stream(request: Request) -> Response:
     names = tuple(n for n in request.query_params.get("widgets", "").split(",") if n)
     unknown = [n for n in names if n not in lab.catalog.widgets]
     if unknown or len(names) > len(lab.catalog.widgets):
-        return problem(404, f"unknown widgets: {', '.join(n[:40] for n in unknown[:5]) or '(too many)'}")
+        raise guards.Refused(404, f"unknown widgets: {', '.join(n[:40] for n in unknown[:5]) or '(too many)'}")
     try:
         entry = await guards.enter(request, write=False, counts="reads")
     except FAULTS as exc:  # Valkey away: the stream says so, and the page retries; a refusal is answered
         if not is_fault(exc) and not (isinstance(exc, Refusal) and exc.status == 503):
             raise
         return sse(request, _down_then_close(str(exc)))
-    slot = services(request).stream_slots.take(entry.visitor, services(request).settings.streams_per_visitor)
-    return sse(request, _holding(slot, events(request, entry, names)), slot.release)
+    release = services(request).stream_slots.take(entry.visitor, services(request).settings.streams_per_visitor)
+    return sse(request, _holding(release, events(request, entry, names)), release)
 
 
-async def _holding(slot: Slot, content: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+async def _holding(release: Callable[[], None], content: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     """The stream, its place given back however it ends (a response never started: `sse`'s background)."""
     try:
         async for chunk in content:
             yield chunk
     finally:
-        slot.release()
+        release()
 
 
 def sse(request: Request, content: AsyncIterator[bytes], done: Callable[[], None] | None = None) -> Response:
@@ -248,19 +245,11 @@ def _page_of(request: Request) -> str | None:
     return None
 
 
-def _new_visitor(request: Request) -> bool:
-    """A visit without a valid sandbox cookie (the middleware just named one): a first visit, a
-    crawler, a flood's client. It registers no sandbox (docs/LIMITS.md): its page is drawn from
-    the specimen, and its own sandbox lands when its stream opens or it acts."""
-    return "sandbox" in request.scope.get("state", {})
-
-
 async def fill(request: Request, body: Markup) -> Markup:
-    """A page body with each widget marker replaced by the widget drawn from a snapshot read
-    now: the visitor's own (landed the first time), or, for a visitor whose sandbox is not live
-    (a new visitor, or a full site), the specimen's opening scenario at `ver` 0, which the
-    stream's first frame replaces. A widget that cannot be read now is drawn empty and its
-    stream fills it (or says why)."""
+    """A page body with each widget marker replaced by the widget drawn from a snapshot read now: the
+    visitor's own, or the specimen's opening scenario at `ver` 0 (which the stream's first frame
+    replaces) for a sandbox not live. A widget that cannot be read now is drawn empty; its stream
+    fills it (or says why)."""
     names = MARKER.findall(body)
     if not names:
         return body
@@ -273,19 +262,20 @@ async def fill(request: Request, body: Markup) -> Markup:
         if not is_fault(exc) and not isinstance(exc, guards.Refused):
             raise
         entry = None
-    own = entry is not None and not (_new_visitor(request) and entry.sandbox == entry.visitor)
+    # a visit without a valid sandbox cookie (the middleware just named one: a first visit, a crawler, a
+    # flood's client) registers no sandbox (docs/LIMITS.md); it lands when its stream opens or it acts
+    new_visitor = "sandbox" in request.scope.get("state", {})
+    own = entry is not None and not (new_visitor and entry.sandbox == entry.visitor)
     for name in names:
         widget = lab.catalog.widgets[name]
         snap, mine = None, False
         try:
             async with asyncio.timeout(READ_DEADLINE):
-                if own and entry is not None:
-                    try:
+                with contextlib.suppress(admission.Full):  # no room for the visitor's sandbox now: the specimen
+                    if own and entry is not None:
                         snap, mine = await runner.show(lab, widget, actor(entry),
                                                        admitter(request, entry.sandbox, used=False)), True
-                    except admission.Full:  # no room for the visitor's sandbox now: the specimen meanwhile
-                        snap = await specimen.snapshot(lab, widget)
-                else:
+                if not mine:
                     snap = await specimen.snapshot(lab, widget)
         except FAULTS as exc:  # TimeoutError is an OSError
             # Valkey away or busy, a landing still under way, a refused admission: the page still
