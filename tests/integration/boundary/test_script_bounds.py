@@ -62,7 +62,9 @@ LAYOUTS: dict[str, list[tuple[list[str], list[str]]]] = {
     "EMQ.COMPLETE": [(["active", "job:JOBflat"], ["JOBflat", "1", Q])],
     "EMQ.FAIL": [(["active", "job:JOBflat", "schedule", "dead"], ["JOBflat", "1", "boom", "3", "1000", Q])],
 }
-assert sorted(LAYOUTS) == CALLS  # every console-reachable call is attacked
+# every console-reachable call is attacked: a new script in server/emq/scripts needs its layout here
+assert sorted(LAYOUTS) == CALLS, (
+    f"LAYOUTS lacks {sorted(set(CALLS) - set(LAYOUTS))}, or names a call gone: {sorted(set(LAYOUTS) - set(CALLS))}")
 
 keys = st.sampled_from(SUFFIXES)
 words = st.one_of(st.sampled_from(WORDS), keys.map(lambda suffix: Q + suffix),

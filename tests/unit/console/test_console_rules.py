@@ -42,7 +42,7 @@ def test_numkeys_is_ascii_digits_too(numkeys: str) -> None:
 def test_every_number_a_runnable_script_reads_is_checked() -> None:
     for name in script_names():
         read = {int(n) for n in re.findall(r"tonumber\(ARGV\[(\d+)\]\)", registry.script_source(name))}
-        assert read <= NUMBERS.get(name, frozenset()), name
+        assert read <= NUMBERS.get(name, frozenset()), f"{name}: add ARGV {sorted(read)} to console/plan.py NUMBERS"
 
 
 @pytest.mark.parametrize("name", sorted(PUMP_SIDE))
