@@ -19,7 +19,7 @@ MODULE := native/build/emq.so
 MODULE_SRC := native/emq_module.c native/valkey_module_api.h
 CFLAGS_MODULE := -O2 -fPIC -shared -std=c11 -Wall -Wextra -Wpedantic
 
-.PHONY: serve lint lint-with test programs test-unit test-unit-with test-integration-with test-integration test-e2e test-latest lock bench bench-smoke lighthouse reliability screenshots valkey assets npm chromium wrk nginx ps ss venv module compiler clean
+.PHONY: serve lint lint-with test test-deep programs test-unit test-unit-with test-integration-with test-integration test-e2e test-latest lock bench bench-smoke lighthouse reliability screenshots valkey assets npm chromium headless-shell wrk nginx ps ss venv module compiler clean
 
 # The site keeps its data in .emqlab/ here (git-ignored); SERVE_FLAGS passes
 # more, e.g. `make serve SERVE_FLAGS="--port 8080"` or `SERVE_FLAGS=--ephemeral`.
@@ -40,10 +40,13 @@ lint-with:
 # pytest-xdist; each suite prints its wall time. The programs both suites use are
 # installed first, one at a time (two apt-gets at once would fight over its lock).
 PYTEST_WORKERS ?= 2
+# The integration suite waits more than it computes (restarts, kills, time to live), the
+# browser suite is Chromium's CPU: more workers overlap the first's waits with the second's work.
+INTEGRATION_WORKERS ?= 4
 test: lint test-unit programs
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-integration test-e2e
 
-programs: venv valkey module assets nginx chromium ps ss
+programs: venv valkey module assets nginx headless-shell ps ss
 
 # A suite's wall time, printed when it ends (pass or fail).
 timed = start=$$(date +%s); $(1); status=$$?; echo "$(2): $$(( $$(date +%s) - start )) s of wall time"; exit $$status
@@ -57,12 +60,16 @@ test-unit-with:
 # tests/integration/ops puts nginx in front.
 test-integration: venv valkey module assets nginx test-integration-with
 test-integration-with:
-	@$(call timed,$(PY) -m pytest tests --ignore=tests/e2e --ignore=tests/unit -m "not bench_smoke" $(PYTEST_FLAGS) -n $(PYTEST_WORKERS),integration)
+	@$(call timed,$(PY) -m pytest tests --ignore=tests/e2e --ignore=tests/unit -m "not bench_smoke" $(PYTEST_FLAGS) -n $(INTEGRATION_WORKERS),integration)
 
 # Playwright in Debian's Chromium against the running site. A test reruns only
 # when it is marked flaky, with its reason beside the mark (none is, today).
-test-e2e: venv valkey assets chromium ps ss module
+test-e2e: venv valkey assets headless-shell ps ss module
 	@$(call timed,$(PY) -m pytest tests/e2e -m "not bench_smoke" $(PYTEST_FLAGS) -n $(PYTEST_WORKERS),e2e)
+
+# The property tests of the fan-in searched ten times longer than in `make test`.
+test-deep: venv valkey module
+	EMQ_PROPERTY_EXAMPLES=3000 $(PY) -m pytest tests/integration/test_property_interleavings.py $(PYTEST_FLAGS) -n $(PYTEST_WORKERS)
 
 # The benchmarks and the reliability report, each run for a second or so, so
 # they keep working between `make bench` runs (they test no feature, assert no time).
@@ -161,6 +168,10 @@ compiler:
 # look up is installed by that suite's target.
 chromium:
 	@command -v chromium >/dev/null || { $(APT) update && $(APT) install chromium; }
+
+# The browser suite's Chromium: Debian's build of it without the browser's UI layer.
+headless-shell:
+	@command -v chromium-headless-shell >/dev/null || { $(APT) update && $(APT) install chromium-headless-shell; }
 
 wrk:
 	@command -v wrk >/dev/null || { $(APT) update && $(APT) install wrk; }

@@ -63,7 +63,7 @@ def test_make_test_suite_installs_every_program_its_tests_look_up(suite: str) ->
 
 def test_the_suites_programs_are_found_where_the_tests_name_them() -> None:
     assert "nginx" in programs(ROOT / "tests" / "integration")
-    assert "chromium" in programs(ROOT / "tests" / "e2e")
+    assert "chromium-headless-shell" in programs(ROOT / "tests" / "e2e")
 
 
 def test_a_program_looked_up_but_not_in_the_plan_is_reported(tmp_path: Path) -> None:
