@@ -128,8 +128,8 @@ def marked(current: int, move: int, refused_at: int) -> Markup:
         marks = [mark for mark, on in ((" current", n == current), (" refused", n == refused_at),
                                        (" ran", n <= move and n != current)) if on and n > 0]
         moved = f' data-move="{n}"' if line.move else ""
-        drawn.append(f'<span class="line{"".join(marks)}" data-line="{line.number}"{moved}>{escape(line.text)}</span>\n')
-    return Markup("".join(drawn))
+        drawn.append(f'<span class="line{"".join(marks)}" data-line="{line.number}"{moved}>{escape(line.text)}</span>')
+    return Markup("\n".join(drawn) + "\n")
 
 
 def job(view: QueueView, job_id: str) -> Job:
