@@ -301,7 +301,9 @@ async def _shown(lab: runner.Lab, widgets: list[Widget], who: Actor,
         async with asyncio.timeout(READ_DEADLINE):
             found = await runner.show_all(lab, widgets, who.sandbox)
     except FAULTS as exc:
-        return dict.fromkeys([w.name for w in widgets], _drawn_empty(exc))
+        if not _drawn_empty(exc):
+            raise
+        return dict.fromkeys([w.name for w in widgets], None)
     shown: dict[str, Snapshot | None] = {}
     for widget in widgets:
         try:
@@ -311,12 +313,13 @@ async def _shown(lab: runner.Lab, widgets: list[Widget], who: Actor,
         except admission.Full:
             continue
         except FAULTS as exc:
-            shown[widget.name] = _drawn_empty(exc)
+            if not _drawn_empty(exc):
+                raise
+            shown[widget.name] = None
     return shown
 
 
-def _drawn_empty(exc: BaseException) -> None:
+def _drawn_empty(exc: BaseException) -> bool:
     """Valkey away or busy, a landing still under way, a refused admission: the page still renders, the
-    widget drawn empty (None); anything else is raised. TimeoutError is an OSError."""
-    if not (is_fault(exc) or isinstance(exc, (TimeoutError, Busy, guards.Refused))):
-        raise exc
+    widget drawn empty; anything else is raised. TimeoutError is an OSError."""
+    return is_fault(exc) or isinstance(exc, (TimeoutError, Busy, guards.Refused))
