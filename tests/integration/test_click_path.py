@@ -99,6 +99,22 @@ def test_a_dive_page_reads_all_its_widgets_in_one_round_trip(client: TestClient)
     assert wire.names.count("HGETALL") == 2, wire.names
 
 
+def fanin_section(client: TestClient) -> str:
+    page = client.get(DIVE).text
+    return page[page.index('data-widget="fanin"'):page.index("</section>", page.index('data-widget="fanin"'))]
+
+
+def test_a_drawing_kept_is_never_stale(client: TestClient) -> None:
+    sandbox_of(client)
+    client.post("/api/widgets/fanin/reset", json={})
+    before = fanin_section(client)
+    assert fanin_section(client) == before  # the same snapshot: the same drawing
+    assert client.post("/api/widgets/fanin/claim", json={}).status_code == 200
+    after = fanin_section(client)
+    assert after != before  # the claim's snapshot, read for this request, drawn afresh
+    assert int(after.split('data-ver="')[1].split('"')[0]) > int(before.split('data-ver="')[1].split('"')[0])
+
+
 def test_a_first_visit_reads_the_specimen_in_one_round_trip(client: TestClient) -> None:
     kept = client.cookies["emqlab_sandbox"]
     try:
