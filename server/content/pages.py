@@ -72,11 +72,15 @@ class Page:
     dives: list[Page] = field(default_factory=list, repr=False)  # a hub's dives
     prev_page: Page | None = field(default=None, repr=False)
     next_page: Page | None = field(default=None, repr=False)
+    _inlined: dict[str, Markup] = field(default_factory=dict, init=False, repr=False)
 
     def inline(self, name: str) -> Markup:
-        """A front matter text field as inline Markdown (raw HTML escaped): ``page.inline("recap")``."""
-        text = self.lede if name == "lede" else str(self.meta.get(name, ""))
-        return Markup(self.md.renderInline(text))
+        """A front matter text field as inline Markdown (raw HTML escaped): ``page.inline("recap")``;
+        rendered once (a page never changes), not on each view."""
+        if name not in self._inlined:
+            text = self.lede if name == "lede" else str(self.meta.get(name, ""))
+            self._inlined[name] = Markup(self.md.renderInline(text))
+        return self._inlined[name]
 
     @property
     def lede_html(self) -> Markup:

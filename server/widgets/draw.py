@@ -9,6 +9,7 @@ words: a key row, a set's member, a counter whose key a notification named.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import msgspec
@@ -81,12 +82,27 @@ class Changed:
 
 
 class Drawing:
+    """Draws each widget; the HTML is a function of the snapshot read for this request (and the marks),
+    so the last few drawings are kept by what they were drawn from: the same snapshot again (a page
+    viewed again, every first visit's specimen) is not drawn again. Never stale: the key is the data."""
+
+    KEPT = 64  # drawings kept, the least recently used dropped first
+
     def __init__(self, env: Environment) -> None:
         self.env = env
         env.filters.update(key_breaks=key_breaks, short_key=short_key, key_text=key_text, verb=verb)
+        self.drawn: OrderedDict[bytes, str] = OrderedDict()
 
     def html(self, widget: Widget, snap: Snapshot | None, effects: Sequence[Worded] = ()) -> str:
         """The widget's `<section>`; with no snapshot (Valkey away), its shell, which the stream fills."""
-        context = {"widget": widget, "snap": snap, "p": snap.picture if snap else None,
-                   "effects": list(reversed(effects)), "changed": Changed(effects), **widget.partial_context()}
-        return self.env.get_template(f"widgets/_{widget.name}.html").render(context)
+        key = msgspec.json.encode((widget.name, snap, effects))
+        found = self.drawn.get(key)
+        if found is None:
+            context = {"widget": widget, "snap": snap, "p": snap.picture if snap else None,
+                       "effects": list(reversed(effects)), "changed": Changed(effects), **widget.partial_context()}
+            found = self.drawn[key] = self.env.get_template(f"widgets/_{widget.name}.html").render(context)
+            if len(self.drawn) > self.KEPT:
+                self.drawn.popitem(last=False)
+        else:
+            self.drawn.move_to_end(key)
+        return found

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from markupsafe import Markup, escape
 
 from server.emq import flows, registry
 from server.emq.errors import EmqError
@@ -101,14 +102,34 @@ class Picture(msgspec.Struct, kw_only=True):
 
 
 @functools.cache
-def listing() -> dict[str, object]:
-    """The script's listing for the partial: each line tagged with its move."""
-    path = registry.script_path(SCRIPT)
+def lines() -> tuple[Line, ...]:
+    """The script's lines, each tagged with its move."""
     owner = {n: m.number for m in MOVES for n in range(m.first_line, m.last_line + 1)}
-    lines = [Line(i, text, owner.get(i)) for i, text in enumerate(registry.script_source(SCRIPT).splitlines(), 1)]
+    return tuple(Line(i, text, owner.get(i)) for i, text in enumerate(registry.script_source(SCRIPT).splitlines(), 1))
+
+
+@functools.cache
+def listing() -> dict[str, object]:
+    """The script's listing for the partial."""
+    path = registry.script_path(SCRIPT)
     # server/emq/scripts/<name>.lua, as the repository names it
     return {"script": SCRIPT, "script_path": path.relative_to(path.parents[3]).as_posix(),
-            "lines": lines, "moves": MOVES}
+            "lines": lines(), "moves": MOVES, "marked": marked}
+
+
+@functools.cache
+def marked(current: int, move: int, refused_at: int) -> Markup:
+    """The listing's lines marked at one point of a run: the moves through `move` ran, `current` is
+    shown, `refused_at` refused (0: none; all 0: nothing marked). The same for every visitor at that
+    point, so built once per point rather than line by line in the template on every drawing."""
+    drawn = []
+    for line in lines():
+        n = line.move or 0
+        marks = [mark for mark, on in ((" current", n == current), (" refused", n == refused_at),
+                                       (" ran", n <= move and n != current)) if on and n > 0]
+        moved = f' data-move="{n}"' if line.move else ""
+        drawn.append(f'<span class="line{"".join(marks)}" data-line="{line.number}"{moved}>{escape(line.text)}</span>')
+    return Markup("\n".join(drawn) + "\n")
 
 
 def job(view: QueueView, job_id: str) -> Job:

@@ -1,6 +1,7 @@
 """Reading a widget: its queues and lab state in one round trip, and the snapshot
 every page draws. The action's lock (`turn.py`) starts from the same read; the
-stream, the first paint and `GET …/state` call `snapshot` here directly.
+stream, the first paint and `GET …/state` read through `snapshots`: a page's
+widgets, however many, in one round trip.
 """
 
 from __future__ import annotations
@@ -66,10 +67,22 @@ async def read(conn: Conn, widget: Widget, sandbox: str, budget: int = SNAPSHOT_
     return moment_of(conn, widget, sandbox, replies)
 
 
+async def snapshots(conn: Conn, catalog: Catalog, widgets: Sequence[Widget], sandbox: str,
+                    budget: int = SNAPSHOT_BYTES) -> list[tuple[Moment, Snapshot]]:
+    """The widgets and the sandbox's record in one round trip, each composed into its snapshot."""
+    calls = [read_calls(widget, sandbox, budget) for widget in widgets]
+    progress_read = ("HGETALL", keys.progress_key(sandbox))
+    replies = raise_first(await pipelined(conn, [*(c for each in calls for c in each), progress_read]))
+    fields, at = progress.fields_of(replies[-1]), 0
+    found: list[tuple[Moment, Snapshot]] = []
+    for widget, each in zip(widgets, calls):
+        moment = moment_of(conn, widget, sandbox, replies[at:at + len(each)])
+        found.append((moment, compose(catalog, widget, moment, fields)))
+        at += len(each)
+    return found
+
+
 async def snapshot(conn: Conn, catalog: Catalog, widget: Widget, sandbox: str,
                    budget: int = SNAPSHOT_BYTES) -> tuple[Moment, Snapshot]:
-    """The widget and the sandbox's record in one round trip, composed into its snapshot."""
-    progress_read = ("HGETALL", keys.progress_key(sandbox))
-    replies = raise_first(await pipelined(conn, [*read_calls(widget, sandbox, budget), progress_read]))
-    moment = moment_of(conn, widget, sandbox, replies[:-1])
-    return moment, compose(catalog, widget, moment, progress.fields_of(replies[-1]))
+    """One widget and the sandbox's record in one round trip, composed into its snapshot."""
+    return (await snapshots(conn, catalog, [widget], sandbox, budget))[0]

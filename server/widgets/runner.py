@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,12 @@ class Acted(msgspec.Struct):
     ver: int
     progress: progress.WidgetProgress
     verdict: Verdict | None = None
+
+
+async def show_all(lab: Lab, widgets: Sequence[Widget], sandbox: str) -> dict[str, Snapshot]:
+    """A page's widgets read in one round trip: the landed ones' snapshots (`show` lands the others)."""
+    found = await reader.snapshots(lab.conn, lab.catalog, widgets, sandbox, lab.snapshot_bytes)
+    return {widget.name: snap for widget, (moment, snap) in zip(widgets, found) if moment.landed}
 
 
 async def show(lab: Lab, widget: Widget, actor: Actor, admit: Admit | None = None) -> Snapshot:

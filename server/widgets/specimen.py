@@ -12,8 +12,6 @@ from __future__ import annotations
 import msgspec
 
 from server.sandboxes.sandbox import SPECIMEN
-from server.widgets import runner
-from server.widgets.base import Widget
 from server.widgets.snapshot import Snapshot
 from server.widgets.turn import Actor
 
@@ -22,7 +20,6 @@ OWNER = Actor(SPECIMEN, SPECIMEN, records=False)
 VER = 0  # below any `ver` finish.lua writes: the first frame of the visitor's own replaces it (lab.js `swap`)
 
 
-async def snapshot(lab: runner.Lab, widget: Widget) -> Snapshot:
-    """The widget's opening scenario as the specimen holds it now, at `ver` 0."""
-    found = await runner.show(lab, widget, OWNER)
-    return msgspec.structs.replace(found, ver=VER)
+def shown(snap: Snapshot) -> Snapshot:
+    """A snapshot of the specimen (read as `OWNER`) as a page draws it: at `ver` 0."""
+    return msgspec.structs.replace(snap, ver=VER)

@@ -12,8 +12,10 @@ from starlette.testclient import TestClient
 
 from bench.wire import WireCount
 from server.app import create_app
+from server.sandboxes.sandbox import SPECIMEN
 from server.settings import Settings
 from server.valkey.process import ValkeyProcess
+from server.widgets import WIDGETS
 
 DIVE = "/flows/parent-and-children"
 
@@ -81,6 +83,51 @@ def test_a_page_reading_a_landed_widget_costs_one_round_trip(client: TestClient)
     with WireCount(sandbox) as wire:
         assert client.get("/api/widgets/fanin/state").status_code == 200
     assert wire.round_trips == 1 and wire.commands == 2, wire.names
+
+
+def test_a_dive_page_reads_all_its_widgets_in_one_round_trip(client: TestClient) -> None:
+    sandbox = sandbox_of(client)
+    assert client.get(DIVE).status_code == 200  # every widget of the dive landed
+    with WireCount(sandbox) as wire:
+        page = client.get(DIVE)
+    assert page.status_code == 200
+    placed = [w for w in WIDGETS.values() if f'data-widget="{w.name}"' in page.text]
+    assert len(placed) >= 3, placed
+    # one round trip for every widget's queues and the sandbox's record, one for the course's progress
+    assert wire.round_trips == 2, wire.names
+    assert wire.names.count("EVALSHA") == sum(len(w.queue_parts) for w in placed), wire.names
+    assert wire.names.count("HGETALL") == 2, wire.names
+
+
+def fanin_section(client: TestClient) -> str:
+    page = client.get(DIVE).text
+    return page[page.index('data-widget="fanin"'):page.index("</section>", page.index('data-widget="fanin"'))]
+
+
+def test_a_drawing_kept_is_never_stale(client: TestClient) -> None:
+    sandbox_of(client)
+    client.post("/api/widgets/fanin/reset", json={})
+    before = fanin_section(client)
+    assert fanin_section(client) == before  # the same snapshot: the same drawing
+    assert client.post("/api/widgets/fanin/claim", json={}).status_code == 200
+    after = fanin_section(client)
+    assert after != before  # the claim's snapshot, read for this request, drawn afresh
+    assert int(after.split('data-ver="')[1].split('"')[0]) > int(before.split('data-ver="')[1].split('"')[0])
+
+
+def test_a_first_visit_reads_the_specimen_in_one_round_trip(client: TestClient) -> None:
+    kept = client.cookies["emqlab_sandbox"]
+    try:
+        client.cookies.clear()
+        assert client.get(DIVE).status_code == 200  # the specimen landed
+        client.cookies.clear()  # a first visit again
+        with WireCount(SPECIMEN) as wire:
+            page = client.get(DIVE)
+    finally:
+        client.cookies.clear()
+        client.cookies.set("emqlab_sandbox", kept)
+    assert page.status_code == 200 and 'data-widget="fanin"' in page.text
+    assert wire.round_trips == 1, wire.names
 
 
 def test_the_answer_carries_the_outcome_and_no_snapshot(client: TestClient) -> None:

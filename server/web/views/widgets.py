@@ -36,6 +36,7 @@ from server.web.templating import MARKER
 from server.widgets import runner, specimen
 from server.widgets.base import Widget
 from server.widgets.frames import EVENT
+from server.widgets.snapshot import Snapshot
 from server.widgets.turn import Actor, Busy
 
 POLL_EVERY = 1.5  # seconds between reads while notifications are off (or a read failed)
@@ -185,19 +186,31 @@ def _react(items: list[bytes | Notice], entry: guards.Entry) -> tuple[list[bytes
 
 async def _snapshots(request: Request, entry: guards.Entry, names: tuple[str, ...]) -> tuple[bytes, bool]:
     """A fresh drawing of each widget, and whether every one was read (Valkey's faults: a status frame)."""
-    lab = services(request).lab
+    lab, who = services(request).lab, actor(entry)
+    widgets = [lab.catalog.widgets[name] for name in names]
+
+    def down() -> bytes:  # Valkey's status as the hub sees it once a read failed
+        return frame("status", dumps(services(request).hub.status()))
+
+    try:
+        async with asyncio.timeout(READ_DEADLINE):
+            found = await runner.show_all(lab, widgets, entry.sandbox)  # the landed ones: one round trip
+    except Exception as exc:
+        if is_fault(exc) or isinstance(exc, (TimeoutError, Busy)):
+            return down(), False
+        log.exception("snapshots of %s failed", ", ".join(names))
+        found = {}  # each read alone below
     frames = []
-    for name in names:
+    for widget in widgets:
         try:
             async with asyncio.timeout(READ_DEADLINE):
-                widget = lab.catalog.widgets[name]
-                snap = await runner.show(lab, widget, actor(entry), admitter(request, entry.sandbox, used=False))
-            frames.append(html_frame(EVENT, services(request).frames.html(entry.sandbox, name, snap)))
+                snap = found[widget.name] if widget.name in found else await runner.show(
+                    lab, widget, who, admitter(request, entry.sandbox, used=False))
+            frames.append(html_frame(EVENT, services(request).frames.html(entry.sandbox, widget.name, snap)))
         except Exception as exc:
             if is_fault(exc) or isinstance(exc, (TimeoutError, Busy)):
-                frames.append(frame("status", dumps(services(request).hub.status())))
-                return b"".join(frames), False
-            log.exception("snapshot of %s failed", name)
+                return b"".join([*frames, down()]), False
+            log.exception("snapshot of %s failed", widget.name)
     return b"".join(frames), True
 
 
@@ -249,12 +262,12 @@ async def fill(request: Request, body: Markup) -> Markup:
     """A page body with each widget marker replaced by the widget drawn from a snapshot read now: the
     visitor's own, or the specimen's opening scenario at `ver` 0 (which the stream's first frame
     replaces) for a sandbox not live. A widget that cannot be read now is drawn empty; its stream
-    fills it (or says why)."""
+    fills it (or says why). Each sandbox's widgets are read in one round trip."""
     names = MARKER.findall(body)
     if not names:
         return body
-    lab = services(request).lab
-    drawn: dict[str, str] = {}
+    lab, drawing = services(request).lab, services(request).drawing
+    widgets = [lab.catalog.widgets[name] for name in dict.fromkeys(names)]
     try:
         # no budget spent: the page and the stream it opens are one showing, and the stream counts it
         entry = await guards.enter(request, write=False, counts="")
@@ -265,23 +278,48 @@ async def fill(request: Request, body: Markup) -> Markup:
     # a visit without a valid sandbox cookie (the middleware just named one: a first visit, a crawler, a
     # flood's client) registers no sandbox (docs/LIMITS.md); it lands when its stream opens or it acts
     new_visitor = "sandbox" in request.scope.get("state", {})
-    own = entry is not None and not (new_visitor and entry.sandbox == entry.visitor)
-    for name in names:
-        widget = lab.catalog.widgets[name]
-        snap, mine = None, False
+    drawn: dict[str, str] = {}
+    if entry is not None and not (new_visitor and entry.sandbox == entry.visitor):
+        mine = await _shown(lab, widgets, actor(entry), admitter(request, entry.sandbox, used=False))
+        for name, snap in mine.items():
+            drawn[name] = services(request).frames.html(entry.sandbox, name, snap) if snap is not None else \
+                drawing.html(lab.catalog.widgets[name], None)
+    for name, snap in (await _shown(lab, [w for w in widgets if w.name not in drawn], specimen.OWNER)).items():
+        drawn[name] = drawing.html(lab.catalog.widgets[name], specimen.shown(snap) if snap is not None else None)
+    return Markup(MARKER.sub(lambda m: drawn[m.group(1)], body))
+
+
+async def _shown(lab: runner.Lab, widgets: list[Widget], who: Actor,
+                 admit: runner.Admit | None = None) -> dict[str, Snapshot | None]:
+    """Each widget's snapshot in `who`'s sandbox: the landed ones read in one round trip, the others
+    landed first. None: not readable now (Valkey away or busy, a landing still under way, a refused
+    admission): drawn empty, its stream fills it. Left out: no room for the sandbox now (admission.Full),
+    so the specimen draws it."""
+    if not widgets:
+        return {}
+    try:
+        async with asyncio.timeout(READ_DEADLINE):
+            found = await runner.show_all(lab, widgets, who.sandbox)
+    except FAULTS as exc:
+        if not _drawn_empty(exc):
+            raise
+        return dict.fromkeys([w.name for w in widgets], None)
+    shown: dict[str, Snapshot | None] = {}
+    for widget in widgets:
         try:
             async with asyncio.timeout(READ_DEADLINE):
-                with contextlib.suppress(admission.Full):  # no room for the visitor's sandbox now: the specimen
-                    if own and entry is not None:
-                        snap, mine = await runner.show(lab, widget, actor(entry),
-                                                       admitter(request, entry.sandbox, used=False)), True
-                if not mine:
-                    snap = await specimen.snapshot(lab, widget)
-        except FAULTS as exc:  # TimeoutError is an OSError
-            # Valkey away or busy, a landing still under way, a refused admission: the page still
-            # renders, its stream fills the widget (or says why)
-            if not (is_fault(exc) or isinstance(exc, (TimeoutError, Busy, guards.Refused))):
+                shown[widget.name] = found[widget.name] if widget.name in found else \
+                    await runner.show(lab, widget, who, admit)
+        except admission.Full:
+            continue
+        except FAULTS as exc:
+            if not _drawn_empty(exc):
                 raise
-        drawn[name] = services(request).frames.html(entry.sandbox, name, snap) if entry and mine else \
-            services(request).drawing.html(widget, snap)
-    return Markup(MARKER.sub(lambda m: drawn[m.group(1)], body))
+            shown[widget.name] = None
+    return shown
+
+
+def _drawn_empty(exc: BaseException) -> bool:
+    """Valkey away or busy, a landing still under way, a refused admission: the page still renders, the
+    widget drawn empty; anything else is raised. TimeoutError is an OSError."""
+    return is_fault(exc) or isinstance(exc, (TimeoutError, Busy, guards.Refused))
