@@ -233,11 +233,11 @@ class FailurePolicy(Widget):
         pending = view.members("pending")
         if not pending or pending[0] not in CHILDREN:
             return info("No child of the main flow waits in pending: press Reset, or pick a policy, to land it again.")
-        got = await jobs.claim(turn.conn, turn.queue(HOME))
+        got = await turn.claim(HOME)
         if got is None or got[0] not in CHILDREN:
             return info(f"Claim took {got[0] if got else 'nothing'}, not a child of the flow: their rows are gone. "
                         "Press Reset.")
-        return got[0], got[1], await turn.lineage(HOME, got[0])
+        return got
 
     @action("fail-child", "Fail child at the cap")
     async def fail_child(self, turn: Turn, body: Body) -> Outcome:
@@ -326,11 +326,11 @@ class FailurePolicy(Widget):
         mail = turn.moment.view(MAIL)
         if REMOTE not in mail.members("pending"):
             return info(f"{REMOTE} does not wait in pending in {MAIL}: press Reset to land it again.")
-        got = await jobs.claim(turn.conn, mail.queue)
+        got = await turn.claim(MAIL)
         if got is None or got[0] != REMOTE:
             return info(f"Claim took {got[0] if got else 'nothing'} in {MAIL}, not {REMOTE}: press Reset.")
-        line = await turn.lineage(MAIL, REMOTE)
-        answer = await jobs.fail(turn.conn, mail.queue, REMOTE, got[1], ERROR, got[1], line=line)
+        _, token, line = got
+        answer = await jobs.fail(turn.conn, mail.queue, REMOTE, token, ERROR, token, line=line)
         if line.mode != "xq":
             return Outcome(text=f"{REMOTE} died at its cap: fail answered {answer}.", detail={"answer": answer})
         return Outcome(text=f"{REMOTE} died at its cap in {MAIL}: its parent is on another slot, so fail "

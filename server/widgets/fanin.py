@@ -173,8 +173,8 @@ class FanIn(Widget):
         job_id, token = got
         before = view.number(PARENT, ":dependencies")
         held = self.parent_fate(turn.moment, turn.moment) == "held"
-        line = jobs.lineage_of_row(turn.queue(), view.fields(job_id))
-        await jobs.complete(turn.conn, turn.queue(), job_id, token, result_of(job_id), line=line, tail=turn.after)
+        await jobs.complete(turn.conn, turn.queue(), job_id, token, result_of(job_id),
+                            line=await turn.lineage(None, job_id), tail=turn.after)
         turn.remember(last={"id": job_id, "token": token, "result": result_of(job_id)})
         reached: tuple[str, ...] = ("counted",)
         if before == 1 and held:

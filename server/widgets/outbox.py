@@ -154,11 +154,10 @@ class Outbox(Widget):
             return info(f"No child waits in pending in outbox.mail or outbox.billing: nothing to claim. {hint}")
         part, expected = found
         queue = turn.queue(part)
-        got = await jobs.claim(turn.conn, queue)
+        got = await turn.claim(part)
         if got is None:
             return info(f"Claim found nothing in {part}'s pending: {expected}'s row is gone.")
-        job_id, token = got
-        line = await turn.lineage(part, job_id)
+        job_id, token, line = got
         await jobs.complete(turn.conn, queue, job_id, token, f"{part.partition('.')[2]} done", line=line,
                             tail=turn.after)
         if line.mode != "xq":

@@ -95,18 +95,15 @@ class ResultsReader(Widget):
         read = now.kept("read")
         return int(read["dependencies"]) if read and isinstance(read.get("dependencies"), int) else "no read"
 
-    async def next_child(self, turn: Turn) -> tuple[str, int, jobs.Lineage | None] | Outcome:
+    async def next_child(self, turn: Turn) -> tuple[str, int, jobs.Lineage] | Outcome:
         """The child this press acts on: one a press cut short left in active, else the next pending child."""
         view = turn.moment.first
         held = [c for c in view.members("active") if c in CHILDREN and view.row(c) is not None]
         pending = view.members("pending")
-        got: tuple[str, int] | None = None
         if held:
-            got = held[0], int(view.fields(held[0]).get("attempts") or 0)
-        elif pending and pending[0] in CHILDREN:
-            got = await jobs.claim(turn.conn, turn.queue(), LEASE_MS)
-        if got is not None:
-            return (*got, jobs.lineage_of_row(turn.queue(), view.fields(got[0])))
+            return held[0], int(view.fields(held[0]).get("attempts") or 0), await turn.lineage(None, held[0])
+        if pending and pending[0] in CHILDREN and (got := await turn.claim(lease_ms=LEASE_MS)):
+            return got
         if view.fields(PARENT).get("state") == "pending":
             return info("Every child has been counted and the parent released: press Reset to start again.")
         return info("No child waits in pending or active: press Reset to land the flow again.")

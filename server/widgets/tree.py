@@ -181,12 +181,11 @@ class Tree(Widget):
             if head not in targets:  # claim takes the head of pending: never a job of someone else's
                 stopped = f" {head} sits ahead of them in pending, so the rest were left alone."
                 break
-            got = await jobs.claim(turn.conn, turn.queue())
+            got = await turn.claim()
             if got is None or got[0] != head:
                 stopped = f" Claim answered {got[0] if got else 'nothing'} instead of {head}, whose row is gone."
                 break
-            line = jobs.lineage_of_row(turn.queue(), view.fields(head))
-            await jobs.complete(turn.conn, turn.queue(), head, got[1], f"{head} done", line=line, tail=turn.after)
+            await jobs.complete(turn.conn, turn.queue(), head, got[1], f"{head} done", line=got[2], tail=turn.after)
             done.append(head)
         now = (await turn.read()).first
         said, reached = [], []

@@ -123,6 +123,11 @@ class Turn:
         found = jobs.lineage_of_row(queue, self.moment.view(part).fields(job_id))
         return found or await jobs.lineage(self.conn, queue, job_id)
 
+    async def claim(self, part: str | None = None, lease_ms: int = 30_000) -> tuple[str, int, jobs.Lineage] | None:
+        """Claim the head of the part's pending: (job_id, token, its lineage from the row as last read)."""
+        got = await jobs.claim(self.conn, self.queue(part), lease_ms)
+        return None if got is None else (*got, await self.lineage(part, got[0]))
+
     def remember(self, **fields: Any) -> None:
         """Keep lab state fields (text as it is, anything else as JSON), written with the finish."""
         self.kept.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in fields.items()})
