@@ -1,12 +1,9 @@
 """The grader pool: a few graders, one run each, and a bounded line of waiting runs.
 
-``submit`` admits a run (its sandbox's share, ``admission``; its address's, ``line``) and hands
-it a free grader or a place in the line, or refuses it at once, never after waiting: the share
-used up is ``TooOften``, the line or the address's share full ``QueueFull`` (both 429), no
-grader up ``Restarting`` (503). ``on_place`` (or ``Ticket.places()``) hears the place as it
-moves (0: being graded). A grader the watchdog ended, or whose process died (found by its
-pidfd, or when handed out), is started again in the background while the others go on; a
-caller that stops waiting leaves the line, and a grader handed to it then goes to the next.
+``submit`` admits a run or refuses it at once, never after waiting: ``TooOften`` (the sandbox's
+share, ``admission``), ``QueueFull`` (the line or the address's share, ``line``), ``Restarting``
+(no grader up). A grader the watchdog ended or whose process died is restarted in the background;
+a caller that stops waiting leaves the line, and a grader handed to it goes to the next.
 """
 
 from __future__ import annotations
