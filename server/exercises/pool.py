@@ -166,14 +166,23 @@ class GraderPool:
         try:
             return await ticket.granted
         except BaseException:
-            self._withdraw(ticket)
+            self.give_back(ticket)
             raise
 
-    def give_back(self, ticket: Ticket, grader: Grader) -> None:
-        """The run is over: the grader goes to the next in line (or to a restart)."""
+    def give_back(self, ticket: Ticket, grader: Grader | None = None) -> None:
+        """The run is over, or stopped waiting (no ``grader``): out of the line, and the grader it
+        holds (if any) goes to the next in line, or to a restart."""
         self.shares.done(ticket.run_for)
         self._waiting.release(ticket.address)
-        self._give_back(grader)
+        if self._waiting.remove(ticket):
+            self._renumber()
+        granted = ticket.granted
+        if grader is None and granted.done() and not granted.cancelled() and granted.exception() is None:
+            grader = granted.result()
+        if grader is not None and grader.alive():
+            self._hand(grader)
+        elif grader is not None:
+            self._restart(grader)
 
     @asynccontextmanager
     async def serve(self, ticket: Ticket) -> AsyncIterator[Grader]:
@@ -189,22 +198,6 @@ class GraderPool:
         """``submit`` and ``serve`` in one: a grader for one run of ``run_for``."""
         async with self.serve(self.submit(run_for, on_place)) as grader:
             yield grader
-
-    def _withdraw(self, ticket: Ticket) -> None:
-        """A run that stopped waiting: out of the line, its grader (if any) to the next."""
-        self.shares.done(ticket.run_for)
-        self._waiting.release(ticket.address)
-        if self._waiting.remove(ticket):
-            self._renumber()
-        granted = ticket.granted
-        if granted.done() and not granted.cancelled() and granted.exception() is None:
-            self._give_back(granted.result())
-
-    def _give_back(self, grader: Grader) -> None:
-        if grader.alive():
-            self._hand(grader)
-        else:
-            self._restart(grader)
 
     def _lost(self, grader: Grader) -> None:
         """A grader's process ended on its own: if idle, start it again now (one in a run is given back by the run)."""
