@@ -1,11 +1,8 @@
 """The exercises: what each asks, the script it starts from, the checks it runs.
 
-A starter is the course script's own header (its KEYS/ARGV lines) and a body from ``starters/``,
-its ``-- @include`` markers expanded as the course's are (``variants.dressed``), so the learner
-edits the text Valkey will run; a starter the site also runs (the early-release ``complete`` of
-dive 05's race) is a variant in ``server/emq/scripts/variants/``. The starter fails every check in
-``learner_checks`` (a test holds it to that). Titles avoid the other widgets' region words (fan-in,
-outbox, ledger, tree, native, results, console): the region is named "Exercise: <title>".
+A starter is the course script's header and a body from ``starters/`` with its ``-- @include``
+markers expanded (the text Valkey will run), or a variant in ``server/emq/scripts/variants/``; it
+fails every check in ``learner_checks``. Titles avoid the other widgets' region words.
 """
 
 from __future__ import annotations

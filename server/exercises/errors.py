@@ -30,27 +30,19 @@ class NotUtf8(GradeRefused):
 
 
 class TooLarge(GradeRefused):
-    """Over ``MAX_SCRIPT_BYTES`` of UTF-8."""
-
-    status = 413
+    status = 413  # over ``MAX_SCRIPT_BYTES`` of UTF-8
 
 
 class TooOften(GradeRefused):
-    """This sandbox runs the checks faster than its share allows."""
-
-    status = 429
+    status = 429  # this sandbox runs the checks faster than its share allows
 
 
 class QueueFull(GradeRefused):
-    """Every place in the line is taken, or every place this address may hold."""
-
-    status = 429
+    status = 429  # every place in the line is taken, or every place this address may hold
 
 
 class Restarting(GradeRefused):
-    """No grader is up to take the run: they are starting again."""
-
-    status = 503
+    status = 503  # no grader is up to take the run: they are starting again
 
 
 class DoesNotCompile(GradeRefused):

@@ -1,9 +1,8 @@
-"""A flow the checks land (one parent, three children) and how to judge where its parent is.
+"""A flow the checks land (one parent, three children) and where its parent is.
 
-Both exercises ask whether the parent is held, released, claimed or failed; ``Family`` names
-every key of the flow for the pictures, and the ``expect_*`` helpers say, when the parent is not
-where a check wants it, where Valkey holds it instead. ``claim`` and ``lapse`` are the worker
-moves the scenarios need besides completing, by the course's own scripts.
+``Family`` names every key of the flow for the pictures; ``expect_parent`` says, when the parent
+is not where a check wants it, where Valkey holds it instead. ``claim`` and ``lapse`` are the
+worker moves the scenarios need besides completing, by the course's own scripts.
 """
 
 from __future__ import annotations
@@ -70,43 +69,27 @@ class Family:
         return {"parent": {"id": self.parent, "payload": "the whole"}, "children": children}
 
 
-def parent_status(picture: Picture, family: Family) -> str:
-    """Where Valkey holds the parent, in words: its state and its state sets."""
-    state = picture.field(family.parent_row, "state")
-    if state is None and picture.find(family.parent_row) is None:
-        return "no parent row"
-    inside = [name for name in SETS if picture.holds(family.parent_set(name), family.parent)]
-    where = "in " + " and ".join(inside) if inside else "in no state set"
-    return f"the parent with state {state or '(none)'}, {where}"
+# Where a check may want the parent: its state, the state sets holding it, in words.
+PARENT_AT = {
+    "held": ("awaiting_children", (), "still held (awaiting_children, in no state set)"),
+    "released": ("pending", ("pending",), "released (state pending, in pending)"),
+    "claimed": ("active", ("active",), "to stay with the worker that claimed it (state active, in active only)"),
+    "failed": ("failed", ("dead",), "failed (state failed, in dead)"),
+}
 
 
-def _parent_is(picture: Picture, family: Family, state: str, sets: tuple[str, ...]) -> bool:
+def expect_parent(picture: Picture, family: Family, where: str, step: str) -> None:
+    """The parent must be ``where`` (a ``PARENT_AT``); else the sentence says where Valkey holds it."""
+    state, sets, words = PARENT_AT[where]
+    got = picture.field(family.parent_row, "state")
     inside = tuple(name for name in SETS if picture.holds(family.parent_set(name), family.parent))
-    return picture.field(family.parent_row, "state") == state and inside == sets
-
-
-def expect_held(picture: Picture, family: Family, step: str) -> None:
-    if not _parent_is(picture, family, "awaiting_children", ()):
-        raise CheckFailed(f"expected the parent still held (awaiting_children, in no state set), "
-                          f"Valkey holds {parent_status(picture, family)} after {step}")
-
-
-def expect_released(picture: Picture, family: Family, step: str) -> None:
-    if not _parent_is(picture, family, "pending", ("pending",)):
-        raise CheckFailed(f"expected the parent released (state pending, in pending), "
-                          f"Valkey holds {parent_status(picture, family)} after {step}")
-
-
-def expect_claimed(picture: Picture, family: Family, step: str) -> None:
-    if not _parent_is(picture, family, "active", ("active",)):
-        raise CheckFailed(f"expected the parent to stay with the worker that claimed it (state active, "
-                          f"in active only), Valkey holds {parent_status(picture, family)} after {step}")
-
-
-def expect_failed(picture: Picture, family: Family, step: str) -> None:
-    if not _parent_is(picture, family, "failed", ("dead",)):
-        raise CheckFailed(f"expected the parent failed (state failed, in dead), "
-                          f"Valkey holds {parent_status(picture, family)} after {step}")
+    if got == state and inside == sets:
+        return
+    sets_held = "in " + " and ".join(inside) if inside else "in no state set"
+    held = f"the parent with state {got or '(none)'}, {sets_held}"
+    if got is None and picture.find(family.parent_row) is None:
+        held = "no parent row"
+    raise CheckFailed(f"expected the parent {words}, Valkey holds {held} after {step}")
 
 
 def expect_counted(outcome: Replied | Erred, after: Picture, family: Family, child: str, value: str,
@@ -117,7 +100,7 @@ def expect_counted(outcome: Replied | Erred, after: Picture, family: Family, chi
     expect_counter(after, family.deps, left, step)
     expect_field(after, family.processed, ":processed", child, value, step)
     if left > 0:
-        expect_held(after, family, step)
+        expect_parent(after, family, "held", step)
 
 
 async def claim(scene: Scene, queue: str, want: str) -> int:

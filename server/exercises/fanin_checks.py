@@ -9,17 +9,12 @@ claimed): a fan-in that releases at zero without looking at the parent's state f
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from server.emq import flows, jobs
 from server.exercises.family import (
     Family,
     claim,
-    expect_claimed,
     expect_counted,
-    expect_failed,
-    expect_held,
-    expect_released,
+    expect_parent,
     lapse,
 )
 from server.exercises.outcome import Picture
@@ -72,11 +67,10 @@ async def counted(scene: Scene, family: Family, child: str, left: int) -> None:
 HELD_ONLY = "only a parent still held (awaiting_children) is released"
 
 
-def expect_kept(expect: Callable[[Picture, Family, str], None], after: Picture, family: Family,
-                step: str, why: str) -> None:
-    """``expect`` with the rule the script broke said after it, when it did."""
+def expect_kept(where: str, after: Picture, family: Family, step: str, why: str) -> None:
+    """``expect_parent`` with the rule the script broke said after it, when it did."""
     try:
-        expect(after, family, step)
+        expect_parent(after, family, where, step)
     except CheckFailed as failed:
         raise CheckFailed(f"{failed.said}: {HELD_ONLY}, and {why}") from None
 
@@ -110,7 +104,7 @@ async def last_child(scene: Scene) -> str:
     outcome, after = await complete(scene, family, CHILDREN[2], token, step)
     expect_reply(outcome, 1, step)
     expect_counter(after, family.deps, 0, step)
-    expect_released(after, family, step)
+    expect_parent(after, family, "released", step)
     return "the parent was released after the third child: it is in pending with state pending"
 
 
@@ -142,7 +136,7 @@ async def lapsed(scene: Scene) -> str:
     step = f"the late completion of {late} (its lease had lapsed and it was back in pending)"
     _, after = await complete(scene, family, late, token, step)
     expect_counter(after, family.deps, 1, step)
-    expect_held(after, family, step)
+    expect_parent(after, family, "held", step)
     expect_field(after, family.processed, ":processed", late, None, step)
     return (f"the late completion of {late} counted nothing: :dependencies stayed 1 "
             "and the parent stayed held")
@@ -182,7 +176,7 @@ async def already_failed(scene: Scene) -> str:
     await scene.admin.zadd(family.parent_set("dead"), {PARENT: 1})
     step = f"the completion of {CHILDREN[2]}, the last child, after the parent had failed"
     after = await last_counted(scene, family, token, step)
-    expect_kept(expect_failed, after, family, step, "this one had failed already")
+    expect_kept("failed", after, family, step, "this one had failed already")
     return (f"the completion of {CHILDREN[2]} counted it (:dependencies 0) and left the failed parent "
             "failed, in dead")
 
@@ -195,7 +189,7 @@ async def already_released(scene: Scene) -> str:
     await claim(scene, family.parent_queue, PARENT)
     step = f"the completion of {CHILDREN[2]}, the last child, after a worker had claimed the released parent"
     after = await last_counted(scene, family, token, step)
-    expect_kept(expect_claimed, after, family, step, "this one was released and claimed already")
+    expect_kept("claimed", after, family, step, "this one was released and claimed already")
     return (f"the completion of {CHILDREN[2]} counted it (:dependencies 0) and left the parent "
             "with the worker that claimed it")
 

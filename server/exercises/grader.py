@@ -1,16 +1,9 @@
-"""One grader: a valkey-server of its own, its admin client, and its watchdog line.
+"""One grader: a valkey-server of its own, its admin client, and the watchdog's own connection.
 
-A grader serves one run at a time (the pool sees to that): ``load`` compiles the learner's
-script as admin (``DoesNotCompile`` with Valkey's line), ``user`` makes the run's user, and
-``call`` runs the script by SHA as that user under the watchdog, whose ``SCRIPT KILL`` goes on
-a connection of its own (``guard``: the run's is stuck waiting). ``end()`` is the watchdog's
-last resort, SIGKILL; the grader is then ``lost`` until ``restart()`` gives it a new process.
-
-Every run starts on a fresh Lua VM: ``SCRIPT FLUSH SYNC`` replaces the eval VM, so nothing a
-script left there (``cjson``'s settings, the collector's, ``loadstring``'s functions) reaches
-the next run; ``FUNCTION FLUSH`` empties the functions' VM (out of a run's reach, so no future
-grant makes it a channel), and ``math.random``, whose state is the server's, is seeded afresh.
-It is done before a run, not after, so a run ended any way at all leaves nothing to the next.
+``load`` compiles the learner's script as admin on a fresh Lua VM (SCRIPT and FUNCTION FLUSH,
+``math.random`` reseeded: nothing a run leaves in a VM reaches the next, done before a run so a
+run ended any way at all leaves nothing); ``user`` makes the run's user; ``call`` runs the script
+as it under the watchdog. ``end()`` SIGKILLs; the grader is then ``lost`` until ``restart()``.
 """
 
 from __future__ import annotations

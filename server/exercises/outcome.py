@@ -1,13 +1,8 @@
-"""What a run answers: each check's verdict in words, and the key pictures.
+"""What a run answers: each check's verdict in words, and the key pictures the checks judge.
 
-``Graded.as_json`` is the 200 body (``{"checks": [{"name", "passed", "said"}], "passed",
-"total"}``) plus ``"pictures"``: for each failing check that ran the learner's script, the keys
-just before and after the call it judged, so the page can show what the script did. The checks
-judge the keys Valkey returned in a ``Picture``, never a count kept on the Python side.
-
-A run's queues are ``<run>.<check>.<role>`` on the grader, but the learner reads them as the
-course writes them (``emq:{q}:…``, a cross-queue parent's ``emq:{pq}:…``): every sentence and
-picture shown passes through ``rename``; the checks judge the real keys.
+``Graded.as_json`` is the 200 body, with ``"pictures"``: for each failing check, the keys just
+before and after the learner's call it judged. A run's queues are ``<run>.<check>.<role>`` on the
+grader; every sentence and picture shown passes through ``rename`` to the course's ``emq:{q}:…``.
 """
 
 from __future__ import annotations

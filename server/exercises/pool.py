@@ -1,12 +1,9 @@
 """The grader pool: a few graders, one run each, and a bounded line of waiting runs.
 
-``submit`` admits a run (its sandbox's share, ``admission``; its address's, ``line``) and hands
-it a free grader or a place in the line, or refuses it at once, never after waiting: the share
-used up is ``TooOften``, the line or the address's share full ``QueueFull`` (both 429), no
-grader up ``Restarting`` (503). ``on_place`` (or ``Ticket.places()``) hears the place as it
-moves (0: being graded). A grader the watchdog ended, or whose process died (found by its
-pidfd, or when handed out), is started again in the background while the others go on; a
-caller that stops waiting leaves the line, and a grader handed to it then goes to the next.
+``submit`` admits a run or refuses it at once, never after waiting: ``TooOften`` (the sandbox's
+share, ``admission``), ``QueueFull`` (the line or the address's share, ``line``), ``Restarting``
+(no grader up). A grader the watchdog ended or whose process died is restarted in the background;
+a caller that stops waiting leaves the line, and a grader handed to it goes to the next.
 """
 
 from __future__ import annotations
@@ -169,14 +166,23 @@ class GraderPool:
         try:
             return await ticket.granted
         except BaseException:
-            self._withdraw(ticket)
+            self.give_back(ticket)
             raise
 
-    def give_back(self, ticket: Ticket, grader: Grader) -> None:
-        """The run is over: the grader goes to the next in line (or to a restart)."""
+    def give_back(self, ticket: Ticket, grader: Grader | None = None) -> None:
+        """The run is over, or stopped waiting (no ``grader``): out of the line, and the grader it
+        holds (if any) goes to the next in line, or to a restart."""
         self.shares.done(ticket.run_for)
         self._waiting.release(ticket.address)
-        self._give_back(grader)
+        if self._waiting.remove(ticket):
+            self._renumber()
+        granted = ticket.granted
+        if grader is None and granted.done() and not granted.cancelled() and granted.exception() is None:
+            grader = granted.result()
+        if grader is not None and grader.alive():
+            self._hand(grader)
+        elif grader is not None:
+            self._restart(grader)
 
     @asynccontextmanager
     async def serve(self, ticket: Ticket) -> AsyncIterator[Grader]:
@@ -192,22 +198,6 @@ class GraderPool:
         """``submit`` and ``serve`` in one: a grader for one run of ``run_for``."""
         async with self.serve(self.submit(run_for, on_place)) as grader:
             yield grader
-
-    def _withdraw(self, ticket: Ticket) -> None:
-        """A run that stopped waiting: out of the line, its grader (if any) to the next."""
-        self.shares.done(ticket.run_for)
-        self._waiting.release(ticket.address)
-        if self._waiting.remove(ticket):
-            self._renumber()
-        granted = ticket.granted
-        if granted.done() and not granted.cancelled() and granted.exception() is None:
-            self._give_back(granted.result())
-
-    def _give_back(self, grader: Grader) -> None:
-        if grader.alive():
-            self._hand(grader)
-        else:
-            self._restart(grader)
 
     def _lost(self, grader: Grader) -> None:
         """A grader's process ended on its own: if idle, start it again now (one in a run is given back by the run)."""

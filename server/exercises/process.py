@@ -1,11 +1,8 @@
-"""One grader's valkey-server: a managed process that holds no learner data.
+"""One grader's valkey-server: loopback, temp dir, no persistence, ``requirepass``.
 
-A ``ValkeyProcess`` (loopback, temp dir, no persistence) with ``requirepass``, a low
-``busy-reply-threshold`` (SCRIPT KILL heard 100 ms into a script, not 5 s), a small
-``maxmemory`` (noeviction) for keys, and ``RLIMIT_AS`` for the rest (``maxmemory`` does not
-count Lua's heap: a huge ``string.rep`` then fails in Lua). It is spawned from the loop's
-thread, since ``PR_SET_PDEATHSIG`` fires when the forking *thread* exits. ``watch`` hears the
-process end however it ends (a pidfd readable on the loop), reaps it and tells the grader.
+A low ``busy-reply-threshold`` (SCRIPT KILL heard 100 ms into a script), a small ``maxmemory`` for
+keys and ``RLIMIT_AS`` for Lua's heap, which ``maxmemory`` does not count. Spawned from the loop's
+thread (``PR_SET_PDEATHSIG`` fires when the forking *thread* exits); ``watch`` hears it end (pidfd).
 """
 
 from __future__ import annotations

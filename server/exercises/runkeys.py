@@ -1,10 +1,8 @@
 """A run's keys on the grader: read as a picture, and swept away afterwards.
 
-Every key of a run carries its run id in the hashtag (``emq:{<run>.<check>.<role>}:…``), so
-one MATCH pattern finds a scenario's keys and another the whole run's. Both are read and
-removed by the grader's admin client, never by the run's user (its ACL has no SCAN). The
-picture is one ``scripts/snapshot.lua`` call: the judged keys first, then what the scan finds,
-up to a bound, so a script that wrote thousands of keys gets a short picture, not a slow grader.
+Every key of a run has the run id in its hashtag, so one MATCH pattern finds a scenario's keys and
+another the whole run's, read and removed by the admin (the run's user has no SCAN). The picture
+(``scripts/snapshot.lua``) is the judged keys, then what the scan finds up to a bound.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """The per-run Valkey user: Valkey itself confines a learner's script.
 
-Each run's fresh id sits in every queue name of the run, so in every key's hashtag, and the
-run's user has that one key pattern (``~emq:{<run>.*``): a call on any other key fails with an
-ACL failure, whatever the script does. Commands are granted by category, then the keyless and
-server-wide ones, those that carry a key out of the sweep's reach (SELECT, MOVE, COPY…),
-blocking and pub/sub are taken away; of scripting only EVALSHA stays (the admin loads the
-script, the user runs it).
+The run's id is in every key's hashtag and the user has that one key pattern (``~emq:{<run>.*``).
+Commands are granted by category, then keyless, server-wide, key-moving (SELECT, MOVE, COPY…),
+blocking and pub/sub ones are denied; of scripting only EVALSHA stays (the admin loads the script).
 """
 
 from __future__ import annotations

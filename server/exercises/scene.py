@@ -1,10 +1,9 @@
 """A run and its scenes: where a check lands keys and calls the learner's script.
 
-``Run`` is one learner's run on one grader, with the script time it spent (a budget, so a slow
-script cannot stretch a run of many checks past 2 s). ``Scene`` is one check's part: its queues
-(``<run>.<check>.<role>``), the keys it judges, and ``learner()``, the learner's script with the
-course's KEYS/ARGV under the watchdog, pictured before and after. Everything else a scene does
-goes through ``server.emq`` on the admin client: only the exercise's transition is the learner's.
+``Run`` is one learner's run on one grader and the script time it spent (a budget across checks).
+``Scene`` is one check's part: its queues, the keys it judges, and ``learner()``, the learner's
+script under the watchdog, pictured before and after. Only that call is the learner's: everything
+else goes through ``server.emq`` on the admin client.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The grader pool's settings, each with its ``EMQLAB_GRADER*`` variable (docs/LIMITS.md).
 
-The defaults fit a class on a small machine; a value that is not a positive whole number stops
-the site at start with a sentence naming the variable, rather than grading with a limit nobody chose.
+A value that is not a positive whole number stops the site at start with a sentence naming the
+variable, rather than grading with a limit nobody chose.
 """
 
 from __future__ import annotations
@@ -12,6 +12,18 @@ from dataclasses import dataclass, field
 
 from server.exercises.process import ProcessLimits
 from server.exercises.watchdog import Limits
+
+# Each variable -> (None: the pool's field | "limits" | "process", the field it sets)
+VARIABLES = {
+    "EMQLAB_GRADERS": (None, "graders"), "EMQLAB_GRADER_QUEUE": (None, "queue_bound"),
+    "EMQLAB_GRADER_ADDRESS_RUNS": (None, "address_runs"), "EMQLAB_GRADER_SANDBOX_RUNS": (None, "sandbox_in_flight"),
+    "EMQLAB_GRADER_SANDBOX_BURST": (None, "sandbox_burst"),
+    "EMQLAB_GRADER_SANDBOX_PER_MIN": (None, "sandbox_per_minute"),
+    "EMQLAB_GRADER_SCRIPT_MS": ("limits", "script_ms"), "EMQLAB_GRADER_KILL_MS": ("limits", "kill_ms"),
+    "EMQLAB_GRADER_BUDGET_MS": ("limits", "budget_ms"),
+    "EMQLAB_GRADER_ADDRESS_MB": ("process", "address_space_mb"),
+    "EMQLAB_GRADER_MAXMEMORY_MB": ("process", "maxmemory_mb"),
+}
 
 
 @dataclass(frozen=True)
@@ -30,43 +42,24 @@ class PoolSettings:
             raise ValueError("the grader pool needs at least one grader")
         if self.queue_bound < 0:
             raise ValueError("the grader queue bound cannot be negative")
-        watch = self.limits
-        if not 0 < watch.script_ms < watch.kill_ms:
+        if not 0 < self.limits.script_ms < self.limits.kill_ms:
             raise ValueError("a script's time must be positive and shorter than the SIGKILL deadline")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PoolSettings:
         """The defaults, with every ``EMQLAB_GRADER*`` variable that is set."""
         source = os.environ if env is None else env
-
-        def number(name: str, default: int) -> int:
+        given: dict[str | None, dict[str, object]] = {None: {}, "limits": {}, "process": {}}
+        for name, (part, field_name) in VARIABLES.items():
             raw = source.get(name)
-            if raw is None or raw == "":
-                return default
+            if not raw:
+                continue
             try:
                 value = int(raw)
             except ValueError:
                 raise ValueError(f"{name} must be a whole number, not {raw!r}") from None
             if value < 1:
                 raise ValueError(f"{name} must be at least 1, not {value}")
-            return value
-
-        limits = Limits(
-            script_ms=number("EMQLAB_GRADER_SCRIPT_MS", Limits.script_ms),
-            kill_ms=number("EMQLAB_GRADER_KILL_MS", Limits.kill_ms),
-            budget_ms=number("EMQLAB_GRADER_BUDGET_MS", Limits.budget_ms),
-        )
-        process = ProcessLimits(
-            address_space_mb=number("EMQLAB_GRADER_ADDRESS_MB", ProcessLimits.address_space_mb),
-            maxmemory_mb=number("EMQLAB_GRADER_MAXMEMORY_MB", ProcessLimits.maxmemory_mb),
-        )
-        return cls(
-            graders=number("EMQLAB_GRADERS", cls.graders),
-            queue_bound=number("EMQLAB_GRADER_QUEUE", cls.queue_bound),
-            address_runs=number("EMQLAB_GRADER_ADDRESS_RUNS", cls.address_runs),
-            sandbox_in_flight=number("EMQLAB_GRADER_SANDBOX_RUNS", cls.sandbox_in_flight),
-            sandbox_burst=number("EMQLAB_GRADER_SANDBOX_BURST", cls.sandbox_burst),
-            sandbox_per_minute=float(number("EMQLAB_GRADER_SANDBOX_PER_MIN", int(cls.sandbox_per_minute))),
-            limits=limits,
-            process=process,
-        )
+            given[part][field_name] = value
+        return cls(**given[None], limits=Limits(**given["limits"]),  # type: ignore[arg-type]
+                   process=ProcessLimits(**given["process"]))  # type: ignore[arg-type]

@@ -1,15 +1,7 @@
-"""The watchdog: one call of a learner's script, stopped if it runs past ``script_ms``.
-
-Past it the watchdog sends ``SCRIPT KILL`` on a connection of its own (the grader's low
-``busy-reply-threshold`` makes Valkey hear it 100 ms into a script). ``OK``: the script ends
-and the run stops there (it would run away in the next check too, and every answer must come
-within 2 s). ``NOTBUSY``: nothing runs, the site was slow to read a reply that came in time,
-and the call's own time by Valkey's clock decides. ``UNKILLABLE`` (it has written) or no answer
-by ``kill_ms`` (one long C call, or gone): the grader is SIGKILLed, and the pool restarts it.
-The learner gets ``Halted`` with where the script was stopped.
-
-A call's time is Valkey's (``Timed``: TIME, EVALSHA, TIME in one round trip): by the site's
-clock, a loaded event loop charged a correct script for the requests it served meanwhile.
+"""The watchdog: one call of a learner's script, stopped past ``script_ms`` by ``SCRIPT KILL`` on
+a connection of its own. ``OK``: the run stops there (it would run away in the next check too);
+``NOTBUSY``: a reply came in time, and its time by Valkey's clock (``Timed``, not the site's loaded
+loop) decides; ``UNKILLABLE`` or no answer by ``kill_ms``: the grader is SIGKILLed and restarted.
 """
 
 from __future__ import annotations
@@ -115,35 +107,23 @@ def error_text(exc: ResponseError) -> str:
 
 
 def _settle(task: asyncio.Future[Timed], took: float) -> tuple[Replied | Erred, float]:
-    exc = task.exception()
-    if exc is not None:
-        return _outcome(exc), took
-    return _outcome(task.result().value), task.result().seconds
-
-
-def _outcome(value: Any) -> Replied | Erred:
-    """The call's reply, or its error (raised, or in its place in the round trip)."""
+    """The call's reply, or its error (raised, or in its place in the round trip), and its time."""
+    value: Any = task.exception()
+    seconds = took
+    if value is None:
+        value, seconds = task.result().value, task.result().seconds
     if isinstance(value, (InvalidResponse, RecursionError)):
         # redis-py gave up on the reply and drops the connection; the run's
         # next call opens another, so the run goes on with a verdict
-        return Erred(TOO_DEEP)
+        return Erred(TOO_DEEP), seconds
     if isinstance(value, ResponseError):
-        return Erred(error_text(value))
+        return Erred(error_text(value)), seconds
     if isinstance(value, (RedisConnectionError, RedisTimeoutError, OSError)):
         raise Halted("the grader stopped while the script ran (out of memory, or it crashed) "
                      "and was started again", lost=True) from value
     if isinstance(value, BaseException):
         raise value
-    return Erred(TOO_DEEP) if too_deep(value) else Replied(plain(value))
-
-
-async def _drain(task: asyncio.Future[Timed]) -> None:
-    """Let a call whose server was killed fail, and keep its error to ourselves."""
-    await asyncio.wait({task}, timeout=1.0)
-    if not task.done():
-        task.cancel()
-    with contextlib.suppress(BaseException):
-        await task
+    return (Erred(TOO_DEEP) if too_deep(value) else Replied(plain(value))), seconds
 
 
 async def watched(
@@ -151,49 +131,46 @@ async def watched(
 ) -> tuple[Replied | Erred, float]:
     """Run ``call`` (the learner's EVALSHA, timed by Valkey): its outcome and seconds, or
     ``Halted`` when the script ran past ``limits.script_ms`` or the grader had to be ended."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    task = asyncio.ensure_future(call)
     try:
-        return await _watch(call, guard, end_process, limits)
+        await asyncio.wait({task}, timeout=limits.script_ms / 1000)
+        if task.done():
+            return _settle(task, loop.time() - started)
+        stopped = f"stopped after {limits.script_ms} ms: the script did not finish"
+        deadline = started + limits.kill_ms / 1000
+        answer = await ask_script_kill(guard, deadline - loop.time())
+        if answer == "NOTBUSY":
+            # Nothing runs: the reply is in, or on its way, and the site was slow
+            # to read it. The grace is the kill deadline's margin, from now.
+            await asyncio.wait({task}, timeout=(limits.kill_ms - limits.script_ms) / 1000)
+            if task.done():
+                outcome, seconds = _settle(task, loop.time() - started)  # raises if the grader went
+                if seconds * 1000 < limits.script_ms:
+                    return outcome, seconds
+                raise Halted(stopped, lost=False)
+        if answer == "OK":
+            await asyncio.wait({task}, timeout=max(deadline - loop.time(), 0))
+            if task.done():
+                _settle(task, 0.0)  # raises if the grader went meanwhile; any reply is moot
+                raise Halted(stopped, lost=False)
+        if answer == "UNKILLABLE":
+            said = (f"{stopped}, and it had already written, so Valkey could not stop it "
+                    "half-way: the grader was ended and started again")
+        else:
+            said = (f"{stopped}, and Valkey did not answer SCRIPT KILL (one long C call such as a huge "
+                    "string.rep runs no Lua hook): the grader was ended and started again")
+        end_process()
+        # let the call whose server was killed fail, and keep its error to ourselves
+        await asyncio.wait({task}, timeout=1.0)
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        raise Halted(said, lost=True)
     except Halted as halt:
         if halt.lost:
             # Gone, or not quite: a crashing valkey-server can hang in its own
             # crash report, port open. Either way it is ended for good here.
             end_process()
         raise
-
-
-async def _watch(
-    call: Awaitable[Timed], guard: Redis, end_process: Callable[[], None], limits: Limits
-) -> tuple[Replied | Erred, float]:
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    task = asyncio.ensure_future(call)
-    await asyncio.wait({task}, timeout=limits.script_ms / 1000)
-    if task.done():
-        return _settle(task, loop.time() - started)
-
-    stopped = f"stopped after {limits.script_ms} ms: the script did not finish"
-    deadline = started + limits.kill_ms / 1000
-    answer = await ask_script_kill(guard, deadline - loop.time())
-    if answer == "NOTBUSY":
-        # Nothing runs: the reply is in, or on its way, and the site was slow
-        # to read it. The grace is the kill deadline's margin, from now.
-        await asyncio.wait({task}, timeout=(limits.kill_ms - limits.script_ms) / 1000)
-        if task.done():
-            outcome, seconds = _settle(task, loop.time() - started)  # raises if the grader went
-            if seconds * 1000 < limits.script_ms:
-                return outcome, seconds
-            raise Halted(stopped, lost=False)
-    if answer == "OK":
-        await asyncio.wait({task}, timeout=max(deadline - loop.time(), 0))
-        if task.done():
-            _settle(task, 0.0)  # raises if the grader went meanwhile; any reply is moot
-            raise Halted(stopped, lost=False)
-    if answer == "UNKILLABLE":
-        said = (f"{stopped}, and it had already written, so Valkey could not stop it "
-                "half-way: the grader was ended and started again")
-    else:
-        said = (f"{stopped}, and Valkey did not answer SCRIPT KILL (one long C call such as a huge "
-                "string.rep runs no Lua hook): the grader was ended and started again")
-    end_process()
-    await _drain(task)
-    raise Halted(said, lost=True)
