@@ -79,6 +79,11 @@ class Room:
     def as_json(self) -> dict[str, Any]:
         return {**asdict(self), "demo": self.mode == "demo"}
 
+    @property
+    def stage(self) -> str:
+        """The sandbox the whole class watches outside own sandboxes: the host's in a demo, else the shared one."""
+        return self.host if self.mode == "demo" and self.host else self.sandbox
+
     def acting(self, visitor: str) -> tuple[str, bool]:
         """(the sandbox a member acts in, whether it is read-only for them): own, the host's demo, or shared."""
         if self.mode == "together":

@@ -99,21 +99,15 @@ class AskBody(msgspec.Struct, forbid_unknown_fields=True):
     pick: str = ""  # the class page's select: "<widget>|<question>|<step>"
 
 
-async def chosen(request: Request, body: AskBody) -> Askable:
-    pick = body.pick.split("|") if body.pick else [body.widget, body.question, str(body.step)]
-    for found in await askable(services(request).lab):
-        if [found.widget, found.question, str(found.step)] == pick:
-            return found
-    raise bodies.BadBody(400, "that question cannot be asked at that step: pick one the class page lists")
+async def lookup(request: Request, value: str) -> Askable | None:
+    """The askable whose `value` ("<widget>|<question>|<step>") this is, if the course still has it."""
+    return next((found for found in await askable(services(request).lab) if found.value == value), None)
 
 
 async def rebuild(request: Request, room: rooms.Room, widget: Widget, step: int) -> list[str]:
     """The step rebuilt where the class acts; the learners whose sandbox could not be, in words."""
     lab, conn = services(request).lab, services(request).conn
-    if room.mode == "own":
-        targets = await learners.learner_ids(conn, room.code)
-    else:
-        targets = [room.host if room.mode == "demo" and room.host else room.sandbox]
+    targets = await learners.learner_ids(conn, room.code) if room.mode == "own" else [room.stage]
     gate, failed = asyncio.Semaphore(REBUILDS_AT_ONCE), []
 
     async def one(sandbox: str) -> None:
@@ -159,16 +153,18 @@ async def current(request: Request, room: rooms.Room) -> tuple[Askable, rooms.As
     ask = room.ask
     if ask is None:
         raise guards.Refused(409, "no question is asked in this class now: Ask the class first")
-    for found in await askable(services(request).lab):
-        if (found.widget, found.question, found.step) == (ask.widget, ask.question, ask.step):
-            return found, ask
-    raise guards.Refused(409, "the asked question is no longer in the course: ask another")
+    if (found := await lookup(request, f"{ask.widget}|{ask.question}|{ask.step}")) is None:
+        raise guards.Refused(409, "the asked question is no longer in the course: ask another")
+    return found, ask
 
 
 @for_class
 async def ask(request: Request, room: rooms.Room) -> Response:
     body = await bodies.read_form(request, AskBody)
-    return await put(request, room, await chosen(request, body))
+    found = await lookup(request, body.pick or f"{body.widget}|{body.question}|{body.step}")
+    if found is None:
+        raise bodies.BadBody(400, "that question cannot be asked at that step: pick one the class page lists")
+    return await put(request, room, found)
 
 
 @for_class
@@ -224,7 +220,7 @@ async def press(request: Request, room: rooms.Room) -> Response:
         raise guards.Refused(409, "in own sandboxes each learner presses in their own widget")
     lab, conn = services(request).lab, services(request).conn
     widget = lab.catalog.widgets[found.widget]
-    sandbox = room.host if room.mode == "demo" and room.host else room.sandbox
+    sandbox = room.stage
     before = await reader.read(conn, widget, sandbox)
     question = next((q for q in questions.offered(widget, lab.catalog.asked(widget), before)
                      if q.id == found.question and q.action == found.action), None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,10 +87,18 @@ def roster_rows(state: ClassState) -> list[dict[str, Any]]:
              "stuck": row.stuck} for row in state.learners]
 
 
+def shown(counted: Counted, words: Callable[[object], str], open_: bool = True) -> dict[str, Any]:
+    """How a question was answered, as the class page and a learner's page (once revealed) say it."""
+    return {"answers": [{"value": words(c.value), "count": plural(c.count, "learner"),
+                         "mark": ("right" if c.right else "not quite") if open_ else ""} for c in counted.answers],
+            "moved": [{"value": words(m.value), "first": m.first, "second": m.second} for m in counted.moved]
+            if open_ else []}
+
+
 def answers_view(request: Request, state: ClassState, projector: bool = False) -> list[dict[str, Any]]:
     catalog: Catalog = services(request).catalog
     names = {row.id: row.name for row in state.learners}
-    shown = []
+    listed = []
     for counted in state.counted:
         question = question_of(catalog, counted.widget, counted.question)
         words = question.words if question else str
@@ -99,21 +108,18 @@ def answers_view(request: Request, state: ClassState, projector: bool = False) -
         where += f" ({MODE_SHORT.get(counted.mode, counted.mode)})"
         missing = [names[m] for m in counted.missing if m in names]
         wrong = counted.common_wrong if open_ else None
-        moved = [{"value": words(m.value), "first": m.first, "second": m.second} for m in counted.moved]
-        shown.append({
+        listed.append({
             "key": f"{counted.widget}|{counted.question}|{counted.mode}|{counted.round or '-'}|{counted.step}",
             "legend": counted.legend, "widget": counted.widget, "where": where, "revealed": open_,
             "answered": f"{counted.answered} answered",
             "waiting": (f"{len(missing)} not yet" + ("" if projector or not missing else ": " + ", ".join(missing))),
-            "answers": [{"value": words(c.value), "count": plural(c.count, "learner"),
-                         "mark": ("right" if c.right else "not quite") if open_ else ""} for c in counted.answers],
+            **shown(counted, words, open_),
             "common_wrong": ({"value": words(wrong.value), "count": plural(wrong.count, "learner"),
                               "feedback": counted.feedback} if wrong else None),
-            "moved": moved if open_ else [],
             "moved_words": (f"{plural(counted.changed, 'learner')} changed their answer, "
-                            f"{counted.now_right} of them to the right one" if open_ and moved else ""),
+                            f"{counted.now_right} of them to the right one" if open_ and counted.moved else ""),
         })
-    return shown
+    return listed
 
 
 def class_json(request: Request, state: ClassState, projector: bool = False) -> dict[str, Any]:
@@ -177,18 +183,19 @@ def csv_text(request: Request, state: ClassState) -> str:
     return out.getvalue()
 
 
-def answers_text(request: Request, state: ClassState) -> str:
+async def results(request: Request, room: Room) -> tuple[str, str]:
+    """(results.csv, answers.json) of an open class now."""
+    state = await read(request, room)
     every = insight.counted(insight.across_modes(state.given), [row.id for row in state.learners],
                             legends_of(services(request).catalog))
-    return dumps({"code": state.room.code, "questions": [c.contract() for c in every]}).decode()
+    return csv_text(request, state), dumps({"code": room.code, "questions": [c.contract() for c in every]}).decode()
 
 
 async def texts(request: Request) -> tuple[str, str, str]:
     """(code, csv, answers.json) of an open class now, or of a closed one as kept."""
     code = rooms.normalize_code(request.path_params["code"])
     if (room := await rooms.get(services(request).conn, code)) is not None:
-        state = await read(request, room)
-        return code, csv_text(request, state), answers_text(request, state)
+        return code, *await results(request, room)
     found = await kept.find(services(request).conn, code)
     if found is None:
         days = services(request).settings.results_days
@@ -198,9 +205,8 @@ async def texts(request: Request) -> tuple[str, str, str]:
 
 
 async def keep(request: Request, room: rooms.Room) -> None:
-    state = await read(request, room)
-    await kept.keep(services(request).conn, room.code, room.name, csv_text(request, state),
-                    answers_text(request, state), services(request).settings.results_days)
+    await kept.keep(services(request).conn, room.code, room.name, *await results(request, room),
+                    services(request).settings.results_days)
 
 
 @instructor_only

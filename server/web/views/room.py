@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 from redis.exceptions import RedisError
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from server.refusal import Refusal
@@ -106,7 +106,7 @@ async def leave(request: Request) -> Response:
     code = services(request).cookies.room.read(request)
     if isinstance(code, str):
         await learners.leave(services(request).conn, code, guards.visitor_of(request))
-    response = JSONAnswer({"ok": True}) if bodies.wants_json(request) else RedirectResponse("/room", status_code=303)
+    response = done(request, "You left the class.", back="/room", flash=False)
     services(request).cookies.room.clear(response)
     return response
 
@@ -140,9 +140,8 @@ async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
                  else ""),
     }
     if ask.revealed and this is not None:
-        shown["counts"] = [{"value": words(c.value), "count": plural(c.count, "learner"),
-                            "mark": "right" if c.right else "not quite"} for c in this.answers]
-        shown["moved"] = [{"value": words(m.value), "first": m.first, "second": m.second} for m in this.moved]
+        tally = class_state.shown(this, words)
+        shown.update(counts=tally["answers"], moved=tally["moved"])
     return shown
 
 
