@@ -101,7 +101,7 @@ def test_make_installs_python_and_front_end_packages_only_from_the_locks(target:
             raise AssertionError(f"`make {target}` resolves instead of installing the lock: {line}")
         if re.search(r"\bnpm\s+(install|i|update|add)\b", line):
             raise AssertionError(f"`make {target}` installs front-end packages outside the lock: {line}")
-    assert re.search(r"\buv pip sync -q --require-hashes requirements\.txt\b", plan), \
+    assert re.search(r"\buv pip sync -q --require-hashes (--compile-bytecode )?requirements\.txt\b", plan), \
         "the venv is not synced to requirements.txt"
     assert re.search(r"\bnpm ci\b", plan), "the front-end packages are not installed from site/package-lock.json"
 
