@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 from playwright.sync_api import BrowserContext, Locator, Page, expect
 
-from tests.e2e.pages import WIDGETS, region
+from tests.e2e.pages import WIDGETS, region, wait_until_live
 from tests.support import INSTRUCTOR_TOKEN, LiveSite
 
 DIVE = WIDGETS["fanin"][0]  # the fan-in's dive
@@ -88,6 +88,16 @@ def fanin(page: Page) -> Locator:
 
 def counter(page: Page) -> Locator:
     return fanin(page).locator('[data-role="dependencies"]')
+
+
+def fanin_reset(page: Page) -> Locator:
+    """The dive opened live and its fan-in reset: three children, :dependencies = 3 as Valkey holds it."""
+    page.goto(DIVE)
+    wait_until_live(page)
+    widget = fanin(page)
+    widget.locator('button[data-action="reset"]').click()
+    expect(counter(page)).to_have_text("3")
+    return widget
 
 
 def signed_in_instructor(ctx: BrowserContext) -> Page:

@@ -22,6 +22,7 @@ from tests.e2e.rooms import (
     answer_and_complete,
     counter,
     fanin,
+    fanin_reset,
     join_room,
     open_room,
     question,
@@ -105,11 +106,7 @@ def test_a_judged_prediction_moves_the_progress_line_on_both_pages_of_the_sandbo
 
 def test_the_prediction_field_comes_before_its_button_in_tab_order_and_enter_in_it_presses_the_action(
         page: Page) -> None:
-    page.goto(DIVE)
-    wait_until_live(page)
-    widget = fanin(page)
-    widget.locator('button[data-action="reset"]').click()
-    expect(counter(page)).to_have_text("3")
+    widget = fanin_reset(page)
     field = question(page).locator('input[type="number"]')
     button = widget.get_by_role("button", name="Complete child", exact=True)
     field.focus()
@@ -190,11 +187,7 @@ def test_an_asked_question_in_own_sandboxes_hides_each_learners_verdict_until_re
 
 
 def test_the_effects_log_names_the_scripts_decr_where_valkey_notifies_incrby(page: Page) -> None:
-    page.goto(DIVE)
-    wait_until_live(page)
-    widget = fanin(page)
-    widget.locator('button[data-action="reset"]').click()
-    expect(counter(page)).to_have_text("3")
+    widget = fanin_reset(page)
     widget.get_by_role("button", name="Complete child", exact=True).click()
     expect(counter(page)).to_have_text("2")
     widget.locator("details.effects-box > summary").click()
@@ -235,11 +228,7 @@ def test_the_raw_keys_title_says_the_sandbox_id_is_left_out_and_no_value_shows_i
 
 
 def test_a_parent_row_gone_with_one_child_left_says_one_child_still_waits(page: Page) -> None:
-    page.goto(DIVE)
-    wait_until_live(page)
-    widget = fanin(page)
-    widget.locator('button[data-action="reset"]').click()
-    expect(counter(page)).to_have_text("3")
+    widget = fanin_reset(page)
     for left in ("2", "1"):
         widget.get_by_role("button", name="Complete child", exact=True).click()
         expect(counter(page)).to_have_text(left)
