@@ -26,12 +26,15 @@ import redis
 from itsdangerous import URLSafeSerializer
 
 from bench import servers
+from server.live.heartbeat import BEAT_TAG
 from server.sandboxes.sandbox import COOKIE, SANDBOX_RE
 from server.valkey.process import ValkeyProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTRUCTOR_TOKEN = "test-instructor-token-16+"
 DIVE = "/flows/parent-and-children"
+# Keys the site rewrites on its own clock, whatever a request did: the hub's heartbeat.
+SITE_CLOCK = ("emq:{" + BEAT_TAG,)
 
 
 class LiveSite:
@@ -244,3 +247,11 @@ def own_site(extra_env: dict[str, str] | None = None) -> Iterator[Site]:
             yield Site(url, valkey, proc)
         finally:
             stop_site(proc)
+
+
+def dumped(r: redis.Redis, pattern: str = "*", skip: tuple[str, ...] = ()) -> dict[Any, Any]:
+    """Every key matching ``pattern`` with its DUMP, but the site's own clockwork (``SITE_CLOCK``)
+    and any prefix in ``skip``: what "nothing was written" compares, before and after."""
+    ignored = SITE_CLOCK + skip
+    return {key: r.dump(key) for key in r.scan_iter(pattern, count=1000)
+            if not (key.decode() if isinstance(key, bytes) else key).startswith(ignored)}

@@ -2,8 +2,10 @@
 
 ``submit`` admits a run or refuses it at once, never after waiting: ``TooOften`` (the sandbox's
 share, ``admission``), ``QueueFull`` (the line or the address's share, ``line``), ``Restarting``
-(no grader up). A grader the watchdog ended or whose process died is restarted in the background;
-a caller that stops waiting leaves the line, and a grader handed to it goes to the next.
+(every grader down for good). A grader the watchdog ended or whose process died is restarted in
+the background and handed to the line when it answers: a run that arrives meanwhile waits its turn
+rather than being refused, since a runaway can end every grader at once on a busy machine. A
+caller that stops waiting leaves the line, and a grader handed to it goes to the next.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from server.valkey.tasks import stop_tasks
 log = logging.getLogger(__name__)
 
 RESTART_TRIES = 3
+EVERY_GRADER_DOWN = "No grader could be started again; the site's operator has been told in its log."
 PlaceHook = Callable[[int], None]
 
 
@@ -137,9 +140,8 @@ class GraderPool:
         """Admit a run of sandbox ``run_for`` from client ``address`` (None: no share of places)."""
         if not self._started:
             raise Restarting("The graders are not running yet; run the checks again in a moment.")
-        if len(self._restarting) + len(self._down) >= len(self.graders):
-            raise Restarting("The grader is starting again after a script it had to end; "
-                             "run the checks again in a moment.")
+        if len(self._down) >= len(self.graders):
+            raise Restarting(EVERY_GRADER_DOWN)
         self._waiting.admit(address)
         try:
             self.shares.admit(run_for)
@@ -259,5 +261,5 @@ class GraderPool:
         self._restarting.discard(grader)
         self._down.add(grader)
         if len(self._down) >= len(self.graders):
-            self._fail_waiting("No grader could be started again; the site's operator has been told in its log.")
+            self._fail_waiting(EVERY_GRADER_DOWN)
             log.error("every grader is down: exercises answer 503 until the site restarts")

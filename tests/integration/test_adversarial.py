@@ -24,7 +24,7 @@ from server.sandboxes.sandbox import COOKIE
 from server.valkey.process import ValkeyProcess
 from server.widgets import WIDGETS
 from tests.integration import classes_direct
-from tests.support import DIVE, LiveSite, running, sandbox_of
+from tests.support import DIVE, SITE_CLOCK, LiveSite, dumped, running, sandbox_of
 
 ACTIONS = [(name, slug) for name, widget in WIDGETS.items() for slug in sorted(widget.actions)]
 EVIL_ORIGINS = ["https://evil.example", "null", "http://127.0.0.1:1", "http://127.0.0.1.evil.example"]
@@ -59,10 +59,10 @@ def raw(site: LiveSite) -> Iterator[redis.Redis]:
 
 def dump_outside(r: redis.Redis, sandbox: str) -> dict[bytes, Any]:
     """DUMP of every key outside `sandbox`; the site's sandbox indexes without its entry."""
-    mine = (f"emq:{{{sandbox}.".encode(), f"lab:{{{sandbox}".encode())
+    mine = tuple(p.encode() for p in (f"emq:{{{sandbox}.", f"lab:{{{sandbox}", *SITE_CLOCK))
     found: dict[bytes, Any] = {}
     for key in r.scan_iter(count=1000):
-        if key.startswith(mine) or key.startswith(b"emq:{lab-heartbeat"):
+        if key.startswith(mine):
             continue
         if r.type(key) == b"zset" and key.startswith((b"lab:sandboxes", b"{lab:sandboxes}")):
             entries: list[tuple[bytes, float]] = r.zrange(key, 0, -1, withscores=True)  # type: ignore[assignment]
@@ -74,10 +74,6 @@ def dump_outside(r: redis.Redis, sandbox: str) -> dict[bytes, Any]:
     return found
 
 
-def dump_all(r: redis.Redis) -> dict[bytes, Any]:
-    return {key: r.dump(key) for key in r.scan_iter(count=1000) if not key.startswith(b"emq:{lab-heartbeat")}
-
-
 class Unchanged:
     """Asserts the keyspace outside the caller's sandbox (and, with `whole`,
     the whole keyspace) is what it was."""
@@ -87,7 +83,7 @@ class Unchanged:
 
     def __enter__(self) -> Unchanged:
         self.outside = dump_outside(self.r, self.sandbox)
-        self.everything = dump_all(self.r) if self.whole else None
+        self.everything = dumped(self.r) if self.whole else None
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -95,7 +91,7 @@ class Unchanged:
             return
         assert dump_outside(self.r, self.sandbox) == self.outside
         if self.everything is not None:
-            assert dump_all(self.r) == self.everything
+            assert dumped(self.r) == self.everything
 
 
 def refused(answer: httpx.Response, *statuses: int) -> None:

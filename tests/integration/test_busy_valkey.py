@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from server.valkey.process import ValkeyProcess
-from tests.support import LiveSite, running
+from tests.support import LiveSite, dumped, running
 
 HOLD = "while true do end"  # runs no write, so SCRIPT KILL ends it
 
@@ -92,7 +92,7 @@ def test_a_row_whose_attempts_a_console_line_broke_is_refused_in_words_and_nothi
     line = client.post("/api/console", json={"command": "HSET emq:{fanin}:job:JOBchild1 attempts abc"})
     assert line.status_code == 200, line.text
     direct = redis.Redis.from_url(valkey.url)
-    before = {key: direct.dump(key) for key in direct.scan_iter("emq:*")}
+    before = dumped(direct, "emq:*")
     for action in ("claim", "complete-child"):
         refused = client.post(f"/api/widgets/fanin/{action}", json={})
         assert refused.status_code == 409, (action, refused.text)
@@ -100,6 +100,6 @@ def test_a_row_whose_attempts_a_console_line_broke_is_refused_in_words_and_nothi
     claimed = client.post("/api/console", json={
         "command": "claim 2 emq:{fanin}:pending emq:{fanin}:active emq:{fanin}: 30000"})
     assert claimed.json()["reply_lines"][0].startswith("(error) EMQDATA claim"), claimed.text
-    assert {key: direct.dump(key) for key in direct.scan_iter("emq:*")} == before
+    assert dumped(direct, "emq:*") == before
     assert client.post("/api/widgets/fanin/reset", json={}).status_code == 200
     assert client.post("/api/widgets/fanin/claim", json={}).status_code == 200

@@ -16,7 +16,7 @@ from markupsafe import escape
 
 from server.valkey.process import ValkeyProcess
 from tests.e2e.rooms import DIVE, class_site, joined, open_class, own_sandbox, predict
-from tests.support import Events, LiveSite
+from tests.support import Events, LiveSite, dumped
 
 ROSTER_FIELDS = {"name", "page", "widget", "online", "last_seen", "progress"}
 OTHER_DIVE = "/flows/cross-queue"
@@ -31,8 +31,7 @@ def site(valkey_server: ValkeyProcess) -> Iterator[LiveSite]:
 
 def everything(site: LiveSite) -> dict[str, object]:
     r = site.redis()
-    return {key: r.dump(key) for key in r.scan_iter("*")
-            if not key.startswith(("lab:attempts:", "emq:{lab-heartbeat}"))}
+    return dumped(r, skip=("lab:attempts:",))
 
 
 def roster(instructor: httpx.Client, code: str) -> dict[str, Any]:

@@ -71,12 +71,12 @@ def test_forty_cookies_of_one_address_cannot_hold_the_line_another_address_gets_
         answers = [learner.post("/api/exercises/fan-in/run", json={"script": registry.script_source("complete")})
                    for _ in range(5)]
         stop.set()
-    assert [a.status_code for a in answers] == [200] * 5, [a.text for a in answers]
+    assert [a.status_code for a in answers] == [200] * 5, [(a.status_code, a.text) for a in answers
+                                                           if a.status_code != 200]
     failed = [[check["said"] for check in a.json()["checks"] if not check["passed"]] for a in answers]
     assert failed == [[]] * 5, failed
     # the attacker's runs that were taken were graded (stopped in words), the rest refused with its
-    # share; a run that met both graders restarting after a runaway they had to kill is a 503 (the API's
-    # word for it), never a 500
+    # share; a run whose grader went away under it is a 503 (the API's word for it), never a 500
     assert statuses[200] > 0 and set(statuses) <= {200, 429, 503}, statuses
     for client in (*attackers, learner):
         client.close()

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from server.console.allow import REASONS, RULES
 from server.emq import registry
 from server.widgets import WIDGETS
-from tests.support import LiveSite, sandbox_of
+from tests.support import SITE_CLOCK, LiveSite, sandbox_of
 
 WIDGET_PATHS = [f"/api/widgets/{name}/{slug}" for name, widget in WIDGETS.items() for slug in sorted(widget.actions)]
 FIELDS = ["child", "step", "non_job", "predict", "question", "answer", "flow", "flows", "parent", "children", "id",
@@ -137,10 +137,10 @@ bodies = st.one_of(
 
 def outside(r: redis.Redis, sandbox: str) -> dict[bytes, Any]:
     """Every key outside the sandbox, byte for byte; the site's indexes without its entries."""
-    mine = (f"emq:{{{sandbox}.".encode(), f"lab:{{{sandbox}".encode())
+    mine = tuple(p.encode() for p in (f"emq:{{{sandbox}.", f"lab:{{{sandbox}", *SITE_CLOCK))
     found: dict[bytes, Any] = {}
     for key in r.scan_iter(count=1000):
-        if key.startswith(mine) or key.startswith(b"emq:{lab-heartbeat"):
+        if key.startswith(mine):
             continue
         if r.type(key) == b"zset":  # the registry and its side sets: the caller's activity moves there
             others = sorted(m for m in r.zrange(key, 0, -1) if m != sandbox.encode())

@@ -18,7 +18,7 @@ import httpx
 import redis
 
 from server.valkey.process import ValkeyProcess
-from tests.support import Events, LiveSite, deps, running, streaming
+from tests.support import Events, LiveSite, deps, dumped, running, streaming
 
 PAGES = 6
 WITHIN = 8.0  # seconds: liveness deadlines (the heartbeat judges silence after 2 s)
@@ -90,7 +90,7 @@ def test_out_of_memory_answers_503_in_words_writes_nothing_and_everything_recove
         newcomer = site.visitor("/")  # a page with no widget: its first paint lands nothing
         stack.callback(newcomer.close)
         admin = fill(valkey)
-        before = {k: admin.dump(k) for k in admin.scan_iter("emq:*")}
+        before = dumped(admin, "emq:*")
         answers = {
             "action": visitor.post("/api/widgets/fanin/complete-child", json={}),
             "another widget's first action": visitor.post("/api/widgets/native/script", json={}),
@@ -100,7 +100,7 @@ def test_out_of_memory_answers_503_in_words_writes_nothing_and_everything_recove
         for what, answer in answers.items():
             assert answer.status_code == 503, (what, answer.text)
             assert "memory" in answer.json()["error"], (what, answer.text)
-        assert {k: admin.dump(k) for k in admin.scan_iter("emq:*")} == before  # nothing was written
+        assert dumped(admin, "emq:*") == before  # nothing was written
         said = page.until("status", timeout=WITHIN, memory="full")[-1][1]
         assert "out of memory" in said["message"]
         with streaming(stack.enter_context(site.client(cookies=newcomer.cookies))) as late:

@@ -28,7 +28,7 @@ from server.valkey import acl
 from server.valkey.process import ValkeyProcess
 from server.widgets import WIDGETS
 from server.widgets.base import Widget
-from tests.support import DIVE, ROOT, LiveSite, running, sandbox_of
+from tests.support import DIVE, ROOT, LiveSite, dumped, running, sandbox_of
 
 SECRET = "specimen-tests-secret-" * 2
 THE_COURSE = load_course(ROOT / "site" / "content", known_widgets=None)
@@ -76,7 +76,7 @@ def readout(section: str) -> str:
 
 
 def everything(r: redis.Redis) -> dict[str, Any]:
-    return {key: r.dump(key) for key in r.scan_iter("*") if not key.startswith("emq:{lab-heartbeat}")}
+    return dumped(r)
 
 
 def users(r: redis.Redis) -> set[str]:

@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from server.valkey.process import ValkeyProcess
-from tests.support import LiveSite, running
+from tests.support import LiveSite, dumped, running
 
 ACTION = "/api/widgets/fanin/complete-child"
 
@@ -27,8 +27,7 @@ def own() -> Iterator[tuple[ValkeyProcess, LiveSite]]:
 
 
 def keys_and_values(r: redis.Redis) -> dict[str, object]:
-    return {key: r.dump(key) for key in r.scan_iter("*")
-            if not key.startswith(("lab:attempts:", "emq:{lab-heartbeat}"))}
+    return dumped(r, skip=("lab:attempts:",))
 
 
 def break_saving(r: redis.Redis) -> Path:

@@ -18,7 +18,7 @@ from server.widgets import WIDGETS, questions, reader, runner
 from server.widgets.results import CHILDREN, ERROR, PARENT, VALUES
 from server.widgets.snapshot import Catalog
 from server.widgets.turn import Actor
-from tests.support import LiveSite, sandbox_of
+from tests.support import LiveSite, dumped, sandbox_of
 from tests.widgets import SANDBOX, act, show, snapshot_of
 
 OTHER = "s9876543210"
@@ -226,11 +226,11 @@ def test_an_action_body_with_an_unknown_field_answers_400_and_nothing_runs(clean
     assert client.get("/api/widgets/results/state").status_code == 200
     state = f"lab:{{{sandbox_of(client)}.results}}:state"
     assert store.exists(state)
-    before = store.hgetall(state), sorted(store.keys("emq:*"))
+    before = store.hgetall(state), dumped(store, "emq:*")
     answered = client.post("/api/widgets/results/complete-child", json={"child": "JOBleg1"},
                            headers={"Origin": clean.url})
     assert answered.status_code == 400 and "child" in answered.json()["error"]
-    assert (store.hgetall(state), sorted(store.keys("emq:*"))) == before
+    assert (store.hgetall(state), dumped(store, "emq:*")) == before
 
 
 async def test_the_reader_runs_on_a_cluster(cluster_conn) -> None:

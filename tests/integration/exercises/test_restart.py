@@ -1,8 +1,9 @@
 """A script Valkey cannot stop ends its grader; the grader comes back, holding nothing.
 
 These tests run a pool of ONE grader, so what happens while it restarts is
-seen from outside: a run that arrives then is refused with ``Restarting``
-(503), and once it answers again the next run is graded normally. The
+seen from outside: a run that arrives then waits in line for the grader
+that is starting again and is graded by it; only a pool whose every grader
+is down for good refuses with ``Restarting`` (503). The
 grader here may use 2 GiB of address space, so a gigabyte ``string.rep``
 stays inside one C call (where no Lua hook fires and SCRIPT KILL is never
 heard) until the watchdog's SIGKILL.
@@ -46,33 +47,39 @@ async def test_a_script_stuck_in_a_c_call_is_ended_by_sigkill_and_its_grader_res
         assert "the grader was ended and started again" in said
         assert old_pid is not None and not pid_alive(old_pid)
 
-        # while it starts again, a run is refused in words, not queued behind nothing
-        if pool.status().restarting:
-            try:
-                await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
-            except Restarting as refused:
-                assert refused.status == 503 and "starting again" in refused.message
         await until_up(pool)
         assert grader.starts == 2 and grader.process is not None and grader.process.pid != old_pid
         again = await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
         assert again.passed == again.total
 
 
-async def test_a_run_arriving_while_the_only_grader_restarts_is_refused_with_restarting() -> None:
+async def test_a_run_arriving_while_the_only_grader_restarts_waits_in_line_and_is_graded_by_it() -> None:
+    places: list[int] = []
     async with GraderPool(PoolSettings(graders=1)) as pool:
         graded = await grade(pool, "fan-in", "redis.call('SET', KEYS[2], 'x') while true do end", run_for=sandbox())
         assert "the grader was ended and started again" in graded.checks[0].said
         assert pool.status().restarting == 1  # the restart runs in the background, after the answer
-        try:
-            await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
-        except Restarting as refused:
-            assert refused.status == 503
-            assert refused.as_json() == {"error": refused.message}
-        else:
-            raise AssertionError("a run was taken while no grader was up")
-        await until_up(pool)
-        again = await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
+        again = await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox(), on_place=places.append)
         assert again.passed == again.total
+        assert places == [1, 0]  # first in line, then on the grader that came back
+        assert pool.graders[0].starts == 2 and pool.status().free == 1
+
+
+async def test_a_pool_whose_every_grader_is_down_for_good_refuses_a_run_with_restarting() -> None:
+    async with GraderPool(PoolSettings(graders=1)) as pool:
+        grader = pool.graders[0]
+        grader.process_limits = ProcessLimits(address_space_mb=1)  # no restart can succeed now
+        graded = await grade(pool, "fan-in", "redis.call('SET', KEYS[2], 'x') while true do end", run_for=sandbox())
+        assert "the grader was ended and started again" in graded.checks[0].said
+        deadline = time.monotonic() + 10.0  # liveness: three failed starts, then down
+        while not pool.status().down and time.monotonic() < deadline:  # noqa: ASYNC110 -- polling the pool's own count
+            await asyncio.sleep(0.05)
+        assert pool.status().down == 1
+        with pytest.raises(Restarting) as refused:
+            await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
+        assert refused.value.status == 503
+        assert refused.value.as_json() == {"error": "No grader could be started again; "
+                                                    "the site's operator has been told in its log."}
 
 
 async def test_a_grader_that_died_while_idle_is_started_again_and_the_run_waits_for_it() -> None:
