@@ -114,10 +114,12 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
         # (Starlette leaves text/event-stream alone, so frames are not held back).
         middleware=[Middleware(GZipMiddleware, minimum_size=1024), Middleware(Site, cookie=cookie),
                     Middleware(sessions.Resolve, cookie_name=INSTRUCTOR_COOKIE)],
-        # every failure a view raises, answered in words: JSON, or the instructor's or the room's page
+        # every failure a view raises, answered in words: JSON to a script; to a browser the instructor's or
+        # the room's page on their paths, else the site's error page
         exception_handlers={**pages.exception_handlers(), **errors.exception_handlers(
             {"/instructor": replies.refused, "/instructor/": replies.refused,
-             "/room": room.refused, "/room/join": room.refused, "/room/leave": room.refused})},
+             "/room": room.refused, "/room/join": room.refused, "/room/leave": room.refused},
+            error_page=pages.refused)},
         lifespan=_lifespan(url, cluster, settings, catalog, drawing, secret, made),
     )
 

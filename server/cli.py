@@ -1,15 +1,21 @@
 """The `emqlab` command: `serve` the site (server/serve.py), `reset` sandboxes
-from a shell, `module-path` (where `make module` puts the EMQ module for Valkey)."""
+from a shell, `module-path` (where `make module` puts the EMQ module for Valkey).
+
+Each subcommand imports what it needs inside its own function: at the top stand only modules of the
+standard library's weight, so `emqlab reset --print-url` or `module-path` does not pay for the site
+(redis, pydantic's settings, the Starlette app, the widgets) to print one line
+(tests/unit/test_cli_imports.py holds it).
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 
 from server.listen import run_uvicorn as run_uvicorn  # bench/servers.py starts every bench server with it
-from server.serve import CLUSTER_PRIMARIES, fail, serve
+from server.shell import fail
+from server.valkey.datadir import CLUSTER_PRIMARIES
 
 
 def app_from_env():  # type: ignore[no-untyped-def]
@@ -19,22 +25,36 @@ def app_from_env():  # type: ignore[no-untyped-def]
     return create_app(os.environ["EMQLAB_VALKEY_URL"])
 
 
+def serve(args: argparse.Namespace) -> int:
+    from server.serve import serve as run  # here, not at the top: the managed Valkey's modules, redis included
+
+    return run(args)
+
+
 def reset(args: argparse.Namespace) -> int:
     from server.valkey import datadir
-    from server.valkey.client import CLUSTER_ENV
 
     # The site's on --data-dir, else EMQLAB_VALKEY_URL, else the site's on the default data directory.
     url = os.environ.get("EMQLAB_VALKEY_URL")
+    cluster: bool | None = None
     if not url or args.data_dir:
         try:
             url, cluster = datadir.running(datadir.resolve(args.data_dir))
         except datadir.NotRunning as exc:
             return fail(str(exc))
-        os.environ[CLUSTER_ENV] = "1" if cluster else "0"
     if args.print_url:
         print(url)
         return 0
+    # Only a reset that runs reaches Valkey: the client, the site's reset and the widgets it lands
+    # again are imported past --print-url's return.
+    import asyncio
+
     import redis
+
+    from server.valkey.client import CLUSTER_ENV
+
+    if cluster is not None:
+        os.environ[CLUSTER_ENV] = "1" if cluster else "0"
 
     from server.lifecycle import resets
     from server.sandboxes import learners, rooms

@@ -13,29 +13,18 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 from server.listen import listening_socket, run_uvicorn
+from server.shell import fail, say
 from server.valkey import datadir, engine, native
-from server.valkey.datadir import CLUSTER, SINGLE, DataDir
+from server.valkey.datadir import CLUSTER, CLUSTER_PRIMARIES, SINGLE, DataDir
 from server.valkey.process import ClusterNode, ValkeyCluster, ValkeyProcess, free_port, port_free
 from server.valkey.supervise import Supervisor
 
-CLUSTER_PRIMARIES = 3
 MAXMEMORY_ENV = "EMQLAB_VALKEY_MAXMEMORY"
 MAXMEMORY = "256mb"  # per node; noeviction: a full Valkey refuses writes, it never drops a learner's keys
-
-
-def say(text: str) -> None:
-    print(f"emqlab: {text}", flush=True)
-
-
-def fail(text: str, code: int = 2) -> int:
-    """Said on stderr; `code` is the command's exit status."""
-    print(f"emqlab: {text}", file=sys.stderr, flush=True)
-    return code
 
 
 def serve(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ EPHEMERAL_ENV = "EMQLAB_EPHEMERAL"
 DEFAULT = ".emqlab"
 SECRET = "secret"
 SINGLE, CLUSTER = "valkey", "cluster"
+CLUSTER_PRIMARIES = 3  # a managed cluster's primaries: one folder each, cluster/node-<index>
 
 log = logging.getLogger("emqlab.secret")
 

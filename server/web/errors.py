@@ -2,7 +2,9 @@
 
 A view raises; the handlers answer the same fault with the same words everywhere: a `Refusal` at its
 status, Valkey away, busy, out of memory or refusing writes a 503 to retry, a bug of ours a logged 500.
-JSON, unless the path has a page of its own that says it (the instructor's, the room's).
+Whether the answer is JSON or a page is decided here alone (`wants_page`): a script gets JSON; a
+browser's page request gets its path's own page (the instructor's, the room's), else the site's error
+page, in the site's layout.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from server.refusal import Refusal
 from server.valkey.long_script import is_busy
 from server.valkey.reply import error_text
 from server.web.answer import JSONAnswer
+from server.web.bodies import wants_json
 
 log = logging.getLogger("emqlab.api")
 # A path's own page for a refusal (the instructor's, the room's): the sentence said on it, at its status
@@ -40,6 +43,22 @@ ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
 
 WRONG_TYPE = ("A key of this widget holds another type than the key grammar gives it (a console line "
               "changed it), so the action cannot run on it. Press Reset: it removes the keys whatever they hold.")
+# The same fault met drawing a page (a widget's key, or the sandbox's progress record, which no Reset
+# touches): what a page can offer is the learner's Start over, which removes every key of the sandbox.
+WRONG_TYPE_PAGE = ("A key of your sandbox holds another type than the site keeps there (an operator's command "
+                   "or a fault changed it), so this page cannot be drawn. Start over: it removes your sandbox's "
+                   "keys whatever they hold and lands every scenario afresh (your progress record is forgotten). "
+                   "If this page comes back after that, the operator must look at the Valkey.")
+
+
+class WrongType(Refusal):
+    """A key of the wrong type: 409, with the words a page says apart from an action's."""
+
+    status = 409
+
+    def __init__(self) -> None:
+        super().__init__(WRONG_TYPE)
+        self.on_page = WRONG_TYPE_PAGE
 
 
 # Valkey away, loading, a replica after a failover, or a cluster whose topology is changing: retried.
@@ -97,7 +116,7 @@ def refusal_of(exc: Exception) -> Refusal | None:
     if is_busy(exc):
         return Refusal(BUSY, status=503, retry_after=1)
     if isinstance(exc, ResponseError) and "WRONGTYPE" in str(exc):
-        return Refusal(WRONG_TYPE, status=409)
+        return WrongType()
     if _out_of_memory(exc):
         log.warning("valkey is out of memory: answered 503")
         return Refusal(OUT_OF_MEMORY, status=503, retry_after=30)
@@ -115,14 +134,25 @@ def refusal_of(exc: Exception) -> Refusal | None:
     return None
 
 
+def wants_page(request: Request) -> bool:
+    """A browser's request for a page (answered in HTML) rather than a script's (JSON): the one place
+    that decides it. A GET (or HEAD) outside /api/, not asking for JSON, and not a download (.json,
+    .csv); a refused form's POST keeps its JSON answer (the instructor's and the room's forms have
+    their own pages above)."""
+    path = request.url.path
+    return (request.method in ("GET", "HEAD") and not path.startswith("/api/")
+            and not path.endswith((".json", ".csv")) and not wants_json(request))
+
+
 def json_answer(refusal: Refusal) -> JSONAnswer:
     headers = {"Retry-After": str(refusal.retry_after)} if refusal.retry_after is not None else None
     return JSONAnswer(refusal.as_json(), status_code=refusal.status, headers=headers)
 
 
-def exception_handlers(pages: Mapping[str, PageAnswer]) -> dict[Any, ExceptionHandler]:
-    """The app's handlers: every failure a view raises, answered in JSON or on its path's page.
-    `pages` keys are paths, or prefixes when they end with "/"."""
+def exception_handlers(pages: Mapping[str, PageAnswer], error_page: PageAnswer) -> dict[Any, ExceptionHandler]:
+    """The app's handlers: every failure a view raises, answered on its path's page, else JSON to a
+    script and `error_page` to a browser (`wants_page`). `pages` keys are paths, or prefixes when they
+    end with "/"; their answers tell a script from a browser themselves."""
 
     def page_of(request: Request) -> PageAnswer | None:
         path = request.url.path
@@ -134,7 +164,7 @@ def exception_handlers(pages: Mapping[str, PageAnswer]) -> dict[Any, ExceptionHa
         if refusal is None:
             log.error("widget action failed", exc_info=exc)
             refusal = Refusal("the server failed on this action; it has been logged", status=500)
-        page = page_of(request)
+        page = page_of(request) or (error_page if wants_page(request) else None)
         return await page(request, refusal) if page is not None else json_answer(refusal)
 
     # Each family by its class, so Starlette answers it inside the site's middleware; a bug

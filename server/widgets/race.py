@@ -164,10 +164,13 @@ def readout(found: Picture) -> str:
         return (f"A parent held on {found.choices.children} children in queue race: "
                 "choose the workers and faults, then Run.")
     held = sum(i.held for i in found.invariants)
+    broke = [i.id for i in found.invariants if not i.held]
+    # one line, as every readout: which invariants broke by name; why, and why a parent stays held, is
+    # said once, in the picture's own paragraphs (race-broken, race-held), not again here
     said = (f"The run ended at {found.ended}: the parent is {found.parent}, :dependencies = {found.dependencies}; "
-            f"{held} of {len(found.invariants)} invariants held.")
+            f"{held} of {len(found.invariants)} invariants held" + (f" ({', '.join(broke)} broke)." if broke else "."))
     recorded = "A recorded run (the tour's race, played when this sandbox first showed the page)."
-    return " ".join(s for s in (recorded if found.recorded else "", said, found.broken, found.held) if s)
+    return " ".join(s for s in (recorded if found.recorded else "", said) if s)
 
 
 class RunBody(Body):

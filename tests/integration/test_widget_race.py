@@ -4,17 +4,21 @@ scripts; the invariants read from the keys after each run."""
 from __future__ import annotations
 
 import asyncio
+import html
 import re
 import threading
 import time
 from typing import Any
 
 import httpx
+from starlette.templating import Jinja2Templates
 
 from server.emq import keyspace
+from server.widgets import WIDGETS, reader
+from server.widgets.draw import Drawing
 from server.widgets.race_run import PARENT, child_ids
-from tests.support import LiveSite, sandbox_of, streaming
-from tests.widgets import SANDBOX, act, snapshot_of
+from tests.support import ROOT, LiveSite, sandbox_of, streaming
+from tests.widgets import SANDBOX, act, catalog, snapshot_of
 
 FAULTS = ["crash", "lapse", "twice"]
 SEEDS = range(50)
@@ -68,7 +72,14 @@ async def test_the_early_release_script_breaks_an_invariant_on_some_seed_and_the
             assert picture["broken"].startswith(names[0] + " broke: ")
             break
     assert broken, "no seed of 50 broke an invariant with the early-release complete"
-    assert (await snapshot_of(conn, "race")).readout.endswith(picture["broken"])
+    snap = await snapshot_of(conn, "race")
+    assert snap.readout.endswith(f"({', '.join(names)} broke).")
+    # the sentence saying why is drawn once, in the picture's paragraph, not again in the readout
+    typed = (await reader.snapshot(conn, catalog(), WIDGETS["race"], SANDBOX))[1]  # as the page draws it
+    drawn = Drawing(Jinja2Templates(directory=str(ROOT / "site" / "templates")).env).html(WIDGETS["race"], typed)
+    assert picture["broken"] not in snap.readout
+    assert drawn.count(html.escape(picture["broken"], quote=False)) == 1
+    assert 'data-role="race-broken"' in drawn
 
 
 async def test_the_timeline_names_the_fenced_late_completion_in_valkeys_words(conn: Any) -> None:

@@ -1,4 +1,4 @@
-"""HTML pages: the course index, the hubs, the dives, the 404 page, and the learner's progress.
+"""HTML pages: the course index, the hubs, the dives, the 404 and error pages, and the learner's progress.
 
 A page body does not depend on the visitor: each is rendered once, kept in the services' `page_bodies`,
 and framed with the visitor's progress. `routes()` match any one- or two-part path: mount them last.
@@ -20,9 +20,10 @@ from starlette.routing import Route
 from server.content import Page
 from server.exercises import catalogue
 from server.lifecycle import resets
+from server.refusal import Refusal
 from server.sandboxes import progress
 from server.sandboxes.progress import WidgetProgress
-from server.web import guards
+from server.web import errors, guards
 from server.web.answer import JSONAnswer
 from server.web.services import services
 from server.web.templating import course_of, respond
@@ -65,9 +66,21 @@ async def page_at(request: Request) -> Response:
 
 async def not_found(request: Request, exc: Exception) -> Response:
     detail = getattr(exc, "detail", "Not Found")
-    if request.url.path.startswith("/api/"):
+    if not errors.wants_page(request):
         return JSONAnswer({"error": detail}, status_code=404)
     return await _render(request, "404.html", None, status=404)
+
+
+async def refused(request: Request, refusal: Refusal) -> Response:
+    """The site's error page for a browser's request (the app's handlers call it): the refusal's sentence
+    at its status, in the site's layout; a key of the wrong type offers Start over, which clears it."""
+    wrong_type = isinstance(refusal, errors.WrongType)
+    message = refusal.on_page if isinstance(refusal, errors.WrongType) else refusal.message
+    response = await _render(request, "error.html", None, status=refusal.status,
+                             message=message, start_over=wrong_type, code=refusal.status)
+    if refusal.retry_after is not None:
+        response.headers["Retry-After"] = str(refusal.retry_after)
+    return response
 
 
 FAVICON = Path(__file__).resolve().parents[3] / "site" / "static" / "favicon.svg"

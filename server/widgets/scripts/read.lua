@@ -4,7 +4,9 @@
 -- ARGV[1] the queue base, emq:{q}:
 -- ARGV[2] the byte budget for the names and values (a snapshot stays small whatever a console wrote)
 -- ARGV[3..] job ids the widget knows of (their rows are shown even when off every set)
--- Returns: { state, keys, more }: state is HGETALL of KEYS[1]; keys is a list of
+-- Returns: { state, keys, more }: state is HGETALL of KEYS[1] (empty when KEYS[1]
+--   holds another type: the widget reads as not landed, so its next showing or
+--   Reset lands it again, and clear.lua removes the stray key); keys is a list of
 --   { name, type, value, size } for each key that exists, in a fixed order:
 --   size is a string's length in bytes or a collection's element count;
 --   value is the whole value while the budget lasts, then cut (a string to
@@ -88,4 +90,9 @@ for _, name in ipairs(queue_names(ARGV[1], ids, KEYS[2])) do
     end
   end
 end
-return { redis.call('HGETALL', KEYS[1]), found, more }
+-- the lab state only as a hash: a stray SET on it must not make every read (and so the Reset) fail
+local state = {}
+if redis.call('TYPE', KEYS[1])['ok'] == 'hash' then
+  state = redis.call('HGETALL', KEYS[1])
+end
+return { state, found, more }

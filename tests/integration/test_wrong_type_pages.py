@@ -1,0 +1,65 @@
+"""A site key of the wrong type (an operator's SET on a hash, a fault) met while drawing a dive page:
+a browser gets the site's error page saying what is wrong and what to do, a script keeps its JSON,
+and the learner's way out (Start over, or the widget landing again by itself) brings the page back.
+The wrong-type keys are set directly in Valkey: no learner reaches them through the console's ACL.
+"""
+
+from __future__ import annotations
+
+from server.sandboxes import keys
+from server.sandboxes.sandbox import queue_name
+from tests.support import DIVE, LiveSite, sandbox_of
+
+# what a browser's navigation sends
+BROWSER = {"accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+
+
+def test_a_wrong_type_progress_record_is_said_on_an_html_page_and_start_over_brings_the_dive_back(
+        site: LiveSite) -> None:
+    client = site.visitor()
+    record = keys.progress_key(sandbox_of(client))
+    site.redis().set(record, "oops")
+
+    page = client.get(DIVE, headers=BROWSER)
+    assert page.status_code == 409
+    assert page.headers["content-type"].startswith("text/html")
+    assert "holds another type than the site keeps there" in page.text
+    assert "the operator must look at the Valkey" in page.text
+    assert 'action="/progress/start-over"' in page.text and "<title>This page cannot be shown" in page.text
+
+    api = client.get("/api/widgets/fanin/state")
+    assert api.status_code == 409 and api.headers["content-type"].startswith("application/json")
+    assert "Press Reset" in api.json()["error"]
+
+    done = client.post("/progress/start-over", data={"confirm": "yes"}, follow_redirects=False)
+    assert done.status_code == 303, done.text
+    assert site.redis().type(record) in ("hash", "none")
+    again = client.get(DIVE, headers=BROWSER)
+    assert again.status_code == 200 and 'data-widget="fanin"' in again.text
+
+
+def test_a_widgets_lab_state_of_the_wrong_type_lands_again_when_the_page_shows_it(site: LiveSite) -> None:
+    client = site.visitor()
+    assert client.get("/api/widgets/fanin/state").status_code == 200  # landed in this sandbox
+    state = keys.state_key(queue_name(sandbox_of(client), "fanin"))
+    assert site.redis().type(state) == "hash"
+    site.redis().delete(state)
+    site.redis().set(state, "oops")
+
+    page = client.get(DIVE, headers=BROWSER)
+    assert page.status_code == 200, page.text[:300]
+    assert site.redis().type(state) == "hash"
+    assert site.redis().hget(state, "landed") == "1"
+
+
+def test_reset_brings_back_a_widget_whose_lab_state_holds_the_wrong_type(site: LiveSite) -> None:
+    client = site.visitor()
+    assert client.get("/api/widgets/fanin/state").status_code == 200
+    state = keys.state_key(queue_name(sandbox_of(client), "fanin"))
+    site.redis().delete(state)
+    site.redis().rpush(state, "oops")
+
+    reset = client.post("/api/widgets/fanin/reset", json={})
+    assert reset.status_code == 200, reset.text
+    assert site.redis().type(state) == "hash"
+    assert client.get("/api/widgets/fanin/state").json()["snapshot"]["problem"] is None
