@@ -40,6 +40,7 @@ from server.widgets.turn import Actor, Busy
 
 POLL_EVERY = 1.5  # seconds between reads while notifications are off (or a read failed)
 READ_DEADLINE = 8.0  # seconds a first showing may take (landing included) before the stream says so
+LEAVE_WITHIN = 3.0  # seconds a closed stream may spend removing its presence (its entry lapses by itself)
 log = logging.getLogger("emqlab.stream")
 
 
@@ -253,10 +254,11 @@ async def _present(request: Request, entry: guards.Entry) -> AsyncIterator[None]
     finally:
         ended.set()
         beating.cancel()
-        # shielded, as the stream ends by being cancelled: a beat halfway through ends before the entry goes
-        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+        # shielded, as the stream ends by being cancelled: a beat halfway through ends before the entry goes.
+        # A crowd leaving at once queues as one opening does; bounded, as an entry not removed lapses anyway
+        with anyio.move_on_after(LEAVE_WITHIN, shield=True), contextlib.suppress(Exception):
             await asyncio.wait([beating], timeout=2)
-            async with services(request).hub.streams.fresh:  # a crowd leaving at once, as one opening
+            async with services(request).hub.streams.fresh:
                 await presence.leave(conn, entry.visitor, stream)
 
 
