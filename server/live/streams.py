@@ -16,6 +16,10 @@ from server.live.batches import Change
 
 QUEUE_CAP = 500  # items one stream may lag behind before it is resynced instead
 READS_AT_ONCE = 64  # snapshot reads in flight for the streams: an overload queues here, not in the pool
+# A page's fresh reads (its first drawing, a resync's, its presence) in flight at once: a class's
+# thousand pages opening (or resyncing after a reset) together queue here. Unbounded, each waiting
+# read took a pooled connection of its own, and the pool keeps every connection it ever opened.
+FRESH_AT_ONCE = 64
 READ_DEADLINE = 5.0  # seconds one read may take before the change is dropped (the page resyncs later)
 
 
@@ -76,6 +80,7 @@ class Streams:
         self.painter = painter
         self.subs: dict[str, set[Subscription]] = {}
         self.gate = asyncio.Semaphore(READS_AT_ONCE)
+        self.fresh = asyncio.Semaphore(FRESH_AT_ONCE)  # not `gate`: an opening crowd never delays a change's frames
 
     def watched(self, sandbox: str) -> bool:
         return sandbox in self.subs

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from server.live.streams import Notice, frame, html_frame
+from server.live.streams import Notice, frame
 from server.refusal import Refusal
 from server.sandboxes import admission, presence
 from server.web import bodies, guards
@@ -35,12 +35,12 @@ from server.web.services import services
 from server.web.templating import MARKER
 from server.widgets import runner, specimen
 from server.widgets.base import Widget
-from server.widgets.frames import EVENT
 from server.widgets.snapshot import Snapshot
 from server.widgets.turn import Actor, Busy
 
 POLL_EVERY = 1.5  # seconds between reads while notifications are off (or a read failed)
 READ_DEADLINE = 8.0  # seconds a first showing may take (landing included) before the stream says so
+LEAVE_WITHIN = 3.0  # seconds a closed stream may spend removing its presence (its entry lapses by itself)
 log = logging.getLogger("emqlab.stream")
 
 
@@ -143,8 +143,12 @@ async def events(request: Request, entry: guards.Entry, names: tuple[str, ...]) 
         async with _present(request, entry):
             yield frame("status", dumps(hub.status()))
             yield frame("where", dumps(entry.where()))  # the class (or Watch) this page acts in
-            chunk_, whole = await _snapshots(request, entry, names)
-            yield chunk_
+            # Each frame is yielded as it is, never joined: a stream holds its last frame until the
+            # next (here and in sse-starlette), and a widget's frame is one object shared by every
+            # page (frames.Frames.event), where a join would be a copy of its own per page.
+            sent, whole = await _snapshots(request, entry, names)
+            for chunk in sent:
+                yield chunk
             while (left := deadline - time.monotonic()) > 0:
                 # notifications off, or a read that failed: read again on a timer, not only on news
                 reread = hub.polling() or not whole
@@ -153,16 +157,17 @@ async def events(request: Request, entry: guards.Entry, names: tuple[str, ...]) 
                         first = await sub.queue.get()
                 except TimeoutError:
                     if reread:
-                        chunk_, whole = await _snapshots(request, entry, names)
-                        yield chunk_
+                        sent, whole = await _snapshots(request, entry, names)
+                        for chunk in sent:
+                            yield chunk
                     continue
-                chunk, resync, ending = _react([first, *sub.drain()], entry)
+                sent, resync, ending = _react([first, *sub.drain()], entry)
                 if resync or sub.overflowed:
                     sub.overflowed = False
-                    chunk_, whole = await _snapshots(request, entry, names)
-                    chunk.append(chunk_)
-                if chunk:
-                    yield chunk[0] if len(chunk) == 1 else b"".join(chunk)  # the shared chunk, uncopied
+                    fresh, whole = await _snapshots(request, entry, names)
+                    sent += fresh
+                for chunk in sent:
+                    yield chunk
                 if ending:
                     return
 
@@ -184,10 +189,16 @@ def _react(items: list[bytes | Notice], entry: guards.Entry) -> tuple[list[bytes
     return chunk, resync, ending
 
 
-async def _snapshots(request: Request, entry: guards.Entry, names: tuple[str, ...]) -> tuple[bytes, bool]:
-    """A fresh drawing of each widget, and whether every one was read (Valkey's faults: a status frame)."""
-    lab, who = services(request).lab, actor(entry)
-    widgets = [lab.catalog.widgets[name] for name in names]
+async def _snapshots(request: Request, entry: guards.Entry, names: tuple[str, ...]) -> tuple[list[bytes], bool]:
+    """A fresh drawing of each widget (its shared frame), and whether every one was read (Valkey's
+    faults: a status frame)."""
+    widgets = [services(request).lab.catalog.widgets[name] for name in names]
+    async with services(request).hub.streams.fresh:  # the wait is not the read's: outside its deadline
+        return await _read_and_draw(request, entry, widgets)
+
+
+async def _read_and_draw(request: Request, entry: guards.Entry, widgets: list[Widget]) -> tuple[list[bytes], bool]:
+    lab, who, names = services(request).lab, actor(entry), [w.name for w in widgets]
 
     def down() -> bytes:  # Valkey's status as the hub sees it once a read failed
         return frame("status", dumps(services(request).hub.status()))
@@ -197,7 +208,7 @@ async def _snapshots(request: Request, entry: guards.Entry, names: tuple[str, ..
             found = await runner.show_all(lab, widgets, entry.sandbox)  # the landed ones: one round trip
     except Exception as exc:
         if is_fault(exc) or isinstance(exc, (TimeoutError, Busy)):
-            return down(), False
+            return [down()], False
         log.exception("snapshots of %s failed", ", ".join(names))
         found = {}  # each read alone below
     frames = []
@@ -206,12 +217,12 @@ async def _snapshots(request: Request, entry: guards.Entry, names: tuple[str, ..
             async with asyncio.timeout(READ_DEADLINE):
                 snap = found[widget.name] if widget.name in found else await runner.show(
                     lab, widget, who, admitter(request, entry.sandbox, used=False))
-            frames.append(html_frame(EVENT, services(request).frames.html(entry.sandbox, widget.name, snap)))
+            frames.append(services(request).frames.event(entry.sandbox, widget.name, snap))
         except Exception as exc:
             if is_fault(exc) or isinstance(exc, (TimeoutError, Busy)):
-                return b"".join([*frames, down()]), False
+                return [*frames, down()], False
             log.exception("snapshot of %s failed", widget.name)
-    return b"".join(frames), True
+    return frames, True
 
 
 @contextlib.asynccontextmanager
@@ -234,18 +245,21 @@ async def _present(request: Request, entry: guards.Entry) -> AsyncIterator[None]
                 with contextlib.suppress(Exception):  # Valkey away: the next beat tries again
                     await presence.here(conn, entry.visitor, stream, page, lasts, ttl)
 
-    with contextlib.suppress(Exception):
-        await presence.here(conn, entry.visitor, stream, page, lasts, ttl)
+    async with services(request).hub.streams.fresh:
+        with contextlib.suppress(Exception):
+            await presence.here(conn, entry.visitor, stream, page, lasts, ttl)
     beating = asyncio.create_task(beat())
     try:
         yield
     finally:
         ended.set()
         beating.cancel()
-        # shielded, as the stream ends by being cancelled: a beat halfway through ends before the entry goes
-        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+        # shielded, as the stream ends by being cancelled: a beat halfway through ends before the entry goes.
+        # A crowd leaving at once queues as one opening does; bounded, as an entry not removed lapses anyway
+        with anyio.move_on_after(LEAVE_WITHIN, shield=True), contextlib.suppress(Exception):
             await asyncio.wait([beating], timeout=2)
-            await presence.leave(conn, entry.visitor, stream)
+            async with services(request).hub.streams.fresh:
+                await presence.leave(conn, entry.visitor, stream)
 
 
 def _page_of(request: Request) -> str | None:
