@@ -4,7 +4,9 @@ with a bare SSE stream, in the same run (2 uvicorn workers each side).
 A learner has its page's stream open (held by wrk, streams.lua, 250
 arriving every 5 s) and acts once every 10 s in its own sandbox, walking the
 fan-in's tour (actions.lua: a keep-alive connection per 5 learners, pausing
-2 s between requests). Levels rise; at each, a period after the last
+2 s between requests on average, each pause drawn at random: learners act on
+clocks of their own; paced in lockstep, the connections opened together stayed
+in step, and every 2 s a burst of a fifth of the crowd met the probe). Levels rise; at each, a period after the last
 arrival, the probe (bench/probe.py) acts every 0.1 s for the window and
 times each click to its frame. A level holds while the probe's p99 stays
 within 100 ms and nothing failed (a crowd non-2xx or socket error, fewer

@@ -11,9 +11,17 @@ end
 
 -- The milliseconds each connection waits before its next request; wrk asks
 -- for delay() only when a script defines it, so none is defined for 0.
-function pace(ms)
+-- `independent`: each wait is drawn uniformly from 0 to twice the pause (the
+-- same mean, the same rate), so connections opened together do not stay in
+-- step: learners act on clocks of their own, not on one beat for the crowd.
+function pace(ms, independent)
   local pause = tonumber(ms) or 0
-  if pause > 0 then delay = function() return pause end end
+  if pause > 0 and independent then
+    math.randomseed(os.time() * 1000 + tid)  -- each thread its own draws
+    delay = function() return math.random(0, 2 * pause) end
+  elseif pause > 0 then
+    delay = function() return pause end
+  end
 end
 
 codes = {}
