@@ -223,7 +223,8 @@ def learners_section(lr: R) -> list[str]:
                      " / ".join(held)])
     return [LEARNERS_HEADING, "",
             f"Simulated learners (`bench/bench_learners.py`: wrk holds their streams and sends their actions), each "
-            f"with its page's stream open and one action every {lr['period_seconds']:g} s in its own sandbox "
+            f"with its page's stream open and one action every {lr['period_seconds']:g} s on average, at moments of "
+            f"its own (each pause drawn at random, not in lockstep with the crowd), in its own sandbox "
             f"({lr['mix']}), raised level by level; at each level a probe learner acts every "
             f"{lr['probe_every_seconds']:g} s for {lr['window_seconds']:g} s and times each click to its frame. A "
             f"level holds while the probe's p99 stays within {lr['p99_limit_ms']:.0f} ms and nothing fails. The "
