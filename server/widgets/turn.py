@@ -115,24 +115,24 @@ class Turn:
         """One try at the lock, with the read in the same round trip; None when another holds it.
         A stray lock key raises `StrayLock`, or with `stray_goes` is removed (None: try again)."""
         name = keys.lock_key(self.first)
-        # GET: a key of another type answers WRONGTYPE instead of "held"; PTTL: a lock always has a lease.
-        # Only None (taken: nothing was there) counts: redis-py turns the holder's token into a bool.
+        # GET: a key of another type answers WRONGTYPE instead of "held". Only None (taken: nothing was
+        # there) counts: redis-py turns the holder's token into a bool.
         lock = ("SET", name, self.token, "NX", "PX", LOCK_LEASE_MS, "GET")
-        replies = await pipelined(self.conn, [lock, ("PTTL", name),
-                                              *read_calls(self.widget, self.sandbox, self.budget)])
-        held, lease = replies[0], replies[1]
-        stray = _wrong_type(held) or (held is not None and not isinstance(held, Exception) and lease == -1)
-        if stray:
+        replies = await pipelined(self.conn, [lock, *read_calls(self.widget, self.sandbox, self.budget)])
+        held = replies[0]
+        if isinstance(held, Exception) and not _wrong_type(held):
+            raise held  # the lock itself refused (out of memory): said at once, not as Busy
+        # A lock always has a lease: a string without one is stray too. Asked only when the key is
+        # there, so the action's own round trip carries no extra command.
+        if _wrong_type(held) or (held is not None and await self.conn.pttl(name) == -1):
             if not stray_goes:
                 raise StrayLock(f"{name} holds what no lock writes")
             await UNSTRAY.run(self.conn, [name], [])  # removes only a stray key, never a held lock
             return None
-        if isinstance(held, Exception):
-            raise held  # the lock itself refused (out of memory): said at once, not as Busy
         if held is not None:
             return None
         try:
-            self.moment = moment_of(self.conn, self.widget, self.sandbox, raise_first(replies[2:]))
+            self.moment = moment_of(self.conn, self.widget, self.sandbox, raise_first(replies[1:]))
         except BaseException:
             await self.release()
             raise
