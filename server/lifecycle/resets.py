@@ -25,7 +25,7 @@ from server.widgets import runner
 from server.widgets.base import Body, Widget
 from server.widgets.reader import pipelined
 from server.widgets.snapshot import Catalog
-from server.widgets.turn import Actor, clear_call
+from server.widgets.turn import Actor, clear_call, unstray_call
 
 log = logging.getLogger("emqlab.lifecycle")
 
@@ -42,6 +42,8 @@ async def reset_sandbox(lab: runner.Lab, sandbox: str, by: str = "instructor") -
     checked(sandbox)
     actor = Actor(sandbox, sandbox, by=by, records=False)  # done to the sandbox, not by its learner
     try:
+        # a lock key no lock wrote would hold every widget's reset below forever; a held lock stays
+        raise_first(await pipelined(lab.conn, [unstray_call(w, sandbox) for w in lab.catalog.widgets.values()]))
         for widget in lab.catalog.widgets.values():
             landed = await lab.conn.hget(keys.state_key(queue_name(sandbox, widget.queue_parts[0])), "landed")
             if landed == "1":

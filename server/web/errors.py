@@ -35,14 +35,16 @@ from server.valkey.long_script import is_busy
 from server.valkey.reply import error_text
 from server.web.answer import JSONAnswer
 from server.web.bodies import wants_json
+from server.widgets.turn import StrayLock
 
 log = logging.getLogger("emqlab.api")
 # A path's own page for a refusal (the instructor's, the room's): the sentence said on it, at its status
 PageAnswer = Callable[[Request, Refusal], Awaitable[Response]]
 ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
 
-WRONG_TYPE = ("A key of this widget holds another type than the key grammar gives it (a console line "
-              "changed it), so the action cannot run on it. Press Reset: it removes the keys whatever they hold.")
+WRONG_TYPE = ("A key of this widget holds another type than the key grammar gives it (a console line, an "
+              "operator's command or a fault changed it), so the action cannot run on it. Press Reset: it "
+              "removes the keys whatever they hold.")
 # The same fault met drawing a page (a widget's key, or the sandbox's progress record, which no Reset
 # touches): what a page can offer is the learner's Start over, which removes every key of the sandbox.
 WRONG_TYPE_PAGE = ("A key of your sandbox holds another type than the site keeps there (an operator's command "
@@ -115,7 +117,7 @@ def refusal_of(exc: Exception) -> Refusal | None:
         return Refusal(str(exc))
     if is_busy(exc):
         return Refusal(BUSY, status=503, retry_after=1)
-    if isinstance(exc, ResponseError) and "WRONGTYPE" in str(exc):
+    if isinstance(exc, StrayLock) or (isinstance(exc, ResponseError) and "WRONGTYPE" in str(exc)):
         return WrongType()
     if _out_of_memory(exc):
         log.warning("valkey is out of memory: answered 503")
@@ -170,5 +172,5 @@ def exception_handlers(pages: Mapping[str, PageAnswer], error_page: PageAnswer) 
     # Each family by its class, so Starlette answers it inside the site's middleware; a bug
     # (`Exception`) is Starlette's outermost handler's, which also logs its traceback.
     answered = (Refusal, LookupError, BadId, FlowShapeError, EmqError, RedisError, RedisClusterException,
-                OSError, ClientDisconnect, Exception)
+                OSError, ClientDisconnect, StrayLock, Exception)
     return dict.fromkeys(answered, answer)

@@ -3,7 +3,8 @@
 One lock per widget and sandbox (`SET NX PX`, with a lease) queues tabs, class
 members and Reset, so any interleaving of clicks reaches a state clicking one
 at a time reaches. Taking it rides with the read (`read.lua`); the finish
-(`finish.lua`) records the outcome and lets go, in one more round trip.
+(`finish.lua`) records the outcome and lets go, in one more round trip. A lock
+key no lock wrote (`StrayLock`) is said at once, not waited for; a Reset removes it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ SCRIPTS = Path(__file__).resolve().parent / "scripts"
 CLEAR = Script.from_file(SCRIPTS / "clear.lua")
 FINISH = Script.from_file(SCRIPTS / "finish.lua")
 RELEASE = Script.from_file(SCRIPTS / "release.lua")
+UNSTRAY = Script.from_file(SCRIPTS / "unstray.lua")
 
 LOCK_LEASE_MS = 10_000  # an action that outlives this (a site killed mid-action) lets go
 LOCK_WAIT_S = 5.0  # how long an action queues behind another before it gives up
@@ -43,6 +45,12 @@ class Busy(Refusal):
     """Another action of this widget held the lock for too long (answered 503, retried in a second)."""
 
     status, retry_after = 503, 1
+
+
+class StrayLock(Exception):
+    """The widget's lock key holds what no lock writes: another type, or a string without a lease (an
+    operator's command or a fault). Waiting would never end; the web layer says it as the wrong-type
+    fault it is (`errors.refusal_of`), and a Reset removes the key (`unstray.lua`)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,15 @@ class Actor:
     mode: str = "own"  # the class's mode when the answer was given: answers of each mode are kept apart
     # False on the learner's behalf (an instructor's reset): their record and activity stay as they were
     records: bool = True
+
+
+def _wrong_type(reply: object) -> bool:
+    return isinstance(reply, Exception) and str(reply).startswith("WRONGTYPE")
+
+
+def unstray_call(widget: Widget, sandbox: str) -> Call:
+    """`unstray.lua` on the widget's lock: a key no lock wrote goes, a held lock stays."""
+    return (UNSTRAY, [keys.lock_key(queue_name(sandbox, widget.queue_parts[0]))], [])
 
 
 def clear_call(widget: Widget, sandbox: str, part: str, kept: Sequence[str] = ()) -> Call:
@@ -84,22 +101,35 @@ class Turn:
     def queue(self, part: str | None = None) -> str:
         return self.first if part is None else self.queues[part]
 
-    async def take(self) -> Moment:
-        """Take the lock (waiting behind another action) and read what the action starts from."""
+    async def take(self, *, stray_goes: bool = False) -> Moment:
+        """Take the lock (waiting behind another action) and read what the action starts from.
+        `stray_goes` (a Reset): a stray lock key is removed and the lock taken, not refused."""
         deadline = asyncio.get_running_loop().time() + LOCK_WAIT_S
-        while (found := await self.try_take()) is None:
+        while (found := await self.try_take(stray_goes=stray_goes)) is None:
             if asyncio.get_running_loop().time() > deadline:
                 raise Busy("another action on this widget is still running; try again in a moment")
             await asyncio.sleep(0.005)
         return found
 
-    async def try_take(self) -> Moment | None:
-        """One try at the lock, with the read in the same round trip; None when another holds it."""
-        lock = ("SET", keys.lock_key(self.first), self.token, "NX", "PX", LOCK_LEASE_MS)
+    async def try_take(self, *, stray_goes: bool = False) -> Moment | None:
+        """One try at the lock, with the read in the same round trip; None when another holds it.
+        A stray lock key raises `StrayLock`, or with `stray_goes` is removed (None: try again)."""
+        name = keys.lock_key(self.first)
+        # GET: a key of another type answers WRONGTYPE instead of "held". Only None (taken: nothing was
+        # there) counts: redis-py turns the holder's token into a bool.
+        lock = ("SET", name, self.token, "NX", "PX", LOCK_LEASE_MS, "GET")
         replies = await pipelined(self.conn, [lock, *read_calls(self.widget, self.sandbox, self.budget)])
-        if isinstance(replies[0], Exception):
-            raise replies[0]  # the lock itself refused (out of memory): said at once, not as Busy
-        if replies[0] is None:
+        held = replies[0]
+        if isinstance(held, Exception) and not _wrong_type(held):
+            raise held  # the lock itself refused (out of memory): said at once, not as Busy
+        # A lock always has a lease: a string without one is stray too. Asked only when the key is
+        # there, so the action's own round trip carries no extra command.
+        if _wrong_type(held) or (held is not None and await self.conn.pttl(name) == -1):
+            if not stray_goes:
+                raise StrayLock(f"{name} holds what no lock writes")
+            await UNSTRAY.run(self.conn, [name], [])  # removes only a stray key, never a held lock
+            return None
+        if held is not None:
             return None
         try:
             self.moment = moment_of(self.conn, self.widget, self.sandbox, raise_first(replies[1:]))

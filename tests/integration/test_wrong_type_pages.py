@@ -63,3 +63,23 @@ def test_reset_brings_back_a_widget_whose_lab_state_holds_the_wrong_type(site: L
     assert reset.status_code == 200, reset.text
     assert site.redis().type(state) == "hash"
     assert client.get("/api/widgets/fanin/state").json()["snapshot"]["problem"] is None
+
+
+def test_the_progress_page_says_a_wrong_type_record_is_one_and_its_start_over_brings_the_record_back(
+        site: LiveSite) -> None:
+    client = site.visitor()
+    record = keys.progress_key(sandbox_of(client))
+    site.redis().set(record, "oops")
+
+    page = client.get("/progress", headers=BROWSER)
+    assert page.status_code == 409, page.text[:300]
+    assert page.headers["content-type"].startswith("text/html")
+    assert "holds another type than the site keeps there" in page.text  # the dive pages' words
+    assert "unreachable" not in page.text  # Valkey answered: saying it did not would be false
+    assert 'action="/progress/start-over"' in page.text
+
+    done = client.post("/progress/start-over", data={"confirm": "yes"}, follow_redirects=False)
+    assert done.status_code == 303, done.text
+    again = client.get("/progress", headers=BROWSER)
+    assert again.status_code == 200 and "Start over…" in again.text and 'data-progress-of="fanin"' in again.text
+    assert client.get(DIVE, headers=BROWSER).status_code == 200

@@ -127,12 +127,13 @@ async def dive_progress(request: Request) -> dict[str, DiveProgress] | None:
 
 
 async def progress_page(request: Request) -> Response:
-    dives = await dive_progress(request)
+    """The record itself, so what keeps it from being read is the handlers' to say (`errors.refusal_of`),
+    not a guess: Valkey away or busy a 503 to retry, a record of the wrong type a 409 offering Start over."""
+    dives = await course_progress(request, guards.visitor_of(request))
     done = request.query_params.get("done") == "start-over"
-    context = {"dives": list(dives.values()) if dives is not None else None,
-               "titles": {n: w.title for n, w in services(request).catalog.widgets.items()},
+    context = {"dives": dives, "titles": {n: w.title for n, w in services(request).catalog.widgets.items()},
                "started_over": done, "confirming": request.query_params.get("confirm") == "start-over"}
-    return respond(request, "progress.html", context, 200 if dives is not None else 503)
+    return respond(request, "progress.html", context)
 
 
 async def start_over(request: Request) -> Response:
