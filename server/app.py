@@ -112,7 +112,8 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
                 *pages.routes()],
         # gzip outside the rest: pages and JSON over 1 KB go compressed; the stream never
         # (Starlette leaves text/event-stream alone, so frames are not held back).
-        middleware=[Middleware(GZipMiddleware, minimum_size=1024), Middleware(Site, cookie=cookie),
+        middleware=[Middleware(GZipMiddleware, minimum_size=1024),
+                    Middleware(Site, cookie=cookie, error_page=pages.refused),
                     Middleware(sessions.Resolve, cookie_name=INSTRUCTOR_COOKIE)],
         # every failure a view raises, answered in words: JSON to a script; to a browser the instructor's or
         # the room's page on their paths, else the site's error page

@@ -44,7 +44,8 @@ ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
 
 WRONG_TYPE = ("A key of this widget holds another type than the key grammar gives it (a console line, an "
               "operator's command or a fault changed it), so the action cannot run on it. Press Reset: it "
-              "removes the keys whatever they hold.")
+              "removes the widget's keys whatever they hold. If the fault stays, the key is your progress "
+              "record's: Start over on /progress removes every key of your sandbox.")
 # The same fault met drawing a page (a widget's key, or the sandbox's progress record, which no Reset
 # touches): what a page can offer is the learner's Start over, which removes every key of the sandbox.
 WRONG_TYPE_PAGE = ("A key of your sandbox holds another type than the site keeps there (an operator's command "

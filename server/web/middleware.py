@@ -10,11 +10,16 @@ from collections.abc import Mapping
 from http.cookies import SimpleCookie
 from types import MappingProxyType
 
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from server.refusal import Refusal
 from server.sandboxes.sandbox import COOKIE, NoSandbox, new_id
 from server.sandboxes.sandbox import SandboxCookie as Cookie
 from server.web import editor_assets
+from server.web.errors import PageAnswer, json_answer, wants_page
+
+LATE = "Valkey did not answer in time; the page will try again."
 
 # the one inline script the site has: the exercises' import map, by its hash
 CSP = (
@@ -39,13 +44,16 @@ class Site:
     """Every answer gets the security headers it does not set itself (no-store under the private paths).
     A page visit without a valid sandbox cookie gets a new sandbox id (on the request's state and as a
     cookie); API requests never do: a forged cookie cannot conjure a sandbox mid-session. One deadline
-    per request (a stopped Valkey answers nothing at all): past it, an answer not yet started is a 503
-    in words. Streams keep their own deadlines."""
+    per request until its answer starts (a stopped Valkey answers nothing at all): past it, a 503 in
+    words, on `error_page` for a browser's page request (`errors.wants_page`), else JSON. A stream,
+    once it answers, keeps its own deadlines."""
 
-    def __init__(self, app: ASGIApp, cookie: Cookie, seconds: float = 10.0) -> None:
+    def __init__(self, app: ASGIApp, cookie: Cookie, seconds: float = 10.0,
+                 error_page: PageAnswer | None = None) -> None:
         self.app = app
         self.cookie = cookie
         self.seconds = seconds
+        self.error_page = error_page
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -55,10 +63,13 @@ class Site:
         added = PRIVATE_HEADERS if path.startswith(PRIVATE_PATHS) else SECURITY_HEADERS
         visitor = self._new_visitor(scope, path)
         started = False
+        deadline = asyncio.timeout(self.seconds)
 
         async def secured(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
+                if not started and message.get("status") == 200 and _is_stream(message):
+                    deadline.reschedule(None)  # a stream lives on: its sends and reads have deadlines of their own
                 started = True
                 # one pass over the headers (MutableHeaders.setdefault scans and encodes per header)
                 headers = [*message.get("headers", ()), *visitor]
@@ -66,18 +77,17 @@ class Site:
                 message["headers"] = headers + [h for h in added if h[0] not in present]
             await send(message)
 
-        streaming = path == "/api/stream" or any(name == b"accept" and b"text/event-stream" in value
-                                                  for name, value in scope.get("headers", ()))
         try:
-            async with asyncio.timeout(None if streaming else self.seconds):
+            async with deadline:
                 await self.app(scope, receive, secured)
         except TimeoutError:
-            if started or streaming:
+            if started:
                 raise
-            body = b'{"error":"Valkey did not answer in time; the page will try again."}'
-            await send({"type": "http.response.start", "status": 503,
-                        "headers": [(b"content-type", b"application/json"), (b"retry-after", b"2"), *added]})
-            await send({"type": "http.response.body", "body": body})
+            late = Refusal(LATE, status=503, retry_after=2)
+            request = Request(scope, receive)
+            answer = (await self.error_page(request, late) if self.error_page is not None and wants_page(request)
+                      else json_answer(late))
+            await answer(scope, receive, secured)
 
     def _new_visitor(self, scope: Scope, path: str) -> tuple[tuple[bytes, bytes], ...]:
         """The Set-Cookie header of a new sandbox (named on the request's state too), or none."""
@@ -90,6 +100,11 @@ class Site:
         fresh = new_id()
         scope.setdefault("state", {})["sandbox"] = fresh
         return ((b"set-cookie", self.cookie.header(fresh).encode("latin-1")),)
+
+
+def _is_stream(start: Message) -> bool:
+    return any(name.lower() == b"content-type" and value.startswith(b"text/event-stream")
+               for name, value in start.get("headers", ()))
 
 
 def cookie_value(scope: Scope, name: str = COOKIE) -> str | None:

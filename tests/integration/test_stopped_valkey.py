@@ -1,5 +1,6 @@
 """A Valkey that is stopped, not dead (SIGSTOP), answers nothing at all: a
-request still gets its answer, a 503 in words, when its one deadline passes,
+request still gets its answer, a 503 in words (a page to a browser, JSON to a
+script, a stream too until it starts answering), when its one deadline passes,
 and the site works again when Valkey goes on (SIGCONT)."""
 
 from __future__ import annotations
@@ -8,11 +9,12 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from server.valkey.process import ValkeyProcess
-from tests.support import LiveSite, running
+from tests.support import DIVE, LiveSite, running
 
 
 @pytest.fixture
@@ -30,8 +32,18 @@ def test_a_stopped_valkey_makes_requests_answer_503_in_words_and_a_continued_one
     os.kill(valkey.proc.pid, signal.SIGSTOP)
     try:
         started = time.monotonic()
-        answer = client.post("/api/widgets/fanin/complete-child", json={}, timeout=30)
-        assert answer.status_code == 503 and "Valkey" in answer.json()["error"]
+        with ThreadPoolExecutor(3) as threads:  # one deadline each, waited out together
+            action = threads.submit(client.post, "/api/widgets/fanin/complete-child", json={}, timeout=30)
+            page = threads.submit(client.get, DIVE, headers={"Accept": "text/html"}, timeout=30)
+            # a streamed run has the deadline too until it answers: not a request that waits forever
+            run = threads.submit(client.post, "/api/exercises/fan-in/run", json={"script": "return 1"}, timeout=30,
+                                 headers={"Accept": "text/event-stream"})
+            answers = action.result(), page.result(), run.result()
+        for answer in (answers[0], answers[2]):
+            assert answer.status_code == 503 and "Valkey did not answer in time" in answer.json()["error"]
+        # a browser's page request gets the site's error page, in words, not JSON
+        assert answers[1].status_code == 503 and answers[1].headers["content-type"].startswith("text/html")
+        assert "Valkey did not answer in time" in answers[1].text and "<main" in answers[1].text
         assert time.monotonic() - started < 20  # a liveness bound: the request's deadline, not a hang
     finally:
         os.kill(valkey.proc.pid, signal.SIGCONT)
