@@ -44,7 +44,7 @@ async def grade(
         raise Restarting("The graders could not be started; run the checks again in a while.") from exc
     ticket = pool.submit(run_for, on_place, address)
     grader = await pool.wait(ticket)
-    # Once on its grader, a run goes to its end (2 s at most) even if the
+    # Once on its grader, a run goes to its end (a few seconds at most) even if the
     # caller stops waiting: a script left running would meet the next run.
     run = asyncio.ensure_future(_run_on(pool, ticket, grader, exercise, text))
     run.add_done_callback(_unclaimed)

@@ -150,13 +150,13 @@ def test_pool_settings_read_the_environment_and_refuse_a_limit_nobody_chose() ->
     settings = PoolSettings.from_env({"EMQLAB_GRADERS": "3", "EMQLAB_GRADER_QUEUE": "9",
                                       "EMQLAB_GRADER_SCRIPT_MS": "400", "EMQLAB_GRADER_ADDRESS_MB": "512"})
     assert (settings.graders, settings.queue_bound) == (3, 9)
-    assert settings.limits.script_ms == 400 and settings.limits.kill_ms == 800
+    assert settings.limits.script_ms == 400 and settings.limits.kill_ms == 1500
     assert settings.process.address_space_mb == 512 and settings.process.maxmemory_mb == 32
     assert PoolSettings.from_env({}) == PoolSettings()
     with pytest.raises(ValueError, match="EMQLAB_GRADERS must be a whole number, not 'two'"):
         PoolSettings.from_env({"EMQLAB_GRADERS": "two"})
     with pytest.raises(ValueError, match="shorter than the SIGKILL deadline"):
-        PoolSettings.from_env({"EMQLAB_GRADER_SCRIPT_MS": "900"})
+        PoolSettings.from_env({"EMQLAB_GRADER_SCRIPT_MS": "1500"})
 
 
 async def test_a_pool_whose_graders_cannot_start_answers_restarting_not_an_error() -> None:

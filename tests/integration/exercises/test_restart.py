@@ -24,7 +24,7 @@ from server.exercises.process import ProcessLimits
 from server.valkey.process import pid_alive
 from tests.integration.exercises.support import COURSE, sandbox, valkey_children
 
-LIVENESS = 2.0
+LIVENESS = 3.0
 
 
 async def until_up(pool: GraderPool) -> None:
