@@ -65,7 +65,6 @@ class Picture(msgspec.Struct, frozen=True):
     processed: int
     timeline: list[Entry]
     invariants: list[Invariant]
-    broken: str  # one sentence: which invariant broke, and why ("" when none)
     held: str  # one sentence when a finished run left the parent held, and why ("" otherwise)
 
 
@@ -146,7 +145,7 @@ def picture(moment: Moment) -> Picture:
         parent={"awaiting_children": "held", "pending": "released", "active": "released and claimed",
                 None: "gone"}.get(state, state or "gone"),
         dependencies=view.number(PARENT, ":dependencies"), processed=len(view.fields(PARENT, ":processed")),
-        timeline=entries, invariants=found, broken=next((f"{i.id} broke: {i.text}" for i in found if not i.held), ""),
+        timeline=entries, invariants=found,
         held=held_sentence(status, state, view.number(PARENT, ":dependencies"), entries))
 
 
@@ -165,8 +164,8 @@ def readout(found: Picture) -> str:
                 "choose the workers and faults, then Run.")
     held = sum(i.held for i in found.invariants)
     broke = [i.id for i in found.invariants if not i.held]
-    # one line, as every readout: which invariants broke by name; why, and why a parent stays held, is
-    # said once, in the picture's own paragraphs (race-broken, race-held), not again here
+    # one line, as every readout: which invariants broke by name; why is said once, in the picture's
+    # invariant list (and why a parent stays held, in race-held), not again here
     said = (f"The run ended at {found.ended}: the parent is {found.parent}, :dependencies = {found.dependencies}; "
             f"{held} of {len(found.invariants)} invariants held" + (f" ({', '.join(broke)} broke)." if broke else "."))
     recorded = "A recorded run (the tour's race, played when this sandbox first showed the page)."
