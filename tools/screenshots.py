@@ -141,7 +141,7 @@ def shoot_race(page: Page, viewport: str) -> Path:
         region.locator('button[data-action="run"]').click()
         shown = region.locator('.race-picture[data-status="done"] [data-role="race-seed-shown"]')
         shown.filter(has_text=re.compile(f"^{seed}$")).wait_for(timeout=30_000)
-        if region.locator('[data-role="race-broken"]').count():
+        if region.locator('.race-invariants [data-held="no"]').count():
             return region_shot(page, region, OUT / f"{name}-{viewport}.png")
     raise RuntimeError("no seed of 20 broke an invariant on the early-release script")
 
