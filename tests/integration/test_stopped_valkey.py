@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from server.valkey.process import ValkeyProcess
-from tests.support import DIVE, LiveSite, running
+from tests.support import DIVE, LiveSite, running, streaming
 
 
 @pytest.fixture
@@ -51,3 +51,21 @@ def test_a_stopped_valkey_makes_requests_answer_503_in_words_and_a_continued_one
     while client.post("/api/widgets/fanin/claim", json={}).status_code != 200:
         assert time.monotonic() < deadline, "the site did not serve again after SIGCONT"
         time.sleep(0.2)
+
+
+def test_an_open_page_is_told_valkey_is_down_while_it_is_stopped_and_up_again_after(
+        stoppable: tuple[ValkeyProcess, LiveSite]) -> None:
+    valkey, site = stoppable
+    client = site.visitor()
+    assert valkey.proc is not None
+    with streaming(client, read_timeout=30) as page:
+        page.until("status", valkey="up")
+        page.until("widget")
+        os.kill(valkey.proc.pid, signal.SIGSTOP)
+        try:
+            # the hub's own reads time out (a stopped Valkey answers nothing and drops nothing): "down"
+            page.until("status", timeout=20, valkey="down")
+        finally:
+            os.kill(valkey.proc.pid, signal.SIGCONT)
+        page.until("status", timeout=20, valkey="up")  # the hub follows it again, and the page is told
+        page.until("widget", timeout=10)  # and drawn afresh from Valkey
