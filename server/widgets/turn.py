@@ -97,6 +97,7 @@ class Turn:
         self.moment = Moment({}, {})
         self.kept: dict[str, str] = {}  # lab state fields written with the finish
         self.after: list[Command] = []  # best-effort writes riding the finish (a :logs DEL)
+        self.lease_seen = False  # the holder's lock had a lease: a real lock keeps it, so asked once
 
     def queue(self, part: str | None = None) -> str:
         return self.first if part is None else self.queues[part]
@@ -123,8 +124,13 @@ class Turn:
         if isinstance(held, Exception) and not _wrong_type(held):
             raise held  # the lock itself refused (out of memory): said at once, not as Busy
         # A lock always has a lease: a string without one is stray too. Asked only when the key is
-        # there, so the action's own round trip carries no extra command.
-        if _wrong_type(held) or (held is not None and await self.conn.pttl(name) == -1):
+        # there, and once per turn, so neither the action's round trip nor a wait's polls carry it.
+        if held is not None and not _wrong_type(held) and not self.lease_seen:
+            self.lease_seen = await self.conn.pttl(name) != -1
+            stray = not self.lease_seen
+        else:
+            stray = _wrong_type(held)
+        if stray:
             if not stray_goes:
                 raise StrayLock(f"{name} holds what no lock writes")
             await UNSTRAY.run(self.conn, [name], [])  # removes only a stray key, never a held lock
