@@ -2,7 +2,7 @@
 
 ``grade`` checks the input, takes a turn in the ``pool`` (``line``, ``admission``), compiles the
 script on a ``grader`` (its own ``process``), makes the run's user (``runuser``) and runs the
-exercise's checks (``fanin_checks``, ``deliver_checks``): each lands a ``family`` in a ``scene``,
+exercise's ``checks``: each lands a flow in a ``scene``,
 calls the script under the ``watchdog``, pictures the keys (``runkeys``) into an ``outcome``.
 """
 

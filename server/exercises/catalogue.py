@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Final
 
 from server.emq import variants
-from server.exercises import deliver_checks, fanin_checks
+from server.exercises.checks import DELIVER_CHECKS, FANIN_CHECKS
 from server.exercises.errors import UnknownExercise
 from server.exercises.scene import Check
 
@@ -80,7 +80,7 @@ EXERCISES: Final = {
         Exercise(
             name="fan-in", title="Count the children down", task=_FANIN_TASK,
             page="/flows/parent-and-children", script="complete", starter_file="fan_in.lua",
-            checks=fanin_checks.CHECKS,
+            checks=FANIN_CHECKS,
             learner_checks=frozenset({"three children", "the last child", "a redelivered completion",
                                       "a completion after the lease lapsed", "a parent already failed",
                                       "a parent already released"}),
@@ -88,13 +88,13 @@ EXERCISES: Final = {
         Exercise(
             name="redelivery", title="Make a redelivery harmless", task=_REDELIVERY_TASK,
             page="/flows/parent-and-children", script="complete", starter_file="",
-            checks=fanin_checks.CHECKS,
+            checks=FANIN_CHECKS,
             learner_checks=frozenset({"a completion after the lease lapsed"}), variant="complete_early_release",
         ),
         Exercise(
             name="deliver", title="Deliver a completion once", task=_DELIVER_TASK,
             page="/flows/cross-queue", script="flow_deliver", starter_file="deliver.lua",
-            checks=deliver_checks.CHECKS,
+            checks=DELIVER_CHECKS,
             learner_checks=frozenset({"three children", "the last child", "a crash before trim",
                                       "released once", "an ignored failure"}),
         ),

@@ -1,0 +1,478 @@
+"""The exercises' checks: each lands a flow (one parent, three children) with the course's scripts
+and hands the learner's script one call of it.
+
+``FANIN_CHECKS`` judge a learner's ``complete``: the fan-in of the same-queue flow JOBreport ←
+JOBpart1..3, claimed with the course's ``claim``, each call what ``jobs.complete`` would send
+``complete.lua``. The last two put the parent where ``release_parent`` refuses to release it
+(failed, as ``fail_parent`` leaves one; released early, as the second exercise's ``complete``
+does, then claimed): a fan-in that releases at zero without looking at the parent's state fails them.
+
+``DELIVER_CHECKS`` judge a learner's ``flow_deliver``, the Pump's half on the parent's slot: the
+cross-queue flow JOBorder1 (``<run>.<n>.orders``) ← JOBmail1..3 (``<run>.<n>.mail``), children
+finished with the course's ``complete`` or ``fail`` (each leaves an outbox entry), the outbox read
+as the Pump does, each entry handed over with the KEYS/ARGV ``pump.deliver_one`` sends
+(``deliver_call`` mirrors it; the course's script passing every check keeps the two in step).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.emq import flows, jobs, keyspace, pump
+from server.exercises.outcome import PARENT_QUEUE, Picture
+from server.exercises.scene import (
+    Check,
+    CheckFailed,
+    Scene,
+    expect_counter,
+    expect_error,
+    expect_field,
+    expect_reply,
+    expect_unchanged,
+)
+from server.exercises.watchdog import Erred, Replied
+
+LEASE_MS = 30_000
+SETS = ("pending", "active", "dead")
+
+
+class Family:
+    """A parent in ``parent_queue`` with ``children`` in ``child_queue`` (the same queue or another)."""
+
+    def __init__(self, parent_queue: str, child_queue: str, parent: str, children: tuple[str, ...]) -> None:
+        self.parent_queue, self.child_queue, self.parent, self.children = parent_queue, child_queue, parent, children
+        self.parent_row = keyspace.job_key(parent_queue, parent)
+        self.deps = keyspace.dependencies_key(parent_queue, parent)
+        self.processed = keyspace.processed_key(parent_queue, parent)
+        self.ignored = keyspace.ignored_key(parent_queue, parent)
+
+    def parent_set(self, name: str) -> str:
+        return keyspace.queue_key(self.parent_queue, name)
+
+    def keys(self) -> list[str]:
+        """Every key a check of this flow may judge, parent's first."""
+        found = [self.parent_row, self.deps, self.processed, self.ignored, *map(self.parent_set, SETS)]
+        if self.child_queue != self.parent_queue:
+            found += [keyspace.queue_key(self.child_queue, name) for name in SETS]
+            found.append(keyspace.outbox_key(self.child_queue))
+        return found + [keyspace.job_key(self.child_queue, child) for child in self.children]
+
+    def spec(self, **per_child: dict[str, Any]) -> dict[str, Any]:
+        """The flow as ``flows.add`` takes it; ``per_child`` adds fields to a named child."""
+        children = []
+        for number, child in enumerate(self.children, 1):
+            entry: dict[str, Any] = {"id": child, "payload": f"part {number}"}
+            if self.child_queue != self.parent_queue:
+                entry["queue"] = self.child_queue
+            children.append(entry | per_child.get(child, {}))
+        return {"parent": {"id": self.parent, "payload": "the whole"}, "children": children}
+
+
+async def land(scene: Scene, family: Family, **per_child: dict[str, Any]) -> Family:
+    """``family`` landed by one atomic ``enqueue_flow``, its keys judged."""
+    scene.judge(family.keys())
+    await flows.add(scene.admin, family.parent_queue, family.spec(**per_child))
+    return family
+
+
+# Where a check may want the parent: its state, the state sets holding it, in words.
+PARENT_AT = {
+    "held": ("awaiting_children", (), "still held (awaiting_children, in no state set)"),
+    "released": ("pending", ("pending",), "released (state pending, in pending)"),
+    "claimed": ("active", ("active",), "to stay with the worker that claimed it (state active, in active only)"),
+    "failed": ("failed", ("dead",), "failed (state failed, in dead)"),
+}
+
+
+def expect_parent(picture: Picture, family: Family, where: str, step: str) -> None:
+    """The parent must be ``where`` (a ``PARENT_AT``); else the sentence says where Valkey holds it."""
+    state, sets, words = PARENT_AT[where]
+    got = picture.field(family.parent_row, "state")
+    inside = tuple(name for name in SETS if picture.holds(family.parent_set(name), family.parent))
+    if got == state and inside == sets:
+        return
+    sets_held = "in " + " and ".join(inside) if inside else "in no state set"
+    held = f"the parent with state {got or '(none)'}, {sets_held}"
+    if got is None and picture.find(family.parent_row) is None:
+        held = "no parent row"
+    raise CheckFailed(f"expected the parent {words}, Valkey holds {held} after {step}")
+
+
+def expect_counted(outcome: Replied | Erred, after: Picture, family: Family, child: str, value: str,
+                   left: int, step: str) -> None:
+    """The learner's call counted ``child``: it answered 1, :dependencies is ``left``, ``value``
+    is in :processed, and the parent stays held while any child is left."""
+    expect_reply(outcome, 1, step)
+    expect_counter(after, family.deps, left, step)
+    expect_field(after, family.processed, ":processed", child, value, step)
+    if left > 0:
+        expect_parent(after, family, "held", step)
+
+
+async def claim(scene: Scene, queue: str, want: str) -> int:
+    """Claim with the course's script; the scenario needs ``want`` next. Its token."""
+    got = await jobs.claim(scene.admin, queue, LEASE_MS)
+    if got is None or got[0] != want:
+        handed = "nothing" if got is None else got[0]
+        raise CheckFailed(f"expected {want} to be claimable next, the course's claim handed out {handed}"
+                          f"{scene.after_step}")
+    return got[1]
+
+
+# --- fan-in: the learner's complete ----------------------------------------
+
+REPORT = "JOBreport"
+PARTS = ("JOBpart1", "JOBpart2", "JOBpart3")
+
+
+def pages_of(child: str) -> str:
+    return f"pages of {child}"
+
+
+async def reports(scene: Scene) -> Family:
+    queue = scene.queue("reports")
+    return await land(scene, Family(queue, queue, REPORT, PARTS))
+
+
+async def completion_call(scene: Scene, family: Family, child: str, token: int) -> tuple[list[str], list[str]]:
+    """The KEYS/ARGV ``jobs.complete`` would send for ``child`` now."""
+    line = await jobs.lineage(scene.admin, family.child_queue, child)
+    return jobs.complete_call(family.child_queue, child, token, line, pages_of(child))
+
+
+async def complete(scene: Scene, family: Family, child: str, token: int, step: str) -> tuple[Replied | Erred, Picture]:
+    return await scene.learner(*await completion_call(scene, family, child, token), step)
+
+
+async def counted(scene: Scene, family: Family, child: str, left: int) -> None:
+    """Claim ``child``, complete it with the learner's script, and judge that it counted."""
+    token = await claim(scene, family.child_queue, child)
+    step = f"the completion of {child}"
+    outcome, after = await complete(scene, family, child, token, step)
+    expect_counted(outcome, after, family, child, pages_of(child), left, step)
+
+
+HELD_ONLY = "only a parent still held (awaiting_children) is released"
+
+
+def expect_kept(where: str, after: Picture, family: Family, step: str, why: str) -> None:
+    """``expect_parent`` with the rule the script broke said after it, when it did."""
+    try:
+        expect_parent(after, family, where, step)
+    except CheckFailed as failed:
+        raise CheckFailed(f"{failed.said}: {HELD_ONLY}, and {why}") from None
+
+
+async def last_of_two_counted(scene: Scene) -> tuple[Family, int]:
+    """JOBpart1 and JOBpart2 counted by the course's complete, JOBpart3 claimed; its token."""
+    family = await reports(scene)
+    for child in PARTS[:2]:
+        token = await claim(scene, family.child_queue, child)
+        await jobs.complete(scene.admin, family.child_queue, child, token, pages_of(child))
+    return family, await claim(scene, family.child_queue, PARTS[2])
+
+
+async def last_counted(scene: Scene, family: Family, token: int, step: str) -> Picture:
+    """The last child's completion by the learner's script: it counts (1, :dependencies 0, its result)."""
+    outcome, after = await complete(scene, family, PARTS[2], token, step)
+    expect_counted(outcome, after, family, PARTS[2], pages_of(PARTS[2]), 0, step)
+    return after
+
+
+async def three_parts(scene: Scene) -> str:
+    family = await reports(scene)
+    for done, child in enumerate(PARTS, 1):
+        await counted(scene, family, child, len(PARTS) - done)
+    return "each child was counted once: :dependencies went 3 → 2 → 1 → 0 and :processed holds the three results"
+
+
+async def last_part(scene: Scene) -> str:
+    family, token = await last_of_two_counted(scene)
+    step = f"the completion of {PARTS[2]}, the last child"
+    outcome, after = await complete(scene, family, PARTS[2], token, step)
+    expect_reply(outcome, 1, step)
+    expect_counter(after, family.deps, 0, step)
+    expect_parent(after, family, "released", step)
+    return "the parent was released after the third child: it is in pending with state pending"
+
+
+async def redelivered(scene: Scene) -> str:
+    family = await reports(scene)
+    child = PARTS[0]
+    token = await claim(scene, family.child_queue, child)
+    keys, args = await completion_call(scene, family, child, token)
+    step = f"the completion of {child}"
+    outcome, after = await scene.learner(keys, args, step)
+    expect_reply(outcome, 1, step)
+    expect_counter(after, family.deps, 2, step)
+    again = f"the same completion of {child} sent a second time"
+    outcome, after = await scene.learner(keys, args, again)
+    expect_counter(after, family.deps, 2, again)
+    expect_reply(outcome, 0, again)
+    expect_unchanged(scene.before, after, again)
+    return (f"the completion of {child} sent a second time answered 0 and changed nothing: "
+            ":dependencies stayed 2")
+
+
+async def lapse(scene: Scene, queue: str, job_id: str) -> None:
+    """The job's lease runs out: its deadline is wound back, then the course's
+    ``requeue_lapsed`` hands it back to pending (its token unchanged)."""
+    await scene.admin.zadd(keyspace.queue_key(queue, "active"), {job_id: 1}, xx=True)
+    await jobs.requeue_lapsed(scene.admin, queue)
+
+
+async def lapsed(scene: Scene) -> str:
+    family = await reports(scene)
+    for done, child in enumerate(PARTS[:2], 1):
+        await counted(scene, family, child, len(PARTS) - done)
+    late = PARTS[2]
+    token = await claim(scene, family.child_queue, late)
+    await lapse(scene, family.child_queue, late)
+    step = f"the late completion of {late} (its lease had lapsed and it was back in pending)"
+    _, after = await complete(scene, family, late, token, step)
+    expect_counter(after, family.deps, 1, step)
+    expect_parent(after, family, "held", step)
+    expect_field(after, family.processed, ":processed", late, None, step)
+    return (f"the late completion of {late} counted nothing: :dependencies stayed 1 "
+            "and the parent stayed held")
+
+
+async def stale(scene: Scene) -> str:
+    family = await reports(scene)
+    child = PARTS[0]
+    old = await claim(scene, family.child_queue, child)
+    await lapse(scene, family.child_queue, child)
+    new = await claim(scene, family.child_queue, child)
+    step = f"the completion of {child} with the stale token {old} (its row holds attempts {new})"
+    outcome, after = await complete(scene, family, child, old, step)
+    expect_error(outcome, "EMQSTALE", step)
+    expect_unchanged(scene.before, after, step)
+    return f"the completion with the stale token {old} answered EMQSTALE and wrote nothing"
+
+
+async def missing_row(scene: Scene) -> str:
+    family = await reports(scene)
+    ghost = "JOBpart9"
+    # The call a worker holding a job that never landed would send: the
+    # same-queue layout, naming the real parent.
+    line = jobs.Lineage(mode="sq", parent=REPORT, parent_queue=family.parent_queue, policy="fp")
+    keys, args = jobs.complete_call(family.child_queue, ghost, 1, line, pages_of(ghost))
+    step = f"the completion of {ghost} (a job with no row)"
+    outcome, after = await scene.learner(keys, args, step)
+    expect_reply(outcome, 0, step)
+    expect_unchanged(scene.before, after, step)
+    return f"the completion of {ghost}, which has no row, answered 0 and wrote nothing"
+
+
+async def already_failed(scene: Scene) -> str:
+    family, token = await last_of_two_counted(scene)
+    # meanwhile an operator gave up on the flow: the parent failed, as fail_parent leaves one
+    await scene.admin.hset(family.parent_row, mapping={"state": "failed", "error": "given up by an operator"})
+    await scene.admin.zadd(family.parent_set("dead"), {REPORT: 1})
+    step = f"the completion of {PARTS[2]}, the last child, after the parent had failed"
+    after = await last_counted(scene, family, token, step)
+    expect_kept("failed", after, family, step, "this one had failed already")
+    return (f"the completion of {PARTS[2]} counted it (:dependencies 0) and left the failed parent "
+            "failed, in dead")
+
+
+async def already_released(scene: Scene) -> str:
+    family, token = await last_of_two_counted(scene)
+    # released too early (as the second exercise's complete does), then a worker claims it
+    await scene.admin.zadd(family.parent_set("pending"), {REPORT: 0})
+    await scene.admin.hset(family.parent_row, "state", "pending")
+    await claim(scene, family.parent_queue, REPORT)
+    step = f"the completion of {PARTS[2]}, the last child, after a worker had claimed the released parent"
+    after = await last_counted(scene, family, token, step)
+    expect_kept("claimed", after, family, step, "this one was released and claimed already")
+    return (f"the completion of {PARTS[2]} counted it (:dependencies 0) and left the parent "
+            "with the worker that claimed it")
+
+
+FANIN_CHECKS = (
+    Check("three children", three_parts),
+    Check("the last child", last_part),
+    Check("a redelivered completion", redelivered),
+    Check("a completion after the lease lapsed", lapsed),
+    Check("a stale token", stale),
+    Check("a missing row", missing_row),
+    Check("a parent already failed", already_failed),
+    Check("a parent already released", already_released),
+)
+
+
+# --- deliver: the learner's flow_deliver -------------------------------------
+
+ORDER = "JOBorder1"
+MAILS = ("JOBmail1", "JOBmail2", "JOBmail3")
+
+
+def sent(child: str) -> str:
+    return f"sent {child}"
+
+
+def bounced(child: str) -> str:
+    return f"{child} bounced"
+
+
+def deliver_call(entry: pump.OutboxEntry) -> tuple[list[str], list[str]]:
+    """The KEYS/ARGV ``pump.deliver_one`` runs ``flow_deliver`` with for ``entry``."""
+    queue, parent = entry.parent_queue, entry.parent
+    keys = [keyspace.dependencies_key(queue, parent), keyspace.processed_key(queue, parent),
+            keyspace.job_key(queue, parent), keyspace.ignored_key(queue, parent), keyspace.queue_key(queue, "dead")]
+    return keys, [entry.child, entry.value, parent, keyspace.base(queue), entry.kind, entry.policy]
+
+
+async def orders(scene: Scene, **per_child: dict[str, Any]) -> Family:
+    family = Family(scene.queue("orders", shown=PARENT_QUEUE), scene.queue("mail"), ORDER, MAILS)
+    return await land(scene, family, **per_child)
+
+
+async def finish(scene: Scene, family: Family, child: str, *, fails: bool = False) -> str:
+    """Claim ``child`` and complete it (or fail it at the cap) with the course's
+    scripts; returns the outbox entry that left, as the Pump reads it."""
+    token = await claim(scene, family.child_queue, child)
+    if fails:
+        await jobs.fail(scene.admin, family.child_queue, child, token, bounced(child), max_attempts=1)
+    else:
+        await jobs.complete(scene.admin, family.child_queue, child, token, sent(child))
+    page = await pump.read_page(scene.admin, family.child_queue, 1)
+    if not page:
+        raise CheckFailed(f"expected an entry for {child} in the outbox, the outbox is empty")
+    return page[0]
+
+
+async def deliver(scene: Scene, family: Family, raw: str, step: str) -> tuple[Replied | Erred, Picture]:
+    """Hand one raw entry of the mail queue's outbox to the learner's script,
+    after the Pump's own check of it (``pump.trusted``)."""
+    keys, args = deliver_call(pump.trusted(raw, family.child_queue, None))
+    return await scene.learner(keys, args, step)
+
+
+async def three_mails(scene: Scene) -> str:
+    family = await orders(scene)
+    for done, child in enumerate(MAILS, 1):
+        raw = await finish(scene, family, child)
+        step = f"the delivery of {child}'s completion"
+        outcome, after = await deliver(scene, family, raw, step)
+        expect_counted(outcome, after, family, child, sent(child), len(MAILS) - done, step)
+        await pump.trim(scene.admin, family.child_queue, [raw])  # the Pump's trim after a page that delivered
+    return ("each delivery counted its child once: :dependencies went 3 → 2 → 1 → 0 "
+            "and :processed holds the three results")
+
+
+async def last_finished(scene: Scene) -> tuple[Family, str]:
+    """The first two children finished and delivered by the course's Pump, the last one
+    finished: the flow, and the last child's outbox entry."""
+    family = await orders(scene)
+    for child in MAILS[:2]:
+        await finish(scene, family, child)
+        await pump.deliver_flow_completions(scene.admin, family.child_queue, 10)
+    return family, await finish(scene, family, MAILS[2])
+
+
+async def last_mail(scene: Scene) -> str:
+    family, raw = await last_finished(scene)
+    step = f"the delivery of {MAILS[2]}'s completion, the last child"
+    outcome, after = await deliver(scene, family, raw, step)
+    expect_reply(outcome, 1, step)
+    expect_counter(after, family.deps, 0, step)
+    expect_parent(after, family, "released", step)
+    return "the parent was released after the last delivery: it is in pending with state pending"
+
+
+async def crash_before_trim(scene: Scene) -> str:
+    family = await orders(scene)
+    child = MAILS[0]
+    raw = await finish(scene, family, child)
+    first = f"the first delivery of {child}"
+    outcome, after = await deliver(scene, family, raw, first)
+    expect_reply(outcome, 1, first)
+    expect_counter(after, family.deps, 2, first)
+    # the Pump crashes here, before its trim: the next tick reads the same entry
+    again = f"the second delivery of {child} (a crash before trim)"
+    outcome, after = await deliver(scene, family, raw, again)
+    expect_counter(after, family.deps, 2, again)
+    expect_reply(outcome, 2, again)
+    expect_unchanged(scene.before, after, again)
+    return (f"the second delivery of {child} after a crash before trim answered 2 and decremented nothing: "
+            ":dependencies stayed 2")
+
+
+async def released_once(scene: Scene) -> str:
+    family, raw = await last_finished(scene)
+    last = MAILS[2]
+    step = f"the delivery of {last}'s completion"
+    outcome, after = await deliver(scene, family, raw, step)
+    expect_reply(outcome, 1, step)
+    expect_parent(after, family, "released", step)
+    # a crash before trim; meanwhile a worker claims the released parent
+    await claim(scene, family.parent_queue, ORDER)
+    again = f"the second delivery of {last}, after a worker claimed the parent"
+    outcome, after = await deliver(scene, family, raw, again)
+    expect_parent(after, family, "claimed", again)
+    expect_counter(after, family.deps, 0, again)
+    expect_reply(outcome, 2, again)
+    return ("the parent was released once: the repeated last entry answered 2 and left it "
+            "with the worker that claimed it")
+
+
+async def ignored_failure(scene: Scene) -> str:
+    child = MAILS[0]
+    family = await orders(scene, **{child: {"ignore_dependency_on_failure": True}})
+    raw = await finish(scene, family, child, fails=True)
+    step = f"the delivery of {child}'s failure (policy: ignore the dependency)"
+    outcome, after = await deliver(scene, family, raw, step)
+    expect_reply(outcome, 1, step)
+    expect_counter(after, family.deps, 2, step)
+    expect_field(after, family.ignored, ":ignored", child, bounced(child), step)
+    expect_field(after, family.processed, ":processed", child, None, step)
+    expect_parent(after, family, "held", step)
+    again = f"the second delivery of {child}'s failure (a crash before trim)"
+    outcome, after = await deliver(scene, family, raw, again)
+    expect_counter(after, family.deps, 2, again)
+    expect_reply(outcome, 2, again)
+    return (f"the ignored failure of {child} went into :ignored and counted once: "
+            ":dependencies went 3 → 2 and stayed 2 when it came again")
+
+
+async def failing_parent(scene: Scene) -> str:
+    family = await orders(scene)
+    child = MAILS[0]
+    raw = await finish(scene, family, child, fails=True)
+    step = f"the delivery of {child}'s failure (policy: fail the parent)"
+    outcome, after = await deliver(scene, family, raw, step)
+    expect_reply(outcome, 1, step)
+    expect_parent(after, family, "failed", step)
+    expect_counter(after, family.deps, 3, step)
+    again = f"the second delivery of {child}'s failure"
+    outcome, after = await deliver(scene, family, raw, again)
+    expect_reply(outcome, 2, again)
+    expect_unchanged(scene.before, after, again)
+    return (f"the failure of {child} failed the parent (state failed, in dead) without counting it, "
+            "and its second delivery changed nothing")
+
+
+async def missing_parent(scene: Scene) -> str:
+    family = await orders(scene)
+    ghost = "JOBorder9"
+    entry = pump.OutboxEntry(kind="completed", child=MAILS[0], child_queue=family.child_queue,
+                             value=sent(MAILS[0]), parent=ghost, parent_queue=family.parent_queue, policy="fp")
+    scene.judge([keyspace.job_key(family.parent_queue, ghost), keyspace.dependencies_key(family.parent_queue, ghost),
+                 keyspace.processed_key(family.parent_queue, ghost)])
+    step = f"the delivery of an entry for {ghost} (a parent with no row)"
+    outcome, after = await deliver(scene, family, pump.encode_entry(entry), step)
+    expect_reply(outcome, 0, step)
+    expect_unchanged(scene.before, after, step)
+    return f"the entry for {ghost}, which has no row, answered 0 and wrote nothing, so the Pump stops there"
+
+
+DELIVER_CHECKS = (
+    Check("three children", three_mails),
+    Check("the last child", last_mail),
+    Check("a crash before trim", crash_before_trim),
+    Check("released once", released_once),
+    Check("an ignored failure", ignored_failure),
+    Check("a failure that fails the parent", failing_parent),
+    Check("a missing parent", missing_parent),
+)
