@@ -15,10 +15,9 @@ from typing import Any
 from bench.stats import distribution
 from server.emq import registry
 from server.emq.errors import EmqError
-from server.exercises import GraderPool, PoolSettings, catalogue, grade, runkeys
-from server.exercises.grader import Grader
+from server.exercises import GraderPool, PoolSettings, catalogue, grade
+from server.exercises.grader import Grader, new_run_id, run_pattern, sweep
 from server.exercises.outcome import Picture
-from server.exercises.runuser import new_run_id
 from server.exercises.scene import Run, Scene
 from server.exercises.watchdog import Erred, Replied, plain
 
@@ -51,7 +50,7 @@ async def direct_run(grader: Grader, name: str) -> None:
     run = Run(grader, grader.admin_client(), "", new_run_id())
     for index, check in enumerate(exercise.checks, 1):
         await check.run(DirectScene(run, index, exercise.script))
-    await runkeys.sweep(grader.admin_client(), runkeys.run_pattern(run.run_id))
+    await sweep(grader.admin_client(), run_pattern(run.run_id))
 
 
 async def timings(pool: GraderPool, name: str, runs: int) -> tuple[list[float], list[float]]:

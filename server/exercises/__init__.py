@@ -1,9 +1,9 @@
 """Exercises: learners write a flow transition's Lua, and graders judge it on Valkey.
 
 ``grade`` checks the input, takes a turn in the ``pool`` (``line``, ``admission``), compiles the
-script on a ``grader`` (its own ``process``), makes the run's user (``runuser``) and runs the
-exercise's ``checks``: each lands a flow in a ``scene``,
-calls the script under the ``watchdog``, pictures the keys (``runkeys``) into an ``outcome``.
+script on a ``grader`` (its own valkey-server), makes the run's user there and runs the exercise's
+``checks``: each lands a flow in a ``scene``, calls the script under the ``watchdog``, pictures the
+keys into an ``outcome``.
 """
 
 from __future__ import annotations

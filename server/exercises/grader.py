@@ -1,30 +1,51 @@
-"""One grader: a valkey-server of its own, its admin client, and the watchdog's own connection.
+"""One grader: a valkey-server of its own, its admin client, the watchdog's own connection, each run's user.
+
+The process: loopback, temp dir, no persistence, ``requirepass``; a low ``busy-reply-threshold``
+(SCRIPT KILL heard 100 ms into a script), a small ``maxmemory`` for keys and ``RLIMIT_AS`` for Lua's
+heap, which ``maxmemory`` does not count. Spawned from the loop's thread (``PR_SET_PDEATHSIG`` fires
+when the forking *thread* exits); ``watch`` hears it end (pidfd).
 
 ``load`` compiles the learner's script as admin on a fresh Lua VM (SCRIPT and FUNCTION FLUSH,
 ``math.random`` reseeded: nothing a run leaves in a VM reaches the next, done before a run so a
 run ended any way at all leaves nothing); ``user`` makes the run's user; ``call`` runs the script
 as it under the watchdog. ``end()`` SIGKILLs; the grader is then ``lost`` until ``restart()``.
+
+The run's user is how Valkey itself confines a learner's script: the run's id is in every key's
+hashtag and the user has that one key pattern (``~emq:{<run>.*``). Commands are granted by category,
+then keyless, server-wide, key-moving (SELECT, MOVE, COPY…), blocking and pub/sub ones are denied;
+of scripting only EVALSHA stays (the admin loads the script). The admin (the user has no SCAN)
+sweeps the run's keys afterwards.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
+import os
+import resource
 import secrets
+import shutil
+import signal
+import string
+import subprocess
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError, ResponseError
 
 from server.emq import registry
 from server.emq.script import Script
 from server.exercises.errors import compile_refusal
-from server.exercises.process import GraderProcess, ProcessLimits
-from server.exercises.runkeys import SNAPSHOT
-from server.exercises.runuser import RunUser, no_retry
+from server.exercises.outcome import SNAPSHOT
 from server.exercises.watchdog import Erred, Limits, Replied, Timed, watched
+from server.valkey import engine
+from server.valkey.process import ValkeyProcess
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +53,204 @@ HOST: Final = "127.0.0.1"
 # Loaded again on every fresh VM, so the scenes meet no NOSCRIPT.
 COURSE_SCRIPTS: Final[tuple[Script, ...]] = (*(registry.script(name) for name in registry.names()), SNAPSHOT)
 RESEED: Final = "math.randomseed(tonumber(ARGV[1])) return 0"
+SWEEP_COUNT: Final = 500  # keys per SCAN/UNLINK round of the sweep
+_PR_SET_PDEATHSIG: Final = 1
+# Loaded once here: after fork the child should call into libc, not load it.
+_LIBC: Final = ctypes.CDLL(None, use_errno=True)
+_ALPHABET: Final = string.ascii_lowercase + string.digits
+
+GRANTED: Final = (
+    "+@string", "+@hash", "+@list", "+@set", "+@sortedset", "+@bitmap", "+@hyperloglog",
+    "+@geo", "+@stream", "+@keyspace", "+time", "+ping", "+echo", "+evalsha",
+)
+DENIED: Final = (
+    "-@dangerous", "-@admin", "-@blocking", "-@pubsub", "-@scripting", "+evalsha",
+    "-keys", "-scan", "-randomkey", "-dbsize", "-flushall", "-flushdb", "-select", "-swapdb",
+    "-move", "-copy", "-migrate", "-restore", "-wait", "-waitaof", "-memory", "-lolwut",
+    "-object", "-client", "-info", "-config", "-debug", "-shutdown", "-acl", "-module",
+    "-script", "-function", "-eval", "-fcall", "-fcall_ro", "-eval_ro", "-evalsha_ro",
+    # SORT's BY/GET read keys by pattern; the rest are server-wide, denied by
+    # name as the site's sandbox users deny them (server/valkey/acl.py)
+    "-sort", "-sort_ro", "-monitor", "-subscribe", "-psubscribe", "-ssubscribe", "-save", "-bgsave",
+    "-replicaof", "-cluster",
+)
+
+
+@dataclass(frozen=True)
+class ProcessLimits:
+    address_space_mb: int = 256
+    maxmemory_mb: int = 32
+    busy_reply_ms: int = 100
+    maxclients: int = 64
+
+
+class GraderProcess(ValkeyProcess):
+    """A valkey-server for grading; ``password`` is its admin password."""
+
+    def __init__(self, limits: ProcessLimits) -> None:
+        super().__init__(load_module=False)
+        self.limits = limits
+        self.password = secrets.token_urlsafe(24)
+        self._pidfd: int | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def command(self) -> list[str]:
+        base = super().command()
+        # The managed server's notification flags serve the site's live
+        # stream; nobody subscribes to a grader, so they would only cost.
+        if "--notify-keyspace-events" in base:
+            at = base.index("--notify-keyspace-events")
+            del base[at : at + 2]
+        # Later directives win, so what a grader must be is said last, here,
+        # whatever the site's own managed server comes to be configured with.
+        return [
+            *base, "--save", "", "--appendonly", "no", "--bind", HOST, "--requirepass", self.password,
+            "--busy-reply-threshold", str(self.limits.busy_reply_ms),
+            "--maxmemory", f"{self.limits.maxmemory_mb}mb", "--maxmemory-policy", "noeviction",
+            "--maxclients", str(self.limits.maxclients),
+            "--enable-debug-command", "no", "--enable-module-command", "no",
+        ]
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def code(self) -> int | None:
+        """The exit code (minus the signal that ended it), None while it runs."""
+        return self.proc.poll() if self.proc is not None else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.code() is None
+
+    def spawn(self) -> None:
+        """Start the process (not waiting for it to answer: see ``Grader.start``)."""
+        engine.checked(self.binary)  # not found, or older than the Lua fixes: refused in one sentence
+        parent, space = os.getpid(), self.limits.address_space_mb * 1024 * 1024
+
+        def in_child() -> None:
+            # SIGKILL, not SIGTERM: a grader may be inside a script and deaf to
+            # anything gentler, and it holds nothing worth a clean shutdown.
+            _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:  # the parent died before prctl took effect
+                os._exit(1)
+            resource.setrlimit(resource.RLIMIT_AS, (space, space))
+
+        self.proc = subprocess.Popen(
+            self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=in_child,  # noqa: PLW1509 -- only prctl and setrlimit run there
+        )
+
+    def watch(self, on_exit: Callable[[], None]) -> None:
+        """Call ``on_exit`` on the loop once the process ended and was reaped. Without
+        pidfds nothing is watched: a dead grader is found when next handed out (``alive``)."""
+        if self.proc is None or self._pidfd is not None:
+            return
+        try:
+            pidfd = os.pidfd_open(self.proc.pid)
+        except (OSError, AttributeError):
+            return
+        self._pidfd = pidfd
+        self._loop = loop = asyncio.get_running_loop()
+
+        def ended() -> None:
+            self._unwatch()
+            if self.proc is not None:
+                self.proc.poll()  # reaps it: a zombie's slot is freed now
+            on_exit()
+
+        loop.add_reader(pidfd, ended)
+
+    def _unwatch(self) -> None:
+        pidfd, self._pidfd = self._pidfd, None
+        if pidfd is not None and self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to remove
+                self._loop.remove_reader(pidfd)
+            os.close(pidfd)
+
+    def exit_note(self) -> str:
+        """Why the process is gone, for an error message: its code and the log's tail."""
+        log = self.dir / "valkey.log"
+        tail = log.read_text("utf-8", "replace")[-400:] if log.exists() else ""
+        return f"valkey-server exited ({self.code()}): {tail.strip()}"
+
+    def kill(self) -> None:
+        """SIGKILL and reap: for a process stuck inside a script. Its dir goes too."""
+        self._unwatch()  # an end we chose is no news to the grader
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=2)  # a SIGKILLed process is reaped in microseconds
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    async def close(self, grace: float = 2.0) -> None:
+        """SIGTERM, wait without blocking the loop, SIGKILL past ``grace``."""
+        self._unwatch()
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + grace
+            # A child's exit has no awaitable here (asyncio's child watchers
+            # would own every child of the process); a short poll costs nothing.
+            while proc.poll() is None and loop.time() < deadline:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+        self.kill()
+
+
+def new_run_id() -> str:
+    """``r`` + 10 random characters: a queue-name part no other run will hold."""
+    return "r" + "".join(secrets.choice(_ALPHABET) for _ in range(10))
+
+
+def run_pattern(run_id: str) -> str:
+    """Every key of the run (and the ACL key pattern of its user, less the ``~``)."""
+    return "emq:{" + run_id + ".*"
+
+
+async def sweep(admin: Redis, pattern: str) -> None:
+    """UNLINK every key matching ``pattern``."""
+    cursor = 0
+    while True:
+        cursor, found = await admin.scan(cursor=cursor, match=pattern, count=SWEEP_COUNT)
+        if found:
+            await admin.unlink(*found)
+        if int(cursor) == 0:
+            return
+
+
+class RunUser:
+    """One run's user on one grader: created, connected, then deleted."""
+
+    def __init__(self, admin: Redis, port: int) -> None:
+        self.admin, self.port = admin, port
+        self.run_id = new_run_id()
+        self.name = f"run-{self.run_id}"
+        self.password = secrets.token_urlsafe(18)
+        self.client: Redis | None = None
+
+    async def open(self) -> Redis:
+        """Create the user (``reset`` first: nothing inherited) and a connection that runs as it."""
+        await self.admin.execute_command(  # type: ignore[no-untyped-call]
+            "ACL", "SETUSER", self.name, "reset", "on", f">{self.password}",
+            f"~{run_pattern(self.run_id)}", "resetchannels", "-@all", *GRANTED, *DENIED,
+        )
+        # a pool, not a single connection: the grader's timed call is a pipeline, which redis-py
+        # takes from the pool (it keeps one idle). No CLIENT SETINFO: the user may not run it.
+        self.client = Redis(host=HOST, port=self.port, username=self.name, password=self.password,
+                            retry=Retry(NoBackoff(), 0), socket_connect_timeout=2, driver_info=None)
+        await self.client.ping()
+        return self.client
+
+    async def close(self, lost: bool = False) -> None:
+        """Drop the connection, then the user, then the run's keys (a key swept while the user
+        could still write would come back); ``lost``: the grader's process took both with it."""
+        if self.client is not None:
+            with contextlib.suppress(RedisError, OSError):
+                await self.client.aclose()
+            self.client = None
+        if not lost:
+            await self.admin.acl_deluser(self.name)
+            await sweep(self.admin, run_pattern(self.run_id))
 
 
 class Grader:
@@ -65,8 +284,10 @@ class Grader:
             raise RuntimeError("the grader is not started")
         return self.admin
 
-    def _client(self, process: GraderProcess, *, single: bool) -> Redis:
-        return Redis(host=HOST, port=process.port, password=process.password, retry=no_retry(),
+    @staticmethod
+    def _client(process: GraderProcess, *, single: bool) -> Redis:
+        # No retry: a grader that died must not be retried in silence.
+        return Redis(host=HOST, port=process.port, password=process.password, retry=Retry(NoBackoff(), 0),
                      single_connection_client=single, socket_connect_timeout=2)
 
     async def start(self, within: float = 10.0) -> None:
@@ -175,7 +396,7 @@ class Grader:
         """A new run's user (not yet created on Valkey: ``open`` does)."""
         admin = self.admin_client()
         assert self.process is not None  # started with the admin client
-        return RunUser(admin, HOST, self.process.port)
+        return RunUser(admin, self.process.port)
 
     async def call(
         self, client: Redis, sha: str, keys: Sequence[str], args: Sequence[str | int]

@@ -3,12 +3,27 @@
 ``Graded.as_json`` is the 200 body, with ``"pictures"``: for each failing check, the keys just
 before and after the learner's call it judged. A run's queues are ``<run>.<check>.<role>`` on the
 grader; every sentence and picture shown passes through ``rename`` to the course's ``emq:{q}:…``.
+A picture (``scripts/snapshot.lua``, run by the admin) is the judged keys, then what a scan of the
+scenario's keys finds up to a bound.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from pathlib import Path
+from typing import Any, Final, TypeAlias
+
+from redis.asyncio import Redis
+
+from server.emq.script import Script
+
+SNAPSHOT: Final = Script.from_file(Path(__file__).resolve().parent / "scripts" / "snapshot.lua")
+# A scenario of the course holds about fifteen keys of a few elements each: these
+# (keys, elements per key, characters per element) only bound a runaway writer.
+MOST_KEYS: Final = 40
+WIDTH: Final = 32
+ELEMENT_CHARS: Final = 256
 
 # (the queue as the grader names it, the tag the course writes for it)
 Names: TypeAlias = tuple[tuple[str, str], ...]
@@ -86,6 +101,39 @@ class Picture:
 
     def as_json(self, names: Names = ()) -> list[dict[str, object]]:
         return [shot.as_json(names) for shot in self.keys]
+
+
+def _text(value: Any) -> str:
+    # The learner's script may write any bytes; shown as text, no more of one element than a panel draws.
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    return text if len(text) <= ELEMENT_CHARS else text[:ELEMENT_CHARS] + "…"
+
+
+def _shot(entry: Sequence[Any]) -> KeyShot:
+    name, kind, size, raw = _text(entry[0]), _text(entry[1]), int(entry[2]), list(entry[3] or [])
+    items = [_text(item) for item in raw]
+    value: Value
+    if kind == "string":
+        value = items[0] if items else ""
+        whole = len(raw[0] if raw else b"") >= size
+    elif kind == "hash":
+        value = dict(zip(items[0::2], items[1::2]))
+        whole = len(value) >= size
+    elif kind == "zset":
+        value = list(zip(items[0::2], items[1::2]))
+        whole = len(value) >= size
+    elif kind in ("list", "set"):
+        value = sorted(items) if kind == "set" else items
+        whole = len(items) >= size
+    else:
+        value, whole = None, False
+    return KeyShot(name=name, type=kind, value=value, size=size, whole=whole)
+
+
+async def picture(admin: Redis, judged: Sequence[str], pattern: str) -> Picture:
+    """The keys ``judged`` (those that exist) and the others ``pattern`` finds, in name order."""
+    reply = await SNAPSHOT.run(admin, judged, [pattern, MOST_KEYS, WIDTH])
+    return Picture(tuple(sorted((_shot(entry) for entry in reply or []), key=lambda shot: shot.name)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 
 from server.emq import keyspace
-from server.exercises import runkeys
 from server.exercises.grader import Grader
-from server.exercises.outcome import QUEUE, CheckResult, Picture, rename
+from server.exercises.outcome import QUEUE, CheckResult, Picture, picture, rename
 from server.exercises.watchdog import Erred, Halted, Replied
 
 
@@ -81,7 +80,7 @@ class Scene:
         return f" after {self.step}" if self.step else ""
 
     async def picture(self) -> Picture:
-        return await runkeys.picture(self.admin, self.judged, runkeys.scenario_pattern(self.run.run_id, self.index))
+        return await picture(self.admin, self.judged, "emq:{" + f"{self.run.run_id}.{self.index}." + "*")
 
     async def learner(
         self, keys: Sequence[str], args: Sequence[str | int], step: str

@@ -19,8 +19,7 @@ from server.exercises import (
     UnknownExercise,
     grade,
 )
-from server.exercises.grader import COURSE_SCRIPTS
-from server.exercises.process import ProcessLimits
+from server.exercises.grader import COURSE_SCRIPTS, ProcessLimits
 from tests.integration.exercises.support import COURSE, sandbox, valkey_children
 
 

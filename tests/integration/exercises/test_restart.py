@@ -20,7 +20,7 @@ import time
 import pytest
 
 from server.exercises import GraderPool, PoolSettings, Restarting, grade
-from server.exercises.process import ProcessLimits
+from server.exercises.grader import ProcessLimits
 from server.valkey.process import pid_alive
 from tests.integration.exercises.support import COURSE, sandbox, valkey_children
 
