@@ -42,6 +42,10 @@ class PoolSettings:
             raise ValueError("the grader pool needs at least one grader")
         if self.queue_bound < 0:
             raise ValueError("the grader queue bound cannot be negative")
+        if self.address_runs < 1:
+            raise ValueError("an address needs at least one place in the line")
+        if self.sandbox_in_flight < 1 or self.sandbox_burst < 1 or self.sandbox_per_minute <= 0:
+            raise ValueError("a sandbox needs at least one run in flight, a burst of one, and a refill rate")
         if not 0 < self.limits.script_ms < self.limits.kill_ms:
             raise ValueError("a script's time must be positive and shorter than the SIGKILL deadline")
 
