@@ -17,7 +17,6 @@ from server.emq import registry
 from server.emq.errors import EmqError
 from server.exercises import GraderPool, PoolSettings, catalogue, grade
 from server.exercises.grader import Grader, new_run_id, run_pattern, sweep
-from server.exercises.outcome import Picture
 from server.exercises.scene import Run, Scene
 from server.exercises.watchdog import Erred, Replied, plain
 
@@ -31,18 +30,11 @@ class DirectScene(Scene):
         super().__init__(run, index)
         self.script = script
 
-    async def learner(
-        self, keys: Sequence[str], args: Sequence[str | int], step: str
-    ) -> tuple[Replied | Erred, Picture]:
-        self.step = step
-        self.before = await self.picture()
-        outcome: Replied | Erred
+    async def call(self, keys: Sequence[str], args: Sequence[str | int]) -> Replied | Erred:
         try:
-            outcome = Replied(plain(await registry.run(self.admin, self.script, keys, args)))
+            return Replied(plain(await registry.run(self.admin, self.script, keys, args)))
         except EmqError as exc:
-            outcome = Erred(exc.message)
-        self.after = await self.picture()
-        return outcome, self.after
+            return Erred(exc.message)
 
 
 async def direct_run(grader: Grader, name: str) -> None:

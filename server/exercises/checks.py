@@ -16,20 +16,12 @@ as the Pump does, each entry handed over with the KEYS/ARGV ``pump.deliver_one``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from server.emq import flows, jobs, keyspace, pump
 from server.exercises.outcome import PARENT_QUEUE, Picture
-from server.exercises.scene import (
-    Check,
-    CheckFailed,
-    Scene,
-    expect_counter,
-    expect_error,
-    expect_field,
-    expect_reply,
-    expect_unchanged,
-)
+from server.exercises.scene import Check, CheckFailed, Scene, clip
 from server.exercises.watchdog import Erred, Replied
 
 LEASE_MS = 30_000
@@ -84,29 +76,103 @@ PARENT_AT = {
 }
 
 
-def expect_parent(picture: Picture, family: Family, where: str, step: str) -> None:
+def shown(value: str | None) -> str:
+    return "no such key" if value is None else clip(value)
+
+
+def _reply(scene: Scene, family: Family, want: int) -> str | None:
+    outcome, step = scene.outcome, scene.step
+    if isinstance(outcome, Erred):
+        return f"expected {step} to answer {want}, the script stopped with the error: {clip(outcome.message)}"
+    if isinstance(outcome, Replied) and outcome.value != want:
+        return f"expected {step} to answer {want}, the script answered {clip(repr(outcome.value))}"
+    return None
+
+
+def _error(scene: Scene, family: Family, code: str) -> str | None:
+    outcome, step = scene.outcome, scene.step
+    if isinstance(outcome, Replied):
+        return f"expected {step} to answer an {code} error, the script answered {clip(repr(outcome.value))}"
+    if isinstance(outcome, Erred) and not outcome.message.startswith(code):
+        return f"expected {step} to answer an {code} error, the script answered: {clip(outcome.message)}"
+    return None
+
+
+def _deps(scene: Scene, family: Family, want: int) -> str | None:
+    got = (scene.after or Picture()).text(family.deps)
+    if got == str(want):
+        return None
+    return f"expected :dependencies = {want}, Valkey holds {shown(got)} after {scene.step}"
+
+
+def _field(scene: Scene, key: str, label: str, field: str, want: str | None) -> str | None:
+    """``label`` (e.g. ``:processed``) must hold ``want`` under ``field`` (None: no such field)."""
+    got = (scene.after or Picture()).field(key, field)
+    if got == want:
+        return None
+    if want is None:
+        return f"expected no {field} in {label}, Valkey holds {field} = {shown(got)} after {scene.step}"
+    held = "no such field" if got is None else clip(got)
+    return f"expected {label}[{field}] = {want}, Valkey holds {held} after {scene.step}"
+
+
+def _parent(scene: Scene, family: Family, where: str) -> str | None:
     """The parent must be ``where`` (a ``PARENT_AT``); else the sentence says where Valkey holds it."""
     state, sets, words = PARENT_AT[where]
+    picture = scene.after or Picture()
     got = picture.field(family.parent_row, "state")
     inside = tuple(name for name in SETS if picture.holds(family.parent_set(name), family.parent))
     if got == state and inside == sets:
-        return
+        return None
     sets_held = "in " + " and ".join(inside) if inside else "in no state set"
     held = f"the parent with state {got or '(none)'}, {sets_held}"
     if got is None and picture.find(family.parent_row) is None:
         held = "no parent row"
-    raise CheckFailed(f"expected the parent {words}, Valkey holds {held} after {step}")
+    return f"expected the parent {words}, Valkey holds {held} after {scene.step}"
 
 
-def expect_counted(outcome: Replied | Erred, after: Picture, family: Family, child: str, value: str,
-                   left: int, step: str) -> None:
+def _unchanged(scene: Scene, family: Family, _: object) -> str | None:
+    """No key of the scenario may differ between the two pictures."""
+    earlier = {shot.name: shot for shot in (scene.before.keys if scene.before else ())}
+    later = {shot.name: shot for shot in (scene.after or Picture()).keys}
+    for name in sorted(set(earlier) | set(later)):
+        was, now = earlier.get(name), later.get(name)
+        if was == now:
+            continue
+        if now is None:
+            return f"expected nothing to change, Valkey no longer holds {name} after {scene.step}"
+        if was is None:
+            return f"expected nothing to change, Valkey holds a new key {name} after {scene.step}"
+        return (f"expected nothing to change, Valkey holds {name} = {clip(str(now.value))} "
+                f"(it was {clip(str(was.value))}) after {scene.step}")
+    return None
+
+
+EXPECT: dict[str, Callable[[Scene, Family, Any], str | None]] = {
+    "reply": _reply, "error": _error, "deps": _deps, "parent": _parent, "unchanged": _unchanged,
+    "processed": lambda scene, family, pair: _field(scene, family.processed, ":processed", *pair),
+    "ignored": lambda scene, family, pair: _field(scene, family.ignored, ":ignored", *pair),
+}
+
+
+def judge(scene: Scene, family: Family, **wants: Any) -> None:
+    """The learner's last call judged against ``wants`` in the order given, the first that fails
+    saying the check's sentence: ``reply`` the integer it answered, ``error`` the code of the error it
+    answered, ``deps`` :dependencies after it, ``parent`` where the parent is (a ``PARENT_AT``),
+    ``processed`` / ``ignored`` a (field, value) that hash holds (value None: no such field),
+    ``unchanged`` (True) no key of the scenario changed by it."""
+    for want, value in wants.items():
+        said = EXPECT[want](scene, family, value)
+        if said is not None:
+            raise CheckFailed(said)
+
+
+def expect_counted(scene: Scene, family: Family, child: str, value: str, left: int) -> None:
     """The learner's call counted ``child``: it answered 1, :dependencies is ``left``, ``value``
     is in :processed, and the parent stays held while any child is left."""
-    expect_reply(outcome, 1, step)
-    expect_counter(after, family.deps, left, step)
-    expect_field(after, family.processed, ":processed", child, value, step)
+    judge(scene, family, reply=1, deps=left, processed=(child, value))
     if left > 0:
-        expect_parent(after, family, "held", step)
+        judge(scene, family, parent="held")
 
 
 async def claim(scene: Scene, queue: str, want: str) -> int:
@@ -123,6 +189,7 @@ async def claim(scene: Scene, queue: str, want: str) -> int:
 
 REPORT = "JOBreport"
 PARTS = ("JOBpart1", "JOBpart2", "JOBpart3")
+HELD_ONLY = "only a parent still held (awaiting_children) is released"
 
 
 def pages_of(child: str) -> str:
@@ -140,27 +207,15 @@ async def completion_call(scene: Scene, family: Family, child: str, token: int) 
     return jobs.complete_call(family.child_queue, child, token, line, pages_of(child))
 
 
-async def complete(scene: Scene, family: Family, child: str, token: int, step: str) -> tuple[Replied | Erred, Picture]:
-    return await scene.learner(*await completion_call(scene, family, child, token), step)
+async def complete(scene: Scene, family: Family, child: str, token: int, step: str) -> None:
+    await scene.learner(*await completion_call(scene, family, child, token), step)
 
 
 async def counted(scene: Scene, family: Family, child: str, left: int) -> None:
     """Claim ``child``, complete it with the learner's script, and judge that it counted."""
     token = await claim(scene, family.child_queue, child)
-    step = f"the completion of {child}"
-    outcome, after = await complete(scene, family, child, token, step)
-    expect_counted(outcome, after, family, child, pages_of(child), left, step)
-
-
-HELD_ONLY = "only a parent still held (awaiting_children) is released"
-
-
-def expect_kept(where: str, after: Picture, family: Family, step: str, why: str) -> None:
-    """``expect_parent`` with the rule the script broke said after it, when it did."""
-    try:
-        expect_parent(after, family, where, step)
-    except CheckFailed as failed:
-        raise CheckFailed(f"{failed.said}: {HELD_ONLY}, and {why}") from None
+    await complete(scene, family, child, token, f"the completion of {child}")
+    expect_counted(scene, family, child, pages_of(child), left)
 
 
 async def last_of_two_counted(scene: Scene) -> tuple[Family, int]:
@@ -172,11 +227,14 @@ async def last_of_two_counted(scene: Scene) -> tuple[Family, int]:
     return family, await claim(scene, family.child_queue, PARTS[2])
 
 
-async def last_counted(scene: Scene, family: Family, token: int, step: str) -> Picture:
-    """The last child's completion by the learner's script: it counts (1, :dependencies 0, its result)."""
-    outcome, after = await complete(scene, family, PARTS[2], token, step)
-    expect_counted(outcome, after, family, PARTS[2], pages_of(PARTS[2]), 0, step)
-    return after
+async def last_kept(scene: Scene, family: Family, token: int, step: str, where: str, why: str) -> None:
+    """The last child's completion by the learner's script counts (1, :dependencies 0, its result)
+    and leaves the parent ``where``; else the rule the script broke is said after where it is."""
+    await complete(scene, family, PARTS[2], token, step)
+    expect_counted(scene, family, PARTS[2], pages_of(PARTS[2]), 0)
+    said = _parent(scene, family, where)
+    if said is not None:
+        raise CheckFailed(f"{said}: {HELD_ONLY}, and {why}")
 
 
 async def three_parts(scene: Scene) -> str:
@@ -188,11 +246,8 @@ async def three_parts(scene: Scene) -> str:
 
 async def last_part(scene: Scene) -> str:
     family, token = await last_of_two_counted(scene)
-    step = f"the completion of {PARTS[2]}, the last child"
-    outcome, after = await complete(scene, family, PARTS[2], token, step)
-    expect_reply(outcome, 1, step)
-    expect_counter(after, family.deps, 0, step)
-    expect_parent(after, family, "released", step)
+    await complete(scene, family, PARTS[2], token, f"the completion of {PARTS[2]}, the last child")
+    judge(scene, family, reply=1, deps=0, parent="released")
     return "the parent was released after the third child: it is in pending with state pending"
 
 
@@ -201,15 +256,10 @@ async def redelivered(scene: Scene) -> str:
     child = PARTS[0]
     token = await claim(scene, family.child_queue, child)
     keys, args = await completion_call(scene, family, child, token)
-    step = f"the completion of {child}"
-    outcome, after = await scene.learner(keys, args, step)
-    expect_reply(outcome, 1, step)
-    expect_counter(after, family.deps, 2, step)
-    again = f"the same completion of {child} sent a second time"
-    outcome, after = await scene.learner(keys, args, again)
-    expect_counter(after, family.deps, 2, again)
-    expect_reply(outcome, 0, again)
-    expect_unchanged(scene.before, after, again)
+    await scene.learner(keys, args, f"the completion of {child}")
+    judge(scene, family, reply=1, deps=2)
+    await scene.learner(keys, args, f"the same completion of {child} sent a second time")
+    judge(scene, family, deps=2, reply=0, unchanged=True)
     return (f"the completion of {child} sent a second time answered 0 and changed nothing: "
             ":dependencies stayed 2")
 
@@ -229,10 +279,8 @@ async def lapsed(scene: Scene) -> str:
     token = await claim(scene, family.child_queue, late)
     await lapse(scene, family.child_queue, late)
     step = f"the late completion of {late} (its lease had lapsed and it was back in pending)"
-    _, after = await complete(scene, family, late, token, step)
-    expect_counter(after, family.deps, 1, step)
-    expect_parent(after, family, "held", step)
-    expect_field(after, family.processed, ":processed", late, None, step)
+    await complete(scene, family, late, token, step)
+    judge(scene, family, deps=1, parent="held", processed=(late, None))
     return (f"the late completion of {late} counted nothing: :dependencies stayed 1 "
             "and the parent stayed held")
 
@@ -244,9 +292,8 @@ async def stale(scene: Scene) -> str:
     await lapse(scene, family.child_queue, child)
     new = await claim(scene, family.child_queue, child)
     step = f"the completion of {child} with the stale token {old} (its row holds attempts {new})"
-    outcome, after = await complete(scene, family, child, old, step)
-    expect_error(outcome, "EMQSTALE", step)
-    expect_unchanged(scene.before, after, step)
+    await complete(scene, family, child, old, step)
+    judge(scene, family, error="EMQSTALE", unchanged=True)
     return f"the completion with the stale token {old} answered EMQSTALE and wrote nothing"
 
 
@@ -257,10 +304,8 @@ async def missing_row(scene: Scene) -> str:
     # same-queue layout, naming the real parent.
     line = jobs.Lineage(mode="sq", parent=REPORT, parent_queue=family.parent_queue, policy="fp")
     keys, args = jobs.complete_call(family.child_queue, ghost, 1, line, pages_of(ghost))
-    step = f"the completion of {ghost} (a job with no row)"
-    outcome, after = await scene.learner(keys, args, step)
-    expect_reply(outcome, 0, step)
-    expect_unchanged(scene.before, after, step)
+    await scene.learner(keys, args, f"the completion of {ghost} (a job with no row)")
+    judge(scene, family, reply=0, unchanged=True)
     return f"the completion of {ghost}, which has no row, answered 0 and wrote nothing"
 
 
@@ -270,8 +315,7 @@ async def already_failed(scene: Scene) -> str:
     await scene.admin.hset(family.parent_row, mapping={"state": "failed", "error": "given up by an operator"})
     await scene.admin.zadd(family.parent_set("dead"), {REPORT: 1})
     step = f"the completion of {PARTS[2]}, the last child, after the parent had failed"
-    after = await last_counted(scene, family, token, step)
-    expect_kept("failed", after, family, step, "this one had failed already")
+    await last_kept(scene, family, token, step, "failed", "this one had failed already")
     return (f"the completion of {PARTS[2]} counted it (:dependencies 0) and left the failed parent "
             "failed, in dead")
 
@@ -283,8 +327,7 @@ async def already_released(scene: Scene) -> str:
     await scene.admin.hset(family.parent_row, "state", "pending")
     await claim(scene, family.parent_queue, REPORT)
     step = f"the completion of {PARTS[2]}, the last child, after a worker had claimed the released parent"
-    after = await last_counted(scene, family, token, step)
-    expect_kept("claimed", after, family, step, "this one was released and claimed already")
+    await last_kept(scene, family, token, step, "claimed", "this one was released and claimed already")
     return (f"the completion of {PARTS[2]} counted it (:dependencies 0) and left the parent "
             "with the worker that claimed it")
 
@@ -342,20 +385,18 @@ async def finish(scene: Scene, family: Family, child: str, *, fails: bool = Fals
     return page[0]
 
 
-async def deliver(scene: Scene, family: Family, raw: str, step: str) -> tuple[Replied | Erred, Picture]:
+async def deliver(scene: Scene, family: Family, raw: str, step: str) -> None:
     """Hand one raw entry of the mail queue's outbox to the learner's script,
     after the Pump's own check of it (``pump.trusted``)."""
-    keys, args = deliver_call(pump.trusted(raw, family.child_queue, None))
-    return await scene.learner(keys, args, step)
+    await scene.learner(*deliver_call(pump.trusted(raw, family.child_queue, None)), step)
 
 
 async def three_mails(scene: Scene) -> str:
     family = await orders(scene)
     for done, child in enumerate(MAILS, 1):
         raw = await finish(scene, family, child)
-        step = f"the delivery of {child}'s completion"
-        outcome, after = await deliver(scene, family, raw, step)
-        expect_counted(outcome, after, family, child, sent(child), len(MAILS) - done, step)
+        await deliver(scene, family, raw, f"the delivery of {child}'s completion")
+        expect_counted(scene, family, child, sent(child), len(MAILS) - done)
         await pump.trim(scene.admin, family.child_queue, [raw])  # the Pump's trim after a page that delivered
     return ("each delivery counted its child once: :dependencies went 3 → 2 → 1 → 0 "
             "and :processed holds the three results")
@@ -373,11 +414,8 @@ async def last_finished(scene: Scene) -> tuple[Family, str]:
 
 async def last_mail(scene: Scene) -> str:
     family, raw = await last_finished(scene)
-    step = f"the delivery of {MAILS[2]}'s completion, the last child"
-    outcome, after = await deliver(scene, family, raw, step)
-    expect_reply(outcome, 1, step)
-    expect_counter(after, family.deps, 0, step)
-    expect_parent(after, family, "released", step)
+    await deliver(scene, family, raw, f"the delivery of {MAILS[2]}'s completion, the last child")
+    judge(scene, family, reply=1, deps=0, parent="released")
     return "the parent was released after the last delivery: it is in pending with state pending"
 
 
@@ -385,16 +423,11 @@ async def crash_before_trim(scene: Scene) -> str:
     family = await orders(scene)
     child = MAILS[0]
     raw = await finish(scene, family, child)
-    first = f"the first delivery of {child}"
-    outcome, after = await deliver(scene, family, raw, first)
-    expect_reply(outcome, 1, first)
-    expect_counter(after, family.deps, 2, first)
+    await deliver(scene, family, raw, f"the first delivery of {child}")
+    judge(scene, family, reply=1, deps=2)
     # the Pump crashes here, before its trim: the next tick reads the same entry
-    again = f"the second delivery of {child} (a crash before trim)"
-    outcome, after = await deliver(scene, family, raw, again)
-    expect_counter(after, family.deps, 2, again)
-    expect_reply(outcome, 2, again)
-    expect_unchanged(scene.before, after, again)
+    await deliver(scene, family, raw, f"the second delivery of {child} (a crash before trim)")
+    judge(scene, family, deps=2, reply=2, unchanged=True)
     return (f"the second delivery of {child} after a crash before trim answered 2 and decremented nothing: "
             ":dependencies stayed 2")
 
@@ -402,17 +435,12 @@ async def crash_before_trim(scene: Scene) -> str:
 async def released_once(scene: Scene) -> str:
     family, raw = await last_finished(scene)
     last = MAILS[2]
-    step = f"the delivery of {last}'s completion"
-    outcome, after = await deliver(scene, family, raw, step)
-    expect_reply(outcome, 1, step)
-    expect_parent(after, family, "released", step)
+    await deliver(scene, family, raw, f"the delivery of {last}'s completion")
+    judge(scene, family, reply=1, parent="released")
     # a crash before trim; meanwhile a worker claims the released parent
     await claim(scene, family.parent_queue, ORDER)
-    again = f"the second delivery of {last}, after a worker claimed the parent"
-    outcome, after = await deliver(scene, family, raw, again)
-    expect_parent(after, family, "claimed", again)
-    expect_counter(after, family.deps, 0, again)
-    expect_reply(outcome, 2, again)
+    await deliver(scene, family, raw, f"the second delivery of {last}, after a worker claimed the parent")
+    judge(scene, family, parent="claimed", deps=0, reply=2)
     return ("the parent was released once: the repeated last entry answered 2 and left it "
             "with the worker that claimed it")
 
@@ -421,17 +449,10 @@ async def ignored_failure(scene: Scene) -> str:
     child = MAILS[0]
     family = await orders(scene, **{child: {"ignore_dependency_on_failure": True}})
     raw = await finish(scene, family, child, fails=True)
-    step = f"the delivery of {child}'s failure (policy: ignore the dependency)"
-    outcome, after = await deliver(scene, family, raw, step)
-    expect_reply(outcome, 1, step)
-    expect_counter(after, family.deps, 2, step)
-    expect_field(after, family.ignored, ":ignored", child, bounced(child), step)
-    expect_field(after, family.processed, ":processed", child, None, step)
-    expect_parent(after, family, "held", step)
-    again = f"the second delivery of {child}'s failure (a crash before trim)"
-    outcome, after = await deliver(scene, family, raw, again)
-    expect_counter(after, family.deps, 2, again)
-    expect_reply(outcome, 2, again)
+    await deliver(scene, family, raw, f"the delivery of {child}'s failure (policy: ignore the dependency)")
+    judge(scene, family, reply=1, deps=2, ignored=(child, bounced(child)), processed=(child, None), parent="held")
+    await deliver(scene, family, raw, f"the second delivery of {child}'s failure (a crash before trim)")
+    judge(scene, family, deps=2, reply=2)
     return (f"the ignored failure of {child} went into :ignored and counted once: "
             ":dependencies went 3 → 2 and stayed 2 when it came again")
 
@@ -440,15 +461,10 @@ async def failing_parent(scene: Scene) -> str:
     family = await orders(scene)
     child = MAILS[0]
     raw = await finish(scene, family, child, fails=True)
-    step = f"the delivery of {child}'s failure (policy: fail the parent)"
-    outcome, after = await deliver(scene, family, raw, step)
-    expect_reply(outcome, 1, step)
-    expect_parent(after, family, "failed", step)
-    expect_counter(after, family.deps, 3, step)
-    again = f"the second delivery of {child}'s failure"
-    outcome, after = await deliver(scene, family, raw, again)
-    expect_reply(outcome, 2, again)
-    expect_unchanged(scene.before, after, again)
+    await deliver(scene, family, raw, f"the delivery of {child}'s failure (policy: fail the parent)")
+    judge(scene, family, reply=1, parent="failed", deps=3)
+    await deliver(scene, family, raw, f"the second delivery of {child}'s failure")
+    judge(scene, family, reply=2, unchanged=True)
     return (f"the failure of {child} failed the parent (state failed, in dead) without counting it, "
             "and its second delivery changed nothing")
 
@@ -461,9 +477,8 @@ async def missing_parent(scene: Scene) -> str:
     scene.judge([keyspace.job_key(family.parent_queue, ghost), keyspace.dependencies_key(family.parent_queue, ghost),
                  keyspace.processed_key(family.parent_queue, ghost)])
     step = f"the delivery of an entry for {ghost} (a parent with no row)"
-    outcome, after = await deliver(scene, family, pump.encode_entry(entry), step)
-    expect_reply(outcome, 0, step)
-    expect_unchanged(scene.before, after, step)
+    await deliver(scene, family, pump.encode_entry(entry), step)
+    judge(scene, family, reply=0, unchanged=True)
     return f"the entry for {ghost}, which has no row, answered 0 and wrote nothing, so the Pump stops there"
 
 

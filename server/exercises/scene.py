@@ -56,6 +56,7 @@ class Scene:
         self.step: str | None = None
         self.before: Picture | None = None
         self.after: Picture | None = None
+        self.outcome: Replied | Erred | None = None
         self.shown: dict[str, str] = {}  # each queue of the scene -> how the course writes it
 
     @property
@@ -82,20 +83,23 @@ class Scene:
     async def picture(self) -> Picture:
         return await picture(self.admin, self.judged, "emq:{" + f"{self.run.run_id}.{self.index}." + "*")
 
-    async def learner(
-        self, keys: Sequence[str], args: Sequence[str | int], step: str
-    ) -> tuple[Replied | Erred, Picture]:
-        """The learner's script in place of the course's, framed by two pictures."""
+    async def learner(self, keys: Sequence[str], args: Sequence[str | int], step: str) -> None:
+        """The learner's script in place of the course's, framed by two pictures: the check judges
+        its ``outcome`` and the keys ``after`` (``checks.judge``)."""
         self.step = step
         self.before = await self.picture()
         self.after = None
+        self.outcome = await self.call(keys, args)
+        self.after = await self.picture()
+
+    async def call(self, keys: Sequence[str], args: Sequence[str | int]) -> Replied | Erred:
+        """One call of the learner's script on the grader, within the run's budget of script time."""
         run, budget = self.run, self.run.grader.limits.budget_ms
         if run.spent * 1000 >= budget:
             raise Halted(f"stopped: the script had used the run's {budget} ms of script time", lost=False)
         outcome, took = await run.grader.call(run.client, run.sha, keys, args)
         run.spent += took
-        self.after = await self.picture()
-        return outcome, self.after
+        return outcome
 
     def result(self, name: str, said: str) -> CheckResult:
         """A failed check, with the pictures of the learner's last call in it,
@@ -103,9 +107,6 @@ class Scene:
         names = tuple(self.shown.items())
         return CheckResult(name=name, passed=False, said=rename(said, names), step=self.step,
                            before=self.before, after=self.after, names=names)
-
-
-# --- judging ---------------------------------------------------------------
 
 
 SHOWN_CHARS = 120  # a said quotes at most this much of a value: it is one sentence
@@ -119,58 +120,3 @@ def clip(text: str) -> str:
     if " " in start[SHOWN_CHARS // 2:] and not text[SHOWN_CHARS].isspace():
         start = start.rsplit(" ", 1)[0]
     return f"{start.rstrip()}… ({len(text):,} characters)"
-
-
-def shown(value: str | None) -> str:
-    return "no such key" if value is None else clip(value)
-
-
-def expect_reply(outcome: Replied | Erred, want: int, step: str) -> None:
-    """The script's reply must be the integer ``want``."""
-    if isinstance(outcome, Erred):
-        raise CheckFailed(f"expected {step} to answer {want}, "
-                          f"the script stopped with the error: {clip(outcome.message)}")
-    if outcome.value != want:
-        raise CheckFailed(f"expected {step} to answer {want}, the script answered {clip(repr(outcome.value))}")
-
-
-def expect_error(outcome: Replied | Erred, code: str, step: str) -> None:
-    """The script must answer an error reply that starts with ``code``."""
-    if isinstance(outcome, Replied):
-        raise CheckFailed(f"expected {step} to answer an {code} error, "
-                          f"the script answered {clip(repr(outcome.value))}")
-    if not outcome.message.startswith(code):
-        raise CheckFailed(f"expected {step} to answer an {code} error, the script answered: {clip(outcome.message)}")
-
-
-def expect_counter(picture: Picture, key: str, want: int, step: str) -> None:
-    got = picture.text(key)
-    if got != str(want):
-        raise CheckFailed(f"expected :dependencies = {want}, Valkey holds {shown(got)} after {step}")
-
-
-def expect_field(picture: Picture, key: str, label: str, field: str, want: str | None, step: str) -> None:
-    """``label`` (e.g. ``:processed``) must hold ``want`` under ``field`` (None: no such field)."""
-    got = picture.field(key, field)
-    if got == want:
-        return
-    if want is None:
-        raise CheckFailed(f"expected no {field} in {label}, Valkey holds {field} = {shown(got)} after {step}")
-    held = "no such field" if got is None else clip(got)
-    raise CheckFailed(f"expected {label}[{field}] = {want}, Valkey holds {held} after {step}")
-
-
-def expect_unchanged(before: Picture | None, after: Picture, step: str) -> None:
-    """No key of the scenario may differ between the two pictures."""
-    earlier = {shot.name: shot for shot in (before.keys if before else ())}
-    later = {shot.name: shot for shot in after.keys}
-    for name in sorted(set(earlier) | set(later)):
-        was, now = earlier.get(name), later.get(name)
-        if was == now:
-            continue
-        if now is None:
-            raise CheckFailed(f"expected nothing to change, Valkey no longer holds {name} after {step}")
-        if was is None:
-            raise CheckFailed(f"expected nothing to change, Valkey holds a new key {name} after {step}")
-        raise CheckFailed(f"expected nothing to change, Valkey holds {name} = {clip(str(now.value))} "
-                          f"(it was {clip(str(was.value))}) after {step}")
