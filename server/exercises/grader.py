@@ -268,10 +268,6 @@ class Grader:
         # told when the process ends on its own (the pool starts it again)
         self.on_lost: Callable[[Grader], None] | None = None
 
-    def __repr__(self) -> str:
-        pid = self.process.pid if self.process else None
-        return f"<Grader {self.index} pid={pid} lost={self.lost}>"
-
     @property
     def url(self) -> str:
         """The admin URL (password included): for the tests, which compare keys around a run."""
@@ -343,15 +339,12 @@ class Grader:
                     raise RuntimeError(f"grader {self.index} did not start: {note}") from exc
                 await asyncio.sleep(0.01)
 
-    async def _drop_clients(self) -> None:
+    async def stop(self) -> None:
         for client in (self.guard, self.admin):
             if client is not None:
                 with contextlib.suppress(RedisError, OSError):
                     await client.aclose()
         self.guard = self.admin = None
-
-    async def stop(self) -> None:
-        await self._drop_clients()
         if self.process is not None:
             await self.process.close()
             self.process = None
@@ -363,10 +356,8 @@ class Grader:
             self.process.kill()
 
     async def restart(self) -> None:
-        await self._drop_clients()
-        if self.process is not None:
-            self.process.kill()
-            self.process = None
+        # A grader is restarted once lost: its process already ended (on its own, or by end()).
+        await self.stop()
         await self.start()
 
     async def load(self, text: str) -> str:
@@ -417,4 +408,4 @@ async def _timed(client: Redis, sha: str, keys: Sequence[str], args: Sequence[st
         pipe.execute_command("TIME")
         before, value, after = await pipe.execute(raise_on_error=False)
     # TIME as redis-py parses it: (seconds, microseconds)
-    return Timed(value, after[0] - before[0] + (after[1] - before[1]) / 1_000_000)
+    return value, after[0] - before[0] + (after[1] - before[1]) / 1_000_000

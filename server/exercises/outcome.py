@@ -10,7 +10,7 @@ scenario's keys finds up to a bound.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeAlias
 
@@ -43,6 +43,19 @@ def rename(text: str, names: Names) -> str:
     return text
 
 
+def _renamed(value: object, names: Names) -> object:
+    """``value`` as JSON (a picture: its keys' fields), every text in it through ``rename``."""
+    if isinstance(value, str):
+        return rename(value, names)
+    if isinstance(value, dict):
+        return {rename(k, names): _renamed(v, names) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_renamed(item, names) for item in value]
+    if isinstance(value, Picture):
+        return [_renamed(asdict(shot), names) for shot in value.keys]
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class KeyShot:
     """One key as Valkey held it: ``size`` is bytes (string) or elements;
@@ -53,22 +66,6 @@ class KeyShot:
     value: Value
     size: int
     whole: bool = True
-
-    def as_json(self, names: Names = ()) -> dict[str, object]:
-        """The key as a panel draws it, its run queues written as the course writes them."""
-        return {"name": rename(self.name, names), "type": self.type, "value": _shown(self.value, names),
-                "size": self.size, "whole": self.whole}
-
-
-def _shown(value: Value, names: Names) -> object:
-    if isinstance(value, str):
-        return rename(value, names)
-    if isinstance(value, dict):
-        return {rename(k, names): rename(v, names) for k, v in value.items()}
-    if isinstance(value, list):
-        return [[rename(item[0], names), item[1]] if isinstance(item, tuple) else rename(item, names)
-                for item in value]
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,9 +96,6 @@ class Picture:
     def names(self) -> list[str]:
         return [shot.name for shot in self.keys]
 
-    def as_json(self, names: Names = ()) -> list[dict[str, object]]:
-        return [shot.as_json(names) for shot in self.keys]
-
 
 def _text(value: Any) -> str:
     # The learner's script may write any bytes; shown as text, no more of one element than a panel draws.
@@ -112,22 +106,17 @@ def _text(value: Any) -> str:
 def _shot(entry: Sequence[Any]) -> KeyShot:
     name, kind, size, raw = _text(entry[0]), _text(entry[1]), int(entry[2]), list(entry[3] or [])
     items = [_text(item) for item in raw]
-    value: Value
+    # a string's size is its bytes, any other's its elements; a type not opened shows nothing
     if kind == "string":
-        value = items[0] if items else ""
-        whole = len(raw[0] if raw else b"") >= size
-    elif kind == "hash":
+        return KeyShot(name, kind, items[0] if items else "", size, len(raw[0] if raw else b"") >= size)
+    value: Value = None
+    if kind == "hash":
         value = dict(zip(items[0::2], items[1::2]))
-        whole = len(value) >= size
     elif kind == "zset":
         value = list(zip(items[0::2], items[1::2]))
-        whole = len(value) >= size
     elif kind in ("list", "set"):
         value = sorted(items) if kind == "set" else items
-        whole = len(items) >= size
-    else:
-        value, whole = None, False
-    return KeyShot(name=name, type=kind, value=value, size=size, whole=whole)
+    return KeyShot(name, kind, value, size, value is not None and len(value) >= size)
 
 
 async def picture(admin: Redis, judged: Sequence[str], pattern: str) -> Picture:
@@ -155,8 +144,9 @@ class CheckResult:
     def picture_json(self) -> dict[str, object] | None:
         if self.passed or self.before is None or self.after is None:
             return None
-        return {"check": self.name, "step": self.step,
-                "before": self.before.as_json(self.names), "after": self.after.as_json(self.names)}
+        # the run's queues written as the course writes them
+        return {"check": self.name, "step": self.step, "before": _renamed(self.before, self.names),
+                "after": _renamed(self.after, self.names)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,19 +166,11 @@ class Graded:
 
     def check(self, name: str) -> CheckResult:
         """The verdict of the check called ``name`` (KeyError when there is none)."""
-        for found in self.checks:
-            if found.name == name:
-                return found
-        raise KeyError(name)
+        return {check.name: check for check in self.checks}[name]
 
     def failed(self) -> list[str]:
         return [check.name for check in self.checks if not check.passed]
 
     def as_json(self) -> dict[str, object]:
-        pictures = [p for p in (check.picture_json() for check in self.checks) if p is not None]
-        return {
-            "checks": [check.as_json() for check in self.checks],
-            "passed": self.passed,
-            "total": self.total,
-            "pictures": pictures,
-        }
+        return {"checks": [check.as_json() for check in self.checks], "passed": self.passed, "total": self.total,
+                "pictures": [p for p in (check.picture_json() for check in self.checks) if p is not None]}

@@ -57,12 +57,7 @@ class Erred:
     message: str
 
 
-@dataclass(frozen=True)
-class Timed:
-    """A call's reply (or Valkey's error) and its seconds by Valkey's clock."""
-
-    value: Any
-    seconds: float
+Timed = tuple[Any, float]  # a call's reply (or Valkey's error) and its seconds by Valkey's clock
 
 
 class Halted(Exception):
@@ -74,24 +69,18 @@ class Halted(Exception):
         self.lost = lost
 
 
-def too_deep(value: Any) -> bool:
-    """Whether ``value`` nests past ``MAX_REPLY_DEPTH`` (walked without recursion)."""
-    level: list[tuple[Any, int]] = [(value, 1)]
-    while level:
-        item, depth = level.pop()
-        if isinstance(item, list):
-            if depth > MAX_REPLY_DEPTH:
-                return True
-            level.extend((inner, depth + 1) for inner in item)
-    return False
+class TooDeep(Exception):
+    """A reply nested past ``MAX_REPLY_DEPTH``."""
 
 
-def plain(value: Any) -> Any:
-    """A reply with bytes decoded (any bytes: the script chose them)."""
+def plain(value: Any, depth: int = 1) -> Any:
+    """A reply with bytes decoded (any bytes: the script chose them); ``TooDeep`` past ``MAX_REPLY_DEPTH``."""
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, list):
-        return [plain(item) for item in value]
+        if depth > MAX_REPLY_DEPTH:
+            raise TooDeep
+        return [plain(item, depth + 1) for item in value]
     return value
 
 
@@ -113,7 +102,7 @@ def _settle(task: asyncio.Future[Timed], took: float) -> tuple[Replied | Erred, 
     value: Any = task.exception()
     seconds = took
     if value is None:
-        value, seconds = task.result().value, task.result().seconds
+        value, seconds = task.result()
     if isinstance(value, (InvalidResponse, RecursionError)):
         # redis-py gave up on the reply and drops the connection; the run's
         # next call opens another, so the run goes on with a verdict
@@ -125,7 +114,10 @@ def _settle(task: asyncio.Future[Timed], took: float) -> tuple[Replied | Erred, 
                      "and was started again", lost=True) from value
     if isinstance(value, BaseException):
         raise value
-    return (Erred(TOO_DEEP) if too_deep(value) else Replied(plain(value))), seconds
+    try:
+        return Replied(plain(value)), seconds
+    except TooDeep:
+        return Erred(TOO_DEEP), seconds
 
 
 async def watched(
