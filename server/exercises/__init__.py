@@ -2,7 +2,7 @@
 
 ``grade`` checks the input, takes a turn in the ``pool`` (its fair line, each sandbox's share), compiles the
 script on a ``grader`` (its own valkey-server), makes the run's user there and runs the exercise's
-``checks``: each lands a flow in a ``scene``, calls the script under the ``watchdog``, pictures the
+``checks``: each lands a flow in a scene, calls the script under the ``watchdog``, pictures the
 keys into an ``outcome``.
 """
 

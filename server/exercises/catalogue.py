@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Final
 
 from server.emq import variants
-from server.exercises.checks import DELIVER_CHECKS, FANIN_CHECKS
+from server.exercises.checks import DELIVER_CHECKS, FANIN_CHECKS, Check
 from server.exercises.errors import UnknownExercise
-from server.exercises.scene import Check
 
 STARTERS: Final = Path(__file__).resolve().parent / "starters"
 

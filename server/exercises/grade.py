@@ -17,11 +17,11 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from server.emq.errors import EmqError
 from server.exercises import catalogue
 from server.exercises.catalogue import Exercise
+from server.exercises.checks import CheckFailed, Run, Scene, clip
 from server.exercises.errors import Restarting, check_script
 from server.exercises.grader import Grader
 from server.exercises.outcome import CheckResult, Graded
 from server.exercises.pool import GraderPool, PlaceHook, Ticket
-from server.exercises.scene import CheckFailed, Run, Scene, clip
 from server.exercises.watchdog import Halted
 
 log = logging.getLogger(__name__)

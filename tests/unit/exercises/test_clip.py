@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.exercises.scene import SHOWN_CHARS, clip
+from server.exercises.checks import SHOWN_CHARS, clip
 
 
 def test_a_short_value_is_quoted_whole() -> None:
