@@ -61,13 +61,8 @@ def _unclaimed(run: asyncio.Future[Graded]) -> None:
 async def _run_on(pool: GraderPool, ticket: Ticket, grader: Grader, exercise: Exercise, text: str) -> Graded:
     try:
         sha = await grader.load(text)
-        user = grader.user()
-        run = Run(grader, await user.open(), sha, user.run_id)
-        try:
-            checks = await run_checks(exercise, run)
-        finally:
-            await user.close(lost=grader.lost)  # a lost process took the user and the keys with it
-        return Graded(exercise=exercise.name, checks=checks)
+        async with grader.run_user() as (run_id, client):
+            return Graded(exercise=exercise.name, checks=await run_checks(exercise, Run(grader, client, sha, run_id)))
     except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
         # The grader went away outside the learner's script (nothing to
         # judge it by): end it for a clean restart and say so, here and in the log.

@@ -30,7 +30,8 @@ import shutil
 import signal
 import string
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Final
 
@@ -167,12 +168,6 @@ class GraderProcess(ValkeyProcess):
                 self._loop.remove_reader(pidfd)
             os.close(pidfd)
 
-    def exit_note(self) -> str:
-        """Why the process is gone, for an error message: its code and the log's tail."""
-        log = self.dir / "valkey.log"
-        tail = log.read_text("utf-8", "replace")[-400:] if log.exists() else ""
-        return f"valkey-server exited ({self.code()}): {tail.strip()}"
-
     def kill(self) -> None:
         """SIGKILL and reap: for a process stuck inside a script. Its dir goes too."""
         self._unwatch()  # an end we chose is no news to the grader
@@ -182,19 +177,6 @@ class GraderProcess(ValkeyProcess):
                 self.proc.wait(timeout=2)  # a SIGKILLed process is reaped in microseconds
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    async def close(self, grace: float = 2.0) -> None:
-        """SIGTERM, wait without blocking the loop, SIGKILL past ``grace``."""
-        self._unwatch()
-        proc = self.proc
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + grace
-            # A child's exit has no awaitable here (asyncio's child watchers
-            # would own every child of the process); a short poll costs nothing.
-            while proc.poll() is None and loop.time() < deadline:  # noqa: ASYNC110
-                await asyncio.sleep(0.01)
-        self.kill()
 
 
 def new_run_id() -> str:
@@ -216,41 +198,6 @@ async def sweep(admin: Redis, pattern: str) -> None:
             await admin.unlink(*found)
         if int(cursor) == 0:
             return
-
-
-class RunUser:
-    """One run's user on one grader: created, connected, then deleted."""
-
-    def __init__(self, admin: Redis, port: int) -> None:
-        self.admin, self.port = admin, port
-        self.run_id = new_run_id()
-        self.name = f"run-{self.run_id}"
-        self.password = secrets.token_urlsafe(18)
-        self.client: Redis | None = None
-
-    async def open(self) -> Redis:
-        """Create the user (``reset`` first: nothing inherited) and a connection that runs as it."""
-        await self.admin.execute_command(  # type: ignore[no-untyped-call]
-            "ACL", "SETUSER", self.name, "reset", "on", f">{self.password}",
-            f"~{run_pattern(self.run_id)}", "resetchannels", "-@all", *GRANTED, *DENIED,
-        )
-        # a pool, not a single connection: the grader's timed call is a pipeline, which redis-py
-        # takes from the pool (it keeps one idle). No CLIENT SETINFO: the user may not run it.
-        self.client = Redis(host=HOST, port=self.port, username=self.name, password=self.password,
-                            retry=Retry(NoBackoff(), 0), socket_connect_timeout=2, driver_info=None)
-        await self.client.ping()
-        return self.client
-
-    async def close(self, lost: bool = False) -> None:
-        """Drop the connection, then the user, then the run's keys (a key swept while the user
-        could still write would come back); ``lost``: the grader's process took both with it."""
-        if self.client is not None:
-            with contextlib.suppress(RedisError, OSError):
-                await self.client.aclose()
-            self.client = None
-        if not lost:
-            await self.admin.acl_deluser(self.name)
-            await sweep(self.admin, run_pattern(self.run_id))
 
 
 class Grader:
@@ -334,9 +281,14 @@ class Grader:
                 await admin.ping()
                 return
             except (RedisError, OSError) as exc:
-                if not process.alive() or loop.time() > deadline:
-                    note = process.exit_note() if not process.alive() else f"no answer within {within} s"
-                    raise RuntimeError(f"grader {self.index} did not start: {note}") from exc
+                if not process.alive():
+                    # why the process is gone, for the operator: its code and its log's tail
+                    logged = process.dir / "valkey.log"
+                    tail = logged.read_text("utf-8", "replace")[-400:].strip() if logged.exists() else ""
+                    raise RuntimeError(f"grader {self.index} did not start: valkey-server exited "
+                                       f"({process.code()}): {tail}") from exc
+                if loop.time() > deadline:
+                    raise RuntimeError(f"grader {self.index} did not start: no answer within {within} s") from exc
                 await asyncio.sleep(0.01)
 
     async def stop(self) -> None:
@@ -346,7 +298,7 @@ class Grader:
                     await client.aclose()
         self.guard = self.admin = None
         if self.process is not None:
-            await self.process.close()
+            self.process.kill()  # SIGKILL: it keeps nothing, and a script would keep it deaf to SIGTERM
             self.process = None
 
     def end(self) -> None:
@@ -383,11 +335,31 @@ class Grader:
             raise sha
         return str(sha.decode() if isinstance(sha, bytes) else sha)
 
-    def user(self) -> RunUser:
-        """A new run's user (not yet created on Valkey: ``open`` does)."""
-        admin = self.admin_client()
+    @asynccontextmanager
+    async def run_user(self) -> AsyncIterator[tuple[str, Redis]]:
+        """A new run's id and a connection as its own user, made for the block (``reset`` first:
+        nothing inherited). After it, the connection, the user, then the run's keys go (a key swept
+        while the user could still write would come back), unless the lost process took them all."""
+        admin, run_id = self.admin_client(), new_run_id()
+        name, password = f"run-{run_id}", secrets.token_urlsafe(18)
+        await admin.execute_command(  # type: ignore[no-untyped-call]
+            "ACL", "SETUSER", name, "reset", "on", f">{password}",
+            f"~{run_pattern(run_id)}", "resetchannels", "-@all", *GRANTED, *DENIED,
+        )
         assert self.process is not None  # started with the admin client
-        return RunUser(admin, self.process.port)
+        # a pool, not a single connection: the grader's timed call is a pipeline, which redis-py
+        # takes from the pool (it keeps one idle). No CLIENT SETINFO: the user may not run it.
+        client = Redis(host=HOST, port=self.process.port, username=name, password=password,
+                       retry=Retry(NoBackoff(), 0), socket_connect_timeout=2, driver_info=None)
+        await client.ping()
+        try:
+            yield run_id, client
+        finally:
+            with contextlib.suppress(RedisError, OSError):
+                await client.aclose()
+            if not self.lost:
+                await admin.acl_deluser(name)
+                await sweep(admin, run_pattern(run_id))
 
     async def call(
         self, client: Redis, sha: str, keys: Sequence[str], args: Sequence[str | int]

@@ -107,26 +107,20 @@ async def test_a_run_leaves_no_user_and_no_key_behind(pool: GraderPool) -> None:
 
 
 async def test_the_run_user_reaches_its_own_keys_and_nothing_else(pool: GraderPool) -> None:
-    async with pool.turn(sandbox()) as grader:
-        user = grader.user()
-        run_id = user.run_id
-        client = await user.open()
-        try:
-            own = "emq:{" + run_id + ".1.reports}:pending"
-            await client.zadd(own, {"JOBpart1": 0})
-            assert await client.zcard(own) == 1
-            for command in (("SET", "emq:{other}:x", "1"), ("GET", "emq:{" + run_id + "x.1.q}:k"),
-                            ("KEYS", "*"), ("SCAN", "0"), ("RANDOMKEY",), ("DBSIZE",), ("FLUSHALL",),
-                            ("FLUSHDB",), ("CONFIG", "GET", "*"), ("SCRIPT", "FLUSH"), ("FUNCTION", "LIST"),
-                            ("ACL", "LIST"), ("SELECT", "1"), ("MOVE", own, "1"), ("INFO",), ("MODULE", "LIST"),
-                            ("SHUTDOWN", "NOSAVE"), ("CLIENT", "LIST"), ("EVAL", "return 1", "0"),
-                            ("PUBLISH", "chan", "x")):
-                with pytest.raises(NoPermissionError):
-                    await client.execute_command(*command)
-            with pytest.raises(ResponseError, match="DEBUG command not allowed"):  # off for everyone
-                await client.execute_command("DEBUG", "SLEEP", "0")
-        finally:
-            await user.close()
+    async with pool.turn(sandbox()) as grader, grader.run_user() as (run_id, client):
+        own = "emq:{" + run_id + ".1.reports}:pending"
+        await client.zadd(own, {"JOBpart1": 0})
+        assert await client.zcard(own) == 1
+        for command in (("SET", "emq:{other}:x", "1"), ("GET", "emq:{" + run_id + "x.1.q}:k"),
+                        ("KEYS", "*"), ("SCAN", "0"), ("RANDOMKEY",), ("DBSIZE",), ("FLUSHALL",),
+                        ("FLUSHDB",), ("CONFIG", "GET", "*"), ("SCRIPT", "FLUSH"), ("FUNCTION", "LIST"),
+                        ("ACL", "LIST"), ("SELECT", "1"), ("MOVE", own, "1"), ("INFO",), ("MODULE", "LIST"),
+                        ("SHUTDOWN", "NOSAVE"), ("CLIENT", "LIST"), ("EVAL", "return 1", "0"),
+                        ("PUBLISH", "chan", "x")):
+            with pytest.raises(NoPermissionError):
+                await client.execute_command(*command)
+        with pytest.raises(ResponseError, match="DEBUG command not allowed"):  # off for everyone
+            await client.execute_command("DEBUG", "SLEEP", "0")
 
 
 async def test_learners_scripts_do_not_pile_up_in_valkeys_cache_each_run_starts_with_the_course_alone(
