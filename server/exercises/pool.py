@@ -1,11 +1,12 @@
 """The grader pool: a few graders, one run each, and a bounded line of waiting runs.
 
 ``submit`` admits a run or refuses it at once, never after waiting: ``TooOften`` (the sandbox's
-share), ``QueueFull`` (the line or the address's share), ``Restarting`` (every grader down for
-good). A grader the watchdog ended or whose process died is restarted in the background and handed
-to the line when it answers: a run that arrives meanwhile waits its turn rather than being refused,
-since a runaway can end every grader at once on a busy machine. A caller that stops waiting leaves
-the line, and a grader handed to it goes to the next.
+share), ``QueueFull`` (the line or the address's share), ``Restarting`` (every grader failed its
+restarts, until ``COOL_OFF`` has passed: the next run then has them tried again, and waits). A
+grader the watchdog ended or whose process died is restarted in the background and handed to the
+line when it answers: a run that arrives meanwhile waits its turn rather than being refused, since
+a runaway can end every grader at once on a busy machine. A caller that stops waiting leaves the
+line, and a grader handed to it goes to the next.
 
 The shares are in memory, per process: a courtesy to the others in one site, not a security
 boundary (the ACL user and the watchdog are). A sandbox has at most ``sandbox_in_flight`` runs
@@ -43,6 +44,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 RESTART_TRIES = 3
+COOL_OFF = 30.0  # seconds after every grader went down before the next run has them tried again
 EVERY_GRADER_DOWN = "No grader could be started again; the site's operator has been told in its log."
 FORGET_AFTER: Final = 4096  # sandboxes remembered before idle, refilled ones are dropped
 PlaceHook = Callable[[int], None]
@@ -231,6 +233,7 @@ class GraderPool:
         self._waiting: FairLine[Ticket] = FairLine(s.queue_bound, s.address_runs)
         self._restarting: set[Grader] = set()
         self._down: set[Grader] = set()
+        self._down_at = 0.0  # when the last grader went down
         self._tasks: set[asyncio.Task[None]] = set()
         self._started = False
         self._lock: asyncio.Lock | None = None
@@ -282,7 +285,13 @@ class GraderPool:
         if not self._started:
             raise Restarting("The graders are not running yet; run the checks again in a moment.")
         if len(self._down) >= len(self.graders):
-            raise Restarting(EVERY_GRADER_DOWN)
+            if time.monotonic() - self._down_at < COOL_OFF:
+                raise Restarting(EVERY_GRADER_DOWN)
+            # a cause outside the site (memory, a full disk) may have passed: this run waits for another try
+            log.warning("every grader was down for %s s: starting them again", COOL_OFF)
+            for grader in self._down:
+                self._restart(grader)
+            self._down.clear()
         self._waiting.admit(address)
         try:
             self.shares.admit(run_for)
@@ -402,5 +411,6 @@ class GraderPool:
         self._restarting.discard(grader)
         self._down.add(grader)
         if len(self._down) >= len(self.graders):
+            self._down_at = time.monotonic()
             self._fail_waiting(EVERY_GRADER_DOWN)
-            log.error("every grader is down: exercises answer 503 until the site restarts")
+            log.error("every grader is down: exercises answer 503 for %s s, then a run tries them again", COOL_OFF)

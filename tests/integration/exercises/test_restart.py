@@ -3,7 +3,7 @@
 These tests run a pool of ONE grader, so what happens while it restarts is
 seen from outside: a run that arrives then waits in line for the grader
 that is starting again and is graded by it; only a pool whose every grader
-is down for good refuses with ``Restarting`` (503). The
+is down refuses with ``Restarting`` (503) until its cool-off has passed. The
 grader here may use 2 GiB of address space, so a gigabyte ``string.rep``
 stays inside one C call (where no Lua hook fires and SCRIPT KILL is never
 heard) until the watchdog's SIGKILL.
@@ -20,6 +20,7 @@ import time
 import pytest
 
 from server.exercises import GraderPool, PoolSettings, Restarting, grade
+from server.exercises import pool as pool_module
 from server.exercises.grader import ProcessLimits
 from server.valkey.process import pid_alive
 from tests.integration.exercises.support import COURSE, sandbox, valkey_children
@@ -80,6 +81,29 @@ async def test_a_pool_whose_every_grader_is_down_for_good_refuses_a_run_with_res
         assert refused.value.status == 503
         assert refused.value.as_json() == {"error": "No grader could be started again; "
                                                     "the site's operator has been told in its log."}
+
+
+async def test_a_pool_whose_every_grader_is_down_tries_them_again_for_the_first_run_after_the_cool_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pool_module, "COOL_OFF", 1.0)
+    async with GraderPool(PoolSettings(graders=1)) as pool:
+        grader = pool.graders[0]
+        fine = grader.process_limits
+        grader.process_limits = ProcessLimits(address_space_mb=1)  # no restart can succeed now
+        await grade(pool, "fan-in", "redis.call('SET', KEYS[2], 'x') while true do end", run_for=sandbox())
+        deadline = time.monotonic() + 10.0  # liveness: three failed starts, then down
+        while not pool.status().down and time.monotonic() < deadline:  # noqa: ASYNC110 -- polling the pool's own count
+            await asyncio.sleep(0.05)
+        assert pool.status().down == 1
+        grader.process_limits = fine  # what stopped the starts has passed
+        with pytest.raises(Restarting):  # within the cool-off: refused at once, nothing started
+            await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
+        assert pool.status().down == 1 and pool.status().restarting == 0
+        await asyncio.sleep(1.0)
+        graded = await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())  # waits for the new start
+        assert graded.passed == graded.total
+        assert pool.status().down == 0 and pool.status().free == 1 and grader.starts == 2
 
 
 async def test_a_grader_that_died_while_idle_is_started_again_and_the_run_waits_for_it() -> None:
