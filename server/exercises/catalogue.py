@@ -8,7 +8,7 @@ fails every check in ``learner_checks``. Titles avoid the other widgets' region 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cached_property
 from pathlib import Path
 from typing import Final
 
@@ -31,23 +31,15 @@ class Exercise:
     learner_checks: frozenset[str]
     variant: str = ""  # else the starter is this variant of `script` (server/emq/variants.py)
 
-    @property
+    @cached_property
     def starter(self) -> str:
         if self.variant:
             return variants.source(self.variant, self.script)
-        return _starter(self.script, self.starter_file)
-
-    def check_names(self) -> list[str]:
-        return [check.name for check in self.checks]
+        return variants.dressed(self.script, self.starter_file, (STARTERS / self.starter_file).read_text("utf-8"))
 
     def as_json(self) -> dict[str, object]:
         return {"name": self.name, "title": self.title, "task": self.task,
-                "starter": self.starter, "checks": self.check_names()}
-
-
-@cache
-def _starter(script: str, starter_file: str) -> str:
-    return variants.dressed(script, starter_file, (STARTERS / starter_file).read_text("utf-8"))
+                "starter": self.starter, "checks": [check.name for check in self.checks]}
 
 
 _FANIN_TASK = (
