@@ -85,7 +85,7 @@ class Scene:
         self.shown[queue] = shown
         return queue
 
-    def judge(self, keys: Sequence[str]) -> None:
+    def in_picture(self, keys: Sequence[str]) -> None:
         """Keys the check reads: always in the picture, whatever else is there."""
         self.judged.extend(key for key in keys if key not in self.judged)
 
@@ -176,7 +176,7 @@ class Family:
 
 async def land(scene: Scene, family: Family, **per_child: dict[str, Any]) -> Family:
     """``family`` landed by one atomic ``enqueue_flow``, its keys judged."""
-    scene.judge(family.keys())
+    scene.in_picture(family.keys())
     await flows.add(scene.admin, family.parent_queue, family.spec(**per_child))
     return family
 
@@ -588,8 +588,8 @@ async def missing_parent(scene: Scene) -> str:
     ghost = "JOBorder9"
     entry = pump.OutboxEntry(kind="completed", child=MAILS[0], child_queue=family.child_queue,
                              value=sent(MAILS[0]), parent=ghost, parent_queue=family.parent_queue, policy="fp")
-    scene.judge([keyspace.job_key(family.parent_queue, ghost), keyspace.dependencies_key(family.parent_queue, ghost),
-                 keyspace.processed_key(family.parent_queue, ghost)])
+    nobody = Family(family.parent_queue, family.child_queue, ghost, ())
+    scene.in_picture([nobody.parent_row, nobody.deps, nobody.processed])
     step = f"the delivery of an entry for {ghost} (a parent with no row)"
     await deliver(scene, family, pump.encode_entry(entry), step)
     judge(scene, family, reply=0, unchanged=True)

@@ -236,15 +236,12 @@ class GraderPool:
         self._down_at = 0.0  # when the last grader went down
         self._tasks: set[asyncio.Task[None]] = set()
         self._started = False
-        self._lock: asyncio.Lock | None = None
+        self._lock = asyncio.Lock()
 
     # --- life ---------------------------------------------------------------
 
     async def start(self) -> None:
         """Start every grader (once; later calls return at once)."""
-        if self._started:
-            return
-        self._lock = self._lock or asyncio.Lock()
         async with self._lock:
             if self._started:
                 return
