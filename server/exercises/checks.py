@@ -28,9 +28,8 @@ from typing import Any
 from redis.asyncio import Redis
 
 from server.emq import flows, jobs, keyspace, pump
-from server.exercises.grader import Grader
+from server.exercises.grader import Erred, Grader, Halted, Replied
 from server.exercises.outcome import PARENT_QUEUE, QUEUE, CheckResult, Picture, picture, rename
-from server.exercises.watchdog import Erred, Halted, Replied
 
 
 class CheckFailed(Exception):

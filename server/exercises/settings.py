@@ -10,8 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from server.exercises.grader import ProcessLimits
-from server.exercises.watchdog import Limits
+from server.exercises.grader import Limits, ProcessLimits
 
 # Each variable -> (None: the pool's field | "limits" | "process", the field it sets)
 VARIABLES = {
