@@ -84,26 +84,23 @@ async def run_checks(exercise: Exercise, run: Run) -> tuple[CheckResult, ...]:
             continue
         scene = Scene(run, index)
         try:
-            said = await check.run(scene)
+            results.append(CheckResult(check.name, True, await check.run(scene)))
+            continue
         except CheckFailed as failed:
-            results.append(scene.result(check.name, failed.said))
+            said = failed.said
         except Halted as halt:
             where = f" (in {scene.step})" if scene.step else ""
-            results.append(scene.result(check.name, f"{halt.said}{where}"))
-            stopped_at = check.name
+            said, stopped_at = f"{halt.said}{where}", check.name
         except (RedisConnectionError, RedisTimeoutError, OSError):
             # The grader died outside the script's own call (the keys it left
             # used the last of its memory, say): the run cannot go on there.
             run.grader.end()
-            results.append(scene.result(check.name, f"the grader stopped{scene.after_step} (out of memory, "
-                                                    "or it crashed) and was started again"))
+            said = f"the grader stopped{scene.after_step} (out of memory, or it crashed) and was started again"
             stopped_at = check.name
         except (EmqError, ResponseError, ValueError) as exc:
             # The learner's script left keys the course's own scripts refuse
             # (a counter turned into a hash, a row without its fields): the
             # scenario cannot go on, and the check says what Valkey answered.
-            results.append(scene.result(check.name, f"the scenario could not go on{scene.after_step}: "
-                                                    f"{clip(str(exc))}"))
-        else:
-            results.append(CheckResult(check.name, True, said))
+            said = f"the scenario could not go on{scene.after_step}: {clip(str(exc))}"
+        results.append(scene.result(check.name, said))
     return tuple(results)
