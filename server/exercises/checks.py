@@ -65,17 +65,13 @@ class Scene:
     def __init__(self, run: Run, index: int) -> None:
         self.run = run
         self.index = index
+        self.admin = run.grader.admin_client()  # the course's scripts run on it
         self.judged: list[str] = []
         self.step: str | None = None
         self.before: Picture | None = None
         self.after: Picture | None = None
         self.outcome: Replied | Erred | None = None
         self.shown: dict[str, str] = {}  # each queue of the scene -> how the course writes it
-
-    @property
-    def admin(self) -> Redis:
-        """The grader's admin client: the course's scripts run on it."""
-        return self.run.grader.admin_client()
 
     def queue(self, role: str, shown: str = QUEUE) -> str:
         """A queue of this scene: ``<run>.<check>.<role>``, inside the run's pattern;
