@@ -137,15 +137,20 @@ LEASE_MS = 30_000
 SETS = ("pending", "active", "dead")
 
 
+@dataclass
 class Family:
     """A parent in ``parent_queue`` with ``children`` in ``child_queue`` (the same queue or another)."""
 
-    def __init__(self, parent_queue: str, child_queue: str, parent: str, children: tuple[str, ...]) -> None:
-        self.parent_queue, self.child_queue, self.parent, self.children = parent_queue, child_queue, parent, children
-        self.parent_row = keyspace.job_key(parent_queue, parent)
-        self.deps = keyspace.dependencies_key(parent_queue, parent)
-        self.processed = keyspace.processed_key(parent_queue, parent)
-        self.ignored = keyspace.ignored_key(parent_queue, parent)
+    parent_queue: str
+    child_queue: str
+    parent: str
+    children: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        self.parent_row = keyspace.job_key(self.parent_queue, self.parent)
+        self.deps = keyspace.dependencies_key(self.parent_queue, self.parent)
+        self.processed = keyspace.processed_key(self.parent_queue, self.parent)
+        self.ignored = keyspace.ignored_key(self.parent_queue, self.parent)
 
     def parent_set(self, name: str) -> str:
         return keyspace.queue_key(self.parent_queue, name)
@@ -470,8 +475,13 @@ def bounced(child: str) -> str:
 def deliver_call(entry: pump.OutboxEntry) -> tuple[list[str], list[str]]:
     """The KEYS/ARGV ``pump.deliver_one`` runs ``flow_deliver`` with for ``entry``."""
     queue, parent = entry.parent_queue, entry.parent
-    keys = [keyspace.dependencies_key(queue, parent), keyspace.processed_key(queue, parent),
-            keyspace.job_key(queue, parent), keyspace.ignored_key(queue, parent), keyspace.queue_key(queue, "dead")]
+    keys = [
+        keyspace.dependencies_key(queue, parent),
+        keyspace.processed_key(queue, parent),
+        keyspace.job_key(queue, parent),
+        keyspace.ignored_key(queue, parent),
+        keyspace.queue_key(queue, "dead"),
+    ]
     return keys, [entry.child, entry.value, parent, keyspace.base(queue), entry.kind, entry.policy]
 
 

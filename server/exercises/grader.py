@@ -210,11 +210,17 @@ class GraderProcess(ValkeyProcess):
         # Later directives win, so what a grader must be is said last, here,
         # whatever the site's own managed server comes to be configured with.
         return [
-            *base, "--save", "", "--appendonly", "no", "--bind", HOST, "--requirepass", self.password,
+            *base,
+            "--save", "",
+            "--appendonly", "no",
+            "--bind", HOST,
+            "--requirepass", self.password,
             "--busy-reply-threshold", str(self.limits.busy_reply_ms),
-            "--maxmemory", f"{self.limits.maxmemory_mb}mb", "--maxmemory-policy", "noeviction",
+            "--maxmemory", f"{self.limits.maxmemory_mb}mb",
+            "--maxmemory-policy", "noeviction",
             "--maxclients", str(self.limits.maxclients),
-            "--enable-debug-command", "no", "--enable-module-command", "no",
+            "--enable-debug-command", "no",
+            "--enable-module-command", "no",
         ]
 
     @property

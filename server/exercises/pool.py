@@ -62,7 +62,10 @@ class SandboxShares:
 
     def __init__(self, in_flight: int, burst: int, per_minute: float,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.in_flight, self.burst, self.per_second, self.clock = in_flight, burst, per_minute / 60.0, clock
+        self.in_flight = in_flight
+        self.burst = burst
+        self.per_second = per_minute / 60.0
+        self.clock = clock
         self.shares: dict[str, _Share] = {}
 
     def _refilled(self, share: _Share, now: float) -> float:
@@ -185,7 +188,10 @@ class Ticket:
     """One run's claim on a grader: a place in the line, then the grader."""
 
     def __init__(self, run_for: str, on_place: PlaceHook | None, address: str | None = None) -> None:
-        self.run_for, self.address, self.place, self._on_place = run_for, address, 0, on_place
+        self.run_for = run_for
+        self.address = address
+        self.place = 0
+        self._on_place = on_place
         self.granted: asyncio.Future[Grader] = asyncio.get_running_loop().create_future()
         self._moved = asyncio.Event()
 
