@@ -12,12 +12,11 @@ from markupsafe import Markup
 from mdit_py_plugins.anchors import anchors_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
+from .directive import Placement, widget_plugin
 from .errors import ContentError
 from .listing_directive import REPO_ROOT, listing_plugin
-from .page_loader import load_page, normal_title
-from .pages import CONTENT_DIR, STATIC_DIR, Link, Page, body_links
+from .pages import CONTENT_DIR, STATIC_DIR, Link, Page, body_links, load_page, normal_title
 from .sections import sections_plugin
-from .widget_directive import Placement, widget_plugin
 
 #: raises ContentError when the placement asks what its widget cannot do
 CheckPlacement = Callable[[Page, Placement], None]

@@ -10,7 +10,7 @@ import pytest
 
 from server.content import ContentError, Course
 from server.content.errors import FrontMatterError
-from server.content.page_loader import parse_front_matter
+from server.content.pages import parse_front_matter
 
 SCRIPTS = Path(__file__).parent / "fixtures" / "scripts"
 
