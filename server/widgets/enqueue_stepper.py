@@ -16,20 +16,8 @@ from markupsafe import Markup, escape
 
 from server.emq import flows, registry
 from server.emq.errors import EmqError
-from server.widgets.base import (
-    Body,
-    Description,
-    Design,
-    GotoBody,
-    Outcome,
-    Step,
-    Value,
-    Widget,
-    action,
-    do,
-    info,
-    reading,
-)
+from server.widgets import base
+from server.widgets.base import Body, Description, Design, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.flow import plural, spec
 from server.widgets.turn import Turn
 from server.widgets.view import Moment, QueueView
@@ -295,8 +283,8 @@ class EnqueueStepper(Widget):
                  else f"Every id is JOB-prefixed{again}")
         return info(f"{which}; the stepper is back before move 1.")
 
-    @action("goto", "Go to step", GotoBody)
-    async def goto(self, turn: Turn, body: GotoBody) -> Outcome:
+    @action("goto", "Go to step", base.GotoBody)
+    async def goto(self, turn: Turn, body: base.GotoBody) -> Outcome:
         """`#step=N`: a kept non-JOB choice would stop every move at the gate, so a link unticks it first."""
         turn.remember(non_job="0")
         await turn.flush()  # written now: the Reset inside the replay keeps what the state holds

@@ -17,20 +17,7 @@ from redis.exceptions import ResponseError
 from server.emq import flows, jobs, keyspace, pump, registry
 from server.valkey.client import node_of
 from server.widgets import base, flow, outbox_entries
-from server.widgets.base import (
-    Body,
-    Description,
-    Design,
-    Outcome,
-    Refused,
-    Step,
-    Value,
-    Widget,
-    action,
-    do,
-    info,
-    reading,
-)
+from server.widgets.base import Body, Description, Design, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.outbox_entries import Lane, LaneCard, LaneChild
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
@@ -217,7 +204,7 @@ class Outbox(Widget):
         view = turn.moment.view(part)
         held = sum(k.size for k in (view.get("flow:outbox"), view.get("flow:outbox:poison")) if k is not None)
         if held >= MAX_ENTRIES:
-            raise Refused(f"{part}'s outbox and poison list hold {held} entries, the cap of {MAX_ENTRIES}: "
+            raise base.Refused(f"{part}'s outbox and poison list hold {held} entries, the cap of {MAX_ENTRIES}: "
                           "nothing was added. Press Reset to start again.")
         length = await turn.conn.rpush(keyspace.outbox_key(turn.queue(part)), POISON)
         return Outcome(text=f"A plain RPUSH, not EchoMQ, put a torn entry at [{length - 1}] of {part}'s "
@@ -254,7 +241,7 @@ class Outbox(Widget):
         """The cross-queue add as ONE `enqueue_flow`, its KEYS on two slots: the cluster refuses it."""
         conn = turn.conn
         if not isinstance(conn, RedisCluster):
-            raise Refused("Try it as one script needs a cluster: on one server every slot is local and nothing "
+            raise base.Refused("Try it as one script needs a cluster: on one server every slot is local and nothing "
                           "refuses it. Run `emqlab serve --cluster` to see the refusal.")
         home, other = turn.queue(HOME), turn.queue(LANES[0])
         keys = [keyspace.job_key(home, SOLO), keyspace.dependencies_key(home, SOLO),

@@ -20,7 +20,7 @@ from server.widgets.view import Moment, QueueShape
 
 
 class Record(msgspec.Struct, kw_only=True):
-    """The last action's record as the lab state keeps it (`runner._record`): what, which
+    """The last action's record as the lab state keeps it (`runner.act`): what, which
     button, who, from which page. Every field has a default: an older record still reads."""
 
     text: str = ""
@@ -82,10 +82,20 @@ def compose(catalog: Catalog, widget: Widget, moment: Moment, fields: Mapping[st
     described = widget.describe(moment) if fits else Description("", None)
     asked = questions.offered(widget, catalog.asked(widget), moment) if fits else []
     record = progress.of_widget(fields, widget.name, [s.id for s in widget.tour])
-    prefix = moment.first.queue.partition(".")[0] + "." if moment.views else ""
-    # names and values as the learner writes them: no sandbox prefix, a row's parent_queue included
-    shown = unsandboxed(Shown(queues=[v.as_json() for v in moment.views.values()], readout=described.readout,
-                              picture=described.picture, outcome=record_of(moment)), prefix)
+    try:  # the last action's record: a half-written or older one must not break a picture
+        outcome = msgspec.convert(kept, Record) if (kept := moment.kept("outcome")) is not None else None
+    except msgspec.ValidationError:
+        outcome = None
+    shown = Shown(queues=[v.as_json() for v in moment.views.values()], readout=described.readout,
+                  picture=described.picture, outcome=outcome)
+    if moment.views:
+        # Names and values as the learner writes them: every `<sandbox>.` inside the strings removed (a row's
+        # parent_queue included). A page never shows the sandbox id: a class member would learn the target of
+        # an attack. Done on the encoded bytes (the id reads there as in the strings): one pass in C.
+        prefix = moment.first.queue.partition(".")[0] + "."
+        raw = msgspec.json.encode(shown).replace(prefix.encode(), b"")
+        picture = type(described.picture) if described.picture is not None else None
+        shown = msgspec.json.decode(raw, type=_shape(picture))
     return Snapshot(
         widget=widget.name,
         ver=int(moment.state.get("ver") or 0),
@@ -102,15 +112,6 @@ def compose(catalog: Catalog, widget: Widget, moment: Moment, fields: Mapping[st
     )
 
 
-def record_of(moment: Moment) -> Record | None:
-    """The last action's record, or None: a half-written or older one must not break a picture."""
-    kept = moment.kept("outcome")
-    try:
-        return msgspec.convert(kept, Record) if kept is not None else None
-    except msgspec.ValidationError:
-        return None
-
-
 class Shown(msgspec.Struct, kw_only=True):
     """What a snapshot shows that may name the sandbox: the keys, the readout, the picture, the record."""
 
@@ -118,16 +119,6 @@ class Shown(msgspec.Struct, kw_only=True):
     readout: str
     picture: msgspec.Struct | None
     outcome: Record | None
-
-
-def unsandboxed(shown: Shown, prefix: str) -> Shown:
-    """`shown` with every `<sandbox>.` inside its strings removed: a page never shows the
-    sandbox id (a class member would learn the target of an attack). Done on the encoded
-    bytes (the id reads there as in the strings): one pass in C, not a walk in Python."""
-    if prefix:
-        raw = msgspec.json.encode(shown).replace(prefix.encode(), b"")
-        shown = msgspec.json.decode(raw, type=_shape(type(shown.picture) if shown.picture is not None else None))
-    return shown
 
 
 @functools.cache
