@@ -65,9 +65,6 @@ class Changed:
     def __init__(self, effects: Sequence[Worded]) -> None:
         self.keys = {e.key for e in effects}
 
-    def __bool__(self) -> bool:
-        return bool(self.keys)
-
     def shown(self, snap: Snapshot) -> bool:
         """A key the snapshot shows was written (a key deleted since is not marked, nor counted)."""
         return any(k.name in self.keys for q in snap.queues for k in q.keys)

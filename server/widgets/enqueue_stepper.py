@@ -125,23 +125,6 @@ def job(view: QueueView, job_id: str) -> Job:
                dependencies=view.number(job_id, ":dependencies"), sets=view.sets_of(job_id))
 
 
-def contents(view: QueueView, children: list[Job], parent: Job) -> str:
-    """What the queue holds, in words: its key count, the children, the parent, the counter."""
-    if view.count == 0:
-        return "the stepper's queue holds no key"
-    groups: dict[str, list[str]] = {}
-    for child in children:
-        if child.state is not None:
-            groups.setdefault(f"state {child.state}, in {', '.join(child.sets) or 'no state set'}",
-                              []).append(child.id)
-    kids = "; ".join(f"{' and '.join(ids)}: {words}" for words, ids in groups.items()) or "no child row"
-    held = (f"{parent.id}: no row yet" if parent.state is None else
-            f"{parent.id}: state {parent.state}, in {', '.join(parent.sets) or 'no state set'}")
-    deps = parent.dependencies
-    counter = "no :dependencies yet" if deps is None else f":dependencies = {deps}"
-    return f"{plural(view.count, 'key')} in the stepper's queue; {kids}; {held}; {counter}"
-
-
 @dataclass(frozen=True)
 class Ran:
     move: int  # the move it ran through
@@ -178,7 +161,18 @@ class EnqueueStepper(Widget):
         at, view = Place.of(moment), moment.first
         second = NON_JOB_CHILD if at.non_job else CHILDREN[1]
         parent, children = job(view, PARENT), [job(view, c) for c in (CHILDREN[0], second)]
-        held = contents(view, children, parent)
+        # what the queue holds, in words: its key count, the children, the parent, the counter
+        groups: dict[str, list[str]] = {}
+        for child in children:
+            if child.state is not None:
+                groups.setdefault(f"state {child.state}, in {', '.join(child.sets) or 'no state set'}",
+                                  []).append(child.id)
+        kids = "; ".join(f"{' and '.join(ids)}: {words}" for words, ids in groups.items()) or "no child row"
+        row = (f"{PARENT}: no row yet" if parent.state is None else
+               f"{PARENT}: state {parent.state}, in {', '.join(parent.sets) or 'no state set'}")
+        counter = "no :dependencies yet" if parent.dependencies is None else f":dependencies = {parent.dependencies}"
+        held = (f"{plural(view.count, 'key')} in the stepper's queue; {kids}; {row}; {counter}" if view.count
+                else "the stepper's queue holds no key")
         if at.refused:
             # the stepper empties its queue before every run: say so, not that nothing changed
             after = held if view.count else f"the queue was emptied for the run and the script wrote nothing, {held}"

@@ -175,8 +175,9 @@ class LedgerWidget(Widget):
         return sum(name not in old for name, _, _ in now.all_keys())
 
     def placed(self, turn: Turn, specs: Any) -> list[dict[str, Any]]:
-        """Flows whose relative queues are mapped into this sandbox's ledger."""
-        return [lb.as_flow(s, lambda rel: turn.queue(f"ledger.{rel}")) for s in specs]
+        """The flows with each child's relative queue mapped into this sandbox's ledger."""
+        return [{**s, "children": [{**c, "queue": turn.queue(f"ledger.{c.get('queue') or 'orders'}")}
+                                   for c in s["children"]]} for s in specs]
 
     def reached(self, n: int, landed: bool, now: Moment) -> tuple[str, ...]:
         """The milestone fixed flow `n` reached, borne out by the keys just read."""

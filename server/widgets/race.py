@@ -21,7 +21,7 @@ from server.emq import flows
 from server.sandboxes import keys
 from server.widgets import flow
 from server.widgets.base import Body, Description, Design, Outcome, Refused, Step, Value, Widget, action, do, reading
-from server.widgets.race_run import EARLY, PARENT, Plan, Race, child_ids, deadline_ms
+from server.widgets.race_run import CAP_S, EARLY, PARENT, Plan, Race, child_ids
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
 
@@ -212,7 +212,7 @@ class RaceLab(Widget):
         await turn.clear()
         await self.land(turn, plan.children)
         state = keys.state_key(turn.queue())
-        marker = {"status": "running", "until": deadline_ms(), "choices": choices}
+        marker = {"status": "running", "until": int((time.time() + CAP_S + 2) * 1000), "choices": choices}
         await turn.conn.hset(state, mapping={"landed": "1", "run": json.dumps(marker)})
         await turn.release()  # the race runs without the lock: Reset may stop it, a second Run is refused
         race = Race(turn.conn, turn.queue(), state, plan)
