@@ -53,13 +53,6 @@ class Picture(msgspec.Struct, kw_only=True):
     lapsed: Kept | None  # the lease that lapsed: what the late completion sends
 
 
-def claims(view: QueueView) -> list[Claim]:
-    """The jobs in `active`, oldest lease first: id, token, deadline."""
-    return [Claim(id=member, token=view.fields(member).get("attempts"),
-                  deadline=datetime.fromtimestamp(float(score) / 1000, UTC).strftime("%H:%M:%S UTC"))
-            for member, score in view.scores("active").items()]
-
-
 class FanIn(Widget):
     name = "fanin"
     title = "The fan-in counter"
@@ -85,7 +78,10 @@ class FanIn(Widget):
     def describe(self, moment: Moment) -> Description:
         view = moment.first
         reading_ = flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN])
-        active = claims(view)
+        # the jobs in `active`, oldest lease first
+        active = [Claim(id=member, token=view.fields(member).get("attempts"),
+                        deadline=datetime.fromtimestamp(float(score) / 1000, UTC).strftime("%H:%M:%S UTC"))
+                  for member, score in view.scores("active").items()]
         deadlines = {a.id: a.deadline for a in active}
         children = [child.card(Child, token=view.fields(child.id).get("attempts"),
                                deadline=deadlines.get(child.id)) for child in reading_.children]
