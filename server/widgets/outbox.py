@@ -91,20 +91,16 @@ class Outbox(Widget):
         pictured = [lane.as_json(home.queue, [
             replace(c, entry=lane.waits(c.id)).card(LaneChild, queue=lane.part)
             for c in reading_.children if c.queue == lane.queue]) for lane in lanes]
-        return Description(self.readout(reading_, lanes), Picture(
-            parent=parent, queues=pictured, max_blocked=MAX_BLOCKED, cluster=home.node is not None))
-
-    @staticmethod
-    def readout(reading_: flow.FlowReading, lanes: list[Lane]) -> str:
-        parent = reading_.parent
         outboxes = "; ".join(lane.summary(MAX_BLOCKED) for lane in lanes)
         aside = sum(len(lane.aside) for lane in lanes)
         moved = f"; {flow.plural(aside, 'entry', 'entries')} set aside on a poison list" if aside else ""
-        fate = parent.fate() if parent.state is not None else (
+        fate = reading_.parent.fate() if reading_.parent.state is not None else (
             f"{PARENT} has no row in {HOME}, so no entry for it can deliver: press Reset to land the flow again")
         counted = sum(c.counted is not None for c in reading_.children)
-        return (f"{counted} of {len(CHILDREN)} children counted on the parent's slot; {outboxes}{moved} "
-                f"→ {reading_.counter()}; {fate}")
+        readout = (f"{counted} of {len(CHILDREN)} children counted on the parent's slot; {outboxes}{moved} "
+                   f"→ {reading_.counter()}; {fate}")
+        return Description(readout, Picture(
+            parent=parent, queues=pictured, max_blocked=MAX_BLOCKED, cluster=home.node is not None))
 
     dependencies = base.parent_reading("dependencies", PARENT, HOME)
 
