@@ -64,7 +64,7 @@ async def remove_orphans(conn: Conn, catalog: Catalog) -> list[str]:
     # The held index less the registry, on the server (both share one slot);
     # a room's sandbox is live without a registry entry.
     candidates = [as_text(m) for m in await conn.zdiff([admission.HELD_KEY, REGISTRY_KEY])]
-    in_rooms = set((await rooms.room_sandboxes(conn)).keys()) if candidates else set()
+    in_rooms = await rooms.room_sandboxes(conn) if candidates else set()
     orphans = []
     for sandbox in candidates:
         if sandbox in in_rooms:

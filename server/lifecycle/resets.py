@@ -110,6 +110,6 @@ async def reset_sandboxes(lab: runner.Lab, sandboxes: list[str] | None, by: str 
 async def every_sandbox(conn: Conn) -> set[str]:
     """Every sandbox that may hold keys: registered, a class's, or ever admitted."""
     found = {as_text(m) for m in await conn.zrange(keys.REGISTRY_KEY, 0, -1)}
-    found |= set(await rooms.room_sandboxes(conn))
+    found |= await rooms.room_sandboxes(conn)
     found |= {as_text(m) for m in await conn.zrange(admission.HELD_KEY, 0, -1)}
     return {s for s in found if SANDBOX_RE.fullmatch(s)}

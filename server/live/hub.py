@@ -1,23 +1,32 @@
 """The live stream's listener: keyspace notifications in, changes out. One subscription per
 Valkey primary, whoever is online (an action costs the same with 2,000 learners as with one);
-on a drop it reconnects and resyncs."""
+on a drop it reconnects and resyncs. Notifications are node-local: on a cluster each online
+primary (from CLUSTER SHARDS every few seconds) is followed; `up` when every one is ready.
+
+Every sandbox write is a message to every worker; redis-py's `PubSub` spent ~7 µs of its own
+on each (a tenth of an action's CPU), so messages are read in bulk and parsed by
+`hiredis.Reader` (`Subscriber`). Only AUTH and the subscribe commands are sent.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+import ssl
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
+import hiredis
 import redis.asyncio as aioredis
+from redis.asyncio.connection import SSLConnection, parse_url
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from server.emq.wire import Conn
-from server.live import events, heartbeat, topology
-from server.live.batches import Batches
-from server.live.streams import Notice, Streams
-from server.live.subscriber import Subscriber
+from server.live import events, heartbeat
+from server.live.streams import Batches, Notice, Streams
 from server.valkey.tasks import stop_tasks
 
 log = logging.getLogger("emqlab.stream")
@@ -26,6 +35,9 @@ log = logging.getLogger("emqlab.stream")
 # not a sandbox's own records (`lab:{<sandbox>}:meta`), which no page draws
 PATTERNS = ("__keyspace@*__:emq:{*", "__keyspace@*__:lab:{*.*}:*")
 RECONNECT_EVERY = 0.25  # seconds between tries of a node that dropped
+TOPOLOGY_EVERY = 3.0  # seconds between reads of a cluster's primaries
+CONNECT_TIMEOUT = 1.0  # seconds; as the site's own pool (server/valkey/client.py)
+READ_BYTES = 1 << 16
 NOTIFICATIONS_OFF = (
     "Keyspace notifications are off on this Valkey and the site may not switch them on (CONFIG is refused): "
     "the widgets follow Valkey by reading it every 1.5 s, and the effects log stays empty.")
@@ -34,21 +46,116 @@ NOTIFICATIONS_RESTORED = ("Keyspace notifications had been switched off on Valke
 MEMORY_FULL = "Valkey is out of memory: actions are refused until memory frees; the widgets show what Valkey holds."
 
 
+def node_url(url: str, address: str) -> str:
+    """The URL of one node: the site's URL (scheme, credentials) with that node's host:port."""
+    parts = urlsplit(url)
+    userinfo = parts.netloc.rpartition("@")[0]
+    return parts._replace(netloc=f"{userinfo}@{address}" if userinfo else address, path="/0").geturl()
+
+
+def online_primaries(shards: Iterable[Any]) -> list[str]:
+    """"host:port" of every online primary in a CLUSTER SHARDS reply."""
+    found = set()
+    for shard in shards:
+        for node in shard.get("nodes", []):
+            if node.get("role") == "master" and node.get("health", "online") == "online":
+                host = node.get("endpoint")
+                host = node.get("ip") if host in (None, "", "?") else host
+                found.add(f"{host}:{node['port']}")
+    return sorted(found)
+
+
+async def read_primaries(seeds: Iterable[str]) -> list[str]:
+    """The online primaries, asked of each seed URL in turn until one answers."""
+    last: Exception | None = None
+    for seed in dict.fromkeys(seeds):
+        client: Conn = aioredis.Redis.from_url(seed, decode_responses=True, socket_connect_timeout=1, socket_timeout=2,
+                                                  driver_info=None)
+        try:
+            return online_primaries(await client.execute_command("CLUSTER SHARDS"))
+        except (RedisError, OSError, AttributeError, TypeError) as exc:
+            last = exc
+        finally:
+            with contextlib.suppress(Exception):
+                await client.aclose()
+    raise RedisError(f"no cluster node answered CLUSTER SHARDS: {last}")
+
+
+class Subscriber:
+    """`async with Subscriber(url) as sub: await sub.subscribe(...); async for m in sub.messages(): …`"""
+
+    def __init__(self, url: str) -> None:
+        self.options: dict[str, Any] = dict(parse_url(url))
+        self.reader = hiredis.Reader(encoding="utf-8", errors="surrogateescape")
+        self.stream: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def __aenter__(self) -> Subscriber:
+        options = self.options
+        if "path" in options:
+            opened = asyncio.open_unix_connection(options["path"])
+        else:
+            tls = ssl.create_default_context() if options.get("connection_class") is SSLConnection else None
+            opened = asyncio.open_connection(options.get("host", "localhost"), options.get("port", 6379), ssl=tls)
+        async with asyncio.timeout(CONNECT_TIMEOUT):
+            self.stream, self.writer = await opened
+            if options.get("password"):
+                user = [options["username"]] if options.get("username") else []
+                self._send("AUTH", *user, options["password"])
+                await self._reply()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+    async def subscribe(self, patterns: Sequence[str], channels: Sequence[str]) -> None:
+        """PSUBSCRIBE and SUBSCRIBE, returning once Valkey confirmed each (no message is missed after)."""
+        self._send("PSUBSCRIBE", *patterns)
+        self._send("SUBSCRIBE", *channels)
+        for _ in range(len(patterns) + len(channels)):
+            await self._reply()
+
+    async def messages(self) -> AsyncIterator[tuple[str, str, str]]:
+        """Every message as (kind, channel, data), as it comes; raises ConnectionError when the connection ends."""
+        while True:
+            reply = await self._reply()
+            if isinstance(reply, list):
+                if reply[0] == "pmessage" and len(reply) == 4:
+                    yield "pmessage", reply[2], reply[3]
+                elif reply[0] == "message" and len(reply) == 3:
+                    yield "message", reply[1], reply[2]
+
+    def _send(self, *args: str) -> None:
+        assert self.writer is not None
+        self.writer.write(hiredis.pack_command(args))  # type: ignore[arg-type]  # its stub types one argument
+
+    async def _reply(self) -> Any:
+        assert self.stream is not None
+        while (reply := self.reader.gets()) is False:
+            data = await self.stream.read(READ_BYTES)
+            if not data:
+                raise RedisConnectionError("Valkey closed the subscription")
+            self.reader.feed(data)
+        if isinstance(reply, hiredis.ReplyError):
+            raise RedisConnectionError(f"Valkey refused the subscription: {reply}")
+        return reply
+
+
 class Hub:
     def __init__(self, url: str, streams: Streams, widget_of_queue: Callable[[str], str | None],
                  cluster: bool = False) -> None:
         self.url, self.streams, self.cluster = url, streams, cluster
         self.widget_of_queue = widget_of_queue
         self.batches = Batches(streams.deliver)
-        self.nodes = topology.Nodes(url, cluster, self.subscriber, lambda: self.tell(resync=self.up))
+        self.tasks: dict[str, asyncio.Task[None]] = {}  # one subscriber per node ("" off a cluster)
+        self.ready: dict[str, bool] = {}
+        self.up = False
+        self.follower: asyncio.Task[None] | None = None
         self.beats: dict[str, heartbeat.Heartbeat] = {}
         self.seen = events.Seen(512)
         self.notifications_on = False
         self.memory_full = False
-
-    @property
-    def up(self) -> bool:
-        return self.nodes.up
 
     # -- what the streams are told ------------------------------------------------
     def status(self, note: str | None = None) -> dict[str, Any]:
@@ -75,15 +182,51 @@ class Hub:
         resync = judgement in (heartbeat.RESTORED, heartbeat.ON, heartbeat.MEMORY_OK)
         self.tell(resync, NOTIFICATIONS_RESTORED if judgement == heartbeat.RESTORED else None)
 
-    # -- running ------------------------------------------------------------------
+    # -- the nodes followed -------------------------------------------------------
     async def start(self) -> None:
-        await self.nodes.start()
+        if self.cluster:
+            self.follower = asyncio.create_task(self.follow_topology(), name="emqlab-topology")
+        else:
+            self.run("", self.url)
 
     async def stop(self) -> None:
-        await self.nodes.stop()
+        await stop_tasks([self.follower, *self.tasks.values()])
+        self.tasks.clear()
         await self.batches.stop()
 
-    async def subscriber(self, url: str, node: str, ready: Callable[[bool], None]) -> None:
+    def run(self, node: str, url: str) -> None:
+        self.tasks[node] = asyncio.create_task(self.subscriber(url, node), name=f"emqlab-hub-{node}")
+
+    def set_ready(self, node: str, on: bool) -> None:
+        self.ready[node] = on
+        self.refresh()
+
+    def refresh(self) -> None:
+        """`up` when every live node's subscriber is ready; a flip is told to every stream."""
+        live = [n for n, t in self.tasks.items() if not t.done()]
+        up = bool(live) and all(self.ready.get(n, False) for n in live)
+        if up != self.up:
+            self.up = up
+            self.tell(resync=up)
+
+    async def follow_topology(self) -> None:
+        while True:
+            try:
+                wanted = await read_primaries([self.url, *(node_url(self.url, a) for a in self.tasks)])
+            except (RedisError, OSError) as exc:
+                log.info("cluster topology unreadable for the live stream: %s", exc)
+                wanted = list(self.tasks)
+            for gone in [a for a in self.tasks if a not in wanted]:
+                self.tasks.pop(gone).cancel()
+                self.ready.pop(gone, None)
+            for address in wanted:
+                task = self.tasks.get(address)
+                if task is None or task.done():
+                    self.run(address, node_url(self.url, address))
+            self.refresh()
+            await asyncio.sleep(TOPOLOGY_EVERY)
+
+    async def subscriber(self, url: str, node: str) -> None:
         """Subscribe on one node until cancelled, reconnecting on a drop."""
         while True:
             client: Conn = aioredis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=1,
@@ -92,17 +235,17 @@ class Hub:
                 on = await heartbeat.enable_notifications(client)
                 async with Subscriber(url) as sub:
                     await sub.subscribe(PATTERNS, [events.EVENTS_CHANNEL])
-                    if not self.nodes.ready.get(node, True):
+                    if not self.ready.get(node, True):
                         log.warning("valkey %s reachable again: the live stream follows it", node or "server")
-                    ready(True)
+                    self.set_ready(node, True)
                     await self.follow(sub, client, node, on)
             except (RedisError, OSError) as exc:
-                if self.nodes.ready.get(node, True):  # once when it goes, not at every retry
+                if self.ready.get(node, True):  # once when it goes, not at every retry
                     log.warning("valkey %s unreachable for the live stream (%s): retrying", node or "server", exc)
             finally:
                 with contextlib.suppress(Exception):
                     await client.aclose()
-            ready(False)
+            self.set_ready(node, False)
             await asyncio.sleep(RECONNECT_EVERY)
 
     async def follow(self, sub: Subscriber, client: Conn, node: str, on: bool) -> None:

@@ -1,8 +1,7 @@
 """The live layer's parts that need no Valkey: a change becomes frames once for
 every page of a sandbox (server/live/streams.py), a widget's lock closes the
-batch of one action (batches.py), and the hub drops what no page shows
-(hub.py); the cluster's topology and the lab's events are read one way
-(topology.py, events.py)."""
+batch of one action, and the hub drops what no page shows (hub.py); the
+cluster's topology and the lab's events are read one way (hub.py, events.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +9,10 @@ import asyncio
 import json
 from collections.abc import Sequence
 
-from server.live import events, heartbeat, topology
-from server.live.batches import Batches, Change
+from server.live import events, heartbeat
+from server.live import hub as hub_module
 from server.live.hub import Hub
-from server.live.streams import QUEUE_CAP, Notice, Streams, Worded, frame, html_frame
+from server.live.streams import QUEUE_CAP, Batches, Change, Notice, Streams, Worded, frame, html_frame
 
 SANDBOX, OTHER = "s0123456789", "sabcdefghij"
 
@@ -49,7 +48,7 @@ async def test_a_change_is_read_once_per_widget_however_many_pages_show_it() -> 
 
 
 async def test_a_widgets_effects_are_worded_without_the_sandbox_prefix_for_its_drawing() -> None:
-    from server.live.batches import Effect
+    from server.live.streams import Effect
 
     reads = Reads()
     streams = Streams(reads)
@@ -149,7 +148,7 @@ def test_a_lab_event_is_handed_on_once_however_many_nodes_deliver_it() -> None:
 def test_the_hubs_status_says_what_valkey_is_doing() -> None:
     hub = Hub("redis://127.0.0.1:1/0", Streams(Reads()), lambda queue: None)
     assert hub.status() == {"valkey": "down", "notifications": False}
-    hub.nodes.up, hub.notifications_on = True, True
+    hub.up, hub.notifications_on = True, True
     assert hub.status()["message"] == "" and not hub.polling()
     hub.notifications_on = False
     assert "may not switch them on" in hub.status()["message"] and hub.polling()
@@ -174,12 +173,12 @@ def test_the_online_primaries_of_a_cluster_shards_reply_by_endpoint_else_ip() ->
         {"nodes": [{"role": "master", "endpoint": "?", "ip": "10.0.0.1", "port": 7000}]},
         {"nodes": [{"role": "master", "endpoint": "10.0.0.4", "port": 7003, "health": "failed"}]},
     ]
-    assert topology.online_primaries(shards) == ["10.0.0.1:7000", "10.0.0.2:7001"]
+    assert hub_module.online_primaries(shards) == ["10.0.0.1:7000", "10.0.0.2:7001"]
 
 
 def test_a_node_url_keeps_the_sites_credentials() -> None:
-    assert topology.node_url("redis://user:pw@127.0.0.1:6379/0", "10.0.0.9:7000") == "redis://user:pw@10.0.0.9:7000/0"
-    assert topology.node_url("redis://127.0.0.1:6379", "10.0.0.9:7000") == "redis://10.0.0.9:7000/0"
+    assert hub_module.node_url("redis://user:pw@127.0.0.1:6379/0", "10.0.0.9:7000") == "redis://user:pw@10.0.0.9:7000/0"
+    assert hub_module.node_url("redis://127.0.0.1:6379", "10.0.0.9:7000") == "redis://10.0.0.9:7000/0"
 
 
 def test_an_event_of_no_known_kind_is_ignored_and_each_id_counts_once() -> None:
