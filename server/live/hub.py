@@ -5,7 +5,7 @@ primary (from CLUSTER SHARDS every few seconds) is followed; `up` when every one
 
 Every sandbox write is a message to every worker; redis-py's `PubSub` spent ~7 µs of its own
 on each (a tenth of an action's CPU), so messages are read in bulk and parsed by
-`hiredis.Reader` (`Subscriber`). Only AUTH and the subscribe commands are sent.
+`hiredis.Reader` (`subscribed`). Only AUTH and the subscribe commands are sent.
 
 The heartbeat proves, every second, that notifications still arrive: switched off behind the
 site's back they fail nothing, streams fall silent; so the hub writes a key it subscribes to.
@@ -208,65 +208,54 @@ class Heartbeat:
         self.report(RESTORED)
 
 
-class Subscriber:
-    """`async with Subscriber(url) as sub: await sub.subscribe(...); async for m in sub.messages(): …`"""
+@contextlib.asynccontextmanager
+async def subscribed(url: str, patterns: Sequence[str],
+                     channels: Sequence[str]) -> AsyncIterator[AsyncIterator[tuple[str, str, str]]]:
+    """A connection of its own, subscribed once Valkey confirmed each pattern and channel (no message
+    is missed after): its messages as (kind, channel, data), until it ends (ConnectionError)."""
+    options: dict[str, Any] = dict(parse_url(url))
+    reader = hiredis.Reader(encoding="utf-8", errors="surrogateescape")
+    if "path" in options:
+        opened = asyncio.open_unix_connection(options["path"])
+    else:
+        tls = ssl.create_default_context() if options.get("connection_class") is SSLConnection else None
+        opened = asyncio.open_connection(options.get("host", "localhost"), options.get("port", 6379), ssl=tls)
 
-    def __init__(self, url: str) -> None:
-        self.options: dict[str, Any] = dict(parse_url(url))
-        self.reader = hiredis.Reader(encoding="utf-8", errors="surrogateescape")
-        self.stream: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
+    def send(*args: str) -> None:
+        writer.write(hiredis.pack_command(args))  # type: ignore[arg-type]  # its stub types one argument
 
-    async def __aenter__(self) -> Subscriber:
-        options = self.options
-        if "path" in options:
-            opened = asyncio.open_unix_connection(options["path"])
-        else:
-            tls = ssl.create_default_context() if options.get("connection_class") is SSLConnection else None
-            opened = asyncio.open_connection(options.get("host", "localhost"), options.get("port", 6379), ssl=tls)
-        async with asyncio.timeout(CONNECT_TIMEOUT):
-            self.stream, self.writer = await opened
-            if options.get("password"):
-                user = [options["username"]] if options.get("username") else []
-                self._send("AUTH", *user, options["password"])
-                await self._reply()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self.writer is not None:
-            self.writer.close()
-
-    async def subscribe(self, patterns: Sequence[str], channels: Sequence[str]) -> None:
-        """PSUBSCRIBE and SUBSCRIBE, returning once Valkey confirmed each (no message is missed after)."""
-        self._send("PSUBSCRIBE", *patterns)
-        self._send("SUBSCRIBE", *channels)
-        for _ in range(len(patterns) + len(channels)):
-            await self._reply()
-
-    async def messages(self) -> AsyncIterator[tuple[str, str, str]]:
-        """Every message as (kind, channel, data), as it comes; raises ConnectionError when the connection ends."""
-        while True:
-            reply = await self._reply()
-            if isinstance(reply, list):
-                if reply[0] == "pmessage" and len(reply) == 4:
-                    yield "pmessage", reply[2], reply[3]
-                elif reply[0] == "message" and len(reply) == 3:
-                    yield "message", reply[1], reply[2]
-
-    def _send(self, *args: str) -> None:
-        assert self.writer is not None
-        self.writer.write(hiredis.pack_command(args))  # type: ignore[arg-type]  # its stub types one argument
-
-    async def _reply(self) -> Any:
-        assert self.stream is not None
-        while (reply := self.reader.gets()) is False:
-            data = await self.stream.read(READ_BYTES)
+    async def reply() -> Any:
+        while (found := reader.gets()) is False:
+            data = await stream.read(READ_BYTES)
             if not data:
                 raise RedisConnectionError("Valkey closed the subscription")
-            self.reader.feed(data)
-        if isinstance(reply, hiredis.ReplyError):
-            raise RedisConnectionError(f"Valkey refused the subscription: {reply}")
-        return reply
+            reader.feed(data)
+        if isinstance(found, hiredis.ReplyError):
+            raise RedisConnectionError(f"Valkey refused the subscription: {found}")
+        return found
+
+    async def messages() -> AsyncIterator[tuple[str, str, str]]:
+        while True:
+            found = await reply()
+            if isinstance(found, list) and found[0] == "pmessage" and len(found) == 4:
+                yield "pmessage", found[2], found[3]
+            elif isinstance(found, list) and found[0] == "message" and len(found) == 3:
+                yield "message", found[1], found[2]
+
+    async with asyncio.timeout(CONNECT_TIMEOUT):
+        stream, writer = await opened
+    try:
+        if options.get("password"):
+            async with asyncio.timeout(CONNECT_TIMEOUT):
+                send("AUTH", *([options["username"]] if options.get("username") else []), options["password"])
+                await reply()
+        send("PSUBSCRIBE", *patterns)
+        send("SUBSCRIBE", *channels)
+        for _ in range(len(patterns) + len(channels)):
+            await reply()
+        yield messages()
+    finally:
+        writer.close()
 
 
 class Hub:
@@ -360,12 +349,11 @@ class Hub:
                                                       driver_info=None)
             try:
                 on = await enable_notifications(client)
-                async with Subscriber(url) as sub:
-                    await sub.subscribe(PATTERNS, [events.EVENTS_CHANNEL])
+                async with subscribed(url, PATTERNS, [events.EVENTS_CHANNEL]) as messages:
                     if not self.ready.get(node, True):
                         log.warning("valkey %s reachable again: the live stream follows it", node or "server")
                     self.set_ready(node, True)
-                    await self.follow(sub, client, node, on)
+                    await self.follow(messages, client, node, on)
             except (RedisError, OSError) as exc:
                 if self.ready.get(node, True):  # once when it goes, not at every retry
                     log.warning("valkey %s unreachable for the live stream (%s): retrying", node or "server", exc)
@@ -375,13 +363,13 @@ class Hub:
             self.set_ready(node, False)
             await asyncio.sleep(RECONNECT_EVERY)
 
-    async def follow(self, sub: Subscriber, client: Conn, node: str, on: bool) -> None:
+    async def follow(self, messages: AsyncIterator[tuple[str, str, str]], client: Conn, node: str, on: bool) -> None:
         """Hand on every message, and beat alongside; returns or raises when either stops."""
         beat = self.beats[node] = Heartbeat(client, self.judged, cluster=self.cluster, notifications=on)
         self.judged(ON if on else OFF)
 
         async def read() -> None:
-            async for kind, channel, data in sub.messages():
+            async for kind, channel, data in messages:
                 self.dispatch(kind, channel, data, node)
 
         tasks = [asyncio.create_task(read()), asyncio.create_task(beat.run())]

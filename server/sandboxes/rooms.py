@@ -109,12 +109,10 @@ def normalize_code(raw: object) -> str:
 
 def clean_name(raw: object) -> str:
     """A room's name (a learner's name's rule); empty gives "Class room"."""
-    if raw is None or raw == "":
-        return "Class room"
-    if not isinstance(raw, str):
+    if raw is not None and not isinstance(raw, str):
         raise BadRoom("the room name must be text")
     try:
-        return readable(raw, NAME_MAX, "a room name") or "Class room"
+        return readable(raw or "", NAME_MAX, "a room name") or "Class room"
     except BadName as exc:
         raise BadRoom(str(exc)) from exc
 
