@@ -384,31 +384,22 @@ class Hub:
 
     # -- messages in --------------------------------------------------------------
     def dispatch(self, kind: str, channel: str, data: str, node: str = "") -> None:
-        if kind == "pmessage":
-            self.keyspace(channel, data, node)
-        elif kind == "message" and channel == events.EVENTS_CHANNEL:
-            self.lab_event(data)
-
-    def keyspace(self, channel: str, event: str, node: str) -> None:
-        """A key changed: a sandbox's (for its pages) or a heartbeat's."""
+        """A key changed (a sandbox's, for its pages, or a heartbeat's), or a lab event came: a reset or
+        a class change, handed on once (a cluster delivers a PUBLISH through every node)."""
+        if kind == "message" and channel == events.EVENTS_CHANNEL:
+            event = events.decode(data)
+            if event is not None and self.seen.first(event.get("id")):
+                self.streams.broadcast(Notice(event["type"], event["data"]), event.get("sandboxes"))
+            return
+        if kind != "pmessage":
+            return
         key = channel.partition("__:")[2]
         if is_beat_key(key):
-            beat = self.beats.get(node)
-            if beat is not None:
+            if (beat := self.beats.get(node)) is not None:
                 beat.seen()
             return
         end = key.find("}", 5)
         queue = key[5:end] if end > 0 else ""
         sandbox, dot, _ = queue.partition(".")
-        if not dot or not self.streams.watched(sandbox):
-            return
-        widget = self.widget_of_queue(queue)
-        if widget is not None:
-            self.batches.notice(sandbox, widget, queue, key, event)
-
-    def lab_event(self, raw: Any) -> None:
-        """A reset or a class change: handed on once (a cluster delivers a PUBLISH through every node)."""
-        event = events.decode(raw)
-        if event is None or not self.seen.first(event.get("id")):
-            return
-        self.streams.broadcast(Notice(event["type"], event["data"]), event.get("sandboxes"))
+        if dot and self.streams.watched(sandbox) and (widget := self.widget_of_queue(queue)) is not None:
+            self.batches.notice(sandbox, widget, queue, key, data)

@@ -34,25 +34,6 @@ QUIET = 0.010  # seconds a batch without a held lock stays open for more notices
 HELD_MAX = 0.250  # seconds a held lock may keep a batch open
 
 
-@dataclass(frozen=True)
-class Effect:
-    """One write a keyspace notification reported."""
-
-    widget: str
-    queue: str
-    key: str
-    event: str
-    at: float
-
-
-@dataclass
-class Change:
-    """A sandbox's closed batch: the widgets it touched and their learner-key effects."""
-
-    widgets: set[str] = field(default_factory=set)
-    effects: list[Effect] = field(default_factory=list)
-
-
 class Worded(msgspec.Struct, frozen=True):
     """One keyspace notification of a change, in words (server/live/effects.py)."""
 
@@ -61,6 +42,14 @@ class Worded(msgspec.Struct, frozen=True):
     words: str
     queue: str = ""  # the queue part under the sandbox
     at: float = 0.0
+
+
+@dataclass
+class Change:
+    """A sandbox's closed batch: the widgets it touched and, by widget, their learner-key effects."""
+
+    widgets: set[str] = field(default_factory=set)
+    effects: dict[str, list[Worded]] = field(default_factory=dict)
 
 
 class Painter(Protocol):
@@ -135,19 +124,13 @@ class Streams:
                 sub.push(notice)
 
     async def deliver(self, sandbox: str, change: Change) -> None:
-        """A closed batch of `sandbox`: each touched widget drawn once, with its effects; each page its frames."""
+        """A closed batch of `sandbox`: each touched widget a page follows drawn once, with its effects
+        (worded as they came); each page its frames."""
         subs = list(self.subs.get(sandbox, ()))
-        followed = {w for sub in subs for w in sub.widgets} & change.widgets
-        worded: dict[str, list[Worded]] = {}
-        for effect in change.effects:
-            if effect.widget in followed:
-                worded.setdefault(effect.widget, []).append(Worded(
-                    effect.event, effect.key.replace("{" + sandbox + ".", "{", 1),
-                    effects.describe(effect.event, effect.key), effect.queue.partition(".")[2], effect.at))
         drawn = {}
-        for widget in sorted(followed):
+        for widget in sorted({w for sub in subs for w in sub.widgets} & change.widgets):
             async with self.gate, asyncio.timeout(READ_DEADLINE):
-                drawn[widget] = await self.painter.frame(sandbox, widget, worded.get(widget, ()))
+                drawn[widget] = await self.painter.frame(sandbox, widget, change.effects.get(widget, ()))
         # pages showing the same widgets share one chunk: a class's thousand pages, one bytes object
         chunks: dict[tuple[str, ...], bytes] = {}
         for sub in subs:
@@ -185,7 +168,9 @@ class Batches:
             return
         batch.change.widgets.add(widget)
         if key.startswith("emq:"):
-            batch.change.effects.append(Effect(widget, queue, key, event, time.time()))
+            batch.change.effects.setdefault(widget, []).append(Worded(
+                event, key.replace("{" + sandbox + ".", "{", 1), effects.describe(event, key),
+                queue.partition(".")[2], time.time()))
         self._arm(sandbox, batch, HELD_MAX if batch.locked else QUIET)
 
     def _arm(self, sandbox: str, batch: _Open, delay: float) -> None:

@@ -48,13 +48,14 @@ async def test_a_change_is_read_once_per_widget_however_many_pages_show_it() -> 
 
 
 async def test_a_widgets_effects_are_worded_without_the_sandbox_prefix_for_its_drawing() -> None:
-    from server.live.streams import Effect
-
     reads = Reads()
     streams = Streams(reads)
+    batches = Batches(streams.deliver)
     with streams.open(SANDBOX, ("fanin",)) as page:
         key = f"emq:{{{SANDBOX}.fanin}}:job:JOBparent:dependencies"
-        await streams.deliver(SANDBOX, Change({"fanin"}, [Effect("fanin", f"{SANDBOX}.fanin", key, "incrby", 1.0)]))
+        batches.notice(SANDBOX, "fanin", f"{SANDBOX}.fanin", key, "incrby")
+        await asyncio.sleep(0.1)
+        await batches.stop()
         (chunk,) = drained(page)
         assert isinstance(chunk, bytes) and chunk.startswith(b"event: widget")
     (worded,) = reads.effects
@@ -107,13 +108,13 @@ async def test_an_actions_writes_make_one_change_closed_by_its_locks_deletion() 
               ("fanin", f"lab:{{{SANDBOX}.fanin}}:state", "hset"), ("fanin", lock, "del")]
     (change,) = await closed_changes(script, 0.05)  # well under HELD_MAX: the deletion closed it
     assert change.widgets == {"fanin"}
-    assert [e.event for e in change.effects] == ["hset", "del"]  # learner keys only, in order
+    assert [e.event for e in change.effects["fanin"]] == ["hset", "del"]  # learner keys only, in order
 
 
 async def test_writes_without_a_lock_close_after_a_quiet_moment_as_one_change() -> None:
     script = [("fanin", f"emq:{{{SANDBOX}.fanin}}:pending", "zadd"), ("native", f"emq:{{{SANDBOX}.native}}:x", "set")]
     (change,) = await closed_changes(script, 0.1)
-    assert change.widgets == {"fanin", "native"} and len(change.effects) == 2
+    assert change.widgets == {"fanin", "native"} and [len(e) for e in change.effects.values()] == [1, 1]
 
 
 async def test_a_lock_taken_and_let_go_with_nothing_written_makes_no_change() -> None:
