@@ -102,6 +102,11 @@ def test_a_stream_whose_progress_record_holds_the_wrong_type_says_so_without_a_t
                 with streaming(client) as events:
                     said = events.until("status", where=lambda d: "holds another type" in d.get("message", ""))
                     assert "Start over" in said[-1][1]["message"]
+            with streaming(client) as events:  # nor does a change of its widget, heard while the page is open
+                events.until("status", where=lambda d: "holds another type" in d.get("message", ""))
+                line = client.post("/api/console", json={"command": "SET emq:{fanin}:job:JOBparent:dependencies 9"})
+                assert line.status_code == 200, line.text
+                events.until("status", where=lambda d: "holds another type" in d.get("message", ""))
         finally:
             site.stop()
     text = log.read_text()
