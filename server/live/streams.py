@@ -70,8 +70,8 @@ class Notice:
 class Subscription:
     """One open stream's inbox."""
 
-    def __init__(self, sandbox: str, widgets: tuple[str, ...]) -> None:
-        self.sandbox, self.widgets = sandbox, widgets
+    def __init__(self, widgets: tuple[str, ...]) -> None:
+        self.widgets = widgets
         self.queue: asyncio.Queue[bytes | Notice] = asyncio.Queue(maxsize=QUEUE_CAP)
         self.overflowed = False
 
@@ -107,7 +107,7 @@ class Streams:
 
     @contextlib.contextmanager
     def open(self, sandbox: str, widgets: tuple[str, ...]) -> Iterator[Subscription]:
-        sub = Subscription(sandbox, widgets)
+        sub = Subscription(widgets)
         subs = self.subs.setdefault(sandbox, set())  # in self.subs for as long as it holds `sub`
         subs.add(sub)
         try:
