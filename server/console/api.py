@@ -99,12 +99,10 @@ async def run_line(console: ConsoleContext, line: str) -> ConsoleReply:
         if console.read_only is not None:
             raise Refusal(403, console.read_only, "read-only")
         async with console.lock(found.queue):
-            admitted = await budget.admit(console.admin, console.sandbox, console.queues, found, console.budget,
-                                          console.door)
-            await budget.index(console.admin, console.sandbox, admitted)
+            await budget.admit(console.admin, console.sandbox, console.queues, found, console.budget, console.door)
             value = await run.execute(console.runner, console.admin, console.sandbox, found, where)
             try:
-                await budget.weigh(console.admin, console.sandbox, admitted)
+                await budget.weigh(console.admin, console.sandbox, found)
             except (RedisError, OSError) as exc:  # the line ran: its reply stands
                 log.warning("console write in %s ran but was not weighed: %s", console.sandbox, exc)
         return answered(found, value, wrote=True)
