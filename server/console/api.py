@@ -23,7 +23,7 @@ from server.emq.wire import Conn
 from server.sandboxes import admission
 from server.sandboxes.keys import REGISTRY_KEY
 from server.valkey import acl
-from server.valkey.long_script import is_busy
+from server.valkey.client import is_busy
 
 log = logging.getLogger("emqlab.console")
 

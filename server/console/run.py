@@ -5,7 +5,7 @@ site running them would walk the whole keyspace. Instead each queue lists its ke
 finds them (`scripts/names.lua`), all queues in one round trip, matched here with Valkey's glob.
 
 A course script answers within `SCRIPT_MS`, or the site sends SCRIPT KILL to its node (heard past
-`busy-reply-threshold`, the managed Valkey's `long_script.BUSY_REPLY_MS`). A backstop: every script
+`busy-reply-threshold`, the managed Valkey's `client.BUSY_REPLY_MS`). A backstop: every script
 bounds its work (includes/guards.lua). A script that wrote cannot be stopped (`UNKILLABLE`): it is
 waited for and logged. EMQ.* is not watched.
 """
@@ -35,7 +35,7 @@ from server.emq.script import execute as run_calls
 from server.emq.wire import Conn, as_text
 from server.sandboxes import keys
 from server.valkey import reply
-from server.valkey.long_script import ask_script_kill
+from server.valkey.client import ask_script_kill
 
 log = logging.getLogger("emqlab.console")
 
