@@ -147,7 +147,7 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog, dra
             await native.ensure_loaded(conn)  # an external Valkey may allow MODULE LOAD
         engine_warning = None  # an external Valkey older than the Lua fixes: said on /instructor
         with contextlib.suppress(RedisError, OSError):
-            engine_warning = engine.external_warning(engine.served_version(await conn.info("server")))
+            engine_warning = engine.external_warning(await conn.info("server"))
         app.state.services = made(conn=conn, lab=lab, frames=frames, hub=hub, graders=graders,
                                   console=console_runner, engine_warning=engine_warning)
         await hub.start()

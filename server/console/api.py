@@ -114,7 +114,7 @@ async def run_line(console: ConsoleContext, line: str) -> ConsoleReply:
     except Refusal as exc:
         return refusal(line, exc.status, exc.reason, str(exc))
     except acl.Closed as exc:
-        return refusal(line, 503, "closed", f"The console is closed here: {exc.reason}.")
+        return refusal(line, 503, "closed", f"The console is closed here: {exc}.")
     except LockError:
         return refusal(line, 503, "busy", BUSY)
     except OutOfMemoryError:  # the lock or the budget's count, refused before the line ran

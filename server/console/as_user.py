@@ -19,6 +19,7 @@ from redis.exceptions import AuthenticationError, ConnectionError, MovedError, N
 
 from server.emq.wire import Conn
 from server.valkey import acl
+from server.valkey.client import command_on
 
 Arg = str | bytes | int | float
 # Carried over from the site's connection: where the node is, never who it is nor how replies decode.
@@ -75,7 +76,7 @@ class Runner:
         key = keys[0] if keys else None
         found = await self.call(sandbox, args, key)
         if isinstance(found, NoScriptError):
-            await self.users.load_script(source, await self._node(key))
+            await command_on(self.admin, await self._node(key), "SCRIPT", "LOAD", source)  # as the site
             found = await self.call(sandbox, args, key)
         return found
 
@@ -113,16 +114,6 @@ class Runner:
             self._pools[name] = pool
         return pool
 
-    async def _connection(self, node: ClusterNode | None) -> AbstractConnection:
-        pool = self._pool(node)
-        conn: AbstractConnection
-        try:
-            conn = await pool.get_connection()  # type: ignore[no-untyped-call]  # untyped in redis-py
-        except AuthenticationError:  # no idle user on this node yet
-            await self.users.make_idle(node)
-            conn = await pool.get_connection()  # type: ignore[no-untyped-call]
-        return conn
-
     async def _exchange(self, node: ClusterNode | None, sandbox: str, args: Sequence[Arg]) -> tuple[Any, Any]:
         """One round trip: (the first AUTH's reply, the command's reply)."""
         user = acl.user_of(sandbox)
@@ -131,7 +122,13 @@ class Runner:
             args,
             ("AUTH", acl.IDLE_USER, acl.password_of(self.secret, acl.IDLE_USER)),
         ]
-        conn = await self._connection(node)
+        pool = self._pool(node)
+        conn: AbstractConnection
+        try:
+            conn = await pool.get_connection()  # type: ignore[no-untyped-call]  # untyped in redis-py
+        except AuthenticationError:  # no idle user on this node yet
+            await self.users.make_idle(node)
+            conn = await pool.get_connection()  # type: ignore[no-untyped-call]
         idle = False
         try:
             await conn.send_packed_command(conn.pack_commands(commands))
@@ -146,7 +143,7 @@ class Runner:
         finally:
             if not idle:  # who it is now is not known: it is not pooled
                 await conn.disconnect(nowait=True)
-            await self._pool(node).release(conn)
+            await pool.release(conn)
         return replies[0], replies[1]
 
 

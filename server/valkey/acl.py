@@ -52,11 +52,7 @@ NO_MODULE_FOR: Final = 30.0  # seconds a node found without the module makes use
 
 
 class Closed(Exception):
-    """The site may not make ACL users on this Valkey: the console is closed here."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    """The site may not make ACL users on this Valkey: the console is closed here (why: its text)."""
 
 
 def user_of(sandbox: str) -> str:
@@ -129,17 +125,13 @@ class Users:
     async def make_idle(self, node: ClusterNode | None = None) -> None:
         await self._set(node, IDLE_USER, idle_rules(self.secret))
 
-    async def load_script(self, source: str, node: ClusterNode | None) -> None:
-        """SCRIPT LOAD as the site: the sandbox users may not (SCRIPT is denied)."""
-        await command_on(self.admin, node, "SCRIPT", "LOAD", source)
-
     async def probe(self) -> str | None:
         """Make the idle user on every primary now: None, or why the console is closed here."""
         try:
             for node in await primaries(self.admin):
                 await self.make_idle(node)
         except Closed as exc:
-            return exc.reason
+            return str(exc)
         except RedisError as exc:
             return f"Valkey did not answer ({exc})"
         return None
