@@ -21,14 +21,10 @@ CHANGED = ("the cookie-signing secret is not the one this Valkey's data was writ
            "visitor gets a new sandbox, every class member joins again and the instructor signs in again")
 
 
-def fingerprint(secret: str) -> str:
-    return hmac.new(secret.encode(), b"emqlab-secret-seen", hashlib.sha256).hexdigest()[:32]
-
-
 async def note(conn: Conn, secret: str) -> bool:
     """Record this secret's fingerprint (SET … GET: one worker of many sees the old one);
     True, and one warning logged, when Valkey held another secret's."""
-    mine = fingerprint(secret)
+    mine = hmac.new(secret.encode(), b"emqlab-secret-seen", hashlib.sha256).hexdigest()[:32]
     before = await conn.set(KEY, mine, get=True)
     if before is not None and as_text(before) != mine:
         log.warning("emqlab: %s", CHANGED)
