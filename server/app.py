@@ -142,7 +142,7 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog, dra
         with contextlib.suppress(RedisError, OSError):
             await secret_seen.note(conn, secret)  # a replaced secret signs everyone out: logged, never silent
         with contextlib.suppress(RedisError, OSError):
-            await console_runner.users.probe()  # the idle user on every primary, before the first line
+            await console_runner.probe()  # the idle user on every primary, before the first line
         with contextlib.suppress(RedisError, OSError):
             await native.ensure_loaded(conn)  # an external Valkey may allow MODULE LOAD
         engine_warning = None  # an external Valkey older than the Lua fixes: said on /instructor

@@ -15,14 +15,13 @@ from redis.exceptions import LockError, OutOfMemoryError, RedisError
 
 from server.console import budget, run
 from server.console.allow import Reason, Refusal
-from server.console.as_user import Runner
+from server.console.as_user import PASSING, Closed, Runner
 from server.console.confine import Confinement
 from server.console.parse import Limits, Malformed
 from server.console.plan import Plan, plan
 from server.emq.wire import Conn
 from server.sandboxes import admission
 from server.sandboxes.keys import REGISTRY_KEY
-from server.valkey import acl
 from server.valkey.client import is_busy
 
 log = logging.getLogger("emqlab.console")
@@ -113,7 +112,7 @@ async def run_line(console: ConsoleContext, line: str) -> ConsoleReply:
         return refusal(line, 400, "bad-line", str(exc))
     except Refusal as exc:
         return refusal(line, exc.status, exc.reason, str(exc))
-    except acl.Closed as exc:
+    except Closed as exc:
         return refusal(line, 503, "closed", f"The console is closed here: {exc}.")
     except LockError:
         return refusal(line, 503, "busy", BUSY)
@@ -128,7 +127,7 @@ def answered(found: Plan, value: Any, wrote: bool = False) -> ConsoleReply:
     lines = run.printed(found, value)
     if isinstance(value, OutOfMemoryError):
         return refusal(found.command, 503, "unavailable", FULL, lines)
-    if isinstance(value, acl.PASSING):  # loading its data, or a cluster between two slot maps
+    if isinstance(value, PASSING):  # loading its data, or a cluster between two slot maps
         return refusal(found.command, 503, "unavailable", FAULT, lines)
     if is_busy(value):  # another script holds Valkey: this line did not run
         return refusal(found.command, 503, "unavailable", HELD, lines)

@@ -9,12 +9,12 @@ import time
 
 from redis.exceptions import RedisError
 
+from server.console.as_user import drop_user
 from server.emq.wire import Conn, as_text
 from server.lifecycle import removal
 from server.sandboxes import admission, rooms
 from server.sandboxes.keys import REGISTRY_KEY
 from server.sandboxes.sandbox import SANDBOX_RE
-from server.valkey import acl
 from server.widgets.snapshot import Catalog
 
 log = logging.getLogger("emqlab.lifecycle")
@@ -24,7 +24,7 @@ async def remove(conn: Conn, catalog: Catalog, sandbox: str) -> bool:
     """Remove one sandbox's keys; False (logged) when that failed."""
     try:
         await removal.delete(conn, catalog, sandbox)
-        await acl.drop_user(conn, sandbox)  # its console's Valkey user goes with it
+        await drop_user(conn, sandbox)  # its console's Valkey user goes with it
         return True
     except (RedisError, OSError):
         raise  # Valkey away: the whole round waits for the next
