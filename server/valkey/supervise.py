@@ -83,8 +83,7 @@ class Supervisor:
                 return
             watch.ended = how_it_ended(code)
             watch.retry_at = now + pause(watch.deaths, FIRST_KILLED, LONGEST_KILLED)
-            watch.deaths += 1
-            watch.failures = 0
+            watch.deaths += 1  # its failed starts were counted back to 0 when it last started
             server.proc = None
         if now < watch.retry_at:
             return
