@@ -45,8 +45,7 @@ class Plan:
     argv: list[str] = field(default_factory=list)
     queue: str | None = None  # the one queue a write touches ("fanin", "outbox.orders")
     written: list[str] = field(default_factory=list)  # the keys a write names
-    scan_as: str = ""  # "SCAN" or "KEYS"
-    scan_type: str | None = None
+    scan_type: str | None = None  # SCAN's TYPE
 
     @property
     def route(self) -> str | None:
@@ -191,17 +190,12 @@ def _call(name: str, rest: list[str], where: Confinement, roles: dict[int, str])
 
 def _scan_plan(line: str, rule: Rule, args: list[str], where: Confinement) -> Plan:
     if rule.name == "KEYS":
-        return Plan(line, "scan", [where.pattern(args[1])], rule, scan_as="KEYS")
+        return Plan(line, "scan", [where.pattern(args[1])], rule)
     if args[1] != "0":
         raise Refusal(400, "the console walks the whole SCAN in one call: start it at cursor 0 (SCAN 0 MATCH …).")
-    pattern, kind, i = "*", None, 2
-    while i < len(args):
-        option = args[i].upper()
-        if option not in ("MATCH", "COUNT", "TYPE") or i + 1 >= len(args):
+    options: dict[str, str] = {}
+    for i in range(2, len(args), 2):
+        if args[i].upper() not in ("MATCH", "COUNT", "TYPE") or i + 1 >= len(args):
             raise Refusal(400, "SCAN 0 takes MATCH <pattern>, COUNT <n> and TYPE <type>.")
-        if option == "MATCH":
-            pattern = args[i + 1]
-        elif option == "TYPE":
-            kind = args[i + 1]
-        i += 2
-    return Plan(line, "scan", [where.pattern(pattern)], rule, scan_as="SCAN", scan_type=kind)
+        options[args[i].upper()] = args[i + 1]
+    return Plan(line, "scan", [where.pattern(options.get("MATCH", "*"))], rule, scan_type=options.get("TYPE"))

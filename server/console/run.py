@@ -109,7 +109,7 @@ async def scan(admin: Conn, found: Plan, where: Confinement, ids: Mapping[str, S
     shown: list[Any] = sorted(where.short(n).encode() for n in names[:SCAN_LIMIT])
     if len(names) > SCAN_LIMIT:
         shown.append(f"(more than {SCAN_LIMIT} keys: narrow the pattern)".encode())
-    return [b"0", shown] if found.scan_as == "SCAN" else shown
+    return [b"0", shown] if found.rule is not None and found.rule.name == "SCAN" else shown
 
 
 @lru_cache(maxsize=256)
