@@ -21,7 +21,7 @@ from server.console.parse import Limits, Malformed
 from server.console.plan import Plan, plan
 from server.emq.wire import Conn
 from server.sandboxes import admission
-from server.sandboxes.keys import REGISTRY_KEY
+from server.sandboxes.keys import REGISTRY_KEY, lock_key
 from server.valkey.client import is_busy
 
 log = logging.getLogger("emqlab.console")
@@ -32,6 +32,20 @@ BUSY = "A widget of this queue is busy right now: nothing was written. Run the l
 FAULT = "Valkey could not take the line just now; run it again in a moment."
 HELD = ("Valkey is busy with a long-running script right now (the site stops a learner's script past its "
         "budget): the line did not run. Run it again in a moment.")
+
+
+def queue_lock(admin: Conn, sandbox: str, hold: float = 10.0, wait: float = 5.0
+               ) -> Callable[[str], AbstractAsyncContextManager[Any]]:
+    """`lock(queue)`: a queue's action lock, the widgets' key and protocol (SET NX PX of a token,
+    compare-and-delete) through redis-py's `Lock`, so the two exclude each other; held at most
+    `hold` s, waited for at most `wait` (then LockError: busy)."""
+
+    def lock(queue: str) -> AbstractAsyncContextManager[Any]:
+        # Not thread-local: every task shares the one thread. A release past expiry does not raise.
+        return admin.lock(lock_key(f"{sandbox}.{queue}"), timeout=hold, blocking_timeout=wait, sleep=0.02,
+                          thread_local=False, raise_on_release_error=False)
+
+    return lock
 
 
 @dataclass(frozen=True)
