@@ -28,8 +28,8 @@ from server.live.hub import Hub
 from server.live.streams import Streams
 from server.sandboxes.sandbox import SandboxCookie, SignedCookie
 from server.settings import Settings
-from server.valkey import client, engine, native, secret_seen
-from server.valkey.datadir import site_secret
+from server.valkey import client, engine, native
+from server.valkey.datadir import note_secret, site_secret
 from server.valkey.tasks import stop_tasks
 from server.web import errors, rates, sessions, templating
 from server.web.guards import INSTRUCTOR_COOKIE
@@ -140,7 +140,7 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog, dra
         # the console runs each line as its sandbox's Valkey ACL user (server/console/as_user.py)
         console_runner = Runner(conn, secret)
         with contextlib.suppress(RedisError, OSError):
-            await secret_seen.note(conn, secret)  # a replaced secret signs everyone out: logged, never silent
+            await note_secret(conn, secret)  # a replaced secret signs everyone out: logged, never silent
         with contextlib.suppress(RedisError, OSError):
             await console_runner.probe()  # the idle user on every primary, before the first line
         with contextlib.suppress(RedisError, OSError):
