@@ -32,7 +32,7 @@ DENIED: Final = (
     "-object", "-client", "-info", "-config", "-debug", "-shutdown", "-acl", "-module",
     "-script", "-function", "-eval", "-fcall", "-fcall_ro", "-eval_ro", "-evalsha_ro",
     # SORT's BY/GET read keys by pattern; the rest are server-wide, denied by
-    # name as the site's sandbox users deny them (server/valkey/acl.py)
+    # name as the site's sandbox users deny them (server/console/as_user.py)
     "-sort", "-sort_ro", "-monitor", "-subscribe", "-psubscribe", "-ssubscribe", "-save", "-bgsave",
     "-replicaof", "-cluster",
 )

@@ -19,7 +19,7 @@ from redis.exceptions import InvalidResponse, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.valkey import reply
-from server.valkey.long_script import ask_script_kill
+from server.valkey.client import ask_script_kill
 
 # Valkey ends a script's error with where it happened, by SHA and line.
 _WHERE_RE: Final = re.compile(r"\s*script: [0-9a-f]{40}, on @user_script:(\d+)\.?\s*$")

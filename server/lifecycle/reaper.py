@@ -13,11 +13,11 @@ import time
 from redis.exceptions import RedisError
 
 from server.console import transcript
+from server.console.as_user import drop_user
 from server.emq.wire import Conn, as_text
 from server.sandboxes import admission, keys, rooms
 from server.sandboxes.keys import REGISTRY_KEY
 from server.sandboxes.sandbox import SANDBOX_RE, queue_name
-from server.valkey import acl
 from server.widgets.reader import pipelined
 from server.widgets.snapshot import Catalog
 from server.widgets.turn import clear_call
@@ -50,7 +50,7 @@ async def remove(conn: Conn, catalog: Catalog, sandbox: str) -> bool:
     """Remove one sandbox's keys and its console's Valkey user; False (logged) when that failed."""
     try:
         await delete(conn, catalog, sandbox)
-        await acl.drop_user(conn, sandbox)
+        await drop_user(conn, sandbox)  # its console's Valkey user goes with it
         return True
     except (RedisError, OSError):
         raise  # Valkey away: the whole round waits for the next

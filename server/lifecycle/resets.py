@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from redis.exceptions import OutOfMemoryError
 
 from server.console import transcript
-from server.console.lock import queue_lock
+from server.console.api import queue_lock
 from server.emq.script import Call, raise_first
 from server.emq.wire import Conn, as_text
 from server.lifecycle.reaper import checked

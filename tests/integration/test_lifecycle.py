@@ -20,9 +20,8 @@ import pytest
 import redis.asyncio as aioredis
 
 from server.console import transcript
-from server.console.api import ConsoleContext, run_line
+from server.console.api import ConsoleContext, queue_lock, run_line
 from server.console.as_user import Runner
-from server.console.lock import queue_lock
 from server.emq import flows
 from server.emq.wire import Conn
 from server.lifecycle import reaper, resets
