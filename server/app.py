@@ -28,8 +28,8 @@ from server.live.hub import Hub
 from server.live.streams import Streams
 from server.sandboxes.sandbox import SandboxCookie, SignedCookie
 from server.settings import Settings
-from server.valkey import client, engine, native, secret_seen
-from server.valkey.datadir import site_secret
+from server.valkey import client, engine, native
+from server.valkey.datadir import note_secret, site_secret
 from server.valkey.tasks import stop_tasks
 from server.web import errors, rates, sessions, templating
 from server.web.guards import INSTRUCTOR_COOKIE
@@ -140,14 +140,14 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog, dra
         # the console runs each line as its sandbox's Valkey ACL user (server/console/as_user.py)
         console_runner = Runner(conn, secret)
         with contextlib.suppress(RedisError, OSError):
-            await secret_seen.note(conn, secret)  # a replaced secret signs everyone out: logged, never silent
+            await note_secret(conn, secret)  # a replaced secret signs everyone out: logged, never silent
         with contextlib.suppress(RedisError, OSError):
-            await console_runner.users.probe()  # the idle user on every primary, before the first line
+            await console_runner.probe()  # the idle user on every primary, before the first line
         with contextlib.suppress(RedisError, OSError):
             await native.ensure_loaded(conn)  # an external Valkey may allow MODULE LOAD
         engine_warning = None  # an external Valkey older than the Lua fixes: said on /instructor
         with contextlib.suppress(RedisError, OSError):
-            engine_warning = engine.external_warning(engine.served_version(await conn.info("server")))
+            engine_warning = engine.external_warning(await conn.info("server"))
         app.state.services = made(conn=conn, lab=lab, frames=frames, hub=hub, graders=graders,
                                   console=console_runner, engine_warning=engine_warning)
         await hub.start()

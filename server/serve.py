@@ -58,7 +58,7 @@ def external_engine_warning(url: str) -> str | None:
             info = client.info("server")
     except (redis.RedisError, OSError):
         return None  # the site says so itself when it cannot reach it
-    return engine.external_warning(engine.served_version(info))
+    return engine.external_warning(info)
 
 
 def serve_on(args: argparse.Namespace, data: DataDir) -> int:

@@ -15,15 +15,14 @@ from redis.exceptions import LockError, OutOfMemoryError, RedisError
 
 from server.console import budget, run
 from server.console.allow import Reason, Refusal
-from server.console.as_user import Runner
+from server.console.as_user import PASSING, Closed, Runner
 from server.console.confine import Confinement
 from server.console.parse import Limits, Malformed
 from server.console.plan import Plan, plan
 from server.emq.wire import Conn
 from server.sandboxes import admission
-from server.sandboxes.keys import REGISTRY_KEY
-from server.valkey import acl
-from server.valkey.long_script import is_busy
+from server.sandboxes.keys import REGISTRY_KEY, lock_key
+from server.valkey.client import is_busy
 
 log = logging.getLogger("emqlab.console")
 
@@ -33,6 +32,20 @@ BUSY = "A widget of this queue is busy right now: nothing was written. Run the l
 FAULT = "Valkey could not take the line just now; run it again in a moment."
 HELD = ("Valkey is busy with a long-running script right now (the site stops a learner's script past its "
         "budget): the line did not run. Run it again in a moment.")
+
+
+def queue_lock(admin: Conn, sandbox: str, hold: float = 10.0, wait: float = 5.0
+               ) -> Callable[[str], AbstractAsyncContextManager[Any]]:
+    """`lock(queue)`: a queue's action lock, the widgets' key and protocol (SET NX PX of a token,
+    compare-and-delete) through redis-py's `Lock`, so the two exclude each other; held at most
+    `hold` s, waited for at most `wait` (then LockError: busy)."""
+
+    def lock(queue: str) -> AbstractAsyncContextManager[Any]:
+        # Not thread-local: every task shares the one thread. A release past expiry does not raise.
+        return admin.lock(lock_key(f"{sandbox}.{queue}"), timeout=hold, blocking_timeout=wait, sleep=0.02,
+                          thread_local=False, raise_on_release_error=False)
+
+    return lock
 
 
 @dataclass(frozen=True)
@@ -99,12 +112,10 @@ async def run_line(console: ConsoleContext, line: str) -> ConsoleReply:
         if console.read_only is not None:
             raise Refusal(403, console.read_only, "read-only")
         async with console.lock(found.queue):
-            admitted = await budget.admit(console.admin, console.sandbox, console.queues, found, console.budget,
-                                          console.door)
-            await budget.index(console.admin, console.sandbox, admitted)
+            await budget.admit(console.admin, console.sandbox, console.queues, found, console.budget, console.door)
             value = await run.execute(console.runner, console.admin, console.sandbox, found, where)
             try:
-                await budget.weigh(console.admin, console.sandbox, admitted)
+                await budget.weigh(console.admin, console.sandbox, found)
             except (RedisError, OSError) as exc:  # the line ran: its reply stands
                 log.warning("console write in %s ran but was not weighed: %s", console.sandbox, exc)
         return answered(found, value, wrote=True)
@@ -115,8 +126,8 @@ async def run_line(console: ConsoleContext, line: str) -> ConsoleReply:
         return refusal(line, 400, "bad-line", str(exc))
     except Refusal as exc:
         return refusal(line, exc.status, exc.reason, str(exc))
-    except acl.Closed as exc:
-        return refusal(line, 503, "closed", f"The console is closed here: {exc.reason}.")
+    except Closed as exc:
+        return refusal(line, 503, "closed", f"The console is closed here: {exc}.")
     except LockError:
         return refusal(line, 503, "busy", BUSY)
     except OutOfMemoryError:  # the lock or the budget's count, refused before the line ran
@@ -130,7 +141,7 @@ def answered(found: Plan, value: Any, wrote: bool = False) -> ConsoleReply:
     lines = run.printed(found, value)
     if isinstance(value, OutOfMemoryError):
         return refusal(found.command, 503, "unavailable", FULL, lines)
-    if isinstance(value, acl.PASSING):  # loading its data, or a cluster between two slot maps
+    if isinstance(value, PASSING):  # loading its data, or a cluster between two slot maps
         return refusal(found.command, 503, "unavailable", FAULT, lines)
     if is_busy(value):  # another script holds Valkey: this line did not run
         return refusal(found.command, 503, "unavailable", HELD, lines)

@@ -7,13 +7,12 @@ plus the bytes the line sends must stay under the budget, else 409 and nothing i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from server.console.allow import Refusal
 from server.console.plan import Plan
-from server.emq.script import Call, Script, execute
+from server.emq.script import Script, execute
 from server.emq.wire import Conn
 from server.sandboxes import admission, keys
 
@@ -37,36 +36,9 @@ def cost(found: Plan) -> int:
 
 def extra_names(found: Plan, sandbox: str) -> list[str]:
     """The keys a write names that no snapshot finds (`clear.lua` removes each with its subkeys)."""
-    if found.queue is None:
-        return []
     base = f"emq:{{{sandbox}.{found.queue}}}:"
-    names = (k for k in found.written if k.startswith(base) and k[len(base):] not in FOUND_BY_SNAPSHOT)
-    return list(dict.fromkeys(names))
-
-
-def weighed_names(found: Plan, sandbox: str) -> list[str]:
-    """The queue's own keys, each named key, and a named row's whole family (a script writes its
-    counter or results too)."""
-    assert found.queue is not None
-    base = f"emq:{{{sandbox}.{found.queue}}}:"
-    names = [base + suffix for suffix in sorted(FOUND_BY_SNAPSHOT)]
-    for key in found.written:
-        if not key.startswith(base):
-            continue
-        names.append(key)
-        rest = key[len(base):]
-        if rest.startswith("job:"):
-            row = base + "job:" + rest[len("job:"):].split(":", 1)[0]
-            names.extend(row + suffix for suffix in ROW_SUFFIXES)
-    return list(dict.fromkeys(names))
-
-
-@dataclass(frozen=True)
-class Admission:
-    queue: str
-    cost: int
-    new_names: list[str]
-    weighed: list[str] = field(default_factory=list)
+    return list(dict.fromkeys(k for k in found.written
+                              if k.startswith(base) and k[len(base):] not in FOUND_BY_SNAPSHOT))
 
 
 def _number(value: Any) -> int:
@@ -77,53 +49,55 @@ def _number(value: Any) -> int:
 
 
 async def admit(admin: Conn, sandbox: str, queues: frozenset[str], found: Plan, budget: int,
-                door: admission.Door | None = None) -> Admission:
+                door: admission.Door | None = None) -> None:
     """Admission (`door`), the queues' sums and the queue's index, in one round trip; `Refusal` 409
-    past either cap."""
+    past either cap. The line's new names are then indexed before it runs, so a Reset finds them
+    whatever happens next."""
     assert found.queue is not None
-    names = extra_names(found, sandbox)
+    names, index = extra_names(found, sandbox), keys.index_key(f"{sandbox}.{found.queue}")
     parts = sorted(queues | {found.queue})
-    calls: list[Call | None] = [door.call(sandbox, used=True)] if door is not None else []
+    call = door.call(sandbox, used=True) if door is not None else None
     async with admin.pipeline(transaction=False) as pipe:
-        for call in calls:
-            assert call is not None
+        if call is not None:
             call[0].queue(pipe, call[1], call[2])
         for part in parts:
             pipe.hget(keys.spent_key(f"{sandbox}.{part}"), "total")
         if names:
-            pipe.scard(keys.index_key(f"{sandbox}.{found.queue}"))
-            pipe.smismember(keys.index_key(f"{sandbox}.{found.queue}"), names)
-        replies = await execute(admin, pipe, calls)
-    if calls:
+            pipe.scard(index)
+            pipe.smismember(index, names)
+        replies = await execute(admin, pipe, [call])
+    if call is not None:
         admission.refuse(replies.pop(0))
-    spent = sum(_number(r) for r in replies[:len(parts)])
-    price = cost(found)
-    if spent + price > budget:
+    if sum(_number(r) for r in replies[:len(parts)]) + cost(found) > budget:
         held = f"{budget / 1_048_576:g} MB" if budget >= 1_048_576 else f"{budget // 1024} KB"
         raise Refusal(409, f"This sandbox holds about {held} already: "
                            "press Reset on a widget to free its queue's share, then run the line again. "
                            "Nothing was written.")
-    new: list[str] = []
-    if names:
-        size, present = _number(replies[len(parts)]), replies[len(parts) + 1]
-        if isinstance(present, Exception):
-            raise present
-        new = [n for n, there in zip(names, present) if not int(there)]
-        if new and size + len(new) > INDEX_CAP:
-            raise Refusal(409, f"the console adds at most {INDEX_CAP} new keys to one queue; press Reset on its "
-                               "widget. Nothing was written.")
-    return Admission(found.queue, price, new, weighed_names(found, sandbox))
+    if not names:
+        return
+    size, present = _number(replies[len(parts)]), replies[len(parts) + 1]
+    if isinstance(present, Exception):
+        raise present
+    new = [n for n, there in zip(names, present) if not int(there)]
+    if new and size + len(new) > INDEX_CAP:
+        raise Refusal(409, f"the console adds at most {INDEX_CAP} new keys to one queue; press Reset on its "
+                           "widget. Nothing was written.")
+    if new:
+        await admin.sadd(index, *new)
 
 
-async def index(admin: Conn, sandbox: str, admitted: Admission) -> None:
-    """List the line's new names before it runs, so a Reset finds them whatever happens next."""
-    if admitted.new_names:
-        await admin.sadd(keys.index_key(f"{sandbox}.{admitted.queue}"), *admitted.new_names)
-
-
-async def weigh(admin: Conn, sandbox: str, admitted: Admission) -> int:
-    """Charge the queue what Valkey now reports for the keys weighed: its new sum."""
-    return int(await WEIGH.run(admin, [keys.spent_key(f"{sandbox}.{admitted.queue}"), *admitted.weighed], []))
+async def weigh(admin: Conn, sandbox: str, found: Plan) -> int:
+    """Charge the queue what Valkey now reports for the keys the write may have changed: the
+    queue's own keys, each named key, and a named row's whole family (a script writes its counter
+    or results too). Returns the queue's new sum."""
+    base = f"emq:{{{sandbox}.{found.queue}}}:"
+    names = [base + suffix for suffix in sorted(FOUND_BY_SNAPSHOT)]
+    for key in (k for k in found.written if k.startswith(base)):
+        names.append(key)
+        if key[len(base):].startswith("job:"):
+            row = base + "job:" + key[len(base) + len("job:"):].split(":", 1)[0]
+            names.extend(row + suffix for suffix in ROW_SUFFIXES)
+    return int(await WEIGH.run(admin, [keys.spent_key(f"{sandbox}.{found.queue}"), *dict.fromkeys(names)], []))
 
 
 async def spent(admin: Conn, sandbox: str, queues: frozenset[str]) -> int:

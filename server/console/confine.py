@@ -43,9 +43,6 @@ class Confinement:
             raise Refusal(400, f"{_show(name)} is not a queue name: 1-128 characters of A-Z a-z 0-9 _ . -")
         return name
 
-    def full(self, queue: str) -> str:
-        return f"{self.sandbox}.{queue}"
-
     def key(self, text: str, *, write: bool, shape: str | None = None, base: bool = False) -> Key:
         """The sandbox's key for `text`; `base`: the prefix emq:{q}: is accepted."""
         found = KEY_RE.fullmatch(text)
@@ -58,7 +55,7 @@ class Confinement:
                                 " no spaces.")
         if write:
             self.check_writable(queue, suffix, shape)
-        return Key(f"emq:{{{self.full(queue)}}}:{suffix}", queue, suffix)
+        return Key(f"emq:{{{self.sandbox}.{queue}}}:{suffix}", queue, suffix)
 
     def check_writable(self, queue: str, suffix: str, shape: str | None) -> None:
         if queue not in self.writable:
@@ -78,7 +75,7 @@ class Confinement:
         queue = self.queue(text)
         if queue not in self.writable:
             raise Refusal(403, f"{_show(text)} is not one of the course's queues ({', '.join(sorted(self.writable))}).")
-        return self.full(queue)
+        return f"{self.sandbox}.{queue}"
 
     def check_value(self, text: str) -> None:
         """Refuse a value naming another sandbox's queue, plainly or in JSON's \\u escapes (not the

@@ -9,10 +9,6 @@ NAME = "console"  # the {widget} name that places the console on a dive
 _TRY = re.compile(r"try-(\d+)")
 
 
-def examples(options: dict[str, Any]) -> list[str]:
-    found = [(int(m[1]), str(v)) for k, v in options.items() if (m := _TRY.fullmatch(k))]
-    return [command for _, command in sorted(found)]
-
-
 def context(options: dict[str, Any]) -> dict[str, Any]:
-    return {"examples": examples(options)}
+    found = sorted((int(m[1]), str(v)) for k, v in options.items() if (m := _TRY.fullmatch(k)))
+    return {"examples": [command for _, command in found]}

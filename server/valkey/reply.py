@@ -56,22 +56,18 @@ def _scalar(reply: Any, status: bool) -> str:
     return raw.decode("utf-8", "replace") if status else quote(raw)
 
 
-def _array(items: list[Any], prefix: str) -> str:
-    if not items:
-        return "(empty array)\n"
-    width = len(str(len(items)))
-    inner = prefix + " " * (width + 2)
-    # the first number follows the caller's own text; the others start on new lines, under it
-    return "".join(f"{prefix if i else ''}{i + 1:>{width}}) " + _format(item, inner, False)
-                   for i, item in enumerate(items))
-
-
 def _format(reply: Any, prefix: str, status: bool) -> str:
     if isinstance(reply, dict):  # RESP3 map: as the flat list RESP2 sends
         reply = [x for pair in reply.items() for x in pair]
-    if isinstance(reply, (list, tuple, set)):
-        return _array(list(reply), prefix)
-    return _scalar(reply, status) + "\n"
+    if not isinstance(reply, (list, tuple, set)):
+        return _scalar(reply, status) + "\n"
+    if not reply:
+        return "(empty array)\n"
+    width = len(str(len(reply)))
+    inner = prefix + " " * (width + 2)
+    # the first number follows the caller's own text; the others start on new lines, under it
+    return "".join(f"{prefix if i else ''}{i + 1:>{width}}) " + _format(item, inner, False)
+                   for i, item in enumerate(reply))
 
 
 def lines(reply: Any, status: bool = False) -> list[str]:

@@ -33,6 +33,11 @@ def how_it_ended(code: int) -> str:
     return f"exited with status {code}"
 
 
+def pause(tries: int, first: float, longest: float) -> float:
+    """Seconds to wait before the next start, after `tries` deaths or failed starts in a row."""
+    return 0.0 if tries == 0 else min(longest, first * 2.0 ** min(tries - 1, 8))
+
+
 @dataclass
 class Watch:
     server: ValkeyProcess
@@ -77,9 +82,8 @@ class Supervisor:
                     watch.deaths = 0
                 return
             watch.ended = how_it_ended(code)
-            watch.retry_at = now + self.pause(watch.deaths)
-            watch.deaths += 1
-            watch.failures = 0
+            watch.retry_at = now + pause(watch.deaths, FIRST_KILLED, LONGEST_KILLED)
+            watch.deaths += 1  # its failed starts were counted back to 0 when it last started
             server.proc = None
         if now < watch.retry_at:
             return
@@ -87,7 +91,7 @@ class Supervisor:
             server.start(timeout=30.0)
         except (RuntimeError, OSError) as exc:
             watch.failures += 1
-            watch.retry_at = time.monotonic() + self.pause_after_failed_start(watch.failures)
+            watch.retry_at = time.monotonic() + pause(watch.failures, FIRST_PAUSE, LONGEST_PAUSE)
             said = (str(exc).strip() or repr(exc)).splitlines()[0]
             log.warning("emqlab: valkey-server on port %d (%s) did not start again: %s; next try in %.1f s",
                         server.port, watch.ended, said, watch.retry_at - time.monotonic())
@@ -97,13 +101,3 @@ class Supervisor:
         assert server.proc is not None
         log.warning("emqlab: valkey-server on port %d %s; started it again on the same port and data (pid %d)",
                     server.port, watch.ended, server.proc.pid)
-
-    @staticmethod
-    def pause(deaths: int) -> float:
-        """Seconds to wait before starting a killed server, after `deaths` earlier deaths in a row."""
-        return 0.0 if deaths == 0 else min(LONGEST_KILLED, FIRST_KILLED * 2.0 ** min(deaths - 1, 8))
-
-    @staticmethod
-    def pause_after_failed_start(failures: int) -> float:
-        """Seconds to wait before the next try, after `failures` failed starts in a row."""
-        return min(LONGEST_PAUSE, FIRST_PAUSE * 2.0 ** min(failures - 1, 8))

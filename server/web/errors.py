@@ -31,7 +31,7 @@ from server.emq.errors import EmqError
 from server.emq.keyspace import BadId
 from server.emq.shape import FlowShapeError
 from server.refusal import Refusal
-from server.valkey.long_script import is_busy
+from server.valkey.client import is_busy
 from server.valkey.reply import error_text
 from server.web.answer import JSONAnswer
 from server.web.bodies import wants_json

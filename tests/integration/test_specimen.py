@@ -20,11 +20,11 @@ import httpx
 import pytest
 import redis
 
+from server.console import as_user as acl
 from server.content import load_course
 from server.sandboxes import admission
 from server.sandboxes.keys import REGISTRY_KEY
 from server.sandboxes.sandbox import SPECIMEN
-from server.valkey import acl
 from server.valkey.process import ValkeyProcess
 from server.widgets import WIDGETS
 from server.widgets.base import Widget

@@ -24,7 +24,7 @@ from starlette.routing import BaseRoute, Route
 
 from server.emq.script import Call, execute
 from server.emq.wire import Conn
-from server.lifecycle import removal
+from server.lifecycle import reaper
 from server.live import events
 from server.sandboxes import answers, learners, progress, rooms
 from server.web import bodies, guards
@@ -72,7 +72,7 @@ async def _play_all(lab: runner.Lab) -> list[Askable]:
                 for found in await _play(lab, widget, sandbox)]
     finally:
         with contextlib.suppress(RedisError, OSError):
-            await removal.delete(lab.conn, lab.catalog, sandbox)
+            await reaper.delete(lab.conn, lab.catalog, sandbox)
 
 
 async def _play(lab: runner.Lab, widget: Widget, sandbox: str) -> list[Askable]:

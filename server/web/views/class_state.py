@@ -17,8 +17,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from server.sandboxes import answers, insight, kept, rooms, roster
-from server.sandboxes.insight import Counted
+from server.sandboxes import answers, rooms, roster
+from server.sandboxes.answers import Counted
 from server.sandboxes.rooms import Room
 from server.web import guards
 from server.web.answer import dumps
@@ -53,7 +53,7 @@ async def read(request: Request, room: Room) -> ClassState:
     conn, catalog = services(request).conn, services(request).catalog
     given, runs = await answers.read(conn, room.code)
     learners = await roster.read(conn, room.code, tours(catalog), runs)
-    counted = insight.counted(given, [row.id for row in learners], legends_of(catalog))
+    counted = answers.counted(given, [row.id for row in learners], legends_of(catalog))
     return ClassState(room, learners, counted, given)
 
 
@@ -186,7 +186,7 @@ def csv_text(request: Request, state: ClassState) -> str:
 async def results(request: Request, room: Room) -> tuple[str, str]:
     """(results.csv, answers.json) of an open class now."""
     state = await read(request, room)
-    every = insight.counted(insight.across_modes(state.given), [row.id for row in state.learners],
+    every = answers.counted(answers.across_modes(state.given), [row.id for row in state.learners],
                             legends_of(services(request).catalog))
     return csv_text(request, state), dumps({"code": room.code, "questions": [c.contract() for c in every]}).decode()
 
@@ -196,7 +196,7 @@ async def texts(request: Request) -> tuple[str, str, str]:
     code = rooms.normalize_code(request.path_params["code"])
     if (room := await rooms.get(services(request).conn, code)) is not None:
         return code, *await results(request, room)
-    found = await kept.find(services(request).conn, code)
+    found = await rooms.kept_results(services(request).conn, code)
     if found is None:
         days = services(request).settings.results_days
         raise guards.Refused(404, f"no open class has the code {code}, and no class closed in the last "
@@ -205,7 +205,7 @@ async def texts(request: Request) -> tuple[str, str, str]:
 
 
 async def keep(request: Request, room: rooms.Room) -> None:
-    await kept.keep(services(request).conn, room.code, room.name, *await results(request, room),
+    await rooms.keep_results(services(request).conn, room.code, room.name, *await results(request, room),
                     services(request).settings.results_days)
 
 

@@ -15,8 +15,7 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
 from server.console import transcript
-from server.console.api import ConsoleContext, run_line
-from server.console.lock import queue_lock
+from server.console.api import ConsoleContext, queue_lock, run_line
 from server.console.parse import Limits
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer

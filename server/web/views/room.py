@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from server.refusal import Refusal
-from server.sandboxes import answers, insight, learners, rooms
+from server.sandboxes import answers, learners, rooms
 from server.web import bodies, errors, guards
 from server.web.answer import JSONAnswer
 from server.web.services import services
@@ -124,7 +124,7 @@ async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
     words = question.words if question else str
     given, _ = await answers.read(conn, room.code)
     ids = await learners.learner_ids(conn, room.code)
-    counted = {c.key: c for c in insight.counted(given, ids, {})}
+    counted = {c.key: c for c in answers.counted(given, ids, {})}
     this = counted.get((ask.widget, ask.question, room.mode, ask.round, ask.step))
     mine = next((g for g in given if g.learner == entry.visitor and g.round == ask.round and g.mode == room.mode
                  and (g.widget, g.question, g.step) == (ask.widget, ask.question, ask.step)), None)

@@ -29,7 +29,7 @@ from server.refusal import Refusal
 from server.sandboxes import admission, presence
 from server.web import bodies, guards
 from server.web.answer import JSONAnswer, dumps
-from server.web.errors import FAULTS, is_fault
+from server.web.errors import FAULTS, WrongType, is_fault, refusal_of
 from server.web.rates import client_address
 from server.web.services import services
 from server.web.templating import MARKER
@@ -209,6 +209,8 @@ async def _read_and_draw(request: Request, entry: guards.Entry, widgets: list[Wi
     except Exception as exc:
         if is_fault(exc) or isinstance(exc, (TimeoutError, Busy)):
             return [down()], False
+        if isinstance(refused := refusal_of(exc), WrongType):  # the progress record: the page's words, read again
+            return [frame("status", dumps({**services(request).hub.status(), "message": refused.on_page}))], False
         log.exception("snapshots of %s failed", ", ".join(names))
         found = {}  # each read alone below
     frames = []

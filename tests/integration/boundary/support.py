@@ -7,9 +7,8 @@ from typing import Any
 
 from redis.asyncio.cluster import RedisCluster
 
-from server.console.api import ConsoleContext, ConsoleReply, run_line
+from server.console.api import ConsoleContext, ConsoleReply, queue_lock, run_line
 from server.console.as_user import Runner
-from server.console.lock import queue_lock
 from server.emq import flows
 
 SECRET = b"the site's secret, for the tests"

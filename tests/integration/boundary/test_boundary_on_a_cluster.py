@@ -8,9 +8,9 @@ from typing import Any
 
 from redis.exceptions import NoPermissionError
 
+from server.console import as_user as acl
 from server.console.as_user import Runner
 from server.emq import keyspace
-from server.valkey import acl
 
 from .support import A, B, console, held_by, land_fanin, line
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from server.console import as_user as acl
 from server.console import run
 from server.console.allow import RULES
 from server.console.as_user import Runner
 from server.console.confine import Confinement
 from server.console.plan import Plan, script_shas
 from server.emq import keyspace, pump, registry
-from server.valkey import acl
 
 from .support import QUEUES, SECRET, A, B, console, held_by, land_fanin, line, names
 
@@ -157,7 +157,7 @@ async def test_the_console_is_closed_where_the_site_may_not_make_users(admin: An
     limited = aioredis.Redis.from_url(valkey.url, username="site-no-acl", password="pw", decode_responses=True)
     closed = Runner(limited, SECRET)
     try:
-        assert "may not create Valkey ACL users" in (await closed.users.probe() or "")
+        assert "may not create Valkey ACL users" in (await closed.probe() or "")
         answer = await line(console(limited, closed, B), "PING")
         assert answer.status == 503 and answer.refused is not None and answer.refused.reason == "closed"
         assert answer.refused.message.startswith("The console is closed here: the site may not create Valkey ACL")
@@ -165,7 +165,7 @@ async def test_the_console_is_closed_where_the_site_may_not_make_users(admin: An
         await closed.aclose()
         await limited.aclose()
         await admin.execute_command("ACL", "DELUSER", "site-no-acl")
-    assert await acl.Users(admin, SECRET).probe() is None
+    assert await acl.Runner(admin, SECRET).probe() is None
 
 
 async def test_a_read_only_console_reads_and_refuses_every_write_in_the_callers_words(

@@ -10,9 +10,9 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import NoPermissionError, ResponseError
 
+from server.console import as_user as acl
 from server.console.as_user import Runner
 from server.emq import keyspace, registry
-from server.valkey import acl
 from server.valkey.process import ValkeyProcess
 
 from .support import SECRET, A, B, held_by, land_fanin
@@ -70,7 +70,7 @@ DENIED_LINES = [["KEYS", "*"], ["SCAN", "0"], ["RANDOMKEY"], ["FLUSHALL"], ["FLU
 
 async def test_every_denied_command_is_refused_by_the_acl(admin: Any) -> None:
     """ACL DRYRUN asks Valkey without running anything (SHUTDOWN included)."""
-    await acl.Users(admin, SECRET).make(B)
+    await acl.Runner(admin, SECRET).make(B)
     for args in DENIED_LINES:
         said = await admin.execute_command("ACL", "DRYRUN", acl.user_of(B), *args)
         assert "no permissions" in str(said), (args, said)
@@ -132,7 +132,7 @@ async def test_a_failed_auth_never_runs_the_line_as_the_connections_last_user(ad
     """One pooled connection; sandbox A's user ran on it; then sandbox B's
     AUTH fails (no user B, and the site may not make one): B's line ran as
     the idle user, not as A, and A's key is as it was."""
-    users = acl.Users(admin, SECRET)
+    users = acl.Runner(admin, SECRET)
     await users.make_idle()
     await users.make(A)
     await admin.execute_command("ACL", "SETUSER", "site-no-acl", "reset", "on", ">pw", "~*", "&*", "+@all", "-acl")

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server.console import watchdog
+from server.console import run
 from server.console.as_user import Runner
 from server.console.plan import script_names
 from server.emq import includes, jobs, keyspace, registry
@@ -228,7 +228,7 @@ async def test_a_console_script_past_its_budget_is_stopped_with_script_kill_and_
                                    LIVENESS_S)
     answer = await asyncio.wait_for(stuck, LIVENESS_S)
     assert answer.status == 422 and answer.refused is not None and answer.refused.reason == "stopped"
-    assert answer.refused.message.startswith(f"claim ran past the console's {watchdog.SCRIPT_MS} ms budget, so "
+    assert answer.refused.message.startswith(f"claim ran past the console's {run.SCRIPT_MS} ms budget, so "
                                              "the site stopped it with SCRIPT KILL before it wrote anything")
     # the other learner was answered meanwhile: the value, or in words that Valkey was busy
     assert other.status == 200 or (other.status == 503 and "busy" in (other.refused.message if other.refused

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from server.valkey.secret_seen import CHANGED
+from server.valkey.datadir import CHANGED
 from tests.integration.ops.serving import Serve
 
 MISSING = "was missing from a data directory a site has used"

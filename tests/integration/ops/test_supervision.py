@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from server.valkey.process import ValkeyProcess
-from server.valkey.supervise import LONGEST_KILLED, LONGEST_PAUSE, Supervisor
+from server.valkey.supervise import FIRST_KILLED, FIRST_PAUSE, LONGEST_KILLED, LONGEST_PAUSE, Supervisor, pause
 from tests.integration.ops.serving import Serve, state_of, valkeys_of, wait_for
 
 RESTARTED = "started it again on the same port and data"
@@ -47,10 +47,10 @@ def test_a_killed_valkey_is_reaped_and_back_on_the_same_url_with_its_keys_and_on
 
 
 def test_the_pause_after_a_kill_stays_short_and_after_a_failed_start_doubles_up_to_a_cap() -> None:
-    killed = [Supervisor.pause(deaths) for deaths in range(50)]
+    killed = [pause(deaths, FIRST_KILLED, LONGEST_KILLED) for deaths in range(50)]
     assert killed[:4] == [0.0, 0.25, 0.5, 1.0]
     assert max(killed) == LONGEST_KILLED == killed[-1] == 1.0
-    failed = [Supervisor.pause_after_failed_start(failures) for failures in range(1, 50)]
+    failed = [pause(failures, FIRST_PAUSE, LONGEST_PAUSE) for failures in range(1, 50)]
     assert failed[:5] == [0.5, 1.0, 2.0, 4.0, 8.0]
     assert max(failed) == LONGEST_PAUSE == failed[-1]
 

@@ -10,6 +10,7 @@ import re
 import pytest
 from redis.exceptions import ResponseError
 
+from server.console import as_user as acl
 from server.console import budget, run
 from server.console.allow import RULES, Refusal
 from server.console.api import ConsoleReply
@@ -17,7 +18,7 @@ from server.console.confine import Confinement
 from server.console.parse import Limits
 from server.console.plan import NUMBERS, PUMP_SIDE, plan, script_names, script_shas
 from server.emq import registry
-from server.valkey import acl, reply
+from server.valkey import reply
 
 SANDBOX = "s0a1b2c3d4e"
 WHERE = Confinement(SANDBOX, frozenset({"fanin", "native", "outbox.orders", "outbox.mail"}))

@@ -60,8 +60,8 @@ def test_emqlab_serve_refuses_to_manage_an_older_valkey_server_and_says_why(tmp_
 
 
 def test_an_external_valkey_older_than_the_fixes_is_warned_about_and_a_current_one_is_not() -> None:
-    warning = engine.external_warning("8.0.1")
+    warning = engine.external_warning({"redis_version": "8.0.1"})
     assert warning is not None and "8.0.1" in warning and "EMQLAB_VALKEY_URL" in warning
-    assert engine.external_warning("9.1.2") is None
+    assert engine.external_warning({"valkey_version": "9.1.2"}) is None
     # Valkey 9 also reports redis_version 7.2.4 for old clients: its own field wins
-    assert engine.served_version({"redis_version": "7.2.4", "valkey_version": "9.1.2"}) == "9.1.2"
+    assert engine.external_warning({"redis_version": "7.2.4", "valkey_version": "9.1.2"}) is None
