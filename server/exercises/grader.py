@@ -53,7 +53,7 @@ from server.emq.script import Script
 from server.exercises.errors import compile_refusal
 from server.exercises.outcome import SNAPSHOT
 from server.valkey import engine, reply
-from server.valkey.long_script import ask_script_kill
+from server.valkey.client import ask_script_kill
 from server.valkey.process import ValkeyProcess
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ DENIED: Final = (
     "-object", "-client", "-info", "-config", "-debug", "-shutdown", "-acl", "-module",
     "-script", "-function", "-eval", "-fcall", "-fcall_ro", "-eval_ro", "-evalsha_ro",
     # SORT's BY/GET read keys by pattern; the rest are server-wide, denied by
-    # name as the site's sandbox users deny them (server/valkey/acl.py)
+    # name as the site's sandbox users deny them (server/console/as_user.py)
     "-sort", "-sort_ro", "-monitor", "-subscribe", "-psubscribe", "-ssubscribe", "-save", "-bgsave",
     "-replicaof", "-cluster",
 )
