@@ -36,7 +36,7 @@ from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import Site
 from server.web.services import Cookies, Services
 from server.web.static import CachedStatic, static_url
-from server.web.views import asking, classroom, console, exercises, instructor, pages, replies, room, widgets
+from server.web.views import classroom, console, exercises, instructor, pages, room, widgets
 from server.widgets import WIDGETS, questions
 from server.widgets.draw import Drawing
 from server.widgets.frames import Frames
@@ -108,7 +108,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     return Starlette(
         # the catch-all page routes: keep last
         routes=[*widgets.routes(), *console.routes(), *exercises.routes(), *instructor.routes(), *classroom.routes(),
-                *asking.routes(), *room.routes(), vendor, static,
+                *room.routes(), vendor, static,
                 *pages.routes()],
         # gzip outside the rest: pages and JSON over 1 KB go compressed; the stream never
         # (Starlette leaves text/event-stream alone, so frames are not held back).
@@ -118,7 +118,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
         # every failure a view raises, answered in words: JSON to a script; to a browser the instructor's or
         # the room's page on their paths, else the site's error page
         exception_handlers={**pages.exception_handlers(), **errors.exception_handlers(
-            {"/instructor": replies.refused, "/instructor/": replies.refused,
+            {"/instructor": instructor.refused, "/instructor/": instructor.refused,
              "/room": room.refused, "/room/join": room.refused, "/room/leave": room.refused},
             error_page=pages.refused)},
         lifespan=_lifespan(url, cluster, settings, catalog, drawing, secret, made),

@@ -21,8 +21,8 @@ from server.sandboxes import answers, insight, learners, rooms
 from server.web import bodies, errors, guards
 from server.web.answer import JSONAnswer
 from server.web.services import services
-from server.web.views import asking, class_state
-from server.web.views.replies import done, render
+from server.web.views import classroom
+from server.web.views.instructor import done, render
 from server.web.views.widgets import admitter
 from server.widgets.flow import plural
 
@@ -119,8 +119,8 @@ async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
     room = await rooms.get(conn, entry.room)
     if room is None or room.ask is None:
         return None
-    found, ask = await asking.current(request, room)
-    question = class_state.question_of(services(request).catalog, ask.widget, ask.question)
+    found, ask = await classroom.current(request, room)
+    question = classroom.question_of(services(request).catalog, ask.widget, ask.question)
     words = question.words if question else str
     given, _ = await answers.read(conn, room.code)
     ids = await learners.learner_ids(conn, room.code)
@@ -131,7 +131,7 @@ async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
     vote = (await answers.votes(conn, room.code, ask.round)).get(entry.visitor)
     shown: dict[str, Any] = {
         "widget": ask.widget, "question": ask.question, "legend": found.legend, "step": ask.step,
-        "round": ask.round, "revealed": ask.revealed, "page": asking.dive_of(request, ask.widget),
+        "round": ask.round, "revealed": ask.revealed, "page": classroom.dive_of(request, ask.widget),
         "votes": room.mode != "own", "kind": question.answer if question else "number",
         "choices": [{"value": v, "label": label} for v, label in (question.choices if question else ())],
         "answered": f"{plural(this.answered if this else 0, 'learner')} of {len(ids)} answered",
@@ -140,7 +140,7 @@ async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
                  else ""),
     }
     if ask.revealed and this is not None:
-        tally = class_state.shown(this, words)
+        tally = classroom.shown(this, words)
         shown.update(counts=tally["answers"], moved=tally["moved"])
     return shown
 
