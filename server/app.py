@@ -35,7 +35,7 @@ from server.web import errors, rates, sessions, templating
 from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import Site
 from server.web.services import Cookies, Services
-from server.web.static import CachedStatic, static_url
+from server.web.templating import CachedStatic, static_url
 from server.web.views import classroom, console, exercises, instructor, pages, room, widgets
 from server.widgets import WIDGETS, questions
 from server.widgets.draw import Drawing

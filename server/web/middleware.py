@@ -16,14 +16,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from server.refusal import Refusal
 from server.sandboxes.sandbox import COOKIE, NoSandbox, new_id
 from server.sandboxes.sandbox import SandboxCookie as Cookie
-from server.web import editor_assets
+from server.web import templating
 from server.web.errors import PageAnswer, json_answer, wants_page
 
 LATE = "Valkey did not answer in time; the page will try again."
 
 # the one inline script the site has: the exercises' import map, by its hash
 CSP = (
-    f"default-src 'self'; script-src 'self' {editor_assets.CSP_SOURCE}; style-src 'self'; img-src 'self' data:; "
+    f"default-src 'self'; script-src 'self' {templating.CSP_SOURCE}; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
     "form-action 'self'; frame-ancestors 'none'"
 )

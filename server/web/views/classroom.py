@@ -45,8 +45,7 @@ from server.sandboxes.insight import Counted
 from server.sandboxes.rooms import Room
 from server.sandboxes.sandbox import SANDBOX_RE
 from server.web import bodies, guards
-from server.web.answer import JSONAnswer, dumps
-from server.web.errors import FAULTS, is_fault
+from server.web.errors import FAULTS, JSONAnswer, dumps, is_fault
 from server.web.services import services
 from server.web.views.instructor import ago, done, for_class, instructor_only, render, report_words
 from server.web.views.widgets import sse

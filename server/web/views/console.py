@@ -19,7 +19,7 @@ from server.console.api import ConsoleContext, run_line
 from server.console.lock import queue_lock
 from server.console.parse import Limits
 from server.web import bodies, guards
-from server.web.answer import JSONAnswer
+from server.web.errors import JSONAnswer
 from server.web.services import services
 from server.web.views.widgets import door
 from server.widgets.snapshot import Catalog

@@ -22,9 +22,9 @@ from server.exercises import Graded, GradeRefused, catalogue, grade
 from server.live.streams import frame
 from server.sandboxes import progress, work
 from server.web import bodies, guards, rates
-from server.web.answer import JSONAnswer, dumps
+from server.web.errors import JSONAnswer, dumps
 from server.web.services import services
-from server.web.templating import course_of, respond
+from server.web.templating import respond
 from server.web.views.widgets import admitter
 
 # A script of 16,384 bytes may need six bytes of JSON per byte (\u escapes).
@@ -102,7 +102,7 @@ async def page(request: Request) -> Response:
 
 def _page(request: Request, exercise: catalogue.Exercise, script: str, status: int = 200, **context: Any) -> Response:
     return respond(request, "exercise.html", {"exercise": exercise, "script": script, "graded": None, "error": None,
-                                              "best": None, "dive": course_of(request).page(exercise.page),
+                                              "best": None, "dive": services(request).course.page(exercise.page),
                                               **context}, status)
 
 

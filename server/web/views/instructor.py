@@ -25,9 +25,8 @@ from server.refusal import Refusal
 from server.sandboxes import kept, keys, learners, presence, rooms
 from server.sandboxes.sandbox import SANDBOX_RE
 from server.web import bodies, guards, sessions
-from server.web.answer import JSONAnswer
 from server.web.bodies import wants_json
-from server.web.errors import json_answer
+from server.web.errors import JSONAnswer, json_answer
 from server.web.services import services
 from server.web.templating import respond
 from server.widgets.flow import plural

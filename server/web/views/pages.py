@@ -24,9 +24,9 @@ from server.refusal import Refusal
 from server.sandboxes import progress
 from server.sandboxes.progress import WidgetProgress
 from server.web import errors, guards
-from server.web.answer import JSONAnswer
+from server.web.errors import JSONAnswer
 from server.web.services import services
-from server.web.templating import course_of, respond
+from server.web.templating import respond
 from server.web.views import widgets
 from server.widgets.flow import plural
 
@@ -52,13 +52,13 @@ def _hub_of(page: Page | None) -> str | None:
 
 
 async def index(request: Request) -> Response:
-    return await _render(request, "index.html", course_of(request).index, progress=await dive_progress(request))
+    return await _render(request, "index.html", services(request).course.index, progress=await dive_progress(request))
 
 
 async def page_at(request: Request) -> Response:
     """A hub (/{hub}) or a dive (/{hub}/{slug}): the page at exactly this path, of the kind its route says."""
     kind = "dive" if "slug" in request.path_params else "hub"
-    page = course_of(request).page(request.url.path)
+    page = services(request).course.page(request.url.path)
     if page is None or page.kind != kind or page.path != request.url.path:
         raise HTTPException(status_code=404)
     return await _render(request, f"{kind}.html", page, progress=await dive_progress(request))
@@ -108,7 +108,7 @@ async def course_progress(request: Request, visitor: str) -> list[DiveProgress]:
     fields = await progress.read(services(request).conn, visitor)
     catalog = services(request).catalog
     dives = []
-    for dive in course_of(request).dives:
+    for dive in services(request).course.dives:
         found = [catalog.widgets[n] for n in dive.widgets if n in catalog.widgets]
         exercises = [{"name": ex.name, "title": ex.title, "best": progress.exercise_best(fields, ex.name)}
                      for ex in (catalogue.get(n) for n in catalogue.names()) if ex.page == dive.path]

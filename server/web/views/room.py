@@ -19,7 +19,7 @@ from starlette.routing import BaseRoute, Route
 from server.refusal import Refusal
 from server.sandboxes import answers, insight, learners, rooms
 from server.web import bodies, errors, guards
-from server.web.answer import JSONAnswer
+from server.web.errors import JSONAnswer
 from server.web.services import services
 from server.web.views import classroom
 from server.web.views.instructor import done, render

@@ -28,8 +28,7 @@ from server.live.streams import Notice, frame
 from server.refusal import Refusal
 from server.sandboxes import admission, presence
 from server.web import bodies, guards
-from server.web.answer import JSONAnswer, dumps
-from server.web.errors import FAULTS, is_fault
+from server.web.errors import FAULTS, JSONAnswer, dumps, is_fault
 from server.web.rates import client_address
 from server.web.services import services
 from server.web.templating import MARKER

@@ -21,7 +21,7 @@ from server.app import PLACEABLE
 from server.content import Course
 from server.emq import registry
 from server.sandboxes.sandbox import SignedCookie
-from server.web.static import CachedStatic, static_url
+from server.web.templating import CachedStatic, static_url
 from server.web.views import pages as views_pages
 from server.widgets import WIDGETS as FOUND
 from server.widgets.snapshot import Catalog
