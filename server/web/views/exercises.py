@@ -21,7 +21,7 @@ from server.emq.script import execute
 from server.exercises import Graded, GradeRefused, catalogue, grade
 from server.live.streams import frame
 from server.sandboxes import progress, work
-from server.web import bodies, guards, rates
+from server.web import bodies, guards
 from server.web.errors import JSONAnswer, dumps
 from server.web.services import services
 from server.web.templating import respond
@@ -54,7 +54,7 @@ async def _graded(request: Request, entry: guards.Entry, script: str,
     name = request.path_params["name"]
     graded = await grade(services(request).graders, name, script, run_for=entry.visitor,
                          on_place=places.put_nowait if places is not None else None,
-                         address=rates.client_address(request))
+                         address=guards.client_address(request))
     step = progress.Step(f"ex:{name}", result=f"{graded.passed}/{graded.total}")
     settings = services(request).settings
     ttl = settings.sandbox_ttl * 2

@@ -24,7 +24,7 @@ from server.lifecycle import resets
 from server.refusal import Refusal
 from server.sandboxes import kept, keys, learners, presence, rooms
 from server.sandboxes.sandbox import SANDBOX_RE
-from server.web import bodies, guards, sessions
+from server.web import bodies, guards
 from server.web.bodies import wants_json
 from server.web.errors import JSONAnswer, json_answer
 from server.web.services import services
@@ -211,7 +211,7 @@ async def sign_in(request: Request) -> Response:
     if not guards.signed_in(request):
         await guards.check_token(request, body.token)
     # a session of its own in Valkey: the cookie names it and reveals nothing of the token
-    sid = sessions.session_of(request) or await services(request).sessions.open(services(request).conn)
+    sid = guards.session_of(request) or await services(request).sessions.open(services(request).conn)
     response = done(request, "Signed in as the instructor.")
     services(request).cookies.instructor.attach(response, sid)
     return response

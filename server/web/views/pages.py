@@ -32,23 +32,17 @@ from server.widgets.flow import plural
 
 
 async def _render(request: Request, template: str, page: Page | None, status: int = 200, **extra: Any) -> Response:
-    body, cache = Markup(""), services(request).page_bodies
+    context: dict[str, Any] = {"page": page, "body": Markup(""), "scripts": [], "current_hub": None}
     if page is not None:
+        cache, catalog = services(request).page_bodies, services(request).catalog
         if page.path not in cache:
             cache[page.path] = page.render_body(services(request).render_widget)
-        body = await widgets.fill(request, cache[page.path])
-    catalog = services(request).catalog
-    # lab.js draws nothing: it morphs the server's frames in; what is not a widget has its own script
-    scripts = sorted({"lab" if name in catalog.widgets else name for name in page.widgets}) if page else []
-    context = {"page": page, "body": body, "scripts": scripts,
-               "current_hub": _hub_of(page), **extra}
-    return respond(request, template, context, status)
-
-
-def _hub_of(page: Page | None) -> str | None:
-    if page is not None and page.kind == "hub":
-        return page.path
-    return page.hub.path if page is not None and page.kind == "dive" and page.hub is not None else None
+        context["body"] = await widgets.fill(request, cache[page.path])
+        # lab.js draws nothing: it morphs the server's frames in; what is not a widget has its own script
+        context["scripts"] = sorted({"lab" if name in catalog.widgets else name for name in page.widgets})
+        context["current_hub"] = page.path if page.kind == "hub" else (
+            page.hub.path if page.kind == "dive" and page.hub is not None else None)
+    return respond(request, template, {**context, **extra}, status)
 
 
 async def index(request: Request) -> Response:
@@ -75,9 +69,8 @@ async def refused(request: Request, refusal: Refusal) -> Response:
     """The site's error page for a browser's request (the app's handlers call it): the refusal's sentence
     at its status, in the site's layout; a key of the wrong type offers Start over, which clears it."""
     wrong_type = isinstance(refusal, errors.WrongType)
-    message = refusal.on_page if isinstance(refusal, errors.WrongType) else refusal.message
-    response = await _render(request, "error.html", None, status=refusal.status,
-                             message=message, start_over=wrong_type, code=refusal.status)
+    response = await _render(request, "error.html", None, status=refusal.status, code=refusal.status,
+                             message=getattr(refusal, "on_page", refusal.message), start_over=wrong_type)
     if refusal.retry_after is not None:
         response.headers["Retry-After"] = str(refusal.retry_after)
     return response
@@ -165,7 +158,3 @@ def routes() -> list[Route]:
         Route("/{hub:str}", page_at, name="hub"),
         Route("/{hub:str}/{slug:str}", page_at, name="dive"),
     ]
-
-
-def exception_handlers() -> dict[int, Any]:
-    return {404: not_found}

@@ -81,8 +81,11 @@ async def join(request: Request) -> Response:
     request.scope.setdefault("state", {})[TYPED] = (typed, named)  # refused: the form refilled with them
     code = rooms.normalize_code(body.code)
     name = learners.clean_name(body.name)
-    room = await admitted(request, code)
     settings, conn = services(request).settings, services(request).conn
+    async with guards.attempt(request, "join"):  # counted first, given back when the code is a class's
+        room = await rooms.get(conn, code)
+        if room is None:
+            raise guards.Refused(404, f"no open class has the code {code}: check it with your instructor")
     await admitter(request, visitor, used=True)()  # live now: the reaper keeps the name's sandbox
     await learners.join(conn, code, visitor, name, settings.room_ttl, settings.sandbox_ttl * 2)
     await rooms.record_join(conn, code, settings.room_ttl)
@@ -90,15 +93,6 @@ async def join(request: Request) -> Response:
                     {"room": {"code": room.code, "name": room.name, "mode": room.mode}}, back="/room", flash=False)
     services(request).cookies.room.attach(response, room.code)
     return response
-
-
-async def admitted(request: Request, code: str) -> rooms.Room:
-    """The class with that code; the attempt is counted first and given back when the code is a class's."""
-    async with guards.attempt(request, "join"):
-        room = await rooms.get(services(request).conn, code)
-        if room is None:
-            raise guards.Refused(404, f"no open class has the code {code}: check it with your instructor")
-    return room
 
 
 async def leave(request: Request) -> Response:
