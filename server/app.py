@@ -34,7 +34,7 @@ from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import Site
 from server.web.services import Cookies, Services
 from server.web.templating import CachedStatic, static_url
-from server.web.views import classroom, console, exercises, instructor, pages, room, widgets
+from server.web.views import classroom, console, exercises, instructor, pages, widgets
 from server.widgets import WIDGETS, questions
 from server.widgets.draw import Drawing
 from server.widgets.frames import Frames
@@ -145,7 +145,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     return Starlette(
         # the catch-all page routes: keep last
         routes=[*widgets.routes(), *console.routes(), *exercises.routes(), *instructor.routes(), *classroom.routes(),
-                *room.routes(), vendor, static,
+                vendor, static,
                 *pages.routes()],
         # gzip outside the rest: pages and JSON over 1 KB go compressed; the stream never
         # (Starlette leaves text/event-stream alone, so frames are not held back).
@@ -156,7 +156,8 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
         # the room's page on their paths, else the site's error page
         exception_handlers={404: pages.not_found, **errors.exception_handlers(
             {"/instructor": instructor.refused, "/instructor/": instructor.refused,
-             "/room": room.refused, "/room/join": room.refused, "/room/leave": room.refused},
+             "/room": classroom.room_refused, "/room/join": classroom.room_refused,
+             "/room/leave": classroom.room_refused},
             error_page=pages.refused)},
         lifespan=lifespan,
     )

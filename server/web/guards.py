@@ -96,7 +96,15 @@ async def enter(request: Request, *, write: bool, counts: str = "actions") -> En
         entry = await _in_class(request, entry)
     if write and entry.readonly:
         raise Refused(403, WATCH_REFUSAL if entry.watching else DEMO_REFUSAL)
-    _spend(request, entry, counts)
+    settings, windows = services(request).settings, services(request).windows
+    if counts == "reads":
+        windows.spend(f"r:{entry.visitor}", settings.read_limit, "per visitor", "reads")
+    elif counts == "actions":
+        windows.spend(f"a:{entry.visitor}", settings.rate_limit, "per visitor")
+        if entry.room is not None:
+            windows.spend(f"c:{entry.room}", settings.room_actions, "in this class")
+        else:  # a class behind one address is counted as a class, not as that address
+            windows.spend(f"ip:{client_address(request)}", settings.address_actions, "from your address")
     return entry
 
 
@@ -115,21 +123,6 @@ async def _in_class(request: Request, entry: Entry) -> Entry:
     sandbox, readonly = room.acting(entry.visitor)
     return replace(entry, sandbox=sandbox, readonly=readonly and not entry.instructor, room=room.code,
                    mode=room.mode, name=name, ask=room.ask)
-
-
-def _spend(request: Request, entry: Entry, counts: str) -> None:
-    settings, windows = services(request).settings, services(request).windows
-    try:
-        if counts == "reads":
-            windows.spend(f"r:{entry.visitor}", settings.read_limit, "per visitor", "reads")
-        elif counts == "actions":
-            windows.spend(f"a:{entry.visitor}", settings.rate_limit, "per visitor")
-            if entry.room is not None:
-                windows.spend(f"c:{entry.room}", settings.room_actions, "in this class")
-            else:  # a class behind one address is counted as a class, not as that address
-                windows.spend(f"ip:{client_address(request)}", settings.address_actions, "from your address")
-    except TooMany as exc:
-        raise Refused(429, str(exc)) from exc
 
 
 def visitor_of(request: Request) -> str:
@@ -237,18 +230,12 @@ WINDOW = 10  # seconds
 REMEMBERED = 50_000  # counters one worker keeps (oldest dropped first)
 
 
-class TooMany(Refusal):
-    """Over a budget: answered 429 with this sentence, retried in 10 s."""
-
-    status, retry_after = 429, 10
-
-
 class Windows:
     def __init__(self) -> None:
         self.counts: OrderedDict[tuple[str, int], int] = OrderedDict()
 
     def spend(self, name: str, cap: int, whose: str, what: str = "actions") -> None:
-        """Count one; TooMany when `name` is past `cap` in this window (0: no limit)."""
+        """Count one; a 429 when `name` is past `cap` in this window (0: no limit)."""
         if cap <= 0:
             return
         key = (name, int(time.monotonic() // WINDOW))
@@ -258,7 +245,7 @@ class Windows:
         while len(self.counts) > REMEMBERED:
             self.counts.popitem(last=False)
         if count > cap:
-            raise TooMany(f"too many {what}: at most {cap} every {WINDOW} seconds {whose}; wait a moment")
+            raise Refused(429, f"too many {what}: at most {cap} every {WINDOW} seconds {whose}; wait a moment")
 
 
 class StreamSlots:
@@ -268,10 +255,10 @@ class StreamSlots:
         self.open: dict[str, int] = {}
 
     def take(self, visitor: str, cap: int) -> Callable[[], None]:
-        """A place for one more stream of `visitor` (TooMany past `cap`; 0: no cap), and how to give it
+        """A place for one more stream of `visitor` (a 429 past `cap`; 0: no cap), and how to give it
         back: safe to call more than once, as every way a stream ends calls it."""
         if 0 < cap <= self.open.get(visitor, 0):
-            raise TooMany(f"too many open streams: at most {cap} pages of this site may be open at once "
+            raise Refused(429, f"too many open streams: at most {cap} pages of this site may be open at once "
                           "for one visitor; close some tabs and reload this one")
         self.open[visitor] = self.open.get(visitor, 0) + 1
         held = [True]

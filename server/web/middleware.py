@@ -68,7 +68,9 @@ class Site:
         async def secured(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
-                if not started and message.get("status") == 200 and _is_stream(message):
+                if not started and message.get("status") == 200 and any(
+                        name.lower() == b"content-type" and value.startswith(b"text/event-stream")
+                        for name, value in message.get("headers", ())):
                     deadline.reschedule(None)  # a stream lives on: its sends and reads have deadlines of their own
                 started = True
                 # one pass over the headers (MutableHeaders.setdefault scans and encodes per header)
@@ -100,11 +102,6 @@ class Site:
         fresh = new_id()
         scope.setdefault("state", {})["sandbox"] = fresh
         return ((b"set-cookie", self.cookie.header(fresh).encode("latin-1")),)
-
-
-def _is_stream(start: Message) -> bool:
-    return any(name.lower() == b"content-type" and value.startswith(b"text/event-stream")
-               for name, value in start.get("headers", ()))
 
 
 def cookie_value(scope: Scope, name: str = COOKIE) -> str | None:

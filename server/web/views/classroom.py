@@ -1,5 +1,6 @@
 """A class: its page, its live stream, the instructor's controls (modes, bring, resets, Watch, close),
-asking it a question, and its roster and answers as the pages show them and the instructor takes them away.
+asking it a question, its roster and answers as the pages show them and the instructor takes them away,
+and the learner's side: the room page (join with the code and your name, leave) and the class's question.
 
 A mode change or a close is a `room` event to every sandbox a member's page may listen on: the pages
 reconnect, resolved afresh by the guards. The class page's stream sends the class whenever it changed:
@@ -14,6 +15,9 @@ one same state: found by playing each tour once in a scratch sandbox, the first 
 it, and kept for the process's life. The step is rebuilt as a deep link does (`goto`) where the class
 acts; in a demo or together the instructor then presses once for the class (`press`) and every vote is
 judged.
+
+On the room page, unknown codes count as failed attempts of the visitor and of the address, counted
+before the code is looked up. An asked question's distribution reaches learners once revealed.
 """
 
 from __future__ import annotations
@@ -21,12 +25,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import csv
-import functools
 import io
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import msgspec
@@ -35,20 +38,21 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from server.emq.script import Call, execute
-from server.emq.wire import Conn, as_dict
+from server.emq.script import Call
+from server.emq.wire import as_dict
 from server.lifecycle import removal, resets
 from server.live import events
 from server.live.streams import frame
+from server.refusal import Refusal
 from server.sandboxes import answers, insight, kept, keys, learners, presence, progress, rooms, roster
 from server.sandboxes.insight import Counted
 from server.sandboxes.rooms import Room
 from server.sandboxes.sandbox import SANDBOX_RE
-from server.web import bodies, guards
+from server.web import bodies, errors, guards
 from server.web.errors import FAULTS, JSONAnswer, dumps, is_fault
 from server.web.services import services
 from server.web.views.instructor import ago, done, for_class, instructor_only, render, report_words
-from server.web.views.widgets import sse
+from server.web.views.widgets import admitter, sse
 from server.widgets import questions, reader, runner
 from server.widgets.base import GotoBody, Widget
 from server.widgets.flow import plural
@@ -66,6 +70,7 @@ EVERY = 1.0  # seconds between the class stream's reads when no event came
 REBUILDS_AT_ONCE = 8  # learners' widgets rebuilt side by side
 _FOUND: list[Askable] = []
 _LOCK = asyncio.Lock()
+TYPED = "emqlab.typed"  # the request state's key for the join form's code and name, refilled when refused
 MODE_SHORT = {"own": "in own sandboxes", "demo": "in a demo", "together": "working together"}
 
 
@@ -74,7 +79,7 @@ class ClassState:
     room: Room
     learners: list[roster.Learner]
     counted: list[Counted]
-    given: list[answers.Given] = field(default_factory=list)  # every answer, for results.csv
+    given: list[answers.Given]  # every answer, for results.csv
 
 
 def tours(catalog: Catalog) -> dict[str, list[str]]:
@@ -159,12 +164,6 @@ def answers_view(request: Request, state: ClassState, projector: bool = False) -
     return listed
 
 
-def class_json(request: Request, state: ClassState, projector: bool = False) -> dict[str, Any]:
-    learners = [] if projector else roster_rows(state)
-    return {"code": state.room.code, "mode": state.room.mode, "learners": learners,
-            "count": len(state.learners), "answers": answers_view(request, state, projector)}
-
-
 def when(seconds: float | None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds)) if seconds else ""
 
@@ -172,11 +171,6 @@ def when(seconds: float | None) -> str:
 def cell(text: str) -> str:
     """A learner's name cannot run as a formula in the instructor's spreadsheet."""
     return "'" + text if text.startswith(("=", "+", "-", "@", "\t", "\r")) else text
-
-
-def pages_of(request: Request, row: roster.Learner) -> list[str]:
-    worked = {r.widget for r in row.records}
-    return [d.path for d in services(request).course.dives if worked & set(d.widgets)]
 
 
 Column = tuple[str, str, str, int | None, int | None]
@@ -196,7 +190,7 @@ def column_title(column: Column) -> str:
 def csv_text(request: Request, state: ClassState) -> str:
     """One row per learner: their progress, then every answer they gave in the class (each
     mode, round and step a column of its own: `value (right)` or `value (not quite)`)."""
-    widgets = list(services(request).catalog.widgets)
+    widgets, dives = list(services(request).catalog.widgets), services(request).course.dives
     exercises = sorted({name for row in state.learners for name in row.exercises})
     ids = {row.id for row in state.learners}
     columns = list(dict.fromkeys(column_of(g) for g in state.given if g.learner in ids))  # in the order first met
@@ -210,7 +204,8 @@ def csv_text(request: Request, state: ClassState) -> str:
         reached = {r.widget: len(r.reached) for r in row.records}
         given = [mine.get((row.id, c)) for c in columns]
         answered = [g for g in given if g is not None]
-        writer.writerow([cell(row.name), when(row.joined), " ".join(pages_of(request, row)),
+        worked = {r.widget for r in row.records}
+        writer.writerow([cell(row.name), when(row.joined), " ".join(d.path for d in dives if worked & set(d.widgets)),
                          *(reached.get(w, 0) for w in widgets),
                          sum(r.asked for r in row.records), sum(r.right for r in row.records),
                          len(answered), sum(g.right for g in answered),
@@ -241,22 +236,14 @@ async def texts(request: Request) -> tuple[str, str, str]:
     return code, *found
 
 
-async def keep(request: Request, room: rooms.Room) -> None:
-    await kept.keep(services(request).conn, room.code, room.name, *await results(request, room),
-                    services(request).settings.results_days)
-
-
 @instructor_only
-async def results_csv(request: Request) -> Response:
-    code, text, _ = await texts(request)
-    return Response(text, media_type="text/csv; charset=utf-8",
+async def results_file(request: Request) -> Response:
+    """results.csv or answers.json, as the path asks."""
+    code, csv_text_, json_text = await texts(request)
+    if request.url.path.endswith(".json"):
+        return Response(json_text, media_type="application/json")
+    return Response(csv_text_, media_type="text/csv; charset=utf-8",
                     headers={"Content-Disposition": f'attachment; filename="class-{code}-results.csv"'})
-
-
-@instructor_only
-async def answers_json(request: Request) -> Response:
-    _, _, text = await texts(request)
-    return Response(text, media_type="application/json")
 
 
 
@@ -398,30 +385,16 @@ async def reveal(request: Request, room: rooms.Room) -> Response:
     conn = services(request).conn
     await rooms.set_ask(conn, room.code, replace(ask, revealed=True), services(request).settings.room_ttl)
     if ask.veils(room.mode):
-        await count_veiled(request, room, ask)
+        # the verdicts own sandboxes kept until Reveal, counted now in each learner's progress (the
+        # press counted none of them: no one had seen whether they were right)
+        given, _ = await answers.read(conn, room.code)
+        now_ms, ttl = int(time.time() * 1000), services(request).lab.ttl
+        await reader.pipelined(conn, [
+            progress.record_call(g.learner, progress.Step(g.widget, right=g.right, verdict=g.text), ttl, now_ms)
+            for g in given if g.mode == room.mode and g.round == ask.round
+            and (g.widget, g.question, g.step) == (ask.widget, ask.question, ask.step)])
     await announce(request, room, {"action": "reveal", "widget": found.widget})
     return done(request, f"Revealed to class {room.code}: how the class answered {found.legend}", room=room)
-
-
-async def count_veiled(request: Request, room: rooms.Room, ask: rooms.Ask) -> None:
-    """The verdicts own sandboxes kept until Reveal, counted now in each learner's progress
-    (the press counted none of them: no one had seen whether they were right)."""
-    conn, lab = services(request).conn, services(request).lab
-    given, _ = await answers.read(conn, room.code)
-    now_ms = int(time.time() * 1000)
-    calls: list[Call] = [
-        progress.record_call(g.learner, progress.Step(g.widget, right=g.right, verdict=g.text), lab.ttl, now_ms)
-        for g in given if g.mode == room.mode and g.round == ask.round
-        and (g.widget, g.question, g.step) == (ask.widget, ask.question, ask.step)]
-    await _run(conn, calls)
-
-
-async def _run(conn: Conn, calls: list[Call]) -> None:
-    """The scripts in one pipeline (none: nothing to send, no round trip)."""
-    async with conn.pipeline(transaction=False) as pipe:
-        for script, keys, args in calls:
-            script.queue(pipe, keys, args)
-        await execute(conn, pipe, calls)
 
 
 @for_class
@@ -460,7 +433,7 @@ async def press(request: Request, room: rooms.Room) -> Response:
         calls.append(answers.answer_command(room.code, learner, widget.name, question.id, verdict.answer,
                                             verdict.right, ask.round, found.step, feedback=verdict.feedback,
                                             mode=room.mode, text=verdict.text))
-    await _run(conn, calls)
+    await reader.pipelined(conn, calls)
     await answers.clear_votes(conn, room.code)
     await announce(request, room, {"action": "pressed", "widget": found.widget})
     return done(request, f"Pressed {action.label} for class {room.code}: {acted.outcome['text']} "
@@ -487,7 +460,7 @@ class Empty(msgspec.Struct, forbid_unknown_fields=True):
     pass
 
 
-@functools.partial(for_class, back="/instructor")  # refused on the class's own page: no Back link to it
+@for_class
 async def page(request: Request, room: rooms.Room) -> Response:
     state = await read_class(request, room)
     projector = request.url.path.endswith("/projector")
@@ -518,7 +491,9 @@ async def _class_events(request: Request, code: str, projector: bool) -> AsyncIt
                     yield frame("closed", dumps({"code": code}))
                     return
                 state = await read_class(request, room)
-                encoded = dumps(class_json(request, state, projector))
+                encoded = dumps({"code": room.code, "mode": room.mode, "count": len(state.learners),
+                                 "learners": [] if projector else roster_rows(state),
+                                 "answers": answers_view(request, state, projector)})
             except FAULTS as exc:  # mid-stream: Valkey's faults said in the frame, a bug ends it
                 if not is_fault(exc):
                     raise
@@ -642,8 +617,8 @@ async def join(request: Request, room: rooms.Room) -> Response:
 
 @for_class
 async def close(request: Request, room: rooms.Room) -> Response:
-    conn = services(request).conn
-    await keep(request, room)
+    conn, days = services(request).conn, services(request).settings.results_days
+    await kept.keep(conn, room.code, room.name, *await results(request, room), days)
     audience = await rooms.audience(conn, room)
     await rooms.close(conn, room.code)
     report = await resets.reset_sandboxes(services(request).lab, [room.sandbox])
@@ -651,9 +626,146 @@ async def close(request: Request, room: rooms.Room) -> Response:
     await events.publish(conn, "room", audience, {"code": room.code, "action": "closed", "reconnect": True,
                                                   "text": CLOSED_TEXT})
     await answers.tell(conn, room.code, "closed")
-    days = services(request).settings.results_days
     return done(request, f"Class {room.code} was closed; its results stay downloadable for {days} days.",
                 {"room": room.code, "failed": report.failed})
+
+
+class JoinBody(msgspec.Struct, forbid_unknown_fields=True):
+    code: str | int | None = None
+    name: str | int | None = None
+
+
+class Vote(msgspec.Struct, forbid_unknown_fields=True):
+    answer: int | float | str
+
+
+async def current_room(request: Request) -> rooms.Room | None:
+    code = services(request).cookies.room.read(request)
+    if not isinstance(code, str):
+        return None
+    room, member, _ = await rooms.membership(services(request).conn, code, guards.visitor_of(request))
+    return room if member else None
+
+
+def room_context(request: Request, **extra: Any) -> dict[str, Any]:
+    return {"room": None, "code": "", "name": "", "modes": rooms.MODE_WORDS, "dives": services(request).course.dives,
+            "is_instructor": guards.is_instructor(request), **extra}
+
+
+async def room_page(request: Request) -> Response:
+    room = await current_room(request)  # Valkey away: said on this page (`refused`), the form still shows
+    name = await learners.name_of(services(request).conn, guards.visitor_of(request))
+    prefill = ""
+    with contextlib.suppress(rooms.BadRoom):
+        prefill = rooms.normalize_code(request.query_params.get("code", ""))
+    return render(request, "room.html", room_context(request, room=room, code=prefill, name=name))
+
+
+async def room_refused(request: Request, refusal: Refusal) -> Response:
+    """A refusal on the room's page (the app's handlers call it): JSON to a script, else the page again
+    with the sentence and the form refilled with what was typed."""
+    if bodies.wants_json(request):
+        return errors.json_answer(refusal)
+    typed, named = request.scope.get("state", {}).get(TYPED, ("", ""))
+    room = None
+    with contextlib.suppress(Refusal, RedisError, *errors.VALKEY_DOWN):  # the refusal is what this page says
+        room = await current_room(request)
+    return render(request, "room.html", room_context(request, room=room, error=refusal.message, code=typed[:12],
+                                                     name=named[:40]), refusal.status)
+
+
+async def join_room(request: Request) -> Response:
+    guards.check_origin(request)
+    visitor = guards.visitor_of(request)  # a visitor has a sandbox cookie: they opened a page
+    body = await bodies.read_form(request, JoinBody)
+    typed, named = (v if isinstance(v, str) else "" for v in (body.code, body.name))
+    request.scope.setdefault("state", {})[TYPED] = (typed, named)  # refused: the form refilled with them
+    code = rooms.normalize_code(body.code)
+    name = learners.clean_name(body.name)
+    settings, conn = services(request).settings, services(request).conn
+    async with guards.attempt(request, "join"):  # counted first, given back when the code is a class's
+        room = await rooms.get(conn, code)
+        if room is None:
+            raise guards.Refused(404, f"no open class has the code {code}: check it with your instructor")
+    await admitter(request, visitor, used=True)()  # live now: the reaper keeps the name's sandbox
+    await learners.join(conn, code, visitor, name, settings.room_ttl, settings.sandbox_ttl * 2)
+    await rooms.record_join(conn, code, settings.room_ttl)
+    response = done(request, f"You joined class {room.code} as {name} ({rooms.MODE_WORDS[room.mode]}).",
+                    {"room": {"code": room.code, "name": room.name, "mode": room.mode}}, back="/room", flash=False)
+    services(request).cookies.room.attach(response, room.code)
+    return response
+
+
+async def leave_room(request: Request) -> Response:
+    guards.check_origin(request)
+    code = services(request).cookies.room.read(request)
+    if isinstance(code, str):
+        await learners.leave(services(request).conn, code, guards.visitor_of(request))
+    response = done(request, "You left the class.", back="/room", flash=False)
+    services(request).cookies.room.clear(response)
+    return response
+
+
+async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
+    """The question put to the learner's class, their own answer, and once revealed how the class answered."""
+    if entry.room is None or entry.ask is None:
+        return None
+    conn = services(request).conn
+    room = await rooms.get(conn, entry.room)
+    if room is None or room.ask is None:
+        return None
+    found, ask = await current(request, room)
+    question = question_of(services(request).catalog, ask.widget, ask.question)
+    words = question.words if question else str
+    given, _ = await answers.read(conn, room.code)
+    ids = await learners.learner_ids(conn, room.code)
+    counted = {c.key: c for c in insight.counted(given, ids, {})}
+    this = counted.get((ask.widget, ask.question, room.mode, ask.round, ask.step))
+    mine = next((g for g in given if g.learner == entry.visitor and g.round == ask.round and g.mode == room.mode
+                 and (g.widget, g.question, g.step) == (ask.widget, ask.question, ask.step)), None)
+    vote = (await answers.votes(conn, room.code, ask.round)).get(entry.visitor)
+    said: dict[str, Any] = {
+        "widget": ask.widget, "question": ask.question, "legend": found.legend, "step": ask.step,
+        "round": ask.round, "revealed": ask.revealed, "page": dive_of(request, ask.widget),
+        "votes": room.mode != "own", "kind": question.answer if question else "number",
+        "choices": [{"value": v, "label": label} for v, label in (question.choices if question else ())],
+        "answered": f"{plural(this.answered if this else 0, 'learner')} of {len(ids)} answered",
+        "mine": (mine_words(mine, words, ask.veils(room.mode)) if mine else
+                 f"Your answer {words(vote)} is in: it is judged when your instructor presses." if vote is not None
+                 else ""),
+    }
+    if ask.revealed and this is not None:
+        tally = shown(this, words)
+        said.update(counts=tally["answers"], moved=tally["moved"])
+    return said
+
+
+def mine_words(mine: answers.Given, words: Callable[[object], str], veiled: bool) -> str:
+    """The learner's own answer to the asked question; its verdict only once revealed (own sandboxes)."""
+    if veiled:
+        return f"Your answer: {words(mine.value)} — it is in; its verdict shows when your instructor reveals."
+    return f"Your answer: {words(mine.value)} — " + (mine.text or f"{'Right' if mine.right else 'Not quite'}.")
+
+
+async def ask_state(request: Request) -> Response:
+    entry = await guards.enter(request, write=False, counts="reads")
+    return JSONAnswer({"ask": await asked(request, entry)})
+
+
+async def answer(request: Request) -> Response:
+    guards.check_origin(request)
+    entry = await guards.enter(request, write=False)  # write=False: a demo's learners vote, read-only
+    body = await bodies.read_form(request, Vote)
+    if entry.room is None or entry.ask is None:
+        raise guards.Refused(409, "your class is asked no question now")
+    if entry.mode == "own":
+        raise guards.Refused(409, "in own sandboxes you answer in the widget itself, with its button")
+    if entry.ask.revealed:
+        raise guards.Refused(409, "the answers of this round are revealed: wait for the next question")
+    value = body.answer if not isinstance(body.answer, str) else body.answer.strip()[:200]
+    await answers.vote(services(request).conn, entry.room, entry.ask.round, entry.visitor, value,
+                       services(request).settings.room_ttl)
+    return JSONAnswer({"ok": True, "message": "Your answer is in: it is judged when your instructor presses."})
 
 
 def routes() -> list[BaseRoute]:
@@ -672,11 +784,16 @@ def routes() -> list[BaseRoute]:
         Route(f"{base}/join", join, methods=["POST"]),
         Route(f"{base}/close", close, methods=["POST"]),
         Route(f"{base}/events", follow, methods=["GET"]),
-        Route(f"{base}/results.csv", results_csv, methods=["GET"]),
-        Route(f"{base}/answers.json", answers_json, methods=["GET"]),
+        Route(f"{base}/results.csv", results_file, methods=["GET"]),
+        Route(f"{base}/answers.json", results_file, methods=["GET"]),
         Route(f"{base}/ask", ask, methods=["POST"]),
         Route(f"{base}/reveal", reveal, methods=["POST"]),
         Route(f"{base}/second-round", second_round, methods=["POST"]),
         Route(f"{base}/ask/end", end, methods=["POST"]),
         Route(f"{base}/press", press, methods=["POST"]),
+        Route("/room", room_page, methods=["GET"]),
+        Route("/room/join", join_room, methods=["POST"]),
+        Route("/room/leave", leave_room, methods=["POST"]),
+        Route("/room/ask", ask_state, methods=["GET"]),
+        Route("/room/answer", answer, methods=["POST"]),
     ]

@@ -32,7 +32,6 @@ from server.web.templating import respond
 from server.widgets.flow import plural
 
 REALM = 'Bearer realm="emqlab-instructor"'
-BACK = "emqlab.back"  # the request state's key for a refusal page's Back link
 Handler = Callable[[Request], Awaitable[Response]]
 ClassHandler = Callable[[Request, rooms.Room], Awaitable[Response]]
 LEARNER = "that is the instructor's: a learner of a class cannot use it (the instructor signs in at /instructor)"
@@ -77,25 +76,23 @@ def page_context(request: Request, **extra: Any) -> dict[str, Any]:
 
 async def refused(request: Request, refusal: Refusal) -> Response:
     """A refusal on the instructor's paths: JSON to a script, else the instructor's page with the sentence
-    and a Back link (the class's page under a class's path, unless `instructor_only` named another)."""
+    and a Back link (the class's page under a class's path, but on the class's page itself)."""
     if wants_json(request) or (request.method == "GET" and request.url.path.endswith((".json", ".csv", "/events"))):
         response = json_answer(refusal)
         if refusal.status == 401:
             response.headers["WWW-Authenticate"] = REALM
         return response
     code = request.path_params.get("code")
-    back = request.scope.get("state", {}).get(BACK) or (f"/instructor/rooms/{code}" if code else "/instructor")
+    own = f"/instructor/rooms/{code}"
+    back = own if code and request.url.path not in (own, f"{own}/projector") else "/instructor"
     return render(request, "instructor.html", page_context(request, error=refusal.message, back=back), refusal.status)
 
 
-def instructor_only(handler: Handler, back: str | None = None) -> Handler:
-    """The instructor's guard first, then `handler`; a failure is the app's handlers' (`refused` says it
-    here), with the page's Back link `back` when given."""
+def instructor_only(handler: Handler) -> Handler:
+    """The instructor's guard first, then `handler`; a failure is the app's handlers' (`refused` says it here)."""
 
     @functools.wraps(handler)
     async def endpoint(request: Request) -> Response:
-        if back is not None:
-            request.scope.setdefault("state", {})[BACK] = back
         try:
             await guards.require_instructor(request)
         except guards.Refused as exc:
@@ -108,7 +105,7 @@ def instructor_only(handler: Handler, back: str | None = None) -> Handler:
     return endpoint
 
 
-def for_class(handler: ClassHandler, back: str | None = None) -> Handler:
+def for_class(handler: ClassHandler) -> Handler:
     """`instructor_only`, then `handler` given the open class the URL names (400 for a code that cannot
     be one, 404 for none)."""
 
@@ -119,7 +116,7 @@ def for_class(handler: ClassHandler, back: str | None = None) -> Handler:
             raise guards.Refused(404, f"no open class has the code {code}")
         return await handler(request, room)
 
-    return instructor_only(functools.wraps(handler)(endpoint), back)
+    return instructor_only(functools.wraps(handler)(endpoint))
 
 
 LISTED = 500  # sandboxes shown on the page, most recent first
