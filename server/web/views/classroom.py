@@ -74,6 +74,9 @@ TYPED = "emqlab.typed"  # the request state's key for the join form's code and n
 MODE_SHORT = {"own": "in own sandboxes", "demo": "in a demo", "together": "working together"}
 
 
+# -- the class as its pages show it, and its results --------------------------------------------------
+
+
 @dataclass(frozen=True)
 class ClassState:
     room: Room
@@ -239,13 +242,14 @@ async def texts(request: Request) -> tuple[str, str, str]:
 @instructor_only
 async def results_file(request: Request) -> Response:
     """results.csv or answers.json, as the path asks."""
-    code, csv_text_, json_text = await texts(request)
+    code, csv_body, json_body = await texts(request)
     if request.url.path.endswith(".json"):
-        return Response(json_text, media_type="application/json")
-    return Response(csv_text_, media_type="text/csv; charset=utf-8",
+        return Response(json_body, media_type="application/json")
+    return Response(csv_body, media_type="text/csv; charset=utf-8",
                     headers={"Content-Disposition": f'attachment; filename="class-{code}-results.csv"'})
 
 
+# -- asking the class ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -440,6 +444,9 @@ async def press(request: Request, room: rooms.Room) -> Response:
                          f"{plural(len(votes), 'vote')} judged.", room=room)
 
 
+# -- the class page, its stream, and the instructor's controls --------------------------------------
+
+
 class ModeBody(msgspec.Struct, forbid_unknown_fields=True):
     mode: str = ""
 
@@ -628,6 +635,9 @@ async def close(request: Request, room: rooms.Room) -> Response:
     await answers.tell(conn, room.code, "closed")
     return done(request, f"Class {room.code} was closed; its results stay downloadable for {days} days.",
                 {"room": room.code, "failed": report.failed})
+
+
+# -- the room page: the learner's side ---------------------------------------------------------------
 
 
 class JoinBody(msgspec.Struct, forbid_unknown_fields=True):

@@ -37,6 +37,9 @@ ClassHandler = Callable[[Request, rooms.Room], Awaitable[Response]]
 LEARNER = "that is the instructor's: a learner of a class cannot use it (the instructor signs in at /instructor)"
 
 
+# -- how the instructor's, the class's and the room's endpoints answer -------------------------------
+
+
 def render(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
     flash = services(request).cookies.flash.read(request)
     flash = flash if isinstance(flash, str) else None
@@ -118,6 +121,8 @@ def for_class(handler: ClassHandler) -> Handler:
 
     return instructor_only(functools.wraps(handler)(endpoint))
 
+
+# -- the instructor's page and endpoints ------------------------------------------------------------
 
 LISTED = 500  # sandboxes shown on the page, most recent first
 
