@@ -45,13 +45,10 @@ async def _render(request: Request, template: str, page: Page | None, status: in
     return respond(request, template, {**context, **extra}, status)
 
 
-async def index(request: Request) -> Response:
-    return await _render(request, "index.html", services(request).course.index, progress=await dive_progress(request))
-
-
 async def page_at(request: Request) -> Response:
-    """A hub (/{hub}) or a dive (/{hub}/{slug}): the page at exactly this path, of the kind its route says."""
-    kind = "dive" if "slug" in request.path_params else "hub"
+    """The index (/), a hub (/{hub}) or a dive (/{hub}/{slug}): the page at exactly this path, of the kind
+    its route says."""
+    kind = "dive" if "slug" in request.path_params else "hub" if "hub" in request.path_params else "index"
     page = services(request).course.page(request.url.path)
     if page is None or page.kind != kind or page.path != request.url.path:
         raise HTTPException(status_code=404)
@@ -154,7 +151,7 @@ def routes() -> list[Route]:
         Route("/progress/start-over", start_over, methods=["POST"]),
         Route("/api/progress", progress_json, methods=["GET"]),
         Route("/favicon.ico", favicon, name="favicon"),
-        Route("/", index, name="index"),
+        Route("/", page_at, name="index"),
         Route("/{hub:str}", page_at, name="hub"),
         Route("/{hub:str}/{slug:str}", page_at, name="dive"),
     ]
