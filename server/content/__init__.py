@@ -2,8 +2,8 @@
 the ``{widget}`` and ``{listing}`` directives, sections); ``course.page(path)`` is a :class:`Page`."""
 
 from .course import Course, load_course
+from .directive import Placement
 from .errors import ContentError
 from .pages import Page
-from .widget_directive import Placement
 
 __all__ = ["ContentError", "Course", "Page", "Placement", "load_course"]

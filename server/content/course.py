@@ -7,17 +7,33 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from markdown_it import MarkdownIt
 from markupsafe import Markup
+from mdit_py_plugins.anchors import anchors_plugin
+from mdit_py_plugins.front_matter import front_matter_plugin
 
+from .directive import Placement, widget_plugin
 from .errors import ContentError
-from .markdown import make_markdown
-from .page_loader import load_page, normal_title
-from .pages import CONTENT_DIR, STATIC_DIR, Link, Page, body_links
-from .scripts import ScriptSource
-from .widget_directive import Placement
+from .listing_directive import REPO_ROOT, listing_plugin
+from .pages import CONTENT_DIR, STATIC_DIR, Link, Page, body_links, load_page, normal_title
+from .sections import sections_plugin
 
 #: raises ContentError when the placement asks what its widget cannot do
 CheckPlacement = Callable[[Page, Placement], None]
+
+
+def make_markdown(known_widgets: Iterable[str] | None = None, scripts: Path | None = None, *,
+                  sections: bool = True, host: Path = REPO_ROOT) -> MarkdownIt:
+    """The one Markdown parser: CommonMark with raw HTML off (a typed ``<script>`` comes out as text),
+    GFM tables, h2 anchors, front matter, and the course's directives."""
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    md.use(front_matter_plugin)
+    md.use(widget_plugin, known=known_widgets)
+    md.use(listing_plugin, scripts=scripts, host=host)
+    md.use(anchors_plugin, min_level=2, max_level=2)
+    if sections:
+        md.use(sections_plugin)
+    return md
 
 
 class Course:
@@ -41,7 +57,7 @@ class Course:
 
     @classmethod
     def load(cls, content_dir: str | Path = CONTENT_DIR, *, known_widgets: Iterable[str] | None = None,
-             scripts: ScriptSource | None = None) -> Course:
+             scripts: Path | None = None) -> Course:
         """Every ``*.md`` under ``content_dir``; ``None``: any widget name, the registry's scripts."""
         root = Path(content_dir)
         md = make_markdown(known_widgets, scripts)

@@ -11,11 +11,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from itertools import takewhile
 from pathlib import Path
 from typing import Any, Final
 
 from server.emq.includes import NAME_RE, expand
-from server.emq.includes import IncludeError as IncludeError  # re-exported: callers catch registry.IncludeError
 from server.emq.script import Arg, Script
 from server.emq.wire import Conn
 
@@ -23,9 +23,7 @@ SCRIPTS_DIR: Final = Path(__file__).resolve().parent / "scripts"
 
 _MOVE_RE: Final = re.compile(r"^\s*--\s*@move\s+(\d+)\s*:\s*(.*?)\s*$")
 _TITLE_RE: Final = re.compile(r"^--\s*([a-z][a-z0-9_]*)\s*:\s*(.*)$")
-_KEYS_RE: Final = re.compile(r"^--\s*KEYS\[")
-_ARGV_RE: Final = re.compile(r"^--\s*ARGV\[")
-_RETURNS_RE: Final = re.compile(r"^--\s*(Returns|Errors)\b", re.IGNORECASE)
+_SECTION_RE: Final = re.compile(r"^--\s*(?:(KEYS|ARGV)\[|(?i:Returns|Errors)\b)")
 
 
 @dataclass(frozen=True)
@@ -88,37 +86,26 @@ def sha_of(name: str) -> str:
 
 @cache
 def doc(name: str) -> ScriptDoc:
-    """Parse the first comment block: title, KEYS, ARGV, Returns/Errors lines (an indented
-    ``--   more`` line continues the entry above it)."""
-    summary = title_name = ""
-    keys: list[str] = []
-    argv: list[str] = []
-    returns: list[str] = []
-    sections = ((_KEYS_RE, keys), (_ARGV_RE, argv), (_RETURNS_RE, returns))
-    current: list[str] | None = None
-    for line in file_source(name).splitlines():
-        stripped = line.strip()
-        if not stripped.startswith("--"):
-            break  # the header is the leading run of comment lines
-        body = stripped[2:].strip()
-        if not title_name:
-            found = _TITLE_RE.match(stripped)
-            if found:
-                title_name, summary = found.group(1), found.group(2).strip()
-                continue
-        section = next((listed for regex, listed in sections if regex.match(stripped)), None)
-        if section is not None:
-            current = section
-        elif stripped.startswith("--  ") and current:
+    """Parse the header (the leading run of comment lines): title, KEYS, ARGV, Returns/Errors lines
+    (an indented ``--   more`` line continues the entry above it; other lines are notes)."""
+    header = [line.strip() for line in takewhile(lambda line: line.strip().startswith("--"),
+                                                   file_source(name).splitlines())]
+    title = _TITLE_RE.match(header[0]) if header else None
+    if title is None or title.group(1) != name:
+        raise ValueError(f"{name}.lua: header must open with '-- {name}: <summary>'")
+    found: dict[str, list[str]] = {"KEYS": [], "ARGV": [], "Returns": []}
+    current: list[str] = []
+    for line in header[1:]:
+        body = line[2:].strip()
+        if section := _SECTION_RE.match(line):
+            current = found[section.group(1) or "Returns"]
+            current.append(body)
+        elif line.startswith("--  ") and current:
             current[-1] += " " + body
-            continue
         else:
             current = []  # a note of the header: nothing reads it
-        if body:
-            current.append(body)
-    if title_name != name:
-        raise ValueError(f"{name}.lua: header must open with '-- {name}: <summary>'")
-    return ScriptDoc(name, summary, tuple(keys), tuple(argv), tuple(returns), script_path(name))
+    return ScriptDoc(name, title.group(2).strip(), tuple(found["KEYS"]), tuple(found["ARGV"]), tuple(found["Returns"]),
+                     script_path(name))
 
 
 def cut_moves(source: str, where: str = "script") -> tuple[Move, ...]:

@@ -42,7 +42,10 @@ def policy_token(child: Mapping[str, Any]) -> str:
     return "id" if child.get("ignore_dependency_on_failure") else "fp"
 
 
-def _payload(value: Any, where: str) -> str:
+def _payload(spec: Mapping[str, Any], where: str) -> str:
+    if "payload" not in spec:
+        raise FlowShapeError(f"{where}: missing 'payload'")
+    value = spec["payload"]
     if isinstance(value, str):
         return value
     if isinstance(value, (dict, list)):
@@ -61,14 +64,12 @@ def _child(spec: Any, where: str, default_queue: str) -> Node:
         raise FlowShapeError(f"{where}: a child must be a dict")
     # absent or None: the parent's queue; anything else (even "") must be well-formed
     queue = keyspace.check_queue(default_queue if spec.get("queue") is None else spec["queue"])
-    job_id = _job_id(spec, where)
-    if "payload" not in spec:
-        raise FlowShapeError(f"{where}: missing 'payload'")
+    job_id, payload = _job_id(spec, where), _payload(spec, where)
     for flag in ("fail_parent_on_failure", "ignore_dependency_on_failure"):
         if flag in spec and not isinstance(spec[flag], bool):
             raise FlowShapeError(f"{where}: {flag} must be true or false")
     nested = _listed(spec.get("children") or [], where)
-    return Node(job_id, _payload(spec["payload"], where), queue, policy_token(spec),
+    return Node(job_id, payload, queue, policy_token(spec),
                 tuple(_child(grand, f"{where}.children[{i}]", queue) for i, grand in enumerate(nested)))
 
 
@@ -85,14 +86,12 @@ def parse_flow(queue: str, flow: Any, where: str = "flow") -> Node:
     parent = flow.get("parent")
     if not isinstance(parent, Mapping):
         raise FlowShapeError(f"{where}: 'parent' must be a dict with 'id' and 'payload'")
-    parent_id = _job_id(parent, f"{where}.parent")
-    if "payload" not in parent:
-        raise FlowShapeError(f"{where}.parent: missing 'payload'")
+    parent_id, payload = _job_id(parent, f"{where}.parent"), _payload(parent, f"{where}.parent")
     children = _listed(flow.get("children"), where)
     if not children:
         # A parent with no children would be held forever: nothing releases it.
         raise FlowShapeError(f"{where}: a flow needs at least one child")
-    root = Node(parent_id, _payload(parent["payload"], f"{where}.parent"), queue, "fp",
+    root = Node(parent_id, payload, queue, "fp",
                 tuple(_child(spec, f"{where}.children[{i}]", queue) for i, spec in enumerate(children)))
     # Two jobs of one flow on one row: the parent's counter could never reach zero.
     seen: set[tuple[str, str]] = set()

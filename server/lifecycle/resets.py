@@ -2,7 +2,7 @@
 
 Each landed widget is reset as its Reset button does, the others' queues cleared; the
 console transcripts go, the learner and progress stay. Over maxmemory (every lock refused)
-the queues are cleared by deletes alone (`free`). One sandbox's failure never stops the others.
+the queues are cleared by deletes alone. One sandbox's failure never stops the others.
 """
 
 from __future__ import annotations
@@ -17,14 +17,13 @@ from server.console import transcript
 from server.console.lock import queue_lock
 from server.emq.script import Call, raise_first
 from server.emq.wire import Conn, as_text
-from server.lifecycle.removal import checked
+from server.lifecycle.reaper import checked
 from server.live import events
 from server.sandboxes import admission, keys, rooms
 from server.sandboxes.sandbox import SANDBOX_RE, queue_name
 from server.widgets import runner
 from server.widgets.base import Body, Widget
 from server.widgets.reader import pipelined
-from server.widgets.snapshot import Catalog
 from server.widgets.turn import Actor, clear_call, unstray_call
 
 log = logging.getLogger("emqlab.lifecycle")
@@ -51,11 +50,13 @@ async def reset_sandbox(lab: runner.Lab, sandbox: str, by: str = "instructor") -
             else:  # never shown, yet the console may have written its queues
                 await clear_unlanded(lab, widget, actor)
     except Exception as exc:
-        if not out_of_memory(exc):
+        if not (isinstance(exc, OutOfMemoryError) or "used memory > 'maxmemory'" in str(exc)):
             raise
-        # Over maxmemory the lock (a write) is refused but deletes pass: free every queue
-        # without it; each widget lands again when a page next shows it.
-        await free(lab.conn, lab.catalog, sandbox)
+        # Over maxmemory the lock (a write) is refused but deletes pass, and `clear.lua` deletes before
+        # it writes: every queue is freed in one round trip without it, the learners' kept choices kept;
+        # each widget lands again when a page next shows it.
+        calls = [call for w in lab.catalog.widgets.values() for call in clear_calls(w, sandbox)]
+        raise_first(await pipelined(lab.conn, calls))
     await lab.conn.delete(*await transcript.keys_of(lab.conn, sandbox))
 
 
@@ -74,17 +75,6 @@ async def clear_unlanded(lab: runner.Lab, widget: Widget, actor: Actor) -> None:
 def clear_calls(widget: Widget, sandbox: str) -> list[Call]:
     """`clear.lua` over each queue of the widget, the learner's kept choices and `ver` kept."""
     return [clear_call(widget, sandbox, part, ["ver", *widget.kept_on_reset]) for part in widget.queue_parts]
-
-
-async def free(conn: Conn, catalog: Catalog, sandbox: str) -> None:
-    """Every widget queue of the sandbox cleared in one round trip, no lock taken: `clear.lua`
-    deletes before it writes, which Valkey allows over maxmemory. Learners' kept choices stay."""
-    raise_first(await pipelined(conn, [call for w in catalog.widgets.values() for call in clear_calls(w, sandbox)]))
-
-
-def out_of_memory(exc: BaseException) -> bool:
-    """Valkey's maxmemory refusal, as redis-py types it or inside a script's error."""
-    return isinstance(exc, OutOfMemoryError) or "used memory > 'maxmemory'" in str(exc)
 
 
 async def reset_sandboxes(lab: runner.Lab, sandboxes: list[str] | None, by: str = "instructor") -> Report:
@@ -110,6 +100,6 @@ async def reset_sandboxes(lab: runner.Lab, sandboxes: list[str] | None, by: str 
 async def every_sandbox(conn: Conn) -> set[str]:
     """Every sandbox that may hold keys: registered, a class's, or ever admitted."""
     found = {as_text(m) for m in await conn.zrange(keys.REGISTRY_KEY, 0, -1)}
-    found |= set(await rooms.room_sandboxes(conn))
+    found |= await rooms.room_sandboxes(conn)
     found |= {as_text(m) for m in await conn.zrange(admission.HELD_KEY, 0, -1)}
     return {s for s in found if SANDBOX_RE.fullmatch(s)}

@@ -68,11 +68,6 @@ _VERBS: dict[str, str] = {
 }
 
 
-# The command the script ran where the notification names another: Valkey reports DECR as
-# ``incrby``, and a counter's only write after its SET is release_parent.lua's DECR.
-_COMMANDS: dict[tuple[str, str], str] = {("counter", "incrby"): "decr"}
-
-
 def role(key: str) -> str | None:
     """What a queue key is for, from its suffix; ``None`` for other keys."""
     suffix = key[key.find("}") + 1 :]  # no brace: the whole key
@@ -88,5 +83,6 @@ def describe(event: str, key: str) -> str:
 
 
 def command(event: str, key: str) -> str:
-    """The command as the script wrote it: ``command("incrby", "emq:{q}:job:P:dependencies") == "decr"``."""
-    return _COMMANDS.get((role(key) or "", event), event)
+    """The command as the script wrote it where the notification names another: Valkey reports DECR as
+    ``incrby``, and a counter's only write after its SET is release_parent.lua's DECR."""
+    return "decr" if event == "incrby" and role(key) == "counter" else event

@@ -6,19 +6,18 @@ from __future__ import annotations
 import json
 import secrets
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Literal, get_args
 
 from server.emq.wire import Conn
 
 EVENTS_CHANNEL = "emqlab:events"
 # What a page may be told: a reset of its sandbox, or a change of its class.
-KINDS = ("reset", "room")
+Kind = Literal["reset", "room"]
+KINDS = get_args(Kind)
 
 
-async def publish(conn: Conn, kind: str, sandboxes: list[str] | None, data: dict[str, Any]) -> None:
+async def publish(conn: Conn, kind: Kind, sandboxes: list[str] | None, data: dict[str, Any]) -> None:
     """Tell every worker's hub: the streams of `sandboxes` hear `kind` with `data`."""
-    if kind not in KINDS:
-        raise ValueError(f"not an event kind: {kind!r}")
     event = {"type": kind, "sandboxes": sandboxes, "data": data, "id": secrets.token_hex(8)}
     await conn.publish(EVENTS_CHANNEL, json.dumps(event))
 

@@ -1,23 +1,39 @@
 """The live stream's listener: keyspace notifications in, changes out. One subscription per
 Valkey primary, whoever is online (an action costs the same with 2,000 learners as with one);
-on a drop it reconnects and resyncs."""
+on a drop it reconnects and resyncs. Notifications are node-local: on a cluster each online
+primary (from CLUSTER SHARDS every few seconds) is followed; `up` when every one is ready.
+
+Every sandbox write is a message to every worker; redis-py's `PubSub` spent ~7 µs of its own
+on each (a tenth of an action's CPU), so messages are read in bulk and parsed by
+`hiredis.Reader` (`subscribed`). Only AUTH and the subscribe commands are sent.
+
+The heartbeat proves, every second, that notifications still arrive: switched off behind the
+site's back they fail nothing, streams fall silent; so the hub writes a key it subscribes to.
+After `SILENCE` it switches them on again, reports "off" where CONFIG is refused, or raises (to
+resubscribe); a write refused for memory reports it.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+import ssl
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
+import hiredis
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError
+from redis.asyncio.connection import SSLConnection, parse_url
+from redis.exceptions import AskError, OutOfMemoryError, RedisError, ResponseError
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from server.emq.wire import Conn
-from server.live import events, heartbeat, topology
-from server.live.batches import Batches
-from server.live.streams import Notice, Streams
-from server.live.subscriber import Subscriber
+from server.live import events
+from server.live.streams import Batches, Notice, Streams
+from server.valkey.process import NOTIFY_FLAGS
 from server.valkey.tasks import stop_tasks
 
 log = logging.getLogger("emqlab.stream")
@@ -26,6 +42,15 @@ log = logging.getLogger("emqlab.stream")
 # not a sandbox's own records (`lab:{<sandbox>}:meta`), which no page draws
 PATTERNS = ("__keyspace@*__:emq:{*", "__keyspace@*__:lab:{*.*}:*")
 RECONNECT_EVERY = 0.25  # seconds between tries of a node that dropped
+TOPOLOGY_EVERY = 3.0  # seconds between reads of a cluster's primaries
+CONNECT_TIMEOUT = 1.0  # seconds; as the site's own pool (server/valkey/client.py)
+READ_BYTES = 1 << 16
+BEAT_EVERY = 1.0  # seconds between beats
+SILENCE = 5.0  # seconds without a beat's notification before notifications count as off
+BEAT_TAG = "lab-heartbeat"
+KEY_LIFETIME_MS = 10_000
+# Judgements a heartbeat reports to its hub.
+RESTORED, OFF, ON, OUT_OF_MEMORY, MEMORY_OK = "restored", "off", "on", "memory full", "memory ok"
 NOTIFICATIONS_OFF = (
     "Keyspace notifications are off on this Valkey and the site may not switch them on (CONFIG is refused): "
     "the widgets follow Valkey by reading it every 1.5 s, and the effects log stays empty.")
@@ -34,21 +59,219 @@ NOTIFICATIONS_RESTORED = ("Keyspace notifications had been switched off on Valke
 MEMORY_FULL = "Valkey is out of memory: actions are refused until memory frees; the widgets show what Valkey holds."
 
 
+def node_url(url: str, address: str) -> str:
+    """The URL of one node: the site's URL (scheme, credentials) with that node's host:port."""
+    parts = urlsplit(url)
+    userinfo = parts.netloc.rpartition("@")[0]
+    return parts._replace(netloc=f"{userinfo}@{address}" if userinfo else address, path="/0").geturl()
+
+
+def online_primaries(shards: Iterable[Any]) -> list[str]:
+    """"host:port" of every online primary in a CLUSTER SHARDS reply."""
+    found = set()
+    for shard in shards:
+        for node in shard.get("nodes", []):
+            if node.get("role") == "master" and node.get("health", "online") == "online":
+                host = node.get("endpoint")
+                host = node.get("ip") if host in (None, "", "?") else host
+                found.add(f"{host}:{node['port']}")
+    return sorted(found)
+
+
+async def read_primaries(seeds: Iterable[str]) -> list[str]:
+    """The online primaries, asked of each seed URL in turn until one answers."""
+    last: Exception | None = None
+    for seed in dict.fromkeys(seeds):
+        client: Conn = aioredis.Redis.from_url(seed, decode_responses=True, socket_connect_timeout=1, socket_timeout=2,
+                                                  driver_info=None)
+        try:
+            return online_primaries(await client.execute_command("CLUSTER SHARDS"))
+        except (RedisError, OSError, AttributeError, TypeError) as exc:
+            last = exc
+        finally:
+            with contextlib.suppress(Exception):
+                await client.aclose()
+    raise RedisError(f"no cluster node answered CLUSTER SHARDS: {last}")
+
+
+def flags_on(flags: Any) -> bool:
+    """Whether `notify-keyspace-events` flags include what the hub listens for."""
+    flags = (flags.decode() if isinstance(flags, bytes) else flags) or ""
+    return "K" in flags and ("A" in flags or {"g", "h", "z", "l", "$"} <= set(flags))
+
+
+async def notifications_on(client: Conn) -> bool:
+    """Whether the node's `notify-keyspace-events` include what the hub listens for."""
+    found = await client.config_get("notify-keyspace-events")
+    return flags_on(found.get("notify-keyspace-events", "") if isinstance(found, dict) else "")
+
+
+async def enable_notifications(client: Conn) -> bool:
+    """Switch keyspace notifications on for one node; False when CONFIG is refused."""
+    try:
+        if not await notifications_on(client):
+            await client.config_set("notify-keyspace-events", NOTIFY_FLAGS)
+        return True
+    except RedisError as exc:
+        # said once per subscription: the heartbeat reports the state to every page
+        log.info("cannot enable keyspace notifications (%s): streams poll", exc)
+        return False
+
+
+def is_beat_key(key: str) -> bool:
+    """True for a heartbeat key itself (`emq:{lab-heartbeat}:beat`, or `-N` on a cluster)."""
+    return key.startswith("emq:{" + BEAT_TAG)
+
+
+class Heartbeat:
+    """Beats on one node (`client`) and judges what its notifications say."""
+
+    def __init__(self, client: Conn, report: Callable[[str], None], cluster: bool = False,
+                 notifications: bool = True) -> None:
+        self.client = client
+        self.report = report
+        self.key: str | None = None if cluster else f"emq:{{{BEAT_TAG}}}:beat"
+        self.last_seen = time.monotonic()
+        # What the hub believes now; the first beat that comes back says "on".
+        self.notifications = notifications
+        self.memory_full = False
+
+    def seen(self) -> None:
+        """The hub got a beat's notification."""
+        self.last_seen = time.monotonic()
+        if not self.notifications:
+            self.notifications = True
+            self.report(ON)
+
+    async def beat_key(self) -> str:
+        """This node's heartbeat key (on a cluster, the first N whose slot the node holds)."""
+        if self.key is not None:
+            return self.key
+        for n in range(2000):
+            candidate = f"emq:{{{BEAT_TAG}-{n}}}:beat"
+            try:
+                await self.client.set(candidate, "1", px=KEY_LIFETIME_MS)
+            except AskError:  # MOVED too: another node's slot
+                continue
+            self.key = candidate
+            return candidate
+        raise RedisError("no heartbeat key found for this node")
+
+    async def write(self) -> bool:
+        """One beat; False when Valkey refused it for memory."""
+        try:
+            key = await self.beat_key()
+            # Always the same value: a DUMP of the keyspace stays the same from beat to beat.
+            await self.client.set(key, "1", px=KEY_LIFETIME_MS)
+        except OutOfMemoryError:
+            if not self.memory_full:
+                self.memory_full = True
+                self.report(OUT_OF_MEMORY)
+            return False
+        except AskError:
+            self.key = None  # the slot moved (MOVED is an AskError): find this node's key again
+            return False
+        if self.memory_full:
+            self.memory_full = False
+            self.report(MEMORY_OK)
+        return True
+
+    async def run(self) -> None:
+        """Beat until cancelled; raises when the subscription is broken (the hub reconnects)."""
+        self.last_seen = time.monotonic()
+        while True:
+            wrote = await self.write()
+            slept = time.monotonic()
+            await asyncio.sleep(BEAT_EVERY)
+            # An overrun sleep is a busy worker, not silence: resubscribing would add load.
+            late = time.monotonic() - slept > 2 * BEAT_EVERY
+            if late:
+                self.last_seen = max(self.last_seen, time.monotonic() - SILENCE / 2)
+            elif wrote and time.monotonic() - self.last_seen > SILENCE:
+                await self.judge_silence()
+
+    async def judge_silence(self) -> None:
+        try:
+            if await notifications_on(self.client):
+                raise RedisConnectionError("no heartbeat notification although notifications are on: resubscribing")
+            await self.client.config_set("notify-keyspace-events", NOTIFY_FLAGS)
+        except ResponseError as exc:  # CONFIG refused
+            if self.notifications:
+                log.warning("keyspace notifications are off and may not be switched on (%s): streams poll", exc)
+                self.notifications = False
+                self.report(OFF)
+            self.last_seen = time.monotonic()  # judge again after another silence
+            return
+        log.warning("keyspace notifications were switched off behind the site's back: switched on again")
+        self.notifications = True
+        self.last_seen = time.monotonic()
+        self.report(RESTORED)
+
+
+@contextlib.asynccontextmanager
+async def subscribed(url: str, patterns: Sequence[str],
+                     channels: Sequence[str]) -> AsyncIterator[AsyncIterator[tuple[str, str, str]]]:
+    """A connection of its own, subscribed once Valkey confirmed each pattern and channel (no message
+    is missed after): its messages as (kind, channel, data), until it ends (ConnectionError)."""
+    options: dict[str, Any] = dict(parse_url(url))
+    reader = hiredis.Reader(encoding="utf-8", errors="surrogateescape")
+    if "path" in options:
+        opened = asyncio.open_unix_connection(options["path"])
+    else:
+        tls = ssl.create_default_context() if options.get("connection_class") is SSLConnection else None
+        opened = asyncio.open_connection(options.get("host", "localhost"), options.get("port", 6379), ssl=tls)
+
+    def send(*args: str) -> None:
+        writer.write(hiredis.pack_command(args))  # type: ignore[arg-type]  # its stub types one argument
+
+    async def reply() -> Any:
+        while (found := reader.gets()) is False:
+            data = await stream.read(READ_BYTES)
+            if not data:
+                raise RedisConnectionError("Valkey closed the subscription")
+            reader.feed(data)
+        if isinstance(found, hiredis.ReplyError):
+            raise RedisConnectionError(f"Valkey refused the subscription: {found}")
+        return found
+
+    async def messages() -> AsyncIterator[tuple[str, str, str]]:
+        while True:
+            found = await reply()
+            if isinstance(found, list) and found[0] == "pmessage" and len(found) == 4:
+                yield "pmessage", found[2], found[3]
+            elif isinstance(found, list) and found[0] == "message" and len(found) == 3:
+                yield "message", found[1], found[2]
+
+    async with asyncio.timeout(CONNECT_TIMEOUT):
+        stream, writer = await opened
+    try:
+        if options.get("password"):
+            async with asyncio.timeout(CONNECT_TIMEOUT):
+                send("AUTH", *([options["username"]] if options.get("username") else []), options["password"])
+                await reply()
+        send("PSUBSCRIBE", *patterns)
+        send("SUBSCRIBE", *channels)
+        for _ in range(len(patterns) + len(channels)):
+            await reply()
+        yield messages()
+    finally:
+        writer.close()
+
+
 class Hub:
     def __init__(self, url: str, streams: Streams, widget_of_queue: Callable[[str], str | None],
                  cluster: bool = False) -> None:
         self.url, self.streams, self.cluster = url, streams, cluster
         self.widget_of_queue = widget_of_queue
         self.batches = Batches(streams.deliver)
-        self.nodes = topology.Nodes(url, cluster, self.subscriber, lambda: self.tell(resync=self.up))
-        self.beats: dict[str, heartbeat.Heartbeat] = {}
+        self.tasks: dict[str, asyncio.Task[None]] = {}  # one subscriber per node ("" off a cluster)
+        self.ready: dict[str, bool] = {}
+        self.up = False
+        self.follower: asyncio.Task[None] | None = None
+        self.beats: dict[str, Heartbeat] = {}
         self.seen = events.Seen(512)
         self.notifications_on = False
         self.memory_full = False
-
-    @property
-    def up(self) -> bool:
-        return self.nodes.up
 
     # -- what the streams are told ------------------------------------------------
     def status(self, note: str | None = None) -> dict[str, Any]:
@@ -72,46 +295,81 @@ class Hub:
         beats = list(self.beats.values())
         self.memory_full = any(b.memory_full for b in beats)
         self.notifications_on = bool(beats) and all(b.notifications for b in beats)
-        resync = judgement in (heartbeat.RESTORED, heartbeat.ON, heartbeat.MEMORY_OK)
-        self.tell(resync, NOTIFICATIONS_RESTORED if judgement == heartbeat.RESTORED else None)
+        resync = judgement in (RESTORED, ON, MEMORY_OK)
+        self.tell(resync, NOTIFICATIONS_RESTORED if judgement == RESTORED else None)
 
-    # -- running ------------------------------------------------------------------
+    # -- the nodes followed -------------------------------------------------------
     async def start(self) -> None:
-        await self.nodes.start()
+        if self.cluster:
+            self.follower = asyncio.create_task(self.follow_topology(), name="emqlab-topology")
+        else:
+            self.run("", self.url)
 
     async def stop(self) -> None:
-        await self.nodes.stop()
+        await stop_tasks([self.follower, *self.tasks.values()])
+        self.tasks.clear()
         await self.batches.stop()
 
-    async def subscriber(self, url: str, node: str, ready: Callable[[bool], None]) -> None:
+    def run(self, node: str, url: str) -> None:
+        self.tasks[node] = asyncio.create_task(self.subscriber(url, node), name=f"emqlab-hub-{node}")
+
+    def set_ready(self, node: str, on: bool) -> None:
+        self.ready[node] = on
+        self.refresh()
+
+    def refresh(self) -> None:
+        """`up` when every live node's subscriber is ready; a flip is told to every stream."""
+        live = [n for n, t in self.tasks.items() if not t.done()]
+        up = bool(live) and all(self.ready.get(n, False) for n in live)
+        if up != self.up:
+            self.up = up
+            self.tell(resync=up)
+
+    async def follow_topology(self) -> None:
+        while True:
+            try:
+                wanted = await read_primaries([self.url, *(node_url(self.url, a) for a in self.tasks)])
+            except (RedisError, OSError) as exc:
+                log.info("cluster topology unreadable for the live stream: %s", exc)
+                wanted = list(self.tasks)
+            for gone in [a for a in self.tasks if a not in wanted]:
+                self.tasks.pop(gone).cancel()
+                self.ready.pop(gone, None)
+            for address in wanted:
+                task = self.tasks.get(address)
+                if task is None or task.done():
+                    self.run(address, node_url(self.url, address))
+            self.refresh()
+            await asyncio.sleep(TOPOLOGY_EVERY)
+
+    async def subscriber(self, url: str, node: str) -> None:
         """Subscribe on one node until cancelled, reconnecting on a drop."""
         while True:
             client: Conn = aioredis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=1,
                                                       driver_info=None)
             try:
-                on = await heartbeat.enable_notifications(client)
-                async with Subscriber(url) as sub:
-                    await sub.subscribe(PATTERNS, [events.EVENTS_CHANNEL])
-                    if not self.nodes.ready.get(node, True):
+                on = await enable_notifications(client)
+                async with subscribed(url, PATTERNS, [events.EVENTS_CHANNEL]) as messages:
+                    if not self.ready.get(node, True):
                         log.warning("valkey %s reachable again: the live stream follows it", node or "server")
-                    ready(True)
-                    await self.follow(sub, client, node, on)
+                    self.set_ready(node, True)
+                    await self.follow(messages, client, node, on)
             except (RedisError, OSError) as exc:
-                if self.nodes.ready.get(node, True):  # once when it goes, not at every retry
+                if self.ready.get(node, True):  # once when it goes, not at every retry
                     log.warning("valkey %s unreachable for the live stream (%s): retrying", node or "server", exc)
             finally:
                 with contextlib.suppress(Exception):
                     await client.aclose()
-            ready(False)
+            self.set_ready(node, False)
             await asyncio.sleep(RECONNECT_EVERY)
 
-    async def follow(self, sub: Subscriber, client: Conn, node: str, on: bool) -> None:
+    async def follow(self, messages: AsyncIterator[tuple[str, str, str]], client: Conn, node: str, on: bool) -> None:
         """Hand on every message, and beat alongside; returns or raises when either stops."""
-        beat = self.beats[node] = heartbeat.Heartbeat(client, self.judged, cluster=self.cluster, notifications=on)
-        self.judged(heartbeat.ON if on else heartbeat.OFF)
+        beat = self.beats[node] = Heartbeat(client, self.judged, cluster=self.cluster, notifications=on)
+        self.judged(ON if on else OFF)
 
         async def read() -> None:
-            async for kind, channel, data in sub.messages():
+            async for kind, channel, data in messages:
                 self.dispatch(kind, channel, data, node)
 
         tasks = [asyncio.create_task(read()), asyncio.create_task(beat.run())]
@@ -126,31 +384,22 @@ class Hub:
 
     # -- messages in --------------------------------------------------------------
     def dispatch(self, kind: str, channel: str, data: str, node: str = "") -> None:
-        if kind == "pmessage":
-            self.keyspace(channel, data, node)
-        elif kind == "message" and channel == events.EVENTS_CHANNEL:
-            self.lab_event(data)
-
-    def keyspace(self, channel: str, event: str, node: str) -> None:
-        """A key changed: a sandbox's (for its pages) or a heartbeat's."""
+        """A key changed (a sandbox's, for its pages, or a heartbeat's), or a lab event came: a reset or
+        a class change, handed on once (a cluster delivers a PUBLISH through every node)."""
+        if kind == "message" and channel == events.EVENTS_CHANNEL:
+            event = events.decode(data)
+            if event is not None and self.seen.first(event.get("id")):
+                self.streams.broadcast(Notice(event["type"], event["data"]), event.get("sandboxes"))
+            return
+        if kind != "pmessage":
+            return
         key = channel.partition("__:")[2]
-        if heartbeat.is_beat_key(key):
-            beat = self.beats.get(node)
-            if beat is not None:
+        if is_beat_key(key):
+            if (beat := self.beats.get(node)) is not None:
                 beat.seen()
             return
         end = key.find("}", 5)
         queue = key[5:end] if end > 0 else ""
         sandbox, dot, _ = queue.partition(".")
-        if not dot or not self.streams.watched(sandbox):
-            return
-        widget = self.widget_of_queue(queue)
-        if widget is not None:
-            self.batches.notice(sandbox, widget, queue, key, event)
-
-    def lab_event(self, raw: Any) -> None:
-        """A reset or a class change: handed on once (a cluster delivers a PUBLISH through every node)."""
-        event = events.decode(raw)
-        if event is None or not self.seen.first(event.get("id")):
-            return
-        self.streams.broadcast(Notice(event["type"], event["data"]), event.get("sandboxes"))
+        if dot and self.streams.watched(sandbox) and (widget := self.widget_of_queue(queue)) is not None:
+            self.batches.notice(sandbox, widget, queue, key, data)

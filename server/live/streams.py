@@ -1,18 +1,28 @@
-"""The open streams, by sandbox, and what each is handed: a closed batch becomes frames
-once (each effect worded, each touched widget drawn once), however many pages watch."""
+"""The open streams, by sandbox, and what each is handed.
+
+A sandbox's keyspace notifications gather into one batch per change: an action holds its widget's
+lock (`lab:{q}:lock`) around its writes, so a batch with a lock held closes at its deletion (at most
+HELD_MAX), one without after QUIET. A closed batch becomes frames once (each effect worded, each
+touched widget drawn once), however many pages watch; one flush at a time per sandbox.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator, Sequence
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import msgspec
+from redis.exceptions import ResponseError
 
 from server.live import effects
-from server.live.batches import Change
+from server.valkey.tasks import stop_tasks
+
+log = logging.getLogger("emqlab.stream")
 
 QUEUE_CAP = 500  # items one stream may lag behind before it is resynced instead
 READS_AT_ONCE = 64  # snapshot reads in flight for the streams: an overload queues here, not in the pool
@@ -21,6 +31,8 @@ READS_AT_ONCE = 64  # snapshot reads in flight for the streams: an overload queu
 # read took a pooled connection of its own, and the pool keeps every connection it ever opened.
 FRESH_AT_ONCE = 64
 READ_DEADLINE = 5.0  # seconds one read may take before the change is dropped (the page resyncs later)
+QUIET = 0.010  # seconds a batch without a held lock stays open for more notices
+HELD_MAX = 0.250  # seconds a held lock may keep a batch open
 
 
 class Worded(msgspec.Struct, frozen=True):
@@ -31,6 +43,14 @@ class Worded(msgspec.Struct, frozen=True):
     words: str
     queue: str = ""  # the queue part under the sandbox
     at: float = 0.0
+
+
+@dataclass
+class Change:
+    """A sandbox's closed batch: the widgets it touched and, by widget, their learner-key effects."""
+
+    widgets: set[str] = field(default_factory=set)
+    effects: dict[str, list[Worded]] = field(default_factory=dict)
 
 
 class Painter(Protocol):
@@ -50,8 +70,8 @@ class Notice:
 class Subscription:
     """One open stream's inbox."""
 
-    def __init__(self, sandbox: str, widgets: tuple[str, ...]) -> None:
-        self.sandbox, self.widgets = sandbox, widgets
+    def __init__(self, widgets: tuple[str, ...]) -> None:
+        self.widgets = widgets
         self.queue: asyncio.Queue[bytes | Notice] = asyncio.Queue(maxsize=QUEUE_CAP)
         self.overflowed = False
 
@@ -87,7 +107,7 @@ class Streams:
 
     @contextlib.contextmanager
     def open(self, sandbox: str, widgets: tuple[str, ...]) -> Iterator[Subscription]:
-        sub = Subscription(sandbox, widgets)
+        sub = Subscription(widgets)
         subs = self.subs.setdefault(sandbox, set())  # in self.subs for as long as it holds `sub`
         subs.add(sub)
         try:
@@ -105,19 +125,18 @@ class Streams:
                 sub.push(notice)
 
     async def deliver(self, sandbox: str, change: Change) -> None:
-        """A closed batch of `sandbox`: each touched widget drawn once, with its effects; each page its frames."""
+        """A closed batch of `sandbox`: each touched widget a page follows drawn once, with its effects
+        (worded as they came); each page its frames."""
         subs = list(self.subs.get(sandbox, ()))
-        followed = {w for sub in subs for w in sub.widgets} & change.widgets
-        worded: dict[str, list[Worded]] = {}
-        for effect in change.effects:
-            if effect.widget in followed:
-                worded.setdefault(effect.widget, []).append(Worded(
-                    effect.event, effect.key.replace("{" + sandbox + ".", "{", 1),
-                    effects.describe(effect.event, effect.key), effect.queue.partition(".")[2], effect.at))
         drawn = {}
-        for widget in sorted(followed):
-            async with self.gate, asyncio.timeout(READ_DEADLINE):
-                drawn[widget] = await self.painter.frame(sandbox, widget, worded.get(widget, ()))
+        for widget in sorted({w for sub in subs for w in sub.widgets} & change.widgets):
+            try:
+                async with self.gate, asyncio.timeout(READ_DEADLINE):
+                    drawn[widget] = await self.painter.frame(sandbox, widget, change.effects.get(widget, ()))
+            except ResponseError as exc:
+                # a record of the sandbox holds another type: each page's own read says so, and reads again
+                if not str(exc).startswith("WRONGTYPE"):
+                    raise
         # pages showing the same widgets share one chunk: a class's thousand pages, one bytes object
         chunks: dict[tuple[str, ...], bytes] = {}
         for sub in subs:
@@ -126,3 +145,69 @@ class Streams:
                 chunk = chunks[sub.widgets] = b"".join(drawn[w] for w in sub.widgets if w in drawn)
             if chunk:
                 sub.push(chunk)
+
+
+@dataclass
+class _Open:
+    change: Change = field(default_factory=Change)
+    locked: set[str] = field(default_factory=set)  # widgets whose lock is held now
+    timer: asyncio.TimerHandle | None = None
+
+
+class Batches:
+    def __init__(self, flush: Callable[[str, Change], Awaitable[None]]) -> None:
+        self.flush = flush
+        self.open: dict[str, _Open] = {}
+        self.running: dict[str, asyncio.Task[None]] = {}
+
+    def notice(self, sandbox: str, widget: str, queue: str, key: str, event: str) -> None:
+        """One notification of a key of `widget` in `sandbox`."""
+        batch = self.open.setdefault(sandbox, _Open())
+        if key.endswith(":lock") and key.startswith("lab:"):
+            if event == "set":
+                batch.locked.add(widget)
+                self._arm(sandbox, batch, HELD_MAX)
+                return
+            batch.locked.discard(widget)  # del, expired: the action is over
+            if not batch.locked and batch.change.widgets:
+                self._close(sandbox)
+            return
+        batch.change.widgets.add(widget)
+        if key.startswith("emq:"):
+            batch.change.effects.setdefault(widget, []).append(Worded(
+                event, key.replace("{" + sandbox + ".", "{", 1), effects.describe(event, key),
+                queue.partition(".")[2], time.time()))
+        self._arm(sandbox, batch, HELD_MAX if batch.locked else QUIET)
+
+    def _arm(self, sandbox: str, batch: _Open, delay: float) -> None:
+        if batch.timer is None:
+            batch.timer = asyncio.get_running_loop().call_later(delay, self._close, sandbox)
+
+    def _close(self, sandbox: str) -> None:
+        batch = self.open.pop(sandbox, None)
+        if batch is None:
+            return
+        if batch.timer is not None:
+            batch.timer.cancel()
+        if batch.change.widgets:
+            before = self.running.get(sandbox)
+            self.running[sandbox] = asyncio.create_task(self._run(sandbox, batch.change, before))
+
+    async def _run(self, sandbox: str, change: Change, before: asyncio.Task[None] | None) -> None:
+        if before is not None:  # one flush at a time per sandbox, in order
+            with contextlib.suppress(BaseException):
+                await before
+        try:
+            await self.flush(sandbox, change)
+        except Exception:
+            log.exception("delivering a change of %s failed", sandbox)
+        finally:
+            if self.running.get(sandbox) is asyncio.current_task():
+                self.running.pop(sandbox, None)
+
+    async def stop(self) -> None:
+        for batch in self.open.values():  # what was gathering is dropped
+            if batch.timer is not None:
+                batch.timer.cancel()
+        self.open.clear()
+        await stop_tasks(self.running.values())

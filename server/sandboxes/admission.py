@@ -92,8 +92,3 @@ def refuse(answer: object) -> None:
 def touch_call(sandbox: str, now_ms: int) -> Call:
     """`touch.lua`: the sandbox was used just now (kept from eviction)."""
     return (TOUCH, [REGISTRY_KEY, UNUSED_KEY], [sandbox, now_ms])
-
-
-async def forget_unused(conn: Conn, cutoff_ms: float) -> None:
-    """Drop never-used entries idle since before `cutoff_ms` (the reaper's round)."""
-    await conn.zremrangebyscore(UNUSED_KEY, "-inf", cutoff_ms)

@@ -10,6 +10,7 @@ from typing import Any
 
 from server.emq.wire import Conn, as_text
 from server.refusal import Refusal
+from server.sandboxes.keys import learners_key as learners_key
 from server.sandboxes.keys import meta_key
 from server.sandboxes.sandbox import SANDBOX_RE
 
@@ -19,10 +20,6 @@ JOINERS = frozenset("\u200c\u200d")  # ZWNJ, ZWJ: spelling in Persian, Indic scr
 MARKS_IN_A_ROW = 4
 REFUSED = ("Cc", "Cf", "Cs", "Co", "Cn")
 MARKS = ("Mn", "Me")
-
-
-def learners_key(code: str) -> str:
-    return f"lab:room:{code}:learners"
 
 
 class BadName(Refusal, ValueError):

@@ -1,5 +1,9 @@
 """A learner's progress in one hash of the sandbox's (resets leave it alone): `m:<widget>:<milestone>`,
-`asked:`/`right:`/`verdict:<widget>`, `ex:<exercise>` ("passed/total"), written by `record.lua`."""
+`asked:`/`right:`/`verdict:<widget>`, `ex:<exercise>` ("passed/total"), written by `record.lua`.
+
+Their kept work on the exercises, the last script the graders ran of each, is in ``lab:{<sandbox>}:work``
+beside it, not in it (every action answers the record whole: scripts of 16 KiB would ride along), with
+the same slot and lifetime (one DEL: ``clear``)."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from pathlib import Path
 import msgspec
 
 from server.emq.script import Call, Script
-from server.emq.wire import Conn
+from server.emq.wire import Conn, Pipe
 from server.sandboxes import keys
 
 RECORD = Script.from_file(Path(__file__).resolve().parent / "scripts" / "record.lua")
@@ -31,19 +35,15 @@ class WidgetProgress(msgspec.Struct):
 
 def of_widget(fields: Mapping[str, str], widget: str, steps: Iterable[str]) -> WidgetProgress:
     order = list(steps)
+    asked, right = (fields.get(f"{what}:{widget}", "") for what in ("asked", "right"))
     return WidgetProgress(widget, order, [s for s in order if fields.get(f"m:{widget}:{s}") == "1"],
-                          _number(fields.get(f"asked:{widget}")), _number(fields.get(f"right:{widget}")),
+                          int(asked) if asked.isdecimal() else 0, int(right) if right.isdecimal() else 0,
                           fields.get(f"verdict:{widget}", ""))
 
 
 def exercise_best(fields: Mapping[str, str], exercise: str) -> tuple[int, int] | None:
-    raw = fields.get(f"ex:{exercise}", "")
-    passed, _, total = raw.partition("/")
+    passed, _, total = fields.get(f"ex:{exercise}", "").partition("/")
     return (int(passed), int(total)) if passed.isdecimal() and total.isdecimal() else None
-
-
-def _number(raw: str | None) -> int:
-    return int(raw) if raw and raw.isdecimal() else 0
 
 
 @dataclass(frozen=True)
@@ -78,3 +78,28 @@ async def read(conn: Conn, sandbox: str) -> dict[str, str]:
 async def clear(conn: Conn, sandbox: str) -> bool:
     """Forget the record and the exercises' kept scripts (one slot, one DEL)."""
     return bool(await conn.delete(keys.progress_key(sandbox), keys.work_key(sandbox)))
+
+
+@dataclass(frozen=True)
+class Mine:  # what ``GET /api/exercises/<name>`` answers as ``mine``
+    script: str | None
+    best: tuple[int, int] | None
+
+    def as_json(self) -> dict[str, object]:
+        best = {"passed": self.best[0], "total": self.best[1]} if self.best else None
+        return {"script": self.script, "best": best}
+
+
+def keep_work(pipe: Pipe, sandbox: str, exercise: str, script: str, ttl: int) -> None:
+    """Queue the writes that keep ``script`` as the learner's last for ``exercise``."""
+    pipe.hset(keys.work_key(sandbox), exercise, script)
+    pipe.expire(keys.work_key(sandbox), ttl)
+
+
+async def mine(conn: Conn, sandbox: str, exercise: str) -> Mine:
+    """The learner's last script and best run of ``exercise``: one round trip."""
+    async with conn.pipeline(transaction=False) as pipe:
+        pipe.hget(keys.work_key(sandbox), exercise)
+        pipe.hget(keys.progress_key(sandbox), f"ex:{exercise}")
+        script, best = await pipe.execute()
+    return Mine(script, exercise_best({f"ex:{exercise}": best or ""}, exercise))

@@ -1,6 +1,11 @@
 """Classes ("rooms"): `lab:room:<CODE>` {name, sandbox, mode, host, created, joins, ask}, read by
 every worker on every request, and the index `lab:rooms` (code -> shared sandbox) the instructor
-page and the reaper walk."""
+page and the reaper walk.
+
+A closed class's results are kept for the instructor to download: `lab:results:<CODE>` {name,
+closed, csv, answers} expiring after `days`, and `lab:results`, code -> when they expire (s).
+A code drawn again by a new class serves the open class's results; its close writes over these.
+"""
 
 from __future__ import annotations
 
@@ -14,12 +19,13 @@ from typing import Any
 
 from server.emq.wire import Conn, Fields, as_dict, as_text
 from server.refusal import Refusal
-from server.sandboxes.answers import answers_key, votes_key
-from server.sandboxes.keys import REGISTRY_KEY, meta_key
-from server.sandboxes.learners import BadName, learner_ids, learners_key, readable
+from server.sandboxes.keys import REGISTRY_KEY, answers_key, learners_key, meta_key, results_key, votes_key
+from server.sandboxes.keys import room_key as room_key
+from server.sandboxes.learners import BadName, learner_ids, readable
 from server.sandboxes.sandbox import new_id
 
 ROOMS_KEY = "lab:rooms"
+RESULTS_KEY = "lab:results"
 # No 0/O or 1/I: a code read aloud to a class is typed right the first time.
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 6
@@ -93,10 +99,6 @@ class Room:
         return visitor, False
 
 
-def room_key(code: str) -> str:
-    return f"lab:room:{code}"
-
-
 def normalize_code(raw: object) -> str:
     """A code as typed (`abc-234`, ` ABC 234 `) -> `ABC234`; BadRoom otherwise."""
     code = re.sub(r"[\s-]", "", raw).upper() if isinstance(raw, str) else ""
@@ -107,12 +109,10 @@ def normalize_code(raw: object) -> str:
 
 def clean_name(raw: object) -> str:
     """A room's name (a learner's name's rule); empty gives "Class room"."""
-    if raw is None or raw == "":
-        return "Class room"
-    if not isinstance(raw, str):
+    if raw is not None and not isinstance(raw, str):
         raise BadRoom("the room name must be text")
     try:
-        return readable(raw, NAME_MAX, "a room name") or "Class room"
+        return readable(raw or "", NAME_MAX, "a room name") or "Class room"
     except BadName as exc:
         raise BadRoom(str(exc)) from exc
 
@@ -246,6 +246,28 @@ async def expired(conn: Conn) -> list[tuple[str, str]]:
     return gone
 
 
-async def room_sandboxes(conn: Conn) -> dict[str, str]:
-    """sandbox id -> room code, for every room in the index."""
-    return {as_text(s): as_text(c) for c, s in (await conn.hgetall(ROOMS_KEY)).items()}
+async def room_sandboxes(conn: Conn) -> set[str]:
+    """The shared sandbox of every room in the index."""
+    return {as_text(s) for s in await conn.hvals(ROOMS_KEY)}
+
+
+async def keep_results(conn: Conn, code: str, name: str, csv: str, answers: str, days: int) -> None:
+    now = time.time()
+    async with conn.pipeline(transaction=False) as pipe:
+        pipe.hset(results_key(code), mapping={"name": name, "closed": str(now), "csv": csv, "answers": answers})
+        pipe.expire(results_key(code), days * 86400)
+        pipe.zadd(RESULTS_KEY, {code: now + days * 86400})
+        pipe.zremrangebyscore(RESULTS_KEY, "-inf", now)
+        await pipe.execute()
+
+
+async def kept_results(conn: Conn, code: str) -> tuple[str, str] | None:
+    """(results.csv, answers.json) as kept when the class closed; None when none are."""
+    fields = as_dict(await conn.hgetall(results_key(code)))
+    return (fields["csv"], fields.get("answers", "")) if "csv" in fields else None
+
+
+async def results_listed(conn: Conn) -> list[tuple[str, float]]:
+    """(code, when its results expire) for every closed class whose results are kept, newest first."""
+    found: Any = await conn.zrevrangebyscore(RESULTS_KEY, "+inf", time.time(), withscores=True)
+    return [(as_text(code), float(until)) for code, until in found]

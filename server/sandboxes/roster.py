@@ -79,17 +79,6 @@ def stuck(meta: Mapping[str, str], records: Sequence[WidgetProgress], runs: Mapp
     return ""
 
 
-def learner(sandbox: str, meta: Mapping[str, str], made: Mapping[str, str], joined: float, tours: Tours,
-            runs: Mapping[str, int], now: float) -> Learner:
-    records = [found for name, steps in tours.items()
-               if (found := progress.of_widget(made, name, steps)).reached or found.asked]
-    best, checks = exercises_of(made)
-    return Learner(id=sandbox, name=meta.get("name") or "(no name)", page=presence.page(meta),
-                   widget=meta.get("widget") or None, online=presence.online(meta), last_seen=_seen(meta),
-                   joined=joined, records=records, exercises=best, checks=checks,
-                   stuck=stuck(meta, records, runs, now, joined))
-
-
 async def read(conn: Conn, code: str, tours: Tours,
                runs: Mapping[tuple[str, str], int] | None = None) -> list[Learner]:
     """Every learner of the class, in joining order. `runs`: (widget, learner) -> wrong answers in a row."""
@@ -98,11 +87,19 @@ async def read(conn: Conn, code: str, tours: Tours,
         for sandbox in joined:
             pipe.hgetall(keys.meta_key(sandbox))
             pipe.hgetall(keys.progress_key(sandbox))
-        replies = await pipe.execute()
-    now, found = time.time(), runs or {}
-    return [learner(sandbox, as_dict(replies[2 * i]), as_dict(replies[2 * i + 1]), at, tours,
-                    {w: n for (w, who), n in found.items() if who == sandbox}, now)
-            for i, (sandbox, at) in enumerate(joined.items())]
+        replies = iter(await pipe.execute())
+    now, rows = time.time(), []
+    for sandbox, at in joined.items():
+        meta, made = as_dict(next(replies)), as_dict(next(replies))
+        records = [found for name, steps in tours.items()
+                   if (found := progress.of_widget(made, name, steps)).reached or found.asked]
+        best, checks = exercises_of(made)
+        own = {widget: n for (widget, who), n in (runs or {}).items() if who == sandbox}
+        rows.append(Learner(id=sandbox, name=meta.get("name") or "(no name)", page=presence.page(meta),
+                            widget=meta.get("widget") or None, online=presence.online(meta), last_seen=_seen(meta),
+                            joined=at, records=records, exercises=best, checks=checks,
+                            stuck=stuck(meta, records, own, now, at)))
+    return rows
 
 
 def progress_words(row: Learner) -> str:

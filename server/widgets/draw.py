@@ -54,19 +54,11 @@ def key_text(key: KeyShape | dict[str, object]) -> str:
     return text + (f"\n… ({size} in all; the first shown)" if key.cut else "")
 
 
-def verb(effect: Worded) -> str:
-    """The command an effect's script ran (a DECR is notified as ``incrby``: server/live/effects.py)."""
-    return effects.command(effect.event, effect.key)
-
-
 class Changed:
     """The keys the last step's notifications named, asked by a template."""
 
     def __init__(self, effects: Sequence[Worded]) -> None:
         self.keys = {e.key for e in effects}
-
-    def __bool__(self) -> bool:
-        return bool(self.keys)
 
     def shown(self, snap: Snapshot) -> bool:
         """A key the snapshot shows was written (a key deleted since is not marked, nor counted)."""
@@ -90,7 +82,9 @@ class Drawing:
 
     def __init__(self, env: Environment) -> None:
         self.env = env
-        env.filters.update(key_breaks=key_breaks, short_key=short_key, key_text=key_text, verb=verb)
+        # `verb`: the command an effect's script ran (a DECR is notified as ``incrby``: server/live/effects.py)
+        env.filters.update(key_breaks=key_breaks, short_key=short_key, key_text=key_text,
+                           verb=lambda effect: effects.command(effect.event, effect.key))
         self.drawn: OrderedDict[bytes, str] = OrderedDict()
 
     def html(self, widget: Widget, snap: Snapshot | None, effects: Sequence[Worded] = ()) -> str:

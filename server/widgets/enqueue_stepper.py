@@ -16,20 +16,8 @@ from markupsafe import Markup, escape
 
 from server.emq import flows, registry
 from server.emq.errors import EmqError
-from server.widgets.base import (
-    Body,
-    Description,
-    Design,
-    GotoBody,
-    Outcome,
-    Step,
-    Value,
-    Widget,
-    action,
-    do,
-    info,
-    reading,
-)
+from server.widgets import base
+from server.widgets.base import Body, Description, Design, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.flow import plural, spec
 from server.widgets.turn import Turn
 from server.widgets.view import Moment, QueueView
@@ -137,23 +125,6 @@ def job(view: QueueView, job_id: str) -> Job:
                dependencies=view.number(job_id, ":dependencies"), sets=view.sets_of(job_id))
 
 
-def contents(view: QueueView, children: list[Job], parent: Job) -> str:
-    """What the queue holds, in words: its key count, the children, the parent, the counter."""
-    if view.count == 0:
-        return "the stepper's queue holds no key"
-    groups: dict[str, list[str]] = {}
-    for child in children:
-        if child.state is not None:
-            groups.setdefault(f"state {child.state}, in {', '.join(child.sets) or 'no state set'}",
-                              []).append(child.id)
-    kids = "; ".join(f"{' and '.join(ids)}: {words}" for words, ids in groups.items()) or "no child row"
-    held = (f"{parent.id}: no row yet" if parent.state is None else
-            f"{parent.id}: state {parent.state}, in {', '.join(parent.sets) or 'no state set'}")
-    deps = parent.dependencies
-    counter = "no :dependencies yet" if deps is None else f":dependencies = {deps}"
-    return f"{plural(view.count, 'key')} in the stepper's queue; {kids}; {held}; {counter}"
-
-
 @dataclass(frozen=True)
 class Ran:
     move: int  # the move it ran through
@@ -190,7 +161,18 @@ class EnqueueStepper(Widget):
         at, view = Place.of(moment), moment.first
         second = NON_JOB_CHILD if at.non_job else CHILDREN[1]
         parent, children = job(view, PARENT), [job(view, c) for c in (CHILDREN[0], second)]
-        held = contents(view, children, parent)
+        # what the queue holds, in words: its key count, the children, the parent, the counter
+        groups: dict[str, list[str]] = {}
+        for child in children:
+            if child.state is not None:
+                groups.setdefault(f"state {child.state}, in {', '.join(child.sets) or 'no state set'}",
+                                  []).append(child.id)
+        kids = "; ".join(f"{' and '.join(ids)}: {words}" for words, ids in groups.items()) or "no child row"
+        row = (f"{PARENT}: no row yet" if parent.state is None else
+               f"{PARENT}: state {parent.state}, in {', '.join(parent.sets) or 'no state set'}")
+        counter = "no :dependencies yet" if parent.dependencies is None else f":dependencies = {parent.dependencies}"
+        held = (f"{plural(view.count, 'key')} in the stepper's queue; {kids}; {row}; {counter}" if view.count
+                else "the stepper's queue holds no key")
         if at.refused:
             # the stepper empties its queue before every run: say so, not that nothing changed
             after = held if view.count else f"the queue was emptied for the run and the script wrote nothing, {held}"
@@ -295,8 +277,8 @@ class EnqueueStepper(Widget):
                  else f"Every id is JOB-prefixed{again}")
         return info(f"{which}; the stepper is back before move 1.")
 
-    @action("goto", "Go to step", GotoBody)
-    async def goto(self, turn: Turn, body: GotoBody) -> Outcome:
+    @action("goto", "Go to step", base.GotoBody)
+    async def goto(self, turn: Turn, body: base.GotoBody) -> Outcome:
         """`#step=N`: a kept non-JOB choice would stop every move at the gate, so a link unticks it first."""
         turn.remember(non_job="0")
         await turn.flush()  # written now: the Reset inside the replay keeps what the state holds

@@ -100,28 +100,8 @@ def child_json(view: QueueView, child: flow.Child) -> Child:
                       attempts=fields.get("attempts"))
 
 
-def parent_json(reading: flow.FlowReading, part: str) -> Parent:
-    return reading.parent.card(Parent, queue=part, failed_child=reading.parent.fields.get("failed_child"))
-
-
-def flows_of(moment: Moment) -> tuple[QueueView, QueueView, flow.FlowReading, flow.FlowReading]:
-    """Both queues' views, the main flow and the linked (cross-queue) one."""
-    home, mail = moment.view(HOME), moment.view(MAIL)
-    return (home, mail, flow.read_flow(home, PARENT, [(home, c) for c in CHILDREN]),
-            flow.read_flow(home, LINKED, [(mail, REMOTE)]))
-
-
-def picture(moment: Moment) -> Picture:
-    home, mail, main, linked = flows_of(moment)
-    policy, variant = choices(moment.state)
-    children = [child_json(home, c) for c in main.children]
-    return Picture(
-        policy=policy, variant=variant,
-        tokens=sorted({c.policy for c in children if c.policy}),
-        parent=parent_json(main, HOME), children=children,
-        linked=Linked(parent=parent_json(linked, HOME), child=child_json(mail, linked.children[0]),
-                      outbox=[entry_words(raw, mail) for raw in mail.items("flow:outbox")]),
-    )
+def parent_json(reading: flow.FlowReading) -> Parent:
+    return reading.parent.card(Parent, queue=HOME, failed_child=reading.parent.fields.get("failed_child"))
 
 
 def tally(children: list[flow.Child]) -> str:
@@ -133,23 +113,6 @@ def tally(children: list[flow.Child]) -> str:
              ("claimed, in active", lambda c: c.set == "active"),
              ("gone (no row, not counted)", lambda c: c.state is None and c.counted is None))
     return ", ".join(f"{n} {words}" for words, test in kinds if (n := sum(1 for c in children if test(c))))
-
-
-def readout(moment: Moment) -> str:
-    home, mail, main, linked = flows_of(moment)
-    tokens = sorted({t for c in CHILDREN if (t := home.fields(c).get("parent_policy"))})
-    # `fp (fail the parent)`; an unknown token says what it resolves to
-    words = [f"{t} ({WORDS[t]})" if t in WORDS else f"{t} (unknown: it resolves to fp, {WORDS['fp']})" for t in tokens]
-    said = (f"The child rows say parent_policy {', '.join(words[:-1])}{' and ' if len(words) > 1 else ''}{words[-1]}"
-            if words else "No child row is left to read a token from")
-    parent = main.parent
-    line = (f"{said}. {tally(main.children)} → {main.counter()}, :ignored holds {len(parent.ignored)}; "
-            f"{parent.fate()}.")
-    waiting = mail.items("flow:outbox")
-    outbox = (f"mail's outbox holds {flow.plural(len(waiting), 'entry', 'entries')} "
-              f"({'; '.join(entry_words(raw, mail) for raw in waiting)})" if waiting else "mail's outbox is empty")
-    return (f"{line} Cross-queue: {REMOTE} in {MAIL}: {linked.children[0].words()}; {outbox}; "
-            f"{LINKED}: {linked.parent.fate()}.")
 
 
 RETRY_CAP = 3  # "attempts left": the first failure of three allowed
@@ -200,7 +163,27 @@ class FailurePolicy(Widget):
         await flows.add(turn.conn, home, linked_spec(policy, turn.queue(MAIL)))
 
     def describe(self, moment: Moment) -> Description:
-        return Description(readout(moment), picture(moment))
+        """Both flows, the main one and the linked (cross-queue) one, from both queues' views."""
+        home, mail = moment.view(HOME), moment.view(MAIL)
+        main = flow.read_flow(home, PARENT, [(home, c) for c in CHILDREN])
+        linked = flow.read_flow(home, LINKED, [(mail, REMOTE)])
+        children = [child_json(home, c) for c in main.children]
+        tokens = sorted({c.policy for c in children if c.policy})
+        # `fp (fail the parent)`; an unknown token says what it resolves to
+        words = [f"{t} ({WORDS[t]})" if t in WORDS else f"{t} (unknown: it resolves to fp, {WORDS['fp']})"
+                 for t in tokens]
+        said = (f"The child rows say parent_policy {', '.join(words[:-1])}{' and ' if len(words) > 1 else ''}"
+                f"{words[-1]}" if words else "No child row is left to read a token from")
+        waiting = [entry_words(raw, mail) for raw in mail.items("flow:outbox")]
+        outbox = (f"mail's outbox holds {flow.plural(len(waiting), 'entry', 'entries')} ({'; '.join(waiting)})"
+                  if waiting else "mail's outbox is empty")
+        readout = (f"{said}. {tally(main.children)} → {main.counter()}, :ignored holds {len(main.parent.ignored)}; "
+                   f"{main.parent.fate()}. Cross-queue: {REMOTE} in {MAIL}: {linked.children[0].words()}; {outbox}; "
+                   f"{LINKED}: {linked.parent.fate()}.")
+        policy, variant = choices(moment.state)
+        return Description(readout, Picture(
+            policy=policy, variant=variant, tokens=tokens, parent=parent_json(main), children=children,
+            linked=Linked(parent=parent_json(linked), child=child_json(mail, linked.children[0]), outbox=waiting)))
 
     parent_fate = base.parent_reading("parent-fate", PARENT, HOME)
     dependencies = base.parent_reading("dependencies", PARENT, HOME)
@@ -344,7 +327,7 @@ class FailurePolicy(Widget):
                                                         accept=flow.trusted_by(turn.sandbox))
         if delivered:
             now = await turn.read()
-            linked = flows_of(now)[3]
+            linked = flow.read_flow(now.view(HOME), LINKED, [(now.view(MAIL), REMOTE)])
             return Outcome(text=f"The Pump delivered {delivered} from mail's outbox on {LINKED}'s slot: "
                                 f"{linked.parent.fate()}.", reached=("remote-applied",),
                            detail={"delivered": delivered})

@@ -19,7 +19,7 @@ from server.widgets import base, flow
 from server.widgets.base import Body, Description, Design, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.reader import pipelined
 from server.widgets.turn import Turn
-from server.widgets.view import Kept, Moment, QueueView
+from server.widgets.view import Kept, Moment
 
 PARENT = "JOBparent"
 CHILDREN = ("JOBchild1", "JOBchild2", "JOBchild3")
@@ -53,13 +53,6 @@ class Picture(msgspec.Struct, kw_only=True):
     lapsed: Kept | None  # the lease that lapsed: what the late completion sends
 
 
-def claims(view: QueueView) -> list[Claim]:
-    """The jobs in `active`, oldest lease first: id, token, deadline."""
-    return [Claim(id=member, token=view.fields(member).get("attempts"),
-                  deadline=datetime.fromtimestamp(float(score) / 1000, UTC).strftime("%H:%M:%S UTC"))
-            for member, score in view.scores("active").items()]
-
-
 class FanIn(Widget):
     name = "fanin"
     title = "The fan-in counter"
@@ -85,29 +78,27 @@ class FanIn(Widget):
     def describe(self, moment: Moment) -> Description:
         view = moment.first
         reading_ = flow.read_flow(view, PARENT, [(view, c) for c in CHILDREN])
-        active = claims(view)
+        # the jobs in `active`, oldest lease first
+        active = [Claim(id=member, token=view.fields(member).get("attempts"),
+                        deadline=datetime.fromtimestamp(float(score) / 1000, UTC).strftime("%H:%M:%S UTC"))
+                  for member, score in view.scores("active").items()]
         deadlines = {a.id: a.deadline for a in active}
         children = [child.card(Child, token=view.fields(child.id).get("attempts"),
                                deadline=deadlines.get(child.id)) for child in reading_.children]
-        return Description(self.readout(view, reading_, active), Picture(
-            parent=reading_.parent.card(flow.ParentCard), children=children, active=active,
-            last=moment.kept("last"), lapsed=moment.kept("lapsed")))
-
-    @staticmethod
-    def readout(view: QueueView, reading_: flow.FlowReading, active: list[Claim]) -> str:
         parent = reading_.parent
-        if parent.state is None:
-            waiting = [c for c in CHILDREN if c in view.members("pending") or c in view.members("active")]
-            if not waiting and parent.dependencies is None:
-                return "No flow in this queue: press Reset to land it again."
-            verb = "waits" if len(waiting) == 1 else "wait"
-            return (f"The parent's row is gone, yet {flow.plural(len(waiting), 'child', 'children')} still {verb} "
-                    f"and {reading_.counter()}: completions count down a counter nothing will release. "
-                    "Press Reset.")
-        line = f"{reading_.tally()} → {reading_.counter()}; {parent.fate()}"
-        if active:
-            line += "; in active: " + ", ".join(f"{a.id} (token {a.token})" for a in active)
-        return line
+        waiting = [c for c in CHILDREN if c in view.members("pending") or c in view.members("active")]
+        if parent.state is not None:
+            readout = f"{reading_.tally()} → {reading_.counter()}; {parent.fate()}"
+            readout += ("; in active: " + ", ".join(f"{a.id} (token {a.token})" for a in active)) if active else ""
+        elif not waiting and parent.dependencies is None:
+            readout = "No flow in this queue: press Reset to land it again."
+        else:
+            readout = (f"The parent's row is gone, yet {flow.plural(len(waiting), 'child', 'children')} still "
+                       f"{'waits' if len(waiting) == 1 else 'wait'} and {reading_.counter()}: completions count down "
+                       "a counter nothing will release. Press Reset.")
+        return Description(readout, Picture(
+            parent=parent.card(flow.ParentCard), children=children, active=active,
+            last=moment.kept("last"), lapsed=moment.kept("lapsed")))
 
     dependencies = base.parent_reading("dependencies", PARENT)
     children_outstanding = base.parent_reading("children-outstanding", PARENT)

@@ -15,22 +15,9 @@ from server.emq import flows, jobs, keyspace, pump
 from server.emq.errors import EmqError
 from server.emq.script import raise_first
 from server.emq.shape import FlowShapeError
-from server.widgets import flow
+from server.widgets import base, flow
 from server.widgets import ledger_batch as lb
-from server.widgets.base import (
-    FATES,
-    Body,
-    Description,
-    Design,
-    Outcome,
-    Step,
-    Value,
-    Widget,
-    action,
-    do,
-    info,
-    reading,
-)
+from server.widgets.base import Body, Description, Design, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.flow import plural
 from server.widgets.reader import pipelined
 from server.widgets.turn import Turn
@@ -72,47 +59,32 @@ class FlowCard(msgspec.Struct, kw_only=True):
 
 def card(n: int, plan: lb.Planned, views: dict[str, QueueView], entry: list[object] | None,
          tried: bool, error: str | None) -> FlowCard:
-    """One flow as Valkey holds it now, beside what the add returned for it."""
-    status = FlowCard(number=n, parent=plan.parent, path=plan.path, entry=entry, tried=tried, error=error,
-                      state=None, dependencies=None, processed=0, sets=[], children=[])
+    """One flow as Valkey holds it now, beside what the add returned for it: its parent in one word, in one line."""
+    s = FlowCard(number=n, parent=plan.parent, path=plan.path, entry=entry, tried=tried, error=error,
+                 state=None, dependencies=None, processed=0, sets=[], children=[])
     if all(lb.well_formed(i) for i in (plan.parent, *(c for c, _ in plan.children))):
         found = flow.read_flow(views["orders"], plan.parent, [(views[q], c) for c, q in plan.children])
         p = found.parent
-        status.state, status.dependencies, status.processed, status.sets = (
-            p.state, p.dependencies, len(p.processed), p.sets)
-        status.children = [c.card(LedgerChild, queue=rel)
-                           for c, (_, rel) in zip(found.children, plan.children)]
+        s.state, s.dependencies, s.processed, s.sets = p.state, p.dependencies, len(p.processed), p.sets
+        s.children = [c.card(LedgerChild, queue=rel) for c, (_, rel) in zip(found.children, plan.children)]
     else:
         # an ill-formed id never became a key: the gate refused the batch it was in
-        status.children = [LedgerChild(id=c, queue=q, state=None, set=None, where="no row" if lb.well_formed(c)
-                                       else "ill-formed: no key can be built for it") for c, q in plan.children]
-    status.word = parent_word(status)
-    status.line = card_line(status)
-    return status
-
-
-def parent_word(s: FlowCard) -> str:
-    if s.state is None:
-        return "no row" if s.tried else "not added yet"
-    return FATES.get(s.state, str(s.state))
-
-
-def card_line(s: FlowCard) -> str:
+        s.children = [LedgerChild(id=c, queue=q, state=None, set=None, where="no row" if lb.well_formed(c)
+                                  else "ill-formed: no key can be built for it") for c, q in plan.children]
     if s.entry:
         kids = s.entry[1] if len(s.entry) > 1 and isinstance(s.entry[1], list) else []
-        found = f"in the result as ({s.entry[0]}, [{', '.join(map(str, kids))}])"
-    elif not s.tried:
-        found = "not added yet"
+        found_in = f"in the result as ({s.entry[0]}, [{', '.join(map(str, kids))}])"
     else:
-        found = "not in the result" + (f" (refused: {s.error})" if s.error else "")
+        found_in = ("not in the result" + (f" (refused: {s.error})" if s.error else "")) if tried else "not added yet"
     if s.state is None:
-        parent = f"parent {s.parent}: no row"
+        s.word, parent = ("no row" if tried else "not added yet"), f"parent {s.parent}: no row"
     else:
         deps = "no :dependencies" if s.dependencies is None else f":dependencies = {s.dependencies}"
         where = f"in {', '.join(s.sets)}" if s.sets else "in no state set"
-        parent = f"parent {s.parent}: {s.state}, {deps}, {where}"
+        s.word, parent = base.FATES.get(s.state, s.state), f"parent {s.parent}: {s.state}, {deps}, {where}"
     kids_said = "; ".join(f"{c.id} (ledger.{c.queue}) {c.where}" for c in s.children)
-    return f"Flow {s.number} ({s.path}) is {found}; {parent}; children: {kids_said}."
+    s.line = f"Flow {s.number} ({s.path}) is {found_in}; {parent}; children: {kids_said}."
+    return s
 
 
 class Picture(msgspec.Struct, kw_only=True):
@@ -182,7 +154,7 @@ class LedgerWidget(Widget):
     @reading("flow4-parent")
     def flow4_parent(self, now: Moment, before: Moment) -> Value:
         state = now.view(PARTS[0]).fields(FLOW4_PARENT).get("state")
-        return "absent" if state is None else FATES.get(state, state)
+        return "absent" if state is None else base.FATES.get(state, state)
 
     @reading("next-is-flow-4")
     def next_is_flow_4(self, now: Moment, before: Moment) -> Value:
@@ -203,8 +175,9 @@ class LedgerWidget(Widget):
         return sum(name not in old for name, _, _ in now.all_keys())
 
     def placed(self, turn: Turn, specs: Any) -> list[dict[str, Any]]:
-        """Flows whose relative queues are mapped into this sandbox's ledger."""
-        return [lb.as_flow(s, lambda rel: turn.queue(f"ledger.{rel}")) for s in specs]
+        """The flows with each child's relative queue mapped into this sandbox's ledger."""
+        return [{**s, "children": [{**c, "queue": turn.queue(f"ledger.{c.get('queue') or 'orders'}")}
+                                   for c in s["children"]]} for s in specs]
 
     def reached(self, n: int, landed: bool, now: Moment) -> tuple[str, ...]:
         """The milestone fixed flow `n` reached, borne out by the keys just read."""

@@ -118,11 +118,6 @@ def sample_batch() -> list[dict[str, Any]]:
                           enumerate(kids, 1)]} for f, (p, kids) in enumerate(OWN_SAMPLE, 1)]
 
 
-def as_flow(spec: dict[str, Any], queue_of: Callable[[str], str]) -> dict[str, Any]:
-    """The flow with each child's relative queue mapped into the sandbox."""
-    return {**spec, "children": [{**c, "queue": queue_of(c.get("queue") or "orders")} for c in spec["children"]]}
-
-
 @dataclass(frozen=True)
 class Planned:
     """One flow of the batch on the ledger: its parent and (child id, relative queue)."""

@@ -43,14 +43,10 @@ class Sent:
     absent: bool = False  # the server has no such command: no EMQ module there
 
 
-def words(parts: Sequence[Any]) -> str:
-    return " ".join(str(p) for p in parts)
-
-
 async def send_line(conn: Conn, parts: Sequence[Any], send: Callable[[], Awaitable[Any]] | None = None) -> Sent:
     """Send a command line as it is (or by `send`: an EVALSHA line through its script,
     loaded where Valkey lacks it); every answer, an error too, is a reply."""
-    line = words(parts)
+    line = " ".join(str(p) for p in parts)
     try:
         value = await (send() if send is not None else conn.execute_command(*parts))
     except (ResponseError, EmqError) as exc:
@@ -65,24 +61,6 @@ async def send_line(conn: Conn, parts: Sequence[Any], send: Callable[[], Awaitab
         # it; for a command no node knows, it refuses to send the line at all.
         return Sent(line, f"(not sent) the cluster client says: {exc}", error=True, absent=True)
     return Sent(line, "\n".join(replies.lines(value)))
-
-
-def changes(before: dict[str, str], after: dict[str, str]) -> list[tuple[str, str]]:
-    """Each key whose bytes differ, as (name, new | gone | changed); [] when none does."""
-    return [(n, "new" if n not in before else "gone" if n not in after else "changed")
-            for n in sorted(set(before) | set(after)) if before.get(n) != after.get(n)]
-
-
-def flat_words(view: QueueView) -> str:
-    """The flat job as the keys hold it, and the queue's completed count."""
-    if view.row(FLAT) is None:
-        said = f"{FLAT}: no row"
-    else:
-        sets = ", ".join(view.sets_of(FLAT)) or "no state set"
-        said = f"{FLAT}: {view.fields(FLAT).get('state') or 'no state'}, in {sets}"
-    metrics = view.get("metrics:completed")
-    done = metrics.value.get("count") if metrics is not None and isinstance(metrics.value, dict) else None
-    return said + (f"; metrics:completed count = {done}" if done is not None else "")
 
 
 @dataclass(frozen=True)
@@ -151,13 +129,19 @@ class Native(Widget):
         view, state = moment.first, moment.state
         reading_ = flow.read_flow(view, PARENT, [(view, CHILD)])
         child = reading_.children[0]
-        readout = (f"{CHILD}: {child.words()}; {reading_.parent.fate()}, {reading_.counter()}; "
-                   f"{flat_words(view)}.")
+        # the flat job as the keys hold it, and the queue's completed count
+        sets = ", ".join(view.sets_of(FLAT)) or "no state set"
+        flat = f"{FLAT}: no row" if view.row(FLAT) is None else (
+            f"{FLAT}: {view.fields(FLAT).get('state') or 'no state'}, in {sets}")
+        metrics = view.get("metrics:completed")
+        done = metrics.value.get("count") if metrics is not None and isinstance(metrics.value, dict) else None
+        flat += f"; metrics:completed count = {done}" if done is not None else ""
+        readout = f"{CHILD}: {child.words()}; {reading_.parent.fate()}, {reading_.counter()}; {flat}."
         if state.get("executor") == "absent":
             readout += " " + ABSENT
-        flat = Flat(id=FLAT, state=view.fields(FLAT).get("state"), set=next(iter(view.sets_of(FLAT)), None))
         return Description(readout, Picture(
-            parent=reading_.parent.card(flow.ParentCard), child=child.card(flow.ChildCard), flat=flat,
+            parent=reading_.parent.card(flow.ParentCard), child=child.card(flow.ChildCard),
+            flat=Flat(id=FLAT, state=view.fields(FLAT).get("state"), set=next(iter(view.sets_of(FLAT)), None)),
             executor=state.get("executor", ""), last=moment.kept("last")))
 
     @reading("keys-changed")
@@ -178,7 +162,10 @@ class Native(Widget):
         old = await turn.dumps(names)
         sent = await send_line(turn.conn, parts, send)
         after = (await turn.read()).first
-        moved = changes(old, await turn.dumps(sorted({*names, *(k.name for k in after.keys)})))
+        new = await turn.dumps(sorted({*names, *(k.name for k in after.keys)}))
+        # each key whose bytes differ, as (name, new | gone | changed)
+        moved = [(n, "new" if n not in old else "gone" if n not in new else "changed")
+                 for n in sorted(set(old) | set(new)) if old.get(n) != new.get(n)]
         named = [(shown(name, turn.sandbox), kind) for name, kind in moved]
         turn.remember(last={
             "action": slug, "line": shown(sent.line, turn.sandbox),

@@ -17,20 +17,7 @@ from redis.exceptions import ResponseError
 from server.emq import flows, jobs, keyspace, pump, registry
 from server.valkey.client import node_of
 from server.widgets import base, flow, outbox_entries
-from server.widgets.base import (
-    Body,
-    Description,
-    Design,
-    Outcome,
-    Refused,
-    Step,
-    Value,
-    Widget,
-    action,
-    do,
-    info,
-    reading,
-)
+from server.widgets.base import Body, Description, Design, Outcome, Step, Value, Widget, action, do, info, reading
 from server.widgets.outbox_entries import Lane, LaneCard, LaneChild
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
@@ -104,20 +91,16 @@ class Outbox(Widget):
         pictured = [lane.as_json(home.queue, [
             replace(c, entry=lane.waits(c.id)).card(LaneChild, queue=lane.part)
             for c in reading_.children if c.queue == lane.queue]) for lane in lanes]
-        return Description(self.readout(reading_, lanes), Picture(
-            parent=parent, queues=pictured, max_blocked=MAX_BLOCKED, cluster=home.node is not None))
-
-    @staticmethod
-    def readout(reading_: flow.FlowReading, lanes: list[Lane]) -> str:
-        parent = reading_.parent
         outboxes = "; ".join(lane.summary(MAX_BLOCKED) for lane in lanes)
         aside = sum(len(lane.aside) for lane in lanes)
         moved = f"; {flow.plural(aside, 'entry', 'entries')} set aside on a poison list" if aside else ""
-        fate = parent.fate() if parent.state is not None else (
+        fate = reading_.parent.fate() if reading_.parent.state is not None else (
             f"{PARENT} has no row in {HOME}, so no entry for it can deliver: press Reset to land the flow again")
         counted = sum(c.counted is not None for c in reading_.children)
-        return (f"{counted} of {len(CHILDREN)} children counted on the parent's slot; {outboxes}{moved} "
-                f"→ {reading_.counter()}; {fate}")
+        readout = (f"{counted} of {len(CHILDREN)} children counted on the parent's slot; {outboxes}{moved} "
+                   f"→ {reading_.counter()}; {fate}")
+        return Description(readout, Picture(
+            parent=parent, queues=pictured, max_blocked=MAX_BLOCKED, cluster=home.node is not None))
 
     dependencies = base.parent_reading("dependencies", PARENT, HOME)
 
@@ -217,7 +200,7 @@ class Outbox(Widget):
         view = turn.moment.view(part)
         held = sum(k.size for k in (view.get("flow:outbox"), view.get("flow:outbox:poison")) if k is not None)
         if held >= MAX_ENTRIES:
-            raise Refused(f"{part}'s outbox and poison list hold {held} entries, the cap of {MAX_ENTRIES}: "
+            raise base.Refused(f"{part}'s outbox and poison list hold {held} entries, the cap of {MAX_ENTRIES}: "
                           "nothing was added. Press Reset to start again.")
         length = await turn.conn.rpush(keyspace.outbox_key(turn.queue(part)), POISON)
         return Outcome(text=f"A plain RPUSH, not EchoMQ, put a torn entry at [{length - 1}] of {part}'s "
@@ -254,7 +237,7 @@ class Outbox(Widget):
         """The cross-queue add as ONE `enqueue_flow`, its KEYS on two slots: the cluster refuses it."""
         conn = turn.conn
         if not isinstance(conn, RedisCluster):
-            raise Refused("Try it as one script needs a cluster: on one server every slot is local and nothing "
+            raise base.Refused("Try it as one script needs a cluster: on one server every slot is local and nothing "
                           "refuses it. Run `emqlab serve --cluster` to see the refusal.")
         home, other = turn.queue(HOME), turn.queue(LANES[0])
         keys = [keyspace.job_key(home, SOLO), keyspace.dependencies_key(home, SOLO),

@@ -113,14 +113,6 @@ def offered(widget: Widget, questions: Sequence[Question], moment: Moment) -> li
     return list(found.values())
 
 
-def fits(question: Question, legend: str) -> bool:
-    """Whether `legend` is this question's, its subject named (a recorded trace's legend)."""
-    head, _, tail = question.legend.partition("{subject}")
-    if question.subject is None:
-        return legend == question.legend
-    return legend.startswith(head) and legend.endswith(tail) and len(legend) > len(head) + len(tail)
-
-
 def _named(widget: Widget, question: Question, moment: Moment) -> Question:
     if question.subject is None:
         return question

@@ -13,7 +13,7 @@ import contextlib
 import json
 import time
 from dataclasses import asdict
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -21,7 +21,7 @@ from server.emq import flows
 from server.sandboxes import keys
 from server.widgets import flow
 from server.widgets.base import Body, Description, Design, Outcome, Refused, Step, Value, Widget, action, do, reading
-from server.widgets.race_run import EARLY, PARENT, Plan, Race, child_ids, deadline_ms
+from server.widgets.race_run import CAP_S, EARLY, PARENT, Plan, Race, child_ids
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
 
@@ -68,17 +68,6 @@ class Picture(msgspec.Struct, frozen=True):
     held: str  # one sentence when a finished run left the parent held, and why ("" otherwise)
 
 
-def timeline(moment: Moment) -> list[Entry]:
-    found = sorted((k, v) for k, v in moment.state.items() if k.startswith("race:t:"))
-    out = []
-    for _, raw in found:
-        try:
-            out.append(msgspec.convert(json.loads(raw), Entry))
-        except (ValueError, msgspec.ValidationError):
-            continue  # a half-written entry never breaks the picture
-    return out
-
-
 def invariants(moment: Moment, n: int) -> list[Invariant]:
     view = moment.first
     children = set(child_ids(n))
@@ -88,7 +77,12 @@ def invariants(moment: Moment, n: int) -> list[Invariant]:
     released = state is not None and state != "awaiting_children"
     recorded = len(set(processed) & children)
     live = [c for c in children if view.row(c) is not None and view.sets_of(c)]
-    completed = _completed(moment)
+    metrics = view.get("metrics:completed")
+    try:
+        completed = int((metrics.value if metrics is not None and isinstance(metrics.value, dict) else {}).get(
+            "count") or 0)
+    except ValueError:
+        completed = 0
     counted_ok = deps is not None and deps >= 0 and n - deps == recorded and set(processed) <= children
     counted = Invariant("counted-once", counted_ok, (
         f"Each child counted once: :processed holds {recorded} and :dependencies = {deps}, {n} children in all."
@@ -97,7 +91,6 @@ def invariants(moment: Moment, n: int) -> list[Invariant]:
         f"{recorded} of {n}."))
     early = released and (recorded < n or deps != 0)
     below = deps is not None and deps < 0
-    release_ok = not early and not below
     release_text = (f"The parent was released before every child was counted: :processed held {recorded} of {n}."
                     if early else f":dependencies went below zero ({deps}): a child was counted twice."
                     if below else "The parent was released once, after its last child: :dependencies = 0."
@@ -107,53 +100,41 @@ def invariants(moment: Moment, n: int) -> list[Invariant]:
     none_lost = Invariant("none-lost", lost <= 0, (
         f"No child lost: {completed} completed, {len(live)} still waiting to run." if lost <= 0 else
         f"{lost} child(ren) vanished: neither completed nor waiting in a state set."))
-    return [counted, Invariant("released-once", release_ok, release_text), none_lost]
-
-
-def _completed(moment: Moment) -> int:
-    found = moment.first.get("metrics:completed")
-    value = found.value if found is not None and isinstance(found.value, dict) else {}
-    try:
-        return int(value.get("count") or 0)
-    except ValueError:
-        return 0
-
-
-def held_sentence(status: str, state: str | None, deps: int | None, entries: list[Entry]) -> str:
-    """Said plainly when a finished run left the parent held: safe, yet never released."""
-    if status != "done" or state != "awaiting_children":
-        return ""
-    if any(e.reply.startswith("1: the row retired") for e in entries):
-        return (f"The parent is still held and nothing will release it: a late completion retired a child "
-                f"that had already left active without counting it, so :dependencies stays at {deps} "
-                "(the lost count dive 01 teaches).")
-    return f"The parent is still held: the run ended with :dependencies = {deps}, children still outstanding."
+    return [counted, Invariant("released-once", not early and not below, release_text), none_lost]
 
 
 def picture(moment: Moment) -> Picture:
     run = moment.kept("run") or {}
-    choices = _read_choices(run.get("choices"))
+    try:
+        choices = msgspec.convert(run["choices"], Choices) if isinstance(run.get("choices"), dict) else Choices()
+    except msgspec.ValidationError:
+        choices = Choices()
     view = moment.first
     state = view.fields(PARENT).get("state")
+    deps = view.number(PARENT, ":dependencies")
     status = str(run.get("status") or "ready")
-    found = invariants(moment, choices.children) if status == "done" else []
-    entries = timeline(moment)
+    entries = []
+    for _, raw in sorted((k, v) for k, v in moment.state.items() if k.startswith("race:t:")):
+        try:
+            entries.append(msgspec.convert(json.loads(raw), Entry))
+        except (ValueError, msgspec.ValidationError):
+            continue  # a half-written entry never breaks the picture
+    # said plainly when a finished run left the parent held: safe, yet never released
+    held = ""
+    if status == "done" and state == "awaiting_children":
+        held = (f"The parent is still held: the run ended with :dependencies = {deps}, children still outstanding."
+                if not any(e.reply.startswith("1: the row retired") for e in entries) else
+                "The parent is still held and nothing will release it: a late completion retired a child "
+                "that had already left active without counting it, so :dependencies stays at "
+                f"{deps} (the lost count dive 01 teaches).")
     return Picture(
         seed=choices.seed, status=status, recorded=bool(run.get("recorded")), ended=str(run.get("ended") or ""),
         choices=choices,
         script="complete_early_release" if choices.early_release else "complete",
         parent={"awaiting_children": "held", "pending": "released", "active": "released and claimed",
                 None: "gone"}.get(state, state or "gone"),
-        dependencies=view.number(PARENT, ":dependencies"), processed=len(view.fields(PARENT, ":processed")),
-        timeline=entries, invariants=found,
-        held=held_sentence(status, state, view.number(PARENT, ":dependencies"), entries))
-
-
-def _read_choices(raw: Any) -> Choices:
-    try:
-        return msgspec.convert(raw, Choices) if isinstance(raw, dict) else Choices()
-    except msgspec.ValidationError:
-        return Choices()
+        dependencies=deps, processed=len(view.fields(PARENT, ":processed")),
+        timeline=entries, invariants=invariants(moment, choices.children) if status == "done" else [], held=held)
 
 
 def readout(found: Picture) -> str:
@@ -231,7 +212,7 @@ class RaceLab(Widget):
         await turn.clear()
         await self.land(turn, plan.children)
         state = keys.state_key(turn.queue())
-        marker = {"status": "running", "until": deadline_ms(), "choices": choices}
+        marker = {"status": "running", "until": int((time.time() + CAP_S + 2) * 1000), "choices": choices}
         await turn.conn.hset(state, mapping={"landed": "1", "run": json.dumps(marker)})
         await turn.release()  # the race runs without the lock: Reset may stop it, a second Run is refused
         race = Race(turn.conn, turn.queue(), state, plan)

@@ -12,7 +12,6 @@ import contextlib
 import json
 import logging
 import random
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -256,7 +255,3 @@ def _own_connection(conn: Conn, key: str, name: str) -> Redis:
     kwargs.update(client_name=name, decode_responses=True)
     own = ConnectionPool(connection_class=kind, max_connections=1, **kwargs)
     return Redis.from_pool(own)  # the client owns its pool: closing it closes the connection
-
-
-def deadline_ms() -> int:
-    return int((time.time() + CAP_S + 2) * 1000)

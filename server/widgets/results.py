@@ -63,19 +63,16 @@ class ResultsReader(Widget):
             now = {"values": view.fields(PARENT, ":processed"), "ignored": view.fields(PARENT, ":ignored"),
                    "dependencies": view.number(PARENT, ":dependencies") or 0}
             read["current"] = all(read.get(k) == v for k, v in now.items())
-        return Description(self.readout(found), Picture(
+        if found.parent.state is not None:
+            readout = f"{found.tally()} → {found.counter()}; {found.parent.fate()}"
+        elif found.parent.dependencies is None and not any(c.state for c in found.children) and not found.counted():
+            readout = "No flow in this queue: press Reset to land it again."
+        else:
+            readout = (f"The parent's row is gone ({found.tally()}, {found.counter()}): nothing will run it. "
+                       "Press Reset to land the flow again.")
+        return Description(readout, Picture(
             parent=found.parent.card(flow.ParentCard), children=[c.card(flow.ChildCard) for c in found.children],
             read=read))
-
-    @staticmethod
-    def readout(found: flow.FlowReading) -> str:
-        if found.parent.state is None:
-            if found.parent.dependencies is None and not any(c.state for c in found.children) \
-                    and not found.counted():
-                return "No flow in this queue: press Reset to land it again."
-            return (f"The parent's row is gone ({found.tally()}, {found.counter()}): nothing will run it. "
-                    "Press Reset to land the flow again.")
-        return f"{found.tally()} → {found.counter()}; {found.parent.fate()}"
 
     dependencies = base.parent_reading("dependencies", PARENT)
     children_outstanding = base.parent_reading("children-outstanding", PARENT)

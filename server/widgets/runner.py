@@ -21,7 +21,7 @@ from server.emq.script import Call
 from server.emq.wire import Conn
 from server.sandboxes import admission, answers, progress
 from server.widgets import questions, reader
-from server.widgets.base import Body, Outcome, Refused, ResetStillFull, Widget
+from server.widgets.base import Body, Refused, ResetStillFull, Widget
 from server.widgets.questions import Verdict
 from server.widgets.snapshot import Catalog, Snapshot
 from server.widgets.turn import LOCK_WAIT_S, Actor, Busy, Turn
@@ -107,7 +107,10 @@ async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, adm
         problem = before.misfit()
         if problem is not None and slug not in ("reset", "goto"):
             raise Refused(problem)
-        question = _question(lab, widget, slug, body, before) if problem is None else None
+        question = None  # the open question the answer is for: with none open for it now, the action runs unjudged
+        if problem is None and body.predict is not None:
+            offered = questions.offered(widget, lab.catalog.asked(widget), before)
+            question = next((q for q in offered if q.action == slug and q.id == body.predict.question), None)
         outcome = await action.fn(widget, held, body)
         verdict = None
         if body.predict is not None and not questions.ran(outcome.kind):
@@ -123,7 +126,10 @@ async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, adm
     # an asked question's verdict waits for Reveal (own sandboxes): the page and the record say only
     # that the answer is in; it is counted in the learner's progress at Reveal
     shown = questions.veiled(verdict, question) if verdict and question and asked and actor.veiled else verdict
-    record = _record(widget, actor, slug, outcome, shown)
+    # the outcome as the lab state keeps it: what, which button, who, from which page
+    record = {"text": outcome.text, "kind": outcome.kind, "detail": outcome.detail, "action": slug,
+              "label": widget.label(slug), "by": actor.by, "name": actor.name, "tab": actor.tab,
+              "reached": list(outcome.reached), "verdict": msgspec.to_builtins(shown) if shown else None}
     step = progress.Step(widget.name, outcome.reached if slug != "goto" else (),
                          shown.right if shown and not shown.hidden else None, shown.text if shown else "")
     now_ms = int(time.time() * 1000)
@@ -142,24 +148,8 @@ async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, adm
     return Acted(record, int(ver), mine, shown)
 
 
-def _question(lab: Lab, widget: Widget, slug: str, body: Body, before: Any) -> questions.Question | None:
-    """The open question the answer is for; None when none is open for it now (the action runs unjudged)."""
-    if body.predict is None:
-        return None
-    wanted, offered = body.predict.question, questions.offered(widget, lab.catalog.asked(widget), before)
-    return next((found for found in offered if found.action == slug and found.id == wanted), None)
-
-
 async def _land(widget: Widget, held: Turn) -> None:
     """Land the scenario over whatever a half-finished landing left."""
     await held.clear()
     await widget.land(held)
     held.remember(landed="1")
-
-
-def _record(widget: Widget, actor: Actor, slug: str, outcome: Outcome, verdict: Verdict | None) -> dict[str, Any]:
-    """The outcome as the lab state keeps it: what, which button, who, from which page."""
-    return {"text": outcome.text, "kind": outcome.kind, "detail": outcome.detail, "action": slug,
-            "label": widget.label(slug), "by": actor.by, "name": actor.name, "tab": actor.tab,
-            "reached": list(outcome.reached),
-            "verdict": msgspec.to_builtins(verdict) if verdict else None}

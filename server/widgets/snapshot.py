@@ -20,7 +20,7 @@ from server.widgets.view import Moment, QueueShape
 
 
 class Record(msgspec.Struct, kw_only=True):
-    """The last action's record as the lab state keeps it (`runner._record`): what, which
+    """The last action's record as the lab state keeps it (`runner.act`): what, which
     button, who, from which page. Every field has a default: an older record still reads."""
 
     text: str = ""
@@ -82,58 +82,39 @@ def compose(catalog: Catalog, widget: Widget, moment: Moment, fields: Mapping[st
     described = widget.describe(moment) if fits else Description("", None)
     asked = questions.offered(widget, catalog.asked(widget), moment) if fits else []
     record = progress.of_widget(fields, widget.name, [s.id for s in widget.tour])
-    prefix = moment.first.queue.partition(".")[0] + "." if moment.views else ""
-    # names and values as the learner writes them: no sandbox prefix, a row's parent_queue included
-    shown = unsandboxed(Shown(queues=[v.as_json() for v in moment.views.values()], readout=described.readout,
-                              picture=described.picture, outcome=record_of(moment)), prefix)
-    return Snapshot(
+    try:  # the last action's record: a half-written or older one must not break a picture
+        outcome = msgspec.convert(kept, Record) if (kept := moment.kept("outcome")) is not None else None
+    except msgspec.ValidationError:
+        outcome = None
+    snap = Snapshot(
         widget=widget.name,
         ver=int(moment.state.get("ver") or 0),
         landed=moment.landed,
         key_count=sum(v.count for v in moment.views.values()),
-        queues=shown.queues,
-        readout=shown.readout,
-        picture=shown.picture,
+        queues=[v.as_json() for v in moment.views.values()],
+        readout=described.readout,
+        picture=described.picture,
         problem=problem,
-        outcome=shown.outcome,
+        outcome=outcome,
         questions=[q.as_json() for q in asked],
         steps=[StepState(s.id, s.label, s.id in record.reached) for s in widget.tour],
         progress=record,
     )
-
-
-def record_of(moment: Moment) -> Record | None:
-    """The last action's record, or None: a half-written or older one must not break a picture."""
-    kept = moment.kept("outcome")
-    try:
-        return msgspec.convert(kept, Record) if kept is not None else None
-    except msgspec.ValidationError:
-        return None
-
-
-class Shown(msgspec.Struct, kw_only=True):
-    """What a snapshot shows that may name the sandbox: the keys, the readout, the picture, the record."""
-
-    queues: list[QueueShape]
-    readout: str
-    picture: msgspec.Struct | None
-    outcome: Record | None
-
-
-def unsandboxed(shown: Shown, prefix: str) -> Shown:
-    """`shown` with every `<sandbox>.` inside its strings removed: a page never shows the
-    sandbox id (a class member would learn the target of an attack). Done on the encoded
-    bytes (the id reads there as in the strings): one pass in C, not a walk in Python."""
-    if prefix:
-        raw = msgspec.json.encode(shown).replace(prefix.encode(), b"")
-        shown = msgspec.json.decode(raw, type=_shape(type(shown.picture) if shown.picture is not None else None))
-    return shown
+    if not moment.views:
+        return snap
+    # Names and values as the learner writes them: every `<sandbox>.` inside the strings removed (a row's
+    # parent_queue included). A page never shows the sandbox id: a class member would learn the target of
+    # an attack. Done on the encoded bytes (the id reads there as in the strings): one pass in C.
+    prefix = moment.first.queue.partition(".")[0] + "."
+    raw = msgspec.json.encode(snap).replace(prefix.encode(), b"")
+    return msgspec.json.decode(raw, type=_shape(type(snap.picture) if snap.picture is not None else None))
 
 
 @functools.cache
-def _shape(picture: type[msgspec.Struct] | None) -> type[Shown]:
-    """`Shown` typed with the widget's own picture Struct; one subclass per picture type."""
+def _shape(picture: type[msgspec.Struct] | None) -> type[Snapshot]:
+    """`Snapshot` typed with the widget's own picture Struct; one subclass per picture type."""
     if picture is None:
-        return Shown
-    made = msgspec.defstruct(f"Shown{picture.__name__}", [("picture", picture | None)], bases=(Shown,), kw_only=True)
-    return cast(type[Shown], made)
+        return Snapshot
+    made = msgspec.defstruct(f"Snapshot{picture.__name__}", [("picture", picture | None)], bases=(Snapshot,),
+                             kw_only=True)
+    return cast(type[Snapshot], made)

@@ -25,7 +25,6 @@ from server.refusal import Refusal
 from server.sandboxes import keys
 from server.sandboxes.sandbox import queue_name
 from server.widgets.reader import SNAPSHOT_BYTES, Command, moment_of, pipelined, queues_of, read_calls
-from server.widgets.reader import read as read  # re-exported: the tests read a widget from here
 from server.widgets.view import Moment
 
 if TYPE_CHECKING:

@@ -129,7 +129,10 @@ class QueueView:
                 return (f"{key.shown} holds a {key.type} where the key grammar has a {want}: "
                         "the widget cannot read its scenario. Press Reset to land it again.")
             row = suffix.startswith("job:") and ":" not in suffix[4:]
-            if row and isinstance(key.value, dict) and not _counter(key.value.get("attempts")):
+            # a counter is absent, or a whole number a script counts with (the scripts' own rule,
+            # includes/guards.lua stored_number_refusal: at most 15 digits)
+            attempts = key.value.get("attempts") if row and isinstance(key.value, dict) else None
+            if attempts is not None and not (isinstance(attempts, str) and COUNTER_RE.fullmatch(attempts)):
                 return (f"{key.shown} holds attempts = {str(key.value['attempts'])[:40]!r}, not a whole number: "
                         "the token cannot be counted. Press Reset to land it again.")
         return None
@@ -173,12 +176,6 @@ class Moment:
         return next((found for v in self.views.values() if (found := v.misfit()) is not None), None)
 
 
-def _counter(value: Any) -> bool:
-    """Absent, or a whole number a script counts with (the scripts' own rule,
-    includes/guards.lua stored_number_refusal: at most 15 digits)."""
-    return value is None or (isinstance(value, str) and COUNTER_RE.fullmatch(value) is not None)
-
-
 def shown(text: str, sandbox: str) -> str:
     """`text` with every key and queue of the sandbox named as the course writes it."""
     return text.replace("{" + sandbox + ".", "{")
@@ -202,12 +199,8 @@ def _shaped(kind: str, value: Any) -> Any:
     if kind == "hash":
         return dict(zip(value[::2], value[1::2], strict=True))
     if kind == "zset":
-        return [[m, _score(s)] for m, s in zip(value[::2], value[1::2], strict=True)]
+        scores = [float(s) for s in value[1::2]]
+        return [[m, int(s) if s.is_integer() else s] for m, s in zip(value[::2], scores, strict=True)]
     if kind == "set":
         return sorted(value)
     return value
-
-
-def _score(raw: str) -> int | float:
-    number = float(raw)
-    return int(number) if number.is_integer() else number

@@ -102,7 +102,7 @@ async def test_the_redis_py_behaviours_the_site_relies_on_hold_in_the_installed_
 
     # Since 8.2 a client gives up on a reply after 5 s unless told otherwise (it waited
     # for ever before). The site's clients that may wait longer say so (the pool of
-    # server/valkey/client.py; the stream reads on a connection of its own, live/subscriber.py).
+    # server/valkey/client.py; the stream reads on a connection of its own, live/hub.py).
     assert aioredis.Redis(port=server.port).connection_pool.connection_kwargs.get("socket_timeout") == 5
     # driver_info=None (server/valkey/client.py): a new connection sends no CLIENT SETINFO,
     # one round trip fewer, so the server knows no library name for it.

@@ -25,7 +25,7 @@ from server.console.as_user import Runner
 from server.console.lock import queue_lock
 from server.emq import flows
 from server.emq.wire import Conn
-from server.lifecycle import reaper, removal, resets
+from server.lifecycle import reaper, resets
 from server.live import events
 from server.sandboxes import admission, keys, learners, progress, rooms
 from server.sandboxes.keys import REGISTRY_KEY
@@ -203,7 +203,7 @@ async def test_a_removed_sandbox_leaves_no_key_and_another_keeps_every_byte(
     held = await names_of(conn, IDLE)
     assert {f"emq:{{{IDLE}.fanin}}:my-note", transcript.transcript_key(IDLE, "s0000000vis"),
             keys.progress_key(IDLE)} <= held
-    assert await removal.delete(conn, catalog(), IDLE) == len(held)
+    assert await reaper.delete(conn, catalog(), IDLE) == len(held)
     assert await names_of(conn, IDLE) == set()
     assert await conn.zscore(admission.HELD_KEY, IDLE) is None
     assert await dumped(valkey.url, OTHER) == before
@@ -292,11 +292,11 @@ async def commands_with(conn: Conn, others: int) -> dict[str, dict[str, int]]:
         await use(conn, sandbox)
     # scripts loaded once beforehand, so no count carries a NOSCRIPT reload
     await resets.reset_sandboxes(lab(conn), [FRESH])
-    await removal.delete(conn, catalog(), FRESH)
+    await reaper.delete(conn, catalog(), FRESH)
     return {
         "an instructor's reset": await commands_of(conn, lambda: resets.reset_sandboxes(lab(conn), [IDLE])),
         "a widget's Reset": await commands_of(conn, lambda: act(conn, "fanin", "reset", IDLE)),
-        "a removal": await commands_of(conn, lambda: removal.delete(conn, catalog(), IDLE)),
+        "a removal": await commands_of(conn, lambda: reaper.delete(conn, catalog(), IDLE)),
     }
 
 

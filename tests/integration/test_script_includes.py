@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from server.emq import flows, jobs, pump, registry
+from server.emq import flows, includes, jobs, pump, registry
 from tests.lua_folder import write_script
 
 from .conftest import flow
@@ -17,9 +17,9 @@ async def test_the_registry_refuses_a_script_with_a_missing_include_before_any_w
     write_script(
         scripts_dir, "broken", "-- broken: takes a helper that is not there\n\n-- @include nowhere\nreturn 1\n"
     )
-    with pytest.raises(registry.IncludeError, match=r"broken.lua line 3: '-- @include nowhere' names no file"):
+    with pytest.raises(includes.IncludeError, match=r"broken.lua line 3: '-- @include nowhere' names no file"):
         registry.script_source("broken")
-    with pytest.raises(registry.IncludeError):
+    with pytest.raises(includes.IncludeError):
         await registry.run(conn, "broken", [], [])
     assert await conn.script_exists(hashlib.sha1(b"return 1\n").hexdigest()) == [False]
 

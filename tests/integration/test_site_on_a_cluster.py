@@ -21,7 +21,8 @@ from redis.asyncio.cluster import RedisCluster
 
 from server.emq import keyspace
 from server.lifecycle import resets
-from server.live import events, topology
+from server.live import events
+from server.live import hub as hub_module
 from server.live.hub import Hub
 from server.live.streams import Notice, Streams, Worded, frame
 from server.valkey.process import ValkeyCluster
@@ -48,7 +49,7 @@ async def notify_flags(conn: RedisCluster) -> dict[str, str]:
 @pytest.fixture
 async def hub(valkey_cluster: ValkeyCluster, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[Hub, list[Any]]]:
     """A hub on the cluster whose streams' reads are recorded (no widget is read)."""
-    monkeypatch.setattr(topology, "TOPOLOGY_EVERY", 0.2)
+    monkeypatch.setattr(hub_module, "TOPOLOGY_EVERY", 0.2)
     reads: list[Any] = []
 
     class Painter:
@@ -63,7 +64,7 @@ async def hub(valkey_cluster: ValkeyCluster, monkeypatch: pytest.MonkeyPatch) ->
         yield made, reads
     finally:
         await made.stop()
-    assert all(task.done() for task in made.nodes.tasks.values())
+    assert all(task.done() for task in made.tasks.values())
 
 
 def queue_per_primary(conn: RedisCluster) -> dict[str, str]:
@@ -91,7 +92,7 @@ async def test_the_hub_listens_on_every_primary_with_two_patterns_and_hands_each
 ) -> None:
     live, reads = hub
     primaries = sorted(n.name for n in cluster_conn.get_primaries())
-    assert sorted(live.nodes.tasks) == primaries and live.notifications_on
+    assert sorted(live.tasks) == primaries and live.notifications_on
     for node in cluster_conn.get_primaries():
         assert await cluster_conn.execute_command("PUBSUB NUMPAT", target_nodes=node) == 2, node.name
     queues = queue_per_primary(cluster_conn)
@@ -129,16 +130,16 @@ async def test_the_hub_follows_the_topology_as_a_primary_leaves_and_comes_back(
 ) -> None:
     live, _ = hub
     primaries = sorted(n.name for n in cluster_conn.get_primaries())
-    real = topology.read_primaries
+    real = hub_module.read_primaries
 
     async def without_first(seeds: Any) -> list[str]:
         return [p for p in await real(seeds) if p != primaries[0]]
 
-    monkeypatch.setattr(topology, "read_primaries", without_first)
-    await wait_for(lambda: sorted(live.nodes.tasks) == primaries[1:])
+    monkeypatch.setattr(hub_module, "read_primaries", without_first)
+    await wait_for(lambda: sorted(live.tasks) == primaries[1:])
     assert live.up
-    monkeypatch.setattr(topology, "read_primaries", real)
-    await wait_for(lambda: sorted(live.nodes.tasks) == primaries and live.up)
+    monkeypatch.setattr(hub_module, "read_primaries", real)
+    await wait_for(lambda: sorted(live.tasks) == primaries and live.up)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 from server.emq import keyspace, pump, results
 from server.widgets import questions
 from server.widgets.failure_policy import CHILDREN, ERROR, LINKED, PARENT, REMOTE, FailurePolicy
-from server.widgets.turn import read
+from server.widgets.reader import read
 from tests import widgets
 from tests.integration.keystates import dumps, reachable, replay, states
 from tests.support import LiveSite, sandbox_of

@@ -15,7 +15,8 @@ from server.emq import keyspace, pump, results
 from server.widgets import questions
 from server.widgets.base import Body, Refused
 from server.widgets.outbox import MAX_BLOCKED, MAX_ENTRIES, PARENT, POISON, Outbox
-from server.widgets.turn import Actor, Turn, read
+from server.widgets.reader import read
+from server.widgets.turn import Actor, Turn
 from tests import widgets
 from tests.integration.keystates import dumps, reachable, replay, states
 

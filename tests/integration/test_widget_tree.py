@@ -11,8 +11,8 @@ import pytest
 
 from server.emq import keyspace, results
 from server.widgets import questions
+from server.widgets.reader import read
 from server.widgets.tree import INNER, LEAVES, ORDER, PARENT_OF, ROOT, TWIG, Tree
-from server.widgets.turn import read
 from tests import widgets
 from tests.integration.keystates import reachable, replay, states
 

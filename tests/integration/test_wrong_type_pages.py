@@ -6,9 +6,12 @@ The wrong-type keys are set directly in Valkey: no learner reaches them through 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from server.sandboxes import keys
 from server.sandboxes.sandbox import queue_name
-from tests.support import DIVE, LiveSite, sandbox_of
+from server.valkey.process import ValkeyProcess
+from tests.support import DIVE, LiveSite, sandbox_of, streaming
 
 # what a browser's navigation sends
 BROWSER = {"accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
@@ -84,3 +87,27 @@ def test_the_progress_page_says_a_wrong_type_record_is_one_and_its_start_over_br
     again = client.get("/progress", headers=BROWSER)
     assert again.status_code == 200 and "Start over…" in again.text and 'data-progress-of="fanin"' in again.text
     assert client.get(DIVE, headers=BROWSER).status_code == 200
+
+
+def test_a_stream_whose_progress_record_holds_the_wrong_type_says_so_without_a_traceback(tmp_path: Path) -> None:
+    log = tmp_path / "site.log"
+    with ValkeyProcess() as valkey, log.open("wb") as sink:
+        site = LiveSite(valkey.url)
+        site.start(output=sink)
+        try:
+            client = site.visitor()
+            assert client.get("/api/widgets/fanin/state").status_code == 200  # landed before the fault
+            site.redis().set(keys.progress_key(sandbox_of(client)), "oops")
+            for _ in range(2):  # each open says it, and logs nothing
+                with streaming(client) as events:
+                    said = events.until("status", where=lambda d: "holds another type" in d.get("message", ""))
+                    assert "Start over" in said[-1][1]["message"]
+            with streaming(client) as events:  # nor does a change of its widget, heard while the page is open
+                events.until("status", where=lambda d: "holds another type" in d.get("message", ""))
+                line = client.post("/api/console", json={"command": "SET emq:{fanin}:job:JOBparent:dependencies 9"})
+                assert line.status_code == 200, line.text
+                events.until("status", where=lambda d: "holds another type" in d.get("message", ""))
+        finally:
+            site.stop()
+    text = log.read_text()
+    assert "Traceback" not in text and "WRONGTYPE" not in text, text[-2000:]

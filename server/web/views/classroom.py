@@ -40,12 +40,12 @@ from starlette.routing import BaseRoute, Route
 
 from server.emq.script import Call
 from server.emq.wire import as_dict
-from server.lifecycle import removal, resets
+from server.lifecycle import reaper, resets
 from server.live import events
 from server.live.streams import frame
 from server.refusal import Refusal
-from server.sandboxes import answers, insight, kept, keys, learners, presence, progress, rooms, roster
-from server.sandboxes.insight import Counted
+from server.sandboxes import answers, keys, learners, presence, progress, rooms, roster
+from server.sandboxes.answers import Counted
 from server.sandboxes.rooms import Room
 from server.sandboxes.sandbox import SANDBOX_RE
 from server.web import bodies, errors, guards
@@ -98,7 +98,7 @@ async def read_class(request: Request, room: Room) -> ClassState:
     conn, catalog = services(request).conn, services(request).catalog
     given, runs = await answers.read(conn, room.code)
     learners = await roster.read(conn, room.code, tours(catalog), runs)
-    counted = insight.counted(given, [row.id for row in learners], legends_of(catalog))
+    counted = answers.counted(given, [row.id for row in learners], legends_of(catalog))
     return ClassState(room, learners, counted, given)
 
 
@@ -221,7 +221,7 @@ def csv_text(request: Request, state: ClassState) -> str:
 async def results(request: Request, room: Room) -> tuple[str, str]:
     """(results.csv, answers.json) of an open class now."""
     state = await read_class(request, room)
-    every = insight.counted(insight.across_modes(state.given), [row.id for row in state.learners],
+    every = answers.counted(answers.across_modes(state.given), [row.id for row in state.learners],
                             legends_of(services(request).catalog))
     return csv_text(request, state), dumps({"code": room.code, "questions": [c.contract() for c in every]}).decode()
 
@@ -231,7 +231,7 @@ async def texts(request: Request) -> tuple[str, str, str]:
     code = rooms.normalize_code(request.path_params["code"])
     if (room := await rooms.get(services(request).conn, code)) is not None:
         return code, *await results(request, room)
-    found = await kept.find(services(request).conn, code)
+    found = await rooms.kept_results(services(request).conn, code)
     if found is None:
         days = services(request).settings.results_days
         raise guards.Refused(404, f"no open class has the code {code}, and no class closed in the last "
@@ -283,7 +283,7 @@ async def _play_all(lab: runner.Lab) -> list[Askable]:
                 for found in await _play(lab, widget, sandbox)]
     finally:
         with contextlib.suppress(RedisError, OSError):
-            await removal.delete(lab.conn, lab.catalog, sandbox)
+            await reaper.delete(lab.conn, lab.catalog, sandbox)
 
 
 async def _play(lab: runner.Lab, widget: Widget, sandbox: str) -> list[Askable]:
@@ -625,7 +625,7 @@ async def join(request: Request, room: rooms.Room) -> Response:
 @for_class
 async def close(request: Request, room: rooms.Room) -> Response:
     conn, days = services(request).conn, services(request).settings.results_days
-    await kept.keep(conn, room.code, room.name, *await results(request, room), days)
+    await rooms.keep_results(conn, room.code, room.name, *await results(request, room), days)
     audience = await rooms.audience(conn, room)
     await rooms.close(conn, room.code)
     report = await resets.reset_sandboxes(services(request).lab, [room.sandbox])
@@ -729,7 +729,7 @@ async def asked(request: Request, entry: guards.Entry) -> dict[str, Any] | None:
     words = question.words if question else str
     given, _ = await answers.read(conn, room.code)
     ids = await learners.learner_ids(conn, room.code)
-    counted = {c.key: c for c in insight.counted(given, ids, {})}
+    counted = {c.key: c for c in answers.counted(given, ids, {})}
     this = counted.get((ask.widget, ask.question, room.mode, ask.round, ask.step))
     mine = next((g for g in given if g.learner == entry.visitor and g.round == ask.round and g.mode == room.mode
                  and (g.widget, g.question, g.step) == (ask.widget, ask.question, ask.step)), None)

@@ -20,7 +20,7 @@ from starlette.routing import BaseRoute, Route
 from server.emq.script import execute
 from server.exercises import Graded, GradeRefused, catalogue, grade
 from server.live.streams import frame
-from server.sandboxes import progress, work
+from server.sandboxes import progress
 from server.web import bodies, guards
 from server.web.errors import JSONAnswer, dumps
 from server.web.services import services
@@ -35,11 +35,11 @@ class Run(msgspec.Struct, forbid_unknown_fields=True):
     script: Annotated[str, msgspec.Meta(max_length=BODY_CAP)]
 
 
-async def _mine(request: Request) -> tuple[catalogue.Exercise, work.Mine]:
+async def _mine(request: Request) -> tuple[catalogue.Exercise, progress.Mine]:
     """The exercise, and the visitor's own work on it (last script, best run)."""
     entry = await guards.enter(request, write=False, counts="reads")
     exercise = catalogue.get(request.path_params["name"])
-    return exercise, await work.mine(services(request).conn, entry.visitor, exercise.name)
+    return exercise, await progress.mine(services(request).conn, entry.visitor, exercise.name)
 
 
 async def describe(request: Request) -> Response:
@@ -50,7 +50,7 @@ async def describe(request: Request) -> Response:
 async def _graded(request: Request, entry: guards.Entry, script: str,
                   places: asyncio.Queue[int] | None = None) -> Graded:
     """Grade, then keep the result in the learner's record (record.lua never lowers a best)
-    and the script as their last (server/sandboxes/work.py)."""
+    and the script as their last (server/sandboxes/progress.py)."""
     name = request.path_params["name"]
     graded = await grade(services(request).graders, name, script, run_for=entry.visitor,
                          on_place=places.put_nowait if places is not None else None,
@@ -61,7 +61,7 @@ async def _graded(request: Request, entry: guards.Entry, script: str,
     script_, keys, args = progress.record_call(entry.visitor, step, ttl, int(time.time() * 1000))
     async with services(request).conn.pipeline(transaction=False) as pipe:
         script_.queue(pipe, keys, args)
-        work.keep(pipe, entry.visitor, name, script, ttl)
+        progress.keep_work(pipe, entry.visitor, name, script, ttl)
         # each check of the latest run, for the class page ("which check most of the class fails")
         pipe.hset(keys[1], mapping={f"ex:{name}:{c.name}": int(c.passed) for c in graded.checks})
         await execute(services(request).conn, pipe, [(script_, keys, args), None, None, None])

@@ -27,7 +27,7 @@ from starlette.routing import BaseRoute, Route
 from server.live.streams import Notice, frame
 from server.sandboxes import admission, presence
 from server.web import bodies, guards
-from server.web.errors import FAULTS, JSONAnswer, dumps, is_fault
+from server.web.errors import FAULTS, JSONAnswer, WrongType, dumps, is_fault, refusal_of
 from server.web.guards import client_address
 from server.web.services import services
 from server.web.templating import MARKER
@@ -203,6 +203,8 @@ async def _snapshots(request: Request, entry: guards.Entry, names: tuple[str, ..
         except Exception as exc:
             if is_fault(exc) or isinstance(exc, (TimeoutError, Busy)):
                 return [down()], False
+            if isinstance(refused := refusal_of(exc), WrongType):  # the progress record: the page's words, read again
+                return [frame("status", dumps({**services(request).hub.status(), "message": refused.on_page}))], False
             log.exception("snapshots of %s failed", ", ".join(names))
             found = {}  # each read alone below
         frames = []

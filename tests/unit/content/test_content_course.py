@@ -10,9 +10,8 @@ import pytest
 from server.content import ContentError, Course
 from server.content.errors import DirectiveError
 from server.content.pages import body_links
-from server.content.scripts import DirScripts
 
-SCRIPTS = DirScripts(Path(__file__).parent / "fixtures" / "scripts")
+SCRIPTS = Path(__file__).parent / "fixtures" / "scripts"
 
 DIVE = """\
 ---

@@ -7,14 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from server.content.course import make_markdown
 from server.content.errors import DirectiveError
-from server.content.markdown import make_markdown
-from server.content.scripts import DirScripts
 from server.emq import includes, registry
 from server.emq.registry import cut_moves
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SCRIPTS = DirScripts(FIXTURES / "scripts")
+SCRIPTS = FIXTURES / "scripts"
 
 
 def _tokens(md, text, env=None):
@@ -100,7 +99,7 @@ def test_listing_rejects_unknown_options():
 
 def test_listing_reads_the_file_when_parsed_not_a_copy(tmp_path):
     (tmp_path / "live.lua").write_text("-- @move 1: only\nreturn 'v1'\n")
-    md = make_markdown(None, DirScripts(tmp_path), sections=False)
+    md = make_markdown(None, tmp_path, sections=False)
     assert "v1" in md.render("```{listing} live.lua\n```\n")
     (tmp_path / "live.lua").write_text("-- @move 1: only\nreturn 'v2'\n")
     assert "v2" in md.render("```{listing} live.lua\n```\n")
@@ -142,7 +141,7 @@ def test_a_listing_of_a_folder_script_expands_its_includes(tmp_path):
     (tmp_path / "includes").mkdir()
     (tmp_path / "includes" / "twice.lua").write_text("local function twice(x) return 2 * x end\n")
     (tmp_path / "uses.lua").write_text("-- uses: a helper\n\n-- @include twice\n-- @move 1: double\nreturn twice(2)\n")
-    md = make_markdown(None, DirScripts(tmp_path), sections=False)
+    md = make_markdown(None, tmp_path, sections=False)
     (token,) = _tokens(md, "```{listing} uses.lua#1\n```\n")
     assert [(line.number, line.text) for line in token.meta["lines"]] == [
         (6, "-- @move 1: double"),
@@ -159,7 +158,7 @@ def test_a_listing_whose_include_is_missing_fails_at_load(tmp_path):
     (tmp_path / "broken.lua").write_text(
         "-- broken: names a helper that is not there\n\n-- @include nowhere\nreturn 1\n"
     )
-    md = make_markdown(None, DirScripts(tmp_path), sections=False)
+    md = make_markdown(None, tmp_path, sections=False)
     with pytest.raises(
         DirectiveError, match=r"broken.lua line 3: '-- @include nowhere' names no file includes/nowhere.lua"
     ):

@@ -9,15 +9,13 @@ from pathlib import Path
 import pytest
 from markdown_it.utils import read_fixture_file
 
+from server.content.course import make_markdown
 from server.content.errors import DirectiveError
-from server.content.host_code import HostFiles
-from server.content.markdown import make_markdown
-from server.content.scripts import DirScripts
 from server.widgets import WIDGETS as FOUND
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SCRIPTS = DirScripts(FIXTURES / "scripts")
-HOST = HostFiles(FIXTURES / "host")
+SCRIPTS = FIXTURES / "scripts"
+HOST = FIXTURES / "host"
 WIDGETS = set(FOUND)
 
 

@@ -10,10 +10,9 @@ import pytest
 
 from server.content import ContentError, Course
 from server.content.errors import FrontMatterError
-from server.content.page_loader import parse_front_matter
-from server.content.scripts import DirScripts
+from server.content.pages import parse_front_matter
 
-SCRIPTS = DirScripts(Path(__file__).parent / "fixtures" / "scripts")
+SCRIPTS = Path(__file__).parent / "fixtures" / "scripts"
 
 
 def test_scalars_folded_text_lists_and_mappings_parse():

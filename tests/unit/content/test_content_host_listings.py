@@ -6,16 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from server.content.course import Course
+from server.content.course import Course, make_markdown
 from server.content.errors import ContentError, DirectiveError
-from server.content.host_code import HostFiles, HostMissing, cut_function
-from server.content.markdown import make_markdown
+from server.content.listing_directive import HostMissing, cut_function
 from server.content.pages import CONTENT_DIR
-from server.content.scripts import DirScripts
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SCRIPTS = DirScripts(FIXTURES / "scripts")
-HOST = HostFiles(FIXTURES / "host")
+SCRIPTS = FIXTURES / "scripts"
+HOST = FIXTURES / "host"
 
 
 def _md():

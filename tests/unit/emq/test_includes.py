@@ -109,7 +109,7 @@ def test_loading_every_script_stops_at_a_broken_include(scripts_dir: Path) -> No
     write_script(
         scripts_dir, "broken", "-- broken: takes a helper that is not there\n\n-- @include nowhere\nreturn 1\n"
     )
-    with pytest.raises(registry.IncludeError, match=r"broken\.lua line 3"):
+    with pytest.raises(includes.IncludeError, match=r"broken\.lua line 3"):
         registry.load_all()
 
 

@@ -1,8 +1,7 @@
 """The live layer's parts that need no Valkey: a change becomes frames once for
 every page of a sandbox (server/live/streams.py), a widget's lock closes the
-batch of one action (batches.py), and the hub drops what no page shows
-(hub.py); the cluster's topology and the lab's events are read one way
-(topology.py, events.py)."""
+batch of one action, and the hub drops what no page shows (hub.py); the
+cluster's topology and the lab's events are read one way (hub.py, events.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +9,10 @@ import asyncio
 import json
 from collections.abc import Sequence
 
-from server.live import events, heartbeat, topology
-from server.live.batches import Batches, Change
+from server.live import events
+from server.live import hub as hub_module
 from server.live.hub import Hub
-from server.live.streams import QUEUE_CAP, Notice, Streams, Worded, frame, html_frame
+from server.live.streams import QUEUE_CAP, Batches, Change, Notice, Streams, Worded, frame, html_frame
 
 SANDBOX, OTHER = "s0123456789", "sabcdefghij"
 
@@ -49,13 +48,14 @@ async def test_a_change_is_read_once_per_widget_however_many_pages_show_it() -> 
 
 
 async def test_a_widgets_effects_are_worded_without_the_sandbox_prefix_for_its_drawing() -> None:
-    from server.live.batches import Effect
-
     reads = Reads()
     streams = Streams(reads)
+    batches = Batches(streams.deliver)
     with streams.open(SANDBOX, ("fanin",)) as page:
         key = f"emq:{{{SANDBOX}.fanin}}:job:JOBparent:dependencies"
-        await streams.deliver(SANDBOX, Change({"fanin"}, [Effect("fanin", f"{SANDBOX}.fanin", key, "incrby", 1.0)]))
+        batches.notice(SANDBOX, "fanin", f"{SANDBOX}.fanin", key, "incrby")
+        await asyncio.sleep(0.1)
+        await batches.stop()
         (chunk,) = drained(page)
         assert isinstance(chunk, bytes) and chunk.startswith(b"event: widget")
     (worded,) = reads.effects
@@ -108,13 +108,13 @@ async def test_an_actions_writes_make_one_change_closed_by_its_locks_deletion() 
               ("fanin", f"lab:{{{SANDBOX}.fanin}}:state", "hset"), ("fanin", lock, "del")]
     (change,) = await closed_changes(script, 0.05)  # well under HELD_MAX: the deletion closed it
     assert change.widgets == {"fanin"}
-    assert [e.event for e in change.effects] == ["hset", "del"]  # learner keys only, in order
+    assert [e.event for e in change.effects["fanin"]] == ["hset", "del"]  # learner keys only, in order
 
 
 async def test_writes_without_a_lock_close_after_a_quiet_moment_as_one_change() -> None:
     script = [("fanin", f"emq:{{{SANDBOX}.fanin}}:pending", "zadd"), ("native", f"emq:{{{SANDBOX}.native}}:x", "set")]
     (change,) = await closed_changes(script, 0.1)
-    assert change.widgets == {"fanin", "native"} and len(change.effects) == 2
+    assert change.widgets == {"fanin", "native"} and [len(e) for e in change.effects.values()] == [1, 1]
 
 
 async def test_a_lock_taken_and_let_go_with_nothing_written_makes_no_change() -> None:
@@ -149,7 +149,7 @@ def test_a_lab_event_is_handed_on_once_however_many_nodes_deliver_it() -> None:
 def test_the_hubs_status_says_what_valkey_is_doing() -> None:
     hub = Hub("redis://127.0.0.1:1/0", Streams(Reads()), lambda queue: None)
     assert hub.status() == {"valkey": "down", "notifications": False}
-    hub.nodes.up, hub.notifications_on = True, True
+    hub.up, hub.notifications_on = True, True
     assert hub.status()["message"] == "" and not hub.polling()
     hub.notifications_on = False
     assert "may not switch them on" in hub.status()["message"] and hub.polling()
@@ -161,10 +161,10 @@ def test_the_hubs_status_says_what_valkey_is_doing() -> None:
 
 
 def test_notification_flags_count_only_when_they_include_keyspace_events_of_every_kind_used() -> None:
-    assert heartbeat.flags_on("KA") and heartbeat.flags_on(b"AKE") and heartbeat.flags_on("Kghzl$")
-    assert not heartbeat.flags_on("") and not heartbeat.flags_on("EA") and not heartbeat.flags_on("Kgh")
-    assert heartbeat.is_beat_key("emq:{lab-heartbeat}:beat") and heartbeat.is_beat_key("emq:{lab-heartbeat-7}:beat")
-    assert not heartbeat.is_beat_key("emq:{s0123456789.fanin}:pending")
+    assert hub_module.flags_on("KA") and hub_module.flags_on(b"AKE") and hub_module.flags_on("Kghzl$")
+    assert not hub_module.flags_on("") and not hub_module.flags_on("EA") and not hub_module.flags_on("Kgh")
+    assert hub_module.is_beat_key("emq:{lab-heartbeat}:beat") and hub_module.is_beat_key("emq:{lab-heartbeat-7}:beat")
+    assert not hub_module.is_beat_key("emq:{s0123456789.fanin}:pending")
 
 
 def test_the_online_primaries_of_a_cluster_shards_reply_by_endpoint_else_ip() -> None:
@@ -174,12 +174,12 @@ def test_the_online_primaries_of_a_cluster_shards_reply_by_endpoint_else_ip() ->
         {"nodes": [{"role": "master", "endpoint": "?", "ip": "10.0.0.1", "port": 7000}]},
         {"nodes": [{"role": "master", "endpoint": "10.0.0.4", "port": 7003, "health": "failed"}]},
     ]
-    assert topology.online_primaries(shards) == ["10.0.0.1:7000", "10.0.0.2:7001"]
+    assert hub_module.online_primaries(shards) == ["10.0.0.1:7000", "10.0.0.2:7001"]
 
 
 def test_a_node_url_keeps_the_sites_credentials() -> None:
-    assert topology.node_url("redis://user:pw@127.0.0.1:6379/0", "10.0.0.9:7000") == "redis://user:pw@10.0.0.9:7000/0"
-    assert topology.node_url("redis://127.0.0.1:6379", "10.0.0.9:7000") == "redis://10.0.0.9:7000/0"
+    assert hub_module.node_url("redis://user:pw@127.0.0.1:6379/0", "10.0.0.9:7000") == "redis://user:pw@10.0.0.9:7000/0"
+    assert hub_module.node_url("redis://127.0.0.1:6379", "10.0.0.9:7000") == "redis://10.0.0.9:7000/0"
 
 
 def test_an_event_of_no_known_kind_is_ignored_and_each_id_counts_once() -> None:

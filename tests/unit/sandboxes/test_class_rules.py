@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from server.sandboxes import answers, insight, learners, presence, rooms, roster
+from server.sandboxes import answers, learners, presence, rooms, roster
 from server.sandboxes.answers import Given
 from server.sandboxes.progress import WidgetProgress
 
@@ -120,36 +120,36 @@ def test_the_answers_hash_reads_back_as_answers_and_runs_of_wrong_answers() -> N
 
 def test_one_learners_answers_in_two_modes_are_two_answers_counted_apart() -> None:
     found = [given(ADA, 3, False), given(ADA, 2, True, mode="together"), given(GRACE, 2, True, mode="together")]
-    own, together = insight.counted(found, [ADA, GRACE], {})
+    own, together = answers.counted(found, [ADA, GRACE], {})
     assert (own.mode, own.answered, [c.value for c in own.answers]) == ("own", 1, [3])
     assert (together.mode, together.answered) == ("together", 2)
     # answers.json names no mode: there both of Ada's answers are counted in one entry, neither lost
-    [every] = insight.counted(insight.across_modes(found), [ADA, GRACE], {})
+    [every] = answers.counted(answers.across_modes(found), [ADA, GRACE], {})
     assert every.answered == 2 and [(c.value, c.count, c.right) for c in every.answers] == [(2, 2, True), (3, 1, False)]
 
 
 def test_answers_are_counted_per_value_and_verdict_with_the_common_wrong_one_and_who_is_missing() -> None:
     found = [given(ADA, 3, False, feedback="the count before"), given(GRACE, 3, False, feedback="the count before"),
              given(LINUS, 2, True), given(HOST, 9, False)]  # the host is no learner: not counted
-    [counted] = insight.counted(found, [ADA, GRACE, LINUS, "snobody0000"], {("fanin", "deps"): "Predict: deps?"})
+    [counted] = answers.counted(found, [ADA, GRACE, LINUS, "snobody0000"], {("fanin", "deps"): "Predict: deps?"})
     assert counted.contract() == {"widget": "fanin", "question": "deps", "step": None, "round": None,
                                   "legend": "Predict: deps?", "answered": 3,
                                   "answers": [{"value": 3, "count": 2, "right": False},
                                               {"value": 2, "count": 1, "right": True}]}
-    assert counted.common_wrong == insight.Count(3, 2, False) and counted.feedback == "the count before"
+    assert counted.common_wrong == answers.Count(3, 2, False) and counted.feedback == "the count before"
     assert counted.missing == ["snobody0000"]
 
 
 def test_the_same_value_right_at_one_step_and_wrong_at_another_is_two_entries_and_2_is_not_the_text_2() -> None:
     found = [given(ADA, 2, True), given(GRACE, 2, False), given(LINUS, "2", False)]
-    [counted] = insight.counted(found, [ADA, GRACE, LINUS], {})
+    [counted] = answers.counted(found, [ADA, GRACE, LINUS], {})
     assert [(c.value, c.count, c.right) for c in counted.answers] == [(2, 1, True), (2, 1, False), ("2", 1, False)]
 
 
 def test_a_second_round_says_how_the_answers_moved_from_the_first() -> None:
     found = [given(ADA, 3, False, 1), given(GRACE, 2, True, 1), given(LINUS, 3, False, 1),
              given(ADA, 2, True, 2), given(GRACE, 2, True, 2), given(LINUS, 3, False, 2)]
-    first, second = insight.counted(found, [ADA, GRACE, LINUS], {})
+    first, second = answers.counted(found, [ADA, GRACE, LINUS], {})
     assert first.moved == [] and (second.round, second.step) == (2, 0)
     assert [(m.value, m.first, m.second) for m in second.moved] == [(2, 1, 2), (3, 2, 1)]
     assert (second.changed, second.now_right) == (1, 1)
