@@ -533,8 +533,7 @@ async def switch(request: Request, room: rooms.Room, mode: str) -> Response:
     changed = await rooms.set_mode(conn, room.code, mode, host)
     assert changed is not None
     await conn.expire(rooms.room_key(room.code), services(request).settings.room_ttl)  # the class lives on
-    await announce(request, changed, {"action": "mode", "mode": mode, "reconnect": True,
-                                             "text": MODE_TEXT[mode]})
+    await announce(request, changed, {"action": "mode", "mode": mode, "reconnect": True, "text": MODE_TEXT[mode]})
     return done(request, f"Class {room.code}: {rooms.MODE_WORDS[mode]}.", {"room": room.code, "mode": mode}, room=room)
 
 
