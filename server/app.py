@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import gc
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from redis.exceptions import RedisError
@@ -31,12 +29,12 @@ from server.settings import Settings
 from server.valkey import client, engine, native
 from server.valkey.datadir import note_secret, site_secret
 from server.valkey.tasks import stop_tasks
-from server.web import errors, rates, sessions, templating
+from server.web import errors, guards, templating
 from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import Site
 from server.web.services import Cookies, Services
-from server.web.static import CachedStatic, static_url
-from server.web.views import asking, classroom, console, exercises, instructor, pages, replies, room, widgets
+from server.web.templating import CachedStatic, static_url
+from server.web.views import classroom, console, exercises, instructor, pages, widgets
 from server.widgets import WIDGETS, questions
 from server.widgets.draw import Drawing
 from server.widgets.frames import Frames
@@ -100,37 +98,10 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
         console_page.NAME: console_page.context,
         EXERCISE: lambda options: {"exercise": catalogue.get(str(options.get("name", "")))}})
     drawing = Drawing(templates.env)
-    made = functools.partial(
-        Services, settings=settings, cookies=cookies,
-        sessions=sessions.Sessions(secret, settings.instructor_token, settings.instructor_session),
-        templates=templates, course=course, catalog=catalog, windows=rates.Windows(), stream_slots=rates.StreamSlots(),
-        drawing=drawing, render_widget=render_widget)
-    return Starlette(
-        # the catch-all page routes: keep last
-        routes=[*widgets.routes(), *console.routes(), *exercises.routes(), *instructor.routes(), *classroom.routes(),
-                *asking.routes(), *room.routes(), vendor, static,
-                *pages.routes()],
-        # gzip outside the rest: pages and JSON over 1 KB go compressed; the stream never
-        # (Starlette leaves text/event-stream alone, so frames are not held back).
-        middleware=[Middleware(GZipMiddleware, minimum_size=1024),
-                    Middleware(Site, cookie=cookie, error_page=pages.refused),
-                    Middleware(sessions.Resolve, cookie_name=INSTRUCTOR_COOKIE)],
-        # every failure a view raises, answered in words: JSON to a script; to a browser the instructor's or
-        # the room's page on their paths, else the site's error page
-        exception_handlers={**pages.exception_handlers(), **errors.exception_handlers(
-            {"/instructor": replies.refused, "/instructor/": replies.refused,
-             "/room": room.refused, "/room/join": room.refused, "/room/leave": room.refused},
-            error_page=pages.refused)},
-        lifespan=_lifespan(url, cluster, settings, catalog, drawing, secret, made),
-    )
-
-
-def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog, drawing: Drawing, secret: str,
-              made: Callable[..., Services]) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
-    """Open the Valkey client, start the hub and the reaper, and keep the services; undo it all at the end."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        """Open the Valkey client, start the hub and the reaper, and keep the services; undo it all at the end."""
         conn = client.open_client(url, cluster)
         lab = Lab(conn, catalog, settings.sandbox_ttl * 2, settings.snapshot_bytes)
         frames = Frames(lab, drawing)
@@ -148,8 +119,12 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog, dra
         engine_warning = None  # an external Valkey older than the Lua fixes: said on /instructor
         with contextlib.suppress(RedisError, OSError):
             engine_warning = engine.external_warning(await conn.info("server"))
-        app.state.services = made(conn=conn, lab=lab, frames=frames, hub=hub, graders=graders,
-                                  console=console_runner, engine_warning=engine_warning)
+        app.state.services = Services(
+            settings=settings, cookies=cookies, templates=templates, course=course, catalog=catalog,
+            sessions=guards.Sessions(secret, settings.instructor_token, settings.instructor_session),
+            windows=guards.Windows(), stream_slots=guards.StreamSlots(), drawing=drawing, render_widget=render_widget,
+            conn=conn, lab=lab, frames=frames, hub=hub, graders=graders, console=console_runner,
+            engine_warning=engine_warning)
         await hub.start()
         reaping = asyncio.create_task(reaper.run(conn, catalog, settings.sandbox_ttl, every=settings.reap_every),
                                       name="emqlab-reaper")
@@ -167,5 +142,22 @@ def _lifespan(url: str, cluster: bool, settings: Settings, catalog: Catalog, dra
             await graders.stop()
             await conn.aclose()
 
-    return lifespan
-
+    return Starlette(
+        # the catch-all page routes: keep last
+        routes=[*widgets.routes(), *console.routes(), *exercises.routes(), *instructor.routes(), *classroom.routes(),
+                vendor, static,
+                *pages.routes()],
+        # gzip outside the rest: pages and JSON over 1 KB go compressed; the stream never
+        # (Starlette leaves text/event-stream alone, so frames are not held back).
+        middleware=[Middleware(GZipMiddleware, minimum_size=1024),
+                    Middleware(Site, cookie=cookie, error_page=pages.refused),
+                    Middleware(guards.Resolve, cookie_name=INSTRUCTOR_COOKIE)],
+        # every failure a view raises, answered in words: JSON to a script; to a browser the instructor's or
+        # the room's page on their paths, else the site's error page
+        exception_handlers={404: pages.not_found, **errors.exception_handlers(
+            {"/instructor": instructor.refused, "/instructor/": instructor.refused,
+             "/room": classroom.room_refused, "/room/join": classroom.room_refused,
+             "/room/leave": classroom.room_refused},
+            error_page=pages.refused)},
+        lifespan=lifespan,
+    )

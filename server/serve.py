@@ -16,9 +16,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import redis
+
 from server.listen import listening_socket, run_uvicorn
 from server.shell import fail, say
 from server.valkey import datadir, engine, native
+from server.valkey.client import CLUSTER_ENV, wants_cluster
 from server.valkey.datadir import CLUSTER, CLUSTER_PRIMARIES, SINGLE, DataDir
 from server.valkey.process import ClusterNode, ValkeyCluster, ValkeyProcess, free_port, port_free
 from server.valkey.supervise import Supervisor
@@ -51,8 +54,6 @@ def serve(args: argparse.Namespace) -> int:
 
 def external_engine_warning(url: str) -> str | None:
     """What to say of an external Valkey older than the Lua fixes (None: new enough, or not reached yet)."""
-    import redis
-
     try:
         with redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2) as client:
             info = client.info("server")
@@ -90,8 +91,6 @@ def serve_on(args: argparse.Namespace, data: DataDir) -> int:
 
 def run_site(args: argparse.Namespace, data: DataDir, sock: socket.socket, url: str,
              managed: ValkeyProcess | ValkeyCluster | None) -> int:
-    from server.valkey.client import CLUSTER_ENV, wants_cluster
-
     supervisor = None
     try:
         cluster = True if args.cluster else wants_cluster(url)

@@ -15,13 +15,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 Whole = Annotated[int, Field(ge=0)]
 
 
-TRUTH = {**dict.fromkeys(("1", "true", "yes", "on"), True), **dict.fromkeys(("0", "false", "no", "off"), False)}
-
-
 def truth(raw: str) -> bool | None:
-    """1/true/yes/on -> True, 0/false/no/off -> False (any case); None otherwise.
-    The one reading of a yes-or-no word in a form field."""
-    return TRUTH.get(raw.strip().lower())
+    """1/true/yes/on -> True, 0/false/no/off -> False (any case); None otherwise."""
+    word = raw.strip().lower()
+    return True if word in ("1", "true", "yes", "on") else False if word in ("0", "false", "no", "off") else None
 
 
 class Settings(BaseSettings):

@@ -1,4 +1,5 @@
-"""One answer for every failure a view can meet, in Starlette's exception handlers: never a traceback.
+"""The site's JSON answers (msgspec encodes them), and one answer for every failure a view can meet, in
+Starlette's exception handlers: never a traceback.
 
 A view raises; the handlers answer the same fault with the same words everywhere: a `Refusal` at its
 status, Valkey away, busy, out of memory or refusing writes a 503 to retry, a bug of ours a logged 500.
@@ -13,6 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
+import msgspec
 from redis.exceptions import (
     BusyLoadingError,
     ClusterError,
@@ -33,11 +35,11 @@ from server.emq.shape import FlowShapeError
 from server.refusal import Refusal
 from server.valkey.client import is_busy
 from server.valkey.reply import error_text
-from server.web.answer import JSONAnswer
 from server.web.bodies import wants_json
 from server.widgets.turn import StrayLock
 
 log = logging.getLogger("emqlab.api")
+dumps: Callable[[Any], bytes] = msgspec.json.Encoder().encode  # typed structs and plain data alike
 # A path's own page for a refusal (the instructor's, the room's): the sentence said on it, at its status
 PageAnswer = Callable[[Request, Refusal], Awaitable[Response]]
 ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
@@ -145,6 +147,13 @@ def wants_page(request: Request) -> bool:
     path = request.url.path
     return (request.method in ("GET", "HEAD") and not path.startswith("/api/")
             and not path.endswith((".json", ".csv")) and not wants_json(request))
+
+
+class JSONAnswer(Response):
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return dumps(content)
 
 
 def json_answer(refusal: Refusal) -> JSONAnswer:

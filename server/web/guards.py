@@ -3,26 +3,45 @@
 `enter` answers who asks and where they act (`Entry`), or raises `Refused`: origin, the signed
 sandbox cookie (never the body or the URL), the instructor, the class (its mode read from Valkey
 on every request, so a change holds at once on any worker) or a Watch, then the rates.
+
+Actions, reads and streams are counted in each worker's memory, so a flood is turned away before it
+reaches Valkey (with N workers a client may get N budgets; they are sized for that), and a worker killed
+mid-stream leaves no count behind. Failed sign-ins and joins are counted in Valkey, shared by every
+worker, BEFORE anything is compared: per visitor, then per address, so one guesser cannot use up a
+classroom's allowance.
+
+The instructor's sign-in sessions are kept in Valkey, so that signing out ends them on every worker.
+The signed cookie carries only a random session id, nothing of the token (a hash of it would let a
+copied cookie's holder guess offline). The session (`lab:instructor:<id>`) holds an HMAC of the token
+under the site's secret: a new token ends every session. `Resolve` looks the cookie up once per
+request, before the views, so guards and templates ask "signed in?" without waiting.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import hmac
-from collections.abc import AsyncIterator
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from redis.exceptions import RedisError
 from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from server.emq.wire import Conn, as_text
 from server.refusal import Refusal
 from server.sandboxes import rooms
 from server.sandboxes.sandbox import COOKIE, SANDBOX_RE, NoSandbox
-from server.web import rates, sessions
 from server.web.services import services
 
+log = logging.getLogger("emqlab.instructor")
 INSTRUCTOR_COOKIE = "emqlab_instructor"
 DEMO_REFUSAL = "demo mode: only the instructor acts in this class; you are watching the instructor's sandbox"
 WATCH_REFUSAL = "you are watching a learner's sandbox, read-only: stop watching to act"
@@ -77,7 +96,15 @@ async def enter(request: Request, *, write: bool, counts: str = "actions") -> En
         entry = await _in_class(request, entry)
     if write and entry.readonly:
         raise Refused(403, WATCH_REFUSAL if entry.watching else DEMO_REFUSAL)
-    _spend(request, entry, counts)
+    settings, windows = services(request).settings, services(request).windows
+    if counts == "reads":
+        windows.spend(f"r:{entry.visitor}", settings.read_limit, "per visitor", "reads")
+    elif counts == "actions":
+        windows.spend(f"a:{entry.visitor}", settings.rate_limit, "per visitor")
+        if entry.room is not None:
+            windows.spend(f"c:{entry.room}", settings.room_actions, "in this class")
+        else:  # a class behind one address is counted as a class, not as that address
+            windows.spend(f"ip:{client_address(request)}", settings.address_actions, "from your address")
     return entry
 
 
@@ -96,21 +123,6 @@ async def _in_class(request: Request, entry: Entry) -> Entry:
     sandbox, readonly = room.acting(entry.visitor)
     return replace(entry, sandbox=sandbox, readonly=readonly and not entry.instructor, room=room.code,
                    mode=room.mode, name=name, ask=room.ask)
-
-
-def _spend(request: Request, entry: Entry, counts: str) -> None:
-    settings, windows = services(request).settings, services(request).windows
-    try:
-        if counts == "reads":
-            windows.spend(f"r:{entry.visitor}", settings.read_limit, "per visitor", "reads")
-        elif counts == "actions":
-            windows.spend(f"a:{entry.visitor}", settings.rate_limit, "per visitor")
-            if entry.room is not None:
-                windows.spend(f"c:{entry.room}", settings.room_actions, "in this class")
-            else:  # a class behind one address is counted as a class, not as that address
-                windows.spend(f"ip:{rates.client_address(request)}", settings.address_actions, "from your address")
-    except rates.TooMany as exc:
-        raise Refused(429, str(exc)) from exc
 
 
 def visitor_of(request: Request) -> str:
@@ -137,8 +149,8 @@ def bearer_of(request: Request) -> str | None:
 
 
 def signed_in(request: Request) -> bool:
-    """A live sign-in session (server/web/sessions.py; no token compared: nothing to guess here)."""
-    return bool(services(request).settings.instructor_token) and sessions.session_of(request) is not None
+    """A live sign-in session (`Sessions`; no token compared: nothing to guess here)."""
+    return bool(services(request).settings.instructor_token) and session_of(request) is not None
 
 
 def is_instructor(request: Request) -> bool:
@@ -166,12 +178,12 @@ async def attempt(request: Request, kind: str) -> AsyncIterator[None]:
     429 past either limit), and give it back when the block ends unrefused: it was right. The visitor
     is the signed sandbox cookie, else every cookieless caller of the address together (dropping the
     cookie buys no fresh allowance)."""
-    settings, address = services(request).settings, rates.client_address(request)
+    settings, address = services(request).settings, client_address(request)
     visitor = "anon:" + address
     if raw := request.cookies.get(COOKIE):
         with contextlib.suppress(NoSandbox):
             visitor = "v:" + str(services(request).cookies.sandbox.parse(raw))
-    counted, past = await rates.take_attempt(services(request).conn, kind, [
+    counted, past = await take_attempt(services(request).conn, kind, [
         (visitor, settings.attempt_limit), ("a:" + address, settings.address_attempts)])
     if past == 0:
         raise Refused(429, f"too many failed attempts: at most {settings.attempt_limit} a minute from one "
@@ -180,7 +192,7 @@ async def attempt(request: Request, kind: str) -> AsyncIterator[None]:
         raise Refused(429, f"too many failed attempts from your address: at most {settings.address_attempts} "
                            "a minute, whoever makes them; wait a minute and try again")
     yield
-    await rates.give_back(services(request).conn, counted)
+    await give_back(services(request).conn, counted)
 
 
 async def check_token(request: Request, given: str) -> None:
@@ -212,3 +224,143 @@ def check_origin(request: Request) -> None:
     if _origin_of(origin) != site.lower() or not _origin_of(origin):
         shown = origin if len(origin) <= 100 and origin.isprintable() else "(unreadable)"
         raise Refused(403, f"cross-site request refused: Origin {shown} is not this site")
+
+
+WINDOW = 10  # seconds
+REMEMBERED = 50_000  # counters one worker keeps (oldest dropped first)
+
+
+class Windows:
+    def __init__(self) -> None:
+        self.counts: OrderedDict[tuple[str, int], int] = OrderedDict()
+
+    def spend(self, name: str, cap: int, whose: str, what: str = "actions") -> None:
+        """Count one; a 429 when `name` is past `cap` in this window (0: no limit)."""
+        if cap <= 0:
+            return
+        key = (name, int(time.monotonic() // WINDOW))
+        count = self.counts.get(key, 0) + 1
+        self.counts[key] = count
+        self.counts.move_to_end(key)
+        while len(self.counts) > REMEMBERED:
+            self.counts.popitem(last=False)
+        if count > cap:
+            raise Refused(429, f"too many {what}: at most {cap} every {WINDOW} seconds {whose}; wait a moment")
+
+
+class StreamSlots:
+    """Streams one visitor may have open: a thousand on one cookie took a site from 63 to 175 MB."""
+
+    def __init__(self) -> None:
+        self.open: dict[str, int] = {}
+
+    def take(self, visitor: str, cap: int) -> Callable[[], None]:
+        """A place for one more stream of `visitor` (a 429 past `cap`; 0: no cap), and how to give it
+        back: safe to call more than once, as every way a stream ends calls it."""
+        if 0 < cap <= self.open.get(visitor, 0):
+            raise Refused(429, f"too many open streams: at most {cap} pages of this site may be open at once "
+                          "for one visitor; close some tabs and reload this one")
+        self.open[visitor] = self.open.get(visitor, 0) + 1
+        held = [True]
+
+        def release() -> None:
+            if held:
+                held.clear()
+                self.open[visitor] -= 1
+                if not self.open[visitor]:
+                    del self.open[visitor]
+
+        return release
+
+
+def client_address(request: Request) -> str:
+    """The socket's peer, or the last `X-Forwarded-For` entry (the proxy's own) when one is trusted."""
+    host = request.client.host if request.client else "unknown"
+    if services(request).settings.trust_forwarded_for:
+        last = request.headers.get("x-forwarded-for", "").rsplit(",", 1)[-1].strip()
+        host = last or host
+    return "".join(ch for ch in host if ch.isalnum() or ch in ".:-")[:64] or "unknown"
+
+
+def attempts_key(kind: str, whose: str) -> str:
+    return f"lab:attempts:{kind}:{whose}:{int(time.time() // 60)}"
+
+
+async def take_attempt(conn: Conn, kind: str, budgets: Sequence[tuple[str, int]]) -> tuple[list[str], int | None]:
+    """Count one attempt under each (whose, limit) in turn, one INCR each (atomic however many
+    arrive at once), stopping at the first past its limit (0: none). The keys counted in (the
+    caller gives them back on success), and the index of the budget past its limit, or None."""
+    counted: list[str] = []
+    for index, (whose, limit) in enumerate(budgets):
+        key = attempts_key(kind, whose)
+        async with conn.pipeline(transaction=False) as pipe:
+            pipe.incr(key)
+            pipe.expire(key, 120)
+            count, _ = await pipe.execute()
+        counted.append(key)
+        if 0 < limit < int(count):
+            return counted, index
+    return counted, None
+
+
+async def give_back(conn: Conn, counted: Sequence[str]) -> None:
+    """The attempt was right: not a failed one."""
+    async with conn.pipeline(transaction=False) as pipe:
+        for key in counted:
+            pipe.decr(key)
+        await pipe.execute()
+
+
+SESSION_STATE = "instructor_session"  # the request state's entry: the live session id, when there is one
+PREFIX = "lab:instructor:"
+
+
+class Sessions:
+    def __init__(self, secret: str, token: str | None, ttl: int) -> None:
+        self.ttl = ttl
+        self.mark = hmac.new(secret.encode(), b"emqlab-instructor:" + (token or "").encode(),
+                             hashlib.sha256).hexdigest() if token else ""
+
+    async def open(self, conn: Conn) -> str:
+        """A new session: its id, for the cookie."""
+        sid = secrets.token_urlsafe(24)
+        await conn.set(PREFIX + sid, self.mark, ex=self.ttl)
+        return sid
+
+    async def live(self, conn: Conn, sid: object) -> bool:
+        if not self.mark or not isinstance(sid, str) or not sid.replace("-", "").replace("_", "").isalnum():
+            return False
+        found = await conn.get(PREFIX + sid[:64])
+        return found is not None and hmac.compare_digest(as_text(found), self.mark)
+
+    async def close(self, conn: Conn, sid: object) -> None:
+        if isinstance(sid, str):
+            await conn.delete(PREFIX + sid[:64])
+
+
+def session_of(request: Request) -> str | None:
+    """The live session this request carries (looked up by `Resolve`), if any."""
+    found = request.scope.get("state", {}).get(SESSION_STATE)
+    return found if isinstance(found, str) else None
+
+
+class Resolve:
+    """Pure ASGI: a request carrying the instructor cookie gets its session looked up once.
+    Valkey away: not signed in for this request (the page says so; nothing is granted)."""
+
+    def __init__(self, app: ASGIApp, cookie_name: str) -> None:
+        self.app = app
+        self.cookie_name = cookie_name
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        cookies = b";".join(value for name, value in scope.get("headers", ()) if name == b"cookie")
+        if scope["type"] == "http" and f"{self.cookie_name}=".encode() in cookies:
+            request = Request(scope)
+            found = services(request)
+            sid = found.cookies.instructor.read(request)
+            try:
+                if await found.sessions.live(found.conn, sid):
+                    scope.setdefault("state", {})[SESSION_STATE] = sid
+            except (RedisError, OSError) as exc:
+                log.warning("instructor session not checked, Valkey did not answer: %s", exc)
+        await self.app(scope, receive, send)

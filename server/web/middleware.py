@@ -16,14 +16,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from server.refusal import Refusal
 from server.sandboxes.sandbox import COOKIE, NoSandbox, new_id
 from server.sandboxes.sandbox import SandboxCookie as Cookie
-from server.web import editor_assets
+from server.web import templating
 from server.web.errors import PageAnswer, json_answer, wants_page
 
 LATE = "Valkey did not answer in time; the page will try again."
 
 # the one inline script the site has: the exercises' import map, by its hash
 CSP = (
-    f"default-src 'self'; script-src 'self' {editor_assets.CSP_SOURCE}; style-src 'self'; img-src 'self' data:; "
+    f"default-src 'self'; script-src 'self' {templating.CSP_SOURCE}; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
     "form-action 'self'; frame-ancestors 'none'"
 )
@@ -68,7 +68,9 @@ class Site:
         async def secured(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
-                if not started and message.get("status") == 200 and _is_stream(message):
+                if not started and message.get("status") == 200 and any(
+                        name.lower() == b"content-type" and value.startswith(b"text/event-stream")
+                        for name, value in message.get("headers", ())):
                     deadline.reschedule(None)  # a stream lives on: its sends and reads have deadlines of their own
                 started = True
                 # one pass over the headers (MutableHeaders.setdefault scans and encodes per header)
@@ -100,11 +102,6 @@ class Site:
         fresh = new_id()
         scope.setdefault("state", {})["sandbox"] = fresh
         return ((b"set-cookie", self.cookie.header(fresh).encode("latin-1")),)
-
-
-def _is_stream(start: Message) -> bool:
-    return any(name.lower() == b"content-type" and value.startswith(b"text/event-stream")
-               for name, value in start.get("headers", ()))
 
 
 def cookie_value(scope: Scope, name: str = COOKIE) -> str | None:

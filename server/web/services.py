@@ -1,6 +1,6 @@
 """The app's services, one typed object built in `app.py`'s lifespan: a view asks `services(request)`,
 never `request.app.state`, so every use is typed. The types are imported for the checker only: the
-web modules that define some of them (sessions, rates) ask for `services` too.
+web module that defines some of them (guards) asks for `services` too.
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ if TYPE_CHECKING:
     from server.live.hub import Hub
     from server.sandboxes.sandbox import SandboxCookie, SignedCookie
     from server.settings import Settings
-    from server.web.rates import StreamSlots, Windows
-    from server.web.sessions import Sessions
+    from server.web.guards import Sessions, StreamSlots, Windows
     from server.widgets.draw import Drawing
     from server.widgets.frames import Frames
     from server.widgets.runner import Lab

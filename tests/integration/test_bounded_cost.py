@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from server.valkey.process import ValkeyProcess
-from server.web import rates
+from server.web import guards
 from tests.support import LiveSite, running
 
 
@@ -42,9 +42,9 @@ def test_a_flood_of_reads_from_one_learner_is_refused_and_another_learner_acts(l
     answered: dict[int, list[int]] = {}
     refused = None
     for _ in range(400):  # until refused: a liveness bound
-        window = int(time.monotonic() // rates.WINDOW)
+        window = int(time.monotonic() // guards.WINDOW)
         answer = flooder.get("/api/widgets/fanin/state")
-        if int(time.monotonic() // rates.WINDOW) == window:  # begun and answered in one window
+        if int(time.monotonic() // guards.WINDOW) == window:  # begun and answered in one window
             answered.setdefault(window, []).append(answer.status_code)
         if answer.status_code == 429:
             refused = answer

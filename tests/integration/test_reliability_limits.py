@@ -23,7 +23,7 @@ from server.sandboxes.admission import UNUSED_KEY
 from server.sandboxes.keys import REGISTRY_KEY
 from server.sandboxes.sandbox import COOKIE, SandboxCookie, new_id
 from server.valkey.process import ValkeyProcess
-from server.web.rates import WINDOW
+from server.web.guards import WINDOW
 from tests.integration import classes_direct
 from tests.support import DIVE, LiveSite, deps, running, sandbox_of
 

@@ -13,7 +13,7 @@ from server.emq.wire import Conn
 from server.live.streams import FRESH_AT_ONCE
 from server.sandboxes.sandbox import COOKIE
 from server.valkey.process import ValkeyProcess
-from server.web.static import static_url
+from server.web.templating import static_url
 from server.widgets import WIDGETS, reader
 from server.widgets.draw import Drawing
 from server.widgets.frames import Frames

@@ -18,10 +18,9 @@ from server.console import transcript
 from server.console.api import ConsoleContext, queue_lock, run_line
 from server.console.parse import Limits
 from server.web import bodies, guards
-from server.web.answer import JSONAnswer
+from server.web.errors import JSONAnswer
 from server.web.services import services
 from server.web.views.widgets import door
-from server.widgets.snapshot import Catalog
 
 
 class Line(msgspec.Struct, forbid_unknown_fields=True):
@@ -37,12 +36,9 @@ def context(request: Request, entry: guards.Entry) -> ConsoleContext:
                           queues=frozenset(first), lock=lambda part: lock(first.get(part, part)),
                           budget=settings.sandbox_bytes, limits=Limits(argument_bytes=settings.max_payload_bytes),
                           read_only=guards.DEMO_REFUSAL if entry.readonly else None,
-                          door=door(request), ids=ids_of(catalog))
-
-
-def ids_of(catalog: Catalog) -> dict[str, tuple[str, ...]]:
-    """Each queue's landed rows, which KEYS lists as a Reset finds them."""
-    return {part: w.job_ids(part) for w in catalog.widgets.values() for part in w.queue_parts}
+                          door=door(request),
+                          # each queue's landed rows, which KEYS lists as a Reset finds them
+                          ids={part: w.job_ids(part) for w in catalog.widgets.values() for part in w.queue_parts})
 
 
 async def run_command(request: Request) -> JSONAnswer:

@@ -21,10 +21,10 @@ from server.emq.script import execute
 from server.exercises import Graded, GradeRefused, catalogue, grade
 from server.live.streams import frame
 from server.sandboxes import progress
-from server.web import bodies, guards, rates
-from server.web.answer import JSONAnswer, dumps
+from server.web import bodies, guards
+from server.web.errors import JSONAnswer, dumps
 from server.web.services import services
-from server.web.templating import course_of, respond
+from server.web.templating import respond
 from server.web.views.widgets import admitter
 
 # A script of 16,384 bytes may need six bytes of JSON per byte (\u escapes).
@@ -54,7 +54,7 @@ async def _graded(request: Request, entry: guards.Entry, script: str,
     name = request.path_params["name"]
     graded = await grade(services(request).graders, name, script, run_for=entry.visitor,
                          on_place=places.put_nowait if places is not None else None,
-                         address=rates.client_address(request))
+                         address=guards.client_address(request))
     step = progress.Step(f"ex:{name}", result=f"{graded.passed}/{graded.total}")
     settings = services(request).settings
     ttl = settings.sandbox_ttl * 2
@@ -102,7 +102,7 @@ async def page(request: Request) -> Response:
 
 def _page(request: Request, exercise: catalogue.Exercise, script: str, status: int = 200, **context: Any) -> Response:
     return respond(request, "exercise.html", {"exercise": exercise, "script": script, "graded": None, "error": None,
-                                              "best": None, "dive": course_of(request).page(exercise.page),
+                                              "best": None, "dive": services(request).course.page(exercise.page),
                                               **context}, status)
 
 

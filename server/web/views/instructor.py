@@ -1,28 +1,128 @@
-"""The instructor's page and endpoints: sign-in, the overview, resets, a new class.
+"""The instructor's page and endpoints (sign-in, the overview, resets, a new class), and how the
+instructor's, the class's and the room's endpoints answer.
 
-An instructor already signed in stays signed in whatever the address's
-failed-attempt limit says: nothing is compared, so nothing is counted.
+A script (it sent JSON, or asks for it) gets JSON. A page's form gets a 303 back with a one-shot
+notice (the flash cookie), or, refused, the page again with the sentence at the refusal's status.
+An instructor already signed in stays signed in whatever the address's failed-attempt limit says:
+nothing is compared, so nothing is counted.
 """
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from server.emq.wire import as_dict, as_text
 from server.lifecycle import resets
+from server.refusal import Refusal
 from server.sandboxes import keys, learners, presence, rooms
 from server.sandboxes.sandbox import SANDBOX_RE
-from server.web import bodies, guards, sessions
-from server.web.answer import JSONAnswer
+from server.web import bodies, guards
+from server.web.bodies import wants_json
+from server.web.errors import JSONAnswer, json_answer
 from server.web.services import services
-from server.web.views.replies import done, instructor_only, page_context, render
+from server.web.templating import respond
 from server.widgets.flow import plural
+
+REALM = 'Bearer realm="emqlab-instructor"'
+Handler = Callable[[Request], Awaitable[Response]]
+ClassHandler = Callable[[Request, rooms.Room], Awaitable[Response]]
+LEARNER = "that is the instructor's: a learner of a class cannot use it (the instructor signs in at /instructor)"
+
+
+# -- how the instructor's, the class's and the room's endpoints answer -------------------------------
+
+
+def render(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
+    flash = services(request).cookies.flash.read(request)
+    flash = flash if isinstance(flash, str) else None
+    response = respond(request, template, {"flash": flash, "error": None, **context}, status)
+    if flash is not None or request.cookies.get(services(request).cookies.flash.name):
+        services(request).cookies.flash.clear(response)
+    if status == 401:
+        response.headers["WWW-Authenticate"] = REALM
+    return response
+
+
+def done(request: Request, message: str, data: dict[str, Any] | None = None, status: int = 200,
+         back: str = "/instructor", flash: bool = True, room: rooms.Room | None = None) -> Response:
+    """A form's 303 goes to `room`'s page when given, else to `back`; it shows `message` only if `flash`."""
+    if wants_json(request):
+        return JSONAnswer({"ok": True, "message": message, **(data or {})}, status_code=status)
+    response = RedirectResponse(f"/instructor/rooms/{room.code}" if room else back, status_code=303)
+    if flash:
+        services(request).cookies.flash.attach(response, message)
+    return response
+
+
+EPHEMERAL = ("This site runs ephemeral (EMQLAB_EPHEMERAL): its classes, sandboxes and progress live in a "
+             "temporary Valkey and will not survive a restart.")
+
+
+def page_context(request: Request, **extra: Any) -> dict[str, Any]:
+    """The instructor page's words; `modes`, `my_room` and `confirm_all` show only with the overview."""
+    settings = services(request).settings
+    code = services(request).cookies.room.read(request)
+    return {"enabled": bool(settings.instructor_token), "signed_in": guards.is_instructor(request),
+            "ephemeral": EPHEMERAL if settings.ephemeral else "", "modes": rooms.MODE_WORDS,
+            "engine_warning": services(request).engine_warning,
+            "my_room": code if isinstance(code, str) else None, "back": None, "overview": None,
+            "confirm_all": request.query_params.get("confirm") == "all", **extra}
+
+
+async def refused(request: Request, refusal: Refusal) -> Response:
+    """A refusal on the instructor's paths: JSON to a script, else the instructor's page with the sentence
+    and a Back link (the class's page under a class's path, but on the class's page itself)."""
+    if wants_json(request) or (request.method == "GET" and request.url.path.endswith((".json", ".csv", "/events"))):
+        response = json_answer(refusal)
+        if refusal.status == 401:
+            response.headers["WWW-Authenticate"] = REALM
+        return response
+    code = request.path_params.get("code")
+    own = f"/instructor/rooms/{code}"
+    back = own if code and request.url.path not in (own, f"{own}/projector") else "/instructor"
+    return render(request, "instructor.html", page_context(request, error=refusal.message, back=back), refusal.status)
+
+
+def instructor_only(handler: Handler) -> Handler:
+    """The instructor's guard first, then `handler`; a failure is the app's handlers' (`refused` says it here)."""
+
+    @functools.wraps(handler)
+    async def endpoint(request: Request) -> Response:
+        try:
+            await guards.require_instructor(request)
+        except guards.Refused as exc:
+            if exc.status == 401 and guards.bearer_of(request) is None and \
+                    isinstance(services(request).cookies.room.read(request), str):
+                raise guards.Refused(403, LEARNER) from exc  # a class's learner: refused, not asked to sign in
+            raise
+        return await handler(request)
+
+    return endpoint
+
+
+def for_class(handler: ClassHandler) -> Handler:
+    """`instructor_only`, then `handler` given the open class the URL names (400 for a code that cannot
+    be one, 404 for none)."""
+
+    async def endpoint(request: Request) -> Response:
+        code = rooms.normalize_code(request.path_params["code"])
+        room = await rooms.get(services(request).conn, code)
+        if room is None:
+            raise guards.Refused(404, f"no open class has the code {code}")
+        return await handler(request, room)
+
+    return instructor_only(functools.wraps(handler)(endpoint))
+
+
+# -- the instructor's page and endpoints ------------------------------------------------------------
 
 LISTED = 500  # sandboxes shown on the page, most recent first
 
@@ -113,7 +213,7 @@ async def sign_in(request: Request) -> Response:
     if not guards.signed_in(request):
         await guards.check_token(request, body.token)
     # a session of its own in Valkey: the cookie names it and reveals nothing of the token
-    sid = sessions.session_of(request) or await services(request).sessions.open(services(request).conn)
+    sid = guards.session_of(request) or await services(request).sessions.open(services(request).conn)
     response = done(request, "Signed in as the instructor.")
     services(request).cookies.instructor.attach(response, sid)
     return response

@@ -24,41 +24,32 @@ from server.refusal import Refusal
 from server.sandboxes import progress
 from server.sandboxes.progress import WidgetProgress
 from server.web import errors, guards
-from server.web.answer import JSONAnswer
+from server.web.errors import JSONAnswer
 from server.web.services import services
-from server.web.templating import course_of, respond
+from server.web.templating import respond
 from server.web.views import widgets
 from server.widgets.flow import plural
 
 
 async def _render(request: Request, template: str, page: Page | None, status: int = 200, **extra: Any) -> Response:
-    body, cache = Markup(""), services(request).page_bodies
+    context: dict[str, Any] = {"page": page, "body": Markup(""), "scripts": [], "current_hub": None}
     if page is not None:
+        cache, catalog = services(request).page_bodies, services(request).catalog
         if page.path not in cache:
             cache[page.path] = page.render_body(services(request).render_widget)
-        body = await widgets.fill(request, cache[page.path])
-    catalog = services(request).catalog
-    # lab.js draws nothing: it morphs the server's frames in; what is not a widget has its own script
-    scripts = sorted({"lab" if name in catalog.widgets else name for name in page.widgets}) if page else []
-    context = {"page": page, "body": body, "scripts": scripts,
-               "current_hub": _hub_of(page), **extra}
-    return respond(request, template, context, status)
-
-
-def _hub_of(page: Page | None) -> str | None:
-    if page is not None and page.kind == "hub":
-        return page.path
-    return page.hub.path if page is not None and page.kind == "dive" and page.hub is not None else None
-
-
-async def index(request: Request) -> Response:
-    return await _render(request, "index.html", course_of(request).index, progress=await dive_progress(request))
+        context["body"] = await widgets.fill(request, cache[page.path])
+        # lab.js draws nothing: it morphs the server's frames in; what is not a widget has its own script
+        context["scripts"] = sorted({"lab" if name in catalog.widgets else name for name in page.widgets})
+        context["current_hub"] = page.path if page.kind == "hub" else (
+            page.hub.path if page.kind == "dive" and page.hub is not None else None)
+    return respond(request, template, {**context, **extra}, status)
 
 
 async def page_at(request: Request) -> Response:
-    """A hub (/{hub}) or a dive (/{hub}/{slug}): the page at exactly this path, of the kind its route says."""
-    kind = "dive" if "slug" in request.path_params else "hub"
-    page = course_of(request).page(request.url.path)
+    """The index (/), a hub (/{hub}) or a dive (/{hub}/{slug}): the page at exactly this path, of the kind
+    its route says."""
+    kind = "dive" if "slug" in request.path_params else "hub" if "hub" in request.path_params else "index"
+    page = services(request).course.page(request.url.path)
     if page is None or page.kind != kind or page.path != request.url.path:
         raise HTTPException(status_code=404)
     return await _render(request, f"{kind}.html", page, progress=await dive_progress(request))
@@ -75,9 +66,8 @@ async def refused(request: Request, refusal: Refusal) -> Response:
     """The site's error page for a browser's request (the app's handlers call it): the refusal's sentence
     at its status, in the site's layout; a key of the wrong type offers Start over, which clears it."""
     wrong_type = isinstance(refusal, errors.WrongType)
-    message = refusal.on_page if isinstance(refusal, errors.WrongType) else refusal.message
-    response = await _render(request, "error.html", None, status=refusal.status,
-                             message=message, start_over=wrong_type, code=refusal.status)
+    response = await _render(request, "error.html", None, status=refusal.status, code=refusal.status,
+                             message=getattr(refusal, "on_page", refusal.message), start_over=wrong_type)
     if refusal.retry_after is not None:
         response.headers["Retry-After"] = str(refusal.retry_after)
     return response
@@ -108,7 +98,7 @@ async def course_progress(request: Request, visitor: str) -> list[DiveProgress]:
     fields = await progress.read(services(request).conn, visitor)
     catalog = services(request).catalog
     dives = []
-    for dive in course_of(request).dives:
+    for dive in services(request).course.dives:
         found = [catalog.widgets[n] for n in dive.widgets if n in catalog.widgets]
         exercises = [{"name": ex.name, "title": ex.title, "best": progress.exercise_best(fields, ex.name)}
                      for ex in (catalogue.get(n) for n in catalogue.names()) if ex.page == dive.path]
@@ -161,11 +151,7 @@ def routes() -> list[Route]:
         Route("/progress/start-over", start_over, methods=["POST"]),
         Route("/api/progress", progress_json, methods=["GET"]),
         Route("/favicon.ico", favicon, name="favicon"),
-        Route("/", index, name="index"),
+        Route("/", page_at, name="index"),
         Route("/{hub:str}", page_at, name="hub"),
         Route("/{hub:str}/{slug:str}", page_at, name="dive"),
     ]
-
-
-def exception_handlers() -> dict[int, Any]:
-    return {404: not_found}

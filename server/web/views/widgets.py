@@ -25,12 +25,10 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from server.live.streams import Notice, frame
-from server.refusal import Refusal
 from server.sandboxes import admission, presence
 from server.web import bodies, guards
-from server.web.answer import JSONAnswer, dumps
-from server.web.errors import FAULTS, WrongType, is_fault, refusal_of
-from server.web.rates import client_address
+from server.web.errors import FAULTS, JSONAnswer, WrongType, dumps, is_fault, refusal_of
+from server.web.guards import client_address
 from server.web.services import services
 from server.web.templating import MARKER
 from server.widgets import runner, specimen
@@ -106,8 +104,8 @@ async def stream(request: Request) -> Response:
         raise guards.Refused(404, f"unknown widgets: {', '.join(n[:40] for n in unknown[:5]) or '(too many)'}")
     try:
         entry = await guards.enter(request, write=False, counts="reads")
-    except FAULTS as exc:  # Valkey away: the stream says so, and the page retries; a refusal is answered
-        if not is_fault(exc) and not (isinstance(exc, Refusal) and exc.status == 503):
+    except guards.Refused as exc:  # Valkey away: the stream says so, and the page retries; a refusal is answered
+        if exc.status != 503:
             raise
         return sse(request, _down_then_close(str(exc)))
     release = services(request).stream_slots.take(entry.visitor, services(request).settings.streams_per_visitor)
@@ -192,39 +190,35 @@ def _react(items: list[bytes | Notice], entry: guards.Entry) -> tuple[list[bytes
 async def _snapshots(request: Request, entry: guards.Entry, names: tuple[str, ...]) -> tuple[list[bytes], bool]:
     """A fresh drawing of each widget (its shared frame), and whether every one was read (Valkey's
     faults: a status frame)."""
-    widgets = [services(request).lab.catalog.widgets[name] for name in names]
-    async with services(request).hub.streams.fresh:  # the wait is not the read's: outside its deadline
-        return await _read_and_draw(request, entry, widgets)
-
-
-async def _read_and_draw(request: Request, entry: guards.Entry, widgets: list[Widget]) -> tuple[list[bytes], bool]:
-    lab, who, names = services(request).lab, actor(entry), [w.name for w in widgets]
+    lab, who = services(request).lab, actor(entry)
+    widgets = [lab.catalog.widgets[name] for name in names]
 
     def down() -> bytes:  # Valkey's status as the hub sees it once a read failed
         return frame("status", dumps(services(request).hub.status()))
 
-    try:
-        async with asyncio.timeout(READ_DEADLINE):
-            found = await runner.show_all(lab, widgets, entry.sandbox)  # the landed ones: one round trip
-    except Exception as exc:
-        if is_fault(exc) or isinstance(exc, (TimeoutError, Busy)):
-            return [down()], False
-        if isinstance(refused := refusal_of(exc), WrongType):  # the progress record: the page's words, read again
-            return [frame("status", dumps({**services(request).hub.status(), "message": refused.on_page}))], False
-        log.exception("snapshots of %s failed", ", ".join(names))
-        found = {}  # each read alone below
-    frames = []
-    for widget in widgets:
+    async with services(request).hub.streams.fresh:  # the wait is not the read's: outside its deadline
         try:
             async with asyncio.timeout(READ_DEADLINE):
-                snap = found[widget.name] if widget.name in found else await runner.show(
-                    lab, widget, who, admitter(request, entry.sandbox, used=False))
-            frames.append(services(request).frames.event(entry.sandbox, widget.name, snap))
+                found = await runner.show_all(lab, widgets, entry.sandbox)  # the landed ones: one round trip
         except Exception as exc:
             if is_fault(exc) or isinstance(exc, (TimeoutError, Busy)):
-                return [*frames, down()], False
-            log.exception("snapshot of %s failed", widget.name)
-    return frames, True
+                return [down()], False
+            if isinstance(refused := refusal_of(exc), WrongType):  # the progress record: the page's words, read again
+                return [frame("status", dumps({**services(request).hub.status(), "message": refused.on_page}))], False
+            log.exception("snapshots of %s failed", ", ".join(names))
+            found = {}  # each read alone below
+        frames = []
+        for widget in widgets:
+            try:
+                async with asyncio.timeout(READ_DEADLINE):
+                    snap = found[widget.name] if widget.name in found else await runner.show(
+                        lab, widget, who, admitter(request, entry.sandbox, used=False))
+                frames.append(services(request).frames.event(entry.sandbox, widget.name, snap))
+            except Exception as exc:
+                if is_fault(exc) or isinstance(exc, (TimeoutError, Busy)):
+                    return [*frames, down()], False
+                log.exception("snapshot of %s failed", widget.name)
+        return frames, True
 
 
 @contextlib.asynccontextmanager
@@ -234,10 +228,11 @@ async def _present(request: Request, entry: guards.Entry) -> AsyncIterator[None]
         yield
         return
     conn, settings = services(request).conn, services(request).settings
-    page, stream = _page_of(request), presence.new_stream()
-    lasts, ttl = settings.presence_ttl, settings.sandbox_ttl * 2
-
-    ended = asyncio.Event()
+    stream, lasts, ttl = presence.new_stream(), settings.presence_ttl, settings.sandbox_ttl * 2
+    referer, page, ended = request.headers.get("referer"), None, asyncio.Event()
+    with contextlib.suppress(ValueError):  # a Referer that is no URL names no page
+        seen = services(request).course.page(urlsplit(referer).path) if referer else None
+        page = seen.path if seen is not None else None
 
     async def beat() -> None:
         """The entry kept alive while the stream is: a site killed stops beating, and it lapses."""
@@ -264,16 +259,6 @@ async def _present(request: Request, entry: guards.Entry) -> AsyncIterator[None]
                 await presence.leave(conn, entry.visitor, stream)
 
 
-def _page_of(request: Request) -> str | None:
-    referer = request.headers.get("referer")
-    if not referer:
-        return None
-    with contextlib.suppress(ValueError):  # a Referer that is no URL names no page
-        page = services(request).course.page(urlsplit(referer).path)
-        return page.path if page is not None else None
-    return None
-
-
 async def fill(request: Request, body: Markup) -> Markup:
     """A page body with each widget marker replaced by the widget drawn from a snapshot read now: the
     visitor's own, or the specimen's opening scenario at `ver` 0 (which the stream's first frame
@@ -287,9 +272,7 @@ async def fill(request: Request, body: Markup) -> Markup:
     try:
         # no budget spent: the page and the stream it opens are one showing, and the stream counts it
         entry = await guards.enter(request, write=False, counts="")
-    except FAULTS as exc:
-        if not is_fault(exc) and not isinstance(exc, guards.Refused):
-            raise
+    except guards.Refused:
         entry = None
     # a visit without a valid sandbox cookie (the middleware just named one: a first visit, a crawler, a
     # flood's client) registers no sandbox (docs/LIMITS.md); it lands when its stream opens or it acts

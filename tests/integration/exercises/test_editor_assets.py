@@ -10,7 +10,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from server.web import editor_assets
+from server.web import templating
 from tests.support import LiveSite
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -31,8 +31,8 @@ def test_every_module_the_editor_reaches_resolves_through_the_import_map_to_an_i
         if name in seen:
             continue
         seen.add(name)
-        assert name in editor_assets.ENTRIES, f"{name} is imported but not in the import map"
-        path = MODULES / editor_assets.ENTRIES[name]
+        assert name in templating.ENTRIES, f"{name} is imported but not in the import map"
+        path = MODULES / templating.ENTRIES[name]
         assert path.is_file(), f"{name} maps to {path}, which `make assets` did not install"
         todo.extend(sorted(imports(path) - seen))
     assert {"@codemirror/view", "@codemirror/legacy-modes/mode/lua", "style-mod"} <= seen
@@ -42,12 +42,12 @@ def test_a_page_with_an_exercise_carries_the_map_its_csp_names_and_the_modules_a
     client = clean.client()
     page = client.get("/flows/parent-and-children")
     found = re.findall(r'<script type="importmap">(.*?)</script>', page.text, re.S)
-    assert found == [editor_assets.MAP_TEXT]
+    assert found == [templating.MAP_TEXT]
     digest = base64.b64encode(hashlib.sha256(found[0].encode()).digest()).decode()
     assert f"'sha256-{digest}'" in page.headers["content-security-policy"]
     assert "unsafe-inline" not in page.headers["content-security-policy"]
-    for path in editor_assets.ENTRIES.values():
-        served = client.get(f"{editor_assets.VENDOR}/{path}")
+    for path in templating.ENTRIES.values():
+        served = client.get(f"{templating.VENDOR}/{path}")
         assert served.status_code == 200 and "javascript" in served.headers["content-type"], path
     # a page without an exercise carries no map
     assert "importmap" not in client.get("/flows/reading-the-results").text

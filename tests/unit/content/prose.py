@@ -21,7 +21,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from server.content import Course, Page
-from server.web.static import static_url
+from server.web.templating import static_url
 
 ROOT = Path(__file__).resolve().parents[3]
 TEMPLATES = ROOT / "site" / "templates"

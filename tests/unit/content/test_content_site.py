@@ -21,7 +21,7 @@ from server.app import PLACEABLE
 from server.content import Course
 from server.emq import registry
 from server.sandboxes.sandbox import SignedCookie
-from server.web.static import CachedStatic, static_url
+from server.web.templating import CachedStatic, static_url
 from server.web.views import pages as views_pages
 from server.widgets import WIDGETS as FOUND
 from server.widgets.snapshot import Catalog
@@ -107,7 +107,7 @@ def client(course, widget_calls):
             Mount("/static", CachedStatic(directory=ROOT / "site" / "static"), name="static"),
             *views_pages.routes(),
         ],
-        exception_handlers=views_pages.exception_handlers(),
+        exception_handlers={404: views_pages.not_found},
     )
     templates = Jinja2Templates(directory=str(ROOT / "site" / "templates"))
     templates.env.globals["static_url"] = static_url(ROOT / "site" / "static")  # as server/app.py

@@ -1,10 +1,10 @@
-"""The site's JSON encoder says what the standard library's would (server/web/answer.py)."""
+"""The site's JSON encoder says what the standard library's would (server/web/errors.py)."""
 
 from __future__ import annotations
 
 import json
 
-from server.web.answer import JSONAnswer, dumps
+from server.web.errors import JSONAnswer, dumps
 
 SNAPSHOT = {
     "widget": "fanin", "ver": 1796159492262277, "key_count": 7, "landed": True, "outcome": None,

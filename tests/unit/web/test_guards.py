@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 
 from server.sandboxes.sandbox import COOKIE, SandboxCookie, SignedCookie
 from server.settings import Settings
-from server.web import guards, rates, sessions
+from server.web import guards
 from tests import services_stub
 from tests.unit.web.asgi import app_with, request
 
@@ -29,7 +29,7 @@ def site(settings: Settings | None = None, **state: Any) -> Starlette:
             instructor=SignedCookie(guards.INSTRUCTOR_COOKIE, SECRET, "emqlab-instructor", 3600),
             room=SignedCookie("emqlab_room", SECRET, "emqlab-room", 3600),
             watch=SignedCookie("emqlab_watch", SECRET, "emqlab-watch", 3600)),
-        windows=rates.Windows(),
+        windows=guards.Windows(),
         **state,
     )
 
@@ -89,8 +89,8 @@ def test_the_instructor_is_known_by_the_bearer_token_or_a_live_session_never_by_
     app = site()
     signed = app.state.services.cookies.instructor.serializer.dumps("a-session-id-valkey-does-not-hold")
     assert guards.is_instructor(request({"authorization": f"Bearer {TOKEN}"}, app=app))
-    # the session middleware (server/web/sessions.py) found the cookie's session live in Valkey
-    assert guards.is_instructor(request(app=app, state={sessions.STATE: "a-live-session"}))
+    # the session middleware (server/web/guards.py) found the cookie's session live in Valkey
+    assert guards.is_instructor(request(app=app, state={guards.SESSION_STATE: "a-live-session"}))
     assert not guards.is_instructor(request({"cookie": f"{guards.INSTRUCTOR_COOKIE}={signed}"}, app=app))
     assert not guards.is_instructor(request({"authorization": "Bearer not-the-token!!"}, app=app))
     assert not guards.is_instructor(request(app=app))
@@ -109,7 +109,7 @@ async def test_require_instructor_says_why_each_caller_is_refused_before_any_tok
     assert foreign.status == 403
     nobody = await refused_async(guards.require_instructor, request(app=site()))
     assert nobody.status == 401 and str(nobody).startswith("sign in as the instructor first")
-    await guards.require_instructor(request(app=site(), state={sessions.STATE: "a-live-session"}))
+    await guards.require_instructor(request(app=site(), state={guards.SESSION_STATE: "a-live-session"}))
 
 
 # -- cross-site requests -------------------------------------------------------------
@@ -200,14 +200,14 @@ def test_the_client_address_takes_the_proxys_last_entry_only_when_told_to(
     trust: bool, forwarded: str, address: str
 ) -> None:
     app = site(Settings(trust_forwarded_for=trust))
-    assert rates.client_address(request({"x-forwarded-for": forwarded}, app=app)) == address
+    assert guards.client_address(request({"x-forwarded-for": forwarded}, app=app)) == address
 
 
 def test_a_budget_of_zero_is_no_limit_and_old_windows_are_forgotten() -> None:
-    windows = rates.Windows()
+    windows = guards.Windows()
     for _ in range(1000):
         windows.spend("a:x", 0, "per visitor")
     assert not windows.counts
-    for n in range(rates.REMEMBERED + 10):
+    for n in range(guards.REMEMBERED + 10):
         windows.spend(f"a:{n}", 5, "per visitor")
-    assert len(windows.counts) == rates.REMEMBERED
+    assert len(windows.counts) == guards.REMEMBERED
