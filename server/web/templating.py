@@ -69,7 +69,7 @@ CSP_SOURCE: Final = "'sha256-" + base64.b64encode(hashlib.sha256(MAP_TEXT.encode
 
 
 def respond(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
-    """`in_class`: a class's learner, so a page without widgets still follows the class (room-follow.js)."""
+    """`in_class`: a class's learner, so a page without widgets still follows the class (lab.js)."""
     templates = services(request).templates
     in_class = services(request).cookies.room.read(request) is not None and not guards.is_instructor(request)
     frame = {"in_class": in_class, "course": services(request).course, "page": None, "current_hub": None}

@@ -227,7 +227,7 @@ def test_a_mode_change_reaches_an_open_stream_as_a_room_event_which_ends_it(clea
 def test_bring_everyone_sends_a_goto_to_a_page_without_widgets_too(clean: LiveSite) -> None:
     instructor, code = open_class(clean)
     ada = joined(clean, code, "Ada")
-    assert "room-follow.js" in ada.get("/room").text  # the room page follows the class
+    assert "/static/widgets/lab.js" in ada.get("/room").text  # the room page follows the class
     with ada.stream("GET", "/api/stream?widgets=", timeout=15) as response:
         events = Events(response)
         events.until("status")

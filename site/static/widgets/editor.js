@@ -29,7 +29,7 @@ const THEME = EditorView.theme({
   "&.cm-focused .cm-nonmatchingBracket": { background: "#fdecec", color: "#a4161a" },
 });
 
-/** Put an editor over `textarea`; returns {get, set, focus}. */
+/** Put an editor over `textarea`. */
 export function enhance(textarea, label, hint) {
   const sync = EditorView.updateListener.of((update) => {
     if (update.docChanged) textarea.value = update.state.doc.toString();
@@ -64,11 +64,4 @@ export function enhance(textarea, label, hint) {
   label.addEventListener("click", () => view.focus());
   textarea.hidden = true;
   hint.hidden = false;
-  return {
-    get: () => view.state.doc.toString(),
-    set(text) {
-      view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: text } });
-    },
-    focus: () => view.focus(),
-  };
 }

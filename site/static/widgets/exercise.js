@@ -4,9 +4,7 @@
 // drawn as the server said it. The list shows one run; a run that did not
 // happen marks every check "not run". GET /api/exercises/<name> (`mine`)
 // brings back the learner's last script and best run.
-import { el, formatValue, keyName } from "./dom.js";
-
-const $ = (root, role) => root.querySelector(`[data-role="${role}"]`);
+import { $, announce, el, setStatus } from "./dom.js";
 
 // why a refused run ran no check, by its status (the status line says it whole)
 const NOT_RUN = {
@@ -16,78 +14,58 @@ const NOT_RUN = {
   503: "the graders are starting again",
 };
 
+/** A key's name with a break opportunity after each ":" and "}" (long names wrap there, not mid-word). */
+const keyName = (name) => name.split(/(?<=[:}])/).flatMap((part) => (/[:}]$/.test(part) ? [part, el("wbr")] : [part]));
+
+/** A key's value as text, as the server's key panel prints it (server/widgets/draw.py key_text). */
+function valueText(key) {
+  const v = key.value;
+  const size = key.type === "string" ? `${key.size} bytes` : `${key.size} elements`;
+  if (v === null) return `(${size}; not shown: this snapshot's budget is spent)`;
+  const lines = key.type === "hash" ? Object.entries(v).map(([f, x]) => `${f} = ${x}`)
+    : key.type === "zset" ? v.map(([m, s]) => `${m} (score ${s})`)
+      : key.type === "list" ? v.map((x, i) => `[${i}] ${x}`) : null;
+  const text = lines === null ? String(v) : lines.join("\n") || "(empty)";
+  return key.whole ? text : `${text}\n… (${size} in all; the first shown)`;
+}
+
 function keyList(title, keys) {
-  const box = el("div", "exercise-keys");
-  box.append(el("p", "exercise-keys-title", title));
-  const table = document.createElement("table");
-  table.className = "keys";
-  const head = table.createTHead().insertRow();
-  for (const label of ["key", "type", "value"]) {
-    const th = document.createElement("th");
-    th.scope = "col";
-    th.textContent = label;
-    head.append(th);
-  }
-  const body = table.createTBody();
-  for (const key of keys) {
-    const row = body.insertRow();
-    const name = row.insertCell();
-    name.className = "key-name";
-    name.append(keyName(key.name));
-    const type = row.insertCell();
-    type.className = "key-type";
-    type.textContent = key.type;
-    const value = row.insertCell();
-    value.className = "key-value";
-    value.textContent = formatValue({ ...key, cut: !key.whole });
-  }
-  if (!keys.length) {
-    const cell = body.insertRow().insertCell();
-    cell.colSpan = 3;
-    cell.textContent = "no keys";
-  }
-  box.append(table);
-  return box;
+  const rows = keys.map((key) => el("tr", {}, el("td", { class: "key-name" }, ...keyName(key.name)),
+    el("td", { class: "key-type" }, key.type), el("td", { class: "key-value" }, valueText(key))));
+  if (!keys.length) rows.push(el("tr", {}, el("td", { colspan: "3" }, "no keys")));
+  const head = el("tr", {}, ...["key", "type", "value"].map((label) => el("th", { scope: "col" }, label)));
+  return el("div", { class: "exercise-keys" }, el("p", { class: "exercise-keys-title" }, title),
+    el("table", { class: "keys" }, el("thead", {}, head), el("tbody", {}, ...rows)));
 }
 
 /** Every check's line saying the same thing (this run has not judged it). */
 function markAll(root, checks, words, className) {
-  $(root, "results").replaceChildren(...checks.map((name) => {
-    const item = el("li", className, `${name}: ${words}`);
-    item.dataset.check = name;
-    return item;
-  }));
+  const line = (name) => el("li", { class: className, "data-check": name }, `${name}: ${words}`);
+  $(root, "results").replaceChildren(...checks.map(line));
 }
 
 function drawResults(root, result) {
   const pictures = new Map((result.pictures || []).map((p) => [p.check, p]));
   $(root, "results").replaceChildren(...result.checks.map((check) => {
-    const item = el("li", check.passed ? "check-passed" : "check-failed");
-    item.dataset.check = check.name;
-    item.dataset.passed = check.passed ? "1" : "0";
     const line = `${check.name}: ${check.passed ? "passed" : "failed"} — ${check.said}`;
     const picture = pictures.get(check.name);
-    if (check.passed || !picture) {
-      item.textContent = line;
-      return item;
+    const item = el("li", { class: check.passed ? "check-passed" : "check-failed", "data-check": check.name,
+      "data-passed": check.passed ? "1" : "0" });
+    if (check.passed || !picture) item.append(line);
+    else {
+      const sides = [keyList(`Before your script (${picture.step})`, picture.before),
+        keyList("After your script", picture.after)];
+      item.append(el("details", { class: "exercise-picture" }, el("summary", {}, line),
+        el("div", { class: "exercise-sides" }, ...sides)));
     }
-    const details = el("details", "exercise-picture");
-    details.append(el("summary", "", line));
-    const sides = el("div", "exercise-sides");
-    sides.append(keyList(`Before your script (${picture.step})`, picture.before),
-      keyList("After your script", picture.after));
-    details.append(sides);
-    item.append(details);
     return item;
   }));
   say(root, `${result.passed} of ${result.total} checks passed.`, result.passed === result.total ? "ok" : "");
 }
 
 function say(root, text, kind = "") {
-  const status = $(root, "status");
-  status.textContent = text;
-  status.dataset.kind = kind;
-  $(root, "announce").textContent = text;
+  setStatus(root, text, kind);
+  announce(root, text);
 }
 
 function refused(root, checks, status, error) {
@@ -97,18 +75,20 @@ function refused(root, checks, status, error) {
 
 function showBest(root, best) {
   $(root, "best").textContent = best
-    ? `Your best run: ${best.passed} of ${best.total} checks passed. Your last script is kept; Start over on your progress page forgets both.`
+    ? `Your best run: ${best.passed} of ${best.total} checks passed. `
+      + "Your last script is kept; Start over on your progress page forgets both."
     : "Not run yet: your best run will show here, and your last script is kept.";
 }
 
 /** The learner's kept work: their last script into the editor (unless they
  *  already typed), their best run into its line. */
-async function loadMine(root, name, editor, opened) {
+async function loadMine(root, name, textarea = null) {
+  const opened = textarea && textarea.value;
   try {
     const response = await fetch(`/api/exercises/${name}`, { credentials: "same-origin" });
     if (!response.ok) return;
     const { mine } = await response.json();
-    if (editor && mine.script !== null && editor.get() === opened) editor.set(mine.script);
+    if (textarea && mine.script !== null && textarea.value === opened) textarea.value = mine.script;
     showBest(root, mine.best);
   } catch (err) {
     // the best-run line keeps its link to the exercise's own page
@@ -121,11 +101,8 @@ async function run(root, name, checks) {
   markAll(root, checks, "running…", "check-running");
   root.setAttribute("aria-busy", "true");
   try {
-    const response = await fetch(`/api/exercises/${name}/run`, {
-      method: "POST", credentials: "same-origin",
-      headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-      body: JSON.stringify({ script }),
-    });
+    const response = await fetch(`/api/exercises/${name}/run`, { method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream" }, body: JSON.stringify({ script }) });
     if (!response.ok) {
       refused(root, checks, response.status, await response.json());
       return;
@@ -164,7 +141,7 @@ async function run(root, name, checks) {
   } finally {
     root.removeAttribute("aria-busy");
   }
-  loadMine(root, name, null, null);  // the best run, as the learner's record now holds it
+  loadMine(root, name);  // the best run, as the learner's record now holds it
 }
 
 async function start(root) {
@@ -176,31 +153,21 @@ async function start(root) {
     if (!root.hasAttribute("aria-busy")) run(root, name, checks);  // one run at a time per exercise
   });
   const textarea = $(root, "script");
-  const field = { get: () => textarea.value, set: (text) => { textarea.value = text; } };
-  await loadMine(root, name, field, textarea.value);  // the editor opens on what the textarea holds then
-  whenNear(root, () => enhanceField(root, textarea));
-}
-
-/** The editor's modules (some 800 kB unpacked) load when the exercise comes
- *  near the screen, not with the page: a reader who never scrolls to it pays
- *  nothing for them, and a phone paints the prose first. */
-function whenNear(root, then) {
-  const observer = new IntersectionObserver((seen) => {
+  await loadMine(root, name, textarea);  // the editor opens on what the textarea holds then
+  // The editor's modules (some 800 kB unpacked) load when the exercise comes near the screen,
+  // not with the page: a reader who never scrolls to it pays nothing for them, and a phone paints the prose first.
+  const observer = new IntersectionObserver(async (seen) => {
     if (!seen.some((entry) => entry.isIntersecting)) return;
     observer.disconnect();
-    then();
+    try {
+      const { enhance } = await import("./editor.js");
+      enhance(textarea, document.getElementById(`${root.id}-label`), $(root, "hint"));
+      root.classList.add("has-editor");
+    } catch (err) {
+      // no editor (its modules did not load): the plain textarea does the work
+    }
   }, { rootMargin: "800px 0px" });
   observer.observe(root);
-}
-
-async function enhanceField(root, textarea) {
-  try {
-    const { enhance } = await import("./editor.js");
-    enhance(textarea, document.getElementById(`${root.id}-label`), $(root, "hint"));
-    root.classList.add("has-editor");
-  } catch (err) {
-    // no editor (its modules did not load): the plain textarea does the work
-  }
 }
 
 for (const root of document.querySelectorAll("[data-exercise]")) start(root);

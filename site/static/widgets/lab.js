@@ -4,10 +4,10 @@
 // focus, typed values, open details and scroll. `data-action`/`data-send` name
 // a control's action; `data-body`, `[data-field][data-for~=<action>]` and an
 // open question's answer fill its body. Nothing here computes a value to show.
+// A page without widgets loads it too, for a class's learner: it follows the class.
 
 import { Idiomorph } from "/static/vendor/idiomorph/dist/idiomorph.esm.js";
 import { $, announce, setStatus } from "./dom.js";
-import { COMPOSE } from "./forms.js";
 import { afterPaint, followRoom, keepsNotice, settleNotice, showRoom, stickyNotice } from "./room.js";
 
 // This page's name for itself: an outcome another page caused says so.
@@ -92,20 +92,20 @@ function settled(entry, isNew) {
   const mine = Boolean(who && who.dataset.tab === TAB);
   // an outcome recorded before this page opened is nobody else's news: not "from another page"
   // who acted, when it was not this page (the server draws the words; this page knows whether they apply)
-  if (who) who.textContent = mine || (who.dataset.who === "page" && !(entry.ver > entry.openedAt)) ? "" : who.dataset.said;
+  const told = mine || (who && who.dataset.who === "page" && !(entry.ver > entry.openedAt));
+  if (who) who.textContent = told ? "" : who.dataset.said;
   const box = $(root, "outcome");
   if (isNew && !box.hidden) {
     announce(root, box.textContent.trim());
-    if (mine) requestAnimationFrame(() => bringIntoView(root, box));
+    // this page's own outcome is brought into view when it is out of it (or below its aside's end)
+    if (mine) requestAnimationFrame(() => {
+      const r = box.getBoundingClientRect();
+      const aside = root.closest(".dive-aside");
+      const bottom = Math.min(window.innerHeight, aside ? aside.getBoundingClientRect().bottom : Infinity);
+      if (r.top < 0 || r.bottom > bottom) box.scrollIntoView({ block: "center" });
+    });
   }
   afterPaint(root);
-}
-
-function bringIntoView(root, box) {
-  const r = box.getBoundingClientRect();
-  const aside = root.closest(".dive-aside");
-  const bottom = Math.min(window.innerHeight, aside ? aside.getBoundingClientRect().bottom : Infinity);
-  if (r.top < 0 || r.bottom > bottom) box.scrollIntoView({ block: "center" });
 }
 
 // ---- actions ------------------------------------------------------------
@@ -137,17 +137,13 @@ function bodyFor(root, action, control) {
   return body;
 }
 
-export async function act(name, action, body = {}) {
+async function act(name, action, body = {}) {
   const entry = widgets.get(name);
   entry.root.setAttribute("aria-busy", "true"); // for assistive technology; no style depends on it
   const started = Date.now(); // a notice that came after this click is not settled by it (room.js)
   try {
-    const response = await fetch(`/api/widgets/${name}/${action}`, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "X-Emqlab-Tab": TAB },
-      body: JSON.stringify(body),
-    });
+    const response = await fetch(`/api/widgets/${name}/${action}`, { method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-Emqlab-Tab": TAB }, body: JSON.stringify(body) });
     const data = await response.json();
     if (!response.ok) {
       showProblem(entry.root, data.error || response.statusText, response.status);
@@ -199,38 +195,51 @@ function wire(name, root) {
     const form = event.target.closest("form[data-send]");
     if (!form) return;
     event.preventDefault();
-    const compose = COMPOSE.get(form.dataset.compose);
-    act(name, form.dataset.send, compose ? compose(form) : Object.fromEntries(new FormData(form)));
+    const body = form.dataset.compose === "batch" ? batch(form) : Object.fromEntries(new FormData(form));
+    act(name, form.dataset.send, body);
   });
+}
+
+/** The ledger's own batch (`data-compose="batch"`): up to three flows of up to three children, as typed.
+ *  The server's gates judge every value (an ill-formed id is refused in words). */
+function batch(form) {
+  const data = new FormData(form);
+  const typed = (field) => String(data.get(field) || "").trim();
+  const flows = [];
+  for (let f = 1; f <= 3; f += 1) {
+    if (!typed(`parent-${f}`)) continue;
+    const children = [1, 2, 3].filter((c) => typed(`child-${f}-${c}`)).map((c) => ({
+      id: typed(`child-${f}-${c}`), payload: `your flow ${f}, child ${c}`, queue: String(data.get(`queue-${f}-${c}`)),
+    }));
+    flows.push({ parent: { id: typed(`parent-${f}`), payload: `your flow ${f}` }, children });
+  }
+  // the spoil option only rewrites one id: flow 2's last child
+  const spoil = data.get("spoil");
+  const target = flows[1] && flows[1].children[flows[1].children.length - 1];
+  if (target && spoil === "kind") target.id = target.id.replace(/^JOB/, "TASK");
+  if (target && spoil === "gate") target.id = `${target.id} bad}`;
+  return { flows };
 }
 
 // ---- deep links: #step=N (the page's first widget), #<widget>-step=N -------
 
-/** The link's step for this widget: `{step, said}` (`said` as the link wrote it), or null. */
-function hashStep(name, root, hash = location.hash) {
-  const own = new RegExp(`(?:^#|&)(${name}-step=([^&]*))`).exec(hash);
-  const first = /(?:^#|&)(step=([^&]*))/.exec(hash);
-  const found = own || (first && document.querySelector("[data-widget]") === root ? first : null);
-  if (!found) return null;
-  let value = found[2];
-  try { value = decodeURIComponent(value); } catch (err) { /* a stray "%": said as written */ }
-  return { step: /^\d+$/.test(value) ? Number(value) : null, said: `#${found[1].split("=")[0]}=${value}` };
-}
-
+/** Follow the link's step for this widget, if it names one: the server resets the widget and replays
+ *  its tour to that step on Valkey. A link that names no step is said, not ignored. */
 function followHash(name) {
   const { root } = widgets.get(name);
-  const link = hashStep(name, root);
-  if (link === null) return;
-  if (link.step === null) {
-    // a link that names no step is said, not ignored: the widget stays as it is
+  const own = new RegExp(`(?:^#|&)(${name}-step=([^&]*))`).exec(location.hash);
+  const first = /(?:^#|&)(step=([^&]*))/.exec(location.hash);
+  const found = own || (first && document.querySelector("[data-widget]") === root ? first : null);
+  if (!found) return;
+  let value = found[2];
+  try { value = decodeURIComponent(value); } catch (err) { /* a stray "%": said as written */ }
+  if (!/^\d+$/.test(value)) {
     const steps = root.querySelectorAll('[data-role="checklist"] li[data-step]').length;
     const range = steps ? `a step of this tour (1–${steps})` : "a step: this widget has no tour";
-    stickyNotice(root, `${link.said} is not ${range}; the widget stays as it is.`);
+    stickyNotice(root, `#${found[1].split("=")[0]}=${value} is not ${range}; the widget stays as it is.`);
     return;
   }
-  const { step } = link;
-  // The server resets the widget and replays its tour to that step on Valkey.
-  act(name, "goto", { step }).then(() => {
+  act(name, "goto", { step: Number(value) }).then(() => {
     if (!root.hasAttribute("tabindex")) root.tabIndex = -1;
     root.scrollIntoView({ block: "start" });
     root.focus({ preventScroll: true });
@@ -239,50 +248,55 @@ function followHash(name) {
 
 // ---- the live stream ----------------------------------------------------
 
+const each = (fn) => { for (const { root } of widgets.values()) fn(root); };
+
 function openStream() {
-  if (source || widgets.size === 0) return;
+  if (source) return;
   source = new EventSource(`/api/stream?widgets=${encodeURIComponent([...widgets.keys()].join(","))}`);
   source.addEventListener("widget", (e) => swap(e.data));
   source.addEventListener("where", (e) => showRoom(JSON.parse(e.data).room));
   source.addEventListener("status", (e) => {
     const status = JSON.parse(e.data);
-    for (const { root } of widgets.values()) {
-      if (status.valkey === "down") setStatus(root, "Valkey is unreachable right now; the widget will recover when it returns.", "down");
-      else if (typeof status.message === "string" && (status.message || !keepsNotice(root))) {
+    each((root) => {
+      if (status.valkey === "down") {
+        setStatus(root, "Valkey is unreachable right now; the widget will recover when it returns.", "down");
+      } else if (typeof status.message === "string" && (status.message || !keepsNotice(root))) {
         setStatus(root, status.message, status.message ? "notice" : "");
       }
-    }
+    });
   });
-  source.addEventListener("room", (e) => followRoom(JSON.parse(e.data), { reconnect, reloadAll }));
+  source.addEventListener("room", (e) => followRoom(JSON.parse(e.data), again));
   source.addEventListener("reset", (e) => {
-    const data = JSON.parse(e.data);
-    const text = data.by === "learner" ? "You started over: every scenario lands again."
+    const text = JSON.parse(e.data).by === "learner" ? "You started over: every scenario lands again."
       : "Your sandbox was reset by the instructor: the scenario starts again.";
     // a notice that stays until the learner dismisses it or acts on the widget (room.js)
-    for (const { root } of widgets.values()) stickyNotice(root, text);
-    for (const { root } of widgets.values()) announce(root, text);
+    each((root) => stickyNotice(root, text));
+    each((root) => announce(root, text));
   });
+  // what the page follows now (tools and tests can tell it is listening)
   source.onerror = () => {
-    for (const { root } of widgets.values()) {
-      if (!$(root, "status").textContent) setStatus(root, "Live stream interrupted; reconnecting…", "down");
-    }
+    document.body.dataset.followsClass = "reconnecting";
+    const text = "Live stream interrupted; reconnecting…";
+    each((root) => { if (!$(root, "status").textContent) setStatus(root, text, "down"); });
   };
   source.onopen = () => {
-    for (const { root } of widgets.values()) {
-      if ($(root, "status").dataset.kind === "down") setStatus(root, "");
-    }
+    document.body.dataset.followsClass = "open";
+    each((root) => { if ($(root, "status").dataset.kind === "down") setStatus(root, ""); });
   };
 }
 
 /** A fresh stream: the server resolves again which sandbox this page acts in, and draws every widget. */
-export function reconnect() {
+function reconnect() {
   if (source) source.close();
   source = null;
   openStream();
 }
 
-/** The page may now show another sandbox, whose versions do not follow this one's: forget them. */
-export function reloadAll() {
+/** What this page acts in may have changed (the class moved): a page without widgets is loaded again;
+ *  else a fresh stream draws every widget, and the versions of another sandbox do not follow this one's. */
+function again() {
+  if (widgets.size === 0) return location.reload();
+  reconnect();
   for (const entry of widgets.values()) {
     entry.ver = null;
     entry.openedAt = null;
@@ -293,11 +307,9 @@ async function refreshDive() {
   try {
     const response = await fetch("/api/progress", { credentials: "same-origin" });
     if (!response.ok) return;
-    const data = await response.json();
-    const line = document.querySelector('[data-role="dive-progress"]');
-    const dive = data.dives.find((d) => d.path === location.pathname);
-    const text = line && dive ? line.querySelector('[data-role="dive-progress-summary"]') : null;
-    if (text && text.textContent !== dive.summary) text.textContent = dive.summary;
+    const dive = (await response.json()).dives.find((d) => d.path === location.pathname);
+    const text = $(document, "dive-progress-summary");
+    if (text && dive && text.textContent !== dive.summary) text.textContent = dive.summary;
   } catch (err) {
     // The site is away: the server-rendered line stays as it was.
   }
@@ -312,10 +324,10 @@ function start() {
     wire(name, root);
     if (entry.ver !== null) settled(entry, false);
   }
-  for (const name of widgets.keys()) followHash(name);
-  window.addEventListener("hashchange", () => { for (const name of widgets.keys()) followHash(name); });
+  const follow = () => { for (const name of widgets.keys()) followHash(name); };
+  follow();
+  window.addEventListener("hashchange", follow);
   openStream();
 }
 
-if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start, { once: true });
-else start();
+start(); // a module runs once the document is parsed: every widget is on the page

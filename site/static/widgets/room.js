@@ -1,13 +1,14 @@
-// room.js — what a dive page shows of its class (or of a Watch): the banner,
+// room.js — what a page shows of its class (or of a Watch): the banner,
 // controls disabled where the page only watches, the class's events, the
 // question asked (GET /room/ask) and notices that stay. The server decides all.
 
-import { setStatus, withRole as el } from "./dom.js";
+import { $, el, setStatus } from "./dom.js";
 
 let current = null; // the last room the server named (null: none)
 let notice = ""; // a sentence that outlives the room (e.g. the class was closed)
 let watched = null; // whom an instructor's Watch shows: { sandbox, name, room }
 let askedIn = null; // the class whose question was last read
+let askedWidget = null; // the widget that question is about
 
 const CONTROLS = "button, input, select, textarea";
 // A notice that stays is cleared by Dismiss or an action on its widget, not by a click
@@ -15,11 +16,7 @@ const CONTROLS = "button, input, select, textarea";
 const NOTICE_READ_MS = 4000;
 const CARRIED = "emqlab-class-notice"; // a notice carried to the page the class was brought to
 
-const $ = (selector, root = document) => root.querySelector(selector);
-
-function banner() {
-  return $('[data-role="room-banner"]');
-}
+const banner = () => $(document, "room-banner");
 
 function words(room) {
   if (room.watching) {
@@ -27,25 +24,20 @@ function words(room) {
     const where = watched && watched.room ? ` (class ${watched.room})` : "";
     return `You are watching ${who} sandbox${where}, read-only: the controls are disabled.`;
   }
-  if (room.mode === "demo" && room.readonly) {
-    return `Demo in class ${room.code}: you are watching the instructor's sandbox, read-only; the controls are disabled.`;
-  }
-  if (room.mode === "demo") return `Demo in class ${room.code}: every learner watches your sandbox, read-only.`;
+  const demo = room.readonly ? "you are watching the instructor's sandbox, read-only; the controls are disabled"
+    : "every learner watches your sandbox, read-only";
+  if (room.mode === "demo") return `Demo in class ${room.code}: ${demo}.`;
   if (room.mode === "together") {
-    return `You are in class ${room.code}, working together: everyone in it shares these keys and sees every action live.`;
+    return `You are in class ${room.code}, working together: `
+      + "everyone in it shares these keys and sees every action live.";
   }
   return `You are in class ${room.code}: you act in your own sandbox; your instructor sees your progress.`;
 }
 
-function stopWatching() {
-  const button = el("button", "Stop watching");
-  button.type = "button";
-  button.className = "room-stop";
-  button.addEventListener("click", async () => {
-    await fetch("/instructor/watch/stop", { method: "POST", credentials: "same-origin", headers: { Accept: "application/json" } });
-    location.reload();
-  });
-  return button;
+async function stopWatching() {
+  const asked = { method: "POST", credentials: "same-origin", headers: { Accept: "application/json" } };
+  await fetch("/instructor/watch/stop", asked);
+  location.reload();
 }
 
 function drawBanner() {
@@ -55,8 +47,10 @@ function drawBanner() {
   node.hidden = !text;
   node.dataset.mode = current ? current.mode || "own" : "none";
   node.dataset.demo = current && current.mode === "demo" ? "1" : "0";
-  node.replaceChildren(document.createTextNode(text));
-  if (current && current.watching) node.append(" ", stopWatching());
+  node.replaceChildren(text);
+  if (current && current.watching) {
+    node.append(" ", el("button", { type: "button", class: "room-stop", onclick: stopWatching }, "Stop watching"));
+  }
 }
 
 async function nameWatched(sandbox) {
@@ -112,26 +106,22 @@ export function afterPaint(root) {
 
 // ---- notices that stay --------------------------------------------------
 
-function dismiss(onClick) {
-  const button = el("button", "Dismiss", "dismiss");
-  button.type = "button";
-  button.className = "notice-dismiss quiet";
-  button.setAttribute("aria-label", "Dismiss this notice");
-  button.addEventListener("click", onClick);
-  return button;
+function dismiss(onclick) {
+  return el("button", { type: "button", class: "notice-dismiss quiet", "data-role": "dismiss",
+    "aria-label": "Dismiss this notice", onclick }, "Dismiss");
 }
 
 /** A widget's notice that stays (an instructor's reset of the sandbox). */
 export function stickyNotice(root, text) {
-  const status = $('[data-role="status"]', root);
-  status.replaceChildren(document.createTextNode(text), " ", dismiss(() => setStatus(root, "")));
+  const status = $(root, "status");
+  status.replaceChildren(text, " ", dismiss(() => setStatus(root, "")));
   status.dataset.kind = "notice";
   status.dataset.since = String(Date.now());
 }
 
 /** Whether the widget's status line holds a notice that stays. */
 export function keepsNotice(root) {
-  return Boolean($('[data-role="status"] [data-role="dismiss"]', root));
+  return Boolean($($(root, "status"), "dismiss"));
 }
 
 function fresh(since, started) {
@@ -140,9 +130,8 @@ function fresh(since, started) {
 
 /** A click on `root` that started at `started` succeeded: what it settles. */
 export function settleNotice(root, started) {
-  const status = $('[data-role="status"]', root);
-  if (!keepsNotice(root) || !fresh(status.dataset.since, started)) setStatus(root, "");
-  const box = $('[data-role="class-notice"]');
+  if (!keepsNotice(root) || !fresh($(root, "status").dataset.since, started)) setStatus(root, "");
+  const box = $(document, "class-notice");
   if (box && !box.hidden && box.dataset.concerns === root.dataset.widget && !fresh(box.dataset.since, started)) {
     box.hidden = true;
     box.replaceChildren();
@@ -151,24 +140,23 @@ export function settleNotice(root, started) {
 }
 
 /** The element with `role` placed after the banner (made once): a class notice, the class's question. */
-function besideBanner(tag, role, setup) {
-  let box = $(`[data-role="${role}"]`);
+function besideBanner(tag, role, attrs) {
+  let box = $(document, role);
   const node = banner();
   if (!box && node) {
-    box = el(tag, undefined, role);
-    setup(box);
+    box = el(tag, { "data-role": role, ...attrs });
     node.after(box);
   }
   return box;
 }
 
 function classNotice(text, widget = "") {
-  const box = besideBanner("p", "class-notice", (b) => { b.className = "room-notice"; b.setAttribute("role", "status"); });
+  const box = besideBanner("p", "class-notice", { class: "room-notice", role: "status" });
   if (!box) return;
   box.hidden = false;
   box.dataset.concerns = widget; // not data-widget: that names a widget's own root
   box.dataset.since = String(Date.now());
-  box.replaceChildren(document.createTextNode(text), " ", dismiss(() => { box.hidden = true; box.replaceChildren(); }));
+  box.replaceChildren(text, " ", dismiss(() => { box.hidden = true; box.replaceChildren(); }));
 }
 
 // A notice carried in the tab's session to the page the class was brought to (storage refused: none).
@@ -188,73 +176,52 @@ function carry(text, widget) {
 
 // ---- the question the class is asked ------------------------------------
 
-let askedWidget = null;
-
-function askBox() {
-  return besideBanner("section", "class-ask", (b) => { b.className = "class-ask"; b.setAttribute("aria-label", "Your class's question"); });
-}
-
-function input(type, name, value) {
-  const node = el("input");
-  Object.assign(node, { type, name, value });
-  return node;
-}
-
 function voteForm(ask, box) {
-  const form = el("form", undefined, "class-vote");
-  const set = el("fieldset");
-  set.append(el("legend", `Your answer to: ${ask.legend}`));
+  const field = ask.kind === "choice" ? { type: "radio" } : { type: "number", step: "any" };
   const choices = ask.kind === "choice" ? ask.choices : [{ value: "", label: "Your answer" }];
-  for (const choice of choices) {
-    const label = el("label");
-    const field = ask.kind === "choice" ? input("radio", "class-vote", choice.value) : input("number", "class-vote", "");
-    if (field.type === "number") field.step = "any";
-    label.append(`${choice.label} `, field);
-    set.append(label);
-  }
-  const send = el("button", "Send my answer");
-  send.type = "submit";
-  set.append(send);
-  form.append(set);
-  form.addEventListener("submit", async (event) => {
+  const labels = choices.map((choice) => el("label", {}, `${choice.label} `,
+    el("input", { ...field, name: "class-vote", value: choice.value })));
+  const form = el("form", { "data-role": "class-vote" }, el("fieldset", {},
+    el("legend", {}, `Your answer to: ${ask.legend}`), ...labels, el("button", { type: "submit" }, "Send my answer")));
+  form.onsubmit = async (event) => {
     event.preventDefault();
-    const picked = $('input[name="class-vote"]:checked, input[type="number"][name="class-vote"]', form);
+    const picked = form.querySelector('input[name="class-vote"]:checked, input[type="number"][name="class-vote"]');
     if (!picked || picked.value.trim() === "") return;
     const answer = picked.type === "number" ? Number(picked.value) : picked.value;
     const response = await fetch("/room/answer", { method: "POST", credentials: "same-origin",
       headers: { "Content-Type": "application/json" }, body: JSON.stringify({ answer }) });
     const data = await response.json();
-    if (!response.ok) box.append(el("p", data.error || response.statusText, "class-ask-error"));
+    if (!response.ok) box.append(el("p", { "data-role": "class-ask-error" }, data.error || response.statusText));
     else refreshAsk();
-  });
+  };
   return form;
 }
 
 function list(title, role, lines) {
-  const items = el("ul", undefined, role);
-  for (const line of lines) items.append(el("li", line));
-  return [el("p", title), items];
+  return [el("p", {}, title), el("ul", { "data-role": role }, ...lines.map((line) => el("li", {}, line)))];
 }
 
 function drawAsk(ask) {
   askedWidget = ask ? ask.widget : null;
-  const box = askBox();
+  const box = besideBanner("section", "class-ask", { class: "class-ask", "aria-label": "Your class's question" });
   if (!box) return;
   box.hidden = !ask;
   if (!ask) return box.replaceChildren();
-  const parts = [el("p", `Your class is asked${ask.round === 2 ? " again (second round)" : ""}: ${ask.legend}`, "class-ask-legend"),
-    el("p", ask.answered, "class-ask-answered")];
-  if (ask.mine) parts.push(el("p", ask.mine, "class-ask-mine"));
+  const said = (text, role) => el("p", { "data-role": role }, text);
+  const again = ask.round === 2 ? " again (second round)" : "";
+  const parts = [said(`Your class is asked${again}: ${ask.legend}`, "class-ask-legend"),
+    said(ask.answered, "class-ask-answered")];
+  if (ask.mine) parts.push(said(ask.mine, "class-ask-mine"));
   if (ask.votes && !ask.revealed && ask.page === location.pathname) parts.push(voteForm(ask, box));
-  if (ask.counts) parts.push(...list("How the class answered:", "class-ask-counts", ask.counts.map((c) => `${c.value}: ${c.count} (${c.mark})`)));
-  if (ask.moved && ask.moved.length) {
-    parts.push(...list("First vote → second vote:", "class-ask-moved", ask.moved.map((m) => `${m.value}: ${m.first} → ${m.second}`)));
-  }
+  const counts = (ask.counts || []).map((c) => `${c.value}: ${c.count} (${c.mark})`);
+  const moved = (ask.moved || []).map((m) => `${m.value}: ${m.first} → ${m.second}`);
+  if (ask.counts) parts.push(...list("How the class answered:", "class-ask-counts", counts));
+  if (moved.length) parts.push(...list("First vote → second vote:", "class-ask-moved", moved));
   box.replaceChildren(...parts);
 }
 
 async function refreshAsk() {
-  if (!askedIn) return drawAsk(null);
+  if (!askedIn || !banner()) return drawAsk(null); // no banner (a page without widgets): no box to fill
   try {
     const response = await fetch("/room/ask", { credentials: "same-origin" });
     if (response.ok) drawAsk((await response.json()).ask);
@@ -265,8 +232,8 @@ async function refreshAsk() {
 
 // ---- the class's events -------------------------------------------------
 
-/** A `room` event on the stream: the class changed what this page shows. */
-export function followRoom(event, { reconnect, reloadAll }) {
+/** A `room` event on the stream: the class changed what this page shows; `again` reads what it acts in afresh. */
+export function followRoom(event, again) {
   if (event.action === "goto") {
     const here = !event.page || event.page === location.pathname;
     if (!here) {
@@ -275,7 +242,7 @@ export function followRoom(event, { reconnect, reloadAll }) {
       return;
     }
     if (event.text) classNotice(event.text, event.widget);
-    const widget = event.widget && $(`[data-widget="${event.widget}"]`);
+    const widget = event.widget && document.querySelector(`[data-widget="${event.widget}"]`);
     if (widget) widget.scrollIntoView({ block: "start" });
     if (event.ask) refreshAsk();
     return;
@@ -288,14 +255,8 @@ export function followRoom(event, { reconnect, reloadAll }) {
     node.hidden = false;
     node.textContent = event.text;
   }
-  // What this page acts in may have changed: a fresh stream and a fresh read
-  // of every widget, both resolved by the server from the class's new state.
-  reconnect();
-  reloadAll();
+  again();
 }
 
-const brought = carried();
-if (brought && brought.text) {
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", () => classNotice(brought.text, brought.widget));
-  else classNotice(brought.text, brought.widget);
-}
+const brought = carried(); // a module runs once the document is parsed: the banner is there
+if (brought && brought.text) classNotice(brought.text, brought.widget);
