@@ -16,7 +16,7 @@ let asked = 0; // the last redraw asked for: an older page that comes after it i
 async function redraw() {
   const mine = ++asked;
   if (leaving) return;
-  const response = await fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } });
+  const response = await fetch(location.href, { headers: { Accept: "text/html" } });
   if (!response.ok || leaving) return;
   const html = await response.text();
   if (mine !== asked) return;

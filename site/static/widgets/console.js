@@ -1,7 +1,7 @@
 // console.js — the Valkey console: a command sent to POST /api/console, its
 // reply printed as the server wrote it (as valkey-cli would). The transcript is
 // kept in Valkey, so a reload or a second tab reads it back (GET /api/console).
-import { $, el } from "./dom.js";
+import { $, el, getJSON, post } from "./dom.js";
 
 const MAX_ENTRIES = 200; // entries kept on the page; older ones scroll away
 
@@ -10,8 +10,6 @@ function start(root) {
   const history = [];
   let cursor = 0; // history index the arrows are on; history.length = the fresh line
   let draft = "";
-
-  root.classList.add("is-live");
 
   function entry({ command, reply_lines: lines = [], kind = "reply" }) {
     log.append(el("div", { class: `console-entry console-${kind}` },
@@ -36,8 +34,7 @@ function start(root) {
     input.value = "";
     root.setAttribute("aria-busy", "true");
     try {
-      const response = await fetch("/api/console", { method: "POST", credentials: "same-origin",
-        headers: { "Content-Type": "application/json" }, body: JSON.stringify({ command }) });
+      const response = await post("/api/console", { command });
       const data = await response.json();
       if (data.reply_lines) entry(data);
       else refused(command, data.error || response.statusText);
@@ -54,39 +51,30 @@ function start(root) {
   });
 
   input.addEventListener("keydown", (event) => {
-    if (event.key === "ArrowUp" && cursor > 0) {
-      if (cursor === history.length) draft = input.value;
-      cursor -= 1;
-      input.value = history[cursor];
-    } else if (event.key === "ArrowDown" && cursor < history.length) {
-      cursor += 1;
-      input.value = cursor === history.length ? draft : history[cursor];
-    } else {
-      return;
-    }
+    const step = { ArrowUp: -1, ArrowDown: 1 }[event.key];
+    if (!step || cursor + step < 0 || cursor + step > history.length) return;
+    if (cursor === history.length) draft = input.value; // the line being typed, kept for the way back
+    cursor += step;
+    input.value = cursor === history.length ? draft : history[cursor];
     event.preventDefault();
     input.setSelectionRange(input.value.length, input.value.length);
   });
 
   for (const button of root.querySelectorAll("button[data-try]")) {
     button.addEventListener("click", () => {
-      input.value = button.dataset.try;
       run(button.dataset.try);
       input.focus();
     });
   }
 
   // The last commands of this sandbox, as Valkey keeps them (a reload, a second tab).
-  fetch("/api/console", { credentials: "same-origin" })
-    .then((response) => (response.ok ? response.json() : { transcript: [] }))
-    .then((data) => {
-      if (log.children.length) return; // the learner already typed: keep their order
-      for (const item of data.transcript || []) {
-        entry(item);
-        remember(item.command);
-      }
-    })
-    .catch(() => {});
+  getJSON("/api/console").then((data) => {
+    if (!data || log.children.length) return; // the learner already typed: keep their order
+    for (const item of data.transcript || []) {
+      entry(item);
+      remember(item.command);
+    }
+  });
 }
 
 const root = document.querySelector("[data-console]");

@@ -30,3 +30,19 @@ export function announce(root, text) {
   live.dataset.flip = flip;
   live.textContent = flip === "1" ? `${text}\u00a0` : text;
 }
+
+/** POST `body` to the site as JSON (fetch sends the visitor's cookies to its own origin by default). */
+export function post(url, body, headers = {}) {
+  const sent = { "Content-Type": "application/json", ...headers };
+  return fetch(url, { method: "POST", headers: sent, body: JSON.stringify(body) });
+}
+
+/** The site's JSON answer at `url`, or null when it refuses or is away (the page keeps what it shows). */
+export async function getJSON(url) {
+  try {
+    const response = await fetch(url);
+    return response.ok ? await response.json() : null;
+  } catch (err) {
+    return null;
+  }
+}

@@ -15,18 +15,18 @@ import {
 } from "@codemirror/language";
 import { lua } from "@codemirror/legacy-modes/mode/lua";
 
-const MONO = 'ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace';
-// the widgets' colours (widgets.css): border, soft, accent, focus, the bad one
+// the site's own colours and code font (widgets.css, site.css): custom properties reach into the shadow root
 const THEME = EditorView.theme({
-  "&": { height: "100%", border: "1px solid #c9d2de", borderRadius: "6px", background: "#fff", fontSize: "0.82rem" },
-  "&.cm-focused": { outline: "3px solid #c2410c", outlineOffset: "2px" },
-  ".cm-scroller": { fontFamily: MONO, lineHeight: "1.4", overflow: "auto" },
-  ".cm-content": { caretColor: "#1c2430" },
-  ".cm-gutters": { background: "#f3f6fa", color: "#4a5565", borderRight: "1px solid #c9d2de" },
+  "&": { height: "100%", border: "1px solid var(--w-border)", borderRadius: "6px", background: "var(--w-bg)",
+    fontSize: "0.82rem" },
+  "&.cm-focused": { outline: "3px solid var(--w-focus)", outlineOffset: "2px" },
+  ".cm-scroller": { fontFamily: "var(--font-mono)", lineHeight: "1.4", overflow: "auto" },
+  ".cm-content": { caretColor: "var(--w-ink)" },
+  ".cm-gutters": { background: "var(--w-soft)", color: "var(--w-muted)", borderRight: "1px solid var(--w-border)" },
   ".cm-activeLine": { background: "#f5f8fd" },
-  ".cm-activeLineGutter": { background: "#e6edf8", color: "#1c2430" },
-  "&.cm-focused .cm-matchingBracket": { background: "#d7e6ff", outline: "1px solid #1f5fbf" },
-  "&.cm-focused .cm-nonmatchingBracket": { background: "#fdecec", color: "#a4161a" },
+  ".cm-activeLineGutter": { background: "#e6edf8", color: "var(--w-ink)" },
+  "&.cm-focused .cm-matchingBracket": { background: "#d7e6ff", outline: "1px solid var(--w-accent)" },
+  "&.cm-focused .cm-nonmatchingBracket": { background: "var(--w-bad-bg)", color: "var(--w-bad)" },
 });
 
 /** Put an editor over `textarea`. */

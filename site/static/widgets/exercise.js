@@ -4,7 +4,7 @@
 // drawn as the server said it. The list shows one run; a run that did not
 // happen marks every check "not run". GET /api/exercises/<name> (`mine`)
 // brings back the learner's last script and best run.
-import { $, announce, el, setStatus } from "./dom.js";
+import { $, announce, el, getJSON, post, setStatus } from "./dom.js";
 
 // why a refused run ran no check, by its status (the status line says it whole)
 const NOT_RUN = {
@@ -84,15 +84,10 @@ function showBest(root, best) {
  *  already typed), their best run into its line. */
 async function loadMine(root, name, textarea = null) {
   const opened = textarea && textarea.value;
-  try {
-    const response = await fetch(`/api/exercises/${name}`, { credentials: "same-origin" });
-    if (!response.ok) return;
-    const { mine } = await response.json();
-    if (textarea && mine.script !== null && textarea.value === opened) textarea.value = mine.script;
-    showBest(root, mine.best);
-  } catch (err) {
-    // the best-run line keeps its link to the exercise's own page
-  }
+  const data = await getJSON(`/api/exercises/${name}`);
+  if (!data) return; // the best-run line keeps its link to the exercise's own page
+  if (textarea && data.mine.script !== null && textarea.value === opened) textarea.value = data.mine.script;
+  showBest(root, data.mine.best);
 }
 
 async function run(root, name, checks) {
@@ -101,8 +96,7 @@ async function run(root, name, checks) {
   markAll(root, checks, "running…", "check-running");
   root.setAttribute("aria-busy", "true");
   try {
-    const response = await fetch(`/api/exercises/${name}/run`, { method: "POST", credentials: "same-origin",
-      headers: { "Content-Type": "application/json", Accept: "text/event-stream" }, body: JSON.stringify({ script }) });
+    const response = await post(`/api/exercises/${name}/run`, { script }, { Accept: "text/event-stream" });
     if (!response.ok) {
       refused(root, checks, response.status, await response.json());
       return;
@@ -110,28 +104,21 @@ async function run(root, name, checks) {
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
     let buffer = "";
     let ended = false;
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += value;
-      let end;
-      while ((end = buffer.indexOf("\r\n\r\n")) >= 0) {
-        const chunk = buffer.slice(0, end);
-        buffer = buffer.slice(end + 4);
-        const event = /^event: (\w+)/m.exec(chunk);
-        const data = /^data: (.*)$/m.exec(chunk);
+    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+      const frames = (buffer + read.value).split("\r\n\r\n");
+      buffer = frames.pop(); // a frame not whole yet
+      for (const frame of frames) {
+        const event = /^event: (\w+)/m.exec(frame);
+        const data = /^data: (.*)$/m.exec(frame);
         if (!event || !data) continue;
         const payload = JSON.parse(data[1]);
         if (event[1] === "place") {
           say(root, payload.place > 0
             ? `Waiting for a grader: ${payload.place} ahead of you.` : "A grader is running your checks…");
-        } else if (event[1] === "result") {
-          drawResults(root, payload);
-          ended = true;
-        } else if (event[1] === "error") {
-          refused(root, checks, payload.status, payload);
-          ended = true;
         }
+        if (event[1] === "result") drawResults(root, payload);
+        if (event[1] === "error") refused(root, checks, payload.status, payload);
+        ended = ended || event[1] === "result" || event[1] === "error";
       }
     }
     if (!ended) throw new Error("the stream ended without a result");
@@ -147,7 +134,6 @@ async function run(root, name, checks) {
 async function start(root) {
   const name = root.dataset.exercise;
   const checks = [...$(root, "results").children].map((item) => item.dataset.check);
-  root.classList.add("is-live");
   $(root, "form").addEventListener("submit", (event) => {
     event.preventDefault();
     if (!root.hasAttribute("aria-busy")) run(root, name, checks);  // one run at a time per exercise
@@ -162,7 +148,6 @@ async function start(root) {
     try {
       const { enhance } = await import("./editor.js");
       enhance(textarea, document.getElementById(`${root.id}-label`), $(root, "hint"));
-      root.classList.add("has-editor");
     } catch (err) {
       // no editor (its modules did not load): the plain textarea does the work
     }

@@ -7,7 +7,7 @@
 // A page without widgets loads it too, for a class's learner: it follows the class.
 
 import { Idiomorph } from "/static/vendor/idiomorph/dist/idiomorph.esm.js";
-import { $, announce, setStatus } from "./dom.js";
+import { $, announce, getJSON, post, setStatus } from "./dom.js";
 import { afterPaint, followRoom, keepsNotice, settleNotice, showRoom, stickyNotice } from "./room.js";
 
 // This page's name for itself: an outcome another page caused says so.
@@ -142,22 +142,19 @@ async function act(name, action, body = {}) {
   entry.root.setAttribute("aria-busy", "true"); // for assistive technology; no style depends on it
   const started = Date.now(); // a notice that came after this click is not settled by it (room.js)
   try {
-    const response = await fetch(`/api/widgets/${name}/${action}`, { method: "POST", credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "X-Emqlab-Tab": TAB }, body: JSON.stringify(body) });
+    const response = await post(`/api/widgets/${name}/${action}`, body, { "X-Emqlab-Tab": TAB });
     const data = await response.json();
     if (!response.ok) {
       showProblem(entry.root, data.error || response.statusText, response.status);
-      return null;
+      return;
     }
     settleNotice(entry.root, started);
     showRoom(data.room);
     refreshDive();
     // The frame of this action comes by the stream, as to every page; if it is slow, open it afresh.
     setTimeout(() => { if (entry.ver === null || entry.ver < data.ver) reconnect(); }, CATCH_UP_MS);
-    return data;
   } catch (err) {
     showProblem(entry.root, "The site is unreachable; retrying.", 0);
-    return null;
   } finally {
     entry.root.removeAttribute("aria-busy");
   }
@@ -165,7 +162,6 @@ async function act(name, action, body = {}) {
 
 function showProblem(root, message, status) {
   setStatus(root, message, status === 503 || status === 0 ? "down" : "error");
-  $(root, "outcome").dataset.stale = "1"; // the last outcome is not this press's: it stays, marked
   announce(root, message);
 }
 
@@ -270,8 +266,10 @@ function openStream() {
     const text = JSON.parse(e.data).by === "learner" ? "You started over: every scenario lands again."
       : "Your sandbox was reset by the instructor: the scenario starts again.";
     // a notice that stays until the learner dismisses it or acts on the widget (room.js)
-    each((root) => stickyNotice(root, text));
-    each((root) => announce(root, text));
+    each((root) => {
+      stickyNotice(root, text);
+      announce(root, text);
+    });
   });
   // what the page follows now (tools and tests can tell it is listening)
   source.onerror = () => {
@@ -304,15 +302,10 @@ function again() {
 }
 
 async function refreshDive() {
-  try {
-    const response = await fetch("/api/progress", { credentials: "same-origin" });
-    if (!response.ok) return;
-    const dive = (await response.json()).dives.find((d) => d.path === location.pathname);
-    const text = $(document, "dive-progress-summary");
-    if (text && dive && text.textContent !== dive.summary) text.textContent = dive.summary;
-  } catch (err) {
-    // The site is away: the server-rendered line stays as it was.
-  }
+  const data = await getJSON("/api/progress");
+  const dive = data && data.dives.find((d) => d.path === location.pathname);
+  const text = $(document, "dive-progress-summary");
+  if (text && dive && text.textContent !== dive.summary) text.textContent = dive.summary;
 }
 
 function start() {

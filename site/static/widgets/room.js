@@ -2,7 +2,7 @@
 // controls disabled where the page only watches, the class's events, the
 // question asked (GET /room/ask) and notices that stay. The server decides all.
 
-import { $, el, setStatus } from "./dom.js";
+import { $, el, getJSON, post, setStatus } from "./dom.js";
 
 let current = null; // the last room the server named (null: none)
 let notice = ""; // a sentence that outlives the room (e.g. the class was closed)
@@ -35,8 +35,7 @@ function words(room) {
 }
 
 async function stopWatching() {
-  const asked = { method: "POST", credentials: "same-origin", headers: { Accept: "application/json" } };
-  await fetch("/instructor/watch/stop", asked);
+  await post("/instructor/watch/stop", {}, { Accept: "application/json" });
   location.reload();
 }
 
@@ -45,7 +44,6 @@ function drawBanner() {
   if (!node) return;
   const text = current ? words(current) : notice;
   node.hidden = !text;
-  node.dataset.mode = current ? current.mode || "own" : "none";
   node.dataset.demo = current && current.mode === "demo" ? "1" : "0";
   node.replaceChildren(text);
   if (current && current.watching) {
@@ -54,12 +52,7 @@ function drawBanner() {
 }
 
 async function nameWatched(sandbox) {
-  try {
-    const response = await fetch("/instructor/watching", { credentials: "same-origin" });
-    if (response.ok) watched = await response.json();
-  } catch (err) {
-    return; // the banner keeps "a learner's"
-  }
+  watched = (await getJSON("/instructor/watching")) || watched; // none: the banner keeps "a learner's"
   if (current && current.watching === sandbox) drawBanner();
 }
 
@@ -79,7 +72,6 @@ export function showRoom(room) {
 /** After a widget drew itself: where the page only watches, its controls stay disabled. */
 export function afterPaint(root) {
   const readonly = Boolean(current && current.readonly);
-  root.toggleAttribute("data-readonly", readonly);
   // a disabled question must not say "answer, then press": here only the instructor presses
   for (const hint of root.querySelectorAll(".predict-hint")) {
     if (readonly && hint.dataset.pressHint === undefined) {
@@ -188,8 +180,7 @@ function voteForm(ask, box) {
     const picked = form.querySelector('input[name="class-vote"]:checked, input[type="number"][name="class-vote"]');
     if (!picked || picked.value.trim() === "") return;
     const answer = picked.type === "number" ? Number(picked.value) : picked.value;
-    const response = await fetch("/room/answer", { method: "POST", credentials: "same-origin",
-      headers: { "Content-Type": "application/json" }, body: JSON.stringify({ answer }) });
+    const response = await post("/room/answer", { answer });
     const data = await response.json();
     if (!response.ok) box.append(el("p", { "data-role": "class-ask-error" }, data.error || response.statusText));
     else refreshAsk();
@@ -222,12 +213,8 @@ function drawAsk(ask) {
 
 async function refreshAsk() {
   if (!askedIn || !banner()) return drawAsk(null); // no banner (a page without widgets): no box to fill
-  try {
-    const response = await fetch("/room/ask", { credentials: "same-origin" });
-    if (response.ok) drawAsk((await response.json()).ask);
-  } catch (err) {
-    // the site is away: the box keeps what it showed
-  }
+  const data = await getJSON("/room/ask");
+  if (data) drawAsk(data.ask);
 }
 
 // ---- the class's events -------------------------------------------------
