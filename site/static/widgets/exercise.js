@@ -49,16 +49,12 @@ function drawResults(root, result) {
   $(root, "results").replaceChildren(...result.checks.map((check) => {
     const line = `${check.name}: ${check.passed ? "passed" : "failed"} — ${check.said}`;
     const picture = pictures.get(check.name);
-    const item = el("li", { class: check.passed ? "check-passed" : "check-failed", "data-check": check.name,
-      "data-passed": check.passed ? "1" : "0" });
-    if (check.passed || !picture) item.append(line);
-    else {
-      const sides = [keyList(`Before your script (${picture.step})`, picture.before),
-        keyList("After your script", picture.after)];
-      item.append(el("details", { class: "exercise-picture" }, el("summary", {}, line),
-        el("div", { class: "exercise-sides" }, ...sides)));
-    }
-    return item;
+    // a failed check with a picture shows the keys before and after the learner's script
+    const said = check.passed || !picture ? line : el("details", { class: "exercise-picture" }, el("summary", {}, line),
+      el("div", { class: "exercise-sides" }, keyList(`Before your script (${picture.step})`, picture.before),
+        keyList("After your script", picture.after)));
+    return el("li", { class: check.passed ? "check-passed" : "check-failed", "data-check": check.name,
+      "data-passed": check.passed ? "1" : "0" }, said);
   }));
   say(root, `${result.passed} of ${result.total} checks passed.`, result.passed === result.total ? "ok" : "");
 }
@@ -73,21 +69,18 @@ function refused(root, checks, status, error) {
   say(root, error.error + (error.line ? ` (line ${error.line})` : ""), "down");
 }
 
-function showBest(root, best) {
-  $(root, "best").textContent = best
-    ? `Your best run: ${best.passed} of ${best.total} checks passed. `
-      + "Your last script is kept; Start over on your progress page forgets both."
-    : "Not run yet: your best run will show here, and your last script is kept.";
-}
-
 /** The learner's kept work: their last script into the editor (unless they
  *  already typed), their best run into its line. */
 async function loadMine(root, name, textarea = null) {
   const opened = textarea && textarea.value;
   const data = await getJSON(`/api/exercises/${name}`);
   if (!data) return; // the best-run line keeps its link to the exercise's own page
-  if (textarea && data.mine.script !== null && textarea.value === opened) textarea.value = data.mine.script;
-  showBest(root, data.mine.best);
+  const { script, best } = data.mine;
+  if (textarea && script !== null && textarea.value === opened) textarea.value = script;
+  $(root, "best").textContent = best
+    ? `Your best run: ${best.passed} of ${best.total} checks passed. `
+      + "Your last script is kept; Start over on your progress page forgets both."
+    : "Not run yet: your best run will show here, and your last script is kept.";
 }
 
 async function run(root, name, checks) {

@@ -25,12 +25,14 @@ let source = null;
 // typed belongs to its own field, so a field that is not the same takes the server's.
 const adopted = new WeakSet();
 
-/** A field's identity: its id, else its name; a radio's or a checkbox's value is part of it (the server's). */
+/** An option, a radio or a checkbox: its value is the server's, whether it is picked is the reader's. */
+const isChoice = (node) => node.tagName === "OPTION" || ["radio", "checkbox"].includes(node.getAttribute("type"));
+
+/** A field's identity: its id, else its name; a choice's value is part of it. */
 function fieldOf(node) {
   if (node.nodeType !== 1 || !["INPUT", "TEXTAREA", "SELECT", "OPTION"].includes(node.tagName)) return null;
   const own = node.getAttribute("id") || node.getAttribute("name") || "";
-  const choice = node.tagName === "OPTION" || ["radio", "checkbox"].includes(node.getAttribute("type"));
-  return choice ? `${own}=${node.getAttribute("value")}` : own;
+  return isChoice(node) ? `${own}=${node.getAttribute("value")}` : own;
 }
 
 const KEEP = {
@@ -46,9 +48,8 @@ const KEEP = {
     if (name === "open" && node.tagName === "DETAILS") return false; // the reader opened or closed it
     if (name === "data-room-disabled") return false;
     if (adopted.has(node)) return true;
-    // what the reader typed or picked in a question, a form, a picker (an option's or a radio's value is the server's)
-    const choice = node.tagName === "OPTION" || ["radio", "checkbox"].includes(node.type);
-    const typed = name === "selected" || name === "checked" || (name === "value" && !choice);
+    // what the reader typed or picked in a question, a form, a picker
+    const typed = name === "selected" || name === "checked" || (name === "value" && !isChoice(node));
     return !(typed && node.closest("[data-reader]"));
   },
 };
@@ -69,19 +70,15 @@ function swap(html) {
   // specimen at ver 0 (server/widgets/specimen.py): the visitor's own first frame always replaces it.
   if (entry.ver !== null && ver < entry.ver) return;
   const isNew = entry.ver !== null && ver !== entry.ver;
-  const progressWas = progressOf(entry.root);
+  const progress = () => $(entry.root, "widget-progress")?.textContent;
+  const progressWas = progress();
   Idiomorph.morph(entry.root, Array.from(fresh.childNodes), { morphStyle: "innerHTML", callbacks: KEEP });
   entry.ver = ver;
   entry.root.dataset.ver = String(ver);
   settled(entry, isNew);
   // the learner's record moved (a step reached, a prediction judged, on this page or
   // another of the sandbox): the dive's own progress line is read afresh from the server
-  if (progressOf(entry.root) !== progressWas) refreshDive();
-}
-
-function progressOf(root) {
-  const line = $(root, "widget-progress");
-  return line ? line.textContent : null;
+  if (progress() !== progressWas) refreshDive();
 }
 
 /** What depends on this page: whose outcome it is, what to say aloud, the room's read-only controls. */
@@ -122,17 +119,15 @@ function bodyFor(root, action, control) {
   }
   // the open question's answer for this action, as typed (a number when it reads as one)
   const box = root.querySelector(`[data-role="predict"] fieldset[data-question-for="${action}"]`);
-  if (box) {
-    const number = box.querySelector("input.predict-number");
-    const picked = box.querySelector('input[type="radio"]:checked');
-    const typed = number ? number.value.trim() : picked ? picked.value : "";
-    if (typed !== "") {
-      const answer = number && Number.isFinite(Number(typed)) ? Number(typed) : typed;
-      body.predict = { question: box.dataset.question, answer };
-      // answered: the next question starts empty
-      if (number) number.value = "";
-      if (picked) picked.checked = false;
-    }
+  const field = box && box.querySelector('input.predict-number, input[type="radio"]:checked');
+  const typed = field ? field.value.trim() : "";
+  if (typed !== "") {
+    const number = field.type === "number";
+    const answer = number && Number.isFinite(Number(typed)) ? Number(typed) : typed;
+    body.predict = { question: box.dataset.question, answer };
+    // answered: the next question starts empty
+    if (number) field.value = "";
+    else field.checked = false;
   }
   return body;
 }
@@ -144,15 +139,12 @@ async function act(name, action, body = {}) {
   try {
     const response = await post(`/api/widgets/${name}/${action}`, body, { "X-Emqlab-Tab": TAB });
     const data = await response.json();
-    if (!response.ok) {
-      showProblem(entry.root, data.error || response.statusText, response.status);
-      return;
-    }
+    if (!response.ok) return showProblem(entry.root, data.error || response.statusText, response.status);
     settleNotice(entry.root, started);
     showRoom(data.room);
     refreshDive();
     // The frame of this action comes by the stream, as to every page; if it is slow, open it afresh.
-    setTimeout(() => { if (entry.ver === null || entry.ver < data.ver) reconnect(); }, CATCH_UP_MS);
+    setTimeout(() => { if (entry.ver === null || entry.ver < data.ver) openStream(); }, CATCH_UP_MS);
   } catch (err) {
     showProblem(entry.root, "The site is unreachable; retrying.", 0);
   } finally {
@@ -168,7 +160,7 @@ function showProblem(root, message, status) {
 function wire(name, root) {
   root.addEventListener("click", (event) => {
     const button = event.target.closest("button[data-action], button[data-send]");
-    if (!button || !root.contains(button)) return;
+    if (!button) return;
     const action = button.dataset.action || button.dataset.send;
     act(name, action, bodyFor(root, action, button));
   });
@@ -182,7 +174,7 @@ function wire(name, root) {
   root.addEventListener("keydown", (event) => {
     if (event.key !== "Enter" || event.isComposing || event.target.tagName !== "INPUT") return;
     const box = event.target.closest('[data-role="predict"] fieldset[data-question-for]');
-    if (!box || !root.contains(box)) return;
+    if (!box) return;
     const button = root.querySelector(`button[data-action="${box.dataset.questionFor}"]`);
     event.preventDefault();
     if (button && !button.hidden && !button.disabled) button.click();
@@ -210,10 +202,9 @@ function batch(form) {
     flows.push({ parent: { id: typed(`parent-${f}`), payload: `your flow ${f}` }, children });
   }
   // the spoil option only rewrites one id: flow 2's last child
-  const spoil = data.get("spoil");
-  const target = flows[1] && flows[1].children[flows[1].children.length - 1];
-  if (target && spoil === "kind") target.id = target.id.replace(/^JOB/, "TASK");
-  if (target && spoil === "gate") target.id = `${target.id} bad}`;
+  const target = flows[1] && flows[1].children.at(-1);
+  if (target && data.get("spoil") === "kind") target.id = target.id.replace(/^JOB/, "TASK");
+  if (target && data.get("spoil") === "gate") target.id = `${target.id} bad}`;
   return { flows };
 }
 
@@ -246,8 +237,9 @@ function followHash(name) {
 
 const each = (fn) => { for (const { root } of widgets.values()) fn(root); };
 
+/** A fresh stream: the server resolves again which sandbox this page acts in, and draws every widget. */
 function openStream() {
-  if (source) return;
+  if (source) source.close();
   source = new EventSource(`/api/stream?widgets=${encodeURIComponent([...widgets.keys()].join(","))}`);
   source.addEventListener("widget", (e) => swap(e.data));
   source.addEventListener("where", (e) => showRoom(JSON.parse(e.data).room));
@@ -283,18 +275,11 @@ function openStream() {
   };
 }
 
-/** A fresh stream: the server resolves again which sandbox this page acts in, and draws every widget. */
-function reconnect() {
-  if (source) source.close();
-  source = null;
-  openStream();
-}
-
 /** What this page acts in may have changed (the class moved): a page without widgets is loaded again;
  *  else a fresh stream draws every widget, and the versions of another sandbox do not follow this one's. */
 function again() {
   if (widgets.size === 0) return location.reload();
-  reconnect();
+  openStream();
   for (const entry of widgets.values()) {
     entry.ver = null;
     entry.openedAt = null;
@@ -308,19 +293,17 @@ async function refreshDive() {
   if (text && dive && text.textContent !== dive.summary) text.textContent = dive.summary;
 }
 
-function start() {
-  for (const root of document.querySelectorAll("section[data-widget]")) {
-    const name = root.dataset.widget;
-    const entry = { root, ver: verOf(root), openedAt: verOf(root) };
-    widgets.set(name, entry);
-    root.classList.add("is-live"); // live from here on: the controls show
-    wire(name, root);
-    if (entry.ver !== null) settled(entry, false);
-  }
-  const follow = () => { for (const name of widgets.keys()) followHash(name); };
-  follow();
-  window.addEventListener("hashchange", follow);
-  openStream();
-}
+// ---- start: a module runs once the document is parsed, so every widget is on the page ----
 
-start(); // a module runs once the document is parsed: every widget is on the page
+for (const root of document.querySelectorAll("section[data-widget]")) {
+  const name = root.dataset.widget;
+  const entry = { root, ver: verOf(root), openedAt: verOf(root) };
+  widgets.set(name, entry);
+  root.classList.add("is-live"); // live from here on: the controls show
+  wire(name, root);
+  if (entry.ver !== null) settled(entry, false);
+}
+const followLinks = () => { for (const name of widgets.keys()) followHash(name); };
+followLinks();
+window.addEventListener("hashchange", followLinks);
+openStream();

@@ -10,7 +10,6 @@ let watched = null; // whom an instructor's Watch shows: { sandbox, name, room }
 let askedIn = null; // the class whose question was last read
 let askedWidget = null; // the widget that question is about
 
-const CONTROLS = "button, input, select, textarea";
 // A notice that stays is cleared by Dismiss or an action on its widget, not by a click
 // sent before it came or in its first seconds (not read yet), nor on another widget.
 const NOTICE_READ_MS = 4000;
@@ -84,7 +83,7 @@ export function afterPaint(root) {
       delete hint.dataset.pressHint;
     }
   }
-  for (const control of root.querySelectorAll(CONTROLS)) {
+  for (const control of root.querySelectorAll("button, input, select, textarea")) {
     if (control.dataset.role === "dismiss") continue; // a notice can always be dismissed
     if (readonly && !control.disabled) {
       control.disabled = true;
@@ -152,16 +151,6 @@ function classNotice(text, widget = "") {
 }
 
 // A notice carried in the tab's session to the page the class was brought to (storage refused: none).
-function carried() {
-  try {
-    const raw = sessionStorage.getItem(CARRIED);
-    sessionStorage.removeItem(CARRIED);
-    return raw ? JSON.parse(raw) : null;
-  } catch (err) {
-    return null;
-  }
-}
-
 function carry(text, widget) {
   try { sessionStorage.setItem(CARRIED, JSON.stringify({ text, widget: widget || "" })); } catch (err) { /* none */ }
 }
@@ -245,5 +234,8 @@ export function followRoom(event, again) {
   again();
 }
 
-const brought = carried(); // a module runs once the document is parsed: the banner is there
-if (brought && brought.text) classNotice(brought.text, brought.widget);
+try { // a module runs once the document is parsed: the banner is there
+  const brought = JSON.parse(sessionStorage.getItem(CARRIED) || "null");
+  sessionStorage.removeItem(CARRIED);
+  if (brought && brought.text) classNotice(brought.text, brought.widget);
+} catch (err) { /* none carried, or storage refused */ }
