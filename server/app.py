@@ -34,7 +34,7 @@ from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import Site
 from server.web.services import Cookies, Services
 from server.web.templating import CachedStatic, static_url
-from server.web.views import classroom, console, exercises, instructor, pages, widgets
+from server.web.views import classroom, console, exercises, instructor, pages, room, widgets
 from server.widgets import WIDGETS, questions
 from server.widgets.draw import Drawing
 from server.widgets.frames import Frames
@@ -156,8 +156,8 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
         # the room's page on their paths, else the site's error page
         exception_handlers={404: pages.not_found, **errors.exception_handlers(
             {"/instructor": instructor.refused, "/instructor/": instructor.refused,
-             "/room": classroom.room_refused, "/room/join": classroom.room_refused,
-             "/room/leave": classroom.room_refused},
+             "/room": room.room_refused, "/room/join": room.room_refused,
+             "/room/leave": room.room_refused},
             error_page=pages.refused)},
         lifespan=lifespan,
     )
