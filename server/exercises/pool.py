@@ -8,7 +8,7 @@ line when it answers: a run that arrives meanwhile waits its turn rather than be
 a runaway can end every grader at once on a busy machine. A caller that stops waiting leaves the
 line, and a grader handed to it goes to the next.
 
-The shares and the line's turns by address are ``fair_line``'s.
+The sandboxes' shares and the line's turns by address are kept by ``fair_line``.
 """
 
 from __future__ import annotations

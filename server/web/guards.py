@@ -10,7 +10,7 @@ mid-stream leaves no count behind. Failed sign-ins and joins are counted in Valk
 worker, BEFORE anything is compared: per visitor, then per address, so one guesser cannot use up a
 classroom's allowance.
 
-The instructor's sign-in sessions are `sessions`'.
+The instructor's sign-in sessions are kept by `sessions`.
 """
 
 from __future__ import annotations
