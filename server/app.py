@@ -33,8 +33,9 @@ from server.web import errors, guards, templating
 from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import Site
 from server.web.services import Cookies, Services
+from server.web.sessions import Resolve, Sessions
 from server.web.templating import CachedStatic, static_url
-from server.web.views import classroom, console, exercises, instructor, pages, widgets
+from server.web.views import classroom, console, exercises, instructor, pages, room, widgets
 from server.widgets import WIDGETS, questions
 from server.widgets.draw import Drawing
 from server.widgets.frames import Frames
@@ -121,7 +122,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
             engine_warning = engine.external_warning(await conn.info("server"))
         app.state.services = Services(
             settings=settings, cookies=cookies, templates=templates, course=course, catalog=catalog,
-            sessions=guards.Sessions(secret, settings.instructor_token, settings.instructor_session),
+            sessions=Sessions(secret, settings.instructor_token, settings.instructor_session),
             windows=guards.Windows(), stream_slots=guards.StreamSlots(), drawing=drawing, render_widget=render_widget,
             conn=conn, lab=lab, frames=frames, hub=hub, graders=graders, console=console_runner,
             engine_warning=engine_warning)
@@ -151,13 +152,13 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
         # (Starlette leaves text/event-stream alone, so frames are not held back).
         middleware=[Middleware(GZipMiddleware, minimum_size=1024),
                     Middleware(Site, cookie=cookie, error_page=pages.refused),
-                    Middleware(guards.Resolve, cookie_name=INSTRUCTOR_COOKIE)],
+                    Middleware(Resolve, cookie_name=INSTRUCTOR_COOKIE)],
         # every failure a view raises, answered in words: JSON to a script; to a browser the instructor's or
         # the room's page on their paths, else the site's error page
         exception_handlers={404: pages.not_found, **errors.exception_handlers(
             {"/instructor": instructor.refused, "/instructor/": instructor.refused,
-             "/room": classroom.room_refused, "/room/join": classroom.room_refused,
-             "/room/leave": classroom.room_refused},
+             "/room": room.room_refused, "/room/join": room.room_refused,
+             "/room/leave": room.room_refused},
             error_page=pages.refused)},
         lifespan=lifespan,
     )

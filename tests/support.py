@@ -26,7 +26,7 @@ import redis
 from itsdangerous import URLSafeSerializer
 
 from bench import servers
-from server.live.hub import BEAT_TAG
+from server.live.heartbeat import BEAT_TAG
 from server.sandboxes.sandbox import COOKIE, SANDBOX_RE
 from server.valkey.process import ValkeyProcess, free_port
 

@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Final
 
 from server.emq import variants
-from server.exercises.checks import DELIVER_CHECKS, FANIN_CHECKS, Check
+from server.exercises.checks import Check
+from server.exercises.deliver_checks import DELIVER_CHECKS
 from server.exercises.errors import UnknownExercise
+from server.exercises.fanin_checks import FANIN_CHECKS
 
 STARTERS: Final = Path(__file__).resolve().parent / "starters"
 

@@ -1,4 +1,4 @@
-"""The exercises' checks: each lands a flow (one parent, three children) with the course's scripts
+"""The machinery of the exercises' checks: each lands a flow (one parent, three children) with the course's scripts
 and hands the learner's script one call of it.
 
 ``Run`` is one learner's run on one grader and the script time it spent (a budget across checks).
@@ -6,17 +6,8 @@ and hands the learner's script one call of it.
 script under the watchdog, pictured before and after. Only that call is the learner's: everything
 else goes through ``server.emq`` on the admin client.
 
-``FANIN_CHECKS`` judge a learner's ``complete``: the fan-in of the same-queue flow JOBreport ←
-JOBpart1..3, claimed with the course's ``claim``, each call what ``jobs.complete`` would send
-``complete.lua``. The last two put the parent where ``release_parent`` refuses to release it
-(failed, as ``fail_parent`` leaves one; released early, as the second exercise's ``complete``
-does, then claimed): a fan-in that releases at zero without looking at the parent's state fails them.
-
-``DELIVER_CHECKS`` judge a learner's ``flow_deliver``, the Pump's half on the parent's slot: the
-cross-queue flow JOBorder1 (``<run>.<n>.orders``) ← JOBmail1..3 (``<run>.<n>.mail``), children
-finished with the course's ``complete`` or ``fail`` (each leaves an outbox entry), the outbox read
-as the Pump does, each entry handed over with the KEYS/ARGV ``pump.deliver_one`` sends
-(``deliver_call`` mirrors it; the course's script passing every check keeps the two in step).
+``Family`` is the flow a check lands, and ``judge`` weighs the learner's last call against what a
+check wants; the checks themselves are in ``fanin_checks`` and ``deliver_checks``.
 """
 
 from __future__ import annotations
@@ -27,9 +18,9 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from server.emq import flows, jobs, keyspace, pump
+from server.emq import flows, jobs, keyspace
 from server.exercises.grader import Erred, Grader, Halted, Replied
-from server.exercises.outcome import PARENT_QUEUE, QUEUE, CheckResult, Picture, picture, rename
+from server.exercises.outcome import QUEUE, CheckResult, Picture, picture, rename
 
 
 class CheckFailed(Exception):
@@ -230,7 +221,7 @@ def _field(scene: Scene, key: str, label: str, field: str, want: str | None) -> 
     return f"expected {label}[{field}] = {want}, Valkey holds {held} after {scene.step}"
 
 
-def _parent(scene: Scene, family: Family, where: str) -> str | None:
+def parent_said(scene: Scene, family: Family, where: str) -> str | None:
     """The parent must be ``where`` (a ``PARENT_AT``); else the sentence says where Valkey holds it."""
     state, sets, words = PARENT_AT[where]
     picture = scene.after or Picture()
@@ -263,7 +254,7 @@ def _unchanged(scene: Scene, family: Family, _: object) -> str | None:
 
 
 EXPECT: dict[str, Callable[[Scene, Family, Any], str | None]] = {
-    "reply": _reply, "error": _error, "deps": _deps, "parent": _parent, "unchanged": _unchanged,
+    "reply": _reply, "error": _error, "deps": _deps, "parent": parent_said, "unchanged": _unchanged,
     "processed": lambda scene, family, pair: _field(scene, family.processed, ":processed", *pair),
     "ignored": lambda scene, family, pair: _field(scene, family.ignored, ":ignored", *pair),
 }
@@ -297,316 +288,3 @@ async def claim(scene: Scene, queue: str, want: str) -> int:
         raise CheckFailed(f"expected {want} to be claimable next, the course's claim handed out {handed}"
                           f"{scene.after_step}")
     return got[1]
-
-
-# --- fan-in: the learner's complete ----------------------------------------
-
-REPORT = "JOBreport"
-PARTS = ("JOBpart1", "JOBpart2", "JOBpart3")
-HELD_ONLY = "only a parent still held (awaiting_children) is released"
-
-
-def pages_of(child: str) -> str:
-    return f"pages of {child}"
-
-
-async def reports(scene: Scene) -> Family:
-    queue = scene.queue("reports")
-    return await land(scene, Family(queue, queue, REPORT, PARTS))
-
-
-async def completion_call(scene: Scene, family: Family, child: str, token: int) -> tuple[list[str], list[str]]:
-    """The KEYS/ARGV ``jobs.complete`` would send for ``child`` now."""
-    line = await jobs.lineage(scene.admin, family.child_queue, child)
-    return jobs.complete_call(family.child_queue, child, token, line, pages_of(child))
-
-
-async def complete(scene: Scene, family: Family, child: str, token: int, step: str) -> None:
-    await scene.learner(*await completion_call(scene, family, child, token), step)
-
-
-async def counted(scene: Scene, family: Family, child: str, left: int) -> None:
-    """Claim ``child``, complete it with the learner's script, and judge that it counted."""
-    token = await claim(scene, family.child_queue, child)
-    await complete(scene, family, child, token, f"the completion of {child}")
-    expect_counted(scene, family, child, pages_of(child), left)
-
-
-async def last_of_two_counted(scene: Scene) -> tuple[Family, int]:
-    """JOBpart1 and JOBpart2 counted by the course's complete, JOBpart3 claimed; its token."""
-    family = await reports(scene)
-    for child in PARTS[:2]:
-        token = await claim(scene, family.child_queue, child)
-        await jobs.complete(scene.admin, family.child_queue, child, token, pages_of(child))
-    return family, await claim(scene, family.child_queue, PARTS[2])
-
-
-async def last_kept(scene: Scene, family: Family, token: int, step: str, where: str, why: str) -> None:
-    """The last child's completion by the learner's script counts (1, :dependencies 0, its result)
-    and leaves the parent ``where``; else the rule the script broke is said after where it is."""
-    await complete(scene, family, PARTS[2], token, step)
-    expect_counted(scene, family, PARTS[2], pages_of(PARTS[2]), 0)
-    said = _parent(scene, family, where)
-    if said is not None:
-        raise CheckFailed(f"{said}: {HELD_ONLY}, and {why}")
-
-
-async def three_parts(scene: Scene) -> str:
-    family = await reports(scene)
-    for done, child in enumerate(PARTS, 1):
-        await counted(scene, family, child, len(PARTS) - done)
-    return "each child was counted once: :dependencies went 3 → 2 → 1 → 0 and :processed holds the three results"
-
-
-async def last_part(scene: Scene) -> str:
-    family, token = await last_of_two_counted(scene)
-    await complete(scene, family, PARTS[2], token, f"the completion of {PARTS[2]}, the last child")
-    judge(scene, family, reply=1, deps=0, parent="released")
-    return "the parent was released after the third child: it is in pending with state pending"
-
-
-async def redelivered(scene: Scene) -> str:
-    family = await reports(scene)
-    child = PARTS[0]
-    token = await claim(scene, family.child_queue, child)
-    keys, args = await completion_call(scene, family, child, token)
-    await scene.learner(keys, args, f"the completion of {child}")
-    judge(scene, family, reply=1, deps=2)
-    await scene.learner(keys, args, f"the same completion of {child} sent a second time")
-    judge(scene, family, deps=2, reply=0, unchanged=True)
-    return (f"the completion of {child} sent a second time answered 0 and changed nothing: "
-            ":dependencies stayed 2")
-
-
-async def lapse(scene: Scene, queue: str, job_id: str) -> None:
-    """The job's lease runs out: its deadline is wound back, then the course's
-    ``requeue_lapsed`` hands it back to pending (its token unchanged)."""
-    await scene.admin.zadd(keyspace.queue_key(queue, "active"), {job_id: 1}, xx=True)
-    await jobs.requeue_lapsed(scene.admin, queue)
-
-
-async def lapsed(scene: Scene) -> str:
-    family = await reports(scene)
-    for done, child in enumerate(PARTS[:2], 1):
-        await counted(scene, family, child, len(PARTS) - done)
-    late = PARTS[2]
-    token = await claim(scene, family.child_queue, late)
-    await lapse(scene, family.child_queue, late)
-    step = f"the late completion of {late} (its lease had lapsed and it was back in pending)"
-    await complete(scene, family, late, token, step)
-    judge(scene, family, deps=1, parent="held", processed=(late, None))
-    return (f"the late completion of {late} counted nothing: :dependencies stayed 1 "
-            "and the parent stayed held")
-
-
-async def stale(scene: Scene) -> str:
-    family = await reports(scene)
-    child = PARTS[0]
-    old = await claim(scene, family.child_queue, child)
-    await lapse(scene, family.child_queue, child)
-    new = await claim(scene, family.child_queue, child)
-    step = f"the completion of {child} with the stale token {old} (its row holds attempts {new})"
-    await complete(scene, family, child, old, step)
-    judge(scene, family, error="EMQSTALE", unchanged=True)
-    return f"the completion with the stale token {old} answered EMQSTALE and wrote nothing"
-
-
-async def missing_row(scene: Scene) -> str:
-    family = await reports(scene)
-    ghost = "JOBpart9"
-    # The call a worker holding a job that never landed would send: the
-    # same-queue layout, naming the real parent.
-    line = jobs.Lineage(mode="sq", parent=REPORT, parent_queue=family.parent_queue, policy="fp")
-    keys, args = jobs.complete_call(family.child_queue, ghost, 1, line, pages_of(ghost))
-    await scene.learner(keys, args, f"the completion of {ghost} (a job with no row)")
-    judge(scene, family, reply=0, unchanged=True)
-    return f"the completion of {ghost}, which has no row, answered 0 and wrote nothing"
-
-
-async def already_failed(scene: Scene) -> str:
-    family, token = await last_of_two_counted(scene)
-    # meanwhile an operator gave up on the flow: the parent failed, as fail_parent leaves one
-    await scene.admin.hset(family.parent_row, mapping={"state": "failed", "error": "given up by an operator"})
-    await scene.admin.zadd(family.parent_set("dead"), {REPORT: 1})
-    step = f"the completion of {PARTS[2]}, the last child, after the parent had failed"
-    await last_kept(scene, family, token, step, "failed", "this one had failed already")
-    return (f"the completion of {PARTS[2]} counted it (:dependencies 0) and left the failed parent "
-            "failed, in dead")
-
-
-async def already_released(scene: Scene) -> str:
-    family, token = await last_of_two_counted(scene)
-    # released too early (as the second exercise's complete does), then a worker claims it
-    await scene.admin.zadd(family.parent_set("pending"), {REPORT: 0})
-    await scene.admin.hset(family.parent_row, "state", "pending")
-    await claim(scene, family.parent_queue, REPORT)
-    step = f"the completion of {PARTS[2]}, the last child, after a worker had claimed the released parent"
-    await last_kept(scene, family, token, step, "claimed", "this one was released and claimed already")
-    return (f"the completion of {PARTS[2]} counted it (:dependencies 0) and left the parent "
-            "with the worker that claimed it")
-
-
-FANIN_CHECKS = (
-    Check("three children", three_parts),
-    Check("the last child", last_part),
-    Check("a redelivered completion", redelivered),
-    Check("a completion after the lease lapsed", lapsed),
-    Check("a stale token", stale),
-    Check("a missing row", missing_row),
-    Check("a parent already failed", already_failed),
-    Check("a parent already released", already_released),
-)
-
-
-# --- deliver: the learner's flow_deliver -------------------------------------
-
-ORDER = "JOBorder1"
-MAILS = ("JOBmail1", "JOBmail2", "JOBmail3")
-
-
-def sent(child: str) -> str:
-    return f"sent {child}"
-
-
-def bounced(child: str) -> str:
-    return f"{child} bounced"
-
-
-def deliver_call(entry: pump.OutboxEntry) -> tuple[list[str], list[str]]:
-    """The KEYS/ARGV ``pump.deliver_one`` runs ``flow_deliver`` with for ``entry``."""
-    queue, parent = entry.parent_queue, entry.parent
-    keys = [
-        keyspace.dependencies_key(queue, parent),
-        keyspace.processed_key(queue, parent),
-        keyspace.job_key(queue, parent),
-        keyspace.ignored_key(queue, parent),
-        keyspace.queue_key(queue, "dead"),
-    ]
-    return keys, [entry.child, entry.value, parent, keyspace.base(queue), entry.kind, entry.policy]
-
-
-async def orders(scene: Scene, **per_child: dict[str, Any]) -> Family:
-    family = Family(scene.queue("orders", shown=PARENT_QUEUE), scene.queue("mail"), ORDER, MAILS)
-    return await land(scene, family, **per_child)
-
-
-async def finish(scene: Scene, family: Family, child: str, *, fails: bool = False) -> str:
-    """Claim ``child`` and complete it (or fail it at the cap) with the course's
-    scripts; returns the outbox entry that left, as the Pump reads it."""
-    token = await claim(scene, family.child_queue, child)
-    if fails:
-        await jobs.fail(scene.admin, family.child_queue, child, token, bounced(child), max_attempts=1)
-    else:
-        await jobs.complete(scene.admin, family.child_queue, child, token, sent(child))
-    page = await pump.read_page(scene.admin, family.child_queue, 1)
-    if not page:
-        raise CheckFailed(f"expected an entry for {child} in the outbox, the outbox is empty")
-    return page[0]
-
-
-async def deliver(scene: Scene, family: Family, raw: str, step: str) -> None:
-    """Hand one raw entry of the mail queue's outbox to the learner's script,
-    after the Pump's own check of it (``pump.trusted``)."""
-    await scene.learner(*deliver_call(pump.trusted(raw, family.child_queue, None)), step)
-
-
-async def three_mails(scene: Scene) -> str:
-    family = await orders(scene)
-    for done, child in enumerate(MAILS, 1):
-        raw = await finish(scene, family, child)
-        await deliver(scene, family, raw, f"the delivery of {child}'s completion")
-        expect_counted(scene, family, child, sent(child), len(MAILS) - done)
-        await pump.trim(scene.admin, family.child_queue, [raw])  # the Pump's trim after a page that delivered
-    return ("each delivery counted its child once: :dependencies went 3 → 2 → 1 → 0 "
-            "and :processed holds the three results")
-
-
-async def last_finished(scene: Scene) -> tuple[Family, str]:
-    """The first two children finished and delivered by the course's Pump, the last one
-    finished: the flow, and the last child's outbox entry."""
-    family = await orders(scene)
-    for child in MAILS[:2]:
-        await finish(scene, family, child)
-        await pump.deliver_flow_completions(scene.admin, family.child_queue, 10)
-    return family, await finish(scene, family, MAILS[2])
-
-
-async def last_mail(scene: Scene) -> str:
-    family, raw = await last_finished(scene)
-    await deliver(scene, family, raw, f"the delivery of {MAILS[2]}'s completion, the last child")
-    judge(scene, family, reply=1, deps=0, parent="released")
-    return "the parent was released after the last delivery: it is in pending with state pending"
-
-
-async def crash_before_trim(scene: Scene) -> str:
-    family = await orders(scene)
-    child = MAILS[0]
-    raw = await finish(scene, family, child)
-    await deliver(scene, family, raw, f"the first delivery of {child}")
-    judge(scene, family, reply=1, deps=2)
-    # the Pump crashes here, before its trim: the next tick reads the same entry
-    await deliver(scene, family, raw, f"the second delivery of {child} (a crash before trim)")
-    judge(scene, family, deps=2, reply=2, unchanged=True)
-    return (f"the second delivery of {child} after a crash before trim answered 2 and decremented nothing: "
-            ":dependencies stayed 2")
-
-
-async def released_once(scene: Scene) -> str:
-    family, raw = await last_finished(scene)
-    last = MAILS[2]
-    await deliver(scene, family, raw, f"the delivery of {last}'s completion")
-    judge(scene, family, reply=1, parent="released")
-    # a crash before trim; meanwhile a worker claims the released parent
-    await claim(scene, family.parent_queue, ORDER)
-    await deliver(scene, family, raw, f"the second delivery of {last}, after a worker claimed the parent")
-    judge(scene, family, parent="claimed", deps=0, reply=2)
-    return ("the parent was released once: the repeated last entry answered 2 and left it "
-            "with the worker that claimed it")
-
-
-async def ignored_failure(scene: Scene) -> str:
-    child = MAILS[0]
-    family = await orders(scene, **{child: {"ignore_dependency_on_failure": True}})
-    raw = await finish(scene, family, child, fails=True)
-    await deliver(scene, family, raw, f"the delivery of {child}'s failure (policy: ignore the dependency)")
-    judge(scene, family, reply=1, deps=2, ignored=(child, bounced(child)), processed=(child, None), parent="held")
-    await deliver(scene, family, raw, f"the second delivery of {child}'s failure (a crash before trim)")
-    judge(scene, family, deps=2, reply=2)
-    return (f"the ignored failure of {child} went into :ignored and counted once: "
-            ":dependencies went 3 → 2 and stayed 2 when it came again")
-
-
-async def failing_parent(scene: Scene) -> str:
-    family = await orders(scene)
-    child = MAILS[0]
-    raw = await finish(scene, family, child, fails=True)
-    await deliver(scene, family, raw, f"the delivery of {child}'s failure (policy: fail the parent)")
-    judge(scene, family, reply=1, parent="failed", deps=3)
-    await deliver(scene, family, raw, f"the second delivery of {child}'s failure")
-    judge(scene, family, reply=2, unchanged=True)
-    return (f"the failure of {child} failed the parent (state failed, in dead) without counting it, "
-            "and its second delivery changed nothing")
-
-
-async def missing_parent(scene: Scene) -> str:
-    family = await orders(scene)
-    ghost = "JOBorder9"
-    entry = pump.OutboxEntry(kind="completed", child=MAILS[0], child_queue=family.child_queue,
-                             value=sent(MAILS[0]), parent=ghost, parent_queue=family.parent_queue, policy="fp")
-    nobody = Family(family.parent_queue, family.child_queue, ghost, ())
-    scene.in_picture([nobody.parent_row, nobody.deps, nobody.processed])
-    step = f"the delivery of an entry for {ghost} (a parent with no row)"
-    await deliver(scene, family, pump.encode_entry(entry), step)
-    judge(scene, family, reply=0, unchanged=True)
-    return f"the entry for {ghost}, which has no row, answered 0 and wrote nothing, so the Pump stops there"
-
-
-DELIVER_CHECKS = (
-    Check("three children", three_mails),
-    Check("the last child", last_mail),
-    Check("a crash before trim", crash_before_trim),
-    Check("released once", released_once),
-    Check("an ignored failure", ignored_failure),
-    Check("a failure that fails the parent", failing_parent),
-    Check("a missing parent", missing_parent),
-)

@@ -10,7 +10,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from server.exercises.grader import Limits, ProcessLimits
+from server.exercises.grader import Limits
+from server.exercises.grader_process import ProcessLimits
 
 # Each variable -> (None: the pool's field | "limits" | "process", the field it sets)
 VARIABLES = {

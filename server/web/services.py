@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from server.live.hub import Hub
     from server.sandboxes.sandbox import SandboxCookie, SignedCookie
     from server.settings import Settings
-    from server.web.guards import Sessions, StreamSlots, Windows
+    from server.web.guards import StreamSlots, Windows
+    from server.web.sessions import Sessions
     from server.widgets.draw import Drawing
     from server.widgets.frames import Frames
     from server.widgets.runner import Lab

@@ -25,7 +25,7 @@ from starlette.routing import Route
 from server.emq.wire import Conn
 from server.sandboxes.sandbox import SignedCookie
 from server.settings import Settings
-from server.web import guards
+from server.web import guards, sessions
 from server.web.services import services
 from tests import services_stub
 
@@ -54,9 +54,9 @@ def guarded_app(conn: Conn) -> Starlette:
         return JSONResponse({"ok": True})
 
     app = Starlette(routes=[Route("/sign-in", sign_in, methods=["POST"]), Route("/overview", overview)],
-                    middleware=[Middleware(guards.Resolve, cookie_name=guards.INSTRUCTOR_COOKIE)])
+                    middleware=[Middleware(sessions.Resolve, cookie_name=guards.INSTRUCTOR_COOKIE)])
     return services_stub.on(
-        app, sessions=guards.Sessions(SECRET, TOKEN, 3600), conn=conn,
+        app, sessions=sessions.Sessions(SECRET, TOKEN, 3600), conn=conn,
         settings=Settings(instructor_token=TOKEN, attempt_limit=LIMIT),
         cookies=services_stub.cookies(
             instructor=SignedCookie(guards.INSTRUCTOR_COOKIE, SECRET, "emqlab-instructor", 3600)))

@@ -28,6 +28,7 @@ from server.web import bodies, guards
 from server.web.bodies import wants_json
 from server.web.errors import JSONAnswer, json_answer
 from server.web.services import services
+from server.web.sessions import session_of
 from server.web.templating import respond
 from server.widgets.flow import plural
 
@@ -213,7 +214,7 @@ async def sign_in(request: Request) -> Response:
     if not guards.signed_in(request):
         await guards.check_token(request, body.token)
     # a session of its own in Valkey: the cookie names it and reveals nothing of the token
-    sid = guards.session_of(request) or await services(request).sessions.open(services(request).conn)
+    sid = session_of(request) or await services(request).sessions.open(services(request).conn)
     response = done(request, "Signed in as the instructor.")
     services(request).cookies.instructor.attach(response, sid)
     return response

@@ -19,7 +19,8 @@ from server.exercises import (
     UnknownExercise,
     grade,
 )
-from server.exercises.grader import COURSE_SCRIPTS, ProcessLimits
+from server.exercises.grader import COURSE_SCRIPTS
+from server.exercises.grader_process import ProcessLimits
 from tests.integration.exercises.support import COURSE, sandbox, valkey_children
 
 

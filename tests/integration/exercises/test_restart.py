@@ -21,7 +21,7 @@ import pytest
 
 from server.exercises import GraderPool, PoolSettings, Restarting, grade
 from server.exercises import pool as pool_module
-from server.exercises.grader import ProcessLimits
+from server.exercises.grader_process import ProcessLimits
 from server.valkey.process import pid_alive
 from tests.integration.exercises.support import COURSE, sandbox, valkey_children
 

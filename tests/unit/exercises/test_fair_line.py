@@ -1,11 +1,11 @@
-"""The grader line's turns and shares by address (server/exercises/pool.py), without a grader."""
+"""The grader line's turns and shares by address (server/exercises/fair_line.py), without a grader."""
 
 from __future__ import annotations
 
 import pytest
 
 from server.exercises import QueueFull
-from server.exercises.pool import FairLine
+from server.exercises.fair_line import FairLine
 
 
 def served(line: FairLine[str]) -> list[str]:

@@ -9,7 +9,7 @@ import asyncio
 import json
 from collections.abc import Sequence
 
-from server.live import events
+from server.live import events, heartbeat
 from server.live import hub as hub_module
 from server.live.hub import Hub
 from server.live.streams import QUEUE_CAP, Batches, Change, Notice, Streams, Worded, frame, html_frame
@@ -161,10 +161,10 @@ def test_the_hubs_status_says_what_valkey_is_doing() -> None:
 
 
 def test_notification_flags_count_only_when_they_include_keyspace_events_of_every_kind_used() -> None:
-    assert hub_module.flags_on("KA") and hub_module.flags_on(b"AKE") and hub_module.flags_on("Kghzl$")
-    assert not hub_module.flags_on("") and not hub_module.flags_on("EA") and not hub_module.flags_on("Kgh")
-    assert hub_module.is_beat_key("emq:{lab-heartbeat}:beat") and hub_module.is_beat_key("emq:{lab-heartbeat-7}:beat")
-    assert not hub_module.is_beat_key("emq:{s0123456789.fanin}:pending")
+    assert heartbeat.flags_on("KA") and heartbeat.flags_on(b"AKE") and heartbeat.flags_on("Kghzl$")
+    assert not heartbeat.flags_on("") and not heartbeat.flags_on("EA") and not heartbeat.flags_on("Kgh")
+    assert heartbeat.is_beat_key("emq:{lab-heartbeat}:beat") and heartbeat.is_beat_key("emq:{lab-heartbeat-7}:beat")
+    assert not heartbeat.is_beat_key("emq:{s0123456789.fanin}:pending")
 
 
 def test_the_online_primaries_of_a_cluster_shards_reply_by_endpoint_else_ip() -> None:

@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 
 from server.sandboxes.sandbox import COOKIE, SandboxCookie, SignedCookie
 from server.settings import Settings
-from server.web import guards
+from server.web import guards, sessions
 from tests import services_stub
 from tests.unit.web.asgi import app_with, request
 
@@ -90,7 +90,7 @@ def test_the_instructor_is_known_by_the_bearer_token_or_a_live_session_never_by_
     signed = app.state.services.cookies.instructor.serializer.dumps("a-session-id-valkey-does-not-hold")
     assert guards.is_instructor(request({"authorization": f"Bearer {TOKEN}"}, app=app))
     # the session middleware (server/web/guards.py) found the cookie's session live in Valkey
-    assert guards.is_instructor(request(app=app, state={guards.SESSION_STATE: "a-live-session"}))
+    assert guards.is_instructor(request(app=app, state={sessions.SESSION_STATE: "a-live-session"}))
     assert not guards.is_instructor(request({"cookie": f"{guards.INSTRUCTOR_COOKIE}={signed}"}, app=app))
     assert not guards.is_instructor(request({"authorization": "Bearer not-the-token!!"}, app=app))
     assert not guards.is_instructor(request(app=app))
@@ -109,7 +109,7 @@ async def test_require_instructor_says_why_each_caller_is_refused_before_any_tok
     assert foreign.status == 403
     nobody = await refused_async(guards.require_instructor, request(app=site()))
     assert nobody.status == 401 and str(nobody).startswith("sign in as the instructor first")
-    await guards.require_instructor(request(app=site(), state={guards.SESSION_STATE: "a-live-session"}))
+    await guards.require_instructor(request(app=site(), state={sessions.SESSION_STATE: "a-live-session"}))
 
 
 # -- cross-site requests -------------------------------------------------------------
