@@ -57,11 +57,11 @@ WIDGETS = _placed()
 def app_pages() -> list[str]:
     """The site's own pages besides the course (progress, a room, the
     instructor's sign-in…): every GET route without a parameter whose view
-    is a page (the views name their HTML endpoint `page`), from the app."""
+    is a page (the views name their HTML endpoint `page` or `…_page`), from the app."""
     app = create_app("redis://127.0.0.1:1/0", Settings(secret="only-to-list-the-routes" * 2), cluster=False)
     return sorted(route.path for route in app.routes
                   if isinstance(route, Route) and "GET" in (route.methods or ()) and "{" not in route.path
-                  and route.endpoint.__name__ == "page" and route.path not in COURSE)
+                  and route.endpoint.__name__.rpartition("_")[2] == "page" and route.path not in COURSE)
 
 
 def on_dive(dive: str) -> list[str]:

@@ -24,6 +24,12 @@ from tests.e2e.pages import COURSE, DIVES, WIDGETS, app_pages, on_dive, region, 
 
 AXE = Axe()
 
+
+def test_the_pages_found_from_the_app_include_every_page_design_names_besides_the_course() -> None:
+    # a view renamed away from `page` would silently drop its page from axe and the reading checks
+    assert {"/instructor", "/progress", "/room"} <= set(app_pages())
+
+
 def violations(page: Page) -> str:
     results = AXE.run(page)
     return "" if results.violations_count == 0 else results.generate_report()

@@ -51,7 +51,7 @@ def room_context(request: Request, **extra: Any) -> dict[str, Any]:
             "is_instructor": guards.is_instructor(request), **extra}
 
 
-async def room_page(request: Request) -> Response:
+async def page(request: Request) -> Response:
     room = await current_room(request)  # Valkey away: said on this page (`refused`), the form still shows
     name = await learners.name_of(services(request).conn, guards.visitor_of(request))
     prefill = ""
