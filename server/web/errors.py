@@ -115,7 +115,9 @@ def refusal_of(exc: Exception) -> Refusal | None:
     if isinstance(exc, Refusal):
         return exc
     if isinstance(exc, LookupError):
-        return Refusal(str(exc).strip("'\""), status=404)
+        # a KeyError's str() is its repr (quoted): its sentence is its first argument
+        said = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
+        return Refusal(said, status=404)
     if isinstance(exc, (BadId, FlowShapeError)):
         return Refusal(str(exc))
     if is_busy(exc):

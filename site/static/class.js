@@ -11,21 +11,26 @@ const page = document.querySelector("[data-class]");
 const LIVE = ['[data-role="answer-list"]', '[data-role="roster-status"]', '[data-role="roster"] tbody',
   'section[aria-labelledby="mode-title"]'];
 let leaving = false; // a form was sent: its answer's one-time notice must not be read by a redraw
-let asked = 0; // the last redraw asked for: an older page that comes after it is not drawn
+let drawn = ""; // the class as the page shows it, from the stream: a new value means fetch the page
+let drawing = null; // the fetch in flight: one at a time, each drawn, the newest last
+let again = false; // a change came while fetching: fetch once more when it is drawn
 
-async function redraw() {
-  const mine = ++asked;
-  if (leaving) return;
+async function drawOnce() {
   const response = await fetch(location.href, { headers: { Accept: "text/html" } });
   if (!response.ok || leaving) return;
-  const html = await response.text();
-  if (mine !== asked) return;
-  const fresh = new DOMParser().parseFromString(html, "text/html");
+  const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
   for (const selector of LIVE) {
     const [was, now] = [page.querySelector(selector), fresh.querySelector(selector)];
     if (was && now) Idiomorph.morph(was, now);
   }
   page.dataset.live = "1"; // tools and tests can tell the page follows the class
+}
+
+function redraw() {
+  if (drawing) { again = true; return; }
+  drawing = (async () => {
+    do { again = false; if (!leaving) await drawOnce(); } while (again);
+  })().catch(() => say("The live view is reconnecting…")).finally(() => { drawing = null; });
 }
 
 function say(text) {
@@ -41,9 +46,15 @@ if (page) {
   document.addEventListener("submit", () => { leaving = true; });
   window.addEventListener("pageshow", () => { leaving = false; });
   source.addEventListener("roster", (e) => {
-    const { down } = JSON.parse(e.data);
+    const { down, seen = {}, drawn: now = "" } = JSON.parse(e.data);
     say(down || "");
-    if (!down) redraw().catch(() => say("The live view is reconnecting…"));
+    if (down) return;
+    if (now !== drawn) { drawn = now; redraw(); }
+    // the ages tick every second: the server's words put in place, no page fetched for them
+    for (const [id, text] of Object.entries(seen)) {
+      const cell = document.getElementById(`learner-${id}`)?.querySelector('[data-role="seen"]');
+      if (cell && cell.textContent !== text) cell.textContent = text;
+    }
   });
   source.addEventListener("closed", () => {
     source.close();

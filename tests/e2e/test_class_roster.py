@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 from collections.abc import Callable
 
-from playwright.sync_api import BrowserContext, Locator, Page, expect
+import httpx
+from playwright.sync_api import BrowserContext, Locator, Page, Request, Route, expect
 
+from tests.e2e.conftest import Site
 from tests.e2e.rooms import DIVE, counter, fanin, join_room, open_room, signed_in_instructor
 
 
@@ -105,3 +108,67 @@ def test_the_reset_notice_is_seen_by_a_learner_who_keeps_clicking_and_stays_for_
     expect(status).to_contain_text(notice)
     status.get_by_role("button", name="Dismiss this notice").click()
     expect(status).to_have_text("")
+
+
+def learner_joins(site: Site, code: str, name: str) -> httpx.Client:
+    client = httpx.Client(base_url=site.url, timeout=10)
+    assert client.get(DIVE).status_code == 200
+    assert client.post("/room/join", json={"code": code, "name": name}).status_code == 200
+    return client
+
+
+def class_page_fetches(class_page: Page) -> list[str]:
+    """Every time the class page's script fetches the page again (its live redraw)."""
+    fetched: list[str] = []
+
+    def seen(request: Request) -> None:
+        if request.resource_type == "fetch" and request.url.rstrip("/") == class_page.url.rstrip("/"):
+            fetched.append(request.url)
+
+    class_page.on("request", seen)
+    return fetched
+
+
+def test_an_idle_class_page_ticks_its_learners_ages_without_fetching_itself(
+    contexts: Callable[..., BrowserContext], site: Site,
+) -> None:
+    class_page = signed_in_instructor(contexts())
+    code = open_room(class_page, "Idle e2e")
+    ada = learner_joins(site, code, "Ada")
+    assert ada.post("/api/widgets/fanin/complete-child", json={}).status_code == 200
+    ada_row = row(class_page, "Ada")
+    expect(ada_row.locator('[data-role="widget"]')).to_have_text("fanin")
+    fetched = class_page_fetches(class_page)
+    age = ada_row.locator('[data-role="seen"]')
+    was = age.inner_text()
+    expect(age).not_to_have_text(was)  # "N s ago" ticks, from the stream's words
+    time.sleep(3)
+    assert fetched == []  # the ages alone never make the page fetch its HTML again
+    grace = learner_joins(site, code, "Grace")  # the class changes: the page is drawn afresh
+    expect(row(class_page, "Grace")).to_have_count(1)
+    assert fetched
+    grace.close()
+    ada.close()
+
+
+def test_a_class_page_whose_own_fetches_are_slow_still_draws_every_learner_who_joins(
+    contexts: Callable[..., BrowserContext], site: Site,
+) -> None:
+    class_page = signed_in_instructor(contexts())
+    code = open_room(class_page, "Slow e2e")
+
+    def slowly(route: Route) -> None:
+        if route.request.resource_type == "fetch":
+            time.sleep(1.3)  # slower than the stream's changes come: a newer one always waits
+        route.continue_()
+
+    class_page.route(f"**/instructor/rooms/{code}", slowly)
+    learners = [learner_joins(site, code, "Ada")]
+    assert learners[0].post("/api/widgets/fanin/complete-child", json={}).status_code == 200  # her age ticks
+    time.sleep(2)
+    learners += [learner_joins(site, code, name) for name in ("Grace", "Linus", "Mary")]
+    for name in ("Ada", "Grace", "Linus", "Mary"):
+        expect(row(class_page, name)).to_have_count(1, timeout=20_000)
+    expect(class_page.locator('[data-role="roster-status"]')).to_have_text("4 learners joined.")
+    for learner in learners:
+        learner.close()

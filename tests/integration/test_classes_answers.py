@@ -185,3 +185,18 @@ def test_a_name_a_spreadsheet_would_run_is_written_as_text(clean: LiveSite) -> N
     joined(clean, code, "=HYPERLINK(1)")
     rows = list(csv.reader(io.StringIO(instructor.get(f"/instructor/rooms/{code}/results.csv").text)))
     assert rows[1][0] == "'=HYPERLINK(1)"
+
+
+def test_the_class_stream_ticks_the_ages_apart_and_changes_drawn_only_when_the_class_does(clean: LiveSite) -> None:
+    instructor, code, (ada, _, _) = class_of_three(clean)
+    assert ada.post("/api/widgets/fanin/complete-child", json={}).status_code == 200  # "N s ago" from now on
+    with instructor.stream("GET", f"/instructor/rooms/{code}/events", timeout=15) as response:
+        events = Events(response)
+        frames = [data for event, data in events.until("roster", timeout=5) if event == "roster"]
+        while len(frames) < 3:  # the ages tick each second: a frame each, the page's HTML the same
+            frames += [data for event, data in events.until("roster", timeout=5) if event == "roster"]
+        assert len({f["drawn"] for f in frames}) == 1
+        assert len({tuple(f["seen"].values()) for f in frames}) == 3
+        assert all(f["seen"] == {r["id"]: r["seen"] for r in f["learners"]} for f in frames)
+        predict(ada, 3)
+        events.until("roster", timeout=5, where=lambda data: data["drawn"] != frames[0]["drawn"])

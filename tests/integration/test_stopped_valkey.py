@@ -14,7 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from server.valkey.process import ValkeyProcess
-from tests.support import DIVE, LiveSite, running, streaming
+from tests.e2e.rooms import joined, open_class
+from tests.support import DIVE, Events, LiveSite, running, streaming
 
 
 @pytest.fixture
@@ -69,3 +70,22 @@ def test_an_open_page_is_told_valkey_is_down_while_it_is_stopped_and_up_again_af
             os.kill(valkey.proc.pid, signal.SIGCONT)
         page.until("status", timeout=20, valkey="up")  # the hub follows it again, and the page is told
         page.until("widget", timeout=10)  # and drawn afresh from Valkey
+
+
+def test_an_open_class_page_is_told_valkey_is_down_while_it_is_stopped_and_follows_the_class_after(
+        stoppable: tuple[ValkeyProcess, LiveSite]) -> None:
+    valkey, site = stoppable
+    instructor, code = open_class(site)
+    joined(site, code, "Ada")
+    assert valkey.proc is not None
+    with instructor.stream("GET", f"/instructor/rooms/{code}/events", timeout=30) as response:
+        events = Events(response)
+        events.until("roster", where=lambda data: data.get("count") == 1)
+        os.kill(valkey.proc.pid, signal.SIGSTOP)
+        try:
+            # the class stream's reads have a deadline: the page is told, it does not wait in silence
+            events.until("roster", timeout=20, where=lambda data: "unreachable" in data.get("down", ""))
+        finally:
+            os.kill(valkey.proc.pid, signal.SIGCONT)
+        joined(site, code, "Grace")
+        events.until("roster", timeout=20, where=lambda data: data.get("count") == 2)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import time
 from collections.abc import AsyncIterator
 
@@ -43,6 +44,7 @@ MODE_TEXT = {
 }
 CLOSED_TEXT = "The class was closed: you are back in your own sandbox."
 EVERY = 1.0  # seconds between the class stream's reads when no event came
+READ_WITHIN = 3.0  # seconds a read of the class may take before the page is told Valkey is away
 
 
 class ModeBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -91,16 +93,22 @@ async def _class_events(request: Request, code: str, projector: bool) -> AsyncIt
     with hub.streams.open(answers.class_stream(code), ()) as sub:
         while time.monotonic() < deadline:
             try:
-                room = await rooms.get(conn, code)
-                if room is None:
+                async with asyncio.timeout(READ_WITHIN):
+                    room = await rooms.get(conn, code)
+                    state = None if room is None else await read_class(request, room)
+                if room is None or state is None:
                     yield frame("closed", dumps({"code": code}))
                     return
-                state = await read_class(request, room)
-                encoded = dumps({"code": room.code, "mode": room.mode, "count": len(state.learners),
-                                 "learners": [] if projector else roster_rows(state),
-                                 "answers": answers_view(request, state, projector)})
-            except FAULTS as exc:  # mid-stream: Valkey's faults said in the frame, a bug ends it
-                if not is_fault(exc):
+                learners = [] if projector else roster_rows(state)
+                shown = {"code": room.code, "mode": room.mode, "count": len(state.learners),
+                         "answers": answers_view(request, state, projector)}
+                # the page fetches its HTML again only when `drawn` changes: the ages ("12 s ago")
+                # change every second and are put in place from `seen` instead
+                drawn = hashlib.sha1(dumps({**shown, "learners": [{**r, "seen": ""} for r in learners]}))
+                encoded = dumps({**shown, "learners": learners, "drawn": drawn.hexdigest()[:16],
+                                 "seen": {r["id"]: r["seen"] for r in learners}})
+            except (*FAULTS, TimeoutError) as exc:  # mid-stream: Valkey's faults said in the frame, a bug ends it
+                if not (isinstance(exc, TimeoutError) or is_fault(exc)):
                     raise
                 encoded = dumps({"down": "Valkey is unreachable right now; the class page recovers when it returns."})
             if encoded != last:

@@ -1,10 +1,10 @@
-"""The site's JSON encoder says what the standard library's would (server/web/errors.py)."""
+"""The site's JSON encoder says what the standard library's would, and a refusal its sentence (server/web/errors.py)."""
 
 from __future__ import annotations
 
 import json
 
-from server.web.errors import JSONAnswer, dumps
+from server.web.errors import JSONAnswer, dumps, refusal_of
 
 SNAPSHOT = {
     "widget": "fanin", "ver": 1796159492262277, "key_count": 7, "landed": True, "outcome": None,
@@ -27,3 +27,9 @@ def test_an_answer_is_utf8_json_with_its_content_type() -> None:
 
 def test_a_number_key_is_written_as_text_as_json_writes_it() -> None:
     assert json.loads(dumps({1: "a", "b": [1, 2]})) == {"1": "a", "b": [1, 2]}
+
+
+def test_a_lookup_refusal_says_its_sentence_whole_quotes_included() -> None:
+    refusal = refusal_of(KeyError("no widget named 'nope'"))
+    assert refusal is not None and refusal.status == 404
+    assert str(refusal) == "no widget named 'nope'"
