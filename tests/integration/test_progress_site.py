@@ -108,3 +108,21 @@ def test_start_over_from_another_site_is_refused_and_forgets_nothing(clean: Live
     refused = client.post("/progress/start-over", data={"confirm": "yes"}, headers={"Origin": "https://evil.example"})
     assert refused.status_code == 403 and "cross-site" in refused.json()["error"]
     assert clean.redis().exists(keys.progress_key(sandbox_of(client)))
+
+
+def test_start_over_refuses_a_multipart_or_oversized_body_in_words_and_writes_nothing(clean: LiveSite) -> None:
+    client = clean.visitor()
+    assert complete(client, 2).status_code == 200
+    sandbox = sandbox_of(client)
+    valkey = clean.redis()
+    before = {k: valkey.dump(k) for k in sorted(valkey.scan_iter(match=f"*{sandbox}*"))}
+    assert keys.progress_key(sandbox) in before
+
+    multipart = client.post("/progress/start-over", data={"confirm": "yes"}, files={"f": ("a.bin", b"x" * 4096)})
+    assert multipart.status_code == 415 and "application/x-www-form-urlencoded" in multipart.json()["error"]
+    oversized = client.post("/progress/start-over", data={"confirm": "yes", "pad": "x" * (1 << 20)})
+    assert oversized.status_code == 413 and "larger than" in oversized.json()["error"]
+    assert {k: valkey.dump(k) for k in sorted(valkey.scan_iter(match=f"*{sandbox}*"))} == before
+
+    done = client.post("/progress/start-over", data={"confirm": "yes"}, follow_redirects=False)
+    assert done.status_code == 303 and not valkey.exists(keys.progress_key(sandbox))

@@ -23,7 +23,7 @@ from server.lifecycle import resets
 from server.refusal import Refusal
 from server.sandboxes import progress
 from server.sandboxes.progress import WidgetProgress
-from server.web import errors, guards
+from server.web import bodies, errors, guards
 from server.web.errors import JSONAnswer
 from server.web.services import services
 from server.web.templating import respond
@@ -126,11 +126,15 @@ async def progress_page(request: Request) -> Response:
     return respond(request, "progress.html", context)
 
 
+class StartOver(msgspec.Struct, forbid_unknown_fields=True):
+    confirm: str = ""
+
+
 async def start_over(request: Request) -> Response:
-    """Forget the record and land every scenario afresh, once confirmed."""
+    """Forget the record and land every scenario afresh, once confirmed. The form is read as every
+    action's body is (`bodies.read_form`): capped, in memory, a multipart body refused unparsed."""
     entry = await guards.enter(request, write=True)
-    form = await request.form()
-    if form.get("confirm") != "yes":
+    if (await bodies.read_form(request, StartOver)).confirm != "yes":
         return RedirectResponse("/progress?confirm=start-over", status_code=303)
     await resets.reset_sandboxes(services(request).lab, [entry.visitor], by="learner")
     await progress.clear(services(request).conn, entry.visitor)
