@@ -11,6 +11,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
+from redis.asyncio.lock import Lock
 from redis.exceptions import LockError, OutOfMemoryError, RedisError
 
 from server.console import budget, run
@@ -30,20 +31,37 @@ FULL = ("Valkey is at its memory limit right now: nothing was written. A Reset s
         "memory: press Reset on a widget, then run the line again.")
 BUSY = "A widget of this queue is busy right now: nothing was written. Run the line again in a moment."
 FAULT = "Valkey could not take the line just now; run it again in a moment."
+STRAY = ("The lock of this queue's widget holds what no lock writes (an operator's command or a fault put it "
+         "there), so no write could ever take it: nothing was written. Press Reset on the widget: it removes "
+         "the stray key. Then run the line again.")
 HELD = ("Valkey is busy with a long-running script right now (the site stops a learner's script past its "
         "budget): the line did not run. Run it again in a moment.")
+
+
+class QueueLock(Lock):
+    """redis-py's `Lock`, tried once before it waits: a key no lock writes (another type, or a string
+    without a lease: an operator's command or a fault) would never let go, so it is said at once."""
+
+    async def __aenter__(self) -> QueueLock:
+        if not await self.acquire(blocking=False):
+            kind = await self.redis.type(self.name)
+            if kind not in ("none", "string") or (kind == "string" and await self.redis.pttl(self.name) == -1):
+                raise Refusal(409, STRAY, "busy")
+            if not await self.acquire():  # a held lock is waited for, at most `blocking_timeout`
+                raise LockError("the lock was not let go in time")
+        return self
 
 
 def queue_lock(admin: Conn, sandbox: str, hold: float = 10.0, wait: float = 5.0
                ) -> Callable[[str], AbstractAsyncContextManager[Any]]:
     """`lock(queue)`: a queue's action lock, the widgets' key and protocol (SET NX PX of a token,
     compare-and-delete) through redis-py's `Lock`, so the two exclude each other; held at most
-    `hold` s, waited for at most `wait` (then LockError: busy)."""
+    `hold` s, waited for at most `wait` (then LockError: busy), a stray key refused at once."""
 
     def lock(queue: str) -> AbstractAsyncContextManager[Any]:
         # Not thread-local: every task shares the one thread. A release past expiry does not raise.
         return admin.lock(lock_key(f"{sandbox}.{queue}"), timeout=hold, blocking_timeout=wait, sleep=0.02,
-                          thread_local=False, raise_on_release_error=False)
+                          lock_class=QueueLock, thread_local=False, raise_on_release_error=False)
 
     return lock
 

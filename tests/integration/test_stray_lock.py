@@ -106,3 +106,40 @@ def test_a_dive_whose_widget_cannot_land_past_a_stray_lock_says_so_and_start_ove
     again = client.get(DIVE, headers=BROWSER)
     assert again.status_code == 200 and 'data-widget="fanin"' in again.text
     assert site.redis().hget(keys.state_key(queue_name(sandbox_of(client), "fanin")), "landed") == "1"
+
+
+LINE = {"command": "SET emq:{fanin}:job:JOBparent:dependencies 9"}  # a write, under the fanin widget's lock
+
+
+@pytest.mark.parametrize("stray", sorted(STRAYS))
+def test_a_console_write_meeting_a_stray_lock_is_refused_at_once_in_words_and_reset_lets_it_run(
+        site: LiveSite, stray: str) -> None:
+    client = site.visitor()
+    assert client.get("/api/widgets/fanin/state").status_code == 200
+    lock = lock_of(client)
+    STRAYS[stray](site.redis(), lock)
+    dependencies = lock.replace("lab:", "emq:").replace(":lock", ":job:JOBparent:dependencies")
+    before = site.redis().get(dependencies)
+
+    started = time.monotonic()
+    line = client.post("/api/console", json=LINE)
+    assert line.status_code == 409, line.text  # not a Busy after the wait: waiting would never end
+    assert time.monotonic() - started < LOCK_WAIT_S / 2
+    assert "Press Reset" in line.json()["error"] and "nothing was written" in line.json()["error"]
+    assert site.redis().get(dependencies) == before and site.redis().exists(lock) == 1
+
+    assert client.post("/api/widgets/fanin/reset", json={}).status_code == 200
+    again = client.post("/api/console", json=LINE)
+    assert again.status_code == 200, again.text
+    assert site.redis().get(dependencies) == "9" and site.redis().exists(lock) == 0
+
+
+def test_a_console_write_waits_out_a_lock_a_crashed_action_left_with_its_lease(site: LiveSite) -> None:
+    client = site.visitor()
+    assert client.get("/api/widgets/fanin/state").status_code == 200
+    site.redis().set(lock_of(client), "a-crashed-actions-token", px=1500)
+
+    started = time.monotonic()
+    line = client.post("/api/console", json=LINE)
+    assert line.status_code == 200, line.text
+    assert time.monotonic() - started > 1.0  # it waited for the lease to end, it did not break the lock
