@@ -89,6 +89,26 @@ def test_the_progress_page_says_a_wrong_type_record_is_one_and_its_start_over_br
     assert client.get(DIVE, headers=BROWSER).status_code == 200
 
 
+def test_the_index_and_hub_pages_say_a_wrong_type_progress_record_and_offer_start_over_instead_of_hiding_it(
+        site: LiveSite) -> None:
+    client = site.visitor()
+    record = keys.progress_key(sandbox_of(client))
+    site.redis().set(record, "oops")
+
+    for path in ("/", "/flows", "/batches"):
+        page = client.get(path, headers=BROWSER)
+        assert page.status_code == 409, (path, page.text[:300])
+        assert "holds another type than the site keeps there" in page.text  # the dive pages' and stream's words
+        assert 'action="/progress/start-over"' in page.text and 'data-role="start-over"' in page.text
+    assert client.get("/", headers={"accept": "application/json"}).status_code == 409  # a script: its JSON
+
+    done = client.post("/progress/start-over", data={"confirm": "yes"}, follow_redirects=False)
+    assert done.status_code == 303, done.text
+    for path in ("/", "/flows", "/batches"):
+        again = client.get(path, headers=BROWSER)
+        assert again.status_code == 200 and 'data-role="dive-progress-summary"' in again.text, path
+
+
 def test_a_stream_whose_progress_record_holds_the_wrong_type_says_so_without_a_traceback(tmp_path: Path) -> None:
     log = tmp_path / "site.log"
     with ValkeyProcess() as valkey, log.open("wb") as sink:

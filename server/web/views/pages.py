@@ -109,10 +109,13 @@ async def course_progress(request: Request, visitor: str) -> list[DiveProgress]:
 
 
 async def dive_progress(request: Request) -> dict[str, DiveProgress] | None:
-    """Each dive's progress by path, for the pages; None when it cannot be read."""
+    """Each dive's progress by path, for the pages; None when Valkey cannot read it now. A record of the
+    wrong type is not hidden: the handlers say it and offer Start over, as on a dive and on /progress."""
     try:
         return {d.path: d for d in await course_progress(request, guards.visitor_of(request))}
-    except (guards.Refused, RedisError, OSError):
+    except (guards.Refused, RedisError, OSError) as exc:
+        if isinstance(errors.refusal_of(exc), errors.WrongType):
+            raise
         return None
 
 
