@@ -72,13 +72,6 @@ class Door:
         refuse(await script.run(conn, keys, args))
 
 
-async def admit(conn: Conn, sandbox: str, limits: Limits, address: str = "unknown", used: bool = False) -> int | str:
-    """ADMITTED, FULL, ADDRESS_FULL, or the id of the sandbox evicted to admit this one."""
-    script, keys, args = Door(limits, address).call(sandbox, used)
-    reply = await script.run(conn, keys, args)
-    return reply if isinstance(reply, str) else int(reply)
-
-
 def refuse(answer: object) -> None:
     """Raise what an `admit.lua` reply refuses (an error reply is raised as it is); nothing when admitted."""
     if isinstance(answer, Exception):
