@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -27,8 +28,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     # tests start no server, so a run of tests/unit alone never compiles it.
     if _unit_only(session.config):
         return
-    if not native.build():
-        raise pytest.UsageError("the EMQ module did not build: run `make module` and read its error")
+    if not native.built():
+        done = subprocess.run(["make", "-s", "module"], cwd=native.ROOT, capture_output=True, text=True, check=False)
+        if not native.built():
+            said = (done.stderr or done.stdout)[-800:]
+            raise pytest.UsageError(f"the EMQ module did not build (`make module`): {said}")
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import logging
-import subprocess
 from pathlib import Path
 from typing import Any, Final
 
@@ -22,15 +21,6 @@ MODULE_NAME: Final = "emq"  # what MODULE LIST calls it (emq_module.c's OnLoad)
 
 def built() -> bool:
     return MODULE_PATH.is_file()
-
-
-def build() -> bool:
-    """`make -s module` when the module is missing (the test fixtures'): True when it is there after."""
-    if not built():
-        done = subprocess.run(["make", "-s", "module"], cwd=ROOT, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            log.warning("make module failed: %s", (done.stderr or done.stdout)[-800:])
-    return built()
 
 
 def module_names(listing: Any) -> set[str]:
