@@ -249,6 +249,15 @@ def own_site(extra_env: dict[str, str] | None = None) -> Iterator[Site]:
             stop_site(proc)
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process `pid` is still there (signal 0 asks without sending)."""
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
 def dumped(r: redis.Redis, pattern: str = "*", skip: tuple[str, ...] = ()) -> dict[Any, Any]:
     """Every key matching ``pattern`` with its DUMP, but the site's own clockwork (``SITE_CLOCK``)
     and any prefix in ``skip``: what "nothing was written" compares, before and after."""

@@ -8,7 +8,6 @@ an append-only file there and comes back with every key (see datadir.py).
 from __future__ import annotations
 
 import ctypes
-import os
 import shutil
 import signal
 import socket
@@ -46,14 +45,6 @@ def port_free(port: int) -> bool:
             sock.bind(("127.0.0.1", port))
         except OSError:
             return False
-    return True
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
     return True
 
 

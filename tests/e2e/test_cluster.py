@@ -24,10 +24,10 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 
-from server.valkey.process import free_port, pid_alive
+from server.valkey.process import free_port
 from tests.e2e.branch_helpers import press
 from tests.e2e.pages import DIVES, WIDGETS, on_dive, region, settled_after, wait_until_live
-from tests.support import Events, deps
+from tests.support import Events, deps, pid_alive
 
 ROOT = Path(__file__).resolve().parents[2]
 CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot"

@@ -22,8 +22,8 @@ import pytest
 from server.exercises import GraderPool, PoolSettings, Restarting, grade
 from server.exercises import pool as pool_module
 from server.exercises.grader_process import ProcessLimits
-from server.valkey.process import pid_alive
 from tests.integration.exercises.support import COURSE, sandbox, valkey_children
+from tests.support import pid_alive
 
 LIVENESS = 3.0
 
