@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
 
 from redis.exceptions import RedisError
 
@@ -47,28 +46,16 @@ class Ticket:
         self.place = 0
         self._on_place = on_place
         self.granted: asyncio.Future[Grader] = asyncio.get_running_loop().create_future()
-        self._moved = asyncio.Event()
 
     def move(self, place: int) -> None:
         if place == self.place and place != 0:
             return
         self.place = place
-        self._moved.set()
         if self._on_place is not None:
             try:
                 self._on_place(place)
             except Exception:  # a listener's fault must not stall the line for every run
                 log.exception("a place listener failed; the run goes on")
-
-    async def places(self) -> AsyncIterator[int]:
-        """The place each time it changes (1 = next), ending once a grader has the run."""
-        while not self.granted.done():
-            yield self.place
-            self._moved.clear()
-            moved = asyncio.ensure_future(self._moved.wait())
-            either: set[asyncio.Future[Any]] = {moved, self.granted}
-            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-            moved.cancel()
 
 
 @dataclass(frozen=True)

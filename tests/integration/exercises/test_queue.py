@@ -100,27 +100,20 @@ async def test_a_run_that_stops_waiting_gives_its_place_to_the_runs_behind_it() 
         assert leaving.cancelled() and pool.status().free == 1
 
 
-async def test_a_ticket_tells_its_places_as_an_async_iterator_until_it_is_served() -> None:
+async def test_a_ticket_tells_its_places_to_its_listener_until_it_is_served() -> None:
     async with GraderPool(PoolSettings(graders=1, sandbox_in_flight=4)) as pool:
         seen: list[int] = []
         async with pool.turn(sandbox()):  # the one grader is taken
             ahead = pool.submit(sandbox())
-            behind = pool.submit(sandbox())
-
-            async def follow() -> None:
-                async for place in behind.places():
-                    seen.append(place)
-
-            following = asyncio.create_task(follow())
+            behind = pool.submit(sandbox(), on_place=seen.append)
             await asyncio.sleep(0.01)
             assert seen == [2]
         async with pool.serve(ahead) as grader:  # the turn ended: `ahead` has the grader now
             await asyncio.sleep(0.01)
-            assert seen == [2, 1] and ahead.place == 0 and not following.done()
+            assert seen == [2, 1] and ahead.place == 0 and not behind.granted.done()
         async with pool.serve(behind) as again:
-            assert again is grader
-            await following
-        assert seen == [2, 1] and pool.status().free == 1
+            assert again is grader and seen == [2, 1, 0]  # 0: on the grader
+        assert seen == [2, 1, 0] and pool.status().free == 1
 
 
 async def test_a_run_whose_caller_goes_away_ends_before_its_grader_takes_the_next() -> None:
