@@ -158,7 +158,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
         exception_handlers={404: pages.not_found, **errors.exception_handlers(
             {"/instructor": instructor.refused, "/instructor/": instructor.refused,
              "/room": room.room_refused, "/room/join": room.room_refused,
-             "/room/leave": room.room_refused},
+             "/room/leave": room.room_refused, "/room/answer": room.room_refused},
             error_page=pages.refused)},
         lifespan=lifespan,
     )

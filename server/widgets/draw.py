@@ -35,9 +35,10 @@ def short_key(name: str) -> str:
 
 def key_text(key: KeyShape | dict[str, object]) -> str:
     """A key's value as the key panel prints it; a value the read cut says so, with its whole size.
-    A row a widget remembered in its lab state (native's before and after) comes as JSON's types."""
-    if isinstance(key, dict):
-        key = msgspec.convert(key, KeyShape)
+    A row a widget remembered in its lab state (native's before and after), or an exercise's picture,
+    comes as JSON's types."""
+    if isinstance(key, dict):  # an exercise's picture says `whole` where a snapshot says `cut`
+        key = msgspec.convert({"cut": not key.get("whole", True), **key}, KeyShape)
     kind, value = key.type, key.value
     size = f"{key.size} bytes" if kind == "string" else f"{key.size} elements"
     if value is None:

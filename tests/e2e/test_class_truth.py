@@ -53,7 +53,7 @@ def class_box(page: Page) -> Locator:
 def vote(page: Page, value: int) -> None:
     """A demo's answer: in the class's question box (the widget's own field is read-only)."""
     box = class_box(page)
-    box.locator('input[name="class-vote"]').fill(str(value))
+    box.locator('input[name="answer"]').fill(str(value))
     box.get_by_role("button", name="Send my answer").click()
     expect(box.locator('[data-role="class-ask-mine"]')).to_contain_text(f"Your answer {value}")
 
@@ -100,6 +100,47 @@ def test_every_answer_is_kept_by_mode_round_and_step_in_the_downloads_the_demo_v
     counts = {(q["step"], q["round"]): sorted((a["value"], a["count"], a["right"]) for a in q["answers"])
               for q in kept if q["question"] == FANIN_QUESTION["id"]}
     assert counts == {(None, None): [(2, 2, True), (3, 1, False)], (0, 1): [(2, 1, True), (3, 1, False)]}
+
+
+def test_the_question_box_is_the_server_drawing_at_first_paint_and_after_a_new_question_and_votes_without_script(
+        contexts: Callable[..., BrowserContext]) -> None:
+    teacher = contexts()
+    class_page = signed_in_instructor(teacher)
+    code = open_room(class_page, "Box e2e")
+    ada, grace = on_dive(contexts(), code, "Ada"), on_dive(contexts(), code, "Grace")
+    drive = teacher.new_page()  # a demo shows the sandbox of a page the instructor opened
+    drive.goto(DIVE)
+    expect(counter(drive)).to_have_text(re.compile(r"^\d$"))
+    class_page.get_by_role("button", name="Start demo").click()
+    picks = class_page.get_by_role("group", name="Question and step")
+    picks.get_by_role("radio", name=re.compile(r"^fanin · step 0 .*" + re.escape(LEGEND))).check()
+    class_page.get_by_role("button", name="Ask the class").click()
+    for page in (ada, grace):
+        expect(class_box(page).locator('[data-role="class-ask-legend"]')).to_have_text(
+            f"Your class is asked: {LEGEND}")
+        page.evaluate("window.stayed = true")  # no reload from here on: the box follows in place
+    # the first paint: the server's own drawing, for a page with a script and for one without
+    assert f"Your class is asked: {LEGEND}" in grace.request.get(DIVE).text()
+    linus = join_room(contexts(java_script_enabled=False), code, "Linus")
+    linus.goto(DIVE)
+    expect(linus.locator('[data-role="room-banner"]')).to_contain_text(f"Demo in class {code}: you are watching")
+    expect(class_box(linus).locator('[data-role="class-ask-answered"]')).to_have_text("0 learners of 3 answered")
+    class_box(linus).get_by_label("Your answer").fill("2")
+    class_box(linus).get_by_role("button", name="Send my answer").click()  # a real form: 303 back to the dive
+    expect(linus).to_have_url(re.compile(f"{DIVE}#class-ask$"))
+    expect(class_box(linus).locator('[data-role="class-ask-mine"]')).to_contain_text("Your answer 2 is in")
+    vote(ada, 2)  # with a script: sent without leaving the page
+    class_page.get_by_role("button", name=re.compile(r"^Press .* for the class$")).click()
+    expect(class_page.locator('[data-role="flash"]')).to_contain_text("2 votes judged")
+    expect(class_box(ada).locator('[data-role="class-ask-mine"]')).to_contain_text("Your answer: 2 — Right")
+    class_page.get_by_role("button", name="Second round").click()  # a new question: both pages redrawn in place
+    for page in (ada, grace):
+        expect(class_box(page).locator('[data-role="class-ask-legend"]')).to_have_text(
+            f"Your class is asked again (second round): {LEGEND}")
+        expect(class_box(page).locator('[data-role="class-ask-mine"]')).to_have_count(0)
+    vote(grace, 3)
+    expect(class_box(ada).locator('[data-role="class-ask-mine"]')).to_have_count(0)  # Grace's vote is hers
+    assert ada.evaluate("window.stayed === true") and grace.evaluate("window.stayed === true")
 
 
 # -- item 11: online counts a dead site left behind lapse; Stuck from this class ------------------

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from tests.e2e.rooms import FANIN_QUESTION, LEGEND, joined, open_class, own_sandbox, predict
+from tests.e2e.rooms import DIVE, FANIN_QUESTION, LEGEND, joined, open_class, own_sandbox, predict
 from tests.support import Events, LiveSite
 
 QUESTION = FANIN_QUESTION["id"]
@@ -147,6 +147,39 @@ def test_in_a_demo_learners_vote_and_the_instructor_press_judges_every_vote_agai
     again = instructor.post(f"/instructor/rooms/{code}/press", json={})
     assert again.status_code == 200  # the question is still open at :dependencies 2; no vote left to judge
     assert "0 votes judged" in again.json()["message"]
+
+
+def test_the_question_box_is_the_server_drawing_at_first_paint_and_as_html_and_its_form_votes_without_script(
+    clean: LiveSite,
+) -> None:
+    instructor, code, (ada, _, _) = class_of_three(clean)
+    assert instructor.post(f"/instructor/rooms/{code}/demo", json={"demo": True}).status_code == 200
+    assert instructor.post(f"/instructor/rooms/{code}/ask", json={"pick": f"fanin|{QUESTION}|0"}).status_code == 200
+    html = {"Accept": "text/html"}
+    box = ada.get("/room/ask", params={"page": DIVE}, headers=html)
+    assert box.status_code == 200 and box.headers["content-type"].startswith("text/html")
+    legend = f"Your class is asked: {LEGEND}"
+    assert legend in box.text and "0 learners of 3 answered" in box.text
+    assert f"Demo in class {code}: you are watching the instructor&#39;s sandbox" in box.text
+    assert '<form method="post" action="/room/answer" data-role="class-vote">' in box.text
+    elsewhere = ada.get("/room/ask", params={"page": "/"}, headers=html).text
+    assert legend in elsewhere and 'data-role="class-vote"' not in elsewhere  # the form only on its dive
+    page = ada.get(DIVE).text  # the first paint: the same drawing, without a script
+    assert legend in page and 'data-role="class-vote"' in page and f"Demo in class {code}" in page
+    sent = ada.post("/room/answer", data={"answer": " 2 ", "page": DIVE}, follow_redirects=False)
+    assert sent.status_code == 303 and sent.headers["location"] == f"{DIVE}#class-ask"
+    assert "Your answer 2 is in: it is judged when your instructor presses." in ada.get(DIVE).text
+    assert ada.post("/room/answer", data={"answer": "2", "page": "https://elsewhere.example/"},
+                    follow_redirects=False).headers["location"] == "/room"  # back only to a dive of the course
+    pressed = instructor.post(f"/instructor/rooms/{code}/press", json={})
+    assert pressed.status_code == 200 and "1 vote judged" in pressed.json()["message"]
+    # the form's text "2" was read as the number the question asks: judged right
+    assert ada.get("/room/ask").json()["ask"]["mine"].startswith("Your answer: 2 — Right")
+    assert instructor.post(f"/instructor/rooms/{code}/reveal", json={}).status_code == 200
+    assert "<li>2: 1 learner (right)</li>" in ada.get("/room/ask", params={"page": DIVE}, headers=html).text
+    refused = ada.post("/room/answer", data={"answer": "2", "page": DIVE})  # a form's refusal: a page, in words
+    assert refused.status_code == 409 and refused.headers["content-type"].startswith("text/html")
+    assert "the answers of this round are revealed" in refused.text
 
 
 def test_results_csv_has_a_row_per_learner_with_the_roster_numbers_and_stays_after_the_close(

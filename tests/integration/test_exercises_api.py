@@ -9,11 +9,12 @@ import time
 from collections.abc import Iterator
 
 import httpx
+from markupsafe import escape
 
 from server.emq import registry
 from server.widgets import WIDGETS
 from tests.contract import CONSOLE_WORDS
-from tests.support import LiveSite
+from tests.support import Events, LiveSite
 
 CONTRACT = {"name", "title", "task", "starter", "checks"}
 
@@ -39,6 +40,27 @@ def test_the_course_script_passes_every_check_and_is_kept_as_the_best_result(cle
     assert all(c["passed"] and c["said"] for c in body["checks"])
     fields = clean.redis().hgetall(next(iter(clean.redis().keys("lab:{*}:progress"))))
     assert fields["ex:fan-in"] == f"{body['total']}/{body['total']}"
+
+
+def test_a_runs_checks_are_one_drawing_streamed_to_the_dive_and_on_the_exercise_page_without_script(
+        clean: LiveSite) -> None:
+    client = clean.visitor()
+    starter = client.get("/api/exercises/fan-in").json()["starter"]  # fails the checks that need its part
+    with client.stream("POST", "/api/exercises/fan-in/run", json={"script": starter},
+                       headers={"Accept": "text/event-stream"}) as answer:
+        events = Events(answer)
+        while (got := events.next(time.monotonic() + 60))[0] != "result":
+            assert got[0] == "place", got
+    result = got[1]
+    pictured = [p["check"] for p in result["pictures"]]
+    assert pictured and result["passed"] < result["total"]
+    page = client.post("/exercises/fan-in/run", data={"script": starter})  # the form, without a script
+    assert page.status_code == 200
+    for name in pictured:  # a failed check: its keys before and after, in both
+        item = f'data-check="{escape(name)}" data-passed="0"><details class="exercise-picture">'
+        assert item in result["html"] and item in page.text
+    assert result["html"].count("Before your script (") == len(pictured)
+    assert result["html"].count("<li ") == result["total"]
 
 
 def test_bad_scripts_are_refused_in_words_with_their_status(clean: LiveSite) -> None:

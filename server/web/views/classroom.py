@@ -30,9 +30,10 @@ from server.web import bodies, guards
 from server.web.errors import FAULTS, JSONAnswer, dumps, is_fault
 from server.web.services import services
 from server.web.views.asking import announce, ask, askable, current, end, press, reveal, second_round
+from server.web.views.class_box import answer, ask_state
 from server.web.views.class_state import answers_view, read_class, results, results_file, roster_rows, tours
 from server.web.views.instructor import done, for_class, instructor_only, render, report_words
-from server.web.views.room import answer, ask_state, join_room, leave_room
+from server.web.views.room import join_room, leave_room
 from server.web.views.room import page as room_page  # `page`: the name tests find every page by
 from server.web.views.widgets import sse
 from server.widgets.flow import plural

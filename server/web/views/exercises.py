@@ -89,7 +89,10 @@ async def _streamed(request: Request, entry: guards.Entry, script: str) -> Async
         else:
             getter.cancel()
     try:
-        yield frame("result", dumps(task.result().as_json()))
+        graded = task.result()
+        # the checks as the exercise's own page draws them (one drawing), beside the JSON's fields
+        html = services(request).templates.get_template("widgets/_exercise_results.html").render(graded=graded)
+        yield frame("result", dumps({**graded.as_json(), "html": html}))
     except GradeRefused as exc:
         yield frame("error", dumps({**exc.as_json(), "status": exc.status}))
 

@@ -27,7 +27,7 @@ from server.web import bodies, errors, guards
 from server.web.errors import JSONAnswer
 from server.web.services import services
 from server.web.templating import respond
-from server.web.views import widgets
+from server.web.views import class_box, widgets
 from server.widgets.flow import plural
 
 
@@ -52,7 +52,9 @@ async def page_at(request: Request) -> Response:
     page = services(request).course.page(request.url.path)
     if page is None or page.kind != kind or page.path != request.url.path:
         raise HTTPException(status_code=404)
-    return await _render(request, f"{kind}.html", page, progress=await dive_progress(request))
+    # a dive draws its class's banner and question box (the same drawing GET /room/ask gives room.js)
+    box = await class_box.shown_on(request, page.path) if kind == "dive" else None
+    return await _render(request, f"{kind}.html", page, progress=await dive_progress(request), box=box)
 
 
 async def not_found(request: Request, exc: Exception) -> Response:

@@ -1,7 +1,7 @@
 // exercise.js — an exercise: the learner's script is posted to the graders
 // (POST /api/exercises/<name>/run streams its place in line, then the result)
 // and each check's verdict, with a failing check's keys before and after, is
-// drawn as the server said it. The list shows one run; a run that did not
+// put in as the server drew it. The list shows one run; a run that did not
 // happen marks every check "not run". GET /api/exercises/<name> (`mine`)
 // brings back the learner's last script and best run.
 import { $, announce, el, getJSON, post, setStatus } from "./dom.js";
@@ -14,48 +14,15 @@ const NOT_RUN = {
   503: "the graders are starting again",
 };
 
-/** A key's name with a break opportunity after each ":" and "}" (long names wrap there, not mid-word). */
-const keyName = (name) => name.split(/(?<=[:}])/).flatMap((part) => (/[:}]$/.test(part) ? [part, el("wbr")] : [part]));
-
-/** A key's value as text, as the server's key panel prints it (server/widgets/draw.py key_text). */
-function valueText(key) {
-  const v = key.value;
-  const size = key.type === "string" ? `${key.size} bytes` : `${key.size} elements`;
-  if (v === null) return `(${size}; not shown: this snapshot's budget is spent)`;
-  const lines = key.type === "hash" ? Object.entries(v).map(([f, x]) => `${f} = ${x}`)
-    : key.type === "zset" ? v.map(([m, s]) => `${m} (score ${s})`)
-      : key.type === "list" ? v.map((x, i) => `[${i}] ${x}`) : null;
-  const text = lines === null ? String(v) : lines.join("\n") || "(empty)";
-  return key.whole ? text : `${text}\n… (${size} in all; the first shown)`;
-}
-
-function keyList(title, keys) {
-  const rows = keys.map((key) => el("tr", {}, el("td", { class: "key-name" }, ...keyName(key.name)),
-    el("td", { class: "key-type" }, key.type), el("td", { class: "key-value" }, valueText(key))));
-  if (!keys.length) rows.push(el("tr", {}, el("td", { colspan: "3" }, "no keys")));
-  const head = el("tr", {}, ...["key", "type", "value"].map((label) => el("th", { scope: "col" }, label)));
-  return el("div", { class: "exercise-keys" }, el("p", { class: "exercise-keys-title" }, title),
-    el("table", { class: "keys" }, el("thead", {}, head), el("tbody", {}, ...rows)));
-}
-
 /** Every check's line saying the same thing (this run has not judged it). */
 function markAll(root, checks, words, className) {
   const line = (name) => el("li", { class: className, "data-check": name }, `${name}: ${words}`);
   $(root, "results").replaceChildren(...checks.map(line));
 }
 
+/** A run's checks as the server drew them (widgets/_exercise_results.html, as the exercise's own page). */
 function drawResults(root, result) {
-  const pictures = new Map((result.pictures || []).map((p) => [p.check, p]));
-  $(root, "results").replaceChildren(...result.checks.map((check) => {
-    const line = `${check.name}: ${check.passed ? "passed" : "failed"} — ${check.said}`;
-    const picture = pictures.get(check.name);
-    // a failed check with a picture shows the keys before and after the learner's script
-    const said = check.passed || !picture ? line : el("details", { class: "exercise-picture" }, el("summary", {}, line),
-      el("div", { class: "exercise-sides" }, keyList(`Before your script (${picture.step})`, picture.before),
-        keyList("After your script", picture.after)));
-    return el("li", { class: check.passed ? "check-passed" : "check-failed", "data-check": check.name,
-      "data-passed": check.passed ? "1" : "0" }, said);
-  }));
+  $(root, "results").innerHTML = result.html;
   say(root, `${result.passed} of ${result.total} checks passed.`, result.passed === result.total ? "ok" : "");
 }
 

@@ -1,14 +1,15 @@
-// room.js — what a page shows of its class (or of a Watch): the banner,
-// controls disabled where the page only watches, the class's events, the
-// question asked (GET /room/ask) and notices that stay. The server decides all.
+// room.js — what a page shows of its class (or of a Watch): the banner and the class's question, drawn
+// by the server (`_class_box.html`: the first paint and GET /room/ask as HTML, morphed in when the room
+// changes), controls disabled where the page only watches, the class's events and notices that stay.
 
-import { $, el, getJSON, post, setStatus } from "./dom.js";
+import { Idiomorph } from "/static/vendor/idiomorph/dist/idiomorph.esm.js";
+import { $, el, post, setStatus } from "./dom.js";
 
 let current = null; // the last room the server named (null: none)
+let drawnFor = "null"; // the room the banner and the question were last fetched for: another fetches them
 let notice = ""; // a sentence that outlives the room (e.g. the class was closed)
-let watched = null; // whom an instructor's Watch shows: { sandbox, name, room }
-let askedIn = null; // the class whose question was last read
-let askedWidget = null; // the widget that question is about
+let drawing = null; // the fetch in flight: one at a time, the newest drawn last
+let redo = false; // a change came while fetching: fetch once more
 
 // A notice that stays is cleared by Dismiss or an action on its widget, not by a click
 // sent before it came or in its first seconds (not read yet), nor on another widget.
@@ -16,56 +17,44 @@ const NOTICE_READ_MS = 4000;
 const CARRIED = "emqlab-class-notice"; // a notice carried to the page the class was brought to
 
 const banner = () => $(document, "room-banner");
+// what the reader typed or picked in the vote form is theirs, not the server's
+const KEEP = {
+  beforeAttributeUpdated: (name, node) => !(node.tagName === "INPUT" && ["value", "checked"].includes(name)),
+};
 
-function words(room) {
-  if (room.watching) {
-    const who = watched && watched.sandbox === room.watching && watched.name ? `${watched.name}'s` : "a learner's";
-    const where = watched && watched.room ? ` (class ${watched.room})` : "";
-    return `You are watching ${who} sandbox${where}, read-only: the controls are disabled.`;
+async function drawOnce() {
+  const page = encodeURIComponent(location.pathname);
+  const response = await fetch(`/room/ask?page=${page}`, { headers: { Accept: "text/html" } });
+  if (!response.ok) return; // refused or away: the page keeps what it shows
+  const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+  for (const role of ["room-banner", "class-ask"]) {
+    const [was, now] = [$(document, role), $(fresh, role)];
+    if (was && now) Idiomorph.morph(was, now, { callbacks: KEEP });
   }
-  const demo = room.readonly ? "you are watching the instructor's sandbox, read-only; the controls are disabled"
-    : "every learner watches your sandbox, read-only";
-  if (room.mode === "demo") return `Demo in class ${room.code}: ${demo}.`;
-  if (room.mode === "together") {
-    return `You are in class ${room.code}, working together: `
-      + "everyone in it shares these keys and sees every action live.";
-  }
-  return `You are in class ${room.code}: you act in your own sandbox; your instructor sees your progress.`;
-}
-
-async function stopWatching() {
-  await post("/instructor/watch/stop", {}, { Accept: "application/json" });
-  location.reload();
-}
-
-function drawBanner() {
-  const node = banner();
-  if (!node) return;
-  const text = current ? words(current) : notice;
-  node.hidden = !text;
-  node.dataset.demo = current && current.mode === "demo" ? "1" : "0";
-  node.replaceChildren(text);
-  if (current && current.watching) {
-    node.append(" ", el("button", { type: "button", class: "room-stop", onclick: stopWatching }, "Stop watching"));
+  if (!current && notice) { // the page heard the class close: its sentence stays
+    banner().hidden = false;
+    banner().textContent = notice;
   }
 }
 
-async function nameWatched(sandbox) {
-  watched = (await getJSON("/instructor/watching")) || watched; // none: the banner keeps "a learner's"
-  if (current && current.watching === sandbox) drawBanner();
+/** The server's drawing of the banner and the class's question, fetched and morphed in (no banner: none). */
+function refreshRoom() {
+  if (!banner()) return;
+  if (drawing) { redo = true; return; }
+  drawing = (async () => {
+    do { redo = false; await drawOnce(); } while (redo);
+  })().catch(() => {}).finally(() => { drawing = null; }); // away: the next change fetches again
 }
 
 /** The room (or Watch) an answer came from: the banner and the controls follow it. */
 export function showRoom(room) {
   current = room || null;
-  drawBanner();
-  if (current && current.watching && (!watched || watched.sandbox !== current.watching)) nameWatched(current.watching);
-  for (const root of document.querySelectorAll("[data-widget]")) afterPaint(root);
-  const code = current && !current.watching ? current.code : null;
-  if (code !== askedIn) {
-    askedIn = code;
-    refreshAsk();
+  const shown = JSON.stringify(current);
+  if (shown !== drawnFor) {
+    drawnFor = shown;
+    refreshRoom();
   }
+  for (const root of document.querySelectorAll("[data-widget]")) afterPaint(root);
 }
 
 /** After a widget drew itself: where the page only watches, its controls stay disabled. */
@@ -127,22 +116,16 @@ export function settleNotice(root, started) {
     box.hidden = true;
     box.replaceChildren();
   }
-  if (askedWidget === root.dataset.widget) refreshAsk();
+  if ($(document, "class-ask")?.dataset.asks === root.dataset.widget) refreshRoom();
 }
 
-/** The element with `role` placed after the banner (made once): a class notice, the class's question. */
-function besideBanner(tag, role, attrs) {
-  let box = $(document, role);
-  const node = banner();
-  if (!box && node) {
-    box = el(tag, { "data-role": role, ...attrs });
-    node.after(box);
-  }
-  return box;
-}
-
+/** The class's notice, placed after the banner (made once; no banner: none), with the event's words. */
 function classNotice(text, widget = "") {
-  const box = besideBanner("p", "class-notice", { class: "room-notice", role: "status" });
+  let box = $(document, "class-notice");
+  if (!box && banner()) {
+    box = el("p", { "data-role": "class-notice", class: "room-notice", role: "status" });
+    banner().after(box);
+  }
   if (!box) return;
   box.hidden = false;
   box.dataset.concerns = widget; // not data-widget: that names a widget's own root
@@ -155,56 +138,25 @@ function carry(text, widget) {
   try { sessionStorage.setItem(CARRIED, JSON.stringify({ text, widget: widget || "" })); } catch (err) { /* none */ }
 }
 
-// ---- the question the class is asked ------------------------------------
+// ---- the forms the server drew: a vote, Stop watching (without JavaScript, their posts answer a page) ----
 
-function voteForm(ask, box) {
-  const field = ask.kind === "choice" ? { type: "radio" } : { type: "number", step: "any" };
-  const choices = ask.kind === "choice" ? ask.choices : [{ value: "", label: "Your answer" }];
-  const labels = choices.map((choice) => el("label", {}, `${choice.label} `,
-    el("input", { ...field, name: "class-vote", value: choice.value })));
-  const form = el("form", { "data-role": "class-vote" }, el("fieldset", {},
-    el("legend", {}, `Your answer to: ${ask.legend}`), ...labels, el("button", { type: "submit" }, "Send my answer")));
-  form.onsubmit = async (event) => {
-    event.preventDefault();
-    const picked = form.querySelector('input[name="class-vote"]:checked, input[type="number"][name="class-vote"]');
-    if (!picked || picked.value.trim() === "") return;
-    const answer = picked.type === "number" ? Number(picked.value) : picked.value;
-    const response = await post("/room/answer", { answer });
-    const data = await response.json();
-    if (!response.ok) box.append(el("p", { "data-role": "class-ask-error" }, data.error || response.statusText));
-    else refreshAsk();
-  };
-  return form;
+async function vote(form) {
+  const box = $(document, "class-ask");
+  const response = await fetch(form.action, { method: "POST", body: new URLSearchParams(new FormData(form)),
+    headers: { Accept: "application/json" } });
+  const data = await response.json();
+  if (!response.ok) box.append(el("p", { "data-role": "class-ask-error" }, data.error || response.statusText));
+  else refreshRoom();
 }
 
-function list(title, role, lines) {
-  return [el("p", {}, title), el("ul", { "data-role": role }, ...lines.map((line) => el("li", {}, line)))];
-}
-
-function drawAsk(ask) {
-  askedWidget = ask ? ask.widget : null;
-  const box = besideBanner("section", "class-ask", { class: "class-ask", "aria-label": "Your class's question" });
-  if (!box) return;
-  box.hidden = !ask;
-  if (!ask) return box.replaceChildren();
-  const said = (text, role) => el("p", { "data-role": role }, text);
-  const again = ask.round === 2 ? " again (second round)" : "";
-  const parts = [said(`Your class is asked${again}: ${ask.legend}`, "class-ask-legend"),
-    said(ask.answered, "class-ask-answered")];
-  if (ask.mine) parts.push(said(ask.mine, "class-ask-mine"));
-  if (ask.votes && !ask.revealed && ask.page === location.pathname) parts.push(voteForm(ask, box));
-  const counts = (ask.counts || []).map((c) => `${c.value}: ${c.count} (${c.mark})`);
-  const moved = (ask.moved || []).map((m) => `${m.value}: ${m.first} → ${m.second}`);
-  if (ask.counts) parts.push(...list("How the class answered:", "class-ask-counts", counts));
-  if (moved.length) parts.push(...list("First vote → second vote:", "class-ask-moved", moved));
-  box.replaceChildren(...parts);
-}
-
-async function refreshAsk() {
-  if (!askedIn || !banner()) return drawAsk(null); // no banner (a page without widgets): no box to fill
-  const data = await getJSON("/room/ask");
-  if (data) drawAsk(data.ask);
-}
+document.addEventListener("submit", async (event) => {
+  const role = event.target.dataset.role;
+  if (role !== "class-vote" && role !== "room-stop") return;
+  event.preventDefault();
+  if (role === "class-vote") return vote(event.target);
+  await post("/instructor/watch/stop", {}, { Accept: "application/json" });
+  location.reload();
+});
 
 // ---- the class's events -------------------------------------------------
 
@@ -220,10 +172,10 @@ export function followRoom(event, again) {
     if (event.text) classNotice(event.text, event.widget);
     const widget = event.widget && document.querySelector(`[data-widget="${event.widget}"]`);
     if (widget) widget.scrollIntoView({ block: "start" });
-    if (event.ask) refreshAsk();
+    if (event.ask) refreshRoom();
     return;
   }
-  if (["reveal", "pressed", "ask-ended"].includes(event.action)) return refreshAsk();
+  if (["reveal", "pressed", "ask-ended"].includes(event.action)) return refreshRoom();
   notice = event.action === "closed" ? event.text || "" : "";
   if (event.action === "closed") current = null;
   const node = banner();
