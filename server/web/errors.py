@@ -114,10 +114,6 @@ def refusal_of(exc: Exception) -> Refusal | None:
     library's refusals in words; None for a bug of ours."""
     if isinstance(exc, Refusal):
         return exc
-    if isinstance(exc, LookupError):
-        # a KeyError's str() is its repr (quoted): its sentence is its first argument
-        said = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
-        return Refusal(said, status=404)
     if isinstance(exc, (BadId, FlowShapeError)):
         return Refusal(str(exc))
     if is_busy(exc):
@@ -183,6 +179,6 @@ def exception_handlers(pages: Mapping[str, PageAnswer], error_page: PageAnswer) 
 
     # Each family by its class, so Starlette answers it inside the site's middleware; a bug
     # (`Exception`) is Starlette's outermost handler's, which also logs its traceback.
-    answered = (Refusal, LookupError, BadId, FlowShapeError, EmqError, RedisError, RedisClusterException,
+    answered = (Refusal, BadId, FlowShapeError, EmqError, RedisError, RedisClusterException,
                 OSError, ClientDisconnect, StrayLock, Exception)
     return dict.fromkeys(answered, answer)

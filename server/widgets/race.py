@@ -21,7 +21,7 @@ from server.emq import flows
 from server.sandboxes import keys
 from server.widgets import flow
 from server.widgets.base import Body, Description, Design, Outcome, Refused, Step, Value, Widget, action, do, reading
-from server.widgets.race_run import CAP_S, EARLY, PARENT, Plan, Race, child_ids
+from server.widgets.race_run import CAP_S, EARLY, PARENT, Plan, Race, child_ids, fence
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
 
@@ -30,6 +30,17 @@ Fault = Literal["crash", "lapse", "twice"]
 RUNS: dict[str, asyncio.Task[str]] = {}
 # the tour's race, played on a sandbox's first showing: the recorded run a page shows before any Run
 RECORDED: dict[str, object] = {"workers": 3, "children": 6, "faults": ["crash", "lapse", "twice"], "seed": 2}
+
+
+def going_clients(moment: Moment) -> list[int] | None:
+    """The CLIENT IDs of a run still going (its marker's `until` not passed), else None. The
+    time cap bounds it: after a Valkey restart, which gives out IDs from 1 again, no stale
+    marker may name (and have a Reset kill) the site's own connections for long."""
+    going = moment.kept("run") or {}
+    if going.get("status") != "running" or not int(going.get("until") or 0) > time.time() * 1000:
+        return None
+    clients = going.get("clients")
+    return [c for c in clients if isinstance(c, int)] if isinstance(clients, list) else []
 
 
 class Entry(msgspec.Struct, frozen=True):
@@ -204,28 +215,38 @@ class RaceLab(Widget):
     @action("run", "Run", RunBody)
     async def run(self, turn: Turn, body: RunBody) -> Outcome:
         sandbox = turn.sandbox
-        going = turn.moment.kept("run") or {}
-        if going.get("status") == "running" and int(going.get("until") or 0) > time.time() * 1000:
+        if going_clients(turn.moment) is not None:
             raise Refused("A run of this sandbox is still going: wait for it to end, or press Reset.")
         plan = Plan(body.workers, body.children, tuple(sorted(set(body.faults))), body.early_release, body.seed)
         choices = asdict(plan)
         await turn.clear()
         await self.land(turn, plan.children)
         state = keys.state_key(turn.queue())
-        marker = {"status": "running", "until": int((time.time() + CAP_S + 2) * 1000), "choices": choices}
-        await turn.conn.hset(state, mapping={"landed": "1", "run": json.dumps(marker)})
-        await turn.release()  # the race runs without the lock: Reset may stop it, a second Run is refused
         race = Race(turn.conn, turn.queue(), state, plan)
+        clients = await race.connect()
+        # `clients`: a Reset in any site process fences the run by them; `by`: whose run this is
+        marker = {"status": "running", "until": int((time.time() + CAP_S + 2) * 1000), "choices": choices,
+                  "clients": clients, "by": turn.token}
+        try:
+            await turn.conn.hset(state, mapping={"landed": "1", "run": json.dumps(marker)})
+        except BaseException:
+            await race.close()
+            raise
+        await turn.release()  # the race runs without the lock: Reset may stop it, a second Run is refused
         task = asyncio.create_task(race.run())
         RUNS[sandbox] = task
         await asyncio.wait({task})
         if RUNS.get(sandbox) is task:
             RUNS.pop(sandbox, None)
+        stopped = Outcome(text="The run was stopped by a Reset.", kind="info")
         if task.cancelled():
-            return Outcome(text="The run was stopped by a Reset.", kind="info")
+            return stopped
         if task.exception() is not None:
             raise task.exception()  # type: ignore[misc]
         ended = task.result()
+        # the lock again, and the run still ours: a Reset (here or in another process) leaves it be
+        if ((await turn.take()).kept("run") or {}).get("by") != turn.token:
+            return stopped
         await turn.conn.hset(state, "run", json.dumps({"status": "done", "ended": ended, "choices": choices}))
         found = picture(await turn.read())
         broken = [i.id for i in found.invariants if not i.held]
@@ -243,6 +264,8 @@ class RaceLab(Widget):
             running.cancel()
             with contextlib.suppress(BaseException):
                 await running
+        if clients := going_clients(turn.moment):  # a call on the wire, or a run in another process
+            await fence(turn.conn, keys.state_key(turn.queue()), clients)
         return await super().reset(turn, body)
 
     def partial_context(self) -> dict[str, object]:

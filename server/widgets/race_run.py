@@ -17,10 +17,14 @@ from typing import Any
 
 from redis.asyncio import ConnectionPool, Redis, RedisCluster
 from redis.asyncio.connection import AbstractConnection
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as Disconnected
 
 from server.emq import keyspace, registry, variants
 from server.emq.script import Script
 from server.emq.wire import Conn, text
+from server.valkey.client import command_on
 
 log = logging.getLogger("emqlab.race")
 
@@ -64,6 +68,7 @@ class Plan:
 class Worker:
     number: int
     conn: Redis
+    client: int  # its CLIENT ID: a Reset fences the run by killing it (`fence`)
     rng: random.Random
     faults: dict[int, str]
     claims: int = 0
@@ -88,13 +93,31 @@ class Race:
             self.ended = why
         self.stop.set()
 
-    async def run(self) -> str:
-        """Start the workers, wait for the end; why it ended."""
+    async def connect(self) -> list[int]:
+        """Open each worker's connection (CLIENT LIST shows every worker from the start); their
+        CLIENT IDs, which the run's marker keeps for a Reset to fence them by."""
         faults = self.plan.faults_by_worker()
-        for n in range(1, self.plan.workers + 1):
-            conn = _own_connection(self.conn, self.state_key, f"emqlab-race-w{n}")
-            await conn.ping()  # connected now: CLIENT LIST shows every worker from the start
-            self.workers.append(Worker(n, conn, random.Random(f"{self.plan.seed}:{n}"), faults[n]))
+        try:
+            for n in range(1, self.plan.workers + 1):
+                conn = _own_connection(self.conn, self.state_key, f"emqlab-race-w{n}")
+                client = int(await conn.client_id())
+                self.workers.append(Worker(n, conn, client, random.Random(f"{self.plan.seed}:{n}"), faults[n]))
+        except BaseException:
+            await self.close()
+            raise
+        return [w.client for w in self.workers]
+
+    async def close(self) -> None:
+        # shielded: a Reset cancels the run, and a close cut short by that cancel would leave
+        # the workers' connections open (CLIENT LIST would still show them)
+        closing = asyncio.gather(*(w.conn.aclose() for w in self.workers), return_exceptions=True)
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(closing)
+
+    async def run(self) -> str:
+        """Race the workers (connected first, unless `connect` was called), wait for the end; why it ended."""
+        if not self.workers:
+            await self.connect()
         try:
             for script in (registry.script("claim"), self.complete_script, registry.script("requeue_lapsed")):
                 await self.workers[0].conn.script_load(script.source)
@@ -104,7 +127,7 @@ class Race:
             except TimeoutError:
                 self.finish("the time cap")
             except asyncio.CancelledError:
-                # a Reset cancels the run: no worker writes after this returns
+                # a Reset cancels the run; a call already on the wire is stopped by its `fence`
                 for task in tasks:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
@@ -112,11 +135,7 @@ class Race:
             self.stop.set()
             await asyncio.gather(*tasks, return_exceptions=True)  # each ends its call in flight
         finally:
-            # shielded: a Reset cancels the run, and a close cut short by that cancel would leave
-            # the workers' connections open (CLIENT LIST would still show them)
-            closing = asyncio.gather(*(w.conn.aclose() for w in self.workers), return_exceptions=True)
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(closing)
+            await self.close()
         return self.ended
 
     @property
@@ -154,6 +173,9 @@ class Race:
     async def work(self, w: Worker) -> None:
         try:
             await self.loop(w)
+        except Disconnected:  # fenced by a Reset (perhaps another site process's): the run is over
+            log.info("race worker w%d of %s lost its connection", w.number, self.queue)
+            self.finish("a lost connection")
         except Exception:  # a worker that breaks stops; the run reads what it left
             log.exception("race worker w%d of %s stopped", w.number, self.queue)
 
@@ -243,6 +265,33 @@ def _said(op: str, reply: Any, around: list[Any] | None) -> str:
     return str(reply)
 
 
+async def fence(conn: Conn, key: str, clients: list[int]) -> None:
+    """Kill the run's worker connections on Valkey's side (the node holding `key`'s slot).
+    A cancelled call may already be on the wire, and a run may be going in another site
+    process: once this returns, no worker's command can land, since a killed client's
+    unread input dies with it."""
+    node = conn.get_node_from_key(key) if isinstance(conn, RedisCluster) else None
+    for client in clients:
+        await command_on(conn, node, "CLIENT", "KILL", "ID", client)
+
+
+def _opened_once(kind: type[AbstractConnection]) -> type[AbstractConnection]:
+    """`kind` that never opens again once closed: redis-py reopens a connection the server
+    closed, and a worker whose connection a Reset killed would race on the flow it landed."""
+
+    class OpenedOnce(kind):  # type: ignore[valid-type, misc]
+        was_open = False
+
+        async def connect_check_health(self, *args: Any, **kwargs: Any) -> None:
+            if not self.is_connected:
+                if self.was_open:
+                    raise Disconnected("a race worker's connection is not opened again")
+                await super().connect_check_health(*args, **kwargs)
+                self.was_open = True
+
+    return OpenedOnce
+
+
 def _own_connection(conn: Conn, key: str, name: str) -> Redis:
     """A connection of the worker's own (named `name`), to the node holding the race's slot."""
     kind: type[AbstractConnection]
@@ -252,6 +301,7 @@ def _own_connection(conn: Conn, key: str, name: str) -> Redis:
         kind, kwargs = node.connection_class, {**node.connection_kwargs, "host": node.host, "port": node.port}
     else:
         kind, kwargs = conn.connection_pool.connection_class, dict(conn.connection_pool.connection_kwargs)
-    kwargs.update(client_name=name, decode_responses=True)
-    own = ConnectionPool(connection_class=kind, max_connections=1, **kwargs)
+    # no retry: a connection a Reset killed (`fence`) stops its worker at once
+    kwargs.update(client_name=name, decode_responses=True, retry=Retry(NoBackoff(), 0))
+    own = ConnectionPool(connection_class=_opened_once(kind), max_connections=1, **kwargs)
     return Redis.from_pool(own)  # the client owns its pool: closing it closes the connection

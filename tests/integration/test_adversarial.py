@@ -141,6 +141,8 @@ def test_widget_and_action_names_with_globs_and_braces_answer_404(world: dict[st
             refused(caller.post(path, json={}), 404)
         refused(caller.get("/api/widgets/fan%7Bin%7D/state"), 404)
         refused(caller.get("/api/stream?widgets=fanin,%7Bx%7D"), 404)
+        # the sentence whole, its closing quote included
+        assert caller.get("/api/widgets/nope/state").json() == {"error": "no widget named 'nope'"}
 
 
 def test_a_body_that_is_not_a_json_object_is_refused_before_anything_runs(

@@ -17,7 +17,7 @@ from server.emq import keyspace
 from server.widgets import WIDGETS, reader
 from server.widgets.draw import Drawing
 from server.widgets.race_run import PARENT, child_ids
-from tests.support import ROOT, LiveSite, sandbox_of, streaming
+from tests.support import ROOT, LiveSite, running, sandbox_of, streaming
 from tests.widgets import SANDBOX, act, catalog, snapshot_of
 
 FAULTS = ["crash", "lapse", "twice"]
@@ -154,6 +154,35 @@ def test_a_second_run_during_a_run_answers_409_and_a_reset_from_another_page_sto
     assert sorted(r.zrange(keyspace.queue_key(q, "pending"), 0, -1)) == child_ids(6)
     again = client.post("/api/widgets/race/run", json={**body, "children": 3}, headers=headers, timeout=20)
     assert again.status_code == 200 and "Seed 1" in again.json()["outcome"]["text"]
+
+
+def test_a_reset_sent_to_another_site_process_fences_the_run_so_no_worker_writes_after_it(clean: LiveSite) -> None:
+    # the run's workers live in the first process; the Reset reaches the second, which cannot cancel
+    # them: it kills their connections on Valkey's side, and the run's last words are not written
+    client = clean.visitor("/flows/under-fire")
+    body = {"workers": 4, "children": 16, "faults": ["lapse"], "early_release": False, "seed": 1}
+    # a second process of the same site: the same Valkey, the same data directory (its cookie secret)
+    with running(clean.valkey_url, {"EMQLAB_DATA_DIR": clean.env["EMQLAB_DATA_DIR"]}) as elsewhere:
+        other = elsewhere.client(headers={"X-Emqlab-Tab": "two", "Origin": elsewhere.url})
+        other.cookies.update(client.cookies)
+        answers: list[httpx.Response] = []
+        first = threading.Thread(target=lambda: answers.append(client.post(
+            "/api/widgets/race/run", json=body, headers={"Origin": clean.url, "X-Emqlab-Tab": "one"}, timeout=20)))
+        first.start()
+        running_now(other)
+        reset = other.post("/api/widgets/race/reset", json={}, timeout=20)
+        assert reset.status_code == 200, reset.text
+        r, q = clean.redis(), f"{sandbox_of(client)}.race"
+        assert not [c for c in r.client_list() if c.get("name", "").startswith("emqlab-race-w")], r.client_list()
+        first.join(20)
+    assert answers and answers[0].status_code == 200
+    assert answers[0].json()["outcome"]["text"] == "The run was stopped by a Reset."
+    picture = client.get("/api/widgets/race/state").json()["snapshot"]["picture"]
+    assert picture["status"] == "ready" and picture["timeline"] == []
+    assert r.hget(keyspace.job_key(q, PARENT), "state") == "awaiting_children"
+    assert r.get(keyspace.dependencies_key(q, PARENT)) == "6"
+    assert sorted(r.zrange(keyspace.queue_key(q, "pending"), 0, -1)) == child_ids(6)
+    assert r.zcard(keyspace.queue_key(q, "active")) == 0
 
 
 def test_five_runs_at_once_from_five_tabs_race_once_and_the_others_answer_409(clean: LiveSite) -> None:

@@ -25,6 +25,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from server.live.streams import Notice, frame
+from server.refusal import Refusal
 from server.sandboxes import admission, presence
 from server.web import bodies, guards
 from server.web.errors import FAULTS, JSONAnswer, WrongType, dumps, is_fault, refusal_of
@@ -52,7 +53,7 @@ def find(request: Request) -> Widget:
     name = request.path_params["widget"]
     found = services(request).lab.catalog.widgets.get(name)
     if found is None:
-        raise LookupError(f"no widget named {name[:40]!r}")
+        raise Refusal(f"no widget named {name[:40]!r}", status=404)
     return found
 
 
