@@ -33,6 +33,9 @@ from server.valkey.process import ValkeyProcess, free_port
 ROOT = Path(__file__).resolve().parents[1]
 INSTRUCTOR_TOKEN = "test-instructor-token-16+"
 DIVE = "/flows/parent-and-children"
+# A test's client lets an idle connection go well before uvicorn's 5 s keep-alive does: at equal
+# times, a request sent as the server closes the connection fails (httpx.ReadError) under load.
+LIMITS = httpx.Limits(keepalive_expiry=1.0)
 # Keys the site rewrites on its own clock, whatever a request did: the hub's heartbeat.
 SITE_CLOCK = ("emq:{" + BEAT_TAG,)
 
@@ -86,12 +89,12 @@ class LiveSite:
         self.proc = None
 
     def client(self, **kwargs: Any) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=10, **kwargs)
+        return httpx.Client(base_url=self.url, timeout=10, **{"limits": LIMITS, **kwargs})
 
     def client_from(self, address: str, **kwargs: Any) -> httpx.Client:
         """A client whose connections leave from `address` (127.0.0.2, 127.0.0.3, …):
         another address to the site's per-address limits."""
-        return self.client(transport=httpx.HTTPTransport(local_address=address), **kwargs)
+        return self.client(transport=httpx.HTTPTransport(local_address=address, limits=LIMITS), **kwargs)
 
     def visitor(self, page: str = DIVE) -> httpx.Client:
         """A client holding a fresh sandbox cookie (it opened a page)."""

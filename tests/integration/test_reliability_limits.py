@@ -25,7 +25,7 @@ from server.sandboxes.sandbox import COOKIE, SandboxCookie, new_id
 from server.valkey.process import ValkeyProcess
 from server.web.guards import WINDOW
 from tests.integration import classes_direct
-from tests.support import DIVE, LiveSite, deps, running, sandbox_of
+from tests.support import DIVE, LIMITS, LiveSite, deps, running, sandbox_of
 
 SECRET = "reliability-test-secret"
 
@@ -95,7 +95,7 @@ def test_a_flood_of_cookieless_visitors_from_one_address_leaves_room_for_another
     signer = SandboxCookie(SECRET)
 
     async def flood(site: LiveSite) -> list[httpx.Response]:
-        transport = httpx.AsyncHTTPTransport(local_address="127.0.0.2")
+        transport = httpx.AsyncHTTPTransport(local_address="127.0.0.2", limits=LIMITS)
         # cookieless: the client keeps no cookie a page sets (a flood's clients do not)
         keep_none = http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
         async with httpx.AsyncClient(base_url=site.url, transport=transport, timeout=30, cookies=keep_none) as client:

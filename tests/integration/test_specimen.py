@@ -28,7 +28,7 @@ from server.sandboxes.sandbox import SPECIMEN
 from server.valkey.process import ValkeyProcess
 from server.widgets import WIDGETS
 from server.widgets.base import Widget
-from tests.support import DIVE, ROOT, LiveSite, dumped, running, sandbox_of
+from tests.support import DIVE, LIMITS, ROOT, LiveSite, dumped, running, sandbox_of
 
 SECRET = "specimen-tests-secret-" * 2
 THE_COURSE = load_course(ROOT / "site" / "content", known_widgets=None)
@@ -147,7 +147,8 @@ def test_a_flood_of_cookieless_page_visits_writes_nothing_beyond_the_specimen(fr
     async def flood() -> list[int]:
         keep_none = http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
         limit = asyncio.Semaphore(16)
-        async with httpx.AsyncClient(base_url=fresh.url, timeout=30, cookies=keep_none) as client:
+        async with httpx.AsyncClient(base_url=fresh.url, timeout=30, cookies=keep_none,
+                                     limits=LIMITS) as client:
             async def one(path: str) -> int:
                 async with limit:
                     return (await client.get(path)).status_code
