@@ -3,7 +3,8 @@
 // and each check's verdict, with a failing check's keys before and after, is
 // put in as the server drew it. The list shows one run; a run that did not
 // happen marks every check "not run". GET /api/exercises/<name> (`mine`)
-// brings back the learner's last script and best run.
+// brings back the learner's last script; their best run is the server's
+// drawing (widgets/_exercise_best.html), at first paint and in each result.
 import { $, announce, el, getJSON, post, setStatus } from "./dom.js";
 
 // why a refused run ran no check, by its status (the status line says it whole)
@@ -20,9 +21,10 @@ function markAll(root, checks, words, className) {
   $(root, "results").replaceChildren(...checks.map(line));
 }
 
-/** A run's checks as the server drew them (widgets/_exercise_results.html, as the exercise's own page). */
+/** A run's checks and the best run as the server drew them (as the exercise's own page draws them). */
 function drawResults(root, result) {
   $(root, "results").innerHTML = result.html;
+  $(root, "best").outerHTML = result.best_html;
   say(root, `${result.passed} of ${result.total} checks passed.`, result.passed === result.total ? "ok" : "");
 }
 
@@ -36,18 +38,11 @@ function refused(root, checks, status, error) {
   say(root, error.error + (error.line ? ` (line ${error.line})` : ""), "down");
 }
 
-/** The learner's kept work: their last script into the editor (unless they
- *  already typed), their best run into its line. */
-async function loadMine(root, name, textarea = null) {
-  const opened = textarea && textarea.value;
+/** The learner's last script into the editor, unless they already typed. */
+async function loadScript(name, textarea) {
+  const opened = textarea.value;
   const data = await getJSON(`/api/exercises/${name}`);
-  if (!data) return; // the best-run line keeps its link to the exercise's own page
-  const { script, best } = data.mine;
-  if (textarea && script !== null && textarea.value === opened) textarea.value = script;
-  $(root, "best").textContent = best
-    ? `Your best run: ${best.passed} of ${best.total} checks passed. `
-      + "Your last script is kept; Start over on your progress page forgets both."
-    : "Not run yet: your best run will show here, and your last script is kept.";
+  if (data && data.mine.script !== null && textarea.value === opened) textarea.value = data.mine.script;
 }
 
 async function run(root, name, checks) {
@@ -88,7 +83,6 @@ async function run(root, name, checks) {
   } finally {
     root.removeAttribute("aria-busy");
   }
-  loadMine(root, name);  // the best run, as the learner's record now holds it
 }
 
 async function start(root) {
@@ -99,7 +93,7 @@ async function start(root) {
     if (!root.hasAttribute("aria-busy")) run(root, name, checks);  // one run at a time per exercise
   });
   const textarea = $(root, "script");
-  await loadMine(root, name, textarea);  // the editor opens on what the textarea holds then
+  await loadScript(name, textarea);  // the editor opens on what the textarea holds then
   // The editor's modules (some 800 kB unpacked) load when the exercise comes near the screen,
   // not with the page: a reader who never scrolls to it pays nothing for them, and a phone paints the prose first.
   const observer = new IntersectionObserver(async (seen) => {
