@@ -78,6 +78,8 @@ def test_a_runs_checks_are_one_drawing_streamed_to_the_dive_and_on_the_exercise_
         assert item in result["html"] and item in page.text
     assert result["html"].count("Before your script (") == len(pictured)
     assert result["html"].count("<li ") == result["total"]
+    # the dive's status line and the page's summary: one sentence
+    assert f'<p class="exercise-summary">{result["summary"]}</p>' in page.text
 
 
 def test_the_best_run_is_one_sentence_streamed_at_the_dives_first_paint_and_on_the_page_without_script(

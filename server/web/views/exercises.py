@@ -108,7 +108,9 @@ async def _streamed(request: Request, entry: guards.Entry, script: str) -> Async
         getter = asyncio.ensure_future(places.get())
         done, _ = await asyncio.wait({task, getter}, return_when=asyncio.FIRST_COMPLETED)
         if getter in done:
-            yield frame("place", dumps({"place": getter.result()}))
+            place = getter.result()
+            said = f"Waiting for a grader: {place} ahead of you." if place > 0 else "A grader is running your checks…"
+            yield frame("place", dumps({"place": place, "said": said}))
         else:
             getter.cancel()
     try:
@@ -116,7 +118,8 @@ async def _streamed(request: Request, entry: guards.Entry, script: str) -> Async
         # the checks and the best run as the exercise's own page draws them (one drawing), beside the JSON's fields
         html = services(request).templates.get_template("widgets/_exercise_results.html").render(graded=ran.graded)
         best = best_line(request, request.path_params["name"], ran.best, ran.known)
-        yield frame("result", dumps({**ran.graded.as_json(), "html": html, "best_html": best}))
+        yield frame("result", dumps({**ran.graded.as_json(), "html": html, "best_html": best,
+                                     "summary": ran.graded.summary}))
     except GradeRefused as exc:
         yield frame("error", dumps({**exc.as_json(), "status": exc.status}))
 

@@ -1,10 +1,11 @@
 // exercise.js — an exercise: the learner's script is posted to the graders
-// (POST /api/exercises/<name>/run streams its place in line, then the result)
-// and each check's verdict, with a failing check's keys before and after, is
-// put in as the server drew it. The list shows one run; a run that did not
-// happen marks every check "not run". GET /api/exercises/<name> (`mine`)
-// brings back the learner's last script; their best run is the server's
-// drawing (widgets/_exercise_best.html), at first paint and in each result.
+// (POST /api/exercises/<name>/run streams its place in line, then the result,
+// each with the server's sentence) and each check's verdict, with a failing
+// check's keys before and after, is put in as the server drew it. The list
+// shows one run; a run that did not happen marks every check "not run".
+// GET /api/exercises/<name> (`mine`) brings back the learner's last script;
+// their best run is the server's drawing (widgets/_exercise_best.html), at
+// first paint and in each result.
 import { $, announce, el, getJSON, post, setStatus } from "./dom.js";
 
 // why a refused run ran no check, by its status (the status line says it whole)
@@ -25,7 +26,7 @@ function markAll(root, checks, words, className) {
 function drawResults(root, result) {
   $(root, "results").innerHTML = result.html;
   $(root, "best").outerHTML = result.best_html;
-  say(root, `${result.passed} of ${result.total} checks passed.`, result.passed === result.total ? "ok" : "");
+  say(root, result.summary, result.passed === result.total ? "ok" : "");
 }
 
 function say(root, text, kind = "") {
@@ -67,10 +68,7 @@ async function run(root, name, checks) {
         const data = /^data: (.*)$/m.exec(frame);
         if (!event || !data) continue;
         const payload = JSON.parse(data[1]);
-        if (event[1] === "place") {
-          say(root, payload.place > 0
-            ? `Waiting for a grader: ${payload.place} ahead of you.` : "A grader is running your checks…");
-        }
+        if (event[1] === "place") say(root, payload.said);
         if (event[1] === "result") drawResults(root, payload);
         if (event[1] === "error") refused(root, checks, payload.status, payload);
         ended = ended || event[1] === "result" || event[1] === "error";
