@@ -164,6 +164,11 @@ class Graded:
     def total(self) -> int:
         return len(self.checks)
 
+    @property
+    def summary(self) -> str:
+        """The run in a sentence: the exercise's own page and the dive's status line say it (one wording)."""
+        return f"{self.passed} of {self.total} checks passed."
+
     def check(self, name: str) -> CheckResult:
         """The verdict of the check called ``name`` (KeyError when there is none)."""
         return {check.name: check for check in self.checks}[name]

@@ -164,8 +164,13 @@ def test_a_reload_opens_the_learners_last_script_and_shows_their_best_run(page: 
     run(region)
     expect(status(region)).not_to_have_text(f"{CHECKS} of {CHECKS} checks passed.")
     expect(status(region)).to_have_text(re.compile(r"checks passed\.$"))
+    # the best run never falls, and the line a run swapped in is the one the server draws at first paint
+    best = region.locator('[data-role="best"]')
+    expect(best).to_contain_text(f"Your best run: {CHECKS} of {CHECKS} checks passed.")
+    after_run = best.inner_text()
     page.reload()
     region = exercise(page)
+    expect(region.locator('[data-role="best"]')).to_have_text(after_run)
     region.scroll_into_view_if_needed()
     expect(field(region)).to_have_value(mine)  # the last script, not the best
     # the editor draws the lines in its view: its end, where the learner's part is

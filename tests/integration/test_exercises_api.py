@@ -4,9 +4,11 @@ runaway script on a grader leaves the site's own widgets answering."""
 from __future__ import annotations
 
 import concurrent.futures
+import re
 import socket
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 from markupsafe import escape
@@ -17,6 +19,8 @@ from tests.contract import CONSOLE_WORDS
 from tests.support import Events, LiveSite
 
 CONTRACT = {"name", "title", "task", "starter", "checks"}
+DIVE = "/flows/parent-and-children"
+BEST = re.compile(r'<p class="exercise-best" data-role="best">.*?</p>', re.DOTALL)
 
 
 def test_an_exercise_is_described_as_the_contract_says(clean: LiveSite) -> None:
@@ -42,16 +46,29 @@ def test_the_course_script_passes_every_check_and_is_kept_as_the_best_result(cle
     assert fields["ex:fan-in"] == f"{body['total']}/{body['total']}"
 
 
-def test_a_runs_checks_are_one_drawing_streamed_to_the_dive_and_on_the_exercise_page_without_script(
-        clean: LiveSite) -> None:
-    client = clean.visitor()
-    starter = client.get("/api/exercises/fan-in").json()["starter"]  # fails the checks that need its part
-    with client.stream("POST", "/api/exercises/fan-in/run", json={"script": starter},
+def streamed(client: httpx.Client, script: str) -> dict[str, Any]:
+    """A run as the dive's script asks for it: its place in line, then its result."""
+    with client.stream("POST", "/api/exercises/fan-in/run", json={"script": script},
                        headers={"Accept": "text/event-stream"}) as answer:
         events = Events(answer)
         while (got := events.next(time.monotonic() + 60))[0] != "result":
             assert got[0] == "place", got
-    result = got[1]
+    result: dict[str, Any] = got[1]
+    return result
+
+
+def best_line(html: str) -> str:
+    """fan-in's best-run line, as a page or a result draws it."""
+    found = [line for line in BEST.findall(html) if 'href="/exercises/fan-in"' in line]
+    assert len(found) == 1, html
+    return found[0]
+
+
+def test_a_runs_checks_are_one_drawing_streamed_to_the_dive_and_on_the_exercise_page_without_script(
+        clean: LiveSite) -> None:
+    client = clean.visitor()
+    starter = client.get("/api/exercises/fan-in").json()["starter"]  # fails the checks that need its part
+    result = streamed(client, starter)
     pictured = [p["check"] for p in result["pictures"]]
     assert pictured and result["passed"] < result["total"]
     page = client.post("/exercises/fan-in/run", data={"script": starter})  # the form, without a script
@@ -61,6 +78,24 @@ def test_a_runs_checks_are_one_drawing_streamed_to_the_dive_and_on_the_exercise_
         assert item in result["html"] and item in page.text
     assert result["html"].count("Before your script (") == len(pictured)
     assert result["html"].count("<li ") == result["total"]
+    # the dive's status line and the page's summary: one sentence
+    assert f'<p class="exercise-summary">{result["summary"]}</p>' in page.text
+
+
+def test_the_best_run_is_one_sentence_streamed_at_the_dives_first_paint_and_on_the_page_without_script(
+        clean: LiveSite) -> None:
+    client = clean.visitor()
+    assert "Not run yet: your best run will show here." in best_line(client.get(DIVE).text)
+    result = streamed(client, registry.script_source("complete"))
+    sentence = "Your best run: 8 of 8 checks passed."
+    assert sentence in result["best_html"]
+    # the dive at first paint draws the very line the result carried, link for the page without script and all
+    assert best_line(client.get(DIVE).text) == result["best_html"]
+    # the exercise's own page, and its form's run of a worse script: the same sentence (a best never falls)
+    assert sentence in client.get("/exercises/fan-in").text
+    worse = client.post("/exercises/fan-in/run", data={"script": "return 1"})
+    assert worse.status_code == 200 and sentence in worse.text
+    assert best_line(streamed(client, "return 1")["best_html"]) == result["best_html"]
 
 
 def test_bad_scripts_are_refused_in_words_with_their_status(clean: LiveSite) -> None:

@@ -7,11 +7,13 @@ on the site's Valkey. With `Accept: text/event-stream` it streams its place in t
 from __future__ import annotations
 
 import asyncio
+import re
 import time
-from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from collections.abc import AsyncIterator, Mapping
+from typing import Annotated, Any, NamedTuple
 
 import msgspec
+from markupsafe import Markup
 from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import Response
@@ -29,6 +31,7 @@ from server.web.views.widgets import admitter
 
 # A script of 16,384 bytes may need six bytes of JSON per byte (\u escapes).
 BODY_CAP = 6 * 16_384 + 1024
+BEST = re.compile(r"<!--emqlab-best:([a-z0-9-]+)-->")  # where a dive's exercise draws the visitor's best run
 
 
 class Run(msgspec.Struct, forbid_unknown_fields=True):
@@ -47,10 +50,16 @@ async def describe(request: Request) -> Response:
     return JSONAnswer({**exercise.as_json(), "mine": mine.as_json()})
 
 
+class Ran(NamedTuple):
+    graded: Graded
+    best: tuple[int, int] | None  # the best run the record holds now, this one counted
+    known: bool  # False: the record did not answer (of the wrong type), so the best is not known
+
+
 async def _graded(request: Request, entry: guards.Entry, script: str,
-                  places: asyncio.Queue[int] | None = None) -> Graded:
-    """Grade, then keep the result in the learner's record (record.lua never lowers a best)
-    and the script as their last (server/sandboxes/progress.py)."""
+                  places: asyncio.Queue[int] | None = None) -> Ran:
+    """Grade, then keep the result in the learner's record (record.lua never lowers a best, and answers
+    the record) and the script as their last (server/sandboxes/progress.py)."""
     name = request.path_params["name"]
     graded = await grade(services(request).graders, name, script, run_for=entry.visitor,
                          on_place=places.put_nowait if places is not None else None,
@@ -64,8 +73,22 @@ async def _graded(request: Request, entry: guards.Entry, script: str,
         progress.keep_work(pipe, entry.visitor, name, script, ttl)
         # each check of the latest run, for the class page ("which check most of the class fails")
         pipe.hset(keys[1], mapping={f"ex:{name}:{c.name}": int(c.passed) for c in graded.checks})
-        await execute(services(request).conn, pipe, [(script_, keys, args), None, None, None])
-    return graded
+        record = (await execute(services(request).conn, pipe, [(script_, keys, args), None, None, None]))[0]
+    known = not isinstance(record, Exception)
+    return Ran(graded, progress.exercise_best(progress.fields_of(record), name), known)
+
+
+def best_line(request: Request, name: str, best: tuple[int, int] | None, known: bool = True) -> str:
+    """The learner's best run, as every place draws it (widgets/_exercise_best.html), for a dive's widget."""
+    return services(request).templates.get_template("widgets/_exercise_best.html").render(
+        name=name, best=best, known=known, own=False)
+
+
+def fill_best(request: Request, body: Markup, bests: Mapping[str, tuple[int, int] | None] | None) -> Markup:
+    """A dive's body (cached for every visitor) with each exercise's best run drawn for this one;
+    `bests` None: their record cannot be read now, and the line says only where the work is kept."""
+    return Markup(BEST.sub(lambda m: best_line(request, m.group(1), (bests or {}).get(m.group(1)),
+                                               bests is not None), body))
 
 
 async def run(request: Request) -> Response:
@@ -75,7 +98,7 @@ async def run(request: Request) -> Response:
     await admitter(request, entry.visitor, used=True)()
     if "text/event-stream" in request.headers.get("accept", ""):
         return EventSourceResponse(_streamed(request, entry, body.script), send_timeout=10)
-    return JSONAnswer((await _graded(request, entry, body.script)).as_json())
+    return JSONAnswer((await _graded(request, entry, body.script)).graded.as_json())
 
 
 async def _streamed(request: Request, entry: guards.Entry, script: str) -> AsyncIterator[bytes]:
@@ -85,14 +108,18 @@ async def _streamed(request: Request, entry: guards.Entry, script: str) -> Async
         getter = asyncio.ensure_future(places.get())
         done, _ = await asyncio.wait({task, getter}, return_when=asyncio.FIRST_COMPLETED)
         if getter in done:
-            yield frame("place", dumps({"place": getter.result()}))
+            place = getter.result()
+            said = f"Waiting for a grader: {place} ahead of you." if place > 0 else "A grader is running your checks…"
+            yield frame("place", dumps({"place": place, "said": said}))
         else:
             getter.cancel()
     try:
-        graded = task.result()
-        # the checks as the exercise's own page draws them (one drawing), beside the JSON's fields
-        html = services(request).templates.get_template("widgets/_exercise_results.html").render(graded=graded)
-        yield frame("result", dumps({**graded.as_json(), "html": html}))
+        ran = task.result()
+        # the checks and the best run as the exercise's own page draws them (one drawing), beside the JSON's fields
+        html = services(request).templates.get_template("widgets/_exercise_results.html").render(graded=ran.graded)
+        best = best_line(request, request.path_params["name"], ran.best, ran.known)
+        yield frame("result", dumps({**ran.graded.as_json(), "html": html, "best_html": best,
+                                     "summary": ran.graded.summary}))
     except GradeRefused as exc:
         yield frame("error", dumps({**exc.as_json(), "status": exc.status}))
 
@@ -105,8 +132,8 @@ async def page(request: Request) -> Response:
 
 def _page(request: Request, exercise: catalogue.Exercise, script: str, status: int = 200, **context: Any) -> Response:
     return respond(request, "exercise.html", {"exercise": exercise, "script": script, "graded": None, "error": None,
-                                              "best": None, "dive": services(request).course.page(exercise.page),
-                                              **context}, status)
+                                              "best": None, "known": True,
+                                              "dive": services(request).course.page(exercise.page), **context}, status)
 
 
 async def run_form(request: Request) -> Response:
@@ -118,7 +145,8 @@ async def run_form(request: Request) -> Response:
     exercise = catalogue.get(request.path_params["name"])
     await admitter(request, entry.visitor, used=True)()
     try:
-        return _page(request, exercise, script, graded=await _graded(request, entry, script))
+        ran = await _graded(request, entry, script)
+        return _page(request, exercise, script, graded=ran.graded, best=ran.best, known=ran.known)
     except GradeRefused as exc:
         return _page(request, exercise, script, exc.status, error=exc.message)
 

@@ -27,7 +27,7 @@ from server.web import bodies, errors, guards
 from server.web.errors import JSONAnswer
 from server.web.services import services
 from server.web.templating import respond
-from server.web.views import class_box, widgets
+from server.web.views import class_box, exercises, widgets
 from server.widgets.flow import plural
 
 
@@ -37,7 +37,9 @@ async def _render(request: Request, template: str, page: Page | None, status: in
         cache, catalog = services(request).page_bodies, services(request).catalog
         if page.path not in cache:
             cache[page.path] = page.render_body(services(request).render_widget)
-        context["body"] = await widgets.fill(request, cache[page.path])
+        shown = extra.get("progress")  # a dive's exercises draw the visitor's best run (None: not known now)
+        bests = {e["name"]: e["best"] for e in shown[page.path].exercises} if shown and page.path in shown else None
+        context["body"] = exercises.fill_best(request, await widgets.fill(request, cache[page.path]), bests)
         # lab.js draws nothing: it morphs the server's frames in; what is not a widget has its own script
         context["scripts"] = sorted({"lab" if name in catalog.widgets else name for name in page.widgets})
         context["current_hub"] = page.path if page.kind == "hub" else (

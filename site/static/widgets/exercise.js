@@ -1,9 +1,11 @@
 // exercise.js — an exercise: the learner's script is posted to the graders
-// (POST /api/exercises/<name>/run streams its place in line, then the result)
-// and each check's verdict, with a failing check's keys before and after, is
-// put in as the server drew it. The list shows one run; a run that did not
-// happen marks every check "not run". GET /api/exercises/<name> (`mine`)
-// brings back the learner's last script and best run.
+// (POST /api/exercises/<name>/run streams its place in line, then the result,
+// each with the server's sentence) and each check's verdict, with a failing
+// check's keys before and after, is put in as the server drew it. The list
+// shows one run; a run that did not happen marks every check "not run".
+// GET /api/exercises/<name> (`mine`) brings back the learner's last script;
+// their best run is the server's drawing (widgets/_exercise_best.html), at
+// first paint and in each result.
 import { $, announce, el, getJSON, post, setStatus } from "./dom.js";
 
 // why a refused run ran no check, by its status (the status line says it whole)
@@ -20,10 +22,11 @@ function markAll(root, checks, words, className) {
   $(root, "results").replaceChildren(...checks.map(line));
 }
 
-/** A run's checks as the server drew them (widgets/_exercise_results.html, as the exercise's own page). */
+/** A run's checks and the best run as the server drew them (as the exercise's own page draws them). */
 function drawResults(root, result) {
   $(root, "results").innerHTML = result.html;
-  say(root, `${result.passed} of ${result.total} checks passed.`, result.passed === result.total ? "ok" : "");
+  $(root, "best").outerHTML = result.best_html;
+  say(root, result.summary, result.passed === result.total ? "ok" : "");
 }
 
 function say(root, text, kind = "") {
@@ -36,18 +39,11 @@ function refused(root, checks, status, error) {
   say(root, error.error + (error.line ? ` (line ${error.line})` : ""), "down");
 }
 
-/** The learner's kept work: their last script into the editor (unless they
- *  already typed), their best run into its line. */
-async function loadMine(root, name, textarea = null) {
-  const opened = textarea && textarea.value;
+/** The learner's last script into the editor, unless they already typed. */
+async function loadScript(name, textarea) {
+  const opened = textarea.value;
   const data = await getJSON(`/api/exercises/${name}`);
-  if (!data) return; // the best-run line keeps its link to the exercise's own page
-  const { script, best } = data.mine;
-  if (textarea && script !== null && textarea.value === opened) textarea.value = script;
-  $(root, "best").textContent = best
-    ? `Your best run: ${best.passed} of ${best.total} checks passed. `
-      + "Your last script is kept; Start over on your progress page forgets both."
-    : "Not run yet: your best run will show here, and your last script is kept.";
+  if (data && data.mine.script !== null && textarea.value === opened) textarea.value = data.mine.script;
 }
 
 async function run(root, name, checks) {
@@ -72,10 +68,7 @@ async function run(root, name, checks) {
         const data = /^data: (.*)$/m.exec(frame);
         if (!event || !data) continue;
         const payload = JSON.parse(data[1]);
-        if (event[1] === "place") {
-          say(root, payload.place > 0
-            ? `Waiting for a grader: ${payload.place} ahead of you.` : "A grader is running your checks…");
-        }
+        if (event[1] === "place") say(root, payload.said);
         if (event[1] === "result") drawResults(root, payload);
         if (event[1] === "error") refused(root, checks, payload.status, payload);
         ended = ended || event[1] === "result" || event[1] === "error";
@@ -88,7 +81,6 @@ async function run(root, name, checks) {
   } finally {
     root.removeAttribute("aria-busy");
   }
-  loadMine(root, name);  // the best run, as the learner's record now holds it
 }
 
 async function start(root) {
@@ -99,7 +91,7 @@ async function start(root) {
     if (!root.hasAttribute("aria-busy")) run(root, name, checks);  // one run at a time per exercise
   });
   const textarea = $(root, "script");
-  await loadMine(root, name, textarea);  // the editor opens on what the textarea holds then
+  await loadScript(name, textarea);  // the editor opens on what the textarea holds then
   // The editor's modules (some 800 kB unpacked) load when the exercise comes near the screen,
   // not with the page: a reader who never scrolls to it pays nothing for them, and a phone paints the prose first.
   const observer = new IntersectionObserver(async (seen) => {
