@@ -119,8 +119,12 @@ class Race:
         if not self.workers:
             await self.connect()
         try:
-            for script in (registry.script("claim"), self.complete_script, registry.script("requeue_lapsed")):
-                await self.workers[0].conn.script_load(script.source)
+            try:
+                for script in (registry.script("claim"), self.complete_script, registry.script("requeue_lapsed")):
+                    await self.workers[0].conn.script_load(script.source)
+            except Disconnected:  # fenced before a worker started: a Reset took the lock as the Run let it go
+                self.finish("a lost connection")
+                return self.ended
             tasks = [asyncio.create_task(self.work(w)) for w in self.workers]
             try:
                 await asyncio.wait_for(self.stop.wait(), CAP_S)

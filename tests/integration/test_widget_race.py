@@ -14,9 +14,10 @@ import httpx
 from starlette.templating import Jinja2Templates
 
 from server.emq import keyspace
+from server.sandboxes import keys
 from server.widgets import WIDGETS, reader
 from server.widgets.draw import Drawing
-from server.widgets.race_run import PARENT, child_ids
+from server.widgets.race_run import PARENT, Plan, Race, child_ids, fence
 from tests.support import ROOT, LiveSite, running, sandbox_of, streaming
 from tests.widgets import SANDBOX, act, catalog, snapshot_of
 
@@ -106,6 +107,17 @@ async def test_during_a_run_client_list_shows_one_connection_per_worker(conn: An
     assert max(seen) == 5
     names = [c.get("name", "") for c in await conn.client_list()]
     assert not any(n.startswith("emqlab-race-w") for n in names)  # every worker's connection closed after
+
+
+async def test_a_run_fenced_before_its_workers_start_ends_at_a_lost_connection_and_writes_nothing(conn: Any) -> None:
+    # another process's Reset may take the lock the moment the Run lets it go and fence the workers
+    # before the first of them loads the scripts: the run ends as a fenced one does, not as a fault
+    state = keys.state_key(Q)
+    race = Race(conn, Q, state, Plan(3, 4, (), False, 1))
+    await fence(conn, state, await race.connect())
+    assert await race.run() == "a lost connection"
+    assert await conn.hget(state, "race:n") is None
+    assert not [c for c in await conn.client_list() if c.get("name", "").startswith("emqlab-race-w")]
 
 
 def running_now(client: httpx.Client) -> None:
