@@ -34,8 +34,8 @@ RECORDED: dict[str, object] = {"workers": 3, "children": 6, "faults": ["crash", 
 
 def going_clients(moment: Moment) -> list[int] | None:
     """The CLIENT IDs of a run still going (its marker's `until` not passed), else None. The
-    time cap bounds it: after a Valkey restart, which gives out IDs from 1 again, no stale
-    marker may name (and have a Reset kill) the site's own connections for long."""
+    time cap bounds it: after a Valkey restart, which gives out IDs from 1 again, a stale
+    marker may name others' connections, which `fence` leaves be by their names."""
     going = moment.kept("run") or {}
     if going.get("status") != "running" or not int(going.get("until") or 0) > time.time() * 1000:
         return None
@@ -265,7 +265,7 @@ class RaceLab(Widget):
             with contextlib.suppress(BaseException):
                 await running
         if clients := going_clients(turn.moment):  # a call on the wire, or a run in another process
-            await fence(turn.conn, keys.state_key(turn.queue()), clients)
+            await fence(turn.conn, turn.queue(), clients)
         return await super().reset(turn, body)
 
     def partial_context(self) -> dict[str, object]:

@@ -99,7 +99,7 @@ class Race:
         faults = self.plan.faults_by_worker()
         try:
             for n in range(1, self.plan.workers + 1):
-                conn = _own_connection(self.conn, self.state_key, f"emqlab-race-w{n}")
+                conn = _own_connection(self.conn, self.state_key, worker_name(n, self.queue))
                 client = int(await conn.client_id())
                 self.workers.append(Worker(n, conn, client, random.Random(f"{self.plan.seed}:{n}"), faults[n]))
         except BaseException:
@@ -269,14 +269,25 @@ def _said(op: str, reply: Any, around: list[Any] | None) -> str:
     return str(reply)
 
 
-async def fence(conn: Conn, key: str, clients: list[int]) -> None:
-    """Kill the run's worker connections on Valkey's side (the node holding `key`'s slot).
+def worker_name(number: int, queue: str) -> str:
+    """A worker's connection name (CLIENT LIST shows it): its number and its queue, which `fence` checks."""
+    return f"emqlab-race-w{number}@{queue}"
+
+
+async def fence(conn: Conn, queue: str, clients: list[int]) -> None:
+    """Kill the run's worker connections on Valkey's side (the node holding `queue`'s slot).
     A cancelled call may already be on the wire, and a run may be going in another site
     process: once this returns, no worker's command can land, since a killed client's
-    unread input dies with it."""
-    node = conn.get_node_from_key(key) if isinstance(conn, RedisCluster) else None
-    for client in clients:
-        await command_on(conn, node, "CLIENT", "KILL", "ID", client)
+    unread input dies with it. Only `clients` named as `queue`'s workers go: a Valkey
+    restarted since the marker was written gives its IDs to other connections."""
+    node = conn.get_node_from_key(keyspace.queue_key(queue, "pending")) if isinstance(conn, RedisCluster) else None
+    if not clients:
+        return
+    listed = text(await command_on(conn, node, "CLIENT", "LIST", "ID", *clients)) or ""
+    for line in listed.splitlines():
+        fields = dict(pair.split("=", 1) for pair in line.split(" ") if "=" in pair)
+        if fields.get("name", "").endswith(f"@{queue}") and fields["name"].startswith("emqlab-race-w"):
+            await command_on(conn, node, "CLIENT", "KILL", "ID", fields["id"])
 
 
 def _opened_once(kind: type[AbstractConnection]) -> type[AbstractConnection]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import json
 import re
 import threading
 import time
@@ -114,10 +115,28 @@ async def test_a_run_fenced_before_its_workers_start_ends_at_a_lost_connection_a
     # before the first of them loads the scripts: the run ends as a fenced one does, not as a fault
     state = keys.state_key(Q)
     race = Race(conn, Q, state, Plan(3, 4, (), False, 1))
-    await fence(conn, state, await race.connect())
+    await fence(conn, Q, await race.connect())
     assert await race.run() == "a lost connection"
     assert await conn.hget(state, "race:n") is None
     assert not [c for c in await conn.client_list() if c.get("name", "").startswith("emqlab-race-w")]
+
+
+async def test_a_reset_kills_no_connection_but_its_own_runs_workers_whatever_ids_its_run_marker_names(
+        conn: Any) -> None:
+    # a restarted Valkey (its append-only file kept the marker) gives out CLIENT IDs from 1 again: for
+    # the marker's few seconds, its IDs may be another sandbox's race workers, or the site's connections
+    await act(conn, "race", "reset")
+    elsewhere = "s0elsewhere.race"
+    other = Race(conn, elsewhere, keys.state_key(elsewhere), Plan(2, 4, (), False, 1))
+    ids = await other.connect()
+    try:
+        stale = {"status": "running", "until": int((time.time() + 5) * 1000), "clients": ids, "by": "gone"}
+        await conn.hset(keys.state_key(Q), "run", json.dumps(stale))
+        await act(conn, "race", "reset")
+        alive = {int(c["id"]) for c in await conn.client_list()}
+        assert set(ids) <= alive, (ids, alive)
+    finally:
+        await other.close()
 
 
 def running_now(client: httpx.Client) -> None:
