@@ -11,25 +11,32 @@ const page = document.querySelector("[data-class]");
 const LIVE = ['[data-role="answer-list"]', '[data-role="roster-status"]', '[data-role="roster"] tbody',
   'section[aria-labelledby="mode-title"]'];
 let leaving = false; // a form was sent: its answer's one-time notice must not be read by a redraw
-let drawn = ""; // the class as the page shows it, from the stream: a new value means fetch the page
-let drawing = null; // the fetch in flight: one at a time, each drawn, the newest last
-let again = false; // a change came while fetching: fetch once more when it is drawn
+// The class as the page's HTML draws it (the server's digest of it), and as the stream last said it:
+// the page fetches itself while they differ. Compared with what was fetched, not with the last frame,
+// so a fetch that caught a passing state (a learner's page between reload and stream) is fetched again.
+let drawn = page ? page.dataset.drawn : "";
+let latest = drawn;
+let drawing = null; // the fetch in flight: one at a time
+const TRIES = 3; // fetches in a row while the class keeps moving; the next frame starts again
 
 async function drawOnce() {
   const response = await fetch(location.href, { headers: { Accept: "text/html" } });
-  if (!response.ok || leaving) return;
+  if (!response.ok || leaving) return false;
   const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
   for (const selector of LIVE) {
     const [was, now] = [page.querySelector(selector), fresh.querySelector(selector)];
     if (was && now) Idiomorph.morph(was, now);
   }
-  page.dataset.live = "1"; // tools and tests can tell the page follows the class
+  drawn = fresh.querySelector("[data-class]")?.dataset.drawn ?? latest;
+  return true;
 }
 
 function redraw() {
-  if (drawing) { again = true; return; }
+  if (drawing) return; // the fetch in flight compares again when it is drawn
   drawing = (async () => {
-    do { again = false; if (!leaving) await drawOnce(); } while (again);
+    for (let tries = 0; tries < TRIES && drawn !== latest && !leaving; tries++) {
+      if (!(await drawOnce())) break; // refused, or the form's answer is on its way
+    }
   })().catch(() => say("The live view is reconnecting…")).finally(() => { drawing = null; });
 }
 
@@ -49,7 +56,9 @@ if (page) {
     const { down, seen = {}, drawn: now = "" } = JSON.parse(e.data);
     say(down || "");
     if (down) return;
-    if (now !== drawn) { drawn = now; redraw(); }
+    page.dataset.live = "1"; // the stream is heard: tools and tests can tell the page follows the class
+    latest = now;
+    if (now !== drawn) redraw();
     // the ages tick every second: the server's words put in place, no page fetched for them
     for (const [id, text] of Object.entries(seen)) {
       const cell = document.getElementById(`learner-${id}`)?.querySelector('[data-role="seen"]');

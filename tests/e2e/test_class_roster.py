@@ -151,6 +151,33 @@ def test_an_idle_class_page_ticks_its_learners_ages_without_fetching_itself(
     ada.close()
 
 
+def test_a_class_page_whose_fetch_caught_a_passing_state_fetches_again_until_it_draws_the_class_now(
+    contexts: Callable[..., BrowserContext], site: Site,
+) -> None:
+    # a learner's reload passes through "no page open": a fetch served in that moment draws an older
+    # class than the stream said, and the page must not keep it (it once kept "—" until another change)
+    instructor = contexts()
+    class_page = signed_in_instructor(instructor)
+    code = open_room(class_page, "Passing e2e")
+    before = instructor.request.get(f"/instructor/rooms/{code}").text()  # nobody joined yet
+    assert 'data-drawn="' in before
+    fetched = class_page_fetches(class_page)
+    served_before: list[bool] = []
+
+    def once_older(route: Route) -> None:
+        if route.request.resource_type == "fetch" and not served_before:
+            served_before.append(True)
+            route.fulfill(status=200, content_type="text/html", body=before)
+        else:
+            route.continue_()
+
+    class_page.route(f"**/instructor/rooms/{code}", once_older)
+    ada = learner_joins(site, code, "Ada")
+    expect(row(class_page, "Ada")).to_have_count(1)
+    assert served_before and len(fetched) >= 2  # the older drawing was served, then the page fetched again
+    ada.close()
+
+
 def test_a_class_page_whose_own_fetches_are_slow_still_draws_every_learner_who_joins(
     contexts: Callable[..., BrowserContext], site: Site,
 ) -> None:

@@ -8,12 +8,14 @@ answers.json are read live while the class is open, and kept as they stood when 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -92,6 +94,24 @@ def shown(counted: Counted, words: Callable[[object], str], open_: bool = True) 
                          "mark": ("right" if c.right else "not quite") if open_ else ""} for c in counted.answers],
             "moved": [{"value": words(m.value), "first": m.first, "second": m.second} for m in counted.moved]
             if open_ else []}
+
+
+class Drawn(msgspec.Struct):
+    """What the class page draws that follows the class, and its digest: the page carries the
+    digest of what it drew, and fetches itself again when the stream names another."""
+
+    shown: dict[str, Any]  # code, mode, count, answers
+    learners: list[dict[str, Any]]  # the roster's rows (none on the projector)
+    digest: str
+
+
+def drawn(request: Request, room: Room, state: ClassState, projector: bool) -> Drawn:
+    learners = [] if projector else roster_rows(state)
+    shown = {"code": room.code, "mode": room.mode, "count": len(state.learners),
+             "answers": answers_view(request, state, projector)}
+    # the ages ("12 s ago") change every second: left out, the stream puts them in place from `seen`
+    digest = hashlib.sha1(dumps({**shown, "learners": [{**r, "seen": ""} for r in learners]})).hexdigest()[:16]
+    return Drawn(shown, learners, digest)
 
 
 def answers_view(request: Request, state: ClassState, projector: bool = False) -> list[dict[str, Any]]:

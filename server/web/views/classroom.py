@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import time
 from collections.abc import AsyncIterator
 
@@ -31,7 +30,7 @@ from server.web.errors import FAULTS, JSONAnswer, dumps, is_fault
 from server.web.services import services
 from server.web.views.asking import announce, ask, askable, current, end, press, reveal, second_round
 from server.web.views.class_box import answer, ask_state
-from server.web.views.class_state import answers_view, read_class, results, results_file, roster_rows, tours
+from server.web.views.class_state import drawn, read_class, results, results_file, roster_rows, tours
 from server.web.views.instructor import done, for_class, instructor_only, render, report_words
 from server.web.views.room import join_room, leave_room
 from server.web.views.room import page as room_page  # `page`: the name tests find every page by
@@ -72,9 +71,10 @@ class Empty(msgspec.Struct, forbid_unknown_fields=True):
 async def page(request: Request, room: rooms.Room) -> Response:
     state = await read_class(request, room)
     projector = request.url.path.endswith("/projector")
+    now = drawn(request, room, state, projector)
     return render(request, "class.html", {
         "room": room, "learners": roster_rows(state), "modes": rooms.MODE_WORDS,
-        "answers": answers_view(request, state, projector), "projector": projector,
+        "answers": now.shown["answers"], "projector": projector, "drawn": now.digest,
         "askable": await askable(services(request).lab), "ask": room.ask,
         "asked": (await current(request, room))[0] if room.ask else None,
         "dives": services(request).course.dives, "confirm": request.query_params.get("confirm") == "reset",
@@ -100,14 +100,10 @@ async def _class_events(request: Request, code: str, projector: bool) -> AsyncIt
                 if room is None or state is None:
                     yield frame("closed", dumps({"code": code}))
                     return
-                learners = [] if projector else roster_rows(state)
-                shown = {"code": room.code, "mode": room.mode, "count": len(state.learners),
-                         "answers": answers_view(request, state, projector)}
-                # the page fetches its HTML again only when `drawn` changes: the ages ("12 s ago")
-                # change every second and are put in place from `seen` instead
-                drawn = hashlib.sha1(dumps({**shown, "learners": [{**r, "seen": ""} for r in learners]}))
-                encoded = dumps({**shown, "learners": learners, "drawn": drawn.hexdigest()[:16],
-                                 "seen": {r["id"]: r["seen"] for r in learners}})
+                # the page fetches its HTML again only when `drawn` is not what it drew last
+                now = drawn(request, room, state, projector)
+                encoded = dumps({**now.shown, "learners": now.learners, "drawn": now.digest,
+                                 "seen": {r["id"]: r["seen"] for r in now.learners}})
             except (*FAULTS, TimeoutError) as exc:  # mid-stream: Valkey's faults said in the frame, a bug ends it
                 if not (isinstance(exc, TimeoutError) or is_fault(exc)):
                     raise
