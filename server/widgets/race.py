@@ -244,12 +244,13 @@ class RaceLab(Widget):
         if task.exception() is not None:
             raise task.exception()  # type: ignore[misc]
         ended = task.result()
-        # the lock again, and the run still ours: a Reset (here or in another process) leaves it be
-        if ((await turn.take()).kept("run") or {}).get("by") != turn.token:
+        # the lock again, with the keys the run left (one round trip), and the run still ours: a
+        # Reset (here or in another process) leaves it be; its marker says done with the finish
+        now = await turn.take()
+        if (now.kept("run") or {}).get("by") != turn.token:
             return stopped
-        await turn.conn.hset(state, "run", json.dumps({"status": "done", "ended": ended, "choices": choices}))
-        found = picture(await turn.read())
-        broken = [i.id for i in found.invariants if not i.held]
+        turn.remember(run={"status": "done", "ended": ended, "choices": choices})
+        broken = [i.id for i in invariants(now, plan.children) if not i.held]
         script = "the early-release complete" if plan.early_release else "the course's complete"
         said = (f"broke {', '.join(broken)}" if broken else "every invariant held")
         return Outcome(text=f"Seed {plan.seed}: {plan.workers} workers raced on {script}; the run ended at "
