@@ -61,6 +61,18 @@ def vote(page: Page, value: int) -> None:
 # -- item 10: every answer kept, by mode, round and step ------------------------------------------
 
 
+def demo_asks_fanin_step_0(teacher: BrowserContext, class_page: Page) -> None:
+    """The instructor opens the dive (a demo shows the sandbox of a page they opened), starts a
+    demo and asks the class the fan-in's question at step 0."""
+    drive = teacher.new_page()
+    drive.goto(DIVE)
+    expect(counter(drive)).to_have_text(re.compile(r"^\d$"))
+    class_page.get_by_role("button", name="Start demo").click()
+    picks = class_page.get_by_role("group", name="Question and step")
+    picks.get_by_role("radio", name=re.compile(r"^fanin · step 0 .*" + re.escape(LEGEND))).check()
+    class_page.get_by_role("button", name="Ask the class").click()
+
+
 def test_every_answer_is_kept_by_mode_round_and_step_in_the_downloads_the_demo_votes_too(
         contexts: Callable[..., BrowserContext]) -> None:
     teacher = contexts()
@@ -74,13 +86,7 @@ def test_every_answer_is_kept_by_mode_round_and_step_in_the_downloads_the_demo_v
     expect(question(ada).locator("legend")).to_have_text(LEGEND)
     answer_and_complete(ada, 2)  # the shared sandbox: right; her own-sandbox 3 must stay
     class_page.get_by_role("button", name="Back to own sandboxes").click()
-    drive = teacher.new_page()  # a demo shows the sandbox of a page the instructor opened
-    drive.goto(DIVE)
-    expect(counter(drive)).to_have_text(re.compile(r"^\d$"))
-    class_page.get_by_role("button", name="Start demo").click()
-    picks = class_page.get_by_role("group", name="Question and step")
-    picks.get_by_role("radio", name=re.compile(r"^fanin · step 0 .*" + re.escape(LEGEND))).check()
-    class_page.get_by_role("button", name="Ask the class").click()
+    demo_asks_fanin_step_0(teacher, class_page)
     for page, value in ((ada, 2), (grace, 3)):
         expect(class_box(page)).to_contain_text(f"Your class is asked: {LEGEND}")
         vote(page, value)
@@ -108,13 +114,7 @@ def test_the_question_box_is_the_server_drawing_at_first_paint_and_after_a_new_q
     class_page = signed_in_instructor(teacher)
     code = open_room(class_page, "Box e2e")
     ada, grace = on_dive(contexts(), code, "Ada"), on_dive(contexts(), code, "Grace")
-    drive = teacher.new_page()  # a demo shows the sandbox of a page the instructor opened
-    drive.goto(DIVE)
-    expect(counter(drive)).to_have_text(re.compile(r"^\d$"))
-    class_page.get_by_role("button", name="Start demo").click()
-    picks = class_page.get_by_role("group", name="Question and step")
-    picks.get_by_role("radio", name=re.compile(r"^fanin · step 0 .*" + re.escape(LEGEND))).check()
-    class_page.get_by_role("button", name="Ask the class").click()
+    demo_asks_fanin_step_0(teacher, class_page)
     for page in (ada, grace):
         expect(class_box(page).locator('[data-role="class-ask-legend"]')).to_have_text(
             f"Your class is asked: {LEGEND}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import httpx
 
 from server.sandboxes import keys
-from tests.support import DIVE, LiveSite, sandbox_of
+from tests.support import DIVE, LiveSite, dumped, sandbox_of
 
 QUESTION = "deps-after-complete"
 
@@ -41,14 +41,14 @@ def test_a_malformed_prediction_is_a_400_naming_the_field_and_writes_nothing(cle
     assert client.get("/api/widgets/fanin/state").status_code == 200
     sandbox = sandbox_of(client)
     valkey = clean.redis()
-    before = {k: valkey.dump(k) for k in sorted(valkey.scan_iter(match=f"*{sandbox}*"))}
+    before = dumped(valkey, f"*{sandbox}*")
     for body, field in (({"predict": 3}, "(its predict)"),
                         ({"predict": {"question": 3}}, "(its predict, its question)"),
                         ({"predict": {"question": QUESTION, "answer": [2]}}, "(its predict, its answer)"),
                         ({"predict": {"question": QUESTION, "answer": 2, "more": 1}}, "more")):
         answer = client.post("/api/widgets/fanin/complete-child", json=body)
         assert answer.status_code == 400 and field in answer.json()["error"], (body, answer.text)
-    assert {k: valkey.dump(k) for k in sorted(valkey.scan_iter(match=f"*{sandbox}*"))} == before
+    assert dumped(valkey, f"*{sandbox}*") == before
 
 
 def test_an_answer_to_a_question_not_open_for_the_action_runs_it_unjudged(clean: LiveSite) -> None:
@@ -81,12 +81,12 @@ def test_start_over_asks_first_and_changes_nothing_until_confirmed(clean: LiveSi
     assert complete(client, 2).status_code == 200
     sandbox = sandbox_of(client)
     valkey = clean.redis()
-    before = {k: valkey.dump(k) for k in sorted(valkey.scan_iter(match=f"*{sandbox}*"))}
+    before = dumped(valkey, f"*{sandbox}*")
     asked = client.post("/progress/start-over", data={}, follow_redirects=False)
     assert asked.status_code == 303 and asked.headers["location"] == "/progress?confirm=start-over"
     confirm = client.get(asked.headers["location"]).text
     assert 'data-role="confirm-start-over"' in confirm and "cannot be undone" in confirm
-    assert {k: valkey.dump(k) for k in sorted(valkey.scan_iter(match=f"*{sandbox}*"))} == before
+    assert dumped(valkey, f"*{sandbox}*") == before
 
 
 def test_start_over_confirmed_lands_every_scenario_afresh_forgets_the_record_and_says_so(clean: LiveSite) -> None:
@@ -115,14 +115,14 @@ def test_start_over_refuses_a_multipart_or_oversized_body_in_words_and_writes_no
     assert complete(client, 2).status_code == 200
     sandbox = sandbox_of(client)
     valkey = clean.redis()
-    before = {k: valkey.dump(k) for k in sorted(valkey.scan_iter(match=f"*{sandbox}*"))}
+    before = dumped(valkey, f"*{sandbox}*")
     assert keys.progress_key(sandbox) in before
 
     multipart = client.post("/progress/start-over", data={"confirm": "yes"}, files={"f": ("a.bin", b"x" * 4096)})
     assert multipart.status_code == 415 and "application/x-www-form-urlencoded" in multipart.json()["error"]
     oversized = client.post("/progress/start-over", data={"confirm": "yes", "pad": "x" * (1 << 20)})
     assert oversized.status_code == 413 and "larger than" in oversized.json()["error"]
-    assert {k: valkey.dump(k) for k in sorted(valkey.scan_iter(match=f"*{sandbox}*"))} == before
+    assert dumped(valkey, f"*{sandbox}*") == before
 
     done = client.post("/progress/start-over", data={"confirm": "yes"}, follow_redirects=False)
     assert done.status_code == 303 and not valkey.exists(keys.progress_key(sandbox))
