@@ -10,12 +10,15 @@ A code drawn again by a new class serves the open class's results; its close wri
 from __future__ import annotations
 
 import json
+import logging
 import re
 import secrets
 import time
 from contextlib import suppress
 from dataclasses import asdict, dataclass, replace
 from typing import Any
+
+from redis.exceptions import ResponseError
 
 from server.emq.wire import Conn, Fields, as_dict, as_text
 from server.refusal import Refusal
@@ -24,6 +27,7 @@ from server.sandboxes.keys import room_key as room_key
 from server.sandboxes.learners import BadName, learner_ids, readable
 from server.sandboxes.sandbox import new_id
 
+log = logging.getLogger("emqlab.rooms")
 ROOMS_KEY = "lab:rooms"
 RESULTS_KEY = "lab:results"
 # No 0/O or 1/I: a code read aloud to a class is typed right the first time.
@@ -152,10 +156,29 @@ async def create(conn: Conn, name: object, ttl: int, max_rooms: int, host: str =
     raise RoomsFull("could not draw a free room code; try again")
 
 
+def _wrong_type(reply: object) -> bool:
+    return isinstance(reply, ResponseError) and str(reply).startswith("WRONGTYPE")
+
+
+def _or_none(reply: object) -> Any:
+    """A class's key read back: a key of another type (an operator's command, a fault; no learner can
+    write one) counts as no class, so its learners act in their own sandboxes again rather than meet a
+    503 on every request, and the reaper forgets it (`expired`). Any other error is raised."""
+    if _wrong_type(reply):
+        log.warning("a class key holds another type than a hash or zset: the class is treated as closed")
+        return None
+    if isinstance(reply, Exception):
+        raise reply
+    return reply
+
+
 async def get(conn: Conn, code: str) -> Room | None:
     if not CODE_RE.match(code):
         return None
-    return _room(code, await conn.hgetall(room_key(code)))
+    async with conn.pipeline(transaction=False) as pipe:
+        pipe.hgetall(room_key(code))
+        (raw,) = await pipe.execute(raise_on_error=False)
+    return _room(code, _or_none(raw) or {})
 
 
 async def membership(conn: Conn, code: str, visitor: str) -> tuple[Room | None, bool, str]:
@@ -166,11 +189,14 @@ async def membership(conn: Conn, code: str, visitor: str) -> tuple[Room | None, 
         pipe.hgetall(room_key(code))
         pipe.zscore(learners_key(code), visitor)
         pipe.hget(meta_key(visitor), "name")
-        raw, score, name = await pipe.execute()
-    room = _room(code, raw)
+        raw, score, name = await pipe.execute(raise_on_error=False)
+    room = _room(code, _or_none(raw) or {})
     if room is None:
         return None, False, ""
-    return room, score is not None or (bool(room.host) and room.host == visitor), as_text(name)
+    # a member's activity record of another type only loses their name here (their next action's
+    # record starts it again: record.lua)
+    name = "" if _wrong_type(name) else name
+    return room, _or_none(score) is not None or (bool(room.host) and room.host == visitor), as_text(_or_none(name))
 
 
 async def find(conn: Conn, code_or_name: str) -> Room | None:
@@ -235,13 +261,14 @@ async def close(conn: Conn, code: str) -> None:
 
 
 async def expired(conn: Conn) -> list[tuple[str, str]]:
-    """Index entries whose room record has expired: (code, sandbox), forgotten here."""
+    """Index entries whose room record has expired, or holds another type than a hash (`_or_none`):
+    (code, sandbox), forgotten here."""
     gone = []
     # walked by code, the index's key: two codes naming one sandbox are both forgotten
     for code, sandbox in as_dict(await conn.hgetall(ROOMS_KEY)).items():
-        if not await conn.exists(room_key(code)):
+        if as_text(await conn.type(room_key(code))) != "hash":
             await conn.hdel(ROOMS_KEY, code)
-            await conn.delete(*class_keys(code))
+            await conn.delete(room_key(code), *class_keys(code))
             gone.append((code, sandbox))
     return gone
 

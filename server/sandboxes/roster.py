@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
+from redis.exceptions import ResponseError
 
 from server.emq.wire import Conn, as_dict
 from server.sandboxes import keys, presence, progress
@@ -87,7 +88,8 @@ async def read(conn: Conn, code: str, tours: Tours,
         for sandbox in joined:
             pipe.hgetall(keys.meta_key(sandbox))
             pipe.hgetall(keys.progress_key(sandbox))
-        replies = iter(await pipe.execute())
+        # a record of another type (a fault) leaves its row blank, not the whole roster refused
+        replies = iter([{} if isinstance(r, ResponseError) else r for r in await pipe.execute(raise_on_error=False)])
     now, rows = time.time(), []
     for sandbox, at in joined.items():
         meta, made = as_dict(next(replies)), as_dict(next(replies))

@@ -6,17 +6,20 @@ answered with a clear 4xx and nothing written."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+import redis.asyncio
 from markupsafe import escape
 
+from server.sandboxes import keys, rooms
 from server.valkey.process import ValkeyProcess
 from tests.e2e.rooms import DIVE, class_site, joined, open_class, own_sandbox, predict
-from tests.support import Events, LiveSite, dumped
+from tests.support import Events, LiveSite, dumped, sandbox_of
 
 ROSTER_FIELDS = {"name", "page", "widget", "online", "last_seen", "progress"}
 OTHER_DIVE = "/flows/cross-queue"
@@ -270,3 +273,49 @@ def test_reset_of_one_learner_leaves_the_other_and_refuses_a_sandbox_not_in_the_
     assert instructor.post(f"/instructor/rooms/{code}/learners/s0000000000/reset", json={}).status_code == 404
     assert instructor.post(f"/instructor/rooms/{code}/learners/x*y/reset", json={}).status_code == 404
     assert everything(clean) == before
+
+
+# -- class keys of another type (an operator's command, a fault: no learner can write them) ------
+
+
+def test_a_member_whose_activity_record_holds_another_type_acts_on_and_the_record_starts_again(
+        clean: LiveSite) -> None:
+    instructor, code = open_class(clean)
+    ada = joined(clean, code, "Ada")
+    r = clean.redis()
+    meta = keys.meta_key(sandbox_of(ada))
+    r.delete(meta)
+    r.set(meta, "oops")
+
+    # not "Valkey is unreachable" on every request, nor a roster refused whole
+    assert ada.get(DIVE).status_code == 200
+    assert [row["name"] for row in roster(instructor, code)["learners"]] == ["(no name)"]
+    acted = complete(ada)
+    assert acted["progress"]["reached"] == ["counted"]  # the action's record was kept
+    assert r.type(meta) == "hash" and r.hget(meta, "widget") == "fanin"
+    assert rows(instructor, code)["(no name)"]["widget"] == "fanin"
+
+
+def test_a_class_record_of_another_type_sends_its_members_to_their_own_sandboxes_and_the_reaper_forgets_it(
+        clean: LiveSite) -> None:
+    instructor, code = open_class(clean)
+    ada = joined(clean, code, "Ada")
+    r = clean.redis()
+    r.delete(keys.room_key(code))
+    r.set(keys.room_key(code), "oops")
+
+    assert ada.get(DIVE).status_code == 200
+    complete(ada)  # in her own sandbox, not the class's, and not a 503
+    assert dependencies(ada) == 2 and dependencies(clean.visitor()) == 3
+    assert instructor.get("/instructor").status_code == 200
+    assert instructor.get(f"/instructor/rooms/{code}/roster.json").status_code == 404
+
+    async def reap() -> list[tuple[str, str]]:
+        conn = redis.asyncio.Redis.from_url(clean.valkey_url, decode_responses=True)
+        try:
+            return await rooms.expired(conn)
+        finally:
+            await conn.aclose()
+
+    assert [gone for gone, _ in asyncio.run(reap())] == [code]
+    assert not r.exists(keys.room_key(code)) and not r.hexists(rooms.ROOMS_KEY, code)
