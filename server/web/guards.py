@@ -20,17 +20,17 @@ import functools
 import hmac
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from redis.exceptions import RedisError
 from starlette.requests import Request
 
-from server.emq.wire import Conn
 from server.refusal import Refusal
 from server.sandboxes import rooms
 from server.sandboxes.sandbox import COOKIE, SANDBOX_RE, NoSandbox
+from server.web import attempts
 from server.web.services import services
 from server.web.sessions import session_of
 
@@ -175,16 +175,16 @@ async def attempt(request: Request, kind: str) -> AsyncIterator[None]:
     if raw := request.cookies.get(COOKIE):
         with contextlib.suppress(NoSandbox):
             visitor = "v:" + str(services(request).cookies.sandbox.parse(raw))
-    counted, past = await take_attempt(services(request).conn, kind, [
+    counted, past = await attempts.take(services(request).conn, kind, [
         (visitor, settings.attempt_limit), ("a:" + address, settings.address_attempts)])
     if past == 0:
-        raise Refused(429, f"too many failed attempts: at most {settings.attempt_limit} a minute from one "
+        raise Refused(429, f"too many failed attempts: at most {settings.attempt_limit} in any minute from one "
                            "visitor; wait a minute and try again")
     if past is not None:
         raise Refused(429, f"too many failed attempts from your address: at most {settings.address_attempts} "
-                           "a minute, whoever makes them; wait a minute and try again")
+                           "in any minute, whoever makes them; wait a minute and try again")
     yield
-    await give_back(services(request).conn, counted)
+    await attempts.give_back(services(request).conn, counted)
 
 
 async def check_token(request: Request, given: str) -> None:
@@ -272,32 +272,3 @@ def client_address(request: Request) -> str:
         last = request.headers.get("x-forwarded-for", "").rsplit(",", 1)[-1].strip()
         host = last or host
     return "".join(ch for ch in host if ch.isalnum() or ch in ".:-")[:64] or "unknown"
-
-
-def attempts_key(kind: str, whose: str) -> str:
-    return f"lab:attempts:{kind}:{whose}:{int(time.time() // 60)}"
-
-
-async def take_attempt(conn: Conn, kind: str, budgets: Sequence[tuple[str, int]]) -> tuple[list[str], int | None]:
-    """Count one attempt under each (whose, limit) in turn, one INCR each (atomic however many
-    arrive at once), stopping at the first past its limit (0: none). The keys counted in (the
-    caller gives them back on success), and the index of the budget past its limit, or None."""
-    counted: list[str] = []
-    for index, (whose, limit) in enumerate(budgets):
-        key = attempts_key(kind, whose)
-        async with conn.pipeline(transaction=False) as pipe:
-            pipe.incr(key)
-            pipe.expire(key, 120)
-            count, _ = await pipe.execute()
-        counted.append(key)
-        if 0 < limit < int(count):
-            return counted, index
-    return counted, None
-
-
-async def give_back(conn: Conn, counted: Sequence[str]) -> None:
-    """The attempt was right: not a failed one."""
-    async with conn.pipeline(transaction=False) as pipe:
-        for key in counted:
-            pipe.decr(key)
-        await pipe.execute()

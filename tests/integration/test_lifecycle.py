@@ -29,7 +29,7 @@ from server.live import events
 from server.sandboxes import admission, keys, learners, progress, rooms
 from server.sandboxes.keys import REGISTRY_KEY
 from server.valkey.process import ValkeyProcess
-from server.web import guards
+from server.web import attempts
 from server.widgets import WIDGETS, fanin
 from tests.support import LiveSite, running, sandbox_of
 from tests.widgets import act, catalog, lab, show, snapshot_of
@@ -191,9 +191,9 @@ async def test_the_sites_own_keys_outside_a_sandbox_expire_or_are_bounded(conn: 
         await rooms.create(conn, "One too many", ttl=120, max_rooms=2)
     await learners.join(conn, room.code, FRESH, "Ada", 120, 240)
     assert 0 < await conn.ttl(learners.learners_key(room.code)) <= 120
-    await guards.take_attempt(conn, "sign-in", [("v:" + FRESH, 10), ("a:127.0.0.9", 100)])
+    await attempts.take(conn, "sign-in", [("v:" + FRESH, 10), ("a:127.0.0.9", 100)])
     for whose in ("v:" + FRESH, "a:127.0.0.9"):
-        assert 0 < await conn.ttl(guards.attempts_key("sign-in", whose)) <= 120
+        assert 0 < await conn.ttl(attempts.attempts_key("sign-in", whose)) <= 60
     limits = admission.Limits(cap=10, address_cap=5)
     assert await admit(conn, IDLE, limits, "127.0.0.9") == admission.ADMITTED
     assert 0 < await conn.ttl(admission.address_key("127.0.0.9", time.time())) <= 2 * admission.WINDOW

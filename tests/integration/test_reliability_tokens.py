@@ -26,7 +26,7 @@ from starlette.routing import Route
 from server.emq.wire import Conn
 from server.sandboxes.sandbox import SignedCookie
 from server.settings import Settings
-from server.web import guards, sessions
+from server.web import attempts, guards, sessions
 from server.web.services import services
 from tests import services_stub
 
@@ -78,18 +78,10 @@ async def at_once(calls: list[Any], width: int = 50) -> list[int]:
     return list(await asyncio.gather(*(one(c) for c in calls)))
 
 
-async def early_in_a_minute() -> None:
-    """Failed attempts are counted per clock minute (`guards.attempts_key`): a flood that straddles
-    a minute's end is counted in two, so an exact count waits for a minute with 10 s left at least."""
-    if (left := 60 - time.time() % 60) < 10:
-        await asyncio.sleep(left + 0.1)
-
-
 async def test_300_wrong_tokens_at_once_then_the_right_one_from_that_address_is_refused_while_another_signs_in(
     conn: Conn,
 ) -> None:
     app = guarded_app(conn)
-    await early_in_a_minute()
     async with from_address(app, "127.0.0.2") as guesser, from_address(app, "127.0.0.3") as other:
         codes = await at_once([guesser.post("/sign-in", json={"token": f"guess-{n:04d}-padding"}) for n in range(300)])
         # the limit is consulted before any token is compared: exactly LIMIT guesses were looked at
@@ -104,7 +96,6 @@ async def test_300_wrong_tokens_at_once_then_the_right_one_from_that_address_is_
 
 async def test_bearer_guesses_count_against_the_same_limit(conn: Conn) -> None:
     app = guarded_app(conn)
-    await early_in_a_minute()
     async with from_address(app, "127.0.0.4") as guesser:
         codes = await at_once([guesser.get("/overview", headers={"Authorization": f"Bearer no-{n}-of-sixteen"})
                                for n in range(LIMIT + 8)], width=8)
@@ -126,3 +117,37 @@ async def test_a_right_token_is_not_counted_as_a_failed_attempt(conn: Conn) -> N
     async with from_address(app, "127.0.0.6") as instructor:
         codes = await at_once([instructor.post("/sign-in", json={"token": TOKEN}) for _ in range(LIMIT + 5)], width=5)
         assert codes == [200] * (LIMIT + 5)
+
+
+async def test_no_window_of_a_minute_compares_more_than_the_limit_even_across_a_clock_minutes_end(conn: Conn) -> None:
+    budgets = [("v:straddler", 3)]
+    end = (int(time.time()) // 60 + 1) * 60_000  # the end of this clock minute, ms
+    for at in (end - 300, end - 200, end - 100):
+        assert (await attempts.take(conn, "sign-in", budgets, now_ms=at))[1] is None
+    # a new clock minute, still within a minute of those three: refused (a per-minute count allowed 3 more)
+    assert (await attempts.take(conn, "sign-in", budgets, now_ms=end + 100))[1] == 0
+    # a minute after the first of them, one place is free again, and only one
+    assert (await attempts.take(conn, "sign-in", budgets, now_ms=end - 300 + 60_001))[1] is None
+    assert (await attempts.take(conn, "sign-in", budgets, now_ms=end - 300 + 60_002))[1] == 0
+
+
+async def test_a_flood_past_the_limit_is_not_counted_so_its_key_stays_the_limits_size(conn: Conn) -> None:
+    budgets = [("v:flooder", 5), ("a:127.0.0.40", 500)]
+    gate = asyncio.Semaphore(20)  # the test's connection pool, not the site's
+
+    async def one() -> tuple[attempts.Counted, int | None]:
+        async with gate:
+            return await attempts.take(conn, "join", budgets)
+
+    replies = await asyncio.gather(*(one() for _ in range(200)))
+    assert [past for _, past in replies].count(None) == 5
+    assert await conn.zcard(attempts.attempts_key("join", "v:flooder")) == 5
+    assert await conn.zcard(attempts.attempts_key("join", "a:127.0.0.40")) == 5  # a refused visitor spends no more
+
+
+async def test_a_right_attempt_given_back_frees_its_place_at_once(conn: Conn) -> None:
+    budgets = [("v:right", 1)]
+    counted, past = await attempts.take(conn, "sign-in", budgets)
+    assert past is None and (await attempts.take(conn, "sign-in", budgets))[1] == 0
+    await attempts.give_back(conn, counted)
+    assert (await attempts.take(conn, "sign-in", budgets))[1] is None
