@@ -205,11 +205,10 @@ class Race:
         await (self.turns.pause(w.number, seconds) if self.turns else asyncio.sleep(seconds))
 
     def lease_ms(self, w: Worker) -> int:
-        """In turns the seed's time is not the server's, whose clock the lease runs on: a claim the
-        seed dooms (its worker crashes or stalls) has lapsed at once, any other outlives the run."""
-        if self.turns is None:
-            return LEASE_MS
-        return 0 if w.faults.get(w.claims + 1) in ("crash", "lapse") else int(CAP_S * 1000)
+        """A lease runs on the server's clock, not the seed's: in turns, a claim the seed dooms (its
+        worker crashes or stalls) has lapsed at once, and any other outlives the run."""
+        doomed = w.faults.get(w.claims + 1) in ("crash", "lapse")
+        return LEASE_MS if self.turns is None else 0 if doomed else int(CAP_S * 1000)
 
     async def work(self, w: Worker) -> None:
         try:
