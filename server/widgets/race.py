@@ -21,7 +21,7 @@ from server.emq import flows
 from server.sandboxes import keys
 from server.widgets import flow
 from server.widgets.base import Body, Description, Design, Outcome, Refused, Step, Value, Widget, action, do, reading
-from server.widgets.race_run import CAP_S, EARLY, PARENT, Plan, Race, child_ids, fence
+from server.widgets.race_run import CAP_S, EARLY, PARENT, Plan, Race, Turns, child_ids, fence
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
 
@@ -194,11 +194,13 @@ class RaceLab(Widget):
 
     async def first_shown(self, turn: Turn) -> None:
         """The tour's race on the flow just landed, under the showing's lock (Reset waits
-        for it, at most the time cap): a page without JavaScript shows a recorded run."""
+        for it, at most the time cap): a page without JavaScript shows a recorded run. Its
+        workers take turns in the seed's time, so every sandbox and the specimen show one
+        timeline, which the visitor's own first frame swaps in for the specimen's unmoved."""
         body = msgspec.convert(RECORDED, RunBody)
         plan = Plan(body.workers, body.children, tuple(sorted(body.faults)), False, body.seed)
         state = keys.state_key(turn.queue())
-        ended = await Race(turn.conn, turn.queue(), state, plan).run()
+        ended = await Race(turn.conn, turn.queue(), state, plan, turns=Turns(plan.workers)).run()
         await turn.conn.hset(state, "run", json.dumps(
             {"status": "done", "ended": ended, "choices": asdict(plan), "recorded": True}))
 

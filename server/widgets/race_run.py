@@ -3,12 +3,14 @@
 Workers claim and complete through the course's scripts, timing and faults drawn
 from the seed. Each call goes in a MULTI with an INCR of the run's counter, so the
 timeline (written into the lab state, where every page reads it) is Valkey's order.
+A run in `Turns` (the recorded one) is the same run wherever and whenever it is played.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import json
 import logging
 import random
@@ -65,6 +67,30 @@ class Plan:
 
 
 @dataclass
+class Turns:
+    """The seed's own clock: one worker moves at a time, the one whose pause ends first in
+    the seed's time (ties by number), so the timeline is the same whatever the machine's load."""
+    moving: int  # the workers between two pauses: all of them, before each first waits its turn
+    now: float = 0.0
+    parked: list[tuple[float, int, asyncio.Future[None]]] = field(default_factory=list)
+
+    async def pause(self, number: int, seconds: float) -> None:
+        woken = asyncio.get_running_loop().create_future()
+        heapq.heappush(self.parked, (self.now + seconds, number, woken))
+        self.stopped()
+        await woken
+
+    def stopped(self) -> None:
+        """A worker paused or ended: once none moves, the next in the seed's time goes."""
+        self.moving -= 1
+        if self.moving == 0 and self.parked:
+            self.now, _, woken = heapq.heappop(self.parked)
+            self.moving = 1
+            if not woken.done():  # cancelled with the run
+                woken.set_result(None)
+
+
+@dataclass
 class Worker:
     number: int
     conn: Redis
@@ -84,6 +110,7 @@ class Race:
     ended: str = ""
     stalled: int = 0
     workers: list[Worker] = field(default_factory=list)
+    turns: Turns | None = None  # the workers take turns in the seed's time (the recorded run)
 
     def key(self, suffix: str) -> str:
         return keyspace.queue_key(self.queue, suffix)
@@ -174,20 +201,33 @@ class Race:
             self.finish("the parent's release" if text(replies[-2]) == "pending" else "the parent's failure")
         return reply
 
+    async def pause(self, w: Worker, seconds: float) -> None:
+        await (self.turns.pause(w.number, seconds) if self.turns else asyncio.sleep(seconds))
+
+    def lease_ms(self, w: Worker) -> int:
+        """A lease runs on the server's clock, not the seed's: in turns, a claim the seed dooms (its
+        worker crashes or stalls) has lapsed at once, and any other outlives the run."""
+        doomed = w.faults.get(w.claims + 1) in ("crash", "lapse")
+        return LEASE_MS if self.turns is None else 0 if doomed else int(CAP_S * 1000)
+
     async def work(self, w: Worker) -> None:
         try:
+            await self.pause(w, 0)  # in turns, the first move waits for the worker's turn
             await self.loop(w)
         except Disconnected:  # fenced by a Reset (perhaps another site process's): the run is over
             log.info("race worker w%d of %s lost its connection", w.number, self.queue)
             self.finish("a lost connection")
         except Exception:  # a worker that breaks stops; the run reads what it left
             log.exception("race worker w%d of %s stopped", w.number, self.queue)
+        finally:
+            if self.turns:
+                self.turns.stopped()
 
     async def loop(self, w: Worker) -> None:
         while not self.stop.is_set():
             got = await self.op(w, "claim", "", registry.script("claim"),
                                 [self.key("pending"), self.key("active")],
-                                [keyspace.base(self.queue), LEASE_MS])
+                                [keyspace.base(self.queue), self.lease_ms(w)])
             if not got:
                 await self.idle(w)
                 continue
@@ -201,7 +241,7 @@ class Race:
                 await self.op(w, "crash", job, None, [], [])
                 await w.conn.aclose()
                 return
-            await asyncio.sleep(w.rng.uniform(0.002, 0.02))  # the work
+            await self.pause(w, w.rng.uniform(0.002, 0.02))  # the work
             if fault == "lapse":
                 await self.stall(w, job, token)
                 continue
@@ -222,14 +262,14 @@ class Race:
         again: the seed says which."""
         self.stalled += 1
         try:
-            await asyncio.sleep(LEASE_MS / 1000 + 0.005)
+            await self.pause(w, LEASE_MS / 1000 + 0.005)
             if w.rng.random() < 0.3:
                 await self.requeue(w)
             else:
                 row = keyspace.job_key(self.queue, job)
                 # polled on the worker's own connection, as a stalled process would find out
-                while not self.stop.is_set() and int(await w.conn.hget(row, "attempts") or token) <= token:  # noqa: ASYNC110
-                    await asyncio.sleep(0.01)
+                while not self.stop.is_set() and int(await w.conn.hget(row, "attempts") or token) <= token:
+                    await self.pause(w, 0.01)
             await self.complete(w, job, token, "late complete")
         finally:
             self.stalled -= 1
@@ -240,7 +280,7 @@ class Race:
 
     async def idle(self, w: Worker) -> None:
         """Nothing to claim: sweep for lapsed leases now and then; end when nothing is left."""
-        await asyncio.sleep(w.rng.uniform(0.08, 0.16))
+        await self.pause(w, w.rng.uniform(0.08, 0.16))
         if self.stop.is_set():
             return
         await self.requeue(w)

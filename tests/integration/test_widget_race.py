@@ -16,11 +16,12 @@ from starlette.templating import Jinja2Templates
 
 from server.emq import keyspace
 from server.sandboxes import keys
-from server.widgets import WIDGETS, reader
+from server.widgets import WIDGETS, reader, runner, specimen
 from server.widgets.draw import Drawing
 from server.widgets.race_run import PARENT, Plan, Race, child_ids, fence
+from server.widgets.turn import Actor
 from tests.support import ROOT, LiveSite, running, sandbox_of, streaming
-from tests.widgets import SANDBOX, act, catalog, snapshot_of
+from tests.widgets import SANDBOX, act, catalog, lab, snapshot_of
 
 FAULTS = ["crash", "lapse", "twice"]
 SEEDS = range(50)
@@ -137,6 +138,32 @@ async def test_a_reset_kills_no_connection_but_its_own_runs_workers_whatever_ids
         assert set(ids) <= alive, (ids, alive)
     finally:
         await other.close()
+
+
+async def test_every_sandbox_and_the_specimen_draw_the_same_recorded_run_even_landed_at_once_under_load(
+        conn: Any) -> None:
+    # a first paint comes from the specimen and the visitor's own first frame replaces it: the two
+    # recorded runs must be one timeline, line for line, whatever else the machine is doing meanwhile
+    busy = threading.Event()
+
+    def burn() -> None:  # a CPU-bound neighbour in this very process: the workers' turns come late
+        while not busy.is_set():
+            sum(range(10_000))
+
+    burner = threading.Thread(target=burn)
+    burner.start()
+    try:
+        owners = [Actor(f"s{i:010d}", f"s{i:010d}") for i in range(4)] + [specimen.OWNER]
+        shown = await asyncio.gather(*(runner.show(lab(conn), WIDGETS["race"], o) for o in owners))
+    finally:
+        busy.set()
+        burner.join()
+    drawing = Drawing(Jinja2Templates(directory=str(ROOT / "site" / "templates")).env)
+    drawn = [drawing.html(WIDGETS["race"], snap) for snap in shown]
+    timelines = [re.findall(r'<table class="race-timeline".*?</table>', d, re.S) for d in drawn]
+    assert timelines[0] and all(t == timelines[0] for t in timelines), timelines
+    assert len({s.readout for s in shown}) == 1, [s.readout for s in shown]
+    assert all('data-role="race-recorded"' in d for d in drawn)
 
 
 def running_now(client: httpx.Client) -> None:
