@@ -19,9 +19,10 @@ from server.exercises import catalogue
 from server.exercises.catalogue import Exercise
 from server.exercises.checks import CheckFailed, Run, Scene, clip
 from server.exercises.errors import Restarting, check_script
-from server.exercises.grader import Grader, Halted
+from server.exercises.grader import Grader
 from server.exercises.outcome import CheckResult, Graded
 from server.exercises.pool import GraderPool, PlaceHook, Ticket
+from server.exercises.watchdog import Halted
 
 log = logging.getLogger(__name__)
 
