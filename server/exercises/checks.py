@@ -26,11 +26,7 @@ from server.exercises.watchdog import Erred, Halted, Replied
 
 
 class CheckFailed(Exception):
-    """A check's verdict against the script; ``said`` is its one sentence."""
-
-    def __init__(self, said: str) -> None:
-        super().__init__(said)
-        self.said = said
+    """A check's verdict against the script; ``str()`` is its one sentence."""
 
 
 @dataclass(frozen=True)
