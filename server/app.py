@@ -15,7 +15,7 @@ from starlette.middleware.gzip import GZipMiddleware
 from starlette.routing import Mount
 from starlette.templating import Jinja2Templates
 
-import server.console as console_page
+from server.console import page as console_page
 from server.console.as_user import Runner
 from server.content import Course, Page, Placement, load_course
 from server.content.errors import ContentError

@@ -86,7 +86,7 @@ async def run_checks(exercise: Exercise, run: Run) -> tuple[CheckResult, ...]:
             said = str(failed)
         except Halted as halt:
             where = f" (in {scene.step})" if scene.step else ""
-            said, stopped_at = f"{halt.said}{where}", check.name
+            said, stopped_at = f"{halt}{where}", check.name
         except (RedisConnectionError, RedisTimeoutError, OSError):
             # The grader died outside the script's own call (the keys it left
             # used the last of its memory, say): the run cannot go on there.

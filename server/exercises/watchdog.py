@@ -53,11 +53,10 @@ Timed = tuple[Any, float]  # a call's reply (or Valkey's error) and its seconds 
 
 
 class Halted(Exception):
-    """The run cannot go on: ``said`` says why; ``lost`` means the grader was ended."""
+    """The run cannot go on: ``str()`` says why; ``lost`` means the grader was ended."""
 
     def __init__(self, said: str, lost: bool) -> None:
         super().__init__(said)
-        self.said = said
         self.lost = lost
 
 

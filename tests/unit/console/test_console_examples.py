@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from server.console import context
 from server.console.confine import KEY_RE, Confinement
+from server.console.page import context
 from server.console.parse import Limits
 from server.console.plan import plan
 from server.content import load_course
