@@ -17,7 +17,8 @@ from server.emq import registry
 from server.emq.errors import EmqError
 from server.exercises import GraderPool, PoolSettings, catalogue, grade
 from server.exercises.checks import Run, Scene
-from server.exercises.grader import Erred, Grader, Replied, new_run_id, plain, run_pattern, sweep
+from server.exercises.grader import Grader, new_run_id, run_pattern, sweep
+from server.exercises.watchdog import Erred, Replied, plain
 
 OPEN = PoolSettings(sandbox_in_flight=64, sandbox_burst=1_000_000, sandbox_per_minute=1e9, queue_bound=256)
 

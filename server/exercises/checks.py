@@ -19,16 +19,14 @@ from typing import Any
 from redis.asyncio import Redis
 
 from server.emq import flows, jobs, keyspace
-from server.exercises.grader import Erred, Grader, Halted, Replied
+from server.exercises import watchdog
+from server.exercises.grader import Grader
 from server.exercises.outcome import QUEUE, CheckResult, Picture, picture, rename
+from server.exercises.watchdog import Erred, Halted, Replied
 
 
 class CheckFailed(Exception):
-    """A check's verdict against the script; ``said`` is its one sentence."""
-
-    def __init__(self, said: str) -> None:
-        super().__init__(said)
-        self.said = said
+    """A check's verdict against the script; ``str()`` is its one sentence."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +95,7 @@ class Scene:
         run, budget = self.run, self.run.grader.limits.budget_ms
         if run.spent * 1000 >= budget:
             raise Halted(f"stopped: the script had used the run's {budget} ms of script time", lost=False)
-        outcome, took = await run.grader.call(run.client, run.sha, keys, args)
+        outcome, took = await watchdog.call(run.grader, run.client, run.sha, keys, args)
         run.spent += took
         return outcome
 
@@ -154,21 +152,18 @@ class Family:
             found.append(keyspace.outbox_key(self.child_queue))
         return found + [keyspace.job_key(self.child_queue, child) for child in self.children]
 
-    def spec(self, **per_child: dict[str, Any]) -> dict[str, Any]:
-        """The flow as ``flows.add`` takes it; ``per_child`` adds fields to a named child."""
-        children = []
-        for number, child in enumerate(self.children, 1):
-            entry: dict[str, Any] = {"id": child, "payload": f"part {number}"}
-            if self.child_queue != self.parent_queue:
-                entry["queue"] = self.child_queue
-            children.append(entry | per_child.get(child, {}))
-        return {"parent": {"id": self.parent, "payload": "the whole"}, "children": children}
-
 
 async def land(scene: Scene, family: Family, **per_child: dict[str, Any]) -> Family:
-    """``family`` landed by one atomic ``enqueue_flow``, its keys judged."""
+    """``family`` landed by one atomic ``enqueue_flow``, its keys judged; ``per_child`` adds fields to a named child."""
     scene.in_picture(family.keys())
-    await flows.add(scene.admin, family.parent_queue, family.spec(**per_child))
+    children = []
+    for number, child in enumerate(family.children, 1):
+        entry: dict[str, Any] = {"id": child, "payload": f"part {number}"}
+        if family.child_queue != family.parent_queue:
+            entry["queue"] = family.child_queue
+        children.append(entry | per_child.get(child, {}))
+    await flows.add(scene.admin, family.parent_queue,
+                    {"parent": {"id": family.parent, "payload": "the whole"}, "children": children})
     return family
 
 
@@ -181,44 +176,39 @@ PARENT_AT = {
 }
 
 
-def shown(value: str | None) -> str:
-    return "no such key" if value is None else clip(value)
+def shown(value: str | None, missing: str = "no such key") -> str:
+    return missing if value is None else clip(value)
 
 
-def _reply(scene: Scene, family: Family, want: int) -> str | None:
-    outcome, step = scene.outcome, scene.step
-    if isinstance(outcome, Erred):
-        return f"expected {step} to answer {want}, the script stopped with the error: {clip(outcome.message)}"
-    if isinstance(outcome, Replied) and outcome.value != want:
-        return f"expected {step} to answer {want}, the script answered {clip(repr(outcome.value))}"
+def _said(scene: Scene, family: Family, want: str, value: Any) -> str | None:
+    """One of ``judge``'s wants weighed: None when the learner's last call met it, else why not."""
+    outcome, step, after = scene.outcome, scene.step, scene.after or Picture()
+    if want == "reply":
+        if isinstance(outcome, Erred):
+            return f"expected {step} to answer {value}, the script stopped with the error: {clip(outcome.message)}"
+        if isinstance(outcome, Replied) and outcome.value != value:
+            return f"expected {step} to answer {value}, the script answered {clip(repr(outcome.value))}"
+    elif want == "error":
+        if isinstance(outcome, Replied):
+            return f"expected {step} to answer an {value} error, the script answered {clip(repr(outcome.value))}"
+        if isinstance(outcome, Erred) and not outcome.message.startswith(value):
+            return f"expected {step} to answer an {value} error, the script answered: {clip(outcome.message)}"
+    elif want == "deps":
+        got = after.text(family.deps)
+        if got != str(value):
+            return f"expected :dependencies = {value}, Valkey holds {shown(got)} after {step}"
+    elif want == "parent":
+        return parent_said(scene, family, value)
+    elif want == "unchanged":
+        return _changed(scene)
+    else:  # processed / ignored: (field, value) the hash holds, value None: no such field
+        key, label, (name, held) = getattr(family, want), f":{want}", value
+        got = after.field(key, name)
+        if got != held and held is None:
+            return f"expected no {name} in {label}, Valkey holds {name} = {shown(got)} after {step}"
+        if got != held:
+            return f"expected {label}[{name}] = {held}, Valkey holds {shown(got, 'no such field')} after {step}"
     return None
-
-
-def _error(scene: Scene, family: Family, code: str) -> str | None:
-    outcome, step = scene.outcome, scene.step
-    if isinstance(outcome, Replied):
-        return f"expected {step} to answer an {code} error, the script answered {clip(repr(outcome.value))}"
-    if isinstance(outcome, Erred) and not outcome.message.startswith(code):
-        return f"expected {step} to answer an {code} error, the script answered: {clip(outcome.message)}"
-    return None
-
-
-def _deps(scene: Scene, family: Family, want: int) -> str | None:
-    got = (scene.after or Picture()).text(family.deps)
-    if got == str(want):
-        return None
-    return f"expected :dependencies = {want}, Valkey holds {shown(got)} after {scene.step}"
-
-
-def _field(scene: Scene, key: str, label: str, field: str, want: str | None) -> str | None:
-    """``label`` (e.g. ``:processed``) must hold ``want`` under ``field`` (None: no such field)."""
-    got = (scene.after or Picture()).field(key, field)
-    if got == want:
-        return None
-    if want is None:
-        return f"expected no {field} in {label}, Valkey holds {field} = {shown(got)} after {scene.step}"
-    held = "no such field" if got is None else clip(got)
-    return f"expected {label}[{field}] = {want}, Valkey holds {held} after {scene.step}"
 
 
 def parent_said(scene: Scene, family: Family, where: str) -> str | None:
@@ -236,7 +226,7 @@ def parent_said(scene: Scene, family: Family, where: str) -> str | None:
     return f"expected the parent {words}, Valkey holds {held} after {scene.step}"
 
 
-def _unchanged(scene: Scene, family: Family, _: object) -> str | None:
+def _changed(scene: Scene) -> str | None:
     """No key of the scenario may differ between the two pictures."""
     earlier = {shot.name: shot for shot in (scene.before.keys if scene.before else ())}
     later = {shot.name: shot for shot in (scene.after or Picture()).keys}
@@ -253,13 +243,6 @@ def _unchanged(scene: Scene, family: Family, _: object) -> str | None:
     return None
 
 
-EXPECT: dict[str, Callable[[Scene, Family, Any], str | None]] = {
-    "reply": _reply, "error": _error, "deps": _deps, "parent": parent_said, "unchanged": _unchanged,
-    "processed": lambda scene, family, pair: _field(scene, family.processed, ":processed", *pair),
-    "ignored": lambda scene, family, pair: _field(scene, family.ignored, ":ignored", *pair),
-}
-
-
 def judge(scene: Scene, family: Family, **wants: Any) -> None:
     """The learner's last call judged against ``wants`` in the order given, the first that fails
     saying the check's sentence: ``reply`` the integer it answered, ``error`` the code of the error it
@@ -267,7 +250,7 @@ def judge(scene: Scene, family: Family, **wants: Any) -> None:
     ``processed`` / ``ignored`` a (field, value) that hash holds (value None: no such field),
     ``unchanged`` (True) no key of the scenario changed by it."""
     for want, value in wants.items():
-        said = EXPECT[want](scene, family, value)
+        said = _said(scene, family, want, value)
         if said is not None:
             raise CheckFailed(said)
 

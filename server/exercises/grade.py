@@ -19,9 +19,10 @@ from server.exercises import catalogue
 from server.exercises.catalogue import Exercise
 from server.exercises.checks import CheckFailed, Run, Scene, clip
 from server.exercises.errors import Restarting, check_script
-from server.exercises.grader import Grader, Halted
+from server.exercises.grader import Grader
 from server.exercises.outcome import CheckResult, Graded
 from server.exercises.pool import GraderPool, PlaceHook, Ticket
+from server.exercises.watchdog import Halted
 
 log = logging.getLogger(__name__)
 
@@ -46,15 +47,10 @@ async def grade(
     # Once on its grader, a run goes to its end (a few seconds at most) even if the
     # caller stops waiting: a script left running would meet the next run.
     run = asyncio.ensure_future(_run_on(pool, ticket, grader, exercise, text))
-    run.add_done_callback(_unclaimed)
-    return await asyncio.shield(run)
-
-
-def _unclaimed(run: asyncio.Future[Graded]) -> None:
-    # Read the outcome of a run whose caller went away, so nothing is left
+    # The outcome of a run whose caller went away is read, so nothing is left
     # "never retrieved"; its refusal has nobody to answer.
-    if not run.cancelled():
-        run.exception()
+    run.add_done_callback(lambda done: done.cancelled() or done.exception())
+    return await asyncio.shield(run)
 
 
 async def _run_on(pool: GraderPool, ticket: Ticket, grader: Grader, exercise: Exercise, text: str) -> Graded:
@@ -87,10 +83,10 @@ async def run_checks(exercise: Exercise, run: Run) -> tuple[CheckResult, ...]:
             results.append(CheckResult(check.name, True, await check.run(scene)))
             continue
         except CheckFailed as failed:
-            said = failed.said
+            said = str(failed)
         except Halted as halt:
             where = f" (in {scene.step})" if scene.step else ""
-            said, stopped_at = f"{halt.said}{where}", check.name
+            said, stopped_at = f"{halt}{where}", check.name
         except (RedisConnectionError, RedisTimeoutError, OSError):
             # The grader died outside the script's own call (the keys it left
             # used the last of its memory, say): the run cannot go on there.

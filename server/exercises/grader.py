@@ -4,19 +4,14 @@ Its process (``grader_process``) is a valkey-server confined by limits of its ow
 
 ``load`` compiles the learner's script as admin on a fresh Lua VM (SCRIPT and FUNCTION FLUSH,
 ``math.random`` reseeded: nothing a run leaves in a VM reaches the next, done before a run so a
-run ended any way at all leaves nothing); ``run_user`` makes the run's user; ``call`` runs the
-script as it under the watchdog. ``end()`` SIGKILLs; the grader is then ``lost`` until ``restart()``.
+run ended any way at all leaves nothing); ``run_user`` makes the run's user; ``watchdog.call`` runs
+the script as it. ``end()`` SIGKILLs; the grader is then ``lost`` until ``restart()``.
 
 The run's user is how Valkey itself confines a learner's script: the run's id is in every key's
 hashtag and the user has that one key pattern (``~emq:{<run>.*``). Commands are granted by category,
 then keyless, server-wide, key-moving (SELECT, MOVE, COPY…), blocking and pub/sub ones are denied;
 of scripting only EVALSHA stays (the admin loads the script). The admin (the user has no SCAN)
 sweeps the run's keys afterwards.
-
-The watchdog (``call``): one call of a learner's script, stopped past ``script_ms`` by ``SCRIPT
-KILL`` on a connection of its own. ``OK``: the run stops there (it would run away in the next check
-too); ``NOTBUSY``: a reply came in time, and its time by Valkey's clock (``Timed``, not the site's
-loaded loop) decides; ``UNKILLABLE`` or no answer by ``kill_ms``: the grader is SIGKILLed and restarted.
 """
 
 from __future__ import annotations
@@ -24,10 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import secrets
 import string
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Final
@@ -35,32 +29,19 @@ from typing import Any, Final
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import InvalidResponse, RedisError, ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import RedisError, ResponseError
 
 from server.emq import registry
 from server.emq.script import Script
 from server.exercises.errors import compile_refusal
 from server.exercises.grader_process import HOST, GraderProcess, ProcessLimits
 from server.exercises.outcome import SNAPSHOT
-from server.valkey import reply
-from server.valkey.client import ask_script_kill
 
 log = logging.getLogger(__name__)
 
 # Loaded again on every fresh VM, so the scenes meet no NOSCRIPT.
 COURSE_SCRIPTS: Final[tuple[Script, ...]] = (*(registry.script(name) for name in registry.names()), SNAPSHOT)
 RESEED: Final = "math.randomseed(tonumber(ARGV[1])) return 0"
-# Valkey ends a script's error with where it happened, by SHA and line.
-_WHERE_RE: Final = re.compile(r"\s*script: [0-9a-f]{40}, on @user_script:(\d+)\.?\s*$")
-_RUNNING_RE: Final = re.compile(r"Error running script [0-9a-f]{40}, ")
-# How deep a script's reply may nest: the course's replies nest two levels;
-# past this the grader neither decodes nor pictures it (a reply nested
-# thousands deep stops redis-py's parser or Python's recursion).
-MAX_REPLY_DEPTH: Final = 32
-TOO_DEEP: Final = (f"the script's reply nests deeper than {MAX_REPLY_DEPTH} levels, more than the grader "
-                   "reads; return a flat value (a number, a string, or a list of them)")
 SWEEP_COUNT: Final = 500  # keys per SCAN/UNLINK round of the sweep
 _ALPHABET: Final = string.ascii_lowercase + string.digits
 
@@ -90,83 +71,6 @@ class Limits:
     # machine, where a plain runaway then cost a SIGKILL, a restart, and a wrong sentence.
     kill_ms: int = 1500
     budget_ms: int = 600
-
-
-@dataclass(frozen=True)
-class Replied:
-    """The script returned; ``value`` is its reply (text decoded, lists kept)."""
-
-    value: Any
-
-
-@dataclass(frozen=True)
-class Erred:
-    """The script answered an error (its own, or Valkey's refusal of a command)."""
-
-    message: str
-
-
-Timed = tuple[Any, float]  # a call's reply (or Valkey's error) and its seconds by Valkey's clock
-
-
-class Halted(Exception):
-    """The run cannot go on: ``said`` says why; ``lost`` means the grader was ended."""
-
-    def __init__(self, said: str, lost: bool) -> None:
-        super().__init__(said)
-        self.said = said
-        self.lost = lost
-
-
-class TooDeep(Exception):
-    """A reply nested past ``MAX_REPLY_DEPTH``."""
-
-
-def plain(value: Any, depth: int = 1) -> Any:
-    """A reply with bytes decoded (any bytes: the script chose them); ``TooDeep`` past ``MAX_REPLY_DEPTH``."""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, list):
-        if depth > MAX_REPLY_DEPTH:
-            raise TooDeep
-        return [plain(item, depth + 1) for item in value]
-    return value
-
-
-def error_text(exc: ResponseError) -> str:
-    """Valkey's error as the learner should read it: the code (reply.error_text,
-    however redis-py split it off), the words, and the script line — not the SHA."""
-    text = reply.error_text(exc)
-    found = _WHERE_RE.search(text)
-    if found:
-        text = f"{text[: found.start()]} (line {found.group(1)})"
-    text = _RUNNING_RE.sub("Error running the script: ", text)
-    if "ACL failure" in text or text.startswith("NOPERM"):
-        text += "; the run's user may touch only this run's keys and no server-wide command"
-    return text
-
-
-def _settle(task: asyncio.Future[Timed], took: float) -> tuple[Replied | Erred, float]:
-    """The call's reply, or its error (raised, or in its place in the round trip), and its time."""
-    value: Any = task.exception()
-    seconds = took
-    if value is None:
-        value, seconds = task.result()
-    if isinstance(value, (InvalidResponse, RecursionError)):
-        # redis-py gave up on the reply and drops the connection; the run's
-        # next call opens another, so the run goes on with a verdict
-        return Erred(TOO_DEEP), seconds
-    if isinstance(value, ResponseError):
-        return Erred(error_text(value)), seconds
-    if isinstance(value, (RedisConnectionError, RedisTimeoutError, OSError)):
-        raise Halted("the grader stopped while the script ran (out of memory, or it crashed) "
-                     "and was started again", lost=True) from value
-    if isinstance(value, BaseException):
-        raise value
-    try:
-        return Replied(plain(value)), seconds
-    except TooDeep:
-        return Erred(TOO_DEEP), seconds
 
 
 def new_run_id() -> str:
@@ -218,18 +122,31 @@ class Grader:
         return self.admin
 
     @staticmethod
-    def _client(process: GraderProcess, *, single: bool) -> Redis:
+    def _client(process: GraderProcess, **options: Any) -> Redis:
         # No retry: a grader that died must not be retried in silence.
-        return Redis(host=HOST, port=process.port, password=process.password, retry=Retry(NoBackoff(), 0),
-                     single_connection_client=single, socket_connect_timeout=2)
+        return Redis(host=HOST, port=process.port, retry=Retry(NoBackoff(), 0), socket_connect_timeout=2, **options)
 
     async def start(self, within: float = 10.0) -> None:
         """Start a new process and wait until it answers as admin."""
         process = GraderProcess(self.process_limits)
         process.spawn()
-        admin = self._client(process, single=False)
+        admin = self._client(process, password=process.password)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
         try:
-            await self._answered(process, admin, within)
+            while True:
+                with contextlib.suppress(RedisError, OSError):
+                    await admin.ping()
+                    break
+                if not process.alive():
+                    # why the process is gone, for the operator: its code and its log's tail
+                    logged = process.dir / "valkey.log"
+                    tail = logged.read_text("utf-8", "replace")[-400:].strip() if logged.exists() else ""
+                    raise RuntimeError(f"grader {self.index} did not start: valkey-server exited "
+                                       f"({process.code()}): {tail}")
+                if loop.time() > deadline:
+                    raise RuntimeError(f"grader {self.index} did not start: no answer within {within} s")
+                await asyncio.sleep(0.01)
         except BaseException:
             # failed, or cancelled by the pool's stop: no process outlives its grader
             with contextlib.suppress(RedisError, OSError):
@@ -240,7 +157,7 @@ class Grader:
         # The watchdog's line is opened (and authenticated) now, so that at
         # 500 ms it sends SCRIPT KILL alone, with no handshake in its way
         # (a busy Valkey answers AUTH, but BUSY to the client's SETINFO).
-        guard = self._client(process, single=True)
+        guard = self._client(process, password=process.password, single_connection_client=True)
         await guard.ping()
         self.guard = guard
         self.lost = False
@@ -262,24 +179,6 @@ class Grader:
     def alive(self) -> bool:
         """Up and not ended: a grader that may be handed a run."""
         return not self.lost and self.process is not None and self.process.alive()
-
-    async def _answered(self, process: GraderProcess, admin: Redis, within: float) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + within
-        while True:
-            try:
-                await admin.ping()
-                return
-            except (RedisError, OSError) as exc:
-                if not process.alive():
-                    # why the process is gone, for the operator: its code and its log's tail
-                    logged = process.dir / "valkey.log"
-                    tail = logged.read_text("utf-8", "replace")[-400:].strip() if logged.exists() else ""
-                    raise RuntimeError(f"grader {self.index} did not start: valkey-server exited "
-                                       f"({process.code()}): {tail}") from exc
-                if loop.time() > deadline:
-                    raise RuntimeError(f"grader {self.index} did not start: no answer within {within} s") from exc
-                await asyncio.sleep(0.01)
 
     async def stop(self) -> None:
         for client in (self.guard, self.admin):
@@ -339,8 +238,7 @@ class Grader:
         assert self.process is not None  # started with the admin client
         # a pool, not a single connection: the grader's timed call is a pipeline, which redis-py
         # takes from the pool (it keeps one idle). No CLIENT SETINFO: the user may not run it.
-        client = Redis(host=HOST, port=self.process.port, username=name, password=password,
-                       retry=Retry(NoBackoff(), 0), socket_connect_timeout=2, driver_info=None)
+        client = self._client(self.process, username=name, password=password, driver_info=None)
         await client.ping()
         try:
             yield run_id, client
@@ -351,66 +249,3 @@ class Grader:
                 await admin.acl_deluser(name)
                 await sweep(admin, run_pattern(run_id))
 
-    async def call(
-        self, client: Redis, sha: str, keys: Sequence[str], args: Sequence[str | int]
-    ) -> tuple[Replied | Erred, float]:
-        """EVALSHA as the run's user, timed by Valkey's clock, under the watchdog: its outcome and
-        seconds, or ``Halted`` when the script ran past ``script_ms`` or the grader had to be ended."""
-        if self.guard is None:
-            raise RuntimeError("the grader is not started")
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        task = asyncio.ensure_future(_timed(client, sha, keys, args))
-        try:
-            await asyncio.wait({task}, timeout=self.limits.script_ms / 1000)
-            if task.done():
-                return _settle(task, loop.time() - started)
-            stopped = f"stopped after {self.limits.script_ms} ms: the script did not finish"
-            deadline = started + self.limits.kill_ms / 1000
-            answer = await ask_script_kill(self.guard, deadline - loop.time())
-            if answer == "NOTBUSY":
-                # Nothing runs: the reply is in, or on its way, and the site was slow
-                # to read it. The grace is the kill deadline's margin, from now.
-                await asyncio.wait({task}, timeout=(self.limits.kill_ms - self.limits.script_ms) / 1000)
-                if task.done():
-                    outcome, seconds = _settle(task, loop.time() - started)  # raises if the grader went
-                    if seconds * 1000 < self.limits.script_ms:
-                        return outcome, seconds
-                    raise Halted(stopped, lost=False)
-            if answer == "OK":
-                await asyncio.wait({task}, timeout=max(deadline - loop.time(), 0))
-                if task.done():
-                    _settle(task, 0.0)  # raises if the grader went meanwhile; any reply is moot
-                    raise Halted(stopped, lost=False)
-            if answer == "UNKILLABLE":
-                said = (f"{stopped}, and it had already written, so Valkey could not stop it "
-                        "half-way: the grader was ended and started again")
-            else:
-                said = (f"{stopped}, and Valkey did not answer SCRIPT KILL (one long C call such as a huge "
-                        "string.rep runs no Lua hook): the grader was ended and started again")
-            self.end()
-            # let the call whose server was killed fail, and keep its error to ourselves
-            await asyncio.wait({task}, timeout=1.0)
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-            raise Halted(said, lost=True)
-        except Halted as halt:
-            if halt.lost:
-                # Gone, or not quite: a crashing valkey-server can hang in its own
-                # crash report, port open. Either way it is ended for good here.
-                self.end()
-            raise
-
-
-async def _timed(client: Redis, sha: str, keys: Sequence[str], args: Sequence[str | int]) -> Timed:
-    """TIME, the EVALSHA, TIME: one round trip, and the script's time as Valkey
-    counted it (nothing else runs on a grader between them)."""
-    async with client.pipeline(transaction=False) as pipe:
-        pipe.execute_command("TIME")
-        # execute_command: the reply as Valkey sent it (redis-py's evalsha is typed as text)
-        pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
-        pipe.execute_command("TIME")
-        before, value, after = await pipe.execute(raise_on_error=False)
-    # TIME as redis-py parses it: (seconds, microseconds)
-    return value, after[0] - before[0] + (after[1] - before[1]) / 1_000_000

@@ -10,10 +10,11 @@ scenario's keys finds up to a bound.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeAlias
 
+import msgspec
 from redis.asyncio import Redis
 
 from server.emq.script import Script
@@ -43,17 +44,10 @@ def rename(text: str, names: Names) -> str:
     return text
 
 
-def _renamed(value: object, names: Names) -> object:
-    """``value`` as JSON (a picture: its keys' fields), every text in it through ``rename``."""
-    if isinstance(value, str):
-        return rename(value, names)
-    if isinstance(value, dict):
-        return {rename(k, names): _renamed(v, names) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_renamed(item, names) for item in value]
-    if isinstance(value, Picture):
-        return [_renamed(asdict(shot), names) for shot in value.keys]
-    return value
+def _renamed(picture: Picture, names: Names) -> object:
+    """``picture`` as JSON (its keys' fields), renamed as encoded text: a queue name needs no
+    escape in JSON, so each hashtag is found there as in the text it is part of."""
+    return msgspec.json.decode(rename(msgspec.json.encode(picture.keys).decode(), names))
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,9 +132,6 @@ class CheckResult:
     after: Picture | None = None
     names: Names = ()
 
-    def as_json(self) -> dict[str, object]:
-        return {"name": self.name, "passed": self.passed, "said": self.said}
-
     def picture_json(self) -> dict[str, object] | None:
         if self.passed or self.before is None or self.after is None:
             return None
@@ -177,5 +168,6 @@ class Graded:
         return [check.name for check in self.checks if not check.passed]
 
     def as_json(self) -> dict[str, object]:
-        return {"checks": [check.as_json() for check in self.checks], "passed": self.passed, "total": self.total,
+        return {"checks": [{"name": c.name, "passed": c.passed, "said": c.said} for c in self.checks],
+                "passed": self.passed, "total": self.total,
                 "pictures": [p for p in (check.picture_json() for check in self.checks) if p is not None]}

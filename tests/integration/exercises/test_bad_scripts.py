@@ -17,8 +17,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from server.emq import flows, jobs
-from server.exercises import GraderPool, grade
-from server.exercises import grader as grader_module
+from server.exercises import GraderPool, grade, watchdog
 from server.valkey.process import ValkeyProcess
 from tests.integration.exercises.support import COURSE, dump_all, plant, sandbox
 
@@ -119,14 +118,14 @@ async def test_a_correct_script_is_charged_valkeys_time_not_the_stalls_of_a_busy
     # the learner's script holds the event loop 300 ms once Valkey has answered:
     # timed by the site's clock, the course's own script used up the run's
     # 600 ms budget by its third call and lost the checks after it.
-    timed = grader_module._timed
+    timed = watchdog._timed
 
     async def read_late(*args: Any) -> Any:
         answer = await timed(*args)
         time.sleep(0.3)  # noqa: ASYNC251 -- the busy site under test
         return answer
 
-    monkeypatch.setattr(grader_module, "_timed", read_late)
+    monkeypatch.setattr(watchdog, "_timed", read_late)
     graded = await grade(pool, "fan-in", COURSE["fan-in"], run_for=sandbox())
     assert [check.said for check in graded.checks if not check.passed] == []
 
