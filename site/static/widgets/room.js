@@ -1,13 +1,12 @@
 // room.js — what a page shows of its class (or of a Watch): the banner and the class's question, drawn
 // by the server (`_class_box.html`: the first paint and GET /room/ask as HTML, morphed in when the room
-// changes), controls disabled where the page only watches, the class's events and notices that stay.
+// changes), controls disabled where the page only watches (the banner says so, with the words its questions
+// show instead), the class's events and notices that stay.
 
 import { Idiomorph } from "/static/vendor/idiomorph/dist/idiomorph.esm.js";
 import { $, el, post, setStatus } from "./dom.js";
 
-let current = null; // the last room the server named (null: none)
 let drawnFor = "null"; // the room the banner and the question were last fetched for: another fetches them
-let notice = ""; // a sentence that outlives the room (e.g. the class was closed)
 let drawing = null; // the fetch in flight: one at a time, the newest drawn last
 let redo = false; // a change came while fetching: fetch once more
 
@@ -31,10 +30,7 @@ async function drawOnce() {
     const [was, now] = [$(document, role), $(fresh, role)];
     if (was && now) Idiomorph.morph(was, now, { callbacks: KEEP });
   }
-  if (!current && notice) { // the page heard the class close: its sentence stays
-    banner().hidden = false;
-    banner().textContent = notice;
-  }
+  for (const root of document.querySelectorAll("[data-widget]")) afterPaint(root);
 }
 
 /** The server's drawing of the banner and the class's question, fetched and morphed in (no banner: none). */
@@ -48,25 +44,22 @@ function refreshRoom() {
 
 /** The room (or Watch) an answer came from: the banner and the controls follow it. */
 export function showRoom(room) {
-  current = room || null;
-  const shown = JSON.stringify(current);
+  const shown = JSON.stringify(room || null);
   if (shown !== drawnFor) {
     drawnFor = shown;
     refreshRoom();
   }
-  for (const root of document.querySelectorAll("[data-widget]")) afterPaint(root);
 }
 
-/** After a widget drew itself: where the page only watches, its controls stay disabled. */
+/** After a widget or the banner drew itself: where the page only watches (the banner's `data-readonly`),
+ *  its controls stay disabled and its questions say the banner's words, not "answer, then press". */
 export function afterPaint(root) {
-  const readonly = Boolean(current && current.readonly);
-  // a disabled question must not say "answer, then press": here only the instructor presses
+  const said = banner()?.dataset.readonly;
+  const readonly = Boolean(said);
   for (const hint of root.querySelectorAll(".predict-hint")) {
     if (readonly && hint.dataset.pressHint === undefined) {
       hint.dataset.pressHint = hint.textContent;
-      hint.textContent = current.watching
-        ? "Read-only: you are watching, so nothing here is answered or pressed."
-        : "Read-only in a demo: your instructor presses. When the class is asked, answer in the class's question box.";
+      hint.textContent = said;
     } else if (!readonly && hint.dataset.pressHint !== undefined) {
       hint.textContent = hint.dataset.pressHint;
       delete hint.dataset.pressHint;
@@ -176,13 +169,7 @@ export function followRoom(event, again) {
     return;
   }
   if (["reveal", "pressed", "ask-ended"].includes(event.action)) return refreshRoom();
-  notice = event.action === "closed" ? event.text || "" : "";
-  if (event.action === "closed") current = null;
-  const node = banner();
-  if (node && event.text) {
-    node.hidden = false;
-    node.textContent = event.text;
-  }
+  // the class changed what this page acts in: the stream's "where" brings the banner's new drawing
   again();
 }
 
