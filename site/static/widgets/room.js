@@ -4,7 +4,7 @@
 // show instead), the class's events and notices that stay.
 
 import { Idiomorph } from "/static/vendor/idiomorph/dist/idiomorph.esm.js";
-import { $, el, post, setStatus } from "./dom.js";
+import { $, announce, el, post, setStatus } from "./dom.js";
 
 let drawnFor = "null"; // the room the banner and the question were last fetched for: another fetches them
 let drawing = null; // the fetch in flight: one at a time, the newest drawn last
@@ -77,20 +77,24 @@ export function afterPaint(root) {
   }
 }
 
-// ---- notices that stay --------------------------------------------------
+// ---- notices that stay, as the server drew them (widgets/_notice.html) ----
 
-function dismiss(onclick) {
-  return el("button", { type: "button", class: "notice-dismiss quiet", "data-role": "dismiss",
-    "aria-label": "Dismiss this notice", onclick }, "Dismiss");
-}
-
-/** A widget's notice that stays (an instructor's reset of the sandbox). */
-export function stickyNotice(root, text) {
+/** A widget's notice that stays (a reset of the sandbox), said aloud. */
+export function stickyNotice(root, html) {
   const status = $(root, "status");
-  status.replaceChildren(text, " ", dismiss(() => setStatus(root, "")));
+  status.innerHTML = html;
   status.dataset.kind = "notice";
   status.dataset.since = String(Date.now());
+  announce(root, $(status, "notice-text").textContent);
 }
+
+document.addEventListener("click", (event) => { // a notice's Dismiss
+  const box = event.target.closest('[data-role="dismiss"]')?.parentElement;
+  if (!box) return;
+  box.replaceChildren();
+  box.dataset.kind = "";
+  box.hidden = box.dataset.role === "class-notice";
+});
 
 /** Whether the widget's status line holds a notice that stays. */
 export function keepsNotice(root) {
@@ -112,23 +116,19 @@ export function settleNotice(root, started) {
   if ($(document, "class-ask")?.dataset.asks === root.dataset.widget) refreshRoom();
 }
 
-/** The class's notice, placed after the banner (made once; no banner: none), with the event's words. */
-function classNotice(text, widget = "") {
-  let box = $(document, "class-notice");
-  if (!box && banner()) {
-    box = el("p", { "data-role": "class-notice", class: "room-notice", role: "status" });
-    banner().after(box);
-  }
+/** The class's notice (its place drawn after the banner, _class_box.html), as the server drew the event's. */
+function classNotice(html, widget = "") {
+  const box = $(document, "class-notice");
   if (!box) return;
   box.hidden = false;
   box.dataset.concerns = widget; // not data-widget: that names a widget's own root
   box.dataset.since = String(Date.now());
-  box.replaceChildren(text, " ", dismiss(() => { box.hidden = true; box.replaceChildren(); }));
+  box.innerHTML = html;
 }
 
 // A notice carried in the tab's session to the page the class was brought to (storage refused: none).
-function carry(text, widget) {
-  try { sessionStorage.setItem(CARRIED, JSON.stringify({ text, widget: widget || "" })); } catch (err) { /* none */ }
+function carry(html, widget) {
+  try { sessionStorage.setItem(CARRIED, JSON.stringify({ html, widget: widget || "" })); } catch (err) { /* none */ }
 }
 
 // ---- the forms the server drew: a vote, Stop watching (without JavaScript, their posts answer a page) ----
@@ -158,11 +158,11 @@ export function followRoom(event, again) {
   if (event.action === "goto") {
     const here = !event.page || event.page === location.pathname;
     if (!here) {
-      if (event.text) carry(event.text, event.widget);
+      if (event.html) carry(event.html, event.widget);
       location.assign(event.widget ? `${event.page}#w-${event.widget}` : event.page);
       return;
     }
-    if (event.text) classNotice(event.text, event.widget);
+    if (event.html) classNotice(event.html, event.widget);
     const widget = event.widget && document.querySelector(`[data-widget="${event.widget}"]`);
     if (widget) widget.scrollIntoView({ block: "start" });
     if (event.ask) refreshRoom();
@@ -176,5 +176,5 @@ export function followRoom(event, again) {
 try { // a module runs once the document is parsed: the banner is there
   const brought = JSON.parse(sessionStorage.getItem(CARRIED) || "null");
   sessionStorage.removeItem(CARRIED);
-  if (brought && brought.text) classNotice(brought.text, brought.widget);
+  if (brought && brought.html) classNotice(brought.html, brought.widget);
 } catch (err) { /* none carried, or storage refused */ }
