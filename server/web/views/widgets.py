@@ -132,7 +132,7 @@ def sse(request: Request, content: AsyncIterator[bytes], done: Callable[[], None
 
 
 async def _down_then_close(message: str) -> AsyncIterator[bytes]:
-    yield frame("status", dumps({"valkey": "down", "error": message}))
+    yield frame("status", dumps({"valkey": "down", "message": message}))
     await asyncio.sleep(0.5)
 
 

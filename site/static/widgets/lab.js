@@ -242,11 +242,9 @@ function openStream() {
   source.addEventListener("status", (e) => {
     const status = JSON.parse(e.data);
     each((root) => {
-      if (status.valkey === "down") {
-        setStatus(root, "Valkey is unreachable right now; the widget will recover when it returns.", "down");
-      } else if (typeof status.message === "string" && (status.message || !keepsNotice(root))) {
-        setStatus(root, status.message, status.message ? "notice" : "");
-      }
+      // the server's words: Valkey away, or a notice (out of memory, notifications off), or none
+      if (status.valkey === "down") setStatus(root, status.message, "down");
+      else if (status.message || !keepsNotice(root)) setStatus(root, status.message, status.message ? "notice" : "");
     });
   });
   source.addEventListener("room", (e) => followRoom(JSON.parse(e.data), again));
