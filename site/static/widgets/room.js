@@ -54,23 +54,22 @@ export function showRoom(room) {
 /** After a widget or the banner drew itself: where the page only watches (the banner's `data-readonly`),
  *  its controls stay disabled and its questions say the banner's words, not "answer, then press". */
 export function afterPaint(root) {
-  const said = banner()?.dataset.readonly;
-  const readonly = Boolean(said);
+  const said = banner()?.dataset.readonly; // undefined: the page acts
   for (const hint of root.querySelectorAll(".predict-hint")) {
-    if (readonly && hint.dataset.pressHint === undefined) {
+    if (said && hint.dataset.pressHint === undefined) {
       hint.dataset.pressHint = hint.textContent;
       hint.textContent = said;
-    } else if (!readonly && hint.dataset.pressHint !== undefined) {
+    } else if (!said && hint.dataset.pressHint !== undefined) {
       hint.textContent = hint.dataset.pressHint;
       delete hint.dataset.pressHint;
     }
   }
   for (const control of root.querySelectorAll("button, input, select, textarea")) {
     if (control.dataset.role === "dismiss") continue; // a notice can always be dismissed
-    if (readonly && !control.disabled) {
+    if (said && !control.disabled) {
       control.disabled = true;
       control.dataset.roomDisabled = "1";
-    } else if (!readonly && control.dataset.roomDisabled) {
+    } else if (!said && control.dataset.roomDisabled) {
       control.disabled = false;
       delete control.dataset.roomDisabled;
     }
