@@ -46,6 +46,7 @@ NOTIFICATIONS_OFF = (
     "the widgets follow Valkey by reading it every 1.5 s, and the effects log stays empty.")
 NOTIFICATIONS_RESTORED = ("Keyspace notifications had been switched off on Valkey; the site switched them on "
                           "again and redrew every widget from Valkey.")
+UNREACHABLE = "Valkey is unreachable right now; the widget will recover when it returns."
 MEMORY_FULL = "Valkey is out of memory: actions are refused until memory frees; the widgets show what Valkey holds."
 
 
@@ -153,7 +154,7 @@ class Hub:
     def status(self, note: str | None = None) -> dict[str, Any]:
         """What a stream says about Valkey now: up or down, notifications, memory, in words."""
         if not self.up:
-            return {"valkey": "down", "notifications": self.notifications_on}
+            return {"valkey": "down", "notifications": self.notifications_on, "message": UNREACHABLE}
         message = note or (MEMORY_FULL if self.memory_full else "") or (
             "" if self.notifications_on else NOTIFICATIONS_OFF)
         return {"valkey": "up", "notifications": self.notifications_on,

@@ -32,6 +32,7 @@ from starlette.responses import Response
 from server.emq.errors import EmqError
 from server.emq.keyspace import BadId
 from server.emq.shape import FlowShapeError
+from server.live.hub import UNREACHABLE
 from server.refusal import Refusal
 from server.valkey.client import is_busy
 from server.valkey.reply import error_text
@@ -72,7 +73,6 @@ VALKEY_DOWN = (RedisConnectionError, RedisTimeout, BusyLoadingError, ReadOnlyErr
 # What a view that degrades rather than refuses (a stream, a page's first paint) catches: a refusal or
 # any of Valkey's faults (is_fault tells which), never a bug
 FAULTS = (Refusal, EmqError, RedisError, RedisClusterException, OSError)
-UNREACHABLE = "Valkey is unreachable right now; the widget will recover when it returns."
 BUSY = ("Valkey is busy with a long-running script right now (the site stops a learner's script past its "
         "budget), so nothing was done: try again in a moment.")
 OUT_OF_MEMORY = (

@@ -62,6 +62,7 @@ class Entry:
     watching: str | None = None  # the learner an instructor watches
     tab: str = ""  # the page that asks (X-Emqlab-Tab)
     ask: rooms.Ask | None = None  # the question the instructor put to the class, if any
+    closed: bool = False  # the class the browser joined has closed: its banner says so
 
     def where(self) -> dict[str, object]:
         """The class (or the Watch) an answer comes from: where it only watches, the page disables its controls."""
@@ -110,8 +111,8 @@ async def _in_class(request: Request, entry: Entry) -> Entry:
         room, member, name = await rooms.membership(services(request).conn, code, entry.visitor)
     except (RedisError, OSError) as exc:
         raise Refused(503, ROOM_DOWN) from exc
-    if room is None or not member:
-        return entry  # the class closed, or the learner left it: their own sandbox again
+    if room is None or not member:  # the class closed, or the learner left it: their own sandbox again
+        return replace(entry, closed=room is None)
     sandbox, readonly = room.acting(entry.visitor)
     return replace(entry, sandbox=sandbox, readonly=readonly and not entry.instructor, room=room.code,
                    mode=room.mode, name=name, ask=room.ask)

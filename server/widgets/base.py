@@ -50,7 +50,9 @@ def info(text: str) -> Outcome:
 
 
 class GotoBody(Body):
-    step: Annotated[int, msgspec.Meta(ge=0, le=1000)]  # a deep link's step: 0 is the scenario as it lands
+    # a deep link's step (0: the scenario as it lands), or the link's text when it names none (refused in words)
+    step: Annotated[int, msgspec.Meta(ge=0, le=1000)] | Annotated[str, msgspec.Meta(max_length=40)]
+    link: Annotated[str, msgspec.Meta(max_length=80)] = ""  # the link's name as the page has it: `#fanin-step`
 
 
 class Refused(Refusal):
@@ -218,12 +220,19 @@ class Widget:
         await self.land(turn)
         return Outcome(text=self.reset_text)
 
+    def step_of(self, body: GotoBody) -> int:
+        """The link's step; a link that names none is refused in words, before anything is written."""
+        if isinstance(body.step, int) or (body.step.isascii() and body.step.isdigit()):
+            return int(body.step)
+        steps = f"a step of this tour (1–{len(self.tour)})" if self.tour else "a step: this widget has no tour"
+        raise Refused(f"{body.link or 'step'}={body.step} is not {steps}; the widget stays as it is.", status=422)
+
     @action("goto", "Go to step", GotoBody)
     async def goto(self, turn: Turn, body: GotoBody) -> Outcome:
         """`#<widget>-step=N`: the scenario rebuilt on Valkey as steps 1..N leave it."""
-        total = len(self.tour)
-        step = min(body.step, total)
-        past = f"The tour has {total} steps; here is the last. " if body.step > total else ""
+        total, asked = len(self.tour), self.step_of(body)
+        step = min(asked, total)
+        past = f"The tour has {total} steps; here is the last. " if asked > total else ""
         # the tour runs from the scenario as it lands: a learner's kept choice does not apply
         await turn.clear(keep_choices=False)
         await self.land(turn)

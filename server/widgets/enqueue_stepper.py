@@ -280,6 +280,7 @@ class EnqueueStepper(Widget):
     @action("goto", "Go to step", base.GotoBody)
     async def goto(self, turn: Turn, body: base.GotoBody) -> Outcome:
         """`#step=N`: a kept non-JOB choice would stop every move at the gate, so a link unticks it first."""
+        self.step_of(body)  # a link that names no step changes nothing, the choice included
         turn.remember(non_job="0")
         await turn.flush()  # written now: the Reset inside the replay keeps what the state holds
         return await super().goto(turn, body)

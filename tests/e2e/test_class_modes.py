@@ -13,7 +13,7 @@ from collections.abc import Callable
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import BrowserContext, Locator, Page, expect
 
-from tests.e2e.rooms import DIVE, counter, fanin, join_room, open_room, signed_in_instructor
+from tests.e2e.rooms import DIVE, counter, fanin, join_room, open_room, question, signed_in_instructor
 
 GRACE = "Grace <b>Hopper</b>"
 
@@ -24,6 +24,13 @@ def complete(page: Page) -> Locator:
 
 def banner(page: Page) -> Locator:
     return page.locator('[data-role="room-banner"]')
+
+
+def without_javascript(contexts: Callable[..., BrowserContext], page: Page) -> Page:
+    """The same person (their cookies) on a page without JavaScript: what the server alone draws."""
+    still = contexts(java_script_enabled=False, storage_state=page.context.storage_state()).new_page()
+    still.goto(DIVE)
+    return still
 
 
 def on_dive(ctx: BrowserContext, code: str, name: str) -> Page:
@@ -63,8 +70,10 @@ def test_a_demo_shows_the_instructor_sandbox_read_only_and_closing_the_class_sen
     expect(counter(ada)).to_have_text("2")  # her own sandbox again
     expect(counter(grace)).to_have_text("3")
     class_page.get_by_role("button", name="Close the class").click()
+    closed = "The class was closed: you are back in your own sandbox."
     for learner in (ada, grace):
-        expect(banner(learner)).to_have_text("The class was closed: you are back in your own sandbox.")
+        expect(banner(learner)).to_have_text(closed)
+    expect(banner(without_javascript(contexts, ada))).to_have_text(closed)  # the server's drawing, both
     expect(class_page.locator('[data-role="flash"]')).to_contain_text("results stay downloadable")
 
 
@@ -84,7 +93,8 @@ def test_bring_everyone_moves_an_open_dive_and_the_room_page(contexts: Callable[
 def test_watch_names_the_learner_and_follows_their_widget_live_and_read_only(
     contexts: Callable[..., BrowserContext],
 ) -> None:
-    class_page = signed_in_instructor(contexts())
+    teacher = contexts()
+    class_page = signed_in_instructor(teacher)
     code = open_room(class_page, "Watch e2e")
     ada = on_dive(contexts(), code, "Ada")
     complete(ada).click()
@@ -94,8 +104,21 @@ def test_watch_names_the_learner_and_follows_their_widget_live_and_read_only(
     expect(banner(class_page)).to_contain_text(f"You are watching Ada's sandbox (class {code}), read-only")
     expect(counter(class_page)).to_have_text("2")
     expect(complete(class_page)).to_be_disabled()
+    expect(question(class_page).locator(".predict-hint")).to_have_text(
+        "Read-only: you are watching, so nothing here is answered or pressed.")
     complete(ada).click()
     expect(counter(class_page)).to_have_text("1")  # live, without a reload
+    # the class changes mode while the Watch is open: its banner stays the server's (Stop watching kept)
+    control = teacher.new_page()
+    control.goto(f"/instructor/rooms/{code}")
+    control.get_by_role("button", name="Start demo").click()
+    expect(banner(ada)).to_contain_text(f"Demo in class {code}")
+    class_page.wait_for_timeout(1000)  # the Watch heard the same event, and reconnected
+    watching = f"You are watching Ada's sandbox (class {code}), read-only: the controls are disabled. Stop watching"
+    expect(banner(class_page)).to_have_text(watching)
+    expect(banner(without_javascript(contexts, class_page))).to_have_text(watching)
+    control.get_by_role("button", name="Stop demo").click()
+    expect(complete(ada)).to_be_enabled()
     banner(class_page).get_by_role("button", name="Stop watching").click()
     expect(counter(class_page)).to_have_text("3")  # the instructor's own sandbox again
 

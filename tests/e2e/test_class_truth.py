@@ -245,3 +245,5 @@ def test_a_browser_whose_class_cannot_be_checked_is_not_told_about_your_class(
         assert sent.value.status == 503, said
         assert "your class" not in said and "the class this browser joined (it may have closed)" in said
         expect(fanin(ada).locator('[data-role="announce"]')).to_contain_text("the class this browser joined")
+        # the status line says the server's words (the action's answer, the stream's status alike)
+        expect(fanin(ada).locator('[data-role="status"]')).to_contain_text("Valkey is unreachable right now")

@@ -120,18 +120,35 @@ def test_a_learner_writes_the_fan_in_fails_a_check_fixes_it_and_passes_them_all(
     expect(page.locator('[data-progress-of="ex:fan-in"]')).to_contain_text(best)
 
 
-def test_a_run_that_did_not_happen_leaves_no_verdict_of_the_run_before(page: Page) -> None:
+def test_a_run_that_did_not_happen_leaves_no_verdict_of_the_run_before(page: Page, browser: Browser,
+                                                                      site: Site) -> None:
     region = opened(page)
     starter = field(region).input_value()
     write(region, with_part(starter, CAREFUL))
     run(region)
     expect(results(region).filter(has_text=": passed")).to_have_count(CHECKS)
-    # a syntax error: the compile error, and every check "not run"
-    write(region, with_part(starter, "  local x = = 1"))
+    # a syntax error: the compile error (its line said once), and every check "not run"
+    broken = with_part(starter, "  local x = = 1")
+    write(region, broken)
     run(region)
-    expect(status(region)).to_contain_text("line")
-    expect(results(region).filter(has_text="not run — the script does not compile")).to_have_count(CHECKS)
+    expect(status(region)).to_have_text(re.compile(r"\(line \d+\)$"))
+    said = status(region).inner_text()
+    assert said.count("(line") == 1, said
+    not_run = "not run — the script does not compile"
+    expect(results(region).filter(has_text=not_run)).to_have_count(CHECKS)
     expect(results(region).filter(has_text="passed")).to_have_count(0)
+    lines = results(region).all_inner_texts()
+    # without JavaScript the form's page says the same, line for line
+    context = browser.new_context(base_url=site.url, java_script_enabled=False)
+    try:
+        still = context.new_page()
+        still.goto(DIVE)
+        exercise(still).get_by_label("Your script").fill(broken)
+        exercise(still).get_by_role("button", name="Run the checks").click()
+        expect(still.locator(".widget-status")).to_have_text(said)
+        expect(still.locator(".exercise-results > li")).to_have_text(lines)
+    finally:
+        context.close()
     # a refusal (over 16,384 bytes): the same
     write(region, ("-- " + "x" * 77 + "\n") * 210)
     run(region)

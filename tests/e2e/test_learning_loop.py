@@ -212,6 +212,25 @@ def test_a_step_link_that_names_no_step_is_said_in_the_widgets_status_and_change
     expect(widget).to_have_attribute("data-ver", ver or "")  # nothing was replayed
 
 
+def test_starting_over_is_told_in_every_widget_of_an_open_dive_until_dismissed(context: BrowserContext) -> None:
+    dive = context.new_page()
+    dive.goto(DIVE)
+    wait_until_live(dive)
+    progress = context.new_page()  # the same sandbox, on another page
+    progress.goto("/progress")
+    progress.get_by_role("button", name="Start over…").click()
+    progress.get_by_role("button", name="Yes, start over").click()
+    expect(progress.locator('[data-role="started-over"]')).to_contain_text("your record is forgotten")
+    said = "You started over: every scenario lands again."
+    widgets = [region(dive, name) for name in on_dive(DIVE)[:2]]
+    for widget in widgets:
+        expect(widget.locator('[data-role="status"]')).to_have_text(f"{said} Dismiss")
+        expect(widget.locator('[data-role="announce"]')).to_contain_text(said)
+    widgets[0].get_by_role("button", name="Dismiss this notice").click()
+    expect(widgets[0].locator('[data-role="status"]')).to_have_text("")
+    expect(widgets[1].locator('[data-role="status"]')).to_have_text(f"{said} Dismiss")  # each its own
+
+
 def test_the_raw_keys_title_says_the_sandbox_id_is_left_out_and_no_value_shows_it(
         context: BrowserContext, site: Site) -> None:
     page = context.new_page()

@@ -222,7 +222,10 @@ def test_a_mode_change_reaches_an_open_stream_as_a_room_event_which_ends_it(clea
         events.until("widget")
         assert instructor.post(f"/instructor/rooms/{code}/mode", json={"mode": "demo"}).status_code == 200
         event = events.until("room")[-1][1]
-        assert event["action"] == "mode" and event["reconnect"] is True and "read-only" in event["text"]
+        assert event["action"] == "mode" and event["reconnect"] is True
+        # the page draws its banner again: the server's words say it only watches now
+        banner = ada.get(f"/room/ask?page={DIVE}", headers={"Accept": "text/html"}).text
+        assert f"Demo in class {code}: you are watching" in banner and "read-only" in banner
         with pytest.raises(AssertionError):
             events.until("widget", timeout=3)  # the stream ended: the page reconnects
 

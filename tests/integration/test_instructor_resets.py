@@ -65,7 +65,8 @@ def test_a_reset_reaches_the_learner_open_stream_which_sends_the_scenario_again(
         events = Events(response)
         assert deps(events.until("widget")[-1][1]) == 2
         assert instructor.post("/instructor/reset", json={"sandbox": sandbox}).status_code == 200
-        assert events.until("reset")[-1][1]["by"] == "instructor"
+        reset = events.until("reset")[-1][1]
+        assert reset["by"] == "instructor" and "Your sandbox was reset by the instructor" in reset["html"]
         assert deps(events.until("widget")[-1][1]) == 3
 
 

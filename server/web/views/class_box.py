@@ -69,6 +69,7 @@ class Banner(msgspec.Struct):
     text: str  # empty: no class, the banner hidden
     demo: bool = False
     watching: bool = False  # an instructor's Watch: the banner offers Stop watching
+    readonly: bool = False  # the page only watches: its questions say who presses (room.js puts it in)
 
 
 class Box(msgspec.Struct):
@@ -129,13 +130,14 @@ async def banner(request: Request, entry: guards.Entry) -> Banner:
             meta = as_dict(await services(request).conn.hgetall(keys.meta_key(entry.watching)))
         who = f"{meta['name']}'s" if meta.get("name") else "a learner's"
         where = f" (class {meta['room']})" if meta.get("room") else ""
-        return Banner(f"You are watching {who} sandbox{where}, read-only: the controls are disabled.", watching=True)
+        said = f"You are watching {who} sandbox{where}, read-only: the controls are disabled."
+        return Banner(said, watching=True, readonly=True)
     if entry.room is None:
-        return Banner("")
+        return Banner("The class was closed: you are back in your own sandbox." if entry.closed else "")
     if entry.mode == "demo":
         demo = ("you are watching the instructor's sandbox, read-only; the controls are disabled" if entry.readonly
                 else "every learner watches your sandbox, read-only")
-        return Banner(f"Demo in class {entry.room}: {demo}.", demo=True)
+        return Banner(f"Demo in class {entry.room}: {demo}.", demo=True, readonly=entry.readonly)
     if entry.mode == "together":
         return Banner(f"You are in class {entry.room}, working together: "
                       "everyone in it shares these keys and sees every action live.")

@@ -37,12 +37,6 @@ from server.web.views.room import page as room_page  # `page`: the name tests fi
 from server.web.views.widgets import sse
 from server.widgets.flow import plural
 
-MODE_TEXT = {
-    "own": "The class is back in own sandboxes: each of you acts in your own.",
-    "demo": "Demo: you are watching the instructor's sandbox, read-only; the controls are disabled.",
-    "together": "Together: the whole class shares one sandbox; every click shows on every page.",
-}
-CLOSED_TEXT = "The class was closed: you are back in your own sandbox."
 EVERY = 1.0  # seconds between the class stream's reads when no event came
 READ_WITHIN = 3.0  # seconds a read of the class may take before the page is told Valkey is away
 
@@ -136,7 +130,7 @@ async def switch(request: Request, room: rooms.Room, mode: str) -> Response:
     changed = await rooms.set_mode(conn, room.code, mode, host)
     assert changed is not None
     await conn.expire(rooms.room_key(room.code), services(request).settings.room_ttl)  # the class lives on
-    await announce(request, changed, {"action": "mode", "mode": mode, "reconnect": True, "text": MODE_TEXT[mode]})
+    await announce(request, changed, {"action": "mode", "mode": mode, "reconnect": True})
     return done(request, f"Class {room.code}: {rooms.MODE_WORDS[mode]}.", {"room": room.code, "mode": mode}, room=room)
 
 
@@ -232,8 +226,8 @@ async def close(request: Request, room: rooms.Room) -> Response:
     await rooms.close(conn, room.code)
     report = await resets.reset_sandboxes(services(request).lab, [room.sandbox])
     await conn.zrem(keys.REGISTRY_KEY, room.sandbox)
-    await events.publish(conn, "room", audience, {"code": room.code, "action": "closed", "reconnect": True,
-                                                  "text": CLOSED_TEXT})
+    # each page draws its banner again (class_box.py: "The class was closed…")
+    await events.publish(conn, "room", audience, {"code": room.code, "action": "closed", "reconnect": True})
     await answers.tell(conn, room.code, "closed")
     return done(request, f"Class {room.code} was closed; its results stay downloadable for {days} days.",
                 {"room": room.code, "failed": report.failed})

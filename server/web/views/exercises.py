@@ -116,12 +116,16 @@ async def _streamed(request: Request, entry: guards.Entry, script: str) -> Async
     try:
         ran = task.result()
         # the checks and the best run as the exercise's own page draws them (one drawing), beside the JSON's fields
-        html = services(request).templates.get_template("widgets/_exercise_results.html").render(graded=ran.graded)
         best = best_line(request, request.path_params["name"], ran.best, ran.known)
-        yield frame("result", dumps({**ran.graded.as_json(), "html": html, "best_html": best,
-                                     "summary": ran.graded.summary}))
-    except GradeRefused as exc:
-        yield frame("error", dumps({**exc.as_json(), "status": exc.status}))
+        yield frame("result", dumps({**ran.graded.as_json(), "html": _results(request, graded=ran.graded),
+                                     "best_html": best, "summary": ran.graded.summary}))
+    except GradeRefused as exc:  # every check "not run", as the page without JavaScript says it
+        html = _results(request, refused=exc.status, exercise=catalogue.EXERCISES.get(request.path_params["name"]))
+        yield frame("error", dumps({**exc.as_json(), "status": exc.status, "html": html}))
+
+
+def _results(request: Request, **context: Any) -> str:
+    return services(request).templates.get_template("widgets/_exercise_results.html").render(**context)
 
 
 async def page(request: Request) -> Response:
@@ -132,7 +136,7 @@ async def page(request: Request) -> Response:
 
 def _page(request: Request, exercise: catalogue.Exercise, script: str, status: int = 200, **context: Any) -> Response:
     return respond(request, "exercise.html", {"exercise": exercise, "script": script, "graded": None, "error": None,
-                                              "best": None, "known": True,
+                                              "refused": None, "best": None, "known": True,
                                               "dive": services(request).course.page(exercise.page), **context}, status)
 
 
@@ -148,7 +152,7 @@ async def run_form(request: Request) -> Response:
         ran = await _graded(request, entry, script)
         return _page(request, exercise, script, graded=ran.graded, best=ran.best, known=ran.known)
     except GradeRefused as exc:
-        return _page(request, exercise, script, exc.status, error=exc.message)
+        return _page(request, exercise, script, exc.status, error=exc.message, refused=exc.status)
 
 
 def routes() -> list[BaseRoute]:

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import anyio
 import msgspec
+from jinja2 import Template
 from markupsafe import Markup
 from sse_starlette.sse import EventSourceResponse
 from starlette.background import BackgroundTask
@@ -131,13 +132,14 @@ def sse(request: Request, content: AsyncIterator[bytes], done: Callable[[], None
 
 
 async def _down_then_close(message: str) -> AsyncIterator[bytes]:
-    yield frame("status", dumps({"valkey": "down", "error": message}))
+    yield frame("status", dumps({"valkey": "down", "message": message}))
     await asyncio.sleep(0.5)
 
 
 async def events(request: Request, entry: guards.Entry, names: tuple[str, ...]) -> AsyncIterator[bytes]:
     hub = services(request).hub
     deadline = time.monotonic() + services(request).settings.stream_lifetime
+    notice = services(request).templates.get_template("widgets/_notice.html")
     with hub.streams.open(entry.sandbox, names) as sub:
         async with _present(request, entry):
             yield frame("status", dumps(hub.status()))
@@ -160,7 +162,7 @@ async def events(request: Request, entry: guards.Entry, names: tuple[str, ...]) 
                         for chunk in sent:
                             yield chunk
                     continue
-                sent, resync, ending = _react([first, *sub.drain()], entry)
+                sent, resync, ending = _react([first, *sub.drain()], entry, notice)
                 if resync or sub.overflowed:
                     sub.overflowed = False
                     fresh, whole = await _snapshots(request, entry, names)
@@ -171,8 +173,9 @@ async def events(request: Request, entry: guards.Entry, names: tuple[str, ...]) 
                     return
 
 
-def _react(items: list[bytes | Notice], entry: guards.Entry) -> tuple[list[bytes], bool, bool]:
-    """The frames to send, whether to read every widget afresh, whether to end."""
+def _react(items: list[bytes | Notice], entry: guards.Entry, notice: Template) -> tuple[list[bytes], bool, bool]:
+    """The frames to send, whether to read every widget afresh, whether to end. A reset or a class's
+    sentence comes with the notice the page shows, drawn here (`html`)."""
     chunk: list[bytes] = []
     resync = ending = False
     for item in items:
@@ -181,7 +184,9 @@ def _react(items: list[bytes | Notice], entry: guards.Entry) -> tuple[list[bytes
             continue
         if item.kind == "room" and item.data.get("action") == "goto" and (entry.instructor or entry.watching):
             continue  # "bring everyone" moves learners' pages, not the instructor's
-        chunk.append(frame(item.kind, dumps(item.data)))
+        said = item.kind == "reset" or "text" in item.data
+        data = {**item.data, "html": notice.render(item.data)} if said else item.data
+        chunk.append(frame(item.kind, dumps(data)))
         resync = resync or item.kind == "reset" or bool(item.data.get("resync"))
         # a class changed what this page acts in: the page reconnects (and is resolved afresh)
         ending = ending or (item.kind == "room" and bool(item.data.get("reconnect")))

@@ -2,25 +2,12 @@
 // (POST /api/exercises/<name>/run streams its place in line, then the result,
 // each with the server's sentence) and each check's verdict, with a failing
 // check's keys before and after, is put in as the server drew it. The list
-// shows one run; a run that did not happen marks every check "not run".
+// shows one run; a run refused by the graders is drawn by the server too (every check
+// "not run", and why); one refused before them shows the list as the page opened.
 // GET /api/exercises/<name> (`mine`) brings back the learner's last script;
 // their best run is the server's drawing (widgets/_exercise_best.html), at
 // first paint and in each result.
 import { $, announce, el, getJSON, post, setStatus } from "./dom.js";
-
-// why a refused run ran no check, by its status (the status line says it whole)
-const NOT_RUN = {
-  422: "the script does not compile",
-  413: "the script is too large",
-  429: "the run was refused: too many runs",
-  503: "the graders are starting again",
-};
-
-/** Every check's line saying the same thing (this run has not judged it). */
-function markAll(root, checks, words, className) {
-  const line = (name) => el("li", { class: className, "data-check": name }, `${name}: ${words}`);
-  $(root, "results").replaceChildren(...checks.map(line));
-}
 
 /** A run's checks and the best run as the server drew them (as the exercise's own page draws them). */
 function drawResults(root, result) {
@@ -34,9 +21,10 @@ function say(root, text, kind = "") {
   announce(root, text);
 }
 
-function refused(root, checks, status, error) {
-  markAll(root, checks, `not run — ${NOT_RUN[status] || "the run did not happen"}`, "check-not-run");
-  say(root, error.error + (error.line ? ` (line ${error.line})` : ""), "down");
+/** A run that did not happen: the server's sentence, and no verdict of the run before (`html`: the list). */
+function refused(root, said, html) {
+  $(root, "results").innerHTML = html;
+  say(root, said, "down");
 }
 
 /** The learner's last script into the editor, unless they already typed. */
@@ -46,17 +34,15 @@ async function loadScript(name, textarea) {
   if (data && data.mine.script !== null && textarea.value === opened) textarea.value = data.mine.script;
 }
 
-async function run(root, name, checks) {
+async function run(root, name, checks, blank) {
   const script = $(root, "script").value;  // the editor keeps the textarea in step
   say(root, "Sending your script to a grader…");
-  markAll(root, checks, "running…", "check-running");
+  const running = (check) => el("li", { class: "check-running", "data-check": check }, `${check}: running…`);
+  $(root, "results").replaceChildren(...checks.map(running));
   root.setAttribute("aria-busy", "true");
   try {
     const response = await post(`/api/exercises/${name}/run`, { script }, { Accept: "text/event-stream" });
-    if (!response.ok) {
-      refused(root, checks, response.status, await response.json());
-      return;
-    }
+    if (!response.ok) return refused(root, (await response.json()).error, blank);
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
     let buffer = "";
     let ended = false;
@@ -70,14 +56,13 @@ async function run(root, name, checks) {
         const payload = JSON.parse(data[1]);
         if (event[1] === "place") say(root, payload.said);
         if (event[1] === "result") drawResults(root, payload);
-        if (event[1] === "error") refused(root, checks, payload.status, payload);
+        if (event[1] === "error") refused(root, payload.error, payload.html);
         ended = ended || event[1] === "result" || event[1] === "error";
       }
     }
     if (!ended) throw new Error("the stream ended without a result");
   } catch (err) {
-    markAll(root, checks, "not run — the site could not be reached", "check-not-run");
-    say(root, "The site is unreachable; try again in a moment.", "down");
+    refused(root, "The site is unreachable; try again in a moment.", blank);
   } finally {
     root.removeAttribute("aria-busy");
   }
@@ -86,9 +71,10 @@ async function run(root, name, checks) {
 async function start(root) {
   const name = root.dataset.exercise;
   const checks = [...$(root, "results").children].map((item) => item.dataset.check);
+  const blank = $(root, "results").innerHTML; // the server's list before any run
   $(root, "form").addEventListener("submit", (event) => {
     event.preventDefault();
-    if (!root.hasAttribute("aria-busy")) run(root, name, checks);  // one run at a time per exercise
+    if (!root.hasAttribute("aria-busy")) run(root, name, checks, blank);  // one run at a time per exercise
   });
   const textarea = $(root, "script");
   await loadScript(name, textarea);  // the editor opens on what the textarea holds then

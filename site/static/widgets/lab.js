@@ -145,6 +145,7 @@ async function act(name, action, body = {}) {
     refreshDive();
     // The frame of this action comes by the stream, as to every page; if it is slow, open it afresh.
     setTimeout(() => { if (entry.ver === null || entry.ver < data.ver) openStream(); }, CATCH_UP_MS);
+    return true;
   } catch (err) {
     showProblem(entry.root, "The site is unreachable; retrying.", 0);
   } finally {
@@ -211,22 +212,17 @@ function batch(form) {
 // ---- deep links: #step=N (the page's first widget), #<widget>-step=N -------
 
 /** Follow the link's step for this widget, if it names one: the server resets the widget and replays
- *  its tour to that step on Valkey. A link that names no step is said, not ignored. */
+ *  its tour to that step on Valkey. A link that names no step is refused by the server, in words. */
 function followHash(name) {
   const { root } = widgets.get(name);
   const own = new RegExp(`(?:^#|&)(${name}-step=([^&]*))`).exec(location.hash);
   const first = /(?:^#|&)(step=([^&]*))/.exec(location.hash);
   const found = own || (first && document.querySelector("[data-widget]") === root ? first : null);
   if (!found) return;
-  let value = found[2];
-  try { value = decodeURIComponent(value); } catch (err) { /* a stray "%": said as written */ }
-  if (!/^\d+$/.test(value)) {
-    const steps = root.querySelectorAll('[data-role="checklist"] li[data-step]').length;
-    const range = steps ? `a step of this tour (1–${steps})` : "a step: this widget has no tour";
-    stickyNotice(root, `#${found[1].split("=")[0]}=${value} is not ${range}; the widget stays as it is.`);
-    return;
-  }
-  act(name, "goto", { step: Number(value) }).then(() => {
+  let step = found[2];
+  try { step = decodeURIComponent(step); } catch (err) { /* a stray "%": said as written */ }
+  act(name, "goto", { step, link: `#${found[1].split("=")[0]}` }).then((done) => {
+    if (!done) return;
     if (!root.hasAttribute("tabindex")) root.tabIndex = -1;
     root.scrollIntoView({ block: "start" });
     root.focus({ preventScroll: true });
@@ -246,23 +242,14 @@ function openStream() {
   source.addEventListener("status", (e) => {
     const status = JSON.parse(e.data);
     each((root) => {
-      if (status.valkey === "down") {
-        setStatus(root, "Valkey is unreachable right now; the widget will recover when it returns.", "down");
-      } else if (typeof status.message === "string" && (status.message || !keepsNotice(root))) {
-        setStatus(root, status.message, status.message ? "notice" : "");
-      }
+      // the server's words: Valkey away, or a notice (out of memory, notifications off), or none
+      if (status.valkey === "down") setStatus(root, status.message, "down");
+      else if (status.message || !keepsNotice(root)) setStatus(root, status.message, status.message ? "notice" : "");
     });
   });
   source.addEventListener("room", (e) => followRoom(JSON.parse(e.data), again));
-  source.addEventListener("reset", (e) => {
-    const text = JSON.parse(e.data).by === "learner" ? "You started over: every scenario lands again."
-      : "Your sandbox was reset by the instructor: the scenario starts again.";
-    // a notice that stays until the learner dismisses it or acts on the widget (room.js)
-    each((root) => {
-      stickyNotice(root, text);
-      announce(root, text);
-    });
-  });
+  // the server's notice, in every widget: it stays until the learner dismisses it or acts on the widget (room.js)
+  source.addEventListener("reset", (e) => each((root) => stickyNotice(root, JSON.parse(e.data).html)));
   // what the page follows now (tools and tests can tell it is listening)
   source.onerror = () => {
     document.body.dataset.followsClass = "reconnecting";

@@ -1,13 +1,12 @@
 // room.js — what a page shows of its class (or of a Watch): the banner and the class's question, drawn
 // by the server (`_class_box.html`: the first paint and GET /room/ask as HTML, morphed in when the room
-// changes), controls disabled where the page only watches, the class's events and notices that stay.
+// changes), controls disabled where the page only watches (the banner says so, with the words its questions
+// show instead), the class's events and notices that stay.
 
 import { Idiomorph } from "/static/vendor/idiomorph/dist/idiomorph.esm.js";
-import { $, el, post, setStatus } from "./dom.js";
+import { $, announce, el, post, setStatus } from "./dom.js";
 
-let current = null; // the last room the server named (null: none)
 let drawnFor = "null"; // the room the banner and the question were last fetched for: another fetches them
-let notice = ""; // a sentence that outlives the room (e.g. the class was closed)
 let drawing = null; // the fetch in flight: one at a time, the newest drawn last
 let redo = false; // a change came while fetching: fetch once more
 
@@ -31,10 +30,7 @@ async function drawOnce() {
     const [was, now] = [$(document, role), $(fresh, role)];
     if (was && now) Idiomorph.morph(was, now, { callbacks: KEEP });
   }
-  if (!current && notice) { // the page heard the class close: its sentence stays
-    banner().hidden = false;
-    banner().textContent = notice;
-  }
+  for (const root of document.querySelectorAll("[data-widget]")) afterPaint(root);
 }
 
 /** The server's drawing of the banner and the class's question, fetched and morphed in (no banner: none). */
@@ -48,56 +44,56 @@ function refreshRoom() {
 
 /** The room (or Watch) an answer came from: the banner and the controls follow it. */
 export function showRoom(room) {
-  current = room || null;
-  const shown = JSON.stringify(current);
+  const shown = JSON.stringify(room || null);
   if (shown !== drawnFor) {
     drawnFor = shown;
     refreshRoom();
   }
-  for (const root of document.querySelectorAll("[data-widget]")) afterPaint(root);
 }
 
-/** After a widget drew itself: where the page only watches, its controls stay disabled. */
+/** After a widget or the banner drew itself: where the page only watches (the banner's `data-readonly`),
+ *  its controls stay disabled and its questions say the banner's words, not "answer, then press". */
 export function afterPaint(root) {
-  const readonly = Boolean(current && current.readonly);
-  // a disabled question must not say "answer, then press": here only the instructor presses
+  const said = banner()?.dataset.readonly; // undefined: the page acts
   for (const hint of root.querySelectorAll(".predict-hint")) {
-    if (readonly && hint.dataset.pressHint === undefined) {
+    if (said && hint.dataset.pressHint === undefined) {
       hint.dataset.pressHint = hint.textContent;
-      hint.textContent = current.watching
-        ? "Read-only: you are watching, so nothing here is answered or pressed."
-        : "Read-only in a demo: your instructor presses. When the class is asked, answer in the class's question box.";
-    } else if (!readonly && hint.dataset.pressHint !== undefined) {
+      hint.textContent = said;
+    } else if (!said && hint.dataset.pressHint !== undefined) {
       hint.textContent = hint.dataset.pressHint;
       delete hint.dataset.pressHint;
     }
   }
   for (const control of root.querySelectorAll("button, input, select, textarea")) {
     if (control.dataset.role === "dismiss") continue; // a notice can always be dismissed
-    if (readonly && !control.disabled) {
+    if (said && !control.disabled) {
       control.disabled = true;
       control.dataset.roomDisabled = "1";
-    } else if (!readonly && control.dataset.roomDisabled) {
+    } else if (!said && control.dataset.roomDisabled) {
       control.disabled = false;
       delete control.dataset.roomDisabled;
     }
   }
 }
 
-// ---- notices that stay --------------------------------------------------
+// ---- notices that stay, as the server drew them (widgets/_notice.html) ----
 
-function dismiss(onclick) {
-  return el("button", { type: "button", class: "notice-dismiss quiet", "data-role": "dismiss",
-    "aria-label": "Dismiss this notice", onclick }, "Dismiss");
-}
-
-/** A widget's notice that stays (an instructor's reset of the sandbox). */
-export function stickyNotice(root, text) {
+/** A widget's notice that stays (a reset of the sandbox), said aloud. */
+export function stickyNotice(root, html) {
   const status = $(root, "status");
-  status.replaceChildren(text, " ", dismiss(() => setStatus(root, "")));
+  status.innerHTML = html;
   status.dataset.kind = "notice";
   status.dataset.since = String(Date.now());
+  announce(root, $(status, "notice-text").textContent);
 }
+
+document.addEventListener("click", (event) => { // a notice's Dismiss
+  const box = event.target.closest('[data-role="dismiss"]')?.parentElement;
+  if (!box) return;
+  box.replaceChildren();
+  box.dataset.kind = "";
+  box.hidden = box.dataset.role === "class-notice";
+});
 
 /** Whether the widget's status line holds a notice that stays. */
 export function keepsNotice(root) {
@@ -119,23 +115,19 @@ export function settleNotice(root, started) {
   if ($(document, "class-ask")?.dataset.asks === root.dataset.widget) refreshRoom();
 }
 
-/** The class's notice, placed after the banner (made once; no banner: none), with the event's words. */
-function classNotice(text, widget = "") {
-  let box = $(document, "class-notice");
-  if (!box && banner()) {
-    box = el("p", { "data-role": "class-notice", class: "room-notice", role: "status" });
-    banner().after(box);
-  }
+/** The class's notice (its place drawn after the banner, _class_box.html), as the server drew the event's. */
+function classNotice(html, widget = "") {
+  const box = $(document, "class-notice");
   if (!box) return;
   box.hidden = false;
   box.dataset.concerns = widget; // not data-widget: that names a widget's own root
   box.dataset.since = String(Date.now());
-  box.replaceChildren(text, " ", dismiss(() => { box.hidden = true; box.replaceChildren(); }));
+  box.innerHTML = html;
 }
 
 // A notice carried in the tab's session to the page the class was brought to (storage refused: none).
-function carry(text, widget) {
-  try { sessionStorage.setItem(CARRIED, JSON.stringify({ text, widget: widget || "" })); } catch (err) { /* none */ }
+function carry(html, widget) {
+  try { sessionStorage.setItem(CARRIED, JSON.stringify({ html, widget: widget || "" })); } catch (err) { /* none */ }
 }
 
 // ---- the forms the server drew: a vote, Stop watching (without JavaScript, their posts answer a page) ----
@@ -165,29 +157,23 @@ export function followRoom(event, again) {
   if (event.action === "goto") {
     const here = !event.page || event.page === location.pathname;
     if (!here) {
-      if (event.text) carry(event.text, event.widget);
+      if (event.html) carry(event.html, event.widget);
       location.assign(event.widget ? `${event.page}#w-${event.widget}` : event.page);
       return;
     }
-    if (event.text) classNotice(event.text, event.widget);
+    if (event.html) classNotice(event.html, event.widget);
     const widget = event.widget && document.querySelector(`[data-widget="${event.widget}"]`);
     if (widget) widget.scrollIntoView({ block: "start" });
     if (event.ask) refreshRoom();
     return;
   }
   if (["reveal", "pressed", "ask-ended"].includes(event.action)) return refreshRoom();
-  notice = event.action === "closed" ? event.text || "" : "";
-  if (event.action === "closed") current = null;
-  const node = banner();
-  if (node && event.text) {
-    node.hidden = false;
-    node.textContent = event.text;
-  }
+  // the class changed what this page acts in: the stream's "where" brings the banner's new drawing
   again();
 }
 
 try { // a module runs once the document is parsed: the banner is there
   const brought = JSON.parse(sessionStorage.getItem(CARRIED) || "null");
   sessionStorage.removeItem(CARRIED);
-  if (brought && brought.text) classNotice(brought.text, brought.widget);
+  if (brought && brought.html) classNotice(brought.html, brought.widget);
 } catch (err) { /* none carried, or storage refused */ }

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from server.live import events, heartbeat
 from server.live import hub as hub_module
-from server.live.hub import Hub
+from server.live.hub import UNREACHABLE, Hub
 from server.live.streams import QUEUE_CAP, Batches, Change, Notice, Streams, Worded, frame, html_frame
 
 SANDBOX, OTHER = "s0123456789", "sabcdefghij"
@@ -148,7 +148,7 @@ def test_a_lab_event_is_handed_on_once_however_many_nodes_deliver_it() -> None:
 
 def test_the_hubs_status_says_what_valkey_is_doing() -> None:
     hub = Hub("redis://127.0.0.1:1/0", Streams(Reads()), lambda queue: None)
-    assert hub.status() == {"valkey": "down", "notifications": False}
+    assert hub.status() == {"valkey": "down", "notifications": False, "message": UNREACHABLE}
     hub.up, hub.notifications_on = True, True
     assert hub.status()["message"] == "" and not hub.polling()
     hub.notifications_on = False
