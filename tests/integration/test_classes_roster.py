@@ -322,3 +322,19 @@ def test_a_class_record_of_another_type_sends_its_members_to_their_own_sandboxes
 
     assert [gone for gone, _ in asyncio.run(reap())] == [code]
     assert not r.exists(keys.room_key(code)) and not r.hexists(rooms.ROOMS_KEY, code)
+
+
+def test_a_closed_class_is_said_until_dismissed_and_the_dismissal_goes_back_to_its_dive(clean: LiveSite) -> None:
+    instructor, code = open_class(clean)
+    ada = joined(clean, code, "Ada")
+    assert instructor.post(f"/instructor/rooms/{code}/close", json={}).status_code == 200
+    page = ada.get(DIVE)
+    assert "The class was closed" in page.text and f'action="/room/leave?page={DIVE}"' in page.text
+
+    gone = ada.post(f"/room/leave?page={DIVE}", follow_redirects=False, headers={"origin": clean.url})
+    assert gone.status_code == 303 and gone.headers["location"] == DIVE
+    assert "The class was closed" not in ada.get(DIVE).text
+    # a page that is not a dive is no place to go back to
+    other = joined(clean, open_class(clean, "Other")[1], "Bea")
+    assert other.post("/room/leave?page=https://evil.example/", follow_redirects=False,
+                      headers={"origin": clean.url}).headers["location"] == "/room"

@@ -70,6 +70,7 @@ class Banner(msgspec.Struct):
     demo: bool = False
     watching: bool = False  # an instructor's Watch: the banner offers Stop watching
     readonly: bool = False  # the page only watches: its questions say who presses (room.js puts it in)
+    closed: bool = False  # the class this browser joined has closed: the banner offers to forget it
 
 
 class Box(msgspec.Struct):
@@ -133,7 +134,8 @@ async def banner(request: Request, entry: guards.Entry) -> Banner:
         said = f"You are watching {who} sandbox{where}, read-only: the controls are disabled."
         return Banner(said, watching=True, readonly=True)
     if entry.room is None:
-        return Banner("The class was closed: you are back in your own sandbox." if entry.closed else "")
+        return Banner("The class was closed: you are back in your own sandbox." if entry.closed else "",
+                      closed=entry.closed)
     if entry.mode == "demo":
         demo = ("you are watching the instructor's sandbox, read-only; the controls are disabled" if entry.readonly
                 else "every learner watches your sandbox, read-only")

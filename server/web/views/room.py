@@ -92,6 +92,9 @@ async def leave_room(request: Request) -> Response:
     code = services(request).cookies.room.read(request)
     if isinstance(code, str):
         await learners.leave(services(request).conn, code, guards.visitor_of(request))
-    response = done(request, "You left the class.", back="/room", flash=False)
+    # a form's 303 goes back to the dive it was posted from (the closed class's banner), else to /room
+    page = request.query_params.get("page", "")
+    back = page if page in {d.path for d in services(request).course.dives} else "/room"
+    response = done(request, "You left the class.", back=back, flash=False)
     services(request).cookies.room.clear(response)
     return response
