@@ -73,15 +73,9 @@ class Job(msgspec.Struct, kw_only=True):
     sets: list[str]
 
 
-class MoveCard(msgspec.Struct, kw_only=True):
-    number: int
-    title: str
-
-
 class Picture(msgspec.Struct, kw_only=True):
     move: int
     total: int
-    moves: list[MoveCard]
     non_job: bool
     refused: str
     refused_at: int
@@ -182,8 +176,8 @@ class EnqueueStepper(Widget):
         else:
             readout = f"After move {at.move} of {TOTAL} ({title(at.move)}): {held}."
         return Description(readout, Picture(
-            move=at.move, total=TOTAL, moves=[MoveCard(number=m.number, title=m.title) for m in MOVES],
-            non_job=at.non_job, refused=at.refused, refused_at=at.refused_at, parent=parent, children=children))
+            move=at.move, total=TOTAL, non_job=at.non_job, refused=at.refused, refused_at=at.refused_at,
+            parent=parent, children=children))
 
     @reading("keys")
     def keys(self, now: Moment, before: Moment) -> Value:

@@ -40,16 +40,13 @@ def flag_for(policy: str) -> dict[str, bool]:
 
 
 def flow_spec(policy: str, variant: str) -> dict[str, Any]:
-    if variant == "mixed":
-        flags: list[dict[str, bool]] = [
-            {"fail_parent_on_failure": True},
-            {"fail_parent_on_failure": True, "ignore_dependency_on_failure": True},
-            {"fail_parent_on_failure": True},  # its row's token is then overwritten with UNKNOWN_TOKEN
-        ]
-    else:
-        flags = [flag_for(policy)] * len(CHILDREN)
-    return {"parent": {"id": PARENT, "payload": "settle invoice 7"},
-            "children": [{"id": c, "payload": f"charge {i}", **f} for i, (c, f) in enumerate(zip(CHILDREN, flags), 1)]}
+    """Every child on `policy`; mixed: every child on fp, the second naming both flags (so id), the
+    third's row token then overwritten with UNKNOWN_TOKEN."""
+    mixed = variant == "mixed"
+    found = flow.spec(PARENT, "settle invoice 7", CHILDREN, "charge {i}", **flag_for("fp" if mixed else policy))
+    if mixed:
+        found["children"][1]["ignore_dependency_on_failure"] = True
+    return found
 
 
 def linked_spec(policy: str, mail_queue: str) -> dict[str, Any]:

@@ -264,7 +264,7 @@ class LedgerWidget(Widget):
             return info("Flow 4's parent has no row yet: add flow 4 with Next flow, or Run the batch.")
         try:
             parent, children = await flows.add(turn.conn, turn.queue(PARTS[0]),
-                                               self.placed(turn, [lb.flow4_corrected()])[0])
+                                               self.placed(turn, [lb.FLOW4_CORRECTED])[0])
         except EmqError as exc:
             return Outcome(text=f"flows.add refused the retry of flow 4: {exc}.", kind="refused")
         led.retry, led.picked = [parent, children], 4

@@ -9,7 +9,6 @@ queue's index, where the read and Reset's clear find them.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -47,6 +46,8 @@ FIXED: tuple[dict[str, Any], ...] = (
     # 4: cross-queue, its second child not JOB: stops partway, its parent held
     _flow("JOB0KHTOWnGLuJ", "bill order J", ("JOB0KHTOWnGLuL", "billing"), ("TASK0KHTOWnGLuK", "billing")),
 )
+# Flow 4 as "Retry flow 4" sends it: the same ids, the bad child made a JOB id.
+FLOW4_CORRECTED = _flow("JOB0KHTOWnGLuJ", "bill order J", ("JOB0KHTOWnGLuL", "billing"), (FLOW4_CHILD_FIXED, "billing"))
 # One well-formed flow, then one whose child id cannot be a key: the gate
 # refuses the whole batch before the first flow is written.
 BAD_ID = "JOB bad}"
@@ -60,13 +61,6 @@ OWN_SAMPLE: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("JOBmine4", (("JOBmine5", "billing"), ("JOBmine6", "billing"))),
     ("JOBmine7", (("JOBmine8", "orders"),)),
 )
-
-
-def flow4_corrected() -> dict[str, Any]:
-    """Flow 4 as "Retry flow 4" sends it: the same ids, the bad child made a JOB id."""
-    fixed = copy.deepcopy(FIXED[3])
-    fixed["children"][1]["id"] = FLOW4_CHILD_FIXED
-    return fixed
 
 
 def well_formed(job_id: str) -> bool:
@@ -187,7 +181,7 @@ class LedgerState:
     def plans(self) -> tuple[Planned, ...]:
         if self.mode == "own":
             return tuple(Planned(str(p), tuple((str(c), str(q)) for c, q in kids)) for p, kids in self.batch)
-        return (*FIXED_PLAN[:3], planned(flow4_corrected()) if self.retry else FIXED_PLAN[3])
+        return (*FIXED_PLAN[:3], planned(FLOW4_CORRECTED) if self.retry else FIXED_PLAN[3])
 
     def kept(self) -> dict[str, Any]:
         return {**asdict(self), "retry": self.retry or "", "picked": self.picked or ""}

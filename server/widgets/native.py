@@ -154,9 +154,10 @@ class Native(Widget):
         line = jobs.Lineage(mode="sq", parent=PARENT, parent_queue=queue)
         return jobs.complete_call(queue, CHILD, turn.moment.state.get("child_token") or "1", line, RESULT)
 
-    async def press(self, turn: Turn, slug: str, parts: list[Any],
-                    send: Callable[[], Awaitable[Any]] | None = None) -> Press:
-        """Send one line between two readings of the queue's bytes; remember all of it."""
+    async def press(self, turn: Turn, slug: str, parts: list[Any], milestone: str, reached: Callable[[Press], bool],
+                    send: Callable[[], Awaitable[Any]] | None = None) -> Outcome:
+        """Send one line between two readings of the queue's bytes; remember all of it, and say it
+        in one sentence: who answered what, and what moved (DUMP compared)."""
         before = turn.moment.first
         names = [k.name for k in before.keys]
         old = await turn.dumps(names)
@@ -164,59 +165,51 @@ class Native(Widget):
         after = (await turn.read()).first
         new = await turn.dumps(sorted({*names, *(k.name for k in after.keys)}))
         # each key whose bytes differ, as (name, new | gone | changed)
-        moved = [(n, "new" if n not in old else "gone" if n not in new else "changed")
+        named = [(shown(n, turn.sandbox), "new" if n not in old else "gone" if n not in new else "changed")
                  for n in sorted(set(old) | set(new)) if old.get(n) != new.get(n)]
-        named = [(shown(name, turn.sandbox), kind) for name, kind in moved]
         turn.remember(last={
             "action": slug, "line": shown(sent.line, turn.sandbox),
             "reply": shown(sent.reply, turn.sandbox), "error": sent.error, "absent": sent.absent,
             "before": msgspec.to_builtins([k.as_json() for k in before.keys]),
             "after": msgspec.to_builtins([k.as_json() for k in after.keys]),
-            "changes": [{"name": n, "kind": k} for n, k in named], "unchanged": not moved})
+            "changes": [{"name": n, "kind": k} for n, k in named], "unchanged": not named})
         if slug != "script":  # a native line tells whether this Valkey has the executor
             turn.remember(executor="absent" if sent.absent else "present")
-        return Press(sent, named, after)
-
-    @staticmethod
-    def said(slug: str, press: Press, reached: bool, milestone: str) -> Outcome:
-        """The press in one sentence: who answered what, and what moved (DUMP compared)."""
-        moved = press.moved
-        effect = ("every key is byte-for-byte as before (DUMP compared)" if not moved
-                  else f"{plural(len(moved), 'key')} changed (DUMP compared)")
-        detail: dict[str, Value | list[str]] = {"reply": press.sent.reply, "unchanged": not moved}
-        if press.sent.absent:
+        press = Press(sent, named, after)
+        effect = ("every key is byte-for-byte as before (DUMP compared)" if not named
+                  else f"{plural(len(named), 'key')} changed (DUMP compared)")
+        detail: dict[str, Value | list[str]] = {"reply": sent.reply, "unchanged": not named}
+        if sent.absent:
             return Outcome(text=f"{WHO[slug]} met ERR unknown command: this Valkey has no EMQ module, so the "
                                 f"native executor is absent; {effect}.", kind="refused", detail=detail)
         gloss = ", no such row" if press.first == "(integer) 0" else ""  # the scripts' and the module's 0
         return Outcome(text=f"{WHO[slug]} answered {press.first}{gloss}; {effect}.",
-                       kind="refused" if press.sent.error else "ok",
-                       reached=(milestone,) if reached else (), detail=detail)
+                       kind="refused" if sent.error else "ok",
+                       reached=(milestone,) if reached(press) else (), detail=detail)
 
     @action("script", "Send as a script")
     async def send_script(self, turn: Turn, body: Body) -> Outcome:
         keys, args = self.child_call(turn)
         script = registry.script("complete")
-        press = await self.press(turn, "script", ["EVALSHA", script.sha, len(keys), *keys, *args],
-                                 lambda: script.run(turn.conn, keys, args))
-        released = press.after.fields(PARENT).get("state") == "pending"
-        return self.said("script", press, press.first == "(integer) 1" and released, "scripted")
+        return await self.press(turn, "script", ["EVALSHA", script.sha, len(keys), *keys, *args], "scripted",
+                                lambda p: p.first == "(integer) 1" and p.after.fields(PARENT).get("state") == "pending",
+                                lambda: script.run(turn.conn, keys, args))
 
     @action("native", "Send as EMQ.COMPLETE")
     async def send_native(self, turn: Turn, body: Body) -> Outcome:
         keys, args = self.child_call(turn)
-        press = await self.press(turn, "native", ["EMQ.COMPLETE", len(keys), *keys, *args])
-        return self.said("native", press, press.refused_whole(), "refused")
+        return await self.press(turn, "native", ["EMQ.COMPLETE", len(keys), *keys, *args], "refused",
+                                Press.refused_whole)
 
     @action("flat-form", "Send the flat form")
     async def send_flat_form(self, turn: Turn, body: Body) -> Outcome:
         keys, args = self.child_call(turn)
-        press = await self.press(turn, "flat-form", ["EMQ.COMPLETE", 2, *keys[:2], *args[:3]])
-        return self.said("flat-form", press, press.refused_whole(), "flat-refused")
+        return await self.press(turn, "flat-form", ["EMQ.COMPLETE", 2, *keys[:2], *args[:3]], "flat-refused",
+                                Press.refused_whole)
 
     @action("flat-job", "Complete a flat job natively")
     async def complete_flat_job(self, turn: Turn, body: Body) -> Outcome:
         keys, args = jobs.complete_call(turn.queue(), FLAT, turn.moment.state.get("flat_token") or "1",
                                         jobs.Lineage(mode=""))
-        press = await self.press(turn, "flat-job", ["EMQ.COMPLETE", 2, *keys, *args])
-        return self.said("flat-job", press, press.first == "(integer) 1" and press.after.row(FLAT) is None,
-                         "flat-native")
+        return await self.press(turn, "flat-job", ["EMQ.COMPLETE", 2, *keys, *args], "flat-native",
+                                lambda p: p.first == "(integer) 1" and p.after.row(FLAT) is None)

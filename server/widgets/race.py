@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import json
 import time
-from dataclasses import asdict
 from typing import Annotated, Literal
 
 import msgspec
@@ -56,20 +55,12 @@ class Invariant(msgspec.Struct, frozen=True):
     text: str
 
 
-class Choices(msgspec.Struct, frozen=True):
-    workers: int = 3
-    children: int = 6
-    faults: tuple[str, ...] = ("crash", "lapse", "twice")
-    early_release: bool = False
-    seed: int = 7
-
-
 class Picture(msgspec.Struct, frozen=True):
     seed: int
     status: str  # ready | running | done
     recorded: bool  # the tour's race, played when the sandbox first showed the widget
     ended: str
-    choices: Choices
+    choices: Plan
     script: str  # the complete the workers ran
     parent: str  # the parent's state, in words
     dependencies: int | None
@@ -117,9 +108,9 @@ def invariants(moment: Moment, n: int) -> list[Invariant]:
 def picture(moment: Moment) -> Picture:
     run = moment.kept("run") or {}
     try:
-        choices = msgspec.convert(run["choices"], Choices) if isinstance(run.get("choices"), dict) else Choices()
+        choices = msgspec.convert(run["choices"], Plan) if isinstance(run.get("choices"), dict) else Plan()
     except msgspec.ValidationError:
-        choices = Choices()
+        choices = Plan()
     view = moment.first
     state = view.fields(PARENT).get("state")
     deps = view.number(PARENT, ":dependencies")
@@ -171,6 +162,9 @@ class RunBody(Body):
     early_release: bool = False
     seed: Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)] = 7
 
+    def plan(self) -> Plan:
+        return Plan(self.workers, self.children, tuple(sorted(set(self.faults))), self.early_release, self.seed)
+
 
 class RaceLab(Widget):
     name = "race"
@@ -197,12 +191,11 @@ class RaceLab(Widget):
         for it, at most the time cap): a page without JavaScript shows a recorded run. Its
         workers take turns in the seed's time, so every sandbox and the specimen show one
         timeline, which the visitor's own first frame swaps in for the specimen's unmoved."""
-        body = msgspec.convert(RECORDED, RunBody)
-        plan = Plan(body.workers, body.children, tuple(sorted(body.faults)), False, body.seed)
+        plan = msgspec.convert(RECORDED, RunBody).plan()
         state = keys.state_key(turn.queue())
         ended = await Race(turn.conn, turn.queue(), state, plan, turns=Turns(plan.workers)).run()
         await turn.conn.hset(state, "run", json.dumps(
-            {"status": "done", "ended": ended, "choices": asdict(plan), "recorded": True}))
+            {"status": "done", "ended": ended, "choices": msgspec.to_builtins(plan), "recorded": True}))
 
     def describe(self, moment: Moment) -> Description:
         found = picture(moment)
@@ -219,8 +212,8 @@ class RaceLab(Widget):
         sandbox = turn.sandbox
         if going_clients(turn.moment) is not None:
             raise Refused("A run of this sandbox is still going: wait for it to end, or press Reset.")
-        plan = Plan(body.workers, body.children, tuple(sorted(set(body.faults))), body.early_release, body.seed)
-        choices = asdict(plan)
+        plan = body.plan()
+        choices = msgspec.to_builtins(plan)
         await turn.clear()
         await self.land(turn, plan.children)
         state = keys.state_key(turn.queue())

@@ -17,6 +17,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from redis.asyncio import ConnectionPool, Redis, RedisCluster
 from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
@@ -42,13 +43,14 @@ def child_ids(n: int) -> list[str]:
     return [f"JOBc{i:02d}" for i in range(1, n + 1)]
 
 
-@dataclass(frozen=True)
-class Plan:
-    workers: int
-    children: int
-    faults: tuple[str, ...]
-    early_release: bool
-    seed: int
+class Plan(msgspec.Struct, frozen=True):
+    """A run's choices, as Run takes them and the run's marker keeps them (the picture draws them)."""
+
+    workers: int = 3
+    children: int = 6
+    faults: tuple[str, ...] = ("crash", "lapse", "twice")
+    early_release: bool = False
+    seed: int = 7
 
     def faults_by_worker(self) -> dict[int, dict[int, str]]:
         """worker -> {its k-th claim: the fault it meets there}, drawn from the seed."""
