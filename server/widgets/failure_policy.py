@@ -49,11 +49,6 @@ def flow_spec(policy: str, variant: str) -> dict[str, Any]:
     return found
 
 
-def linked_spec(policy: str, mail_queue: str) -> dict[str, Any]:
-    return {"parent": {"id": LINKED, "payload": "send the receipt"},
-            "children": [{"id": REMOTE, "payload": "mail the receipt", "queue": mail_queue, **flag_for(policy)}]}
-
-
 def entry_words(raw: str, view: QueueView) -> str:
     """An outbox entry of `view`'s queue in words, judged as the outbox widget judges one."""
     seen = outbox_entries.judge(raw, view.queue)
@@ -157,7 +152,8 @@ class FailurePolicy(Widget):
         if variant == "mixed":
             # a token this library never writes, as an old or foreign writer might leave it
             await turn.conn.hset(keyspace.job_key(home, CHILDREN[2]), "parent_policy", UNKNOWN_TOKEN)
-        await flows.add(turn.conn, home, linked_spec(policy, turn.queue(MAIL)))
+        await flows.add(turn.conn, home, {"parent": {"id": LINKED, "payload": "send the receipt"}, "children": [
+            {"id": REMOTE, "payload": "mail the receipt", "queue": turn.queue(MAIL), **flag_for(policy)}]})
 
     def describe(self, moment: Moment) -> Description:
         """Both flows, the main one and the linked (cross-queue) one, from both queues' views."""

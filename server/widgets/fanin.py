@@ -153,7 +153,6 @@ class FanIn(Widget):
 
     @action("complete-child", "Complete child", ChildBody)
     async def complete_child(self, turn: Turn, body: ChildBody) -> Outcome:
-        view = turn.moment.first
         got = self.picked(turn, body)  # a child in active, as read under the lock
         if got is None and body.child is not None:
             return info(f"{body.child} is not in active: claim it first.")
@@ -162,7 +161,7 @@ class FanIn(Widget):
             if got is None:
                 return info("No child is claimed or waiting in pending: press Reset to start again.")
         job_id, token = got
-        before = view.number(PARENT, ":dependencies")
+        before = turn.moment.first.number(PARENT, ":dependencies")
         held = self.parent_fate(turn.moment, turn.moment) == "held"
         await jobs.complete(turn.conn, turn.queue(), job_id, token, result_of(job_id),
                             line=await turn.lineage(None, job_id), tail=turn.after)

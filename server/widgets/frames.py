@@ -11,6 +11,7 @@ so a page that opens (or reconnects) after it marks the same keys as those live.
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -33,7 +34,7 @@ class Frames:
         self.lab, self.drawing = lab, drawing
         self.last: OrderedDict[tuple[str, str], tuple[Worded, ...]] = OrderedDict()
         # by the drawing (Drawing hands the same str for the same data: its hash is cached, so is the lookup)
-        self.encoded: OrderedDict[str, bytes] = OrderedDict()
+        self.encoded = functools.lru_cache(maxsize=ENCODED)(functools.partial(html_frame, EVENT))
 
     def html(self, sandbox: str, widget: str, snap: Snapshot | None, new: Sequence[Worded] = ()) -> str:
         """The widget drawn, its last step's writes marked (`new`: a step's writes just heard)."""
@@ -48,15 +49,7 @@ class Frames:
 
     def event(self, sandbox: str, widget: str, snap: Snapshot | None, new: Sequence[Worded] = ()) -> bytes:
         """The widget's SSE event (`html` as a frame): the same bytes object for the same drawing."""
-        html = self.html(sandbox, widget, snap, new)
-        found = self.encoded.get(html)
-        if found is None:
-            found = self.encoded[html] = html_frame(EVENT, html)
-            if len(self.encoded) > ENCODED:
-                self.encoded.popitem(last=False)
-        else:
-            self.encoded.move_to_end(html)
-        return found
+        return self.encoded(self.html(sandbox, widget, snap, new))
 
     async def frame(self, sandbox: str, widget: str, effects: Sequence[Worded] = ()) -> bytes:
         """The widget's frame, or nothing (b"") while its scenario is half-landed."""

@@ -100,8 +100,6 @@ def compose(catalog: Catalog, widget: Widget, moment: Moment, fields: Mapping[st
         steps=[StepState(s.id, s.label, s.id in record.reached) for s in widget.tour],
         progress=record,
     )
-    if not moment.views:
-        return snap
     # Names and values as the learner writes them: every `<sandbox>.` inside the strings removed (a row's
     # parent_queue included). A page never shows the sandbox id: a class member would learn the target of
     # an attack. Done on the encoded bytes (the id reads there as in the strings): one pass in C.
