@@ -40,10 +40,13 @@ def title(move: int) -> str:
 
 @dataclass(frozen=True)
 class Place:
+    """Where the stepper stands, as its lab state keeps it (`rebuild` returns the place it left)."""
+
     move: int  # the moves the script ran through (0: nothing ran)
     non_job: bool
     refused: str  # Valkey's refusal, "" when the last run was not refused
-    refused_at: int
+    refused_at: int  # the move that refused
+    answer: Any = None  # the script's reply, from the run that just built it: N at its end, nil after a prefix
 
     @classmethod
     def of(cls, moment: Moment) -> Place:
@@ -119,14 +122,6 @@ def job(view: QueueView, job_id: str) -> Job:
                dependencies=view.number(job_id, ":dependencies"), sets=view.sets_of(job_id))
 
 
-@dataclass(frozen=True)
-class Ran:
-    move: int  # the move it ran through
-    answer: Any = None  # the script's reply: N at its end, nil after a prefix
-    error: str = ""  # Valkey's refusal, when it refused
-    at: int = 0  # the move that refused
-
-
 class IdChoice(Body):
     non_job: bool
 
@@ -193,17 +188,17 @@ class EnqueueStepper(Widget):
         at = Place.of(now)
         return at.non_job and not at.refused
 
-    async def rebuild(self, turn: Turn, move: int, non_job: bool) -> Ran:
+    async def rebuild(self, turn: Turn, move: int, non_job: bool) -> Place:
         """Empty the queue, then run the script through `move`; remember where that left the stepper."""
         await turn.clear()  # each move is rebuilt from nothing, as the script starts from nothing
         turn.remember(move=str(move), non_job="1" if non_job else "0", refused="", refused_at="0")
         if move == 0:
-            return Ran(0)
+            return Place(0, non_job, "", 0)
         keys, argv = flows.enqueue_flow_call(turn.queue(), flow_spec(non_job))
         try:
             if move == TOTAL:
-                return Ran(move, await registry.run(turn.conn, SCRIPT, keys, argv))
-            return Ran(move, await registry.run_prefix(turn.conn, SCRIPT, move, keys, argv))
+                return Place(move, non_job, "", 0, await registry.run(turn.conn, SCRIPT, keys, argv))
+            return Place(move, non_job, "", 0, await registry.run_prefix(turn.conn, SCRIPT, move, keys, argv))
         except EmqError as exc:
             at = move
             # which move refused: the first shorter prefix that refuses too (a probe repeats its writes)
@@ -214,13 +209,13 @@ class EnqueueStepper(Widget):
                     at = shorter
                     break
             turn.remember(move=str(at - 1), refused=str(exc), refused_at=str(at))
-            return Ran(at - 1, error=str(exc), at=at)
+            return Place(at - 1, non_job, str(exc), at)
 
     @staticmethod
-    def refusal(ran: Ran) -> Outcome:
-        return Outcome(text=f"The queue was emptied and enqueue_flow ran from its top: it refused in move {ran.at} "
-                            f"({title(ran.at)}) with {ran.error}, before writing a key.",
-                       kind="refused", reached=("refused",), detail={"error": ran.error, "refused_at": ran.at})
+    def refusal(at: Place) -> Outcome:
+        return Outcome(text=f"The queue was emptied and enqueue_flow ran from its top: it refused in move "
+                            f"{at.refused_at} ({title(at.refused_at)}) with {at.refused}, before writing a key.",
+                       kind="refused", reached=("refused",), detail={"error": at.refused, "refused_at": at.refused_at})
 
     @action("next", "Next move")
     async def next_move(self, turn: Turn, body: Body) -> Outcome:
@@ -231,7 +226,7 @@ class EnqueueStepper(Widget):
         if at.move >= TOTAL:
             return info("The script has run to its end: press Previous move or Reset.")
         ran = await self.rebuild(turn, at.move + 1, at.non_job)
-        if ran.error:
+        if ran.refused:
             return self.refusal(ran)
         ending = f"it answered {ran.answer}" if ran.move == TOTAL else "it stops there"
         return Outcome(text=f"Move {ran.move} of {TOTAL}, {title(ran.move)}: enqueue_flow ran from its top "
@@ -245,7 +240,7 @@ class EnqueueStepper(Widget):
             return info("Already before move 1: nothing of the script has run.")
         # After a refusal the moves before the refusing one stand; otherwise one move back.
         ran = await self.rebuild(turn, at.move if at.refused else at.move - 1, at.non_job)
-        if ran.error:
+        if ran.refused:
             return self.refusal(ran)
         back = ("back",) if at.move > 0 else ()
         if ran.move == 0:
@@ -258,7 +253,7 @@ class EnqueueStepper(Widget):
     @action("run-atomically", "Run atomically")
     async def run_atomically(self, turn: Turn, body: Body) -> Outcome:
         ran = await self.rebuild(turn, TOTAL, Place.of(turn.moment).non_job)
-        if ran.error:
+        if ran.refused:
             return self.refusal(ran)
         return Outcome(text=f"The whole script ran as one call and answered {ran.answer}: every move's writes "
                             "landed at once.", reached=("atomic",), detail={"move": ran.move})
