@@ -86,17 +86,17 @@ class Picture(msgspec.Struct, kw_only=True):
     linked: Linked
 
 
-def child_json(view: QueueView, child: flow.Child) -> Child:
+def child_json(view: QueueView, child: flow.ChildCard) -> Child:
     fields = view.fields(child.id)
-    return child.card(Child, policy=fields.get("parent_policy"), error=fields.get("last_error"),
-                      attempts=fields.get("attempts"))
+    return flow.card(Child, child, policy=fields.get("parent_policy"), error=fields.get("last_error"),
+                     attempts=fields.get("attempts"))
 
 
-def parent_json(reading: flow.FlowReading) -> Parent:
-    return reading.parent.card(Parent, queue=HOME, failed_child=reading.parent.fields.get("failed_child"))
+def parent_json(home: QueueView, parent: flow.ParentCard) -> Parent:
+    return flow.card(Parent, parent, queue=HOME, failed_child=home.fields(parent.id).get("failed_child"))
 
 
-def tally(children: list[flow.Child]) -> str:
+def tally(children: list[flow.ChildCard]) -> str:
     """Where the main flow's children are: `1 died at the cap, 2 waiting in pending`."""
     kinds = (("died at the cap", lambda c: c.state == "dead"),
              ("completed", lambda c: c.state is None and c.counted == "processed"),
@@ -171,12 +171,13 @@ class FailurePolicy(Widget):
         outbox = (f"mail's outbox holds {flow.plural(len(waiting), 'entry', 'entries')} ({'; '.join(waiting)})"
                   if waiting else "mail's outbox is empty")
         readout = (f"{said}. {tally(main.children)} → {main.counter()}, :ignored holds {len(main.parent.ignored)}; "
-                   f"{main.parent.fate()}. Cross-queue: {REMOTE} in {MAIL}: {linked.children[0].words()}; {outbox}; "
+                   f"{main.parent.fate()}. Cross-queue: {REMOTE} in {MAIL}: {linked.children[0].where}; {outbox}; "
                    f"{LINKED}: {linked.parent.fate()}.")
         policy, variant = choices(moment.state)
         return Description(readout, Picture(
-            policy=policy, variant=variant, tokens=tokens, parent=parent_json(main), children=children,
-            linked=Linked(parent=parent_json(linked), child=child_json(mail, linked.children[0]), outbox=waiting)))
+            policy=policy, variant=variant, tokens=tokens, parent=parent_json(home, main.parent),
+            children=children, linked=Linked(parent=parent_json(home, linked.parent),
+                                             child=child_json(mail, linked.children[0]), outbox=waiting)))
 
     parent_fate = base.parent_reading("parent-fate", PARENT, HOME)
     dependencies = base.parent_reading("dependencies", PARENT, HOME)

@@ -83,8 +83,8 @@ class FanIn(Widget):
                         deadline=datetime.fromtimestamp(float(score) / 1000, UTC).strftime("%H:%M:%S UTC"))
                   for member, score in view.scores("active").items()]
         deadlines = {a.id: a.deadline for a in active}
-        children = [child.card(Child, token=view.fields(child.id).get("attempts"),
-                               deadline=deadlines.get(child.id)) for child in reading_.children]
+        children = [flow.card(Child, child, token=view.fields(child.id).get("attempts"),
+                              deadline=deadlines.get(child.id)) for child in reading_.children]
         parent = reading_.parent
         waiting = [c for c in CHILDREN if c in view.members("pending") or c in view.members("active")]
         if parent.state is not None:
@@ -97,7 +97,7 @@ class FanIn(Widget):
                        f"{'waits' if len(waiting) == 1 else 'wait'} and {reading_.counter()}: completions count down "
                        "a counter nothing will release. Press Reset.")
         return Description(readout, Picture(
-            parent=parent.card(flow.ParentCard), children=children, active=active,
+            parent=parent, children=children, active=active,
             last=moment.kept("last"), lapsed=moment.kept("lapsed")))
 
     dependencies = base.parent_reading("dependencies", PARENT)

@@ -8,7 +8,7 @@ signal went (`:processed`, `:ignored`, an outbox entry), never "completed".
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 import msgspec
@@ -25,11 +25,11 @@ class ChildCard(msgspec.Struct, kw_only=True):
     """A child as a picture draws it; a widget's own card subclasses it with its fields."""
 
     id: str
-    state: str | None
-    set: str | None
-    counted: Counted | None
-    entry: EntryState | None
-    where: str
+    state: str | None  # the row's state; None: no row
+    set: str | None  # the state set holding it, if any
+    counted: Counted | None  # where the parent recorded it, if it did
+    entry: EntryState | None  # its outbox entry, for a cross-queue child
+    where: str  # all of the above in words (`where`)
 
 
 class ParentCard(msgspec.Struct, kw_only=True):
@@ -44,6 +44,14 @@ class ParentCard(msgspec.Struct, kw_only=True):
     ignored: dict[str, str]
     done: int
     in_pending: bool
+
+    def fate(self) -> str:
+        return fate(self.state, self.sets)
+
+
+def card(kind: type[Card], found: msgspec.Struct, **extra: Any) -> Card:
+    """`found` (a ChildCard or a ParentCard) as `kind`, a widget's own card, `extra` its own fields or overrides."""
+    return kind(**{**msgspec.structs.asdict(found), **extra})
 
 
 def trusted_by(sandbox: str) -> pump.Accept:
@@ -64,31 +72,17 @@ def plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
-@dataclass(frozen=True)
-class Child:
-    id: str
-    queue: str
-    state: str | None  # the row's state; None: no row
-    set: str | None  # the state set holding it, if any
-    counted: Counted | None  # where the parent recorded it, if it did
-    entry: EntryState | None  # its outbox entry, for a cross-queue child
-
-    def words(self) -> str:
-        if self.state is not None:
-            return f"{self.state}, in {self.set or 'no state set'}"
-        if self.counted == "processed":
-            return "no row (retired); counted in the parent's :processed"
-        if self.counted == "ignored":
-            return "no row; its failure recorded in the parent's :ignored"
-        if self.entry == "waiting":
-            return "no row (retired); its completion waits in the outbox"
-        return "no row"
-
-    def card(self, kind: type[Card], **extra: Any) -> Card:
-        """The child as `kind` (ChildCard or a widget's own card), `extra` its own fields."""
-        fields = {"id": self.id, "state": self.state, "set": self.set, "counted": self.counted, "entry": self.entry,
-                  "where": self.words()}
-        return kind(**{**fields, **extra})
+def where(state: str | None, set_: str | None, counted: Counted | None, entry: EntryState | None) -> str:
+    """Where a child is, in words: its row, else where its signal went."""
+    if state is not None:
+        return f"{state}, in {set_ or 'no state set'}"
+    if counted == "processed":
+        return "no row (retired); counted in the parent's :processed"
+    if counted == "ignored":
+        return "no row; its failure recorded in the parent's :ignored"
+    if entry == "waiting":
+        return "no row (retired); its completion waits in the outbox"
+    return "no row"
 
 
 def fate(state: str | None, sets: list[str]) -> str:
@@ -104,31 +98,9 @@ def fate(state: str | None, sets: list[str]) -> str:
 
 
 @dataclass(frozen=True)
-class Parent:
-    id: str
-    queue: str
-    state: str | None
-    sets: list[str]
-    dependencies: int | None
-    processed: dict[str, str]
-    ignored: dict[str, str]
-    fields: dict[str, str] = field(default_factory=dict)
-
-    def fate(self) -> str:
-        return fate(self.state, self.sets)
-
-    def card(self, kind: type[Card], **extra: Any) -> Card:
-        """The parent as `kind` (ParentCard or a widget's own card), `extra` its own fields or overrides."""
-        fields = {"id": self.id, "queue": self.queue, "state": self.state, "sets": self.sets,
-                  "dependencies": self.dependencies, "processed": self.processed, "ignored": self.ignored,
-                  "done": len(self.processed), "in_pending": "pending" in self.sets}
-        return kind(**{**fields, **extra})
-
-
-@dataclass(frozen=True)
 class FlowReading:
-    parent: Parent
-    children: list[Child]
+    parent: ParentCard
+    children: list[ChildCard]
 
     def counted(self) -> int:
         return len(self.parent.processed) + len(self.parent.ignored)
@@ -148,24 +120,27 @@ def read_flow(parent_view: QueueView, parent_id: str,
               children: Sequence[tuple[QueueView, str]]) -> FlowReading:
     """The flow whose parent is `parent_id` on `parent_view`'s queue, with
     `children` as (the view of the child's queue, child id)."""
-    row = parent_view.fields(parent_id)
     processed = parent_view.fields(parent_id, ":processed")
     ignored = parent_view.fields(parent_id, ":ignored")
-    parent = Parent(
-        id=parent_id, queue=parent_view.queue,
-        state=(row.get("state") or "no state") if parent_view.row(parent_id) is not None else None,
-        sets=parent_view.sets_of(parent_id),
-        dependencies=parent_view.number(parent_id, ":dependencies"),
-        processed=processed, ignored=ignored, fields=row,
+    sets = parent_view.sets_of(parent_id)
+    parent = ParentCard(
+        id=parent_id, queue=parent_view.queue, state=_state(parent_view, parent_id), sets=sets,
+        dependencies=parent_view.number(parent_id, ":dependencies"), processed=processed, ignored=ignored,
+        done=len(processed), in_pending="pending" in sets,
     )
-    counted = set(processed) | set(ignored)
     # the children whose entries sit in each child queue's outbox (a poison entry names none)
     outboxes = {v.queue: {e.child for e in map(pump.decoded, v.items("flow:outbox")) if e}
                 for v, _ in children if v.queue != parent_view.queue}
-    kids = [Child(id=cid, queue=view.queue,
-                  state=(view.fields(cid).get("state") or "no state") if view.row(cid) is not None else None,
-                  set=next(iter(view.sets_of(cid)), None),
-                  counted="processed" if cid in processed else "ignored" if cid in ignored else None,
-                  entry="waiting" if cid not in counted and cid in outboxes.get(view.queue, set()) else None)
-            for view, cid in children]
+    kids = []
+    for view, cid in children:
+        state, in_set = _state(view, cid), next(iter(view.sets_of(cid)), None)
+        counted: Counted | None = "processed" if cid in processed else "ignored" if cid in ignored else None
+        entry: EntryState | None = "waiting" if counted is None and cid in outboxes.get(view.queue, ()) else None
+        kids.append(ChildCard(id=cid, state=state, set=in_set, counted=counted, entry=entry,
+                              where=where(state, in_set, counted, entry)))
     return FlowReading(parent=parent, children=kids)
+
+
+def _state(view: QueueView, job_id: str) -> str | None:
+    """The row's state ("no state" when it names none); None: no row."""
+    return (view.fields(job_id).get("state") or "no state") if view.row(job_id) is not None else None

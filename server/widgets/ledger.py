@@ -66,7 +66,7 @@ def card(n: int, plan: lb.Planned, views: dict[str, QueueView], entry: list[obje
         found = flow.read_flow(views["orders"], plan.parent, [(views[q], c) for c, q in plan.children])
         p = found.parent
         s.state, s.dependencies, s.processed, s.sets = p.state, p.dependencies, len(p.processed), p.sets
-        s.children = [c.card(LedgerChild, queue=rel) for c, (_, rel) in zip(found.children, plan.children)]
+        s.children = [flow.card(LedgerChild, c, queue=rel) for c, (_, rel) in zip(found.children, plan.children)]
     else:
         # an ill-formed id never became a key: the gate refused the batch it was in
         s.children = [LedgerChild(id=c, queue=q, state=None, set=None, where="no row" if lb.well_formed(c)

@@ -136,11 +136,11 @@ class Native(Widget):
         metrics = view.get("metrics:completed")
         done = metrics.value.get("count") if metrics is not None and isinstance(metrics.value, dict) else None
         flat += f"; metrics:completed count = {done}" if done is not None else ""
-        readout = f"{CHILD}: {child.words()}; {reading_.parent.fate()}, {reading_.counter()}; {flat}."
+        readout = f"{CHILD}: {child.where}; {reading_.parent.fate()}, {reading_.counter()}; {flat}."
         if state.get("executor") == "absent":
             readout += " " + ABSENT
         return Description(readout, Picture(
-            parent=reading_.parent.card(flow.ParentCard), child=child.card(flow.ChildCard),
+            parent=reading_.parent, child=child,
             flat=Flat(id=FLAT, state=view.fields(FLAT).get("state"), set=next(iter(view.sets_of(FLAT)), None)),
             executor=state.get("executor", ""), last=moment.kept("last")))
 

@@ -8,8 +8,6 @@ trim" skips the trim. "Try it as one script" (cluster only) shows CROSSSLOT.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import msgspec
 from redis.asyncio import RedisCluster
 from redis.exceptions import ResponseError
@@ -86,11 +84,13 @@ class Outbox(Widget):
         home = moment.view(HOME)
         reading_ = flow.read_flow(home, PARENT, [(moment.view(p), cid) for p, cid in CHILDREN])
         lanes = self.lanes(moment)
-        parent = reading_.parent.card(Parent, queue=HOME, slot=keyspace.queue_slot(home.queue),
-                                      processed=sorted(reading_.parent.processed))  # the ids, as the page lists them
+        parent = flow.card(Parent, reading_.parent, queue=HOME, slot=keyspace.queue_slot(home.queue),
+                           processed=sorted(reading_.parent.processed))  # the ids, as the page lists them
+        # each child's entry as its lane's Pump judges it (a refused entry never delivers)
         pictured = [lane.as_json(home.queue, [
-            replace(c, entry=lane.waits(c.id)).card(LaneChild, queue=lane.part)
-            for c in reading_.children if c.queue == lane.queue]) for lane in lanes]
+            flow.card(LaneChild, c, queue=lane.part, entry=lane.waits(c.id),
+                      where=flow.where(c.state, c.set, c.counted, lane.waits(c.id)))
+            for (part, _), c in zip(CHILDREN, reading_.children) if part == lane.part]) for lane in lanes]
         outboxes = "; ".join(lane.summary(MAX_BLOCKED) for lane in lanes)
         aside = sum(len(lane.aside) for lane in lanes)
         moved = f"; {flow.plural(aside, 'entry', 'entries')} set aside on a poison list" if aside else ""

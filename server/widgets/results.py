@@ -71,8 +71,7 @@ class ResultsReader(Widget):
             readout = (f"The parent's row is gone ({found.tally()}, {found.counter()}): nothing will run it. "
                        "Press Reset to land the flow again.")
         return Description(readout, Picture(
-            parent=found.parent.card(flow.ParentCard), children=[c.card(flow.ChildCard) for c in found.children],
-            read=read))
+            parent=found.parent, children=found.children, read=read))
 
     dependencies = base.parent_reading("dependencies", PARENT)
     children_outstanding = base.parent_reading("children-outstanding", PARENT)
