@@ -63,22 +63,14 @@ async def send_line(conn: Conn, parts: Sequence[Any], send: Callable[[], Awaitab
     return Sent(line, "\n".join(replies.lines(value)))
 
 
-@dataclass(frozen=True)
-class Press:
-    """One line sent: Valkey's answer, the keys whose bytes it changed, the queue after it."""
+# Whether a press reached its milestone, from the reply's first line (`(integer) 1`, `(error) EMQSTATE …`),
+# whether every key's bytes stayed as they were, and the queue after it.
+Reached = Callable[[str, bool, QueueView], bool]
 
-    sent: Sent
-    moved: list[tuple[str, str]]  # (name without the sandbox prefix, new | gone | changed)
-    after: QueueView
 
-    @property
-    def first(self) -> str:
-        """The reply's first line: `(integer) 1`, `(error) EMQSTATE …`."""
-        return self.sent.reply.splitlines()[0] if self.sent.reply else ""
-
-    def refused_whole(self) -> bool:
-        """Refused with EMQSTATE and not one byte changed: the lesson's refusal."""
-        return self.first.startswith("(error) EMQSTATE") and not self.moved
+def refused_whole(first: str, unchanged: bool, after: QueueView) -> bool:
+    """Refused with EMQSTATE and not one byte changed: the lesson's refusal."""
+    return first.startswith("(error) EMQSTATE") and unchanged
 
 
 class Flat(msgspec.Struct, kw_only=True):
@@ -154,7 +146,7 @@ class Native(Widget):
         line = jobs.Lineage(mode="sq", parent=PARENT, parent_queue=queue)
         return jobs.complete_call(queue, CHILD, turn.moment.state.get("child_token") or "1", line, RESULT)
 
-    async def press(self, turn: Turn, slug: str, parts: list[Any], milestone: str, reached: Callable[[Press], bool],
+    async def press(self, turn: Turn, slug: str, parts: list[Any], milestone: str, reached: Reached,
                     send: Callable[[], Awaitable[Any]] | None = None) -> Outcome:
         """Send one line between two readings of the queue's bytes; remember all of it, and say it
         in one sentence: who answered what, and what moved (DUMP compared)."""
@@ -175,41 +167,42 @@ class Native(Widget):
             "changes": [{"name": n, "kind": k} for n, k in named], "unchanged": not named})
         if slug != "script":  # a native line tells whether this Valkey has the executor
             turn.remember(executor="absent" if sent.absent else "present")
-        press = Press(sent, named, after)
+        first = sent.reply.splitlines()[0] if sent.reply else ""
         effect = ("every key is byte-for-byte as before (DUMP compared)" if not named
                   else f"{plural(len(named), 'key')} changed (DUMP compared)")
         detail: dict[str, Value | list[str]] = {"reply": sent.reply, "unchanged": not named}
         if sent.absent:
             return Outcome(text=f"{WHO[slug]} met ERR unknown command: this Valkey has no EMQ module, so the "
                                 f"native executor is absent; {effect}.", kind="refused", detail=detail)
-        gloss = ", no such row" if press.first == "(integer) 0" else ""  # the scripts' and the module's 0
-        return Outcome(text=f"{WHO[slug]} answered {press.first}{gloss}; {effect}.",
+        gloss = ", no such row" if first == "(integer) 0" else ""  # the scripts' and the module's 0
+        return Outcome(text=f"{WHO[slug]} answered {first}{gloss}; {effect}.",
                        kind="refused" if sent.error else "ok",
-                       reached=(milestone,) if reached(press) else (), detail=detail)
+                       reached=(milestone,) if reached(first, not named, after) else (), detail=detail)
 
     @action("script", "Send as a script")
     async def send_script(self, turn: Turn, body: Body) -> Outcome:
         keys, args = self.child_call(turn)
         script = registry.script("complete")
         return await self.press(turn, "script", ["EVALSHA", script.sha, len(keys), *keys, *args], "scripted",
-                                lambda p: p.first == "(integer) 1" and p.after.fields(PARENT).get("state") == "pending",
+                                lambda first, _, after: (first == "(integer) 1"
+                                                         and after.fields(PARENT).get("state") == "pending"),
                                 lambda: script.run(turn.conn, keys, args))
 
     @action("native", "Send as EMQ.COMPLETE")
     async def send_native(self, turn: Turn, body: Body) -> Outcome:
         keys, args = self.child_call(turn)
         return await self.press(turn, "native", ["EMQ.COMPLETE", len(keys), *keys, *args], "refused",
-                                Press.refused_whole)
+                                refused_whole)
 
     @action("flat-form", "Send the flat form")
     async def send_flat_form(self, turn: Turn, body: Body) -> Outcome:
         keys, args = self.child_call(turn)
         return await self.press(turn, "flat-form", ["EMQ.COMPLETE", 2, *keys[:2], *args[:3]], "flat-refused",
-                                Press.refused_whole)
+                                refused_whole)
 
     @action("flat-job", "Complete a flat job natively")
     async def complete_flat_job(self, turn: Turn, body: Body) -> Outcome:
         keys, args = jobs.complete_call(turn.queue(), FLAT, turn.moment.state.get("flat_token") or "1",
                                         jobs.Lineage(mode=""))
         return await self.press(turn, "flat-job", ["EMQ.COMPLETE", 2, *keys, *args], "flat-native",
-                                lambda p: p.first == "(integer) 1" and p.after.row(FLAT) is None)
+                                lambda first, _, after: first == "(integer) 1" and after.row(FLAT) is None)
