@@ -21,70 +21,11 @@ from server.widgets.base import Body, Description, Design, Outcome, Step, Value,
 from server.widgets.flow import plural
 from server.widgets.reader import pipelined
 from server.widgets.turn import Turn
-from server.widgets.view import Moment, QueueView
+from server.widgets.view import Moment
 
 PARTS = tuple(f"ledger.{q}" for q in lb.LEDGER_QUEUES)
 FLOW4_PARENT = lb.FIXED[3]["parent"]["id"]
 MOST_CLAIMS = 16  # one press completes at most this many billing jobs (a console can flood pending)
-
-
-class LedgerChild(msgspec.Struct, kw_only=True):
-    """A child of a flow; an ill-formed batch's child never became a key, so it has no
-    `counted` nor `entry` (UNSET: the JSON leaves them out, as it always did)."""
-
-    id: str
-    queue: str  # the child's queue, relative to the ledger ("orders")
-    state: str | None
-    set: str | None
-    where: str
-    counted: flow.Counted | msgspec.UnsetType | None = msgspec.UNSET
-    entry: flow.EntryState | msgspec.UnsetType | None = msgspec.UNSET
-
-
-class FlowCard(msgspec.Struct, kw_only=True):
-    number: int
-    parent: str
-    path: str  # same-queue or cross-queue
-    entry: list[object] | None  # its [parent, [children]] in the add's result
-    tried: bool
-    error: str | None
-    state: str | None
-    dependencies: int | None
-    processed: int
-    sets: list[str]
-    children: list[LedgerChild]
-    word: str = ""  # the parent in one word
-    line: str = ""  # the flow in one sentence
-
-
-def card(n: int, plan: lb.Planned, views: dict[str, QueueView], entry: list[object] | None,
-         tried: bool, error: str | None) -> FlowCard:
-    """One flow as Valkey holds it now, beside what the add returned for it: its parent in one word, in one line."""
-    s = FlowCard(number=n, parent=plan.parent, path=plan.path, entry=entry, tried=tried, error=error,
-                 state=None, dependencies=None, processed=0, sets=[], children=[])
-    if all(lb.well_formed(i) for i in (plan.parent, *(c for c, _ in plan.children))):
-        found = flow.read_flow(views["orders"], plan.parent, [(views[q], c) for c, q in plan.children])
-        p = found.parent
-        s.state, s.dependencies, s.processed, s.sets = p.state, p.dependencies, len(p.processed), p.sets
-        s.children = [flow.card(LedgerChild, c, queue=rel) for c, (_, rel) in zip(found.children, plan.children)]
-    else:
-        # an ill-formed id never became a key: the gate refused the batch it was in
-        s.children = [LedgerChild(id=c, queue=q, state=None, set=None, where="no row" if lb.well_formed(c)
-                                  else "ill-formed: no key can be built for it") for c, q in plan.children]
-    if s.entry:
-        kids = s.entry[1] if len(s.entry) > 1 and isinstance(s.entry[1], list) else []
-        found_in = f"in the result as ({s.entry[0]}, [{', '.join(map(str, kids))}])"
-    else:
-        found_in = ("not in the result" + (f" (refused: {s.error})" if s.error else "")) if tried else "not added yet"
-    if s.state is None:
-        s.word, parent = ("no row" if tried else "not added yet"), f"parent {s.parent}: no row"
-    else:
-        deps = "no :dependencies" if s.dependencies is None else f":dependencies = {s.dependencies}"
-        where = f"in {', '.join(s.sets)}" if s.sets else "in no state set"
-        s.word, parent = base.FATES.get(s.state, s.state), f"parent {s.parent}: {s.state}, {deps}, {where}"
-    kids_said = "; ".join(f"{c.id} (ledger.{c.queue}) {c.where}" for c in s.children)
-    s.line = f"Flow {s.number} ({s.path}) is {found_in}; {parent}; children: {kids_said}."
-    return s
 
 
 class Picture(msgspec.Struct, kw_only=True):
@@ -95,7 +36,7 @@ class Picture(msgspec.Struct, kw_only=True):
     result: object  # the adds' result as the lab state keeps it ([[parent, [children]], ...])
     retry: object  # what the retry of flow 4 returned (None: no retry)
     refused: str
-    flows: list[FlowCard]
+    flows: list[lb.FlowCard]
 
 
 class LedgerWidget(Widget):
@@ -134,14 +75,14 @@ class LedgerWidget(Widget):
         led = lb.LedgerState.of(moment.state)
         plans = led.plans()
         views = {q: moment.view(f"ledger.{q}") for q in lb.LEDGER_QUEUES}
-        rows = [card(n, plan, views, entry, n <= led.move, led.errors.get(str(n)))
+        rows = [lb.card(n, plan, views, entry, n <= led.move, led.errors.get(str(n)))
                 for n, (plan, entry) in enumerate(zip(plans, lb.entries_of(plans, led.result)), 1)]
         return Description(self.readout(led, rows), Picture(
             mode=led.mode, move=led.move, total=len(rows), picked=led.picked, result=led.result,
             retry=led.retry, refused=led.refused, flows=rows))
 
     @staticmethod
-    def readout(led: lb.LedgerState, rows: list[FlowCard]) -> str:
+    def readout(led: lb.LedgerState, rows: list[lb.FlowCard]) -> str:
         if led.mode == "step" and led.move == 0 and all(r.state is None for r in rows):
             return "Before flow 1: the result list is empty and no flow's parent has a row."
         how = {"step": f"Flow {led.move} of {len(rows)} added one at a time",

@@ -19,7 +19,9 @@ import msgspec
 from server.emq import keyspace
 from server.sandboxes import keys
 from server.settings import Settings
-from server.widgets.base import Body
+from server.widgets import flow
+from server.widgets.base import FATES, Body
+from server.widgets.view import QueueView
 
 # The limits a learner's batch is held to (an action's body type is fixed at import).
 LIMITS = Settings.from_env()
@@ -200,3 +202,62 @@ def index_commands(plans: Sequence[Planned], queue_of: Callable[[str], str]) -> 
         if names:
             commands.append(("SADD", keys.index_key(queue), *names))
     return commands
+
+
+class LedgerChild(msgspec.Struct, kw_only=True):
+    """A child of a flow; an ill-formed batch's child never became a key, so it has no
+    `counted` nor `entry` (UNSET: the JSON leaves them out, as it always did)."""
+
+    id: str
+    queue: str  # the child's queue, relative to the ledger ("orders")
+    state: str | None
+    set: str | None
+    where: str
+    counted: flow.Counted | msgspec.UnsetType | None = msgspec.UNSET
+    entry: flow.EntryState | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class FlowCard(msgspec.Struct, kw_only=True):
+    number: int
+    parent: str
+    path: str  # same-queue or cross-queue
+    entry: list[object] | None  # its [parent, [children]] in the add's result
+    tried: bool
+    error: str | None
+    state: str | None
+    dependencies: int | None
+    processed: int
+    sets: list[str]
+    children: list[LedgerChild]
+    word: str = ""  # the parent in one word
+    line: str = ""  # the flow in one sentence
+
+
+def card(n: int, plan: Planned, views: dict[str, QueueView], entry: list[object] | None,
+         tried: bool, error: str | None) -> FlowCard:
+    """One flow as Valkey holds it now, beside what the add returned for it: its parent in one word, in one line."""
+    s = FlowCard(number=n, parent=plan.parent, path=plan.path, entry=entry, tried=tried, error=error,
+                 state=None, dependencies=None, processed=0, sets=[], children=[])
+    if all(well_formed(i) for i in (plan.parent, *(c for c, _ in plan.children))):
+        found = flow.read_flow(views["orders"], plan.parent, [(views[q], c) for c, q in plan.children])
+        p = found.parent
+        s.state, s.dependencies, s.processed, s.sets = p.state, p.dependencies, len(p.processed), p.sets
+        s.children = [flow.card(LedgerChild, c, queue=rel) for c, (_, rel) in zip(found.children, plan.children)]
+    else:
+        # an ill-formed id never became a key: the gate refused the batch it was in
+        s.children = [LedgerChild(id=c, queue=q, state=None, set=None, where="no row" if well_formed(c)
+                                  else "ill-formed: no key can be built for it") for c, q in plan.children]
+    if s.entry:
+        kids = s.entry[1] if len(s.entry) > 1 and isinstance(s.entry[1], list) else []
+        found_in = f"in the result as ({s.entry[0]}, [{', '.join(map(str, kids))}])"
+    else:
+        found_in = ("not in the result" + (f" (refused: {s.error})" if s.error else "")) if tried else "not added yet"
+    if s.state is None:
+        s.word, parent = ("no row" if tried else "not added yet"), f"parent {s.parent}: no row"
+    else:
+        deps = "no :dependencies" if s.dependencies is None else f":dependencies = {s.dependencies}"
+        where = f"in {', '.join(s.sets)}" if s.sets else "in no state set"
+        s.word, parent = FATES.get(s.state, s.state), f"parent {s.parent}: {s.state}, {deps}, {where}"
+    kids_said = "; ".join(f"{c.id} (ledger.{c.queue}) {c.where}" for c in s.children)
+    s.line = f"Flow {s.number} ({s.path}) is {found_in}; {parent}; children: {kids_said}."
+    return s
