@@ -21,7 +21,6 @@ CHILDREN = ("JOBleg1", "JOBleg2", "JOBleg3")
 # What each child completes with: the value the fan-in records in :processed.
 VALUES = {"JOBleg1": "subtotal 40.00", "JOBleg2": "tax 8.00", "JOBleg3": "shipping 5.00"}
 ERROR = "carrier API timed out"
-LEASE_MS = 30_000
 
 
 def dict_words(found: dict[str, str]) -> str:
@@ -98,7 +97,7 @@ class ResultsReader(Widget):
         pending = view.members("pending")
         if held:
             return held[0], int(view.fields(held[0]).get("attempts") or 0), await turn.lineage(None, held[0])
-        if pending and pending[0] in CHILDREN and (got := await turn.claim(lease_ms=LEASE_MS)):
+        if pending and pending[0] in CHILDREN and (got := await turn.claim()):
             return got
         if view.fields(PARENT).get("state") == "pending":
             return info("Every child has been counted and the parent released: press Reset to start again.")

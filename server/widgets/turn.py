@@ -158,9 +158,9 @@ class Turn:
         found = jobs.lineage_of_row(queue, self.moment.view(part).fields(job_id))
         return found or await jobs.lineage(self.conn, queue, job_id)
 
-    async def claim(self, part: str | None = None, lease_ms: int = 30_000) -> tuple[str, int, jobs.Lineage] | None:
+    async def claim(self, part: str | None = None) -> tuple[str, int, jobs.Lineage] | None:
         """Claim the head of the part's pending: (job_id, token, its lineage from the row as last read)."""
-        got = await jobs.claim(self.conn, self.queue(part), lease_ms)
+        got = await jobs.claim(self.conn, self.queue(part))
         return None if got is None else (*got, await self.lineage(part, got[0]))
 
     def remember(self, **fields: Any) -> None:
