@@ -42,8 +42,6 @@ class ParentCard(msgspec.Struct, kw_only=True):
     dependencies: int | None
     processed: dict[str, str] | list[str]  # the outbox lists its ids, sorted
     ignored: dict[str, str]
-    done: int
-    in_pending: bool
 
     def fate(self) -> str:
         return fate(self.state, self.sets)
@@ -122,12 +120,9 @@ def read_flow(parent_view: QueueView, parent_id: str,
     `children` as (the view of the child's queue, child id)."""
     processed = parent_view.fields(parent_id, ":processed")
     ignored = parent_view.fields(parent_id, ":ignored")
-    sets = parent_view.sets_of(parent_id)
-    parent = ParentCard(
-        id=parent_id, queue=parent_view.queue, state=_state(parent_view, parent_id), sets=sets,
-        dependencies=parent_view.number(parent_id, ":dependencies"), processed=processed, ignored=ignored,
-        done=len(processed), in_pending="pending" in sets,
-    )
+    parent = ParentCard(id=parent_id, queue=parent_view.queue, state=_state(parent_view, parent_id),
+                        sets=parent_view.sets_of(parent_id), processed=processed, ignored=ignored,
+                        dependencies=parent_view.number(parent_id, ":dependencies"))
     # the children whose entries sit in each child queue's outbox (a poison entry names none)
     outboxes = {v.queue: {e.child for e in map(pump.decoded, v.items("flow:outbox")) if e}
                 for v, _ in children if v.queue != parent_view.queue}

@@ -89,7 +89,7 @@ def clear_call(widget: Widget, sandbox: str, part: str, kept: Sequence[str] = ()
 
 class Turn:
     def __init__(self, conn: Conn, widget: Widget, actor: Actor, budget: int = SNAPSHOT_BYTES) -> None:
-        self.conn, self.widget, self.actor, self.budget, self.sandbox = conn, widget, actor, budget, actor.sandbox
+        self.conn, self.widget, self.budget, self.sandbox = conn, widget, budget, actor.sandbox
         self.queues = queues_of(widget, actor.sandbox)
         self.first = self.queues[widget.queue_parts[0]]
         self.token = secrets.token_hex(8)
