@@ -40,8 +40,7 @@ class QueueShape(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     queue: str
     slot: int
-    count: int
-    more: int
+    count: int  # the keys the read left out past its cap included
     keys: list[KeyShape]
     sets: dict[str, list[str]]  # the grammar's order: the page draws them as they are
     node: str | None = None  # on a cluster only
@@ -138,7 +137,7 @@ class QueueView:
         return None
 
     def as_json(self) -> QueueShape:
-        return QueueShape(queue=self.part, slot=keyspace.queue_slot(self.queue), count=self.count, more=self.more,
+        return QueueShape(queue=self.part, slot=keyspace.queue_slot(self.queue), count=self.count,
                           keys=[k.as_json() for k in self.keys],
                           sets={name: self.members(name) for name in keyspace.STATE_SETS}, node=self.node)
 
