@@ -8,7 +8,6 @@ it all in one round trip (`Turn.finish`); every page repaints from the stream.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from server.sandboxes import admission, answers, progress
 from server.widgets import questions, reader
 from server.widgets.base import Body, Refused, ResetStillFull, Widget
 from server.widgets.questions import Verdict
-from server.widgets.snapshot import Catalog, Snapshot
+from server.widgets.snapshot import Catalog, Record, Snapshot
 from server.widgets.turn import LOCK_WAIT_S, Actor, Busy, Turn
 
 Admit = Callable[[], Awaitable[None]]
@@ -127,9 +126,9 @@ async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, adm
     # that the answer is in; it is counted in the learner's progress at Reveal
     shown = questions.veiled(verdict, question) if verdict and question and asked and actor.veiled else verdict
     # the outcome as the lab state keeps it: what, which button, who, from which page
-    record = {"text": outcome.text, "kind": outcome.kind, "detail": outcome.detail, "action": slug,
-              "label": widget.label(slug), "by": actor.by, "name": actor.name, "tab": actor.tab,
-              "reached": list(outcome.reached), "verdict": msgspec.to_builtins(shown) if shown else None}
+    record = Record(text=outcome.text, kind=outcome.kind, detail=dict(outcome.detail), action=slug,
+                    label=widget.label(slug), by=actor.by, name=actor.name, tab=actor.tab,
+                    reached=list(outcome.reached), verdict=shown)
     step = progress.Step(widget.name, outcome.reached if slug != "goto" else (),
                          shown.right if shown and not shown.hidden else None, shown.text if shown else "")
     now_ms = int(time.time() * 1000)
@@ -141,11 +140,11 @@ async def act(lab: Lab, widget: Widget, actor: Actor, slug: str, body: Body, adm
                                             verdict.answer, verdict.right,
                                             asked[3] if asked else None, asked[2] if asked else None,
                                             feedback=verdict.feedback, mode=actor.mode, text=verdict.text))
-    ver, replies = await held.finish(json.dumps(record), calls)
+    ver, replies = await held.finish(msgspec.json.encode(record).decode(), calls)
     recorded = actor.records and replies and not isinstance(replies[0], Exception)
     fields = progress.fields_of(replies[0]) if recorded else {}
     mine = progress.of_widget(fields, widget.name, [s.id for s in widget.tour])
-    return Acted(record, int(ver), mine, shown)
+    return Acted(msgspec.to_builtins(record), int(ver), mine, shown)
 
 
 async def _land(widget: Widget, held: Turn) -> None:
