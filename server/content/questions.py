@@ -96,7 +96,8 @@ def _question(raw: Any, line: int) -> QuestionSpec:
     except ValueError as exc:
         raise DirectiveError(f"says: {exc} (write a literal brace as {{{{ or }}}})", raw.line_of("says")) from None
     if fields != {"value"}:
-        raise DirectiveError("says holds {value}, where what Valkey holds goes, and no other {…}", raw.line_of("says"))
+        raise DirectiveError("says holds {value}, where what Valkey holds goes, and no other {…}",
+                             raw.line_of("says"))
     question = QuestionSpec(
         id=text["id"], action=text["action"], legend=text["legend"], reading=text["reading"],
         when=_named(raw, "when"), answer="number" if kind == "number" else "choice", choices=choices,

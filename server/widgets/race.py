@@ -20,7 +20,8 @@ from server.emq import flows
 from server.sandboxes import keys
 from server.widgets import flow
 from server.widgets.base import Body, Description, Design, Outcome, Refused, Step, Value, Widget, action, do, reading
-from server.widgets.race_run import CAP_S, EARLY, PARENT, Plan, Race, Turns, child_ids, fence
+from server.widgets.race_run import CAP_S, EARLY, PARENT, Plan, Race, child_ids
+from server.widgets.race_workers import Turns, fence
 from server.widgets.turn import Turn
 from server.widgets.view import Moment
 

@@ -18,7 +18,8 @@ from server.emq import keyspace
 from server.sandboxes import keys
 from server.widgets import WIDGETS, reader, runner, specimen
 from server.widgets.draw import Drawing
-from server.widgets.race_run import PARENT, Plan, Race, child_ids, fence
+from server.widgets.race_run import PARENT, Plan, Race, child_ids
+from server.widgets.race_workers import fence
 from server.widgets.turn import Actor
 from tests.support import ROOT, LiveSite, running, sandbox_of, streaming
 from tests.widgets import SANDBOX, act, catalog, lab, snapshot_of

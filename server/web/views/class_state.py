@@ -81,8 +81,9 @@ def step_words(catalog: Catalog, widget: str, step: int | None) -> str:
 
 def roster_rows(state: ClassState) -> list[dict[str, Any]]:
     now = time.time()
+    # an exercise's run is recorded as ex:<name>
     return [{"id": row.id, "name": row.name, "page": row.page or "—",
-             "widget": (row.widget or "—").replace("ex:", "exercise ", 1),  # an exercise's run is recorded as ex:<name>
+             "widget": (row.widget or "—").replace("ex:", "exercise ", 1),
              "progress": roster.progress_words(row), "exercises": roster.exercise_words(row),
              "seen": ago(row.last_seen, now), "last_seen": row.last_seen, "online": row.online,
              "stuck": row.stuck} for row in state.learners]
