@@ -29,7 +29,8 @@ async def take(conn: Conn, kind: str, budgets: Sequence[tuple[str, int]],
                now_ms: int | None = None) -> tuple[Counted, int | None]:
     """Count one attempt under each (whose, limit) in turn, one script each (atomic however many
     arrive at once; the budgets' keys are in different slots), stopping at the first past its limit
-    (0: none). The attempts added (the caller gives them back on success), and the index of the
+    (0: none), where the attempt is refused and so taken back from the budgets before it: nothing
+    was compared. The attempts added (the caller gives them back on success), and the index of the
     budget past its limit, or None."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     member = f"{now}:{secrets.token_hex(6)}"
@@ -37,7 +38,8 @@ async def take(conn: Conn, kind: str, budgets: Sequence[tuple[str, int]],
     for index, (whose, limit) in enumerate(budgets):
         key = attempts_key(kind, whose)
         if 0 < limit < int(await ATTEMPT.run(conn, [key], [now, WINDOW_MS, member, limit])):
-            return counted, index
+            await give_back(conn, counted)
+            return [], index
         counted.append((key, member))
     return counted, None
 

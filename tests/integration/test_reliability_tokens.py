@@ -151,3 +151,14 @@ async def test_a_right_attempt_given_back_frees_its_place_at_once(conn: Conn) ->
     assert past is None and (await attempts.take(conn, "sign-in", budgets))[1] == 0
     await attempts.give_back(conn, counted)
     assert (await attempts.take(conn, "sign-in", budgets))[1] is None
+
+
+async def test_an_attempt_the_address_refuses_spends_none_of_the_visitors_count(conn: Conn) -> None:
+    address = ("a:127.0.0.41", 2)
+    for n in range(2):
+        assert (await attempts.take(conn, "sign-in", [(f"v:first-{n}", 5), address]))[1] is None
+    # the address is full: a fresh visitor's attempt is refused there, so it is compared nowhere
+    counted, past = await attempts.take(conn, "sign-in", [("v:fresh", 5), address])
+    assert (counted, past) == ([], 1)
+    assert not await conn.exists(attempts.attempts_key("sign-in", "v:fresh"))
+
