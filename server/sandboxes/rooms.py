@@ -177,7 +177,16 @@ async def get(conn: Conn, code: str) -> Room | None:
         return None
     async with conn.pipeline(transaction=False) as pipe:
         pipe.hgetall(room_key(code))
-        (raw,) = await pipe.execute(raise_on_error=False)
+        for key in class_keys(code):
+            pipe.type(key)
+        raw, *kinds = await pipe.execute(raise_on_error=False)
+    # the class's learners, answers or votes of another type (as `_or_none`'s) refused its every page and its
+    # close until it expired: site bookkeeping, each starts again, as a member's record does (record.lua)
+    wanted = ("zset", "hash", "hash")  # class_keys' types, in order
+    if wrong := [key for key, kind, want in zip(class_keys(code), kinds, wanted, strict=True)
+                 if as_text(_or_none(kind)) not in (want, "none")]:
+        log.warning("a class's %s held another type: started again", ", ".join(wrong))
+        await conn.delete(*wrong)
     return _room(code, _or_none(raw) or {})
 
 

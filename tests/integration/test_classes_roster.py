@@ -338,3 +338,39 @@ def test_a_closed_class_is_said_until_dismissed_and_the_dismissal_goes_back_to_i
     other = joined(clean, open_class(clean, "Other")[1], "Bea")
     assert other.post("/room/leave?page=https://evil.example/", follow_redirects=False,
                       headers={"origin": clean.url}).headers["location"] == "/room"
+
+
+@pytest.mark.parametrize(("which", "kind"), [(keys.learners_key, "string"), (keys.answers_key, "list"),
+                                              (keys.learners_key, "hash")])
+def test_a_class_whose_learners_or_answers_hold_another_type_is_drawn_and_closes(
+        clean: LiveSite, which: Any, kind: str) -> None:
+    instructor, code = open_class(clean)
+    ada = joined(clean, code, "Ada")
+    r = clean.redis()
+    r.delete(which(code))
+    {"string": lambda: r.set(which(code), "oops"), "list": lambda: r.rpush(which(code), "oops"),
+     "hash": lambda: r.hset(which(code), "oops", "1")}[kind]()
+
+    # the class's bookkeeping starts again: its page and roster are drawn, not refused 409 until it expires
+    assert instructor.get(f"/instructor/rooms/{code}").status_code == 200
+    assert roster(instructor, code)["code"] == code
+    assert ada.post("/room/join", json={"code": code, "name": "Ada"}).status_code == 200
+    assert ada.post("/room/leave", headers={"origin": clean.url}).status_code == 303
+    assert instructor.post(f"/instructor/rooms/{code}/close", json={}).status_code == 200
+    assert not r.exists(keys.room_key(code), *rooms.class_keys(code))
+
+
+def test_an_activity_record_of_another_type_leaves_the_instructors_home_drawn(clean: LiveSite) -> None:
+    instructor, code = open_class(clean)
+    ada = joined(clean, code, "Ada")
+    r = clean.redis()
+    meta = keys.meta_key(sandbox_of(ada))
+    r.delete(meta)
+    r.set(meta, "oops")
+
+    home = instructor.get("/instructor")
+    assert home.status_code == 200 and "another type" not in home.text
+    assert instructor.get("/instructor/overview").status_code == 200
+    assert instructor.get(f"/instructor/rooms/{code}/learners/{sandbox_of(ada)}/watch",
+                          follow_redirects=False).status_code == 303
+    assert ada.get("/room").status_code == 200
