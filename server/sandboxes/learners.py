@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import time
 import unicodedata
+from collections.abc import Sequence
 from typing import Any
 
-from server.emq.wire import Conn, as_text
+from redis.exceptions import ResponseError
+
+from server.emq.wire import Conn, as_dict, as_text
 from server.refusal import Refusal
 from server.sandboxes.keys import learners_key as learners_key
 from server.sandboxes.keys import meta_key
@@ -80,5 +83,23 @@ async def joined_at(conn: Conn, code: str) -> dict[str, float]:
     return {as_text(m): float(s) / 1000 for m, s in found if SANDBOX_RE.match(as_text(m))}
 
 
+def wrong_type(reply: object) -> bool:
+    return isinstance(reply, ResponseError) and str(reply).startswith("WRONGTYPE")
+
+
+async def records(conn: Conn, sandboxes: Sequence[str]) -> list[dict[str, str]]:
+    """Their activity records (name, class, page, widget). One of another type (an operator's command, a
+    fault: no learner writes one) reads as none, not a refusal of every page that lists it (the
+    instructor's home lists every recent sandbox); the next action's record starts it again (record.lua)."""
+    async with conn.pipeline(transaction=False) as pipe:  # none to send: no round trip
+        for sandbox in sandboxes:
+            pipe.hgetall(meta_key(sandbox))
+        replies = await pipe.execute(raise_on_error=False)
+    for reply in replies:
+        if isinstance(reply, Exception) and not wrong_type(reply):
+            raise reply
+    return [{} if wrong_type(reply) else as_dict(reply) for reply in replies]
+
+
 async def name_of(conn: Conn, visitor: str) -> str:
-    return as_text(await conn.hget(meta_key(visitor), "name"))
+    return (await records(conn, [visitor]))[0].get("name", "")

@@ -18,13 +18,11 @@ from contextlib import suppress
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from redis.exceptions import ResponseError
-
 from server.emq.wire import Conn, Fields, as_dict, as_text
 from server.refusal import Refusal
 from server.sandboxes.keys import REGISTRY_KEY, answers_key, learners_key, meta_key, results_key, votes_key
 from server.sandboxes.keys import room_key as room_key
-from server.sandboxes.learners import BadName, learner_ids, readable
+from server.sandboxes.learners import BadName, learner_ids, readable, wrong_type
 from server.sandboxes.sandbox import new_id
 
 log = logging.getLogger("emqlab.rooms")
@@ -156,15 +154,11 @@ async def create(conn: Conn, name: object, ttl: int, max_rooms: int, host: str =
     raise RoomsFull("could not draw a free room code; try again")
 
 
-def _wrong_type(reply: object) -> bool:
-    return isinstance(reply, ResponseError) and str(reply).startswith("WRONGTYPE")
-
-
 def _or_none(reply: object) -> Any:
     """A class's key read back: a key of another type (an operator's command, a fault; no learner can
     write one) counts as no class, so its learners act in their own sandboxes again rather than meet a
     503 on every request, and the reaper forgets it (`expired`). Any other error is raised."""
-    if _wrong_type(reply):
+    if wrong_type(reply):
         log.warning("a class key holds another type than a hash or zset: the class is treated as closed")
         return None
     if isinstance(reply, Exception):
@@ -180,12 +174,10 @@ async def get(conn: Conn, code: str) -> Room | None:
         for key in class_keys(code):
             pipe.type(key)
         raw, *kinds = await pipe.execute(raise_on_error=False)
-    # the class's learners, answers or votes of another type (as `_or_none`'s) refused its every page and its
-    # close until it expired: site bookkeeping, each starts again, as a member's record does (record.lua)
-    wanted = ("zset", "hash", "hash")  # class_keys' types, in order
-    if wrong := [key for key, kind, want in zip(class_keys(code), kinds, wanted, strict=True)
+    # of another type, they refused the class's every page and its close: they start again, as record.lua's
+    if wrong := [key for key, kind, want in zip(class_keys(code), kinds, ("zset", "hash", "hash"), strict=True)
                  if as_text(_or_none(kind)) not in (want, "none")]:
-        log.warning("a class's %s held another type: started again", ", ".join(wrong))
+        log.warning("%s held another type than the class's: started again", ", ".join(wrong))
         await conn.delete(*wrong)
     return _room(code, _or_none(raw) or {})
 
@@ -204,7 +196,7 @@ async def membership(conn: Conn, code: str, visitor: str) -> tuple[Room | None, 
         return None, False, ""
     # a member's activity record of another type only loses their name here (their next action's
     # record starts it again: record.lua)
-    name = "" if _wrong_type(name) else name
+    name = "" if wrong_type(name) else name
     return room, _or_none(score) is not None or (bool(room.host) and room.host == visitor), as_text(_or_none(name))
 
 

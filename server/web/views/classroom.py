@@ -19,7 +19,6 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from server.emq.wire import as_dict
 from server.lifecycle import resets
 from server.live import events
 from server.live.streams import frame
@@ -195,7 +194,7 @@ async def reset_learner(request: Request, room: rooms.Room) -> Response:
 async def watch(request: Request, room: rooms.Room) -> Response:
     sandbox = await learner_of(request, room)
     dives = [d.path for d in services(request).course.dives]
-    seen = presence.page(as_dict(await services(request).conn.hgetall(keys.meta_key(sandbox))))
+    seen = presence.page((await learners.records(services(request).conn, [sandbox]))[0])
     response = RedirectResponse(seen if seen is not None and seen in dives else dives[0], status_code=303)
     services(request).cookies.watch.attach(response, sandbox)
     return response

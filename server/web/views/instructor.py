@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from server.emq.wire import as_dict, as_text
+from server.emq.wire import as_text
 from server.lifecycle import resets
 from server.refusal import Refusal
 from server.sandboxes import keys, learners, presence, rooms
@@ -158,15 +158,11 @@ async def live_sandboxes(request: Request, open_rooms: list[rooms.Room]) -> list
     conn = services(request).conn
     found: Any = await conn.zrevrange(keys.REGISTRY_KEY, 0, LISTED - 1, withscores=True)
     ids = [(as_text(s), float(score) / 1000) for s, score in found if SANDBOX_RE.match(as_text(s))]
-    async with conn.pipeline(transaction=False) as pipe:  # none to send: no round trip
-        for sandbox, _ in ids:
-            pipe.hgetall(keys.meta_key(sandbox))
-        metas = await pipe.execute()
+    metas = await learners.records(conn, [sandbox for sandbox, _ in ids])
     shared = {r.sandbox: r.code for r in open_rooms}
     codes = {r.code for r in open_rooms}
     now, rows = time.time(), []
-    for (sandbox, seen), raw in zip(ids, metas):
-        meta = as_dict(raw)
+    for (sandbox, seen), meta in zip(ids, metas):
         room = meta.get("room") if meta.get("room") in codes else None
         rows.append({"id": sandbox, "name": meta.get("name") or None, "room": room or shared.get(sandbox),
                      "shared": sandbox in shared, "page": presence.page(meta), "widget": meta.get("widget"),
@@ -240,7 +236,7 @@ async def overview(request: Request) -> Response:
 async def watching(request: Request) -> Response:
     watched = services(request).cookies.watch.read(request)
     watched = watched if isinstance(watched, str) and SANDBOX_RE.fullmatch(watched) else None
-    meta = as_dict(await services(request).conn.hgetall(keys.meta_key(watched))) if watched else {}
+    meta = (await learners.records(services(request).conn, [watched]))[0] if watched else {}
     return JSONAnswer({"sandbox": watched, "name": meta.get("name") or None, "room": meta.get("room") or None})
 
 
