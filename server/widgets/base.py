@@ -51,7 +51,8 @@ def info(text: str) -> Outcome:
 
 class GotoBody(Body):
     # a deep link's step (0: the scenario as it lands), or the link's text when it names none (refused in words)
-    step: Annotated[int, msgspec.Meta(ge=0, le=1000)] | Annotated[str, msgspec.Meta(max_length=40)]
+    # (a link's text of any length is the page's to send: refused in words, quoted to 40 characters)
+    step: Annotated[int, msgspec.Meta(ge=0, le=1000)] | Annotated[str, msgspec.Meta(max_length=2000)]
     link: Annotated[str, msgspec.Meta(max_length=80)] = ""  # the link's name as the page has it: `#fanin-step`
 
 
@@ -225,7 +226,8 @@ class Widget:
         if isinstance(body.step, int) or (body.step.isascii() and body.step.isdigit()):
             return int(body.step)
         steps = f"a step of this tour (1–{len(self.tour)})" if self.tour else "a step: this widget has no tour"
-        raise Refused(f"{body.link or 'step'}={body.step} is not {steps}; the widget stays as it is.", status=422)
+        shown = body.step if len(body.step) <= 40 else body.step[:40] + "…"
+        raise Refused(f"{body.link or 'step'}={shown} is not {steps}; the widget stays as it is.", status=422)
 
     @action("goto", "Go to step", GotoBody)
     async def goto(self, turn: Turn, body: GotoBody) -> Outcome:
