@@ -57,12 +57,15 @@ def clean_name(raw: object) -> str:
 
 async def join(conn: Conn, code: str, visitor: str, name: str, ttl: int, meta_ttl: int) -> None:
     """Joining again keeps the first join's time (NX): the roster's order does not move."""
-    async with conn.pipeline(transaction=False) as pipe:
-        pipe.zadd(learners_key(code), {visitor: int(time.time() * 1000)}, nx=True)
-        pipe.expire(learners_key(code), ttl)
-        pipe.hset(meta_key(visitor), mapping={"name": name, "room": code})
-        pipe.expire(meta_key(visitor), meta_ttl)
-        await pipe.execute()
+    for _ in range(2):  # once more after an activity record of another type started again
+        async with conn.pipeline(transaction=False) as pipe:
+            pipe.zadd(learners_key(code), {visitor: int(time.time() * 1000)}, nx=True)
+            pipe.expire(learners_key(code), ttl)
+            pipe.hset(meta_key(visitor), mapping={"name": name, "room": code})
+            pipe.expire(meta_key(visitor), meta_ttl)
+            replies = await pipe.execute(raise_on_error=False)
+        if not await _fresh_record(conn, visitor, replies, 2):
+            return
 
 
 async def leave(conn: Conn, code: str, visitor: str) -> None:
@@ -70,7 +73,19 @@ async def leave(conn: Conn, code: str, visitor: str) -> None:
     async with conn.pipeline(transaction=False) as pipe:
         pipe.zrem(learners_key(code), visitor)
         pipe.hdel(meta_key(visitor), "room")
-        await pipe.execute()
+        await _fresh_record(conn, visitor, await pipe.execute(raise_on_error=False), 1)
+
+
+async def _fresh_record(conn: Conn, visitor: str, replies: Sequence[object], meta: int) -> bool:
+    """Raise the first error among `replies`, but for an activity record of another type (the reply at
+    `meta`): it starts again, as in the site's scripts (includes/fresh_record.lua); True then."""
+    if wrong_type(replies[meta]):
+        await conn.delete(meta_key(visitor))
+        return True
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    return False
 
 
 async def learner_ids(conn: Conn, code: str) -> list[str]:

@@ -19,7 +19,7 @@ from markupsafe import escape
 from server.sandboxes import keys, rooms
 from server.valkey.process import ValkeyProcess
 from tests.e2e.rooms import DIVE, class_site, joined, open_class, own_sandbox, predict
-from tests.support import Events, LiveSite, dumped, sandbox_of
+from tests.support import Events, LiveSite, dumped, sandbox_of, streaming
 
 ROSTER_FIELDS = {"name", "page", "widget", "online", "last_seen", "progress"}
 OTHER_DIVE = "/flows/cross-queue"
@@ -374,3 +374,25 @@ def test_an_activity_record_of_another_type_leaves_the_instructors_home_drawn(cl
     assert instructor.get(f"/instructor/rooms/{code}/learners/{sandbox_of(ada)}/watch",
                           follow_redirects=False).status_code == 303
     assert ada.get("/room").status_code == 200
+
+
+def test_a_visitor_whose_activity_record_holds_another_type_joins_leaves_and_opens_a_page(clean: LiveSite) -> None:
+    _, code = open_class(clean)
+    ada = clean.visitor()
+    r = clean.redis()
+    meta = keys.meta_key(sandbox_of(ada))
+
+    def broken() -> None:
+        r.delete(meta)
+        r.set(meta, "oops")
+
+    broken()
+    assert ada.post("/room/join", json={"code": code, "name": "Ada"}).status_code == 200
+    assert r.hgetall(meta) == {"name": "Ada", "room": code}
+    broken()
+    assert ada.post("/room/leave", json={}).status_code == 200
+    assert r.type(meta) == "none"  # started again: the class is left, nothing of it kept
+    broken()
+    with streaming(ada) as events:  # the page's presence starts the record again, not a stream refused
+        events.until("widget")
+        assert r.type(meta) == "hash" and any(field.startswith("p:") for field in r.hkeys(meta))

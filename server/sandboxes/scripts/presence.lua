@@ -6,6 +6,7 @@
 -- ARGV[3] now, s: entries whose time is past are removed (a dead site's streams)
 -- ARGV[4] the record's lifetime, s
 -- Returns: the number of entries still there, this one included.
+-- @include fresh_record
 local fields = redis.call('HGETALL', KEYS[1])
 local now, left = tonumber(ARGV[3]), 1
 for i = 1, #fields, 2 do

@@ -13,13 +13,7 @@
 -- Returns: the whole progress record, flat (field, value, ...): the page's
 --   progress line is drawn from it.
 local widget = ARGV[3]
--- An activity record of another type (an operator's command, a fault: no learner reaches it) would
--- refuse every action's record; it is site bookkeeping, so it starts again here (a class member's
--- name goes with it: the roster says "(no name)" until they join again).
-local kind = redis.call('TYPE', KEYS[1])['ok']
-if kind ~= 'hash' and kind ~= 'none' then
-  redis.call('DEL', KEYS[1])
-end
+-- @include fresh_record
 redis.call('HSET', KEYS[1], 'seen', ARGV[2], 'widget', widget)
 for i = 8, #ARGV do
   redis.call('HSET', KEYS[2], 'm:' .. widget .. ':' .. ARGV[i], '1')
