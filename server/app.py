@@ -35,7 +35,7 @@ from server.web.middleware import Site
 from server.web.services import Cookies, Services
 from server.web.sessions import Resolve, Sessions
 from server.web.templating import CachedStatic, static_url
-from server.web.views import classroom, console, exercises, instructor, pages, room, widgets
+from server.web.views import classroom, console, exercises, instructor, pages, room, stream, widgets
 from server.widgets import WIDGETS, questions
 from server.widgets.draw import Drawing
 from server.widgets.frames import Frames
@@ -146,7 +146,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     return Starlette(
         # the catch-all page routes: keep last
         routes=[*widgets.routes(), *console.routes(), *exercises.routes(), *instructor.routes(), *classroom.routes(),
-                vendor, static,
+                *stream.routes(), vendor, static,
                 *pages.routes()],
         # gzip outside the rest: pages and JSON over 1 KB go compressed; the stream never
         # (Starlette leaves text/event-stream alone, so frames are not held back).

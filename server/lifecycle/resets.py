@@ -23,6 +23,7 @@ from server.sandboxes import admission, keys, rooms
 from server.sandboxes.sandbox import SANDBOX_RE, queue_name
 from server.widgets import runner
 from server.widgets.base import Body, Widget
+from server.widgets.flow import plural
 from server.widgets.reader import pipelined
 from server.widgets.turn import Actor, clear_call, unstray_call
 
@@ -35,6 +36,12 @@ RESETS_AT_ONCE = 8  # sandboxes reset side by side: a class resets in the time o
 class Report:
     reset: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)  # sandbox -> what went wrong, in words
+
+    def words(self, names: dict[str, str] | None = None) -> str:
+        """"3 reset" and which failed and why: one broken sandbox never hides the others."""
+        failed = [f"{(names or {}).get(s) or s} ({why})" for s, why in sorted(self.failed.items())]
+        said = f"{plural(len(self.reset), 'sandbox', 'sandboxes')} reset"
+        return said + ("; failed: " + "; ".join(failed) if failed else "")
 
 
 async def reset_sandbox(lab: runner.Lab, sandbox: str, by: str = "instructor") -> None:

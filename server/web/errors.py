@@ -164,17 +164,14 @@ def exception_handlers(pages: Mapping[str, PageAnswer], error_page: PageAnswer) 
     script and `error_page` to a browser (`wants_page`). `pages` keys are paths, or prefixes when they
     end with "/"; their answers tell a script from a browser themselves."""
 
-    def page_of(request: Request) -> PageAnswer | None:
-        path = request.url.path
-        return pages.get(path) or next((page for key, page in pages.items()
-                                        if key.endswith("/") and path.startswith(key)), None)
-
     async def answer(request: Request, exc: Exception) -> Response:
         refusal = refusal_of(exc)
         if refusal is None:
             log.error("widget action failed", exc_info=exc)
             refusal = Refusal("the server failed on this action; it has been logged", status=500)
-        page = page_of(request) or (error_page if wants_page(request) else None)
+        path = request.url.path
+        page = pages.get(path) or next((p for k, p in pages.items() if k.endswith("/") and path.startswith(k)), None)
+        page = page or (error_page if wants_page(request) else None)
         return await page(request, refusal) if page is not None else json_answer(refusal)
 
     # Each family by its class, so Starlette answers it inside the site's middleware; a bug

@@ -201,23 +201,18 @@ async def results(request: Request, room: Room) -> tuple[str, str]:
     return csv_text(request, state), dumps({"code": room.code, "questions": [c.contract() for c in every]}).decode()
 
 
-async def texts(request: Request) -> tuple[str, str, str]:
-    """(code, csv, answers.json) of an open class now, or of a closed one as kept."""
+@instructor_only
+async def results_file(request: Request) -> Response:
+    """results.csv or answers.json, as the path asks: of an open class now, or of a closed one as kept."""
     code = rooms.normalize_code(request.path_params["code"])
     if (room := await rooms.get(services(request).conn, code)) is not None:
-        return code, *await results(request, room)
-    found = await rooms.kept_results(services(request).conn, code)
-    if found is None:
+        csv_body, json_body = await results(request, room)
+    elif (found := await rooms.kept_results(services(request).conn, code)) is not None:
+        csv_body, json_body = found
+    else:
         days = services(request).settings.results_days
         raise guards.Refused(404, f"no open class has the code {code}, and no class closed in the last "
                                   f"{days} days kept results under it")
-    return code, *found
-
-
-@instructor_only
-async def results_file(request: Request) -> Response:
-    """results.csv or answers.json, as the path asks."""
-    code, csv_body, json_body = await texts(request)
     if request.url.path.endswith(".json"):
         return Response(json_body, media_type="application/json")
     return Response(csv_body, media_type="text/csv; charset=utf-8",

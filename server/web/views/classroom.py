@@ -30,10 +30,10 @@ from server.web.services import services
 from server.web.views.asking import announce, ask, askable, current, end, press, reveal, second_round
 from server.web.views.class_box import answer, ask_state
 from server.web.views.class_state import drawn, read_class, results, results_file, roster_rows, tours
-from server.web.views.instructor import done, for_class, instructor_only, render, report_words
+from server.web.views.instructor import done, for_class, instructor_only, render
 from server.web.views.room import join_room, leave_room
 from server.web.views.room import page as room_page  # `page`: the name tests find every page by
-from server.web.views.widgets import sse
+from server.web.views.stream import sse
 from server.widgets.flow import plural
 
 EVERY = 1.0  # seconds between the class stream's reads when no event came
@@ -167,7 +167,7 @@ async def reset_learners(request: Request, room: rooms.Room) -> Response:
     names = {s: await learners.name_of(conn, s) for s in ids}
     report = await resets.reset_sandboxes(services(request).lab, [*ids, room.sandbox])
     return done(request, f"Every learner of class {room.code} was reset ({plural(len(ids), 'learner')}; "
-                         f"{report_words(report, names)}).",
+                         f"{report.words(names)}).",
                 {"reset": len([s for s in ids if s in report.reset]), "failed": report.failed}, room=room)
 
 

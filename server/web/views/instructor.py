@@ -30,7 +30,6 @@ from server.web.errors import JSONAnswer, json_answer
 from server.web.services import services
 from server.web.sessions import session_of
 from server.web.templating import respond
-from server.widgets.flow import plural
 
 REALM = 'Bearer realm="emqlab-instructor"'
 Handler = Callable[[Request], Awaitable[Response]]
@@ -153,9 +152,11 @@ def ago(seconds: float | None, now: float) -> str:
     return f"{delta // 3600} h {delta % 3600 // 60} min ago"
 
 
-async def live_sandboxes(request: Request, open_rooms: list[rooms.Room]) -> list[dict[str, Any]]:
-    """The most recently active sandboxes: who (name, class) and where (page, widget)."""
+async def overview_data(request: Request) -> dict[str, Any]:
+    """The open classes, the closed ones whose results are kept, and the most recently active sandboxes:
+    who (name, class) and where (page, widget)."""
     conn = services(request).conn
+    open_rooms = await rooms.list_rooms(conn)
     found: Any = await conn.zrevrange(keys.REGISTRY_KEY, 0, LISTED - 1, withscores=True)
     ids = [(as_text(s), float(score) / 1000) for s, score in found if SANDBOX_RE.match(as_text(s))]
     metas = await learners.records(conn, [sandbox for sandbox, _ in ids])
@@ -167,16 +168,9 @@ async def live_sandboxes(request: Request, open_rooms: list[rooms.Room]) -> list
         rows.append({"id": sandbox, "name": meta.get("name") or None, "room": room or shared.get(sandbox),
                      "shared": sandbox in shared, "page": presence.page(meta), "widget": meta.get("widget"),
                      "last_seen": seen, "ago": ago(seen, now)})
-    return rows
-
-
-async def overview_data(request: Request) -> dict[str, Any]:
-    conn = services(request).conn
-    now = time.time()
-    open_rooms = await rooms.list_rooms(conn)
     return {
         "total_sandboxes": int(await conn.zcard(keys.REGISTRY_KEY)),
-        "sandboxes": await live_sandboxes(request, open_rooms),
+        "sandboxes": rows,
         "rooms": [{**r.as_json(), "opened": ago(r.created, now)} for r in open_rooms],
         "closed": [{"code": code, "until": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(until))}
                    for code, until in await rooms.results_listed(conn)],
@@ -202,8 +196,7 @@ async def signed_in_page(request: Request) -> Response:
 
 
 async def sign_in(request: Request) -> Response:
-    settings = services(request).settings
-    if not settings.instructor_token:
+    if not services(request).settings.instructor_token:
         raise guards.Refused(403, "instructor features are off: the site runs without EMQLAB_INSTRUCTOR_TOKEN")
     guards.check_origin(request)
     body = await bodies.read_form(request, SignIn)
@@ -240,14 +233,6 @@ async def watching(request: Request) -> Response:
     return JSONAnswer({"sandbox": watched, "name": meta.get("name") or None, "room": meta.get("room") or None})
 
 
-def report_words(report: resets.Report, names: dict[str, str]) -> str:
-    """"3 reset" and which failed and why: one broken sandbox never hides the others."""
-    said = f"{plural(len(report.reset), 'sandbox', 'sandboxes')} reset"
-    if report.failed:
-        said += "; failed: " + "; ".join(f"{names.get(s) or s} ({why})" for s, why in sorted(report.failed.items()))
-    return said
-
-
 @instructor_only
 async def reset(request: Request) -> Response:
     body = await bodies.read_form(request, ResetBody)
@@ -256,7 +241,7 @@ async def reset(request: Request) -> Response:
         raise bodies.BadBody(400, "say what to reset: exactly one of sandbox (an id), room (a code) or all (true)")
     if body.all:
         report = await resets.reset_sandboxes(lab, None)
-        return done(request, f"Every sandbox was reset: {report_words(report, {})}.",
+        return done(request, f"Every sandbox was reset: {report.words()}.",
                     {"reset": "all", "count": len(report.reset), "failed": report.failed})
     if (sandbox := body.sandbox) is not None:
         if not SANDBOX_RE.fullmatch(sandbox):
@@ -273,7 +258,7 @@ async def reset(request: Request) -> Response:
         raise guards.Refused(404, "no open class has that code")
     ids = await learners.learner_ids(conn, room.code)
     report = await resets.reset_sandboxes(lab, [room.sandbox, *ids])
-    return done(request, f"Class {room.code} ({room.name}) was reset: {report_words(report, {})}.",
+    return done(request, f"Class {room.code} ({room.name}) was reset: {report.words()}.",
                 {"reset": "room", "room": room.code, "count": len(report.reset), "failed": report.failed})
 
 
