@@ -22,7 +22,7 @@ from server.widgets import flow
 from server.widgets.base import Body, Description, Design, Outcome, Refused, Step, Value, Widget, action, do, reading
 from server.widgets.race_run import CAP_S, EARLY, PARENT, Plan, Race, child_ids
 from server.widgets.race_workers import Turns, fence
-from server.widgets.turn import Turn
+from server.widgets.turn import Busy, Turn
 from server.widgets.view import Moment
 
 Fault = Literal["crash", "lapse", "twice"]
@@ -191,10 +191,14 @@ class RaceLab(Widget):
         """The tour's race on the flow just landed, under the showing's lock (Reset waits
         for it, at most the time cap): a page without JavaScript shows a recorded run. Its
         workers take turns in the seed's time, so every sandbox and the specimen show one
-        timeline, which the visitor's own first frame swaps in for the specimen's unmoved."""
+        timeline, which the visitor's own first frame swaps in for the specimen's unmoved. A run cut
+        short (Valkey dropped its workers, the load outran the cap) is refused: the next showing lands
+        the flow again and plays it whole."""
         plan = msgspec.convert(RECORDED, RunBody).plan()
         state = keys.state_key(turn.queue())
         ended = await Race(turn.conn, turn.queue(), state, plan, turns=Turns(plan.workers)).run()
+        if ended in ("a lost connection", "the time cap"):  # cut from outside: not the run the others show
+            raise Busy("the recorded run was cut short; the page plays it again in a moment")
         await turn.conn.hset(state, "run", json.dumps(
             {"status": "done", "ended": ended, "choices": msgspec.to_builtins(plan), "recorded": True}))
 

@@ -293,3 +293,33 @@ def test_a_run_with_bad_choices_answers_400_and_writes_nothing(clean: LiveSite) 
     for bad in ({"workers": 9}, {"children": 2}, {"faults": ["fire"]}, {"seed": -1}):
         answer = client.post("/api/widgets/race/run", json=bad, headers={"Origin": clean.url})
         assert answer.status_code == 400, (bad, answer.text)
+
+
+def test_a_first_showing_whose_workers_lose_their_connections_plays_the_recorded_run_again_not_a_cut_one(
+        clean: LiveSite) -> None:
+    # Valkey dropping the workers' connections (a restart, a kill, an operator) mid-way through the
+    # recorded run must not leave a sandbox a "recorded run" of its own, cut short: the showing says
+    # so (503, in words) and the next one lands the flow again and plays the one recorded run
+    reference = clean.visitor("/flows/under-fire").get("/api/widgets/race/state").json()["snapshot"]["picture"]
+    r = clean.redis()
+    killed = 0
+    for _ in range(4):
+        client = clean.visitor("/")
+        mine = f"@{sandbox_of(client)}.race"
+        showing = threading.Thread(target=lambda c=client: c.get("/api/widgets/race/state", timeout=30))
+        showing.start()
+        while showing.is_alive():  # the workers' connections killed the moment they appear, once
+            found = [c["id"] for c in r.client_list() if c.get("name", "").endswith(mine)]
+            if found:
+                killed += sum(r.client_kill_filter(_id=i) for i in found)
+                break
+        showing.join(30)
+        deadline = time.monotonic() + 15
+        while (answer := client.get("/api/widgets/race/state")).status_code != 200:
+            assert answer.status_code == 503, answer.text
+            assert time.monotonic() < deadline, answer.text
+            time.sleep(0.1)
+        picture = answer.json()["snapshot"]["picture"]
+        assert picture["recorded"] and picture["ended"] == reference["ended"], picture["ended"]
+        assert picture["timeline"] == reference["timeline"]
+    assert killed, "no worker connection was killed mid-showing: the test proved nothing"
