@@ -30,6 +30,8 @@ log = logging.getLogger("emqlab.race")
 PARENT = "JOBrace"
 LEASE_MS = 250  # short, so a lapse comes within the run
 CAP_S = 5.0  # no run outlives this
+# how a run cut from outside ends: Valkey dropped its workers, or the load outran the cap
+LOST, CAPPED = "a lost connection", "the time cap"
 ENTRIES = 120  # the timeline's cap: a snapshot stays small
 # the second exercise's starter, the same file (server/emq/scripts/variants/): what the learner fixes there breaks here
 EARLY = Script("complete_early_release", variants.source("complete_early_release", "complete"))
@@ -124,13 +126,13 @@ class Race:
                 for script in (registry.script("claim"), self.complete_script, registry.script("requeue_lapsed")):
                     await self.workers[0].conn.script_load(script.source)
             except Disconnected:  # fenced before a worker started: a Reset took the lock as the Run let it go
-                self.finish("a lost connection")
+                self.finish(LOST)
                 return self.ended
             tasks = [asyncio.create_task(self.work(w)) for w in self.workers]
             try:
                 await asyncio.wait_for(self.stop.wait(), CAP_S)
             except TimeoutError:
-                self.finish("the time cap")
+                self.finish(CAPPED)
             except asyncio.CancelledError:
                 # a Reset cancels the run; a call already on the wire is stopped by its `fence`
                 for task in tasks:
@@ -190,7 +192,7 @@ class Race:
             await self.loop(w)
         except Disconnected:  # fenced by a Reset (perhaps another site process's): the run is over
             log.info("race worker w%d of %s lost its connection", w.number, self.queue)
-            self.finish("a lost connection")
+            self.finish(LOST)
         except Exception:  # a worker that breaks stops; the run reads what it left
             log.exception("race worker w%d of %s stopped", w.number, self.queue)
         finally:
