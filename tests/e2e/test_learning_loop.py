@@ -212,6 +212,33 @@ def test_a_step_link_that_names_no_step_is_said_in_the_widgets_status_and_change
     expect(widget).to_have_attribute("data-ver", ver or "")  # nothing was replayed
 
 
+# The stream's status frames reach the page 1.5 s late (as on a slow network): what they say is
+# the server's, only when it arrives changes; `__statuses` counts those handed on.
+LATE_STATUS = """
+window.__statuses = 0;
+const add = EventSource.prototype.addEventListener;
+EventSource.prototype.addEventListener = function (type, listener, options) {
+  if (type !== "status") return add.call(this, type, listener, options);
+  return add.call(this, type, (event) => setTimeout(() => { listener.call(this, event); window.__statuses++; }, 1500),
+                  options);
+};
+"""
+
+
+def test_a_refused_step_link_stays_said_when_the_streams_first_status_comes_after_it(page: Page) -> None:
+    first = on_dive(DIVE)[0]
+    page.add_init_script(LATE_STATUS)
+    page.goto(f"{DIVE}#step=abc")
+    status = region(page, first).locator('[data-role="status"]')
+    expect(status).to_contain_text("#step=abc is not a step of this tour")
+    for _ in range(100):  # "Valkey up, nothing to say" arrives after the refusal: not a word on it
+        if page.evaluate("window.__statuses") >= 1:
+            break
+        page.wait_for_timeout(100)
+    assert page.evaluate("window.__statuses") >= 1
+    expect(status).to_contain_text("#step=abc is not a step of this tour")
+
+
 def test_starting_over_is_told_in_every_widget_of_an_open_dive_until_dismissed(context: BrowserContext) -> None:
     dive = context.new_page()
     dive.goto(DIVE)

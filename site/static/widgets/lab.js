@@ -242,9 +242,11 @@ function openStream() {
   source.addEventListener("status", (e) => {
     const status = JSON.parse(e.data);
     each((root) => {
-      // the server's words: Valkey away, or a notice (out of memory, notifications off), or none
+      // the server's words: Valkey away, or a notice (out of memory, notifications off), or none; "none"
+      // clears only what a status said before, never an action's refusal (a stream opening after it)
+      const said = ["down", "notice"].includes($(root, "status").dataset.kind) && !keepsNotice(root);
       if (status.valkey === "down") setStatus(root, status.message, "down");
-      else if (status.message || !keepsNotice(root)) setStatus(root, status.message, status.message ? "notice" : "");
+      else if (status.message || said) setStatus(root, status.message, status.message ? "notice" : "");
     });
   });
   source.addEventListener("room", (e) => followRoom(JSON.parse(e.data), again));
