@@ -45,7 +45,10 @@ PYTEST_WORKERS ?= 2
 # The integration suite waits more than it computes (restarts, kills, time to live), the
 # browser suite is Chromium's CPU: more workers overlap the first's waits with the second's work.
 INTEGRATION_WORKERS ?= 4
-test: lint test-unit programs
+# Lint and the unit tests side by side: mypy keeps one core, the unit tests fill the other.
+test: venv
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lint-with test-unit-with
+	@$(MAKE) --no-print-directory programs
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-integration test-e2e
 
 programs: venv valkey module assets nginx headless-shell ps ss bytecode

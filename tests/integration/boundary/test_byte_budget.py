@@ -39,15 +39,17 @@ async def test_a_console_flood_stops_at_the_budget_and_the_sandbox_stays_near_on
     accepted = 0
     while True:
         text = f"HSET emq:{{fanin}}:job:JOBflood{accepted % 8} field{accepted} {VALUE}"
-        before = await held_by(admin, B)
+        # What the refused line is compared with, taken only where it can come (a refusal before
+        # line 900 fails the count below): a DUMP of the whole sandbox before every line cost 50 s under load.
+        before = await held_by(admin, B) if accepted >= 900 else {}
         answer = await line(visitor, text)
         if answer.status != 200:
             break
         accepted += 1
     assert answer.status == 409 and answer.refused is not None and answer.refused.reason == "over-budget"
     assert answer.refused.message.startswith("This sandbox holds about 1 MB already: press Reset on a widget")
-    assert await held_by(admin, B) == before  # the refused line wrote nothing, not even its count
     assert 900 <= accepted <= 1024
+    assert await held_by(admin, B) == before  # the refused line wrote nothing, not even its count
     assert await budget.spent(admin, B, QUEUES) <= budget.DEFAULT_BUDGET
     assert 900_000 < await memory_of(admin, B) < 1_100_000  # what Valkey holds, not what was typed
 
