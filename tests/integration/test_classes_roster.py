@@ -281,14 +281,25 @@ def test_reset_of_one_learner_leaves_the_other_and_refuses_a_sandbox_not_in_the_
 # -- class keys of another type (an operator's command, a fault: no learner can write them) ------
 
 
+def broken(site: LiveSite, key: str) -> None:
+    """`key` holds a string where the site keeps a hash or a sorted set."""
+    site.redis().delete(key)
+    site.redis().set(key, "oops")
+
+
+def member_with_a_broken_record(site: LiveSite) -> tuple[httpx.Client, str, httpx.Client, str]:
+    """(the instructor, the class's code, Ada, her activity record's key), the record a string."""
+    instructor, code = open_class(site)
+    ada = joined(site, code, "Ada")
+    meta = keys.meta_key(sandbox_of(ada))
+    broken(site, meta)
+    return instructor, code, ada, meta
+
+
 def test_a_member_whose_activity_record_holds_another_type_acts_on_and_the_record_starts_again(
         clean: LiveSite) -> None:
-    instructor, code = open_class(clean)
-    ada = joined(clean, code, "Ada")
+    instructor, code, ada, meta = member_with_a_broken_record(clean)
     r = clean.redis()
-    meta = keys.meta_key(sandbox_of(ada))
-    r.delete(meta)
-    r.set(meta, "oops")
 
     # not "Valkey is unreachable" on every request, nor a roster refused whole
     assert ada.get(DIVE).status_code == 200
@@ -304,8 +315,7 @@ def test_a_class_record_of_another_type_sends_its_members_to_their_own_sandboxes
     instructor, code = open_class(clean)
     ada = joined(clean, code, "Ada")
     r = clean.redis()
-    r.delete(keys.room_key(code))
-    r.set(keys.room_key(code), "oops")
+    broken(clean, keys.room_key(code))
 
     assert ada.get(DIVE).status_code == 200
     complete(ada)  # in her own sandbox, not the class's, and not a 503
@@ -361,12 +371,7 @@ def test_a_class_whose_learners_or_answers_hold_another_type_is_drawn_and_closes
 
 
 def test_an_activity_record_of_another_type_leaves_the_instructors_home_drawn(clean: LiveSite) -> None:
-    instructor, code = open_class(clean)
-    ada = joined(clean, code, "Ada")
-    r = clean.redis()
-    meta = keys.meta_key(sandbox_of(ada))
-    r.delete(meta)
-    r.set(meta, "oops")
+    instructor, code, ada, _ = member_with_a_broken_record(clean)
 
     home = instructor.get("/instructor")
     assert home.status_code == 200 and "another type" not in home.text
@@ -382,17 +387,13 @@ def test_a_visitor_whose_activity_record_holds_another_type_joins_leaves_and_ope
     r = clean.redis()
     meta = keys.meta_key(sandbox_of(ada))
 
-    def broken() -> None:
-        r.delete(meta)
-        r.set(meta, "oops")
-
-    broken()
+    broken(clean, meta)
     assert ada.post("/room/join", json={"code": code, "name": "Ada"}).status_code == 200
     assert r.hgetall(meta) == {"name": "Ada", "room": code}
-    broken()
+    broken(clean, meta)
     assert ada.post("/room/leave", json={}).status_code == 200
     assert r.type(meta) == "none"  # started again: the class is left, nothing of it kept
-    broken()
+    broken(clean, meta)
     with streaming(ada) as events:  # the page's presence starts the record again, not a stream refused
         events.until("widget")
         assert r.type(meta) == "hash" and any(field.startswith("p:") for field in r.hkeys(meta))
