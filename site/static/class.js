@@ -28,6 +28,7 @@ async function drawOnce() {
     if (was && now) Idiomorph.morph(was, now);
   }
   drawn = fresh.querySelector("[data-class]")?.dataset.drawn ?? latest;
+  page.dataset.drawn = drawn; // what the page shows now, beside `latest`: tools can tell it has settled
   return true;
 }
 
@@ -57,7 +58,7 @@ if (page) {
     say(down || "");
     if (down) return;
     page.dataset.live = "1"; // the stream is heard: tools and tests can tell the page follows the class
-    latest = now;
+    latest = page.dataset.latest = now;
     if (now !== drawn) redraw();
     // the ages tick every second: the server's words put in place, no page fetched for them
     for (const [id, text] of Object.entries(seen)) {

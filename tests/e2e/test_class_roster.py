@@ -138,6 +138,9 @@ def test_an_idle_class_page_ticks_its_learners_ages_without_fetching_itself(
     assert ada.post("/api/widgets/fanin/complete-child", json={}).status_code == 200
     ada_row = row(class_page, "Ada")
     expect(ada_row.locator('[data-role="widget"]')).to_have_text("fanin")
+    # settled: the page draws what the stream last said (a fetch for Ada's action may still be on its way)
+    expect(class_page.locator("[data-class]")).to_have_attribute(
+        "data-drawn", class_page.locator("[data-class]").get_attribute("data-latest") or "")
     fetched = class_page_fetches(class_page)
     age = ada_row.locator('[data-role="seen"]')
     was = age.inner_text()
