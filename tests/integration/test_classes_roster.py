@@ -330,7 +330,8 @@ def test_a_class_record_of_another_type_sends_its_members_to_their_own_sandboxes
         finally:
             await conn.aclose()
 
-    assert [gone for gone, _ in asyncio.run(reap())] == [code]
+    # forgotten here, or already by the site's own reaper (it runs every few seconds)
+    assert [gone for gone, _ in asyncio.run(reap())] in ([code], [])
     assert not r.exists(keys.room_key(code)) and not r.hexists(rooms.ROOMS_KEY, code)
 
 
