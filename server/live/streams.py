@@ -20,6 +20,7 @@ import msgspec
 from redis.exceptions import ResponseError
 
 from server.live import effects
+from server.valkey.reply import wrong_type
 from server.valkey.tasks import stop_tasks
 
 log = logging.getLogger("emqlab.stream")
@@ -135,7 +136,7 @@ class Streams:
                     drawn[widget] = await self.painter.frame(sandbox, widget, change.effects.get(widget, ()))
             except ResponseError as exc:
                 # a record of the sandbox holds another type: each page's own read says so, and reads again
-                if not str(exc).startswith("WRONGTYPE"):
+                if not wrong_type(exc):
                     raise
         # pages showing the same widgets share one chunk: a class's thousand pages, one bytes object
         chunks: dict[tuple[str, ...], bytes] = {}

@@ -9,13 +9,12 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from redis.exceptions import ResponseError
-
 from server.emq.wire import Conn, as_dict, as_text
 from server.refusal import Refusal
 from server.sandboxes.keys import learners_key as learners_key
 from server.sandboxes.keys import meta_key
 from server.sandboxes.sandbox import SANDBOX_RE
+from server.valkey.reply import wrong_type
 
 LEARNER_NAME_MAX = 40
 JOINERS = frozenset("\u200c\u200d")  # ZWNJ, ZWJ: spelling in Persian, Indic scripts and emoji sequences
@@ -96,10 +95,6 @@ async def joined_at(conn: Conn, code: str) -> dict[str, float]:
     """Each learner's sandbox -> when they joined (s), in joining order."""
     found: Any = await conn.zrange(learners_key(code), 0, -1, withscores=True)
     return {as_text(m): float(s) / 1000 for m, s in found if SANDBOX_RE.match(as_text(m))}
-
-
-def wrong_type(reply: object) -> bool:
-    return isinstance(reply, ResponseError) and str(reply).startswith("WRONGTYPE")
 
 
 async def records(conn: Conn, sandboxes: Sequence[str]) -> list[dict[str, str]]:

@@ -22,8 +22,9 @@ from server.emq.wire import Conn, Fields, as_dict, as_text
 from server.refusal import Refusal
 from server.sandboxes.keys import REGISTRY_KEY, answers_key, learners_key, meta_key, results_key, votes_key
 from server.sandboxes.keys import room_key as room_key
-from server.sandboxes.learners import BadName, learner_ids, readable, wrong_type
+from server.sandboxes.learners import BadName, learner_ids, readable
 from server.sandboxes.sandbox import new_id
+from server.valkey.reply import wrong_type
 
 log = logging.getLogger("emqlab.rooms")
 ROOMS_KEY = "lab:rooms"

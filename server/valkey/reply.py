@@ -43,6 +43,11 @@ def error_text(exc: Exception) -> str:
     return f"ERR {message}"
 
 
+def wrong_type(reply: object) -> bool:
+    """A command's error on a key of another type than it works on (WRONGTYPE), however redis-py typed it."""
+    return isinstance(reply, Exception) and error_text(reply).startswith("WRONGTYPE")
+
+
 def _scalar(reply: Any, status: bool) -> str:
     if reply is None:
         return "(nil)"

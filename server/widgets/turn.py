@@ -24,6 +24,7 @@ from server.emq.wire import Conn
 from server.refusal import Refusal
 from server.sandboxes import keys
 from server.sandboxes.sandbox import queue_name
+from server.valkey.reply import wrong_type
 from server.widgets.reader import SNAPSHOT_BYTES, Command, moment_of, pipelined, queues_of, read_calls
 from server.widgets.view import Moment
 
@@ -71,10 +72,6 @@ class Actor:
     records: bool = True
 
 
-def _wrong_type(reply: object) -> bool:
-    return isinstance(reply, Exception) and str(reply).startswith("WRONGTYPE")
-
-
 def unstray_call(widget: Widget, sandbox: str) -> Call:
     """`unstray.lua` on the widget's lock: a key no lock wrote goes, a held lock stays."""
     return (UNSTRAY, [keys.lock_key(queue_name(sandbox, widget.queue_parts[0]))], [])
@@ -120,15 +117,15 @@ class Turn:
         lock = ("SET", name, self.token, "NX", "PX", LOCK_LEASE_MS, "GET")
         replies = await pipelined(self.conn, [lock, *read_calls(self.widget, self.sandbox, self.budget)])
         held = replies[0]
-        if isinstance(held, Exception) and not _wrong_type(held):
+        if isinstance(held, Exception) and not wrong_type(held):
             raise held  # the lock itself refused (out of memory): said at once, not as Busy
         # A lock always has a lease: a string without one is stray too. Asked only when the key is
         # there, and once per turn, so neither the action's round trip nor a wait's polls carry it.
-        if held is not None and not _wrong_type(held) and not self.lease_seen:
+        if held is not None and not wrong_type(held) and not self.lease_seen:
             self.lease_seen = await self.conn.pttl(name) != -1
             stray = not self.lease_seen
         else:
-            stray = _wrong_type(held)
+            stray = wrong_type(held)
         if stray:
             if not stray_goes:
                 raise StrayLock(f"{name} holds what no lock writes")
