@@ -22,7 +22,6 @@ from redis.exceptions import (
     ReadOnlyError,
     RedisClusterException,
     RedisError,
-    ResponseError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeout
@@ -35,7 +34,7 @@ from server.emq.shape import FlowShapeError
 from server.live.hub import UNREACHABLE
 from server.refusal import Refusal
 from server.valkey.client import is_busy
-from server.valkey.reply import error_text
+from server.valkey.reply import error_text, wrong_type
 from server.web.bodies import wants_json
 from server.widgets.turn import StrayLock
 
@@ -118,7 +117,7 @@ def refusal_of(exc: Exception) -> Refusal | None:
         return Refusal(str(exc))
     if is_busy(exc):
         return Refusal(BUSY, status=503, retry_after=1)
-    if isinstance(exc, StrayLock) or (isinstance(exc, ResponseError) and "WRONGTYPE" in str(exc)):
+    if isinstance(exc, StrayLock) or wrong_type(exc):
         return WrongType()
     if _out_of_memory(exc):
         log.warning("valkey is out of memory: answered 503")

@@ -20,7 +20,7 @@ from server.emq import flows
 from server.sandboxes import keys
 from server.widgets import flow
 from server.widgets.base import Body, Description, Design, Outcome, Refused, Step, Value, Widget, action, do, reading
-from server.widgets.race_run import CAP_S, CAPPED, EARLY, LOST, PARENT, Plan, Race, child_ids
+from server.widgets.race_run import CAP_S, EARLY, PARENT, Plan, Race, child_ids
 from server.widgets.race_workers import Turns, fence
 from server.widgets.turn import Busy, Turn
 from server.widgets.view import Moment
@@ -197,7 +197,7 @@ class RaceLab(Widget):
         plan = msgspec.convert(RECORDED, RunBody).plan()
         state = keys.state_key(turn.queue())
         ended = await Race(turn.conn, turn.queue(), state, plan, turns=Turns(plan.workers)).run()
-        if ended in (LOST, CAPPED):  # cut from outside: not the run the others show
+        if ended.cut:  # not the run the others show
             raise Busy("the recorded run was cut short; the page plays it again in a moment")
         await turn.conn.hset(state, "run", json.dumps(
             {"status": "done", "ended": ended, "choices": msgspec.to_builtins(plan), "recorded": True}))

@@ -14,6 +14,7 @@ import json
 import logging
 import random
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import msgspec
@@ -30,11 +31,24 @@ log = logging.getLogger("emqlab.race")
 PARENT = "JOBrace"
 LEASE_MS = 250  # short, so a lapse comes within the run
 CAP_S = 5.0  # no run outlives this
-# how a run cut from outside ends: Valkey dropped its workers, or the load outran the cap
-LOST, CAPPED = "a lost connection", "the time cap"
 ENTRIES = 120  # the timeline's cap: a snapshot stays small
 # the second exercise's starter, the same file (server/emq/scripts/variants/): what the learner fixes there breaks here
 EARLY = Script("complete_early_release", variants.source("complete_early_release", "complete"))
+
+
+class End(StrEnum):
+    """How a run ended, in the words its timeline shows."""
+
+    RELEASE = "the parent's release"
+    FAILURE = "the parent's failure"
+    DRAINED = "nothing left to claim"
+    # cut from outside: Valkey dropped its workers, or the load outran the cap
+    LOST = "a lost connection"
+    CAPPED = "the time cap"
+
+    @property
+    def cut(self) -> bool:
+        return self in (End.LOST, End.CAPPED)
 
 
 def child_ids(n: int) -> list[str]:
@@ -83,7 +97,7 @@ class Race:
     state_key: str
     plan: Plan
     stop: asyncio.Event = field(default_factory=asyncio.Event)
-    ended: str = ""
+    ended: End | None = None
     stalled: int = 0
     workers: list[Worker] = field(default_factory=list)
     turns: Turns | None = None  # the workers take turns in the seed's time (the recorded run)
@@ -91,8 +105,8 @@ class Race:
     def key(self, suffix: str) -> str:
         return keyspace.queue_key(self.queue, suffix)
 
-    def finish(self, why: str) -> None:
-        if not self.ended:
+    def finish(self, why: End) -> None:
+        if self.ended is None:
             self.ended = why
         self.stop.set()
 
@@ -117,7 +131,7 @@ class Race:
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.shield(closing)
 
-    async def run(self) -> str:
+    async def run(self) -> End:
         """Race the workers (connected first, unless `connect` was called), wait for the end; why it ended."""
         if not self.workers:
             await self.connect()
@@ -126,13 +140,13 @@ class Race:
                 for script in (registry.script("claim"), self.complete_script, registry.script("requeue_lapsed")):
                     await self.workers[0].conn.script_load(script.source)
             except Disconnected:  # fenced before a worker started: a Reset took the lock as the Run let it go
-                self.finish(LOST)
-                return self.ended
+                self.finish(End.LOST)
+                return End.LOST
             tasks = [asyncio.create_task(self.work(w)) for w in self.workers]
             try:
                 await asyncio.wait_for(self.stop.wait(), CAP_S)
             except TimeoutError:
-                self.finish(CAPPED)
+                self.finish(End.CAPPED)
             except asyncio.CancelledError:
                 # a Reset cancels the run; a call already on the wire is stopped by its `fence`
                 for task in tasks:
@@ -143,6 +157,7 @@ class Race:
             await asyncio.gather(*tasks, return_exceptions=True)  # each ends its call in flight
         finally:
             await self.close()
+        assert self.ended is not None  # the wait ends by `finish` or at the cap
         return self.ended
 
     @property
@@ -174,7 +189,7 @@ class Race:
                 entry = {"worker": f"w{w.number}", "op": op, "job": job, "reply": said}
                 await w.conn.hset(self.state_key, f"race:t:{seq:04d}", json.dumps(entry))
         if counts and text(replies[-2]) not in ("awaiting_children", None):
-            self.finish("the parent's release" if text(replies[-2]) == "pending" else "the parent's failure")
+            self.finish(End.RELEASE if text(replies[-2]) == "pending" else End.FAILURE)
         return reply
 
     async def pause(self, w: Worker, seconds: float) -> None:
@@ -192,7 +207,7 @@ class Race:
             await self.loop(w)
         except Disconnected:  # fenced by a Reset (perhaps another site process's): the run is over
             log.info("race worker w%d of %s lost its connection", w.number, self.queue)
-            self.finish(LOST)
+            self.finish(End.LOST)
         except Exception:  # a worker that breaks stops; the run reads what it left
             log.exception("race worker w%d of %s stopped", w.number, self.queue)
         finally:
@@ -209,7 +224,7 @@ class Race:
                 continue
             job, token = text(got[0]) or "", int(got[1])
             if job == PARENT:
-                self.finish("the parent's release")
+                self.finish(End.RELEASE)
                 return
             w.claims += 1
             fault = w.faults.get(w.claims)
@@ -262,7 +277,7 @@ class Race:
         await self.requeue(w)
         left = await w.conn.zcard(self.key("pending")) + await w.conn.zcard(self.key("active"))
         if left == 0 and self.stalled == 0:
-            self.finish("nothing left to claim")
+            self.finish(End.DRAINED)
 
 
 def _said(op: str, reply: Any, around: list[Any] | None) -> str:
