@@ -1,10 +1,6 @@
 """Classes ("rooms"): `lab:room:<CODE>` {name, sandbox, mode, host, created, joins, ask}, read by
 every worker on every request, and the index `lab:rooms` (code -> shared sandbox) the instructor
-page and the reaper walk.
-
-A closed class's results are kept for the instructor to download: `lab:results:<CODE>` {name,
-closed, csv, answers} expiring after `days`, and `lab:results`, code -> when they expire (s).
-A code drawn again by a new class serves the open class's results; its close writes over these.
+page and the reaper walk. What a closed class leaves for download is `closed_classes`.
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ from typing import Any
 
 from server.emq.wire import Conn, Fields, as_dict, as_text
 from server.refusal import Refusal
-from server.sandboxes.keys import REGISTRY_KEY, answers_key, learners_key, meta_key, results_key, votes_key
+from server.sandboxes.keys import REGISTRY_KEY, answers_key, learners_key, meta_key, votes_key
 from server.sandboxes.keys import room_key as room_key
 from server.sandboxes.learners import BadName, learner_ids, readable
 from server.sandboxes.sandbox import new_id
@@ -28,7 +24,6 @@ from server.valkey.reply import wrong_type
 
 log = logging.getLogger("emqlab.rooms")
 ROOMS_KEY = "lab:rooms"
-RESULTS_KEY = "lab:results"
 # No 0/O or 1/I: a code read aloud to a class is typed right the first time.
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 6
@@ -278,25 +273,3 @@ async def expired(conn: Conn) -> list[tuple[str, str]]:
 async def room_sandboxes(conn: Conn) -> set[str]:
     """The shared sandbox of every room in the index."""
     return {as_text(s) for s in await conn.hvals(ROOMS_KEY)}
-
-
-async def keep_results(conn: Conn, code: str, name: str, csv: str, answers: str, days: int) -> None:
-    now = time.time()
-    async with conn.pipeline(transaction=False) as pipe:
-        pipe.hset(results_key(code), mapping={"name": name, "closed": str(now), "csv": csv, "answers": answers})
-        pipe.expire(results_key(code), days * 86400)
-        pipe.zadd(RESULTS_KEY, {code: now + days * 86400})
-        pipe.zremrangebyscore(RESULTS_KEY, "-inf", now)
-        await pipe.execute()
-
-
-async def kept_results(conn: Conn, code: str) -> tuple[str, str] | None:
-    """(results.csv, answers.json) as kept when the class closed; None when none are."""
-    fields = as_dict(await conn.hgetall(results_key(code)))
-    return (fields["csv"], fields.get("answers", "")) if "csv" in fields else None
-
-
-async def results_listed(conn: Conn) -> list[tuple[str, float]]:
-    """(code, when its results expire) for every closed class whose results are kept, newest first."""
-    found: Any = await conn.zrevrangebyscore(RESULTS_KEY, "+inf", time.time(), withscores=True)
-    return [(as_text(code), float(until)) for code, until in found]

@@ -6,6 +6,7 @@ widget must remember goes in its lab state (`turn.remember`), in Valkey.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
@@ -50,9 +51,9 @@ def info(text: str) -> Outcome:
 
 
 class GotoBody(Body):
-    # a deep link's step (0: the scenario as it lands), or the link's text when it names none (refused in words)
-    # (a link's text of any length is the page's to send: refused in words, quoted to 40 characters)
-    step: Annotated[int, msgspec.Meta(ge=0, le=1000)] | Annotated[str, msgspec.Meta(max_length=2000)]
+    # a deep link's step (0: the scenario as it lands; past the tour, its last), or the link's text when it
+    # names none (a link's text of any length is the page's to send: refused in words, quoted to 40 characters)
+    step: Annotated[int, msgspec.Meta(ge=0)] | Annotated[str, msgspec.Meta(max_length=2000)]
     link: Annotated[str, msgspec.Meta(max_length=80)] = ""  # the link's name as the page has it: `#fanin-step`
 
 
@@ -226,7 +227,9 @@ class Widget:
         if isinstance(body.step, int) or (body.step.isascii() and body.step.isdigit()):
             return int(body.step)
         steps = f"a step of this tour (1–{len(self.tour)})" if self.tour else "a step: this widget has no tour"
-        shown = body.step if len(body.step) <= 40 else body.step[:40] + "…"
+        # quoted without what a reader cannot see (controls, direction marks) that could reorder the sentence
+        seen = "".join(c for c in body.step if unicodedata.category(c)[0] != "C")
+        shown = seen if len(seen) <= 40 else seen[:40] + "…"
         raise Refused(f"{body.link or 'step'}={shown} is not {steps}; the widget stays as it is.", status=422)
 
     @action("goto", "Go to step", GotoBody)

@@ -19,7 +19,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from server.sandboxes import answers, rooms, roster
+from server.sandboxes import answers, closed_classes, rooms, roster
 from server.sandboxes.answers import Counted
 from server.sandboxes.rooms import Room
 from server.web import guards
@@ -207,7 +207,7 @@ async def results_file(request: Request) -> Response:
     code = rooms.normalize_code(request.path_params["code"])
     if (room := await rooms.get(services(request).conn, code)) is not None:
         csv_body, json_body = await results(request, room)
-    elif (found := await rooms.kept_results(services(request).conn, code)) is not None:
+    elif (found := await closed_classes.kept_results(services(request).conn, code)) is not None:
         csv_body, json_body = found
     else:
         days = services(request).settings.results_days

@@ -22,7 +22,7 @@ from starlette.routing import BaseRoute, Route
 from server.lifecycle import resets
 from server.live import events
 from server.live.streams import frame
-from server.sandboxes import answers, keys, learners, presence, rooms, roster
+from server.sandboxes import answers, closed_classes, keys, learners, presence, rooms, roster
 from server.sandboxes.sandbox import SANDBOX_RE
 from server.web import bodies, guards
 from server.web.errors import FAULTS, JSONAnswer, dumps, is_fault
@@ -220,7 +220,7 @@ async def join(request: Request, room: rooms.Room) -> Response:
 @for_class
 async def close(request: Request, room: rooms.Room) -> Response:
     conn, days = services(request).conn, services(request).settings.results_days
-    await rooms.keep_results(conn, room.code, room.name, *await results(request, room), days)
+    await closed_classes.keep_results(conn, room.code, room.name, *await results(request, room), days)
     audience = await rooms.audience(conn, room)
     await rooms.close(conn, room.code)
     report = await resets.reset_sandboxes(services(request).lab, [room.sandbox])

@@ -22,7 +22,7 @@ from starlette.routing import BaseRoute, Route
 from server.emq.wire import as_text
 from server.lifecycle import resets
 from server.refusal import Refusal
-from server.sandboxes import keys, learners, presence, rooms
+from server.sandboxes import closed_classes, keys, learners, presence, rooms
 from server.sandboxes.sandbox import SANDBOX_RE
 from server.web import bodies, guards
 from server.web.bodies import wants_json
@@ -173,7 +173,7 @@ async def overview_data(request: Request) -> dict[str, Any]:
         "sandboxes": rows,
         "rooms": [{**r.as_json(), "opened": ago(r.created, now)} for r in open_rooms],
         "closed": [{"code": code, "until": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(until))}
-                   for code, until in await rooms.results_listed(conn)],
+                   for code, until in await closed_classes.results_listed(conn)],
     }
 
 

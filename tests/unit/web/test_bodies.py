@@ -32,7 +32,7 @@ def test_a_body_is_decoded_into_the_actions_type() -> None:
     (b'{"sandbox": "s0123456789"}', Body, "sandbox"),
     (b'{"child": 5}', ChildBody, "(its child)"),
     (b'{"step": -1}', GotoBody, "(its step)"),
-    (b'{"step": 1001}', GotoBody, "(its step)"),
+    (b'{"step": 1.5}', GotoBody, "(its step)"),
     (b"{}", GotoBody, "step"),
     (b'{"predict": {"question": "q", "answer": 1, "extra": 1}}', Body, "extra"),
     (b'{"predict": {"question": 3}}', Body, "(its predict, its question)"),
