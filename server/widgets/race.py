@@ -246,7 +246,11 @@ class RaceLab(Widget):
         # Reset (here or in another process) leaves it be; its marker says done with the finish
         now = await turn.take()
         if (now.kept("run") or {}).get("by") != turn.token:
-            return stopped
+            # a Reset lands the flow again; keys gone with nothing landed are Valkey's doing (flushed, or
+            # restarted without its data), not a Reset's
+            return stopped if now.state.get("landed") else Outcome(
+                text="The run's keys are gone from Valkey (flushed, or restarted without its data): its result "
+                     "was not kept. Press Reset to land the flow again.", kind="info")
         turn.remember(run={"status": "done", "ended": ended, "choices": choices})
         broken = [i.id for i in invariants(now, plan.children) if not i.held]
         script = "the early-release complete" if plan.early_release else "the course's complete"

@@ -323,3 +323,22 @@ def test_a_first_showing_whose_workers_lose_their_connections_plays_the_recorded
         assert picture["recorded"] and picture["ended"] == reference["ended"], picture["ended"]
         assert picture["timeline"] == reference["timeline"]
     assert killed, "no worker connection was killed mid-showing: the test proved nothing"
+
+
+def test_a_run_whose_keys_vanish_under_it_says_so_not_that_a_reset_stopped_it(clean: LiveSite) -> None:
+    # a Valkey restarted without its data, or flushed, in the middle of a run: nobody pressed Reset
+    client = clean.visitor("/flows/under-fire")
+    body = {"workers": 4, "children": 16, "faults": ["lapse"], "early_release": False, "seed": 1}
+    answers: list[httpx.Response] = []
+    first = threading.Thread(target=lambda: answers.append(client.post(
+        "/api/widgets/race/run", json=body, headers={"Origin": clean.url, "X-Emqlab-Tab": "one"}, timeout=20)))
+    first.start()
+    running_now(client)
+    r, q = clean.redis(), f"{sandbox_of(client)}.race"
+    for key in r.scan_iter(match=f"*{{{q}}}*"):
+        r.delete(key)
+    first.join(20)
+    assert answers and answers[0].status_code == 200, answers and answers[0].text
+    said = answers[0].json()["outcome"]["text"]
+    assert said.startswith("The run's keys are gone from Valkey"), said
+    assert client.get("/api/widgets/race/state").status_code == 200
