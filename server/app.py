@@ -50,9 +50,13 @@ PLACEABLE = (console_page.NAME, EXERCISE)
 
 
 def bind_questions(catalog: Catalog, course: Course) -> None:
-    """Bind each dive's questions to their widgets: a broken one stops the start, naming the dive and line."""
+    """Bind each dive's questions to their widgets: a broken one, or an exercise the site does not have,
+    stops the start, naming the dive and line."""
 
     def check(page: Page, placement: Placement) -> None:
+        if placement.name == EXERCISE and placement.options.get("name") not in catalogue.names():
+            raise ContentError(f"no exercise named {placement.options.get('name')!r} "
+                               f"(known: {', '.join(catalogue.names())})")
         widget = catalog.widgets.get(placement.name)
         if widget is None:
             return
@@ -81,10 +85,6 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     catalog = Catalog(dict(WIDGETS))
     # a dive naming a widget the site does not have stops the start, not a page view
     course = load_course(SITE / "content", known_widgets=[*catalog.widgets, *PLACEABLE])
-    for page, placement in course.placements():
-        if placement.name == EXERCISE and placement.options.get("name") not in catalogue.names():
-            raise ContentError(f"no exercise named {placement.options.get('name')!r} "
-                               f"(known: {', '.join(catalogue.names())})", path=page.source, line=placement.line)
     bind_questions(catalog, course)
     static = Mount("/static", CachedStatic(directory=str(SITE / "static")), name="static")
     # The front-end packages of site/package-lock.json, as `make assets` installed them (no build step).
