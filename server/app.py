@@ -28,7 +28,6 @@ from server.sandboxes.sandbox import SandboxCookie, SignedCookie
 from server.settings import Settings
 from server.valkey import client, engine, native
 from server.valkey.datadir import note_secret, site_secret
-from server.valkey.tasks import stop_tasks
 from server.web import errors, guards, templating
 from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import Site
@@ -137,7 +136,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
         try:
             yield
         finally:
-            await stop_tasks([reaping])
+            await client.stop_tasks([reaping])
             await hub.stop()
             await console_runner.aclose()
             await graders.stop()
