@@ -3,7 +3,7 @@ to the site give it (a cookie, the page's widgets and stream).
 
 Every bench server, and the test suite's live site, is an app factory run the
 way `emqlab serve` runs the site (`python -m bench.servers FACTORY --port P
-[--workers N]`: `server.cli.run_uvicorn`, proxy headers off, TCP_NODELAY kept
+[--workers N]`: `server.listen.run_uvicorn`, proxy headers off, TCP_NODELAY kept
 on the workers' connections), with the access log off. The site runs with its
 rate limits off, so a benchmark measures the work, not the limiter, except
 where the limiter is what it measures (``serve_site(limits=True)``: fairness).
@@ -216,7 +216,7 @@ def lines_file(lines: list[str]) -> str:
 
 
 if __name__ == "__main__":  # `uvicorn_command`'s process
-    from server.cli import run_uvicorn
+    from server.listen import run_uvicorn
 
     parser = argparse.ArgumentParser()
     parser.add_argument("factory")

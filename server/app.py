@@ -28,7 +28,6 @@ from server.sandboxes.sandbox import SandboxCookie, SignedCookie
 from server.settings import Settings
 from server.valkey import client, engine, native
 from server.valkey.datadir import note_secret, site_secret
-from server.valkey.tasks import stop_tasks
 from server.web import errors, guards, templating
 from server.web.guards import INSTRUCTOR_COOKIE
 from server.web.middleware import Site
@@ -50,9 +49,13 @@ PLACEABLE = (console_page.NAME, EXERCISE)
 
 
 def bind_questions(catalog: Catalog, course: Course) -> None:
-    """Bind each dive's questions to their widgets: a broken one stops the start, naming the dive and line."""
+    """Bind each dive's questions to their widgets: a broken one, or an exercise the site does not have,
+    stops the start, naming the dive and line."""
 
     def check(page: Page, placement: Placement) -> None:
+        if placement.name == EXERCISE and placement.options.get("name") not in catalogue.names():
+            raise ContentError(f"no exercise named {placement.options.get('name')!r} "
+                               f"(known: {', '.join(catalogue.names())})")
         widget = catalog.widgets.get(placement.name)
         if widget is None:
             return
@@ -81,10 +84,6 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
     catalog = Catalog(dict(WIDGETS))
     # a dive naming a widget the site does not have stops the start, not a page view
     course = load_course(SITE / "content", known_widgets=[*catalog.widgets, *PLACEABLE])
-    for page, placement in course.placements():
-        if placement.name == EXERCISE and placement.options.get("name") not in catalogue.names():
-            raise ContentError(f"no exercise named {placement.options.get('name')!r} "
-                               f"(known: {', '.join(catalogue.names())})", path=page.source, line=placement.line)
     bind_questions(catalog, course)
     static = Mount("/static", CachedStatic(directory=str(SITE / "static")), name="static")
     # The front-end packages of site/package-lock.json, as `make assets` installed them (no build step).
@@ -137,7 +136,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
         try:
             yield
         finally:
-            await stop_tasks([reaping])
+            await client.stop_tasks([reaping])
             await hub.stop()
             await console_runner.aclose()
             await graders.stop()

@@ -13,7 +13,6 @@ import argparse
 import os
 import sys
 
-from server.listen import run_uvicorn as run_uvicorn  # bench/servers.py starts every bench server with it
 from server.shell import fail
 from server.valkey.datadir import CLUSTER_PRIMARIES
 
@@ -51,11 +50,6 @@ def reset(args: argparse.Namespace) -> int:
 
     import redis
 
-    from server.valkey.client import CLUSTER_ENV
-
-    if cluster is not None:
-        os.environ[CLUSTER_ENV] = "1" if cluster else "0"
-
     from server.lifecycle import resets
     from server.sandboxes import learners, rooms
     from server.sandboxes.sandbox import SANDBOX_RE
@@ -65,7 +59,7 @@ def reset(args: argparse.Namespace) -> int:
     from server.widgets.snapshot import Catalog
 
     async def run() -> int:
-        conn = open_client(url)  # a cluster when EMQLAB_VALKEY_CLUSTER=1 or INFO cluster says so
+        conn = open_client(url, cluster)  # else a cluster when EMQLAB_VALKEY_CLUSTER=1 or INFO cluster says so
         lab = Lab(conn, Catalog(dict(WIDGETS)))
         try:
             targets: list[str] | None = None

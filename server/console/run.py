@@ -145,7 +145,7 @@ def printed(found: Plan, value: Any) -> list[str]:
 
 
 def error_lines(exc: RedisError) -> list[str]:
-    lines = reply.error_lines(exc)
+    lines = [f"(error) {reply.error_text(exc)}"]
     return [*lines, NOPERM_WORDS] if refused_by_acl(exc) else lines
 
 

@@ -27,7 +27,7 @@ from server.exercises.errors import QueueFull, Restarting, TooOften
 from server.exercises.fair_line import FairLine, SandboxShares
 from server.exercises.grader import Grader
 from server.exercises.settings import PoolSettings
-from server.valkey.tasks import stop_tasks
+from server.valkey.client import stop_tasks
 
 log = logging.getLogger(__name__)
 

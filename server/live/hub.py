@@ -30,7 +30,7 @@ from server.emq.wire import Conn
 from server.live import events
 from server.live.heartbeat import MEMORY_OK, OFF, ON, RESTORED, Heartbeat, enable_notifications, is_beat_key
 from server.live.streams import Batches, Notice, Streams
-from server.valkey.tasks import stop_tasks
+from server.valkey.client import stop_tasks
 
 log = logging.getLogger("emqlab.stream")
 

@@ -20,8 +20,8 @@ import msgspec
 from redis.exceptions import ResponseError
 
 from server.live import effects
+from server.valkey.client import stop_tasks
 from server.valkey.reply import wrong_type
-from server.valkey.tasks import stop_tasks
 
 log = logging.getLogger("emqlab.stream")
 

@@ -78,7 +78,3 @@ def _format(reply: Any, prefix: str, status: bool) -> str:
 def lines(reply: Any, status: bool = False) -> list[str]:
     """The lines valkey-cli prints for `reply` (`status`: a bare status string)."""
     return _format(reply, "", status).rstrip("\n").split("\n")
-
-
-def error_lines(exc: Exception) -> list[str]:
-    return [f"(error) {error_text(exc)}"]

@@ -50,7 +50,7 @@ async def send_line(conn: Conn, parts: Sequence[Any], send: Callable[[], Awaitab
     try:
         value = await (send() if send is not None else conn.execute_command(*parts))
     except (ResponseError, EmqError) as exc:
-        text = "\n".join(replies.error_lines(exc))
+        text = f"(error) {replies.error_text(exc)}"
         return Sent(line, text, error=True, absent=UNKNOWN in text)
     except (redis_errors.ConnectionError, redis_errors.TimeoutError):
         raise  # Valkey away: the endpoint answers 503

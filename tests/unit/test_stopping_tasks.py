@@ -1,4 +1,4 @@
-"""Stopping a background task (server/valkey/tasks.py): cancelled until it has
+"""Stopping a background task (server/valkey/client.py): cancelled until it has
 ended, and the stopper's own cancellation never swallowed on the way."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from server.valkey.tasks import stop_tasks
+from server.valkey.client import stop_tasks
 
 
 def test_a_task_cancelled_while_it_stops_its_own_tasks_stays_cancelled() -> None:

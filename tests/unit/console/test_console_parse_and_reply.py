@@ -105,14 +105,14 @@ def test_nested_arrays_under_a_wide_index_indent_past_it() -> None:
 
 
 def test_errors_print_with_their_code_as_valkey_sent_it() -> None:
-    assert reply.error_lines(ResponseError("unknown command 'FOO'")) == ["(error) ERR unknown command 'FOO'"]
-    assert reply.error_lines(ResponseError("WRONGTYPE Operation against a key")) == [
+    assert reply.lines(ResponseError("unknown command 'FOO'")) == ["(error) ERR unknown command 'FOO'"]
+    assert reply.lines(ResponseError("WRONGTYPE Operation against a key")) == [
         "(error) WRONGTYPE Operation against a key"
     ]
-    assert reply.error_lines(ResponseError("EMQSTALE complete token mismatch")) == [
+    assert reply.lines(ResponseError("EMQSTALE complete token mismatch")) == [
         "(error) EMQSTALE complete token mismatch"
     ]
-    assert reply.error_lines(NoScriptError("No matching script.")) == ["(error) NOSCRIPT No matching script."]
+    assert reply.lines(NoScriptError("No matching script.")) == ["(error) NOSCRIPT No matching script."]
 
 
 # -- the allowlist and the confinement ------------------------------------------------
