@@ -76,12 +76,7 @@ def script_source(name: str) -> str:
 
 def load_all() -> dict[str, str]:
     """Expand every script now (name -> SHA): a broken include fails here, at start."""
-    return {name: sha_of(name) for name in names()}
-
-
-def sha_of(name: str) -> str:
-    """The SHA1 Valkey knows the script by (of the expanded text)."""
-    return script(name).sha
+    return {name: script(name).sha for name in names()}
 
 
 @cache
