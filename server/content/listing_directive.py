@@ -87,9 +87,14 @@ def listing_plugin(md: MarkdownIt, scripts: Path | None = None, host: Path = REP
             except FileNotFoundError:
                 raise DirectiveError(f"{{listing}} {arg}: no host file {path}", where) from None
             try:
-                meta = {"host": cut_function(source, name, path), "caption": opts.get("caption")}
+                found = cut_function(source, name, path)
             except (HostMissing, SyntaxError) as exc:
                 raise DirectiveError(f"{{listing}} {arg}: {exc}", where) from None
+            title = (f"<code>{escapeHtml(path)}</code> · <code>{escapeHtml(name)}</code>"
+                     f" · lines {found.first_line}–{found.last_line}")
+            lines = [ListingLine(n, text, None) for n, text in enumerate(found.lines, start=found.first_line)]
+            meta = {"host": found, "classes": "listing listing-host", "attrs": f' data-host="{escapeHtml(arg)}"',
+                    "title": title, "caption": opts.get("caption"), "lines": lines, "language": "python"}
         else:
             meta = _resolve(scripts, arg, opts, where)
         fold = opts.get("fold", "").strip()
@@ -146,21 +151,14 @@ def _resolve(folder: Path | None, argument: str, options: dict[str, str], line: 
     elif includes:  # the whole script: say which helpers it shows
         detail = " · includes expanded: " + ", ".join(escapeHtml(name) for name in includes)
     title = f"<code>{escapeHtml(f'{DISPLAY_DIR}/{stem}.lua')}</code>{detail}"
-    return {"attrs": attrs, "title": title, "caption": options.get("caption"), "includes": includes, "lines": lines}
+    return {"classes": "listing", "attrs": attrs, "title": title, "caption": options.get("caption"),
+            "includes": includes, "lines": lines, "language": "lua"}
 
 
 def render_listing(self: RendererProtocol, tokens: Sequence[Token], idx: int, options: OptionsDict,
                    env: EnvType) -> str:
     meta = tokens[idx].meta
-    if "host" in meta:
-        found: HostFunction = meta["host"]
-        caption = (f"<code>{escapeHtml(found.path)}</code> · <code>{escapeHtml(found.name)}</code>"
-                   f" · lines {found.first_line}–{found.last_line}")
-        lines = [ListingLine(n, text, None) for n, text in enumerate(found.lines, start=found.first_line)]
-        where = escapeHtml(f"{found.path}::{found.name}")
-        figure = _figure("listing listing-host", f' data-host="{where}"', caption, meta["caption"], lines, "python")
-    else:
-        figure = _figure("listing", meta["attrs"], meta["title"], meta["caption"], meta["lines"], "lua")
+    figure = _figure(meta["classes"], meta["attrs"], meta["title"], meta["caption"], meta["lines"], meta["language"])
     if not meta.get("fold_html"):
         return figure
     return f'<details class="listing-fold"><summary>{meta["fold_html"]}</summary>\n{figure}</details>\n'

@@ -38,8 +38,8 @@ class Gone(EmqError):
 _BY_PREFIX: dict[str, type[EmqError]] = {"EMQKIND": KindRefused, "EMQSTALE": Stale, "EMQSTATE": StateRefused}
 
 
-def translate(exc: ResponseError) -> EmqError:
-    """Map an error reply to its typed exception (``EmqError`` if unknown)."""
+def translate(exc: ResponseError) -> Exception:
+    """The typed exception of an EchoMQ refusal; any other error reply comes back as it is."""
     text = str(exc)
     # Errors raised inside a script may arrive wrapped ("... script: ...");
     # the code is still the first EMQ word of the text, wherever it sits.
@@ -47,4 +47,4 @@ def translate(exc: ResponseError) -> EmqError:
         at = text.find(prefix)
         if at != -1:
             return cls(text[at:])
-    return EmqError(text)
+    return exc

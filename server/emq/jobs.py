@@ -37,7 +37,7 @@ class Lineage:
 
     mode: Mode
     parent: str | None = None
-    parent_queue: str | None = None  # the parent's queue (this one for 'sq')
+    parent_queue: str = ""  # the parent's queue (this one for 'sq')
     policy: str = "fp"
 
 
@@ -112,7 +112,6 @@ def complete_call(
         return keys, args
     args += [line.parent, _as_value(result, job_id)]
     if line.mode == "xq":
-        assert line.parent_queue is not None
         keys.append(keyspace.outbox_key(queue))
         args += ["xq", line.parent_queue, line.policy]
     else:
@@ -156,7 +155,6 @@ def fail_call(
         return keys, args
     args += [line.parent, line.policy]
     if line.mode == "xq":
-        assert line.parent_queue is not None
         keys.append(keyspace.outbox_key(queue))
         args.append(line.parent_queue)
     else:

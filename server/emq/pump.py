@@ -9,11 +9,11 @@ and blocks the outbox; the aged variant sets it aside.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from typing import Final, Literal
 
+import msgspec
 from redis.client import NEVER_DECODE
 from redis.exceptions import ResponseError
 
@@ -21,7 +21,6 @@ from server.emq import keyspace, registry
 from server.emq.errors import EmqError
 from server.emq.wire import Conn, as_int, as_text, raw
 
-KINDS: Final = ("completed", "failed")
 # Rounds of one aged call: a flood of poison cannot keep a tick busy for ever.
 _MAX_ROUNDS: Final = 64
 
@@ -33,8 +32,7 @@ class PoisonEntry(ValueError):
     """An outbox entry that cannot be decoded into an ``OutboxEntry``."""
 
 
-@dataclass(frozen=True)
-class OutboxEntry:
+class OutboxEntry(msgspec.Struct, frozen=True):
     """One cross-queue signal, self-describing: enough to deliver it alone."""
 
     kind: Literal["completed", "failed"]
@@ -58,31 +56,20 @@ class DeliveryReport:
 
 def encode_entry(entry: OutboxEntry) -> str:
     """JSON, as the scripts write it (field order aside)."""
-    return json.dumps(asdict(entry), separators=(",", ":"), sort_keys=True)
+    return msgspec.json.encode(entry, order="sorted").decode()
 
 
 def decode_entry(entry: str | bytes) -> OutboxEntry:
     """Parse and check one raw entry; raises ``PoisonEntry`` if it is not one."""
-    try:
-        data = json.loads(entry)
-    except (ValueError, TypeError) as exc:  # JSON or UTF-8 trouble
-        raise PoisonEntry(f"not JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise PoisonEntry("not a JSON object")
-    values = {field.name: data.get(field.name) for field in fields(OutboxEntry)}
-    for name, value in values.items():
-        if not isinstance(value, str):
-            raise PoisonEntry(f"field {name!r} missing or not a string")
-    if values["kind"] not in KINDS:
-        raise PoisonEntry(f"unknown kind {values['kind']!r}")
-    try:
-        keyspace.check_id(values["child"])
-        keyspace.check_id(values["parent"])
-        keyspace.check_queue(values["child_queue"])
-        keyspace.check_queue(values["parent_queue"])
-    except keyspace.BadId as exc:
+    try:  # not JSON, not UTF-8, a field missing or of another type or kind, an ill-formed id or queue
+        found = msgspec.json.decode(entry, type=OutboxEntry)
+        keyspace.check_id(found.child)
+        keyspace.check_id(found.parent)
+        keyspace.check_queue(found.child_queue)
+        keyspace.check_queue(found.parent_queue)
+    except ValueError as exc:  # msgspec's errors, UnicodeError and BadId are all ValueErrors
         raise PoisonEntry(str(exc)) from exc
-    return OutboxEntry(**values)  # type: ignore[arg-type]
+    return found
 
 
 def decoded(entry: str | bytes) -> OutboxEntry | None:

@@ -3,6 +3,11 @@
 The one place that reads them. ``script_source`` (includes expanded) is the text
 registered, listed and cut into stepper moves (``-- @move <n>: <title>``);
 ``prefix_source(name, n)`` runs through move ``n`` only, then returns.
+
+The course's wrong variants of its own scripts are written once for every layer using them: a body
+in ``scripts/variants/``, dressed in its course script's header and with its includes expanded, is
+the exact text Valkey runs (e.g. the early-release ``complete``: the second exercise's starter and
+the race widget's script, one file so they never drift).
 """
 
 from __future__ import annotations
@@ -76,12 +81,7 @@ def script_source(name: str) -> str:
 
 def load_all() -> dict[str, str]:
     """Expand every script now (name -> SHA): a broken include fails here, at start."""
-    return {name: sha_of(name) for name in names()}
-
-
-def sha_of(name: str) -> str:
-    """The SHA1 Valkey knows the script by (of the expanded text)."""
-    return script(name).sha
+    return {name: script(name).sha for name in names()}
 
 
 @cache
@@ -148,6 +148,20 @@ def prefix_source(name: str, n: int) -> str:
     lines = source.splitlines()[: all_moves[n - 1].last_line]
     lines.append(f"return nil -- stepper: stop after move {n}")
     return "\n".join(lines) + "\n"
+
+
+def dressed(script: str, where: str, body: str) -> str:
+    """`body` under course script `script`'s header (its leading comment block: summary, KEYS, ARGV,
+    returns), its includes expanded (`where` names it in errors)."""
+    header = takewhile(lambda line: line.startswith("--"), file_source(script).splitlines())
+    return expand(where, "\n".join(header) + "\n\n" + body, SCRIPTS_DIR)
+
+
+@cache
+def variant_source(name: str, script: str) -> str:
+    """Variant `name` (``scripts/variants/<name>.lua``) of course script `script`, as Valkey runs it."""
+    where = f"variants/{name}.lua"
+    return dressed(script, where, (SCRIPTS_DIR / where).read_text("utf-8"))
 
 
 @cache  # one Script per name: its SHA is hashed once, not at every call

@@ -49,7 +49,7 @@ class Script:
                 await self.load(conn, keys)
                 return await conn.execute_command("EVALSHA", self.sha, len(keys), *keys, *args)
         except ResponseError as exc:
-            raise _typed(exc) from exc
+            raise translate(exc) from exc
 
     def queue(self, pipe: Pipe, keys: Sequence[str], args: Sequence[Arg]) -> None:
         """Queue one EVALSHA on a pipeline (send it with `execute`)."""
@@ -62,11 +62,6 @@ class Script:
             await conn.execute_command("SCRIPT LOAD", self.source, target_nodes=node)
         else:
             await conn.execute_command("SCRIPT LOAD", self.source)
-
-
-def _typed(exc: ResponseError) -> Exception:
-    found = translate(exc)
-    return found if type(found) is not EmqError else exc
 
 
 Call = tuple[Script, Sequence[str], Sequence[Arg]]
@@ -85,7 +80,7 @@ async def execute(conn: Conn, pipe: Pipe, calls: Sequence[Call | None]) -> list[
             except (ResponseError, EmqError) as exc:
                 replies[i] = exc
         elif isinstance(reply, ResponseError):
-            replies[i] = _typed(reply)
+            replies[i] = translate(reply)
     return replies
 
 

@@ -68,15 +68,13 @@ def _child(spec: Any, where: str, default_queue: str) -> Node:
     for flag in ("fail_parent_on_failure", "ignore_dependency_on_failure"):
         if flag in spec and not isinstance(spec[flag], bool):
             raise FlowShapeError(f"{where}: {flag} must be true or false")
-    nested = _listed(spec.get("children") or [], where)
-    return Node(job_id, payload, queue, policy_token(spec),
-                tuple(_child(grand, f"{where}.children[{i}]", queue) for i, grand in enumerate(nested)))
+    return Node(job_id, payload, queue, policy_token(spec), _children(spec.get("children") or [], where, queue))
 
 
-def _listed(children: Any, where: str) -> Sequence[Any]:
-    if not isinstance(children, Sequence) or isinstance(children, (str, bytes)):
+def _children(specs: Any, where: str, queue: str) -> tuple[Node, ...]:
+    if not isinstance(specs, Sequence) or isinstance(specs, (str, bytes)):
         raise FlowShapeError(f"{where}: 'children' must be a list")
-    return children
+    return tuple(_child(spec, f"{where}.children[{i}]", queue) for i, spec in enumerate(specs))
 
 
 def parse_flow(queue: str, flow: Any, where: str = "flow") -> Node:
@@ -87,12 +85,11 @@ def parse_flow(queue: str, flow: Any, where: str = "flow") -> Node:
     if not isinstance(parent, Mapping):
         raise FlowShapeError(f"{where}: 'parent' must be a dict with 'id' and 'payload'")
     parent_id, payload = _job_id(parent, f"{where}.parent"), _payload(parent, f"{where}.parent")
-    children = _listed(flow.get("children"), where)
+    children = _children(flow.get("children"), where, queue)
     if not children:
         # A parent with no children would be held forever: nothing releases it.
         raise FlowShapeError(f"{where}: a flow needs at least one child")
-    root = Node(parent_id, payload, queue, "fp",
-                tuple(_child(spec, f"{where}.children[{i}]", queue) for i, spec in enumerate(children)))
+    root = Node(parent_id, payload, queue, "fp", children)
     # Two jobs of one flow on one row: the parent's counter could never reach zero.
     seen: set[tuple[str, str]] = set()
     for node, _ in root.walk():

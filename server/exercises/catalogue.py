@@ -12,7 +12,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Final
 
-from server.emq import variants
+from server.emq import registry
 from server.exercises.checks import Check
 from server.exercises.deliver_checks import DELIVER_CHECKS
 from server.exercises.errors import UnknownExercise
@@ -31,13 +31,13 @@ class Exercise:
     starter_file: str  # in starters/ ("" for a variant)
     checks: tuple[Check, ...]
     learner_checks: frozenset[str]
-    variant: str = ""  # else the starter is this variant of `script` (server/emq/variants.py)
+    variant: str = ""  # else the starter is this variant of `script` (server/emq/registry.py)
 
     @cached_property
     def starter(self) -> str:
         if self.variant:
-            return variants.source(self.variant, self.script)
-        return variants.dressed(self.script, self.starter_file, (STARTERS / self.starter_file).read_text("utf-8"))
+            return registry.variant_source(self.variant, self.script)
+        return registry.dressed(self.script, self.starter_file, (STARTERS / self.starter_file).read_text("utf-8"))
 
     def as_json(self) -> dict[str, object]:
         return {"name": self.name, "title": self.title, "task": self.task,

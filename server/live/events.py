@@ -16,10 +16,13 @@ Kind = Literal["reset", "room"]
 KINDS = get_args(Kind)
 
 
+def encode(kind: Kind, sandboxes: list[str] | None, data: dict[str, Any]) -> str:
+    """The message that tells every worker's hub: the streams of `sandboxes` hear `kind` with `data`."""
+    return json.dumps({"type": kind, "sandboxes": sandboxes, "data": data, "id": secrets.token_hex(8)})
+
+
 async def publish(conn: Conn, kind: Kind, sandboxes: list[str] | None, data: dict[str, Any]) -> None:
-    """Tell every worker's hub: the streams of `sandboxes` hear `kind` with `data`."""
-    event = {"type": kind, "sandboxes": sandboxes, "data": data, "id": secrets.token_hex(8)}
-    await conn.publish(EVENTS_CHANNEL, json.dumps(event))
+    await conn.publish(EVENTS_CHANNEL, encode(kind, sandboxes, data))
 
 
 def decode(raw: Any) -> dict[str, Any] | None:

@@ -278,5 +278,5 @@ class Hub:
         end = key.find("}", 5)
         queue = key[5:end] if end > 0 else ""
         sandbox, dot, _ = queue.partition(".")
-        if dot and self.streams.watched(sandbox) and (widget := self.widget_of_queue(queue)) is not None:
+        if dot and sandbox in self.streams.subs and (widget := self.widget_of_queue(queue)) is not None:
             self.batches.notice(sandbox, widget, queue, key, data)

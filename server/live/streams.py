@@ -103,9 +103,6 @@ class Streams:
         self.gate = asyncio.Semaphore(READS_AT_ONCE)
         self.fresh = asyncio.Semaphore(FRESH_AT_ONCE)  # not `gate`: an opening crowd never delays a change's frames
 
-    def watched(self, sandbox: str) -> bool:
-        return sandbox in self.subs
-
     @contextlib.contextmanager
     def open(self, sandbox: str, widgets: tuple[str, ...]) -> Iterator[Subscription]:
         sub = Subscription(widgets)

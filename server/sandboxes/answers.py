@@ -13,7 +13,6 @@ answers moved.
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -24,6 +23,7 @@ import msgspec
 
 from server.emq.script import Call, Script
 from server.emq.wire import Conn, as_dict
+from server.live import events
 from server.live.events import EVENTS_CHANNEL
 from server.sandboxes.keys import answers_key, votes_key
 
@@ -54,8 +54,7 @@ def class_stream(code: str) -> str:
 
 
 def told(code: str, action: str) -> str:
-    return json.dumps({"type": "room", "sandboxes": [class_stream(code)], "id": secrets.token_hex(8),
-                       "data": {"code": code, "action": action}})
+    return events.encode("room", [class_stream(code)], {"code": code, "action": action})
 
 
 def answer_field(widget: str, question: str, mode: str, round_: int | None, step: int | None,

@@ -104,7 +104,11 @@ async def records(conn: Conn, sandboxes: Sequence[str]) -> list[dict[str, str]]:
     async with conn.pipeline(transaction=False) as pipe:  # none to send: no round trip
         for sandbox in sandboxes:
             pipe.hgetall(meta_key(sandbox))
-        replies = await pipe.execute(raise_on_error=False)
+        return hashes(await pipe.execute(raise_on_error=False))
+
+
+def hashes(replies: Sequence[Any]) -> list[dict[str, str]]:
+    """HGETALL replies decoded, one of another type read as none; any other error is raised."""
     for reply in replies:
         if isinstance(reply, Exception) and not wrong_type(reply):
             raise reply

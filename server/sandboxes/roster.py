@@ -9,11 +9,10 @@ from typing import Any
 
 import msgspec
 
-from server.emq.wire import Conn, as_dict
+from server.emq.wire import Conn
 from server.sandboxes import keys, presence, progress
 from server.sandboxes import learners as class_learners
 from server.sandboxes.progress import WidgetProgress
-from server.valkey.reply import wrong_type
 
 STUCK_WRONG = 3  # wrong answers in a row on one widget
 STUCK_IDLE = 300  # seconds on one step, page open, no action
@@ -89,13 +88,10 @@ async def read(conn: Conn, code: str, tours: Tours,
             pipe.hgetall(keys.meta_key(sandbox))
             pipe.hgetall(keys.progress_key(sandbox))
         # a record of another type (a fault) leaves its row blank, not the whole roster refused
-        read = await pipe.execute(raise_on_error=False)
-    if failed := next((r for r in read if isinstance(r, Exception) and not wrong_type(r)), None):
-        raise failed
-    replies = iter([{} if wrong_type(r) else r for r in read])
+        replies = iter(class_learners.hashes(await pipe.execute(raise_on_error=False)))
     now, rows = time.time(), []
     for sandbox, at in joined.items():
-        meta, made = as_dict(next(replies)), as_dict(next(replies))
+        meta, made = next(replies), next(replies)
         records = [found for name, steps in tours.items()
                    if (found := progress.of_widget(made, name, steps)).reached or found.asked]
         best, checks = exercises_of(made)

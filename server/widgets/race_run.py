@@ -21,7 +21,7 @@ import msgspec
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as Disconnected
 
-from server.emq import keyspace, registry, variants
+from server.emq import keyspace, registry
 from server.emq.script import Script
 from server.emq.wire import Conn, text
 from server.widgets.race_workers import Turns, own_connection, worker_name
@@ -33,7 +33,7 @@ LEASE_MS = 250  # short, so a lapse comes within the run
 CAP_S = 5.0  # no run outlives this
 ENTRIES = 120  # the timeline's cap: a snapshot stays small
 # the second exercise's starter, the same file (server/emq/scripts/variants/): what the learner fixes there breaks here
-EARLY = Script("complete_early_release", variants.source("complete_early_release", "complete"))
+EARLY = Script("complete_early_release", registry.variant_source("complete_early_release", "complete"))
 
 
 class End(StrEnum):

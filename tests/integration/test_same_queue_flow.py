@@ -181,7 +181,7 @@ async def test_the_seeds_literal_evalsha_line_runs_the_fan_in_on_complete_lua(co
     await flows.add(conn, Q, flow("JOBp", "JOBa", "JOBb"))
     tokens = await claim_all(conn, Q)
     sha = await conn.script_load(registry.script_source("complete"))
-    assert sha == registry.sha_of("complete")
+    assert sha == registry.script("complete").sha
     line = (
         f"EVALSHA {sha} 5 emq:{{orders}}:active emq:{{orders}}:job:JOBa "
         "emq:{orders}:job:JOBp:dependencies emq:{orders}:job:JOBp:processed emq:{orders}:job:JOBp "

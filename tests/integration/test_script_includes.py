@@ -28,7 +28,7 @@ async def test_the_registry_runs_a_script_with_its_helper_expanded(conn, scripts
     write_script(scripts_dir / "includes", "twice", "local function twice(x) return 2 * tonumber(x) end")
     write_script(scripts_dir, "doubled", "-- doubled: twice ARGV[1]\n\n-- @include twice\nreturn twice(ARGV[1])\n")
     assert await registry.run(conn, "doubled", [], ["21"]) == 42
-    assert await conn.script_exists(registry.sha_of("doubled")) == [True]
+    assert await conn.script_exists(registry.script("doubled").sha) == [True]
 
 
 async def test_the_registered_script_is_the_expanded_text_by_its_sha(conn) -> None:
@@ -38,7 +38,7 @@ async def test_the_registered_script_is_the_expanded_text_by_its_sha(conn) -> No
     await jobs.complete(conn, "orders", *got)
     for name in ("enqueue_flow", "claim", "complete"):
         expected = hashlib.sha1(registry.script_source(name).encode("utf-8")).hexdigest()
-        assert registry.sha_of(name) == expected
+        assert registry.script(name).sha == expected
         assert registry.script(name).sha == expected
         assert await conn.script_exists(expected) == [True]
     # the file as written is not what runs: its SHA is unknown to the server

@@ -133,7 +133,7 @@ async def test_the_script_line_completes_the_child_and_releases_the_parent(conn:
     await show(conn, NAME)
     acted = await act(conn, NAME, "script")
     record = await last(conn)
-    assert record["line"].startswith(f"EVALSHA {registry.sha_of('complete')} 5 emq:{{native}}:active ")
+    assert record["line"].startswith(f"EVALSHA {registry.script('complete').sha} 5 emq:{{native}}:active ")
     assert record["reply"] == "(integer) 1" and record["unchanged"] is False
     assert {"name": "emq:{native}:job:JOBchild", "kind": "gone"} in record["changes"]
     assert {"name": "emq:{native}:job:JOBparent:processed", "kind": "new"} in record["changes"]

@@ -129,7 +129,7 @@ def test_every_listing_is_the_registered_text_with_its_includes_shown(name):
     (token,) = _tokens(md, f"```{{listing}} {name}.lua\n```\n")
     listed = "\n".join(line.text for line in token.meta["lines"]) + "\n"
     assert listed == registry.script_source(name)
-    assert hashlib.sha1(listed.encode()).hexdigest() == registry.sha_of(name)
+    assert hashlib.sha1(listed.encode()).hexdigest() == registry.script(name).sha
     for helper in includes.includes_of(registry.file_source(name)):
         assert includes.opening(helper) in listed.splitlines()
         assert includes.closing(helper) in listed.splitlines()

@@ -74,7 +74,7 @@ async def test_a_notice_reaches_its_sandboxes_streams_and_one_for_none_reaches_a
         streams.broadcast(Notice("status", {"n": 2}))
         assert [n.data["n"] for n in drained(one)] == [1, 2]  # type: ignore[attr-defined]
         assert [n.data["n"] for n in drained(two)] == [2]  # type: ignore[attr-defined]
-    assert streams.subs == {} and not streams.watched(SANDBOX)
+    assert streams.subs == {} and SANDBOX not in streams.subs
 
 
 async def test_a_stalled_page_is_marked_for_a_resync_instead_of_growing() -> None:
