@@ -57,7 +57,8 @@ async def _add_node(conn: Conn, root: Node) -> Landed:
         await _add_same_queue(conn, root)
     else:
         # trees and cross-queue flows: parent first, then each child
-        await _land_children(conn, root, await land_node(conn, root, None))
+        retry = await _hold(conn, root, None)
+        await _land_children(conn, root, retry)
     return root.id, [child.id for child in root.children]
 
 
@@ -117,14 +118,20 @@ async def _land_children(conn: Conn, parent: Node, retry: bool) -> None:
         # outbox): landing it again would make the counter wait for it twice.
         if retry and await _already_counted(conn, child, parent):
             continue
-        try:
-            child_retry = await land_node(conn, child, parent)
-        except StateRefused:
-            if retry and child.children:
-                continue  # landed earlier and since released: leave it be
-            raise
         if child.children:
+            try:
+                child_retry = await _hold(conn, child, parent)
+            except StateRefused:
+                if retry:
+                    continue  # landed earlier and since released: leave it be
+                raise
+            if not child_retry:
+                await _write_policy(conn, child)
             await _land_children(conn, child, child_retry)
+        elif await _land_leaf(conn, child, parent):
+            # right after the child lands, and only then: a row that already
+            # existed may be finishing, and an HSET must not revive it
+            await _write_policy(conn, child)
 
 
 async def _write_policy(conn: Conn, child: Node) -> None:
@@ -142,23 +149,19 @@ async def _already_counted(conn: Conn, child: Node, parent: Node) -> bool:
                for e in map(pump.decoded, await pump.read_all(conn, child.queue)))
 
 
-# --- one node at a time (the walk above, and the tree widget's steps) ----------
+# --- the walk one node at a time (the tree widget steps it) --------------------
 
 
 # Every node with its parent, in the order ``add`` lands a tree: parent first, depth first.
 walk_order = Node.walk
 
 
-async def land_node(conn: Conn, node: Node, up: Node | None) -> bool:
-    """Land one node as ``add``'s first walk does (hold a parent or land a leaf, then write its
-    policy); the nodes before it must have landed. True when a parent was already held (a retry)."""
+async def land_node(conn: Conn, node: Node, up: Node | None) -> None:
+    """Land one node as ``add``'s first walk does (hold a parent or land a leaf,
+    then write its policy); the nodes before it must have landed."""
     if node.children or up is None:
         already = await _hold(conn, node, up)
         if up is not None and not already:
             await _write_policy(conn, node)
-        return already
-    if await _land_leaf(conn, node, up):
-        # right after the child lands, and only then: a row that already
-        # existed may be finishing, and an HSET must not revive it
+    elif await _land_leaf(conn, node, up):
         await _write_policy(conn, node)
-    return False
