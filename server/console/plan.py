@@ -55,11 +55,6 @@ class Plan:
             return self.args[2]
         return self.args[1] if self.rule.keys != "none" else None
 
-    @property
-    def sent(self) -> list[str]:
-        """What goes to Valkey's memory if the line writes."""
-        return [*self.keys, *self.argv] if self.how == "script" else self.args[1:]
-
 
 @cache
 def script_names() -> frozenset[str]:
