@@ -15,7 +15,7 @@ from starlette.middleware.gzip import GZipMiddleware
 from starlette.routing import Mount
 from starlette.templating import Jinja2Templates
 
-from server.console import page as console_page
+from server.console import api as console_api
 from server.console.as_user import Runner
 from server.content import Course, Page, Placement, load_course
 from server.content.errors import ContentError
@@ -45,7 +45,7 @@ SITE = Path(__file__).resolve().parent.parent / "site"
 ROOM_COOKIE, WATCH_COOKIE, FLASH_COOKIE = "emqlab_room", "emqlab_watch", "emqlab_flash"
 EXERCISE = "exercise"  # the {widget} name that places an exercise (its body names which: `name: fan-in`)
 # what a dive may place besides the widgets: the console and the exercises
-PLACEABLE = (console_page.NAME, EXERCISE)
+PLACEABLE = (console_api.NAME, EXERCISE)
 
 
 def bind_questions(catalog: Catalog, course: Course) -> None:
@@ -95,7 +95,7 @@ def create_app(url: str, settings: Settings | None = None, cluster: bool | None 
         flash=SignedCookie(FLASH_COOKIE, secret, "emqlab-flash", 60, secure),
         watch=SignedCookie(WATCH_COOKIE, secret, "emqlab-watch", 3600, secure))
     render_widget = templating.renderer(templates, catalog, {
-        console_page.NAME: console_page.context,
+        console_api.NAME: console_api.page_context,
         EXERCISE: lambda options: {"exercise": catalogue.get(str(options.get("name", "")))}})
     drawing = Drawing(templates.env)
 

@@ -6,6 +6,7 @@ budget before, weighed after, and names the queue it touched for a repaint.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -36,6 +37,14 @@ STRAY = ("The lock of this queue's widget holds what no lock writes (an operator
          "the stray key. Then run the line again.")
 HELD = ("Valkey is busy with a long-running script right now (the site stops a learner's script past its "
         "budget): the line did not run. Run it again in a moment.")
+NAME = "console"  # the {widget} name that places the console on a dive
+_TRY = re.compile(r"try-(\d+)")
+
+
+def page_context(options: dict[str, Any]) -> dict[str, Any]:
+    """The console's partial: the dive's example commands, its `try-N` options (`try-1: HGETALL …`)."""
+    found = sorted((int(m[1]), str(v)) for k, v in options.items() if (m := _TRY.fullmatch(k)))
+    return {"examples": [command for _, command in found]}
 
 
 class QueueLock(Lock):

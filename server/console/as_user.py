@@ -16,7 +16,7 @@ import hashlib
 import hmac
 import time
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
@@ -167,14 +167,9 @@ class Runner:
         name = node.name if node is not None else ""
         pool = self._pools.get(name)
         if pool is None:
-            cls: type[AbstractConnection]
-            if node is not None:
-                cls, settings = node.connection_class, node.connection_kwargs
-            elif not isinstance(self.admin, RedisCluster):
-                site = self.admin.connection_pool
-                cls, settings = site.connection_class, site.connection_kwargs
-            else:
-                raise ValueError("a cluster command needs the node it goes to")
+            # `_node` names a cluster's node always: None is the one server's
+            site = node if node is not None else cast(aioredis.Redis, self.admin).connection_pool
+            cls, settings = site.connection_class, site.connection_kwargs
             plain = next((c for c in (SSLConnection, UnixDomainSocketConnection) if issubclass(cls, c)), Connection)
             pool = aioredis.BlockingConnectionPool(
                 connection_class=plain, max_connections=self.max_connections, timeout=self.timeout,

@@ -30,8 +30,9 @@ WEIGH = Script.from_file(Path(__file__).resolve().parent / "scripts" / "weigh.lu
 
 
 def cost(found: Plan) -> int:
-    """The least a write line can add."""
-    return OVERHEAD + sum(len(arg.encode("utf-8", "surrogateescape")) for arg in found.sent)
+    """The least a write line can add: what it sends, which goes to Valkey's memory."""
+    sent = [*found.keys, *found.argv] if found.how == "script" else found.args[1:]
+    return OVERHEAD + sum(len(arg.encode("utf-8", "surrogateescape")) for arg in sent)
 
 
 def extra_names(found: Plan, sandbox: str) -> list[str]:

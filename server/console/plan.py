@@ -49,17 +49,11 @@ class Plan:
 
     @property
     def route(self) -> str | None:
-        """The key whose slot the command goes to (None: any node)."""
-        if self.how == "script":
-            return self.keys[0]
-        if self.rule is not None and self.rule.keys == "numkeys":
+        """The key whose slot a direct command goes to (None: any node); a script goes to its KEYS[1]'s."""
+        assert self.rule is not None
+        if self.rule.keys == "numkeys":
             return self.args[2]
-        return self.args[1] if self.rule is not None and self.rule.keys != "none" else None
-
-    @property
-    def sent(self) -> list[str]:
-        """What goes to Valkey's memory if the line writes."""
-        return [*self.keys, *self.argv] if self.how == "script" else self.args[1:]
+        return self.args[1] if self.rule.keys != "none" else None
 
 
 @cache

@@ -139,14 +139,10 @@ def glob(pattern: str) -> re.Pattern[str]:
 
 def printed(found: Plan, value: Any) -> list[str]:
     if isinstance(value, RedisError):
-        return cut(error_lines(value))
+        line = f"(error) {reply.error_text(value)}"
+        return cut([line, NOPERM_WORDS] if refused_by_acl(value) else [line])
     status = found.rule is not None and found.rule.status and not _bulk_instead(found.args)
     return cut(reply.lines(value, status))
-
-
-def error_lines(exc: RedisError) -> list[str]:
-    lines = [f"(error) {reply.error_text(exc)}"]
-    return [*lines, NOPERM_WORDS] if refused_by_acl(exc) else lines
 
 
 def refused_by_acl(exc: RedisError) -> bool:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from server.console.api import page_context
 from server.console.confine import KEY_RE, Confinement
-from server.console.page import context
 from server.console.parse import Limits
 from server.console.plan import plan
 from server.content import load_course
@@ -36,7 +36,7 @@ def test_every_dive_has_a_console_near_its_end(dive: object) -> None:
 @pytest.mark.parametrize("dive", DIVES, ids=[d.path for d in DIVES])
 def test_every_example_runs_on_the_queues_of_that_dives_widgets(dive: object) -> None:
     path, widgets = dive.path, dive.widgets
-    found = context(console_options(path))["examples"]
+    found = page_context(console_options(path))["examples"]
     assert len(found) >= 3
     own = {part for name in widgets if name in WIDGETS for part in WIDGETS[name].queue_parts}
     course = frozenset(part for widget in WIDGETS.values() for part in widget.queue_parts)

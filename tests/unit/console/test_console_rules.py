@@ -112,7 +112,8 @@ def test_error_replies_print_with_the_code_valkey_sent() -> None:
     assert reply.error_text(ResponseError("ACL failure in script: No permissions", status_code="ERR")) == (
         "ERR ACL failure in script: No permissions")
     noperm = ResponseError("No permissions to access a key", status_code="NOPERM")
-    assert run.error_lines(noperm) == ["(error) NOPERM No permissions to access a key", run.NOPERM_WORDS]
+    assert run.printed(plan("PING", WHERE, Limits()), noperm) == [
+        "(error) NOPERM No permissions to access a key", run.NOPERM_WORDS]
 
 
 def test_a_reply_says_its_status_and_the_json_the_page_reads() -> None:
