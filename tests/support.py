@@ -28,7 +28,7 @@ from itsdangerous import URLSafeSerializer
 from bench import servers
 from server.live.heartbeat import BEAT_TAG
 from server.sandboxes.sandbox import COOKIE, SANDBOX_RE
-from server.valkey.process import ValkeyProcess, free_port
+from server.valkey.process import ValkeyProcess, free_port, port_free
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTRUCTOR_TOKEN = "test-instructor-token-16+"
@@ -73,6 +73,12 @@ class LiveSite:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                if not port_free(self.port):
+                    # the free port was taken before the site bound it (a client's connection of another
+                    # test leaves from the same range): another port
+                    self.port = free_port()
+                    self.url = f"http://127.0.0.1:{self.port}"
+                    return self.start(timeout, output)
                 raise RuntimeError(f"the site exited early with {self.proc.returncode}")
             try:
                 if httpx.get(self.url + "/", timeout=1).status_code == 200:
