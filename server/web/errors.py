@@ -103,6 +103,14 @@ def _misconf(exc: BaseException) -> bool:
     return any(isinstance(e, Exception) and error_text(e).split(" ", 1)[0] == "MISCONF" for e in _chain(exc))
 
 
+def _held_otherwise(exc: Exception) -> bool:
+    """A script's own wrong type (`EMQTYPE … but it holds a string`): it checks a key's type before it
+    writes, so the fault Valkey says as WRONGTYPE reaches a widget in these words. (`… but the key
+    grammar makes that key a …` is a key named wrong, a bug of ours: not this.)"""
+    text = error_text(exc) if isinstance(exc, RedisError) else ""
+    return text.startswith("EMQTYPE ") and ", but it holds a " in text
+
+
 def is_fault(exc: BaseException) -> bool:
     """A fault of Valkey's (away, busy, out of memory or refusing writes) rather than a refusal or a bug."""
     return isinstance(exc, VALKEY_DOWN) or is_busy(exc) or _out_of_memory(exc) or _misconf(exc)
@@ -117,7 +125,7 @@ def refusal_of(exc: Exception) -> Refusal | None:
         return Refusal(str(exc))
     if is_busy(exc):
         return Refusal(BUSY, status=503, retry_after=1)
-    if isinstance(exc, StrayLock) or wrong_type(exc):
+    if isinstance(exc, StrayLock) or wrong_type(exc) or _held_otherwise(exc):
         return WrongType()
     if _out_of_memory(exc):
         log.warning("valkey is out of memory: answered 503")

@@ -19,7 +19,20 @@ import msgspec
 from server.emq import flows
 from server.sandboxes import keys
 from server.widgets import flow
-from server.widgets.base import Body, Description, Design, Outcome, Refused, Step, Value, Widget, action, do, reading
+from server.widgets.base import (
+    Body,
+    Description,
+    Design,
+    GotoBody,
+    Outcome,
+    Refused,
+    Step,
+    Value,
+    Widget,
+    action,
+    do,
+    reading,
+)
 from server.widgets.race_run import CAP_S, EARLY, PARENT, Plan, Race, child_ids
 from server.widgets.race_workers import Turns, fence
 from server.widgets.turn import Busy, Turn
@@ -260,16 +273,29 @@ class RaceLab(Widget):
                        reached=() if broken or plan.early_release else ("raced",),
                        detail={"seed": plan.seed, "broken": list(broken), "ended": ended})
 
-    @action("reset", "Reset")
-    async def reset(self, turn: Turn, body: Body) -> Outcome:
+    async def stop_run(self, turn: Turn) -> None:
+        """A run going in this sandbox stopped before its keys are cleared: cancelled here, its
+        connections fenced for a call on the wire or a run in another process."""
         running = RUNS.pop(turn.sandbox, None)
         if running is not None:
             running.cancel()
             with contextlib.suppress(BaseException):
                 await running
-        if clients := going_clients(turn.moment):  # a call on the wire, or a run in another process
+        if clients := going_clients(turn.moment):
             await fence(turn.conn, turn.queue(), clients)
+
+    @action("reset", "Reset")
+    async def reset(self, turn: Turn, body: Body) -> Outcome:
+        await self.stop_run(turn)
         return await super().reset(turn, body)
+
+    @action("goto", "Go to step", GotoBody)
+    async def goto(self, turn: Turn, body: GotoBody) -> Outcome:
+        """The tour's step clears the keys as Reset does: a run going stops first (a link that names
+        no step is refused before, and stops nothing)."""
+        self.step_of(body)
+        await self.stop_run(turn)
+        return await super().goto(turn, body)
 
     def partial_context(self) -> dict[str, object]:
         return {"early_script": EARLY.source, "early_name": "complete_early_release.lua"}

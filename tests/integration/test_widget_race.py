@@ -342,3 +342,54 @@ def test_a_run_whose_keys_vanish_under_it_says_so_not_that_a_reset_stopped_it(cl
     said = answers[0].json()["outcome"]["text"]
     assert said.startswith("The run's keys are gone from Valkey"), said
     assert client.get("/api/widgets/race/state").status_code == 200
+
+
+def test_a_run_whose_keys_vanish_and_a_page_lands_the_flow_again_is_not_said_stopped_by_a_reset(
+        clean: LiveSite) -> None:
+    # the keys gone mid-run (nobody pressed Reset), then the learner's other tab (or a reload) shows the
+    # page: it lands the flow again before the Run takes the lock back, and `landed` alone reads as a Reset
+    client = clean.visitor("/flows/under-fire")
+    body = {"workers": 4, "children": 16, "faults": ["lapse"], "early_release": False, "seed": 1}
+    answers: list[httpx.Response] = []
+    first = threading.Thread(target=lambda: answers.append(client.post(
+        "/api/widgets/race/run", json=body, headers={"Origin": clean.url, "X-Emqlab-Tab": "one"}, timeout=20)))
+    first.start()
+    running_now(client)
+    r, q = clean.redis(), f"{sandbox_of(client)}.race"
+    for key in r.scan_iter(match=f"*{{{q}}}*"):
+        r.delete(key)
+    other = second_page(clean, client, "two")
+    assert other.get("/api/widgets/race/state").status_code == 200  # lands the flow again
+    first.join(20)
+    assert answers and answers[0].status_code == 200, answers and answers[0].text
+    said = answers[0].json()["outcome"]["text"]
+    assert not said.startswith("The run was stopped by a Reset"), said
+
+
+def test_a_deep_link_followed_during_a_run_leaves_no_worker_of_that_run_racing_on_the_flow_it_replays(
+        clean: LiveSite) -> None:
+    # `#race-step=1` opened in another tab while a Run races: the tour's step clears the keys and replays
+    # the recorded run on them; the Run's workers must not race beside (and claim from) that replay, as
+    # after a Reset they never do
+    client = clean.visitor("/flows/under-fire")
+    body = {"workers": 4, "children": 16, "faults": ["lapse"], "early_release": False, "seed": 1}
+    answers: list[httpx.Response] = []
+    first = threading.Thread(target=lambda: answers.append(client.post(
+        "/api/widgets/race/run", json=body, headers={"Origin": clean.url, "X-Emqlab-Tab": "one"}, timeout=20)))
+    first.start()
+    running_now(client)
+    r, mine = clean.redis(), f"@{sandbox_of(client)}.race"
+    theirs = {c["id"] for c in r.client_list() if c.get("name", "").endswith(mine)}
+    assert theirs, "the run's workers were never seen connected: the test proved nothing"
+    linked: list[httpx.Response] = []
+    link = threading.Thread(target=lambda: linked.append(second_page(clean, client, "two").post(
+        "/api/widgets/race/goto", json={"step": 1, "link": "#race-step"}, timeout=20)))
+    link.start()
+    beside = 0  # looks at Valkey's clients that saw the replay's workers and the run's at once
+    while link.is_alive():
+        now = {c["id"] for c in r.client_list() if c.get("name", "").endswith(mine)}
+        beside += bool(now - theirs and now & theirs)
+        time.sleep(0.01)
+    first.join(20)
+    assert linked and linked[0].status_code in (200, 409), linked and linked[0].text
+    assert not beside, f"the run's workers raced beside the step's replay ({beside} looks saw both)"

@@ -131,3 +131,26 @@ def test_a_stream_whose_progress_record_holds_the_wrong_type_says_so_without_a_t
             site.stop()
     text = log.read_text()
     assert "Traceback" not in text and "WRONGTYPE" not in text, text[-2000:]
+
+
+def test_a_scripts_own_wrong_type_refusal_is_answered_as_a_wrong_type_and_reset_brings_the_widget_back(
+        site: LiveSite) -> None:
+    # The EchoMQ scripts check a key's type before they write (EMQTYPE ... but it holds a string): the same
+    # fault as Valkey's WRONGTYPE (an operator's command), said in the same words, never a 500
+    from server.emq.keyspace import queue_key
+    from server.widgets.ledger_batch import sample_batch
+
+    client = site.visitor("/batches/bulk-flows")
+    assert client.get("/api/widgets/ledger/state").status_code == 200
+    row = queue_key(queue_name(sandbox_of(client), "ledger.orders"), "job:JOBmine1")
+    site.redis().set(row, "oops")
+
+    mine = client.post("/api/widgets/ledger/own-batch", json={"flows": sample_batch()})
+    assert mine.status_code == 409, mine.text
+    assert "Press Reset" in mine.json()["error"]
+    assert client.get("/api/widgets/ledger/state").status_code == 200
+
+    assert client.post("/api/widgets/ledger/reset", json={}).status_code == 200
+    again = client.post("/api/widgets/ledger/own-batch", json={"flows": sample_batch()})
+    assert again.status_code == 200, again.text
+    assert site.redis().type(row) == "hash"

@@ -33,3 +33,16 @@ def test_a_lookup_error_is_a_bug_answered_500_and_logged_not_a_404_that_shows_it
     # an IndexError deep in a page's drawing once answered "404 list index out of range"
     assert refusal_of(IndexError("list index out of range")) is None
     assert refusal_of(KeyError("status")) is None
+
+
+def test_a_scripts_own_wrong_type_is_a_wrong_type_but_a_key_named_against_the_grammar_is_a_bug() -> None:
+    from redis.exceptions import ResponseError
+
+    from server.web.errors import WrongType
+
+    held = ResponseError("EMQTYPE hold_parent would write KEYS[1] as a hash, but it holds a string: nothing was "
+                         "written", status_code="EMQTYPE")
+    assert isinstance(refusal_of(held), WrongType)
+    named = ResponseError("EMQTYPE hold_parent would write KEYS[2] as a string, but the key grammar makes that key "
+                          "a zset: nothing was written", status_code="EMQTYPE")
+    assert refusal_of(named) is None
