@@ -259,9 +259,9 @@ class RaceLab(Widget):
         # Reset (here or in another process) leaves it be; its marker says done with the finish
         now = await turn.take()
         if (now.kept("run") or {}).get("by") != turn.token:
-            # a Reset lands the flow again; keys gone with nothing landed are Valkey's doing (flushed, or
-            # restarted without its data), not a Reset's
-            return stopped if now.state.get("landed") else Outcome(
+            # a Reset (or a step link) that stopped this run said so in the lab state; keys gone without
+            # it are Valkey's doing (flushed, or restarted without its data), whoever landed the flow since
+            return stopped if now.state.get("stopped") == turn.token else Outcome(
                 text="The run's keys are gone from Valkey (flushed, or restarted without its data): its result "
                      "was not kept. Press Reset to land the flow again.", kind="info")
         turn.remember(run={"status": "done", "ended": ended, "choices": choices})
@@ -273,9 +273,11 @@ class RaceLab(Widget):
                        reached=() if broken or plan.early_release else ("raced",),
                        detail={"seed": plan.seed, "broken": list(broken), "ended": ended})
 
-    async def stop_run(self, turn: Turn) -> None:
+    async def stop_run(self, turn: Turn) -> str:
         """A run going in this sandbox stopped before its keys are cleared: cancelled here, its
-        connections fenced for a call on the wire or a run in another process."""
+        connections fenced for a call on the wire or a run in another process. Whose run it was: the
+        lab state keeps it (`stopped`), so that Run says a Reset stopped it."""
+        by = str((turn.moment.kept("run") or {}).get("by") or "")
         running = RUNS.pop(turn.sandbox, None)
         if running is not None:
             running.cancel()
@@ -283,19 +285,24 @@ class RaceLab(Widget):
                 await running
         if clients := going_clients(turn.moment):
             await fence(turn.conn, turn.queue(), clients)
+        return by
 
     @action("reset", "Reset")
     async def reset(self, turn: Turn, body: Body) -> Outcome:
-        await self.stop_run(turn)
-        return await super().reset(turn, body)
+        stopped = await self.stop_run(turn)
+        done = await super().reset(turn, body)
+        turn.remember(stopped=stopped)  # after the clear, which forgets what was to be kept
+        return done
 
     @action("goto", "Go to step", GotoBody)
     async def goto(self, turn: Turn, body: GotoBody) -> Outcome:
         """The tour's step clears the keys as Reset does: a run going stops first (a link that names
         no step is refused before, and stops nothing)."""
         self.step_of(body)
-        await self.stop_run(turn)
-        return await super().goto(turn, body)
+        stopped = await self.stop_run(turn)
+        done = await super().goto(turn, body)
+        turn.remember(stopped=stopped)
+        return done
 
     def partial_context(self) -> dict[str, object]:
         return {"early_script": EARLY.source, "early_name": "complete_early_release.lua"}
