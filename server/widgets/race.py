@@ -18,21 +18,8 @@ import msgspec
 
 from server.emq import flows
 from server.sandboxes import keys
-from server.widgets import flow
-from server.widgets.base import (
-    Body,
-    Description,
-    Design,
-    GotoBody,
-    Outcome,
-    Refused,
-    Step,
-    Value,
-    Widget,
-    action,
-    do,
-    reading,
-)
+from server.widgets import base, flow
+from server.widgets.base import Body, Description, Design, Outcome, Refused, Step, Value, Widget, action, do, reading
 from server.widgets.race_run import CAP_S, EARLY, PARENT, Plan, Race, child_ids
 from server.widgets.race_workers import Turns, fence
 from server.widgets.turn import Busy, Turn
@@ -294,8 +281,8 @@ class RaceLab(Widget):
         turn.remember(stopped=stopped)  # after the clear, which forgets what was to be kept
         return done
 
-    @action("goto", "Go to step", GotoBody)
-    async def goto(self, turn: Turn, body: GotoBody) -> Outcome:
+    @action("goto", "Go to step", base.GotoBody)
+    async def goto(self, turn: Turn, body: base.GotoBody) -> Outcome:
         """The tour's step clears the keys as Reset does: a run going stops first (a link that names
         no step is refused before, and stops nothing)."""
         self.step_of(body)
