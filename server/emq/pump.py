@@ -69,6 +69,8 @@ def decode_entry(entry: str | bytes) -> OutboxEntry:
         keyspace.check_queue(found.parent_queue)
     except ValueError as exc:  # msgspec's errors, UnicodeError and BadId are all ValueErrors
         raise PoisonEntry(str(exc)) from exc
+    except RecursionError as exc:  # nested past the decoder's depth (one EVAL can write that)
+        raise PoisonEntry("nested too deep") from exc
     return found
 
 
