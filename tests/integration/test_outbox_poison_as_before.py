@@ -5,6 +5,10 @@ An entry whose seven fields are all well formed was deliverable whatever else it
 extra field holding NaN, a field named twice with the valid value last: Python's json reads both,
 the last value wins, as cjson's does); a nesting deep enough to exhaust the decoder is poison, never
 an error out of a Pump tick (a widget's 500). Real Valkey, the outbox widget driven as a click is.
+
+The console itself refuses every direct write to a `flow:outbox` (RPUSH, LSET, LMOVE, RENAME, COPY, EVAL
+…; only `complete` and `fail` append, through cjson): these entries are written by the admin
+connection, as a console that let one through, or a script of the course's with a bug, would.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ async def test_an_entry_whose_seven_fields_are_well_formed_is_delivered_as_befor
 
 async def test_an_entry_nested_past_the_decoders_depth_is_poison_not_an_error(conn: Any) -> None:
     await widgets.show(conn, W, SANDBOX)
-    # What one short console line can write: EVAL builds the 6 KB entry inside Valkey.
+    # One short EVAL (the admin's: the console refuses EVAL) builds the 6 KB entry inside Valkey.
     await conn.eval("return redis.call('RPUSH', KEYS[1], ARGV[1] .. string.rep('[', 3000) .. string.rep(']', 3000)"
                     " .. '}')", 1, keyspace.outbox_key(MAIL), GOOD[:-1] + ',"extra":')
     assert (await head_verdict(conn))["verdict"] == "poison"
