@@ -54,3 +54,21 @@ async def test_an_entry_nested_past_the_decoders_depth_is_poison_not_an_error(co
     assert "stopped at a poison entry (it does not decode), 0 trimmed" in tick.outcome["text"]
     aged = await widgets.act(conn, W, "aged-pump-tick", SANDBOX)
     assert "its head still blocks, counted 1 of" in aged.outcome["text"]
+
+
+FP, FP_MAIL, FP_HOME = "failure-policy", f"{SANDBOX}.failure-policy.mail", f"{SANDBOX}.failure-policy"
+FP_GOOD = json.dumps({"kind": "failed", "child": "JOBremote", "child_queue": FP_MAIL, "value": "boom",
+                      "parent": "JOBlinked", "parent_queue": FP_HOME, "policy": "fp"})
+
+
+@pytest.mark.parametrize(("entry", "said"), [
+    (FP_GOOD[:-1] + ',"extra":NaN}', "The Pump delivered 1 from mail's outbox on JOBlinked's slot"),
+    ('{"kind":"exploded",' + FP_GOOD[1:], "The Pump delivered 1 from mail's outbox on JOBlinked's slot"),
+    (FP_GOOD[:-1] + ',"extra":' + "[" * 3000 + "]" * 3000 + "}",
+     "The Pump stopped at the head of mail's outbox, poison (it does not decode)"),
+], ids=["nan-in-an-extra-field", "a-field-twice-the-valid-value-last", "nested-past-the-decoders-depth"])
+async def test_the_failure_policy_pump_says_what_it_said_before(conn: Any, entry: str, said: str) -> None:
+    await widgets.show(conn, FP, SANDBOX)
+    await widgets.act(conn, FP, "mixed", SANDBOX)
+    await conn.rpush(keyspace.outbox_key(FP_MAIL), entry)
+    assert said in (await widgets.act(conn, FP, "pump", SANDBOX)).outcome["text"]
