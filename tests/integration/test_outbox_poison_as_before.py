@@ -72,3 +72,16 @@ async def test_the_failure_policy_pump_says_what_it_said_before(conn: Any, entry
     await widgets.act(conn, FP, "mixed", SANDBOX)
     await conn.rpush(keyspace.outbox_key(FP_MAIL), entry)
     assert said in (await widgets.act(conn, FP, "pump", SANDBOX)).outcome["text"]
+
+
+async def test_an_entry_longer_than_the_snapshots_cut_is_not_said_to_be_poison_when_the_pump_delivers_it(
+    conn: Any,
+) -> None:
+    """A learner's console `complete` (xq) with a 900-byte result (under the 1024-byte argument cap)
+    writes a good entry past read.lua's 1024-byte cut of a value: the picture judged the cut text
+    ('poison (it does not decode)') while the Pump tick delivered the entry whole. Before the cuts too."""
+    await widgets.show(conn, W, SANDBOX)
+    await conn.rpush(keyspace.outbox_key(MAIL), GOOD.replace('"v"', '"' + "x" * 900 + '"'))
+    assert (await head_verdict(conn))["verdict"] != "poison"
+    tick = await widgets.act(conn, W, "pump-tick", SANDBOX)
+    assert "outbox.mail: 1 delivered, 1 trimmed" in tick.outcome["text"]
