@@ -9,6 +9,7 @@ and blocks the outbox; the aged variant sets it aside.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -61,14 +62,21 @@ def encode_entry(entry: OutboxEntry) -> str:
 
 def decode_entry(entry: str | bytes) -> OutboxEntry:
     """Parse and check one raw entry; raises ``PoisonEntry`` if it is not one."""
-    try:  # not JSON, not UTF-8, a field missing or of another type or kind, an ill-formed id or queue
-        found = msgspec.json.decode(entry, type=OutboxEntry)
+    try:
+        # JSON read as Python reads it (as cjson does too: NaN, a name given twice whose last value
+        # wins), then the seven fields typed in one call: missing, of another type or kind, refused
+        data = json.loads(entry)
+        found = msgspec.convert(data, OutboxEntry)
         keyspace.check_id(found.child)
         keyspace.check_id(found.parent)
         keyspace.check_queue(found.child_queue)
         keyspace.check_queue(found.parent_queue)
-    except ValueError as exc:  # msgspec's errors, UnicodeError and BadId are all ValueErrors
+        for text in msgspec.structs.astuple(found):  # a lone surrogate (a \ud800 escape, or a byte not UTF-8)
+            text.encode("utf-8")  # could not be sent to flow_deliver
+    except (ValueError, TypeError) as exc:  # JSON, UTF-8, msgspec's and BadId are ValueErrors
         raise PoisonEntry(str(exc)) from exc
+    except RecursionError as exc:  # nested past the decoder's depth
+        raise PoisonEntry("nested too deep") from exc
     return found
 
 
