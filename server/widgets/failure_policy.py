@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from server.emq import flows, jobs, keyspace, pump
+from server.emq.wire import as_text
 from server.widgets import base, flow
 from server.widgets import failure_policy_picture as picture
 from server.widgets.base import Body, Description, Design, Outcome, Step, Value, Widget, action, do, info, reading
@@ -241,10 +242,11 @@ class FailurePolicy(Widget):
             return Outcome(text=f"The Pump delivered {delivered} from mail's outbox on {LINKED}'s slot: "
                                 f"{linked.parent.fate()}.", reached=("remote-applied",),
                            detail={"delivered": delivered})
-        waiting = mail.items("flow:outbox")
-        if waiting:
-            return Outcome(text=f"The Pump stopped at the head of mail's outbox, {entry_words(waiting[0], mail)}; "
-                                "nothing was delivered.", kind="refused", detail={"delivered": 0})
+        # the head whole, as the Pump read it (the picture's read cuts a long entry)
+        if (head := await turn.conn.lindex(keyspace.outbox_key(mail.queue), 0)) is not None:
+            said = entry_words(as_text(head), mail, whole=True)
+            return Outcome(text=f"The Pump stopped at the head of mail's outbox, {said}; nothing was delivered.",
+                           kind="refused", detail={"delivered": 0})
         hint = "fail the cross-queue child first" if REMOTE in mail.members("pending") else "nothing waits"
         return Outcome(text=f"mail's flow:outbox is empty: {hint}.", kind="info", detail={"delivered": 0})
 

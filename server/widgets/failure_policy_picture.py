@@ -16,11 +16,11 @@ LINKED, REMOTE = "JOBlinked", "JOBremote"  # the cross-queue flow: parent here, 
 WORDS = {"fp": "fail the parent", "id": "ignore the dependency"}
 
 
-def entry_words(raw: str, view: QueueView) -> str:
+def entry_words(raw: str, view: QueueView, whole: bool = False) -> str:
     """An outbox entry of `view`'s queue in words, judged as the outbox widget judges one."""
-    seen = outbox_entries.judge(raw, view.queue)
+    seen = outbox_entries.judge(raw, view.queue, whole=whole)
     if (entry := seen.entry) is None:
-        return f"poison (it does not decode): {raw[:40]}…"
+        return f"{seen.verdict} ({seen.why}): {raw[:40]}…"
     if seen.verdict == "refused":
         return f"refused: {entry.kind} {entry.child} → {entry.parent} names a queue outside your sandbox"
     return f"{entry.kind} {entry.child} → {entry.parent} (policy {entry.policy}), waiting for the Pump"

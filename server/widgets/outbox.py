@@ -167,7 +167,7 @@ class Outbox(Widget):
             said = ([f"{new} delivered"] if new else []) + (
                 [f"{dup} delivered again, a duplicate the HSETNX guard refused"] if dup else [])
             if report.blocked is not None:
-                seen = outbox_entries.judge(report.blocked, queue, turn.queue(HOME), PARENT)
+                seen = outbox_entries.judge(report.blocked, queue, turn.queue(HOME), PARENT, whole=True)
                 said.append(f"stopped at {outbox_entries.blocked_why(seen)}")
             said.append(f"{removed} trimmed" if trim else "nothing trimmed (the Pump crashed first)")
             clauses.append(f"{part}: " + ", ".join(said))

@@ -2,7 +2,9 @@
 
 An entry is data in the learner's keys (a console can write one), so only the
 decoded entry is judged: poison when it does not decode, refused when it names
-another outbox or a parent queue outside the sandbox.
+another outbox or a parent queue outside the sandbox. An entry longer than the
+read carries (`view.CUT_BYTES`) that does not decode in the part read is
+"unread": the Pump reads it whole, so only the Pump can judge it.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ import msgspec
 
 from server.emq import keyspace, pump
 from server.widgets import flow
-from server.widgets.view import QueueView
+from server.widgets.view import CUT_BYTES, QueueView
 
-Verdict = Literal["waiting", "applied", "poison", "refused"]
+Verdict = Literal["waiting", "applied", "poison", "refused", "unread"]
 BLOCKING: tuple[Verdict, ...] = ("poison", "refused")
 
 
@@ -31,7 +33,7 @@ class Seen:
 
     def words(self, home: str) -> str:
         if self.entry is None:
-            return f"poison ({self.why}): {self.raw[:48]}{'…' if len(self.raw) > 48 else ''}"
+            return f"{self.verdict} ({self.why}): {self.raw[:48]}{'…' if len(self.raw) > 48 else ''}"
         e = self.entry
         if self.verdict == "refused":
             return f"refused: {e.kind} {e.child} → {e.parent}, but {self.why}"
@@ -41,11 +43,16 @@ class Seen:
         return f"{e.kind} {e.child} → {e.parent}{where}, waiting for the Pump"
 
 
-def judge(raw: str, queue: str, home: str = "", parent: str = "", counted: Collection[str] = ()) -> Seen:
-    """`raw`, an entry of `queue`'s outbox: poison, refused, or deliverable
-    (waiting, or applied already when `parent` in `home` counted its child)."""
+def judge(raw: str, queue: str, home: str = "", parent: str = "", counted: Collection[str] = (),
+          whole: bool = False) -> Seen:
+    """`raw`, an entry of `queue`'s outbox (`whole`: read whole, not through the picture's read):
+    poison, refused, or deliverable (waiting, or applied already when `parent` in `home` counted its child)."""
     entry = pump.decoded(raw)
     if entry is None:
+        # a cut may fall inside a character, which decodes to one of 1 to 3 bytes
+        if not whole and len(raw.encode("utf-8", "surrogateescape")) >= CUT_BYTES - 2:
+            return Seen(raw, "unread", None, f"longer than the {CUT_BYTES} bytes the picture reads; the Pump reads "
+                                              "it whole")
         return Seen(raw, "poison", None, "it does not decode")
     try:
         pump.trusted(entry, queue, flow.trusted_by(queue.partition(".")[0]))  # `<sandbox>.<part>`
@@ -59,8 +66,8 @@ def judge(raw: str, queue: str, home: str = "", parent: str = "", counted: Colle
 
 def blocked_why(seen: Seen) -> str:
     """Why the Pump stopped at this entry, in words."""
-    if seen.verdict == "poison":
-        return "a poison entry (it does not decode)"
+    if seen.verdict in ("poison", "unread"):
+        return f"a poison entry ({seen.why})"
     if seen.verdict == "refused":
         return f"an entry it refused ({seen.why})"
     return f"an entry {seen.entry.parent if seen.entry else 'its parent'} could not take (no parent row)"
@@ -86,7 +93,8 @@ class Lane:
             return f"{self.part}: empty"
         counts = Counter[str](s.verdict for s in self.entries)
         said = [f"{counts[v]} {words}" for v, words in (("waiting", "waiting"), (
-            "applied", "delivered, not yet trimmed"), ("poison", "poison"), ("refused", "refused")) if counts[v]]
+            "applied", "delivered, not yet trimmed"), ("poison", "poison"), ("refused", "refused"),
+            ("unread", "too long to read here")) if counts[v]]
         line = f"{self.part}: " + ", ".join(said)
         if self.head_blocks:
             line += "; its head blocks"

@@ -17,6 +17,8 @@ import msgspec
 from server.emq import keyspace
 
 COUNTER_RE: Final = re.compile(r"-?[0-9]{1,15}")
+# read.lua's CUT: a longer string, or element of a collection, is read as its first this many bytes
+CUT_BYTES: Final = 1024
 # A JSON object a widget remembered in its lab state (`turn.remember`), as decoded.
 Kept = dict[str, object]
 # A key's value as the page reads it: a string, a hash's fields, a zset's [member, score]
