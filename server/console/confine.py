@@ -107,4 +107,4 @@ class Confinement:
 
 def _show(text: str) -> str:
     cut = text if len(text) <= 80 else text[:79] + "…"
-    return repr(cut) if not cut.isprintable() else cut
+    return repr(cut) if not cut or not cut.isprintable() else cut  # an empty name is quoted, not blank

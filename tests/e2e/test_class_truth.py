@@ -247,3 +247,22 @@ def test_a_browser_whose_class_cannot_be_checked_is_not_told_about_your_class(
         expect(fanin(ada).locator('[data-role="announce"]')).to_contain_text("the class this browser joined")
         # the status line says the server's words (the action's answer, the stream's status alike)
         expect(fanin(ada).locator('[data-role="status"]')).to_contain_text("Valkey is unreachable right now")
+
+
+def test_a_vote_refused_twice_on_a_stale_page_says_why_once(contexts: Callable[..., BrowserContext]) -> None:
+    teacher = contexts()
+    class_page = signed_in_instructor(teacher)
+    code = open_room(class_page, "Stale vote e2e")
+    ada = join_room(contexts(), code, "Ada")
+    ada.route("**/api/stream**", lambda route: route.abort())  # a page whose stream never reaches it: stale
+    demo_asks_fanin_step_0(teacher, class_page)
+    ada.goto(DIVE)
+    box = class_box(ada)
+    expect(box.locator('[data-role="class-ask-legend"]')).to_have_text(f"Your class is asked: {LEGEND}")
+    class_page.get_by_role("button", name="End the question").click()
+    expect(class_page.locator('[data-role="flash"]')).to_be_visible()
+    box.locator('input[name="answer"]').fill("2")
+    for _ in range(2):
+        box.get_by_role("button", name="Send my answer").click()
+        expect(box.locator('[data-role="class-ask-error"]')).to_have_text("your class is asked no question now")
+    expect(box.locator('[data-role="class-ask-error"]')).to_have_count(1)

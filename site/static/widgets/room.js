@@ -137,8 +137,11 @@ async function vote(form) {
   const response = await fetch(form.action, { method: "POST", body: new URLSearchParams(new FormData(form)),
     headers: { Accept: "application/json" } });
   const data = await response.json();
-  if (!response.ok) box.append(el("p", { "data-role": "class-ask-error" }, data.error || response.statusText));
-  else refreshRoom();
+  if (!response.ok) {
+    const said = el("p", { "data-role": "class-ask-error" }, data.error || response.statusText);
+    const before = box.querySelector('[data-role="class-ask-error"]'); // a second refusal replaces the first
+    if (before) before.replaceWith(said); else box.append(said);
+  } else refreshRoom();
 }
 
 document.addEventListener("submit", async (event) => {

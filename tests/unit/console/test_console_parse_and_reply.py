@@ -221,3 +221,9 @@ def test_the_stored_transcript_keeps_a_long_reply_short_and_says_so() -> None:
     )
     assert len(entry["reply_lines"]) == KEEP_LINES + 1
     assert entry["reply_lines"][-1] == "(… 3 more lines when it ran; run it again to see them)"
+
+
+def test_an_empty_queue_name_is_quoted_in_its_refusal_not_left_blank() -> None:
+    with pytest.raises(Refusal) as caught:
+        WHERE.queue("")
+    assert str(caught.value).startswith("'' is not a queue name"), str(caught.value)
