@@ -9,6 +9,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -325,8 +326,9 @@ def test_a_first_showing_whose_workers_lose_their_connections_plays_the_recorded
     assert killed, "no worker connection was killed mid-showing: the test proved nothing"
 
 
-def test_a_run_whose_keys_vanish_under_it_says_so_not_that_a_reset_stopped_it(clean: LiveSite) -> None:
-    # a Valkey restarted without its data, or flushed, in the middle of a run: nobody pressed Reset
+def run_going(clean: LiveSite) -> tuple[httpx.Client, threading.Thread, list[httpx.Response]]:
+    """A learner's Run (4 workers, 16 children, lapses) sent from a thread, once it shows as running:
+    the learner, the thread, and the list its answer lands in."""
     client = clean.visitor("/flows/under-fire")
     body = {"workers": 4, "children": 16, "faults": ["lapse"], "early_release": False, "seed": 1}
     answers: list[httpx.Response] = []
@@ -334,35 +336,36 @@ def test_a_run_whose_keys_vanish_under_it_says_so_not_that_a_reset_stopped_it(cl
         "/api/widgets/race/run", json=body, headers={"Origin": clean.url, "X-Emqlab-Tab": "one"}, timeout=20)))
     first.start()
     running_now(client)
+    return client, first, answers
+
+
+def run_whose_keys_vanish(clean: LiveSite, then: Callable[[httpx.Client], object] = lambda client: None) -> str:
+    """A learner's Run whose keys are deleted mid-run, as a flush or a restart without data leaves them
+    (nobody pressed Reset); `then` runs before the Run ends. What the Run answered."""
+    client, first, answers = run_going(clean)
     r, q = clean.redis(), f"{sandbox_of(client)}.race"
     for key in r.scan_iter(match=f"*{{{q}}}*"):
         r.delete(key)
+    then(client)
     first.join(20)
     assert answers and answers[0].status_code == 200, answers and answers[0].text
-    said = answers[0].json()["outcome"]["text"]
-    assert said.startswith("The run's keys are gone from Valkey"), said
     assert client.get("/api/widgets/race/state").status_code == 200
+    return str(answers[0].json()["outcome"]["text"])
+
+
+def test_a_run_whose_keys_vanish_under_it_says_so_not_that_a_reset_stopped_it(clean: LiveSite) -> None:
+    said = run_whose_keys_vanish(clean)
+    assert said.startswith("The run's keys are gone from Valkey"), said
 
 
 def test_a_run_whose_keys_vanish_and_a_page_lands_the_flow_again_is_not_said_stopped_by_a_reset(
         clean: LiveSite) -> None:
-    # the keys gone mid-run (nobody pressed Reset), then the learner's other tab (or a reload) shows the
-    # page: it lands the flow again before the Run takes the lock back, and `landed` alone reads as a Reset
-    client = clean.visitor("/flows/under-fire")
-    body = {"workers": 4, "children": 16, "faults": ["lapse"], "early_release": False, "seed": 1}
-    answers: list[httpx.Response] = []
-    first = threading.Thread(target=lambda: answers.append(client.post(
-        "/api/widgets/race/run", json=body, headers={"Origin": clean.url, "X-Emqlab-Tab": "one"}, timeout=20)))
-    first.start()
-    running_now(client)
-    r, q = clean.redis(), f"{sandbox_of(client)}.race"
-    for key in r.scan_iter(match=f"*{{{q}}}*"):
-        r.delete(key)
-    other = second_page(clean, client, "two")
-    assert other.get("/api/widgets/race/state").status_code == 200  # lands the flow again
-    first.join(20)
-    assert answers and answers[0].status_code == 200, answers and answers[0].text
-    said = answers[0].json()["outcome"]["text"]
+    # then the learner's other tab (or a reload) shows the page: it lands the flow again before the Run
+    # takes the lock back, and `landed` alone read as a Reset
+    def other_tab(client: httpx.Client) -> None:
+        assert second_page(clean, client, "two").get("/api/widgets/race/state").status_code == 200
+
+    said = run_whose_keys_vanish(clean, other_tab)
     assert not said.startswith("The run was stopped by a Reset"), said
 
 
@@ -371,13 +374,7 @@ def test_a_deep_link_followed_during_a_run_leaves_no_worker_of_that_run_racing_o
     # `#race-step=1` opened in another tab while a Run races: the tour's step clears the keys and replays
     # the recorded run on them; the Run's workers must not race beside (and claim from) that replay, as
     # after a Reset they never do
-    client = clean.visitor("/flows/under-fire")
-    body = {"workers": 4, "children": 16, "faults": ["lapse"], "early_release": False, "seed": 1}
-    answers: list[httpx.Response] = []
-    first = threading.Thread(target=lambda: answers.append(client.post(
-        "/api/widgets/race/run", json=body, headers={"Origin": clean.url, "X-Emqlab-Tab": "one"}, timeout=20)))
-    first.start()
-    running_now(client)
+    client, first, _ = run_going(clean)
     r, mine = clean.redis(), f"@{sandbox_of(client)}.race"
     theirs = {c["id"] for c in r.client_list() if c.get("name", "").endswith(mine)}
     assert theirs, "the run's workers were never seen connected: the test proved nothing"
