@@ -278,7 +278,8 @@ class RaceLab(Widget):
     async def reset(self, turn: Turn, body: Body) -> Outcome:
         stopped = await self.stop_run(turn)
         done = await super().reset(turn, body)
-        turn.remember(stopped=stopped)  # after the clear, which forgets what was to be kept
+        if stopped:  # after the clear, which forgets what was to be kept
+            turn.remember(stopped=stopped)
         return done
 
     @action("goto", "Go to step", base.GotoBody)
@@ -288,7 +289,8 @@ class RaceLab(Widget):
         self.step_of(body)
         stopped = await self.stop_run(turn)
         done = await super().goto(turn, body)
-        turn.remember(stopped=stopped)
+        if stopped:
+            turn.remember(stopped=stopped)
         return done
 
     def partial_context(self) -> dict[str, object]:
